@@ -1,0 +1,115 @@
+"""What models exist: timm's ViT-family architectures with their pretrained tags, plus local models.
+
+The ViT family is every timm architecture whose model is a `VisionTransformer` (or subclass). Instantiating
+~200 models to check their class takes ~25 s, so we select by the timm module that registers them; a test
+instantiates them on the meta device and checks the class, so a timm change cannot go unnoticed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import timm
+from timm.models import get_pretrained_cfg
+from timm.models._registry import _module_to_models
+
+# timm modules whose every entry point builds timm.models.vision_transformer.VisionTransformer or a subclass
+# (VisionTransformerDistilled in deit; hybrid and ViTamin stems are still VisionTransformer).
+VIT_MODULES = ("vision_transformer", "deit", "vision_transformer_hybrid", "vitamin")
+
+WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
+
+
+def models_dir() -> Path:
+    """The folder of user and project models: $VITSTUDIO_MODELS_DIR, else `models/` beside the package."""
+    env = os.environ.get("VITSTUDIO_MODELS_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "models"
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str  # what `load_model` accepts: 'arch.tag', 'arch', or a local path
+    architecture: str
+    tag: str  # pretrained tag; '' for an architecture without pretrained weights or a local model
+    source: str  # 'timm' or 'local'
+    local: bool  # weights available without a network (HF cache or models/)
+    hf_hub_id: str = ""
+    num_classes: int = 0
+
+
+def vit_architectures() -> list[str]:
+    names: set[str] = set()
+    for module in VIT_MODULES:
+        names.update(_module_to_models.get(module, ()))
+    return sorted(names)
+
+
+def hub_weight_files(pretrained_cfg) -> tuple[str, tuple[str, ...]]:
+    """(repo id, candidate weight filenames in preference order) for a timm pretrained cfg."""
+    repo = pretrained_cfg.hf_hub_id or ""
+    if pretrained_cfg.hf_hub_filename:
+        return repo, (pretrained_cfg.hf_hub_filename,)
+    return repo, ("model.safetensors", "pytorch_model.bin", "open_clip_pytorch_model.bin")
+
+
+def cached_hub_file(repo_id: str, filenames: tuple[str, ...]) -> str | None:
+    """Path of the first of `filenames` present in the huggingface_hub cache, without any network call."""
+    from huggingface_hub import try_to_load_from_cache
+
+    repo, _, revision = repo_id.partition("@")
+    for filename in filenames:
+        found = try_to_load_from_cache(repo, filename, revision=revision or None)
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def is_cached(name: str) -> bool:
+    cfg = get_pretrained_cfg(name)
+    if cfg is None or not cfg.hf_hub_id:
+        return False
+    return cached_hub_file(*hub_weight_files(cfg)) is not None
+
+
+def local_models(folder: Path | None = None) -> list[CatalogEntry]:
+    """Models under `models/`: timm folders (config.json + weights), seed folders, loose weight files."""
+    folder = folder or models_dir()
+    entries: list[CatalogEntry] = []
+    if not folder.is_dir():
+        return entries
+    for item in sorted(folder.iterdir()):
+        if item.name.startswith("."):
+            continue
+        is_model_dir = item.is_dir() and (
+            (item / "config.json").is_file() or any(f.suffix in WEIGHT_SUFFIXES for f in item.iterdir())
+        )
+        if is_model_dir or (item.is_file() and item.suffix in WEIGHT_SUFFIXES):
+            entries.append(CatalogEntry(str(item), item.stem if item.is_file() else item.name, "", "local", True))
+    return entries
+
+
+def list_catalog(pattern: str | None = None, local_only: bool = False, folder: Path | None = None
+                 ) -> list[CatalogEntry]:
+    """Local models first, then every ViT-family 'arch.tag' (and bare arch without weights), filtered."""
+    entries = local_models(folder)
+    pretrained = set(timm.list_pretrained())
+    for arch in vit_architectures():
+        tags = sorted(p for p in pretrained if p.split(".", 1)[0] == arch)
+        if not tags:
+            entries.append(CatalogEntry(arch, arch, "", "timm", False))
+            continue
+        for full in tags:
+            cfg = get_pretrained_cfg(full)
+            repo, files = hub_weight_files(cfg)
+            local = bool(repo) and cached_hub_file(repo, files) is not None
+            entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", local, repo,
+                                        cfg.num_classes or 0))
+    if pattern:
+        pat = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
+        entries = [e for e in entries if fnmatch.fnmatch(e.name.lower(), pat.lower())]
+    if local_only:
+        entries = [e for e in entries if e.local]
+    return entries

@@ -1,0 +1,181 @@
+"""Reading weight files safely and fitting them to timm ViTs, including the WZMIAOMIAO seed format.
+
+Seed checkpoints (`vit_model.py` from the flower_photos recipe) are bare state dicts named like timm's
+ViT, optionally with a representation layer `pre_logits.fc` (Linear + Tanh) before `head`, and a
+`class_indices.json` `{"0": "daisy", ...}` beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import timm
+import torch
+from torch import nn
+
+# The ViT paper's width -> heads table (Ti, S, B, L, H); other widths fall back to 64-dim heads.
+HEADS_FOR_WIDTH = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
+
+# Resize 256 -> CenterCrop 224, bilinear, mean = std = 0.5, as the seed's predict.py does; crop_pct
+# 224/256 makes timm's eval transform produce exactly that pipeline.
+SEED_CROP_PCT = 224 / 256
+
+
+class CheckpointError(Exception):
+    """A weights file that cannot be read or does not fit; the message is meant for the user."""
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """Plain tensors from .safetensors/.pth/.pt/.bin, unwrapping timm train.py checkpoints (EMA first).
+
+    torch files are read with weights_only=True: a checkpoint is never allowed to run code.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"Weights file not found: {path}")
+    try:
+        state = timm.models.load_state_dict(str(path), use_ema=True, weights_only=True)
+    except RuntimeError as exc:
+        if "weights_only" in str(exc):
+            raise CheckpointError(
+                f"{path} contains pickled Python objects besides tensors. ViT Studio only loads plain "
+                f"weights (torch.load(weights_only=True)) so that a checkpoint can never run code. "
+                f"Re-save it as a state dict or .safetensors."
+            ) from None
+        raise CheckpointError(f"Could not read {path}: {exc}") from None
+    except Exception as exc:  # corrupt zip/pickle/safetensors header, wrong format
+        raise CheckpointError(f"Could not read {path}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise CheckpointError(f"{path} does not hold a state dict of tensors.")
+    return state
+
+
+def npz_num_classes(path: str | Path) -> int:
+    with np.load(path, allow_pickle=False) as weights:
+        return int(weights["head/bias"].shape[-1]) if "head/bias" in weights.files else 0
+
+
+def read_class_indices(folder: Path) -> list[str] | None:
+    """Class names from the seed recipe's class_indices.json beside a checkpoint, if present."""
+    file = folder / "class_indices.json"
+    if not file.is_file():
+        return None
+    try:
+        mapping = json.loads(file.read_text(encoding="utf-8"))
+        return [str(mapping[str(i)]) for i in range(len(mapping))]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{file} is not a {{\"0\": \"name\", ...}} mapping: {exc}") from None
+
+
+@dataclass(frozen=True)
+class InferredViT:
+    """A plain ViT's hyper-parameters read off a state dict's shapes."""
+
+    img_size: int
+    patch_size: int
+    embed_dim: int
+    depth: int
+    num_heads: int
+    num_classes: int
+    mlp_ratio: float
+    qkv_bias: bool
+    distilled: bool
+    representation_size: int | None
+
+    def timm_kwargs(self) -> dict:
+        return dict(img_size=self.img_size, patch_size=self.patch_size, embed_dim=self.embed_dim,
+                    depth=self.depth, num_heads=self.num_heads, num_classes=self.num_classes,
+                    mlp_ratio=self.mlp_ratio, qkv_bias=self.qkv_bias)
+
+
+def infer_vit(state: dict[str, torch.Tensor]) -> InferredViT:
+    """Architecture of a bare ViT state dict (seed format or timm naming) from its keys and shapes."""
+    try:
+        proj = state["patch_embed.proj.weight"]  # (D, 3, p, p)
+        pos = state["pos_embed"]  # (1, prefix + gh*gw, D)
+    except KeyError as exc:
+        raise CheckpointError(f"Not a ViT state dict: missing {exc.args[0]!r}.") from None
+    embed_dim, patch = int(proj.shape[0]), int(proj.shape[-1])
+    distilled = "dist_token" in state
+    prefix = int("cls_token" in state) + int(distilled)
+    grid = math.isqrt(pos.shape[1] - prefix)
+    if grid * grid != pos.shape[1] - prefix:
+        raise CheckpointError(f"pos_embed has {pos.shape[1]} tokens: not a square grid plus {prefix} prefix.")
+    depth = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("blocks."))
+    head = state.get("head.weight")
+    rep = state.get("pre_logits.fc.weight")
+    return InferredViT(
+        img_size=grid * patch,
+        patch_size=patch,
+        embed_dim=embed_dim,
+        depth=depth,
+        num_heads=HEADS_FOR_WIDTH.get(embed_dim, max(1, embed_dim // 64)),
+        num_classes=int(head.shape[0]) if head is not None else 0,
+        mlp_ratio=state["blocks.0.mlp.fc1.weight"].shape[0] / embed_dim,
+        qkv_bias="blocks.0.attn.qkv.bias" in state,
+        distilled=distilled,
+        representation_size=int(rep.shape[0]) if rep is not None else None,
+    )
+
+
+def build_inferred(inferred: InferredViT) -> nn.Module:
+    """A timm ViT (distilled when the weights have a distillation token) matching `inferred`."""
+    from timm.models.deit import VisionTransformerDistilled
+    from timm.models.vision_transformer import VisionTransformer
+
+    cls = VisionTransformerDistilled if inferred.distilled else VisionTransformer
+    model = cls(**inferred.timm_kwargs())
+    if inferred.representation_size:
+        attach_representation_head(model, inferred.representation_size)
+    return model
+
+
+def attach_representation_head(model: nn.Module, size: int) -> None:
+    """Replace `head` by the original ViT's pre-logits (Linear + Tanh) followed by the classifier."""
+    model.head = nn.Sequential(OrderedDict(
+        fc=nn.Linear(model.embed_dim, size), act=nn.Tanh(), out=nn.Linear(size, model.num_classes)))
+
+
+def remap_representation_keys(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """pre_logits.fc.* -> head.fc.*, head.* -> head.out.* (see attach_representation_head)."""
+    if "pre_logits.fc.weight" not in state:
+        return state
+    out = {}
+    for key, value in state.items():
+        if key.startswith("pre_logits.fc."):
+            key = "head.fc." + key[len("pre_logits.fc."):]
+        elif key in ("head.weight", "head.bias"):
+            key = "head.out." + key.split(".")[1]
+        out[key] = value
+    return out
+
+
+def load_into(model: nn.Module, state: dict[str, torch.Tensor], source: str) -> None:
+    """Load `state` into `model` strictly, after timm's own filter (pos-embed resampling, npz naming)."""
+    from timm.models.vision_transformer import checkpoint_filter_fn
+
+    has_rep = "pre_logits.fc.weight" in state
+    if has_rep and not isinstance(model.head, nn.Sequential):
+        attach_representation_head(model, state["pre_logits.fc.weight"].shape[0])
+    state = remap_representation_keys(state)
+    try:
+        state = checkpoint_filter_fn(state, model)
+    except Exception as exc:  # timm raises assorted errors on shapes it cannot adapt
+        raise CheckpointError(f"{source} does not fit this model: {exc}") from None
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # size mismatches are raised even when strict=False
+        raise CheckpointError(f"{source} does not match the architecture: {exc}") from None
+    problems = []
+    if result.missing_keys:
+        problems.append(f"{len(result.missing_keys)} missing (e.g. {', '.join(result.missing_keys[:3])})")
+    if result.unexpected_keys:
+        problems.append(f"{len(result.unexpected_keys)} unexpected "
+                        f"(e.g. {', '.join(result.unexpected_keys[:3])})")
+    if problems:
+        raise CheckpointError(f"{source} does not match the architecture: keys " + "; ".join(problems) + ".")

@@ -1,0 +1,111 @@
+"""Classification: images -> top-k Prediction records, exactly timm's forward on timm's preprocessing."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .images import ImageReadError, expand_paths, read_image
+from .jobs import CancelToken
+from .model import LoadedModel
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Top-k result for one input, or the reason it failed (`error`)."""
+
+    path: str
+    indices: tuple[int, ...] = ()
+    labels: tuple[str, ...] = ()
+    probs: tuple[float, ...] = ()
+    crop: np.ndarray | None = None  # (H, W, 3) uint8: what the model saw
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict:
+        if self.error is not None:
+            return {"path": self.path, "error": self.error}
+        top = [{"index": i, "label": lab, "prob": p} for i, lab, p in zip(self.indices, self.labels, self.probs)]
+        return {"path": self.path, "top": top}
+
+
+def forward_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
+    """(B, classes) float32 logits on the CPU for a (B, 3, H, W) normalised batch."""
+    with torch.inference_mode(), loaded.autocast():
+        logits = loaded.model(batch.to(loaded.device, non_blocking=True))
+    return logits.float().cpu()
+
+
+def classify(loaded: LoadedModel, images: Sequence[Image.Image], names: Sequence[str] | None = None,
+             topk: int = 5, keep_crops: bool = True) -> list[Prediction]:
+    """Classify RGB PIL images in one batch."""
+    if not images:
+        return []
+    crops = [loaded.crop(img) for img in images]
+    batch = torch.stack([loaded.to_tensor(c) for c in crops])
+    probs = forward_logits(loaded, batch).softmax(dim=-1)
+    k = max(1, min(topk, probs.shape[-1]))
+    top_p, top_i = probs.topk(k, dim=-1)
+    names = names or [f"image {i}" for i in range(len(images))]
+    out = []
+    for name, crop, p_row, i_row in zip(names, crops, top_p.tolist(), top_i.tolist()):
+        out.append(Prediction(
+            path=str(name), indices=tuple(i_row), labels=tuple(loaded.labels[i] for i in i_row),
+            probs=tuple(p_row), crop=np.asarray(crop, dtype=np.uint8) if keep_crops else None))
+    return out
+
+
+def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,
+                   batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False
+                   ) -> Iterator[list[Prediction]]:
+    """Classify files and folders batch by batch; unreadable files become error records, the batch goes on.
+
+    Yields one list per processed batch (errors included, in input order within the batch).
+    """
+    pending: list[tuple[str, Image.Image | None, str | None]] = []
+
+    def flush() -> list[Prediction]:
+        good = [(p, img) for p, img, _ in pending if img is not None]
+        results = dict(zip((p for p, _ in good), classify(
+            loaded, [img for _, img in good], [p for p, _ in good], topk, keep_crops)))
+        batch = [results[p] if err is None else Prediction(path=p, error=err) for p, _, err in pending]
+        pending.clear()
+        return batch
+
+    for path in expand_paths(paths):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        try:
+            pending.append((str(path), read_image(path), None))
+        except ImageReadError as exc:
+            pending.append((str(path), None, exc.reason))
+        if sum(img is not None for _, img, _ in pending) >= batch_size:
+            yield flush()
+    if pending:
+        yield flush()
+
+
+def write_csv(predictions: Iterable[Prediction], file, topk: int) -> None:
+    """One row per input: path, error, then label/prob/index for ranks 1..topk."""
+    writer = csv.writer(file)
+    header = ["path", "error"]
+    for r in range(1, topk + 1):
+        header += [f"label_{r}", f"prob_{r}", f"index_{r}"]
+    writer.writerow(header)
+    for pred in predictions:
+        row = [pred.path, pred.error or ""]
+        for r in range(topk):
+            if r < len(pred.indices):
+                row += [pred.labels[r], f"{pred.probs[r]:.6f}", pred.indices[r]]
+            else:
+                row += ["", "", ""]
+        writer.writerow(row)

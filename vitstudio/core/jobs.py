@@ -1,0 +1,57 @@
+"""Cancellation and progress helpers shared by long-running core generators."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+
+class Cancelled(Exception):
+    """Raised inside a job when its CancelToken was set."""
+
+
+class CancelToken:
+    """A thread-safe flag a caller sets to ask a running job to stop at its next check."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress record: `done` of `total` units (total 0 = unknown), with a short message."""
+
+    done: int
+    total: int
+    message: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        return self.done / self.total if self.total else None
+
+
+class Throttle:
+    """Lets an event through at most `rate_hz` times per second (always the first and a forced one)."""
+
+    def __init__(self, rate_hz: float = 10.0) -> None:
+        self._interval = 1.0 / rate_hz
+        self._last = -float("inf")
+
+    def ready(self, force: bool = False) -> bool:
+        now = time.monotonic()
+        if force or now - self._last >= self._interval:
+            self._last = now
+            return True
+        return False

@@ -1,0 +1,226 @@
+"""Turn what a user names (timm name, hub id, folder, weights file, custom spec) into a LoadedModel.
+
+Accepted specs:
+  * `arch[.tag]`             timm architecture; pretrained weights from the HF hub through its cache
+  * `hf-hub:org/repo`        a timm model repo on the hub (config.json + weights)
+  * `local-dir:DIR`, `DIR`   a timm model folder (config.json + model.safetensors), e.g. under models/
+  * a seed folder or file    WZMIAOMIAO vit_model.py checkpoint (+ class_indices.json beside it)
+  * `custom:img=224,patch=16,width=192,depth=12,heads=3,classes=10`   a new ViT for training from scratch
+with `weights=FILE` (.safetensors/.pth/.pt/.bin/.npz) for a named or custom architecture.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import timm
+import torch
+from torch import nn
+
+from . import hub
+from .catalog import hub_weight_files, models_dir, vit_architectures
+from .checkpoints import (
+    SEED_CROP_PCT,
+    CheckpointError,
+    build_inferred,
+    infer_vit,
+    load_into,
+    npz_num_classes,
+    read_class_indices,
+    read_state_dict,
+)
+from .devices import resolve_device, validate_precision
+from .labels import resolve_labels
+from .model import LoadedModel
+
+ProgressFn = hub.ProgressFn
+
+
+class ModelLoadError(Exception):
+    """The model could not be loaded; the message says why and what to do."""
+
+
+CUSTOM_KEYS = {"img": "img_size", "patch": "patch_size", "width": "embed_dim", "depth": "depth",
+               "heads": "num_heads", "classes": "num_classes"}
+
+
+def parse_custom(spec: str) -> dict:
+    """`custom:img=224,patch=16,width=192,depth=12,heads=3,classes=10` -> timm VisionTransformer kwargs."""
+    kwargs = dict(img_size=224, patch_size=16, embed_dim=192, depth=12, num_heads=3, num_classes=1000)
+    body = spec.split(":", 1)[1]
+    for item in filter(None, (part.strip() for part in body.split(","))):
+        key, _, value = item.partition("=")
+        if key not in CUSTOM_KEYS or not value.isdigit() or int(value) < (0 if key == "classes" else 1):
+            raise ModelLoadError(f"Bad custom ViT field {item!r}; use {', '.join(k + '=N' for k in CUSTOM_KEYS)}.")
+        kwargs[CUSTOM_KEYS[key]] = int(value)
+    if kwargs["img_size"] % kwargs["patch_size"] or kwargs["embed_dim"] % kwargs["num_heads"]:
+        raise ModelLoadError("Custom ViT: img must be a multiple of patch, and width a multiple of heads.")
+    return kwargs
+
+
+def load_model(spec: str, weights: str | Path | None = None, device: str = "auto", precision: str = "fp32",
+               progress: ProgressFn | None = None, pretrained: bool = True) -> LoadedModel:
+    """Load `spec` (see module doc) on `device` in eval mode; raise ModelLoadError with a clear message."""
+    try:
+        dev = resolve_device(device)
+        validate_precision(precision, dev)
+        loaded = _load(str(spec), Path(weights) if weights else None, progress, pretrained)
+    except (CheckpointError, hub.WeightsUnavailable, ValueError) as exc:
+        raise ModelLoadError(str(exc)) from None
+    loaded.model.eval().to(dev)
+    loaded.device = dev
+    loaded.precision = precision
+    return loaded
+
+
+def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrained: bool) -> LoadedModel:
+    local = _local_path(spec)
+    if spec.startswith("custom:"):
+        model = timm.create_model("vit_base_patch16_224", pretrained=False, **parse_custom(spec))
+        source = "random initialisation (custom ViT)"
+        if weights:
+            _load_file_into(model, weights)
+            source = str(weights)
+        return _finish(model, spec, "custom", source, None, weights.parent if weights else None)
+    if weights is not None:
+        if spec.startswith(("hf-hub:", "local-dir:")) or local is not None:
+            raise ModelLoadError("--weights goes with an architecture name (e.g. vit_base_patch16_224).")
+        return _named_with_file(spec, weights)
+    if local is not None:
+        if local.is_dir() and (local / "config.json").is_file():
+            return _timm_local_dir(spec, local)
+        return _seed(spec, local)
+    if spec.startswith("local-dir:"):
+        return _timm_local_dir(spec, Path(spec.split(":", 1)[1]))
+    if spec.startswith("hf-hub:"):
+        return _hf_hub(spec, progress)
+    return _timm_pretrained(spec, progress, pretrained)
+
+
+def _local_path(spec: str) -> Path | None:
+    if ":" in spec.split("/")[0] and not Path(spec).exists():
+        return None  # a 'source:' prefix, not a path
+    for candidate in (Path(spec), models_dir() / spec):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _check_arch(name: str) -> str:
+    arch = name.split(".", 1)[0]
+    if not timm.is_model(arch):
+        close = difflib.get_close_matches(arch, vit_architectures(), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else " See `vitstudio models`."
+        raise ModelLoadError(f"Unknown model '{name}': not a timm architecture, file or folder.{hint}")
+    return arch
+
+
+def _timm_pretrained(name: str, progress: ProgressFn | None, pretrained: bool) -> LoadedModel:
+    arch = _check_arch(name)
+    if not pretrained:
+        model = timm.create_model(name, pretrained=False)
+        return _finish(model, name, "random", "random initialisation", None, None)
+    cfg = timm.models.get_pretrained_cfg(name)
+    if cfg is None or not (cfg.hf_hub_id or cfg.url):
+        raise ModelLoadError(f"'{name}' has no pretrained weights in timm; pick a tag from "
+                             f"`vitstudio models --filter {arch}`, or pass --weights FILE.")
+    if not cfg.hf_hub_id:  # a few old configs only have a URL: let timm fetch it (torch hub cache)
+        if not hub.hub_reachable():
+            raise ModelLoadError(hub.unavailable_message(name))
+        model = timm.create_model(name, pretrained=True)
+        return _finish(model, name, "timm", cfg.url, None, None)
+    repo, files = hub_weight_files(cfg)
+    path = hub.fetch_hub_file(repo, files, name, progress)
+    model = timm.create_model(name, pretrained=True, pretrained_cfg_overlay=dict(file=path))
+    return _finish(model, name, "timm", f"hf-hub:{repo} ({path})", None, None)
+
+
+def _hf_hub(spec: str, progress: ProgressFn | None) -> LoadedModel:
+    repo = spec.split(":", 1)[1]
+    online = hub.hub_reachable()
+    if not online and hub.cached_hub_file(repo, ("config.json",)) is None:
+        raise ModelLoadError(hub.unavailable_message(spec))
+    if online:  # fetch the weights first so the user sees download progress
+        hub.fetch_hub_file(repo, ("model.safetensors", "pytorch_model.bin"), spec, progress)
+        model = timm.create_model(spec, pretrained=True)
+    else:
+        with hub.hub_offline():
+            try:
+                model = timm.create_model(spec, pretrained=True)
+            except Exception as exc:
+                raise ModelLoadError(f"{hub.unavailable_message(spec)} ({type(exc).__name__})") from None
+    return _finish(model, spec, "timm", spec, None, None)
+
+
+def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
+    if not (folder / "config.json").is_file():
+        raise ModelLoadError(f"{folder} has no config.json (a timm model folder needs config.json + weights).")
+    try:
+        model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True)
+    except (RuntimeError, FileNotFoundError, KeyError, ValueError) as exc:
+        raise ModelLoadError(f"Could not load the timm model folder {folder}: {exc}") from None
+    return _finish(model, spec, "timm", str(folder), None, folder)
+
+
+def _seed(spec: str, path: Path) -> LoadedModel:
+    """A seed checkpoint: a weights file, or a folder holding exactly one, architecture read off its keys."""
+    if path.is_dir():
+        files = sorted(f for f in path.iterdir() if f.suffix in (".pth", ".pt", ".bin", ".safetensors"))
+        if len(files) != 1:
+            found = ", ".join(f.name for f in files) or "none"
+            raise ModelLoadError(f"{path} should hold config.json, or exactly one weights file (found: {found}).")
+        path = files[0]
+    state = read_state_dict(path)
+    inferred = infer_vit(state)
+    model = build_inferred(inferred)
+    load_into(model, state, str(path))
+    seed_cfg = dict(input_size=(3, inferred.img_size, inferred.img_size), interpolation="bilinear",
+                    mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), crop_pct=SEED_CROP_PCT, crop_mode="center")
+    return _finish(model, spec, "seed", str(path), seed_cfg, path.parent)
+
+
+def _named_with_file(name: str, weights: Path) -> LoadedModel:
+    _check_arch(name)
+    model = timm.create_model(name, pretrained=False, num_classes=_file_num_classes(weights))
+    _load_file_into(model, weights)
+    return _finish(model, name, "timm", str(weights), None, weights.parent)
+
+
+def _file_num_classes(weights: Path) -> int:
+    if weights.suffix == ".npz":
+        return npz_num_classes(weights)
+    state = read_state_dict(weights)
+    head = state.get("head.weight")
+    return int(head.shape[0]) if head is not None else 0
+
+
+def _load_file_into(model: nn.Module, weights: Path) -> None:
+    if weights.suffix == ".npz":
+        try:
+            model.load_pretrained(str(weights))  # timm's own JAX .npz converter
+        except Exception as exc:
+            raise ModelLoadError(f"Could not load JAX weights {weights}: {exc}") from None
+    else:
+        load_into(model, read_state_dict(weights), str(weights))
+
+
+def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: dict | None,
+            label_folder: Path | None) -> LoadedModel:
+    from timm.models.vision_transformer import VisionTransformer
+
+    if not isinstance(model, VisionTransformer):
+        raise ModelLoadError(f"'{spec}' is a {type(model).__name__}, not a timm VisionTransformer.")
+    if data_config is None:
+        data_config = dict(timm.data.resolve_model_data_config(model))
+        embed = model.patch_embed
+        if getattr(embed, "strict_img_size", False) and getattr(embed, "img_size", None):
+            # a model built at another size than its pretrained cfg (custom ViTs) only accepts its own size
+            data_config["input_size"] = (3, *embed.img_size)
+    labels, label_set = resolve_labels(model, read_class_indices(label_folder) if label_folder else None,
+                                       guess_imagenet=kind != "custom")
+    arch = {"custom": "custom ViT", "seed": f"ViT seed checkpoint ({type(model).__name__})"}.get(kind) or (
+        getattr(model, "pretrained_cfg", {}).get("architecture") or type(model).__name__)
+    return LoadedModel(model=model, name=spec, architecture=arch, kind=kind, data_config=dict(data_config),
+                       labels=labels, label_set=label_set, weights_source=source,
+                       device=torch.device("cpu"), precision="fp32")

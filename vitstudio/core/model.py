@@ -1,0 +1,82 @@
+"""LoadedModel: a timm ViT ready for inference, with its preprocessing, labels and provenance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import timm
+import torch
+from PIL import Image
+from torch import nn
+
+from .devices import autocast
+
+
+@dataclass(eq=False)
+class LoadedModel:
+    model: nn.Module
+    name: str  # what the user asked for
+    architecture: str
+    kind: str  # 'timm', 'seed', 'custom' or 'random'
+    data_config: dict  # input_size, interpolation, mean, std, crop_pct, crop_mode
+    labels: list[str]
+    label_set: str  # where the labels came from
+    weights_source: str  # where the weights came from
+    device: torch.device
+    precision: str
+    _card: object = field(default=None, repr=False)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.labels)
+
+    @property
+    def num_prefix_tokens(self) -> int:
+        return int(self.model.num_prefix_tokens)
+
+    @property
+    def input_hw(self) -> tuple[int, int]:
+        return tuple(self.data_config["input_size"][1:])
+
+    @property
+    def grid_size(self) -> tuple[int, int]:
+        """Patch-token grid (rows, cols) at the model's input size."""
+        embed = self.model.patch_embed
+        if hasattr(embed, "dynamic_feat_size"):
+            return tuple(embed.dynamic_feat_size(self.input_hw))
+        return tuple(embed.grid_size)
+
+    @property
+    def patch_size(self) -> tuple[int, int]:
+        """Input pixels per token (the stem's stride for hybrid models)."""
+        (h, w), (gh, gw) = self.input_hw, self.grid_size
+        return h // gh, w // gw
+
+    @cached_property
+    def transform(self):
+        """timm's eval transform for this model, exactly as timm builds it."""
+        return timm.data.create_transform(**self.data_config, is_training=False)
+
+    @cached_property
+    def _split_transform(self):
+        """(PIL steps up to the crop, tensor steps after it) so the crop the model sees can be shown."""
+        steps = list(self.transform.transforms)
+        cut = next(i for i, t in enumerate(steps) if "ToTensor" in type(t).__name__)
+        return steps[:cut], steps[cut:]
+
+    def crop(self, image: Image.Image) -> Image.Image:
+        """The exact image the model sees, before tensor conversion and normalisation."""
+        for step in self._split_transform[0]:
+            image = step(image)
+        return image
+
+    def to_tensor(self, crop: Image.Image) -> torch.Tensor:
+        """(3, H, W) normalised tensor from a crop returned by `crop`."""
+        out = crop
+        for step in self._split_transform[1]:
+            out = step(out)
+        return out
+
+    def autocast(self):
+        return autocast(self.device, self.precision)

@@ -1,0 +1,96 @@
+"""A model card: the facts a user wants to see about a loaded ViT, FLOPs included."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from .model import LoadedModel
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    name: str
+    architecture: str
+    kind: str
+    params: int
+    gflops: float  # multiply-adds count as 2 FLOPs, batch 1 at the input size
+    input_size: tuple[int, int, int]
+    patch_size: tuple[int, int]
+    grid_size: tuple[int, int]
+    prefix_tokens: int
+    tokens: int
+    layers: int
+    heads: int
+    width: int
+    interpolation: str
+    crop_pct: float
+    crop_mode: str
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    num_classes: int
+    label_set: str
+    weights_source: str
+    device: str
+    precision: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(field, value) pairs formatted for people."""
+        return [
+            ("Model", self.name),
+            ("Architecture", f"{self.architecture} ({self.kind})"),
+            ("Parameters", f"{self.params / 1e6:.2f} M"),
+            ("GFLOPs", f"{self.gflops:.2f} at {self.input_size[1]}×{self.input_size[2]}"),
+            ("Patch", f"{self.patch_size[0]}×{self.patch_size[1]} px"),
+            ("Grid", f"{self.grid_size[0]}×{self.grid_size[1]}"),
+            ("Tokens", f"{self.tokens} ({self.prefix_tokens} prefix + {self.tokens - self.prefix_tokens} patches)"),
+            ("Layers × heads × width", f"{self.layers} × {self.heads} × {self.width}"),
+            ("Input", f"{self.input_size[1]}×{self.input_size[2]}, {self.interpolation}, "
+                      f"crop {self.crop_pct:.3f} ({self.crop_mode})"),
+            ("Mean / std", f"{_fmt(self.mean)} / {_fmt(self.std)}"),
+            ("Classes", f"{self.num_classes} (labels: {self.label_set})"),
+            ("Weights", self.weights_source),
+            ("Device", f"{self.device}, {self.precision}"),
+        ]
+
+
+def _fmt(values) -> str:
+    return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
+
+
+def count_flops(loaded: LoadedModel) -> int:
+    """FLOPs of one forward at batch 1, counted by torch's FlopCounterMode (a real, small forward)."""
+    x = torch.zeros(1, *loaded.data_config["input_size"], device=loaded.device)
+    counter = FlopCounterMode(display=False)
+    with torch.inference_mode(), counter:
+        loaded.model(x)
+    return int(counter.get_total_flops())
+
+
+def model_card(loaded: LoadedModel) -> ModelCard:
+    if loaded._card is not None:
+        return loaded._card
+    model = loaded.model
+    blocks = list(model.blocks)
+    attn = blocks[0].attn if blocks else None
+    gh, gw = loaded.grid_size
+    cfg = loaded.data_config
+    card = ModelCard(
+        name=loaded.name, architecture=loaded.architecture, kind=loaded.kind,
+        params=sum(p.numel() for p in model.parameters()),
+        gflops=count_flops(loaded) / 1e9,
+        input_size=tuple(cfg["input_size"]), patch_size=loaded.patch_size, grid_size=(gh, gw),
+        prefix_tokens=loaded.num_prefix_tokens, tokens=loaded.num_prefix_tokens + gh * gw,
+        layers=len(blocks), heads=int(getattr(attn, "num_heads", 0)), width=int(model.embed_dim),
+        interpolation=str(cfg.get("interpolation")), crop_pct=float(cfg.get("crop_pct", 1.0)),
+        crop_mode=str(cfg.get("crop_mode", "center")), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
+        num_classes=loaded.num_classes, label_set=loaded.label_set, weights_source=loaded.weights_source,
+        device=str(loaded.device), precision=loaded.precision,
+    )
+    loaded._card = card
+    return card
