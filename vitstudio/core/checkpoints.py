@@ -41,7 +41,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     try:
         state = timm.models.load_state_dict(str(path), use_ema=True, weights_only=True)
     except RuntimeError as exc:
-        if "weights_only" in str(exc):
+        if "Unsupported globals" in str(exc):  # timm lists the non-tensor objects it refused
             raise CheckpointError(
                 f"{path} contains pickled Python objects besides tensors. ViT Studio only loads plain "
                 f"weights (torch.load(weights_only=True)) so that a checkpoint can never run code. "

@@ -45,7 +45,7 @@ class ModelCard:
             ("Model", self.name),
             ("Architecture", f"{self.architecture} ({self.kind})"),
             ("Parameters", f"{self.params / 1e6:.2f} M"),
-            ("GFLOPs", f"{self.gflops:.2f} at {self.input_size[1]}×{self.input_size[2]}"),
+            ("GFLOPs", f"{self.gflops:.3g} at {self.input_size[1]}×{self.input_size[2]}"),
             ("Patch", f"{self.patch_size[0]}×{self.patch_size[1]} px"),
             ("Grid", f"{self.grid_size[0]}×{self.grid_size[1]}"),
             ("Tokens", f"{self.tokens} ({self.prefix_tokens} prefix + {self.tokens - self.prefix_tokens} patches)"),

@@ -1,0 +1,82 @@
+"""Shared fixtures: tiny random ViTs saved to disk, real photos from scikit-image, isolated caches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=5)
+TINY_SPEC = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=5"
+
+
+def make_tiny_vit(seed: int = 0, **overrides):
+    """A random tiny timm ViT with non-trivial cls/pos embeddings (timm zero-inits some of them).
+
+    Built the way TINY_SPEC is (timm's vit_base_patch16_224 entry point with the tiny sizes), so timm's
+    own data config for it is the reference preprocessing.
+    """
+    import timm
+
+    torch.manual_seed(seed)
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, **{**TINY, **overrides}).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.02 * torch.randn_like(p))
+    return model
+
+
+@pytest.fixture(autouse=True)
+def _isolated_caches(tmp_path_factory, monkeypatch):
+    """Never touch the user's HF cache or models/ folder; always offline."""
+    from huggingface_hub import constants
+
+    hf = tmp_path_factory.mktemp("hf_cache")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("VITSTUDIO_MODELS_DIR", str(tmp_path_factory.mktemp("models")))
+    yield
+
+
+@pytest.fixture(scope="session")
+def photos(tmp_path_factory) -> dict[str, Path]:
+    """Real photos from scikit-image, written as JPEG/PNG files."""
+    from skimage import data
+
+    folder = tmp_path_factory.mktemp("photos")
+    out = {}
+    for name, fmt in (("astronaut", "jpg"), ("chelsea", "png"), ("coffee", "jpg"), ("rocket", "jpg")):
+        path = folder / f"{name}.{fmt}"
+        Image.fromarray(getattr(data, name)()).save(path)
+        out[name] = path
+    return out
+
+
+@pytest.fixture
+def tiny_weights(tmp_path) -> tuple[Path, torch.nn.Module]:
+    """(safetensors file, the model it came from) for TINY."""
+    from safetensors.torch import save_file
+
+    model = make_tiny_vit()
+    path = tmp_path / "tiny.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(path))
+    return path, model
+
+
+@pytest.fixture
+def rgb_image() -> Image.Image:
+    from skimage import data
+
+    return Image.fromarray(data.chelsea())
+
+
+def as_uint8(img: Image.Image) -> np.ndarray:
+    return np.asarray(img, dtype=np.uint8)

@@ -1,0 +1,249 @@
+"""Every loading path: weight formats, timm folders, hub cache offline, seeds, custom ViTs, errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import pytest
+import timm
+import torch
+from safetensors.torch import save_file
+
+from tests.conftest import TINY, TINY_SPEC, make_tiny_vit
+from tests.core.seed_reference import SeedVisionTransformer, seed_transform
+from vitstudio.core.images import read_image
+from vitstudio.core.inference import forward_logits
+from vitstudio.core.loading import ModelLoadError, load_model, parse_custom
+
+
+def _logits(loaded, img):
+    return forward_logits(loaded, loaded.to_tensor(loaded.crop(img))[None])[0]
+
+
+def _ref_logits(model, img):
+    cfg = timm.data.resolve_model_data_config(model)
+    cfg["input_size"] = (3, *model.patch_embed.img_size)
+    with torch.no_grad():
+        return model(timm.data.create_transform(**cfg)(img)[None])[0]
+
+
+@pytest.mark.parametrize("suffix", [".pth", ".pt", ".bin", ".safetensors"])
+def test_plain_state_dict_formats(tmp_path, rgb_image, suffix):
+    model = make_tiny_vit(seed=3)
+    path = tmp_path / f"w{suffix}"
+    if suffix == ".safetensors":
+        save_file(model.state_dict(), str(path))
+    else:
+        torch.save({"module." + k: v for k, v in model.state_dict().items()}, path)  # DDP prefix too
+    loaded = load_model(TINY_SPEC, weights=path)
+    torch.testing.assert_close(_logits(loaded, rgb_image), _ref_logits(model, rgb_image), atol=1e-5, rtol=0)
+    assert loaded.weights_source == str(path)
+
+
+def test_timm_train_checkpoint_prefers_ema(tmp_path, rgb_image):
+    raw, ema = make_tiny_vit(seed=1), make_tiny_vit(seed=2)
+    ckpt = {"epoch": 7, "arch": "vit", "args": argparse.Namespace(lr=0.1),
+            "state_dict": raw.state_dict(), "state_dict_ema": ema.state_dict()}
+    torch.save(ckpt, tmp_path / "last.pth.tar")
+    loaded = load_model(TINY_SPEC, weights=tmp_path / "last.pth.tar")
+    torch.testing.assert_close(_logits(loaded, rgb_image), _ref_logits(ema, rgb_image), atol=1e-5, rtol=0)
+    del ckpt["state_dict_ema"]
+    torch.save(ckpt, tmp_path / "noema.pth")
+    loaded = load_model(TINY_SPEC, weights=tmp_path / "noema.pth")
+    torch.testing.assert_close(_logits(loaded, rgb_image), _ref_logits(raw, rgb_image), atol=1e-5, rtol=0)
+
+
+class _Payload:  # a pickled object that would run code on load with weights_only=False
+    def __reduce__(self):
+        return (print, ("pwned",))
+
+
+def test_checkpoint_that_runs_code_is_refused(tmp_path, capsys):
+    torch.save({"state_dict": make_tiny_vit().state_dict(), "evil": _Payload()}, tmp_path / "evil.pth")
+    with pytest.raises(ModelLoadError, match="weights_only"):
+        load_model(TINY_SPEC, weights=tmp_path / "evil.pth")
+    assert "pwned" not in capsys.readouterr().out
+
+
+def _to_jax_npz(model, path):
+    """Write `model` in the original JAX ViT .npz naming (independent of timm's converter)."""
+    w = {
+        "embedding/kernel": model.patch_embed.proj.weight.permute(2, 3, 1, 0),  # OIHW -> HWIO
+        "embedding/bias": model.patch_embed.proj.bias,
+        "cls": model.cls_token,
+        "Transformer/posembed_input/pos_embedding": model.pos_embed,
+        "Transformer/encoder_norm/scale": model.norm.weight, "Transformer/encoder_norm/bias": model.norm.bias,
+        "head/kernel": model.head.weight.T, "head/bias": model.head.bias,
+    }
+    dim, heads = model.embed_dim, model.blocks[0].attn.num_heads
+    for i, blk in enumerate(model.blocks):
+        p = f"Transformer/encoderblock_{i}/"
+        qkv_w, qkv_b = blk.attn.qkv.weight.reshape(3, dim, dim), blk.attn.qkv.bias.reshape(3, dim)
+        for j, n in enumerate(("query", "key", "value")):
+            w[f"{p}MultiHeadDotProductAttention_1/{n}/kernel"] = qkv_w[j].T.reshape(dim, heads, dim // heads)
+            w[f"{p}MultiHeadDotProductAttention_1/{n}/bias"] = qkv_b[j].reshape(heads, dim // heads)
+        w[f"{p}MultiHeadDotProductAttention_1/out/kernel"] = blk.attn.proj.weight.T.reshape(heads, dim // heads, dim)
+        w[f"{p}MultiHeadDotProductAttention_1/out/bias"] = blk.attn.proj.bias
+        w[f"{p}LayerNorm_0/scale"], w[f"{p}LayerNorm_0/bias"] = blk.norm1.weight, blk.norm1.bias
+        w[f"{p}LayerNorm_2/scale"], w[f"{p}LayerNorm_2/bias"] = blk.norm2.weight, blk.norm2.bias
+        w[f"{p}MlpBlock_3/Dense_0/kernel"], w[f"{p}MlpBlock_3/Dense_0/bias"] = blk.mlp.fc1.weight.T, blk.mlp.fc1.bias
+        w[f"{p}MlpBlock_3/Dense_1/kernel"], w[f"{p}MlpBlock_3/Dense_1/bias"] = blk.mlp.fc2.weight.T, blk.mlp.fc2.bias
+    np.savez(path, **{k: v.detach().numpy() for k, v in w.items()})
+
+
+def test_jax_npz(tmp_path, rgb_image):
+    model = make_tiny_vit(seed=4)
+    _to_jax_npz(model, tmp_path / "ViT-tiny.npz")
+    loaded = load_model(TINY_SPEC, weights=tmp_path / "ViT-tiny.npz")
+    torch.testing.assert_close(_logits(loaded, rgb_image), _ref_logits(model, rgb_image), atol=1e-5, rtol=0)
+
+
+def test_timm_model_folder_local_dir_and_models_dir(tmp_path, rgb_image, monkeypatch):
+    from timm.models import save_for_hf
+
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, **{**TINY, "num_classes": 3})
+    model.load_state_dict(make_tiny_vit(seed=5, num_classes=3).state_dict())
+    models = tmp_path / "models"
+    folder = models / "my-flowers"
+    save_for_hf(model, str(folder), model_config={"label_names": ["daisy", "rose", "tulip"]})
+    for spec in (f"local-dir:{folder}", str(folder)):
+        loaded = load_model(spec)
+        assert loaded.labels == ["daisy", "rose", "tulip"] and loaded.kind == "timm"
+        torch.testing.assert_close(_logits(loaded, rgb_image), _ref_logits(model.eval(), rgb_image),
+                                   atol=1e-5, rtol=0)
+    monkeypatch.setenv("VITSTUDIO_MODELS_DIR", str(models))
+    assert load_model("my-flowers").labels[2] == "tulip"  # a bare folder name under models/
+    from vitstudio.core.catalog import list_catalog
+    first = list_catalog()[0]
+    assert first.source == "local" and first.name == str(folder) and first.local
+
+
+def _write_seed(tmp_path, rep_size=None, distilled=False, with_indices=True):
+    torch.manual_seed(11)
+    ref = SeedVisionTransformer(img_size=224, patch_size=32, num_classes=5, embed_dim=192, depth=2, num_heads=3,
+                                representation_size=rep_size, distilled=distilled).eval()
+    folder = tmp_path / "seed"
+    folder.mkdir()
+    torch.save(ref.state_dict(), folder / "model-9.pth")
+    if with_indices:
+        names = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
+        (folder / "class_indices.json").write_text(json.dumps({str(i): n for i, n in enumerate(names)}, indent=4))
+    return folder, ref
+
+
+@pytest.mark.parametrize("rep_size, distilled", [(None, False), (192, False), (96, False), (None, True)])
+def test_seed_checkpoint(tmp_path, photos, rep_size, distilled):
+    folder, ref = _write_seed(tmp_path, rep_size, distilled)
+    img = read_image(photos["astronaut"])
+    with torch.no_grad():
+        expected = ref(seed_transform()(img)[None])[0]
+    for spec in (str(folder), str(folder / "model-9.pth")):
+        loaded = load_model(spec)
+        assert loaded.kind == "seed" and loaded.labels[3] == "sunflowers"
+        assert loaded.model.blocks[0].attn.num_heads == 3  # width 192 -> 3 heads (ViT-Ti row of the table)
+        assert loaded.num_prefix_tokens == (2 if distilled else 1)
+        cfg = loaded.data_config
+        assert cfg["interpolation"] == "bilinear" and cfg["mean"] == (0.5, 0.5, 0.5) and cfg["std"] == (0.5,) * 3
+        assert loaded.crop(img).size == (224, 224)
+        torch.testing.assert_close(_logits(loaded, img), expected, atol=1e-5, rtol=0)
+
+
+def test_seed_without_class_indices_and_mismatch(tmp_path):
+    folder, _ = _write_seed(tmp_path, with_indices=False)
+    assert load_model(str(folder)).labels == [f"class {i}" for i in range(5)]
+    (folder / "class_indices.json").write_text(json.dumps({"0": "a", "1": "b"}))
+    with pytest.raises(ModelLoadError, match="names 2 classes but the model has 5"):
+        load_model(str(folder))
+
+
+def _fake_hub_cache(cache_root, repo_id, files: dict[str, bytes]):
+    """Lay files out exactly as huggingface_hub's cache does (refs/main -> snapshots/<commit>/...)."""
+    repo_dir = cache_root / ("models--" + repo_id.replace("/", "--"))
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo_dir / "refs").mkdir(parents=True)
+    (repo_dir / "refs" / "main").write_text(commit)
+    snap = repo_dir / "snapshots" / commit
+    snap.mkdir(parents=True)
+    for name, data in files.items():
+        (snap / name).write_bytes(data)
+
+
+def test_hub_name_offline_fails_fast_then_loads_from_cache(tmp_path, rgb_image):
+    from huggingface_hub import constants
+
+    name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="not in the local cache.*HF_HUB_OFFLINE.*models"):
+        load_model(name)
+    assert time.perf_counter() - start < 1.0
+    from vitstudio.core.catalog import is_cached, list_catalog
+    assert not is_cached(name)
+
+    torch.manual_seed(0)
+    model = timm.create_model("vit_tiny_patch16_224", num_classes=1000).eval()
+    save_file(model.state_dict(), str(tmp_path / "m.safetensors"))
+    _fake_hub_cache(__import__("pathlib").Path(constants.HF_HUB_CACHE), f"timm/{name}",
+                    {"model.safetensors": (tmp_path / "m.safetensors").read_bytes()})
+    assert is_cached(name)
+    assert [e.name for e in list_catalog(name, local_only=True)] == [name]
+    loaded = load_model(name)
+    assert loaded.labels[1].startswith("goldfish") and loaded.label_set == "imagenet-1k"
+    assert loaded.data_config["interpolation"] == "bicubic" and loaded.data_config["crop_pct"] == 0.9
+    with torch.no_grad():
+        ref = model(timm.data.create_transform(**timm.data.resolve_model_data_config(model))(rgb_image)[None])[0]
+    torch.testing.assert_close(_logits(loaded, rgb_image), ref, atol=1e-5, rtol=0)
+
+
+def test_hf_hub_repo_offline(tmp_path):
+    from huggingface_hub import constants
+
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="not in the local cache"):
+        load_model("hf-hub:someone/vit-flowers")
+    assert time.perf_counter() - start < 1.0
+    from timm.models import save_for_hf
+
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, **TINY)
+    save_for_hf(model, str(tmp_path / "export"), model_config={"label_names": list("abcde")})
+    _fake_hub_cache(__import__("pathlib").Path(constants.HF_HUB_CACHE), "someone/vit-flowers",
+                    {f.name: f.read_bytes() for f in (tmp_path / "export").iterdir()})
+    loaded = load_model("hf-hub:someone/vit-flowers")
+    assert loaded.labels == list("abcde") and loaded.input_hw == (32, 32)
+
+
+def test_custom_vit_spec():
+    kw = parse_custom("custom:img=64,patch=16,width=96,depth=3,heads=4,classes=7")
+    assert kw == dict(img_size=64, patch_size=16, embed_dim=96, depth=3, num_heads=4, num_classes=7)
+    loaded = load_model("custom:img=64,patch=16,width=96,depth=3,heads=4,classes=7")
+    assert loaded.grid_size == (4, 4) and loaded.num_classes == 7 and len(loaded.model.blocks) == 3
+    for bad in ("custom:img=30,patch=16", "custom:size=3", "custom:width=10,heads=3"):
+        with pytest.raises(ModelLoadError):
+            load_model(bad)
+
+
+def test_clear_errors(tmp_path):
+    with pytest.raises(ModelLoadError, match="Did you mean vit_base_patch16_224"):
+        load_model("vit_base_patch16_22")
+    with pytest.raises(ModelLoadError, match="not found"):
+        load_model(TINY_SPEC, weights=tmp_path / "nope.safetensors")
+    (tmp_path / "junk.pth").write_bytes(b"\x00garbage")
+    with pytest.raises(ModelLoadError, match="Could not read"):
+        load_model(TINY_SPEC, weights=tmp_path / "junk.pth")
+    save_file(make_tiny_vit(num_classes=5, embed_dim=64).state_dict(), str(tmp_path / "wide.safetensors"))
+    with pytest.raises(ModelLoadError, match="does not (match|fit)"):
+        load_model(TINY_SPEC, weights=tmp_path / "wide.safetensors")
+    with pytest.raises(ModelLoadError, match="not available"):
+        load_model(TINY_SPEC, device="cuda:7")
+    with pytest.raises(ModelLoadError, match="precision"):
+        load_model(TINY_SPEC, precision="int3")
+
+
+def test_device_auto_is_cpu_here():
+    from vitstudio.core.devices import resolve_device
+
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type in (expected, "mps")
+    assert load_model(TINY_SPEC, device="cpu").device.type == "cpu"

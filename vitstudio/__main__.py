@@ -1,0 +1,5 @@
+"""`python -m vitstudio ...` runs the CLI."""
+
+from vitstudio.cli import main
+
+raise SystemExit(main())
