@@ -37,6 +37,7 @@ class CatalogEntry:
     source: str  # 'timm' or 'local'
     local: bool  # weights available without a network (HF cache or models/)
     hf_hub_id: str = ""
+    url: str = ""  # a few old timm configs have only a download URL (torch hub cache)
     num_classes: int = 0
 
 
@@ -67,11 +68,21 @@ def cached_hub_file(repo_id: str, filenames: tuple[str, ...]) -> str | None:
     return None
 
 
+def cached_url_file(url: str) -> str | None:
+    """Path of a URL download in torch hub's checkpoint cache (where timm puts URL-only weights)."""
+    import torch.hub
+
+    path = Path(torch.hub.get_dir()) / "checkpoints" / Path(url.split("?")[0]).name
+    return str(path) if url and path.is_file() else None
+
+
 def is_cached(name: str) -> bool:
     cfg = get_pretrained_cfg(name)
-    if cfg is None or not cfg.hf_hub_id:
+    if cfg is None:
         return False
-    return cached_hub_file(*hub_weight_files(cfg)) is not None
+    if cfg.hf_hub_id:
+        return cached_hub_file(*hub_weight_files(cfg)) is not None
+    return bool(cfg.url) and cached_url_file(cfg.url) is not None
 
 
 def local_models(folder: Path | None = None) -> list[CatalogEntry]:
@@ -103,10 +114,9 @@ def list_catalog(pattern: str | None = None, local_only: bool = False, folder: P
             continue
         for full in tags:
             cfg = get_pretrained_cfg(full)
-            repo, files = hub_weight_files(cfg)
-            local = bool(repo) and cached_hub_file(repo, files) is not None
-            entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", local, repo,
-                                        cfg.num_classes or 0))
+            url = "" if cfg.hf_hub_id else (cfg.url or "")
+            entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", is_cached(full),
+                                        cfg.hf_hub_id or "", url, cfg.num_classes or 0))
     if pattern:
         pat = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
         entries = [e for e in entries if fnmatch.fnmatch(e.name.lower(), pat.lower())]

@@ -30,11 +30,16 @@ def offline_flag() -> bool:
 
 def hub_reachable(timeout: float = 0.8) -> bool:
     """One TCP connect to the hub endpoint; False at once when HF_HUB_OFFLINE is set."""
-    if offline_flag():
-        return False
     from huggingface_hub import constants
 
-    url = urlparse(constants.ENDPOINT)
+    return url_reachable(constants.ENDPOINT, timeout)
+
+
+def url_reachable(address: str, timeout: float = 0.8) -> bool:
+    """One TCP connect to the host of `address`; False at once when HF_HUB_OFFLINE is set."""
+    if offline_flag():
+        return False
+    url = urlparse(address)
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
         with socket.create_connection((url.hostname, port), timeout=timeout):

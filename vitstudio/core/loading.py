@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from . import hub
-from .catalog import hub_weight_files, models_dir, vit_architectures
+from .catalog import cached_url_file, hub_weight_files, models_dir, vit_architectures
 from .checkpoints import (
     SEED_CROP_PCT,
     CheckpointError,
@@ -125,8 +125,8 @@ def _timm_pretrained(name: str, progress: ProgressFn | None, pretrained: bool) -
     if cfg is None or not (cfg.hf_hub_id or cfg.url):
         raise ModelLoadError(f"'{name}' has no pretrained weights in timm; pick a tag from "
                              f"`vitstudio models --filter {arch}`, or pass --weights FILE.")
-    if not cfg.hf_hub_id:  # a few old configs only have a URL: let timm fetch it (torch hub cache)
-        if not hub.hub_reachable():
+    if not cfg.hf_hub_id:  # a few old configs only have a URL: timm fetches it into torch hub's cache
+        if cached_url_file(cfg.url) is None and not hub.url_reachable(cfg.url):
             raise ModelLoadError(hub.unavailable_message(name))
         model = timm.create_model(name, pretrained=True)
         return _finish(model, name, "timm", cfg.url, None, None)

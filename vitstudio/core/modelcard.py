@@ -67,8 +67,17 @@ def count_flops(loaded: LoadedModel) -> int:
     """FLOPs of one forward at batch 1, counted by torch's FlopCounterMode (a real, small forward)."""
     x = torch.zeros(1, *loaded.data_config["input_size"], device=loaded.device)
     counter = FlopCounterMode(display=False)
-    with torch.inference_mode(), counter:
-        loaded.model(x)
+    # FlopCounterMode has no formula for some fused SDPA kernels (the CPU one counts 0), so count the
+    # explicit q@k^T / attn@v path instead; it is the same arithmetic.
+    fused = [(m, m.fused_attn) for m in loaded.model.modules() if hasattr(m, "fused_attn")]
+    try:
+        for module, _ in fused:
+            module.fused_attn = False
+        with torch.inference_mode(), counter:
+            loaded.model(x)
+    finally:
+        for module, flag in fused:
+            module.fused_attn = flag
     return int(counter.get_total_flops())
 
 

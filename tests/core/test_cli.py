@@ -1,0 +1,89 @@
+"""`vitstudio` CLI: outputs and exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TINY_SPEC
+from vitstudio.cli import main
+from vitstudio.core.images import read_image
+from vitstudio.core.inference import classify
+from vitstudio.core.loading import load_model
+
+
+@pytest.fixture
+def folder(tmp_path, photos):
+    d = tmp_path / "imgs"
+    d.mkdir()
+    for name in ("astronaut", "chelsea"):
+        (d / photos[name].name).write_bytes(photos[name].read_bytes())
+    return d
+
+
+def test_predict_json_matches_core(folder, tiny_weights, capsys):
+    weights, _ = tiny_weights
+    rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(weights), "--json", "--topk", "3"])
+    assert rc == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d["path"] for d in lines] == [str(folder / "astronaut.jpg"), str(folder / "chelsea.png")]
+    loaded = load_model(TINY_SPEC, weights=weights)
+    expected = classify(loaded, [read_image(folder / "astronaut.jpg")], topk=3)[0]
+    top = lines[0]["top"]
+    assert [t["index"] for t in top] == list(expected.indices)
+    assert [t["label"] for t in top] == list(expected.labels)
+    assert top[0]["prob"] == pytest.approx(expected.probs[0], abs=1e-6)
+
+
+def test_predict_some_failed_exit_1_and_csv(folder, tiny_weights, tmp_path, capsys):
+    (folder / "broken.jpg").write_bytes(b"\xff\xd8\xff garbage")
+    out = tmp_path / "out.csv"
+    rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--csv", str(out)])
+    assert rc == 1
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 3
+    broken = next(r for r in rows if r["path"].endswith("broken.jpg"))
+    assert broken["error"] and not broken["label_1"]
+    assert all(r["label_1"] for r in rows if r is not broken)
+    assert "1 of 3 inputs failed" in capsys.readouterr().err
+
+
+def test_predict_json_error_record(tmp_path, tiny_weights, capsys):
+    missing = tmp_path / "gone.jpg"
+    rc = main(["predict", str(missing), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--json"])
+    assert rc == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record == {"path": str(missing), "error": "file not found"}
+
+
+def test_usage_and_model_errors_exit_2(folder, capsys):
+    assert main(["predict", str(folder), "--model", "no_such_model"]) == 2
+    assert "Unknown model" in capsys.readouterr().err
+    assert main(["predict", str(folder)]) == 2  # --model missing
+    assert main(["predict", str(folder), "--model", "vit_tiny_patch16_224.augreg_in21k"]) == 2
+    assert "not in the local cache" in capsys.readouterr().err
+    assert main(["bogus"]) == 2
+
+
+def test_models_and_card(capsys):
+    assert main(["models", "--filter", "deit_tiny*", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["name"] for r in rows} == {"deit_tiny_patch16_224.fb_in1k", "deit_tiny_distilled_patch16_224.fb_in1k"}
+    assert main(["card", "--model", TINY_SPEC, "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["grid_size"] == [4, 4] and card["tokens"] == 17 and card["heads"] == 2 and card["params"] > 0
+    # FLOPs of the tiny ViT from the formula: per block 2*(N*D*3D + N*N*D*2 + N*D*D + 2*N*D*4D), + patch conv, + head
+    n, d = 17, 32
+    per_block = 2 * (n * d * 3 * d + 2 * n * n * d + n * d * d + 2 * n * d * 4 * d)
+    expected = 2 * per_block + 2 * 16 * (3 * 8 * 8) * d + 2 * d * 5
+    assert card["gflops"] * 1e9 == pytest.approx(expected, rel=1e-6)
+
+
+def test_entry_point_runs_as_module(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "vitstudio", "models", "--filter", "vit_tiny_patch16_224.aug*"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "vit_tiny_patch16_224.augreg_in21k_ft_in1k" in out.stdout
