@@ -52,15 +52,21 @@ def classify(loaded: LoadedModel, images: Sequence[Image.Image], names: Sequence
         return []
     crops = [loaded.crop(img) for img in images]
     batch = torch.stack([loaded.to_tensor(c) for c in crops])
+    names = names or [f"image {i}" for i in range(len(images))]
+    return classify_tensor(loaded, batch, names, topk, crops if keep_crops else None)
+
+
+def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[str], topk: int = 5,
+                    crops: Sequence[Image.Image] | None = None) -> list[Prediction]:
+    """Top-k predictions for an already preprocessed (B, 3, H, W) batch."""
     probs = forward_logits(loaded, batch).softmax(dim=-1)
     k = max(1, min(topk, probs.shape[-1]))
     top_p, top_i = probs.topk(k, dim=-1)
-    names = names or [f"image {i}" for i in range(len(images))]
     out = []
-    for name, crop, p_row, i_row in zip(names, crops, top_p.tolist(), top_i.tolist()):
-        out.append(Prediction(
-            path=str(name), indices=tuple(i_row), labels=tuple(loaded.labels[i] for i in i_row),
-            probs=tuple(p_row), crop=np.asarray(crop, dtype=np.uint8) if keep_crops else None))
+    for row, (name, p_row, i_row) in enumerate(zip(names, top_p.tolist(), top_i.tolist())):
+        crop = np.asarray(crops[row], dtype=np.uint8) if crops is not None else None
+        out.append(Prediction(path=str(name), indices=tuple(i_row), labels=tuple(loaded.labels[i] for i in i_row),
+                              probs=tuple(p_row), crop=crop))
     return out
 
 
