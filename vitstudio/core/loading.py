@@ -182,17 +182,15 @@ def _seed(spec: str, path: Path) -> LoadedModel:
 
 def _named_with_file(name: str, weights: Path) -> LoadedModel:
     _check_arch(name)
-    model = timm.create_model(name, pretrained=False, num_classes=_file_num_classes(weights))
-    _load_file_into(model, weights)
-    return _finish(model, name, "timm", str(weights), None, weights.parent)
-
-
-def _file_num_classes(weights: Path) -> int:
     if weights.suffix == ".npz":
-        return npz_num_classes(weights)
-    state = read_state_dict(weights)
-    head = state.get("head.weight")
-    return int(head.shape[0]) if head is not None else 0
+        model = timm.create_model(name, pretrained=False, num_classes=npz_num_classes(weights))
+        _load_file_into(model, weights)
+    else:
+        state = read_state_dict(weights)  # read once: its head gives the number of classes
+        head = state.get("head.weight")
+        model = timm.create_model(name, pretrained=False, num_classes=int(head.shape[0]) if head is not None else 0)
+        load_into(model, state, str(weights))
+    return _finish(model, name, "timm", str(weights), None, weights.parent)
 
 
 def _load_file_into(model: nn.Module, weights: Path) -> None:

@@ -1,0 +1,131 @@
+"""The window end to end: drop -> predictions, bad files, failed loads, latest-wins, clean shutdown."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from tests.conftest import TINY_SPEC
+from vitstudio.core.images import read_image
+from vitstudio.core.inference import classify
+from vitstudio.core.loading import load_model
+from vitstudio.gui import workers
+
+
+def _drop(window, paths):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    event = QDropEvent(QPointF(50, 50), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    window.dropEvent(event)
+
+
+def _idle(qtbot, timeout=30000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photos, tmp_path):
+    weights, _ = tiny_weights
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("nope")
+    _drop(window, [photos["astronaut"], bad, photos["chelsea"]])
+    qtbot.waitUntil(lambda: len(window.state.images) == 3, timeout=10000)
+    _idle(qtbot)
+    qtbot.waitUntil(lambda: bool(window.predictions.shown_rows()), timeout=10000)
+    # the first good image is selected and shown; its bars equal the core's classification
+    assert window.state.selected.path == str(photos["astronaut"])
+    expected = classify(load_model(TINY_SPEC, weights=weights), [read_image(photos["astronaut"])])[0]
+    shown = window.predictions.shown_rows()
+    assert [label for label, _ in shown] == list(expected.labels)
+    assert all(abs(p - q) <= 1e-3 for (_, p), q in zip(shown, expected.probs))
+    assert window.predictions.crop.pixmap() is not None and not window.predictions.crop.pixmap().isNull()
+    # the bad file is listed with its message, and the app carried on
+    bad_entry = window.state.images[1]
+    assert bad_entry.error and "not an image" in bad_entry.error
+    assert "not an image" in window.log_view.toPlainText()
+    window.strip.setCurrentRow(2)  # clicking a thumbnail selects it everywhere
+    assert window.state.selected is window.state.images[2]
+    chelsea = classify(load_model(TINY_SPEC, weights=weights), [read_image(photos["chelsea"])])[0]
+    assert [label for label, _ in window.predictions.shown_rows()] == list(chelsea.labels)
+    window.state.select(bad_entry)
+    assert "Cannot read" in window.predictions.title.text() and window.predictions.shown_rows() == []
+
+
+def test_failed_model_load_keeps_app_running(window, qtbot, photos):
+    with qtbot.waitSignal(window.state.model_failed, timeout=10000) as blocker:
+        window.request_model("vit_tiny_patch16_224.augreg_in21k")
+    assert "not in the local cache" in blocker.args[0]
+    assert "not in the local cache" in window.log_view.toPlainText()
+    assert window.model_panel.load_button.isEnabled()
+    _drop(window, [photos["coffee"]])
+    qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
+    assert "No model loaded" in window.predictions.title.text()
+
+
+def test_latest_request_wins(qtbot, qapp):
+    slot = workers.LatestJob()
+    got = []
+
+    def slow(cancel):
+        for _ in range(50):
+            time.sleep(0.01)
+            cancel.raise_if_cancelled()
+        return "stale"
+
+    first = slot.start("slow", slow, on_result=got.append)
+    slot.start("fast", lambda cancel: "fresh", on_result=got.append)
+    qtbot.waitUntil(lambda: first.done and not workers.running_jobs(), timeout=5000)
+    qapp.processEvents()
+    assert got == ["fresh"]
+
+
+def test_errors_reach_the_user(qtbot, qapp):
+    errors = []
+
+    def boom(cancel):
+        raise ValueError("kaboom")
+
+    with qtbot.waitSignal(workers.start_job("boom", boom, on_error=errors.append).signals.finished, timeout=5000):
+        pass
+    qapp.processEvents()
+    assert errors == ["boom: kaboom"]
+
+
+def test_close_with_running_job_leaves_no_thread(window, qtbot):
+    started = []
+
+    def forever(cancel):
+        started.append(True)
+        while True:
+            time.sleep(0.01)
+            cancel.raise_if_cancelled()
+
+    workers.start_job("endless", forever)
+    qtbot.waitUntil(lambda: bool(started), timeout=5000)
+    assert workers.pool().activeThreadCount() >= 1
+    window.close()
+    assert workers.pool().activeThreadCount() == 0
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+def test_screenshot_mode(tmp_path, photos, tiny_weights, with_model, qapp):
+    """`main.py IMAGES --model ... --screenshot PNG` renders once everything finished, then exits."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "shot.png"
+    cmd = [sys.executable, "main.py", str(photos["chelsea"]), "--screenshot", str(out)]
+    if with_model:
+        cmd += ["--model", TINY_SPEC, "--weights", str(tiny_weights[0])]
+    env = {**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
+    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    from PIL import Image
+
+    shot = Image.open(out)
+    assert shot.width >= 800 and shot.height >= 500

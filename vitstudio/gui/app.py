@@ -1,0 +1,65 @@
+"""GUI entry point: `python main.py [IMAGES...] [--model NAME_OR_PATH] [--weights FILE] [--screenshot PNG]`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="vitstudio-gui", description="ViT Studio desktop app")
+    ap.add_argument("images", nargs="*", help="image files or folders to open")
+    ap.add_argument("--model", help="model to load at start (default: the last one used)")
+    ap.add_argument("--weights", help="weights file for --model")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--precision", default=None)
+    ap.add_argument("--screenshot", metavar="PNG", help="render the window once everything requested has "
+                    "finished, save it, and exit")
+    return ap.parse_args(argv)
+
+
+def _no_display() -> bool:
+    return (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
+            and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if _no_display():
+        if not args.screenshot:
+            print("No display found (DISPLAY/WAYLAND_DISPLAY unset). Run on a desktop, under `xvfb-run`, or "
+                  "with QT_QPA_PLATFORM=offscreen together with --screenshot PNG.", file=sys.stderr)
+            return 2
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+
+    pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("ViT Studio")
+    app.setOrganizationName("ViT Studio")
+
+    from .main_window import MainWindow
+    from .screenshot import screenshot_when_idle
+
+    window = MainWindow()
+    settings = window.settings
+    spec = args.model or settings.value("model", "")
+    device = args.device or settings.value("device", "auto")
+    precision = args.precision or settings.value("precision", "fp32")
+    if spec:
+        window.request_model(spec, device, precision, args.weights)
+    if args.images:
+        window.add_paths(args.images)
+    window.show()
+    if args.screenshot:
+        screenshot_when_idle(window, args.screenshot)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

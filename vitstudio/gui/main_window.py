@@ -1,0 +1,252 @@
+"""The main window: model bar, image strip, predictions, model card and log; drag and drop; shutdown."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPlainTextEdit,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.images import ImageReadError, expand_paths, read_image, to_rgb
+from vitstudio.core.inference import classify
+from vitstudio.core.loading import load_model
+from vitstudio.core.modelcard import model_card
+
+from . import workers
+from .state import AppState, ImageEntry
+from .widgets.image_strip import ImageStripWidget
+from .widgets.model_panel import ModelCardView, ModelPanel
+from .widgets.predictions_panel import PredictionsPanel
+
+log = logging.getLogger("vitstudio.gui")
+CLASSIFY_BATCH = 8
+
+
+class _Relay(QObject):
+    """Carries progress callbacks from a worker thread to the GUI thread (signal emission is thread-safe)."""
+
+    download = Signal(int, int)
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, state: AppState | None = None) -> None:
+        super().__init__()
+        self.setWindowTitle("ViT Studio")
+        self.setAcceptDrops(True)
+        self.state = state or AppState()
+        self.settings = QSettings("ViT Studio", "ViT Studio")
+        self.relay = _Relay()
+        self.classify_job = workers.LatestJob()
+        self.load_job = workers.LatestJob()
+
+        self.model_panel = ModelPanel(self.state)
+        self.strip = ImageStripWidget(self.state)
+        self.predictions = PredictionsPanel(self.state)
+        splitter = QSplitter(Qt.Horizontal)
+        splitter.addWidget(self.strip)
+        splitter.addWidget(self.predictions)
+        splitter.setStretchFactor(1, 1)
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.model_panel)
+        layout.addWidget(splitter, 1)
+        self.setCentralWidget(central)
+
+        self.card_view = ModelCardView()
+        card_dock = QDockWidget("Model card", self)
+        card_dock.setObjectName("model_card_dock")
+        card_dock.setWidget(self.card_view)
+        self.addDockWidget(Qt.RightDockWidgetArea, card_dock)
+        self.log_view = QPlainTextEdit(readOnly=True)
+        self.log_view.setMaximumBlockCount(2000)
+        log_dock = QDockWidget("Log", self)
+        log_dock.setObjectName("log_dock")
+        log_dock.setWidget(self.log_view)
+        self.addDockWidget(Qt.BottomDockWidgetArea, log_dock)
+        self.resizeDocks([log_dock], [110], Qt.Vertical)
+        self.resizeDocks([card_dock], [330], Qt.Horizontal)
+        self.status_jobs = QLabel()
+        self.statusBar().addPermanentWidget(self.status_jobs)
+        self._build_menus()
+
+        self.model_panel.load_requested.connect(self.request_model)
+        self.relay.download.connect(self.model_panel.set_download_progress)
+        self.state.model_loaded.connect(self._on_model_loaded)
+        self.state.images_added.connect(self._on_images_added)
+        self.state.message.connect(self._on_message)
+        self.model_panel.device.setCurrentText(self.settings.value("device", "auto"))
+        self.model_panel.precision.setCurrentText(self.settings.value("precision", "fp32"))
+        if self.settings.value("geometry"):
+            self.restoreGeometry(self.settings.value("geometry"))
+        else:
+            self.resize(1200, 760)
+        self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
+        self._status_timer.start()
+        self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
+                                 "available offline; others need a network once, or a file in models/.")
+
+    # ----- menus, drag and drop -------------------------------------------------------------------
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        for text, shortcut, slot in (("Open images…", QKeySequence.Open, self._open_images),
+                                     ("Open folder…", None, self._open_folder),
+                                     ("Paste image", QKeySequence.Paste, self._paste_image),
+                                     ("Quit", QKeySequence.Quit, self.close)):
+            action = QAction(text, self)
+            if shortcut is not None:
+                action.setShortcut(shortcut)
+            action.triggered.connect(slot)
+            file_menu.addAction(action)
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls() or event.mimeData().hasImage():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        mime = event.mimeData()
+        paths = [url.toLocalFile() for url in mime.urls() if url.isLocalFile()]
+        if paths:
+            self.add_paths(paths)
+        elif mime.hasImage():
+            self._add_qimage(mime.imageData(), "dropped image")
+        event.acceptProposedAction()
+
+    def _open_images(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Open images", self.settings.value("last_dir", ""),
+                                                "Images (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff);;"
+                                                "All files (*)")
+        if files:
+            self.settings.setValue("last_dir", str(Path(files[0]).parent))
+            self.add_paths(files)
+
+    def _open_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open folder", self.settings.value("last_dir", ""))
+        if folder:
+            self.settings.setValue("last_dir", folder)
+            self.add_paths([folder])
+
+    def _paste_image(self) -> None:
+        clipboard = QApplication.clipboard()
+        if clipboard.mimeData().hasUrls():
+            self.add_paths([u.toLocalFile() for u in clipboard.mimeData().urls() if u.isLocalFile()])
+        elif not clipboard.image().isNull():
+            self._add_qimage(clipboard.image(), "pasted image")
+        else:
+            self._on_message("warning", "The clipboard holds no image.")
+
+    def _add_qimage(self, qimage, name: str) -> None:
+        from PIL import Image
+        from PySide6.QtGui import QImage
+
+        qimage = qimage.convertToFormat(QImage.Format_RGB888)
+        w, h, stride = qimage.width(), qimage.height(), qimage.bytesPerLine()
+        image = Image.frombuffer("RGB", (w, h), bytes(qimage.constBits()), "raw", "RGB", stride, 1)
+        self.state.add_images([ImageEntry(f"{name} {time.strftime('%H:%M:%S')}", to_rgb(image))])
+
+    # ----- jobs -----------------------------------------------------------------------------------
+    def add_paths(self, paths: list[str]) -> None:
+        """Read files and folders in the background; each image (or its error) appears as it is read."""
+        def read_all(cancel):
+            for path in expand_paths(paths):
+                cancel.raise_if_cancelled()
+                try:
+                    yield ImageEntry(str(path), read_image(path))
+                except ImageReadError as exc:
+                    yield ImageEntry(str(path), error=exc.reason)
+
+        workers.start_job("Reading images", read_all, on_yield=lambda e: self.state.add_images([e]),
+                          on_error=self._on_job_error)
+
+    def request_model(self, spec: str, device: str = "auto", precision: str = "fp32",
+                      weights: str | None = None) -> None:
+        self.model_panel.set_spec(spec)
+        self.state.model_loading.emit(spec)
+        self._on_message("info", f"Loading {spec} on {device} ({precision})…")
+        relay = self.relay
+
+        def load(cancel):
+            loaded = load_model(spec, weights, device, precision, progress=lambda d, t, m: relay.download.emit(d, t))
+            model_card(loaded)  # FLOPs need a forward: do it here, not on the GUI thread
+            return loaded
+
+        def failed(message: str) -> None:
+            self.state.model_failed.emit(message)
+            self._on_job_error(message)
+
+        self.load_job.start("Loading model", load, on_result=self.state.set_model, on_error=failed)
+
+    def _on_model_loaded(self, loaded) -> None:
+        self.settings.setValue("model", loaded.name)
+        self.settings.setValue("device", self.model_panel.device.currentText())
+        self.settings.setValue("precision", loaded.precision)
+        self.card_view.show_card(model_card(loaded))
+        self._on_message("info", f"Loaded {loaded.name} ({loaded.weights_source}) on {loaded.device}.")
+        self._classify_pending()
+
+    def _on_images_added(self, entries) -> None:
+        self._classify_pending()
+
+    def _classify_pending(self) -> None:
+        loaded = self.state.model
+        if loaded is None:
+            return
+        todo = [e for e in self.state.images if e.image is not None and id(loaded) not in e.predictions]
+        if not todo:
+            return
+        if self.state.selected in todo:  # the image on screen first
+            todo.remove(self.state.selected)
+            todo.insert(0, self.state.selected)
+
+        def run(cancel):
+            for start in range(0, len(todo), CLASSIFY_BATCH):
+                cancel.raise_if_cancelled()
+                chunk = todo[start:start + CLASSIFY_BATCH]
+                preds = classify(loaded, [e.image for e in chunk], [e.path for e in chunk])
+                yield list(zip(chunk, preds))
+
+        def deliver(pairs) -> None:
+            for entry, pred in pairs:
+                self.state.set_prediction(entry, loaded, pred)
+
+        self.classify_job.start("Classifying", run, on_yield=deliver, on_error=self._on_job_error)
+
+    # ----- messages, status, shutdown ---------------------------------------------------------------
+    def _on_job_error(self, message: str) -> None:
+        self._on_message("error", message)
+        box = QMessageBox(QMessageBox.Warning, "ViT Studio", message, QMessageBox.Ok, self)
+        box.setModal(False)
+        box.setAttribute(Qt.WA_DeleteOnClose)
+        box.show()
+
+    def _on_message(self, level: str, text: str) -> None:
+        getattr(log, level if level != "warning" else "warning")(text)
+        self.log_view.appendPlainText(f"[{time.strftime('%H:%M:%S')}] {level}: {text}")
+        self.statusBar().showMessage(text, 8000)
+
+    def _refresh_status(self) -> None:
+        model = self.state.model
+        device = f"{model.device} · {model.precision}" if model else "no model"
+        running = ", ".join(sorted({h.name for h in workers.running_jobs()})) or "idle"
+        self.status_jobs.setText(f"{device} · {len(self.state.images)} images · {running}")
+
+    def closeEvent(self, event) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self._status_timer.stop()
+        if not workers.shutdown(timeout_ms=10000):
+            log.warning("some jobs did not stop within 10 s")
+        super().closeEvent(event)

@@ -1,0 +1,64 @@
+"""AppState: the current model, images and predictions. Widgets watch its signals and write through it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PIL import Image
+from PySide6.QtCore import QObject, Signal
+
+from vitstudio.core.inference import Prediction
+from vitstudio.core.model import LoadedModel
+
+
+@dataclass(eq=False)
+class ImageEntry:
+    """One image the user added: the decoded picture, or why it could not be read."""
+
+    path: str
+    image: Image.Image | None = None
+    error: str | None = None
+    predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by id(LoadedModel)
+
+
+class AppState(QObject):
+    model_loading = Signal(str)  # spec
+    model_loaded = Signal(object)  # LoadedModel
+    model_failed = Signal(str)  # message
+    images_added = Signal(list)  # list[ImageEntry]
+    image_selected = Signal(object)  # ImageEntry | None
+    prediction_ready = Signal(object)  # ImageEntry
+    message = Signal(str, str)  # level ('info' | 'warning' | 'error'), text
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: LoadedModel | None = None
+        self.images: list[ImageEntry] = []
+        self.selected: ImageEntry | None = None
+
+    def set_model(self, loaded: LoadedModel) -> None:
+        self.model = loaded
+        self.model_loaded.emit(loaded)
+
+    def add_images(self, entries: list[ImageEntry]) -> None:
+        self.images.extend(entries)
+        self.images_added.emit(entries)
+        bad = [e for e in entries if e.error]
+        for entry in bad:
+            self.message.emit("warning", f"{entry.path}: {entry.error}")
+        if self.selected is None:
+            first_good = next((e for e in entries if e.error is None), None)
+            if first_good is not None:
+                self.select(first_good)
+
+    def select(self, entry: ImageEntry | None) -> None:
+        self.selected = entry
+        self.image_selected.emit(entry)
+
+    def prediction_for(self, entry: ImageEntry) -> Prediction | None:
+        return entry.predictions.get(id(self.model)) if self.model is not None else None
+
+    def set_prediction(self, entry: ImageEntry, model: LoadedModel, prediction: Prediction) -> None:
+        entry.predictions[id(model)] = prediction
+        if model is self.model:
+            self.prediction_ready.emit(entry)

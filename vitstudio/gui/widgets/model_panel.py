@@ -1,0 +1,120 @@
+"""Choose and load a model (searchable catalog, device, precision) and show its model card."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QCompleter,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.catalog import list_catalog
+from vitstudio.core.devices import PRECISIONS, available_devices
+
+from ..state import AppState
+
+
+class ModelPanel(QWidget):
+    load_requested = Signal(str, str, str)  # spec, device, precision
+
+    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.name = QComboBox(editable=True)
+        self.name.setInsertPolicy(QComboBox.NoInsert)
+        self.name.setMinimumContentsLength(40)
+        self.name.lineEdit().setPlaceholderText("timm name, hf-hub:…, folder or file under models/")
+        for entry in list_catalog():
+            mark = "●" if entry.local else ("○" if entry.tag else "·")
+            self.name.addItem(f"{mark} {entry.name}", entry.name)
+        completer = QCompleter([self.name.itemData(i) for i in range(self.name.count())], self)
+        completer.setFilterMode(Qt.MatchContains)
+        completer.setCaseSensitivity(Qt.CaseInsensitive)
+        self.name.setCompleter(completer)
+        self.name.setToolTip("● weights available offline   ○ downloadable from the hub   · no weights")
+        self.device = QComboBox()
+        self.device.addItems(["auto", *available_devices()])
+        self.precision = QComboBox()
+        self.precision.addItems(list(PRECISIONS))
+        self.load_button = QPushButton("Load")
+        self.load_button.clicked.connect(self._on_load_clicked)
+        self.name.lineEdit().returnPressed.connect(self._on_load_clicked)
+        self.progress = QProgressBar()
+        self.progress.setVisible(False)
+        self.progress.setMaximumWidth(180)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Model"))
+        row.addWidget(self.name, 1)
+        row.addWidget(QLabel("Device"))
+        row.addWidget(self.device)
+        row.addWidget(QLabel("Precision"))
+        row.addWidget(self.precision)
+        row.addWidget(self.load_button)
+        row.addWidget(self.progress)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 0)
+        layout.addLayout(row)
+        state.model_loading.connect(self._on_model_loading)
+        state.model_loaded.connect(self._on_model_loaded)
+        state.model_failed.connect(self._on_model_failed)
+
+    def spec(self) -> str:
+        text = self.name.currentText().strip()
+        return text[2:] if text[:2] in ("● ", "○ ", "· ") else text
+
+    def set_spec(self, spec: str) -> None:
+        index = self.name.findData(spec)
+        if index >= 0:
+            self.name.setCurrentIndex(index)
+        else:
+            self.name.setEditText(spec)
+
+    def _on_load_clicked(self) -> None:
+        if self.spec():
+            self.load_requested.emit(self.spec(), self.device.currentText(), self.precision.currentText())
+
+    def set_download_progress(self, done: int, total: int) -> None:
+        self.progress.setRange(0, 1000 if total else 0)
+        if total:
+            self.progress.setValue(round(1000 * done / total))
+
+    def _on_model_loading(self, spec: str) -> None:
+        self.load_button.setEnabled(False)
+        self.progress.setRange(0, 0)  # busy until a download reports sizes
+        self.progress.setVisible(True)
+
+    def _on_model_loaded(self, loaded) -> None:
+        self.load_button.setEnabled(True)
+        self.progress.setVisible(False)
+
+    def _on_model_failed(self, message: str) -> None:
+        self.load_button.setEnabled(True)
+        self.progress.setVisible(False)
+
+
+class ModelCardView(QWidget):
+    """The model card as a two-column form."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.form = QFormLayout(self)
+        self.show_card(None)
+
+    def show_card(self, card) -> None:
+        while self.form.rowCount():
+            self.form.removeRow(0)
+        if card is None:
+            self.form.addRow(QLabel("No model loaded."))
+            return
+        for key, value in card.lines():
+            text = QLabel(value)
+            text.setWordWrap(True)
+            text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            self.form.addRow(f"{key}:", text)
