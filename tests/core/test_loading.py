@@ -247,3 +247,16 @@ def test_device_auto_is_cpu_here():
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto").type in (expected, "mps")
     assert load_model(TINY_SPEC, device="cpu").device.type == "cpu"
+
+
+def test_download_progress_is_forwarded():
+    """huggingface_hub drives a tqdm class; ours forwards its byte counts to the GUI/CLI callback."""
+    from vitstudio.core.hub import _progress_tqdm
+
+    seen = []
+    bar_cls = _progress_tqdm(lambda done, total, msg: seen.append((done, total, msg)), "Downloading x")
+    bar = bar_cls(total=300, unit="B")
+    for _ in range(3):
+        bar.update(100)
+    bar.close()
+    assert seen == [(100, 300, "Downloading x"), (200, 300, "Downloading x"), (300, 300, "Downloading x")]
