@@ -16,6 +16,7 @@ def test_every_listed_architecture_is_a_vision_transformer():
     names = vit_architectures()
     assert len(names) > 150 and "deit_tiny_distilled_patch16_224" in names
     assert "vit_small_patch14_reg4_dinov2" in names and "vit_base_patch16_siglip_224" in names
+    assert "vit_base_patch16_224_sam" not in names  # deprecated aliases are not listed
     wrong = []
     for name in names[::5] + [n for n in names if n.startswith(("deit", "vitamin", "vit_tiny_r"))]:
         with torch.device("meta"):  # builds the module tree without allocating weights

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import timm
 from timm.models import get_pretrained_cfg
-from timm.models._registry import _module_to_models
+from timm.models._registry import _module_to_models, get_deprecated_models
 
 # timm modules whose every entry point builds timm.models.vision_transformer.VisionTransformer or a subclass
 # (VisionTransformerDistilled in deit; hybrid and ViTamin stems are still VisionTransformer).
@@ -42,9 +42,11 @@ class CatalogEntry:
 
 
 def vit_architectures() -> list[str]:
+    """Current architecture names (timm also registers deprecated aliases, some of which no longer build)."""
     names: set[str] = set()
     for module in VIT_MODULES:
         names.update(_module_to_models.get(module, ()))
+        names.difference_update(get_deprecated_models(module))
     return sorted(names)
 
 
