@@ -1,0 +1,109 @@
+"""Capturing post-softmax attention from any timm ViT without changing how it predicts.
+
+Fused attention (scaled_dot_product_attention) never materialises the attention matrix. While capturing we
+switch `fused_attn` off on the attention modules of the requested blocks only, hook the `attn_drop` module
+(whose input is softmax(q·kᵀ·scale), shape (B, heads, N, N)), and restore everything afterwards. Plain
+prediction never goes through here.
+
+Each captured layer is handed to an `on_layer(layer, attn)` callback as soon as its block has run, so
+analyses can reduce it at once (rollout keeps one N×N matrix, not L×H of them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+
+import torch
+from torch import nn
+
+
+class AttentionUnsupported(Exception):
+    """The model's blocks have no attention module we know how to read."""
+
+
+def attention_modules(block: nn.Module) -> list[nn.Module]:
+    """Modules of `block` whose `attn_drop` input is the post-softmax attention when `fused_attn` is off.
+
+    Block/ResPostBlock -> [block.attn]; ParallelScalingBlock -> [block]; ParallelThingsBlock -> one per
+    parallel branch (their heads are concatenated); DiffAttention -> [attn] (see `_combine`).
+    """
+    return [m for m in block.modules()
+            if hasattr(m, "fused_attn") and isinstance(getattr(m, "attn_drop", None), nn.Module)]
+
+
+def num_layers(model: nn.Module) -> int:
+    return len(model.blocks)
+
+
+def resolve_layers(model: nn.Module, layers: Iterable[int] | int | None) -> list[int]:
+    """0-based layer indices; negative ones count from the end; None means every layer."""
+    depth = num_layers(model)
+    if layers is None:
+        return list(range(depth))
+    if isinstance(layers, int):
+        layers = [layers]
+    out = []
+    for layer in layers:
+        if not -depth <= layer < depth:
+            raise ValueError(f"Layer {layer} is out of range: the model has {depth} layers (0..{depth - 1}).")
+        out.append(layer % depth)
+    return sorted(set(out))
+
+
+def _combine(module: nn.Module, attn: torch.Tensor) -> torch.Tensor:
+    """DiffAttention feeds 2·heads softmax maps to attn_drop and mixes them as a0 − λ·a1 afterwards."""
+    if type(module).__name__ == "DiffAttention":
+        b, h2, n, _ = attn.shape
+        lam = module._compute_lambda().type_as(attn)
+        attn = attn.view(b, h2 // 2, 2, n, n)
+        return attn[:, :, 0] - lam * attn[:, :, 1]
+    return attn
+
+
+@contextlib.contextmanager
+def capturing(model: nn.Module, layers: list[int], on_layer: Callable[[int, torch.Tensor], None]) -> Iterator[None]:
+    """Within the context, every forward calls on_layer(layer, attn (B, heads, N, N)) for each layer asked."""
+    blocks = list(model.blocks)
+    per_layer = {layer: attention_modules(blocks[layer]) for layer in layers}
+    missing = [layer for layer, mods in per_layer.items() if not mods]
+    if missing:
+        raise AttentionUnsupported(
+            f"{type(blocks[missing[0]]).__name__} blocks have no attention module ViT Studio can read.")
+    pending: dict[int, list[torch.Tensor]] = {}
+    handles, saved = [], []
+
+    def hook_for(layer: int, module: nn.Module):
+        def hook(_drop, _inputs, output):
+            # attn_drop's output is what the block multiplies with v (identical to its input in eval), so
+            # gradients taken with respect to it are ∂y/∂A
+            pending.setdefault(layer, []).append(_combine(module, output))
+            if len(pending[layer]) == len(per_layer[layer]):
+                parts = pending.pop(layer)
+                on_layer(layer, parts[0] if len(parts) == 1 else torch.cat(parts, dim=1))
+        return hook
+
+    try:
+        for layer, modules in per_layer.items():
+            for module in modules:
+                saved.append((module, module.fused_attn))
+                module.fused_attn = False
+                handles.append(module.attn_drop.register_forward_hook(hook_for(layer, module)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        for module, flag in saved:
+            module.fused_attn = flag
+
+
+def grid_for(model: nn.Module, x: torch.Tensor) -> tuple[int, int]:
+    """Patch grid (rows, cols) for input `x` (B, 3, H, W)."""
+    embed = model.patch_embed
+    if hasattr(embed, "dynamic_feat_size"):
+        return tuple(embed.dynamic_feat_size(tuple(x.shape[-2:])))
+    return tuple(embed.grid_size)
+
+
+def has_class_token(model: nn.Module) -> bool:
+    return getattr(model, "cls_token", None) is not None

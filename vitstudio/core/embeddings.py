@@ -1,0 +1,162 @@
+"""Patch-token embeddings: tokens per layer, PCA → RGB, similarity, norms, 2-D projections, folder embeddings.
+
+Returns unnormalised float32 numpy arrays; tokens come from timm's `forward_intermediates`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .capture import grid_for, resolve_layers
+from .images import ImageReadError, expand_paths, read_image
+from .jobs import CancelToken, Progress
+from .model import LoadedModel
+
+
+@dataclass(frozen=True)
+class LayerTokens:
+    layer: int
+    patches: np.ndarray  # (B, gh, gw, C) token outputs of block `layer` (before the final norm)
+    prefix: np.ndarray  # (B, prefix, C) class / distillation / register tokens
+
+
+def layer_tokens(loaded: LoadedModel, x: torch.Tensor, layers=None) -> dict[int, LayerTokens]:
+    """Token outputs of the requested blocks (all by default)."""
+    model = loaded.model
+    chosen = resolve_layers(model, layers)
+    gh, gw = grid_for(model, x)
+    with_prefix = loaded.num_prefix_tokens > 0  # timm returns bare tensors, not pairs, when there are none
+    with torch.inference_mode(), loaded.autocast():
+        out = model.forward_intermediates(x.to(loaded.device), indices=chosen, return_prefix_tokens=with_prefix,
+                                          output_fmt="NLC", intermediates_only=True)
+    result = {}
+    for layer, item in zip(chosen, out):
+        patches, prefix = item if with_prefix else (item, None)
+        b, _, c = patches.shape
+        prefix = prefix if prefix is not None else patches.new_zeros(b, 0, c)
+        result[layer] = LayerTokens(layer, patches.float().reshape(b, gh, gw, c).cpu().numpy(),
+                                    prefix.float().cpu().numpy())
+    return result
+
+
+@dataclass(frozen=True)
+class PCABasis:
+    """A PCA basis fitted once, to project other images or layers (of the same width) consistently."""
+
+    mean: np.ndarray  # (C,)
+    components: np.ndarray  # (k, C), unit rows, sign fixed so each row's largest-|.| loading is positive
+    explained_variance: np.ndarray  # (k,)
+
+    def project(self, features: np.ndarray) -> np.ndarray:
+        """(..., C) -> (..., k)."""
+        if features.shape[-1] != self.mean.shape[0]:
+            raise ValueError(f"The basis was fitted on width {self.mean.shape[0]}, not {features.shape[-1]}.")
+        return (features - self.mean) @ self.components.T
+
+
+def fit_pca(features: np.ndarray, k: int = 3) -> PCABasis:
+    """PCA of (M, C) features via SVD of the centred data."""
+    x = np.asarray(features, dtype=np.float64).reshape(-1, features.shape[-1])
+    mean = x.mean(0)
+    _, s, vt = np.linalg.svd(x - mean, full_matrices=False)
+    k = min(k, vt.shape[0])
+    comps = vt[:k]
+    signs = np.sign(comps[np.arange(k), np.abs(comps).argmax(1)])
+    comps = comps * signs[:, None]
+    var = s[:k] ** 2 / max(1, x.shape[0] - 1)
+    return PCABasis(mean.astype(np.float32), comps.astype(np.float32), var.astype(np.float32))
+
+
+def pca_rgb(patches: np.ndarray, basis: PCABasis | None = None) -> tuple[np.ndarray, PCABasis]:
+    """(B, gh, gw, C) tokens -> ((B, gh, gw, 3) projections on the first three components, basis).
+
+    Pass `basis` to reuse one fitted earlier (same colours across images and layers of one width).
+    """
+    basis = basis or fit_pca(patches.reshape(-1, patches.shape[-1]), 3)
+    return basis.project(patches).astype(np.float32), basis
+
+
+def pca_2d(patches: np.ndarray, basis: PCABasis | None = None) -> tuple[np.ndarray, PCABasis]:
+    """All tokens (B, gh, gw, C) -> ((B·gh·gw, 2) coordinates on the first two components, basis)."""
+    flat = patches.reshape(-1, patches.shape[-1])
+    basis = basis or fit_pca(flat, 2)
+    return basis.project(flat)[:, :2].astype(np.float32), basis
+
+
+def cosine_similarity_to(patches: np.ndarray, patch: tuple[int, int]) -> np.ndarray:
+    """(B, gh, gw, C) -> (B, gh, gw): cosine similarity of every patch to patch (row, col) of its image."""
+    row, col = patch
+    b, gh, gw, _ = patches.shape
+    if not (0 <= row < gh and 0 <= col < gw):
+        raise ValueError(f"Patch {patch} is outside the {gh}×{gw} grid.")
+    unit = patches / np.maximum(np.linalg.norm(patches, axis=-1, keepdims=True), 1e-12)
+    return np.einsum("bhwc,bc->bhw", unit, unit[:, row, col]).astype(np.float32)
+
+
+def token_norms(tokens: LayerTokens) -> tuple[np.ndarray, np.ndarray]:
+    """(patch norms (B, gh, gw), prefix-token norms (B, prefix)): high-norm artifact tokens stand out."""
+    return (np.linalg.norm(tokens.patches, axis=-1).astype(np.float32),
+            np.linalg.norm(tokens.prefix, axis=-1).astype(np.float32))
+
+
+@dataclass(frozen=True)
+class FolderEmbedding:
+    paths: tuple[str, ...]
+    features: np.ndarray  # (n, D) pooled pre-logits features
+    coords: np.ndarray  # (n, 2) PCA projection
+    labels: tuple[str, ...]  # the parent folder name of each image (the class in a folder dataset)
+    predictions: tuple[str, ...]  # the model's top-1 label
+    errors: tuple[tuple[str, str], ...]  # (path, reason) for unreadable files
+
+
+def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """((B, D) pooled features before the classifier, (B, classes) logits)."""
+    model = loaded.model
+    with torch.inference_mode(), loaded.autocast():
+        feats = model.forward_features(x.to(loaded.device))
+        pooled = model.forward_head(feats, pre_logits=True)
+        logits = model.forward_head(feats)
+    return pooled.float().cpu().numpy(), logits.float().cpu().numpy()
+
+
+def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32,
+                 cancel: CancelToken | None = None) -> Iterator[Progress]:
+    """Pooled embeddings of every image under `paths`, in 2-D, with labels and predictions.
+
+    A generator: yields Progress, returns a FolderEmbedding (`result = yield from embed_folder(...)`).
+    """
+    files = list(expand_paths(paths))
+    feats, names, preds, errors, batch, batch_names = [], [], [], [], [], []
+
+    def flush():
+        if batch:
+            f, logits = pooled_features(loaded, torch.stack(batch))
+            feats.append(f)
+            preds.extend(loaded.labels[i] for i in logits.argmax(-1))
+            names.extend(batch_names)
+            batch.clear()
+            batch_names.clear()
+
+    for done, path in enumerate(files, 1):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        try:
+            batch.append(loaded.to_tensor(loaded.crop(read_image(path))))
+            batch_names.append(str(path))
+        except ImageReadError as exc:
+            errors.append((str(path), exc.reason))
+        if len(batch) >= batch_size:
+            flush()
+        yield Progress(done, len(files), f"Embedding {path.name}")
+    flush()
+    if not feats:
+        raise ValueError("No readable images to embed.")
+    features = np.concatenate(feats)
+    coords = fit_pca(features, 2).project(features)[:, :2] if len(features) > 1 else np.zeros((1, 2))
+    return FolderEmbedding(tuple(names), features, coords.astype(np.float32),
+                           tuple(Path(n).parent.name for n in names), tuple(preds), tuple(errors))

@@ -1,0 +1,62 @@
+"""Turning (gh, gw) maps into pictures: upsampling to the crop, colormaps, blends and tile mosaics (uint8 RGB)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+COLORMAPS = ("inferno", "viridis", "magma", "plasma", "jet", "turbo", "gray", "RdBu_r")
+
+
+def upsample(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """(gh, gw) -> (H, W), bilinear over patch centres."""
+    t = torch.as_tensor(np.asarray(values, dtype=np.float32))[None, None]
+    return F.interpolate(t, size=size, mode="bilinear", align_corners=False)[0, 0].numpy()
+
+
+def normalise(values: np.ndarray, lo: float | None = None, hi: float | None = None) -> np.ndarray:
+    """Scale to [0, 1] between lo and hi (default: the array's own min and max)."""
+    values = np.asarray(values, dtype=np.float32)
+    lo = float(np.nanmin(values)) if lo is None else lo
+    hi = float(np.nanmax(values)) if hi is None else hi
+    return np.clip((values - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(values)
+
+
+def colorize(unit: np.ndarray, cmap: str = "inferno") -> np.ndarray:
+    """[0, 1] values -> uint8 RGB through a matplotlib colormap."""
+    import matplotlib
+
+    if cmap not in matplotlib.colormaps:
+        raise ValueError(f"Unknown colormap '{cmap}'; try one of {', '.join(COLORMAPS)}.")
+    rgba = matplotlib.colormaps[cmap](np.asarray(unit, dtype=np.float32))
+    return (rgba[..., :3] * 255 + 0.5).astype(np.uint8)
+
+
+def overlay(values: np.ndarray, crop: np.ndarray, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
+    """Blend a (gh, gw) map, upsampled to the crop the model saw, over that crop: (H, W, 3) uint8."""
+    crop = np.asarray(crop, dtype=np.uint8)
+    heat = colorize(normalise(upsample(values, crop.shape[:2])), cmap).astype(np.float32)
+    return (alpha * heat + (1 - alpha) * crop.astype(np.float32) + 0.5).astype(np.uint8)
+
+
+def mosaic(tiles: np.ndarray, columns: int | None = None, pad: int = 1, cmap: str = "viridis",
+           per_tile: bool = True) -> np.ndarray:
+    """Tiles (n, h, w) (colormapped) or (n, h, w, 3) (scaled to [0, 1]) -> one uint8 RGB grid image."""
+    tiles = np.asarray(tiles, dtype=np.float32)
+    n, h, w = tiles.shape[:3]
+    columns = columns or int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / columns))
+    out = np.full((rows * (h + pad) + pad, columns * (w + pad) + pad, 3), 255, np.uint8)
+    whole = normalise(tiles)
+    for i in range(n):
+        unit = normalise(tiles[i]) if per_tile else whole[i]
+        img = colorize(unit, cmap) if tiles.ndim == 3 else (unit * 255 + 0.5).astype(np.uint8)
+        r, c = divmod(i, columns)
+        out[pad + r * (h + pad): pad + r * (h + pad) + h, pad + c * (w + pad): pad + c * (w + pad) + w] = img
+    return out
+
+
+def enlarge(image: np.ndarray, factor: int) -> np.ndarray:
+    """Nearest-neighbour enlargement so small grids stay crisp in a PNG."""
+    return np.repeat(np.repeat(image, factor, axis=0), factor, axis=1)
