@@ -52,8 +52,9 @@ def resolve_layers(model: nn.Module, layers: Iterable[int] | int | None) -> list
 
 
 def _combine(module: nn.Module, attn: torch.Tensor) -> torch.Tensor:
-    """DiffAttention feeds 2·heads softmax maps to attn_drop and mixes them as a0 − λ·a1 afterwards."""
-    if type(module).__name__ == "DiffAttention":
+    """Differential attention (DiffAttention, DiffParallelScalingBlock) feeds 2·heads softmax maps to
+    attn_drop and mixes them as a0 − λ·a1 afterwards; we report that mix, the matrix actually applied to v."""
+    if hasattr(module, "_compute_lambda"):
         b, h2, n, _ = attn.shape
         lam = module._compute_lambda().type_as(attn)
         attn = attn.view(b, h2 // 2, 2, n, n)

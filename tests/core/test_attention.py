@@ -1,0 +1,205 @@
+"""Attention analyses against independent implementations of the published formulas, on every layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.core.reference_vit import (
+    np_attn,
+    ref_distance_entropy,
+    ref_gradient_rollout,
+    ref_head_maps,
+    ref_rollout,
+    reference_forward,
+    sharpen,
+    wrap,
+)
+from vitstudio.core import attention as A
+from vitstudio.core.capture import AttentionUnsupported, attention_modules
+from vitstudio.core.inference import forward_logits
+
+BASE = dict(patch_size=8, embed_dim=32, depth=3, num_heads=2, num_classes=5)
+
+
+def _make(layout: str):
+    from timm.models.deit import VisionTransformerDistilled
+    from timm.models.vision_transformer import VisionTransformer
+
+    torch.manual_seed(0)
+    if layout == "cls":
+        model, hw = VisionTransformer(img_size=32, **BASE), (32, 32)
+    elif layout == "distilled":
+        model, hw = VisionTransformerDistilled(img_size=32, **BASE), (32, 32)
+    elif layout == "registers":
+        model, hw = VisionTransformer(img_size=32, reg_tokens=4, no_embed_class=True, **BASE), (32, 32)
+    elif layout == "nonsquare":  # 24x40 input, 3x5 grid
+        model, hw = VisionTransformer(img_size=(24, 40), **BASE), (24, 40)
+    elif layout == "gap":  # no class token, global average pooling
+        model, hw = VisionTransformer(img_size=32, class_token=False, global_pool="avg", **BASE), (32, 32)
+    else:
+        raise ValueError(layout)
+    return wrap(sharpen(model), hw)
+
+
+LAYOUTS = {"cls": 1, "distilled": 2, "registers": 5, "nonsquare": 1, "gap": 0}
+
+
+@pytest.fixture(params=list(LAYOUTS))
+def case(request):
+    loaded = _make(request.param)
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, *loaded.input_hw)  # batch 2 everywhere
+    with torch.no_grad():
+        logits, attns, _ = reference_forward(loaded.model, x)
+    return request.param, loaded, x, logits, np_attn(attns)
+
+
+def _grid(loaded):
+    return loaded.grid_size
+
+
+def test_prefix_tokens_and_reference_forward_agree(case):
+    layout, loaded, x, ref_logits, attns = case
+    assert loaded.num_prefix_tokens == LAYOUTS[layout]
+    torch.testing.assert_close(forward_logits(loaded, x), ref_logits.float(), atol=1e-5, rtol=0)
+    n = LAYOUTS[layout] + int(np.prod(_grid(loaded)))
+    assert attns[0].shape == (2, 2, n, n)
+
+
+def test_capture_keeps_logits_and_fused_flags(case):
+    _, loaded, x, _, attns = case
+    before = forward_logits(loaded, x)
+    maps = A.attention_maps(loaded, x)
+    for layer, ref in enumerate(attns):
+        np.testing.assert_allclose(maps[layer].astype(np.float64), ref, atol=2e-3)  # stored as float16
+    assert all(m.fused_attn for b in loaded.model.blocks for m in attention_modules(b))  # restored
+    torch.testing.assert_close(forward_logits(loaded, x), before, atol=1e-5, rtol=0)
+    only = A.attention_maps(loaded, x, layers=[-1])
+    assert list(only) == [2]
+
+
+def test_head_maps(case):
+    layout, loaded, x, _, attns = case
+    for layer in (0, -1):
+        ours = A.head_maps(loaded, x, layer)
+        ref = ref_head_maps(attns[layer], LAYOUTS[layout], layout != "gap", _grid(loaded))
+        np.testing.assert_allclose(ours, ref, atol=1e-5)
+
+
+def test_token_maps(case):
+    layout, loaded, x, _, attns = case
+    gh, gw = _grid(loaded)
+    row, col = gh - 1, gw // 2
+    p = LAYOUTS[layout]
+    q = p + row * gw + col
+    maps = A.token_maps(loaded, x, (row, col))
+    for layer, a in enumerate(attns):
+        np.testing.assert_allclose(maps.attends_to[:, layer], a[:, :, q, p:].reshape(2, 2, gh, gw), atol=1e-5)
+        np.testing.assert_allclose(maps.attended_by[:, layer], a[:, :, p:, q].reshape(2, 2, gh, gw), atol=1e-5)
+    with pytest.raises(ValueError, match="outside"):
+        A.token_maps(loaded, x, (gh, 0))
+
+
+@pytest.mark.parametrize("fusion, discard", [("mean", 0.0), ("max", 0.0), ("min", 0.0), ("mean", 0.9), ("max", 0.5)])
+def test_rollout(case, fusion, discard):
+    layout, loaded, x, _, attns = case
+    ours = A.rollout(loaded, x, fusion=fusion, discard=discard)
+    ref = ref_rollout(attns, LAYOUTS[layout], layout != "gap", _grid(loaded), fusion, discard)
+    np.testing.assert_allclose(ours, ref, atol=1e-5)
+
+
+def test_rollout_is_row_normalised_not_vit_explain():
+    """Row and column normalisation differ here, so copying vit-explain's mistake would fail the test above."""
+    loaded = _make("cls")
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        attns = np_attn(reference_forward(loaded.model, x)[1])
+    right = ref_rollout(attns, 1, True, (4, 4), "max", 0.5)
+    wrong = ref_rollout(attns, 1, True, (4, 4), "max", 0.5, column_bug=True)
+    assert np.abs(right - wrong).max() > 1e-2
+    np.testing.assert_allclose(A.rollout(loaded, x, "max", 0.5), right, atol=1e-5)
+
+
+def test_discard_never_zeroes_the_cls_self_entry():
+    fused = torch.rand(1, 5, 5)
+    fused[0, 0, 0] = -1.0  # the smallest entry of all
+    out = A.discard_smallest(fused, 0.5)
+    assert out[0, 0, 0] == -1.0 and int((out == 0).sum()) == 12  # ⌊0.5·25⌋ others zeroed
+
+
+def test_gradient_rollout(case):
+    layout, loaded, x, _, _ = case
+    logits, attns, _ = reference_forward(loaded.model, x, keep_grad=True)
+    targets = logits.argmax(-1)
+    logits.gather(1, targets[:, None]).sum().backward()
+    ref = ref_gradient_rollout(np_attn(attns), [a.grad.double().numpy() for a in attns], LAYOUTS[layout],
+                               layout != "gap", _grid(loaded))
+    ours = A.gradient_rollout(loaded, x)
+    assert ours.targets == tuple(targets.tolist())
+    np.testing.assert_allclose(ours.maps, ref, atol=1e-5)
+    loaded.model.zero_grad(set_to_none=True)
+
+
+def test_gradient_rollout_per_image_class():
+    loaded = _make("distilled")
+    x = torch.randn(2, 3, 32, 32)
+    logits, attns, _ = reference_forward(loaded.model, x, keep_grad=True)
+    targets = torch.tensor([3, 1])
+    logits.gather(1, targets[:, None]).sum().backward()
+    ref = ref_gradient_rollout(np_attn(attns), [a.grad.double().numpy() for a in attns], 2, True, (4, 4))
+    ours = A.gradient_rollout(loaded, x, target=[3, 1])
+    assert ours.targets == (3, 1)
+    np.testing.assert_allclose(ours.maps, ref, atol=1e-5)
+    with pytest.raises(ValueError, match="Target class"):
+        A.gradient_rollout(loaded, x, target=9)
+
+
+def test_distance_and_entropy(case):
+    layout, loaded, x, _, attns = case
+    gh, gw = _grid(loaded)
+    stats = A.attention_stats(loaded, x)
+    dist, ent = ref_distance_entropy(attns, LAYOUTS[layout], (gh, gw), (8, 8))
+    assert stats.distance.shape == (3, 2)
+    np.testing.assert_allclose(stats.distance, dist, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(stats.entropy, ent, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_bounds_and_unsupported_blocks():
+    loaded = _make("cls")
+    x = torch.randn(1, 3, 32, 32)
+    with pytest.raises(ValueError, match="out of range"):
+        A.head_maps(loaded, x, 3)
+    assert A.head_maps(loaded, x, -3).shape == (1, 2, 4, 4)
+
+    import timm
+
+    parallel = wrap(timm.create_model("vit_base_patch16_18x2_224", img_size=32, patch_size=8, embed_dim=32,
+                                      depth=2, num_heads=2, num_classes=5), (32, 32))
+    # two parallel attention branches per block: their heads are concatenated
+    assert A.head_maps(parallel, x, 0).shape == (1, 4, 4, 4)
+    with pytest.raises(AttentionUnsupported):
+        A.gradient_rollout(parallel, x)
+
+
+@pytest.mark.parametrize("name", ["vit_base_patch16_xp_224", "vit_pwee_patch16_reg1_gap_256", "vit_base_patch16_rpn_224",
+                                  "vit_dlittle_patch16_reg1_gap_256", "vit_dpwee_patch16_reg1_gap_256"])
+def test_other_block_types(name):
+    """Parallel-scaling, post-norm and differential-attention blocks: one map per head, logits untouched."""
+    import timm
+
+    loaded = wrap(timm.create_model(name, img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=2,
+                                    num_classes=5), (32, 32))
+    x = torch.randn(1, 3, 32, 32)
+    before = forward_logits(loaded, x)
+    maps = A.attention_maps(loaded, x)
+    assert maps[0].shape[1] == 2  # heads, not 2·heads for differential attention
+    rows = maps[1].astype(np.float64).sum(-1)
+    module = attention_modules(loaded.model.blocks[1])[0]
+    if hasattr(module, "_compute_lambda"):  # a0 − λ·a1 of two softmaxes: rows sum to 1 − λ
+        np.testing.assert_allclose(rows, 1 - float(module._compute_lambda()), atol=5e-3)
+    else:
+        np.testing.assert_allclose(rows, 1.0, atol=5e-3)
+    assert A.rollout(loaded, x).shape == (1, 4, 4)
+    torch.testing.assert_close(forward_logits(loaded, x), before, atol=1e-5, rtol=0)
