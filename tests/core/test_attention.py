@@ -183,8 +183,9 @@ def test_layer_bounds_and_unsupported_blocks():
         A.gradient_rollout(parallel, x)
 
 
-@pytest.mark.parametrize("name", ["vit_base_patch16_xp_224", "vit_pwee_patch16_reg1_gap_256", "vit_base_patch16_rpn_224",
-                                  "vit_dlittle_patch16_reg1_gap_256", "vit_dpwee_patch16_reg1_gap_256"])
+@pytest.mark.parametrize("name", ["vit_base_patch16_xp_224", "vit_pwee_patch16_reg1_gap_256",
+                                  "vit_base_patch16_rpn_224", "vit_dlittle_patch16_reg1_gap_256",
+                                  "vit_dpwee_patch16_reg1_gap_256"])
 def test_other_block_types(name):
     """Parallel-scaling, post-norm and differential-attention blocks: one map per head, logits untouched."""
     import timm

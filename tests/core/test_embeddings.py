@@ -76,12 +76,14 @@ def test_cosine_similarity():
         for r in range(3):
             for c in range(5):
                 v = patches[b, r, c]
-                assert sim[b, r, c] == pytest.approx(v @ ref_vec / np.linalg.norm(v) / np.linalg.norm(ref_vec), abs=1e-5)
+                expected = v @ ref_vec / np.linalg.norm(v) / np.linalg.norm(ref_vec)
+                assert sim[b, r, c] == pytest.approx(expected, abs=1e-5)
     assert sim[0, 2, 4] == pytest.approx(1.0, abs=1e-6)
 
 
 def test_pos_embed_similarity_and_filters():
-    for kw, grid in (({}, (4, 4)), ({"img_size": (24, 40)}, (3, 5)), ({"reg_tokens": 4, "no_embed_class": True}, (4, 4))):
+    layouts = (({}, (4, 4)), ({"img_size": (24, 40)}, (3, 5)), ({"reg_tokens": 4, "no_embed_class": True}, (4, 4)))
+    for kw, grid in layouts:
         model = _model(**kw).model
         sim = pos_embed_similarity(model)
         pe = model.pos_embed.detach().numpy()[0]
