@@ -8,6 +8,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+
+from .core.methods import EXPLAIN_METHODS, FUSIONS
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -40,10 +43,31 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    p = sub.add_parser("explain", help="attention / embedding analyses of one image (or a folder for distance)")
+    p.add_argument("image", nargs="?", help="image file (a folder for --method distance; none for pos-embed/filters)")
+    _add_model_args(p)
+    p.add_argument("--method", required=True, choices=EXPLAIN_METHODS)
+    p.add_argument("--layer", type=int, default=-1, help="0-based; negative counts from the end (default -1)")
+    p.add_argument("--head", type=int, help="one head instead of all")
+    p.add_argument("--patch", type=_patch, help="ROW,COL of the patch for token / similarity")
+    p.add_argument("--fusion", default="mean", choices=FUSIONS, help="rollout head fusion")
+    p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop")
+    p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
+    p.add_argument("--cmap", default="inferno", help="colormap for PNG overlays")
+    p.add_argument("--out", required=True, help="FILE.npy (raw float32 array), FILE.png (picture) or FILE.json")
+
     p = sub.add_parser("card", help="show the model card of a model")
     _add_model_args(p)
     p.add_argument("--json", action="store_true")
     return parser
+
+
+def _patch(text: str) -> tuple[int, int]:
+    try:
+        row, col = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("use ROW,COL, e.g. 3,7") from None
+    return row, col
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
-        return {"models": _models, "predict": _predict, "card": _card}[args.command](args)
+        return {"models": _models, "predict": _predict, "card": _card, "explain": _explain}[args.command](args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
@@ -149,6 +173,53 @@ def _card(args) -> int:
         for key, value in card.lines():
             print(f"{key:<{width}}  {value}")
     return EXIT_OK
+
+
+def _explain(args) -> int:
+    from .core.explain import IMAGE_FREE, distance_over, explain, render
+    from .core.images import ImageReadError, read_image
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".npy", ".png", ".json"):
+        print("error: --out must end in .npy, .png or .json", file=sys.stderr)
+        return EXIT_USAGE
+    if args.image is None and args.method not in IMAGE_FREE:
+        print(f"error: the '{args.method}' method needs an image", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    failed = []
+    try:
+        if args.method == "distance" and Path(args.image).is_dir():
+            exp, failed = distance_over(loaded, [args.image])
+        else:
+            image = read_image(args.image) if args.image and args.method not in IMAGE_FREE else None
+            exp = explain(loaded, args.method, image, layer=args.layer, head=args.head, patch=args.patch,
+                          fusion=args.fusion, discard=args.discard, target=args.target)
+    except ImageReadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SOME_FAILED
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for path, reason in failed:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    params = {"method": exp.method, "model": loaded.name, "image": args.image, **exp.params}
+    if out.suffix.lower() == ".npy":
+        import numpy as np
+
+        np.save(out, exp.array.astype("float32"))
+    elif out.suffix.lower() == ".png":
+        from PIL import Image
+
+        Image.fromarray(render(exp, args.cmap)).save(out)
+    else:
+        doc = {"params": params, "shape": list(exp.array.shape), "array": exp.array.tolist(),
+               **{k: v.tolist() for k, v in exp.extra.items()}}
+        out.write_text(json.dumps(doc))
+    print(f"{exp.method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -14,9 +14,8 @@ import numpy as np
 import torch
 
 from .capture import AttentionUnsupported, capturing, grid_for, has_class_token, resolve_layers
+from .methods import FUSIONS
 from .model import LoadedModel
-
-FUSIONS = ("mean", "max", "min")
 
 
 def _forward(loaded: LoadedModel, x: torch.Tensor, layers: list[int], on_layer, grad: bool = False):

@@ -44,19 +44,27 @@ def mosaic(tiles: np.ndarray, columns: int | None = None, pad: int = 1, cmap: st
            per_tile: bool = True) -> np.ndarray:
     """Tiles (n, h, w) (colormapped) or (n, h, w, 3) (scaled to [0, 1]) -> one uint8 RGB grid image."""
     tiles = np.asarray(tiles, dtype=np.float32)
-    n, h, w = tiles.shape[:3]
-    columns = columns or int(np.ceil(np.sqrt(n)))
-    rows = int(np.ceil(n / columns))
-    out = np.full((rows * (h + pad) + pad, columns * (w + pad) + pad, 3), 255, np.uint8)
     whole = normalise(tiles)
-    for i in range(n):
+    pictures = []
+    for i in range(len(tiles)):
         unit = normalise(tiles[i]) if per_tile else whole[i]
-        img = colorize(unit, cmap) if tiles.ndim == 3 else (unit * 255 + 0.5).astype(np.uint8)
-        r, c = divmod(i, columns)
-        out[pad + r * (h + pad): pad + r * (h + pad) + h, pad + c * (w + pad): pad + c * (w + pad) + w] = img
-    return out
+        pictures.append(colorize(unit, cmap) if tiles.ndim == 3 else (unit * 255 + 0.5).astype(np.uint8))
+    return mosaic_rgb(pictures, columns, pad)
 
 
 def enlarge(image: np.ndarray, factor: int) -> np.ndarray:
     """Nearest-neighbour enlargement so small grids stay crisp in a PNG."""
     return np.repeat(np.repeat(image, factor, axis=0), factor, axis=1)
+
+
+def mosaic_rgb(tiles: list[np.ndarray], columns: int | None = None, pad: int = 2) -> np.ndarray:
+    """Equal-sized uint8 RGB pictures -> one grid picture on white."""
+    n = len(tiles)
+    h, w = tiles[0].shape[:2]
+    columns = columns or int(np.ceil(np.sqrt(n)))
+    rows = int(np.ceil(n / columns))
+    out = np.full((rows * (h + pad) + pad, columns * (w + pad) + pad, 3), 255, np.uint8)
+    for i, tile in enumerate(tiles):
+        r, c = divmod(i, columns)
+        out[pad + r * (h + pad): pad + r * (h + pad) + h, pad + c * (w + pad): pad + c * (w + pad) + w] = tile
+    return out

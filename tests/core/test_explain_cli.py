@@ -1,0 +1,102 @@
+"""`vitstudio explain`: raw arrays equal the core's, every parameter is recorded, pictures are written."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from vitstudio.cli import main
+from vitstudio.core import attention
+from vitstudio.core.explain import render
+from vitstudio.core.images import read_image
+from vitstudio.core.loading import load_model
+from vitstudio.core.methods import EXPLAIN_METHODS
+
+
+@pytest.fixture
+def model_args(tiny_weights):
+    return ["--model", TINY_SPEC, "--weights", str(tiny_weights[0])]
+
+
+def _x(loaded, path):
+    return loaded.to_tensor(loaded.crop(read_image(path)))[None]
+
+
+def test_npy_is_the_raw_array(model_args, tiny_weights, photos, tmp_path):
+    loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
+    x = _x(loaded, photos["chelsea"])
+    out = tmp_path / "r.npy"
+    assert main(["explain", str(photos["chelsea"]), *model_args, "--method", "rollout", "--fusion", "max",
+                 "--discard", "0.5", "--out", str(out)]) == 0
+    arr = np.load(out)
+    assert arr.dtype == np.float32
+    np.testing.assert_array_equal(arr, attention.rollout(loaded, x, "max", 0.5)[0])
+    out = tmp_path / "h.npy"
+    assert main(["explain", str(photos["chelsea"]), *model_args, "--method", "heads", "--layer", "0",
+                 "--head", "1", "--out", str(out)]) == 0
+    np.testing.assert_array_equal(np.load(out), attention.head_maps(loaded, x, 0)[0, 1])
+
+
+def test_json_records_every_parameter(model_args, photos, tmp_path):
+    out = tmp_path / "t.json"
+    assert main(["explain", str(photos["astronaut"]), *model_args, "--method", "token", "--patch", "1,2",
+                 "--layer", "-1", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    p = doc["params"]
+    assert p["method"] == "token" and p["layer"] == 1 and p["patch"] == [1, 2] and p["model"] == TINY_SPEC
+    assert doc["shape"] == [2, 2, 4, 4] and np.asarray(doc["array"]).shape == (2, 2, 4, 4)
+    out = tmp_path / "g.json"
+    assert main(["explain", str(photos["astronaut"]), *model_args, "--method", "gradient-rollout", "--class", "3",
+                 "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["params"]["target"] == 3
+
+
+@pytest.mark.parametrize("method", EXPLAIN_METHODS)
+def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
+    out = tmp_path / f"{method}.png"
+    image = [] if method in ("pos-embed", "filters") else [str(photos["coffee"])]
+    assert main(["explain", *image, *model_args, "--method", method, "--patch", "2,3", "--out", str(out)]) == 0
+    picture = Image.open(out)
+    assert picture.mode == "RGB" and min(picture.size) >= 32
+
+
+def test_distance_over_a_folder_is_the_mean(model_args, tiny_weights, photos, tmp_path):
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for name in ("astronaut", "rocket", "coffee"):
+        (folder / photos[name].name).write_bytes(photos[name].read_bytes())
+    out = tmp_path / "d.json"
+    assert main(["explain", str(folder), *model_args, "--method", "distance", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
+    per_image = [attention.attention_stats(loaded, _x(loaded, folder / photos[n].name))
+                 for n in ("astronaut", "rocket", "coffee")]
+    np.testing.assert_allclose(doc["array"], np.mean([s.distance for s in per_image], 0), rtol=1e-5)
+    np.testing.assert_allclose(doc["entropy"], np.mean([s.entropy for s in per_image], 0), rtol=1e-5)
+    assert doc["params"]["images"] == 3
+
+
+def test_explain_errors(model_args, photos, tmp_path, capsys):
+    assert main(["explain", str(photos["coffee"]), *model_args, "--method", "token", "--out",
+                 str(tmp_path / "x.npy")]) == 2
+    assert "--patch is required" in capsys.readouterr().err
+    assert main(["explain", str(photos["coffee"]), *model_args, "--method", "heads", "--layer", "5",
+                 "--out", str(tmp_path / "x.npy")]) == 2
+    assert "out of range" in capsys.readouterr().err
+    assert main(["explain", str(photos["coffee"]), *model_args, "--method", "heads", "--out", "x.txt"]) == 2
+    assert main(["explain", str(tmp_path / "nope.jpg"), *model_args, "--method", "heads", "--out",
+                 str(tmp_path / "x.npy")]) == 1
+    assert main(["explain", *model_args, "--method", "rollout", "--out", str(tmp_path / "x.npy")]) == 2
+
+
+def test_render_shapes(tiny_weights, photos):
+    from vitstudio.core.explain import explain
+
+    loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
+    exp = explain(loaded, "heads", read_image(photos["rocket"]))
+    picture = render(exp)
+    assert picture.dtype == np.uint8 and picture.shape[2] == 3 and picture.shape[1] > exp.crop.shape[1]
