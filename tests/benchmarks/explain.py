@@ -1,0 +1,129 @@
+"""Benchmark: capturing attention + analyses next to a bare fused forward, same model, same tensor, one run.
+
+    python tests/benchmarks/explain.py [--model vit_base_patch16_224] [--device auto] [--memory-model M]
+
+Timing (batch 1): bare fused forward, rollout (captures all layers × heads), head maps of one layer,
+gradient rollout; each with its ratio to the bare forward (goal: rollout <= 1.3x on a GPU).
+Memory: peak extra host memory (VmHWM growth over the bare forward's peak) of each analysis on a large-token
+model, measured in a fresh subprocess per analysis (default ViT-L/14 DINOv2 at 518 px: 1370 tokens; goal <= 1.5 GB).
+Random weights: neither speed nor memory depends on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def _peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_child(model_name: str, analysis: str) -> None:
+    """Runs in a subprocess: prints 'bare_peak_mb analysis_peak_mb'."""
+    import torch
+
+    from vitstudio.core import attention
+    from vitstudio.core.loading import load_model
+
+    torch.set_grad_enabled(False)
+    loaded = load_model(model_name, device="cpu", pretrained=False)
+    x = torch.randn(1, *loaded.data_config["input_size"])
+    with torch.inference_mode():
+        loaded.model(x)
+    bare = _peak_rss_mb()
+    if analysis == "rollout":
+        attention.rollout(loaded, x)
+    elif analysis == "heads":
+        attention.head_maps(loaded, x, -1)
+    elif analysis == "stats":
+        attention.attention_stats(loaded, x)
+    elif analysis == "all-maps":
+        attention.attention_maps(loaded, x)
+    print(f"{bare:.1f} {_peak_rss_mb():.1f}")
+
+
+def timing(args) -> None:
+    import torch
+
+    from vitstudio.core import attention
+    from vitstudio.core.loading import load_model
+
+    loaded = load_model(args.model, device=args.device, pretrained=False)
+    device = loaded.device
+    x = torch.randn(1, *loaded.data_config["input_size"], device=device)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def bare():
+        with torch.inference_mode():
+            loaded.model(x)
+
+    runs = {"bare fused forward": bare,
+            "rollout (all layers x heads)": lambda: attention.rollout(loaded, x),
+            "head maps (one layer)": lambda: attention.head_maps(loaded, x, -1),
+            "gradient rollout": lambda: attention.gradient_rollout(loaded, x)}
+    for fn in runs.values():  # warm-up
+        fn()
+    sync()
+    times = {name: [] for name in runs}
+    for _ in range(args.repeats):  # interleaved so that machine noise hits every variant alike
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    base = statistics.median(times["bare fused forward"])
+    print(f"model {args.model}  device {device}  tokens {loaded.num_prefix_tokens + int(torch.tensor(loaded.grid_size).prod())}"
+          f"  torch {torch.__version__}  threads {torch.get_num_threads()}")
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(f"  {name:<32} {med * 1e3:9.1f} ms   ratio {med / base:5.2f}")
+
+
+def memory(args) -> None:
+    print(f"peak extra host memory over the bare forward, {args.memory_model} (fresh process each):")
+    for analysis in ("rollout", "heads", "stats", "all-maps"):
+        out = subprocess.run([sys.executable, __file__, "--child", args.memory_model, analysis],
+                             capture_output=True, text=True, cwd=ROOT)
+        if out.returncode != 0:
+            print(f"  {analysis:<10} failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        bare, peak = map(float, out.stdout.split()[-2:])
+        print(f"  {analysis:<10} bare peak {bare:8.0f} MB   with analysis {peak:8.0f} MB   extra {peak - bare:7.0f} MB")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="vit_base_patch16_224")
+    ap.add_argument("--memory-model", default="vit_large_patch14_dinov2")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--child", nargs=2, metavar=("MODEL", "ANALYSIS"), help=argparse.SUPPRESS)
+    ap.add_argument("--skip-memory", action="store_true")
+    args = ap.parse_args()
+    if args.child:
+        memory_child(*args.child)
+        return 0
+    timing(args)
+    if not args.skip_memory:
+        memory(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
