@@ -88,8 +88,9 @@ def timing(args) -> None:
             sync()
             times[name].append(time.perf_counter() - start)
     base = statistics.median(times["bare fused forward"])
-    print(f"model {args.model}  device {device}  tokens {loaded.num_prefix_tokens + int(torch.tensor(loaded.grid_size).prod())}"
-          f"  torch {torch.__version__}  threads {torch.get_num_threads()}")
+    tokens = loaded.num_prefix_tokens + loaded.grid_size[0] * loaded.grid_size[1]
+    print(f"model {args.model}  device {device}  tokens {tokens}  torch {torch.__version__}  "
+          f"threads {torch.get_num_threads()}")
     for name, values in times.items():
         med = statistics.median(values)
         print(f"  {name:<32} {med * 1e3:9.1f} ms   ratio {med / base:5.2f}")
