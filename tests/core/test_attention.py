@@ -36,6 +36,8 @@ def _make(layout: str):
         model, hw = VisionTransformer(img_size=32, reg_tokens=4, no_embed_class=True, **BASE), (32, 32)
     elif layout == "nonsquare":  # 24x40 input, 3x5 grid
         model, hw = VisionTransformer(img_size=(24, 40), **BASE), (24, 40)
+    elif layout == "dynamic":  # trained at 32x32, fed 24x40: pos-embed resampled, 3x5 grid
+        model, hw = VisionTransformer(img_size=32, dynamic_img_size=True, **BASE), (24, 40)
     elif layout == "gap":  # no class token, global average pooling
         model, hw = VisionTransformer(img_size=32, class_token=False, global_pool="avg", **BASE), (32, 32)
     else:
@@ -43,7 +45,7 @@ def _make(layout: str):
     return wrap(sharpen(model), hw)
 
 
-LAYOUTS = {"cls": 1, "distilled": 2, "registers": 5, "nonsquare": 1, "gap": 0}
+LAYOUTS = {"cls": 1, "distilled": 2, "registers": 5, "nonsquare": 1, "dynamic": 1, "gap": 0}
 
 
 @pytest.fixture(params=list(LAYOUTS))
