@@ -206,18 +206,14 @@ def _explain(args) -> int:
     for path, reason in failed:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     params = {"method": exp.method, "model": loaded.name, "image": args.image, **exp.params}
-    if out.suffix.lower() == ".npy":
-        import numpy as np
-
-        np.save(out, exp.array.astype("float32"))
-    elif out.suffix.lower() == ".png":
+    if out.suffix.lower() == ".png":
         from PIL import Image
 
         Image.fromarray(render(exp, args.cmap)).save(out)
     else:
-        doc = {"params": params, "shape": list(exp.array.shape), "array": exp.array.tolist(),
-               **{k: v.tolist() for k, v in exp.extra.items()}}
-        out.write_text(json.dumps(doc))
+        from .core.export import write_result
+
+        write_result(out, exp.array, params, exp.extra)
     print(f"{exp.method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
     return EXIT_SOME_FAILED if failed else EXIT_OK
 

@@ -206,3 +206,15 @@ def test_other_block_types(name):
         np.testing.assert_allclose(rows, 1.0, atol=5e-3)
     assert A.rollout(loaded, x).shape == (1, 4, 4)
     torch.testing.assert_close(forward_logits(loaded, x), before, atol=1e-5, rtol=0)
+
+
+def test_overview_is_the_individual_methods_in_one_pass(case):
+    layout, loaded, x, _, attns = case
+    one = x[:1]
+    ov = A.overview(loaded, one, fusion="max", discard=0.3)
+    for layer in range(3):
+        np.testing.assert_allclose(ov.head_maps[layer], A.head_maps(loaded, one, layer)[0], atol=1e-6)
+    np.testing.assert_allclose(ov.rollout, A.rollout(loaded, one, "max", 0.3)[0], atol=1e-6)
+    stats = A.attention_stats(loaded, one)
+    np.testing.assert_allclose(ov.distance, stats.distance, rtol=1e-5)
+    np.testing.assert_allclose(ov.entropy, stats.entropy, rtol=1e-5)

@@ -35,6 +35,8 @@ def test_npy_is_the_raw_array(model_args, tiny_weights, photos, tmp_path):
     arr = np.load(out)
     assert arr.dtype == np.float32
     np.testing.assert_array_equal(arr, attention.rollout(loaded, x, "max", 0.5)[0])
+    sidecar = json.loads((tmp_path / "r.npy.json").read_text())  # the parameters travel with the array
+    assert sidecar["params"]["fusion"] == "max" and sidecar["params"]["discard"] == 0.5 and sidecar["shape"] == [4, 4]
     out = tmp_path / "h.npy"
     assert main(["explain", str(photos["chelsea"]), *model_args, "--method", "heads", "--layer", "0",
                  "--head", "1", "--out", str(out)]) == 0
@@ -100,3 +102,17 @@ def test_render_shapes(tiny_weights, photos):
     exp = explain(loaded, "heads", read_image(photos["rocket"]))
     picture = render(exp)
     assert picture.dtype == np.uint8 and picture.shape[2] == 3 and picture.shape[1] > exp.crop.shape[1]
+
+
+def test_write_result_formats(tmp_path):
+    from vitstudio.core.export import write_result
+
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+    files = write_result(tmp_path / "a.csv", arr, {"layer": np.int64(3), "patch": (1, 2)})
+    assert [f.name for f in files] == ["a.csv", "a.csv.json"]
+    assert (tmp_path / "a.csv").read_text().splitlines()[1] == "3.0,4.0,5.0"
+    assert json.loads(files[1].read_text())["params"] == {"layer": 3, "patch": [1, 2]}
+    with pytest.raises(ValueError, match="1-D or 2-D"):
+        write_result(tmp_path / "b.csv", np.zeros((2, 2, 2)), {})
+    with pytest.raises(ValueError, match="data export"):
+        write_result(tmp_path / "b.txt", arr, {})

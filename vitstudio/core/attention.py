@@ -219,3 +219,53 @@ def attention_stat_sums(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarra
     distance = torch.stack([per_layer[i][0] for i in layers]).cpu().numpy()
     entropy = torch.stack([per_layer[i][1] for i in layers]).cpu().numpy()
     return distance, entropy
+
+
+@dataclass(frozen=True)
+class AttentionOverview:
+    """Everything the attention explorer shows for one image, from a single forward pass."""
+
+    head_maps: np.ndarray  # (layers, heads, gh, gw), as head_maps() for every layer
+    rollout: np.ndarray  # (gh, gw), as rollout(fusion, discard)
+    distance: np.ndarray  # (layers, heads)
+    entropy: np.ndarray  # (layers, heads)
+    fusion: str
+    discard: float
+
+
+def overview(loaded: LoadedModel, x: torch.Tensor, fusion: str = "mean", discard: float = 0.0) -> AttentionOverview:
+    """Head maps of every layer, rollout and distance/entropy for ONE image (x: (1, 3, H, W)) in one forward.
+
+    Each layer's maps are reduced as they arrive, so memory stays at one layer's attention.
+    """
+    if x.shape[0] != 1:
+        raise ValueError("overview() explains one image at a time.")
+    if fusion not in FUSIONS:
+        raise ValueError(f"Unknown head fusion '{fusion}'; use one of {', '.join(FUSIONS)}.")
+    model = loaded.model
+    gh, gw = grid_for(model, x)
+    p = loaded.num_prefix_tokens
+    cls = has_class_token(model)
+    dist = patch_distances((gh, gw), (x.shape[-2] // gh, x.shape[-1] // gw)).to(loaded.device)
+    heads, dists, ents, state = {}, {}, {}, {}
+
+    def reduce(layer, a):
+        a = a.detach().float()
+        heads[layer] = a[0, :, 0, p:] if cls else a[0, :, :, p:].mean(1)
+        dists[layer] = (a[0, :, p:, p:] * dist).sum(-1).mean(-1)
+        ents[layer] = -(a[0] * torch.log(a[0].clamp_min(1e-30))).sum(-1).mean(-1)
+        fused = discard_smallest(fuse_heads(a, fusion), discard)
+        a_hat = fused + torch.eye(fused.shape[-1], device=fused.device)
+        a_hat = a_hat / a_hat.sum(dim=-1, keepdim=True)
+        state["r"] = a_hat if "r" not in state else a_hat @ state["r"]
+
+    layers = resolve_layers(model, None)
+    _forward(loaded, x, layers, reduce)
+
+    def stack(d):
+        return torch.stack([d[i] for i in layers]).cpu().numpy()
+
+    return AttentionOverview(
+        head_maps=stack(heads).reshape(len(layers), -1, gh, gw),
+        rollout=_patch_grid(loaded, x, _cls_row(loaded, state["r"]))[0],
+        distance=stack(dists), entropy=stack(ents), fusion=fusion, discard=discard)

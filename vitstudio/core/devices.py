@@ -49,3 +49,20 @@ def autocast(device: torch.device, precision: str):
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def memory_in_use(device: torch.device | None = None) -> str:
+    """'RAM 1.2 GB' (this process's resident memory), plus the accelerator's allocated memory when there is one."""
+    text = ""
+    try:
+        with open("/proc/self/statm") as fh:
+            import os
+
+            text = f"RAM {int(fh.read().split()[1]) * os.sysconf('SC_PAGE_SIZE') / 1e9:.2f} GB"
+    except OSError:  # not Linux
+        import resource
+
+        text = f"peak RAM {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
+    if device is not None and device.type == "cuda":
+        text += f" · GPU {torch.cuda.memory_allocated(device) / 1e9:.2f} GB"
+    return text

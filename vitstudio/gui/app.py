@@ -15,6 +15,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--weights", help="weights file for --model")
     ap.add_argument("--device", default=None)
     ap.add_argument("--precision", default=None)
+    ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare")
     ap.add_argument("--screenshot", metavar="PNG", help="render the window once everything requested has "
                     "finished, save it, and exit")
     return ap.parse_args(argv)
@@ -35,10 +36,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
-    import pyqtgraph as pg
     from PySide6.QtWidgets import QApplication
 
-    pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ViT Studio")
     app.setOrganizationName("ViT Studio")
@@ -55,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         window.request_model(spec, device, precision, args.weights)
     if args.images:
         window.add_paths(args.images)
+    if args.tab:
+        window.show_tab(args.tab)
     window.show()
     if args.screenshot:
         screenshot_when_idle(window, args.screenshot)

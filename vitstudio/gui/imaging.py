@@ -9,6 +9,17 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QLabel
 
 
+def configure_pyqtgraph() -> None:
+    """Row-major images everywhere, and plot colours that follow the system's light or dark palette."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    palette = QApplication.palette()
+    pg.setConfigOptions(imageAxisOrder="row-major", antialias=True,
+                        background=palette.color(QPalette.Base), foreground=palette.color(QPalette.Text))
+
+
 def pil_to_pixmap(image: Image.Image | np.ndarray) -> QPixmap:
     arr = np.ascontiguousarray(np.asarray(image.convert("RGB") if isinstance(image, Image.Image) else image,
                                           dtype=np.uint8))

@@ -4,31 +4,35 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
     QPlainTextEdit,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from vitstudio.core.devices import memory_in_use
 from vitstudio.core.images import ImageReadError, expand_paths, read_image, to_rgb
 from vitstudio.core.inference import classify
 from vitstudio.core.loading import load_model
 from vitstudio.core.modelcard import model_card
 
 from . import workers
-from .state import AppState, ImageEntry
+from .actions import build_menus
+from .imaging import configure_pyqtgraph
+from .state import AppState, make_entry
+from .widgets.attention_panel import AttentionPanel
+from .widgets.compare_panel import ComparePanel
+from .widgets.embeddings_panel import EmbeddingsPanel
 from .widgets.image_strip import ImageStripWidget
+from .widgets.internals_panel import InternalsPanel
 from .widgets.model_panel import ModelCardView, ModelPanel
 from .widgets.predictions_panel import PredictionsPanel
 
@@ -45,6 +49,7 @@ class _Relay(QObject):
 class MainWindow(QMainWindow):
     def __init__(self, state: AppState | None = None) -> None:
         super().__init__()
+        configure_pyqtgraph()
         self.setWindowTitle("ViT Studio")
         self.setAcceptDrops(True)
         self.state = state or AppState()
@@ -56,9 +61,19 @@ class MainWindow(QMainWindow):
         self.model_panel = ModelPanel(self.state)
         self.strip = ImageStripWidget(self.state)
         self.predictions = PredictionsPanel(self.state)
+        self.attention = AttentionPanel(self.state)
+        self.embeddings = EmbeddingsPanel(self.state)
+        self.internals = InternalsPanel(self.state)
+        self.compare = ComparePanel(self.state, self.model_panel.catalog_names())
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("tabs")
+        for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
+                              (self.embeddings, "Embeddings"), (self.internals, "Model internals"),
+                              (self.compare, "Compare")):
+            self.tabs.addTab(widget, title)
         splitter = QSplitter(Qt.Horizontal)
         splitter.addWidget(self.strip)
-        splitter.addWidget(self.predictions)
+        splitter.addWidget(self.tabs)
         splitter.setStretchFactor(1, 1)
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -82,7 +97,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([card_dock], [330], Qt.Horizontal)
         self.status_jobs = QLabel()
         self.statusBar().addPermanentWidget(self.status_jobs)
-        self._build_menus()
+        self.recent_menu = build_menus(self)
 
         self.model_panel.load_requested.connect(self.request_model)
         self.relay.download.connect(self.model_panel.set_download_progress)
@@ -93,26 +108,15 @@ class MainWindow(QMainWindow):
         self.model_panel.precision.setCurrentText(self.settings.value("precision", "fp32"))
         if self.settings.value("geometry"):
             self.restoreGeometry(self.settings.value("geometry"))
+            self.restoreState(self.settings.value("window_state"))
         else:
-            self.resize(1200, 760)
+            self.resize(1280, 820)
         self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
         self._status_timer.start()
         self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
                                  "available offline; others need a network once, or a file in models/.")
 
     # ----- menus, drag and drop -------------------------------------------------------------------
-    def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        for text, shortcut, slot in (("Open images…", QKeySequence.Open, self._open_images),
-                                     ("Open folder…", None, self._open_folder),
-                                     ("Paste image", QKeySequence.Paste, self._paste_image),
-                                     ("Quit", QKeySequence.Quit, self.close)):
-            action = QAction(text, self)
-            if shortcut is not None:
-                action.setShortcut(shortcut)
-            action.triggered.connect(slot)
-            file_menu.addAction(action)
-
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls() or event.mimeData().hasImage():
             event.acceptProposedAction()
@@ -126,29 +130,6 @@ class MainWindow(QMainWindow):
             self._add_qimage(mime.imageData(), "dropped image")
         event.acceptProposedAction()
 
-    def _open_images(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(self, "Open images", self.settings.value("last_dir", ""),
-                                                "Images (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff);;"
-                                                "All files (*)")
-        if files:
-            self.settings.setValue("last_dir", str(Path(files[0]).parent))
-            self.add_paths(files)
-
-    def _open_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open folder", self.settings.value("last_dir", ""))
-        if folder:
-            self.settings.setValue("last_dir", folder)
-            self.add_paths([folder])
-
-    def _paste_image(self) -> None:
-        clipboard = QApplication.clipboard()
-        if clipboard.mimeData().hasUrls():
-            self.add_paths([u.toLocalFile() for u in clipboard.mimeData().urls() if u.isLocalFile()])
-        elif not clipboard.image().isNull():
-            self._add_qimage(clipboard.image(), "pasted image")
-        else:
-            self._on_message("warning", "The clipboard holds no image.")
-
     def _add_qimage(self, qimage, name: str) -> None:
         from PIL import Image
         from PySide6.QtGui import QImage
@@ -156,18 +137,20 @@ class MainWindow(QMainWindow):
         qimage = qimage.convertToFormat(QImage.Format_RGB888)
         w, h, stride = qimage.width(), qimage.height(), qimage.bytesPerLine()
         image = Image.frombuffer("RGB", (w, h), bytes(qimage.constBits()), "raw", "RGB", stride, 1)
-        self.state.add_images([ImageEntry(f"{name} {time.strftime('%H:%M:%S')}", to_rgb(image))])
+        self.state.add_images([make_entry(f"{name} {time.strftime('%H:%M:%S')}", to_rgb(image))])
 
     # ----- jobs -----------------------------------------------------------------------------------
     def add_paths(self, paths: list[str]) -> None:
         """Read files and folders in the background; each image (or its error) appears as it is read."""
+        self.remember_recent(paths)
+
         def read_all(cancel):
             for path in expand_paths(paths):
                 cancel.raise_if_cancelled()
                 try:
-                    yield ImageEntry(str(path), read_image(path))
+                    yield make_entry(str(path), read_image(path))
                 except ImageReadError as exc:
-                    yield ImageEntry(str(path), error=exc.reason)
+                    yield make_entry(str(path), error=exc.reason)
 
         workers.start_job("Reading images", read_all, on_yield=lambda e: self.state.add_images([e]),
                           on_error=self._on_job_error)
@@ -238,14 +221,28 @@ class MainWindow(QMainWindow):
         self.log_view.appendPlainText(f"[{time.strftime('%H:%M:%S')}] {level}: {text}")
         self.statusBar().showMessage(text, 8000)
 
+    def show_tab(self, name: str) -> None:
+        for i in range(self.tabs.count()):
+            if name.lower() in self.tabs.tabText(i).lower():
+                self.tabs.setCurrentIndex(i)
+                return
+        self._on_message("warning", f"No tab called '{name}'.")
+
+    def remember_recent(self, paths: list[str]) -> None:
+        recent = [str(p) for p in paths] + [p for p in (self.settings.value("recent") or []) if p not in paths]
+        self.settings.setValue("recent", recent[:10])
+        self.recent_menu.refresh()
+
     def _refresh_status(self) -> None:
         model = self.state.model
         device = f"{model.device} · {model.precision}" if model else "no model"
         running = ", ".join(sorted({h.name for h in workers.running_jobs()})) or "idle"
-        self.status_jobs.setText(f"{device} · {len(self.state.images)} images · {running}")
+        memory = memory_in_use(model.device if model else None)
+        self.status_jobs.setText(f"{device} · {memory} · {len(self.state.images)} images · {running}")
 
     def closeEvent(self, event) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
         self._status_timer.stop()
         if not workers.shutdown(timeout_ms=10000):
             log.warning("some jobs did not stop within 10 s")

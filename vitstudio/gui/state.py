@@ -10,6 +10,8 @@ from PySide6.QtCore import QObject, Signal
 from vitstudio.core.inference import Prediction
 from vitstudio.core.model import LoadedModel
 
+PREVIEW = 640
+
 
 @dataclass(eq=False)
 class ImageEntry:
@@ -18,7 +20,17 @@ class ImageEntry:
     path: str
     image: Image.Image | None = None
     error: str | None = None
+    preview: Image.Image | None = None  # at most PREVIEW px, made off the GUI thread for fast display
     predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by id(LoadedModel)
+
+
+def make_entry(path: str, image: Image.Image | None = None, error: str | None = None) -> ImageEntry:
+    """An entry with its display preview; call it in a worker (resizing a large photo takes a while)."""
+    preview = None
+    if image is not None:
+        preview = image.copy()
+        preview.thumbnail((PREVIEW, PREVIEW))
+    return ImageEntry(path, image, error, preview)
 
 
 class AppState(QObject):

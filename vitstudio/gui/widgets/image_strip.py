@@ -33,10 +33,9 @@ class ImageStripWidget(QListWidget):
         for entry in entries:
             item = QListWidgetItem(entry.path.rsplit("/", 1)[-1])
             item.setToolTip(entry.path if entry.error is None else f"{entry.path}\n{entry.error}")
-            if entry.image is not None:
-                thumb = entry.image.copy()
-                thumb.thumbnail((THUMB, THUMB))
-                item.setIcon(QIcon(pil_to_pixmap(thumb)))
+            if entry.preview is not None:
+                item.setIcon(QIcon(pil_to_pixmap(entry.preview).scaled(THUMB, THUMB, Qt.KeepAspectRatio,
+                                                                       Qt.SmoothTransformation)))
             else:
                 blank = QPixmap(THUMB, THUMB)
                 blank.fill(QColor("#b33"))

@@ -34,7 +34,7 @@ class ModelPanel(QWidget):
         for entry in list_catalog():
             mark = "●" if entry.local else ("○" if entry.tag else "·")
             self.name.addItem(f"{mark} {entry.name}", entry.name)
-        completer = QCompleter([self.name.itemData(i) for i in range(self.name.count())], self)
+        completer = QCompleter(self.catalog_names(), self)
         completer.setFilterMode(Qt.MatchContains)
         completer.setCaseSensitivity(Qt.CaseInsensitive)
         self.name.setCompleter(completer)
@@ -64,6 +64,9 @@ class ModelPanel(QWidget):
         state.model_loading.connect(self._on_model_loading)
         state.model_loaded.connect(self._on_model_loaded)
         state.model_failed.connect(self._on_model_failed)
+
+    def catalog_names(self) -> list[str]:
+        return [self.name.itemData(i) for i in range(self.name.count())]
 
     def spec(self) -> str:
         text = self.name.currentText().strip()

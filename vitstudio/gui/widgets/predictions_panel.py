@@ -57,6 +57,14 @@ class PredictionsPanel(QWidget):
         if entry is self.state.selected:
             self._show(entry)
 
+    def export_data(self):
+        entry = self.state.selected
+        pred = self.state.prediction_for(entry) if entry is not None else None
+        if pred is None:
+            return None
+        return "predictions", list(pred.probs), {"image": entry.path, "model": self.state.model.name,
+                                                 "labels": list(pred.labels), "indices": list(pred.indices)}
+
     def shown_rows(self) -> list[tuple[str, float]]:
         """(label, probability) currently displayed, for tests and export."""
         return [(lab.text(), bar.value() / 1000) for lab, bar in zip(self.labels, self.bars) if lab.text()]
@@ -74,7 +82,7 @@ class PredictionsPanel(QWidget):
         else:
             self.title.setText(f"{entry.path}<br>Top-{len(pred.indices)} of {self.state.model.num_classes} "
                                f"classes · {self.state.model.name}")
-        set_scaled_pixmap(self.original, pil_to_pixmap(entry.image) if entry and entry.image else None)
+        set_scaled_pixmap(self.original, pil_to_pixmap(entry.preview) if entry and entry.preview else None)
         set_scaled_pixmap(self.crop, pil_to_pixmap(pred.crop) if pred is not None and pred.crop is not None
                           else None)
         for row in range(ROWS):

@@ -1,0 +1,111 @@
+"""Menus and their actions: open, paste, recent files, export of the current view and of its data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
+
+from vitstudio.core.export import write_result
+
+IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
+
+
+class RecentMenu(QMenu):
+    def __init__(self, window) -> None:
+        super().__init__("Open &recent", window)
+        self.window = window
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.clear()
+        recent = self.window.settings.value("recent") or []
+        for path in recent:
+            action = self.addAction(path)
+            action.triggered.connect(lambda _checked=False, p=path: self.window.add_paths([p]))
+        self.setEnabled(bool(recent))
+
+
+def build_menus(window) -> RecentMenu:
+    bar = window.menuBar()
+    file_menu = bar.addMenu("&File")
+    _add(window, file_menu, "Open images…", lambda: open_images(window), QKeySequence.Open)
+    _add(window, file_menu, "Open folder…", lambda: open_folder(window))
+    recent = RecentMenu(window)
+    file_menu.addMenu(recent)
+    _add(window, file_menu, "Paste image", lambda: paste_image(window), QKeySequence.Paste)
+    file_menu.addSeparator()
+    _add(window, file_menu, "Export view as PNG…", lambda: export_view(window), "Ctrl+E")
+    _add(window, file_menu, "Export data of this view…", lambda: export_data(window), "Ctrl+Shift+E")
+    file_menu.addSeparator()
+    _add(window, file_menu, "Quit", window.close, QKeySequence.Quit)
+    view_menu = bar.addMenu("&View")
+    for dock in window.findChildren(QDockWidget):
+        view_menu.addAction(dock.toggleViewAction())
+    return recent
+
+
+def _add(window, menu, text, slot, shortcut=None) -> QAction:
+    action = QAction(text, window)
+    if shortcut is not None:
+        action.setShortcut(shortcut)
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
+def open_images(window) -> None:
+    files, _ = QFileDialog.getOpenFileNames(window, "Open images", window.settings.value("last_dir", ""), IMAGE_FILTER)
+    if files:
+        window.settings.setValue("last_dir", str(Path(files[0]).parent))
+        window.add_paths(files)
+
+
+def open_folder(window) -> None:
+    folder = QFileDialog.getExistingDirectory(window, "Open folder", window.settings.value("last_dir", ""))
+    if folder:
+        window.settings.setValue("last_dir", folder)
+        window.add_paths([folder])
+
+
+def paste_image(window) -> None:
+    clipboard = QApplication.clipboard()
+    if clipboard.mimeData().hasUrls():
+        window.add_paths([u.toLocalFile() for u in clipboard.mimeData().urls() if u.isLocalFile()])
+    elif not clipboard.image().isNull():
+        window._add_qimage(clipboard.image(), "pasted image")
+    else:
+        window.state.message.emit("warning", "The clipboard holds no image.")
+
+
+def export_view(window, path: str | None = None) -> bool:
+    """The current tab, rendered as it looks on screen."""
+    if path is None:
+        path, _ = QFileDialog.getSaveFileName(window, "Export view as PNG", "view.png", "PNG image (*.png)")
+    if not path:
+        return False
+    ok = window.tabs.currentWidget().grab().save(path)
+    window.state.message.emit("info" if ok else "error", f"{'Saved' if ok else 'Could not save'} {path}")
+    return ok
+
+
+def export_data(window, path: str | None = None) -> bool:
+    """The array behind the current view, with the parameters that produced it."""
+    data = window.tabs.currentWidget().export_data()
+    if data is None:
+        window.state.message.emit("warning", "Nothing to export in this view yet.")
+        return False
+    name, array, params = data
+    if path is None:
+        path, _ = QFileDialog.getSaveFileName(window, "Export data", f"{name}.npy",
+                                              "NumPy array (*.npy);;JSON (*.json);;CSV (*.csv)")
+    if not path:
+        return False
+    try:
+        files = write_result(path, array, params)
+    except (ValueError, OSError) as exc:
+        window.state.message.emit("error", f"Export failed: {exc}")
+        return False
+    window.state.message.emit("info", "Saved " + ", ".join(str(f) for f in files))
+    return True

@@ -1,0 +1,131 @@
+"""Compare two models side by side on the same image (e.g. before / after fine-tuning), same view and colour scale."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from vitstudio.core import attention
+from vitstudio.core.inference import classify
+from vitstudio.core.loading import load_model
+
+from .. import workers
+from .explorer_base import ExplorerPanel
+from .map_view import GUI_COLORMAPS, MapView
+
+VIEWS = ("Rollout", "Gradient rollout (own top-1)")
+
+
+def _analyse(model, image, view: str):
+    """Runs in a worker: (crop, map, top-1 text) for one model."""
+    crop = model.crop(image)
+    x = model.to_tensor(crop)[None]
+    pred = classify(model, [image], topk=1, keep_crops=False)[0]
+    arr = attention.rollout(model, x)[0] if view == VIEWS[0] else attention.gradient_rollout(model, x).maps[0]
+    return np.asarray(crop), arr, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
+
+
+class ComparePanel(ExplorerPanel):
+    def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(state, parent)
+        self.other = None  # the second LoadedModel
+        self.results: list | None = None
+        self._load_job, self._job = workers.LatestJob(), workers.LatestJob()
+        self.other_name = QComboBox(editable=True)
+        self.other_name.addItems(catalog_names)
+        self.other_name.setEditText("")
+        self.other_name.lineEdit().setPlaceholderText("second model: name, folder under models/, or hf-hub:…")
+        self.load_button = QPushButton("Load second model")
+        self.view_kind = QComboBox()
+        self.view_kind.addItems(VIEWS)
+        self.cmap = QComboBox()
+        self.cmap.addItems(GUI_COLORMAPS)
+        top = QHBoxLayout()
+        top.addWidget(self.other_name, 1)
+        top.addWidget(self.load_button)
+        top.addWidget(QLabel("View"))
+        top.addWidget(self.view_kind)
+        top.addWidget(QLabel("Colormap"))
+        top.addWidget(self.cmap)
+        self.titles = [QLabel("Current model"), QLabel("Second model: not loaded")]
+        self.views = [MapView(), MapView()]
+        grid = QGridLayout()
+        for i in range(2):
+            self.titles[i].setAlignment(Qt.AlignCenter)
+            self.titles[i].setWordWrap(True)
+            grid.addWidget(self.titles[i], 0, i)
+            grid.addWidget(self.views[i], 1, i)
+        self.info = QLabel("Both maps share one colour scale, so their intensities compare directly.")
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(grid, 1)
+        layout.addWidget(self.info)
+        self.load_button.clicked.connect(self._load_other)
+        self.other_name.lineEdit().returnPressed.connect(self._load_other)
+        self.view_kind.currentIndexChanged.connect(self.reload)
+        self.cmap.currentIndexChanged.connect(self._show)
+
+    def _load_other(self) -> None:
+        spec = self.other_name.currentText().strip()
+        if not spec:
+            return
+        main = self.state.model
+        device = str(main.device) if main else "auto"
+        precision = main.precision if main else "fp32"
+        self.titles[1].setText(f"Loading {spec}…")
+        self._load_job.start("Loading second model", lambda cancel: load_model(spec, None, device, precision),
+                             on_result=self.set_other, on_error=self._on_load_error)
+
+    def _on_load_error(self, message: str) -> None:
+        self.titles[1].setText("Second model: not loaded")
+        self.report_error(message)
+
+    def set_other(self, loaded) -> None:
+        self.other = loaded
+        self.state.message.emit("info", f"Second model for comparison: {loaded.name}")
+        self.reload()
+
+    def reload(self) -> None:
+        ctx = self.context()
+        self.results = None
+        if ctx is None or self.other is None:
+            self._show()
+            return
+        model, entry = ctx
+        other, view = self.other, self.view_kind.currentText()
+        self._job.start("Compare", lambda cancel: [_analyse(m, entry.image, view) for m in (model, other)],
+                        on_result=self._on_results, on_error=self.report_error)
+
+    def _on_results(self, results) -> None:
+        self.results = results
+        self._show()
+
+    def shared_levels(self) -> tuple[float, float] | None:
+        if not self.results:
+            return None
+        lo = min(float(r[1].min()) for r in self.results)
+        hi = max(float(r[1].max()) for r in self.results)
+        return lo, hi if hi > lo else lo + 1e-12
+
+    def _show(self) -> None:
+        models = (self.state.model, self.other)
+        for i, model in enumerate(models):
+            name = model.name if model is not None else "not loaded"
+            if self.results:
+                crop, arr, top1 = self.results[i]
+                self.views[i].set_image(crop)
+                self.views[i].set_map(arr, self.cmap.currentText(), 0.6, self.shared_levels())
+                self.titles[i].setText(f"<b>{name}</b><br>top-1: {top1}")
+            else:
+                self.views[i].set_map(None)
+                self.titles[i].setText(f"<b>{'Current' if i == 0 else 'Second'} model:</b> {name}")
+
+    def export_data(self):
+        if not self.results:
+            return None
+        stacked = np.stack([r[1] for r in self.results]) if self.results[0][1].shape == self.results[1][1].shape \
+            else self.results[0][1]
+        return "compare", stacked, {"view": self.view_kind.currentText(), "models": [self.state.model.name,
+                                                                                   self.other.name],
+                                    "shared_levels": list(self.shared_levels())}

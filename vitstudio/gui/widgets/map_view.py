@@ -1,0 +1,93 @@
+"""An image with a patch-map overlay (pyqtgraph), a click-to-pick patch grid and a marker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Signal
+from PySide6.QtGui import QColor, QPen
+from PySide6.QtWidgets import QGraphicsRectItem
+
+GUI_COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis")
+
+
+def lookup_table(cmap: str) -> np.ndarray:
+    return pg.colormap.get(cmap).getLookupTable(nPts=256)
+
+
+class MapView(pg.GraphicsLayoutWidget):
+    """The crop the model saw, with a (gh, gw) map stretched over it, one cell per patch.
+
+    `overlay.image` holds exactly the array shown (tests read it). Clicking emits the patch (row, col).
+    """
+
+    patch_clicked = Signal(int, int)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setMinimumSize(260, 260)
+        self.view = self.addViewBox(lockAspect=True, invertY=True)
+        self.view.setMenuEnabled(False)
+        self.image = pg.ImageItem()
+        self.overlay = pg.ImageItem()
+        self.overlay.setZValue(10)
+        self.marker = QGraphicsRectItem()
+        self.marker.setPen(QPen(QColor("#00e5ff"), 0))
+        self.marker.setZValue(20)
+        self.marker.setVisible(False)
+        for item in (self.image, self.overlay, self.marker):
+            self.view.addItem(item)
+        self._size = (0, 0)  # crop (H, W)
+        self._grid = (0, 0)
+        self.scene().sigMouseClicked.connect(self._on_click)
+
+    def set_image(self, crop: np.ndarray | None) -> None:
+        if crop is None:
+            self.image.clear()
+            self.overlay.clear()
+            self.marker.setVisible(False)
+            return
+        self.image.setImage(crop, levels=(0, 255))
+        self._size = crop.shape[:2]
+        self.view.autoRange(padding=0.01)
+
+    def set_map(self, values: np.ndarray | None, cmap: str = "inferno", opacity: float = 0.6,
+                levels: tuple[float, float] | None = None) -> None:
+        """Show a (gh, gw) map through a colormap, or a (gh, gw, 3) RGB map in [0, 1] as is."""
+        if values is None:
+            self.overlay.clear()
+            return
+        h, w = self._size
+        self._grid = values.shape[:2]
+        if values.ndim == 3:
+            self.overlay.setImage(values, levels=(0.0, 1.0), lut=None)
+        else:
+            if levels is None:
+                lo, hi = float(np.min(values)), float(np.max(values))
+                levels = (lo, hi if hi > lo else lo + 1e-12)
+            self.overlay.setImage(values, levels=levels, lut=lookup_table(cmap))
+        self.overlay.setRect(QRectF(0, 0, w, h))
+        self.overlay.setOpacity(opacity)
+
+    def set_marker(self, patch: tuple[int, int] | None) -> None:
+        if patch is None or not self._grid[0]:
+            self.marker.setVisible(False)
+            return
+        (h, w), (gh, gw) = self._size, self._grid
+        ph, pw = h / gh, w / gw
+        self.marker.setRect(QRectF(patch[1] * pw, patch[0] * ph, pw, ph))
+        self.marker.setVisible(True)
+
+    def patch_at(self, x: float, y: float) -> tuple[int, int] | None:
+        (h, w), (gh, gw) = self._size, self._grid
+        if not (gh and 0 <= x < w and 0 <= y < h):
+            return None
+        return int(y // (h / gh)), int(x // (w / gw))
+
+    def _on_click(self, event) -> None:
+        if not self.view.sceneBoundingRect().contains(event.scenePos()):
+            return
+        point = self.view.mapSceneToView(event.scenePos())
+        patch = self.patch_at(point.x(), point.y())
+        if patch is not None:
+            self.patch_clicked.emit(*patch)
