@@ -218,3 +218,36 @@ def test_overview_is_the_individual_methods_in_one_pass(case):
     stats = A.attention_stats(loaded, one)
     np.testing.assert_allclose(ov.distance, stats.distance, rtol=1e-5)
     np.testing.assert_allclose(ov.entropy, stats.entropy, rtol=1e-5)
+
+
+def test_threads_sharing_a_model_do_not_mix_captures():
+    """Capturing hooks and flags live on the shared module: concurrent jobs must not see each other's forwards."""
+    import threading
+
+    loaded = _make("cls")
+    x = torch.randn(1, 3, 32, 32)
+    expected_grad = A.gradient_rollout(loaded, x).maps
+    expected_logits = forward_logits(loaded, x)
+    errors = []
+
+    def grads():
+        try:
+            for _ in range(15):
+                np.testing.assert_allclose(A.gradient_rollout(loaded, x).maps, expected_grad, atol=1e-6)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def plain():
+        try:
+            for _ in range(30):
+                torch.testing.assert_close(forward_logits(loaded, x), expected_logits, atol=1e-5, rtol=0)
+                A.overview(loaded, x)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in (grads, plain, grads, plain)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[0]

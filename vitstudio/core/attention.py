@@ -22,7 +22,7 @@ def _forward(loaded: LoadedModel, x: torch.Tensor, layers: list[int], on_layer, 
     model = loaded.model
     x = x.to(loaded.device)
     context = torch.enable_grad() if grad else torch.inference_mode()
-    with capturing(model, layers, on_layer), context, loaded.autocast():
+    with loaded.lock, capturing(model, layers, on_layer), context, loaded.autocast():
         if grad:
             x = x.requires_grad_(True)  # keeps a graph even when the weights are frozen
         return model(x)

@@ -31,7 +31,7 @@ def layer_tokens(loaded: LoadedModel, x: torch.Tensor, layers=None) -> dict[int,
     chosen = resolve_layers(model, layers)
     gh, gw = grid_for(model, x)
     with_prefix = loaded.num_prefix_tokens > 0  # timm returns bare tensors, not pairs, when there are none
-    with torch.inference_mode(), loaded.autocast():
+    with loaded.lock, torch.inference_mode(), loaded.autocast():
         out = model.forward_intermediates(x.to(loaded.device), indices=chosen, return_prefix_tokens=with_prefix,
                                           output_fmt="NLC", intermediates_only=True)
     result = {}
@@ -117,7 +117,7 @@ class FolderEmbedding:
 def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """((B, D) pooled features before the classifier, (B, classes) logits)."""
     model = loaded.model
-    with torch.inference_mode(), loaded.autocast():
+    with loaded.lock, torch.inference_mode(), loaded.autocast():
         feats = model.forward_features(x.to(loaded.device))
         pooled = model.forward_head(feats, pre_logits=True)
         logits = model.forward_head(feats)

@@ -40,7 +40,7 @@ class Prediction:
 
 def forward_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
     """(B, classes) float32 logits on the CPU for a (B, 3, H, W) normalised batch."""
-    with torch.inference_mode(), loaded.autocast():
+    with loaded.lock, torch.inference_mode(), loaded.autocast():
         logits = loaded.model(batch.to(loaded.device, non_blocking=True))
     return logits.float().cpu()
 

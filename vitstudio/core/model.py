@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -11,6 +13,19 @@ from PIL import Image
 from torch import nn
 
 from .devices import autocast
+
+_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_locks_guard = threading.Lock()
+
+
+def model_lock(module: nn.Module) -> threading.RLock:
+    """One re-entrant lock per model. Capturing attention installs hooks and flips flags on the shared module,
+    so every forward (prediction, capture, tokens) holds it: two threads never run the same model at once."""
+    with _locks_guard:
+        lock = _locks.get(module)
+        if lock is None:
+            lock = _locks[module] = threading.RLock()
+        return lock
 
 
 @dataclass(eq=False)
@@ -26,6 +41,10 @@ class LoadedModel:
     device: torch.device
     precision: str
     _card: object = field(default=None, repr=False)
+
+    @property
+    def lock(self) -> threading.RLock:
+        return model_lock(self.model)
 
     @property
     def num_classes(self) -> int:

@@ -70,14 +70,15 @@ def count_flops(loaded: LoadedModel) -> int:
     # FlopCounterMode has no formula for some fused SDPA kernels (the CPU one counts 0), so count the
     # explicit q@k^T / attn@v path instead; it is the same arithmetic.
     fused = [(m, m.fused_attn) for m in loaded.model.modules() if hasattr(m, "fused_attn")]
-    try:
-        for module, _ in fused:
-            module.fused_attn = False
-        with torch.inference_mode(), counter:
-            loaded.model(x)
-    finally:
-        for module, flag in fused:
-            module.fused_attn = flag
+    with loaded.lock:  # the flags are shared with any other thread using this model
+        try:
+            for module, _ in fused:
+                module.fused_attn = False
+            with torch.inference_mode(), counter:
+                loaded.model(x)
+        finally:
+            for module, flag in fused:
+                module.fused_attn = flag
     return int(counter.get_total_flops())
 
 

@@ -1,0 +1,144 @@
+"""The analysis panels show exactly what the core computes, follow the controls, and export what they show."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import TINY_SPEC
+from vitstudio.core import attention, embeddings
+from vitstudio.core.images import read_image
+from vitstudio.core.intrinsic import pos_embed_similarity
+from vitstudio.gui import actions, workers
+
+
+@pytest.fixture
+def ready(window, qtbot, tiny_weights, photos):
+    """Window with the tiny model loaded and the astronaut selected; returns (window, loaded, x)."""
+    weights, _ = tiny_weights
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
+    window.add_paths([str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    loaded = window.state.model
+    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    return window, loaded, x
+
+
+def _settle(qtbot):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+    qtbot.wait(200)  # debounced controls
+
+
+def test_attention_panel_follows_controls(ready, qtbot):
+    window, loaded, x = ready
+    panel = window.attention
+    window.show_tab("attention")
+    qtbot.waitUntil(lambda: panel.overview is not None, timeout=30000)
+    shown = lambda: panel.view.overlay.image  # noqa: E731  (the array the ImageItem holds)
+    np.testing.assert_allclose(shown(), attention.head_maps(loaded, x, 1)[0, 0], atol=1e-6)
+    panel.layer.setValue(0)
+    panel.head.setValue(1)
+    np.testing.assert_allclose(shown(), attention.head_maps(loaded, x, 0)[0, 1], atol=1e-6)
+    assert len(panel.grid.items) == 2  # one small map per head
+    np.testing.assert_allclose(panel.grid.items[1].image, attention.head_maps(loaded, x, 0)[0, 1], atol=1e-6)
+
+    panel.method.setCurrentText("Rollout")
+    np.testing.assert_allclose(shown(), attention.rollout(loaded, x)[0], atol=1e-6)
+    panel.fusion.setCurrentText("max")
+    panel.discard.setValue(0.5)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.overview.fusion == "max" and panel.overview.discard == 0.5, timeout=10000)
+    np.testing.assert_allclose(shown(), attention.rollout(loaded, x, "max", 0.5)[0], atol=1e-6)
+
+    panel.method.setCurrentText("Gradient rollout")
+    qtbot.waitUntil(lambda: panel.gradient is not None, timeout=30000)
+    np.testing.assert_allclose(shown(), attention.gradient_rollout(loaded, x).maps[0], atol=1e-6)
+    panel.target.setCurrentIndex(panel.target.findData(3))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.gradient[0] == 3, timeout=10000)
+    np.testing.assert_allclose(shown(), attention.gradient_rollout(loaded, x, 3).maps[0], atol=1e-6)
+    assert "class 3" in panel.info.text()
+
+    # a click on the picture at patch (2, 1) shows that patch's token map
+    crop_h, crop_w = loaded.input_hw
+    assert panel.view.patch_at(1.5 * crop_w / 4, 2.5 * crop_h / 4) == (2, 1)
+    panel.view.patch_clicked.emit(2, 1)
+    qtbot.waitUntil(lambda: panel.tokens is not None and panel.tokens[0] == (2, 1), timeout=30000)
+    maps = attention.token_maps(loaded, x, (2, 1))
+    assert panel.method.currentText() == "Token map"
+    np.testing.assert_allclose(shown(), maps.attends_to[0, 0, 1], atol=1e-6)
+    panel.direction.setCurrentIndex(1)
+    np.testing.assert_allclose(shown(), maps.attended_by[0, 0, 1], atol=1e-6)
+    assert panel.view.marker.isVisible()
+    np.testing.assert_allclose(panel.distance.values, attention.attention_stats(loaded, x).distance, rtol=1e-5)
+
+
+def test_embeddings_panel(ready, qtbot):
+    window, loaded, x = ready
+    panel = window.embeddings
+    window.show_tab("embeddings")
+    qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
+    tokens = embeddings.layer_tokens(loaded, x)
+    np.testing.assert_allclose(panel.displayed, embeddings.pca_rgb(tokens[1].patches)[0][0], atol=1e-4)
+    panel.layer.setValue(0)
+    _settle(qtbot)
+    np.testing.assert_allclose(panel.displayed, embeddings.pca_rgb(tokens[0].patches)[0][0], atol=1e-4)
+    panel.view.patch_clicked.emit(3, 0)
+    _settle(qtbot)
+    assert panel.mode.currentText() == "Similarity to patch"
+    np.testing.assert_allclose(panel.displayed, embeddings.cosine_similarity_to(tokens[0].patches, (3, 0))[0],
+                               atol=1e-5)
+    panel.mode.setCurrentText("Token norms")
+    _settle(qtbot)
+    np.testing.assert_allclose(panel.displayed, embeddings.token_norms(tokens[0])[0][0], rtol=1e-5)
+    # a fixed basis fitted on layer 0 is reused on layer 1
+    panel.mode.setCurrentText("PCA → RGB")
+    panel.fixed.setChecked(True)
+    _settle(qtbot)
+    basis = panel.basis
+    assert basis is not None
+    panel.layer.setValue(1)
+    _settle(qtbot)
+    np.testing.assert_allclose(panel.displayed, basis.project(tokens[1].patches)[0], atol=1e-4)
+
+
+def test_internals_compare_and_export(ready, qtbot, tmp_path, tiny_weights):
+    window, loaded, x = ready
+    window.show_tab("internals")
+    qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
+    np.testing.assert_allclose(window.internals.results["pos-embed"][0].array, pos_embed_similarity(loaded.model))
+
+    window.show_tab("compare")
+    from vitstudio.core.loading import load_model
+
+    other = load_model(TINY_SPEC)  # random weights: a different model on the same image
+    window.compare.set_other(other)
+    qtbot.waitUntil(lambda: window.compare.results is not None, timeout=30000)
+    mine, theirs = (r[1] for r in window.compare.results)
+    np.testing.assert_allclose(mine, attention.rollout(loaded, x)[0], atol=1e-6)
+    np.testing.assert_allclose(theirs, attention.rollout(other, x)[0], atol=1e-6)
+    lo, hi = window.compare.shared_levels()
+    assert lo == pytest.approx(min(mine.min(), theirs.min())) and hi == pytest.approx(max(mine.max(), theirs.max()))
+    assert tuple(window.compare.views[0].overlay.levels) == tuple(window.compare.views[1].overlay.levels)
+
+    window.show_tab("attention")
+    qtbot.waitUntil(lambda: window.attention.overview is not None, timeout=30000)
+    assert actions.export_data(window, str(tmp_path / "att.npy"))
+    saved = np.load(tmp_path / "att.npy")
+    np.testing.assert_allclose(saved, window.attention.displayed)
+    params = json.loads((tmp_path / "att.npy.json").read_text())["params"]
+    assert params["method"] == "Head map" and params["layer"] == 1
+    assert actions.export_view(window, str(tmp_path / "view.png"))
+    from PIL import Image
+
+    assert Image.open(tmp_path / "view.png").size[0] > 300
+
+
+def test_recent_files_persist(window, qtbot, photos):
+    window.add_paths([str(photos["rocket"])])
+    qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
+    assert window.settings.value("recent")[0] == str(photos["rocket"])
+    assert [a.text() for a in window.recent_menu.actions()] == [str(photos["rocket"])]
