@@ -15,6 +15,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--weights", help="weights file for --model")
     ap.add_argument("--device", default=None)
     ap.add_argument("--precision", default=None)
+    ap.add_argument("--compare", metavar="NAME_OR_PATH", help="second model for the Compare tab")
     ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare")
     ap.add_argument("--screenshot", metavar="PNG", help="render the window once everything requested has "
                     "finished, save it, and exit")
@@ -54,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         window.request_model(spec, device, precision, args.weights)
     if args.images:
         window.add_paths(args.images)
+    if args.compare:
+        window.compare.other_name.setEditText(args.compare)
+        window.compare.load_other()
     if args.tab:
         window.show_tab(args.tab)
     window.show()

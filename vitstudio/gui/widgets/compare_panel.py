@@ -61,12 +61,12 @@ class ComparePanel(ExplorerPanel):
         layout.addLayout(top)
         layout.addLayout(grid, 1)
         layout.addWidget(self.info)
-        self.load_button.clicked.connect(self._load_other)
-        self.other_name.lineEdit().returnPressed.connect(self._load_other)
+        self.load_button.clicked.connect(self.load_other)
+        self.other_name.lineEdit().returnPressed.connect(self.load_other)
         self.view_kind.currentIndexChanged.connect(self.reload)
         self.cmap.currentIndexChanged.connect(self._show)
 
-    def _load_other(self) -> None:
+    def load_other(self) -> None:
         spec = self.other_name.currentText().strip()
         if not spec:
             return
