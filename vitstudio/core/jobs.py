@@ -12,13 +12,32 @@ class Cancelled(Exception):
 
 
 class CancelToken:
-    """A thread-safe flag a caller sets to ask a running job to stop at its next check."""
+    """A thread-safe flag a caller sets to ask a running job to stop at its next check; it can also pause a job
+    that calls `wait_while_paused()` between units of work."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
 
     def cancel(self) -> None:
         self._event.set()
+        self._running.set()  # a paused job wakes up to notice
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def wait_while_paused(self) -> None:
+        while not self._running.wait(0.1):
+            pass
+        self.raise_if_cancelled()
 
     @property
     def cancelled(self) -> bool:

@@ -1,0 +1,188 @@
+"""The fine-tuning engine: it learns, cancels fast, resumes, survives interrupted writes, never touches the
+dataset, and its output folder loads in plain timm."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+import timm
+import torch
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset, tree_state
+from vitstudio.core.jobs import CancelToken
+from vitstudio.core.recipes import make_config
+from vitstudio.core.runs import CHECKPOINT, atomic_torch_save
+from vitstudio.core.training import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+
+SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
+
+
+def run(gen, on_record=None):
+    records = []
+    try:
+        while True:
+            records.append(next(gen))
+            if on_record is not None:
+                on_record(records[-1])
+    except StopIteration as stop:
+        return stop.value, records
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = make_dataset(tmp_path_factory.mktemp("data") / "colours", per_class=30)
+    (root / "red" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
+    (root / "green" / "readme.txt").write_text("not an image")
+    return root
+
+
+def _config(data, out, **kw):
+    args = dict(preset="scratch", epochs=12, batch_size=16, warmup_epochs=1, lr=2e-3)
+    args.update(kw)
+    return make_config(str(data), SPEC3, str(out), **args)
+
+
+def test_engine_learns_and_writes_a_complete_run(data, tmp_path):
+    before = tree_state(data)
+    result, records = run(fine_tune(_config(data, tmp_path / "run")))
+    assert tree_state(data) == before  # nothing written under the dataset root
+    epochs = [r for r in records if isinstance(r, EpochMetrics)]
+    assert len(epochs) == 12 and result.status == "finished"
+    assert result.best_val_acc >= 0.75  # 3 classes: chance is 0.33
+    assert any(isinstance(r, StepProgress) for r in records)
+    assert [r for r in records if isinstance(r, ProbeSnapshot)][-1].rollout.shape == (4, 4)
+    out = tmp_path / "run"
+    for name in ("config.json", "model.safetensors", "class_indices.json", "metrics.csv", "split.json",
+                 "train_config.json", "eval.json", CHECKPOINT, "status.json"):
+        assert (out / name).is_file(), name
+    assert json.loads((out / "class_indices.json").read_text()) == {"0": "blue", "1": "green", "2": "red"}
+    assert (out / "metrics.csv").read_text().count("\n") == 13
+    assert any((out / "tensorboard").iterdir())
+    report = result.report
+    assert report.accuracy == pytest.approx(result.best_val_acc)
+    assert report.confusion.sum() == 18  # 20 % of 30 readable per class (the broken file is skipped at scan)
+    # the folder is a plain timm hub folder: timm alone loads it and predicts what our loader predicts
+    plain = timm.create_model(f"local-dir:{out}", pretrained=True).eval()
+    assert plain.pretrained_cfg["label_names"] == ["blue", "green", "red"]
+    from vitstudio.core.inference import forward_logits
+    from vitstudio.core.loading import load_model
+
+    ours = load_model(str(out))
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(forward_logits(ours, x), plain(x), atol=1e-5, rtol=0)
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        run(fine_tune(_config(data, out)))
+
+
+def test_cancel_is_fast_and_resume_continues(data, tmp_path):
+    out = tmp_path / "run"
+    cancel = CancelToken()
+    cancelled_at = []
+
+    def cancel_after_epoch_1(record):
+        if isinstance(record, EpochMetrics) and record.epoch == 1:
+            cancelled_at.append(time.monotonic())
+            threading.Timer(0.05, cancel.cancel).start()  # from another thread, mid-epoch
+
+    result, _ = run(fine_tune(_config(data, out, epochs=40, batch_size=4), cancel), cancel_after_epoch_1)
+    assert result.status == "cancelled"
+    assert time.monotonic() - cancelled_at[0] < 2.0
+    state = torch.load(out / CHECKPOINT, weights_only=True)
+    done = state["epoch"]
+    assert done >= 1
+    resumed, records = run(fine_tune(_config(data, out, epochs=40, batch_size=4), resume=True))
+    resumed_epochs = [r.epoch for r in records if isinstance(r, EpochMetrics)]
+    assert resumed_epochs[0] == done + 1 and resumed_epochs[-1] == 39
+    assert resumed.status == "finished"
+    assert (out / "metrics.csv").read_text().count("\n") == 41  # header + every epoch exactly once
+
+
+def test_pause_and_resume(data, tmp_path):
+    cancel = CancelToken()
+    gen = fine_tune(_config(data, tmp_path / "run", epochs=3, batch_size=4), cancel)
+    while not isinstance(next(gen), StepProgress):
+        pass
+    cancel.pause()
+    paused = threading.Thread(target=lambda: next(gen))
+    paused.start()
+    paused.join(0.5)
+    assert paused.is_alive()  # waiting while paused
+    cancel.resume()
+    paused.join(10)
+    assert not paused.is_alive()
+    result, _ = run(gen)
+    assert result.status == "finished"
+
+
+def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
+    path = tmp_path / CHECKPOINT
+    atomic_torch_save({"epoch": 1, "w": torch.ones(3)}, path)
+
+    def die(fd):  # the process is killed after the bytes went out, before the rename
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("vitstudio.core.runs.os.fsync", die)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_torch_save({"epoch": 2, "w": torch.zeros(3)}, path)
+    assert torch.load(path, weights_only=True)["epoch"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == [CHECKPOINT]  # no temporary file left behind
+
+
+def test_presets_freeze_what_they_say(data, tmp_path):
+    from vitstudio.core.training import _freeze
+
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
+                              depth=4, num_heads=2, num_classes=3)
+    for preset, expected in (("linear-probe", {"head"}), ("last-blocks", {"head", "norm", "blocks.2", "blocks.3"}),
+                             ("full", None)):
+        cfg = make_config(str(data), SPEC3, str(tmp_path / preset), preset=preset)
+        _freeze(model, cfg)
+        trainable = {n.rsplit(".", 1)[0].replace(".weight", "") for n, p in model.named_parameters() if p.requires_grad}
+        prefixes = {".".join(n.split(".")[:2]) if n.startswith("blocks") else n.split(".")[0] for n in trainable}
+        if expected is None:
+            assert all(p.requires_grad for p in model.parameters())
+        else:
+            assert prefixes == expected, preset
+
+
+def test_seed_preset_matches_the_recipe():
+    from vitstudio.core.recipes import PRESETS
+
+    seed = PRESETS["seed"]
+    assert (seed["opt"], seed["lr"], seed["momentum"], seed["weight_decay"]) == ("sgd", 1e-3, 0.9, 5e-5)
+    assert (seed["epochs"], seed["batch_size"], seed["min_lr_ratio"], seed["img_size"]) == (10, 8, 0.01, 224)
+    assert seed["mean"] == seed["std"] == (0.5, 0.5, 0.5) and seed["step_on_epochs"]
+
+
+def test_seed_lr_schedule_is_the_recipe_cosine():
+    """timm's cosine, stepped per epoch to lr·lrf, equals the seed's lf(x) = ((1 + cos(xπ/E)) / 2)(1 − lrf) + lrf."""
+    import math
+
+    import timm.scheduler
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1e-3)
+    sched, _ = timm.scheduler.create_scheduler_v2(opt, sched="cosine", num_epochs=10, min_lr=1e-5, warmup_epochs=0,
+                                                  step_on_epochs=True)
+    for epoch in range(10):
+        sched.step(epoch)
+        lf = ((1 + math.cos(epoch * math.pi / 10)) / 2) * (1 - 0.01) + 0.01
+        assert opt.param_groups[0]["lr"] == pytest.approx(1e-3 * lf, rel=1e-9)
+
+
+def test_config_errors(data, tmp_path):
+    with pytest.raises(ValueError, match="inside the dataset"):
+        _config(data, data / "runs" / "x").validate()
+    with pytest.raises(ValueError, match="Unknown preset"):
+        make_config(str(data), SPEC3, str(tmp_path / "x"), preset="magic")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    from vitstudio.core.datasets import DatasetError
+
+    with pytest.raises(DatasetError):
+        run(fine_tune(make_config(str(empty), SPEC3, str(tmp_path / "y"))))
+    assert not (tmp_path / "y").exists()  # a failed start leaves nothing behind

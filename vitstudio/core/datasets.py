@@ -1,0 +1,149 @@
+"""Folder datasets: scan and validate a class-per-subfolder tree, split it deterministically, keep a manifest.
+
+The dataset folder is only ever read: nothing here writes under its root.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from .images import IMAGE_SUFFIXES
+
+VAL_NAMES = ("val", "validation")
+
+
+class DatasetError(Exception):
+    """The folder cannot be used as a dataset; the message says why."""
+
+
+@dataclass(frozen=True)
+class DatasetScan:
+    root: Path
+    classes: tuple[str, ...]
+    train: dict[str, tuple[Path, ...]]  # class -> readable image files, sorted
+    val: dict[str, tuple[Path, ...]] | None  # present when the root has train/ and val/ (or validation/)
+    skipped: tuple[tuple[str, str], ...]  # (path, why) for unreadable or non-image files
+    size_range: tuple[tuple[int, int], tuple[int, int]]  # (min (w, h), max (w, h)) over readable images
+    too_small: tuple[str, ...]  # classes with fewer than 2 images, which a split cannot divide
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Images per class over all splits."""
+        return {c: len(self.train.get(c, ())) + len((self.val or {}).get(c, ())) for c in self.classes}
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def _class_dirs(folder: Path) -> list[Path]:
+    return sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+
+
+def _scan_classes(folder: Path, skipped: list, sizes: list) -> dict[str, tuple[Path, ...]]:
+    out = {}
+    for class_dir in _class_dirs(folder):
+        files = []
+        for f in sorted(p for p in class_dir.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            if f.suffix.lower() not in IMAGE_SUFFIXES:
+                skipped.append((str(f), "not an image file (extension)"))
+                continue
+            try:
+                with Image.open(f) as img:  # reads the header only: fast, catches non-images and empty files
+                    sizes.append(img.size)
+                files.append(f)
+            except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+                skipped.append((str(f), f"unreadable image ({type(exc).__name__})"))
+        out[class_dir.name] = tuple(files)
+    return out
+
+
+def scan_dataset(root: str | Path) -> DatasetScan:
+    """Scan `root` (class subfolders, or train/ + val/ each holding class subfolders) and validate it."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"{root} is not a folder.")
+    skipped: list[tuple[str, str]] = []
+    sizes: list[tuple[int, int]] = []
+    val_dir = next((root / n for n in VAL_NAMES if (root / n).is_dir()), None)
+    if (root / "train").is_dir() and val_dir is not None:
+        train = _scan_classes(root / "train", skipped, sizes)
+        val = _scan_classes(val_dir, skipped, sizes)
+        if set(val) - set(train):
+            raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(sorted(set(val) - set(train)))}.")
+    else:
+        train, val = _scan_classes(root, skipped, sizes), None
+    classes = tuple(sorted(train))
+    if not classes:
+        raise DatasetError(f"{root} has no class subfolders (expected one folder of images per class).")
+    if len(classes) < 2:
+        raise DatasetError(f"{root} has only one class ({classes[0]}); a classifier needs at least two.")
+    empty = [c for c in classes if not train[c] and not (val or {}).get(c)]
+    if empty:
+        raise DatasetError(f"No readable image in class folder(s): {', '.join(empty)}.")
+    counts = Counter({c: len(train[c]) for c in classes})
+    too_small = tuple(c for c in classes if val is None and counts[c] < 2)
+    lo = (min(w for w, _ in sizes), min(h for _, h in sizes))
+    hi = (max(w for w, _ in sizes), max(h for _, h in sizes))
+    return DatasetScan(root, classes, train, val, tuple(skipped), (lo, hi), too_small)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which file goes where, with labels as class indices; serialisable as a manifest."""
+
+    root: Path
+    classes: tuple[str, ...]
+    train: tuple[tuple[Path, int], ...]
+    val: tuple[tuple[Path, int], ...]
+    val_ratio: float | None  # None when the dataset came with its own val/
+    seed: int
+    meta: dict = field(default_factory=dict)
+
+    def to_manifest(self) -> dict:
+        def rel(items):
+            return [[p.relative_to(self.root).as_posix(), label] for p, label in items]
+
+        return {"root": str(self.root), "classes": list(self.classes), "val_ratio": self.val_ratio,
+                "seed": self.seed, "train": rel(self.train), "val": rel(self.val)}
+
+    @classmethod
+    def from_manifest(cls, manifest: dict, root: str | Path | None = None) -> Split:
+        """Rebuild a split on any machine: paths are relative to the dataset root (override it with `root`)."""
+        base = Path(root or manifest["root"])
+
+        def items(rows):
+            return tuple((base / rel, int(label)) for rel, label in rows)
+
+        return cls(base, tuple(manifest["classes"]), items(manifest["train"]), items(manifest["val"]),
+                   manifest["val_ratio"], int(manifest["seed"]))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_manifest(), indent=1))
+
+
+def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0) -> Split:
+    """Stratified, seeded split of each class's sorted file list (or the dataset's own val/)."""
+    index = {c: i for i, c in enumerate(scan.classes)}
+    if scan.val is not None:
+        train = tuple((p, index[c]) for c in scan.classes for p in scan.train[c])
+        val = tuple((p, index[c]) for c in scan.classes for p in scan.val.get(c, ()))
+        return Split(scan.root, scan.classes, train, val, None, seed)
+    if not 0.0 < val_ratio < 1.0:
+        raise DatasetError("The validation ratio must be between 0 and 1.")
+    if scan.too_small:
+        raise DatasetError(f"Class(es) with fewer than 2 images cannot be split: {', '.join(scan.too_small)}.")
+    train, val = [], []
+    for c in scan.classes:
+        files = list(scan.train[c])  # already sorted
+        random.Random(f"{seed}:{c}").shuffle(files)  # str seeds hash the same on every machine
+        n_val = min(len(files) - 1, max(1, round(len(files) * val_ratio)))
+        val += [(p, index[c]) for p in sorted(files[:n_val])]
+        train += [(p, index[c]) for p in sorted(files[n_val:])]
+    return Split(scan.root, scan.classes, tuple(train), tuple(val), val_ratio, seed)

@@ -1,0 +1,106 @@
+"""Fine-tuning configuration and its presets."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all")
+
+
+@dataclass
+class TrainConfig:
+    data_dir: str
+    model: str  # anything load_model accepts; the head is replaced by one sized to the dataset
+    out_dir: str  # models/<run-name>; never overwritten
+    preset: str = "last-blocks"
+    weights: str | None = None  # weights file for `model` when it is an architecture name
+    scope: str = "last-blocks"  # which parameters train: see TRAIN_SCOPES
+    last_blocks: int = 2
+    epochs: int = 10
+    batch_size: int = 32
+    grad_accum: int = 1
+    opt: str = "adamw"
+    lr: float = 3e-4
+    momentum: float = 0.9
+    weight_decay: float = 0.05
+    filter_bias_and_norm: bool = True  # no weight decay on biases and norms (timm's default)
+    layer_decay: float | None = None  # timm param_groups_layer_decay
+    warmup_epochs: float = 1.0
+    min_lr_ratio: float = 0.01  # cosine decays to lr * this
+    step_on_epochs: bool = False  # the seed recipe steps its cosine once per epoch
+    label_smoothing: float = 0.0
+    mixup: float = 0.0
+    cutmix: float = 0.0
+    drop_path: float = 0.0
+    ema_decay: float = 0.0  # 0 = no EMA
+    patience: int = 0  # early stopping after this many epochs without a better val accuracy; 0 = off
+    precision: str = "fp32"  # bf16 / fp16 autocast (fp16 uses a GradScaler on CUDA)
+    device: str = "auto"
+    seed: int = 0
+    img_size: int | None = None  # None: the base model's input size
+    val_ratio: float = 0.2
+    hflip: float = 0.5
+    scale: tuple[float, float] = (0.08, 1.0)  # RandomResizedCrop area range
+    color_jitter: float = 0.0
+    mean: tuple[float, float, float] | None = None  # None: the base model's
+    std: tuple[float, float, float] | None = None
+    interpolation: str | None = None
+    crop_pct: float | None = None
+    workers: int = 0  # DataLoader worker processes
+    probe_image: str | None = None  # its rollout is snapshotted after every epoch
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainConfig:
+        data = json.loads(text)
+        for key in ("scale", "mean", "std"):
+            if data.get(key) is not None:
+                data[key] = tuple(data[key])
+        return cls(**data)
+
+    def validate(self) -> None:
+        if self.scope not in TRAIN_SCOPES:
+            raise ValueError(f"Unknown training scope '{self.scope}'; use one of {', '.join(TRAIN_SCOPES)}.")
+        for name in ("epochs", "batch_size", "grad_accum"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1.")
+        if self.lr <= 0:
+            raise ValueError("The learning rate must be positive.")
+        if (self.mixup or self.cutmix) and self.batch_size % 2:
+            raise ValueError("Mixup/cutmix need an even batch size.")
+        data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
+        if out == data or data in out.parents:
+            raise ValueError("The output folder must not be inside the dataset folder: ViT Studio never writes there.")
+
+
+PRESETS: dict[str, dict] = {
+    # only the new head learns: fast, robust on tiny datasets
+    "linear-probe": dict(scope="head", opt="adamw", lr=1e-3, weight_decay=1e-4, epochs=10, warmup_epochs=0.0),
+    # the head and the last blocks learn
+    "last-blocks": dict(scope="last-blocks", last_blocks=2, opt="adamw", lr=3e-4, weight_decay=0.05, epochs=10),
+    # everything learns, deeper layers faster (layer-wise lr decay), with the usual regularisers
+    "full": dict(scope="all", opt="adamw", lr=1e-4, weight_decay=0.05, layer_decay=0.75, epochs=10,
+                 label_smoothing=0.1, drop_path=0.1),
+    # ../shared/seeds/002: frozen backbone except head and pre_logits, SGD 1e-3 momentum 0.9 wd 5e-5, cosine to
+    # lrf 0.01 stepped per epoch, 10 epochs, batch 8, RandomResizedCrop 224 + flip, mean = std = 0.5
+    "seed": dict(scope="head+pre_logits", opt="sgd", lr=1e-3, momentum=0.9, weight_decay=5e-5,
+                 filter_bias_and_norm=False, epochs=10, batch_size=8, warmup_epochs=0.0, min_lr_ratio=0.01,
+                 step_on_epochs=True, img_size=224, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5),
+                 interpolation="bilinear", crop_pct=224 / 256, hflip=0.5, scale=(0.08, 1.0)),
+    # a new ViT trained from random weights (e.g. custom:...)
+    "scratch": dict(scope="all", opt="adamw", lr=1e-3, weight_decay=0.05, epochs=50, batch_size=64,
+                    warmup_epochs=3.0, label_smoothing=0.1, scale=(0.6, 1.0), hflip=0.0),
+}
+
+
+def make_config(data_dir: str, model: str, out_dir: str, preset: str = "last-blocks", **overrides) -> TrainConfig:
+    if preset not in PRESETS:
+        raise ValueError(f"Unknown preset '{preset}'; use one of {', '.join(PRESETS)}.")
+    values = {**PRESETS[preset], **{k: v for k, v in overrides.items() if v is not None}}
+    return TrainConfig(data_dir=str(data_dir), model=model, out_dir=str(out_dir), preset=preset, **values)

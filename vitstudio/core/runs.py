@@ -1,0 +1,132 @@
+"""A training run's folder: atomic writes of the model (timm hub layout) and checkpoints, metrics, history."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .catalog import models_dir
+
+METRIC_FIELDS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "seconds")
+CHECKPOINT = "checkpoint-last.pt"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same folder, flush to disk, then rename over `path`: a reader (or a
+    crash) sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are ordinary files
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_torch_save(obj, path: Path) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_config: dict) -> None:
+    """config.json + model.safetensors as timm's save_for_hf writes them (so `local-dir:` loads them in
+    plain timm), with the class names; each file replaced atomically."""
+    from timm.models import save_for_hf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
+    try:
+        cfg = {k: data_config[k] for k in ("input_size", "interpolation", "mean", "std", "crop_pct", "crop_mode")
+               if k in data_config}
+        save_for_hf(model, str(staging), model_config={"label_names": list(classes)}, data_config=cfg,
+                    safe_serialization=True)
+        # weights first: a crash between the two renames leaves new weights with an old, compatible config
+        for name in ("model.safetensors", "config.json"):
+            os.replace(staging / name, folder / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    atomic_write_bytes(folder / "class_indices.json",
+                       json.dumps({str(i): c for i, c in enumerate(classes)}, indent=4).encode())
+
+
+class MetricsLog:
+    """metrics.csv (appended per epoch) and TensorBoard scalars when tensorboard is installed."""
+
+    def __init__(self, folder: Path, resume: bool) -> None:
+        self.path = folder / "metrics.csv"
+        if not resume or not self.path.exists():
+            with self.path.open("w", newline="") as fh:
+                csv.writer(fh).writerow(METRIC_FIELDS)
+        self.writer = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(str(folder / "tensorboard"))
+        except ImportError:  # tensorboard is optional
+            pass
+
+    def log(self, row: dict) -> None:
+        with self.path.open("a", newline="") as fh:
+            csv.writer(fh).writerow([row[k] for k in METRIC_FIELDS])
+        if self.writer is not None:
+            for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
+                self.writer.add_scalar(key, row[key], row["epoch"])
+            self.writer.add_scalar("learning_rate", row["lr"], row["epoch"])
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+def read_metrics(folder: Path) -> list[dict]:
+    path = Path(folder) / "metrics.csv"
+    if not path.exists():
+        return []
+    with path.open() as fh:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    folder: Path
+    name: str
+    epochs: int
+    best_val_acc: float | None
+    status: str
+    base_model: str
+
+
+def list_runs(folder: Path | None = None) -> list[RunSummary]:
+    """Past fine-tuning runs under models/ (newest first)."""
+    folder = folder or models_dir()
+    runs = []
+    if not folder.is_dir():
+        return runs
+    for run in folder.iterdir():
+        config = run / "train_config.json"
+        if not config.is_file():
+            continue
+        metrics = read_metrics(run)
+        status_file = run / "status.json"
+        status = json.loads(status_file.read_text()).get("status", "?") if status_file.exists() else "incomplete"
+        base = json.loads(config.read_text()).get("model", "?")
+        runs.append(RunSummary(run, run.name, len(metrics), max((m["val_acc"] for m in metrics), default=None),
+                               status, base))
+    return sorted(runs, key=lambda r: r.folder.stat().st_mtime, reverse=True)

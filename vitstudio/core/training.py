@@ -1,0 +1,359 @@
+"""The fine-tuning engine: `fine_tune(config, cancel)` is a generator of progress records returning a TrainResult.
+
+The same generator runs under the CLI (progress bar), the GUI worker and the tests. It checks `cancel` (and
+waits while paused) between batches; on cancel it saves the last checkpoint and returns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import timm
+import timm.optim
+import timm.scheduler
+import timm.utils
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from .attention import rollout
+from .datasets import Split, scan_dataset, split_dataset
+from .evaluation import EvalReport, evaluate
+from .images import ImageReadError, read_image
+from .jobs import Cancelled, CancelToken, Progress, Throttle
+from .loading import load_model
+from .model import LoadedModel
+from .recipes import TrainConfig
+from .runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    epoch: int
+    epochs: int
+    step: int
+    steps: int
+    loss: float
+    lr: float
+    img_per_s: float
+    eta_s: float
+
+
+@dataclass(frozen=True)
+class EpochMetrics:
+    epoch: int
+    train_loss: float
+    train_acc: float
+    val_loss: float
+    val_acc: float
+    lr: float
+    seconds: float
+    best: bool
+
+
+@dataclass(frozen=True)
+class ProbeSnapshot:
+    epoch: int
+    rollout: np.ndarray  # (gh, gw) attention rollout of the probe image after this epoch
+    crop: np.ndarray
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    out_dir: Path
+    status: str  # 'finished', 'early-stopped' or 'cancelled'
+    epochs_done: int
+    best_val_acc: float
+    report: EvalReport | None
+
+
+class FolderDataset(Dataset):
+    """(path, label) pairs -> (tensor, label). An image that fails to decode is replaced by the next one and
+    remembered in `self.failed`, so one bad file never stops a run."""
+
+    def __init__(self, items, transform) -> None:
+        self.items, self.transform = list(items), transform
+        self.failed: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int):
+        for offset in range(len(self.items)):
+            path, label = self.items[(index + offset) % len(self.items)]
+            try:
+                return self.transform(read_image(path)), label
+            except ImageReadError as exc:
+                self.failed[str(path)] = exc.reason
+        raise RuntimeError("No readable image in the dataset.")
+
+
+def _seed_everything(seed: int) -> torch.Generator:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def _new_head(model: nn.Module, num_classes: int) -> None:
+    if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out"):  # seed pre_logits head
+        model.head.out = nn.Linear(model.head.out.in_features, num_classes)
+        model.num_classes = num_classes
+    else:
+        model.reset_classifier(num_classes)
+
+
+def _set_drop_path(model: nn.Module, rate: float) -> None:
+    """Stochastic depth rising linearly to `rate` over the blocks (as timm builds it), on any loaded ViT."""
+    from timm.layers import DropPath
+
+    blocks = list(model.blocks)
+    for i, block in enumerate(blocks):
+        p = rate * i / max(1, len(blocks) - 1)
+        for name in ("drop_path1", "drop_path2", "drop_path"):
+            if hasattr(block, name):
+                setattr(block, name, DropPath(p) if p > 0 else nn.Identity())
+
+
+def _freeze(model: nn.Module, config: TrainConfig) -> int:
+    """Set requires_grad by scope; returns the number of trainable parameters."""
+    head_names = ("head", "head_dist", "fc_norm", "attn_pool")
+    depth = len(model.blocks)
+    for name, param in model.named_parameters():
+        top = name.split(".")[0]
+        if config.scope == "all":
+            train = True
+        elif config.scope in ("head", "head+pre_logits"):
+            train = top in head_names[:2]  # head.fc (pre_logits) is inside `head` for seed models
+        else:  # last-blocks: the head, the final norm and the last N blocks
+            train = top in head_names or top == "norm" or (
+                top == "blocks" and int(name.split(".")[1]) >= depth - config.last_blocks)
+        param.requires_grad_(train)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def _data_config(base: LoadedModel, config: TrainConfig) -> dict:
+    cfg = dict(base.data_config)
+    if config.img_size:
+        cfg["input_size"] = (3, config.img_size, config.img_size)
+    for key in ("mean", "std", "interpolation", "crop_pct"):
+        if getattr(config, key) is not None:
+            cfg[key] = getattr(config, key)
+    return cfg
+
+
+def _transforms(cfg: dict, config: TrainConfig):
+    train = timm.data.create_transform(
+        cfg["input_size"], is_training=True, scale=config.scale, hflip=config.hflip,
+        color_jitter=config.color_jitter, interpolation=cfg["interpolation"], mean=cfg["mean"], std=cfg["std"])
+    return train, timm.data.create_transform(**cfg, is_training=False)
+
+
+def _loss_fns(config: TrainConfig, num_classes: int):
+    from timm.data import Mixup
+    from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
+
+    if config.mixup or config.cutmix:
+        mixup = Mixup(mixup_alpha=config.mixup, cutmix_alpha=config.cutmix, label_smoothing=config.label_smoothing,
+                      num_classes=num_classes)
+        return mixup, SoftTargetCrossEntropy()
+    if config.label_smoothing:
+        return None, LabelSmoothingCrossEntropy(config.label_smoothing)
+    return None, nn.CrossEntropyLoss()
+
+
+def _validate(model: nn.Module, loader, device, autocast) -> tuple[float, float]:
+    model.eval()
+    loss_sum, correct, count = 0.0, 0, 0
+    with torch.inference_mode(), autocast():
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            logits = model(x).float()
+            loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
+            correct += int((logits.argmax(-1) == y).sum())
+            count += len(y)
+    return loss_sum / max(1, count), correct / max(1, count)
+
+
+def prepare_split(config: TrainConfig, out: Path) -> Split:
+    manifest = out / "split.json"
+    if manifest.exists():  # resume: exactly the same files on any machine
+        return Split.from_manifest(json.loads(manifest.read_text()), config.data_dir)
+    return split_dataset(scan_dataset(config.data_dir), config.val_ratio, config.seed)
+
+
+def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:
+    """Fine-tune and write models/<run>/. Yields Progress / StepProgress / EpochMetrics / ProbeSnapshot."""
+    cancel = cancel or CancelToken()
+    out = Path(config.out_dir)
+    if resume:
+        if not (out / CHECKPOINT).exists():
+            raise FileNotFoundError(f"No checkpoint to resume in {out}.")
+        config = TrainConfig.from_json((out / "train_config.json").read_text())
+    else:
+        config.validate()
+        if out.exists():
+            raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or resume).")
+    yield Progress(0, 0, "Scanning the dataset")
+    split = prepare_split(config, out)
+    if not split.val:
+        raise ValueError("The validation split is empty.")
+    generator = _seed_everything(config.seed)
+    yield Progress(0, 0, f"Loading {config.model}")
+    base = load_model(config.model, config.weights, config.device, config.precision)
+    model, device = base.model, base.device
+    _new_head(model, len(split.classes))
+    if config.drop_path:
+        _set_drop_path(model, config.drop_path)
+    cfg = _data_config(base, config)
+    if tuple(cfg["input_size"][1:]) != base.input_hw and hasattr(model, "set_input_size"):
+        model.set_input_size(img_size=cfg["input_size"][1:])
+    model.to(device)
+    trainable = _freeze(model, config)
+    train_tf, val_tf = _transforms(cfg, config)
+    train_set, val_set = FolderDataset(split.train, train_tf), FolderDataset(split.val, val_tf)
+    mixup, criterion = _loss_fns(config, len(split.classes))
+    loader_args = dict(num_workers=config.workers, persistent_workers=config.workers > 0)
+    train_loader = DataLoader(train_set, batch_size=config.batch_size, shuffle=True, generator=generator,
+                              drop_last=mixup is not None and len(train_set) >= config.batch_size, **loader_args)
+    val_loader = DataLoader(val_set, batch_size=config.batch_size, **loader_args)
+    optimizer = timm.optim.create_optimizer_v2(
+        model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
+        layer_decay=config.layer_decay, filter_bias_and_bn=config.filter_bias_and_norm)
+    steps_per_epoch = math.ceil(len(train_loader) / config.grad_accum)
+    scheduler, _ = timm.scheduler.create_scheduler_v2(
+        optimizer, sched="cosine", num_epochs=config.epochs, warmup_epochs=int(config.warmup_epochs),
+        min_lr=config.lr * config.min_lr_ratio, warmup_lr=config.lr * 0.01, step_on_epochs=config.step_on_epochs,
+        updates_per_epoch=steps_per_epoch)
+    ema = timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None
+    scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" and device.type == "cuda" else None
+    start_epoch, best_acc, stale = 0, -1.0, 0
+    if resume:
+        state = torch.load(out / CHECKPOINT, map_location="cpu", weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        if ema is not None and state.get("ema") is not None:
+            ema.module.load_state_dict(state["ema"])
+        start_epoch, best_acc, stale = state["epoch"] + 1, state["best_acc"], state["stale"]
+        torch.set_rng_state(state["rng"])
+    else:
+        out.mkdir(parents=True)
+        atomic_write_bytes(out / "train_config.json", config.to_json().encode())
+        split.save(out / "split.json")
+    log = MetricsLog(out, resume)
+    classes = list(split.classes)
+    probe = _probe(config, split)
+    yield Progress(0, 0, f"Training {trainable / 1e6:.2f} M of {sum(p.numel() for p in model.parameters()) / 1e6:.2f} "
+                         f"M parameters on {len(train_set)} images, validating on {len(val_set)}")
+
+    def checkpoint(epoch_done: int) -> None:
+        atomic_torch_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                           "scheduler": scheduler.state_dict(), "ema": ema.module.state_dict() if ema else None,
+                           "epoch": epoch_done, "best_acc": best_acc, "stale": stale,
+                           "rng": torch.get_rng_state()}, out / CHECKPOINT)
+
+    def write_status(status: str, epochs_done: int) -> None:
+        atomic_write_bytes(out / "status.json", json.dumps(
+            {"status": status, "epochs_done": epochs_done, "best_val_acc": best_acc,
+             "skipped": {**train_set.failed, **val_set.failed}}, indent=1).encode())
+
+    throttle = Throttle(10)
+    status, epoch = "finished", start_epoch - 1
+    autocast = base.autocast
+    try:
+        for epoch in range(start_epoch, config.epochs):
+            model.train()
+            started, seen, loss_sum, correct, counted = time.monotonic(), 0, 0.0, 0, 0
+            optimizer.zero_grad(set_to_none=True)
+            for step, (x, y) in enumerate(train_loader):
+                cancel.raise_if_cancelled()
+                cancel.wait_while_paused()
+                x, y = x.to(device), y.to(device)
+                target = y
+                if mixup is not None:
+                    x, target = mixup(x, y)
+                with autocast():
+                    logits = model(x)
+                    loss = criterion(logits.float(), target) / config.grad_accum
+                (scaler.scale(loss) if scaler else loss).backward()
+                if (step + 1) % config.grad_accum == 0 or step + 1 == len(train_loader):
+                    if scaler:
+                        scaler.step(optimizer)
+                        scaler.update()
+                    else:
+                        optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    scheduler.step_update(epoch * steps_per_epoch + (step + 1) // config.grad_accum)
+                    if ema is not None:
+                        ema.update(model)
+                seen += len(y)
+                loss_sum += float(loss.detach()) * config.grad_accum * len(y)
+                correct += int((logits.argmax(-1) == y).sum())
+                counted += len(y)
+                if throttle.ready(force=step + 1 == len(train_loader)):
+                    rate = seen / max(1e-9, time.monotonic() - started)
+                    left = (len(train_loader) - step - 1) * config.batch_size + \
+                        (config.epochs - epoch - 1) * len(train_set)
+                    yield StepProgress(epoch, config.epochs, step + 1, len(train_loader), loss_sum / seen,
+                                       optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
+            scheduler.step(epoch + 1)
+            eval_model = ema.module if ema is not None else model
+            val_loss, val_acc = _validate(eval_model, val_loader, device, autocast)
+            improved = val_acc > best_acc
+            if improved:
+                best_acc, stale = val_acc, 0
+                save_model_folder(eval_model, out, classes, cfg)
+            else:
+                stale += 1
+            row = dict(epoch=epoch, train_loss=loss_sum / max(1, counted), train_acc=correct / max(1, counted),
+                       val_loss=val_loss, val_acc=val_acc, lr=optimizer.param_groups[-1]["lr"],
+                       seconds=time.monotonic() - started)
+            log.log(row)
+            checkpoint(epoch)
+            yield EpochMetrics(**row, best=improved)
+            if probe is not None:
+                yield _probe_snapshot(eval_model, probe, cfg, base, epoch)
+            if config.patience and stale >= config.patience:
+                status = "early-stopped"
+                break
+    except Cancelled:
+        status = "cancelled"  # the checkpoint of the last finished epoch stays: `resume` continues from it
+    finally:
+        log.close()
+    epochs_done = epoch + 1 if status != "cancelled" else epoch
+    write_status(status, epochs_done)
+    report = None
+    if (out / "model.safetensors").exists() and status != "cancelled":
+        best = load_model(str(out), device=str(device), precision=config.precision)
+        report = yield from evaluate(best, split.val, classes, config.batch_size, cancel)
+        atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
+    return TrainResult(out, status, epochs_done, best_acc, report)
+
+
+def _probe(config: TrainConfig, split: Split):
+    path = config.probe_image or (str(split.val[0][0]) if split.val else None)
+    try:
+        return read_image(path) if path else None
+    except ImageReadError:
+        return None
+
+
+def _probe_snapshot(model: nn.Module, image, cfg: dict, base: LoadedModel, epoch: int) -> ProbeSnapshot:
+    """The probe image's attention rollout with the weights of this epoch."""
+    view = LoadedModel(model=model, name="probe", architecture=base.architecture, kind=base.kind, data_config=cfg,
+                       labels=base.labels, label_set="", weights_source="", device=base.device,
+                       precision=base.precision)
+    was_training = model.training
+    model.eval()
+    crop = view.crop(image)
+    maps = rollout(view, view.to_tensor(crop)[None])[0]
+    model.train(was_training)
+    return ProbeSnapshot(epoch, maps, np.asarray(crop))
