@@ -20,7 +20,8 @@ def make_dataset(root: Path, per_class: int = 30, size: int = 32, seed: int = 0,
             x, y = rng.integers(2, size // 2, 2)
             side = int(rng.integers(size // 3, size // 2))
             jitter = np.clip(np.array(colour) + rng.integers(-30, 30, 3), 0, 255)
-            ImageDraw.Draw(img).rectangle([int(x), int(y), int(x) + side, int(y) + side], fill=tuple(int(c) for c in jitter))
+            box = [int(x), int(y), int(x) + side, int(y) + side]
+            ImageDraw.Draw(img).rectangle(box, fill=tuple(int(c) for c in jitter))
             img.save(folder / f"{i:03d}.png")
     return root
 

@@ -75,8 +75,9 @@ def scan_dataset(root: str | Path) -> DatasetScan:
     if (root / "train").is_dir() and val_dir is not None:
         train = _scan_classes(root / "train", skipped, sizes)
         val = _scan_classes(val_dir, skipped, sizes)
-        if set(val) - set(train):
-            raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(sorted(set(val) - set(train)))}.")
+        extra = sorted(set(val) - set(train))
+        if extra:
+            raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(extra)}.")
     else:
         train, val = _scan_classes(root, skipped, sizes), None
     classes = tuple(sorted(train))
