@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cmap", default="inferno", help="colormap for PNG overlays")
     p.add_argument("--out", required=True, help="FILE.npy (raw float32 array), FILE.png (picture) or FILE.json")
 
+    from . import cli_train
+
+    cli_train.add_parsers(sub)
+
     p = sub.add_parser("card", help="show the model card of a model")
     _add_model_args(p)
     p.add_argument("--json", action="store_true")
@@ -77,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
-        return {"models": _models, "predict": _predict, "card": _card, "explain": _explain}[args.command](args)
+        from .cli_train import HANDLERS
+
+        handlers = {"models": _models, "predict": _predict, "card": _card, "explain": _explain, **HANDLERS}
+        return handlers[args.command](args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130

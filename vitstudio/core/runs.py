@@ -58,6 +58,7 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
                     safe_serialization=True)
         # weights first: a crash between the two renames leaves new weights with an old, compatible config
         for name in ("model.safetensors", "config.json"):
+            os.chmod(staging / name, 0o644)
             os.replace(staging / name, folder / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

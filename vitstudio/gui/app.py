@@ -48,13 +48,18 @@ def main(argv: list[str] | None = None) -> int:
 
     window = MainWindow()
     settings = window.settings
-    spec = args.model or settings.value("model", "")
+    from vitstudio.core.demo import bundled_demo, sample_images
+
+    demo = bundled_demo()
+    spec = args.model or settings.value("model", "") or (str(demo) if demo else "")
     device = args.device or settings.value("device", "auto")
     precision = args.precision or settings.value("precision", "fp32")
     if spec:
         window.request_model(spec, device, precision, args.weights)
     if args.images:
         window.add_paths(args.images)
+    elif demo is not None and spec == str(demo) and not settings.value("recent"):
+        window.add_paths([str(p) for p in sample_images()])  # first start: something to look at at once
     if args.compare:
         window.compare.other_name.setEditText(args.compare)
         window.compare.load_other()

@@ -29,4 +29,6 @@ class DistancePlotWidget(pg.PlotWidget):
                 spots.append({"pos": (layer, float(distance[layer, h])), "brush": pg.mkBrush(color),
                               "data": (layer, h)})
         self.scatter.setData(spots)
+        step = max(1, layers // 12)  # whole layers only
+        self.getAxis("bottom").setTicks([[(i, str(i)) for i in range(0, layers, step)]])
         self.setTitle(f"Mean attention distance per head ({source})", size="9pt")

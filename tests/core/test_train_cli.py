@@ -1,0 +1,108 @@
+"""`vitstudio finetune | eval | export`, the evaluation numbers against scikit-learn, and the demo dataset."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset
+from vitstudio.cli import main
+
+SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    data = make_dataset(root / "data", per_class=20)
+    out = root / "run"
+    assert main(["finetune", str(data), "--model", SPEC3, "--preset", "scratch", "--epochs", "8", "--batch-size",
+                 "16", "--lr", "2e-3", "--out", str(out), "--quiet"]) == 0
+    return data, out
+
+
+def test_finetune_cli_writes_a_run_and_refuses_to_overwrite(trained, capsys):
+    data, out = trained
+    assert (out / "model.safetensors").is_file()
+    assert json.loads((out / "status.json").read_text())["status"] == "finished"
+    assert main(["finetune", str(data), "--model", SPEC3, "--out", str(out), "--quiet"]) == 2
+    assert "never overwritten" in capsys.readouterr().err
+    assert main(["finetune", str(data), "--model", SPEC3, "--out", str(data / "inside"), "--quiet"]) == 2
+
+
+def test_eval_matches_scikit_learn(trained, tmp_path, capsys):
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    data, out = trained
+    report_file = tmp_path / "report.json"
+    assert main(["eval", str(data), "--model", str(out), "--json", str(report_file)]) == 0
+    report = json.loads(report_file.read_text())
+    # recompute from the model's own predictions on the run's validation split, with scikit-learn
+    from vitstudio.core.datasets import Split
+    from vitstudio.core.images import read_image
+    from vitstudio.core.inference import classify
+    from vitstudio.core.loading import load_model
+
+    loaded = load_model(str(out))
+    split = Split.from_manifest(json.loads((out / "split.json").read_text()), data)
+    preds = [classify(loaded, [read_image(p)], topk=1)[0].indices[0] for p, _ in split.val]
+    truth = [label for _, label in split.val]
+    np.testing.assert_array_equal(report["confusion"], confusion_matrix(truth, preds, labels=[0, 1, 2]))
+    p, r, f, s = precision_recall_fscore_support(truth, preds, labels=[0, 1, 2], zero_division=0)
+    for i, row in enumerate(report["per_class"]):
+        assert row["precision"] == pytest.approx(p[i]) and row["recall"] == pytest.approx(r[i])
+        assert row["f1"] == pytest.approx(f[i]) and row["support"] == s[i]
+    assert len(report["misclassified"]) == sum(a != b for a, b in zip(truth, preds))
+    assert "accuracy" in capsys.readouterr().out
+
+
+def test_onnx_export_matches(trained, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    _, out = trained
+    onnx_file = tmp_path / "m.onnx"
+    assert main(["export", str(out), "--onnx", str(onnx_file)]) == 0
+    assert "ONNX Runtime matches PyTorch" in capsys.readouterr().out
+    import onnxruntime as ort
+
+    from vitstudio.core.inference import forward_logits
+    from vitstudio.core.loading import load_model
+
+    x = torch.randn(4, 3, 32, 32)
+    session = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, {"image": x.numpy()})[0], forward_logits(load_model(str(out)), x),
+                               atol=1e-4)
+    assert main(["export", str(out), "--onnx", str(tmp_path / "old.onnx"), "--opset", "13"]) == 2
+
+
+def test_digits_demo_dataset(tmp_path):
+    from PIL import Image
+
+    from vitstudio.core.datasets import scan_dataset
+    from vitstudio.core.demo import render_digits
+
+    scan = scan_dataset(render_digits(tmp_path / "digits"))
+    assert scan.classes == tuple(str(d) for d in range(10)) and scan.total == 1797
+    img = np.asarray(Image.open(scan.train["0"][0]))
+    assert img.shape == (32, 32, 3) and img.max() == 255 and img.min() < 100  # white paper, dark ink
+
+
+def test_bundled_demo_model_reads_the_sample_digits():
+    from vitstudio.core.demo import bundled_demo, sample_images
+    from vitstudio.core.images import read_image
+    from vitstudio.core.inference import classify
+    from vitstudio.core.loading import load_model
+
+    demo = bundled_demo()
+    assert demo is not None, "models/digits-vit is part of the repository"
+    loaded = load_model(str(demo))
+    assert loaded.labels == [str(d) for d in range(10)]
+    samples = sample_images()
+    assert len(samples) >= 5
+    preds = classify(loaded, [read_image(p) for p in samples], [p.name for p in samples], topk=1)
+    assert [p.labels[0] for p in preds] == [p.name.split("-")[1] for p in samples]
+    report = json.loads((demo / "eval.json").read_text())
+    assert report["accuracy"] >= 0.95

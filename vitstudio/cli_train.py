@@ -1,0 +1,185 @@
+"""`vitstudio finetune | eval | export | demo-model`: the training face of the CLI over vitstudio.core."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_parsers(sub) -> None:
+    from .core.recipes import PRESETS
+
+    p = sub.add_parser("finetune", help="fine-tune a ViT on a folder dataset (one subfolder per class)")
+    p.add_argument("data_dir")
+    p.add_argument("--model", required=True,
+                   help="base model (any --model spec), e.g. vit_small_patch16_224.augreg_in21k")
+    p.add_argument("--weights", help="weights file for --model")
+    p.add_argument("--preset", default="last-blocks", choices=list(PRESETS))
+    p.add_argument("--out", required=True, help="new run folder, e.g. models/flowers-vit (never overwritten)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    for name, kind in (("epochs", int), ("batch-size", int), ("grad-accum", int), ("lr", float),
+                       ("weight-decay", float), ("layer-decay", float), ("warmup-epochs", float),
+                       ("label-smoothing", float), ("mixup", float), ("cutmix", float), ("drop-path", float),
+                       ("ema-decay", float), ("patience", int), ("seed", int), ("img-size", int),
+                       ("val-ratio", float), ("last-blocks", int), ("workers", int)):
+        p.add_argument(f"--{name}", type=kind)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
+    p.add_argument("--quiet", action="store_true")
+
+    p = sub.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")
+    p.add_argument("data_dir")
+    p.add_argument("--model", required=True)
+    p.add_argument("--weights")
+    p.add_argument("--all", action="store_true", help="every image, not only the run's validation split")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--json", metavar="FILE", help="write the full report (confusion matrix, misclassified)")
+
+    p = sub.add_parser("export", help="export a model to ONNX, checked against ONNX Runtime")
+    p.add_argument("model")
+    p.add_argument("--weights")
+    p.add_argument("--onnx", required=True, metavar="FILE")
+    p.add_argument("--opset", type=int, default=17)
+
+    p = sub.add_parser("demo-model", help="train the bundled demo model (scikit-learn digits) from scratch")
+    p.add_argument("--out", default="models/digits-vit")
+    p.add_argument("--epochs", type=int, default=40)
+
+
+def _drain(gen, quiet: bool):
+    """Run a core generator with a progress bar; returns its result."""
+    from tqdm import tqdm
+
+    from .core.jobs import Progress
+    from .core.training import EpochMetrics, StepProgress
+
+    bar, last_message = None, None
+    try:
+        while True:
+            rec = next(gen)
+            if quiet:
+                continue
+            if isinstance(rec, StepProgress):
+                if bar is None or bar.total != rec.steps:
+                    bar = tqdm(total=rec.steps, file=sys.stderr, leave=False, disable=None)  # None: off when not a tty
+                bar.n = rec.step
+                bar.set_description(f"epoch {rec.epoch + 1}/{rec.epochs}")
+                bar.set_postfix(loss=f"{rec.loss:.3f}", lr=f"{rec.lr:.2e}", ips=f"{rec.img_per_s:.0f}",
+                                eta=f"{rec.eta_s:.0f}s")
+                bar.refresh()
+            elif isinstance(rec, EpochMetrics):
+                if bar is not None:
+                    bar.close()
+                    bar = None
+                star = " *" if rec.best else ""
+                print(f"epoch {rec.epoch + 1}: train loss {rec.train_loss:.4f} acc {rec.train_acc:.4f} | "
+                      f"val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f} | lr {rec.lr:.2e} | {rec.seconds:.1f}s{star}",
+                      file=sys.stderr)
+            elif isinstance(rec, Progress) and rec.message and rec.message != last_message:
+                last_message = rec.message
+                print(rec.message, file=sys.stderr)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def finetune(args) -> int:
+    from .core.datasets import DatasetError
+    from .core.loading import ModelLoadError
+    from .core.recipes import make_config
+    from .core.training import fine_tune
+
+    overrides = {k: getattr(args, k) for k in ("epochs", "batch_size", "grad_accum", "lr", "weight_decay",
+                                               "layer_decay", "warmup_epochs", "label_smoothing", "mixup",
+                                               "cutmix", "drop_path", "ema_decay", "patience", "seed", "img_size",
+                                               "val_ratio", "last_blocks", "workers")}
+    try:
+        config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
+                             device=args.device, precision=args.precision, probe_image=args.probe, **overrides)
+        result = _drain(fine_tune(config, resume=args.resume), args.quiet)
+    except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"Interrupted; continue with: vitstudio finetune {args.data_dir} --model {args.model} "
+              f"--out {args.out} --resume", file=sys.stderr)
+        return 130
+    print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
+          f"{result.out_dir}")
+    return EXIT_OK
+
+
+def evaluate_cmd(args) -> int:
+    from .core.datasets import DatasetError, Split, scan_dataset, split_dataset
+    from .core.evaluation import evaluate
+    from .core.loading import ModelLoadError, load_model
+
+    try:
+        loaded = load_model(args.model, args.weights, args.device)
+        manifest = Path(args.model) / "split.json"
+        if not args.all and manifest.is_file():
+            split = Split.from_manifest(json.loads(manifest.read_text()), args.data_dir)
+            items = split.val
+        else:
+            scan = scan_dataset(args.data_dir)
+            split = split_dataset(scan)
+            items = split.train + split.val
+        if list(split.classes) != loaded.labels:
+            raise ValueError(f"The dataset's classes {list(split.classes)} differ from the model's {loaded.labels}.")
+        report = _drain(evaluate(loaded, items, split.classes), quiet=True)
+    except (DatasetError, ModelLoadError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"accuracy {report.accuracy:.4f} on {int(report.confusion.sum())} images")
+    print(f"{'class':<20} {'precision':>9} {'recall':>9} {'f1':>9} {'support':>8}")
+    for row in report.per_class():
+        print(f"{row['class']:<20} {row['precision']:9.4f} {row['recall']:9.4f} {row['f1']:9.4f} {row['support']:8d}")
+    print(f"{len(report.misclassified)} misclassified")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
+    return EXIT_SOME_FAILED if report.skipped else EXIT_OK
+
+
+def export_cmd(args) -> int:
+    from .core.loading import ModelLoadError, load_model
+    from .core.onnx_export import export_onnx
+
+    try:
+        loaded = load_model(args.model, args.weights, "cpu")
+        result = export_onnx(loaded, args.onnx, args.opset)
+    except (ModelLoadError, ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImportError as exc:
+        print(f"error: ONNX export needs the onnx extra (pip install 'vitstudio[onnx]'): {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    check = ("not checked (onnxruntime not installed)" if result.max_abs_diff is None
+             else f"ONNX Runtime matches PyTorch (max |Δlogit| {result.max_abs_diff:.2e})")
+    print(f"wrote {result.path} (opset {result.opset}); {check}")
+    return EXIT_OK
+
+
+def demo_model(args) -> int:
+    import tempfile
+
+    from .core.demo import demo_config, render_digits
+    from .core.training import fine_tune
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = render_digits(Path(tmp) / "digits")
+        try:
+            result = _drain(fine_tune(demo_config(data, args.out, args.epochs)), quiet=False)
+        except FileExistsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    print(f"demo model: val accuracy {result.best_val_acc:.4f} -> {result.out_dir}")
+    return EXIT_OK
+
+
+HANDLERS = {"finetune": finetune, "eval": evaluate_cmd, "export": export_cmd, "demo-model": demo_model}

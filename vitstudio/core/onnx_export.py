@@ -1,0 +1,57 @@
+"""Export a loaded model to ONNX and check ONNX Runtime gives the same logits (optional extra: onnx, onnxruntime)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .model import LoadedModel
+
+
+@dataclass(frozen=True)
+class OnnxExport:
+    path: Path
+    opset: int
+    max_abs_diff: float | None  # ONNX Runtime vs PyTorch on a random batch; None when onnxruntime is missing
+
+
+def export_onnx(loaded: LoadedModel, path: str | Path, opset: int = 17, atol: float = 1e-4) -> OnnxExport:
+    """Write `path` (atomically) with a dynamic batch axis, then compare ONNX Runtime's logits with PyTorch's."""
+    if opset < 17:
+        raise ValueError("Use opset 17 or newer (LayerNormalization is native from 17 on).")
+    path = Path(path)
+    model = loaded.model.eval()
+    x = torch.randn(2, *loaded.data_config["input_size"], device=loaded.device)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # renamed into place only when complete
+    try:
+        with loaded.lock, torch.inference_mode(False), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer chatter about constant Python branches
+            torch.onnx.export(model, (x,), tmp, opset_version=opset, input_names=["image"],
+                              output_names=["logits"], dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}},
+                              dynamo=False)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    diff = check_onnx(loaded, path)
+    if diff is not None and diff > atol:
+        raise RuntimeError(f"ONNX Runtime's logits differ from PyTorch's by {diff:.2e} (> {atol:.0e}).")
+    return OnnxExport(path, opset, diff)
+
+
+def check_onnx(loaded: LoadedModel, path: Path, batch: int = 3) -> float | None:
+    """Max |logits difference| between ONNX Runtime and PyTorch on a random batch (another size than exported)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    x = torch.randn(batch, *loaded.data_config["input_size"])
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    onnx_logits = session.run(None, {"image": x.numpy()})[0]
+    with loaded.lock, torch.inference_mode():
+        ref = loaded.model(x.to(loaded.device)).float().cpu().numpy()
+    return float(np.abs(onnx_logits - ref).max())
