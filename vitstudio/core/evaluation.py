@@ -47,6 +47,11 @@ class EvalReport:
                          "support": int(actual)})
         return rows
 
+    @classmethod
+    def from_json(cls, doc: dict) -> EvalReport:
+        return cls(tuple(doc["classes"]), np.asarray(doc["confusion"], dtype=np.int64),
+                   tuple(Misclassified(**m) for m in doc["misclassified"]), tuple(tuple(s) for s in doc["skipped"]))
+
     def to_json(self) -> dict:
         return {"accuracy": self.accuracy, "classes": list(self.classes), "confusion": self.confusion.tolist(),
                 "per_class": self.per_class(),

@@ -27,7 +27,7 @@ class TrainConfig:
     momentum: float = 0.9
     weight_decay: float = 0.05
     filter_bias_and_norm: bool = True  # no weight decay on biases and norms (timm's default)
-    layer_decay: float | None = None  # timm param_groups_layer_decay
+    layer_decay: float | None = None  # timm param_groups_layer_decay; None or 0 = off
     warmup_epochs: float = 1.0
     min_lr_ratio: float = 0.01  # cosine decays to lr * this
     step_on_epochs: bool = False  # the seed recipe steps its cosine once per epoch
@@ -40,7 +40,7 @@ class TrainConfig:
     precision: str = "fp32"  # bf16 / fp16 autocast (fp16 uses a GradScaler on CUDA)
     device: str = "auto"
     seed: int = 0
-    img_size: int | None = None  # None: the base model's input size
+    img_size: int | None = None  # None or 0: the base model's input size
     val_ratio: float = 0.2
     hflip: float = 0.5
     scale: tuple[float, float] = (0.08, 1.0)  # RandomResizedCrop area range

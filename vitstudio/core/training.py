@@ -226,7 +226,7 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
     val_loader = DataLoader(val_set, batch_size=config.batch_size, **loader_args)
     optimizer = timm.optim.create_optimizer_v2(
         model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
-        layer_decay=config.layer_decay, filter_bias_and_bn=config.filter_bias_and_norm)
+        layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm)
     steps_per_epoch = math.ceil(len(train_loader) / config.grad_accum)
     scheduler, _ = timm.scheduler.create_scheduler_v2(
         optimizer, sched="cosine", num_epochs=config.epochs, warmup_epochs=int(config.warmup_epochs),

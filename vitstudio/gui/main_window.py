@@ -35,6 +35,7 @@ from .widgets.image_strip import ImageStripWidget
 from .widgets.internals_panel import InternalsPanel
 from .widgets.model_panel import ModelCardView, ModelPanel
 from .widgets.predictions_panel import PredictionsPanel
+from .widgets.training_panel import TrainingPanel
 
 log = logging.getLogger("vitstudio.gui")
 CLASSIFY_BATCH = 8
@@ -65,11 +66,15 @@ class MainWindow(QMainWindow):
         self.embeddings = EmbeddingsPanel(self.state)
         self.internals = InternalsPanel(self.state)
         self.compare = ComparePanel(self.state, self.model_panel.catalog_names())
+        self.training = TrainingPanel(self.state, self.model_panel.catalog_names())
+        self.training.use_model.connect(self._use_trained_model)
+        self.training.explore_image.connect(self.explore_image)
+        self._explore_path: str | None = None
         self.tabs = QTabWidget()
         self.tabs.setObjectName("tabs")
         for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
                               (self.embeddings, "Embeddings"), (self.internals, "Model internals"),
-                              (self.compare, "Compare")):
+                              (self.compare, "Compare"), (self.training, "Training")):
             self.tabs.addTab(widget, title)
         splitter = QSplitter(Qt.Horizontal)
         splitter.addWidget(self.strip)
@@ -182,7 +187,26 @@ class MainWindow(QMainWindow):
         self._classify_pending()
 
     def _on_images_added(self, entries) -> None:
+        for entry in entries:
+            if entry.path == self._explore_path:
+                self._explore_path = None
+                self.state.select(entry)
+                self.show_tab("attention")
         self._classify_pending()
+
+    def explore_image(self, path: str) -> None:
+        """Open `path` (e.g. a misclassified training image) in the attention explorer."""
+        known = next((e for e in self.state.images if e.path == path), None)
+        if known is not None:
+            self.state.select(known)
+            self.show_tab("attention")
+        else:
+            self._explore_path = path
+            self.add_paths([path])
+
+    def _use_trained_model(self, folder: str) -> None:
+        self.request_model(folder, self.model_panel.device.currentText(), self.model_panel.precision.currentText())
+        self.show_tab("predictions")
 
     def _classify_pending(self) -> None:
         loaded = self.state.model

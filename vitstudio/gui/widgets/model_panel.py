@@ -34,6 +34,7 @@ class ModelPanel(QWidget):
         for entry in list_catalog():
             mark = "●" if entry.local else ("○" if entry.tag else "·")
             self.name.addItem(f"{mark} {entry.name}", entry.name)
+        self.name.setCurrentIndex(-1)  # nothing chosen until the user (or the saved settings) picks a model
         completer = QCompleter(self.catalog_names(), self)
         completer.setFilterMode(Qt.MatchContains)
         completer.setCaseSensitivity(Qt.CaseInsensitive)

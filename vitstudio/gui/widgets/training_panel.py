@@ -1,0 +1,351 @@
+"""The Training panel: folder dataset → summary and class balance → base model and recipe → Start; live curves,
+progress, pause/cancel, attention-over-training probe, results, run history, and "Use this model"."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.catalog import models_dir
+from vitstudio.core.datasets import scan_dataset
+from vitstudio.core.evaluation import EvalReport
+from vitstudio.core.jobs import Progress
+from vitstudio.core.runs import list_runs, read_metrics
+from vitstudio.core.training import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+
+from .. import workers
+from .map_view import MapView
+from .training_form import TrainingFormWidget
+from .training_results import RunResultsWidget, make_thumbnails
+
+
+class TrainingPanel(QWidget):
+    use_model = Signal(str)  # run folder
+    explore_image = Signal(str)  # image path
+
+    def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.setAcceptDrops(True)
+        self.scan = None
+        self.job = None
+        self.run_dir: Path | None = None
+        self.snapshots: list[ProbeSnapshot] = []
+        self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
+        self.lr_data: list[tuple[float, float]] = []
+        self._scan_job = workers.LatestJob()
+
+        # -- left column: dataset, model, recipe, controls
+        self.folder = QLineEdit()
+        self.folder.setPlaceholderText("a folder with one subfolder of images per class (drop it here)")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        self.folder.editingFinished.connect(lambda: self.set_dataset(self.folder.text()))
+        self.dataset_info = QLabel("No dataset chosen.")
+        self.dataset_info.setWordWrap(True)
+        self.balance = pg.PlotWidget(title="Images per class")
+        self.balance.setFixedHeight(150)
+        self.base_model = QComboBox(editable=True)
+        self.base_model.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.base_model.setMinimumContentsLength(18)
+        self.base_model.addItems(catalog_names)
+        self.base_model.setEditText("")
+        self.run_name = QLineEdit()
+        self.form = TrainingFormWidget()
+        self.start_button, self.pause_button, self.cancel_button = (QPushButton(t) for t in ("Start", "Pause",
+                                                                                              "Cancel"))
+        self.pause_button.setCheckable(True)
+        self.start_button.clicked.connect(self.start)
+        self.pause_button.toggled.connect(self._on_pause)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.progress = QProgressBar()
+        self.status = QLabel("Idle.")
+        self.status.setWordWrap(True)
+        self.use_button = QPushButton("Use this model")
+        self.use_button.clicked.connect(lambda: self.run_dir and self.use_model.emit(str(self.run_dir)))
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self.folder, 1)
+        folder_row.addWidget(browse)
+        form = QFormLayout()
+        form.addRow("Dataset", folder_row)
+        form.addRow(self.dataset_info)
+        form.addRow(self.balance)
+        form.addRow("Base model", self.base_model)
+        form.addRow("Run name", self.run_name)
+        buttons = QHBoxLayout()
+        for b in (self.start_button, self.pause_button, self.cancel_button):
+            buttons.addWidget(b)
+        left_inner = QWidget()
+        side = QVBoxLayout(left_inner)
+        side.addLayout(form)
+        side.addWidget(self.form)
+        side.addLayout(buttons)
+        side.addWidget(self.progress)
+        side.addWidget(self.status)
+        side.addWidget(self.use_button)
+        side.addStretch(1)
+        left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
+        left.setWidget(left_inner)
+        left.setWidgetResizable(True)
+        left.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        left.setMinimumWidth(400)
+        left.setMaximumWidth(460)
+
+        # -- right: live curves, probe, results, history
+        self.curves = pg.GraphicsLayoutWidget()
+        self.loss_plot = self.curves.addPlot(title="Loss")
+        self.loss_plot.addLegend(offset=(-5, 5))
+        self.acc_plot = self.curves.addPlot(title="Accuracy")
+        self.acc_plot.addLegend(offset=(-5, -5))
+        self.curves.nextRow()
+        self.lr_plot = self.curves.addPlot(title="Learning rate (per step)", colspan=2)
+        self.lines = {
+            "train_loss": self.loss_plot.plot(pen=pg.mkPen("#1f77b4", width=2), name="train"),
+            "val_loss": self.loss_plot.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
+            "train_acc": self.acc_plot.plot(pen=pg.mkPen("#1f77b4", width=2), name="train"),
+            "val_acc": self.acc_plot.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
+            "lr": self.lr_plot.plot(pen=pg.mkPen("#2ca02c", width=1)),
+        }
+        self.probe_view = MapView()
+        self.probe_slider = QSlider(Qt.Horizontal)
+        self.probe_slider.valueChanged.connect(self._show_snapshot)
+        self.probe_label = QLabel("After each epoch, the probe image's attention rollout is snapshotted here.")
+        self.probe_label.setWordWrap(True)
+        probe = QWidget()
+        probe_layout = QVBoxLayout(probe)
+        probe_layout.addWidget(self.probe_label)
+        probe_layout.addWidget(self.probe_view, 1)
+        probe_layout.addWidget(self.probe_slider)
+        self.results = RunResultsWidget()
+        self.results.misclassified_clicked.connect(self.explore_image)
+        self.history = QListWidget()
+        self.history.itemClicked.connect(self._on_history_clicked)
+        history_box = QWidget()
+        hb = QVBoxLayout(history_box)
+        hb.addWidget(QLabel(f"Runs in {models_dir()} (click one to see its curves and results):"))
+        hb.addWidget(self.history)
+        self.right = QTabWidget()
+        for w, title in ((self.curves, "Curves"), (probe, "Attention over training"), (self.results, "Results"),
+                         (history_box, "History")):
+            self.right.addTab(w, title)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(left)
+        split.addWidget(self.right)
+        split.setStretchFactor(1, 1)
+        QVBoxLayout(self).addWidget(split)
+        self._set_running(False)
+        self.refresh_history()
+        state.model_loaded.connect(lambda m: self.base_model.currentText() or self.base_model.setEditText(m.name))
+
+    # -- dataset -----------------------------------------------------------------------------------
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        folders = [u.toLocalFile() for u in event.mimeData().urls() if Path(u.toLocalFile()).is_dir()]
+        if folders:
+            self.set_dataset(folders[0])
+            event.acceptProposedAction()
+
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Dataset folder (one subfolder per class)")
+        if folder:
+            self.set_dataset(folder)
+
+    def set_dataset(self, folder: str) -> None:
+        if not folder:
+            return
+        self.folder.setText(folder)
+        self.dataset_info.setText("Scanning…")
+        self._scan_job.start("Scanning dataset", lambda cancel: scan_dataset(folder), on_result=self._on_scan,
+                             on_error=self._on_scan_error)
+
+    def _on_scan_error(self, message: str) -> None:
+        self.scan = None
+        self.dataset_info.setText(f"<b>Cannot use this folder:</b> {message.split(': ', 1)[-1]}")
+        self.balance.clear()
+
+    def _on_scan(self, scan) -> None:
+        self.scan = scan
+        (lo_w, lo_h), (hi_w, hi_h) = scan.size_range
+        layout = "train/ + val/" if scan.val is not None else "class folders (split automatically)"
+        text = (f"{len(scan.classes)} classes, {scan.total} images ({layout}); sizes {lo_w}×{lo_h} to "
+                f"{hi_w}×{hi_h}.")
+        if scan.skipped:
+            text += f" {len(scan.skipped)} file(s) skipped: " + "; ".join(
+                f"{Path(p).name} ({why})" for p, why in scan.skipped[:5]) + ("…" if len(scan.skipped) > 5 else "")
+        if scan.too_small:
+            text += f" Too small to split: {', '.join(scan.too_small)}."
+        self.dataset_info.setText(text)
+        counts = scan.counts
+        self.balance.clear()
+        self.balance.addItem(pg.BarGraphItem(x=np.arange(len(counts)), height=list(counts.values()), width=0.7,
+                                             brush="#4c72b0"))
+        self.balance.getAxis("bottom").setTicks([[(i, c[:10]) for i, c in enumerate(counts)]])
+        if not self.run_name.text():
+            stamp = time.strftime("%m%d-%H%M")
+            self.run_name.setText(f"{Path(scan.root).name}-{self.form.preset.currentText()}-{stamp}")
+
+    # -- running -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.job is not None and not self.job.done:
+            return
+        model = self.base_model.currentText().strip() or (self.state.model.name if self.state.model else "")
+        if self.scan is None or not model:
+            self.status.setText("Choose a readable dataset folder and a base model first.")
+            return
+        name = self.run_name.text().strip() or f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+        try:
+            config = self.form.config(str(self.scan.root), model, str(models_dir() / name))
+            config.validate()
+        except ValueError as exc:
+            self.status.setText(str(exc))
+            return
+        self.run_dir = Path(config.out_dir)
+        self._reset_curves()
+        self._set_running(True)
+        self.status.setText(f"Starting {name}…")
+        self.job = workers.start_job("Training", lambda cancel: fine_tune(config, cancel), on_yield=self._on_record,
+                                     on_result=self._on_finished, on_error=self._on_failed)
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+            self.status.setText("Cancelling… (the last finished epoch is kept; resume with `vitstudio finetune "
+                                "--resume`)")
+
+    def _on_pause(self, paused: bool) -> None:
+        if self.job is None:
+            return
+        (self.job.cancel_token.pause if paused else self.job.cancel_token.resume)()
+        self.pause_button.setText("Resume" if paused else "Pause")
+        if paused:
+            self.status.setText("Paused.")
+
+    def _set_running(self, running: bool) -> None:
+        self.start_button.setEnabled(not running)
+        self.pause_button.setEnabled(running)
+        self.cancel_button.setEnabled(running)
+        usable = self.run_dir is not None and (self.run_dir / "config.json").exists()
+        self.use_button.setEnabled(not running and usable)
+        if not running:
+            self.pause_button.setChecked(False)
+
+    def _reset_curves(self) -> None:
+        self.snapshots.clear()
+        self.curves_data = {k: [] for k in self.curves_data}
+        self.lr_data.clear()
+        for line in self.lines.values():
+            line.setData([], [])
+        self.results.show_report(None)
+
+    def _on_record(self, rec) -> None:
+        if isinstance(rec, StepProgress):
+            self.progress.setRange(0, rec.steps)
+            self.progress.setValue(rec.step)
+            self.progress.setFormat(f"epoch {rec.epoch + 1}/{rec.epochs} · step %v/%m")
+            self.status.setText(f"loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
+                                f"ETA {_duration(rec.eta_s)}")
+            self.lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
+            self.lines["lr"].setData(*zip(*self.lr_data))
+        elif isinstance(rec, EpochMetrics):
+            for key in self.curves_data:
+                self.curves_data[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
+            self._draw_curves()
+        elif isinstance(rec, ProbeSnapshot):
+            self.snapshots.append(rec)
+            self.probe_slider.setRange(0, len(self.snapshots) - 1)
+            self.probe_slider.setValue(len(self.snapshots) - 1)
+            self._show_snapshot(len(self.snapshots) - 1)
+        elif isinstance(rec, Progress) and rec.message:
+            self.status.setText(rec.message)
+
+    def _draw_curves(self) -> None:
+        d = self.curves_data
+        for key in ("train_loss", "val_loss", "train_acc", "val_acc"):
+            self.lines[key].setData(d["epoch"], d[key], symbol="o", symbolSize=5)
+
+    def _show_snapshot(self, index: int) -> None:
+        if not 0 <= index < len(self.snapshots):
+            return
+        snap = self.snapshots[index]
+        self.probe_view.set_image(snap.crop)
+        self.probe_view.set_map(snap.rollout, "inferno", 0.6)
+        self.probe_label.setText(f"Attention rollout of the probe image after epoch {snap.epoch + 1} "
+                                 f"(slide to compare epochs).")
+
+    def _on_finished(self, result) -> None:
+        self._set_running(False)
+        self.progress.setValue(self.progress.maximum())
+        self.status.setText(f"{result.status}: best val accuracy {result.best_val_acc * 100:.2f} % after "
+                            f"{result.epochs_done} epochs → {result.out_dir}")
+        self.refresh_history()
+        if result.report is not None:
+            self._show_results(result.report)
+
+    def _show_results(self, report: EvalReport, switch: bool = True) -> None:
+        self.results.show_report(report)  # at once; thumbnails follow from a worker
+        workers.start_job("Gallery", lambda cancel: make_thumbnails(report),
+                          on_result=lambda thumbs: self.results.show_report(report, thumbs))
+        if switch:
+            self.right.setCurrentWidget(self.results)
+
+    def _on_failed(self, message: str) -> None:
+        self._set_running(False)
+        self.status.setText(f"<b>Training failed:</b> {message}")
+        self.state.message.emit("error", message)
+
+    # -- history -----------------------------------------------------------------------------------
+    def refresh_history(self) -> None:
+        self.history.clear()
+        for run in list_runs():
+            acc = f"{run.best_val_acc * 100:.1f} %" if run.best_val_acc is not None else "–"
+            item = QListWidgetItem(f"{run.name} · {run.status} · {run.epochs} epochs · best val {acc} · "
+                                   f"from {run.base_model}")
+            item.setData(Qt.UserRole, str(run.folder))
+            self.history.addItem(item)
+
+    def _on_history_clicked(self, item: QListWidgetItem) -> None:
+        import json
+
+        self.run_dir = Path(item.data(Qt.UserRole))
+        self._reset_curves()
+        for row in read_metrics(self.run_dir):
+            for key in self.curves_data:
+                self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
+        self._draw_curves()
+        eval_file = self.run_dir / "eval.json"
+        if eval_file.exists():
+            self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
+        self._set_running(False)
+        self.status.setText(f"Run {self.run_dir.name}: use it, or look at its curves and results.")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
