@@ -1,8 +1,10 @@
 """The only module that creates threads. Jobs run on a QThreadPool; results come back as queued signals.
 
-A job is a callable `fn(cancel: CancelToken)`. If it returns a generator, every yielded value is delivered
-to `on_yield` on the GUI thread and the generator's return value goes to `on_result`. Errors always reach
-`on_error` (and the log); cancellation is silent.
+A job is a callable `fn(cancel: CancelToken)` that checks the token between units of work (raising
+`Cancelled`, or returning early with what it has). If it returns a generator, every yielded value is
+delivered to `on_yield` on the GUI thread and the generator's return value goes to `on_result`. Errors always
+reach `on_error` (and the log); `Cancelled` is silent. Late results of a superseded request are dropped by
+`LatestJob`.
 """
 
 from __future__ import annotations
@@ -54,14 +56,15 @@ class _Runnable(QRunnable):
         try:
             out = self.fn(token)
             if inspect.isgenerator(out):
+                # The job checks `token` itself (it may want to save its work on cancel), so it is driven to
+                # its own end; values it yields after a cancel are simply not delivered.
                 try:
                     while True:
                         value = next(out)
-                        token.raise_if_cancelled()
-                        sig.yielded.emit(value)
+                        if not token.cancelled:
+                            sig.yielded.emit(value)
                 except StopIteration as stop:
                     out = stop.value
-            token.raise_if_cancelled()
             sig.result.emit(out)
         except Cancelled:
             pass

@@ -1,0 +1,73 @@
+"""Training from the GUI: start a tiny run, watch the curves, pause, cancel, stay responsive, use the result."""
+
+from __future__ import annotations
+
+import time
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset
+from vitstudio.gui import workers
+
+SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
+
+
+def _setup(window, qtbot, data, epochs):
+    panel = window.training
+    window.show_tab("training")
+    panel.set_dataset(str(data))
+    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    panel.base_model.setEditText(SPEC3)
+    panel.form.preset.setCurrentText("scratch")
+    panel.form.advanced.setChecked(True)
+    panel.form.inputs["epochs"].setValue(epochs)
+    panel.form.inputs["batch_size"].setValue(8)
+    return panel
+
+
+def test_train_watch_cancel_and_stay_responsive(window, qtbot, tmp_path):
+    data = make_dataset(tmp_path / "data", per_class=16)
+    panel = _setup(window, qtbot, data, epochs=500)
+    assert panel.scan.classes == ("blue", "green", "red")
+    assert "3 classes, 48 images" in panel.dataset_info.text()
+    panel.start()
+    assert not panel.start_button.isEnabled() and panel.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 2, timeout=60000)
+    xs, ys = panel.lines["train_loss"].getData()
+    assert len(xs) >= 2 and len(ys) == len(xs)  # the curve is drawn from the epoch records
+    assert panel.lines["lr"].getData()[0] is not None and panel.snapshots  # lr per step, probe per epoch
+
+    # the GUI thread keeps turning while the run goes on
+    gaps, last = [], time.perf_counter()
+    for _ in range(20):
+        qtbot.wait(20)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+    assert max(gaps) < 0.5
+
+    panel.pause_button.setChecked(True)
+    assert panel.job.cancel_token.paused
+    panel.pause_button.setChecked(False)
+    started = time.monotonic()
+    panel.cancel()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
+    assert time.monotonic() - started < 2.5
+    assert "cancelled" in panel.status.text()
+    assert panel.start_button.isEnabled()
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
+    assert panel.history.count() == 1 and "cancelled" in panel.history.item(0).text()
+
+
+def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
+    data = make_dataset(tmp_path / "data", per_class=16)
+    panel = _setup(window, qtbot, data, epochs=3)
+    panel.start()
+    qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
+    qtbot.waitUntil(lambda: panel.results.report is not None, timeout=20000)
+    assert panel.results.table.rowCount() == 3
+    assert panel.results.cm_item.image.sum() == panel.results.report.confusion.sum()
+    assert panel.use_button.isEnabled()
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        panel.use_button.click()
+    assert window.state.model.labels == ["blue", "green", "red"]
+    assert window.tabs.currentWidget() is window.predictions
