@@ -89,10 +89,8 @@ def test_errors_reach_the_user(qtbot, qapp):
     def boom(cancel):
         raise ValueError("kaboom")
 
-    with qtbot.waitSignal(workers.start_job("boom", boom, on_error=errors.append).signals.finished, timeout=5000):
-        pass
-    qapp.processEvents()
-    assert errors == ["boom: kaboom"]
+    workers.start_job("boom", boom, on_error=errors.append)
+    qtbot.waitUntil(lambda: errors == ["boom: kaboom"], timeout=5000)
 
 
 def test_close_with_running_job_leaves_no_thread(window, qtbot):

@@ -10,8 +10,6 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
-    QHBoxLayout,
-    QLabel,
     QPushButton,
     QSlider,
     QSpinBox,
@@ -26,9 +24,9 @@ from vitstudio.core.methods import FUSIONS
 
 from .. import workers
 from .distance_plot import DistancePlotWidget
-from .explorer_base import ExplorerPanel
+from .explorer_base import ExplorerPanel, colormap_combo, controls_column, layer_slider, wrapping_label
 from .head_grid import HeadGridWidget
-from .map_view import GUI_COLORMAPS, MapView
+from .map_view import MapView
 
 METHODS = ("Head map", "Rollout", "Gradient rollout", "Token map")
 
@@ -49,8 +47,7 @@ class AttentionPanel(ExplorerPanel):
 
         self.method = QComboBox()
         self.method.addItems(METHODS)
-        self.layer = QSlider(Qt.Horizontal)
-        self.layer_label = QLabel("layer –")
+        self.layer, self.layer_label, layer_row = layer_slider()
         self.head = QSpinBox()
         self.fusion = QComboBox()
         self.fusion.addItems(FUSIONS)
@@ -58,16 +55,11 @@ class AttentionPanel(ExplorerPanel):
         self.target = QComboBox()
         self.direction = QComboBox()
         self.direction.addItems(["attends to", "attended by"])
-        self.cmap = QComboBox()
-        self.cmap.addItems(GUI_COLORMAPS)
+        self.cmap = colormap_combo()
         self.opacity = QSlider(Qt.Horizontal, minimum=0, maximum=100, value=60)
-        self.info = QLabel()
-        self.info.setWordWrap(True)
+        self.info = wrapping_label()
         form = QFormLayout()
         form.addRow("Method", self.method)
-        layer_row = QHBoxLayout()
-        layer_row.addWidget(self.layer, 1)
-        layer_row.addWidget(self.layer_label)
         form.addRow("Layer", layer_row)
         form.addRow("Head", self.head)
         form.addRow("Rollout fusion", self.fusion)
@@ -76,14 +68,8 @@ class AttentionPanel(ExplorerPanel):
         form.addRow("Token map", self.direction)
         form.addRow("Colormap", self.cmap)
         form.addRow("Opacity", self.opacity)
-        controls = QWidget()
-        controls.setMaximumWidth(330)
-        side = QVBoxLayout(controls)
-        side.addLayout(form)
-        side.addWidget(self.info)
         self.folder_button = QPushButton("Distance over a folder…")
-        side.addWidget(self.folder_button)
-        side.addStretch(1)
+        controls = controls_column(form, self.info, self.folder_button)
 
         self.view = MapView()
         self.grid = HeadGridWidget()
@@ -247,7 +233,6 @@ class AttentionPanel(ExplorerPanel):
         return arr, f"Patch {self.patch} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"
 
     def refresh_view(self) -> None:
-        self.layer_label.setText(f"layer {self.layer.value()}")
         arr, text = self.current_map()
         self.displayed = arr
         self.info.setText(text)

@@ -10,9 +10,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QSlider,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -22,8 +19,8 @@ from vitstudio.core import embeddings
 from vitstudio.core.overlays import normalise
 
 from .. import workers
-from .explorer_base import ExplorerPanel
-from .map_view import GUI_COLORMAPS, MapView
+from .explorer_base import ExplorerPanel, colormap_combo, controls_column, layer_slider, wrapping_label
+from .map_view import MapView
 
 MODES = ("PCA → RGB", "Similarity to patch", "Token norms")
 
@@ -56,28 +53,17 @@ class EmbeddingsPanel(ExplorerPanel):
 
         self.mode = QComboBox()
         self.mode.addItems(MODES)
-        self.layer = QSlider(Qt.Horizontal)
-        self.layer_label = QLabel("layer –")
+        self.layer, self.layer_label, layer_row = layer_slider()
         self.fixed = QCheckBox("Fixed PCA basis")
         self.fixed.setToolTip("Fit the basis once (this layer and image) and reuse it across layers and images")
-        self.cmap = QComboBox()
-        self.cmap.addItems(GUI_COLORMAPS)
-        self.info = QLabel()
-        self.info.setWordWrap(True)
+        self.cmap = colormap_combo()
+        self.info = wrapping_label()
         form = QFormLayout()
         form.addRow("View", self.mode)
-        row = QHBoxLayout()
-        row.addWidget(self.layer, 1)
-        row.addWidget(self.layer_label)
-        form.addRow("Layer", row)
+        form.addRow("Layer", layer_row)
         form.addRow("", self.fixed)
         form.addRow("Colormap", self.cmap)
-        controls = QWidget()
-        controls.setMaximumWidth(330)
-        side = QVBoxLayout(controls)
-        side.addLayout(form)
-        side.addWidget(self.info)
-        side.addStretch(1)
+        controls = controls_column(form, self.info)
         self.view = MapView()
         self.scatter_plot = pg.PlotWidget(title="Patch tokens: PC1 vs PC2")
         self.scatter = pg.ScatterPlotItem(size=6, pen=None)
@@ -91,8 +77,7 @@ class EmbeddingsPanel(ExplorerPanel):
         QVBoxLayout(self).addWidget(split)
 
         self.mode.currentIndexChanged.connect(self.update_view)
-        self.layer.valueChanged.connect(lambda: (self.layer_label.setText(f"layer {self.layer.value()}"),
-                                                 self.later(self.update_view)))
+        self.layer.valueChanged.connect(lambda: self.later(self.update_view))
         self.fixed.toggled.connect(self._on_fixed_toggled)
         self.cmap.currentIndexChanged.connect(self._show)
         self.view.patch_clicked.connect(self.select_patch)

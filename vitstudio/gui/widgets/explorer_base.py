@@ -2,10 +2,45 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from ..state import AppState, ImageEntry
+from .map_view import GUI_COLORMAPS
+
+
+def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
+    """A layer slider with its 'layer N' label, laid out in a row."""
+    slider, label = QSlider(Qt.Horizontal), QLabel("layer –")
+    slider.valueChanged.connect(lambda v: label.setText(f"layer {v}"))
+    row = QHBoxLayout()
+    row.addWidget(slider, 1)
+    row.addWidget(label)
+    return slider, label, row
+
+
+def colormap_combo() -> QComboBox:
+    combo = QComboBox()
+    combo.addItems(GUI_COLORMAPS)
+    return combo
+
+
+def controls_column(form: QFormLayout, *below: QWidget) -> QWidget:
+    """The left column of an explorer: the form, then `below` widgets, then stretch."""
+    column = QWidget()
+    column.setMaximumWidth(330)
+    layout = QVBoxLayout(column)
+    layout.addLayout(form)
+    for widget in below:
+        layout.addWidget(widget)
+    layout.addStretch(1)
+    return column
+
+
+def wrapping_label() -> QLabel:
+    label = QLabel()
+    label.setWordWrap(True)
+    return label
 
 
 class ExplorerPanel(QWidget):
