@@ -26,7 +26,7 @@ def _setup(window, qtbot, data, epochs):
 
 def test_train_watch_cancel_and_stay_responsive(window, qtbot, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=16)
-    panel = _setup(window, qtbot, data, epochs=500)
+    panel = _setup(window, qtbot, data, epochs=40)
     assert panel.scan.classes == ("blue", "green", "red")
     assert "3 classes, 48 images" in panel.dataset_info.text()
     panel.start()
@@ -56,6 +56,14 @@ def test_train_watch_cancel_and_stay_responsive(window, qtbot, tmp_path):
     assert panel.start_button.isEnabled()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
     assert panel.history.count() == 1 and "cancelled" in panel.history.item(0).text()
+
+    # pick the cancelled run in History and resume it: it continues from its checkpoint to the end
+    panel._on_history_clicked(panel.history.item(0))
+    done_before = len(panel.curves_data["epoch"])
+    assert panel.resume_button.isEnabled() and done_before >= 2
+    panel.resume_button.click()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
+    assert "finished" in panel.status.text() and panel.curves_data["epoch"] == list(range(1, 41))
 
 
 def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):

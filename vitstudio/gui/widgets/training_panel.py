@@ -73,9 +73,16 @@ class TrainingPanel(QWidget):
         self.base_model.addItems(catalog_names)
         self.base_model.setEditText("")
         self.run_name = QLineEdit()
+        self.probe = QLineEdit()
+        self.probe.setPlaceholderText("default: the first validation image")
+        probe_browse = QPushButton("…")
+        probe_browse.setMaximumWidth(30)
+        probe_browse.clicked.connect(self._browse_probe)
         self.form = TrainingFormWidget()
-        self.start_button, self.pause_button, self.cancel_button = (QPushButton(t) for t in ("Start", "Pause",
-                                                                                              "Cancel"))
+        self.start_button, self.pause_button, self.cancel_button, self.resume_button = (
+            QPushButton(t) for t in ("Start", "Pause", "Cancel", "Resume run"))
+        self.resume_button.setToolTip("Continue the selected cancelled run from its last checkpoint")
+        self.resume_button.clicked.connect(self.resume_run)
         self.pause_button.setCheckable(True)
         self.start_button.clicked.connect(self.start)
         self.pause_button.toggled.connect(self._on_pause)
@@ -94,8 +101,12 @@ class TrainingPanel(QWidget):
         form.addRow(self.balance)
         form.addRow("Base model", self.base_model)
         form.addRow("Run name", self.run_name)
+        probe_row = QHBoxLayout()
+        probe_row.addWidget(self.probe, 1)
+        probe_row.addWidget(probe_browse)
+        form.addRow("Probe image", probe_row)
         buttons = QHBoxLayout()
-        for b in (self.start_button, self.pause_button, self.cancel_button):
+        for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
             buttons.addWidget(b)
         left_inner = QWidget()
         side = QVBoxLayout(left_inner)
@@ -219,17 +230,37 @@ class TrainingPanel(QWidget):
             return
         name = self.run_name.text().strip() or f"run-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
-            config = self.form.config(str(self.scan.root), model, str(models_dir() / name))
+            config = self.form.config(str(self.scan.root), model, str(models_dir() / name),
+                                      probe_image=self.probe.text().strip() or None)
             config.validate()
         except ValueError as exc:
             self.status.setText(str(exc))
             return
+        self._launch(config, resume=False)
+
+    def resume_run(self) -> None:
+        """Continue the cancelled run selected in History from its last checkpoint."""
+        if self.run_dir is None or not (self.run_dir / "checkpoint-last.pt").exists():
+            self.status.setText("Select a cancelled run in History first.")
+            return
+        from vitstudio.core.recipes import TrainConfig
+
+        self._launch(TrainConfig.from_json((self.run_dir / "train_config.json").read_text()), resume=True)
+
+    def _launch(self, config, resume: bool) -> None:
         self.run_dir = Path(config.out_dir)
         self._reset_curves()
+        if resume:
+            self._load_curves(self.run_dir)
         self._set_running(True)
-        self.status.setText(f"Starting {name}…")
-        self.job = workers.start_job("Training", lambda cancel: fine_tune(config, cancel), on_yield=self._on_record,
-                                     on_result=self._on_finished, on_error=self._on_failed)
+        self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.run_dir.name}…")
+        self.job = workers.start_job("Training", lambda cancel: fine_tune(config, cancel, resume=resume),
+                                     on_yield=self._on_record, on_result=self._on_finished, on_error=self._on_failed)
+
+    def _browse_probe(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Probe image", "", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
+        if path:
+            self.probe.setText(path)
 
     def cancel(self) -> None:
         if self.job is not None:
@@ -247,6 +278,8 @@ class TrainingPanel(QWidget):
 
     def _set_running(self, running: bool) -> None:
         self.start_button.setEnabled(not running)
+        resumable = self.run_dir is not None and run_status(self.run_dir) == "cancelled"
+        self.resume_button.setEnabled(not running and resumable)
         self.pause_button.setEnabled(running)
         self.cancel_button.setEnabled(running)
         usable = self.run_dir is not None and (self.run_dir / "config.json").exists()
@@ -333,15 +366,27 @@ class TrainingPanel(QWidget):
 
         self.run_dir = Path(item.data(Qt.UserRole))
         self._reset_curves()
-        for row in read_metrics(self.run_dir):
-            for key in self.curves_data:
-                self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
-        self._draw_curves()
+        self._load_curves(self.run_dir)
         eval_file = self.run_dir / "eval.json"
         if eval_file.exists():
             self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
         self._set_running(False)
         self.status.setText(f"Run {self.run_dir.name}: use it, or look at its curves and results.")
+
+
+    def _load_curves(self, folder: Path) -> None:
+        for row in read_metrics(folder):
+            for key in self.curves_data:
+                self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
+        self._draw_curves()
+
+
+def run_status(folder: Path) -> str:
+    """'finished', 'cancelled', 'early-stopped', or '' when the run has no status yet."""
+    import json
+
+    status = folder / "status.json"
+    return json.loads(status.read_text()).get("status", "") if status.exists() else ""
 
 
 def _duration(seconds: float) -> str:
