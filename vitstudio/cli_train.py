@@ -29,6 +29,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
+    p.add_argument("--data-path", default="cached", choices=["cached", "pil"],
+                   help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")
+    p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--fused-optimizer", action="store_true", help="fused optimizer kernels (CUDA)")
     p.add_argument("--quiet", action="store_true")
 
     p = sub.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")
@@ -99,10 +104,16 @@ def finetune(args) -> int:
                                                "layer_decay", "warmup_epochs", "label_smoothing", "mixup",
                                                "cutmix", "drop_path", "ema_decay", "patience", "seed", "img_size",
                                                "val_ratio", "last_blocks", "workers")}
+    overrides.update(channels_last=args.channels_last or None, compile=args.compile or None,
+                     fused_optimizer=args.fused_optimizer or None)
+    import os
+
+    main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
     try:
         config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
-                             device=args.device, precision=args.precision, probe_image=args.probe, **overrides)
-        result = _drain(fine_tune(config, resume=args.resume), args.quiet)
+                             device=args.device, precision=args.precision, probe_image=args.probe,
+                             data_path=args.data_path, **overrides)
+        result = _drain(fine_tune(config, resume=args.resume), args.quiet or not main_process)
     except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -110,8 +121,9 @@ def finetune(args) -> int:
         print(f"Interrupted; continue with: vitstudio finetune {args.data_dir} --model {args.model} "
               f"--out {args.out} --resume", file=sys.stderr)
         return 130
-    print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
-          f"{result.out_dir}")
+    if main_process:
+        print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
+              f"{result.out_dir}")
     return EXIT_OK
 
 

@@ -14,6 +14,15 @@ from torch import nn
 
 from .devices import autocast
 
+
+def split_eval_transform(transform) -> tuple[list, list]:
+    """(PIL steps up to the crop, tensor steps after it) of a timm eval transform, so the crop the model sees
+    can be shown or cached."""
+    steps = list(transform.transforms)
+    cut = next(i for i, t in enumerate(steps) if "ToTensor" in type(t).__name__)
+    return steps[:cut], steps[cut:]
+
+
 _locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _locks_guard = threading.Lock()
 
@@ -79,10 +88,7 @@ class LoadedModel:
 
     @cached_property
     def _split_transform(self):
-        """(PIL steps up to the crop, tensor steps after it) so the crop the model sees can be shown."""
-        steps = list(self.transform.transforms)
-        cut = next(i for i, t in enumerate(steps) if "ToTensor" in type(t).__name__)
-        return steps[:cut], steps[cut:]
+        return split_eval_transform(self.transform)
 
     def crop(self, image: Image.Image) -> Image.Image:
         """The exact image the model sees, before tensor conversion and normalisation."""

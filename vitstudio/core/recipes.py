@@ -49,7 +49,12 @@ class TrainConfig:
     std: tuple[float, float, float] | None = None
     interpolation: str | None = None
     crop_pct: float | None = None
-    workers: int = 0  # DataLoader worker processes
+    workers: int = 0  # DataLoader worker processes (pil data path)
+    data_path: str = "cached"  # "cached": decode once + augment on the device; "pil": timm's PIL DataLoader
+    cache_memory_gb: float = 2.0  # a larger decoded cache is memory-mapped from ~/.cache/vitstudio/decoded
+    channels_last: bool = False
+    compile: bool = False  # torch.compile the model
+    fused_optimizer: bool = False  # fused AdamW/SGD kernels (CUDA)
     probe_image: str | None = None  # its rollout is snapshotted after every epoch
     extra: dict = field(default_factory=dict)
 

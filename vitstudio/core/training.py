@@ -21,10 +21,10 @@ import timm.scheduler
 import timm.utils
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
 
 from .attention import rollout
 from .datasets import Split, scan_dataset, split_dataset
+from .distributed import DistInfo, barrier, broadcast_flag, device_for, finish, init_distributed, sum_across
 from .evaluation import EvalReport, evaluate
 from .images import ImageReadError, read_image
 from .jobs import Cancelled, CancelToken, Progress, Throttle
@@ -32,6 +32,7 @@ from .loading import load_model
 from .model import LoadedModel
 from .recipes import TrainConfig
 from .runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
+from .training_data import make_loaders
 
 
 @dataclass(frozen=True)
@@ -72,27 +73,6 @@ class TrainResult:
     epochs_done: int
     best_val_acc: float
     report: EvalReport | None
-
-
-class FolderDataset(Dataset):
-    """(path, label) pairs -> (tensor, label). An image that fails to decode is replaced by the next one and
-    remembered in `self.failed`, so one bad file never stops a run."""
-
-    def __init__(self, items, transform) -> None:
-        self.items, self.transform = list(items), transform
-        self.failed: dict[str, str] = {}
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, index: int):
-        for offset in range(len(self.items)):
-            path, label = self.items[(index + offset) % len(self.items)]
-            try:
-                return self.transform(read_image(path)), label
-            except ImageReadError as exc:
-                self.failed[str(path)] = exc.reason
-        raise RuntimeError("No readable image in the dataset.")
 
 
 def _seed_everything(seed: int) -> torch.Generator:
@@ -149,13 +129,6 @@ def _data_config(base: LoadedModel, config: TrainConfig) -> dict:
     return cfg
 
 
-def _transforms(cfg: dict, config: TrainConfig):
-    train = timm.data.create_transform(
-        cfg["input_size"], is_training=True, scale=config.scale, hflip=config.hflip,
-        color_jitter=config.color_jitter, interpolation=cfg["interpolation"], mean=cfg["mean"], std=cfg["std"])
-    return train, timm.data.create_transform(**cfg, is_training=False)
-
-
 def _loss_fns(config: TrainConfig, num_classes: int):
     from timm.data import Mixup
     from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
@@ -169,16 +142,16 @@ def _loss_fns(config: TrainConfig, num_classes: int):
     return None, nn.CrossEntropyLoss()
 
 
-def _validate(model: nn.Module, loader, device, autocast) -> tuple[float, float]:
+def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple[float, float]:
     model.eval()
     loss_sum, correct, count = 0.0, 0, 0
     with torch.inference_mode(), autocast():
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
+        for x, y in batches:
             logits = model(x).float()
             loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
             correct += int((logits.argmax(-1) == y).sum())
             count += len(y)
+    loss_sum, correct, count = sum_across(dist_info, loss_sum, correct, count)
     return loss_sum / max(1, count), correct / max(1, count)
 
 
@@ -190,24 +163,37 @@ def prepare_split(config: TrainConfig, out: Path) -> Split:
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:
-    """Fine-tune and write models/<run>/. Yields Progress / StepProgress / EpochMetrics / ProbeSnapshot."""
+    """Fine-tune and write models/<run>/. Yields Progress / StepProgress / EpochMetrics / ProbeSnapshot.
+
+    Under torchrun every process runs this generator: each trains on its shard through DDP, rank 0 writes.
+    """
     cancel = cancel or CancelToken()
     out = Path(config.out_dir)
+    dist_info = init_distributed()
+    try:
+        result = yield from _fine_tune(config, cancel, resume, out, dist_info)
+    finally:
+        finish(dist_info)
+    return result
+
+
+def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
+    main = dist_info.main
     if resume:
         if not (out / CHECKPOINT).exists():
             raise FileNotFoundError(f"No checkpoint to resume in {out}.")
         config = TrainConfig.from_json((out / "train_config.json").read_text())
     else:
         config.validate()
-        if out.exists():
+        if out.exists() and main:
             raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or resume).")
     yield Progress(0, 0, "Scanning the dataset")
     split = prepare_split(config, out)
     if not split.val:
         raise ValueError("The validation split is empty.")
-    generator = _seed_everything(config.seed)
+    generator = _seed_everything(config.seed + dist_info.rank)
     yield Progress(0, 0, f"Loading {config.model}")
-    base = load_model(config.model, config.weights, config.device, config.precision)
+    base = load_model(config.model, config.weights, device_for(dist_info, config.device), config.precision)
     model, device = base.model, base.device
     _new_head(model, len(split.classes))
     if config.drop_path:
@@ -216,18 +202,17 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
     if tuple(cfg["input_size"][1:]) != base.input_hw and hasattr(model, "set_input_size"):
         model.set_input_size(img_size=cfg["input_size"][1:])
     model.to(device)
+    if config.channels_last:
+        model.to(memory_format=torch.channels_last)
     trainable = _freeze(model, config)
-    train_tf, val_tf = _transforms(cfg, config)
-    train_set, val_set = FolderDataset(split.train, train_tf), FolderDataset(split.val, val_tf)
     mixup, criterion = _loss_fns(config, len(split.classes))
-    loader_args = dict(num_workers=config.workers, persistent_workers=config.workers > 0)
-    train_loader = DataLoader(train_set, batch_size=config.batch_size, shuffle=True, generator=generator,
-                              drop_last=mixup is not None and len(train_set) >= config.batch_size, **loader_args)
-    val_loader = DataLoader(val_set, batch_size=config.batch_size, **loader_args)
+    loaders = yield from make_loaders(split, cfg, config, device, dist_info, generator, drop_last=mixup is not None,
+                                      cancel=cancel)
     optimizer = timm.optim.create_optimizer_v2(
         model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
-        layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm)
-    steps_per_epoch = math.ceil(len(train_loader) / config.grad_accum)
+        layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
+        **({"fused": True} if config.fused_optimizer and device.type == "cuda" else {}))
+    steps_per_epoch = math.ceil(loaders.steps / config.grad_accum)
     scheduler, _ = timm.scheduler.create_scheduler_v2(
         optimizer, sched="cosine", num_epochs=config.epochs, warmup_epochs=int(config.warmup_epochs),
         min_lr=config.lr * config.min_lr_ratio, warmup_lr=config.lr * 0.01, step_on_epochs=config.step_on_epochs,
@@ -244,15 +229,26 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
             ema.module.load_state_dict(state["ema"])
         start_epoch, best_acc, stale = state["epoch"] + 1, state["best_acc"], state["stale"]
         torch.set_rng_state(state["rng"])
-    else:
+    elif main:
         out.mkdir(parents=True)
         atomic_write_bytes(out / "train_config.json", config.to_json().encode())
         split.save(out / "split.json")
-    log = MetricsLog(out, resume)
+    barrier(dist_info)  # the run folder exists before anyone goes on
+    train_model = model
+    if dist_info.enabled:
+        from torch.nn.parallel import DistributedDataParallel
+
+        train_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if config.compile:
+        train_model = torch.compile(train_model)
+    log = MetricsLog(out, resume) if main else None
     classes = list(split.classes)
-    probe = _probe(config, split)
-    yield Progress(0, 0, f"Training {trainable / 1e6:.2f} M of {sum(p.numel() for p in model.parameters()) / 1e6:.2f} "
-                         f"M parameters on {len(train_set)} images, validating on {len(val_set)}")
+    probe = _probe(config, split) if main else None
+    total = sum(p.numel() for p in model.parameters())
+    yield Progress(0, 0, f"Training {trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
+                         f"{loaders.images * dist_info.world} images ({config.data_path} data path"
+                         f"{f', {dist_info.world} processes' if dist_info.enabled else ''}), validating on "
+                         f"{len(split.val)}")
 
     def checkpoint(epoch_done: int) -> None:
         atomic_torch_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
@@ -262,29 +258,31 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
 
     def write_status(status: str, epochs_done: int) -> None:
         atomic_write_bytes(out / "status.json", json.dumps(
-            {"status": status, "epochs_done": epochs_done, "best_val_acc": best_acc,
-             "skipped": {**train_set.failed, **val_set.failed}}, indent=1).encode())
+            {"status": status, "epochs_done": epochs_done, "best_val_acc": best_acc, "processes": dist_info.world,
+             "data_path": config.data_path, "skipped": loaders.failed}, indent=1).encode())
 
     throttle = Throttle(10)
     status, epoch = "finished", start_epoch - 1
     autocast = base.autocast
     try:
         for epoch in range(start_epoch, config.epochs):
-            model.train()
-            started, seen, loss_sum, correct, counted = time.monotonic(), 0, 0.0, 0, 0
+            train_model.train()
+            started, seen, loss_sum, correct = time.monotonic(), 0, 0.0, 0
             optimizer.zero_grad(set_to_none=True)
-            for step, (x, y) in enumerate(train_loader):
+            for step, (x, y) in enumerate(loaders.train(epoch)):
                 cancel.raise_if_cancelled()
                 cancel.wait_while_paused()
-                x, y = x.to(device), y.to(device)
+                if config.channels_last:
+                    x = x.contiguous(memory_format=torch.channels_last)
                 target = y
                 if mixup is not None:
                     x, target = mixup(x, y)
                 with autocast():
-                    logits = model(x)
+                    logits = train_model(x)
                     loss = criterion(logits.float(), target) / config.grad_accum
                 (scaler.scale(loss) if scaler else loss).backward()
-                if (step + 1) % config.grad_accum == 0 or step + 1 == len(train_loader):
+                last = step + 1 == loaders.steps
+                if (step + 1) % config.grad_accum == 0 or last:
                     if scaler:
                         scaler.step(optimizer)
                         scaler.update()
@@ -297,44 +295,45 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
                 seen += len(y)
                 loss_sum += float(loss.detach()) * config.grad_accum * len(y)
                 correct += int((logits.argmax(-1) == y).sum())
-                counted += len(y)
-                if throttle.ready(force=step + 1 == len(train_loader)):
-                    rate = seen / max(1e-9, time.monotonic() - started)
-                    left = (len(train_loader) - step - 1) * config.batch_size + \
-                        (config.epochs - epoch - 1) * len(train_set)
-                    yield StepProgress(epoch, config.epochs, step + 1, len(train_loader), loss_sum / seen,
+                if throttle.ready(force=last):
+                    rate = seen / max(1e-9, time.monotonic() - started) * dist_info.world
+                    left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * dist_info.world
+                    yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
                                        optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
             scheduler.step(epoch + 1)
+            loss_sum, correct, seen = sum_across(dist_info, loss_sum, correct, seen)
             eval_model = ema.module if ema is not None else model
-            val_loss, val_acc = _validate(eval_model, val_loader, device, autocast)
+            val_loss, val_acc = _validate(eval_model, loaders.val, autocast, dist_info)
             improved = val_acc > best_acc
-            if improved:
-                best_acc, stale = val_acc, 0
-                save_model_folder(eval_model, out, classes, cfg)
-            else:
-                stale += 1
-            row = dict(epoch=epoch, train_loss=loss_sum / max(1, counted), train_acc=correct / max(1, counted),
+            best_acc, stale = (val_acc, 0) if improved else (best_acc, stale + 1)
+            row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
                        val_loss=val_loss, val_acc=val_acc, lr=optimizer.param_groups[-1]["lr"],
                        seconds=time.monotonic() - started)
-            log.log(row)
-            checkpoint(epoch)
+            if main:
+                if improved:
+                    save_model_folder(eval_model, out, classes, cfg)
+                log.log(row)
+                checkpoint(epoch)
             yield EpochMetrics(**row, best=improved)
             if probe is not None:
                 yield _probe_snapshot(eval_model, probe, cfg, base, epoch)
-            if config.patience and stale >= config.patience:
+            if broadcast_flag(dist_info, bool(config.patience) and stale >= config.patience):
                 status = "early-stopped"
                 break
     except Cancelled:
         status = "cancelled"  # the checkpoint of the last finished epoch stays: `resume` continues from it
     finally:
-        log.close()
+        if log is not None:
+            log.close()
     epochs_done = epoch + 1 if status != "cancelled" else epoch
-    write_status(status, epochs_done)
     report = None
-    if (out / "model.safetensors").exists() and status != "cancelled":
-        best = load_model(str(out), device=str(device), precision=config.precision)
-        report = yield from evaluate(best, split.val, classes, config.batch_size, cancel)
-        atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
+    if main:
+        write_status(status, epochs_done)
+        if (out / "model.safetensors").exists() and status != "cancelled":
+            best = load_model(str(out), device=str(device), precision=config.precision)
+            report = yield from evaluate(best, split.val, classes, config.batch_size, cancel)
+            atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
+    barrier(dist_info)
     return TrainResult(out, status, epochs_done, best_acc, report)
 
 

@@ -315,6 +315,10 @@ class TrainingPanel(QWidget):
             self._show_snapshot(len(self.snapshots) - 1)
         elif isinstance(rec, Progress) and rec.message:
             self.status.setText(rec.message)
+            if rec.total:  # e.g. decoding the images into the cache before the first epoch
+                self.progress.setRange(0, rec.total)
+                self.progress.setValue(rec.done)
+                self.progress.setFormat(f"{rec.message}: %v/%m")
 
     def _draw_curves(self) -> None:
         d = self.curves_data

@@ -1,0 +1,164 @@
+"""The fast data path: decoded-image cache, device-side augmentation equivalent to timm's PIL path, exact eval
+crops, sharding, and multi-process training through torchrun (gloo, CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import timm
+import torch
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset, tree_state
+from vitstudio.core.device_augment import DeviceEvalBatches, DeviceTrainBatches, shard_indices
+from vitstudio.core.imagecache import build_cache, short_side_for
+from vitstudio.core.images import read_image
+
+SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
+
+
+def drain(gen):
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+@pytest.fixture
+def jpegs(tmp_path, photos):
+    """Real photos as JPEGs of different sizes and aspect ratios, plus one broken file."""
+    folder = tmp_path / "jpegs"
+    folder.mkdir()
+    paths = []
+    for i, (name, path) in enumerate(photos.items()):
+        img = read_image(path).resize((300 + 40 * i, 200 + 30 * i))
+        out = folder / f"{name}.jpg"
+        img.save(out, quality=92)
+        paths.append(out)
+    broken = folder / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8\xff\xe0 not really")
+    return paths + [broken]
+
+
+def test_cache_in_memory_spilled_and_reused(jpegs, tmp_path):
+    before = tree_state(jpegs[0].parent)
+    mem = drain(build_cache(jpegs, 64, folder=tmp_path / "cache"))
+    assert list(mem.failed) == [str(jpegs[-1])] and mem.bad == [len(jpegs) - 1]
+    first = read_image(jpegs[0])
+    assert min(mem.image(0).shape[:2]) == 64 and mem.image(0).shape[1] == round(first.width * 64 / first.height)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())  # fitted in memory
+    spilled = drain(build_cache(jpegs, 64, memory_budget=10_000, folder=tmp_path / "cache"))
+    assert isinstance(spilled.data, np.memmap) and len(list((tmp_path / "cache").glob("*.u8"))) == 1
+    for k in range(len(jpegs)):
+        np.testing.assert_array_equal(mem.image(k), spilled.image(k))
+    reused_progress = list(build_cache(jpegs, 64, memory_budget=10_000, folder=tmp_path / "cache"))
+    assert reused_progress[0].message == "Decoded-image cache found"
+    os.utime(jpegs[1], ns=(1, 1))  # an edited file gets a new cache
+    assert list(build_cache(jpegs, 64, memory_budget=10_000, folder=tmp_path / "cache"))[0].message != \
+        "Decoded-image cache found"
+    os.utime(jpegs[1])
+    assert tree_state(jpegs[0].parent) == {**before, "chelsea.jpg": tree_state(jpegs[0].parent)["chelsea.jpg"]}
+
+
+def test_device_augmentation_matches_timm_pil_distribution(jpegs):
+    """Per-sample statistics of 300 augmented views: device path vs timm's create_transform(is_training=True)."""
+    from scipy.stats import ks_2samp
+
+    cache = drain(build_cache(jpegs[:1], short_side_for(48)))
+    mean, std = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
+    batches = DeviceTrainBatches(cache, [0], (48, 48), scale=(0.08, 1.0), hflip=0.5, mean=mean, std=std,
+                                 interpolation="bicubic", batch_size=1)
+    ours = torch.cat([x for e in range(300) for x, _ in batches.epoch(e)])
+    pil_tf = timm.data.create_transform((3, 48, 48), is_training=True, scale=(0.08, 1.0), hflip=0.5,
+                                        color_jitter=0.0, interpolation="bicubic", mean=mean, std=std)
+    image = read_image(jpegs[0])
+    ref = torch.stack([pil_tf(image) for _ in range(300)])
+    assert ours.shape == ref.shape
+
+    def stats(batch):
+        gray = batch.mean(1)  # (N, H, W)
+        cols = torch.arange(gray.shape[-1], dtype=torch.float32)
+        weight = gray - gray.amin(dim=(1, 2), keepdim=True) + 1e-3
+        centre_x = (weight.sum(1) * cols).sum(-1) / weight.sum(dim=(1, 2))  # moves with crop position and flip
+        return {"mean": gray.mean(dim=(1, 2)), "std": gray.std(dim=(1, 2)), "centre_x": centre_x}
+
+    a, b = stats(ours), stats(ref)
+    for key in a:
+        assert ks_2samp(a[key].numpy(), b[key].numpy()).pvalue > 0.001, key
+
+
+def test_whole_image_crop_is_close_to_pil(jpegs):
+    """With no randomness left (full crop, no flip) the device path reproduces timm's PIL pixels closely."""
+    cache = drain(build_cache(jpegs[:1], short_side_for(64)))
+    batches = DeviceTrainBatches(cache, [0], (64, 64), scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
+                                 mean=(0.5,) * 3, std=(0.5,) * 3, interpolation="bilinear", batch_size=1)
+    ours = next(batches.epoch(0))[0][0]
+    pil_tf = timm.data.create_transform((3, 64, 64), is_training=True, scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
+                                        color_jitter=0.0, interpolation="bilinear", mean=(0.5,) * 3, std=(0.5,) * 3)
+    ref = pil_tf(read_image(jpegs[0]))
+    assert (ours - ref).abs().mean() < 0.03  # normalised units: ~1 % of the range, from resampling twice
+
+
+def test_eval_crops_are_exact(jpegs):
+    loaded_cfg = dict(input_size=(3, 40, 40), interpolation="bicubic", mean=(0.5,) * 3, std=(0.5,) * 3,
+                      crop_pct=0.875, crop_mode="center")
+    from vitstudio.core.model import split_eval_transform
+
+    tf = timm.data.create_transform(**loaded_cfg)
+    pil_steps, _ = split_eval_transform(tf)
+    crops, refs = [], []
+    for path in jpegs[:3]:
+        img = read_image(path)
+        crop = img
+        for step in pil_steps:
+            crop = step(crop)
+        crops.append(np.asarray(crop))
+        refs.append(tf(img))
+    x, _ = next(iter(DeviceEvalBatches(np.stack(crops), [0, 1, 2], (0.5,) * 3, (0.5,) * 3, 8, torch.device("cpu"))))
+    torch.testing.assert_close(x, torch.stack(refs), atol=1e-6, rtol=0)
+
+
+def test_shards_cover_everything_once_per_epoch():
+    items = list(range(10))
+    shards = [shard_indices(items, r, 3) for r in range(3)]
+    assert [len(s) for s in shards] == [4, 4, 4]
+    assert sorted(set(sum(shards, []))) == items  # all covered; 2 repeated to pad, like DistributedSampler
+
+
+def test_cached_and_pil_paths_learn_alike(tmp_path):
+    from vitstudio.core.recipes import make_config
+    from vitstudio.core.training import fine_tune
+
+    data = make_dataset(tmp_path / "data", per_class=30)
+    accs = {}
+    for path in ("cached", "pil"):
+        cfg = make_config(str(data), SPEC3, str(tmp_path / path), preset="scratch", epochs=10, batch_size=16,
+                          lr=2e-3, warmup_epochs=1, seed=3, data_path=path)
+        accs[path] = drain(fine_tune(cfg)).best_val_acc
+    assert min(accs.values()) >= 0.75 and abs(accs["cached"] - accs["pil"]) <= 0.2, accs
+
+
+def test_torchrun_two_processes_on_gloo(tmp_path):
+    data = make_dataset(tmp_path / "data", per_class=12)
+    out = tmp_path / "ddp-run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29533",
+           "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", "--epochs", "3",
+           "--batch-size", "8", "--out", str(out), "--quiet"]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    status = json.loads((out / "status.json").read_text())
+    assert status["status"] == "finished" and status["processes"] == 2
+    assert (out / "metrics.csv").read_text().count("\n") == 4  # written once, by rank 0
+    assert res.stdout.count("finished: best val accuracy") == 1  # only rank 0 reports
+    from vitstudio.core.loading import load_model
+
+    assert load_model(str(out)).labels == ["blue", "green", "red"]
+    assert Image.open(next(data.rglob("*.png"))).size == (32, 32)

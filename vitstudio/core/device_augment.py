@@ -1,0 +1,104 @@
+"""Training batches from the decoded-image cache, augmented on the training device.
+
+Random resized crop parameters come from timm's own `RandomResizedCropAndInterpolation.get_params` (the same
+distribution as the plain PIL path), the crop is cut from the cached uint8 image, resized on the device
+(antialiased, rounded to uint8 levels like PIL), flipped and normalised there, a whole batch at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from timm.data.transforms import RandomResizedCropAndInterpolation
+
+from .imagecache import DecodedImages
+
+MODES = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest", "random": "bilinear"}
+
+
+def shard_indices(indices: Sequence[int], rank: int, world: int) -> list[int]:
+    """DistributedSampler's split: pad by wrapping to a multiple of `world`, then every world-th from `rank`."""
+    indices = list(indices)
+    if world <= 1:
+        return indices
+    total = math.ceil(len(indices) / world) * world
+    padded = indices + indices[: total - len(indices)]
+    return padded[rank:total:world]
+
+
+class DeviceTrainBatches:
+    def __init__(self, cache: DecodedImages, labels: Sequence[int], size: tuple[int, int], *,
+                 scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), hflip: float = 0.5, mean=(0.485, 0.456, 0.406),
+                 std=(0.229, 0.224, 0.225), interpolation: str = "bilinear", batch_size: int = 32,
+                 device: torch.device | None = None, seed: int = 0, drop_last: bool = False,
+                 rank: int = 0, world: int = 1, device_budget: int = 4 << 30) -> None:
+        self.cache, self.size = cache, tuple(size)
+        self.labels = torch.as_tensor(list(labels), dtype=torch.long)
+        self.scale, self.ratio, self.hflip = tuple(scale), tuple(ratio), hflip
+        self.mode = MODES.get(interpolation, "bilinear")
+        device = device or torch.device("cpu")
+        self.batch_size, self.device, self.seed, self.drop_last = batch_size, device, seed, drop_last
+        self.rank, self.world = rank, world
+        bad = set(cache.bad)
+        self.valid = [k for k in range(len(cache)) if k not in bad]
+        self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(std, device=device).view(1, 3, 1, 1) * 255
+        flat = torch.from_numpy(np.asarray(cache.data))  # zero-copy on the host
+        # on an accelerator, keep the whole cache there when it fits: crops are then slices, no copies per step
+        on_device = device.type != "cpu" and cache.nbytes <= device_budget
+        self.flat = flat.to(device) if on_device else flat
+
+    def __len__(self) -> int:
+        n = len(shard_indices(self.valid, self.rank, self.world))
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    def _crop(self, k: int) -> torch.Tensor:
+        h, w, c = (int(v) for v in self.cache.shapes[k])
+        img = self.flat[int(self.cache.offsets[k]): int(self.cache.offsets[k]) + h * w * c].view(h, w, c)
+        top, left, ch, cw = RandomResizedCropAndInterpolation.get_params(
+            torch.empty((c, h, w), device="meta"), self.scale, self.ratio)
+        crop = img[top: top + ch, left: left + cw].to(self.device, non_blocking=True)
+        crop = crop.permute(2, 0, 1)[None].float()
+        antialias = self.mode in ("bilinear", "bicubic")
+        out = F.interpolate(crop, size=self.size, mode=self.mode, antialias=antialias,
+                            align_corners=False if antialias else None)
+        out = out.round_().clamp_(0, 255)  # the uint8 levels a PIL resize would give
+        if random.random() < self.hflip:
+            out = out.flip(-1)
+        return out[0]
+
+    def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """(x (B, 3, H, W) normalised on the device, y (B,)) batches for one epoch, shuffled per epoch."""
+        g = torch.Generator().manual_seed(self.seed + epoch)
+        order = [self.valid[i] for i in torch.randperm(len(self.valid), generator=g).tolist()]
+        order = shard_indices(order, self.rank, self.world)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start: start + self.batch_size]
+            if self.drop_last and len(idx) < self.batch_size:
+                break
+            x = torch.stack([self._crop(k) for k in idx])
+            yield (x - self.mean) / self.std, self.labels[idx].to(self.device, non_blocking=True)
+
+
+class DeviceEvalBatches:
+    """Validation batches from exact eval crops (the PIL stages of timm's eval transform, computed once)."""
+
+    def __init__(self, crops: np.ndarray, labels: Sequence[int], mean, std, batch_size: int,
+                 device: torch.device, rank: int = 0, world: int = 1) -> None:
+        self.crops = torch.from_numpy(crops)  # (N, H, W, 3) uint8
+        self.labels = torch.as_tensor(list(labels), dtype=torch.long)
+        self.order = list(range(len(crops)))[rank::world]  # no padding: each image is scored once overall
+        self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(std, device=device).view(1, 3, 1, 1) * 255
+        self.batch_size, self.device = batch_size, device
+
+    def __iter__(self):
+        for start in range(0, len(self.order), self.batch_size):
+            idx = self.order[start: start + self.batch_size]
+            x = self.crops[idx].to(self.device).permute(0, 3, 1, 2).float()
+            yield (x - self.mean) / self.std, self.labels[idx].to(self.device)

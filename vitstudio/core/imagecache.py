@@ -1,0 +1,134 @@
+"""A decoded-image cache: every training image decoded once (EXIF-corrected RGB), resized so its short side is a
+bit above the training size, kept as uint8 — in memory, or memory-mapped from a cache file outside the dataset.
+
+The file is keyed by every image's path, size and mtime plus the stored size, so an edited dataset gets a new cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .images import ImageReadError, read_image
+from .jobs import CancelToken, Progress
+from .runs import atomic_write_bytes
+
+SHORT_SIDE_MARGIN = 1.5  # 224 -> 336: the median random-resized crop (~0.73 of the side) is still downsampled
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("VITSTUDIO_CACHE_DIR") or Path.home() / ".cache" / "vitstudio" / "decoded")
+
+
+def short_side_for(train_size: int) -> int:
+    return int(np.ceil(train_size * SHORT_SIDE_MARGIN))
+
+
+@dataclass
+class DecodedImages:
+    """Variable-sized uint8 images in one flat buffer: image k is data[offsets[k]: …].reshape(shapes[k])."""
+
+    data: np.ndarray  # (total,) uint8, in memory or np.memmap
+    offsets: np.ndarray  # (n,) int64
+    shapes: np.ndarray  # (n, 3) int32: H, W, 3
+    failed: dict[str, str]  # path -> reason, for images that could not be decoded
+    bad: list[int]  # their indices (stored as 1×1 placeholders so that indices stay aligned)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def image(self, k: int) -> np.ndarray:
+        h, w, c = self.shapes[k]
+        start = int(self.offsets[k])
+        return self.data[start: start + h * w * c].reshape(h, w, c)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.shape[0])
+
+
+def cache_key(paths: Sequence[Path], short_side: int) -> str:
+    digest = hashlib.sha1(f"v1:{short_side}".encode())
+    for p in paths:
+        st = Path(p).stat()
+        digest.update(f"{Path(p).resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+def _resize_short_side(img: Image.Image, short_side: int) -> Image.Image:
+    w, h = img.size
+    scale = short_side / min(w, h)
+    if scale >= 1:  # never upsample: a small image stays as it is
+        return img
+    return img.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.BICUBIC, reducing_gap=None)
+
+
+def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 << 30,
+                folder: Path | None = None, cancel: CancelToken | None = None) -> Iterator[Progress]:
+    """Generator: yields Progress while decoding, returns DecodedImages (`cache = yield from build_cache(...)`).
+
+    Reuses a cache file with the same key; keeps the result in memory when it fits `memory_budget` bytes,
+    otherwise writes it to `folder` (default: ~/.cache/vitstudio/decoded) and memory-maps it.
+    """
+    folder = folder or cache_dir()
+    key = cache_key(paths, short_side)
+    data_file, index_file = folder / f"{key}.u8", folder / f"{key}.json"
+    if data_file.exists() and index_file.exists():
+        index = json.loads(index_file.read_text())
+        yield Progress(len(paths), len(paths), "Decoded-image cache found")
+        data = np.memmap(data_file, dtype=np.uint8, mode="r")
+        if data.shape[0] <= memory_budget:
+            data = np.array(data)  # small enough: read it into memory once
+        return DecodedImages(data, np.asarray(index["offsets"], np.int64), np.asarray(index["shapes"], np.int32),
+                             index["failed"], index["bad"])
+    chunks: list[np.ndarray] = []  # in memory while the running total fits the budget
+    spill = None  # the cache file once it does not
+    shapes, failed, bad, total = [], {}, [], 0
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = data_file.with_suffix(".u8.tmp")
+    try:
+        for n, path in enumerate(paths, 1):
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            try:
+                im = np.asarray(_resize_short_side(read_image(path), short_side), dtype=np.uint8)
+            except ImageReadError as exc:
+                failed[str(path)] = exc.reason
+                bad.append(n - 1)
+                im = np.zeros((1, 1, 3), np.uint8)  # keeps indices aligned; the sampler skips it
+            shapes.append(im.shape)
+            total += im.size
+            if spill is None and total > memory_budget:
+                spill = tmp.open("wb")
+                for chunk in chunks:
+                    spill.write(chunk.tobytes())
+                chunks.clear()
+            if spill is not None:
+                spill.write(im.tobytes())
+            else:
+                chunks.append(im.reshape(-1))
+            if n % 16 == 0 or n == len(paths):
+                yield Progress(n, len(paths), "Decoding images once for all epochs")
+    except BaseException:
+        if spill is not None:
+            spill.close()
+            tmp.unlink(missing_ok=True)
+        raise
+    shapes_arr = np.asarray(shapes, np.int32).reshape(-1, 3)
+    sizes = shapes_arr.prod(axis=1).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else np.zeros(0, np.int64)
+    if spill is None:
+        data = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
+        return DecodedImages(data, offsets, shapes_arr, failed, bad)
+    spill.close()
+    os.replace(tmp, data_file)
+    atomic_write_bytes(index_file, json.dumps({"offsets": offsets.tolist(), "shapes": shapes_arr.tolist(),
+                                               "failed": failed, "bad": bad}).encode())
+    return DecodedImages(np.memmap(data_file, dtype=np.uint8, mode="r"), offsets, shapes_arr, failed, bad)

@@ -1,0 +1,129 @@
+"""The two data paths of the engine, behind one interface:
+
+* `cached` (default): every training image decoded once into the decoded-image cache, augmented on the training
+  device in batches; validation images cut once to their exact eval crops;
+* `pil`: timm's `create_transform(is_training=True)` on PIL images in a DataLoader, as timm's train.py does.
+
+Both shard the data across processes the way DistributedSampler does when run under torchrun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import timm
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from .datasets import Split
+from .device_augment import DeviceEvalBatches, DeviceTrainBatches
+from .distributed import DistInfo
+from .imagecache import build_cache, short_side_for
+from .images import ImageReadError, read_image
+from .jobs import CancelToken, Progress
+from .model import split_eval_transform
+from .recipes import TrainConfig
+
+
+class FolderDataset(Dataset):
+    """(path, label) pairs -> (tensor, label). An image that fails to decode is replaced by the next one and
+    remembered in `self.failed`, so one bad file never stops a run."""
+
+    def __init__(self, items, transform) -> None:
+        self.items, self.transform = list(items), transform
+        self.failed: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int):
+        for offset in range(len(self.items)):
+            path, label = self.items[(index + offset) % len(self.items)]
+            try:
+                return self.transform(read_image(path)), label
+            except ImageReadError as exc:
+                self.failed[str(path)] = exc.reason
+        raise RuntimeError("No readable image in the dataset.")
+
+
+@dataclass
+class Loaders:
+    train: Callable[[int], Iterable]  # epoch -> (x, y) batches already on the device
+    val: Iterable  # (x, y) batches on the device (this process's share)
+    steps: int  # training batches per epoch, for this process
+    images: int  # training images per epoch, for this process
+    failed: dict[str, str]
+
+
+def make_loaders(split: Split, cfg: dict, config: TrainConfig, device: torch.device, dist_info: DistInfo,
+                 generator: torch.Generator, drop_last: bool, cancel: CancelToken | None = None
+                 ) -> Iterator[Progress]:
+    """Generator: yields Progress while preparing, returns Loaders (`loaders = yield from make_loaders(...)`)."""
+    if config.data_path == "pil":
+        return _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last)
+    if config.data_path != "cached":
+        raise ValueError(f"Unknown data path '{config.data_path}'; use cached or pil.")
+    size = tuple(cfg["input_size"][1:])
+    paths = [p for p, _ in split.train]
+    cache = yield from build_cache(paths, short_side_for(max(size)), int(config.cache_memory_gb * (1 << 30)),
+                                   cancel=cancel)
+    train = DeviceTrainBatches(
+        cache, [label for _, label in split.train], size, scale=config.scale, hflip=config.hflip,
+        mean=cfg["mean"], std=cfg["std"], interpolation=cfg["interpolation"], batch_size=config.batch_size,
+        device=device, seed=config.seed, drop_last=drop_last, rank=dist_info.rank, world=dist_info.world)
+    pil_steps, _ = split_eval_transform(timm.data.create_transform(**cfg, is_training=False))
+    crops, labels, failed = [], [], dict(cache.failed)
+    for n, (path, label) in enumerate(split.val, 1):
+        try:
+            crop = read_image(path)
+            for step in pil_steps:
+                crop = step(crop)
+            crops.append(np.asarray(crop, dtype=np.uint8))
+            labels.append(label)
+        except ImageReadError as exc:
+            failed[str(path)] = exc.reason
+        if n % 32 == 0 or n == len(split.val):
+            yield Progress(n, len(split.val), "Preparing validation crops")
+    val = DeviceEvalBatches(np.stack(crops), labels, cfg["mean"], cfg["std"], config.batch_size, device,
+                            dist_info.rank, dist_info.world)
+    return Loaders(train.epoch, val, len(train), len(train.valid) // dist_info.world, failed)
+
+
+def _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last) -> Loaders:
+    train_tf = timm.data.create_transform(
+        cfg["input_size"], is_training=True, scale=config.scale, hflip=config.hflip,
+        color_jitter=config.color_jitter, interpolation=cfg["interpolation"], mean=cfg["mean"], std=cfg["std"])
+    val_tf = timm.data.create_transform(**cfg, is_training=False)
+    train_set, val_set = FolderDataset(split.train, train_tf), FolderDataset(split.val, val_tf)
+    args = dict(num_workers=config.workers, persistent_workers=config.workers > 0,
+                pin_memory=device.type == "cuda")
+    sampler = DistributedSampler(train_set, dist_info.world, dist_info.rank, seed=config.seed) \
+        if dist_info.enabled else None
+    val_sampler = DistributedSampler(val_set, dist_info.world, dist_info.rank, shuffle=False) \
+        if dist_info.enabled else None
+    train_loader = DataLoader(train_set, batch_size=config.batch_size, shuffle=sampler is None, sampler=sampler,
+                              generator=generator, drop_last=drop_last and len(train_set) >= config.batch_size,
+                              **args)
+    val_loader = DataLoader(val_set, batch_size=config.batch_size, sampler=val_sampler, **args)
+
+    def on_device(loader):
+        for x, y in loader:
+            yield x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+    def epoch(e: int):
+        if sampler is not None:
+            sampler.set_epoch(e)
+        return on_device(train_loader)
+
+    return Loaders(epoch, _Reiterable(lambda: on_device(val_loader)), len(train_loader),
+                   len(train_set) // dist_info.world, train_set.failed)
+
+
+class _Reiterable:
+    def __init__(self, make) -> None:
+        self.make = make
+
+    def __iter__(self):
+        return self.make()
