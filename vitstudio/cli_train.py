@@ -13,12 +13,12 @@ def add_parsers(sub) -> None:
     from .core.recipes import PRESETS
 
     p = sub.add_parser("finetune", help="fine-tune a ViT on a folder dataset (one subfolder per class)")
-    p.add_argument("data_dir")
-    p.add_argument("--model", required=True,
-                   help="base model (any --model spec), e.g. vit_small_patch16_224.augreg_in21k")
+    p.add_argument("data_dir", nargs="?")
+    p.add_argument("--model", help="base model (any --model spec), e.g. vit_small_patch16_224.augreg_in21k")
+    p.add_argument("--config", help="a train_config.json holding every setting (the other options are ignored)")
     p.add_argument("--weights", help="weights file for --model")
     p.add_argument("--preset", default="last-blocks", choices=list(PRESETS))
-    p.add_argument("--out", required=True, help="new run folder, e.g. models/flowers-vit (never overwritten)")
+    p.add_argument("--out", help="new run folder, e.g. models/flowers-vit (never overwritten)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     for name, kind in (("epochs", int), ("batch-size", int), ("grad-accum", int), ("lr", float),
                        ("weight-decay", float), ("layer-decay", float), ("warmup-epochs", float),
@@ -109,17 +109,25 @@ def finetune(args) -> int:
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
+    if not args.config and not (args.data_dir and args.model and args.out):
+        print("error: give DATA_DIR, --model and --out (or --config FILE)", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
-                             device=args.device, precision=args.precision, probe_image=args.probe,
-                             data_path=args.data_path, **overrides)
+        if args.config:
+            from .core.recipes import TrainConfig
+
+            config = TrainConfig.from_json(Path(args.config).read_text())
+        else:
+            config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
+                                 device=args.device, precision=args.precision, probe_image=args.probe,
+                                 data_path=args.data_path, **overrides)
         result = _drain(fine_tune(config, resume=args.resume), args.quiet or not main_process)
     except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"Interrupted; continue with: vitstudio finetune {args.data_dir} --model {args.model} "
-              f"--out {args.out} --resume", file=sys.stderr)
+              f"--out {args.out or '…'} --resume", file=sys.stderr)
         return 130
     if main_process:
         print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "

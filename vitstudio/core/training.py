@@ -301,6 +301,7 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                     yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
                                        optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
             scheduler.step(epoch + 1)
+            train_seconds = time.monotonic() - started  # the training pass alone, for throughput figures
             loss_sum, correct, seen = sum_across(dist_info, loss_sum, correct, seen)
             eval_model = ema.module if ema is not None else model
             val_loss, val_acc = _validate(eval_model, loaders.val, autocast, dist_info)
@@ -308,7 +309,7 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
             best_acc, stale = (val_acc, 0) if improved else (best_acc, stale + 1)
             row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
                        val_loss=val_loss, val_acc=val_acc, lr=optimizer.param_groups[-1]["lr"],
-                       seconds=time.monotonic() - started)
+                       seconds=train_seconds)
             if main:
                 if improved:
                     save_model_folder(eval_model, out, classes, cfg)

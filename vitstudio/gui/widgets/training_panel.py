@@ -10,6 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -79,6 +80,12 @@ class TrainingPanel(QWidget):
         probe_browse.setMaximumWidth(30)
         probe_browse.clicked.connect(self._browse_probe)
         self.form = TrainingFormWidget()
+        import torch
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        self.multi_gpu = QCheckBox(f"Use all {gpus} GPUs (DDP through torchrun, in a subprocess)")
+        self.multi_gpu.setVisible(gpus > 1)
+        self.gpus = gpus
         self.start_button, self.pause_button, self.cancel_button, self.resume_button = (
             QPushButton(t) for t in ("Start", "Pause", "Cancel", "Resume run"))
         self.resume_button.setToolTip("Continue the selected cancelled run from its last checkpoint")
@@ -112,6 +119,7 @@ class TrainingPanel(QWidget):
         side = QVBoxLayout(left_inner)
         side.addLayout(form)
         side.addWidget(self.form)
+        side.addWidget(self.multi_gpu)
         side.addLayout(buttons)
         side.addWidget(self.progress)
         side.addWidget(self.status)
@@ -254,8 +262,19 @@ class TrainingPanel(QWidget):
             self._load_curves(self.run_dir)
         self._set_running(True)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.run_dir.name}…")
-        self.job = workers.start_job("Training", lambda cancel: fine_tune(config, cancel, resume=resume),
-                                     on_yield=self._on_record, on_result=self._on_finished, on_error=self._on_failed)
+        if self.multi_gpu.isChecked() and not resume:
+            from vitstudio.core.launcher import run_torchrun
+
+            def job(cancel):
+                return run_torchrun(config, self.gpus, cancel)
+
+            self.pause_button.setEnabled(False)  # a subprocess run can be cancelled, not paused
+        else:
+            def job(cancel):
+                return fine_tune(config, cancel, resume=resume)
+
+        self.job = workers.start_job("Training", job, on_yield=self._on_record, on_result=self._on_finished,
+                                     on_error=self._on_failed)
 
     def _browse_probe(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Probe image", "", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
