@@ -46,17 +46,23 @@ def make_jpegs(root: Path, n: int) -> Path:
     return root
 
 
-def train_step_fn(loaded, precision_ctx, lr=1e-4):
+def train_step_fn(loaded, precision_ctx, lr=1e-4, channels_last=False, compile=False, fused=False):
     import timm.optim
     import torch
 
     model = loaded.model.train()
-    opt = timm.optim.create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=0.05)
+    opt = timm.optim.create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=0.05,
+                                         **({"fused": True} if fused else {}))
     loss_fn = torch.nn.CrossEntropyLoss()
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    run = torch.compile(model) if compile else model
 
     def step(x, y):
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         with precision_ctx():
-            loss = loss_fn(model(x).float(), y)
+            loss = loss_fn(run(x).float(), y)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -71,11 +77,11 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def ceiling(args, loaded) -> float:
+def ceiling(args, loaded, **switches) -> float:
     import torch
 
     device = loaded.device
-    step = train_step_fn(loaded, loaded.autocast)
+    step = train_step_fn(loaded, loaded.autocast, **switches)
     x = torch.randn(args.batch, *loaded.data_config["input_size"], device=device)
     y = torch.randint(0, 4, (args.batch,), device=device)
     for _ in range(2):
@@ -91,7 +97,6 @@ def ceiling(args, loaded) -> float:
 def reference(args, loaded, data: Path) -> float:
     """timm train.py-style: a folder dataset of PIL images through create_transform(is_training=True)."""
     import timm
-    import torch
     from torch.utils.data import DataLoader
     from torchvision.datasets import ImageFolder
 
@@ -182,6 +187,7 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--precision", default="fp32")
+    ap.add_argument("--switches", action="store_true", help="also measure channels_last, fused AdamW, compile")
     args = ap.parse_args()
 
     import torch
@@ -205,6 +211,16 @@ def main() -> int:
     print(f"  data path alone: PIL DataLoader {pil_only:8.1f} img/s, cache + device aug {cached_only:8.1f} img/s "
           f"({cached_only / pil_only:4.1f}x)")
     print("  goals on a GPU: epoch >= 2 at >= 0.90x ceiling and >= 1.70x reference")
+    if args.switches:  # each optional speed switch on the ceiling step, against the plain step, same run
+        for name, kw in (("channels_last", {"channels_last": True}), ("fused AdamW", {"fused": True}),
+                         ("torch.compile", {"compile": True})):
+            fresh = load_model(args.model, device=args.device, precision=args.precision)
+            plain = ceiling(args, load_model(args.model, device=args.device, precision=args.precision))
+            try:
+                rate = ceiling(args, fresh, **kw)
+                print(f"  switch {name:<14} {rate:9.1f} img/s vs plain {plain:9.1f} img/s   {rate / plain:5.2f}x")
+            except Exception as exc:  # noqa: BLE001 - a switch this build cannot do is reported, not fatal
+                print(f"  switch {name:<14} not available here: {type(exc).__name__}: {str(exc)[:120]}")
     return 0
 
 

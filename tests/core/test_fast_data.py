@@ -184,3 +184,23 @@ def test_gui_launcher_runs_torchrun_and_follows_the_run(tmp_path):
     assert result.status == "finished" and result.report is not None
     assert [r.epoch for r in records if isinstance(r, EpochMetrics)] == [0, 1]
     assert json.loads((tmp_path / "launched" / "status.json").read_text())["processes"] == 2
+
+
+def test_prefetching_changes_nothing_but_speed(jpegs):
+    import random
+    import threading
+
+    cache = drain(build_cache(jpegs, short_side_for(32)))
+    batches = DeviceTrainBatches(cache, [0, 1, 2, 3, 0], (32, 32), batch_size=2)
+    assert len(batches) == 2  # the broken file is never sampled
+    random.seed(7)
+    plain = list(batches.epoch(0, prefetch=0))
+    random.seed(7)
+    ahead = list(batches.epoch(0, prefetch=2))
+    for (xa, ya), (xb, yb) in zip(plain, ahead, strict=True):
+        torch.testing.assert_close(xa, xb, atol=0, rtol=0)
+        assert ya.tolist() == yb.tolist()
+    before = threading.active_count()
+    for _ in batches.epoch(1):  # a consumer that stops early (a cancelled run) leaves no thread behind
+        break
+    assert threading.active_count() == before

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 from collections.abc import Iterator, Sequence
+from queue import Full, Queue
 
 import numpy as np
 import torch
@@ -57,32 +59,85 @@ class DeviceTrainBatches:
         n = len(shard_indices(self.valid, self.rank, self.world))
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
-    def _crop(self, k: int) -> torch.Tensor:
+    def _plan(self, epoch: int) -> list[list[tuple[int, int, int, int, int, bool]]]:
+        """Every random choice of the epoch, drawn here on the caller's thread: the shuffled, sharded order and,
+        per image, timm's crop parameters (top, left, h, w) and the flip. Seeded, so reproducible."""
+        g = torch.Generator().manual_seed(self.seed + epoch)
+        order = [self.valid[i] for i in torch.randperm(len(self.valid), generator=g).tolist()]
+        order = shard_indices(order, self.rank, self.world)
+        plan = []
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start: start + self.batch_size]
+            if self.drop_last and len(idx) < self.batch_size:
+                break
+            batch = []
+            for k in idx:
+                h, w, c = (int(v) for v in self.cache.shapes[k])
+                top, left, ch, cw = RandomResizedCropAndInterpolation.get_params(
+                    torch.empty((c, h, w), device="meta"), self.scale, self.ratio)
+                batch.append((k, top, left, ch, cw, random.random() < self.hflip))
+            plan.append(batch)
+        return plan
+
+    def _crop(self, k: int, top: int, left: int, ch: int, cw: int, flip: bool) -> torch.Tensor:
         h, w, c = (int(v) for v in self.cache.shapes[k])
         img = self.flat[int(self.cache.offsets[k]): int(self.cache.offsets[k]) + h * w * c].view(h, w, c)
-        top, left, ch, cw = RandomResizedCropAndInterpolation.get_params(
-            torch.empty((c, h, w), device="meta"), self.scale, self.ratio)
         crop = img[top: top + ch, left: left + cw].to(self.device, non_blocking=True)
         crop = crop.permute(2, 0, 1)[None].float()
         antialias = self.mode in ("bilinear", "bicubic")
         out = F.interpolate(crop, size=self.size, mode=self.mode, antialias=antialias,
                             align_corners=False if antialias else None)
         out = out.round_().clamp_(0, 255)  # the uint8 levels a PIL resize would give
-        if random.random() < self.hflip:
-            out = out.flip(-1)
-        return out[0]
+        return out[0].flip(-1) if flip else out[0]
 
-    def epoch(self, epoch: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-        """(x (B, 3, H, W) normalised on the device, y (B,)) batches for one epoch, shuffled per epoch."""
-        g = torch.Generator().manual_seed(self.seed + epoch)
-        order = [self.valid[i] for i in torch.randperm(len(self.valid), generator=g).tolist()]
-        order = shard_indices(order, self.rank, self.world)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start: start + self.batch_size]
-            if self.drop_last and len(idx) < self.batch_size:
-                break
-            x = torch.stack([self._crop(k) for k in idx])
-            yield (x - self.mean) / self.std, self.labels[idx].to(self.device, non_blocking=True)
+    def _make(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.stack([self._crop(*item) for item in batch])
+        y = self.labels[[item[0] for item in batch]]
+        return (x - self.mean) / self.std, y.to(self.device, non_blocking=True)
+
+    def epoch(self, epoch: int, prefetch: int = 2) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """(x (B, 3, H, W) normalised on the device, y (B,)) batches for one epoch, shuffled per epoch.
+
+        A background thread cuts and resizes the next batches while the model trains on the current one (torch
+        releases the GIL in its kernels), so augmentation overlaps compute; all randomness is drawn up front.
+        """
+        plan = self._plan(epoch)
+        if prefetch <= 0:
+            for batch in plan:
+                yield self._make(batch)
+            return
+        queue: Queue = Queue(maxsize=prefetch)
+        stop, done = threading.Event(), object()
+
+        def produce():
+            try:
+                for batch in plan:
+                    item = self._make(batch)
+                    while not stop.is_set():
+                        try:
+                            queue.put(item, timeout=0.1)
+                            break
+                        except Full:
+                            continue
+                    if stop.is_set():
+                        return
+                queue.put(done)
+            except BaseException as exc:  # handed to the consumer, raised there
+                queue.put(exc)
+
+        worker = threading.Thread(target=produce, name="vitstudio-augment", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = queue.get()
+                if item is done:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:  # also when the consumer stops early (cancel): the producer notices and ends
+            stop.set()
+            worker.join(5)
 
 
 class DeviceEvalBatches:
