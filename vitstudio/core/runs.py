@@ -104,6 +104,12 @@ def read_metrics(folder: Path) -> list[dict]:
         return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
+def run_status(folder: Path) -> str:
+    """'finished', 'cancelled' or 'early-stopped' from status.json; 'incomplete' when a run has none yet."""
+    status = Path(folder) / "status.json"
+    return json.loads(status.read_text()).get("status", "?") if status.exists() else "incomplete"
+
+
 @dataclass(frozen=True)
 class RunSummary:
     folder: Path
@@ -125,9 +131,7 @@ def list_runs(folder: Path | None = None) -> list[RunSummary]:
         if not config.is_file():
             continue
         metrics = read_metrics(run)
-        status_file = run / "status.json"
-        status = json.loads(status_file.read_text()).get("status", "?") if status_file.exists() else "incomplete"
         base = json.loads(config.read_text()).get("model", "?")
         runs.append(RunSummary(run, run.name, len(metrics), max((m["val_acc"] for m in metrics), default=None),
-                               status, base))
+                               run_status(run), base))
     return sorted(runs, key=lambda r: r.folder.stat().st_mtime, reverse=True)

@@ -33,7 +33,7 @@ from vitstudio.core.catalog import models_dir
 from vitstudio.core.datasets import scan_dataset
 from vitstudio.core.evaluation import EvalReport
 from vitstudio.core.jobs import Progress
-from vitstudio.core.runs import list_runs, read_metrics
+from vitstudio.core.runs import list_runs, read_metrics, run_status
 from vitstudio.core.training import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
 
 from .. import workers
@@ -402,14 +402,6 @@ class TrainingPanel(QWidget):
             for key in self.curves_data:
                 self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
         self._draw_curves()
-
-
-def run_status(folder: Path) -> str:
-    """'finished', 'cancelled', 'early-stopped', or '' when the run has no status yet."""
-    import json
-
-    status = folder / "status.json"
-    return json.loads(status.read_text()).get("status", "") if status.exists() else ""
 
 
 def _duration(seconds: float) -> str:
