@@ -127,3 +127,25 @@ def test_screenshot_mode(tmp_path, photos, tiny_weights, with_model, qapp):
 
     shot = Image.open(out)
     assert shot.width >= 800 and shot.height >= 500
+
+
+def test_first_start_opens_on_the_demo_and_falls_back_to_it(tmp_path):
+    """No settings: the bundled demo model and its samples; a remembered model that is gone: the demo again."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    env.pop("VITSTUDIO_MODELS_DIR", None)
+    conf = tmp_path / "cfg" / "ViT Studio" / "ViT Studio.conf"
+    for remembered in (None, "/nonexistent/model"):
+        if remembered:
+            conf.write_text(f"[General]\nmodel={remembered}\n")
+        res = subprocess.run([sys.executable, "main.py", "--screenshot", str(tmp_path / "s.png")], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=180)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert "Loaded " + str(root / "models" / "digits-vit") in res.stderr
+        if remembered is None:
+            assert "digit-" in conf.read_text()  # the sample digits were opened (they are now recent files)

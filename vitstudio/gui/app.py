@@ -22,6 +22,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def _disconnect(signal, slot) -> None:
+    try:
+        signal.disconnect(slot)
+    except (RuntimeError, TypeError):  # already disconnected
+        pass
+
+
 def _no_display() -> bool:
     return (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
             and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"))
@@ -56,6 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     precision = args.precision or settings.value("precision", "fp32")
     if spec:
         window.request_model(spec, device, precision, args.weights)
+        if demo is not None and spec != str(demo) and not args.model:
+            def fall_back(_message: str) -> None:  # the remembered model is gone: open on the demo instead
+                window.state.model_failed.disconnect(fall_back)
+                window.request_model(str(demo), device, precision)
+
+            window.state.model_failed.connect(fall_back)
+            window.state.model_loaded.connect(lambda _m: _disconnect(window.state.model_failed, fall_back))
     if args.images:
         window.add_paths(args.images)
     elif demo is not None and spec == str(demo) and not settings.value("recent"):
