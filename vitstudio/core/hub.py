@@ -80,17 +80,19 @@ def fetch_hub_file(repo_id: str, filenames: tuple[str, ...], what: str,
     if not hub_reachable():
         raise WeightsUnavailable(unavailable_message(what))
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.errors import RemoteEntryNotFoundError
 
     repo, _, revision = repo_id.partition("@")
-    last_error: Exception | None = None
     for filename in filenames:
         try:
             return hf_hub_download(repo, filename, revision=revision or None,
                                    tqdm_class=_progress_tqdm(progress, f"Downloading {what}"))
-        except EntryNotFoundError as exc:  # try the next candidate filename
-            last_error = exc
-    raise WeightsUnavailable(f"No weights file found in hub repo '{repo_id}' ({last_error}).")
+        except RemoteEntryNotFoundError:  # the repo has no such file: try the next candidate name
+            continue
+        except Exception as exc:  # noqa: BLE001 - HTTP, protocol, disk: whatever broke, say so and keep going
+            raise WeightsUnavailable(f"Downloading '{what}' from the Hugging Face hub failed "
+                                     f"({type(exc).__name__}: {exc}). Try again, or put the weights in models/.") from None
+    raise WeightsUnavailable(f"No weights file ({', '.join(filenames)}) found in hub repo '{repo_id}'.")
 
 
 def _progress_tqdm(progress: ProgressFn | None, message: str):
