@@ -91,7 +91,8 @@ def fetch_hub_file(repo_id: str, filenames: tuple[str, ...], what: str,
             continue
         except Exception as exc:  # noqa: BLE001 - HTTP, protocol, disk: whatever broke, say so and keep going
             raise WeightsUnavailable(f"Downloading '{what}' from the Hugging Face hub failed "
-                                     f"({type(exc).__name__}: {exc}). Try again, or put the weights in models/.") from None
+                                     f"({type(exc).__name__}: {exc}). Try again, or put the weights in "
+                                     f"models/.") from None
     raise WeightsUnavailable(f"No weights file ({', '.join(filenames)}) found in hub repo '{repo_id}'.")
 
 
