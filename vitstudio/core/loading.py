@@ -12,6 +12,7 @@ with `weights=FILE` (.safetensors/.pth/.pt/.bin/.npz) for a named or custom arch
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
 
 import timm
@@ -219,6 +220,12 @@ def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: di
                                        guess_imagenet=kind != "custom")
     arch = {"custom": "custom ViT", "seed": f"ViT seed checkpoint ({type(model).__name__})"}.get(kind) or (
         getattr(model, "pretrained_cfg", {}).get("architecture") or type(model).__name__)
+    if label_folder is not None and (label_folder / "config.json").is_file():
+        # a saved model built with other sizes than its timm entry point (e.g. a fine-tuned custom ViT)
+        args = json.loads((label_folder / "config.json").read_text()).get("model_args", {})
+        shown = {k: v for k, v in args.items() if k in ("img_size", "patch_size", "embed_dim", "depth", "num_heads")}
+        if shown:
+            arch += " with " + ", ".join(f"{k}={v}" for k, v in shown.items())
     return LoadedModel(model=model, name=spec, architecture=arch, kind=kind, data_config=dict(data_config),
                        labels=labels, label_set=label_set, weights_source=source,
                        device=torch.device("cpu"), precision="fp32")
