@@ -5,7 +5,7 @@ sliders move and a background job runs.
 
 A 5 ms QTimer probe on the GUI thread records how late each tick fires; lateness is a stall the user would feel.
 Goal: p99 stall <= 16 ms, max <= 100 ms. Model: a ViT-S/16-sized custom ViT (random weights; speed does not
-depend on them), real photos from scikit-image.
+depend on them), real photos from scikit-image; meanwhile a small fine-tuning run trains in the background.
 """
 
 from __future__ import annotations
@@ -42,6 +42,14 @@ def main() -> int:
     for i, name in enumerate(("astronaut", "chelsea", "coffee", "rocket") * 3):
         Image.fromarray(getattr(data, name)()).save(images / f"{i:02d}_{name}.jpg")
 
+    train_data = folder / "train-data"
+    for c, colour in enumerate(((220, 40, 40), (40, 200, 60), (40, 60, 220))):
+        (train_data / f"c{c}").mkdir(parents=True)
+        for i in range(40):
+            img = Image.new("RGB", (64, 64), tuple(int(v * (0.6 + 0.01 * i)) for v in colour))
+            img.save(train_data / f"c{c}" / f"{i}.png")
+    os.environ["VITSTUDIO_MODELS_DIR"] = str(folder / "models")
+
     app = QApplication.instance() or QApplication([])
     from vitstudio.gui import workers
     from vitstudio.gui.main_window import MainWindow
@@ -57,7 +65,17 @@ def main() -> int:
         last[0] = now
 
     probe = QTimer(interval=TICK_MS, timeout=tick)
+    def start_training():  # a fine-tuning run in the background for the whole script
+        panel = window.training
+        panel.set_dataset(str(train_data))
+        panel.base_model.setEditText("custom:img=64,patch=8,width=64,depth=4,heads=4,classes=3")
+        panel.form.preset.setCurrentText("scratch")
+        panel.form.advanced.setChecked(True)
+        panel.form.inputs["epochs"].setValue(200)
+        QTimer.singleShot(500, panel.start)
+
     script = [
+        (0.1, start_training),
         (0.2, lambda: window.request_model(VIT_S, "cpu", "fp32")),
         (0.5, lambda: window.add_paths([str(images)])),
         (4.0, lambda: window.show_tab("attention")),
@@ -81,6 +99,9 @@ def main() -> int:
     app.exec()
     probe.stop()
     elapsed = time.perf_counter() - start
+    trained = len(window.training.curves_data["epoch"])
+    if window.training.job is not None:
+        window.training.job.cancel()
     window.close()
     workers.shutdown(10000)
 
@@ -88,7 +109,8 @@ def main() -> int:
     p50 = statistics.median(values)
     p99 = values[int(0.99 * (len(values) - 1))]
     print(f"{len(values)} ticks over {elapsed:.1f} s ({TICK_MS} ms timer), "
-          f"{len(window.state.images)} images, model {VIT_S}")
+          f"{len(window.state.images)} images, model {VIT_S}, a fine-tuning run in the background "
+          f"({trained} epochs done meanwhile)")
     print(f"stall p50 {p50:.1f} ms   p99 {p99:.1f} ms   max {values[-1]:.1f} ms   "
           f"ticks late > 16 ms: {sum(v > 16 for v in values)}   (goal p99 <= 16 ms, max <= 100 ms)")
     return 0
