@@ -204,3 +204,16 @@ def test_prefetching_changes_nothing_but_speed(jpegs):
     for _ in batches.epoch(1):  # a consumer that stops early (a cancelled run) leaves no thread behind
         break
     assert threading.active_count() == before
+
+
+def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path):
+    data = make_dataset(tmp_path / "data", per_class=8)
+    out = tmp_path / "ddp-accum"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", "--epochs", "2",
+           "--batch-size", "4", "--grad-accum", "2", "--data-path", "pil", "--out", str(out), "--quiet"]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    status = json.loads((out / "status.json").read_text())
+    assert status["processes"] == 2 and status["data_path"] == "pil" and status["epochs_done"] == 2

@@ -6,6 +6,7 @@ waits while paused) between batches; on cancel it saves the last checkpoint and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -277,12 +278,16 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                 target = y
                 if mixup is not None:
                     x, target = mixup(x, y)
-                with autocast():
-                    logits = train_model(x)
-                    loss = criterion(logits.float(), target) / config.grad_accum
-                (scaler.scale(loss) if scaler else loss).backward()
                 last = step + 1 == loaders.steps
-                if (step + 1) % config.grad_accum == 0 or last:
+                update = (step + 1) % config.grad_accum == 0 or last
+                # with DDP, gradients of intermediate accumulation steps stay local (no all-reduce until the update)
+                sync = contextlib.nullcontext() if update or not dist_info.enabled else train_model.no_sync()
+                with sync:
+                    with autocast():
+                        logits = train_model(x)
+                        loss = criterion(logits.float(), target) / config.grad_accum
+                    (scaler.scale(loss) if scaler else loss).backward()
+                if update:
                     if scaler:
                         scaler.step(optimizer)
                         scaler.update()
