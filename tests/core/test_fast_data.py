@@ -148,8 +148,8 @@ def test_cached_and_pil_paths_learn_alike(tmp_path):
 def test_torchrun_two_processes_on_gloo(tmp_path):
     data = make_dataset(tmp_path / "data", per_class=12)
     out = tmp_path / "ddp-run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29533",
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", "--epochs", "3",
            "--batch-size", "8", "--out", str(out), "--quiet"]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
