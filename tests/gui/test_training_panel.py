@@ -79,3 +79,14 @@ def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
         panel.use_button.click()
     assert window.state.model.labels == ["blue", "green", "red"]
     assert window.tabs.currentWidget() is window.predictions
+
+
+def test_misclassified_image_opens_in_the_attention_explorer(window, qtbot, tiny_weights, photos):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    window.show_tab("training")
+    window.training.results.misclassified_clicked.emit(str(photos["coffee"]))
+    qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.path == str(photos["coffee"]),
+                    timeout=10000)
+    assert window.tabs.currentWidget() is window.attention
+    qtbot.waitUntil(lambda: window.attention.overview is not None, timeout=30000)
