@@ -118,7 +118,7 @@ class ModelCardView(QWidget):
             self.form.addRow(QLabel("No model loaded."))
             return
         for key, value in card.lines():
-            text = QLabel(value)
+            text = QLabel(value.replace("/", "/\u200b"))  # long paths may wrap after a slash
             text.setWordWrap(True)
             text.setTextInteractionFlags(Qt.TextSelectableByMouse)
             self.form.addRow(f"{key}:", text)
