@@ -70,31 +70,60 @@ def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[st
     return out
 
 
+def _decode_and_crop(loaded: LoadedModel, path) -> tuple[str, Image.Image | None, str | None]:
+    """(path, the crop the model sees, None) or (path, None, why it failed): runs on reader threads."""
+    try:
+        return str(path), loaded.crop(read_image(path)), None
+    except ImageReadError as exc:
+        return str(path), None, exc.reason
+
+
+def _read_ahead(fn, items: Iterable, ahead: int, workers: int) -> Iterator:
+    """fn(item) for every item, in order, computed by `workers` threads up to `ahead` items in advance.
+
+    Decoding and resizing with Pillow release the GIL, so a few threads keep the model fed."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vitstudio-read") as pool:
+        window: deque = deque()
+        for item in items:
+            window.append(pool.submit(fn, item))
+            if len(window) >= ahead:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
 def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,
-                   batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False
-                   ) -> Iterator[list[Prediction]]:
+                   batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False,
+                   readers: int | None = None) -> Iterator[list[Prediction]]:
     """Classify files and folders batch by batch; unreadable files become error records, the batch goes on.
 
-    Yields one list per processed batch (errors included, in input order within the batch).
+    Yields one list per processed batch (errors included, in input order). Images are decoded and cropped
+    by `readers` threads (default: up to 4) while the model runs.
     """
     pending: list[tuple[str, Image.Image | None, str | None]] = []
 
     def flush() -> list[Prediction]:
-        good = [(p, img) for p, img, _ in pending if img is not None]
-        results = dict(zip((p for p, _ in good), classify(
-            loaded, [img for _, img in good], [p for p, _ in good], topk, keep_crops)))
-        batch = [results[p] if err is None else Prediction(path=p, error=err) for p, _, err in pending]
+        good = [(p, crop) for p, crop, _ in pending if crop is not None]
+        results = {}
+        if good:
+            batch = torch.stack([loaded.to_tensor(crop) for _, crop in good])
+            crops = [crop for _, crop in good] if keep_crops else None
+            results = dict(zip((p for p, _ in good), classify_tensor(loaded, batch, [p for p, _ in good], topk,
+                                                                     crops)))
+        out = [results[p] if err is None else Prediction(path=p, error=err) for p, _, err in pending]
         pending.clear()
-        return batch
+        return out
 
-    for path in expand_paths(paths):
+    workers = readers or min(4, os.cpu_count() or 1)
+    decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path), expand_paths(paths), 2 * batch_size, workers)
+    for item in decoded:
         if cancel is not None:
             cancel.raise_if_cancelled()
-        try:
-            pending.append((str(path), read_image(path), None))
-        except ImageReadError as exc:
-            pending.append((str(path), None, exc.reason))
-        if sum(img is not None for _, img, _ in pending) >= batch_size:
+        pending.append(item)
+        if sum(crop is not None for _, crop, _ in pending) >= batch_size:
             yield flush()
     if pending:
         yield flush()
