@@ -145,15 +145,21 @@ def test_cached_and_pil_paths_learn_alike(tmp_path):
     assert min(accs.values()) >= 0.75 and abs(accs["cached"] - accs["pil"]) <= 0.2, accs
 
 
+def _torchrun_finetune(data, out, *options: str) -> subprocess.CompletedProcess:
+    """`torchrun --nproc-per-node 2 -m vitstudio finetune …` on the CPU (gloo), one thread per process."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", *options,
+           "--out", str(out), "--quiet"]
+    res = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
+
+
 def test_torchrun_two_processes_on_gloo(tmp_path):
     data = make_dataset(tmp_path / "data", per_class=12)
     out = tmp_path / "ddp-run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", "--epochs", "3",
-           "--batch-size", "8", "--out", str(out), "--quiet"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
+    res = _torchrun_finetune(data, out, "--epochs", "3", "--batch-size", "8")
     status = json.loads((out / "status.json").read_text())
     assert status["status"] == "finished" and status["processes"] == 2
     assert (out / "metrics.csv").read_text().count("\n") == 4  # written once, by rank 0
@@ -209,11 +215,6 @@ def test_prefetching_changes_nothing_but_speed(jpegs):
 def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path):
     data = make_dataset(tmp_path / "data", per_class=8)
     out = tmp_path / "ddp-accum"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", "--epochs", "2",
-           "--batch-size", "4", "--grad-accum", "2", "--data-path", "pil", "--out", str(out), "--quiet"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
+    _torchrun_finetune(data, out, "--epochs", "2", "--batch-size", "4", "--grad-accum", "2", "--data-path", "pil")
     status = json.loads((out / "status.json").read_text())
     assert status["processes"] == 2 and status["data_path"] == "pil" and status["epochs_done"] == 2

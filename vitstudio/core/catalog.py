@@ -79,7 +79,11 @@ def cached_url_file(url: str) -> str | None:
 
 
 def is_cached(name: str) -> bool:
-    cfg = get_pretrained_cfg(name)
+    return _cfg_cached(get_pretrained_cfg(name))
+
+
+def _cfg_cached(cfg) -> bool:
+    """Whether a pretrained cfg's weights are on disk (HF cache, or torch hub's cache for URL-only configs)."""
     if cfg is None:
         return False
     if cfg.hf_hub_id:
@@ -117,7 +121,7 @@ def list_catalog(pattern: str | None = None, local_only: bool = False, folder: P
         for full in tags:
             cfg = get_pretrained_cfg(full)
             url = "" if cfg.hf_hub_id else (cfg.url or "")
-            entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", is_cached(full),
+            entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", _cfg_cached(cfg),
                                         cfg.hf_hub_id or "", url, cfg.num_classes or 0))
     if pattern:
         pat = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"

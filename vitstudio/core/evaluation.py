@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from .images import ImageReadError, read_image
+from .inference import classify_files
 from .jobs import CancelToken, Progress
 from .model import LoadedModel
 
@@ -66,34 +65,22 @@ def confusion_from(classes: Sequence[str], true: Sequence[int], predicted: Seque
 
 def evaluate(loaded: LoadedModel, items: Sequence[tuple[Path, int]], classes: Sequence[str], batch_size: int = 32,
              cancel: CancelToken | None = None) -> Iterator[Progress]:
-    """Generator: yields Progress, returns an EvalReport (`report = yield from evaluate(...)`)."""
-    true, pred, probs, paths, skipped, batch = [], [], [], [], [], []
+    """Generator: yields Progress, returns an EvalReport (`report = yield from evaluate(...)`).
 
-    def flush():
-        if not batch:
-            return
-        x = torch.stack([t for t, _, _ in batch])
-        with loaded.lock, torch.inference_mode(), loaded.autocast():
-            p = loaded.model(x.to(loaded.device)).float().softmax(-1).cpu()
-        conf, idx = p.max(-1)
-        for (_, label, path), c, i in zip(batch, conf.tolist(), idx.tolist()):
+    The images go through the same batch classification as `vitstudio predict` (reader threads, per-file errors).
+    """
+    true, pred, wrong, skipped, done = [], [], [], [], 0
+    labels = iter(label for _, label in items)
+    for batch in classify_files(loaded, [path for path, _ in items], topk=1, batch_size=batch_size, cancel=cancel):
+        for result in batch:
+            label = next(labels)  # results come back in input order
+            if not result.ok:
+                skipped.append((result.path, result.error))
+                continue
             true.append(label)
-            pred.append(i)
-            probs.append(c)
-            paths.append(path)
-        batch.clear()
-
-    for n, (path, label) in enumerate(items, 1):
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        try:
-            batch.append((loaded.to_tensor(loaded.crop(read_image(path))), label, str(path)))
-        except ImageReadError as exc:
-            skipped.append((str(path), exc.reason))
-        if len(batch) >= batch_size:
-            flush()
-        if n % batch_size == 0 or n == len(items):
-            yield Progress(n, len(items), "Evaluating")
-    flush()
-    wrong = tuple(Misclassified(p, t, q, c) for p, t, q, c in zip(paths, true, pred, probs) if t != q)
-    return EvalReport(tuple(classes), confusion_from(classes, true, pred), wrong, tuple(skipped))
+            pred.append(result.indices[0])
+            if result.indices[0] != label:
+                wrong.append(Misclassified(result.path, label, result.indices[0], result.probs[0]))
+        done += len(batch)
+        yield Progress(done, len(items), "Evaluating")
+    return EvalReport(tuple(classes), confusion_from(classes, true, pred), tuple(wrong), tuple(skipped))
