@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from .capture import grid_for, resolve_layers
-from .images import ImageReadError, expand_paths, read_image
+from .images import expand_paths
+from .inference import decoded_batches
 from .jobs import CancelToken, Progress
 from .model import LoadedModel
 
@@ -131,29 +132,16 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     A generator: yields Progress, returns a FolderEmbedding (`result = yield from embed_folder(...)`).
     """
     files = list(expand_paths(paths))
-    feats, names, preds, errors, batch, batch_names = [], [], [], [], [], []
-
-    def flush():
-        if batch:
-            f, logits = pooled_features(loaded, torch.stack(batch))
+    feats, names, preds, errors, done = [], [], [], [], 0
+    for batch in decoded_batches(loaded, files, batch_size, cancel):
+        errors += batch.errors
+        if batch.tensor is not None:
+            f, logits = pooled_features(loaded, batch.tensor)
             feats.append(f)
             preds.extend(loaded.labels[i] for i in logits.argmax(-1))
-            names.extend(batch_names)
-            batch.clear()
-            batch_names.clear()
-
-    for done, path in enumerate(files, 1):
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        try:
-            batch.append(loaded.to_tensor(loaded.crop(read_image(path))))
-            batch_names.append(str(path))
-        except ImageReadError as exc:
-            errors.append((str(path), exc.reason))
-        if len(batch) >= batch_size:
-            flush()
-        yield Progress(done, len(files), f"Embedding {path.name}")
-    flush()
+            names.extend(p for p, _ in batch.good)
+        done += len(batch.items)
+        yield Progress(done, len(files), "Embedding images")
     if not feats:
         raise ValueError("No readable images to embed.")
     features = np.concatenate(feats)

@@ -6,12 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 from PIL import Image
 
 from . import attention, embeddings, intrinsic, overlays
 from .capture import resolve_layers
-from .images import ImageReadError, expand_paths, read_image
+from .inference import decoded_batches
 from .jobs import CancelToken
 from .methods import EXPLAIN_METHODS, IMAGE_FREE_METHODS
 from .model import LoadedModel
@@ -90,27 +89,14 @@ def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 1
                   cancel: CancelToken | None = None) -> tuple[Explanation, list[tuple[str, str]]]:
     """Mean attention distance and entropy averaged over every readable image under `paths`."""
     dist_sum = ent_sum = None
-    count, errors, batch = 0, [], []
-
-    def flush():
-        nonlocal dist_sum, ent_sum, count
-        if batch:
-            d, e = attention.attention_stat_sums(loaded, torch.stack(batch))
+    count, errors = 0, []
+    for batch in decoded_batches(loaded, paths, batch_size, cancel):
+        errors += batch.errors
+        if batch.tensor is not None:
+            d, e = attention.attention_stat_sums(loaded, batch.tensor)
             dist_sum = d if dist_sum is None else dist_sum + d
             ent_sum = e if ent_sum is None else ent_sum + e
-            count += len(batch)
-            batch.clear()
-
-    for path in expand_paths(paths):
-        if cancel is not None:
-            cancel.raise_if_cancelled()
-        try:
-            batch.append(loaded.to_tensor(loaded.crop(read_image(path))))
-        except ImageReadError as exc:
-            errors.append((str(path), exc.reason))
-        if len(batch) >= batch_size:
-            flush()
-    flush()
+            count += len(batch.tensor)
     if not count:
         raise ValueError("No readable images found.")
     return Explanation("distance", (dist_sum / count).astype(np.float32), {"images": count, "unit": "input pixels"},

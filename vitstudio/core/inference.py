@@ -95,38 +95,63 @@ def _read_ahead(fn, items: Iterable, ahead: int, workers: int) -> Iterator:
             yield window.popleft().result()
 
 
-def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,
-                   batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False,
-                   readers: int | None = None) -> Iterator[list[Prediction]]:
-    """Classify files and folders batch by batch; unreadable files become error records, the batch goes on.
+@dataclass(frozen=True)
+class DecodedBatch:
+    """One batch of files: every file in input order as (path, crop or None, error or None), and the
+    normalised (B, 3, H, W) tensor of the readable ones (None when none was)."""
 
-    Yields one list per processed batch (errors included, in input order). Images are decoded and cropped
-    by `readers` threads (default: up to 4) while the model runs.
-    """
+    items: list[tuple[str, Image.Image | None, str | None]]
+    tensor: torch.Tensor | None
+
+    @property
+    def good(self) -> list[tuple[str, Image.Image]]:
+        return [(p, crop) for p, crop, _ in self.items if crop is not None]
+
+    @property
+    def errors(self) -> list[tuple[str, str]]:
+        return [(p, err) for p, _, err in self.items if err is not None]
+
+
+def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], batch_size: int = 32,
+                    cancel: CancelToken | None = None, readers: int | None = None) -> Iterator[DecodedBatch]:
+    """Files and folders -> batches of `batch_size` readable images (with the unreadable ones in between).
+
+    Images are decoded and cropped by `readers` threads (default: up to 4) ahead of the consumer."""
+    workers = readers or min(4, os.cpu_count() or 1)
+    decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path), expand_paths(paths), 2 * batch_size, workers)
     pending: list[tuple[str, Image.Image | None, str | None]] = []
 
-    def flush() -> list[Prediction]:
-        good = [(p, crop) for p, crop, _ in pending if crop is not None]
-        results = {}
-        if good:
-            batch = torch.stack([loaded.to_tensor(crop) for _, crop in good])
-            crops = [crop for _, crop in good] if keep_crops else None
-            results = dict(zip((p for p, _ in good), classify_tensor(loaded, batch, [p for p, _ in good], topk,
-                                                                     crops)))
-        out = [results[p] if err is None else Prediction(path=p, error=err) for p, _, err in pending]
+    def batch() -> DecodedBatch:
+        crops = [crop for _, crop, _ in pending if crop is not None]
+        out = DecodedBatch(list(pending), torch.stack([loaded.to_tensor(c) for c in crops]) if crops else None)
         pending.clear()
         return out
 
-    workers = readers or min(4, os.cpu_count() or 1)
-    decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path), expand_paths(paths), 2 * batch_size, workers)
     for item in decoded:
         if cancel is not None:
             cancel.raise_if_cancelled()
         pending.append(item)
         if sum(crop is not None for _, crop, _ in pending) >= batch_size:
-            yield flush()
+            yield batch()
     if pending:
-        yield flush()
+        yield batch()
+
+
+def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,
+                   batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False,
+                   readers: int | None = None) -> Iterator[list[Prediction]]:
+    """Classify files and folders batch by batch; unreadable files become error records, the batch goes on.
+
+    Yields one list per processed batch (errors included, in input order).
+    """
+    for batch in decoded_batches(loaded, paths, batch_size, cancel, readers):
+        good = batch.good
+        results = {}
+        if good:
+            crops = [crop for _, crop in good] if keep_crops else None
+            results = dict(zip((p for p, _ in good), classify_tensor(loaded, batch.tensor, [p for p, _ in good],
+                                                                     topk, crops)))
+        yield [results[p] if err is None else Prediction(path=p, error=err) for p, _, err in batch.items]
 
 
 def write_csv(predictions: Iterable[Prediction], file, topk: int) -> None:
