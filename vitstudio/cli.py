@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .core.methods import EXPLAIN_METHODS, FUSIONS
+from .core.analysis.methods import EXPLAIN_METHODS, FUSIONS
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _models(args) -> int:
-    from .core.catalog import list_catalog
+    from .core.models.catalog import list_catalog
 
     entries = list_catalog(args.filter, args.local)
     for e in entries:
@@ -107,7 +107,7 @@ def _models(args) -> int:
 
 
 def _load(args):
-    from .core.loading import ModelLoadError, load_model
+    from .core.models.loading import ModelLoadError, load_model
 
     progress = None
     if sys.stderr.isatty():
@@ -124,7 +124,7 @@ def _load(args):
 def _predict(args) -> int:
     from tqdm import tqdm
 
-    from .core.images import expand_paths
+    from .core.data.images import expand_paths
     from .core.inference import classify_files, write_csv
 
     if args.topk < 1 or args.batch_size < 1:
@@ -167,7 +167,7 @@ def _human(pred) -> str:
 
 
 def _card(args) -> int:
-    from .core.modelcard import model_card
+    from .core.models.modelcard import model_card
 
     loaded = _load(args)
     if loaded is None:
@@ -183,8 +183,8 @@ def _card(args) -> int:
 
 
 def _explain(args) -> int:
-    from .core.explain import IMAGE_FREE, distance_over, explain, render
-    from .core.images import ImageReadError, read_image
+    from .core.analysis.explain import IMAGE_FREE, distance_over, explain, render
+    from .core.data.images import ImageReadError, read_image
 
     out = Path(args.out)
     if out.suffix.lower() not in (".npy", ".png", ".json"):
@@ -218,7 +218,7 @@ def _explain(args) -> int:
 
         Image.fromarray(render(exp, args.cmap)).save(out)
     else:
-        from .core.export import write_result
+        from .core.analysis.export import write_result
 
         write_result(out, exp.array, params, exp.extra)
     print(f"{exp.method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)

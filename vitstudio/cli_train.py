@@ -10,7 +10,7 @@ EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_parsers(sub) -> None:
-    from .core.recipes import PRESETS
+    from .core.train.recipes import PRESETS
 
     p = sub.add_parser("finetune", help="fine-tune a ViT on a folder dataset (one subfolder per class)")
     p.add_argument("data_dir", nargs="?")
@@ -60,7 +60,7 @@ def _drain(gen, quiet: bool):
     from tqdm import tqdm
 
     from .core.jobs import Progress
-    from .core.training import EpochMetrics, StepProgress
+    from .core.train.engine import EpochMetrics, StepProgress
 
     bar, last_message = None, None
     try:
@@ -95,10 +95,10 @@ def _drain(gen, quiet: bool):
 
 
 def finetune(args) -> int:
-    from .core.datasets import DatasetError
-    from .core.loading import ModelLoadError
-    from .core.recipes import make_config
-    from .core.training import fine_tune
+    from .core.data.datasets import DatasetError
+    from .core.models.loading import ModelLoadError
+    from .core.train.engine import fine_tune
+    from .core.train.recipes import make_config
 
     overrides = {k: getattr(args, k) for k in ("epochs", "batch_size", "grad_accum", "lr", "weight_decay",
                                                "layer_decay", "warmup_epochs", "label_smoothing", "mixup",
@@ -114,7 +114,7 @@ def finetune(args) -> int:
         return EXIT_USAGE
     try:
         if args.config:
-            from .core.recipes import TrainConfig
+            from .core.train.recipes import TrainConfig
 
             config = TrainConfig.from_json(Path(args.config).read_text())
         else:
@@ -136,9 +136,9 @@ def finetune(args) -> int:
 
 
 def evaluate_cmd(args) -> int:
-    from .core.datasets import DatasetError, Split, scan_dataset, split_dataset
-    from .core.evaluation import evaluate
-    from .core.loading import ModelLoadError, load_model
+    from .core.data.datasets import DatasetError, Split, scan_dataset, split_dataset
+    from .core.models.loading import ModelLoadError, load_model
+    from .core.train.evaluation import evaluate
 
     try:
         loaded = load_model(args.model, args.weights, args.device)
@@ -167,8 +167,8 @@ def evaluate_cmd(args) -> int:
 
 
 def export_cmd(args) -> int:
-    from .core.loading import ModelLoadError, load_model
-    from .core.onnx_export import export_onnx
+    from .core.models.loading import ModelLoadError, load_model
+    from .core.models.onnx_export import export_onnx
 
     try:
         loaded = load_model(args.model, args.weights, "cpu")
@@ -188,8 +188,8 @@ def export_cmd(args) -> int:
 def demo_model(args) -> int:
     import tempfile
 
-    from .core.demo import demo_config, render_digits
-    from .core.training import fine_tune
+    from .core.models.demo import demo_config, render_digits
+    from .core.train.engine import fine_tune
 
     with tempfile.TemporaryDirectory() as tmp:
         data = render_digits(Path(tmp) / "digits")

@@ -35,8 +35,8 @@ def memory_child(model_name: str, analysis: str) -> None:
     """Runs in a subprocess: prints 'bare_peak_mb analysis_peak_mb'."""
     import torch
 
-    from vitstudio.core import attention
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.analysis import attention
+    from vitstudio.core.models.loading import load_model
 
     torch.set_grad_enabled(False)
     loaded = load_model(model_name, device="cpu", pretrained=False)
@@ -58,8 +58,8 @@ def memory_child(model_name: str, analysis: str) -> None:
 def timing(args) -> None:
     import torch
 
-    from vitstudio.core import attention
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.analysis import attention
+    from vitstudio.core.models.loading import load_model
 
     loaded = load_model(args.model, device=args.device, pretrained=False)
     device = loaded.device

@@ -124,8 +124,8 @@ def data_only(args, loaded, data: Path) -> tuple[float, float]:
     from torch.utils.data import DataLoader
     from torchvision.datasets import ImageFolder
 
-    from vitstudio.core.device_augment import DeviceTrainBatches
-    from vitstudio.core.imagecache import build_cache, short_side_for
+    from vitstudio.core.data.device_augment import DeviceTrainBatches
+    from vitstudio.core.data.imagecache import build_cache, short_side_for
 
     cfg = loaded.data_config
     tf = timm.data.create_transform(cfg["input_size"], is_training=True, interpolation=cfg["interpolation"],
@@ -155,8 +155,8 @@ def data_only(args, loaded, data: Path) -> tuple[float, float]:
 
 
 def engine(args, data: Path, out: Path) -> tuple[float, float]:
-    from vitstudio.core.recipes import make_config
-    from vitstudio.core.training import EpochMetrics, fine_tune
+    from vitstudio.core.train.engine import EpochMetrics, fine_tune
+    from vitstudio.core.train.recipes import make_config
 
     cfg = make_config(str(data), args.model, str(out), preset="full", epochs=args.epochs, batch_size=args.batch,
                       device=args.device, precision=args.precision, val_ratio=0.1, drop_path=0.0,
@@ -192,7 +192,7 @@ def main() -> int:
 
     import torch
 
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.loading import load_model
 
     tmp = Path(tempfile.mkdtemp())
     data = make_jpegs(tmp / "jpegs", args.images)

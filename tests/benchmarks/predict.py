@@ -23,7 +23,7 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from vitstudio.core.inference import classify, classify_tensor  # noqa: E402
-from vitstudio.core.loading import load_model  # noqa: E402
+from vitstudio.core.models.loading import load_model  # noqa: E402
 
 
 def _sync(device):

@@ -3,7 +3,7 @@
 Run as a script by test_hub_online.py in a fresh interpreter (huggingface_hub reads HF_ENDPOINT at import):
     python fake_hub.py MODE   with MODE = safetensors | bin-only | broken
 It serves random vit_tiny_patch16_224 weights, loads "vit_tiny_patch16_224.augreg_in21k_ft_in1k" through
-vitstudio.core.loading with a progress callback, and prints one JSON line with what happened.
+vitstudio.core.models.loading with a progress callback, and prints one JSON line with what happened.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Hub(http.server.BaseHTTPRequestHandler):
 server = http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Hub)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 
-from vitstudio.core.loading import ModelLoadError, load_model  # noqa: E402
+from vitstudio.core.models.loading import ModelLoadError, load_model  # noqa: E402
 
 progress = []
 result = {"mode": MODE}

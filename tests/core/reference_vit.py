@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-from vitstudio.core.model import LoadedModel
+from vitstudio.core.models.model import LoadedModel
 
 
 def wrap(model, input_hw, num_classes=None) -> LoadedModel:

@@ -16,8 +16,8 @@ from tests.core.reference_vit import (
     sharpen,
     wrap,
 )
-from vitstudio.core import attention as A
-from vitstudio.core.capture import AttentionUnsupported, attention_modules
+from vitstudio.core.analysis import attention as A
+from vitstudio.core.analysis.capture import AttentionUnsupported, attention_modules
 from vitstudio.core.inference import forward_logits
 
 BASE = dict(patch_size=8, embed_dim=32, depth=3, num_heads=2, num_classes=5)

@@ -7,7 +7,7 @@ import time
 import timm
 import torch
 
-from vitstudio.core.catalog import list_catalog, vit_architectures
+from vitstudio.core.models.catalog import list_catalog, vit_architectures
 
 
 def test_every_listed_architecture_is_a_vision_transformer():

@@ -11,9 +11,9 @@ import pytest
 
 from tests.conftest import TINY_SPEC
 from vitstudio.cli import main
-from vitstudio.core.images import read_image
+from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify
-from vitstudio.core.loading import load_model
+from vitstudio.core.models.loading import load_model
 
 
 @pytest.fixture

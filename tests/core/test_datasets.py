@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.core.synthetic_data import make_dataset
-from vitstudio.core.datasets import DatasetError, Split, scan_dataset, split_dataset
+from vitstudio.core.data.datasets import DatasetError, Split, scan_dataset, split_dataset
 
 
 def test_scan_reports_classes_counts_sizes_and_skips(tmp_path):

@@ -8,8 +8,8 @@ import torch
 from sklearn.decomposition import PCA
 
 from tests.core.reference_vit import reference_forward, sharpen, wrap
-from vitstudio.core import embeddings as E
-from vitstudio.core.intrinsic import filter_components, pos_embed_similarity
+from vitstudio.core.analysis import embeddings as E
+from vitstudio.core.analysis.intrinsic import filter_components, pos_embed_similarity
 
 
 def _model(**kw):

@@ -10,11 +10,11 @@ from PIL import Image
 
 from tests.conftest import TINY_SPEC
 from vitstudio.cli import main
-from vitstudio.core import attention
-from vitstudio.core.explain import render
-from vitstudio.core.images import read_image
-from vitstudio.core.loading import load_model
-from vitstudio.core.methods import EXPLAIN_METHODS
+from vitstudio.core.analysis import attention
+from vitstudio.core.analysis.explain import render
+from vitstudio.core.analysis.methods import EXPLAIN_METHODS
+from vitstudio.core.data.images import read_image
+from vitstudio.core.models.loading import load_model
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_explain_errors(model_args, photos, tmp_path, capsys):
 
 
 def test_render_shapes(tiny_weights, photos):
-    from vitstudio.core.explain import explain
+    from vitstudio.core.analysis.explain import explain
 
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
     exp = explain(loaded, "heads", read_image(photos["rocket"]))
@@ -105,7 +105,7 @@ def test_render_shapes(tiny_weights, photos):
 
 
 def test_write_result_formats(tmp_path):
-    from vitstudio.core.export import write_result
+    from vitstudio.core.analysis.export import write_result
 
     arr = np.arange(6, dtype=np.float32).reshape(2, 3)
     files = write_result(tmp_path / "a.csv", arr, {"layer": np.int64(3), "patch": (1, 2)})

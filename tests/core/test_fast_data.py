@@ -16,9 +16,9 @@ from PIL import Image
 
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset, tree_state
-from vitstudio.core.device_augment import DeviceEvalBatches, DeviceTrainBatches, shard_indices
-from vitstudio.core.imagecache import build_cache, short_side_for
-from vitstudio.core.images import read_image
+from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBatches, shard_indices
+from vitstudio.core.data.imagecache import build_cache, short_side_for
+from vitstudio.core.data.images import read_image
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
@@ -109,7 +109,7 @@ def test_whole_image_crop_is_close_to_pil(jpegs):
 def test_eval_crops_are_exact(jpegs):
     loaded_cfg = dict(input_size=(3, 40, 40), interpolation="bicubic", mean=(0.5,) * 3, std=(0.5,) * 3,
                       crop_pct=0.875, crop_mode="center")
-    from vitstudio.core.model import split_eval_transform
+    from vitstudio.core.models.model import split_eval_transform
 
     tf = timm.data.create_transform(**loaded_cfg)
     pil_steps, _ = split_eval_transform(tf)
@@ -133,8 +133,8 @@ def test_shards_cover_everything_once_per_epoch():
 
 
 def test_cached_and_pil_paths_learn_alike(tmp_path):
-    from vitstudio.core.recipes import make_config
-    from vitstudio.core.training import fine_tune
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
 
     data = make_dataset(tmp_path / "data", per_class=30)
     accs = {}
@@ -164,7 +164,7 @@ def test_torchrun_two_processes_on_gloo(tmp_path):
     assert status["status"] == "finished" and status["processes"] == 2
     assert (out / "metrics.csv").read_text().count("\n") == 4  # written once, by rank 0
     assert res.stdout.count("finished: best val accuracy") == 1  # only rank 0 reports
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.loading import load_model
 
     assert load_model(str(out)).labels == ["blue", "green", "red"]
     assert Image.open(next(data.rglob("*.png"))).size == (32, 32)
@@ -172,9 +172,9 @@ def test_torchrun_two_processes_on_gloo(tmp_path):
 
 def test_gui_launcher_runs_torchrun_and_follows_the_run(tmp_path):
     """What the Training panel does with more than one GPU, exercised here with 2 CPU processes on gloo."""
-    from vitstudio.core.launcher import run_torchrun, torchrun_command
-    from vitstudio.core.recipes import make_config
-    from vitstudio.core.training import EpochMetrics
+    from vitstudio.core.train.engine import EpochMetrics
+    from vitstudio.core.train.launcher import run_torchrun, torchrun_command
+    from vitstudio.core.train.recipes import make_config
 
     cmd = torchrun_command(tmp_path / "c.json", 4)
     assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"] and "--nproc-per-node" in cmd

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vitstudio.core.images import ImageReadError, expand_paths, read_image
+from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 
 
 def _save(img: Image.Image, path, **kw):
@@ -108,7 +108,7 @@ def test_decompression_bomb_refused(tmp_path, monkeypatch):
 def test_unreadable_file(tmp_path, monkeypatch):
     path = _save(Image.new("RGB", (4, 4)), tmp_path / "locked.png")
     # root can read anything, so simulate the permission check failing
-    monkeypatch.setattr("vitstudio.core.images.os.access", lambda p, mode: False)
+    monkeypatch.setattr("vitstudio.core.data.images.os.access", lambda p, mode: False)
     with pytest.raises(ImageReadError, match="permission denied"):
         read_image(path)
 

@@ -11,9 +11,9 @@ import timm
 import torch
 
 from tests.conftest import TINY_SPEC
-from vitstudio.core.images import read_image
+from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify, classify_files, forward_logits, write_csv
-from vitstudio.core.loading import load_model
+from vitstudio.core.models.loading import load_model
 
 
 def _timm_reference_logits(model, img):

@@ -14,9 +14,9 @@ from safetensors.torch import save_file
 
 from tests.conftest import TINY, TINY_SPEC, make_tiny_vit
 from tests.core.seed_reference import SeedVisionTransformer, seed_transform
-from vitstudio.core.images import read_image
+from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import forward_logits
-from vitstudio.core.loading import ModelLoadError, load_model, parse_custom
+from vitstudio.core.models.loading import ModelLoadError, load_model, parse_custom
 
 
 def _logits(loaded, img):
@@ -116,7 +116,7 @@ def test_timm_model_folder_local_dir_and_models_dir(tmp_path, rgb_image, monkeyp
                                    atol=1e-5, rtol=0)
     monkeypatch.setenv("VITSTUDIO_MODELS_DIR", str(models))
     assert load_model("my-flowers").labels[2] == "tulip"  # a bare folder name under models/
-    from vitstudio.core.catalog import list_catalog
+    from vitstudio.core.models.catalog import list_catalog
     first = list_catalog()[0]
     assert first.source == "local" and first.name == str(folder) and first.local
 
@@ -179,7 +179,7 @@ def test_hub_name_offline_fails_fast_then_loads_from_cache(tmp_path, rgb_image):
     with pytest.raises(ModelLoadError, match="not in the local cache.*HF_HUB_OFFLINE.*models"):
         load_model(name)
     assert time.perf_counter() - start < 1.0
-    from vitstudio.core.catalog import is_cached, list_catalog
+    from vitstudio.core.models.catalog import is_cached, list_catalog
     assert not is_cached(name)
 
     torch.manual_seed(0)
@@ -242,7 +242,7 @@ def test_clear_errors(tmp_path):
 
 
 def test_device_auto_is_cpu_here():
-    from vitstudio.core.devices import resolve_device
+    from vitstudio.core.models.devices import resolve_device
 
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto").type in (expected, "mps")
@@ -251,7 +251,7 @@ def test_device_auto_is_cpu_here():
 
 def test_download_progress_is_forwarded():
     """huggingface_hub drives a tqdm class; ours forwards its byte counts to the GUI/CLI callback."""
-    from vitstudio.core.hub import _progress_tqdm
+    from vitstudio.core.models.hub import _progress_tqdm
 
     seen = []
     bar_cls = _progress_tqdm(lambda done, total, msg: seen.append((done, total, msg)), "Downloading x")

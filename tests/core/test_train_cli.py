@@ -42,10 +42,10 @@ def test_eval_matches_scikit_learn(trained, tmp_path, capsys):
     assert main(["eval", str(data), "--model", str(out), "--json", str(report_file)]) == 0
     report = json.loads(report_file.read_text())
     # recompute from the model's own predictions on the run's validation split, with scikit-learn
-    from vitstudio.core.datasets import Split
-    from vitstudio.core.images import read_image
+    from vitstudio.core.data.datasets import Split
+    from vitstudio.core.data.images import read_image
     from vitstudio.core.inference import classify
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.loading import load_model
 
     loaded = load_model(str(out))
     split = Split.from_manifest(json.loads((out / "split.json").read_text()), data)
@@ -69,7 +69,7 @@ def test_onnx_export_matches(trained, tmp_path, capsys):
     import onnxruntime as ort
 
     from vitstudio.core.inference import forward_logits
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.loading import load_model
 
     x = torch.randn(4, 3, 32, 32)
     session = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
@@ -81,8 +81,8 @@ def test_onnx_export_matches(trained, tmp_path, capsys):
 def test_digits_demo_dataset(tmp_path):
     from PIL import Image
 
-    from vitstudio.core.datasets import scan_dataset
-    from vitstudio.core.demo import render_digits
+    from vitstudio.core.data.datasets import scan_dataset
+    from vitstudio.core.models.demo import render_digits
 
     scan = scan_dataset(render_digits(tmp_path / "digits"))
     assert scan.classes == tuple(str(d) for d in range(10)) and scan.total == 1797
@@ -91,10 +91,10 @@ def test_digits_demo_dataset(tmp_path):
 
 
 def test_bundled_demo_model_reads_the_sample_digits():
-    from vitstudio.core.demo import bundled_demo, sample_images
-    from vitstudio.core.images import read_image
+    from vitstudio.core.data.images import read_image
     from vitstudio.core.inference import classify
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.demo import bundled_demo, sample_images
+    from vitstudio.core.models.loading import load_model
 
     demo = bundled_demo()
     assert demo is not None, "models/digits-vit is part of the repository"

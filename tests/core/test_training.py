@@ -14,9 +14,9 @@ import torch
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset, tree_state
 from vitstudio.core.jobs import CancelToken
-from vitstudio.core.recipes import make_config
-from vitstudio.core.runs import CHECKPOINT, atomic_torch_save
-from vitstudio.core.training import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+from vitstudio.core.train.recipes import make_config
+from vitstudio.core.train.runs import CHECKPOINT, atomic_torch_save
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
@@ -69,7 +69,7 @@ def test_engine_learns_and_writes_a_complete_run(data, tmp_path):
     plain = timm.create_model(f"local-dir:{out}", pretrained=True).eval()
     assert plain.pretrained_cfg["label_names"] == ["blue", "green", "red"]
     from vitstudio.core.inference import forward_logits
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.loading import load_model
 
     ours = load_model(str(out))
     x = torch.randn(2, 3, 32, 32)
@@ -126,7 +126,7 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypat
     def die(fd):  # the process is killed after the bytes went out, before the rename
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("vitstudio.core.runs.os.fsync", die)
+    monkeypatch.setattr("vitstudio.core.train.runs.os.fsync", die)
     with pytest.raises(KeyboardInterrupt):
         atomic_torch_save({"epoch": 2, "w": torch.zeros(3)}, path)
     assert torch.load(path, weights_only=True)["epoch"] == 1
@@ -134,7 +134,7 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypat
 
 
 def test_presets_freeze_what_they_say(data, tmp_path):
-    from vitstudio.core.training import _freeze
+    from vitstudio.core.train.engine import _freeze
 
     model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
                               depth=4, num_heads=2, num_classes=3)
@@ -151,7 +151,7 @@ def test_presets_freeze_what_they_say(data, tmp_path):
 
 
 def test_seed_preset_matches_the_recipe():
-    from vitstudio.core.recipes import PRESETS
+    from vitstudio.core.train.recipes import PRESETS
 
     seed = PRESETS["seed"]
     assert (seed["opt"], seed["lr"], seed["momentum"], seed["weight_decay"]) == ("sgd", 1e-3, 0.9, 5e-5)
@@ -181,7 +181,7 @@ def test_config_errors(data, tmp_path):
         make_config(str(data), SPEC3, str(tmp_path / "x"), preset="magic")
     empty = tmp_path / "empty"
     empty.mkdir()
-    from vitstudio.core.datasets import DatasetError
+    from vitstudio.core.data.datasets import DatasetError
 
     with pytest.raises(DatasetError):
         run(fine_tune(make_config(str(empty), SPEC3, str(tmp_path / "y"))))

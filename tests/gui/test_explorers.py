@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import TINY_SPEC
-from vitstudio.core import attention, embeddings
-from vitstudio.core.images import read_image
-from vitstudio.core.intrinsic import pos_embed_similarity
+from vitstudio.core.analysis import attention, embeddings
+from vitstudio.core.analysis.intrinsic import pos_embed_similarity
+from vitstudio.core.data.images import read_image
 from vitstudio.gui import actions, workers
 
 
@@ -112,7 +112,7 @@ def test_internals_compare_and_export(ready, qtbot, tmp_path, tiny_weights):
     np.testing.assert_allclose(window.internals.results["pos-embed"][0].array, pos_embed_similarity(loaded.model))
 
     window.show_tab("compare")
-    from vitstudio.core.loading import load_model
+    from vitstudio.core.models.loading import load_model
 
     other = load_model(TINY_SPEC)  # random weights: a different model on the same image
     window.compare.set_other(other)

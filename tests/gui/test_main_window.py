@@ -9,9 +9,9 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from tests.conftest import TINY_SPEC
-from vitstudio.core.images import read_image
+from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify
-from vitstudio.core.loading import load_model
+from vitstudio.core.models.loading import load_model
 from vitstudio.gui import workers
 
 

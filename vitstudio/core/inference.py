@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .images import ImageReadError, expand_paths, read_image
-from .jobs import CancelToken
-from .model import LoadedModel
+from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
+from vitstudio.core.jobs import CancelToken
+from vitstudio.core.models.model import LoadedModel
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     window = MainWindow()
     settings = window.settings
-    from vitstudio.core.demo import bundled_demo, sample_images
+    from vitstudio.core.models.demo import bundled_demo, sample_images
 
     demo = bundled_demo()
     spec = args.model or settings.value("model", "") or (str(demo) if demo else "")

@@ -18,11 +18,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.devices import memory_in_use
-from vitstudio.core.images import ImageReadError, expand_paths, read_image, to_rgb
+from vitstudio.core.data.images import ImageReadError, expand_paths, read_image, to_rgb
 from vitstudio.core.inference import classify
-from vitstudio.core.loading import load_model
-from vitstudio.core.modelcard import model_card
+from vitstudio.core.models.devices import memory_in_use
+from vitstudio.core.models.loading import load_model
+from vitstudio.core.models.modelcard import model_card
 
 from . import workers
 from .actions import build_menus

@@ -8,7 +8,7 @@ from PIL import Image
 from PySide6.QtCore import QObject, Signal
 
 from vitstudio.core.inference import Prediction
-from vitstudio.core.model import LoadedModel
+from vitstudio.core.models.model import LoadedModel
 
 PREVIEW = 640
 

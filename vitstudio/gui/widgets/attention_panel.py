@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core import attention
-from vitstudio.core.explain import distance_over
-from vitstudio.core.methods import FUSIONS
+from vitstudio.core.analysis import attention
+from vitstudio.core.analysis.explain import distance_over
+from vitstudio.core.analysis.methods import FUSIONS
 
 from .. import workers
 from .distance_plot import DistancePlotWidget

@@ -6,9 +6,9 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from vitstudio.core import attention
+from vitstudio.core.analysis import attention
 from vitstudio.core.inference import classify
-from vitstudio.core.loading import load_model
+from vitstudio.core.models.loading import load_model
 
 from .. import workers
 from .explorer_base import ExplorerPanel

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core import embeddings
-from vitstudio.core.overlays import normalise
+from vitstudio.core.analysis import embeddings
+from vitstudio.core.analysis.overlays import normalise
 
 from .. import workers
 from .explorer_base import ExplorerPanel, colormap_combo, controls_column, layer_slider, wrapping_label

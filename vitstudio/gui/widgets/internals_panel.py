@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from vitstudio.core.explain import explain, render
+from vitstudio.core.analysis.explain import explain, render
 
 from .. import workers
 from .explorer_base import ExplorerPanel

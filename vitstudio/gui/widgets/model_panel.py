@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.catalog import list_catalog
-from vitstudio.core.devices import PRECISIONS, available_devices
+from vitstudio.core.models.catalog import list_catalog
+from vitstudio.core.models.devices import PRECISIONS, available_devices
 
 from ..state import AppState
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QSpinBox, QWidget
 
-from vitstudio.core.recipes import PRESETS, TrainConfig, make_config
+from vitstudio.core.train.recipes import PRESETS, TrainConfig, make_config
 
 # field -> (label, kind, minimum, maximum, step/decimals)
 FIELDS = {

@@ -29,12 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.catalog import models_dir
-from vitstudio.core.datasets import scan_dataset
-from vitstudio.core.evaluation import EvalReport
+from vitstudio.core.data.datasets import scan_dataset
 from vitstudio.core.jobs import Progress
-from vitstudio.core.runs import list_runs, read_metrics, run_status
-from vitstudio.core.training import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+from vitstudio.core.models.catalog import models_dir
+from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+from vitstudio.core.train.evaluation import EvalReport
+from vitstudio.core.train.runs import list_runs, read_metrics, run_status
 
 from .. import workers
 from .map_view import MapView
@@ -251,7 +251,7 @@ class TrainingPanel(QWidget):
         if self.run_dir is None or not (self.run_dir / "checkpoint-last.pt").exists():
             self.status.setText("Select a cancelled run in History first.")
             return
-        from vitstudio.core.recipes import TrainConfig
+        from vitstudio.core.train.recipes import TrainConfig
 
         self._launch(TrainConfig.from_json((self.run_dir / "train_config.json").read_text()), resume=True)
 
@@ -263,7 +263,7 @@ class TrainingPanel(QWidget):
         self._set_running(True)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.run_dir.name}…")
         if self.multi_gpu.isChecked() and not resume:
-            from vitstudio.core.launcher import run_torchrun
+            from vitstudio.core.train.launcher import run_torchrun
 
             def job(cancel):
                 return run_torchrun(config, self.gpus, cancel)

@@ -26,7 +26,7 @@ GALLERY_MAX = 200
 
 def make_thumbnails(report) -> dict:
     """Runs in a worker: small pictures of the misclassified images for the gallery."""
-    from vitstudio.core.images import ImageReadError, read_image
+    from vitstudio.core.data.images import ImageReadError, read_image
 
     out = {}
     for wrong in report.misclassified[:GALLERY_MAX]:

@@ -15,11 +15,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .evaluation import EvalReport
-from .jobs import CancelToken, Progress
-from .recipes import TrainConfig
-from .runs import read_metrics
-from .training import EpochMetrics, TrainResult
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.train.engine import EpochMetrics, TrainResult
+from vitstudio.core.train.evaluation import EvalReport
+from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.runs import read_metrics
 
 
 def torchrun_command(config_file: Path, processes: int) -> list[str]:

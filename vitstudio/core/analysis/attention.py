@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .capture import AttentionUnsupported, capturing, grid_for, has_class_token, resolve_layers
-from .methods import FUSIONS
-from .model import LoadedModel
+from vitstudio.core.analysis.capture import AttentionUnsupported, capturing, grid_for, has_class_token, resolve_layers
+from vitstudio.core.analysis.methods import FUSIONS
+from vitstudio.core.models.model import LoadedModel
 
 
 def _forward(loaded: LoadedModel, x: torch.Tensor, layers: list[int], on_layer, grad: bool = False):

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from .model import LoadedModel
+from vitstudio.core.models.model import LoadedModel
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import socket
 from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
-from .catalog import cached_hub_file, models_dir
+from vitstudio.core.models.catalog import cached_hub_file, models_dir
 
 ProgressFn = Callable[[int, int, str], None]  # (bytes done, bytes total or 0, message)
 

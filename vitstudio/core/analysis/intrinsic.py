@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from torch import nn
 
-from .embeddings import fit_pca
+from vitstudio.core.analysis.embeddings import fit_pca
 
 
 def pos_embed_similarity(model: nn.Module) -> np.ndarray:

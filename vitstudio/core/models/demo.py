@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .recipes import TrainConfig, make_config
+from vitstudio.core.train.recipes import TrainConfig, make_config
 
 DEMO_NAME = "digits-vit"
 DEMO_SPEC = "custom:img=32,patch=4,width=64,depth=4,heads=4,classes=10"  # 8×8 patch grid, 65 tokens
 DEMO_SIZE = 32
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def bundled_demo() -> Path | None:

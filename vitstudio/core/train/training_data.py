@@ -17,14 +17,14 @@ import timm
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from .datasets import Split
-from .device_augment import DeviceEvalBatches, DeviceTrainBatches
-from .distributed import DistInfo
-from .imagecache import build_cache, short_side_for
-from .images import ImageReadError, read_image
-from .jobs import CancelToken, Progress
-from .model import split_eval_transform
-from .recipes import TrainConfig
+from vitstudio.core.data.datasets import Split
+from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBatches
+from vitstudio.core.data.imagecache import build_cache, short_side_for
+from vitstudio.core.data.images import ImageReadError, read_image
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import split_eval_transform
+from vitstudio.core.train.distributed import DistInfo
+from vitstudio.core.train.recipes import TrainConfig
 
 
 class FolderDataset(Dataset):

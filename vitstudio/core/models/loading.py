@@ -19,9 +19,9 @@ import timm
 import torch
 from torch import nn
 
-from . import hub
-from .catalog import cached_url_file, hub_weight_files, models_dir, vit_architectures
-from .checkpoints import (
+from vitstudio.core.models import hub
+from vitstudio.core.models.catalog import cached_url_file, hub_weight_files, models_dir, vit_architectures
+from vitstudio.core.models.checkpoints import (
     SEED_CROP_PCT,
     CheckpointError,
     build_inferred,
@@ -31,9 +31,9 @@ from .checkpoints import (
     read_class_indices,
     read_state_dict,
 )
-from .devices import resolve_device, validate_precision
-from .labels import resolve_labels
-from .model import LoadedModel
+from vitstudio.core.models.devices import resolve_device, validate_precision
+from vitstudio.core.models.labels import resolve_labels
+from vitstudio.core.models.model import LoadedModel
 
 ProgressFn = hub.ProgressFn
 

@@ -23,17 +23,25 @@ import timm.utils
 import torch
 from torch import nn
 
-from .attention import rollout
-from .datasets import Split, scan_dataset, split_dataset
-from .distributed import DistInfo, barrier, broadcast_flag, device_for, finish, init_distributed, sum_across
-from .evaluation import EvalReport, evaluate
-from .images import ImageReadError, read_image
-from .jobs import Cancelled, CancelToken, Progress, Throttle
-from .loading import load_model
-from .model import LoadedModel
-from .recipes import TrainConfig
-from .runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
-from .training_data import make_loaders
+from vitstudio.core.analysis.attention import rollout
+from vitstudio.core.data.datasets import Split, scan_dataset, split_dataset
+from vitstudio.core.data.images import ImageReadError, read_image
+from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
+from vitstudio.core.models.loading import load_model
+from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.train.distributed import (
+    DistInfo,
+    barrier,
+    broadcast_flag,
+    device_for,
+    finish,
+    init_distributed,
+    sum_across,
+)
+from vitstudio.core.train.evaluation import EvalReport, evaluate
+from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
+from vitstudio.core.train.training_data import make_loaders
 
 
 @dataclass(frozen=True)

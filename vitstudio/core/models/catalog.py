@@ -26,7 +26,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
 def models_dir() -> Path:
     """The folder of user and project models: $VITSTUDIO_MODELS_DIR, else `models/` beside the package."""
     env = os.environ.get("VITSTUDIO_MODELS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "models"
+    return Path(env) if env else Path(__file__).resolve().parents[3] / "models"
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from . import attention, embeddings, intrinsic, overlays
-from .capture import resolve_layers
-from .inference import decoded_batches
-from .jobs import CancelToken
-from .methods import EXPLAIN_METHODS, IMAGE_FREE_METHODS
-from .model import LoadedModel
+from vitstudio.core.analysis import attention, embeddings, intrinsic, overlays
+from vitstudio.core.analysis.capture import resolve_layers
+from vitstudio.core.analysis.methods import EXPLAIN_METHODS, IMAGE_FREE_METHODS
+from vitstudio.core.inference import decoded_batches
+from vitstudio.core.jobs import CancelToken
+from vitstudio.core.models.model import LoadedModel
 
 METHODS, IMAGE_FREE = EXPLAIN_METHODS, IMAGE_FREE_METHODS
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .inference import classify_files
-from .jobs import CancelToken, Progress
-from .model import LoadedModel
+from vitstudio.core.inference import classify_files
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
 
 
 @dataclass(frozen=True)

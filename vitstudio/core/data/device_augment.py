@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from timm.data.transforms import RandomResizedCropAndInterpolation
 
-from .imagecache import DecodedImages
+from vitstudio.core.data.imagecache import DecodedImages
 
 MODES = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest", "random": "bilinear"}
 

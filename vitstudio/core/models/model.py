@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from .devices import autocast
+from vitstudio.core.models.devices import autocast
 
 
 def split_eval_transform(transform) -> tuple[list, list]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .catalog import models_dir
+from vitstudio.core.models.catalog import models_dir
 
 METRIC_FIELDS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "seconds")
 CHECKPOINT = "checkpoint-last.pt"

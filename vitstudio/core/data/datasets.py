@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from .images import IMAGE_SUFFIXES
+from vitstudio.core.data.images import IMAGE_SUFFIXES
 
 VAL_NAMES = ("val", "validation")
 

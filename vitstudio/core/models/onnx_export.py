@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .model import LoadedModel
+from vitstudio.core.models.model import LoadedModel
 
 
 @dataclass(frozen=True)

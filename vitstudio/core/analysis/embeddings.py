@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .capture import grid_for, resolve_layers
-from .images import expand_paths
-from .inference import decoded_batches
-from .jobs import CancelToken, Progress
-from .model import LoadedModel
+from vitstudio.core.analysis.capture import grid_for, resolve_layers
+from vitstudio.core.data.images import expand_paths
+from vitstudio.core.inference import decoded_batches
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Analyses of a loaded model: attention capture and maps, embeddings, model-intrinsic views, rendering, export."""

@@ -1,0 +1,1 @@
+"""Models: what exists (catalog, hub), loading any source into a LoadedModel, devices, model cards, export."""

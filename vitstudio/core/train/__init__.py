@@ -1,0 +1,1 @@
+"""Fine-tuning: recipes, the training engine, run folders, evaluation, distributed launch."""
