@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -157,8 +158,12 @@ class MainWindow(QMainWindow):
                 except ImageReadError as exc:
                     yield make_entry(str(path), error=exc.reason)
 
-        workers.start_job("Reading images", read_all, on_yield=lambda e: self.state.add_images([e]),
-                          on_error=self._on_job_error)
+        many = len(paths) > 8 or any(Path(p).is_dir() for p in paths)  # a folder scan must not hold a slider
+        workers.start_job("Reading images", read_all, on_yield=self._add_entry, on_error=self._on_job_error,
+                          kind=workers.LONG if many else workers.INTERACTIVE)
+
+    def _add_entry(self, entry) -> None:
+        self.state.add_images([entry])
 
     def request_model(self, spec: str, device: str = "auto", precision: str = "fp32",
                       weights: str | None = None) -> None:
@@ -172,11 +177,11 @@ class MainWindow(QMainWindow):
             model_card(loaded)  # FLOPs need a forward: do it here, not on the GUI thread
             return loaded
 
-        def failed(message: str) -> None:
-            self.state.model_failed.emit(message)
-            self._on_job_error(message)
+        self.load_job.start("Loading model", load, on_result=self.state.set_model, on_error=self._on_load_failed)
 
-        self.load_job.start("Loading model", load, on_result=self.state.set_model, on_error=failed)
+    def _on_load_failed(self, exc: BaseException) -> None:
+        self.state.model_failed.emit(workers.describe(exc))
+        self._on_job_error(exc)
 
     def _on_model_loaded(self, loaded) -> None:
         self.settings.setValue("model", loaded.name)
@@ -212,7 +217,7 @@ class MainWindow(QMainWindow):
         loaded = self.state.model
         if loaded is None:
             return
-        todo = [e for e in self.state.images if e.image is not None and id(loaded) not in e.predictions]
+        todo = [e for e in self.state.images if e.image is not None and loaded.uid not in e.predictions]
         if not todo:
             return
         if self.state.selected in todo:  # the image on screen first
@@ -233,7 +238,8 @@ class MainWindow(QMainWindow):
         self.classify_job.start("Classifying", run, on_yield=deliver, on_error=self._on_job_error)
 
     # ----- messages, status, shutdown ---------------------------------------------------------------
-    def _on_job_error(self, message: str) -> None:
+    def _on_job_error(self, exc: BaseException | str) -> None:
+        message = exc if isinstance(exc, str) else workers.describe(exc)
         self._on_message("error", message)
         box = QMessageBox(QMessageBox.Warning, "ViT Studio", message, QMessageBox.Ok, self)
         box.setModal(False)

@@ -21,7 +21,7 @@ class ImageEntry:
     image: Image.Image | None = None
     error: str | None = None
     preview: Image.Image | None = None  # at most PREVIEW px, made off the GUI thread for fast display
-    predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by id(LoadedModel)
+    predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by LoadedModel.uid
 
 
 def make_entry(path: str, image: Image.Image | None = None, error: str | None = None) -> ImageEntry:
@@ -68,9 +68,9 @@ class AppState(QObject):
         self.image_selected.emit(entry)
 
     def prediction_for(self, entry: ImageEntry) -> Prediction | None:
-        return entry.predictions.get(id(self.model)) if self.model is not None else None
+        return entry.predictions.get(self.model.uid) if self.model is not None else None
 
     def set_prediction(self, entry: ImageEntry, model: LoadedModel, prediction: Prediction) -> None:
-        entry.predictions[id(model)] = prediction
+        entry.predictions[model.uid] = prediction
         if model is self.model:
             self.prediction_ready.emit(entry)

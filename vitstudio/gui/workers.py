@@ -1,16 +1,28 @@
-"""The only module that creates threads. Jobs run on a QThreadPool; results come back as queued signals.
+"""The only module that creates threads. Jobs run on one of two QThreadPools; results come back as queued signals.
 
 A job is a callable `fn(cancel: CancelToken)` that checks the token between units of work (raising
 `Cancelled`, or returning early with what it has). If it returns a generator, every yielded value is
-delivered to `on_yield` on the GUI thread and the generator's return value goes to `on_result`. Errors always
-reach `on_error` (and the log); `Cancelled` is silent. Late results of a superseded request are dropped by
-`LatestJob`.
+delivered to `on_yield` on the GUI thread and the generator's return value goes to `on_result`. Failures reach
+`on_error` as the exception object itself (and the log); `Cancelled` is silent.
+
+Two pools, so that a training run or a folder scan never queues a slider: `INTERACTIVE` (analyses of the image
+on screen, model loads) and `LONG` (training, folder scans, reading many files).
+
+Lifetimes: a handle holds its callbacks as plain Python attributes, and every delivery goes through ONE
+dispatcher object that is connected once, to its own bound methods. No per-job QObject, no lambda connected to a
+Qt signal: Python<->C++ reference cycles (invisible to the garbage collector, keeping models alive) cannot form.
+When a job finishes, its handle drops its callbacks and leaves the active list, so whatever they captured is freed.
+
+Latest request wins, errors included (as Orange3's `concurrent.py`): `discard()` cancels a job and drops its
+callbacks, so a superseded job delivers nothing at all. `cancel()` alone (a user pressing Cancel) still delivers
+the job's final result, e.g. a cancelled training run's report.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
+import time
 import traceback
 from collections.abc import Callable
 
@@ -20,119 +32,189 @@ from vitstudio.core.jobs import Cancelled, CancelToken
 
 log = logging.getLogger("vitstudio.jobs")
 
-
-class _Signals(QObject):
-    yielded = Signal(object)
-    result = Signal(object)
-    error = Signal(str)
-    finished = Signal()
+INTERACTIVE, LONG = "interactive", "long"
 
 
 class JobHandle:
-    """A running job: cancel it, ask whether it is done, or connect to its signals."""
+    """A job: cancel or discard it, ask whether it is done. Callbacks run on the GUI thread."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, kind: str, on_result=None, on_yield=None, on_error=None) -> None:
+        self.name, self.kind = name, kind
         self.cancel_token = CancelToken()
-        self.signals = _Signals()
+        self.on_result, self.on_yield, self.on_error = on_result, on_yield, on_error
         self.done = False
-        self.signals.finished.connect(self._mark_done)
+        self.queued_at = time.perf_counter()
+        self.started_at: float | None = None  # when a pool thread picked it up (waits are measured from these)
 
-    def _mark_done(self) -> None:
-        self.done = True
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_token.cancelled
 
     def cancel(self) -> None:
+        """Ask the job to stop; its final result (if it returns one) is still delivered."""
         self.cancel_token.cancel()
+
+    def discard(self) -> None:
+        """Cancel and forget: nothing this job produces from now on reaches its callbacks."""
+        self.cancel_token.cancel()
+        self._drop_callbacks()
+
+    def _drop_callbacks(self) -> None:
+        self.on_result = self.on_yield = self.on_error = None
+
+
+class _Dispatcher(QObject):
+    """Lives on the GUI thread; worker threads emit its signals (queued), its own methods deliver them."""
+
+    yielded = Signal(object, object)  # handle, value
+    result = Signal(object, object)  # handle, value
+    error = Signal(object, object)  # handle, exception
+    finished = Signal(object)  # handle
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active: list[JobHandle] = []
+        self.yielded.connect(self._deliver_yield)
+        self.result.connect(self._deliver_result)
+        self.error.connect(self._deliver_error)
+        self.finished.connect(self._release)
+
+    def _deliver_yield(self, handle: JobHandle, value) -> None:
+        if handle.on_yield is not None and not handle.cancelled:
+            handle.on_yield(value)
+
+    def _deliver_result(self, handle: JobHandle, value) -> None:
+        if handle.on_result is not None:
+            handle.on_result(value)
+
+    def _deliver_error(self, handle: JobHandle, exc: BaseException) -> None:
+        if handle.on_error is not None:
+            handle.on_error(exc)
+
+    def _release(self, handle: JobHandle) -> None:
+        handle.done = True
+        handle._drop_callbacks()
+        if handle in self.active:
+            self.active.remove(handle)
 
 
 class _Runnable(QRunnable):
-    def __init__(self, fn: Callable, handle: JobHandle) -> None:
+    def __init__(self, fn: Callable, handle: JobHandle, dispatcher: _Dispatcher) -> None:
         super().__init__()
-        self.fn, self.handle = fn, handle
+        self.fn, self.handle, self.dispatcher = fn, handle, dispatcher
         self.setAutoDelete(True)
 
     def run(self) -> None:
-        token, sig = self.handle.cancel_token, self.handle.signals
+        handle, d = self.handle, self.dispatcher
+        fn, self.fn = self.fn, None  # the runnable must not keep the job's closure (and its model) alive
+        handle.started_at = time.perf_counter()
+        token = handle.cancel_token
         try:
-            out = self.fn(token)
+            out = fn(token)
+            del fn
             if inspect.isgenerator(out):
                 # The job checks `token` itself (it may want to save its work on cancel), so it is driven to
                 # its own end; values it yields after a cancel are simply not delivered.
+                gen, out = out, None
                 try:
                     while True:
-                        value = next(out)
+                        value = next(gen)
                         if not token.cancelled:
-                            sig.yielded.emit(value)
+                            d.yielded.emit(handle, value)
+                        del value
                 except StopIteration as stop:
                     out = stop.value
-            sig.result.emit(out)
+                del gen
+            d.result.emit(handle, out)
         except Cancelled:
             pass
         except Exception as exc:  # every failure reaches the user, never vanishes in a thread
-            log.error("job %s failed:\n%s", self.handle.name, traceback.format_exc())
-            sig.error.emit(f"{self.handle.name}: {exc}")
+            log.error("job %s failed:\n%s", handle.name, traceback.format_exc())
+            exc.__traceback__ = None  # the frames hold the job's locals (models, tensors)
+            d.error.emit(handle, exc)
         finally:
-            sig.finished.emit()
+            d.finished.emit(handle)
+            self.handle = self.dispatcher = None
 
 
-_active: list[JobHandle] = []
+_dispatcher: _Dispatcher | None = None
+_pools: dict[str, QThreadPool] = {}
 
 
-def pool() -> QThreadPool:
-    return QThreadPool.globalInstance()
+def dispatcher() -> _Dispatcher:
+    global _dispatcher
+    if _dispatcher is None:
+        _dispatcher = _Dispatcher()
+    return _dispatcher
+
+
+def pool(kind: str = INTERACTIVE) -> QThreadPool:
+    """The pool for `kind`. Interactive work gets the global pool; long jobs their own, of two threads."""
+    if kind not in _pools:
+        if kind == INTERACTIVE:
+            p = QThreadPool.globalInstance()
+            p.setMaxThreadCount(max(2, p.maxThreadCount()))
+        elif kind == LONG:
+            p = QThreadPool()
+            p.setMaxThreadCount(2)
+        else:
+            raise ValueError(f"Unknown job kind '{kind}'; use '{INTERACTIVE}' or '{LONG}'.")
+        _pools[kind] = p
+    return _pools[kind]
 
 
 def start_job(name: str, fn: Callable, *, on_result: Callable | None = None, on_yield: Callable | None = None,
-              on_error: Callable | None = None, accept: Callable[[JobHandle], bool] | None = None) -> JobHandle:
-    """Run `fn(cancel_token)` off the GUI thread; callbacks run on the GUI thread.
-
-    `accept(handle)` (optional) filters late deliveries, e.g. of a job that is no longer the latest.
-    """
-    handle = JobHandle(name)
-
-    def gated(callback):
-        return lambda value: callback(value) if accept is None or accept(handle) else None
-
-    # connect before starting, so that nothing the job emits can be missed
-    if on_result:
-        handle.signals.result.connect(gated(on_result))
-    if on_yield:
-        handle.signals.yielded.connect(gated(on_yield))
-    if on_error:
-        handle.signals.error.connect(on_error)
-    _active.append(handle)
-    handle.signals.finished.connect(lambda: _active.remove(handle) if handle in _active else None)
-    pool().start(_Runnable(fn, handle))
+              on_error: Callable | None = None, kind: str = INTERACTIVE) -> JobHandle:
+    """Run `fn(cancel_token)` off the GUI thread on the `kind` pool; callbacks run on the GUI thread."""
+    d = dispatcher()
+    handle = JobHandle(name, kind, on_result, on_yield, on_error)
+    d.active.append(handle)
+    pool(kind).start(_Runnable(fn, handle, d))
     return handle
 
 
 def running_jobs() -> list[JobHandle]:
-    return [h for h in _active if not h.done]
+    return [h for h in (dispatcher().active if _dispatcher is not None else []) if not h.done]
 
 
 def shutdown(timeout_ms: int = 5000) -> bool:
-    """Cancel every job and wait for the pool to drain; True when no thread is left running."""
-    for handle in list(_active):
-        handle.cancel()
-    return pool().waitForDone(timeout_ms)
+    """Cancel every job and wait for both pools to drain; True when no thread is left running."""
+    for handle in running_jobs():
+        handle.discard()
+    deadline = time.perf_counter() + timeout_ms / 1000
+    ok = True
+    for p in list(_pools.values()):
+        left = max(0, int((deadline - time.perf_counter()) * 1000))
+        ok = p.waitForDone(left) and ok
+    if _dispatcher is not None:  # deliver the queued 'finished' events so handles are released
+        from PySide6.QtCore import QCoreApplication
+
+        QCoreApplication.sendPostedEvents(_dispatcher)
+    return ok
+
+
+def describe(exc: BaseException) -> str:
+    """One line for the user: the message, or the exception's type when it has none."""
+    text = str(exc).strip()
+    return text if text else type(exc).__name__
 
 
 class LatestJob:
-    """One job slot where the latest request wins: starting a job cancels the previous one and drops its
-    late results."""
+    """One job slot where the latest request wins: starting a job discards the previous one, so nothing it
+    produces later (result, yield or error) is delivered."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str = INTERACTIVE) -> None:
+        self.kind = kind
         self.current: JobHandle | None = None
 
     def start(self, name: str, fn: Callable, *, on_result: Callable | None = None,
               on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
-        if self.current is not None:
-            self.current.cancel()
+        self.cancel()
         self.current = start_job(name, fn, on_result=on_result, on_yield=on_yield, on_error=on_error,
-                                 accept=lambda handle: handle is self.current)
+                                 kind=self.kind)
         return self.current
 
     def cancel(self) -> None:
         if self.current is not None:
-            self.current.cancel()
+            self.current.discard()
             self.current = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ def split_eval_transform(transform) -> tuple[list, list]:
     return steps[:cut], steps[cut:]
 
 
+_uids = itertools.count(1)
 _locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _locks_guard = threading.Lock()
 
@@ -50,10 +52,21 @@ class LoadedModel:
     device: torch.device
     precision: str
     _card: object = field(default=None, repr=False)
+    # Unique for the life of the process (unlike id(), never reused after a model is freed): results and
+    # requests are keyed by it, so a result computed for one model can never be shown for another.
+    uid: int = field(default_factory=lambda: next(_uids), repr=False)
 
     @property
     def lock(self) -> threading.RLock:
         return model_lock(self.model)
+
+    @property
+    def depth(self) -> int:
+        return len(self.model.blocks)
+
+    @property
+    def num_heads(self) -> int:
+        return int(getattr(self.model.blocks[0].attn, "num_heads", 1) or 1)
 
     @property
     def num_classes(self) -> int:

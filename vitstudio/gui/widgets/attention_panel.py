@@ -43,7 +43,8 @@ class AttentionPanel(ExplorerPanel):
         self.tokens = None  # (patch, TokenMaps)
         self.patch: tuple[int, int] | None = None
         self.displayed = None  # the (gh, gw) array on screen
-        self._jobs = {k: workers.LatestJob() for k in ("overview", "gradient", "tokens", "folder")}
+        self._jobs = {k: workers.LatestJob() for k in ("overview", "gradient", "tokens")}
+        self._jobs["folder"] = workers.LatestJob(workers.LONG)
 
         self.method = QComboBox()
         self.method.addItems(METHODS)

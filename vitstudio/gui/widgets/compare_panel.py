@@ -77,9 +77,9 @@ class ComparePanel(ExplorerPanel):
         self._load_job.start("Loading second model", lambda cancel: load_model(spec, None, device, precision),
                              on_result=self.set_other, on_error=self._on_load_error)
 
-    def _on_load_error(self, message: str) -> None:
+    def _on_load_error(self, exc: BaseException) -> None:
         self.titles[1].setText("Second model: not loaded")
-        self.report_error(message)
+        self.report_error(exc)
 
     def set_other(self, loaded) -> None:
         self.other = loaded

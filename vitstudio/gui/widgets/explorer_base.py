@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
+from .. import workers
 from ..state import AppState, ImageEntry
 from .map_view import GUI_COLORMAPS
 
@@ -91,5 +92,5 @@ class ExplorerPanel(QWidget):
         if self._debounced_fn is not None:
             self._debounced_fn()
 
-    def report_error(self, message: str) -> None:
-        self.state.message.emit("error", message)
+    def report_error(self, exc: BaseException | str) -> None:
+        self.state.message.emit("error", exc if isinstance(exc, str) else workers.describe(exc))

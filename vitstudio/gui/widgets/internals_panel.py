@@ -44,12 +44,12 @@ class InternalsPanel(ExplorerPanel):
 
     def reload(self) -> None:
         model = self.state.model
-        if model is None or self.results.get("model") is model:
+        if model is None or self.results.get("model") == model.uid:
             return  # these views depend on the model only, not on the image
         self.results = {}
 
         def run(cancel):
-            out = {"model": model}
+            out = {"model": model.uid}  # the key, not the model: a hidden tab must not keep it alive
             for method in ("pos-embed", "filters"):
                 try:
                     exp = explain(model, method)

@@ -56,7 +56,7 @@ class TrainingPanel(QWidget):
         self.snapshots: list[ProbeSnapshot] = []
         self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
         self.lr_data: list[tuple[float, float]] = []
-        self._scan_job = workers.LatestJob()
+        self._scan_job = workers.LatestJob(workers.LONG)
 
         # -- left column: dataset, model, recipe, controls
         self.folder = QLineEdit()
@@ -202,9 +202,9 @@ class TrainingPanel(QWidget):
         self._scan_job.start("Scanning dataset", lambda cancel: scan_dataset(folder), on_result=self._on_scan,
                              on_error=self._on_scan_error)
 
-    def _on_scan_error(self, message: str) -> None:
+    def _on_scan_error(self, exc: BaseException) -> None:
         self.scan = None
-        self.dataset_info.setText(f"<b>Cannot use this folder:</b> {message.split(': ', 1)[-1]}")
+        self.dataset_info.setText(f"<b>Cannot use this folder:</b> {workers.describe(exc)}")
         self.balance.clear()
 
     def _on_scan(self, scan) -> None:
@@ -274,7 +274,7 @@ class TrainingPanel(QWidget):
                 return fine_tune(config, cancel, resume=resume)
 
         self.job = workers.start_job("Training", job, on_yield=self._on_record, on_result=self._on_finished,
-                                     on_error=self._on_failed)
+                                     on_error=self._on_failed, kind=workers.LONG)
 
     def _browse_probe(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Probe image", "", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
@@ -369,7 +369,8 @@ class TrainingPanel(QWidget):
         if switch:
             self.right.setCurrentWidget(self.results)
 
-    def _on_failed(self, message: str) -> None:
+    def _on_failed(self, exc: BaseException) -> None:
+        message = workers.describe(exc)
         self._set_running(False)
         self.status.setText(f"<b>Training failed:</b> {message}")
         self.state.message.emit("error", message)

@@ -1,0 +1,109 @@
+"""Workers free what their jobs captured, keep interactive work off the long-job pool, and obey latest-wins."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+import weakref
+
+from tests.conftest import TINY_SPEC
+from vitstudio.gui import workers
+
+
+def _idle(qtbot, timeout=30000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def test_loading_models_in_turn_frees_the_old_ones(window, qtbot, tiny_weights, photos):
+    """Five loads with an image open (so classification, attention and embeddings jobs all ran on each model):
+    afterwards only the current model is alive."""
+    weights, _ = tiny_weights
+    window.add_paths([str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    refs = []
+    for i in range(5):
+        window.show_tab(("predictions", "attention", "embeddings", "internals", "attention")[i])
+        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+            window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
+        refs.append(weakref.ref(window.state.model))
+        refs.append(weakref.ref(window.state.model.model))
+        _idle(qtbot)
+        qtbot.wait(300)  # debounced work and queued deliveries
+        _idle(qtbot)
+    qtbot.wait(100)
+    gc.collect()
+    alive = [r() for r in refs if r() is not None]
+    assert alive == [window.state.model, window.state.model.model], f"{len(alive)} objects still alive"
+
+
+def test_finished_jobs_leave_no_handle(qtbot, qapp):
+    class Payload:  # something big a job's callback might capture
+        pass
+
+    payloads, handles, got = [], [], []
+    for i in range(100):
+        payload = Payload()
+        payloads.append(weakref.ref(payload))
+        handles.append(weakref.ref(workers.start_job(f"job {i}", lambda cancel, p=payload, i=i: i,
+                                                     on_result=lambda v, p=payload: got.append(v))))
+        del payload
+    _idle(qtbot, 10000)
+    qtbot.waitUntil(lambda: len(got) == 100, timeout=10000)
+    qapp.processEvents()
+    gc.collect()
+    assert not workers.dispatcher().active
+    assert sum(h() is not None for h in handles) == 0
+    assert sum(p() is not None for p in payloads) == 0
+
+
+def test_a_slider_job_does_not_wait_behind_long_jobs(qtbot, qapp):
+    """Two long jobs fill the long-job pool (a training run and a folder scan); an interactive job still starts
+    at once."""
+    release = threading.Event()
+
+    def long_job(cancel):
+        while not release.is_set() and not cancel.cancelled:
+            time.sleep(0.01)
+
+    longs = [workers.start_job(f"long {i}", long_job, kind=workers.LONG) for i in range(2)]
+    qtbot.waitUntil(lambda: all(h.started_at is not None for h in longs), timeout=5000)
+    got = []
+    quick = workers.start_job("slider", lambda cancel: "drawn", on_result=got.append)
+    qtbot.waitUntil(lambda: got == ["drawn"], timeout=5000)
+    wait_s = quick.started_at - quick.queued_at
+    print(f"interactive job waited {wait_s * 1000:.1f} ms with the long-job pool full")
+    assert wait_s < 0.5
+    # the reference: a third long job does queue behind the two
+    third = workers.start_job("long 3", lambda cancel: None, kind=workers.LONG)
+    qtbot.wait(300)
+    assert third.started_at is None
+    release.set()
+    _idle(qtbot, 10000)
+
+
+def test_a_superseded_job_shows_no_error(qtbot, qapp):
+    slot = workers.LatestJob()
+    errors, results = [], []
+    gate = threading.Event()
+
+    def failing_late(cancel):
+        gate.wait(5)
+        raise RuntimeError("stale failure")
+
+    slot.start("old", failing_late, on_error=errors.append)
+    slot.start("new", lambda cancel: "fresh", on_result=results.append, on_error=errors.append)
+    gate.set()
+    _idle(qtbot, 10000)
+    qapp.processEvents()
+    assert results == ["fresh"] and errors == []
+
+
+def test_a_superseded_model_load_error_shows_nothing(window, qtbot, tiny_weights):
+    """A load that fails after a newer load was requested: no dialog, no error in the log."""
+    weights, _ = tiny_weights
+    window.request_model("vit_tiny_patch16_224.augreg_in21k")  # fails (offline), but is superseded at once
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
+    _idle(qtbot)
+    assert "not in the local cache" not in window.log_view.toPlainText()
