@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from .core.analysis.methods import EXPLAIN_METHODS, FUSIONS
+from .core.analysis import registry
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -21,7 +21,38 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    "heads=..,classes=..")
     p.add_argument("--weights", help="weights file for the named architecture (.safetensors/.pth/.pt/.bin/.npz)")
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                   help="fp32, or bf16/fp16 autocast (default fp32)")
+
+
+def _add_explain_parser(sub) -> None:
+    """Options and choices come from the analysis registry: one vocabulary with the GUI and exports."""
+    methods = "; ".join(f"{a.name} = {a.title}" for a in registry.REGISTRY.values())
+    used = registry.params_help()
+    p = sub.add_parser("explain", help="attention / embedding analyses of images (one model load for all)",
+                       description=f"Methods: {methods}. Several images (or folders) and several methods in one call "
+                       "write OUT/<image>.<method>.<format>; one image and one method may write --out FILE directly.")
+    p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
+                   "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
+    _add_model_args(p)
+    p.add_argument("--method", required=True, action="append", metavar="METHOD",
+                   help=f"one of {', '.join(registry.REGISTRY)}; repeat it or give a comma list for several")
+    p.add_argument("--layer", type=int, default=-1, help=f"0-based block; negative counts from the end (default -1); "
+                   f"used by {used['layer']}")
+    p.add_argument("--head", type=int, help=f"one head instead of all; used by {used['head']}")
+    p.add_argument("--patch", type=_patch, help=f"ROW,COL of the patch; used by {used['patch']}")
+    p.add_argument("--direction", default="both", choices=registry.DIRECTIONS,
+                   help="token maps: what the patch attends to, what attends to it, or both (default)")
+    p.add_argument("--fusion", default="mean", choices=registry.FUSIONS, help="rollout head fusion (default mean)")
+    p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop "
+                   "(0..0.99, default 0)")
+    p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
+    p.add_argument("--cmap", default="inferno", choices=registry.COLORMAPS, help="colormap for pictures")
+    p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
+    p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
+                   "(picture) or FILE.json for one image and one method; otherwise a folder")
+    p.add_argument("--format", default="png", choices=["png", "npy", "json"],
+                   help="what to write per result when --out is a folder (default png)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,25 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="classify images and folders")
     p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
     _add_model_args(p)
-    p.add_argument("--topk", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
+    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("explain", help="attention / embedding analyses of one image (or a folder for distance)")
-    p.add_argument("image", nargs="?", help="image file (a folder for --method distance; none for pos-embed/filters)")
-    _add_model_args(p)
-    p.add_argument("--method", required=True, choices=EXPLAIN_METHODS)
-    p.add_argument("--layer", type=int, default=-1, help="0-based; negative counts from the end (default -1)")
-    p.add_argument("--head", type=int, help="one head instead of all")
-    p.add_argument("--patch", type=_patch, help="ROW,COL of the patch for token / similarity")
-    p.add_argument("--fusion", default="mean", choices=FUSIONS, help="rollout head fusion")
-    p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop")
-    p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
-    p.add_argument("--cmap", default="inferno", help="colormap for PNG overlays")
-    p.add_argument("--out", required=True, help="FILE.npy (raw float32 array), FILE.png (picture) or FILE.json")
+    _add_explain_parser(sub)
 
     from . import cli_train
 
@@ -62,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("card", help="show the model card of a model")
     _add_model_args(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the card as one JSON object")
     return parser
 
 
@@ -88,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `vitstudio models | head`: the reader left; that is not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return EXIT_OK
 
 
 def _models(args) -> int:
@@ -183,46 +208,100 @@ def _card(args) -> int:
 
 
 def _explain(args) -> int:
-    from .core.analysis.explain import IMAGE_FREE, distance_over, explain, render
-    from .core.data.images import ImageReadError, read_image
+    from .core.analysis.explain import distance_over, explain, render_figure, validate
+    from .core.data.images import ImageReadError, expand_paths, read_image
 
-    out = Path(args.out)
-    if out.suffix.lower() not in (".npy", ".png", ".json"):
-        print("error: --out must end in .npy, .png or .json", file=sys.stderr)
-        return EXIT_USAGE
-    if args.image is None and args.method not in IMAGE_FREE:
-        print(f"error: the '{args.method}' method needs an image", file=sys.stderr)
+    try:
+        plan = _explain_plan(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
-    failed = []
-    try:
-        if args.method == "distance" and Path(args.image).is_dir():
-            exp, failed = distance_over(loaded, [args.image])
-        else:
-            image = read_image(args.image) if args.image and args.method not in IMAGE_FREE else None
-            exp = explain(loaded, args.method, image, layer=args.layer, head=args.head, patch=args.patch,
-                          fusion=args.fusion, discard=args.discard, target=args.target)
-    except ImageReadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_SOME_FAILED
+    given = dict(layer=args.layer, head=args.head, patch=args.patch, direction=args.direction, fusion=args.fusion,
+                 discard=args.discard, target=args.target)
+    try:  # every parameter is checked against the model before any image is read
+        for method in plan.methods:
+            validate(loaded, method, **given)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for path, reason in failed:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
-    params = {"method": exp.method, "model": loaded.name, "image": args.image, **exp.params}
+    failed = 0
+    for method in plan.methods:
+        analysis = registry.get(method)
+        if not analysis.needs_image:
+            jobs = [(None, method)]
+        elif analysis.folder:
+            jobs = [(Path(i), method) for i in args.inputs]
+        else:
+            jobs = [(f, method) for f in expand_paths(args.inputs)]
+        for source, _ in jobs:
+            try:
+                if source is not None and source.is_dir():
+                    exp, skipped = distance_over(loaded, [str(source)])
+                    for path, reason in skipped:
+                        print(f"skipped {path}: {reason}", file=sys.stderr)
+                    failed += len(skipped)
+                else:
+                    exp = explain(loaded, method, read_image(source) if source is not None else None, **given)
+            except (ImageReadError, ValueError) as exc:
+                print(f"error: {source}: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            out = plan.target(source, method)
+            _write_explanation(exp, out, loaded.name, source, args, render_figure)
+            print(f"{method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+class _ExplainPlan:
+    """Which methods, and where each result goes: --out itself for one image and one method, else a folder."""
+
+    def __init__(self, methods: list[str], out: Path, single: bool, fmt: str) -> None:
+        self.methods, self.out, self.single, self.fmt = methods, out, single, fmt
+
+    def target(self, source: Path | None, method: str) -> Path:
+        if self.single:
+            return self.out
+        stem = f"{source.stem if source.is_file() else source.name}." if source is not None else ""
+        return self.out / f"{stem}{method}.{self.fmt}"
+
+
+def _explain_plan(args) -> _ExplainPlan:
+    methods = [m.strip() for value in args.method for m in value.split(",") if m.strip()]
+    for method in methods:
+        registry.get(method)  # unknown names: a clear message listing the known ones
+    need_image = [m for m in methods if registry.get(m).needs_image]
+    if need_image and not args.inputs:
+        raise ValueError(f"the '{need_image[0]}' method needs an image (or a folder)")
+    out = Path(args.out)
+    one_input = len(args.inputs) <= 1 and not (args.inputs and Path(args.inputs[0]).is_dir()
+                                               and any(not registry.get(m).folder for m in need_image))
+    single = len(methods) == 1 and one_input and out.suffix != ""
+    if out.suffix and not single:
+        raise ValueError("several images or methods write one file each: give --out a folder (and --format)")
+    if single and out.suffix.lower() not in (".npy", ".png", ".json"):
+        raise ValueError("--out must end in .npy, .png or .json")
+    if not single:
+        out.mkdir(parents=True, exist_ok=True)
+    fmt = out.suffix.lower().lstrip(".") if single else args.format
+    return _ExplainPlan(methods, out, single, fmt)
+
+
+def _write_explanation(exp, out: Path, model_name: str, source: Path | None, args, render_figure) -> None:
+    from .core.analysis.export import write_result
+
+    params = registry.record(exp.method, exp.params, model=model_name, image=str(source) if source else None)
     if out.suffix.lower() == ".png":
         from PIL import Image
 
-        Image.fromarray(render(exp, args.cmap)).save(out)
-    else:
-        from .core.analysis.export import write_result
+        from .core.analysis.explain import describe
 
+        title = describe(exp, model_name, source.name if source is not None else "")
+        Image.fromarray(render_figure(exp, args.cmap, args.alpha, title)).save(out)
+    else:
         write_result(out, exp.array, params, exp.extra)
-    print(f"{exp.method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
-    return EXIT_SOME_FAILED if failed else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -9,50 +9,63 @@ from pathlib import Path
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+TRAIN_OPTIONS = (
+    ("epochs", int, "number of epochs"), ("batch-size", int, "images per step"),
+    ("grad-accum", int, "steps whose gradients are accumulated per optimizer update"),
+    ("lr", float, "peak learning rate"), ("weight-decay", float, "weight decay"),
+    ("layer-decay", float, "layer-wise learning-rate decay (timm), e.g. 0.75"),
+    ("warmup-epochs", float, "linear warm-up length in epochs"), ("label-smoothing", float, "label smoothing"),
+    ("mixup", float, "mixup alpha (0 = off)"), ("cutmix", float, "CutMix alpha (0 = off)"),
+    ("drop-path", float, "stochastic depth rate"), ("ema-decay", float, "weight EMA decay (0 = off)"),
+    ("patience", int, "stop after this many epochs without a better val accuracy (0 = never)"),
+    ("seed", int, "random seed (split, initialisation, augmentation)"), ("img-size", int, "training image size"),
+    ("val-ratio", float, "fraction of each class held out for validation"),
+    ("last-blocks", int, "number of final blocks trained by the last-blocks preset"),
+    ("workers", int, "DataLoader worker processes (pil data path)"),
+)
+
+
 def add_parsers(sub) -> None:
     from .core.train.recipes import PRESETS
 
     p = sub.add_parser("finetune", help="fine-tune a ViT on a folder dataset (one subfolder per class)")
-    p.add_argument("data_dir", nargs="?")
+    p.add_argument("data_dir", nargs="?", help="dataset folder: one subfolder per class, or train/ + val/")
     p.add_argument("--model", help="base model (any --model spec), e.g. vit_small_patch16_224.augreg_in21k")
     p.add_argument("--config", help="a train_config.json holding every setting (the other options are ignored)")
     p.add_argument("--weights", help="weights file for --model")
-    p.add_argument("--preset", default="last-blocks", choices=list(PRESETS))
+    p.add_argument("--preset", default="last-blocks", choices=list(PRESETS),
+                   help="starting recipe; the options below override its values (default last-blocks)")
     p.add_argument("--out", help="new run folder, e.g. models/flowers-vit (never overwritten)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    for name, kind in (("epochs", int), ("batch-size", int), ("grad-accum", int), ("lr", float),
-                       ("weight-decay", float), ("layer-decay", float), ("warmup-epochs", float),
-                       ("label-smoothing", float), ("mixup", float), ("cutmix", float), ("drop-path", float),
-                       ("ema-decay", float), ("patience", int), ("seed", int), ("img-size", int),
-                       ("val-ratio", float), ("last-blocks", int), ("workers", int)):
-        p.add_argument(f"--{name}", type=kind)
-    p.add_argument("--device", default="auto")
+    for name, kind, text in TRAIN_OPTIONS:
+        p.add_argument(f"--{name}", type=kind, help=text + " (default: the preset's)")
+    p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
     p.add_argument("--data-path", default="cached", choices=["cached", "pil"],
                    help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")
-    p.add_argument("--channels-last", action="store_true")
+    p.add_argument("--channels-last", action="store_true", help="channels-last memory format for the model")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--fused-optimizer", action="store_true", help="fused optimizer kernels (CUDA)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p = sub.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")
-    p.add_argument("data_dir")
-    p.add_argument("--model", required=True)
-    p.add_argument("--weights")
+    p.add_argument("data_dir", help="dataset folder (class subfolders)")
+    p.add_argument("--model", required=True, help="a run folder or name under models/, or any --model spec")
+    p.add_argument("--weights", help="weights file for --model")
     p.add_argument("--all", action="store_true", help="every image, not only the run's validation split")
-    p.add_argument("--device", default="auto")
+    p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
     p.add_argument("--json", metavar="FILE", help="write the full report (confusion matrix, misclassified)")
 
     p = sub.add_parser("export", help="export a model to ONNX, checked against ONNX Runtime")
-    p.add_argument("model")
-    p.add_argument("--weights")
-    p.add_argument("--onnx", required=True, metavar="FILE")
-    p.add_argument("--opset", type=int, default=17)
+    p.add_argument("model", help="a run folder or name under models/, or any --model spec")
+    p.add_argument("--weights", help="weights file for the model")
+    p.add_argument("--onnx", required=True, metavar="FILE", help="the .onnx file to write")
+    p.add_argument("--opset", type=int, default=17, help="ONNX opset (at least 17; default 17)")
 
     p = sub.add_parser("demo-model", help="train the bundled demo model (scikit-learn digits) from scratch")
-    p.add_argument("--out", default="models/digits-vit")
-    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--out", default="models/digits-vit", help="run folder to write (default models/digits-vit)")
+    p.add_argument("--epochs", type=int, default=40, help="epochs (default 40)")
 
 
 def _drain(gen, quiet: bool):

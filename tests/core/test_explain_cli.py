@@ -12,7 +12,7 @@ from tests.conftest import TINY_SPEC
 from vitstudio.cli import main
 from vitstudio.core.analysis import attention
 from vitstudio.core.analysis.explain import render
-from vitstudio.core.analysis.methods import EXPLAIN_METHODS
+from vitstudio.core.analysis.registry import REGISTRY
 from vitstudio.core.data.images import read_image
 from vitstudio.core.models.loading import load_model
 
@@ -57,7 +57,7 @@ def test_json_records_every_parameter(model_args, photos, tmp_path):
     assert json.loads(out.read_text())["params"]["target"] == 3
 
 
-@pytest.mark.parametrize("method", EXPLAIN_METHODS)
+@pytest.mark.parametrize("method", list(REGISTRY))
 def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
     out = tmp_path / f"{method}.png"
     image = [] if method in ("pos-embed", "filters") else [str(photos["coffee"])]
@@ -116,3 +116,66 @@ def test_write_result_formats(tmp_path):
         write_result(tmp_path / "b.csv", np.zeros((2, 2, 2)), {})
     with pytest.raises(ValueError, match="data export"):
         write_result(tmp_path / "b.txt", arr, {})
+
+
+def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos, tmp_path):
+    """One model load, every image x method written as OUT/<image>.<method>.<format>; a folder is expanded."""
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for name in ("rocket", "coffee"):
+        (folder / photos[name].name).write_bytes(photos[name].read_bytes())
+    out = tmp_path / "out"
+    assert main(["explain", str(photos["chelsea"]), str(folder), *model_args, "--method", "rollout,norms",
+                 "--method", "pos-embed", "--out", str(out), "--format", "npy"]) == 0
+    names = sorted(p.name for p in out.glob("*.npy"))
+    assert names == ["chelsea.norms.npy", "chelsea.rollout.npy", "coffee.norms.npy", "coffee.rollout.npy",
+                     "pos-embed.npy", "rocket.norms.npy", "rocket.rollout.npy"]
+    loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
+    np.testing.assert_array_equal(np.load(out / "coffee.rollout.npy"),
+                                  attention.rollout(loaded, _x(loaded, photos["coffee"]))[0])
+    from vitstudio.core.analysis import embeddings
+
+    tokens = embeddings.layer_tokens(loaded, _x(loaded, photos["rocket"]))[1]
+    np.testing.assert_allclose(np.load(out / "rocket.norms.npy"), embeddings.token_norms(tokens)[0][0], rtol=1e-6)
+    side = json.loads((out / "rocket.norms.npy.json").read_text())["params"]
+    assert side["method"] == "norms" and side["title"] == "Token norms" and side["layer"] == 1
+    # a folder given to a per-image method is a batch, not an error
+    assert main(["explain", str(folder), *model_args, "--method", "rollout", "--out", str(tmp_path / "f")]) == 0
+    assert len(list((tmp_path / "f").glob("*.rollout.png"))) == 2
+    # one file named for several results is a usage error, before the model is loaded
+    assert main(["explain", str(folder), *model_args, "--method", "rollout", "--out", str(tmp_path / "x.png")]) == 2
+
+
+def test_pngs_are_readable_with_a_colour_bar(model_args, photos, tmp_path):
+    out = tmp_path / "r.png"
+    assert main(["explain", str(photos["coffee"]), *model_args, "--method", "rollout", "--out", str(out)]) == 0
+    picture = np.asarray(Image.open(out))
+    assert min(picture.shape[:2]) >= 300  # not the model's 32-px crop
+    # a colour bar: a tall column whose colour changes monotonically down the figure, right of the map
+    right = picture[:, int(picture.shape[1] * 0.75):]
+    assert len(np.unique(right.reshape(-1, 3), axis=0)) > 50
+
+
+def test_cli_vocabulary_is_the_registry():
+    from vitstudio.cli import build_parser
+
+    explain = build_parser()._subparsers._group_actions[0].choices["explain"]
+    text = explain.format_help()
+    for analysis in REGISTRY.values():
+        assert analysis.name in text
+    every = [a for a in explain._actions if a.option_strings and a.dest != "help"]
+    assert all(a.help for a in every), [a.dest for a in every if not a.help]
+
+
+def test_help_and_broken_pipe_without_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    code = "import sys; from vitstudio.cli import main; main(['--help'])\n" \
+           "print('torch' in sys.modules, 'timm' in sys.modules, file=sys.stderr)"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.stderr.strip().endswith("False False"), res.stderr  # --help imports neither torch nor timm
+    res = subprocess.run(f"{sys.executable} -m vitstudio models | head -2", shell=True, capture_output=True,
+                         text=True, timeout=120)
+    assert len(res.stdout.splitlines()) == 2
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr

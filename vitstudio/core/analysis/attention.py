@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from vitstudio.core.analysis.capture import AttentionUnsupported, capturing, grid_for, has_class_token, resolve_layers
-from vitstudio.core.analysis.methods import FUSIONS
+from vitstudio.core.analysis.registry import FUSIONS
 from vitstudio.core.models.model import LoadedModel
 
 

@@ -1,4 +1,9 @@
-"""One entry point over the analyses for the CLI and for exports: method name + parameters -> array + picture."""
+"""One entry point over the registered analyses: method name + parameters -> array (+ the crop it explains).
+
+The parameters are resolved and checked by `registry.resolve`, so the CLI, the GUI and exports agree on names,
+defaults and ranges. `render` draws a raw picture (grids, overlays); `render_figure` a readable one for files,
+with a title and a colour bar.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from vitstudio.core.analysis import attention, embeddings, intrinsic, overlays
+from vitstudio.core.analysis import attention, embeddings, intrinsic, overlays, registry
 from vitstudio.core.analysis.capture import resolve_layers
-from vitstudio.core.analysis.methods import EXPLAIN_METHODS, IMAGE_FREE_METHODS
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.models.model import LoadedModel
 
-METHODS, IMAGE_FREE = EXPLAIN_METHODS, IMAGE_FREE_METHODS
+METHODS = tuple(registry.REGISTRY)
+IMAGE_FREE = tuple(a.name for a in registry.REGISTRY.values() if not a.needs_image)
 
 
 @dataclass(frozen=True)
@@ -26,63 +31,87 @@ class Explanation:
     crop: np.ndarray | None = None  # (H, W, 3) uint8: what the model saw
     extra: dict = field(default_factory=dict)  # secondary arrays (e.g. entropy beside distance)
 
-
-def _needs(value, name: str, method: str):
-    if value is None:
-        raise ValueError(f"--{name} is required for the '{method}' method.")
-    return value
+    @property
+    def title(self) -> str:
+        return registry.get(self.method).title
 
 
-def explain(loaded: LoadedModel, method: str, image: Image.Image | None = None, *, layer: int = -1,
-            head: int | None = None, patch: tuple[int, int] | None = None, fusion: str = "mean",
-            discard: float = 0.0, target: int | None = None) -> Explanation:
-    """Run one analysis on one image (or on the model alone for pos-embed / filters)."""
-    if method not in METHODS:
-        raise ValueError(f"Unknown method '{method}'; use one of {', '.join(METHODS)}.")
+def _check_head(loaded: LoadedModel, head: int | None) -> None:
+    if head is not None and not 0 <= head < loaded.num_heads:
+        raise ValueError(f"Head {head} is out of range: the model has {loaded.num_heads} heads "
+                         f"(0..{loaded.num_heads - 1}).")
+
+
+def _check_patch(loaded: LoadedModel, patch: tuple[int, int] | None) -> None:
+    gh, gw = loaded.grid_size
+    if patch is not None and not (0 <= patch[0] < gh and 0 <= patch[1] < gw):
+        raise ValueError(f"Patch {tuple(patch)} is outside the {gh}×{gw} patch grid (rows 0..{gh - 1}, "
+                         f"columns 0..{gw - 1}).")
+
+
+def validate(loaded: LoadedModel, method: str, **given) -> dict:
+    """The resolved parameters of `method` for this model (layer -1 -> its index), or a ValueError saying which
+    value is out of range. Cheap: callers check everything before any image is read."""
+    params = registry.resolve(method, **given)
+    if "layer" in params:
+        params["layer"] = resolve_layers(loaded.model, params["layer"])[0]
+    _check_head(loaded, params.get("head"))
+    _check_patch(loaded, params.get("patch"))
+    if params.get("target") is not None and not 0 <= params["target"] < loaded.num_classes:
+        raise ValueError(f"Class {params['target']} is out of range: the model has {loaded.num_classes} classes.")
+    return params
+
+
+def explain(loaded: LoadedModel, method: str, image: Image.Image | None = None, **given) -> Explanation:
+    """Run one registered analysis on one image (or on the model alone for the model-intrinsic ones).
+
+    `given` may hold any registry parameter (layer, head, patch, direction, fusion, discard, target); those the
+    method does not take are ignored."""
+    analysis = registry.get(method)
+    params = validate(loaded, method, **given)
     model = loaded.model
     if method == "pos-embed":
-        return Explanation(method, intrinsic.pos_embed_similarity(model), {})
+        return Explanation(method, intrinsic.pos_embed_similarity(model), params)
     if method == "filters":
         return Explanation(method, intrinsic.filter_components(model), {"components": 28})
-    image = _needs(image, "image", method)
+    if image is None and analysis.needs_image:
+        raise ValueError(f"The '{method}' method needs an image.")
     crop = loaded.crop(image)
     x = loaded.to_tensor(crop)[None]
     crop_arr = np.asarray(crop, dtype=np.uint8)
-    needs_layer = method in ("heads", "token", "pca", "similarity")
-    params: dict = {"layer": resolve_layers(model, layer)[0]} if needs_layer else {}
-    if head is not None:
-        heads = int(getattr(model.blocks[0].attn, "num_heads", 0) or 0)
-        if heads and not 0 <= head < heads:
-            raise ValueError(f"Head {head} is out of range: the model has {heads} heads (0..{heads - 1}).")
+    arr, extra = _compute(loaded, method, x, params)
+    return Explanation(method, np.asarray(arr, dtype=np.float32), params, crop_arr, extra)
+
+
+def _compute(loaded: LoadedModel, method: str, x, params: dict) -> tuple[np.ndarray, dict]:
+    layer, head = params.get("layer"), params.get("head")
     if method == "heads":
         arr = attention.head_maps(loaded, x, layer)[0]
-        arr, params = (arr[head], {**params, "head": head}) if head is not None else (arr, params)
-    elif method == "token":
-        patch = _needs(patch, "patch", method)
-        maps = attention.token_maps(loaded, x, patch, [layer])
-        arr = np.stack([maps.attends_to[0, 0], maps.attended_by[0, 0]])  # (2, heads, gh, gw): to, by
-        arr = arr[:, head] if head is not None else arr
-        params.update(patch=list(patch), head=head, order=["attends_to", "attended_by"])
-    elif method == "rollout":
-        arr = attention.rollout(loaded, x, fusion, discard)[0]
-        params.update(fusion=fusion, discard=discard)
-    elif method == "gradient-rollout":
-        result = attention.gradient_rollout(loaded, x, target)
-        arr = result.maps[0]
+        return (arr[head] if head is not None else arr), {}
+    if method == "token":
+        maps = attention.token_maps(loaded, x, params["patch"], [layer])
+        both = np.stack([maps.attends_to[0, 0], maps.attended_by[0, 0]])  # (2, heads, gh, gw): to, by
+        arr = {"to": both[0], "by": both[1], "both": both}[params["direction"]]
+        return (arr[..., head, :, :] if head is not None else arr), {}
+    if method == "rollout":
+        return attention.rollout(loaded, x, params["fusion"], params["discard"])[0], {}
+    if method == "gradient-rollout":
+        result = attention.gradient_rollout(loaded, x, params["target"])
         params.update(target=result.targets[0], target_label=loaded.labels[result.targets[0]])
-    elif method == "distance":
+        return result.maps[0], {}
+    if method == "distance":
         stats = attention.attention_stats(loaded, x)
-        return Explanation(method, stats.distance.astype(np.float32), {"images": 1, "unit": "input pixels"},
-                           crop_arr, {"entropy": stats.entropy.astype(np.float32)})
-    elif method == "pca":
-        tokens = embeddings.layer_tokens(loaded, x, [layer])[params["layer"]]
-        arr = embeddings.pca_rgb(tokens.patches)[0][0]
-    else:  # similarity
-        patch = _needs(patch, "patch", method)
-        tokens = embeddings.layer_tokens(loaded, x, [layer])[params["layer"]]
-        arr = embeddings.cosine_similarity_to(tokens.patches, patch)[0]
-        params["patch"] = list(patch)
-    return Explanation(method, np.asarray(arr, dtype=np.float32), params, crop_arr)
+        params.update(images=1, unit="input pixels")
+        return stats.distance, {"entropy": stats.entropy.astype(np.float32)}
+    tokens = embeddings.layer_tokens(loaded, x, [layer])[layer]
+    if method == "pca":
+        return embeddings.pca_rgb(tokens.patches)[0][0], {}
+    if method == "similarity":
+        return embeddings.cosine_similarity_to(tokens.patches, params["patch"])[0], {}
+    if method == "norms":
+        norms, prefix = embeddings.token_norms(tokens)
+        return norms[0], {"prefix_norms": prefix[0].astype(np.float32)}
+    raise ValueError(f"No implementation for the registered method '{method}'.")
 
 
 def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 16,
@@ -104,16 +133,16 @@ def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 1
 
 
 def render(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
-    """A picture of the explanation: overlays on the crop, grids for model-intrinsic views, a plot for distance."""
-    arr = exp.array
-    if exp.method == "distance":
+    """A raw picture of the explanation: overlays on the crop, grids for model-intrinsic views, a plot for distance."""
+    arr, renderer = exp.array, registry.get(exp.method).renderer
+    if renderer == "plot":
         return distance_plot(arr)
     if exp.method == "pos-embed":
         gh, gw = arr.shape[:2]
         return overlays.enlarge(overlays.mosaic(arr.reshape(gh * gw, gh, gw), columns=gw, cmap="viridis"), 4)
     if exp.method == "filters":
         return overlays.enlarge(overlays.mosaic(arr, columns=7), 4)
-    if exp.method == "pca":
+    if renderer == "rgb":
         rgb = (overlays.normalise(arr) * 255 + 0.5).astype(np.uint8)
         big = np.asarray(Image.fromarray(rgb).resize(exp.crop.shape[1::-1], Image.NEAREST))
         return np.concatenate([exp.crop, big], axis=1)
@@ -123,7 +152,70 @@ def render(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5) -> np.nd
     return overlays.mosaic_rgb(tiles, columns)
 
 
-def distance_plot(distance: np.ndarray) -> np.ndarray:
+def describe(exp: Explanation, model_name: str = "", image_name: str = "") -> str:
+    """A one-line title: method, its parameters, the model and the image."""
+    shown = {k: v for k, v in exp.params.items() if k not in ("unit", "components") and v is not None}
+    bits = ", ".join(f"{k} {tuple(v) if isinstance(v, list) else v}" for k, v in shown.items())
+    where = " · ".join(s for s in (image_name, model_name) if s)
+    return f"{exp.title}" + (f" ({bits})" if bits else "") + (f"\n{where}" if where else "")
+
+
+def render_figure(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5, title: str = "",
+                  min_side: int = 320) -> np.ndarray:
+    """A picture for a file: the maps at a readable size, bilinear over the crop, one shared colour bar, a title."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    renderer = registry.get(exp.method).renderer
+    if renderer == "plot":
+        return distance_plot(exp.array, title)
+    if renderer == "mosaic" or renderer == "rgb":
+        picture = render(exp, cmap, alpha)
+        scale = max(1, int(np.ceil(min_side / max(1, min(picture.shape[:2])))))
+        picture = overlays.enlarge(picture, scale) if renderer == "mosaic" else picture
+        fig = Figure(figsize=(6, 6 * picture.shape[0] / picture.shape[1] + 0.6), dpi=100)
+        ax = fig.add_subplot()
+        ax.imshow(picture, interpolation="nearest")
+        ax.set_axis_off()
+        ax.set_title(title or exp.title, fontsize=9)
+        FigureCanvasAgg(fig).draw()
+        return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+    maps = exp.array.reshape(-1, *exp.array.shape[-2:])
+    n = len(maps)
+    columns = exp.array.shape[-3] if exp.array.ndim == 4 else min(n, 4)
+    rows = int(np.ceil(n / columns))
+    lo, hi = float(maps.min()), float(maps.max())
+    hi = hi if hi > lo else lo + 1e-12
+    side = 3.2 if n == 1 else 2.2
+    fig = Figure(figsize=(side * columns + 1.0, side * rows + 0.7), dpi=110)
+    axes = fig.subplots(rows, columns, squeeze=False)
+    h, w = exp.crop.shape[:2]
+    image = None
+    for i, ax in enumerate(axes.flat):
+        ax.set_axis_off()
+        if i >= n:
+            continue
+        ax.imshow(exp.crop)
+        image = ax.imshow(overlays.upsample(maps[i], (h, w)), cmap=cmap, alpha=alpha, vmin=lo, vmax=hi)
+        if n > 1:
+            ax.set_title(_tile_name(exp, i), fontsize=8)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
+    fig.suptitle(title or exp.title, fontsize=9)
+    FigureCanvasAgg(fig).draw()
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+
+
+def _tile_name(exp: Explanation, i: int) -> str:
+    both = exp.params.get("direction") == "both"
+    if both and exp.params.get("head") is not None:
+        return ("attends to", "attended by")[i]
+    if both:  # token maps, both directions: a row of heads each
+        heads = exp.array.shape[1]
+        return f"{('attends to', 'attended by')[i // heads]}, head {i % heads}"
+    return f"head {i}"
+
+
+def distance_plot(distance: np.ndarray, title: str = "") -> np.ndarray:
     """The ViT paper's Fig. 7 (right): mean attention distance of every head against layer depth."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -136,7 +228,7 @@ def distance_plot(distance: np.ndarray) -> np.ndarray:
         ax.scatter(np.arange(layers), distance[:, h], s=12, label=f"head {h}" if heads <= 16 else None)
     ax.set_xlabel("layer")
     ax.set_ylabel("mean attention distance (pixels)")
-    ax.set_title("Mean attention distance per head")
+    ax.set_title(title or "Mean attention distance per head", fontsize=9)
     if heads <= 16:
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()

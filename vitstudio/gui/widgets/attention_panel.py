@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.analysis import attention
 from vitstudio.core.analysis.explain import distance_over
-from vitstudio.core.analysis.methods import FUSIONS
+from vitstudio.core.analysis.registry import FUSIONS
 
 from .. import workers
 from .distance_plot import DistancePlotWidget

@@ -1,0 +1,152 @@
+"""One registry naming every analysis once (in the spirit of timm's `register_model`).
+
+Each entry says what the analysis is called (a key for files and the CLI, a title for people), which parameters
+it takes (defaults, choices, ranges, help), whether it needs an image, the shape of what it returns and how it is
+drawn. `explain()`, the CLI's `--method` choices and help, the GUI's method lists, the Compare panel and every
+exported parameter file read it, so the app has one vocabulary and one parameter-file format.
+
+Importable without torch: the CLI builds its parser from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FUSIONS = ("mean", "max", "min")
+DIRECTIONS = ("to", "by", "both")  # token maps: what the patch attends to, what attends to it, or both stacked
+# One colour vocabulary for the GUI and the CLI's pictures (both draw through matplotlib's definitions).
+COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis", "gray", "RdBu_r", "jet")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # 'layer' | 'head' | 'patch' | 'class' | 'choice' | 'float'
+    default: object
+    help: str
+    choices: tuple = ()
+    range: tuple[float, float] | None = None  # inclusive, for floats; layers/heads/classes depend on the model
+    required: bool = False  # no default makes sense (a patch must be picked)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    name: str  # key: CLI --method, file names, parameter files
+    title: str  # what people read in menus and titles
+    group: str  # 'attention' | 'embeddings' | 'model'
+    help: str
+    output: str  # the returned array's shape, in words
+    renderer: str  # 'overlay' (maps over the crop) | 'rgb' (a colour image per patch) | 'plot' | 'mosaic'
+    params: tuple[Param, ...] = ()
+    needs_image: bool = True
+    folder: bool = False  # a folder means "averaged over its images" rather than "each image"
+    compare: bool = False  # offered side by side in the Compare panel
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+
+REGISTRY: dict[str, Analysis] = {}
+
+
+def register(analysis: Analysis) -> Analysis:
+    if analysis.name in REGISTRY:
+        raise ValueError(f"Analysis '{analysis.name}' is registered twice.")
+    REGISTRY[analysis.name] = analysis
+    return analysis
+
+
+def get(name: str) -> Analysis:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"Unknown method '{name}'; use one of {', '.join(REGISTRY)}.") from None
+
+
+def names(group: str | None = None, *, compare: bool | None = None) -> tuple[str, ...]:
+    return tuple(a.name for a in REGISTRY.values()
+                 if (group is None or a.group == group) and (compare is None or a.compare == compare))
+
+
+def resolve(name: str, **given) -> dict:
+    """The parameters `name` takes, defaults filled in and checked (choices, float ranges, required ones).
+    Parameters the analysis does not take are dropped, so a caller can pass everything it knows."""
+    analysis = get(name)
+    out = {}
+    for p in analysis.params:
+        value = given.get(p.name)
+        value = p.default if value is None else value
+        if value is None and p.required:
+            raise ValueError(f"--{p.name} is required for the '{name}' method ({p.help}).")
+        if p.choices and value not in p.choices:
+            raise ValueError(f"{p.name} must be one of {', '.join(map(str, p.choices))}, not '{value}'.")
+        if p.range is not None and value is not None and not p.range[0] <= float(value) <= p.range[1]:
+            raise ValueError(f"{p.name} must be between {p.range[0]} and {p.range[1]}, not {value}.")
+        out[p.name] = tuple(value) if p.kind == "patch" and value is not None else value
+    return out
+
+
+def record(name: str, params: dict, *, model: str | None = None, image: str | None = None, **extra) -> dict:
+    """The parameter file written beside every exported array, by the CLI and the GUI alike."""
+    analysis = get(name)
+    doc = {"method": name, "title": analysis.title, "model": model, "image": image}
+    doc.update({k: list(v) if isinstance(v, tuple) else v for k, v in params.items()})
+    doc.update(extra)
+    return doc
+
+
+# -- the analyses ------------------------------------------------------------------------------------
+_LAYER = Param("layer", "layer", -1, "0-based block index; negative counts from the end")
+_HEAD_OR_ALL = Param("head", "head", None, "one head (0-based); all heads when not given")
+_HEAD = Param("head", "head", 0, "attention head (0-based)")
+_PATCH = Param("patch", "patch", None, "ROW,COL of the patch", required=True)
+
+register(Analysis(
+    "heads", "Head map", "attention", "CLS attention of each head of one layer (mean attention received when the "
+    "model has no class token)", "(heads, gh, gw), or (gh, gw) for one head", "overlay", (_LAYER, _HEAD_OR_ALL)))
+register(Analysis(
+    "token", "Token map", "attention", "what one patch attends to, or what attends to it, in one layer",
+    "(heads, gh, gw) for 'to'/'by'; (2, heads, gh, gw) for 'both'; without the heads axis for one head", "overlay",
+    (_LAYER, _HEAD_OR_ALL, _PATCH, Param("direction", "choice", "both", "attends to / attended by / both",
+                                         DIRECTIONS))))
+register(Analysis(
+    "rollout", "Rollout", "attention", "attention rollout (Abnar & Zuidema 2020): fused heads, +I, renormalised, "
+    "multiplied through the layers", "(gh, gw)", "overlay",
+    (Param("fusion", "choice", "mean", "how the heads of a layer are combined", FUSIONS),
+     Param("discard", "float", 0.0, "fraction of the smallest attention weights dropped per layer",
+           range=(0.0, 0.99))), compare=True))
+register(Analysis(
+    "gradient-rollout", "Gradient rollout", "attention", "class-specific rollout with gradient-weighted attention "
+    "(Chefer et al. 2021)", "(gh, gw)", "overlay", (Param("target", "class", None, "class to explain (default: "
+                                                          "the top-1 prediction)"),), compare=True))
+register(Analysis(
+    "distance", "Attention distance", "attention", "mean attention distance of every head against depth (ViT paper "
+    "Fig. 7 right); a folder averages over its images", "(layers, heads), pixels", "plot", folder=True))
+register(Analysis(
+    "pca", "PCA → RGB", "embeddings", "first three principal components of the patch tokens as colours",
+    "(gh, gw, 3)", "rgb", (_LAYER,)))
+register(Analysis(
+    "similarity", "Similarity to patch", "embeddings", "cosine similarity of every patch token to one patch's",
+    "(gh, gw)", "overlay", (_LAYER, _PATCH)))
+register(Analysis(
+    "norms", "Token norms", "embeddings", "L2 norm of every patch token (high-norm artifact tokens stand out)",
+    "(gh, gw)", "overlay", (_LAYER,)))
+register(Analysis(
+    "pos-embed", "Position-embedding similarity", "model", "cosine similarity of each patch's position "
+    "embedding to every other's (ViT paper Fig. 7 centre)", "(gh, gw, gh, gw)", "mosaic", needs_image=False))
+register(Analysis(
+    "filters", "Patch-embedding filters", "model", "first 28 principal components of the patch-embedding filters "
+    "(ViT paper Fig. 7 left)", "(28, p, p, 3)", "mosaic", needs_image=False))
+
+
+def params_help() -> dict[str, str]:
+    """For the CLI: which methods use each parameter, e.g. {'layer': 'heads, token, pca, …'}."""
+    used: dict[str, list[str]] = {}
+    for a in REGISTRY.values():
+        for p in a.params:
+            used.setdefault(p.name, []).append(a.name)
+    return {k: ", ".join(v) for k, v in used.items()}
