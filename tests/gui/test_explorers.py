@@ -37,7 +37,7 @@ def test_attention_panel_follows_controls(ready, qtbot):
     panel = window.attention
     window.show_tab("attention")
     qtbot.waitUntil(lambda: panel.overview is not None, timeout=30000)
-    shown = lambda: panel.view.overlay.image  # noqa: E731  (the array the ImageItem holds)
+    shown = lambda: panel.view.values  # noqa: E731  (the map the view draws)
     np.testing.assert_allclose(shown(), attention.head_maps(loaded, x, 1)[0, 0], atol=1e-6)
     panel.layer.setValue(0)
     panel.head.setValue(1)
@@ -58,7 +58,7 @@ def test_attention_panel_follows_controls(ready, qtbot):
     np.testing.assert_allclose(shown(), attention.gradient_rollout(loaded, x).maps[0], atol=1e-6)
     panel.target.setCurrentIndex(panel.target.findData(3))
     _settle(qtbot)
-    qtbot.waitUntil(lambda: panel.gradient[0] == 3, timeout=10000)
+    qtbot.waitUntil(lambda: panel.gradient is not None and panel.gradient.targets[0] == 3, timeout=10000)
     np.testing.assert_allclose(shown(), attention.gradient_rollout(loaded, x, 3).maps[0], atol=1e-6)
     assert "class 3" in panel.info.text()
 
@@ -66,7 +66,7 @@ def test_attention_panel_follows_controls(ready, qtbot):
     crop_h, crop_w = loaded.input_hw
     assert panel.view.patch_at(1.5 * crop_w / 4, 2.5 * crop_h / 4) == (2, 1)
     panel.view.patch_clicked.emit(2, 1)
-    qtbot.waitUntil(lambda: panel.tokens is not None and panel.tokens[0] == (2, 1), timeout=30000)
+    qtbot.waitUntil(lambda: panel.tokens is not None and panel.view_state.patch == (2, 1), timeout=30000)
     maps = attention.token_maps(loaded, x, (2, 1))
     assert panel.method.currentText() == "Token map"
     np.testing.assert_allclose(shown(), maps.attends_to[0, 0, 1], atol=1e-6)
@@ -130,7 +130,7 @@ def test_internals_compare_and_export(ready, qtbot, tmp_path, tiny_weights):
     saved = np.load(tmp_path / "att.npy")
     np.testing.assert_allclose(saved, window.attention.displayed)
     params = json.loads((tmp_path / "att.npy.json").read_text())["params"]
-    assert params["method"] == "Head map" and params["layer"] == 1
+    assert params["method"] == "heads" and params["title"] == "Head map" and params["layer"] == 1
     assert actions.export_view(window, str(tmp_path / "view.png"))
     from PIL import Image
 

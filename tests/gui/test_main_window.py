@@ -147,6 +147,6 @@ def test_first_start_opens_on_the_demo_and_falls_back_to_it(tmp_path):
         res = subprocess.run([sys.executable, "main.py", "--screenshot", str(tmp_path / "s.png")], cwd=root, env=env,
                              capture_output=True, text=True, timeout=180)
         assert res.returncode == 0, res.stderr[-2000:]
-        assert "Loaded " + str(root / "models" / "digits-vit") in res.stderr
+        assert "Loaded Digits demo (bundled)" in res.stderr
         if remembered is None:
             assert "digit-" in conf.read_text()  # the sample digits were opened (they are now recent files)

@@ -188,7 +188,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("device", self.model_panel.device.currentText())
         self.settings.setValue("precision", loaded.precision)
         self.card_view.show_card(model_card(loaded))
-        self._on_message("info", f"Loaded {loaded.name} ({loaded.weights_source}) on {loaded.device}.")
+        self._on_message("info", f"Loaded {loaded.display_name} ({loaded.weights_source}) on {loaded.device}.")
         self._classify_pending()
 
     def _on_images_added(self, entries) -> None:

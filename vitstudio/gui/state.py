@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from PIL import Image
@@ -11,6 +12,7 @@ from vitstudio.core.inference import Prediction
 from vitstudio.core.models.model import LoadedModel
 
 PREVIEW = 640
+_uids = itertools.count(1)
 
 
 @dataclass(eq=False)
@@ -22,6 +24,7 @@ class ImageEntry:
     error: str | None = None
     preview: Image.Image | None = None  # at most PREVIEW px, made off the GUI thread for fast display
     predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by LoadedModel.uid
+    uid: int = field(default_factory=lambda: next(_uids))  # what view requests are keyed by
 
 
 def make_entry(path: str, image: Image.Image | None = None, error: str | None = None) -> ImageEntry:

@@ -25,6 +25,20 @@ def bundled_demo() -> Path | None:
     return folder if (folder / "model.safetensors").is_file() else None
 
 
+DEMO_TITLE = "Digits demo (bundled)"
+
+
+def friendly_name(spec: str) -> str:
+    """What people read for a model spec: the bundled demo by its title, anything else as given."""
+    demo = bundled_demo()
+    try:
+        if demo is not None and Path(spec).resolve() == demo.resolve():
+            return DEMO_TITLE
+    except (OSError, ValueError):
+        pass
+    return spec
+
+
 def sample_images() -> list[Path]:
     return sorted((PROJECT_ROOT / "resources" / "samples").glob("*.png"))
 

@@ -61,6 +61,13 @@ class LoadedModel:
         return model_lock(self.model)
 
     @property
+    def display_name(self) -> str:
+        """The name people read (the bundled demo by its title, not an absolute path)."""
+        from vitstudio.core.models.demo import friendly_name
+
+        return friendly_name(self.name)
+
+    @property
     def depth(self) -> int:
         return len(self.model.blocks)
 

@@ -1,10 +1,13 @@
 """Attention explorer: per-layer head grid, head maps / rollout / gradient rollout / token maps over the image,
-and the mean-attention-distance plot (ViT paper Fig. 7 right) for the image or a folder."""
+and the mean-attention-distance plot (ViT paper Fig. 7 right) for the image or a folder.
+
+Everything the panel shows follows `view_state`; jobs are keyed by the fields they depend on, so moving the
+layer or head re-indexes results already computed while fusion/discard, class or patch start new work."""
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -18,17 +21,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.analysis import attention
+from vitstudio.core.analysis import attention, registry
 from vitstudio.core.analysis.explain import distance_over
-from vitstudio.core.analysis.registry import FUSIONS
 
 from .. import workers
+from ..viewstate import Keyed
 from .distance_plot import DistancePlotWidget
-from .explorer_base import ExplorerPanel, colormap_combo, controls_column, layer_slider, wrapping_label
+from .explorer_base import (
+    ExplorerPanel,
+    colormap_combo,
+    controls_column,
+    layer_slider,
+    method_combo,
+    show_rows_for,
+    smooth_checkbox,
+    wrapping_label,
+)
 from .head_grid import HeadGridWidget
 from .map_view import MapView
 
-METHODS = ("Head map", "Rollout", "Gradient rollout", "Token map")
+METHODS = ("heads", "rollout", "gradient-rollout", "token")  # distance has its own plot below
+DIRECTIONS = ("to", "by")  # one map at a time on screen
+# which view fields each kind of result depends on (besides model and image)
+KEYS = {"overview": ("fusion", "discard"), "gradient": ("target",), "tokens": ("patch",)}
 
 
 def _x(model, entry):
@@ -36,42 +51,52 @@ def _x(model, entry):
 
 
 class AttentionPanel(ExplorerPanel):
+    FIELDS = dict(method="heads", layer=0, head=0, fusion="mean", discard=0.0, target=None, patch=None,
+                  direction="to", cmap="inferno", opacity=60, smooth=True, depth=0, heads=0)
+
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self.overview = None  # AttentionOverview of the current image
-        self.gradient = None  # (target, GradientRollout)
-        self.tokens = None  # (patch, TokenMaps)
-        self.patch: tuple[int, int] | None = None
+        self.results: dict[str, Keyed | None] = dict.fromkeys(KEYS)
         self.displayed = None  # the (gh, gw) array on screen
-        self._jobs = {k: workers.LatestJob() for k in ("overview", "gradient", "tokens")}
+        self._jobs = {k: workers.LatestJob() for k in KEYS}
         self._jobs["folder"] = workers.LatestJob(workers.LONG)
+        self._build_controls()
+        self._build_layout()
+        self._connect_controls()
+        self.view_state.connect(self._on_view_state)
+        self.refresh_view()
 
-        self.method = QComboBox()
-        self.method.addItems(METHODS)
-        self.layer, self.layer_label, layer_row = layer_slider()
+    # -- construction --------------------------------------------------------------------------------
+    def _build_controls(self) -> None:
+        self.method = method_combo(METHODS)
+        self.layer, self.layer_label, self._layer_row = layer_slider()
         self.head = QSpinBox()
         self.fusion = QComboBox()
-        self.fusion.addItems(FUSIONS)
-        self.discard = QDoubleSpinBox(decimals=2, minimum=0.0, maximum=0.99, singleStep=0.05)
+        self.fusion.addItems(registry.FUSIONS)
+        lo, hi = registry.get("rollout").param("discard").range
+        self.discard = QDoubleSpinBox(decimals=2, minimum=lo, maximum=hi, singleStep=0.05)
         self.target = QComboBox()
         self.direction = QComboBox()
-        self.direction.addItems(["attends to", "attended by"])
+        self.direction.addItem("attends to", "to")
+        self.direction.addItem("attended by", "by")
         self.cmap = colormap_combo()
         self.opacity = QSlider(Qt.Horizontal, minimum=0, maximum=100, value=60)
+        self.smooth = smooth_checkbox()
         self.info = wrapping_label()
-        form = QFormLayout()
-        form.addRow("Method", self.method)
-        form.addRow("Layer", layer_row)
-        form.addRow("Head", self.head)
-        form.addRow("Rollout fusion", self.fusion)
-        form.addRow("Discard ratio", self.discard)
-        form.addRow("Class", self.target)
-        form.addRow("Token map", self.direction)
-        form.addRow("Colormap", self.cmap)
-        form.addRow("Opacity", self.opacity)
+        self.form = QFormLayout()
+        self.form.addRow("Method", self.method)
+        self.rows = {"layer": self._layer_row, "head": self.head, "fusion": self.fusion, "discard": self.discard,
+                     "target": self.target, "direction": self.direction}
+        for label, name in (("Layer", "layer"), ("Head", "head"), ("Rollout fusion", "fusion"),
+                            ("Discard ratio", "discard"), ("Class", "target"), ("Token map", "direction")):
+            self.form.addRow(label, self.rows[name])
+        self.form.addRow("Colormap", self.cmap)
+        self.form.addRow("Opacity", self.opacity)
+        self.form.addRow("", self.smooth)
         self.folder_button = QPushButton("Distance over a folder…")
-        controls = controls_column(form, self.info, self.folder_button)
 
+    def _build_layout(self) -> None:
+        controls = controls_column(self.form, self.info, self.folder_button)
         self.view = MapView()
         self.grid = HeadGridWidget()
         self.distance = DistancePlotWidget()
@@ -87,93 +112,135 @@ class AttentionPanel(ExplorerPanel):
         outer.setStretchFactor(1, 1)
         QVBoxLayout(self).addWidget(outer)
 
-        for signal in (self.method.currentIndexChanged, self.layer.valueChanged, self.head.valueChanged,
-                       self.direction.currentIndexChanged, self.cmap.currentIndexChanged, self.opacity.valueChanged):
-            signal.connect(self.refresh_view)
-        self.method.currentIndexChanged.connect(self._on_method_changed)
-        self.fusion.currentIndexChanged.connect(lambda: self.later(self.reload))
-        self.discard.valueChanged.connect(lambda: self.later(self.reload))
-        self.target.currentIndexChanged.connect(lambda: self.later(self._ensure_gradient))
+    def _connect_controls(self) -> None:
+        """Widgets write into the view state; `_mirror` writes the state back into them."""
+        vs = self.view_state
+        self.method.currentIndexChanged.connect(lambda: vs.update(method=self.method.currentData()))
+        self.layer.valueChanged.connect(lambda v: vs.update(layer=v))
+        self.head.valueChanged.connect(lambda v: vs.update(head=v))
+        self.fusion.currentTextChanged.connect(lambda t: vs.update(fusion=t))
+        self.discard.valueChanged.connect(lambda v: vs.update(discard=round(v, 2)))
+        self.target.currentIndexChanged.connect(lambda: vs.update(target=self.target.currentData()))
+        self.direction.currentIndexChanged.connect(lambda: vs.update(direction=self.direction.currentData()))
+        self.cmap.currentTextChanged.connect(lambda t: vs.update(cmap=t))
+        self.opacity.valueChanged.connect(lambda v: vs.update(opacity=v))
+        self.smooth.toggled.connect(lambda on: vs.update(smooth=on))
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
         self.folder_button.clicked.connect(self._choose_folder)
-        self.state.model_loaded.connect(self._on_model_loaded)
-        self.refresh_view()
 
-    # -- inputs ------------------------------------------------------------------------------------
-    def _on_model_loaded(self, model) -> None:
-        depth = len(model.model.blocks)
-        heads = int(getattr(model.model.blocks[0].attn, "num_heads", 1) or 1)
-        self.layer.setRange(0, depth - 1)
-        self.layer.setValue(depth - 1)
-        self.head.setRange(0, max(0, heads - 1))
+    # -- state ---------------------------------------------------------------------------------------
+    def fields_for_model(self, model) -> dict:
         self.target.blockSignals(True)
         self.target.clear()
         self.target.addItem("top-1 prediction", None)
         for i, label in enumerate(model.labels):
             self.target.addItem(f"{i}: {label}", i)
         self.target.blockSignals(False)
+        vs = self.view_state
+        same_grid = vs.model is not None and self.view._grid == tuple(model.grid_size)
+        return dict(depth=model.depth, heads=model.num_heads, layer=model.depth - 1,
+                    head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
 
-    def _on_method_changed(self) -> None:
-        method = self.method.currentText()
-        if method == "Gradient rollout":
-            self._ensure_gradient()
-        elif method == "Token map" and self.patch is None:
-            self.info.setText("Click a patch on the image to see its token map.")
+    def _on_view_state(self, name: str, value) -> None:
+        self._mirror(name, value)
+        if name in ("fusion", "discard"):
+            self.later(self.reload)
+        elif name == "target":
+            self.later(self._ensure_gradient)
+        elif name == "method":
+            show_rows_for(self.form, self.rows, value)
+            if value == "gradient-rollout":
+                self._ensure_gradient()
+        elif name == "smooth":
+            self.view.smooth = value
+        if name not in ("model", "image"):  # those arrive with a reload
+            self.refresh_view()
+
+    def _mirror(self, name: str, value) -> None:
+        """Show the state in the widgets without feeding it back."""
+        if name in ("depth", "heads"):
+            widget, top = (self.layer, value - 1) if name == "depth" else (self.head, value - 1)
+            with QSignalBlocker(widget):
+                widget.setRange(0, max(0, top))
+            return
+        widget = {"method": self.method, "layer": self.layer, "head": self.head, "fusion": self.fusion,
+                  "discard": self.discard, "target": self.target, "direction": self.direction, "cmap": self.cmap,
+                  "opacity": self.opacity, "smooth": self.smooth}.get(name)
+        if widget is None:
+            return
+        with QSignalBlocker(widget):
+            if isinstance(widget, QComboBox):
+                index = 0 if value is None else widget.findData(value)
+                widget.setCurrentIndex(index if index >= 0 else widget.findText(str(value)))
+            elif widget is self.smooth:
+                widget.setChecked(value)
+            else:
+                widget.setValue(value)
+        if widget is self.layer:
+            self.layer_label.setText(f"layer {value}")
 
     def _on_head_clicked(self, head: int) -> None:
-        self.head.setValue(head)
-        if self.method.currentText() not in ("Head map", "Token map"):
-            self.method.setCurrentText("Head map")
+        method = self.view_state.method
+        self.view_state.update(head=head, method=method if method in ("heads", "token") else "heads")
 
     def select_patch(self, row: int, col: int) -> None:
         """A click on the image: show that patch's token map for the current layer and head."""
-        self.patch = (row, col)
-        if self.method.currentText() != "Token map":
-            self.method.setCurrentText("Token map")
-        ctx = self.context()
-        if ctx is None:
-            return
-        model, entry = ctx
-        patch = self.patch
-        self._jobs["tokens"].start(
-            "Token maps", lambda cancel: (patch, attention.token_maps(model, _x(model, entry), patch)),
-            on_result=self._on_tokens, on_error=self.report_error)
-        self.refresh_view()
+        self.view_state.update(patch=(row, col), method="token")
+        self._ensure_tokens()
 
-    # -- jobs --------------------------------------------------------------------------------------
+    # -- jobs ----------------------------------------------------------------------------------------
+    def _start(self, kind: str, name: str, compute) -> None:
+        """Run `compute()` for the current request of `kind`; the result is kept with that request."""
+        request = self.view_state.request(*KEYS[kind])
+        self._jobs[kind].start(name, lambda cancel: Keyed(request, compute()),
+                               on_result=lambda keyed, k=kind: self._on_result(k, keyed), on_error=self.report_error)
+
     def reload(self) -> None:
         ctx = self.context()
-        self.overview = self.gradient = self.tokens = None
         if ctx is None:
             self.view.set_image(None)
             self.refresh_view()
             return
         model, entry = ctx
-        fusion, discard = self.fusion.currentText(), self.discard.value()
+        vs = self.view_state
+        if vs.current(self.results["overview"], *KEYS["overview"]) is None:
+            fusion, discard = vs.fusion, vs.discard
 
-        def run(cancel):
-            crop = model.crop(entry.image)
-            return np.asarray(crop), attention.overview(model, model.to_tensor(crop)[None], fusion, discard)
+            def overview():
+                crop = model.crop(entry.image)
+                return np.asarray(crop), attention.overview(model, model.to_tensor(crop)[None], fusion, discard)
 
-        self._jobs["overview"].start("Attention", run, on_result=self._on_overview, on_error=self.report_error)
-        if self.method.currentText() == "Gradient rollout":
+            self._start("overview", "Attention", overview)
+        if vs.method == "gradient-rollout":
             self._ensure_gradient()
-        if self.patch is not None:
-            self.select_patch(*self.patch)
+        if vs.patch is not None:
+            self._ensure_tokens()
 
     def _ensure_gradient(self) -> None:
-        ctx = self.context()
-        if ctx is None or self.method.currentText() != "Gradient rollout":
+        ctx, vs = self.context(), self.view_state
+        if ctx is None or vs.method != "gradient-rollout" or vs.current(self.results["gradient"], "target"):
             return
         model, entry = ctx
-        target = self.target.currentData()
+        target = vs.target
+        self._start("gradient", "Gradient rollout", lambda: attention.gradient_rollout(model, _x(model, entry),
+                                                                                       target))
 
-        def run(cancel):
-            return target, attention.gradient_rollout(model, _x(model, entry), target)
+    def _ensure_tokens(self) -> None:
+        ctx, vs = self.context(), self.view_state
+        if ctx is None or vs.patch is None or vs.current(self.results["tokens"], "patch"):
+            return
+        model, entry = ctx
+        patch = vs.patch
+        self._start("tokens", "Token maps", lambda: attention.token_maps(model, _x(model, entry), patch))
 
-        self._jobs["gradient"].start("Gradient rollout", run, on_result=self._on_gradient,
-                                     on_error=self.report_error)
+    def _on_result(self, kind: str, keyed: Keyed) -> None:
+        self.results[kind] = keyed
+        if kind == "overview" and self.view_state.current(keyed, *KEYS["overview"]) is not None:
+            crop, overview = keyed.value
+            self.view.set_image(crop)
+            self.distance.set_distance(overview.distance, "this image")
+        self.refresh_view()
 
     def _choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Average attention distance over a folder")
@@ -188,65 +255,65 @@ class AttentionPanel(ExplorerPanel):
         self._jobs["folder"].start("Distance over folder", lambda cancel: distance_over(model, [folder], cancel=cancel),
                                    on_result=self._on_folder_distance, on_error=self.report_error)
 
-    def _on_overview(self, result) -> None:
-        crop, overview = result
-        self.view.set_image(crop)
-        self.overview = overview
-        self.distance.set_distance(overview.distance, "this image")
-        self.refresh_view()
-
-    def _on_gradient(self, result) -> None:
-        self.gradient = result
-        self.refresh_view()
-
-    def _on_tokens(self, result) -> None:
-        self.tokens = result
-        self.refresh_view()
-
     def _on_folder_distance(self, result) -> None:
         exp, errors = result
         self.distance.set_distance(exp.array, f"folder, {exp.params['images']} images")
         for path, reason in errors:
             self.state.message.emit("warning", f"{path}: {reason}")
 
-    # -- display -----------------------------------------------------------------------------------
+    # -- display -------------------------------------------------------------------------------------
+    @property
+    def overview(self):
+        """The current image's AttentionOverview, or None while it is being computed."""
+        value = self.view_state.current(self.results["overview"], *KEYS["overview"])
+        return value[1] if value is not None else None
+
+    @property
+    def gradient(self):
+        return self.view_state.current(self.results["gradient"], *KEYS["gradient"])
+
+    @property
+    def tokens(self):
+        return self.view_state.current(self.results["tokens"], *KEYS["tokens"])
+
     def current_map(self):
-        """(array (gh, gw) or None, description) for the current controls, from results already computed."""
-        method, layer, head = self.method.currentText(), self.layer.value(), self.head.value()
+        """(array (gh, gw) or None, description) for the current state, from results already computed."""
+        vs = self.view_state
+        method, layer, head = vs.method, vs.layer, vs.head
         ov = self.overview
         if ov is None:
             return None, "Computing attention…" if self.context() else "Load a model and select an image."
-        if method == "Head map":
+        if method == "heads":
             return ov.head_maps[layer, head], f"CLS attention, layer {layer}, head {head}"
-        if method == "Rollout":
+        if method == "rollout":
             return ov.rollout, f"Attention rollout ({ov.fusion}, discard {ov.discard:.2f})"
-        if method == "Gradient rollout":
+        if method == "gradient-rollout":
             if self.gradient is None:
                 return None, "Computing gradient rollout…"
-            target, result = self.gradient
-            cls = result.targets[0]
-            return result.maps[0], f"Gradient rollout for class {cls}: {self.state.model.labels[cls]}"
-        if self.patch is None or self.tokens is None or self.tokens[0] != self.patch:
-            return None, "Click a patch on the image." if self.patch is None else "Computing token maps…"
-        maps = self.tokens[1]
-        to = self.direction.currentIndex() == 0
-        arr = (maps.attends_to if to else maps.attended_by)[0, layer, head]
-        return arr, f"Patch {self.patch} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"
+            cls = self.gradient.targets[0]
+            return self.gradient.maps[0], f"Gradient rollout for class {cls}: {self.state.model.labels[cls]}"
+        if vs.patch is None or self.tokens is None:
+            return None, "Click a patch on the image." if vs.patch is None else "Computing token maps…"
+        to = vs.direction == "to"
+        arr = (self.tokens.attends_to if to else self.tokens.attended_by)[0, layer, head]
+        return arr, f"Patch {vs.patch} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"
 
     def refresh_view(self) -> None:
+        vs = self.view_state
         arr, text = self.current_map()
         self.displayed = arr
         self.info.setText(text)
-        self.view.set_map(arr, self.cmap.currentText(), self.opacity.value() / 100)
-        self.view.set_marker(self.patch if self.method.currentText() == "Token map" else None)
-        if self.overview is not None:
-            self.grid.set_maps(self.overview.head_maps[self.layer.value()], self.cmap.currentText(),
-                               self.head.value())
+        self.view.set_map(arr, vs.cmap, vs.opacity / 100)
+        self.view.set_marker(vs.patch if vs.method == "token" else None)
+        ov = self.overview
+        if ov is not None:
+            self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head)
 
     def export_data(self):
         if self.displayed is None:
             return None
-        params = {"method": self.method.currentText(), "layer": self.layer.value(), "head": self.head.value(),
-                  "fusion": self.fusion.currentText(), "discard": self.discard.value(), "patch": self.patch,
-                  "direction": self.direction.currentText(), "description": self.info.text()}
-        return "attention", self.displayed, params
+        vs = self.view_state
+        given = dict(layer=vs.layer, head=vs.head, fusion=vs.fusion, discard=vs.discard, patch=vs.patch,
+                     direction=vs.direction, target=self.gradient.targets[0] if self.gradient else vs.target)
+        params = {k: v for k, v in given.items() if k in registry.get(vs.method).param_names}
+        return vs.method, self.displayed, self.record(vs.method, params, description=self.info.text())

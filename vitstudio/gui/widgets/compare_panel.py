@@ -6,41 +6,41 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from vitstudio.core.analysis import attention
+from vitstudio.core.analysis import registry
+from vitstudio.core.analysis.explain import explain
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
 
 from .. import workers
-from .explorer_base import ExplorerPanel
-from .map_view import GUI_COLORMAPS, MapView
+from ..viewstate import Keyed
+from .explorer_base import ExplorerPanel, colormap_combo, method_combo, smooth_checkbox
+from .map_view import MapView
 
-VIEWS = ("Rollout", "Gradient rollout (own top-1)")
 
-
-def _analyse(model, image, view: str):
-    """Runs in a worker: (crop, map, top-1 text) for one model."""
-    crop = model.crop(image)
-    x = model.to_tensor(crop)[None]
+def _analyse(model, image, method: str):
+    """Runs in a worker: (crop, map, top-1 text) for one model, the registered analysis with its defaults
+    (gradient rollout explains each model's own top-1)."""
+    exp = explain(model, method, image)
     pred = classify(model, [image], topk=1, keep_crops=False)[0]
-    arr = attention.rollout(model, x)[0] if view == VIEWS[0] else attention.gradient_rollout(model, x).maps[0]
-    return np.asarray(crop), arr, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
+    return exp.crop, exp.array, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
 
 
 class ComparePanel(ExplorerPanel):
+    FIELDS = dict(other=None, method="rollout")
+
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.other = None  # the second LoadedModel
-        self.results: list | None = None
+        self._results: Keyed | None = None
         self._load_job, self._job = workers.LatestJob(), workers.LatestJob()
         self.other_name = QComboBox(editable=True)
         self.other_name.addItems(catalog_names)
         self.other_name.setEditText("")
         self.other_name.lineEdit().setPlaceholderText("second model: name, folder under models/, or hf-hub:…")
         self.load_button = QPushButton("Load second model")
-        self.view_kind = QComboBox()
-        self.view_kind.addItems(VIEWS)
-        self.cmap = QComboBox()
-        self.cmap.addItems(GUI_COLORMAPS)
+        self.view_kind = method_combo(registry.names(compare=True))
+        self.cmap = colormap_combo()
+        self.smooth = smooth_checkbox()
         top = QHBoxLayout()
         top.addWidget(self.other_name, 1)
         top.addWidget(self.load_button)
@@ -48,6 +48,7 @@ class ComparePanel(ExplorerPanel):
         top.addWidget(self.view_kind)
         top.addWidget(QLabel("Colormap"))
         top.addWidget(self.cmap)
+        top.addWidget(self.smooth)
         self.titles = [QLabel("Current model"), QLabel("Second model: not loaded")]
         self.views = [MapView(), MapView()]
         grid = QGridLayout()
@@ -63,8 +64,11 @@ class ComparePanel(ExplorerPanel):
         layout.addWidget(self.info)
         self.load_button.clicked.connect(self.load_other)
         self.other_name.lineEdit().returnPressed.connect(self.load_other)
-        self.view_kind.currentIndexChanged.connect(self.reload)
+        self.view_kind.currentIndexChanged.connect(
+            lambda: self.view_state.update(method=self.view_kind.currentData()))
+        self.view_state.connect(self._on_view_state)
         self.cmap.currentIndexChanged.connect(self._show)
+        self.smooth.toggled.connect(self._on_smooth)
 
     def load_other(self) -> None:
         spec = self.other_name.currentText().strip()
@@ -84,21 +88,39 @@ class ComparePanel(ExplorerPanel):
     def set_other(self, loaded) -> None:
         self.other = loaded
         self.state.message.emit("info", f"Second model for comparison: {loaded.name}")
-        self.reload()
+        self.view_state.update(other=loaded.uid)
+
+    def _on_view_state(self, name: str, value) -> None:
+        if name in ("other", "method"):
+            self._on_context_changed()
+
+    def _on_smooth(self, on: bool) -> None:
+        for view in self.views:
+            view.smooth = on
+        self._show()
+
+    @property
+    def results(self) -> list | None:
+        """[(crop, map, top-1 text)] for the current model, second model, image and method; else None."""
+        return self.view_state.current(self._results, "other", "method")
 
     def reload(self) -> None:
         ctx = self.context()
-        self.results = None
         if ctx is None or self.other is None:
             self._show()
             return
+        if self.results is not None:
+            return
         model, entry = ctx
-        other, view = self.other, self.view_kind.currentText()
-        self._job.start("Compare", lambda cancel: [_analyse(m, entry.image, view) for m in (model, other)],
+        other, method = self.other, self.view_state.method
+        request = self.view_state.request("other", "method")
+        self._show()
+        self._job.start("Compare", lambda cancel: Keyed(request, [_analyse(m, entry.image, method)
+                                                                  for m in (model, other)]),
                         on_result=self._on_results, on_error=self.report_error)
 
-    def _on_results(self, results) -> None:
-        self.results = results
+    def _on_results(self, keyed: Keyed) -> None:
+        self._results = keyed
         self._show()
 
     def shared_levels(self) -> tuple[float, float] | None:
@@ -110,10 +132,11 @@ class ComparePanel(ExplorerPanel):
 
     def _show(self) -> None:
         models = (self.state.model, self.other)
+        results = self.results
         for i, model in enumerate(models):
-            name = model.name if model is not None else "not loaded"
-            if self.results:
-                crop, arr, top1 = self.results[i]
+            name = model.display_name if model is not None else "not loaded"
+            if results:
+                crop, arr, top1 = results[i]
                 self.views[i].set_image(crop)
                 self.views[i].set_map(arr, self.cmap.currentText(), 0.6, self.shared_levels())
                 self.titles[i].setText(f"<b>{name}</b><br>top-1: {top1}")
@@ -126,6 +149,6 @@ class ComparePanel(ExplorerPanel):
             return None
         stacked = np.stack([r[1] for r in self.results]) if self.results[0][1].shape == self.results[1][1].shape \
             else self.results[0][1]
-        return "compare", stacked, {"view": self.view_kind.currentText(), "models": [self.state.model.name,
-                                                                                   self.other.name],
-                                    "shared_levels": list(self.shared_levels())}
+        method = self.view_state.method
+        return f"compare-{method}", stacked, self.record(method, {}, models=[self.state.model.name, self.other.name],
+                                                         shared_levels=list(self.shared_levels()))

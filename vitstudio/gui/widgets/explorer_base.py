@@ -1,13 +1,25 @@
-"""Shared behaviour of the analysis panels: follow the current model and image, compute only when visible."""
+"""Shared behaviour of the analysis panels: a view state keyed to the current model and image, work only when
+visible, controls that show only where the chosen method uses them."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.analysis import registry
 
 from .. import workers
 from ..state import AppState, ImageEntry
-from .map_view import GUI_COLORMAPS
+from ..viewstate import ViewState
 
 
 def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
@@ -22,8 +34,25 @@ def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
 
 def colormap_combo() -> QComboBox:
     combo = QComboBox()
-    combo.addItems(GUI_COLORMAPS)
+    combo.addItems(registry.COLORMAPS)
     return combo
+
+
+def method_combo(names: tuple[str, ...]) -> QComboBox:
+    """Registered analyses by title; `currentData()` is the registry name."""
+    combo = QComboBox()
+    for name in names:
+        analysis = registry.get(name)
+        combo.addItem(analysis.title, name)
+        combo.setItemData(combo.count() - 1, analysis.help, Qt.ToolTipRole)
+    return combo
+
+
+def smooth_checkbox() -> QCheckBox:
+    box = QCheckBox("Smooth (bilinear)")
+    box.setChecked(True)
+    box.setToolTip("Interpolate maps over the image as the CLI's pictures do; off shows one cell per patch")
+    return box
 
 
 def controls_column(form: QFormLayout, *below: QWidget) -> QWidget:
@@ -44,32 +73,57 @@ def wrapping_label() -> QLabel:
     return label
 
 
-class ExplorerPanel(QWidget):
-    """Subclasses implement `reload()` (start jobs for the current model+image) and `export_data()`.
+def show_rows_for(form: QFormLayout, rows: dict[str, QWidget], method: str) -> None:
+    """Show the form rows of the parameters `method` takes; hide the others."""
+    used = registry.get(method).param_names
+    for name, widget in rows.items():
+        form.setRowVisible(widget, name in used)
 
-    State changes while the panel is hidden only mark it stale; it recomputes when shown, so that a tab
-    nobody looks at costs nothing.
+
+class ExplorerPanel(QWidget):
+    """Subclasses declare their view fields (`FIELDS`), implement `reload()` (start the jobs the current state
+    needs) and `export_data()`.
+
+    `self.view_state` always holds the current model's and image's uids together with fields clamped to that
+    model (see `fields_for_model`), set in one update, so a result computed for another model or image is never
+    drawn (results are `Keyed` by their request). State changes while the panel is hidden only mark it stale;
+    it recomputes when shown, so that a tab nobody looks at costs nothing.
     """
+
+    FIELDS: dict = {}
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
+        self.view_state = ViewState(model=None, image=None, **self.FIELDS)
         self._stale = True
         self._debounce = QTimer(self, singleShot=True, interval=120)  # slider-driven work is throttled
         self._debounce.timeout.connect(self._debounced)
         self._debounced_fn = None
-        state.model_loaded.connect(self._on_context_changed)
-        state.image_selected.connect(self._on_context_changed)
+        state.model_loaded.connect(self._on_model_loaded)
+        state.image_selected.connect(self._on_image_selected)
 
     # -- what to explain -------------------------------------------------------------------------
     def context(self) -> tuple[object, ImageEntry] | None:
-        """(model, entry) when both exist and the image is readable."""
+        """(model, entry) when both exist, the image is readable and the view state is keyed to them."""
         entry, model = self.state.selected, self.state.model
         if model is None or entry is None or entry.image is None:
             return None
         return model, entry
 
-    def _on_context_changed(self, *_args) -> None:
+    def fields_for_model(self, model) -> dict:
+        """View fields that must change with the model (ranges, defaults); set in the same update as the model."""
+        return {}
+
+    def _on_model_loaded(self, model) -> None:
+        self.view_state.update(model=model.uid, **self.fields_for_model(model))
+        self._on_context_changed()
+
+    def _on_image_selected(self, entry) -> None:
+        self.view_state.update(image=entry.uid if entry is not None else None)
+        self._on_context_changed()
+
+    def _on_context_changed(self) -> None:
         self._stale = True
         if self.isVisible():
             self._refresh_now()
@@ -94,3 +148,9 @@ class ExplorerPanel(QWidget):
 
     def report_error(self, exc: BaseException | str) -> None:
         self.state.message.emit("error", exc if isinstance(exc, str) else workers.describe(exc))
+
+    def record(self, method: str, params: dict, **extra) -> dict:
+        """The parameter file of an export: the same format as the CLI's."""
+        entry, model = self.state.selected, self.state.model
+        return registry.record(method, params, model=model.name if model else None,
+                               image=entry.path if entry is not None else None, **extra)

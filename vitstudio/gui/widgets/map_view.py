@@ -8,17 +8,20 @@ from PySide6.QtCore import QRectF, Signal
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem
 
-GUI_COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis")
+from vitstudio.core.analysis import overlays
 
 
 def lookup_table(cmap: str) -> np.ndarray:
-    return pg.colormap.get(cmap).getLookupTable(nPts=256)
+    """(256, 3) uint8 from matplotlib's definition, the same colours as the CLI's pictures."""
+    return overlays.colorize(np.linspace(0.0, 1.0, 256, dtype=np.float32), cmap)
 
 
 class MapView(pg.GraphicsLayoutWidget):
-    """The crop the model saw, with a (gh, gw) map stretched over it, one cell per patch.
+    """The crop the model saw, with a (gh, gw) map over it: bilinear (`smooth`, the default, as the CLI draws
+    it) or one cell per patch.
 
-    `overlay.image` holds exactly the array shown (tests read it). Clicking emits the patch (row, col).
+    `values` holds exactly the map the analysis returned (tests read it); `overlay.image` what is drawn.
+    Clicking emits the patch (row, col).
     """
 
     patch_clicked = Signal(int, int)
@@ -39,6 +42,8 @@ class MapView(pg.GraphicsLayoutWidget):
             self.view.addItem(item)
         self._size = (0, 0)  # crop (H, W)
         self._grid = (0, 0)
+        self.values: np.ndarray | None = None
+        self.smooth = True
         self.scene().sigMouseClicked.connect(self._on_click)
 
     def set_image(self, crop: np.ndarray | None) -> None:
@@ -54,20 +59,29 @@ class MapView(pg.GraphicsLayoutWidget):
     def set_map(self, values: np.ndarray | None, cmap: str = "inferno", opacity: float = 0.6,
                 levels: tuple[float, float] | None = None) -> None:
         """Show a (gh, gw) map through a colormap, or a (gh, gw, 3) RGB map in [0, 1] as is."""
+        self.values = values
         if values is None:
             self.overlay.clear()
             return
         h, w = self._size
         self._grid = values.shape[:2]
+        drawn = self._smoothed(values) if self.smooth and h and w else values
         if values.ndim == 3:
-            self.overlay.setImage(values, levels=(0.0, 1.0), lut=None)
+            self.overlay.setImage(np.clip(drawn, 0.0, 1.0), levels=(0.0, 1.0), lut=None)
         else:
             if levels is None:
                 lo, hi = float(np.min(values)), float(np.max(values))
                 levels = (lo, hi if hi > lo else lo + 1e-12)
-            self.overlay.setImage(values, levels=levels, lut=lookup_table(cmap))
+            self.overlay.setImage(drawn, levels=levels, lut=lookup_table(cmap))
         self.overlay.setRect(QRectF(0, 0, w, h))
         self.overlay.setOpacity(opacity)
+
+    def _smoothed(self, values: np.ndarray) -> np.ndarray:
+        """Bilinear over patch centres at the crop's size, the CLI's upsampling (per channel for RGB maps)."""
+        size = tuple(int(v) for v in self._size)
+        if values.ndim == 2:
+            return overlays.upsample(values, size)
+        return np.stack([overlays.upsample(values[..., c], size) for c in range(values.shape[2])], axis=-1)
 
     def set_marker(self, patch: tuple[int, int] | None) -> None:
         if patch is None or not self._grid[0]:

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.models.catalog import list_catalog
+from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
 from vitstudio.core.models.devices import PRECISIONS, available_devices
 
 from ..state import AppState
@@ -34,6 +35,9 @@ class ModelPanel(QWidget):
         for entry in list_catalog():
             mark = "●" if entry.local else ("○" if entry.tag else "·")
             self.name.addItem(f"{mark} {entry.name}", entry.name)
+        demo = bundled_demo()
+        if demo is not None:
+            self.name.insertItem(0, f"★ {DEMO_TITLE}", str(demo))
         self.name.setCurrentIndex(-1)  # nothing chosen until the user (or the saved settings) picks a model
         completer = QCompleter(self.catalog_names(), self)
         completer.setFilterMode(Qt.MatchContains)
@@ -71,7 +75,10 @@ class ModelPanel(QWidget):
 
     def spec(self) -> str:
         text = self.name.currentText().strip()
-        return text[2:] if text[:2] in ("● ", "○ ", "· ") else text
+        index = self.name.findText(text)
+        if index >= 0:  # a listed entry: its spec (the bundled demo is listed by its title)
+            return self.name.itemData(index)
+        return text[2:] if text[:2] in ("● ", "○ ", "· ", "★ ") else text
 
     def set_spec(self, spec: str) -> None:
         index = self.name.findData(spec)

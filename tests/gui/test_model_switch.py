@@ -1,0 +1,107 @@
+"""Switching between models of different depth, with every tab hidden and shown: no exception, and what each
+tab shows is the core's result for the new model (results are keyed by the request that made them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.conftest import TINY_SPEC
+from vitstudio.core.analysis import attention, embeddings
+from vitstudio.core.data.images import read_image
+from vitstudio.gui import workers
+
+DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
+
+
+def _load(window, qtbot, spec, weights=None):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(spec, "cpu", "fp32", weights)
+    return window.state.model
+
+
+def _settle(qtbot):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+    qtbot.wait(250)  # debounced controls
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+
+
+def _x(loaded, path):
+    return loaded.to_tensor(loaded.crop(read_image(path)))[None]
+
+
+def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tiny_weights, photos):
+    shallow = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    window.add_paths([str(photos["chelsea"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    for tab in ("attention", "embeddings"):
+        window.show_tab(tab)
+        _settle(qtbot)
+    att, emb = window.attention, window.embeddings
+    assert att.overview is not None and att.overview.head_maps.shape[0] == shallow.depth == 2
+
+    window.show_tab("predictions")  # every explorer hidden
+    deep = _load(window, qtbot, DEEP_SPEC)
+    assert (att.layer.maximum(), att.view_state.layer, att.head.maximum()) == (3, 3, 3)
+    assert att.overview is None  # the 2-layer result is not this model's
+    for layer in (0, 3, 2):  # moving the sliders of hidden tabs must not index the old arrays
+        att.layer.setValue(layer)
+        emb.layer.setValue(layer)
+        att.head.setValue(3)
+    qtbot.wait(300)
+    x = _x(deep, photos["chelsea"])
+
+    window.show_tab("attention")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
+    np.testing.assert_allclose(att.view.values, attention.head_maps(deep, x, 2)[0, 3], atol=1e-6)
+    assert len(att.grid.items) == 4
+
+    window.show_tab("embeddings")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: emb.result is not None, timeout=30000)
+    tokens = embeddings.layer_tokens(deep, x)
+    np.testing.assert_allclose(emb.displayed, embeddings.pca_rgb(tokens[2].patches)[0][0], atol=1e-4)
+
+    # back to the shallow model while the attention tab is on screen at layer 3
+    window.show_tab("attention")
+    att.layer.setValue(3)
+    shallow2 = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
+    assert att.view_state.layer == 1 and att.head.maximum() == 1
+    x = _x(shallow2, photos["chelsea"])
+    np.testing.assert_allclose(att.view.values, attention.head_maps(shallow2, x, 1)[0, min(3, 1)], atol=1e-6)
+
+    window.show_tab("internals")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
+    assert window.internals.results["model"] == shallow2.uid
+
+
+def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(window, qtbot, tiny_weights, photos):
+    from vitstudio.core.analysis.overlays import upsample
+
+    loaded = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    window.add_paths([str(photos["rocket"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    window.show_tab("attention")
+    _settle(qtbot)
+    att = window.attention
+    qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
+    values = att.view.values
+    assert att.smooth.isChecked() and att.view.overlay.image.shape == loaded.input_hw
+    np.testing.assert_allclose(att.view.overlay.image, upsample(values, loaded.input_hw), atol=1e-6)
+    att.smooth.setChecked(False)  # the blocky patch view is one click away
+    np.testing.assert_array_equal(att.view.overlay.image, values)
+
+
+def test_only_the_controls_of_the_chosen_method_show(window, qtbot):
+    att = window.attention
+    window.show_tab("attention")
+    visible = lambda name: att.form.isRowVisible(att.rows[name])  # noqa: E731
+    att.method.setCurrentIndex(att.method.findData("rollout"))
+    assert visible("fusion") and visible("discard") and not visible("head") and not visible("target")
+    att.method.setCurrentIndex(att.method.findData("gradient-rollout"))
+    assert visible("target") and not visible("fusion") and not visible("layer")
+    att.method.setCurrentIndex(att.method.findData("token"))
+    assert visible("direction") and visible("layer") and visible("head") and not visible("discard")
