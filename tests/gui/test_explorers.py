@@ -142,3 +142,28 @@ def test_recent_files_persist(window, qtbot, photos):
     qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
     assert window.settings.value("recent")[0] == str(photos["rocket"])
     assert [a.text() for a in window.recent_menu.actions()] == [str(photos["rocket"])]
+
+
+def test_export_from_every_tab(ready, qtbot, tmp_path):
+    """File -> Export data works on every tab and writes the registry's parameter record (same as the CLI's)."""
+    window, loaded, x = ready
+    from vitstudio.core.models.loading import load_model
+
+    window.compare.set_other(load_model(TINY_SPEC))
+    expected = {"predictions": None, "attention": "heads", "embeddings": "pca", "internals": "pos-embed",
+                "compare": "rollout", "training": None}
+    for tab, method in expected.items():
+        window.show_tab(tab)
+        _settle(qtbot)
+        if tab == "training":  # nothing to export until a run is shown: a message, not an exception
+            assert not actions.export_data(window, str(tmp_path / "training.npy"))
+            assert "Nothing to export" in window.log_view.toPlainText()
+            continue
+        qtbot.waitUntil(lambda: window.tabs.currentWidget().export_data() is not None, timeout=30000)
+        path = tmp_path / f"{tab}.npy"
+        assert actions.export_data(window, str(path)), tab
+        record = json.loads((tmp_path / f"{tab}.npy.json").read_text())["params"]
+        assert np.load(path).size > 0
+        if method is not None:
+            assert record["method"] == method and record["model"] == loaded.name, (tab, record)
+            assert record["image"] in (window.state.selected.path, None)

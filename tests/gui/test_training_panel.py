@@ -90,3 +90,48 @@ def test_misclassified_image_opens_in_the_attention_explorer(window, qtbot, tiny
                     timeout=10000)
     assert window.tabs.currentWidget() is window.attention
     qtbot.waitUntil(lambda: window.attention.overview is not None, timeout=30000)
+
+
+def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, tmp_path):
+    """Clicking an old run in History while another trains: Cancel/Pause stay on, Start stays off, the old
+    run's curves get no live epochs, and clicking the live run shows every epoch it has trained."""
+    from vitstudio.core.train.runs import read_metrics
+
+    data = make_dataset(tmp_path / "data", per_class=16)
+    panel = _setup(window, qtbot, data, epochs=2)
+    panel.run_name.setText("old-run")
+    panel.start()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
+    old = panel.shown_run
+    panel.form.inputs["epochs"].setValue(40)
+    panel.run_name.setText("live-run")
+    panel.start()
+    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
+    live = panel.active_run
+    item = next(panel.history.item(i) for i in range(panel.history.count())
+                if panel.history.item(i).text().startswith("old-run"))
+    panel._on_history_clicked(item)
+    assert panel.shown_run == old and panel.active_run == live
+    assert panel.cancel_button.isEnabled() and panel.pause_button.isEnabled()
+    assert not panel.start_button.isEnabled()
+    qtbot.waitUntil(lambda: len(panel.live[0]["epoch"]) >= 3, timeout=60000)
+    assert panel.curves_data["epoch"] == [1, 2]  # the old run's two epochs, nothing appended
+    assert list(panel.lines["train_loss"].getData()[0]) == [1, 2]
+    assert panel.use_button.isEnabled()  # the finished old run can be used while the other trains
+    panel.right.setCurrentWidget(panel.results)  # File -> Export data: the confusion matrix of the run shown
+    name, matrix, params = panel.export_data()
+    assert name == "confusion" and matrix.shape == (3, 3) and params["run"] == str(old)
+    assert matrix.sum() == panel.results.report.confusion.sum()
+    panel.right.setCurrentWidget(panel.curves)  # ... or its curves
+    name, table, params = panel.export_data()
+    assert name == "curves" and table.shape == (2, 5) and params["columns"][0] == "epoch"
+
+    live_item = next(panel.history.item(i) for i in range(panel.history.count())
+                     if panel.history.item(i).text().startswith("live-run"))
+    panel._on_history_clicked(live_item)
+    assert panel.shown_run == live and len(panel.curves_data["epoch"]) >= 3
+    assert not panel.use_button.isEnabled()  # not while it is still training
+    panel.cancel()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
+    epochs = [row["epoch"] + 1 for row in read_metrics(live)]
+    assert panel.curves_data["epoch"] == epochs  # every epoch, once

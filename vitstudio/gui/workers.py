@@ -84,10 +84,12 @@ class _Dispatcher(QObject):
             handle.on_yield(value)
 
     def _deliver_result(self, handle: JobHandle, value) -> None:
+        handle.done = True  # the last delivery: callbacks may ask whether their job is still running
         if handle.on_result is not None:
             handle.on_result(value)
 
     def _deliver_error(self, handle: JobHandle, exc: BaseException) -> None:
+        handle.done = True
         if handle.on_error is not None:
             handle.on_error(exc)
 

@@ -152,5 +152,5 @@ class ExplorerPanel(QWidget):
     def record(self, method: str, params: dict, **extra) -> dict:
         """The parameter file of an export: the same format as the CLI's."""
         entry, model = self.state.selected, self.state.model
-        return registry.record(method, params, model=model.name if model else None,
-                               image=entry.path if entry is not None else None, **extra)
+        image = entry.path if entry is not None and registry.get(method).needs_image else None
+        return registry.record(method, params, model=model.name if model else None, image=image, **extra)

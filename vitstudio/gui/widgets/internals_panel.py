@@ -76,4 +76,4 @@ class InternalsPanel(ExplorerPanel):
         value = self.results.get("pos-embed")
         if value is None or isinstance(value, str):
             return None
-        return "pos_embed_similarity", value[0].array, value[0].params
+        return "pos-embed", value[0].array, self.record("pos-embed", value[0].params)

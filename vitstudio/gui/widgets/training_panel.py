@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -52,13 +52,29 @@ class TrainingPanel(QWidget):
         self.setAcceptDrops(True)
         self.scan = None
         self.job = None
-        self.run_dir: Path | None = None
-        self.snapshots: list[ProbeSnapshot] = []
-        self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
-        self.lr_data: list[tuple[float, float]] = []
+        # "The run shown" (curves, results, probe on screen) and "the run in progress" are separate: History can
+        # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
+        self.shown_run: Path | None = None
+        self.active_run: Path | None = None
+        self._reset_curves()
+        self.live = (self.curves_data, self.lr_data, self.snapshots)
         self._scan_job = workers.LatestJob(workers.LONG)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self._build_setup_column(catalog_names))
+        split.addWidget(self._build_run_views())
+        split.setStretchFactor(1, 1)
+        QVBoxLayout(self).addWidget(split)
+        self._refresh_buttons()
+        self.refresh_history()
+        state.model_loaded.connect(self._on_model_loaded)
 
-        # -- left column: dataset, model, recipe, controls
+    def _on_model_loaded(self, model) -> None:
+        if not self.base_model.currentText():
+            self.base_model.setEditText(model.name)
+
+    # -- construction --------------------------------------------------------------------------------
+    def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
+        """Dataset, base model, recipe and the run controls, in a scrolling column."""
         self.folder = QLineEdit()
         self.folder.setPlaceholderText("a folder with one subfolder of images per class (drop it here)")
         browse = QPushButton("Browse…")
@@ -98,7 +114,7 @@ class TrainingPanel(QWidget):
         self.status = QLabel("Idle.")
         self.status.setWordWrap(True)
         self.use_button = QPushButton("Use this model")
-        self.use_button.clicked.connect(lambda: self.run_dir and self.use_model.emit(str(self.run_dir)))
+        self.use_button.clicked.connect(self._use_shown_run)
         folder_row = QHBoxLayout()
         folder_row.addWidget(self.folder, 1)
         folder_row.addWidget(browse)
@@ -131,8 +147,10 @@ class TrainingPanel(QWidget):
         left.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         left.setMinimumWidth(400)
         left.setMaximumWidth(460)
+        return left
 
-        # -- right: live curves, probe, results, history
+    def _build_run_views(self) -> QWidget:
+        """Curves, attention over training, results and history of the run shown."""
         self.curves = pg.GraphicsLayoutWidget()
         self.loss_plot = self.curves.addPlot(title="Loss")
         self.loss_plot.addLegend(offset=(-5, 5))
@@ -169,14 +187,7 @@ class TrainingPanel(QWidget):
         for w, title in ((self.curves, "Curves"), (probe, "Attention over training"), (self.results, "Results"),
                          (history_box, "History")):
             self.right.addTab(w, title)
-        split = QSplitter(Qt.Horizontal)
-        split.addWidget(left)
-        split.addWidget(self.right)
-        split.setStretchFactor(1, 1)
-        QVBoxLayout(self).addWidget(split)
-        self._set_running(False)
-        self.refresh_history()
-        state.model_loaded.connect(lambda m: self.base_model.currentText() or self.base_model.setEditText(m.name))
+        return self.right
 
     # -- dataset -----------------------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -248,33 +259,33 @@ class TrainingPanel(QWidget):
 
     def resume_run(self) -> None:
         """Continue the cancelled run selected in History from its last checkpoint."""
-        if self.run_dir is None or not (self.run_dir / "checkpoint-last.pt").exists():
+        if self.shown_run is None or not (self.shown_run / "checkpoint-last.pt").exists():
             self.status.setText("Select a cancelled run in History first.")
             return
         from vitstudio.core.train.recipes import TrainConfig
 
-        self._launch(TrainConfig.from_json((self.run_dir / "train_config.json").read_text()), resume=True)
+        self._launch(TrainConfig.from_json((self.shown_run / "train_config.json").read_text()), resume=True)
 
     def _launch(self, config, resume: bool) -> None:
-        self.run_dir = Path(config.out_dir)
+        self.shown_run = self.active_run = Path(config.out_dir)
         self._reset_curves()
         if resume:
-            self._load_curves(self.run_dir)
-        self._set_running(True)
-        self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.run_dir.name}…")
+            self._load_curves(self.active_run)
+        self.live = (self.curves_data, self.lr_data, self.snapshots)
+        self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
         if self.multi_gpu.isChecked() and not resume:
             from vitstudio.core.train.launcher import run_torchrun
 
             def job(cancel):
                 return run_torchrun(config, self.gpus, cancel)
 
-            self.pause_button.setEnabled(False)  # a subprocess run can be cancelled, not paused
         else:
             def job(cancel):
                 return fine_tune(config, cancel, resume=resume)
 
         self.job = workers.start_job("Training", job, on_yield=self._on_record, on_result=self._on_finished,
                                      on_error=self._on_failed, kind=workers.LONG)
+        self._refresh_buttons()
 
     def _browse_probe(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Probe image", "", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
@@ -284,8 +295,8 @@ class TrainingPanel(QWidget):
     def cancel(self) -> None:
         if self.job is not None:
             self.job.cancel()
-            self.status.setText("Cancelling… (the last finished epoch is kept; resume with `vitstudio finetune "
-                                "--resume`)")
+            self.status.setText("Cancelling… the last finished epoch is kept: pick the run in History and press "
+                                "Resume run to continue it.")
 
     def _on_pause(self, paused: bool) -> None:
         if self.job is None:
@@ -295,43 +306,65 @@ class TrainingPanel(QWidget):
         if paused:
             self.status.setText("Paused.")
 
-    def _set_running(self, running: bool) -> None:
+    @property
+    def running(self) -> bool:
+        return self.job is not None and not self.job.done
+
+    def _showing_live(self) -> bool:
+        return self.active_run is not None and self.shown_run == self.active_run
+
+    def _refresh_buttons(self) -> None:
+        """Start/Pause/Cancel follow the run in progress; Resume/Use follow the run shown."""
+        running = self.running
         self.start_button.setEnabled(not running)
-        resumable = self.run_dir is not None and run_status(self.run_dir) == "cancelled"
-        self.resume_button.setEnabled(not running and resumable)
-        self.pause_button.setEnabled(running)
+        self.pause_button.setEnabled(running and not self.multi_gpu.isChecked())  # a subprocess cannot pause
         self.cancel_button.setEnabled(running)
-        usable = self.run_dir is not None and (self.run_dir / "config.json").exists()
-        self.use_button.setEnabled(not running and usable)
+        shown = self.shown_run
+        resumable = shown is not None and run_status(shown) == "cancelled"
+        self.resume_button.setEnabled(not running and resumable)
+        usable = shown is not None and (shown / "config.json").exists()
+        self.use_button.setEnabled(usable and not (running and self._showing_live()))
         if not running:
             self.pause_button.setChecked(False)
 
+    def _use_shown_run(self) -> None:
+        if self.shown_run is not None:
+            self.use_model.emit(str(self.shown_run))
+
     def _reset_curves(self) -> None:
-        self.snapshots.clear()
-        self.curves_data = {k: [] for k in self.curves_data}
-        self.lr_data.clear()
-        for line in self.lines.values():
-            line.setData([], [])
-        self.results.show_report(None)
+        """Fresh buffers for the run about to be shown (the live run's buffers are kept in `self.live`)."""
+        self.snapshots: list[ProbeSnapshot] = []
+        self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
+        self.lr_data: list[tuple[float, float]] = []
+        if hasattr(self, "lines"):
+            for line in self.lines.values():
+                line.setData([], [])
+            self.results.show_report(None)
 
     def _on_record(self, rec) -> None:
+        """A record of the run in progress: progress and status always, curves only while that run is shown."""
+        curves, lr_data, snapshots = self.live
+        showing = self._showing_live()
         if isinstance(rec, StepProgress):
             self.progress.setRange(0, rec.steps)
             self.progress.setValue(rec.step)
             self.progress.setFormat(f"epoch {rec.epoch + 1}/{rec.epochs} · step %v/%m")
-            self.status.setText(f"loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
+            where = "" if showing else f"{self.active_run.name}: "
+            self.status.setText(f"{where}loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
                                 f"ETA {_duration(rec.eta_s)}")
-            self.lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
-            self.lines["lr"].setData(*zip(*self.lr_data))
+            lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
+            if showing:
+                self.lines["lr"].setData(*zip(*lr_data))
         elif isinstance(rec, EpochMetrics):
-            for key in self.curves_data:
-                self.curves_data[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
-            self._draw_curves()
+            for key in curves:
+                curves[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
+            if showing:
+                self._draw_curves()
+            self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
         elif isinstance(rec, ProbeSnapshot):
-            self.snapshots.append(rec)
-            self.probe_slider.setRange(0, len(self.snapshots) - 1)
-            self.probe_slider.setValue(len(self.snapshots) - 1)
-            self._show_snapshot(len(self.snapshots) - 1)
+            snapshots.append(rec)
+            if showing:
+                self._show_last_snapshot()
         elif isinstance(rec, Progress) and rec.message:
             self.status.setText(rec.message)
             if rec.total:  # e.g. decoding the images into the cache before the first epoch
@@ -344,6 +377,12 @@ class TrainingPanel(QWidget):
         for key in ("train_loss", "val_loss", "train_acc", "val_acc"):
             self.lines[key].setData(d["epoch"], d[key], symbol="o", symbolSize=5)
 
+    def _show_last_snapshot(self) -> None:
+        with QSignalBlocker(self.probe_slider):
+            self.probe_slider.setRange(0, max(0, len(self.snapshots) - 1))
+            self.probe_slider.setValue(len(self.snapshots) - 1)
+        self._show_snapshot(len(self.snapshots) - 1)
+
     def _show_snapshot(self, index: int) -> None:
         if not 0 <= index < len(self.snapshots):
             return
@@ -354,13 +393,15 @@ class TrainingPanel(QWidget):
                                  f"(slide to compare epochs).")
 
     def _on_finished(self, result) -> None:
-        self._set_running(False)
+        showing = self._showing_live()
+        self.active_run = None
         self.progress.setValue(self.progress.maximum())
         self.status.setText(f"{result.status}: best val accuracy {result.best_val_acc * 100:.2f} % after "
                             f"{result.epochs_done} epochs → {result.out_dir}")
         self.refresh_history()
-        if result.report is not None:
+        if result.report is not None and showing:
             self._show_results(result.report)
+        self._refresh_buttons()
 
     def _show_results(self, report: EvalReport, switch: bool = True) -> None:
         self.results.show_report(report)  # at once; thumbnails follow from a worker
@@ -371,31 +412,62 @@ class TrainingPanel(QWidget):
 
     def _on_failed(self, exc: BaseException) -> None:
         message = workers.describe(exc)
-        self._set_running(False)
+        self.active_run = None
+        self._refresh_buttons()
         self.status.setText(f"<b>Training failed:</b> {message}")
         self.state.message.emit("error", message)
 
     # -- history -----------------------------------------------------------------------------------
     def refresh_history(self) -> None:
-        self.history.clear()
-        for run in list_runs():
-            acc = f"{run.best_val_acc * 100:.1f} %" if run.best_val_acc is not None else "–"
-            item = QListWidgetItem(f"{run.name} · {run.status} · {run.epochs} epochs · best val {acc} · "
-                                   f"from {run.base_model}")
-            item.setData(Qt.UserRole, str(run.folder))
-            self.history.addItem(item)
+        with QSignalBlocker(self.history):
+            self.history.clear()
+            for run in list_runs():
+                acc = f"{run.best_val_acc * 100:.1f} %" if run.best_val_acc is not None else "–"
+                status = "training…" if self.active_run is not None and run.folder == self.active_run else run.status
+                item = QListWidgetItem(f"{run.name} · {status} · {run.epochs} epochs · best val {acc} · "
+                                       f"from {run.base_model}")
+                item.setData(Qt.UserRole, str(run.folder))
+                self.history.addItem(item)
+                if self.shown_run is not None and run.folder == self.shown_run:
+                    item.setSelected(True)
 
     def _on_history_clicked(self, item: QListWidgetItem) -> None:
+        self.show_run(Path(item.data(Qt.UserRole)))
+
+    def show_run(self, folder: Path) -> None:
+        """Show `folder`'s curves and results; the run in progress (if any) goes on and keeps its own buffers."""
         import json
 
-        self.run_dir = Path(item.data(Qt.UserRole))
-        self._reset_curves()
-        self._load_curves(self.run_dir)
-        eval_file = self.run_dir / "eval.json"
-        if eval_file.exists():
-            self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
-        self._set_running(False)
-        self.status.setText(f"Run {self.run_dir.name}: use it, or look at its curves and results.")
+        self.shown_run = folder
+        if self._showing_live():
+            self.curves_data, self.lr_data, self.snapshots = self.live
+            self.results.show_report(None)
+            self._draw_curves()
+            self.lines["lr"].setData(*(zip(*self.lr_data) if self.lr_data else ([], [])))
+            self._show_last_snapshot()
+        else:
+            self._reset_curves()
+            self._load_curves(folder)
+            eval_file = folder / "eval.json"
+            if eval_file.exists():
+                self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
+            if not self.running:
+                self.status.setText(f"Run {folder.name}: use it, or look at its curves and results.")
+        self._refresh_buttons()
+
+    def export_data(self):
+        """The curves of the run shown (epochs × columns), or its confusion matrix when Results is on screen."""
+        if self.shown_run is None:
+            return None
+        report = self.results.report
+        if self.right.currentWidget() is self.results and report is not None:
+            return "confusion", report.confusion, {"run": str(self.shown_run), "classes": list(report.classes),
+                                                   "rows": "true class", "columns": "predicted class"}
+        columns = list(self.curves_data)
+        if not self.curves_data["epoch"]:
+            return None
+        table = np.array([self.curves_data[c] for c in columns], dtype=np.float32).T
+        return "curves", table, {"run": str(self.shown_run), "columns": columns}
 
 
     def _load_curves(self, folder: Path) -> None:
