@@ -150,3 +150,21 @@ def test_first_start_opens_on_the_demo_and_falls_back_to_it(tmp_path):
         assert "Loaded Digits demo (bundled)" in res.stderr
         if remembered is None:
             assert "digit-" in conf.read_text()  # the sample digits were opened (they are now recent files)
+
+
+def test_window_shows_before_torch_is_imported(tmp_path):
+    """The first window paints before torch/timm load; the main window follows once they have."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path),
+           "VITSTUDIO_STARTUP_PROBE": "1"}
+    res = subprocess.run([sys.executable, "main.py"], cwd=root, env=env, capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    paints = [line.split() for line in res.stdout.splitlines() if line.startswith("first-paint")]
+    assert [p[1] for p in paints] == ["loading", "main"]
+    assert paints[0][3] == "torch=False" and paints[1][3] == "torch=True"
+    assert float(paints[0][2]) < float(paints[1][2])

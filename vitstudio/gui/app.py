@@ -13,10 +13,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("images", nargs="*", help="image files or folders to open")
     ap.add_argument("--model", help="model to load at start (default: the last one used)")
     ap.add_argument("--weights", help="weights file for --model")
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--precision", default=None)
+    ap.add_argument("--device", default=None, help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps "
+                    "(default: the last one used)")
+    ap.add_argument("--precision", default=None, help="fp32, bf16 or fp16 (default: the last one used)")
     ap.add_argument("--compare", metavar="NAME_OR_PATH", help="second model for the Compare tab")
-    ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare")
+    ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare, "
+                    "training")
     ap.add_argument("--screenshot", metavar="PNG", help="render the window once everything requested has "
                     "finished, save it, and exit")
     return ap.parse_args(argv)
@@ -46,17 +48,42 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
+    from . import workers
+    from .startup import FirstPaintProbe, LoadingWindow, import_heavy, probing
+
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ViT Studio")
     app.setOrganizationName("ViT Studio")
+    loading = LoadingWindow()  # the window shows now; torch and timm load behind it
+    if probing():
+        FirstPaintProbe(loading, "loading")
+    loading.show()
+    opened = {}
+
+    def open_main_window(_result=None) -> None:
+        opened["window"] = window = _build_main_window(args)
+        if probing():
+            FirstPaintProbe(window, "main", quit_after=True)
+        window.show()
+        loading.close()
+
+    def failed(exc: BaseException) -> None:
+        loading.message.setText(f"Could not load PyTorch/timm: {workers.describe(exc)}")
+
+    workers.start_job("Loading libraries", import_heavy, on_result=open_main_window, on_error=failed,
+                      kind=workers.LONG)
+    return app.exec()
+
+
+def _build_main_window(args):
+    """The main window, with what the command line and the saved settings ask for (runs on the GUI thread)."""
+    from vitstudio.core.models.demo import bundled_demo, sample_images
 
     from .main_window import MainWindow
     from .screenshot import screenshot_when_idle
 
     window = MainWindow()
     settings = window.settings
-    from vitstudio.core.models.demo import bundled_demo, sample_images
-
     demo = bundled_demo()
     spec = args.model or settings.value("model", "") or (str(demo) if demo else "")
     device = args.device or settings.value("device", "auto")
@@ -79,10 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         window.compare.load_other()
     if args.tab:
         window.show_tab(args.tab)
-    window.show()
     if args.screenshot:
         screenshot_when_idle(window, args.screenshot)
-    return app.exec()
+    return window
 
 
 if __name__ == "__main__":
