@@ -197,6 +197,18 @@ def test_hub_name_offline_fails_fast_then_loads_from_cache(tmp_path, rgb_image):
     torch.testing.assert_close(_logits(loaded, rgb_image), ref, atol=1e-5, rtol=0)
 
 
+def test_a_folder_named_like_a_timm_model_does_not_shadow_it(tmp_path, monkeypatch):
+    """An empty (or unrelated) folder `vit_tiny_patch16_224` in the working directory: the name still means the
+    timm model (here: offline, so the hub message), not "the folder should hold config.json"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vit_tiny_patch16_224").mkdir()
+    (tmp_path / "vit_tiny_patch16_224" / "notes.txt").write_text("my notes")
+    loaded = load_model("vit_tiny_patch16_224", pretrained=False)
+    assert loaded.architecture.startswith("vit_tiny_patch16_224") and loaded.kind == "random"
+    with pytest.raises(ModelLoadError, match="not in the local cache"):
+        load_model("vit_tiny_patch16_224.augreg_in21k")
+
+
 def test_hf_hub_repo_offline(tmp_path):
     from huggingface_hub import constants
 

@@ -102,10 +102,27 @@ def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrain
 def _local_path(spec: str) -> Path | None:
     if ":" in spec.split("/")[0] and not Path(spec).exists():
         return None  # a 'source:' prefix, not a path
+    is_timm_name = timm.is_model(spec.split(".", 1)[0])
     for candidate in (Path(spec), models_dir() / spec):
         if candidate.exists():
+            if is_timm_name and not _holds_a_model(candidate):
+                continue  # e.g. an unrelated empty folder that happens to be named vit_tiny_patch16_224
             return candidate
     return None
+
+
+_WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
+
+
+def _holds_a_model(path: Path) -> bool:
+    """A file, or a folder with a config.json or weights (directly or in weights/, the seed layout)."""
+    if path.is_file():
+        return True
+    try:
+        names = [p for folder in (path, path / "weights") if folder.is_dir() for p in folder.iterdir()]
+    except OSError:
+        return False
+    return any(p.name == "config.json" or p.suffix.lower() in _WEIGHT_SUFFIXES for p in names)
 
 
 def _check_arch(name: str) -> str:
