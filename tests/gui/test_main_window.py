@@ -168,3 +168,38 @@ def test_window_shows_before_torch_is_imported(tmp_path):
     assert [p[1] for p in paints] == ["loading", "main"]
     assert paints[0][3] == "torch=False" and paints[1][3] == "torch=True"
     assert float(paints[0][2]) < float(paints[1][2])
+
+
+def test_thumbnails_keep_aspect_and_show_the_prediction(window, qtbot, tiny_weights, photos, tmp_path):
+    from PIL import Image
+
+    from vitstudio.gui.widgets.image_strip import THUMB
+
+    tall = tmp_path / "tall.png"
+    Image.new("RGB", (40, 200), (200, 30, 30)).save(tall)
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    _drop(window, [tall, photos["coffee"]])
+    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
+    _idle(qtbot)
+    expected = classify(load_model(TINY_SPEC, weights=tiny_weights[0]), [read_image(photos["coffee"])])[0]
+    qtbot.waitUntil(lambda: window.strip.captions()[1] == f"coffee.jpg\n{expected.labels[0]} "
+                    f"· {expected.probs[0] * 100:.0f}%", timeout=10000)
+    icon = window.strip.item(0).icon().pixmap(THUMB, THUMB).toImage()
+    assert (icon.width(), icon.height()) == (THUMB, THUMB)
+    # the tall picture is letterboxed: transparent at the sides, red in the middle, nothing cropped
+    assert icon.pixelColor(2, THUMB // 2).alpha() == 0
+    assert icon.pixelColor(THUMB // 2, 2).red() > 150 and icon.pixelColor(THUMB // 2, THUMB - 3).red() > 150
+
+
+def test_help_menu(window):
+    from vitstudio.core.models.catalog import models_dir
+    from vitstudio.gui import actions
+
+    titles = [a.text() for a in window.menuBar().actions()]
+    assert "&Help" in titles
+    assert "Ctrl+E" in actions.help_text(window, "Keyboard shortcuts")
+    assert str(models_dir()) in actions.help_text(window, "Where models live")
+    box = actions.show_help(window, "About ViT Studio")
+    assert "timm" in box.text() and not box.isModal()
+    box.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
 
@@ -43,6 +44,10 @@ def build_menus(window) -> RecentMenu:
     view_menu = bar.addMenu("&View")
     for dock in window.findChildren(QDockWidget):
         view_menu.addAction(dock.toggleViewAction())
+    help_menu = bar.addMenu("&Help")
+    for topic in HELP_TOPICS:
+        _add(window, help_menu, topic, lambda _checked=False, t=topic: show_help(window, t),
+             QKeySequence.HelpContents if topic == "Keyboard shortcuts" else None)
     return recent
 
 
@@ -109,3 +114,46 @@ def export_data(window, path: str | None = None) -> bool:
         return False
     window.state.message.emit("info", "Saved " + ", ".join(str(f) for f in files))
     return True
+
+
+HELP_TOPICS = ("Keyboard shortcuts", "Where models live", "About ViT Studio")
+
+
+def help_text(window, topic: str) -> str:
+    """The text of a Help menu entry (HTML), from the live window: its shortcuts, folders and versions."""
+    if topic == "Keyboard shortcuts":
+        rows = [(a.text().replace("&", ""), a.shortcut().toString(QKeySequence.NativeText))
+                for menu in window.menuBar().findChildren(QMenu) for a in menu.actions() if not a.shortcut().isEmpty()]
+        rows += [("Select a patch (token map, similarity)", "click on the image"),
+                 ("Select a head", "click its map in the head grid")]
+        return "<table>" + "".join(f"<tr><td>{name}</td><td>&nbsp;&nbsp;<b>{keys}</b></td></tr>"
+                                   for name, keys in rows) + "</table>"
+    if topic == "Where models live":
+        from huggingface_hub import constants
+
+        from vitstudio.core.models.catalog import models_dir
+
+        return (f"<p><b>Your models and fine-tuning runs:</b> {models_dir()}<br>(a folder per model: timm's "
+                "config.json + model.safetensors; set VITSTUDIO_MODELS_DIR to move it)</p>"
+                f"<p><b>Downloaded weights:</b> the Hugging Face cache, {constants.HF_HUB_CACHE}</p>"
+                "<p>Models marked ● in the model list load offline; ○ need a network once; HF_HUB_OFFLINE=1 "
+                "never tries the network.</p>")
+    import timm
+    import torch
+
+    from vitstudio import __version__
+
+    return (f"<p><b>ViT Studio {__version__}</b>: predict with, look inside and fine-tune Vision "
+            f"Transformers.</p><p>torch {torch.__version__} · timm {timm.__version__}</p>"
+            "<p>Rollout: Abnar &amp; Zuidema 2020. Gradient rollout: Chefer et al. 2021. Attention distance: "
+            "Dosovitskiy et al. 2021, Fig. 7.</p>")
+
+
+def show_help(window, topic: str):
+    from PySide6.QtWidgets import QMessageBox
+
+    box = QMessageBox(QMessageBox.Information, topic, help_text(window, topic), QMessageBox.Ok, window)
+    box.setModal(False)
+    box.setAttribute(Qt.WA_DeleteOnClose)
+    box.show()
+    return box

@@ -91,7 +91,7 @@ def model_card(loaded: LoadedModel) -> ModelCard:
     gh, gw = loaded.grid_size
     cfg = loaded.data_config
     card = ModelCard(
-        name=loaded.name, architecture=loaded.architecture, kind=loaded.kind,
+        name=loaded.display_name, architecture=loaded.architecture, kind=loaded.kind,
         params=sum(p.numel() for p in model.parameters()),
         gflops=count_flops(loaded) / 1e9,
         input_size=tuple(cfg["input_size"]), patch_size=loaded.patch_size, grid_size=(gh, gw),

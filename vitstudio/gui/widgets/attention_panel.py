@@ -64,6 +64,7 @@ class AttentionPanel(ExplorerPanel):
         self._build_layout()
         self._connect_controls()
         self.view_state.connect(self._on_view_state)
+        show_rows_for(self.form, self.rows, self.view_state.method)
         self.refresh_view()
 
     # -- construction --------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ class PredictionsPanel(QWidget):
             self.title.setText(f"{entry.path}<br>Classifying…")
         else:
             self.title.setText(f"{entry.path}<br>Top-{len(pred.indices)} of {self.state.model.num_classes} "
-                               f"classes · {self.state.model.name}")
+                               f"classes · {self.state.model.display_name}")
         set_scaled_pixmap(self.original, pil_to_pixmap(entry.preview) if entry and entry.preview else None)
         set_scaled_pixmap(self.crop, pil_to_pixmap(pred.crop) if pred is not None and pred.crop is not None
                           else None)
