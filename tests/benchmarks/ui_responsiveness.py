@@ -54,6 +54,14 @@ def main() -> int:
     from vitstudio.gui import workers
     from vitstudio.gui.main_window import MainWindow
 
+    handles = []  # every job, to report how long interactive ones waited for a thread
+    original_start = workers.start_job
+
+    def recording_start(*a, **k):
+        handles.append(original_start(*a, **k))
+        return handles[-1]
+
+    workers.start_job = recording_start
     window = MainWindow()
     window.show()
     lateness: list[float] = []
@@ -113,6 +121,12 @@ def main() -> int:
           f"({trained} epochs done meanwhile)")
     print(f"stall p50 {p50:.1f} ms   p99 {p99:.1f} ms   max {values[-1]:.1f} ms   "
           f"ticks late > 16 ms: {sum(v > 16 for v in values)}   (goal p99 <= 16 ms, max <= 100 ms)")
+    waits = sorted((h.started_at - h.queued_at) * 1000 for h in handles
+                   if h.kind == workers.INTERACTIVE and h.started_at is not None)
+    longs = sorted({h.name for h in handles if h.kind == workers.LONG})
+    if waits:
+        print(f"interactive jobs: {len(waits)}, queue wait p50 {statistics.median(waits):.1f} ms, max "
+              f"{waits[-1]:.1f} ms, while long jobs ran on their own pool: {', '.join(longs)}")
     return 0
 
 

@@ -112,6 +112,8 @@ class _Runnable(QRunnable):
         handle.started_at = time.perf_counter()
         token = handle.cancel_token
         try:
+            if token.cancelled:  # superseded while it waited for a thread: do not start it at all
+                raise Cancelled
             out = fn(token)
             del fn
             if inspect.isgenerator(out):
