@@ -186,16 +186,75 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
     return result
 
 
+@dataclass
+class _Run:
+    """Everything one training run holds, built once by `_build_run`; the epoch loop reads and updates it."""
+
+    config: TrainConfig
+    out: Path
+    dist_info: DistInfo
+    split: Split
+    base: LoadedModel
+    model: nn.Module  # the bare model (saved, evaluated, EMA source)
+    train_model: nn.Module  # what the steps call: the model, or its DDP / compiled wrapper
+    cfg: dict  # data config of the run
+    loaders: object
+    optimizer: torch.optim.Optimizer
+    scheduler: object
+    steps_per_epoch: int
+    ema: object | None
+    scaler: object | None
+    mixup: object | None
+    criterion: nn.Module
+    trainable: int
+    start_epoch: int = 0
+    best_acc: float = -1.0
+    stale: int = 0
+
+    @property
+    def device(self) -> torch.device:
+        return self.base.device
+
+    @property
+    def eval_model(self) -> nn.Module:
+        return self.ema.module if self.ema is not None else self.model
+
+
 def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
-    main = dist_info.main
+    config = _run_config(config, resume, out, dist_info.main)
+    run = yield from _build_run(config, cancel, resume, out, dist_info)
+    total = sum(p.numel() for p in run.model.parameters())
+    yield Progress(0, 0, f"Training {run.trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
+                         f"{run.loaders.images * dist_info.world} images ({config.data_path} data path"
+                         f"{f', {dist_info.world} processes' if dist_info.enabled else ''}), validating on "
+                         f"{len(run.split.val)}")
+    status, epochs_done = yield from _train_epochs(run, cancel)
+    report = None
+    if dist_info.main:
+        _write_status(run, status, epochs_done)
+        if (out / "model.safetensors").exists() and status != "cancelled":
+            best = load_model(str(out), device=str(run.device), precision=config.precision)
+            report = yield from evaluate(best, run.split.val, list(run.split.classes), config.batch_size, cancel)
+            atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
+    barrier(dist_info)
+    return TrainResult(out, status, epochs_done, run.best_acc, report)
+
+
+def _run_config(config: TrainConfig, resume: bool, out: Path, main: bool) -> TrainConfig:
+    """The config to run: the run's own when resuming (nothing else needed), else the given one, checked."""
     if resume:
         if not (out / CHECKPOINT).exists():
             raise FileNotFoundError(f"No checkpoint to resume in {out}.")
-        config = TrainConfig.from_json((out / "train_config.json").read_text())
-    else:
-        config.validate()
-        if out.exists() and main:
-            raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or resume).")
+        return TrainConfig.from_json((out / "train_config.json").read_text())
+    config.validate()
+    if out.exists() and main:
+        raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or resume).")
+    return config
+
+
+def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
+    """Split, base model with its new head, data, optimizer, schedule, EMA; restored from the checkpoint when
+    resuming, else the run folder is created. Yields progress while it works."""
     yield Progress(0, 0, "Scanning the dataset")
     split = prepare_split(config, out)
     if not split.val:
@@ -203,135 +262,110 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     generator = _seed_everything(config.seed + dist_info.rank)
     yield Progress(0, 0, f"Loading {config.model}")
     base = load_model(config.model, config.weights, device_for(dist_info, config.device), config.precision)
-    model, device = base.model, base.device
-    _new_head(model, len(split.classes))
-    if config.drop_path:
-        _set_drop_path(model, config.drop_path)
-    cfg = _data_config(base, config)
-    if tuple(cfg["input_size"][1:]) != base.input_hw and hasattr(model, "set_input_size"):
-        model.set_input_size(img_size=cfg["input_size"][1:])
-    model.to(device)
-    if config.channels_last:
-        model.to(memory_format=torch.channels_last)
+    model, cfg = _prepare_model(base, config, len(split.classes))
     trainable = _freeze(model, config)
     mixup, criterion = _loss_fns(config, len(split.classes))
-    loaders = yield from make_loaders(split, cfg, config, device, dist_info, generator, drop_last=mixup is not None,
-                                      cancel=cancel)
+    loaders = yield from make_loaders(split, cfg, config, base.device, dist_info, generator,
+                                      drop_last=mixup is not None, cancel=cancel)
     optimizer = timm.optim.create_optimizer_v2(
         model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
         layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
-        **({"fused": True} if config.fused_optimizer and device.type == "cuda" else {}))
+        **({"fused": True} if config.fused_optimizer and base.device.type == "cuda" else {}))
     steps_per_epoch = math.ceil(loaders.steps / config.grad_accum)
     scheduler, _ = timm.scheduler.create_scheduler_v2(
         optimizer, sched="cosine", num_epochs=config.epochs, warmup_epochs=int(config.warmup_epochs),
         min_lr=config.lr * config.min_lr_ratio, warmup_lr=config.lr * 0.01, step_on_epochs=config.step_on_epochs,
         updates_per_epoch=steps_per_epoch)
-    ema = timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None
-    scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" and device.type == "cuda" else None
-    start_epoch, best_acc, stale = 0, -1.0, 0
+    run = _Run(config, out, dist_info, split, base, model, model, cfg, loaders, optimizer, scheduler,
+               steps_per_epoch, timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None,
+               torch.amp.GradScaler("cuda") if config.precision == "fp16" and base.device.type == "cuda" else None,
+               mixup, criterion, trainable)
     if resume:
-        state = torch.load(out / CHECKPOINT, map_location="cpu", weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        if ema is not None and state.get("ema") is not None:
-            ema.module.load_state_dict(state["ema"])
-        start_epoch, best_acc, stale = state["epoch"] + 1, state["best_acc"], state["stale"]
-        torch.set_rng_state(state["rng"])
-    elif main:
+        _restore(run)
+    elif dist_info.main:
         out.mkdir(parents=True)
         atomic_write_bytes(out / "train_config.json", config.to_json().encode())
         split.save(out / "split.json")
     barrier(dist_info)  # the run folder exists before anyone goes on
-    train_model = model
+    run.train_model = _wrap_for_training(model, config, dist_info, base.device)
+    return run
+
+
+def _prepare_model(base: LoadedModel, config: TrainConfig, num_classes: int) -> tuple[nn.Module, dict]:
+    """The base model with a new head, drop path, the run's input size and memory format; its data config."""
+    model = base.model
+    _new_head(model, num_classes)
+    if config.drop_path:
+        _set_drop_path(model, config.drop_path)
+    cfg = _data_config(base, config)
+    if tuple(cfg["input_size"][1:]) != base.input_hw and hasattr(model, "set_input_size"):
+        model.set_input_size(img_size=cfg["input_size"][1:])
+    model.to(base.device)
+    if config.channels_last:
+        model.to(memory_format=torch.channels_last)
+    return model, cfg
+
+
+def _wrap_for_training(model: nn.Module, config: TrainConfig, dist_info: DistInfo, device) -> nn.Module:
     if dist_info.enabled:
         from torch.nn.parallel import DistributedDataParallel
 
-        train_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    if config.compile:
-        train_model = torch.compile(train_model)
-    log = MetricsLog(out, resume) if main else None
-    classes = list(split.classes)
-    probe = _probe(config, split) if main else None
-    total = sum(p.numel() for p in model.parameters())
-    yield Progress(0, 0, f"Training {trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
-                         f"{loaders.images * dist_info.world} images ({config.data_path} data path"
-                         f"{f', {dist_info.world} processes' if dist_info.enabled else ''}), validating on "
-                         f"{len(split.val)}")
+        model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    return torch.compile(model) if config.compile else model
 
-    def checkpoint(epoch_done: int) -> None:
-        atomic_torch_save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                           "scheduler": scheduler.state_dict(), "ema": ema.module.state_dict() if ema else None,
-                           "epoch": epoch_done, "best_acc": best_acc, "stale": stale,
-                           "rng": torch.get_rng_state()}, out / CHECKPOINT)
 
-    def write_status(status: str, epochs_done: int) -> None:
-        atomic_write_bytes(out / "status.json", json.dumps(
-            {"status": status, "epochs_done": epochs_done, "best_val_acc": best_acc, "processes": dist_info.world,
-             "data_path": config.data_path, "skipped": loaders.failed}, indent=1).encode())
+def _restore(run: _Run) -> None:
+    state = torch.load(run.out / CHECKPOINT, map_location="cpu", weights_only=True)
+    run.model.load_state_dict(state["model"])
+    run.optimizer.load_state_dict(state["optimizer"])
+    run.scheduler.load_state_dict(state["scheduler"])
+    if run.ema is not None and state.get("ema") is not None:
+        run.ema.module.load_state_dict(state["ema"])
+    run.start_epoch, run.best_acc, run.stale = state["epoch"] + 1, state["best_acc"], state["stale"]
+    torch.set_rng_state(state["rng"])
 
-    throttle = Throttle(10)
-    status, epoch = "finished", start_epoch - 1
-    autocast = base.autocast
+
+def _checkpoint(run: _Run, epoch_done: int) -> None:
+    atomic_torch_save({"model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
+                       "scheduler": run.scheduler.state_dict(),
+                       "ema": run.ema.module.state_dict() if run.ema else None, "epoch": epoch_done,
+                       "best_acc": run.best_acc, "stale": run.stale, "rng": torch.get_rng_state()},
+                      run.out / CHECKPOINT)
+
+
+def _write_status(run: _Run, status: str, epochs_done: int) -> None:
+    atomic_write_bytes(run.out / "status.json", json.dumps(
+        {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc,
+         "processes": run.dist_info.world, "data_path": run.config.data_path, "skipped": run.loaders.failed},
+        indent=1).encode())
+
+
+def _train_epochs(run: _Run, cancel: CancelToken):
+    """Epochs from `run.start_epoch`: train, validate, save the best model, log, checkpoint, probe, early stop.
+    Returns (status, epochs done)."""
+    config, main = run.config, run.dist_info.main
+    log = MetricsLog(run.out, run.start_epoch > 0) if main else None
+    probe = _probe(config, run.split) if main else None
+    status, epoch = "finished", run.start_epoch - 1
     try:
-        for epoch in range(start_epoch, config.epochs):
-            train_model.train()
-            started, seen, loss_sum, correct = time.monotonic(), 0, 0.0, 0
-            optimizer.zero_grad(set_to_none=True)
-            for step, (x, y) in enumerate(loaders.train(epoch)):
-                cancel.raise_if_cancelled()
-                cancel.wait_while_paused()
-                if config.channels_last:
-                    x = x.contiguous(memory_format=torch.channels_last)
-                target = y
-                if mixup is not None:
-                    x, target = mixup(x, y)
-                last = step + 1 == loaders.steps
-                update = (step + 1) % config.grad_accum == 0 or last
-                # with DDP, gradients of intermediate accumulation steps stay local (no all-reduce until the update)
-                sync = contextlib.nullcontext() if update or not dist_info.enabled else train_model.no_sync()
-                with sync:
-                    with autocast():
-                        logits = train_model(x)
-                        loss = criterion(logits.float(), target) / config.grad_accum
-                    (scaler.scale(loss) if scaler else loss).backward()
-                if update:
-                    if scaler:
-                        scaler.step(optimizer)
-                        scaler.update()
-                    else:
-                        optimizer.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    scheduler.step_update(epoch * steps_per_epoch + (step + 1) // config.grad_accum)
-                    if ema is not None:
-                        ema.update(model)
-                seen += len(y)
-                loss_sum += float(loss.detach()) * config.grad_accum * len(y)
-                correct += int((logits.argmax(-1) == y).sum())
-                if throttle.ready(force=last):
-                    rate = seen / max(1e-9, time.monotonic() - started) * dist_info.world
-                    left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * dist_info.world
-                    yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
-                                       optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
-            scheduler.step(epoch + 1)
-            train_seconds = time.monotonic() - started  # the training pass alone, for throughput figures
-            loss_sum, correct, seen = sum_across(dist_info, loss_sum, correct, seen)
-            eval_model = ema.module if ema is not None else model
-            val_loss, val_acc = _validate(eval_model, loaders.val, autocast, dist_info)
-            improved = val_acc > best_acc
-            best_acc, stale = (val_acc, 0) if improved else (best_acc, stale + 1)
+        for epoch in range(run.start_epoch, config.epochs):
+            loss_sum, correct, seen, seconds = yield from _train_one_epoch(run, epoch, cancel)
+            run.scheduler.step(epoch + 1)
+            loss_sum, correct, seen = sum_across(run.dist_info, loss_sum, correct, seen)
+            val_loss, val_acc = _validate(run.eval_model, run.loaders.val, run.base.autocast, run.dist_info)
+            improved = val_acc > run.best_acc
+            run.best_acc, run.stale = (val_acc, 0) if improved else (run.best_acc, run.stale + 1)
             row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
-                       val_loss=val_loss, val_acc=val_acc, lr=optimizer.param_groups[-1]["lr"],
-                       seconds=train_seconds)
+                       val_loss=val_loss, val_acc=val_acc, lr=run.optimizer.param_groups[-1]["lr"], seconds=seconds)
             if main:
                 if improved:
-                    save_model_folder(eval_model, out, classes, cfg)
+                    save_model_folder(run.eval_model, run.out, list(run.split.classes), run.cfg)
                 log.log(row)
-                checkpoint(epoch)
+                _checkpoint(run, epoch)
             yield EpochMetrics(**row, best=improved)
             if probe is not None:
-                yield _probe_snapshot(eval_model, probe, cfg, base, epoch)
-            if broadcast_flag(dist_info, bool(config.patience) and stale >= config.patience):
+                yield _probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
+            if broadcast_flag(run.dist_info, bool(config.patience) and run.stale >= config.patience):
                 status = "early-stopped"
                 break
     except Cancelled:
@@ -339,16 +373,53 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     finally:
         if log is not None:
             log.close()
-    epochs_done = epoch + 1 if status != "cancelled" else epoch
-    report = None
-    if main:
-        write_status(status, epochs_done)
-        if (out / "model.safetensors").exists() and status != "cancelled":
-            best = load_model(str(out), device=str(device), precision=config.precision)
-            report = yield from evaluate(best, split.val, classes, config.batch_size, cancel)
-            atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
-    barrier(dist_info)
-    return TrainResult(out, status, epochs_done, best_acc, report)
+    return status, (epoch + 1 if status != "cancelled" else epoch)
+
+
+def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
+    """One pass over the training shard; yields StepProgress. Returns (loss sum, correct, seen, seconds)."""
+    config, loaders, optimizer, scaler = run.config, run.loaders, run.optimizer, run.scaler
+    world = run.dist_info.world
+    throttle = Throttle(10)
+    run.train_model.train()
+    started, seen, loss_sum, correct = time.monotonic(), 0, 0.0, 0
+    optimizer.zero_grad(set_to_none=True)
+    for step, (x, y) in enumerate(loaders.train(epoch)):
+        cancel.raise_if_cancelled()
+        cancel.wait_while_paused()
+        if config.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        target = y
+        if run.mixup is not None:
+            x, target = run.mixup(x, y)
+        last = step + 1 == loaders.steps
+        update = (step + 1) % config.grad_accum == 0 or last
+        # with DDP, gradients of intermediate accumulation steps stay local (no all-reduce until the update)
+        sync = contextlib.nullcontext() if update or not run.dist_info.enabled else run.train_model.no_sync()
+        with sync:
+            with run.base.autocast():
+                logits = run.train_model(x)
+                loss = run.criterion(logits.float(), target) / config.grad_accum
+            (scaler.scale(loss) if scaler else loss).backward()
+        if update:
+            if scaler:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            run.scheduler.step_update(epoch * run.steps_per_epoch + (step + 1) // config.grad_accum)
+            if run.ema is not None:
+                run.ema.update(run.model)
+        seen += len(y)
+        loss_sum += float(loss.detach()) * config.grad_accum * len(y)
+        correct += int((logits.argmax(-1) == y).sum())
+        if throttle.ready(force=last):
+            rate = seen / max(1e-9, time.monotonic() - started) * world
+            left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * world
+            yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
+                               optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
+    return loss_sum, correct, seen, time.monotonic() - started  # the training pass alone, for throughput
 
 
 def _probe(config: TrainConfig, split: Split):
