@@ -40,7 +40,8 @@ def add_parsers(sub) -> None:
     for name, kind, text in TRAIN_OPTIONS:
         p.add_argument(f"--{name}", type=kind, help=text + " (default: the preset's)")
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
+                   help="fp32, or bf16/fp16 autocast with mixed-precision training (default fp32)")
     p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
     p.add_argument("--data-path", default="cached", choices=["cached", "pil"],
                    help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")

@@ -59,7 +59,19 @@ class MainWindow(QMainWindow):
         self.relay = _Relay()
         self.classify_job = workers.LatestJob()
         self.load_job = workers.LatestJob()
+        self._explore_path: str | None = None
+        self._build_panels()
+        self._build_central()
+        self._build_docks()
+        self.recent_menu = build_menus(self)
+        self._connect()
+        self._restore_settings()
+        self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
+        self._status_timer.start()
+        self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
+                                 "available offline; others need a network once, or a file in models/.")
 
+    def _build_panels(self) -> None:
         self.model_panel = ModelPanel(self.state)
         self.strip = ImageStripWidget(self.state)
         self.predictions = PredictionsPanel(self.state)
@@ -68,9 +80,9 @@ class MainWindow(QMainWindow):
         self.internals = InternalsPanel(self.state)
         self.compare = ComparePanel(self.state, self.model_panel.catalog_names())
         self.training = TrainingPanel(self.state, self.model_panel.catalog_names())
-        self.training.use_model.connect(self._use_trained_model)
-        self.training.explore_image.connect(self.explore_image)
-        self._explore_path: str | None = None
+
+    def _build_central(self) -> None:
+        """Model bar on top; the image strip beside the tabs."""
         self.tabs = QTabWidget()
         self.tabs.setObjectName("tabs")
         for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
@@ -88,6 +100,8 @@ class MainWindow(QMainWindow):
         layout.addWidget(splitter, 1)
         self.setCentralWidget(central)
 
+    def _build_docks(self) -> None:
+        """Model card on the right, log at the bottom, jobs in the status bar."""
         self.card_view = ModelCardView()
         card_dock = QDockWidget("Model card", self)
         card_dock.setObjectName("model_card_dock")
@@ -103,13 +117,17 @@ class MainWindow(QMainWindow):
         self.resizeDocks([card_dock], [330], Qt.Horizontal)
         self.status_jobs = QLabel()
         self.statusBar().addPermanentWidget(self.status_jobs)
-        self.recent_menu = build_menus(self)
 
+    def _connect(self) -> None:
+        self.training.use_model.connect(self._use_trained_model)
+        self.training.explore_image.connect(self.explore_image)
         self.model_panel.load_requested.connect(self.request_model)
         self.relay.download.connect(self.model_panel.set_download_progress)
         self.state.model_loaded.connect(self._on_model_loaded)
         self.state.images_added.connect(self._on_images_added)
         self.state.message.connect(self._on_message)
+
+    def _restore_settings(self) -> None:
         self.model_panel.device.setCurrentText(self.settings.value("device", "auto"))
         self.model_panel.precision.setCurrentText(self.settings.value("precision", "fp32"))
         if self.settings.value("geometry"):
@@ -117,10 +135,6 @@ class MainWindow(QMainWindow):
             self.restoreState(self.settings.value("window_state"))
         else:
             self.resize(1280, 820)
-        self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
-        self._status_timer.start()
-        self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
-                                 "available offline; others need a network once, or a file in models/.")
 
     # ----- menus, drag and drop -------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
