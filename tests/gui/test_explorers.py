@@ -167,3 +167,25 @@ def test_export_from_every_tab(ready, qtbot, tmp_path):
         if method is not None:
             assert record["method"] == method and record["model"] == loaded.name, (tab, record)
             assert record["image"] in (window.state.selected.path, None)
+
+
+def test_gui_and_cli_write_the_same_parameter_record(ready, qtbot, tmp_path, photos, tiny_weights):
+    """One vocabulary: the app's export of a rollout view and `vitstudio explain --method rollout` on the same
+    model and image write the same array and the same parameter record."""
+    from vitstudio.cli import main
+
+    window, loaded, x = ready
+    panel = window.attention
+    window.show_tab("attention")
+    panel.method.setCurrentIndex(panel.method.findData("rollout"))
+    panel.fusion.setCurrentText("max")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.overview is not None and panel.overview.fusion == "max", timeout=30000)
+    assert actions.export_data(window, str(tmp_path / "gui.npy"))
+    assert main(["explain", str(photos["astronaut"]), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
+                 "--method", "rollout", "--fusion", "max", "--out", str(tmp_path / "cli.npy")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "gui.npy"), np.load(tmp_path / "cli.npy"), atol=1e-6)
+    gui = json.loads((tmp_path / "gui.npy.json").read_text())
+    cli = json.loads((tmp_path / "cli.npy.json").read_text())
+    gui["params"].pop("description")  # the on-screen caption, an extra of the app
+    assert gui == cli

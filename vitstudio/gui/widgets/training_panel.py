@@ -75,6 +75,29 @@ class TrainingPanel(QWidget):
     # -- construction --------------------------------------------------------------------------------
     def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
         """Dataset, base model, recipe and the run controls, in a scrolling column."""
+        form = self._build_dataset_form(catalog_names)
+        self.form = TrainingFormWidget()
+        buttons = self._build_run_controls()
+        left_inner = QWidget()
+        side = QVBoxLayout(left_inner)
+        side.addLayout(form)
+        side.addWidget(self.form)
+        side.addWidget(self.multi_gpu)
+        side.addLayout(buttons)
+        side.addWidget(self.progress)
+        side.addWidget(self.status)
+        side.addWidget(self.use_button)
+        side.addStretch(1)
+        left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
+        left.setWidget(left_inner)
+        left.setWidgetResizable(True)
+        left.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        left.setMinimumWidth(400)
+        left.setMaximumWidth(460)
+        return left
+
+    def _build_dataset_form(self, catalog_names: list[str]) -> QFormLayout:
+        """Dataset folder with its summary and class balance, base model, run name, probe image."""
         self.folder = QLineEdit()
         self.folder.setPlaceholderText("a folder with one subfolder of images per class (drop it here)")
         browse = QPushButton("Browse…")
@@ -95,7 +118,23 @@ class TrainingPanel(QWidget):
         probe_browse = QPushButton("…")
         probe_browse.setMaximumWidth(30)
         probe_browse.clicked.connect(self._browse_probe)
-        self.form = TrainingFormWidget()
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(self.folder, 1)
+        folder_row.addWidget(browse)
+        form = QFormLayout()
+        form.addRow("Dataset", folder_row)
+        form.addRow(self.dataset_info)
+        form.addRow(self.balance)
+        form.addRow("Base model", self.base_model)
+        form.addRow("Run name", self.run_name)
+        probe_row = QHBoxLayout()
+        probe_row.addWidget(self.probe, 1)
+        probe_row.addWidget(probe_browse)
+        form.addRow("Probe image", probe_row)
+        return form
+
+    def _build_run_controls(self) -> QHBoxLayout:
+        """Start / Pause / Cancel / Resume, the multi-GPU switch, progress, status and "Use this model"."""
         import torch
 
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -115,39 +154,10 @@ class TrainingPanel(QWidget):
         self.status.setWordWrap(True)
         self.use_button = QPushButton("Use this model")
         self.use_button.clicked.connect(self._use_shown_run)
-        folder_row = QHBoxLayout()
-        folder_row.addWidget(self.folder, 1)
-        folder_row.addWidget(browse)
-        form = QFormLayout()
-        form.addRow("Dataset", folder_row)
-        form.addRow(self.dataset_info)
-        form.addRow(self.balance)
-        form.addRow("Base model", self.base_model)
-        form.addRow("Run name", self.run_name)
-        probe_row = QHBoxLayout()
-        probe_row.addWidget(self.probe, 1)
-        probe_row.addWidget(probe_browse)
-        form.addRow("Probe image", probe_row)
         buttons = QHBoxLayout()
         for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
             buttons.addWidget(b)
-        left_inner = QWidget()
-        side = QVBoxLayout(left_inner)
-        side.addLayout(form)
-        side.addWidget(self.form)
-        side.addWidget(self.multi_gpu)
-        side.addLayout(buttons)
-        side.addWidget(self.progress)
-        side.addWidget(self.status)
-        side.addWidget(self.use_button)
-        side.addStretch(1)
-        left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
-        left.setWidget(left_inner)
-        left.setWidgetResizable(True)
-        left.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        left.setMinimumWidth(400)
-        left.setMaximumWidth(460)
-        return left
+        return buttons
 
     def _build_run_views(self) -> QWidget:
         """Curves, attention over training, results and history of the run shown."""
