@@ -74,12 +74,14 @@ def _drain(gen, quiet: bool):
     from tqdm import tqdm
 
     from .core.jobs import Progress
-    from .core.train.engine import EpochMetrics, StepProgress
+    from .core.train.engine import EpochMetrics, RunWarning, StepProgress
 
     bar, last_message = None, None
     try:
         while True:
             rec = next(gen)
+            if isinstance(rec, RunWarning):  # printed even when quiet: the run needs the user's attention
+                print(f"warning: {rec.message}", file=sys.stderr)
             if quiet:
                 continue
             if isinstance(rec, StepProgress):

@@ -150,13 +150,72 @@ def test_presets_freeze_what_they_say(data, tmp_path):
             assert prefixes == expected, preset
 
 
-def test_seed_preset_matches_the_recipe():
+def test_seed_preset_matches_the_recipe(tmp_path):
+    """The preset's optimizer is upstream's `optim.SGD(pg, lr, momentum=0.9, weight_decay=5E-5)` (no Nesterov):
+    three steps on the same gradients give the same parameters and momentum buffers."""
+    from tests.conftest import make_tiny_vit
+    from vitstudio.core.train.engine import _freeze, make_optimizer
     from vitstudio.core.train.recipes import PRESETS
 
     seed = PRESETS["seed"]
-    assert (seed["opt"], seed["lr"], seed["momentum"], seed["weight_decay"]) == ("sgd", 1e-3, 0.9, 5e-5)
+    assert (seed["lr"], seed["momentum"], seed["weight_decay"]) == (1e-3, 0.9, 5e-5)
     assert (seed["epochs"], seed["batch_size"], seed["min_lr_ratio"], seed["img_size"]) == (10, 8, 0.01, 224)
     assert seed["mean"] == seed["std"] == (0.5, 0.5, 0.5) and seed["step_on_epochs"]
+    config = make_config(str(tmp_path), SPEC3, str(tmp_path / "out"), preset="seed")
+    ours, theirs = make_tiny_vit(seed=1), make_tiny_vit(seed=1)
+    _freeze(ours, config)
+    for name, param in theirs.named_parameters():  # upstream: everything but head and pre_logits frozen
+        param.requires_grad_("head" in name or "pre_logits" in name)
+    opt = make_optimizer(ours, config, torch.device("cpu"))
+    ref = torch.optim.SGD([p for p in theirs.parameters() if p.requires_grad], lr=1e-3, momentum=0.9,
+                          weight_decay=5e-5)
+    assert type(opt) is torch.optim.SGD and all(not g["nesterov"] for g in opt.param_groups)
+    x = torch.randn(4, 3, 32, 32)
+    y = torch.tensor([0, 1, 2, 3])
+    for _ in range(3):
+        for model, optimizer in ((ours, opt), (theirs, ref)):
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+    for (name, a), b in zip(ours.named_parameters(), theirs.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-7, msg=name)
+    momentum = [opt.state[p]["momentum_buffer"] for p in ours.parameters() if p in opt.state]
+    momentum_ref = [ref.state[p]["momentum_buffer"] for p in theirs.parameters() if p in ref.state]
+    assert len(momentum) == len(momentum_ref) == 2  # head weight and bias
+    for a, b in zip(momentum, momentum_ref):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-8)
+
+
+def test_upstream_split_rule_is_read_split_data(tmp_path):
+    """The upstream rule reproduces train.py's read_split_data, transcribed here from upstream utils.py."""
+    import os
+    import random
+
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.data.datasets import scan_dataset, upstream_split
+
+    root = make_dataset(tmp_path / "flowers", per_class=13)
+    for i, name in enumerate(("a.JPG", "b.jpeg", "c.PNG")):  # .jpeg is not in upstream's `supported`
+        (root / "red" / name).write_bytes((root / "red" / f"{i:03d}.png").read_bytes())
+
+    def read_split_data(root: str, val_rate: float = 0.2):
+        random.seed(0)
+        flower_class = sorted(c for c in os.listdir(root) if os.path.isdir(os.path.join(root, c)))
+        supported = [".jpg", ".JPG", ".png", ".PNG"]
+        train_images, val_images = [], []
+        for cla in flower_class:
+            images = sorted(os.path.join(root, cla, i) for i in os.listdir(os.path.join(root, cla))
+                            if os.path.splitext(i)[-1] in supported)
+            val_path = random.sample(images, k=int(len(images) * val_rate))
+            for img_path in images:
+                (val_images if img_path in val_path else train_images).append(img_path)
+        return train_images, val_images
+
+    train_ref, val_ref = read_split_data(str(root))
+    split = upstream_split(scan_dataset(root), 0.2)
+    assert [str(p) for p, _ in split.train] == train_ref and [str(p) for p, _ in split.val] == val_ref
+    assert not any(str(p).endswith(".jpeg") for p, _ in split.train + split.val)
+    assert split.meta == {"rule": "upstream"}
 
 
 def test_seed_lr_schedule_is_the_recipe_cosine():

@@ -148,3 +148,33 @@ def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0) -> S
         val += [(p, index[c]) for p in sorted(files[:n_val])]
         train += [(p, index[c]) for p in sorted(files[n_val:])]
     return Split(scan.root, scan.classes, tuple(train), tuple(val), val_ratio, seed)
+
+
+UPSTREAM_SUFFIXES = (".jpg", ".JPG", ".png", ".PNG")  # upstream read_split_data's `supported`
+
+
+def upstream_split(scan: DatasetScan, val_ratio: float = 0.2) -> Split:
+    """The seed recipe's `read_split_data`: classes sorted, each class's files with one of four suffixes
+    (directly in its folder) sorted by path, `random.sample(files, k=int(n * val_ratio))` from one RNG seeded 0
+    across the classes in order. Files the scan found unreadable are dropped after sampling, so the sample is
+    upstream's own."""
+    import os
+
+    if scan.val is not None:
+        return split_dataset(scan)
+    rng = random.Random(0)  # upstream: random.seed(0), then the module-level random.sample
+    readable = {str(p) for files in scan.train.values() for p in files}
+    index = {c: i for i, c in enumerate(scan.classes)}
+    train, val = [], []
+    for c in scan.classes:
+        folder = os.path.join(str(scan.root), c)
+        files = sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                       if os.path.splitext(f)[-1] in UPSTREAM_SUFFIXES)
+        chosen = set(rng.sample(files, k=int(len(files) * val_ratio)))
+        for f in files:
+            if f in readable:
+                (val if f in chosen else train).append((Path(f), index[c]))
+    if not val:
+        raise DatasetError("The upstream split rule put no image in the validation set (int(n × ratio) is 0 for "
+                           "every class); use the stratified rule or more images.")
+    return Split(scan.root, scan.classes, tuple(train), tuple(val), val_ratio, 0, {"rule": "upstream"})

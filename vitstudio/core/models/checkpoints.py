@@ -124,15 +124,23 @@ def infer_vit(state: dict[str, torch.Tensor]) -> InferredViT:
 
 
 def build_inferred(inferred: InferredViT) -> nn.Module:
-    """A timm ViT (distilled when the weights have a distillation token) matching `inferred`."""
-    from timm.models.deit import VisionTransformerDistilled
-    from timm.models.vision_transformer import VisionTransformer
+    """A timm ViT (distilled when the weights have a distillation token) matching `inferred`.
 
-    cls = VisionTransformerDistilled if inferred.distilled else VisionTransformer
-    model = cls(**inferred.timm_kwargs())
+    Built through timm's factory (an entry point with the inferred sizes as overrides), so the model carries
+    a pretrained_cfg and its recorded arguments: fine-tuned, it saves as a folder plain timm can rebuild."""
+    entry = "deit_base_distilled_patch16_224" if inferred.distilled else "vit_base_patch16_224"
+    model = timm.create_model(entry, pretrained=False, **inferred.timm_kwargs())
     if inferred.representation_size:
         attach_representation_head(model, inferred.representation_size)
     return model
+
+
+def representation_size(model: nn.Module) -> int | None:
+    """The size of the original ViT's pre-logits layer when the model has one (see attach_representation_head)."""
+    head = getattr(model, "head", None)
+    if isinstance(head, nn.Sequential) and hasattr(head, "fc") and hasattr(head, "out"):
+        return int(head.fc.out_features)
+    return None
 
 
 def attach_representation_head(model: nn.Module, size: int) -> None:

@@ -24,6 +24,7 @@ from vitstudio.core.models.catalog import cached_url_file, hub_weight_files, mod
 from vitstudio.core.models.checkpoints import (
     SEED_CROP_PCT,
     CheckpointError,
+    attach_representation_head,
     build_inferred,
     infer_vit,
     load_into,
@@ -34,6 +35,7 @@ from vitstudio.core.models.checkpoints import (
 from vitstudio.core.models.devices import resolve_device, validate_precision
 from vitstudio.core.models.labels import resolve_labels
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.sizing import LIMITS, ModelTooLarge, check_vit_args
 
 ProgressFn = hub.ProgressFn
 
@@ -52,12 +54,26 @@ def parse_custom(spec: str) -> dict:
     body = spec.split(":", 1)[1]
     for item in filter(None, (part.strip() for part in body.split(","))):
         key, _, value = item.partition("=")
-        if key not in CUSTOM_KEYS or not value.isdigit() or int(value) < (0 if key == "classes" else 1):
-            raise ModelLoadError(f"Bad custom ViT field {item!r}; use {', '.join(k + '=N' for k in CUSTOM_KEYS)}.")
+        if key not in CUSTOM_KEYS or not value.isdigit():
+            raise ModelLoadError(f"Bad custom ViT field {item!r}; use {_custom_ranges()}.")
         kwargs[CUSTOM_KEYS[key]] = int(value)
-    if kwargs["img_size"] % kwargs["patch_size"] or kwargs["embed_dim"] % kwargs["num_heads"]:
-        raise ModelLoadError("Custom ViT: img must be a multiple of patch, and width a multiple of heads.")
+    try:
+        check_vit_args(kwargs, "Custom ViT")
+    except ModelTooLarge as exc:
+        raise ModelLoadError(f"{exc} Valid fields: {_custom_ranges()}.") from None
     return kwargs
+
+
+def _custom_ranges() -> str:
+    return ", ".join(f"{k}={LIMITS[v][0]}..{LIMITS[v][1]}" for k, v in CUSTOM_KEYS.items())
+
+
+def check_config_size(model_args: dict, source) -> None:
+    """A saved model's config.json, checked before timm builds anything from it."""
+    try:
+        check_vit_args(model_args, str(source))
+    except ModelTooLarge as exc:
+        raise ModelLoadError(str(exc)) from None
 
 
 def load_model(spec: str, weights: str | Path | None = None, device: str = "auto", precision: str = "fp32",
@@ -175,9 +191,27 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
     if not (folder / "config.json").is_file():
         raise ModelLoadError(f"{folder} has no config.json (a timm model folder needs config.json + weights).")
     try:
-        model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True)
-    except (RuntimeError, FileNotFoundError, KeyError, ValueError) as exc:
-        raise ModelLoadError(f"Could not load the timm model folder {folder}: {exc}") from None
+        config = json.loads((folder / "config.json").read_text())
+    except ValueError as exc:
+        raise ModelLoadError(f"{folder / 'config.json'} is not valid JSON: {exc}") from None
+    check_config_size(config.get("model_args", {}), folder / "config.json")
+    rep = (config.get("vitstudio") or {}).get("representation_size")
+    weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
+    try:
+        if rep:  # a head plain timm cannot express: build the body from the config, attach the head, load strictly
+            model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=False)
+            attach_representation_head(model, int(rep))
+            if weights is None:
+                raise FileNotFoundError(f"no model.safetensors in {folder}")
+            model.load_state_dict(read_state_dict(weights))
+        else:
+            model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True)
+    except CheckpointError:
+        raise
+    except Exception as exc:  # timm and safetensors raise assorted errors on truncated or mismatched files
+        where = f"{weights.name} in {folder}" if weights is not None else str(folder)
+        raise ModelLoadError(f"Could not load the model folder {folder} ({where}): "
+                             f"{type(exc).__name__}: {exc}") from None
     return _finish(model, spec, "timm", str(folder), None, folder)
 
 

@@ -12,7 +12,7 @@ import math
 import random
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.analysis.attention import rollout
-from vitstudio.core.data.datasets import Split, scan_dataset, split_dataset
+from vitstudio.core.data.datasets import Split, scan_dataset, split_dataset, upstream_split
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.loading import load_model
@@ -69,6 +69,13 @@ class EpochMetrics:
 
 
 @dataclass(frozen=True)
+class RunWarning:
+    """Something the user should know during a run (shown by the CLI and the GUI, kept in status.json)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
 class ProbeSnapshot:
     epoch: int
     rollout: np.ndarray  # (gh, gw) attention rollout of the probe image after this epoch
@@ -91,12 +98,57 @@ def _seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def _new_head(model: nn.Module, num_classes: int) -> None:
+def _classifiers(model: nn.Module) -> list[nn.Linear]:
+    """The final Linear layer(s) producing the logits (head, or head.out for seed models; head_dist too)."""
+    head = model.head.out if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out") else model.head
+    out = [head] + ([model.head_dist] if isinstance(getattr(model, "head_dist", None), nn.Linear) else [])
+    return [m for m in out if isinstance(m, nn.Linear)]
+
+
+def _label_key(name: str) -> str:
+    return " ".join(name.lower().replace("_", " ").replace("-", " ").split())
+
+
+def matching_rows(classes: list[str], base_labels: list[str]) -> list[int] | None:
+    """For each class, the base label row with that name (any comma-separated synonym, case and _/- ignored);
+    None unless every class is found: the new head then starts from the base model's own classifier."""
+    index: dict[str, int] = {}
+    for row, label in enumerate(base_labels):
+        for synonym in str(label).split(","):
+            index.setdefault(_label_key(synonym), row)
+    rows = [index.get(_label_key(c)) for c in classes]
+    return None if any(r is None for r in rows) else rows
+
+
+def _new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed: int, reuse: bool) -> str:
+    """Replace the classifier by one for `classes`; returns how it was initialised.
+
+    A new head is drawn from its own generator (trunc-normal std 0.01, zero bias: upstream's `_init_vit_weights`),
+    independent of whatever seed built the base model: with the global RNG, a base model created with the same
+    seed got back its old head and fine-tuning to renamed classes learned a permutation."""
+    old = [(m.weight.detach().clone(), m.bias.detach().clone() if m.bias is not None else None)
+           for m in _classifiers(model)]
+    num_classes = len(classes)
     if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out"):  # seed pre_logits head
         model.head.out = nn.Linear(model.head.out.in_features, num_classes)
         model.num_classes = num_classes
     else:
         model.reset_classifier(num_classes)
+    generator = torch.Generator().manual_seed(0x5EED_4EAD + seed)
+    rows = matching_rows(classes, base_labels) if reuse else None
+    for layer, (weight, bias) in zip(_classifiers(model), old):
+        with torch.no_grad():
+            if rows is not None and weight.shape[1] == layer.in_features:
+                layer.weight.copy_(weight[rows])
+                if bias is not None and layer.bias is not None:
+                    layer.bias.copy_(bias[rows])
+            else:
+                nn.init.trunc_normal_(layer.weight, std=0.01, generator=generator)
+                if layer.bias is not None:
+                    nn.init.zeros_(layer.bias)
+    if rows is not None:
+        return f"new head started from the base model's rows for {', '.join(classes)}"
+    return "new head (random, trunc-normal 0.01)"
 
 
 def _set_drop_path(model: nn.Module, rate: float) -> None:
@@ -168,7 +220,10 @@ def prepare_split(config: TrainConfig, out: Path) -> Split:
     manifest = out / "split.json"
     if manifest.exists():  # resume: exactly the same files on any machine
         return Split.from_manifest(json.loads(manifest.read_text()), config.data_dir)
-    return split_dataset(scan_dataset(config.data_dir), config.val_ratio, config.seed)
+    scan = scan_dataset(config.data_dir)
+    if config.split_rule == "upstream":
+        return upstream_split(scan, config.val_ratio)
+    return split_dataset(scan, config.val_ratio, config.seed)
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:
@@ -210,6 +265,7 @@ class _Run:
     start_epoch: int = 0
     best_acc: float = -1.0
     stale: int = 0
+    warnings: list = field(default_factory=list)
 
     @property
     def device(self) -> torch.device:
@@ -262,15 +318,13 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     generator = _seed_everything(config.seed + dist_info.rank)
     yield Progress(0, 0, f"Loading {config.model}")
     base = load_model(config.model, config.weights, device_for(dist_info, config.device), config.precision)
-    model, cfg = _prepare_model(base, config, len(split.classes))
+    model, cfg, head_note = _prepare_model(base, config, list(split.classes))
+    yield Progress(0, 0, f"{base.display_name}: {head_note}")
     trainable = _freeze(model, config)
     mixup, criterion = _loss_fns(config, len(split.classes))
     loaders = yield from make_loaders(split, cfg, config, base.device, dist_info, generator,
                                       drop_last=mixup is not None, cancel=cancel)
-    optimizer = timm.optim.create_optimizer_v2(
-        model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
-        layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
-        **({"fused": True} if config.fused_optimizer and base.device.type == "cuda" else {}))
+    optimizer = make_optimizer(model, config, base.device)
     steps_per_epoch = math.ceil(loaders.steps / config.grad_accum)
     scheduler, _ = timm.scheduler.create_scheduler_v2(
         optimizer, sched="cosine", num_epochs=config.epochs, warmup_epochs=int(config.warmup_epochs),
@@ -291,10 +345,20 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     return run
 
 
-def _prepare_model(base: LoadedModel, config: TrainConfig, num_classes: int) -> tuple[nn.Module, dict]:
-    """The base model with a new head, drop path, the run's input size and memory format; its data config."""
+def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """timm's optimizer factory: parameter groups (no decay on biases/norms unless the recipe says otherwise),
+    layer-wise lr decay, fused kernels on CUDA when asked."""
+    return timm.optim.create_optimizer_v2(
+        model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
+        layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
+        **({"fused": True} if config.fused_optimizer and device.type == "cuda" else {}))
+
+
+def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str]) -> tuple[nn.Module, dict, str]:
+    """The base model with a new head, drop path, the run's input size and memory format; its data config and
+    how the head was initialised."""
     model = base.model
-    _new_head(model, num_classes)
+    head_note = _new_head(model, classes, base.labels, config.seed, config.reuse_head)
     if config.drop_path:
         _set_drop_path(model, config.drop_path)
     cfg = _data_config(base, config)
@@ -303,7 +367,7 @@ def _prepare_model(base: LoadedModel, config: TrainConfig, num_classes: int) -> 
     model.to(base.device)
     if config.channels_last:
         model.to(memory_format=torch.channels_last)
-    return model, cfg
+    return model, cfg, head_note
 
 
 def _wrap_for_training(model: nn.Module, config: TrainConfig, dist_info: DistInfo, device) -> nn.Module:
@@ -336,7 +400,8 @@ def _checkpoint(run: _Run, epoch_done: int) -> None:
 def _write_status(run: _Run, status: str, epochs_done: int) -> None:
     atomic_write_bytes(run.out / "status.json", json.dumps(
         {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc,
-         "processes": run.dist_info.world, "data_path": run.config.data_path, "skipped": run.loaders.failed},
+         "processes": run.dist_info.world, "data_path": run.config.data_path, "skipped": run.loaders.failed,
+         "warnings": run.warnings},
         indent=1).encode())
 
 
@@ -359,10 +424,15 @@ def _train_epochs(run: _Run, cancel: CancelToken):
                        val_loss=val_loss, val_acc=val_acc, lr=run.optimizer.param_groups[-1]["lr"], seconds=seconds)
             if main:
                 if improved:
-                    save_model_folder(run.eval_model, run.out, list(run.split.classes), run.cfg)
+                    save_model_folder(run.eval_model, run.out, list(run.split.classes), run.cfg,
+                                      {"base_model": config.model, "base_weights": run.base.weights_source,
+                                       "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"})
                 log.log(row)
                 _checkpoint(run, epoch)
             yield EpochMetrics(**row, best=improved)
+            warning = _chance_warning(run, epoch, len(run.split.classes))
+            if warning is not None:
+                yield warning
             if probe is not None:
                 yield _probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
             if broadcast_flag(run.dist_info, bool(config.patience) and run.stale >= config.patience):
@@ -374,6 +444,20 @@ def _train_epochs(run: _Run, cancel: CancelToken):
         if log is not None:
             log.close()
     return status, (epoch + 1 if status != "cancelled" else epoch)
+
+
+def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | None:
+    """Once, after the second epoch: a best validation accuracy still at chance level means something is off."""
+    chance = 1.0 / num_classes
+    if epoch != max(1, run.start_epoch) or run.best_acc > 1.25 * chance or run.warnings:
+        return None
+    message = (f"Validation accuracy is still at chance level ({run.best_acc * 100:.1f} % for {num_classes} classes "
+               f"after {epoch + 1} epochs). Likely causes: a learning rate far too high or too low for this preset; "
+               f"augmentation too strong for these images (try a larger minimum scale, no flip); too few images per "
+               f"class; a base model whose features do not fit the data with the backbone frozen (try last-blocks or "
+               f"full); or labels that do not follow the folders.")
+    run.warnings.append(message)
+    return RunWarning(message)
 
 
 def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all")
+SPLIT_RULES = ("stratified", "upstream")
 
 
 @dataclass
@@ -42,6 +43,8 @@ class TrainConfig:
     seed: int = 0
     img_size: int | None = None  # None or 0: the base model's input size
     val_ratio: float = 0.2
+    split_rule: str = "stratified"  # or "upstream": the seed train.py's read_split_data (random.sample, seed 0)
+    reuse_head: bool = True  # start the new head from the base model's rows when every class name is among its labels
     hflip: float = 0.5
     scale: tuple[float, float] = (0.08, 1.0)  # RandomResizedCrop area range
     color_jitter: float = 0.0
@@ -77,6 +80,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be at least 1.")
         if self.lr <= 0:
             raise ValueError("The learning rate must be positive.")
+        if self.split_rule not in SPLIT_RULES:
+            raise ValueError(f"Unknown split rule '{self.split_rule}'; use one of {', '.join(SPLIT_RULES)}.")
         if (self.mixup or self.cutmix) and self.batch_size % 2:
             raise ValueError("Mixup/cutmix need an even batch size.")
         data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
@@ -92,9 +97,10 @@ PRESETS: dict[str, dict] = {
     # everything learns, deeper layers faster (layer-wise lr decay), with the usual regularisers
     "full": dict(scope="all", opt="adamw", lr=1e-4, weight_decay=0.05, layer_decay=0.75, epochs=10,
                  label_smoothing=0.1, drop_path=0.1),
-    # ../shared/seeds/002: frozen backbone except head and pre_logits, SGD 1e-3 momentum 0.9 wd 5e-5, cosine to
-    # lrf 0.01 stepped per epoch, 10 epochs, batch 8, RandomResizedCrop 224 + flip, mean = std = 0.5
-    "seed": dict(scope="head+pre_logits", opt="sgd", lr=1e-3, momentum=0.9, weight_decay=5e-5,
+    # ../shared/seeds/002 and upstream train.py: frozen backbone except head and pre_logits, plain momentum SGD
+    # (timm's "momentum": nesterov off; timm's "sgd" is Nesterov) 1e-3, momentum 0.9, wd 5e-5 on every parameter,
+    # cosine to lrf 0.01 stepped per epoch, 10 epochs, batch 8, RandomResizedCrop 224 + flip, mean = std = 0.5
+    "seed": dict(scope="head+pre_logits", opt="momentum", lr=1e-3, momentum=0.9, weight_decay=5e-5,
                  filter_bias_and_norm=False, epochs=10, batch_size=8, warmup_epochs=0.0, min_lr_ratio=0.01,
                  step_on_epochs=True, img_size=224, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5),
                  interpolation="bilinear", crop_pct=224 / 256, hflip=0.5, scale=(0.08, 1.0)),

@@ -44,10 +44,22 @@ def atomic_torch_save(obj, path: Path) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
-def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_config: dict) -> None:
+REPRESENTATION_NOTE = ("The head is the original ViT's pre-logits layer (Linear + Tanh, head.fc) followed by the "
+                       "classifier (head.out). Plain timm cannot build it; ViT Studio loads this folder, and "
+                       "`vitstudio export RUN --format seed` writes it in the upstream vit_model.py format.")
+
+
+def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_config: dict,
+                      provenance: dict | None = None) -> None:
     """config.json + model.safetensors as timm's save_for_hf writes them (so `local-dir:` loads them in
-    plain timm), with the class names; each file replaced atomically."""
+    plain timm), with the class names; each file replaced atomically.
+
+    config.json also says what the weights really are: no pretrained tag borrowed from the timm entry point,
+    the base model they were fine-tuned from under `vitstudio`, and a representation layer (which plain timm
+    cannot express) when the model has one."""
     from timm.models import save_for_hf
+
+    from vitstudio.core.models.checkpoints import representation_size
 
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
@@ -56,6 +68,15 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
                if k in data_config}
         save_for_hf(model, str(staging), model_config={"label_names": list(classes)}, data_config=cfg,
                     safe_serialization=True)
+        config = json.loads((staging / "config.json").read_text())
+        config.get("pretrained_cfg", {}).pop("tag", None)  # the entry point's default tag is not where these came from
+        extra = dict(provenance or {})
+        rep = representation_size(model)
+        if rep:
+            extra.update(representation_size=rep, note=REPRESENTATION_NOTE)
+        if extra:
+            config["vitstudio"] = extra
+        (staging / "config.json").write_text(json.dumps(config, indent=2))
         # weights first: a crash between the two renames leaves new weights with an old, compatible config
         for name in ("model.safetensors", "config.json"):
             os.chmod(staging / name, 0o644)

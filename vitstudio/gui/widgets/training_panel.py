@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from vitstudio.core.data.datasets import scan_dataset
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
-from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
+from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.runs import list_runs, read_metrics, run_status
 
@@ -86,6 +86,7 @@ class TrainingPanel(QWidget):
         side.addLayout(buttons)
         side.addWidget(self.progress)
         side.addWidget(self.status)
+        side.addWidget(self.warning)
         side.addWidget(self.use_button)
         side.addStretch(1)
         left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
@@ -152,6 +153,10 @@ class TrainingPanel(QWidget):
         self.progress = QProgressBar()
         self.status = QLabel("Idle.")
         self.status.setWordWrap(True)
+        self.warning = QLabel()
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color: #b35900;")
+        self.warning.setVisible(False)
         self.use_button = QPushButton("Use this model")
         self.use_button.clicked.connect(self._use_shown_run)
         buttons = QHBoxLayout()
@@ -277,6 +282,7 @@ class TrainingPanel(QWidget):
         self._launch(TrainConfig.from_json((self.shown_run / "train_config.json").read_text()), resume=True)
 
     def _launch(self, config, resume: bool) -> None:
+        self.warning.setVisible(False)
         self.shown_run = self.active_run = Path(config.out_dir)
         self._reset_curves()
         if resume:
@@ -375,6 +381,10 @@ class TrainingPanel(QWidget):
             snapshots.append(rec)
             if showing:
                 self._show_last_snapshot()
+        elif isinstance(rec, RunWarning):
+            self.warning.setText(f"<b>Warning:</b> {rec.message}")
+            self.warning.setVisible(True)
+            self.state.message.emit("warning", rec.message)
         elif isinstance(rec, Progress) and rec.message:
             self.status.setText(rec.message)
             if rec.total:  # e.g. decoding the images into the cache before the first epoch
