@@ -31,6 +31,7 @@ class ModelCard:
     mean: tuple[float, ...]
     std: tuple[float, ...]
     num_classes: int
+    head: str
     label_set: str
     weights_source: str
     device: str
@@ -54,6 +55,7 @@ class ModelCard:
                       f"crop {self.crop_pct:.3f} ({self.crop_mode})"),
             ("Mean / std", f"{_fmt(self.mean)} / {_fmt(self.std)}"),
             ("Classes", f"{self.num_classes} (labels: {self.label_set})"),
+            ("Head", self.head),
             ("Weights", self.weights_source),
             ("Device", f"{self.device}, {self.precision}"),
         ]
@@ -61,6 +63,16 @@ class ModelCard:
 
 def _fmt(values) -> str:
     return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
+
+
+def _describe_head(model) -> str:
+    from vitstudio.core.models.checkpoints import representation_size
+
+    rep = representation_size(model)
+    if rep:
+        return (f"pre-logits (Linear + Tanh, {rep}) + classifier, as the original ViT; plain timm cannot build "
+                f"this head (ViT Studio can; `export --format seed` writes upstream's format)")
+    return "distilled: class and distillation heads, averaged" if hasattr(model, "head_dist") else "linear classifier"
 
 
 def count_flops(loaded: LoadedModel) -> int:
@@ -99,7 +111,8 @@ def model_card(loaded: LoadedModel) -> ModelCard:
         layers=len(blocks), heads=int(getattr(attn, "num_heads", 0)), width=int(model.embed_dim),
         interpolation=str(cfg.get("interpolation")), crop_pct=float(cfg.get("crop_pct", 1.0)),
         crop_mode=str(cfg.get("crop_mode", "center")), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
-        num_classes=loaded.num_classes, label_set=loaded.label_set, weights_source=loaded.weights_source,
+        num_classes=loaded.num_classes, head=_describe_head(model), label_set=loaded.label_set,
+        weights_source=loaded.weights_source,
         device=str(loaded.device), precision=loaded.precision,
     )
     loaded._card = card
