@@ -87,3 +87,20 @@ def test_entry_point_runs_as_module(tmp_path):
     out = subprocess.run([sys.executable, "-m", "vitstudio", "models", "--filter", "vit_tiny_patch16_224.aug*"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "vit_tiny_patch16_224.augreg_in21k_ft_in1k" in out.stdout
+
+
+@pytest.mark.parametrize("spec", ["custom:img=32,patch=8,width=32,depth=2,heads=2,classes=0", "custom:img=1000000",
+                                  "custom:depth=100000"])
+def test_bad_model_inputs_exit_2_with_one_line(spec, capsys, tmp_path):
+    from vitstudio.cli import main
+
+    assert main(["card", "--model", spec]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and len(err.splitlines()) == 1 and "Traceback" not in err
+    from tests.core.synthetic_data import make_dataset
+
+    data = make_dataset(tmp_path / "data", per_class=3)
+    assert main(["finetune", str(data), "--model", spec, "--out", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "valid range" in err[-1] and "Traceback" not in "\n".join(err)
+    assert not (tmp_path / "run").exists()

@@ -151,6 +151,72 @@ def test_seed_checkpoint(tmp_path, photos, rep_size, distilled):
         torch.testing.assert_close(_logits(loaded, img), expected, atol=1e-5, rtol=0)
 
 
+def test_upstream_layout(tmp_path, photos):
+    """Upstream train.py writes ./class_indices.json beside ./weights/model-{epoch}.pth: the root, the weights
+    folder or one epoch file all load with the class names; a folder of epochs means the latest, and says so."""
+    root = tmp_path / "vision_transformer"
+    (root / "weights").mkdir(parents=True)
+    names = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
+    (root / "class_indices.json").write_text(json.dumps({str(i): n for i, n in enumerate(names)}, indent=4))
+    refs = []
+    for epoch in range(3):
+        torch.manual_seed(epoch)
+        ref = SeedVisionTransformer(img_size=32, patch_size=8, num_classes=5, embed_dim=64, depth=1,
+                                    num_heads=1).eval()
+        torch.save(ref.state_dict(), root / "weights" / f"model-{epoch}.pth")
+        refs.append(ref)
+    img = read_image(photos["coffee"])
+    for spec, epoch in ((root, 2), (root / "weights", 2), (root / "weights" / "model-1.pth", 1)):
+        loaded = load_model(str(spec))
+        assert loaded.labels == names, spec
+        assert loaded.weights_source.startswith(str(root / "weights" / f"model-{epoch}.pth"))
+        with torch.no_grad():
+            expected = refs[epoch](loaded.to_tensor(loaded.crop(img))[None])[0]
+        torch.testing.assert_close(_logits(loaded, img), expected, atol=1e-5, rtol=0)
+    assert "latest of 3 epoch checkpoints" in load_model(str(root / "weights")).weights_source
+    (root / "weights" / "notes.pth").write_bytes(b"")
+    with pytest.raises(ModelLoadError, match="name the file you mean"):
+        load_model(str(root / "weights"))
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=0", "num_classes=0 is outside the valid range 1.."),
+    ("custom:img=1000000,patch=16", "img_size=1000000 is outside the valid range"),
+    ("custom:width=10000000", "embed_dim=10000000 is outside"),
+    ("custom:depth=100000", "depth=100000 is outside"),
+    ("custom:img=4096,patch=4,width=1024,depth=24,heads=16", "would need about"),
+    ("custom:img=33,patch=8", "multiple of the patch size"),
+    ("custom:width=100,heads=3", "multiple of the number of heads"),
+])
+def test_absurd_configs_fail_before_allocating(spec, message):
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError, match=message) as info:
+        load_model(spec)
+    assert time.perf_counter() - start < 0.5  # refused from the numbers, nothing was built
+    assert "img=8..8192" in str(info.value) or "would need" in str(info.value) or "multiple" in str(info.value)
+
+
+def test_bad_model_folders_name_the_problem(tmp_path, tiny_weights):
+    """A config.json asking for 100000 blocks, or a truncated model.safetensors: one clear message, at once."""
+    from timm.models import save_for_hf
+
+    folder = tmp_path / "run"
+    save_for_hf(make_tiny_vit(), str(folder), safe_serialization=True)
+    config = json.loads((folder / "config.json").read_text())
+    good = json.loads(json.dumps(config))
+    config.setdefault("model_args", {})["depth"] = 100000
+    (folder / "config.json").write_text(json.dumps(config))
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError, match="depth=100000 is outside the valid range"):
+        load_model(str(folder))
+    assert time.perf_counter() - start < 0.5
+    (folder / "config.json").write_text(json.dumps(good))
+    weights = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(weights[: len(weights) // 2])
+    with pytest.raises(ModelLoadError, match="model.safetensors in"):
+        load_model(str(folder))
+
+
 def test_seed_without_class_indices_and_mismatch(tmp_path):
     folder, _ = _write_seed(tmp_path, with_indices=False)
     assert load_model(str(folder)).labels == [f"class {i}" for i in range(5)]

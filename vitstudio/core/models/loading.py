@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 
 import timm
@@ -216,20 +217,43 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
 
 
 def _seed(spec: str, path: Path) -> LoadedModel:
-    """A seed checkpoint: a weights file, or a folder holding exactly one, architecture read off its keys."""
-    if path.is_dir():
-        files = sorted(f for f in path.iterdir() if f.suffix in (".pth", ".pt", ".bin", ".safetensors"))
-        if len(files) != 1:
-            found = ", ".join(f.name for f in files) or "none"
-            raise ModelLoadError(f"{path} should hold config.json, or exactly one weights file (found: {found}).")
-        path = files[0]
+    """A seed checkpoint: a weights file, or a folder of them (upstream's `weights/` with one file per epoch:
+    the latest epoch is taken), architecture read off its keys, class_indices.json beside it or one folder up
+    (upstream writes it in the working directory, beside `weights/`)."""
+    path, note = _seed_weights_file(path)
     state = read_state_dict(path)
     inferred = infer_vit(state)
     model = build_inferred(inferred)
     load_into(model, state, str(path))
     seed_cfg = dict(input_size=(3, inferred.img_size, inferred.img_size), interpolation="bilinear",
                     mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), crop_pct=SEED_CROP_PCT, crop_mode="center")
-    return _finish(model, spec, "seed", str(path), seed_cfg, path.parent)
+    labels_at = next((d for d in (path.parent, path.parent.parent) if (d / "class_indices.json").is_file()),
+                     path.parent)
+    return _finish(model, spec, "seed", f"{path}{note}", seed_cfg, labels_at)
+
+
+_EPOCH_FILE = re.compile(r"model-(\d+)\.(pth|pt|bin|safetensors)$")
+
+
+def _seed_weights_file(path: Path) -> tuple[Path, str]:
+    """The weights file a seed folder means, and a note saying which one was picked when there was a choice."""
+    if path.is_file():
+        return path, ""
+    folder = path / "weights" if (path / "weights").is_dir() and not _weight_files(path) else path
+    files = _weight_files(folder)
+    if len(files) == 1:
+        return files[0], ""
+    epochs = {int(m.group(1)): f for f in files if (m := _EPOCH_FILE.match(f.name))}
+    if epochs and len(epochs) == len(files):  # upstream train.py: model-0.pth ... model-9.pth
+        last = max(epochs)
+        return epochs[last], f" (the latest of {len(epochs)} epoch checkpoints)"
+    found = ", ".join(f.name for f in files) or "none"
+    raise ModelLoadError(f"{path} should hold config.json, exactly one weights file, or upstream's model-N.pth "
+                         f"epoch files (found: {found}); name the file you mean.")
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    return sorted(f for f in folder.iterdir() if f.is_file() and f.suffix in (".pth", ".pt", ".bin", ".safetensors"))
 
 
 def _named_with_file(name: str, weights: Path) -> LoadedModel:
