@@ -125,30 +125,50 @@ def finetune(args) -> int:
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
-    if not args.config and not (args.data_dir and args.model and args.out):
-        print("error: give DATA_DIR, --model and --out (or --config FILE)", file=sys.stderr)
+    resume_only = args.resume and args.out and not args.config
+    if not args.config and not resume_only and not (args.data_dir and args.model and args.out):
+        print("error: give DATA_DIR, --model and --out (or --config FILE, or --out RUN --resume)", file=sys.stderr)
         return EXIT_USAGE
+    from .core.train.recipes import TrainConfig
+    from .core.train.runlock import RunInUse
+
     try:
         if args.config:
-            from .core.train.recipes import TrainConfig
-
             config = TrainConfig.from_json(Path(args.config).read_text())
+        elif resume_only:  # the run records everything: its dataset, base model and settings
+            recorded = Path(args.out) / "train_config.json"
+            if not recorded.is_file():
+                raise FileNotFoundError(f"No run to resume in {args.out} (it has no train_config.json).")
+            config = TrainConfig.from_json(recorded.read_text())
         else:
             config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
                                  device=args.device, precision=args.precision, probe_image=args.probe,
                                  data_path=args.data_path, **overrides)
         result = _drain(fine_tune(config, resume=args.resume), args.quiet or not main_process)
-    except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError) as exc:
+    except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print(f"Interrupted; continue with: vitstudio finetune {args.data_dir} --model {args.model} "
-              f"--out {args.out or '…'} --resume", file=sys.stderr)
+    except KeyboardInterrupt:  # before the first epoch began (during the epochs the engine handles it)
+        print(_how_to_continue(Path(config.out_dir)), file=sys.stderr)
         return 130
-    if main_process:
-        print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
-              f"{result.out_dir}")
+    if not main_process:
+        return EXIT_OK
+    print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
+          f"{result.out_dir}")
+    if result.status in ("cancelled", "interrupted"):
+        print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
+        return 130
     return EXIT_OK
+
+
+def _how_to_continue(out: Path) -> str:
+    """Only advice that will work: resume when an epoch finished, otherwise the same command starts it over."""
+    from .core.train.runs import CHECKPOINT
+
+    if (out / CHECKPOINT).exists():
+        return f"Interrupted; continue with: vitstudio finetune --out {out} --resume"
+    return (f"Interrupted before the first epoch finished; nothing to resume. Run the same command again (or "
+            f"vitstudio finetune --out {out} --resume) to start {out.name} over.")
 
 
 def evaluate_cmd(args) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ from vitstudio.core.train.distributed import (
 )
 from vitstudio.core.train.evaluation import EvalReport, evaluate
 from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.runlock import RunLock, die_at, remove_stale_files
 from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
 from vitstudio.core.train.training_data import make_loaders
 
@@ -233,10 +235,25 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
     """
     cancel = cancel or CancelToken()
     out = Path(config.out_dir)
+    if resume:
+        if not (out / "train_config.json").is_file():
+            raise FileNotFoundError(f"No run to resume in {out} (it has no train_config.json).")
+    else:
+        config.validate()  # before anything is created: e.g. an output folder inside the dataset is refused
+        if (out / CHECKPOINT).exists():
+            raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or "
+                                  f"resume it).")
     dist_info = init_distributed()
+    created = not out.exists()
+    lock = RunLock(out).acquire() if dist_info.main else None  # one process owns a run; fails at once if taken
     try:
         result = yield from _fine_tune(config, cancel, resume, out, dist_info)
     finally:
+        if lock is not None:
+            lock.release()
+            if created and {p.name for p in out.iterdir()} <= {".lock"}:  # a start that failed leaves nothing
+                (out / ".lock").unlink(missing_ok=True)
+                out.rmdir()
         finish(dist_info)
     return result
 
@@ -277,7 +294,7 @@ class _Run:
 
 
 def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
-    config = _run_config(config, resume, out, dist_info.main)
+    config, resume = _run_config(config, resume, out, dist_info.main)
     run = yield from _build_run(config, cancel, resume, out, dist_info)
     total = sum(p.numel() for p in run.model.parameters())
     yield Progress(0, 0, f"Training {run.trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
@@ -288,7 +305,7 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     report = None
     if dist_info.main:
         _write_status(run, status, epochs_done)
-        if (out / "model.safetensors").exists() and status != "cancelled":
+        if (out / "model.safetensors").exists() and status not in ("cancelled", "interrupted"):
             best = load_model(str(out), device=str(run.device), precision=config.precision)
             report = yield from evaluate(best, run.split.val, list(run.split.classes), config.batch_size, cancel)
             atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
@@ -296,16 +313,39 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     return TrainResult(out, status, epochs_done, run.best_acc, report)
 
 
-def _run_config(config: TrainConfig, resume: bool, out: Path, main: bool) -> TrainConfig:
-    """The config to run: the run's own when resuming (nothing else needed), else the given one, checked."""
+# what a run writes before its first finished epoch: a run holding only these can be started over
+RUN_FILES = {".lock", "train_config.json", "split.json", "status.json", "metrics.csv", "tensorboard", "probe",
+             "config.json", "model.safetensors", "class_indices.json"}
+
+
+def _run_config(config: TrainConfig, resume: bool, out: Path, main: bool) -> tuple[TrainConfig, bool]:
+    """(the config to run, whether there is a checkpoint to continue from), with the run folder made ready
+    (under the run's lock): leftovers of interrupted writes removed; a run with no finished epoch started over."""
     if resume:
-        if not (out / CHECKPOINT).exists():
-            raise FileNotFoundError(f"No checkpoint to resume in {out}.")
-        return TrainConfig.from_json((out / "train_config.json").read_text())
-    config.validate()
-    if out.exists() and main:
-        raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or resume).")
-    return config
+        config = TrainConfig.from_json((out / "train_config.json").read_text())
+    has_checkpoint = (out / CHECKPOINT).exists()
+    if main:
+        remove_stale_files(out)
+        if has_checkpoint and not resume:  # another process finished an epoch while we waited for the lock
+            raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or "
+                                  f"resume it).")
+        if not has_checkpoint:
+            _clear_unfinished(out)
+    return config, resume and has_checkpoint
+
+
+def _clear_unfinished(out: Path) -> None:
+    """A run folder without a finished epoch holds nothing worth keeping: remove what the engine wrote there,
+    and refuse (never delete) anything else."""
+    import shutil
+
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
+    if foreign:
+        raise FileExistsError(f"{out} exists and holds files ViT Studio did not write ({', '.join(foreign[:5])}); "
+                              f"pick another run name.")
+    for path in out.iterdir():
+        if path.name != ".lock":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
@@ -337,9 +377,12 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     if resume:
         _restore(run)
     elif dist_info.main:
-        out.mkdir(parents=True)
+        out.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(out / "train_config.json", config.to_json().encode())
         split.save(out / "split.json")
+    if dist_info.main:
+        _write_status(run, "running", run.start_epoch)
+        die_at("before-first-checkpoint")
     barrier(dist_info)  # the run folder exists before anyone goes on
     run.train_model = _wrap_for_training(model, config, dist_info, base.device)
     return run
@@ -399,7 +442,7 @@ def _checkpoint(run: _Run, epoch_done: int) -> None:
 
 def _write_status(run: _Run, status: str, epochs_done: int) -> None:
     atomic_write_bytes(run.out / "status.json", json.dumps(
-        {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc,
+        {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc, "pid": os.getpid(),
          "processes": run.dist_info.world, "data_path": run.config.data_path, "skipped": run.loaders.failed,
          "warnings": run.warnings},
         indent=1).encode())
@@ -409,7 +452,8 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     """Epochs from `run.start_epoch`: train, validate, save the best model, log, checkpoint, probe, early stop.
     Returns (status, epochs done)."""
     config, main = run.config, run.dist_info.main
-    log = MetricsLog(run.out, run.start_epoch > 0) if main else None
+    # on resume, rows of epochs after the checkpoint (logged, then killed before the checkpoint) are dropped
+    log = MetricsLog(run.out, keep_epochs=run.start_epoch) if main else None
     probe = _probe(config, run.split) if main else None
     status, epoch = "finished", run.start_epoch - 1
     try:
@@ -428,7 +472,9 @@ def _train_epochs(run: _Run, cancel: CancelToken):
                                       {"base_model": config.model, "base_weights": run.base.weights_source,
                                        "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"})
                 log.log(row)
+                die_at("after-metrics-row")
                 _checkpoint(run, epoch)
+                die_at("after-checkpoint")
             yield EpochMetrics(**row, best=improved)
             warning = _chance_warning(run, epoch, len(run.split.classes))
             if warning is not None:
@@ -440,10 +486,12 @@ def _train_epochs(run: _Run, cancel: CancelToken):
                 break
     except Cancelled:
         status = "cancelled"  # the checkpoint of the last finished epoch stays: `resume` continues from it
+    except KeyboardInterrupt:  # Ctrl+C in the CLI: the same as a cancel, so status.json says what happened
+        status = "interrupted"
     finally:
         if log is not None:
             log.close()
-    return status, (epoch + 1 if status != "cancelled" else epoch)
+    return status, (epoch + 1 if status not in ("cancelled", "interrupted") else epoch)
 
 
 def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | None:
@@ -471,6 +519,7 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
     for step, (x, y) in enumerate(loaders.train(epoch)):
         cancel.raise_if_cancelled()
         cancel.wait_while_paused()
+        die_at("train-step")
         if config.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
         target = y

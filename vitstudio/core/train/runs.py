@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.models.catalog import models_dir
+from vitstudio.core.train.runlock import die_at
 
 METRIC_FIELDS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "seconds")
 CHECKPOINT = "checkpoint-last.pt"
@@ -30,6 +32,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; results are ordinary files
+        die_at(f"before-rename-{path.name}")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -80,6 +83,7 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
         # weights first: a crash between the two renames leaves new weights with an old, compatible config
         for name in ("model.safetensors", "config.json"):
             os.chmod(staging / name, 0o644)
+            die_at(f"before-rename-{name}")
             os.replace(staging / name, folder / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -88,13 +92,20 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
 
 
 class MetricsLog:
-    """metrics.csv (appended per epoch) and TensorBoard scalars when tensorboard is installed."""
+    """metrics.csv (appended per epoch) and TensorBoard scalars when tensorboard is installed.
 
-    def __init__(self, folder: Path, resume: bool) -> None:
+    `keep_epochs`: rows of epochs 0..keep_epochs-1 are kept (the ones a resumed run's checkpoint covers); any later
+    row (logged by a process killed before its checkpoint) is dropped, so every epoch appears exactly once."""
+
+    def __init__(self, folder: Path, keep_epochs: int = 0) -> None:
         self.path = folder / "metrics.csv"
-        if not resume or not self.path.exists():
-            with self.path.open("w", newline="") as fh:
-                csv.writer(fh).writerow(METRIC_FIELDS)
+        kept = [r for r in read_metrics(folder) if int(r["epoch"]) < keep_epochs] if keep_epochs else []
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(METRIC_FIELDS)
+        for row in kept:
+            writer.writerow([int(row["epoch"]) if k == "epoch" else row[k] for k in METRIC_FIELDS])
+        atomic_write_bytes(self.path, buffer.getvalue().encode())
         self.writer = None
         try:
             from torch.utils.tensorboard import SummaryWriter
@@ -106,6 +117,8 @@ class MetricsLog:
     def log(self, row: dict) -> None:
         with self.path.open("a", newline="") as fh:
             csv.writer(fh).writerow([row[k] for k in METRIC_FIELDS])
+            fh.flush()
+            os.fsync(fh.fileno())
         if self.writer is not None:
             for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
                 self.writer.add_scalar(key, row[key], row["epoch"])
@@ -126,9 +139,21 @@ def read_metrics(folder: Path) -> list[dict]:
 
 
 def run_status(folder: Path) -> str:
-    """'finished', 'cancelled' or 'early-stopped' from status.json; 'incomplete' when a run has none yet."""
-    status = Path(folder) / "status.json"
-    return json.loads(status.read_text()).get("status", "?") if status.exists() else "incomplete"
+    """'finished', 'early-stopped', 'cancelled' or 'interrupted' from status.json; 'running' while a process
+    trains it; 'killed' when it says running but nobody holds its lock; 'incomplete' when it has no status."""
+    from vitstudio.core.train.runlock import is_owned
+
+    path = Path(folder) / "status.json"
+    try:
+        status = json.loads(path.read_text()).get("status", "?") if path.exists() else "incomplete"
+    except ValueError:
+        status = "incomplete"
+    if status == "running" and not is_owned(folder):
+        return "killed"
+    return status
+
+
+UNFINISHED = ("cancelled", "interrupted", "killed", "incomplete")  # statuses a run can be resumed (or restarted) from
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
-from vitstudio.core.train.runs import list_runs, read_metrics, run_status
+from vitstudio.core.train.runs import UNFINISHED, list_runs, read_metrics, run_status
 
 from .. import workers
 from .map_view import MapView
@@ -144,7 +144,8 @@ class TrainingPanel(QWidget):
         self.gpus = gpus
         self.start_button, self.pause_button, self.cancel_button, self.resume_button = (
             QPushButton(t) for t in ("Start", "Pause", "Cancel", "Resume run"))
-        self.resume_button.setToolTip("Continue the selected cancelled run from its last checkpoint")
+        self.resume_button.setToolTip("Continue the unfinished run selected in History (cancelled, interrupted or "
+                                      "killed) from its last checkpoint")
         self.resume_button.clicked.connect(self.resume_run)
         self.pause_button.setCheckable(True)
         self.start_button.clicked.connect(self.start)
@@ -273,9 +274,10 @@ class TrainingPanel(QWidget):
         self._launch(config, resume=False)
 
     def resume_run(self) -> None:
-        """Continue the cancelled run selected in History from its last checkpoint."""
-        if self.shown_run is None or not (self.shown_run / "checkpoint-last.pt").exists():
-            self.status.setText("Select a cancelled run in History first.")
+        """Continue the unfinished run selected in History (cancelled, interrupted or killed) from its last
+        checkpoint; one with no finished epoch starts over under the same name."""
+        if self.shown_run is None or not self._resumable(self.shown_run):
+            self.status.setText("Select an unfinished run in History first.")
             return
         from vitstudio.core.train.recipes import TrainConfig
 
@@ -336,12 +338,15 @@ class TrainingPanel(QWidget):
         self.pause_button.setEnabled(running and not self.multi_gpu.isChecked())  # a subprocess cannot pause
         self.cancel_button.setEnabled(running)
         shown = self.shown_run
-        resumable = shown is not None and run_status(shown) == "cancelled"
-        self.resume_button.setEnabled(not running and resumable)
+        self.resume_button.setEnabled(not running and shown is not None and self._resumable(shown))
         usable = shown is not None and (shown / "config.json").exists()
         self.use_button.setEnabled(usable and not (running and self._showing_live()))
         if not running:
             self.pause_button.setChecked(False)
+
+    @staticmethod
+    def _resumable(folder: Path) -> bool:
+        return (folder / "train_config.json").is_file() and run_status(folder) in UNFINISHED
 
     def _use_shown_run(self) -> None:
         if self.shown_run is not None:
