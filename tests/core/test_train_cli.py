@@ -60,6 +60,29 @@ def test_eval_matches_scikit_learn(trained, tmp_path, capsys):
     assert "accuracy" in capsys.readouterr().out
 
 
+def test_eval_on_a_run_uses_its_validation_split_however_named(trained, capsys):
+    """By path or by its name under models/: the run's validation split; --all: every image. The confusion matrix
+    and the most confident mistakes are printed."""
+    import shutil
+
+    from vitstudio.core.models.catalog import models_dir
+
+    data, out = trained
+    named = models_dir() / "colours-run"
+    shutil.copytree(out, named)
+    val = len(json.loads((out / "split.json").read_text())["val"])
+    for model in (str(out), "colours-run"):
+        assert main(["eval", str(data), "--model", model]) == 0
+        text = capsys.readouterr().out
+        assert f"on {val} images: the run's validation split" in text, text
+        assert "confusion matrix (rows: true class, columns: predicted)" in text
+    assert main(["eval", str(data), "--model", "colours-run", "--all"]) == 0
+    text = capsys.readouterr().out
+    assert "on 60 images: every image" in text
+    rows = text.split("columns: predicted)")[1].splitlines()[2:5]
+    assert sum(int(v) for row in rows for v in row.split()[1:]) == 60
+
+
 def test_onnx_export_matches(trained, tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     _, out = trained

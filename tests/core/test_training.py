@@ -7,6 +7,7 @@ import json
 import threading
 import time
 
+import numpy as np
 import pytest
 import timm
 import torch
@@ -65,6 +66,16 @@ def test_engine_learns_and_writes_a_complete_run(data, tmp_path):
     report = result.report
     assert report.accuracy == pytest.approx(result.best_val_acc)
     assert report.confusion.sum() == 18  # 20 % of 30 readable per class (the broken file is skipped at scan)
+    skipped = json.loads((out / "status.json").read_text())["skipped"]  # and recorded, with the reason
+    assert set(skipped) == {str(data / "red" / "broken.png"), str(data / "green" / "readme.txt")}
+    assert result.skipped == skipped
+    from vitstudio.core.train.probe import read_snapshots
+
+    replay = read_snapshots(out)  # attention over training, kept in the run folder
+    live = [r for r in records if isinstance(r, ProbeSnapshot)]
+    assert [s.epoch for s in replay] == [s.epoch for s in live] == list(range(12))
+    np.testing.assert_allclose(replay[-1].rollout, live[-1].rollout, rtol=1e-6)
+    np.testing.assert_array_equal(replay[0].crop, live[0].crop)
     # the folder is a plain timm hub folder: timm alone loads it and predicts what our loader predicts
     plain = timm.create_model(f"local-dir:{out}", pretrained=True).eval()
     assert plain.pretrained_cfg["label_names"] == ["blue", "green", "red"]

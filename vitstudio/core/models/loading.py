@@ -116,6 +116,14 @@ def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrain
     return _timm_pretrained(spec, progress, pretrained)
 
 
+def local_folder(spec: str) -> Path | None:
+    """The folder a spec names on this machine (a path, or a name under models/), if any: e.g. a run folder."""
+    path = _local_path(spec)
+    if path is None and spec.startswith("local-dir:"):
+        path = Path(spec.split(":", 1)[1])
+    return path if path is not None and path.is_dir() else None
+
+
 def _local_path(spec: str) -> Path | None:
     if ":" in spec.split("/")[0] and not Path(spec).exists():
         return None  # a 'source:' prefix, not a path

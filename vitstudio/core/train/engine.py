@@ -40,6 +40,7 @@ from vitstudio.core.train.distributed import (
     sum_across,
 )
 from vitstudio.core.train.evaluation import EvalReport, evaluate
+from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.runlock import RunLock, die_at, remove_stale_files
 from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
@@ -78,19 +79,13 @@ class RunWarning:
 
 
 @dataclass(frozen=True)
-class ProbeSnapshot:
-    epoch: int
-    rollout: np.ndarray  # (gh, gw) attention rollout of the probe image after this epoch
-    crop: np.ndarray
-
-
-@dataclass(frozen=True)
 class TrainResult:
     out_dir: Path
-    status: str  # 'finished', 'early-stopped' or 'cancelled'
+    status: str  # 'finished', 'early-stopped', 'cancelled' or 'interrupted'
     epochs_done: int
     best_val_acc: float
     report: EvalReport | None
+    skipped: dict = field(default_factory=dict)  # path -> why, as in status.json
 
 
 def _seed_everything(seed: int) -> torch.Generator:
@@ -218,14 +213,18 @@ def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple
     return loss_sum / max(1, count), correct / max(1, count)
 
 
-def prepare_split(config: TrainConfig, out: Path) -> Split:
+def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]]:
+    """The split, and the files the dataset scan skipped (path -> why), which the run records."""
     manifest = out / "split.json"
-    if manifest.exists():  # resume: exactly the same files on any machine
-        return Split.from_manifest(json.loads(manifest.read_text()), config.data_dir)
+    if manifest.exists():  # resume: exactly the same files on any machine; the skipped list as recorded
+        status = out / "status.json"
+        skipped = json.loads(status.read_text()).get("skipped", {}) if status.exists() else {}
+        return Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), skipped
     scan = scan_dataset(config.data_dir)
+    skipped = dict(scan.skipped)
     if config.split_rule == "upstream":
-        return upstream_split(scan, config.val_ratio)
-    return split_dataset(scan, config.val_ratio, config.seed)
+        return upstream_split(scan, config.val_ratio), skipped
+    return split_dataset(scan, config.val_ratio, config.seed), skipped
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:
@@ -283,6 +282,7 @@ class _Run:
     best_acc: float = -1.0
     stale: int = 0
     warnings: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)  # path -> why: files the scan or the data path could not use
 
     @property
     def device(self) -> torch.device:
@@ -310,7 +310,7 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
             report = yield from evaluate(best, run.split.val, list(run.split.classes), config.batch_size, cancel)
             atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
     barrier(dist_info)
-    return TrainResult(out, status, epochs_done, run.best_acc, report)
+    return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed})
 
 
 # what a run writes before its first finished epoch: a run holding only these can be started over
@@ -352,7 +352,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     """Split, base model with its new head, data, optimizer, schedule, EMA; restored from the checkpoint when
     resuming, else the run folder is created. Yields progress while it works."""
     yield Progress(0, 0, "Scanning the dataset")
-    split = prepare_split(config, out)
+    split, skipped = prepare_split(config, out)
     if not split.val:
         raise ValueError("The validation split is empty.")
     generator = _seed_everything(config.seed + dist_info.rank)
@@ -374,6 +374,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                steps_per_epoch, timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None,
                torch.amp.GradScaler("cuda") if config.precision == "fp16" and base.device.type == "cuda" else None,
                mixup, criterion, trainable)
+    run.skipped = {**skipped, **loaders.failed}
     if resume:
         _restore(run)
     elif dist_info.main:
@@ -443,8 +444,8 @@ def _checkpoint(run: _Run, epoch_done: int) -> None:
 def _write_status(run: _Run, status: str, epochs_done: int) -> None:
     atomic_write_bytes(run.out / "status.json", json.dumps(
         {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc, "pid": os.getpid(),
-         "processes": run.dist_info.world, "data_path": run.config.data_path, "skipped": run.loaders.failed,
-         "warnings": run.warnings},
+         "processes": run.dist_info.world, "data_path": run.config.data_path,
+         "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings},
         indent=1).encode())
 
 
@@ -480,7 +481,9 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             if warning is not None:
                 yield warning
             if probe is not None:
-                yield _probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
+                snapshot = _probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
+                save_snapshot(run.out, snapshot)  # History replays it for any run, later
+                yield snapshot
             if broadcast_flag(run.dist_info, bool(config.patience) and run.stale >= config.patience):
                 status = "early-stopped"
                 break

@@ -34,6 +34,7 @@ from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
+from vitstudio.core.train.probe import read_snapshots, write_animation
 from vitstudio.core.train.runs import UNFINISHED, list_runs, read_metrics, run_status
 
 from .. import workers
@@ -191,6 +192,10 @@ class TrainingPanel(QWidget):
         probe_layout.addWidget(self.probe_label)
         probe_layout.addWidget(self.probe_view, 1)
         probe_layout.addWidget(self.probe_slider)
+        self.animation_button = QPushButton("Export as animation (GIF / MP4)…")
+        self.animation_button.setEnabled(False)
+        self.animation_button.clicked.connect(self._export_animation)
+        probe_layout.addWidget(self.animation_button)
         self.results = RunResultsWidget()
         self.results.misclassified_clicked.connect(self.explore_image)
         self.history = QListWidget()
@@ -403,6 +408,11 @@ class TrainingPanel(QWidget):
             self.lines[key].setData(d["epoch"], d[key], symbol="o", symbolSize=5)
 
     def _show_last_snapshot(self) -> None:
+        self.animation_button.setEnabled(bool(self.snapshots) and self.shown_run is not None)
+        if not self.snapshots:
+            self.probe_view.set_image(None)
+            self.probe_label.setText("No attention snapshots for this run.")
+            return
         with QSignalBlocker(self.probe_slider):
             self.probe_slider.setRange(0, max(0, len(self.snapshots) - 1))
             self.probe_slider.setValue(len(self.snapshots) - 1)
@@ -417,12 +427,29 @@ class TrainingPanel(QWidget):
         self.probe_label.setText(f"Attention rollout of the probe image after epoch {snap.epoch + 1} "
                                  f"(slide to compare epochs).")
 
+    def _export_animation(self, path: str | None = None) -> None:
+        if self.shown_run is None:
+            return
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export attention over training",
+                                                  f"{self.shown_run.name}-attention.gif",
+                                                  "Animated GIF (*.gif);;MP4 video (*.mp4)")
+        if not path:
+            return
+        run = self.shown_run
+        workers.start_job("Writing animation", lambda cancel: write_animation(run, Path(path)),
+                          on_result=lambda out: self.state.message.emit("info", f"Saved {out}"),
+                          on_error=lambda exc: self.state.message.emit("error", workers.describe(exc)))
+
     def _on_finished(self, result) -> None:
         showing = self._showing_live()
         self.active_run = None
         self.progress.setValue(self.progress.maximum())
+        skipped = f"; {len(result.skipped)} file(s) skipped (see the log)" if result.skipped else ""
         self.status.setText(f"{result.status}: best val accuracy {result.best_val_acc * 100:.2f} % after "
-                            f"{result.epochs_done} epochs → {result.out_dir}")
+                            f"{result.epochs_done} epochs → {result.out_dir}{skipped}")
+        for path, why in result.skipped.items():
+            self.state.message.emit("warning", f"skipped {path}: {why}")
         self.refresh_history()
         if result.report is not None and showing:
             self._show_results(result.report)
@@ -473,6 +500,8 @@ class TrainingPanel(QWidget):
         else:
             self._reset_curves()
             self._load_curves(folder)
+            self.snapshots = read_snapshots(folder)  # attention over training, replayed from the run folder
+            self._show_last_snapshot()
             eval_file = folder / "eval.json"
             if eval_file.exists():
                 self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
