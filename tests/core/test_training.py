@@ -256,3 +256,22 @@ def test_config_errors(data, tmp_path):
     with pytest.raises(DatasetError):
         run(fine_tune(make_config(str(empty), SPEC3, str(tmp_path / "y"))))
     assert not (tmp_path / "y").exists()  # a failed start leaves nothing behind
+
+
+def test_attention_over_training_exports_as_gif_and_mp4(data, tmp_path):
+    import imageio.v3 as iio
+
+    from vitstudio.core.train.probe import frames, read_snapshots, write_animation
+
+    out = tmp_path / "run"
+    run(fine_tune(_config(data, out, epochs=3)))
+    snapshots = read_snapshots(out)
+    gif = write_animation(out, tmp_path / "a.gif")
+    movie = iio.imread(gif)
+    assert movie.shape[0] == 3 and min(movie.shape[1:3]) >= 256  # one readable frame per epoch
+    diff = np.abs(movie[1][..., :3].astype(int) - frames(snapshots)[1].astype(int))
+    assert diff.mean() < 6  # the epoch-2 frame, up to GIF's 256-colour palette
+    mp4 = write_animation(out, tmp_path / "a.mp4")
+    assert mp4.stat().st_size > 1000 and iio.imread(mp4, index=None).shape[0] == 3
+    with pytest.raises(ValueError, match="gif or .mp4"):
+        write_animation(out, tmp_path / "a.avi")

@@ -135,3 +135,25 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, 
     qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
     epochs = [row["epoch"] + 1 for row in read_metrics(live)]
     assert panel.curves_data["epoch"] == epochs  # every epoch, once
+
+
+def test_history_replays_attention_over_training_of_any_run(window, qtbot, tmp_path):
+    """Snapshots live in the run folder: a fresh panel (as after restarting the app) replays them and exports
+    them as a GIF."""
+    from vitstudio.gui.widgets.training_panel import TrainingPanel
+
+    data = make_dataset(tmp_path / "data", per_class=8)
+    panel = _setup(window, qtbot, data, epochs=3)
+    panel.start()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
+    fresh = TrainingPanel(window.state, [])
+    qtbot.addWidget(fresh)
+    assert fresh.history.count() == 1
+    fresh._on_history_clicked(fresh.history.item(0))
+    assert [s.epoch for s in fresh.snapshots] == [0, 1, 2]
+    assert fresh.probe_view.values is not None and fresh.animation_button.isEnabled()
+    fresh._export_animation(str(tmp_path / "attention.gif"))
+    qtbot.waitUntil(lambda: (tmp_path / "attention.gif").exists() and not workers.running_jobs(), timeout=20000)
+    import imageio.v3 as iio
+
+    assert iio.imread(tmp_path / "attention.gif").shape[0] == 3
