@@ -215,3 +215,43 @@ def test_chance_level_run_warns(tmp_path):
     assert len(warnings) == 1 and "chance level" in warnings[0].message
     status = json.loads((tmp_path / "run" / "status.json").read_text())
     assert status["warnings"] == [warnings[0].message]
+
+
+@pytest.mark.parametrize("rep_size", [None, 24])
+def test_seed_export_runs_in_upstream(rep_size, data, tmp_path, photos, capsys):
+    """A fine-tuned seed model exported with `--format seed` loads strictly into an independent port of upstream's
+    vit_model.py (as its predict.py does) and gives the same logits; class_indices.json is upstream's."""
+    from vitstudio.cli import main
+
+    spec, _ = _seed_folder(tmp_path / "base", rep_size)
+    out = tmp_path / "run"
+    drain(fine_tune(make_config(str(data), spec, str(out), "seed", epochs=1, batch_size=4, img_size=32)))
+    assert main(["export", str(out), "--format", "seed", "--out", str(tmp_path / "upstream")]) == 0
+    printed = capsys.readouterr()
+    assert f"representation_size={rep_size}" in printed.out and "note: upstream's predict.py" in printed.err
+    state = torch.load(tmp_path / "upstream" / "model.pth", weights_only=True)
+    assert ("pre_logits.fc.weight" in state) == bool(rep_size)
+    ref = SeedVisionTransformer(img_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=1,
+                                representation_size=rep_size).eval()
+    ref.load_state_dict(state)  # strict: upstream's names, nothing more, nothing less
+    indices = json.loads((tmp_path / "upstream" / "class_indices.json").read_text())
+    assert indices == {"0": "blue", "1": "green", "2": "red"}
+    loaded = load_model(str(out))
+    x = _x(loaded, photos["coffee"])
+    with torch.no_grad():
+        torch.testing.assert_close(ref(x), forward_logits(loaded, x), atol=1e-5, rtol=0)
+    again = load_model(str(tmp_path / "upstream"))  # and ViT Studio reads the export back as a seed checkpoint
+    assert again.labels == ["blue", "green", "red"]
+    torch.testing.assert_close(forward_logits(again, x), forward_logits(loaded, x), atol=1e-5, rtol=0)
+
+
+def test_seed_export_refuses_what_upstream_cannot_hold(tmp_path):
+    from vitstudio.core.models.seed_export import export_seed
+
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
+                              depth=1, num_heads=2, reg_tokens=2, num_classes=3)
+    from vitstudio.core.models.loading import _finish
+
+    loaded = _finish(model, "registers", "timm", "test", None, None)
+    with pytest.raises(ValueError, match="cannot be written in upstream's vit_model.py format.*reg_token"):
+        export_seed(loaded, tmp_path / "x")

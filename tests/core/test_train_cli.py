@@ -99,6 +99,24 @@ def test_onnx_export_matches(trained, tmp_path, capsys):
     np.testing.assert_allclose(session.run(None, {"image": x.numpy()})[0], forward_logits(load_model(str(out)), x),
                                atol=1e-4)
     assert main(["export", str(out), "--onnx", str(tmp_path / "old.onnx"), "--opset", "13"]) == 2
+    import onnx
+
+    meta = {p.key: p.value for p in onnx.load(str(onnx_file)).metadata_props}  # what goes in, what comes out
+    loaded = load_model(str(out))
+    assert json.loads(meta["labels"]) == ["blue", "green", "red"]
+    assert json.loads(meta["mean"]) == list(loaded.data_config["mean"])
+    assert json.loads(meta["input_size"]) == [3, 32, 32] and meta["interpolation"] == "bicubic"
+    assert main(["export", str(out), "--format", "onnx", "--out", str(tmp_path / "b.onnx")]) == 0
+
+
+def test_export_attention_over_training(trained, tmp_path, capsys):
+    _, out = trained
+    assert main(["export", str(out), "--out", str(tmp_path / "a.gif")]) == 0
+    import imageio.v3 as iio
+
+    assert iio.imread(tmp_path / "a.gif").shape[0] == 8  # one frame per epoch
+    assert main(["export", TINY_SPEC, "--format", "gif", "--out", str(tmp_path / "b.gif")]) == 2
+    assert "not a run folder" in capsys.readouterr().err
 
 
 def test_digits_demo_dataset(tmp_path):

@@ -34,6 +34,7 @@ def export_onnx(loaded: LoadedModel, path: str | Path, opset: int = 17, atol: fl
             torch.onnx.export(model, (x,), tmp, opset_version=opset, input_names=["image"],
                               output_names=["logits"], dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}},
                               dynamo=False)
+        _add_metadata(tmp, loaded)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -41,6 +42,25 @@ def export_onnx(loaded: LoadedModel, path: str | Path, opset: int = 17, atol: fl
     if diff is not None and diff > atol:
         raise RuntimeError(f"ONNX Runtime's logits differ from PyTorch's by {diff:.2e} (> {atol:.0e}).")
     return OnnxExport(path, opset, diff)
+
+
+def _add_metadata(path: Path, loaded: LoadedModel) -> None:
+    """Labels and preprocessing as ONNX metadata, so whoever runs the file knows what goes in and comes out."""
+    import json
+
+    import onnx
+
+    model = onnx.load(str(path))
+    cfg = loaded.data_config
+    meta = {"labels": json.dumps(list(loaded.labels)), "input_size": json.dumps(list(cfg["input_size"])),
+            "interpolation": str(cfg.get("interpolation")), "crop_pct": str(cfg.get("crop_pct", 1.0)),
+            "crop_mode": str(cfg.get("crop_mode", "center")), "mean": json.dumps(list(cfg["mean"])),
+            "std": json.dumps(list(cfg["std"])), "source": loaded.display_name, "producer": "ViT Studio"}
+    del model.metadata_props[:]
+    for key, value in meta.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(model, str(path))
 
 
 def check_onnx(loaded: LoadedModel, path: Path, batch: int = 3) -> float | None:
