@@ -157,3 +157,30 @@ def test_history_replays_attention_over_training_of_any_run(window, qtbot, tmp_p
     import imageio.v3 as iio
 
     assert iio.imread(tmp_path / "attention.gif").shape[0] == 3
+
+
+def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
+    """File → Export model (the current model) and the Training panel's export (a run) write ONNX with metadata
+    and upstream's seed format."""
+    import onnx
+
+    from vitstudio.gui import actions
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    actions.export_model(window, "onnx", str(tmp_path / "m.onnx"))
+    actions.export_model(window, "seed", str(tmp_path / "upstream"))
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=60000)
+    meta = {p.key: p.value for p in onnx.load(str(tmp_path / "m.onnx")).metadata_props}
+    assert len(__import__("json").loads(meta["labels"])) == 5
+    assert (tmp_path / "upstream" / "model.pth").is_file() and (tmp_path / "upstream" / "class_indices.json").is_file()
+    assert "Saved" in window.log_view.toPlainText()
+
+    data = make_dataset(tmp_path / "data", per_class=6)
+    panel = _setup(window, qtbot, data, epochs=1)
+    panel.start()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
+    assert panel.export_button.isEnabled()
+    actions.export_model(window, "seed", str(tmp_path / "run-upstream"), spec=str(panel.shown_run))
+    qtbot.waitUntil(lambda: (tmp_path / "run-upstream" / "model.pth").is_file() and not workers.running_jobs(),
+                    timeout=60000)

@@ -39,6 +39,7 @@ def build_menus(window) -> RecentMenu:
     file_menu.addSeparator()
     _add(window, file_menu, "Export view as PNG…", lambda: export_view(window), "Ctrl+E")
     _add(window, file_menu, "Export data of this view…", lambda: export_data(window), "Ctrl+Shift+E")
+    _add(window, file_menu, "Export model…", lambda: export_model(window))
     file_menu.addSeparator()
     _add(window, file_menu, "Quit", window.close, QKeySequence.Quit)
     view_menu = bar.addMenu("&View")
@@ -157,3 +158,41 @@ def show_help(window, topic: str):
     box.setAttribute(Qt.WA_DeleteOnClose)
     box.show()
     return box
+
+
+MODEL_FORMATS = {"ONNX (*.onnx)": "onnx", "Upstream vit_model.py folder (model.pth + class_indices.json)": "seed"}
+
+
+def export_model(window, fmt: str | None = None, path: str | None = None, spec: str | None = None):
+    """The current model (or the run `spec`) as ONNX, with labels and preprocessing in its metadata, or in
+    upstream's seed format; written by a worker, reported in the log. Returns the job, or None."""
+    from vitstudio.core.models.loading import load_model
+
+    from . import workers
+
+    if spec is None and window.state.model is None:
+        window.state.message.emit("warning", "Load a model first.")
+        return None
+    if fmt is None or path is None:
+        path, chosen = QFileDialog.getSaveFileName(window, "Export model", "model.onnx", ";;".join(MODEL_FORMATS))
+        if not path:
+            return None
+        fmt = MODEL_FORMATS[chosen]
+    current = window.state.model
+
+    def run(cancel):
+        loaded = load_model(spec, device="cpu") if spec is not None else current
+        if fmt == "seed":
+            from vitstudio.core.models.seed_export import export_seed
+
+            result = export_seed(loaded, path)
+            return f"Saved {result.folder} (model.pth + class_indices.json); upstream: {result.constructor}. " \
+                   + " ".join(result.notes)
+        from vitstudio.core.models.onnx_export import export_onnx
+
+        result = export_onnx(loaded, path)
+        checked = "" if result.max_abs_diff is None else f", ONNX Runtime matches ({result.max_abs_diff:.1e})"
+        return f"Saved {result.path}{checked}"
+
+    return workers.start_job("Exporting model", run, on_result=lambda text: window.state.message.emit("info", text),
+                             on_error=window._on_job_error)

@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDockWidget,
+    QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -120,6 +121,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         self.training.use_model.connect(self._use_trained_model)
+        self.training.export_requested.connect(self._export_run)
         self.training.explore_image.connect(self.explore_image)
         self.model_panel.load_requested.connect(self.request_model)
         self.relay.download.connect(self.model_panel.set_download_progress)
@@ -222,6 +224,14 @@ class MainWindow(QMainWindow):
         else:
             self._explore_path = path
             self.add_paths([path])
+
+    def _export_run(self, folder: str) -> None:
+        from .actions import MODEL_FORMATS, export_model
+
+        path, chosen = QFileDialog.getSaveFileName(self, "Export model", f"{Path(folder).name}.onnx",
+                                                   ";;".join(MODEL_FORMATS))
+        if path:
+            export_model(self, MODEL_FORMATS[chosen], path, spec=folder)
 
     def _use_trained_model(self, folder: str) -> None:
         self.request_model(folder, self.model_panel.device.currentText(), self.model_panel.precision.currentText())

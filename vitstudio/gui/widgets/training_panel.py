@@ -45,6 +45,7 @@ from .training_results import RunResultsWidget, make_thumbnails
 
 class TrainingPanel(QWidget):
     use_model = Signal(str)  # run folder
+    export_requested = Signal(str)  # run folder
     explore_image = Signal(str)  # image path
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
@@ -88,7 +89,10 @@ class TrainingPanel(QWidget):
         side.addWidget(self.progress)
         side.addWidget(self.status)
         side.addWidget(self.warning)
-        side.addWidget(self.use_button)
+        use_row = QHBoxLayout()
+        use_row.addWidget(self.use_button, 1)
+        use_row.addWidget(self.export_button)
+        side.addLayout(use_row)
         side.addStretch(1)
         left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
         left.setWidget(left_inner)
@@ -161,6 +165,9 @@ class TrainingPanel(QWidget):
         self.warning.setVisible(False)
         self.use_button = QPushButton("Use this model")
         self.use_button.clicked.connect(self._use_shown_run)
+        self.export_button = QPushButton("Export model…")
+        self.export_button.setToolTip("ONNX with labels and preprocessing, or upstream's vit_model.py format")
+        self.export_button.clicked.connect(lambda: self.export_requested.emit(str(self.shown_run)))
         buttons = QHBoxLayout()
         for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
             buttons.addWidget(b)
@@ -346,6 +353,7 @@ class TrainingPanel(QWidget):
         self.resume_button.setEnabled(not running and shown is not None and self._resumable(shown))
         usable = shown is not None and (shown / "config.json").exists()
         self.use_button.setEnabled(usable and not (running and self._showing_live()))
+        self.export_button.setEnabled(self.use_button.isEnabled())
         if not running:
             self.pause_button.setChecked(False)
 
