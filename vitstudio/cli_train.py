@@ -42,6 +42,18 @@ def add_parsers(sub) -> None:
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
                    help="fp32, or bf16/fp16 autocast with mixed-precision training (default fp32)")
+    aug = p.add_argument_group("augmentation (defaults: the preset's)")
+    aug.add_argument("--scale", type=float, nargs=2, metavar=("MIN", "MAX"),
+                     help="random-resized-crop area range, e.g. 0.75 1 for mild crops (0.08 1 is timm's ImageNet)")
+    aug.add_argument("--hflip", type=float, help="horizontal flip probability (0 for text, digits, oriented data)")
+    aug.add_argument("--color-jitter", type=float, help="colour jitter strength, e.g. 0.4 (PIL data path)")
+    aug.add_argument("--randaugment", dest="auto_augment", metavar="SPEC",
+                     help="timm's RandAugment, e.g. rand-m9-mstd0.5-inc1 (PIL data path)")
+    aug.add_argument("--balance", action="store_true", help="class-balanced loss: every class weighs the same")
+    p.add_argument("--split-rule", choices=["stratified", "upstream"],
+                   help="stratified (default) or upstream's read_split_data (random.sample, seed 0, 4 suffixes)")
+    p.add_argument("--no-reuse-head", dest="reuse_head", action="store_false", default=None,
+                   help="always start a random head, even when every class is among the base model's labels")
     p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
     p.add_argument("--data-path", default="cached", choices=["cached", "pil"],
                    help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")
@@ -127,7 +139,9 @@ def finetune(args) -> int:
                                                "cutmix", "drop_path", "ema_decay", "patience", "seed", "img_size",
                                                "val_ratio", "last_blocks", "workers")}
     overrides.update(channels_last=args.channels_last or None, compile=args.compile or None,
-                     fused_optimizer=args.fused_optimizer or None)
+                     fused_optimizer=args.fused_optimizer or None, scale=tuple(args.scale) if args.scale else None,
+                     hflip=args.hflip, color_jitter=args.color_jitter, auto_augment=args.auto_augment,
+                     balance=args.balance or None, split_rule=args.split_rule, reuse_head=args.reuse_head)
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)

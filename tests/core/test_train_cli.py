@@ -147,3 +147,39 @@ def test_bundled_demo_model_reads_the_sample_digits():
     assert [p.labels[0] for p in preds] == [p.name.split("-")[1] for p in samples]
     report = json.loads((demo / "eval.json").read_text())
     assert report["accuracy"] >= 0.95
+
+
+def test_augmentation_and_balance_flags(tmp_path, capsys):
+    """Augmentation is set from the CLI and recorded; photometric augmentation runs on timm's PIL path; an
+    imbalanced dataset warns, and --balance weighs the classes instead."""
+    from tests.core.synthetic_data import COLOURS
+    from vitstudio.core.train.engine import class_weights
+    from vitstudio.core.train.recipes import TrainConfig
+
+    data = make_dataset(tmp_path / "data", per_class=12)
+    for extra in list((data / "blue").iterdir())[3:]:  # blue keeps 3 of 12: red and green have 4x as many
+        extra.unlink()
+    out = tmp_path / "run"
+    assert main(["finetune", str(data), "--model", SPEC3, "--out", str(out), "--epochs", "1", "--batch-size", "4",
+                 "--scale", "0.75", "1", "--hflip", "0", "--color-jitter", "0.2", "--randaugment", "rand-m5-mstd0.5",
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: Classes are imbalanced: green has 12 images, blue only 3 (4.0×)" in err
+    config = TrainConfig.from_json((out / "train_config.json").read_text())
+    assert (config.scale, config.hflip, config.color_jitter, config.auto_augment) == ((0.75, 1.0), 0.0, 0.2,
+                                                                                      "rand-m5-mstd0.5")
+    status = json.loads((out / "status.json").read_text())
+    assert any("imbalanced" in w for w in status["warnings"])
+    out2 = tmp_path / "balanced"
+    assert main(["finetune", str(data), "--model", SPEC3, "--out", str(out2), "--epochs", "1", "--batch-size", "4",
+                 "--balance", "--quiet"]) == 0
+    assert "imbalanced" not in capsys.readouterr().err
+    from vitstudio.core.data.datasets import Split
+
+    split = Split.from_manifest(json.loads((out2 / "split.json").read_text()))
+    weights = class_weights(split)
+    counts = [sum(1 for _, label in split.train if label == c) for c in range(len(COLOURS))]
+    torch.testing.assert_close(weights, torch.tensor([sum(counts) / (3 * n) for n in counts]))
+    assert main(["finetune", str(data), "--model", SPEC3, "--out", str(tmp_path / "bad"), "--scale", "0.9", "0.2",
+                 "--quiet"]) == 2
+    assert "crop scale range" in capsys.readouterr().err

@@ -184,3 +184,32 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
     actions.export_model(window, "seed", str(tmp_path / "run-upstream"), spec=str(panel.shown_run))
     qtbot.waitUntil(lambda: (tmp_path / "run-upstream" / "model.pth").is_file() and not workers.running_jobs(),
                     timeout=60000)
+
+
+def test_augmentation_preview_follows_the_settings(window, qtbot, tmp_path):
+    """The preview grid is exactly the core's augmented views for the form's settings (here: no flip, mild crops,
+    images 32 px), recomputed when the settings change."""
+    import numpy as np
+
+    from vitstudio.core.analysis.overlays import mosaic_rgb
+    from vitstudio.core.train.training_data import preview_augmentation
+
+    data = make_dataset(tmp_path / "data", per_class=6)
+    panel = _setup(window, qtbot, data, epochs=1)
+    form = panel.form
+    form.inputs["img_size"].setValue(32)
+    form.inputs["scale_min"].setValue(0.9)
+    form.inputs["hflip"].setValue(0.0)
+    panel.preview_augmentation()
+    qtbot.waitUntil(lambda: panel.preview_grid is not None, timeout=20000)
+    config = form.config(str(data), "preview", str(tmp_path / "x"))
+    assert config.scale == (0.9, 1.0) and config.hflip == 0.0
+    paths = [p for files in panel.scan.train.values() for p in files]
+    expected = mosaic_rgb(preview_augmentation(paths, config, (32, 32), 16, "bicubic"), columns=4, pad=3)
+    np.testing.assert_array_equal(panel.preview_grid, expected)
+    assert panel.right.currentWidget() is panel.preview.parentWidget()
+    form.inputs["scale_min"].setValue(0.1)
+    first = panel.preview_grid
+    panel.preview_augmentation()
+    qtbot.waitUntil(lambda: panel.preview_grid is not first, timeout=20000)
+    assert not np.array_equal(panel.preview_grid, first)

@@ -41,6 +41,17 @@ class DatasetScan:
     def total(self) -> int:
         return sum(self.counts.values())
 
+    def imbalance_warning(self, ratio: float = 3.0) -> str | None:
+        """A sentence when the largest class has at least `ratio` times the images of the smallest."""
+        counts = self.counts
+        big, small = max(counts, key=counts.get), min(counts, key=counts.get)
+        if counts[small] and counts[big] / counts[small] >= ratio:
+            return (f"Classes are imbalanced: {big} has {counts[big]} images, {small} only {counts[small]} "
+                    f"({counts[big] / counts[small]:.1f}×). Accuracy will favour the large classes; the "
+                    f"class-balanced loss (--balance, or 'Balance classes' in the advanced settings) weighs each "
+                    f"class equally.")
+        return None
+
 
 def _class_dirs(folder: Path) -> list[Path]:
     return sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))

@@ -187,14 +187,36 @@ def _data_config(base: LoadedModel, config: TrainConfig) -> dict:
     return cfg
 
 
-def _loss_fns(config: TrainConfig, num_classes: int):
+class _BalancedSoftTargetCE(nn.Module):
+    """Soft-target cross-entropy (mixup/cutmix) with per-class weights: each class counts as much as the others."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("weight", weight)
+
+    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        per_class = -target * torch.log_softmax(logits, dim=-1) * self.weight.to(logits.device)
+        return per_class.sum(-1).mean()
+
+
+def class_weights(split: Split) -> torch.Tensor:
+    """N / (C · n_c) for every class c of the training split (1 for all when balanced)."""
+    counts = torch.bincount(torch.tensor([label for _, label in split.train]), minlength=len(split.classes)).float()
+    return counts.sum() / (len(split.classes) * counts.clamp(min=1))
+
+
+def _loss_fns(config: TrainConfig, split: Split):
     from timm.data import Mixup
     from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
 
+    num_classes = len(split.classes)
+    weight = class_weights(split) if config.balance else None
     if config.mixup or config.cutmix:
         mixup = Mixup(mixup_alpha=config.mixup, cutmix_alpha=config.cutmix, label_smoothing=config.label_smoothing,
                       num_classes=num_classes)
-        return mixup, SoftTargetCrossEntropy()
+        return mixup, _BalancedSoftTargetCE(weight) if weight is not None else SoftTargetCrossEntropy()
+    if weight is not None:  # torch's own CE takes both the class weights and the smoothing
+        return None, nn.CrossEntropyLoss(weight=weight, label_smoothing=config.label_smoothing)
     if config.label_smoothing:
         return None, LabelSmoothingCrossEntropy(config.label_smoothing)
     return None, nn.CrossEntropyLoss()
@@ -213,18 +235,21 @@ def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple
     return loss_sum / max(1, count), correct / max(1, count)
 
 
-def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]]:
-    """The split, and the files the dataset scan skipped (path -> why), which the run records."""
+def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
+    """The split, the files the dataset scan skipped (path -> why) and warnings about the data, which the run
+    records (on resume: as recorded)."""
     manifest = out / "split.json"
-    if manifest.exists():  # resume: exactly the same files on any machine; the skipped list as recorded
+    if manifest.exists():  # resume: exactly the same files on any machine
         status = out / "status.json"
-        skipped = json.loads(status.read_text()).get("skipped", {}) if status.exists() else {}
-        return Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), skipped
+        recorded = json.loads(status.read_text()) if status.exists() else {}
+        return (Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), recorded.get("skipped", {}),
+                [w for w in recorded.get("warnings", []) if "chance" not in w])
     scan = scan_dataset(config.data_dir)
-    skipped = dict(scan.skipped)
+    warning = scan.imbalance_warning()
+    warnings = [warning] if warning and not config.balance else []
     if config.split_rule == "upstream":
-        return upstream_split(scan, config.val_ratio), skipped
-    return split_dataset(scan, config.val_ratio, config.seed), skipped
+        return upstream_split(scan, config.val_ratio), dict(scan.skipped), warnings
+    return split_dataset(scan, config.val_ratio, config.seed), dict(scan.skipped), warnings
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:
@@ -352,7 +377,9 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     """Split, base model with its new head, data, optimizer, schedule, EMA; restored from the checkpoint when
     resuming, else the run folder is created. Yields progress while it works."""
     yield Progress(0, 0, "Scanning the dataset")
-    split, skipped = prepare_split(config, out)
+    split, skipped, data_warnings = prepare_split(config, out)
+    for warning in data_warnings:
+        yield RunWarning(warning)
     if not split.val:
         raise ValueError("The validation split is empty.")
     generator = _seed_everything(config.seed + dist_info.rank)
@@ -361,7 +388,8 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     model, cfg, head_note = _prepare_model(base, config, list(split.classes))
     yield Progress(0, 0, f"{base.display_name}: {head_note}")
     trainable = _freeze(model, config)
-    mixup, criterion = _loss_fns(config, len(split.classes))
+    mixup, criterion = _loss_fns(config, split)
+    criterion = criterion.to(base.device)
     loaders = yield from make_loaders(split, cfg, config, base.device, dist_info, generator,
                                       drop_last=mixup is not None, cancel=cancel)
     optimizer = make_optimizer(model, config, base.device)
@@ -375,6 +403,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                torch.amp.GradScaler("cuda") if config.precision == "fp16" and base.device.type == "cuda" else None,
                mixup, criterion, trainable)
     run.skipped = {**skipped, **loaders.failed}
+    run.warnings.extend(data_warnings)
     if resume:
         _restore(run)
     elif dist_info.main:
@@ -500,7 +529,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
 def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | None:
     """Once, after the second epoch: a best validation accuracy still at chance level means something is off."""
     chance = 1.0 / num_classes
-    if epoch != max(1, run.start_epoch) or run.best_acc > 1.25 * chance or run.warnings:
+    if epoch != max(1, run.start_epoch) or run.best_acc > 1.25 * chance or any("chance" in w for w in run.warnings):
         return None
     message = (f"Validation accuracy is still at chance level ({run.best_acc * 100:.1f} % for {num_classes} classes "
                f"after {epoch + 1} epochs). Likely causes: a learning rate far too high or too low for this preset; "

@@ -63,6 +63,9 @@ def make_loaders(split: Split, cfg: dict, config: TrainConfig, device: torch.dev
     """Generator: yields Progress while preparing, returns Loaders (`loaders = yield from make_loaders(...)`)."""
     if config.data_path == "pil":
         return _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last)
+    if config.color_jitter or config.auto_augment:  # photometric augmentation exists in timm's PIL transforms only
+        yield Progress(0, 0, "Colour jitter / RandAugment: using timm's PIL data path")
+        return _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last)
     if config.data_path != "cached":
         raise ValueError(f"Unknown data path '{config.data_path}'; use cached or pil.")
     size = tuple(cfg["input_size"][1:])
@@ -91,10 +94,42 @@ def make_loaders(split: Split, cfg: dict, config: TrainConfig, device: torch.dev
     return Loaders(train.epoch, val, len(train), len(train.valid) // dist_info.world, failed)
 
 
+def train_transform(cfg: dict, config: TrainConfig, mean=None, std=None):
+    """timm's training transform with the run's augmentation (crop scale, flip, colour jitter, RandAugment)."""
+    return timm.data.create_transform(
+        cfg["input_size"], is_training=True, scale=tuple(config.scale), hflip=config.hflip,
+        color_jitter=config.color_jitter or None, auto_augment=config.auto_augment or None,
+        interpolation=cfg["interpolation"], mean=cfg["mean"] if mean is None else mean,
+        std=cfg["std"] if std is None else std)
+
+
+def preview_augmentation(paths: list, config: TrainConfig, input_size: tuple[int, int], count: int = 16,
+                         interpolation: str = "bicubic") -> list[np.ndarray]:
+    """`count` training views as the run will see them (uint8 RGB), from the given files, seeded by the config."""
+    import random
+
+    cfg = {"input_size": (3, *input_size), "interpolation": interpolation}
+    transform = train_transform(cfg, config, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))  # stays in [0, 1]
+    rng = random.Random(config.seed)
+    saved = random.getstate()
+    views = []
+    with torch.random.fork_rng(devices=[]):  # timm's transforms draw from the global RNGs: seed them, then restore
+        torch.manual_seed(config.seed)
+        random.seed(config.seed)
+        try:
+            for path in (rng.choice(paths) for _ in range(count)):
+                try:
+                    tensor = transform(read_image(path))
+                except ImageReadError:
+                    continue
+                views.append((tensor.clamp(0, 1).permute(1, 2, 0).numpy() * 255 + 0.5).astype(np.uint8))
+        finally:
+            random.setstate(saved)
+    return views
+
+
 def _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last) -> Loaders:
-    train_tf = timm.data.create_transform(
-        cfg["input_size"], is_training=True, scale=config.scale, hflip=config.hflip,
-        color_jitter=config.color_jitter, interpolation=cfg["interpolation"], mean=cfg["mean"], std=cfg["std"])
+    train_tf = train_transform(cfg, config)
     val_tf = timm.data.create_transform(**cfg, is_training=False)
     train_set, val_set = FolderDataset(split.train, train_tf), FolderDataset(split.val, val_tf)
     args = dict(num_workers=config.workers, persistent_workers=config.workers > 0,

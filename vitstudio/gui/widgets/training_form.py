@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QSpinBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QWidget
 
 from vitstudio.core.train.recipes import PRESETS, TrainConfig, make_config
 
@@ -24,7 +24,13 @@ FIELDS = {
     "seed": ("Seed", int, 0, 2**31 - 1, 1),
     "img_size": ("Image size (0 = the model's)", int, 0, 2048, 1),
     "val_ratio": ("Validation ratio", float, 0.01, 0.9, 2),
+    # augmentation
+    "scale_min": ("Crop scale, min (of the image area)", float, 0.01, 1.0, 2),
+    "scale_max": ("Crop scale, max", float, 0.01, 1.0, 2),
+    "hflip": ("Horizontal flip probability", float, 0.0, 1.0, 2),
+    "color_jitter": ("Colour jitter (0 = off)", float, 0.0, 1.0, 2),
 }
+SCALE_FIELDS = ("scale_min", "scale_max")
 
 
 class TrainingFormWidget(QWidget):
@@ -48,6 +54,17 @@ class TrainingFormWidget(QWidget):
             grid.addRow(label, box)
             self.inputs[name] = box
         grid.addRow("Precision (AMP)", self.precision)
+        self.randaugment = QLineEdit()
+        self.randaugment.setPlaceholderText("off; e.g. rand-m9-mstd0.5-inc1")
+        self.balance = QCheckBox("Balance classes (class-weighted loss)")
+        self.reuse_head = QCheckBox("Start the head from the base model's matching classes")
+        self.split_rule = QComboBox()
+        self.split_rule.addItems(["stratified", "upstream"])
+        self.split_rule.setToolTip("upstream: the seed recipe's read_split_data (random.sample, seed 0)")
+        self.extras = {"RandAugment (timm)": self.randaugment, "": self.balance, " ": self.reuse_head,
+                       "Split rule": self.split_rule}
+        for label, widget in self.extras.items():
+            grid.addRow(label.strip(), widget)
         self.advanced.toggled.connect(self._fold)
         layout = QFormLayout(self)
         layout.addRow("Preset", self.preset)
@@ -57,21 +74,25 @@ class TrainingFormWidget(QWidget):
         self._fold(False)
 
     def _fold(self, open_: bool) -> None:
-        for box in self.inputs.values():
-            box.setVisible(open_)
-            self.advanced.layout().labelForField(box).setVisible(open_)
-        self.precision.setVisible(open_)
-        self.advanced.layout().labelForField(self.precision).setVisible(open_)
+        for widget in [*self.inputs.values(), self.precision, *self.extras.values()]:
+            self.advanced.layout().setRowVisible(widget, open_)
 
     def load_preset(self, preset: str) -> None:
         defaults = make_config("", "", "", preset)
         for name, box in self.inputs.items():
-            value = getattr(defaults, name)
+            value = defaults.scale[SCALE_FIELDS.index(name)] if name in SCALE_FIELDS else getattr(defaults, name)
             box.setValue(value or 0)
+        self.randaugment.setText(defaults.auto_augment or "")
+        self.balance.setChecked(defaults.balance)
+        self.reuse_head.setChecked(defaults.reuse_head)
+        self.split_rule.setCurrentText(defaults.split_rule)
 
     def config(self, data_dir: str, model: str, out_dir: str, **extra) -> TrainConfig:
         values = {}
         if self.advanced.isChecked():
             values = {name: box.value() for name, box in self.inputs.items()}  # 0 means "off" (see labels)
-            values["precision"] = self.precision.currentText()
+            values["scale"] = tuple(sorted(values.pop(name) for name in SCALE_FIELDS))
+            values.update(precision=self.precision.currentText(), auto_augment=self.randaugment.text().strip() or None,
+                          balance=self.balance.isChecked(), reuse_head=self.reuse_head.isChecked(),
+                          split_rule=self.split_rule.currentText())
         return make_config(data_dir, model, out_dir, self.preset.currentText(), **values, **extra)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core.analysis.overlays import mosaic_rgb
 from vitstudio.core.data.datasets import scan_dataset
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
@@ -36,6 +37,7 @@ from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning,
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.probe import read_snapshots, write_animation
 from vitstudio.core.train.runs import UNFINISHED, list_runs, read_metrics, run_status
+from vitstudio.core.train.training_data import preview_augmentation
 
 from .. import workers
 from .map_view import MapView
@@ -61,6 +63,8 @@ class TrainingPanel(QWidget):
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots)
         self._scan_job = workers.LatestJob(workers.LONG)
+        self._preview_job = workers.LatestJob()
+        self.preview_grid = None
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self._build_setup_column(catalog_names))
         split.addWidget(self._build_run_views())
@@ -84,6 +88,7 @@ class TrainingPanel(QWidget):
         side = QVBoxLayout(left_inner)
         side.addLayout(form)
         side.addWidget(self.form)
+        side.addWidget(self.preview_button)
         side.addWidget(self.multi_gpu)
         side.addLayout(buttons)
         side.addWidget(self.progress)
@@ -163,6 +168,8 @@ class TrainingPanel(QWidget):
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("color: #b35900;")
         self.warning.setVisible(False)
+        self.preview_button = QPushButton("Preview augmentation")
+        self.preview_button.clicked.connect(self.preview_augmentation)
         self.use_button = QPushButton("Use this model")
         self.use_button.clicked.connect(self._use_shown_run)
         self.export_button = QPushButton("Export model…")
@@ -172,6 +179,44 @@ class TrainingPanel(QWidget):
         for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
             buttons.addWidget(b)
         return buttons
+
+    def preview_augmentation(self) -> None:
+        """16 augmented training views with the form's settings, computed on a worker, shown in a grid."""
+        if self.scan is None:
+            self.status.setText("Choose a readable dataset folder first.")
+            return
+        try:
+            config = self.form.config(str(self.scan.root), "preview", str(models_dir() / ".preview"))
+            config.validate()
+        except ValueError as exc:
+            self.status.setText(str(exc))
+            return
+        model = self.state.model
+        size = (config.img_size, config.img_size) if config.img_size else (model.input_hw if model else (224, 224))
+        interpolation = model.data_config.get("interpolation", "bicubic") if model else "bicubic"
+        paths = [p for files in self.scan.train.values() for p in files]
+
+        def run(cancel):
+            views = preview_augmentation(paths, config, size, 16, interpolation)
+            return mosaic_rgb(views, columns=4, pad=3) if views else None
+
+        self.preview_label.setText("Computing augmented views…")
+        self._preview_job.start("Augmentation preview", run, on_result=self._show_preview,
+                                on_error=lambda exc: self.preview_label.setText(workers.describe(exc)))
+        self.right.setCurrentIndex(self.right.indexOf(self.preview.parentWidget()))
+
+    def _show_preview(self, grid) -> None:
+        if grid is None:
+            self.preview_label.setText("No readable image to preview.")
+            return
+        self.preview_grid = grid
+        self.preview_item.setImage(grid, levels=(0, 255))
+        self.preview_view.autoRange(padding=0.01)
+        cfg = self.form.config("", "", "")
+        self.preview_label.setText(f"16 training views: crops of {cfg.scale[0]:.2f}–{cfg.scale[1]:.2f} of the image, "
+                                   f"flip p={cfg.hflip:.2f}, colour jitter {cfg.color_jitter or 'off'}, "
+                                   f"RandAugment {cfg.auto_augment or 'off'}. Change the advanced settings and "
+                                   f"preview again.")
 
     def _build_run_views(self) -> QWidget:
         """Curves, attention over training, results and history of the run shown."""
@@ -205,6 +250,17 @@ class TrainingPanel(QWidget):
         probe_layout.addWidget(self.animation_button)
         self.results = RunResultsWidget()
         self.results.misclassified_clicked.connect(self.explore_image)
+        self.preview = pg.GraphicsLayoutWidget()
+        self.preview_view = self.preview.addViewBox(lockAspect=True, invertY=True)
+        self.preview_item = pg.ImageItem()
+        self.preview_view.addItem(self.preview_item)
+        self.preview_label = QLabel("Choose a dataset, then “Preview augmentation”: 16 training views as the run "
+                                    "will see them with the settings on the left.")
+        self.preview_label.setWordWrap(True)
+        preview_box = QWidget()
+        preview_layout = QVBoxLayout(preview_box)
+        preview_layout.addWidget(self.preview_label)
+        preview_layout.addWidget(self.preview, 1)
         self.history = QListWidget()
         self.history.itemClicked.connect(self._on_history_clicked)
         history_box = QWidget()
@@ -213,7 +269,7 @@ class TrainingPanel(QWidget):
         hb.addWidget(self.history)
         self.right = QTabWidget()
         for w, title in ((self.curves, "Curves"), (probe, "Attention over training"), (self.results, "Results"),
-                         (history_box, "History")):
+                         (preview_box, "Augmentation"), (history_box, "History")):
             self.right.addTab(w, title)
         return self.right
 
@@ -257,6 +313,9 @@ class TrainingPanel(QWidget):
                 f"{Path(p).name} ({why})" for p, why in scan.skipped[:5]) + ("…" if len(scan.skipped) > 5 else "")
         if scan.too_small:
             text += f" Too small to split: {', '.join(scan.too_small)}."
+        imbalance = scan.imbalance_warning()
+        if imbalance:
+            text += f"<br><b>{imbalance}</b>"
         self.dataset_info.setText(text)
         counts = scan.counts
         self.balance.clear()
