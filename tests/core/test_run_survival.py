@@ -105,7 +105,8 @@ def test_one_process_owns_a_run(data, tmp_path):
 
 def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "vitstudio", *_start_args(data, out)[:-1]], cwd=ROOT,
+    long_run = [a if a != str(EPOCHS) else "150" for a in _start_args(data, out)[:-1]]  # Ctrl+C lands mid-run
+    proc = subprocess.Popen([sys.executable, "-m", "vitstudio", *long_run], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     import time
 
@@ -118,8 +119,10 @@ def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path):
     assert proc.returncode == 130, err[-2000:]
     assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
     assert f"vitstudio finetune --out {out} --resume" in err
+    done = json.loads((out / "status.json").read_text())["epochs_done"]
+    assert 1 <= done < 150 and _epochs_logged(out) == list(range(done))
     resumed = _cli(["finetune", "--out", str(out), "--resume", "--quiet"])
-    assert resumed.returncode == 0 and _epochs_logged(out) == list(range(EPOCHS))
+    assert resumed.returncode == 0 and _epochs_logged(out) == list(range(150))
 
 
 def _safe_rows(out):
