@@ -485,7 +485,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     # on resume, rows of epochs after the checkpoint (logged, then killed before the checkpoint) are dropped
     log = MetricsLog(run.out, keep_epochs=run.start_epoch) if main else None
     probe = _probe(config, run.split) if main else None
-    status, epoch = "finished", run.start_epoch - 1
+    status, done = "finished", run.start_epoch  # done: epochs whose checkpoint is written
     try:
         for epoch in range(run.start_epoch, config.epochs):
             loss_sum, correct, seen, seconds = yield from _train_one_epoch(run, epoch, cancel)
@@ -505,6 +505,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
                 die_at("after-metrics-row")
                 _checkpoint(run, epoch)
                 die_at("after-checkpoint")
+            done = epoch + 1
             yield EpochMetrics(**row, best=improved)
             warning = _chance_warning(run, epoch, len(run.split.classes))
             if warning is not None:
@@ -523,7 +524,9 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     finally:
         if log is not None:
             log.close()
-    return status, (epoch + 1 if status not in ("cancelled", "interrupted") else epoch)
+    # an interrupt between an epoch's metrics row and its checkpoint leaves that row until the run is resumed,
+    # which drops it (MetricsLog keeps only the checkpointed epochs) and trains the epoch again
+    return status, done
 
 
 def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | None:
