@@ -25,9 +25,9 @@ FIELDS = {
     "img_size": ("Image size (0 = the model's)", int, 0, 2048, 1),
     "val_ratio": ("Validation ratio", float, 0.01, 0.9, 2),
     # augmentation
-    "scale_min": ("Crop scale, min (of the image area)", float, 0.01, 1.0, 2),
-    "scale_max": ("Crop scale, max", float, 0.01, 1.0, 2),
-    "hflip": ("Horizontal flip probability", float, 0.0, 1.0, 2),
+    "scale_min": ("Crop area, min", float, 0.01, 1.0, 2),
+    "scale_max": ("Crop area, max", float, 0.01, 1.0, 2),
+    "hflip": ("Flip probability", float, 0.0, 1.0, 2),
     "color_jitter": ("Colour jitter (0 = off)", float, 0.0, 1.0, 2),
 }
 SCALE_FIELDS = ("scale_min", "scale_max")
@@ -56,8 +56,11 @@ class TrainingFormWidget(QWidget):
         grid.addRow("Precision (AMP)", self.precision)
         self.randaugment = QLineEdit()
         self.randaugment.setPlaceholderText("off; e.g. rand-m9-mstd0.5-inc1")
-        self.balance = QCheckBox("Balance classes (class-weighted loss)")
-        self.reuse_head = QCheckBox("Start the head from the base model's matching classes")
+        self.balance = QCheckBox("Balance classes")
+        self.balance.setToolTip("Class-weighted loss: every class weighs as much as the others, whatever its size")
+        self.reuse_head = QCheckBox("Reuse matching head rows")
+        self.reuse_head.setToolTip("When every class is named like one of the base model's labels, start the new "
+                                   "head from those rows")
         self.split_rule = QComboBox()
         self.split_rule.addItems(["stratified", "upstream"])
         self.split_rule.setToolTip("upstream: the seed recipe's read_split_data (random.sample, seed 0)")
