@@ -15,20 +15,13 @@ import torch
 from PIL import Image
 
 from tests.conftest import TINY_SPEC
+from tests.core.generators import drain
 from tests.core.synthetic_data import make_dataset, tree_state
 from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBatches, shard_indices
 from vitstudio.core.data.imagecache import build_cache, short_side_for
 from vitstudio.core.data.images import read_image
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
-
-
-def drain(gen):
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value
 
 
 @pytest.fixture

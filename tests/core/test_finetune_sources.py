@@ -12,6 +12,7 @@ import torch
 from safetensors.torch import save_file
 
 from tests.conftest import TINY, TINY_SPEC
+from tests.core.generators import drain, run
 from tests.core.seed_reference import SeedVisionTransformer
 from tests.core.synthetic_data import make_dataset
 from tests.core.test_loading import _fake_hub_cache
@@ -21,14 +22,6 @@ from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.modelcard import model_card
 from vitstudio.core.train.engine import fine_tune
 from vitstudio.core.train.recipes import make_config
-
-
-def drain(gen):
-    try:
-        while True:
-            next(gen)
-    except StopIteration as stop:
-        return stop.value
 
 
 @pytest.fixture(scope="module")
@@ -170,13 +163,7 @@ def test_renamed_digits_get_a_really_new_head(tmp_path):
     data = _digits(tmp_path / "words", words)
     config = make_config(str(data), str(demo), str(tmp_path / "run"), "last-blocks", epochs=3, scale=(0.75, 1.0),
                          hflip=0.0)
-    records = []
-    gen = fine_tune(config)
-    try:
-        while True:
-            records.append(next(gen))
-    except StopIteration as stop:
-        result = stop.value
+    result, records = run(fine_tune(config))
     assert result.best_val_acc >= 0.7, [r.val_acc for r in records if isinstance(r, EpochMetrics)]
     assert not any(isinstance(r, RunWarning) for r in records)
     old = load_model(str(demo)).model.head.weight.detach()
@@ -203,13 +190,7 @@ def test_chance_level_run_warns(tmp_path):
             picture.save(tmp_path / "same" / name / f"{i}.png")
     config = make_config(str(tmp_path / "same"), TINY_SPEC, str(tmp_path / "run"), "linear-probe", epochs=3,
                          batch_size=4)
-    records = []
-    gen = fine_tune(config)
-    try:
-        while True:
-            records.append(next(gen))
-    except StopIteration as stop:
-        result = stop.value
+    result, records = run(fine_tune(config))
     assert result.best_val_acc == pytest.approx(1 / 3)
     warnings = [r for r in records if isinstance(r, RunWarning)]
     assert len(warnings) == 1 and "chance level" in warnings[0].message

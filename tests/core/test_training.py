@@ -13,6 +13,7 @@ import timm
 import torch
 
 from tests.conftest import TINY_SPEC
+from tests.core.generators import run
 from tests.core.synthetic_data import make_dataset, tree_state
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
@@ -20,17 +21,6 @@ from vitstudio.core.train.recipes import make_config
 from vitstudio.core.train.runs import CHECKPOINT, atomic_torch_save
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
-
-
-def run(gen, on_record=None):
-    records = []
-    try:
-        while True:
-            records.append(next(gen))
-            if on_record is not None:
-                on_record(records[-1])
-    except StopIteration as stop:
-        return stop.value, records
 
 
 @pytest.fixture(scope="module")
