@@ -115,5 +115,6 @@ def ref_distance_entropy(attns, prefix, grid, patch_px):
     for a in attns:  # (B, H, N, N)
         patches = a[:, :, prefix:, prefix:]
         distance.append((patches * dist).sum(-1).mean(-1).mean(0))
-        entropy.append((-(a * np.log(a)).sum(-1)).mean(-1).mean(0))
+        plogp = np.where(a > 0, a * np.log(np.where(a > 0, a, 1.0)), 0.0)  # 0·log 0 = 0 (underflowed weights)
+        entropy.append((-plogp.sum(-1)).mean(-1).mean(0))
     return np.array(distance), np.array(entropy)

@@ -1,8 +1,10 @@
-"""What models exist: timm's ViT-family architectures with their pretrained tags, plus local models.
+"""What models exist: timm's Vision Transformer families with their pretrained tags, plus local models.
 
-The ViT family is every timm architecture whose model is a `VisionTransformer` (or subclass). Instantiating
-~200 models to check their class takes ~25 s, so we select by the timm module that registers them; a test
-instantiates them on the meta device and checks the class, so a timm change cannot go unnoticed.
+A family is a timm module whose every entry point builds one model class with global token attention: plain
+ViTs (`VisionTransformer` and subclasses: DeiT, hybrids, ViTamin), `Eva` (EVA-02, DINOv3, Perception Encoder,
+EVA-CLIP: RoPE, registers), `Beit` (relative position bias) and `VisionTransformerRelPos`. Instantiating
+hundreds of models to check their class takes long, so we select by the registering module; a test instantiates
+every catalog architecture on the meta device and checks the class, so a timm change cannot go unnoticed.
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ import timm
 from timm.models import get_pretrained_cfg
 from timm.models._registry import _module_to_models, get_deprecated_models
 
-# timm modules whose every entry point builds timm.models.vision_transformer.VisionTransformer or a subclass
-# (VisionTransformerDistilled in deit; hybrid and ViTamin stems are still VisionTransformer).
-VIT_MODULES = ("vision_transformer", "deit", "vision_transformer_hybrid", "vitamin")
+# timm module -> (family key for --family, the class every entry point of that module builds)
+FAMILIES = {
+    "vision_transformer": ("vit", "timm.models.vision_transformer.VisionTransformer"),
+    "deit": ("deit", "timm.models.vision_transformer.VisionTransformer"),  # incl. VisionTransformerDistilled
+    "vision_transformer_hybrid": ("hybrid", "timm.models.vision_transformer.VisionTransformer"),
+    "vitamin": ("vitamin", "timm.models.vision_transformer.VisionTransformer"),
+    "eva": ("eva", "timm.models.eva.Eva"),  # EVA-02, EVA-CLIP, DINOv3, Perception Encoder
+    "beit": ("beit", "timm.models.beit.Beit"),
+    "vision_transformer_relpos": ("relpos", "timm.models.vision_transformer_relpos.VisionTransformerRelPos"),
+}
+VIT_MODULES = tuple(FAMILIES)
 
 WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
 
@@ -39,14 +49,42 @@ class CatalogEntry:
     hf_hub_id: str = ""
     url: str = ""  # a few old timm configs have only a download URL (torch hub cache)
     num_classes: int = 0
+    family: str = ""
 
 
-def vit_architectures() -> list[str]:
-    """Current architecture names (timm also registers deprecated aliases, some of which no longer build)."""
+def supported_classes() -> tuple[type, ...]:
+    """The model classes ViT Studio loads, explains and fine-tunes."""
+    import importlib
+
+    out = []
+    for _, path in FAMILIES.values():
+        module, _, name = path.rpartition(".")
+        cls = getattr(importlib.import_module(module), name)
+        if cls not in out:
+            out.append(cls)
+    return tuple(out)
+
+
+def family_of(arch: str) -> str:
+    for module, (family, _) in FAMILIES.items():
+        if arch in _module_to_models.get(module, ()):
+            return family
+    return ""
+
+
+def vit_architectures(family: str | None = None) -> list[str]:
+    """Current architecture names (timm also registers deprecated aliases, some of which no longer build),
+    optionally of one family (a key of FAMILIES: vit, deit, hybrid, vitamin, eva, beit, relpos)."""
+    keys = {key for key, _ in FAMILIES.values()}
+    if family and family.lower() not in keys:
+        raise ValueError(f"Unknown family '{family}'; use one of {', '.join(sorted(keys))}.")
     names: set[str] = set()
-    for module in VIT_MODULES:
+    for module, (key, _) in FAMILIES.items():
+        if family and family.lower() != key:
+            continue
         names.update(_module_to_models.get(module, ()))
         names.difference_update(get_deprecated_models(module))
+    names = {n for n in names if not n.startswith("test_")}  # timm's own tiny test configs
     return sorted(names)
 
 
@@ -108,21 +146,23 @@ def local_models(folder: Path | None = None) -> list[CatalogEntry]:
     return entries
 
 
-def list_catalog(pattern: str | None = None, local_only: bool = False, folder: Path | None = None
-                 ) -> list[CatalogEntry]:
-    """Local models first, then every ViT-family 'arch.tag' (and bare arch without weights), filtered."""
-    entries = local_models(folder)
+def list_catalog(pattern: str | None = None, local_only: bool = False, folder: Path | None = None,
+                 family: str | None = None) -> list[CatalogEntry]:
+    """Local models first, then every 'arch.tag' of the supported families (and bare arch without weights),
+    filtered by name pattern and family."""
+    entries = [] if family else local_models(folder)
     pretrained = set(timm.list_pretrained())
-    for arch in vit_architectures():
+    for arch in vit_architectures(family):
+        fam = family_of(arch)
         tags = sorted(p for p in pretrained if p.split(".", 1)[0] == arch)
         if not tags:
-            entries.append(CatalogEntry(arch, arch, "", "timm", False))
+            entries.append(CatalogEntry(arch, arch, "", "timm", False, family=fam))
             continue
         for full in tags:
             cfg = get_pretrained_cfg(full)
             url = "" if cfg.hf_hub_id else (cfg.url or "")
             entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", _cfg_cached(cfg),
-                                        cfg.hf_hub_id or "", url, cfg.num_classes or 0))
+                                        cfg.hf_hub_id or "", url, cfg.num_classes or 0, fam))
     if pattern:
         pat = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
         entries = [e for e in entries if fnmatch.fnmatch(e.name.lower(), pat.lower())]

@@ -21,7 +21,13 @@ import torch
 from torch import nn
 
 from vitstudio.core.models import hub
-from vitstudio.core.models.catalog import cached_url_file, hub_weight_files, models_dir, vit_architectures
+from vitstudio.core.models.catalog import (
+    cached_url_file,
+    hub_weight_files,
+    models_dir,
+    supported_classes,
+    vit_architectures,
+)
 from vitstudio.core.models.checkpoints import (
     SEED_CROP_PCT,
     CheckpointError,
@@ -289,10 +295,10 @@ def _load_file_into(model: nn.Module, weights: Path) -> None:
 
 def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: dict | None,
             label_folder: Path | None) -> LoadedModel:
-    from timm.models.vision_transformer import VisionTransformer
-
-    if not isinstance(model, VisionTransformer):
-        raise ModelLoadError(f"'{spec}' is a {type(model).__name__}, not a timm VisionTransformer.")
+    supported = supported_classes()
+    if not isinstance(model, supported):
+        raise ModelLoadError(f"'{spec}' is a {type(model).__name__}; ViT Studio loads "
+                             f"{', '.join(c.__name__ for c in supported)} models.")
     if data_config is None:
         data_config = dict(timm.data.resolve_model_data_config(model))
         embed = model.patch_embed

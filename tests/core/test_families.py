@@ -1,0 +1,134 @@
+"""The ViT families beyond VisionTransformer: EVA-02 (RoPE, SwiGLU), DINOv3 (RoPE + 4 registers), BEiT (relative
+position bias) and relative-position ViTs (with and without a class token). Each tiny random config loads the way a
+downloaded one would (a timm model folder), predicts like timm's own forward with timm's transform, and every
+attention analysis equals a float64 transcription of its formula over attention maps extracted independently, by
+timm's own `AttentionExtract` (FX graph of the softmax nodes), where RoPE and the relative-position bias are inside
+the softmax the model applied."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import timm
+import torch
+from timm.models import save_for_hf
+from timm.utils import AttentionExtract
+
+from tests.core.reference_vit import ref_distance_entropy, ref_head_maps, ref_rollout, sharpen
+from vitstudio.core.analysis import attention as A
+from vitstudio.core.analysis import embeddings as E
+from vitstudio.core.analysis.capture import attention_modules
+from vitstudio.core.data.images import read_image
+from vitstudio.core.inference import forward_logits
+from vitstudio.core.models.catalog import family_of, list_catalog
+from vitstudio.core.models.loading import load_model
+
+TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=5)
+# family case -> (timm entry point, prefix tokens, has a class token)
+CASES = {
+    "dinov3": ("vit_small_patch16_dinov3", 5, True),
+    "eva02": ("eva02_tiny_patch14_224", 1, True),
+    "beit": ("beit_base_patch16_224", 1, True),
+    "relpos": ("vit_relpos_small_patch16_224", 0, False),
+    "relpos-cls": ("vit_relpos_base_patch16_cls_224", 1, True),
+}
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def family(request, tmp_path_factory):
+    arch, prefix, has_cls = CASES[request.param]
+    torch.manual_seed(0)
+    model = sharpen(timm.create_model(arch, pretrained=False, **TINY), scale=0.6)
+    folder = tmp_path_factory.mktemp(request.param)
+    save_for_hf(model, str(folder), safe_serialization=True)  # as a hub download or a run folder looks
+    return request.param, folder, prefix, has_cls
+
+
+def _reference(folder):
+    """timm's own model from the same folder, with its attention readable by AttentionExtract."""
+    model = timm.create_model(f"local-dir:{folder}", pretrained=True).eval()
+    for module in model.modules():
+        if hasattr(module, "fused_attn"):
+            module.fused_attn = False
+    return model
+
+
+def _extract(model, x):
+    maps = AttentionExtract(model, method="fx")(x)
+    return [maps[k].detach().double().numpy() for k in sorted(maps, key=lambda k: int(k.split(".")[1]))]
+
+
+def test_loads_and_predicts_like_timm(family, photos):
+    case, folder, prefix, _ = family
+    loaded = load_model(str(folder))
+    assert loaded.num_prefix_tokens == prefix and loaded.kind == "timm"
+    assert family_of(CASES[case][0]) in {"eva", "beit", "relpos"}
+    img = read_image(photos["chelsea"])
+    ref = timm.create_model(f"local-dir:{folder}", pretrained=True).eval()
+    transform = timm.data.create_transform(**timm.data.resolve_model_data_config(ref))
+    with torch.no_grad():
+        expected = ref(transform(img)[None])
+    torch.testing.assert_close(forward_logits(loaded, loaded.to_tensor(loaded.crop(img))[None]), expected,
+                               atol=1e-5, rtol=0)
+
+
+def test_attention_analyses_equal_the_formulas(family, photos):
+    case, folder, prefix, has_cls = family
+    loaded = load_model(str(folder))
+    imgs = [read_image(photos[n]) for n in ("astronaut", "coffee")]
+    x = torch.stack([loaded.to_tensor(loaded.crop(i)) for i in imgs])  # batch 2
+    attns = _extract(_reference(folder), x)
+    grid, n = loaded.grid_size, attns[0].shape[-1]
+    assert n == prefix + grid[0] * grid[1]
+    before = forward_logits(loaded, x)
+    for layer in range(loaded.depth):
+        np.testing.assert_allclose(A.head_maps(loaded, x, layer), ref_head_maps(attns[layer], prefix, has_cls, grid),
+                                   atol=1e-5)
+    for fusion, discard in (("mean", 0.0), ("max", 0.5)):
+        np.testing.assert_allclose(A.rollout(loaded, x, fusion, discard),
+                                   ref_rollout(attns, prefix, has_cls, grid, fusion, discard), atol=1e-5)
+    patch = (1, 2)
+    idx = prefix + patch[0] * grid[1] + patch[1]
+    maps = A.token_maps(loaded, x, patch)
+    for layer, a in enumerate(attns):
+        np.testing.assert_allclose(maps.attends_to[:, layer], a[:, :, idx, prefix:].reshape(2, -1, *grid), atol=1e-5)
+        np.testing.assert_allclose(maps.attended_by[:, layer], a[:, :, prefix:, idx].reshape(2, -1, *grid),
+                                   atol=1e-5)
+    stats = A.attention_stats(loaded, x)
+    distance, entropy = ref_distance_entropy(attns, prefix, grid, loaded.patch_size)
+    np.testing.assert_allclose(stats.distance, distance, rtol=1e-5)
+    np.testing.assert_allclose(stats.entropy, entropy, rtol=1e-4)
+    gradient = A.gradient_rollout(loaded, x)
+    assert gradient.maps.shape == (2, *grid) and np.isfinite(gradient.maps).all()
+    # the analyses leave predictions and the fused-attention switches as they were
+    torch.testing.assert_close(forward_logits(loaded, x), before, atol=1e-6, rtol=0)
+    assert all(m.fused_attn for b in loaded.model.blocks for m in attention_modules(b))
+
+
+def test_embeddings(family, photos):
+    _, folder, prefix, _ = family
+    loaded = load_model(str(folder))
+    x = loaded.to_tensor(loaded.crop(read_image(photos["rocket"])))[None]
+    tokens = E.layer_tokens(loaded, x)
+    ref = timm.create_model(f"local-dir:{folder}", pretrained=True).eval()
+    with torch.no_grad():
+        final, inter = ref.forward_intermediates(x, indices=[loaded.depth - 1], return_prefix_tokens=prefix > 0,
+                                                 norm=False, output_fmt="NLC")
+    patches, _prefix = inter[0] if isinstance(inter[0], tuple) else (inter[0], None)
+    gh, gw = loaded.grid_size
+    np.testing.assert_allclose(tokens[loaded.depth - 1].patches.reshape(1, gh * gw, -1), patches.numpy(), atol=1e-5)
+    assert tokens[0].prefix.shape[1] == prefix
+    rgb, _ = E.pca_rgb(tokens[1].patches)
+    assert rgb.shape == (1, gh, gw, 3)
+
+
+def test_catalog_lists_the_families():
+    for family, example in (("eva", "vit_small_patch16_dinov3.lvd1689m"),
+                            ("eva", "eva02_base_patch14_448.mim_in22k_ft_in22k_in1k"),
+                            ("beit", "beitv2_base_patch16_224.in1k_ft_in22k_in1k"),
+                            ("relpos", "vit_relpos_base_patch16_clsgap_224.sw_in1k")):
+        names = {e.name for e in list_catalog(family=family)}
+        assert example in names, (family, example)
+        assert all(e.family == family for e in list_catalog(family=family))
+    with pytest.raises(ValueError, match="Unknown family"):
+        list_catalog(family="swin")
