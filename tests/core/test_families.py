@@ -132,3 +132,26 @@ def test_catalog_lists_the_families():
         assert all(e.family == family for e in list_catalog(family=family))
     with pytest.raises(ValueError, match="Unknown family"):
         list_catalog(family="swin")
+
+
+def test_fine_tunes_and_loads_back(family, tmp_path, photos):
+    """A family model fine-tunes (last-blocks: head, final norm and last blocks) and its run folder loads back in
+    ViT Studio and plain timm with the same logits."""
+    from tests.core.generators import drain
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    case, folder, _, _ = family
+    data = make_dataset(tmp_path / "data", per_class=4)
+    out = tmp_path / "run"
+    config = make_config(str(data), str(folder), str(out), "last-blocks", epochs=1, batch_size=4, drop_path=0.1,
+                         img_size=32)
+    assert drain(fine_tune(config)).status == "finished"
+    loaded = load_model(str(out))
+    assert loaded.labels == ["blue", "green", "red"]
+    assert type(loaded.model) is type(load_model(str(folder)).model)
+    x = loaded.to_tensor(loaded.crop(read_image(photos["coffee"])))[None]
+    plain = timm.create_model(f"local-dir:{out}", pretrained=True).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(forward_logits(loaded, x), plain(x), atol=1e-5, rtol=0)
