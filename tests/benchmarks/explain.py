@@ -1,8 +1,9 @@
 """Benchmark: capturing attention + analyses next to a bare fused forward, same model, same tensor, one run.
 
-    python tests/benchmarks/explain.py [--model vit_base_patch16_224] [--device auto] [--memory-model M]
+    python tests/benchmarks/explain.py [--model M [M ...]] [--device auto] [--memory-model M]
 
-Timing (batch 1): bare fused forward, rollout (captures all layers × heads), head maps of one layer,
+Timing (batch 1), for each model (default: ViT-B/16, a DINOv3 ViT-S/16 with RoPE and 4 registers, EVA-02-B/14):
+bare fused forward, rollout (captures all layers × heads), head maps of one layer,
 gradient rollout; each with its ratio to the bare forward (goal: rollout <= 1.3x on a GPU).
 Memory: peak extra host memory (VmHWM growth over the bare forward's peak) of each analysis on a large-token
 model, measured in a fresh subprocess per analysis (default ViT-L/14 DINOv2 at 518 px: 1370 tokens; goal <= 1.5 GB).
@@ -55,13 +56,13 @@ def memory_child(model_name: str, analysis: str) -> None:
     print(f"{bare:.1f} {_peak_rss_mb():.1f}")
 
 
-def timing(args) -> None:
+def timing(args, model_name: str) -> None:
     import torch
 
     from vitstudio.core.analysis import attention
     from vitstudio.core.models.loading import load_model
 
-    loaded = load_model(args.model, device=args.device, pretrained=False)
+    loaded = load_model(model_name, device=args.device, pretrained=False)
     device = loaded.device
     x = torch.randn(1, *loaded.data_config["input_size"], device=device)
 
@@ -89,7 +90,7 @@ def timing(args) -> None:
             times[name].append(time.perf_counter() - start)
     base = statistics.median(times["bare fused forward"])
     tokens = loaded.num_prefix_tokens + loaded.grid_size[0] * loaded.grid_size[1]
-    print(f"model {args.model}  device {device}  tokens {tokens}  torch {torch.__version__}  "
+    print(f"model {model_name}  device {device}  tokens {tokens}  torch {torch.__version__}  "
           f"threads {torch.get_num_threads()}")
     for name, values in times.items():
         med = statistics.median(values)
@@ -110,7 +111,8 @@ def memory(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="vit_base_patch16_224")
+    ap.add_argument("--model", nargs="+", default=["vit_base_patch16_224", "vit_small_patch16_dinov3",
+                                                     "eva02_base_patch14_224"])
     ap.add_argument("--memory-model", default="vit_large_patch14_dinov2")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--repeats", type=int, default=5)
@@ -120,7 +122,8 @@ def main() -> int:
     if args.child:
         memory_child(*args.child)
         return 0
-    timing(args)
+    for model_name in args.model:
+        timing(args, model_name)
     if not args.skip_memory:
         memory(args)
     return 0

@@ -105,3 +105,34 @@ def test_only_the_controls_of_the_chosen_method_show(window, qtbot):
     assert visible("target") and not visible("fusion") and not visible("layer")
     att.method.setCurrentIndex(att.method.findData("token"))
     assert visible("direction") and visible("layer") and visible("head") and not visible("discard")
+
+
+def test_a_dinov3_style_model_in_every_tab(window, qtbot, tmp_path, photos):
+    """RoPE + 4 registers + class token (timm's Eva): attention and embeddings show the core's arrays; the model
+    internals say clearly that there is no learned position embedding."""
+    import timm
+    from timm.models import save_for_hf
+
+    torch = __import__("torch")
+    torch.manual_seed(0)
+    model = timm.create_model("vit_small_patch16_dinov3", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
+                              depth=2, num_heads=2, num_classes=5)
+    save_for_hf(model, str(tmp_path / "dinov3"), safe_serialization=True)
+    loaded = _load(window, qtbot, str(tmp_path / "dinov3"))
+    assert loaded.num_prefix_tokens == 5
+    window.add_paths([str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    x = _x(loaded, photos["astronaut"])
+    window.show_tab("attention")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.attention.overview is not None, timeout=30000)
+    np.testing.assert_allclose(window.attention.view.values, attention.head_maps(loaded, x, 1)[0, 0], atol=1e-6)
+    window.show_tab("embeddings")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
+    tokens = embeddings.layer_tokens(loaded, x)
+    np.testing.assert_allclose(window.embeddings.displayed, embeddings.pca_rgb(tokens[1].patches)[0][0], atol=1e-4)
+    window.show_tab("internals")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
+    assert "no learned position embedding" in window.internals.pos_label.text()
