@@ -40,6 +40,7 @@ from vitstudio.core.models.checkpoints import (
     read_state_dict,
 )
 from vitstudio.core.models.devices import resolve_device, validate_precision
+from vitstudio.core.models.hf_transformers import is_transformers_config
 from vitstudio.core.models.labels import resolve_labels
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.sizing import LIMITS, ModelTooLarge, check_vit_args
@@ -187,6 +188,9 @@ def _timm_pretrained(name: str, progress: ProgressFn | None, pretrained: bool) -
 
 def _hf_hub(spec: str, progress: ProgressFn | None) -> LoadedModel:
     repo = spec.split(":", 1)[1]
+    transformers_dir = _transformers_snapshot(repo, spec, progress)
+    if transformers_dir is not None:
+        return _transformers_dir(spec, transformers_dir, spec)
     online = hub.hub_reachable()
     if not online and hub.cached_hub_file(repo, ("config.json",)) is None:
         raise ModelLoadError(hub.unavailable_message(spec))
@@ -202,6 +206,24 @@ def _hf_hub(spec: str, progress: ProgressFn | None) -> LoadedModel:
     return _finish(model, spec, "timm", spec, None, None)
 
 
+def _transformers_snapshot(repo: str, spec: str, progress: ProgressFn | None) -> Path | None:
+    """The cache folder of a hub repo in transformers' format (config, weights and processor fetched), or None
+    when the repo is a timm repo (or its config cannot be read: the timm path then reports the problem)."""
+    try:
+        config_path = Path(hub.fetch_hub_file(repo, ("config.json",), spec, progress))
+        config = json.loads(config_path.read_text())
+    except (hub.WeightsUnavailable, ValueError, OSError):
+        return None
+    if not is_transformers_config(config):
+        return None
+    hub.fetch_hub_file(repo, ("model.safetensors", "pytorch_model.bin"), spec, progress)
+    try:
+        hub.fetch_hub_file(repo, ("preprocessor_config.json",), spec, progress)
+    except hub.WeightsUnavailable:
+        pass  # transformers' defaults then apply
+    return config_path.parent
+
+
 def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
     if not (folder / "config.json").is_file():
         raise ModelLoadError(f"{folder} has no config.json (a timm model folder needs config.json + weights).")
@@ -209,6 +231,8 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         config = json.loads((folder / "config.json").read_text())
     except ValueError as exc:
         raise ModelLoadError(f"{folder / 'config.json'} is not valid JSON: {exc}") from None
+    if is_transformers_config(config):
+        return _transformers_dir(spec, folder, str(folder))
     check_config_size(config.get("model_args", {}), folder / "config.json")
     rep = (config.get("vitstudio") or {}).get("representation_size")
     weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
@@ -228,6 +252,24 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         raise ModelLoadError(f"Could not load the model folder {folder} ({where}): "
                              f"{type(exc).__name__}: {exc}") from None
     return _finish(model, spec, "timm", str(folder), None, folder)
+
+
+def _transformers_dir(spec: str, folder: Path, source: str) -> LoadedModel:
+    """A folder in Hugging Face transformers' format, converted to the matching timm model."""
+    from vitstudio.core.models.hf_transformers import TransformersFormatError, build
+
+    try:
+        model, data_config, labels = build(folder)
+    except (TransformersFormatError, ModelTooLarge, CheckpointError) as exc:
+        raise ModelLoadError(str(exc)) from None
+    if labels:
+        model.pretrained_cfg = {**dict(getattr(model, "pretrained_cfg", {}) or {}), "label_names": labels}
+    loaded = _finish(model, spec, "transformers", f"{source} (transformers format, converted)", data_config, None)
+    if labels:
+        loaded.label_set = "transformers config (id2label)"
+    model_type = json.loads((folder / "config.json").read_text())["model_type"]
+    loaded.architecture = f"{loaded.architecture} (from transformers' {model_type})"
+    return loaded
 
 
 def _seed(spec: str, path: Path) -> LoadedModel:

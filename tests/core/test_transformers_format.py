@@ -1,0 +1,107 @@
+"""Checkpoints in Hugging Face transformers' format (ViT, DeiT with a distillation head) load as timm models: the
+same labels (id2label), the same preprocessing (preprocessor_config.json) and the same logits as transformers' own
+model on real photos. transformers is a dev-only dependency: it builds the tiny reference checkpoints."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from vitstudio.core.data.images import read_image
+from vitstudio.core.inference import forward_logits
+from vitstudio.core.models.loading import ModelLoadError, load_model
+
+transformers = pytest.importorskip("transformers")
+LABELS = {0: "daisy", 1: "roses", 2: "tulips"}
+SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=32,
+             patch_size=8, num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
+
+
+def _vit(folder):
+    torch.manual_seed(0)
+    model = transformers.ViTForImageClassification(transformers.ViTConfig(**SIZES)).eval()
+    with torch.no_grad():  # transformers initialises some weights to zero: make every one matter
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.save_pretrained(folder)
+    processor = transformers.ViTImageProcessor(size={"height": 32, "width": 32}, resample=2,
+                                               image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
+    processor.save_pretrained(folder)
+    return model, processor
+
+
+def _deit(folder):
+    torch.manual_seed(1)
+    model = transformers.DeiTForImageClassificationWithTeacher(transformers.DeiTConfig(**SIZES)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.save_pretrained(folder)
+    processor = transformers.DeiTImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32,
+                                                "width": 32}, do_center_crop=True, resample=3)
+    processor.save_pretrained(folder)
+    return model, processor
+
+
+@pytest.mark.parametrize("make", [_vit, _deit], ids=["vit", "deit-distilled"])
+def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, photos):
+    folder = tmp_path / "checkpoint"
+    reference, processor = make(folder)
+    loaded = load_model(str(folder))
+    assert loaded.labels == ["daisy", "roses", "tulips"] and loaded.label_set == "transformers config (id2label)"
+    assert "transformers" in loaded.architecture
+    for name in ("chelsea", "astronaut", "rocket"):  # non-square photos: the resize must squash as transformers does
+        img = read_image(photos[name])
+        pixels = processor(images=img, return_tensors="pt")["pixel_values"]
+        ours = loaded.to_tensor(loaded.crop(img))[None]
+        assert ours.shape == pixels.shape
+        np.testing.assert_allclose(ours.numpy(), pixels.numpy(), atol=2e-2)  # PIL rounding of the resize
+        with torch.no_grad():
+            expected = reference(pixel_values=ours).logits
+        torch.testing.assert_close(forward_logits(loaded, ours), expected, atol=1e-5, rtol=0)
+
+
+def test_transformers_checkpoint_fine_tunes_and_explains(tmp_path, photos):
+    from tests.core.generators import drain
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.analysis.explain import explain
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    _vit(tmp_path / "checkpoint")
+    loaded = load_model(str(tmp_path / "checkpoint"))
+    assert explain(loaded, "rollout", read_image(photos["coffee"])).array.shape == (4, 4)
+    data = make_dataset(tmp_path / "data", per_class=4)
+    out = tmp_path / "run"
+    assert drain(fine_tune(make_config(str(data), str(tmp_path / "checkpoint"), str(out), "linear-probe",
+                                       epochs=1, batch_size=4))).status == "finished"
+    assert load_model(str(out)).labels == ["blue", "green", "red"]
+
+
+def test_unsupported_transformers_models_say_so(tmp_path):
+    folder = tmp_path / "swin"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "swin", "hidden_size": 32}))
+    with pytest.raises(ModelLoadError, match="model type 'swin' is not supported yet"):
+        load_model(str(folder))
+
+
+def test_transformers_repo_from_the_hub_cache(tmp_path, photos):
+    """`hf-hub:org/repo` in transformers' format, from the local HF cache (offline), converts the same way."""
+    from pathlib import Path
+
+    from huggingface_hub import constants
+
+    from tests.core.test_loading import _fake_hub_cache
+
+    reference, _ = _vit(tmp_path / "checkpoint")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "checkpoint").iterdir()}
+    _fake_hub_cache(Path(constants.HF_HUB_CACHE), "someone/tiny-vit-transformers", files)
+    loaded = load_model("hf-hub:someone/tiny-vit-transformers")
+    assert loaded.labels == ["daisy", "roses", "tulips"] and loaded.kind == "transformers"
+    x = loaded.to_tensor(loaded.crop(read_image(photos["coffee"])))[None]
+    with torch.no_grad():
+        torch.testing.assert_close(forward_logits(loaded, x), reference(pixel_values=x).logits, atol=1e-5, rtol=0)
