@@ -155,3 +155,27 @@ def test_fine_tunes_and_loads_back(family, tmp_path, photos):
     plain = timm.create_model(f"local-dir:{out}", pretrained=True).eval()
     with torch.no_grad():
         torch.testing.assert_close(forward_logits(loaded, x), plain(x), atol=1e-5, rtol=0)
+
+
+def test_analyses_that_do_not_apply_say_why(family, photos, tmp_path):
+    """No learned position embedding for RoPE / relative-position models: refused before any work, with the reason,
+    by explain() and by the CLI (exit 2)."""
+    from vitstudio.cli import main
+    from vitstudio.core.analysis.applicability import available
+    from vitstudio.core.analysis.explain import explain
+
+    case, folder, _, _ = family
+    loaded = load_model(str(folder))
+    reasons = available(loaded.model)
+    applicable = {m for m, why in reasons.items() if why is None}
+    assert {"heads", "rollout", "gradient-rollout", "token", "distance", "pca", "similarity", "norms",
+            "filters"} <= applicable
+    if case in ("dinov3", "beit", "relpos", "relpos-cls"):
+        scheme = "rotary" if case == "dinov3" else "relative position bias"
+        assert scheme in reasons["pos-embed"]
+        with pytest.raises(ValueError, match="does not apply to this model.*no learned position embedding"):
+            explain(loaded, "pos-embed")
+        assert main(["explain", "--model", str(folder), "--method", "pos-embed", "--out", str(tmp_path / "p.png")]) \
+            == 2
+    else:  # EVA-02 has RoPE *and* a learned absolute position embedding
+        assert reasons["pos-embed"] is None

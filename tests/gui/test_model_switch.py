@@ -136,3 +136,23 @@ def test_a_dinov3_style_model_in_every_tab(window, qtbot, tmp_path, photos):
     _settle(qtbot)
     qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
     assert "no learned position embedding" in window.internals.pos_label.text()
+
+
+def test_methods_that_do_not_apply_are_greyed_with_the_reason(window, qtbot, tmp_path):
+    """Parallel attention branches (ParallelThingsBlock): gradient rollout is greyed out with the reason, and a
+    view left on it falls back to head maps; a plain ViT afterwards enables it again."""
+    import timm
+    from timm.models import save_for_hf
+
+    model = timm.create_model("vit_small_patch16_18x2_224", pretrained=False, img_size=32, patch_size=8,
+                              embed_dim=32, depth=2, num_heads=2, num_classes=5)
+    save_for_hf(model, str(tmp_path / "parallel"), safe_serialization=True)
+    att = window.attention
+    att.method.setCurrentIndex(att.method.findData("gradient-rollout"))
+    _load(window, qtbot, str(tmp_path / "parallel"))
+    index = att.method.findData("gradient-rollout")
+    assert not att.method.model().item(index).isEnabled()
+    assert "combine several" in att.method.itemData(index, __import__("PySide6.QtCore").QtCore.Qt.ToolTipRole)
+    assert att.view_state.method == "heads" and att.method.currentData() == "heads"
+    _load(window, qtbot, TINY_SPEC)
+    assert att.method.model().item(index).isEnabled()

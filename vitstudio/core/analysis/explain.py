@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image
 
 from vitstudio.core.analysis import attention, embeddings, intrinsic, overlays, registry
+from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import resolve_layers
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken
@@ -53,6 +54,9 @@ def validate(loaded: LoadedModel, method: str, **given) -> dict:
     """The resolved parameters of `method` for this model (layer -1 -> its index), or a ValueError saying which
     value is out of range. Cheap: callers check everything before any image is read."""
     params = registry.resolve(method, **given)
+    reason = why_not(loaded.model, method)
+    if reason is not None:
+        raise ValueError(f"'{method}' does not apply to this model: {reason}")
     if "layer" in params:
         params["layer"] = resolve_layers(loaded.model, params["layer"])[0]
     _check_head(loaded, params.get("head"))

@@ -73,7 +73,12 @@ class LoadedModel:
 
     @property
     def num_heads(self) -> int:
-        return int(getattr(self.model.blocks[0].attn, "num_heads", 1) or 1)
+        """Attention heads per block, summed over parallel attention branches (ParallelThingsBlock has several,
+        whose maps capture concatenates)."""
+        block = self.model.blocks[0]
+        heads = [int(m.num_heads) for m in block.modules()
+                 if hasattr(m, "num_heads") and isinstance(getattr(m, "attn_drop", None), nn.Module)]
+        return sum(heads) or 1
 
     @property
     def num_classes(self) -> int:

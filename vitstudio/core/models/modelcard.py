@@ -99,7 +99,6 @@ def model_card(loaded: LoadedModel) -> ModelCard:
         return loaded._card
     model = loaded.model
     blocks = list(model.blocks)
-    attn = blocks[0].attn if blocks else None
     gh, gw = loaded.grid_size
     cfg = loaded.data_config
     card = ModelCard(
@@ -108,7 +107,7 @@ def model_card(loaded: LoadedModel) -> ModelCard:
         gflops=count_flops(loaded) / 1e9,
         input_size=tuple(cfg["input_size"]), patch_size=loaded.patch_size, grid_size=(gh, gw),
         prefix_tokens=loaded.num_prefix_tokens, tokens=loaded.num_prefix_tokens + gh * gw,
-        layers=len(blocks), heads=int(getattr(attn, "num_heads", 0)), width=int(model.embed_dim),
+        layers=len(blocks), heads=loaded.num_heads if blocks else 0, width=int(model.embed_dim),
         interpolation=str(cfg.get("interpolation")), crop_pct=float(cfg.get("crop_pct", 1.0)),
         crop_mode=str(cfg.get("crop_mode", "center")), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
         num_classes=loaded.num_classes, head=_describe_head(model), label_set=loaded.label_set,

@@ -32,6 +32,7 @@ from .explorer_base import (
     colormap_combo,
     controls_column,
     layer_slider,
+    mark_available,
     method_combo,
     show_rows_for,
     smooth_checkbox,
@@ -140,7 +141,9 @@ class AttentionPanel(ExplorerPanel):
         self.target.blockSignals(False)
         vs = self.view_state
         same_grid = vs.model is not None and self.view._grid == tuple(model.grid_size)
-        return dict(depth=model.depth, heads=model.num_heads, layer=model.depth - 1,
+        fallback = mark_available(self.method, model)  # e.g. gradient rollout on parallel-attention blocks
+        method = vs.method if self.method.model().item(self.method.findData(vs.method)).isEnabled() else fallback
+        return dict(depth=model.depth, heads=model.num_heads, layer=model.depth - 1, method=method or vs.method,
                     head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
 
     def _on_view_state(self, name: str, value) -> None:

@@ -13,7 +13,7 @@ from vitstudio.core.models.loading import load_model
 
 from .. import workers
 from ..viewstate import Keyed
-from .explorer_base import ExplorerPanel, colormap_combo, method_combo, smooth_checkbox
+from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .map_view import MapView
 
 
@@ -87,6 +87,7 @@ class ComparePanel(ExplorerPanel):
 
     def set_other(self, loaded) -> None:
         self.other = loaded
+        mark_available(self.view_kind, loaded)
         self.state.message.emit("info", f"Second model for comparison: {loaded.name}")
         self.view_state.update(other=loaded.uid)
 

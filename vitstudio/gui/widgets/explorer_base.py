@@ -48,6 +48,23 @@ def method_combo(names: tuple[str, ...]) -> QComboBox:
     return combo
 
 
+def mark_available(combo: QComboBox, model) -> str | None:
+    """Grey out the registered analyses in `combo` that do not apply to `model`, with the reason as tooltip.
+    Returns the first available method (to fall back on), or None."""
+    from vitstudio.core.analysis.applicability import why_not
+
+    first = None
+    for i in range(combo.count()):
+        name = combo.itemData(i)
+        reason = why_not(model.model, name)
+        item = combo.model().item(i)
+        item.setEnabled(reason is None)
+        combo.setItemData(i, reason or registry.get(name).help, Qt.ToolTipRole)
+        if reason is None and first is None:
+            first = name
+    return first
+
+
 def smooth_checkbox() -> QCheckBox:
     box = QCheckBox("Smooth (bilinear)")
     box.setChecked(True)
