@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import matplotlib  # imported with the module (the app does that on a worker), not at the first colormap on screen
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -25,8 +26,6 @@ def normalise(values: np.ndarray, lo: float | None = None, hi: float | None = No
 
 def colorize(unit: np.ndarray, cmap: str = "inferno") -> np.ndarray:
     """[0, 1] values -> uint8 RGB through a matplotlib colormap."""
-    import matplotlib
-
     if cmap not in matplotlib.colormaps:
         raise ValueError(f"Unknown colormap '{cmap}'; try one of {', '.join(COLORMAPS)}.")
     rgba = matplotlib.colormaps[cmap](np.asarray(unit, dtype=np.float32))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Signal
@@ -11,8 +13,10 @@ from PySide6.QtWidgets import QGraphicsRectItem
 from vitstudio.core.analysis import overlays
 
 
+@functools.lru_cache(maxsize=32)
 def lookup_table(cmap: str) -> np.ndarray:
-    """(256, 3) uint8 from matplotlib's definition, the same colours as the CLI's pictures."""
+    """(256, 3) uint8 from matplotlib's definition, the same colours as the CLI's pictures (cached: every slider
+    move redraws with it)."""
     return overlays.colorize(np.linspace(0.0, 1.0, 256, dtype=np.float32), cmap)
 
 

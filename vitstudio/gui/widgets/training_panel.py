@@ -453,7 +453,8 @@ class TrainingPanel(QWidget):
                 curves[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
             if showing:
                 self._draw_curves()
-            self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
+            if self.active_run is not None and str(self.active_run) not in self._listed:
+                self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
         elif isinstance(rec, ProbeSnapshot):
             snapshots.append(rec)
             if showing:
@@ -538,6 +539,8 @@ class TrainingPanel(QWidget):
 
     # -- history -----------------------------------------------------------------------------------
     def refresh_history(self) -> None:
+        """Reads every run folder: called when the list changes (a run starts or ends), not on every epoch."""
+        self._listed = set()
         with QSignalBlocker(self.history):
             self.history.clear()
             for run in list_runs():
@@ -547,6 +550,7 @@ class TrainingPanel(QWidget):
                                        f"from {run.base_model}")
                 item.setData(Qt.UserRole, str(run.folder))
                 self.history.addItem(item)
+                self._listed.add(str(run.folder))
                 if self.shown_run is not None and run.folder == self.shown_run:
                     item.setSelected(True)
 
