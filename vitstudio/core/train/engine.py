@@ -42,7 +42,7 @@ from vitstudio.core.train.distributed import (
 from vitstudio.core.train.evaluation import EvalReport, evaluate
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
-from vitstudio.core.train.runlock import RunLock, die_at, remove_stale_files
+from vitstudio.core.train.runlock import RunLock, deferred_interrupt, die_at, remove_stale_files
 from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
 from vitstudio.core.train.training_data import make_loaders
 
@@ -496,16 +496,17 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             run.best_acc, run.stale = (val_acc, 0) if improved else (run.best_acc, run.stale + 1)
             row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
                        val_loss=val_loss, val_acc=val_acc, lr=run.optimizer.param_groups[-1]["lr"], seconds=seconds)
-            if main:
-                if improved:
-                    save_model_folder(run.eval_model, run.out, list(run.split.classes), run.cfg,
-                                      {"base_model": config.model, "base_weights": run.base.weights_source,
-                                       "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"})
-                log.log(row)
-                die_at("after-metrics-row")
-                _checkpoint(run, epoch)
-                die_at("after-checkpoint")
-            done = epoch + 1
+            with deferred_interrupt():  # Ctrl+C lands before or after this epoch's records, never between them
+                if main:
+                    if improved:
+                        save_model_folder(run.eval_model, run.out, list(run.split.classes), run.cfg,
+                                          {"base_model": config.model, "base_weights": run.base.weights_source,
+                                           "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"})
+                    log.log(row)
+                    die_at("after-metrics-row")
+                    _checkpoint(run, epoch)
+                    die_at("after-checkpoint")
+                done = epoch + 1
             yield EpochMetrics(**row, best=improved)
             warning = _chance_warning(run, epoch, len(run.split.classes))
             if warning is not None:
@@ -524,8 +525,8 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     finally:
         if log is not None:
             log.close()
-    # an interrupt between an epoch's metrics row and its checkpoint leaves that row until the run is resumed,
-    # which drops it (MetricsLog keeps only the checkpointed epochs) and trains the epoch again
+    # a kill between an epoch's metrics row and its checkpoint leaves that row until the run is resumed, which
+    # drops it (MetricsLog keeps only the checkpointed epochs) and trains the epoch again
     return status, done
 
 

@@ -8,6 +8,7 @@ starts over when no epoch finished.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -77,6 +78,27 @@ def remove_stale_files(folder: Path) -> list[str]:
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
             removed.append(path.name)
     return removed
+
+
+@contextlib.contextmanager
+def deferred_interrupt():
+    """Ctrl+C inside the block is held until the block ends (then raised): an epoch's metrics row, its checkpoint
+    and the count of finished epochs are written together or not at all. Only in the main thread (where Python
+    delivers SIGINT); elsewhere the block just runs."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda *_: received.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
 
 
 def die_at(point: str) -> None:
