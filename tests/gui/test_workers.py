@@ -107,3 +107,25 @@ def test_a_superseded_model_load_error_shows_nothing(window, qtbot, tiny_weights
         window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
     _idle(qtbot)
     assert "not in the local cache" not in window.log_view.toPlainText()
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(window, qtbot):
+    """With a window open, automatic collection is off (so no worker thread ever runs it) and a GUI-thread timer
+    collects instead; shutting down hands collection back to Python."""
+    import gc
+
+    assert not gc.isenabled()
+
+    class Cycle:
+        pass
+
+    ref = None
+    for _ in range(2000):  # cyclic garbage, more than one generation-0 threshold
+        a, b = Cycle(), Cycle()
+        a.b, b.a = b, a
+        ref = weakref.ref(a)
+        del a, b
+    assert ref() is not None  # nobody collected it in passing
+    qtbot.waitUntil(lambda: ref() is None, timeout=5000)  # the GUI-thread timer did
+    workers.shutdown(1000)
+    assert gc.isenabled()

@@ -53,6 +53,7 @@ class MainWindow(QMainWindow):
     def __init__(self, state: AppState | None = None) -> None:
         super().__init__()
         configure_pyqtgraph()
+        workers.collect_garbage_on_gui_thread()  # Qt objects must never be destroyed by a worker's collection
         self.setWindowTitle("ViT Studio")
         self.setAcceptDrops(True)
         self.state = state or AppState()

@@ -13,6 +13,11 @@ dispatcher object that is connected once, to its own bound methods. No per-job Q
 Qt signal: Python<->C++ reference cycles (invisible to the garbage collector, keeping models alive) cannot form.
 When a job finishes, its handle drops its callbacks and leaves the active list, so whatever they captured is freed.
 
+Garbage collection runs on the GUI thread only (`collect_garbage_on_gui_thread`): Python's collector runs in
+whichever thread happens to allocate, and a cycle holding Qt widgets collected in a worker destroys widgets off
+the GUI thread, which deadlocks against the GUI thread (seen in the test suite: a worker's `torch.save` triggered
+a collection that destroyed a QMenu's wrapper while the GUI thread deleted its children).
+
 Latest request wins, errors included (as Orange3's `concurrent.py`): `discard()` cancels a job and drops its
 callbacks, so a superseded job delivers nothing at all. `cancel()` alone (a user pressing Cancel) still delivers
 the job's final result, e.g. a cancelled training run's report.
@@ -20,6 +25,7 @@ the job's final result, e.g. a cancelled training run's report.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import time
@@ -181,8 +187,21 @@ def running_jobs() -> list[JobHandle]:
     return [h for h in (dispatcher().active if _dispatcher is not None else []) if not h.done]
 
 
+_collector = None
+
+
+def collect_garbage_on_gui_thread(interval_s: float = 1.0) -> None:
+    """Turn automatic collection off and collect from a GUI-thread timer instead (pyqtgraph's GarbageCollector)."""
+    global _collector
+    if _collector is None:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        _collector = GarbageCollector(interval=interval_s)
+
+
 def shutdown(timeout_ms: int = 5000) -> bool:
-    """Cancel every job and wait for both pools to drain; True when no thread is left running."""
+    """Cancel every job and wait for both pools to drain; True when no thread is left running. Then hand garbage
+    collection back to Python, after one full collection here, on the GUI thread."""
     for handle in running_jobs():
         handle.discard()
     deadline = time.perf_counter() + timeout_ms / 1000
@@ -194,6 +213,12 @@ def shutdown(timeout_ms: int = 5000) -> bool:
         from PySide6.QtCore import QCoreApplication
 
         QCoreApplication.sendPostedEvents(_dispatcher)
+    global _collector
+    if _collector is not None:
+        _collector.timer.stop()
+        _collector = None
+        gc.enable()
+    gc.collect()
     return ok
 
 
