@@ -135,7 +135,7 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypat
 
 
 def test_presets_freeze_what_they_say(data, tmp_path):
-    from vitstudio.core.train.engine import _freeze
+    from vitstudio.core.train.model_prep import freeze as _freeze
 
     model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
                               depth=4, num_heads=2, num_classes=3)
@@ -155,7 +155,8 @@ def test_seed_preset_matches_the_recipe(tmp_path):
     """The preset's optimizer is upstream's `optim.SGD(pg, lr, momentum=0.9, weight_decay=5E-5)` (no Nesterov):
     three steps on the same gradients give the same parameters and momentum buffers."""
     from tests.conftest import make_tiny_vit
-    from vitstudio.core.train.engine import _freeze, make_optimizer
+    from vitstudio.core.train.engine import make_optimizer
+    from vitstudio.core.train.model_prep import freeze as _freeze
     from vitstudio.core.train.recipes import PRESETS
 
     seed = PRESETS["seed"]

@@ -40,6 +40,8 @@ from vitstudio.core.train.distributed import (
     sum_across,
 )
 from vitstudio.core.train.evaluation import EvalReport, evaluate
+from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
+from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.runlock import RunLock, deferred_interrupt, die_at, remove_stale_files
@@ -93,133 +95,6 @@ def _seed_everything(seed: int) -> torch.Generator:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
-
-
-def _classifiers(model: nn.Module) -> list[nn.Linear]:
-    """The final Linear layer(s) producing the logits (head, or head.out for seed models; head_dist too)."""
-    head = model.head.out if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out") else model.head
-    out = [head] + ([model.head_dist] if isinstance(getattr(model, "head_dist", None), nn.Linear) else [])
-    return [m for m in out if isinstance(m, nn.Linear)]
-
-
-def _label_key(name: str) -> str:
-    return " ".join(name.lower().replace("_", " ").replace("-", " ").split())
-
-
-def matching_rows(classes: list[str], base_labels: list[str]) -> list[int] | None:
-    """For each class, the base label row with that name (any comma-separated synonym, case and _/- ignored);
-    None unless every class is found: the new head then starts from the base model's own classifier."""
-    index: dict[str, int] = {}
-    for row, label in enumerate(base_labels):
-        for synonym in str(label).split(","):
-            index.setdefault(_label_key(synonym), row)
-    rows = [index.get(_label_key(c)) for c in classes]
-    return None if any(r is None for r in rows) else rows
-
-
-def _new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed: int, reuse: bool) -> str:
-    """Replace the classifier by one for `classes`; returns how it was initialised.
-
-    A new head is drawn from its own generator (trunc-normal std 0.01, zero bias: upstream's `_init_vit_weights`),
-    independent of whatever seed built the base model: with the global RNG, a base model created with the same
-    seed got back its old head and fine-tuning to renamed classes learned a permutation."""
-    old = [(m.weight.detach().clone(), m.bias.detach().clone() if m.bias is not None else None)
-           for m in _classifiers(model)]
-    num_classes = len(classes)
-    if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out"):  # seed pre_logits head
-        model.head.out = nn.Linear(model.head.out.in_features, num_classes)
-        model.num_classes = num_classes
-    else:
-        model.reset_classifier(num_classes)
-    generator = torch.Generator().manual_seed(0x5EED_4EAD + seed)
-    rows = matching_rows(classes, base_labels) if reuse else None
-    for layer, (weight, bias) in zip(_classifiers(model), old):
-        with torch.no_grad():
-            if rows is not None and weight.shape[1] == layer.in_features:
-                layer.weight.copy_(weight[rows])
-                if bias is not None and layer.bias is not None:
-                    layer.bias.copy_(bias[rows])
-            else:
-                nn.init.trunc_normal_(layer.weight, std=0.01, generator=generator)
-                if layer.bias is not None:
-                    nn.init.zeros_(layer.bias)
-    if rows is not None:
-        return f"new head started from the base model's rows for {', '.join(classes)}"
-    return "new head (random, trunc-normal 0.01)"
-
-
-def _set_drop_path(model: nn.Module, rate: float) -> None:
-    """Stochastic depth rising linearly to `rate` over the blocks (as timm builds it), on any loaded ViT."""
-    from timm.layers import DropPath
-
-    blocks = list(model.blocks)
-    for i, block in enumerate(blocks):
-        p = rate * i / max(1, len(blocks) - 1)
-        for name in ("drop_path1", "drop_path2", "drop_path"):
-            if hasattr(block, name):
-                setattr(block, name, DropPath(p) if p > 0 else nn.Identity())
-
-
-def _freeze(model: nn.Module, config: TrainConfig) -> int:
-    """Set requires_grad by scope; returns the number of trainable parameters."""
-    head_names = ("head", "head_dist", "fc_norm", "attn_pool")
-    depth = len(model.blocks)
-    for name, param in model.named_parameters():
-        top = name.split(".")[0]
-        if config.scope == "all":
-            train = True
-        elif config.scope in ("head", "head+pre_logits"):
-            train = top in head_names[:2]  # head.fc (pre_logits) is inside `head` for seed models
-        else:  # last-blocks: the head, the final norm and the last N blocks
-            train = top in head_names or top == "norm" or (
-                top == "blocks" and int(name.split(".")[1]) >= depth - config.last_blocks)
-        param.requires_grad_(train)
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-def _data_config(base: LoadedModel, config: TrainConfig) -> dict:
-    cfg = dict(base.data_config)
-    if config.img_size:
-        cfg["input_size"] = (3, config.img_size, config.img_size)
-    for key in ("mean", "std", "interpolation", "crop_pct"):
-        if getattr(config, key) is not None:
-            cfg[key] = getattr(config, key)
-    return cfg
-
-
-class _BalancedSoftTargetCE(nn.Module):
-    """Soft-target cross-entropy (mixup/cutmix) with per-class weights: each class counts as much as the others."""
-
-    def __init__(self, weight: torch.Tensor) -> None:
-        super().__init__()
-        self.register_buffer("weight", weight)
-
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        per_class = -target * torch.log_softmax(logits, dim=-1) * self.weight.to(logits.device)
-        return per_class.sum(-1).mean()
-
-
-def class_weights(split: Split) -> torch.Tensor:
-    """N / (C · n_c) for every class c of the training split (1 for all when balanced)."""
-    counts = torch.bincount(torch.tensor([label for _, label in split.train]), minlength=len(split.classes)).float()
-    return counts.sum() / (len(split.classes) * counts.clamp(min=1))
-
-
-def _loss_fns(config: TrainConfig, split: Split):
-    from timm.data import Mixup
-    from timm.loss import LabelSmoothingCrossEntropy, SoftTargetCrossEntropy
-
-    num_classes = len(split.classes)
-    weight = class_weights(split) if config.balance else None
-    if config.mixup or config.cutmix:
-        mixup = Mixup(mixup_alpha=config.mixup, cutmix_alpha=config.cutmix, label_smoothing=config.label_smoothing,
-                      num_classes=num_classes)
-        return mixup, _BalancedSoftTargetCE(weight) if weight is not None else SoftTargetCrossEntropy()
-    if weight is not None:  # torch's own CE takes both the class weights and the smoothing
-        return None, nn.CrossEntropyLoss(weight=weight, label_smoothing=config.label_smoothing)
-    if config.label_smoothing:
-        return None, LabelSmoothingCrossEntropy(config.label_smoothing)
-    return None, nn.CrossEntropyLoss()
 
 
 def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple[float, float]:
@@ -387,8 +262,8 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     base = load_model(config.model, config.weights, device_for(dist_info, config.device), config.precision)
     model, cfg, head_note = _prepare_model(base, config, list(split.classes))
     yield Progress(0, 0, f"{base.display_name}: {head_note}")
-    trainable = _freeze(model, config)
-    mixup, criterion = _loss_fns(config, split)
+    trainable = freeze(model, config)
+    mixup, criterion = loss_fns(config, split)
     criterion = criterion.to(base.device)
     loaders = yield from make_loaders(split, cfg, config, base.device, dist_info, generator,
                                       drop_last=mixup is not None, cancel=cancel)
@@ -431,10 +306,10 @@ def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str]) -
     """The base model with a new head, drop path, the run's input size and memory format; its data config and
     how the head was initialised."""
     model = base.model
-    head_note = _new_head(model, classes, base.labels, config.seed, config.reuse_head)
+    head_note = new_head(model, classes, base.labels, config.seed, config.reuse_head)
     if config.drop_path:
-        _set_drop_path(model, config.drop_path)
-    cfg = _data_config(base, config)
+        set_drop_path(model, config.drop_path)
+    cfg = data_config_for(base, config)
     if tuple(cfg["input_size"][1:]) != base.input_hw and hasattr(model, "set_input_size"):
         model.set_input_size(img_size=cfg["input_size"][1:])
     model.to(base.device)
