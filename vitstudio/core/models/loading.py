@@ -22,6 +22,7 @@ from torch import nn
 
 from vitstudio.core.models import hub
 from vitstudio.core.models.catalog import (
+    WEIGHT_SUFFIXES,
     cached_url_file,
     hub_weight_files,
     models_dir,
@@ -143,9 +144,6 @@ def _local_path(spec: str) -> Path | None:
     return None
 
 
-_WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
-
-
 def _holds_a_model(path: Path) -> bool:
     """A file, or a folder with a config.json or weights (directly or in weights/, the seed layout)."""
     if path.is_file():
@@ -154,7 +152,7 @@ def _holds_a_model(path: Path) -> bool:
         names = [p for folder in (path, path / "weights") if folder.is_dir() for p in folder.iterdir()]
     except OSError:
         return False
-    return any(p.name == "config.json" or p.suffix.lower() in _WEIGHT_SUFFIXES for p in names)
+    return any(p.name == "config.json" or p.suffix.lower() in WEIGHT_SUFFIXES for p in names)
 
 
 def _check_arch(name: str) -> str:

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
-    QSlider,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -35,12 +34,13 @@ from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
-from vitstudio.core.train.probe import read_snapshots, write_animation
+from vitstudio.core.train.probe import read_snapshots
 from vitstudio.core.train.runs import UNFINISHED, list_runs, read_metrics, run_status
 from vitstudio.core.train.training_data import preview_augmentation
 
 from .. import workers
-from .map_view import MapView
+from .augmentation_preview import AugmentationPreviewView
+from .probe_history import ProbeHistoryView
 from .training_form import TrainingFormWidget
 from .training_results import RunResultsWidget, make_thumbnails
 
@@ -200,23 +200,14 @@ class TrainingPanel(QWidget):
             views = preview_augmentation(paths, config, size, 16, interpolation)
             return mosaic_rgb(views, columns=4, pad=3) if views else None
 
-        self.preview_label.setText("Computing augmented views…")
+        self.preview_box.label.setText("Computing augmented views…")
         self._preview_job.start("Augmentation preview", run, on_result=self._show_preview,
-                                on_error=lambda exc: self.preview_label.setText(workers.describe(exc)))
-        self.right.setCurrentIndex(self.right.indexOf(self.preview.parentWidget()))
+                                on_error=lambda exc: self.preview_box.label.setText(workers.describe(exc)))
+        self.right.setCurrentWidget(self.preview_box)
 
     def _show_preview(self, grid) -> None:
-        if grid is None:
-            self.preview_label.setText("No readable image to preview.")
-            return
-        self.preview_grid = grid
-        self.preview_item.setImage(grid, levels=(0, 255))
-        self.preview_view.autoRange(padding=0.01)
-        cfg = self.form.config("", "", "")
-        self.preview_label.setText(f"16 training views: crops of {cfg.scale[0]:.2f}–{cfg.scale[1]:.2f} of the image, "
-                                   f"flip p={cfg.hflip:.2f}, colour jitter {cfg.color_jitter or 'off'}, "
-                                   f"RandAugment {cfg.auto_augment or 'off'}. Change the advanced settings and "
-                                   f"preview again.")
+        self.preview_box.show_grid(grid, self.form.config("", "", ""))
+        self.preview_grid = self.preview_box.grid
 
     def _build_run_views(self) -> QWidget:
         """Curves, attention over training, results and history of the run shown."""
@@ -234,33 +225,12 @@ class TrainingPanel(QWidget):
             "val_acc": self.acc_plot.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
             "lr": self.lr_plot.plot(pen=pg.mkPen("#2ca02c", width=1)),
         }
-        self.probe_view = MapView()
-        self.probe_slider = QSlider(Qt.Horizontal)
-        self.probe_slider.valueChanged.connect(self._show_snapshot)
-        self.probe_label = QLabel("After each epoch, the probe image's attention rollout is snapshotted here.")
-        self.probe_label.setWordWrap(True)
-        probe = QWidget()
-        probe_layout = QVBoxLayout(probe)
-        probe_layout.addWidget(self.probe_label)
-        probe_layout.addWidget(self.probe_view, 1)
-        probe_layout.addWidget(self.probe_slider)
-        self.animation_button = QPushButton("Export as animation (GIF / MP4)…")
-        self.animation_button.setEnabled(False)
-        self.animation_button.clicked.connect(self._export_animation)
-        probe_layout.addWidget(self.animation_button)
+        self.probe_history = ProbeHistoryView(self.state.message.emit)
+        self.probe_view, self.animation_button = self.probe_history.view, self.probe_history.animation_button
         self.results = RunResultsWidget()
         self.results.misclassified_clicked.connect(self.explore_image)
-        self.preview = pg.GraphicsLayoutWidget()
-        self.preview_view = self.preview.addViewBox(lockAspect=True, invertY=True)
-        self.preview_item = pg.ImageItem()
-        self.preview_view.addItem(self.preview_item)
-        self.preview_label = QLabel("Choose a dataset, then “Preview augmentation”: 16 training views as the run "
-                                    "will see them with the settings on the left.")
-        self.preview_label.setWordWrap(True)
-        preview_box = QWidget()
-        preview_layout = QVBoxLayout(preview_box)
-        preview_layout.addWidget(self.preview_label)
-        preview_layout.addWidget(self.preview, 1)
+        self.preview_box = AugmentationPreviewView()
+        self.preview = self.preview_box.plot
         self.history = QListWidget()
         self.history.itemClicked.connect(self._on_history_clicked)
         history_box = QWidget()
@@ -268,8 +238,8 @@ class TrainingPanel(QWidget):
         hb.addWidget(QLabel(f"Runs in {models_dir()} (click one to see its curves and results):"))
         hb.addWidget(self.history)
         self.right = QTabWidget()
-        for w, title in ((self.curves, "Curves"), (probe, "Attention over training"), (self.results, "Results"),
-                         (preview_box, "Augmentation"), (history_box, "History")):
+        for w, title in ((self.curves, "Curves"), (self.probe_history, "Attention over training"),
+                         (self.results, "Results"), (self.preview_box, "Augmentation"), (history_box, "History")):
             self.right.addTab(w, title)
         return self.right
 
@@ -476,38 +446,10 @@ class TrainingPanel(QWidget):
             self.lines[key].setData(d["epoch"], d[key], symbol="o", symbolSize=5)
 
     def _show_last_snapshot(self) -> None:
-        self.animation_button.setEnabled(bool(self.snapshots) and self.shown_run is not None)
-        if not self.snapshots:
-            self.probe_view.set_image(None)
-            self.probe_label.setText("No attention snapshots for this run.")
-            return
-        with QSignalBlocker(self.probe_slider):
-            self.probe_slider.setRange(0, max(0, len(self.snapshots) - 1))
-            self.probe_slider.setValue(len(self.snapshots) - 1)
-        self._show_snapshot(len(self.snapshots) - 1)
-
-    def _show_snapshot(self, index: int) -> None:
-        if not 0 <= index < len(self.snapshots):
-            return
-        snap = self.snapshots[index]
-        self.probe_view.set_image(snap.crop)
-        self.probe_view.set_map(snap.rollout, "inferno", 0.6)
-        self.probe_label.setText(f"Attention rollout of the probe image after epoch {snap.epoch + 1} "
-                                 f"(slide to compare epochs).")
+        self.probe_history.show_snapshots(self.snapshots, self.shown_run)
 
     def _export_animation(self, path: str | None = None) -> None:
-        if self.shown_run is None:
-            return
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export attention over training",
-                                                  f"{self.shown_run.name}-attention.gif",
-                                                  "Animated GIF (*.gif);;MP4 video (*.mp4)")
-        if not path:
-            return
-        run = self.shown_run
-        workers.start_job("Writing animation", lambda cancel: write_animation(run, Path(path)),
-                          on_result=lambda out: self.state.message.emit("info", f"Saved {out}"),
-                          on_error=lambda exc: self.state.message.emit("error", workers.describe(exc)))
+        self.probe_history.export_animation(path)
 
     def _on_finished(self, result) -> None:
         showing = self._showing_live()

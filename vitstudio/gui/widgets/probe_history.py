@@ -1,0 +1,70 @@
+"""Attention over training: the probe image's rollout after each epoch, a slider across epochs, and export of the
+whole history as an animated GIF or MP4."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtWidgets import QFileDialog, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
+
+from vitstudio.core.train.probe import write_animation
+
+from .. import workers
+from .map_view import MapView
+
+
+class ProbeHistoryView(QWidget):
+    def __init__(self, report, parent: QWidget | None = None) -> None:
+        """`report(level, text)` receives what the animation export has to say (the app's message log)."""
+        super().__init__(parent)
+        self.report = report
+        self.snapshots: list = []  # shown, not owned: the panel's buffers
+        self.run: Path | None = None
+        self.view = MapView()
+        self.slider = QSlider(Qt.Horizontal)
+        self.slider.valueChanged.connect(self._show)
+        self.label = QLabel("After each epoch, the probe image's attention rollout is snapshotted here.")
+        self.label.setWordWrap(True)
+        self.animation_button = QPushButton("Export as animation (GIF / MP4)…")
+        self.animation_button.setEnabled(False)
+        self.animation_button.clicked.connect(lambda: self.export_animation())
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.label)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.slider)
+        layout.addWidget(self.animation_button)
+
+    def show_snapshots(self, snapshots: list, run: Path | None) -> None:
+        """Show the last of `snapshots` (a run's, possibly still growing) and let the slider reach them all."""
+        self.snapshots, self.run = snapshots, run
+        self.animation_button.setEnabled(bool(snapshots) and run is not None)
+        if not snapshots:
+            self.view.set_image(None)
+            self.label.setText("No attention snapshots for this run.")
+            return
+        with QSignalBlocker(self.slider):
+            self.slider.setRange(0, len(snapshots) - 1)
+            self.slider.setValue(len(snapshots) - 1)
+        self._show(len(snapshots) - 1)
+
+    def _show(self, index: int) -> None:
+        if not 0 <= index < len(self.snapshots):
+            return
+        snap = self.snapshots[index]
+        self.view.set_image(snap.crop)
+        self.view.set_map(snap.rollout, "inferno", 0.6)
+        self.label.setText(f"Attention rollout of the probe image after epoch {snap.epoch + 1} "
+                           f"(slide to compare epochs).")
+
+    def export_animation(self, path: str | None = None) -> None:
+        run = self.run
+        if run is None:
+            return
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export attention over training", f"{run.name}-attention.gif",
+                                                  "Animated GIF (*.gif);;MP4 video (*.mp4)")
+        if path:
+            workers.start_job("Writing animation", lambda cancel: write_animation(run, Path(path)),
+                              on_result=lambda out: self.report("info", f"Saved {out}"),
+                              on_error=lambda exc: self.report("error", workers.describe(exc)))
