@@ -41,6 +41,7 @@ from vitstudio.core.train.training_data import preview_augmentation
 from .. import workers
 from .augmentation_preview import AugmentationPreviewView
 from .probe_history import ProbeHistoryView
+from .training_curves import TrainingCurvesView
 from .training_form import TrainingFormWidget
 from .training_results import RunResultsWidget, make_thumbnails
 
@@ -211,20 +212,8 @@ class TrainingPanel(QWidget):
 
     def _build_run_views(self) -> QWidget:
         """Curves, attention over training, results and history of the run shown."""
-        self.curves = pg.GraphicsLayoutWidget()
-        self.loss_plot = self.curves.addPlot(title="Loss")
-        self.loss_plot.addLegend(offset=(-5, 5))
-        self.acc_plot = self.curves.addPlot(title="Accuracy")
-        self.acc_plot.addLegend(offset=(-5, -5))
-        self.curves.nextRow()
-        self.lr_plot = self.curves.addPlot(title="Learning rate (per step)", colspan=2)
-        self.lines = {
-            "train_loss": self.loss_plot.plot(pen=pg.mkPen("#1f77b4", width=2), name="train"),
-            "val_loss": self.loss_plot.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
-            "train_acc": self.acc_plot.plot(pen=pg.mkPen("#1f77b4", width=2), name="train"),
-            "val_acc": self.acc_plot.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
-            "lr": self.lr_plot.plot(pen=pg.mkPen("#2ca02c", width=1)),
-        }
+        self.curves = TrainingCurvesView()
+        self.lines = self.curves.lines
         self.probe_history = ProbeHistoryView(self.state.message.emit)
         self.probe_view, self.animation_button = self.probe_history.view, self.probe_history.animation_button
         self.results = RunResultsWidget()
@@ -399,9 +388,8 @@ class TrainingPanel(QWidget):
         self.snapshots: list[ProbeSnapshot] = []
         self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
         self.lr_data: list[tuple[float, float]] = []
-        if hasattr(self, "lines"):
-            for line in self.lines.values():
-                line.setData([], [])
+        if hasattr(self, "curves"):  # not yet while __init__ builds the widgets
+            self.curves.clear_curves()
             self.results.show_report(None)
 
     def _on_record(self, rec) -> None:
@@ -417,7 +405,7 @@ class TrainingPanel(QWidget):
                                 f"ETA {_duration(rec.eta_s)}")
             lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
             if showing:
-                self.lines["lr"].setData(*zip(*lr_data))
+                self.curves.draw_lr(lr_data)
         elif isinstance(rec, EpochMetrics):
             for key in curves:
                 curves[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
@@ -441,9 +429,7 @@ class TrainingPanel(QWidget):
                 self.progress.setFormat(f"{rec.message}: %v/%m")
 
     def _draw_curves(self) -> None:
-        d = self.curves_data
-        for key in ("train_loss", "val_loss", "train_acc", "val_acc"):
-            self.lines[key].setData(d["epoch"], d[key], symbol="o", symbolSize=5)
+        self.curves.draw_epochs(self.curves_data)
 
     def _show_last_snapshot(self) -> None:
         self.probe_history.show_snapshots(self.snapshots, self.shown_run)
@@ -508,7 +494,7 @@ class TrainingPanel(QWidget):
             self.curves_data, self.lr_data, self.snapshots = self.live
             self.results.show_report(None)
             self._draw_curves()
-            self.lines["lr"].setData(*(zip(*self.lr_data) if self.lr_data else ([], [])))
+            self.curves.draw_lr(self.lr_data)
             self._show_last_snapshot()
         else:
             self._reset_curves()

@@ -1,0 +1,36 @@
+"""Loss and accuracy per epoch (train and validation) and the learning rate per step of one run."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+EPOCH_KEYS = ("train_loss", "val_loss", "train_acc", "val_acc")
+
+
+class TrainingCurvesView(pg.GraphicsLayoutWidget):
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        loss = self.addPlot(title="Loss")
+        loss.addLegend(offset=(-5, 5))
+        acc = self.addPlot(title="Accuracy")
+        acc.addLegend(offset=(-5, -5))
+        self.nextRow()
+        lr = self.addPlot(title="Learning rate (per step)", colspan=2)
+        self.lines = {  # what each curve holds is `line.getData()` (tests read it)
+            "train_loss": loss.plot(pen=pg.mkPen("#1f77b4", width=2), name="train"),
+            "val_loss": loss.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
+            "train_acc": acc.plot(pen=pg.mkPen("#1f77b4", width=2), name="train"),
+            "val_acc": acc.plot(pen=pg.mkPen("#ff7f0e", width=2), name="val"),
+            "lr": lr.plot(pen=pg.mkPen("#2ca02c", width=1)),
+        }
+
+    def draw_epochs(self, curves: dict[str, list]) -> None:
+        for key in EPOCH_KEYS:
+            self.lines[key].setData(curves["epoch"], curves[key], symbol="o", symbolSize=5)
+
+    def draw_lr(self, lr_data: list[tuple[float, float]]) -> None:
+        self.lines["lr"].setData(*(zip(*lr_data) if lr_data else ([], [])))
+
+    def clear_curves(self) -> None:
+        for line in self.lines.values():
+            line.setData([], [])
