@@ -126,12 +126,14 @@ def test_catalog_lists_the_families():
     for family, example in (("eva", "vit_small_patch16_dinov3.lvd1689m"),
                             ("eva", "eva02_base_patch14_448.mim_in22k_ft_in22k_in1k"),
                             ("beit", "beitv2_base_patch16_224.in1k_ft_in22k_in1k"),
-                            ("relpos", "vit_relpos_base_patch16_clsgap_224.sw_in1k")):
+                            ("relpos", "vit_relpos_base_patch16_clsgap_224.sw_in1k"),
+                            ("cait", "cait_s24_224.fb_dist_in1k"), ("swin", "swin_tiny_patch4_window7_224.ms_in1k"),
+                            ("swin", "swinv2_base_window12to24_192to384.ms_in22k_ft_in1k")):
         names = {e.name for e in list_catalog(family=family)}
         assert example in names, (family, example)
         assert all(e.family == family for e in list_catalog(family=family))
     with pytest.raises(ValueError, match="Unknown family"):
-        list_catalog(family="swin")
+        list_catalog(family="swinv2_cr")
 
 
 def test_fine_tunes_and_loads_back(family, tmp_path, photos):

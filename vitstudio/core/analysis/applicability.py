@@ -8,7 +8,7 @@ from __future__ import annotations
 from torch import nn
 
 from vitstudio.core.analysis import registry
-from vitstudio.core.analysis.capture import attention_modules
+from vitstudio.core.models.structure import WINDOW, attention_modules, trunk_blocks
 
 
 def why_not(model: nn.Module, method: str) -> str | None:
@@ -22,7 +22,11 @@ def why_not(model: nn.Module, method: str) -> str | None:
         if weight is None or weight.ndim != 4 or weight.shape[1] != 3:
             return f"{name}'s patch embedding is not a convolution over RGB pixels (a hybrid stem?)."
     if analysis.group == "attention":
-        blocks = list(getattr(model, "blocks", []))
+        trunk = trunk_blocks(model)
+        if method != "token" and any(t.kind == WINDOW for t in trunk):
+            return (f"{name} attends only inside local windows (no class token, no attention across the image), "
+                    f"so {analysis.title.lower()} is not defined for it; token maps show each window's attention.")
+        blocks = [t.block for t in trunk]
         unreadable = [b for b in blocks if not attention_modules(b)]
         if not blocks or unreadable:
             kind = type(unreadable[0]).__name__ if unreadable else name
@@ -44,6 +48,6 @@ def _position_scheme(model: nn.Module) -> str:
     if getattr(model, "rope", None) is not None:
         return "with rotary embeddings (RoPE) inside attention"
     names = [n for n, _ in model.named_modules()] + [n for n, _ in model.named_parameters()]
-    if any("relative_position" in n or "rel_pos" in n for n in names):
+    if any("relative_position" in n or "rel_pos" in n or "cpb_mlp" in n for n in names):
         return "with a relative position bias inside attention"
     return "without a learned table"

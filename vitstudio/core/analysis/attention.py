@@ -3,6 +3,15 @@
 All functions take a LoadedModel and a preprocessed batch x (B, 3, H, W) and return unnormalised float32
 numpy arrays; display scaling is the caller's business. Prefix tokens (class, distillation, registers) are
 handled through the model's `num_prefix_tokens`; patch maps are (gh, gw) in row-major patch order.
+
+CaiT runs in two stages: self-attention among the P patch tokens (no class token yet), then class attention
+where only the class token attends, to [class, patches]. Rollout, token maps and gradient rollout see both
+stages as layers of one (1 + P)-token sequence: a token that takes no part in a layer keeps its value there
+(identity row: the class token during self-attention, the patches during class attention). So CaiT's rollout is
+R = Â_L ⋯ Â_1 over that sequence, and its class row, R[0, 1:], traces the class token through the class-attention
+layers back through the self-attention layers to the input patches. Its self-attention maps are the talking-heads
+maps the block applies (head-mixed after the softmax: their rows need not sum to 1, so no entropy is given).
+Windowed attention (Swin) is in `window_attention.py`.
 """
 
 from __future__ import annotations
@@ -16,6 +25,56 @@ import torch
 from vitstudio.core.analysis.capture import AttentionUnsupported, capturing, grid_for, has_class_token, resolve_layers
 from vitstudio.core.analysis.registry import FUSIONS
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.structure import CLASS, PATCHES, WINDOW, is_windowed, trunk_blocks
+
+
+def _kinds(loaded: LoadedModel) -> list[str]:
+    kinds = [t.kind for t in trunk_blocks(loaded.model)]
+    if WINDOW in kinds:
+        raise AttentionUnsupported("This analysis needs global attention; Swin attends inside windows "
+                                   "(see its token maps).")
+    return kinds
+
+
+def sequence_view(a: torch.Tensor, kind: str, keep: float = 1.0) -> torch.Tensor:
+    """A CaiT layer's attention (B, H, P, P) or (B, H, 1, 1 + P) as (B, H, 1 + P, 1 + P) over the whole token
+    sequence: tokens that take no part get `keep` on the diagonal (1 for attention: they keep their value;
+    0 for relevance added by the layer). Global layers are returned as they are."""
+    if kind not in (PATCHES, CLASS):
+        return a
+    b, h, _, n = a.shape
+    n = n + 1 if kind == PATCHES else n
+    out = torch.eye(n, dtype=a.dtype, device=a.device).mul(keep).expand(b, h, n, n).clone()
+    if kind == PATCHES:
+        out[:, :, 1:, 1:] = a
+    else:
+        out[:, :, :1, :] = a
+    return out
+
+
+def _received(a: torch.Tensor, kind: str, p: int, cls: bool) -> torch.Tensor:
+    """(B, H, P) the head map of one layer: the class token's attention to the patches; without a class token
+    in that layer (global-pool models, CaiT's self-attention), the mean attention each patch receives."""
+    if kind == CLASS:
+        return a[:, :, 0, 1:]
+    if kind == PATCHES:
+        return a.float().mean(2)
+    return a[:, :, 0, p:] if cls else a[:, :, :, p:].float().mean(2)
+
+
+def _distance_entropy(a: torch.Tensor, kind: str, p: int, dist: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, H) mean attention distance over patch queries and mean row entropy; NaN where undefined: no patch
+    queries (class attention) or rows that are not distributions (talking heads)."""
+    a = a.float()
+    nan = torch.full(a.shape[:2], float("nan"), device=a.device)
+    if kind == CLASS:
+        d = nan
+    else:
+        patches = a if kind == PATCHES else a[:, :, p:, p:]
+        d = (patches * dist).sum(-1).mean(-1)
+    if (a.sum(-1) - 1).abs().max() > 1e-3:
+        return d, nan
+    return d, -(a * torch.log(a.clamp_min(1e-30))).sum(-1).mean(-1)
 
 
 def _forward(loaded: LoadedModel, x: torch.Tensor, layers: list[int], on_layer, grad: bool = False):
@@ -49,10 +108,11 @@ def head_maps(loaded: LoadedModel, x: torch.Tensor, layer: int = -1) -> np.ndarr
     """
     p = loaded.num_prefix_tokens
     cls = has_class_token(loaded.model)
+    kinds = _kinds(loaded)
     out = {}
 
     def reduce(layer_idx, a):  # a: (B, H, N, N)
-        out["maps"] = a[:, :, 0, p:].detach() if cls else a[:, :, :, p:].detach().float().mean(2)
+        out["maps"] = _received(a.detach(), kinds[layer_idx], p, cls)
 
     _forward(loaded, x, resolve_layers(loaded.model, layer), reduce)
     return _patch_grid(loaded, x, out["maps"])
@@ -66,7 +126,12 @@ class TokenMaps:
 
 
 def token_maps(loaded: LoadedModel, x: torch.Tensor, patch: tuple[int, int], layers=None) -> TokenMaps:
-    """Attention of patch (row, col) to every patch, and of every patch to it, per layer and head."""
+    """Attention of patch (row, col) to every patch, and of every patch to it, per layer and head (windowed
+    models: inside its window, NaN elsewhere; see `window_attention`)."""
+    if is_windowed(loaded.model):
+        from vitstudio.core.analysis.window_attention import window_token_maps
+
+        return window_token_maps(loaded, x, patch, layers)
     gh, gw = grid_for(loaded.model, x)
     row, col = patch
     if not (0 <= row < gh and 0 <= col < gw):
@@ -74,8 +139,10 @@ def token_maps(loaded: LoadedModel, x: torch.Tensor, patch: tuple[int, int], lay
     p = loaded.num_prefix_tokens
     q = p + row * gw + col
     rows, cols = {}, {}
+    kinds = _kinds(loaded)
 
     def reduce(layer, a):
+        a = sequence_view(a.detach(), kinds[layer])
         rows[layer] = a[:, :, q, p:].detach()
         cols[layer] = a[:, :, p:, q].detach()
 
@@ -127,16 +194,21 @@ def rollout(loaded: LoadedModel, x: torch.Tensor, fusion: str = "mean", discard:
     if fusion not in FUSIONS:
         raise ValueError(f"Unknown head fusion '{fusion}'; use one of {', '.join(FUSIONS)}.")
     state: dict[str, torch.Tensor] = {}
+    kinds = _kinds(loaded)
 
     def accumulate(layer, a):
-        fused = discard_smallest(fuse_heads(a.detach().float(), fusion), discard)
-        eye = torch.eye(fused.shape[-1], device=fused.device)
-        a_hat = fused + eye
-        a_hat = a_hat / a_hat.sum(dim=-1, keepdim=True)  # rows sum to 1
-        state["r"] = a_hat if "r" not in state else a_hat @ state["r"]
+        _roll(state, sequence_view(a.detach().float(), kinds[layer]), fusion, discard)
 
     _forward(loaded, x, resolve_layers(loaded.model, None), accumulate)
     return _patch_grid(loaded, x, _cls_row(loaded, state["r"]))
+
+
+def _roll(state: dict, a: torch.Tensor, fusion: str, discard: float) -> None:
+    """One rollout step on state["r"]: fuse heads, discard, add the identity, rows to sum 1, multiply."""
+    fused = discard_smallest(fuse_heads(a, fusion), discard)
+    a_hat = fused + torch.eye(fused.shape[-1], device=fused.device)
+    a_hat = a_hat / a_hat.sum(dim=-1, keepdim=True)
+    state["r"] = a_hat if "r" not in state else a_hat @ state["r"]
 
 
 @dataclass(frozen=True)
@@ -150,6 +222,7 @@ def gradient_rollout(loaded: LoadedModel, x: torch.Tensor, target: int | list[in
     """Chefer et al. (ICCV 2021) generic rule for class c (default: each image's top-1):
     Ā_l = mean_h relu(∂y_c/∂A_l ⊙ A_l); R = I; R ← R + Ā_l·R for l = 1..L; returns R[0, prefix:]."""
     captured: dict[int, torch.Tensor] = {}
+    kinds = _kinds(loaded)
     logits = _forward(loaded, x, resolve_layers(loaded.model, None),
                       lambda layer, a: captured.__setitem__(layer, a), grad=True).float()
     if target is None:
@@ -165,13 +238,14 @@ def gradient_rollout(loaded: LoadedModel, x: torch.Tensor, target: int | list[in
     grads = torch.autograd.grad(score, [captured[i] for i in layers], allow_unused=True)
     if any(g is None for g in grads):  # a map assembled after the fact (parallel or differential attention)
         raise AttentionUnsupported("Gradient rollout needs one plain attention module per block; "
-                                   f"{type(loaded.model.blocks[0]).__name__} blocks do not have that.")
+                                   f"{type(trunk_blocks(loaded.model)[0].block).__name__} blocks do not have that.")
     with torch.no_grad():
-        a0 = captured[layers[0]]
-        r = torch.eye(a0.shape[-1], device=a0.device).expand(a0.shape[0], -1, -1).clone()
+        gh, gw = grid_for(loaded.model, x)
+        n = loaded.num_prefix_tokens + gh * gw
+        r = torch.eye(n, device=logits.device).expand(logits.shape[0], -1, -1).clone()
         for layer, grad in zip(layers, grads):
-            cam = (grad.float() * captured[layer].float()).clamp(min=0).mean(1)  # (B, N, N)
-            r = r + cam @ r
+            cam = (grad.float() * captured[layer].float()).clamp(min=0).mean(1, keepdim=True)  # (B, 1, N, N)
+            r = r + sequence_view(cam, kinds[layer], keep=0.0)[:, 0] @ r
     return GradientRollout(_patch_grid(loaded, x, _cls_row(loaded, r)), tuple(targets.tolist()))
 
 
@@ -206,12 +280,11 @@ def attention_stat_sums(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarra
     patch_px = (x.shape[-2] // gh, x.shape[-1] // gw)
     dist = patch_distances((gh, gw), patch_px).to(loaded.device)
     p = loaded.num_prefix_tokens
+    kinds = _kinds(loaded)
     per_layer: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def reduce(layer, a):
-        a = a.detach().float()
-        d = (a[:, :, p:, p:] * dist).sum(-1).mean(-1)  # (B, H)
-        ent = -(a * torch.log(a.clamp_min(1e-30))).sum(-1).mean(-1)  # (B, H)
+        d, ent = _distance_entropy(a.detach(), kinds[layer], p, dist)  # (B, H) each
         per_layer[layer] = (d.sum(0), ent.sum(0))
 
     layers = resolve_layers(loaded.model, None)
@@ -246,18 +319,16 @@ def overview(loaded: LoadedModel, x: torch.Tensor, fusion: str = "mean", discard
     gh, gw = grid_for(model, x)
     p = loaded.num_prefix_tokens
     cls = has_class_token(model)
+    kinds = _kinds(loaded)
     dist = patch_distances((gh, gw), (x.shape[-2] // gh, x.shape[-1] // gw)).to(loaded.device)
     heads, dists, ents, state = {}, {}, {}, {}
 
     def reduce(layer, a):
         a = a.detach().float()
-        heads[layer] = a[0, :, 0, p:] if cls else a[0, :, :, p:].mean(1)
-        dists[layer] = (a[0, :, p:, p:] * dist).sum(-1).mean(-1)
-        ents[layer] = -(a[0] * torch.log(a[0].clamp_min(1e-30))).sum(-1).mean(-1)
-        fused = discard_smallest(fuse_heads(a, fusion), discard)
-        a_hat = fused + torch.eye(fused.shape[-1], device=fused.device)
-        a_hat = a_hat / a_hat.sum(dim=-1, keepdim=True)
-        state["r"] = a_hat if "r" not in state else a_hat @ state["r"]
+        heads[layer] = _received(a, kinds[layer], p, cls)[0]
+        d, e = _distance_entropy(a, kinds[layer], p, dist)
+        dists[layer], ents[layer] = d[0], e[0]
+        _roll(state, sequence_view(a, kinds[layer]), fusion, discard)
 
     layers = resolve_layers(model, None)
     _forward(loaded, x, layers, reduce)

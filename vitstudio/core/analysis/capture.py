@@ -2,7 +2,8 @@
 
 Fused attention (scaled_dot_product_attention) never materialises the attention matrix. While capturing we
 switch `fused_attn` off on the attention modules of the requested blocks only, hook the `attn_drop` module
-(whose input is softmax(q·kᵀ·scale), shape (B, heads, N, N)), and restore everything afterwards. Plain
+(whose input is the attention the block applies to v: softmax(q·kᵀ·scale + bias), or for CaiT's talking heads
+the head-mixed softmax), and restore everything afterwards. Plain
 prediction never goes through here.
 
 Each captured layer is handed to an `on_layer(layer, attn)` callback as soon as its block has run, so
@@ -17,28 +18,26 @@ from collections.abc import Callable, Iterable, Iterator
 import torch
 from torch import nn
 
+from vitstudio.core.models.structure import attention_modules, trunk_blocks
+
 
 class AttentionUnsupported(Exception):
     """The model's blocks have no attention module we know how to read."""
 
 
-def attention_modules(block: nn.Module) -> list[nn.Module]:
-    """Modules of `block` whose `attn_drop` input is the post-softmax attention when `fused_attn` is off.
-
-    Block/ResPostBlock -> [block.attn]; ParallelScalingBlock -> [block]; ParallelThingsBlock -> one per
-    parallel branch (their heads are concatenated); DiffAttention -> [attn] (see `_combine`).
-    """
-    return [m for m in block.modules()
-            if hasattr(m, "fused_attn") and isinstance(getattr(m, "attn_drop", None), nn.Module)]
+__all__ = ["AttentionUnsupported", "attention_modules", "capturing", "grid_for", "has_class_token", "num_layers",
+           "resolve_layers"]
 
 
 def num_layers(model: nn.Module) -> int:
-    return len(model.blocks)
+    """Attention layers: every trunk block (CaiT: self-attention then class-attention blocks; Swin: all stages)."""
+    return len(trunk_blocks(model))
 
 
-def resolve_layers(model: nn.Module, layers: Iterable[int] | int | None) -> list[int]:
-    """0-based layer indices; negative ones count from the end; None means every layer."""
-    depth = num_layers(model)
+def resolve_layers(model: nn.Module, layers: Iterable[int] | int | None, depth: int | None = None) -> list[int]:
+    """0-based layer indices; negative ones count from the end; None means every layer. `depth` defaults to the
+    attention layers (embeddings pass their token layers: `structure.token_stages`)."""
+    depth = num_layers(model) if depth is None else depth
     if layers is None:
         return list(range(depth))
     if isinstance(layers, int):
@@ -64,8 +63,10 @@ def _combine(module: nn.Module, attn: torch.Tensor) -> torch.Tensor:
 
 @contextlib.contextmanager
 def capturing(model: nn.Module, layers: list[int], on_layer: Callable[[int, torch.Tensor], None]) -> Iterator[None]:
-    """Within the context, every forward calls on_layer(layer, attn (B, heads, N, N)) for each layer asked."""
-    blocks = list(model.blocks)
+    """Within the context, every forward calls on_layer(layer, attn) for each layer asked: (B, heads, N, N) for
+    global blocks, (B, heads, P, P) for CaiT's self-attention (no class token there), (B, heads, 1, 1 + P) for its
+    class attention and (B·windows, heads, w², w²) for Swin's windows (see `structure.trunk_blocks`)."""
+    blocks = [t.block for t in trunk_blocks(model)]
     per_layer = {layer: attention_modules(blocks[layer]) for layer in layers}
     missing = [layer for layer, mods in per_layer.items() if not mods]
     if missing:
@@ -87,8 +88,9 @@ def capturing(model: nn.Module, layers: list[int], on_layer: Callable[[int, torc
     try:
         for layer, modules in per_layer.items():
             for module in modules:
-                saved.append((module, module.fused_attn))
-                module.fused_attn = False
+                if hasattr(module, "fused_attn"):  # talking heads / cosine window attention have no fused path
+                    saved.append((module, module.fused_attn))
+                    module.fused_attn = False
                 handles.append(module.attn_drop.register_forward_hook(hook_for(layer, module)))
         yield
     finally:

@@ -17,6 +17,7 @@ from vitstudio.core.data.images import expand_paths
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.structure import is_class_attention, is_windowed, token_stages
 
 
 @dataclass(frozen=True)
@@ -27,14 +28,19 @@ class LayerTokens:
 
 
 def layer_tokens(loaded: LoadedModel, x: torch.Tensor, layers=None) -> dict[int, LayerTokens]:
-    """Token outputs of the requested blocks (all by default)."""
+    """Token outputs of the requested token layers (all by default): blocks, or Swin's stages (each its own
+    grid, halved per stage). CaiT's layers are its self-attention blocks: its class token only exists in the
+    class-attention blocks after them, which leave the patch tokens unchanged, so it has no prefix here."""
     model = loaded.model
-    chosen = resolve_layers(model, layers)
+    chosen = resolve_layers(model, layers, token_stages(model))
+    if is_windowed(model):
+        return _stage_tokens(loaded, x, chosen)
     gh, gw = grid_for(model, x)
-    with_prefix = loaded.num_prefix_tokens > 0  # timm returns bare tensors, not pairs, when there are none
+    with_prefix = loaded.num_prefix_tokens > 0 and not is_class_attention(model)
+    kwargs = {"return_prefix_tokens": True} if with_prefix else {}  # timm returns bare tensors without prefix
     with loaded.lock, torch.inference_mode(), loaded.autocast():
-        out = model.forward_intermediates(x.to(loaded.device), indices=chosen, return_prefix_tokens=with_prefix,
-                                          output_fmt="NLC", intermediates_only=True)
+        out = model.forward_intermediates(x.to(loaded.device), indices=chosen, output_fmt="NLC",
+                                          intermediates_only=True, **kwargs)
     result = {}
     for layer, item in zip(chosen, out):
         patches, prefix = item if with_prefix else (item, None)
@@ -42,6 +48,17 @@ def layer_tokens(loaded: LoadedModel, x: torch.Tensor, layers=None) -> dict[int,
         prefix = prefix if prefix is not None else patches.new_zeros(b, 0, c)
         result[layer] = LayerTokens(layer, patches.float().reshape(b, gh, gw, c).cpu().numpy(),
                                     prefix.float().cpu().numpy())
+    return result
+
+
+def _stage_tokens(loaded: LoadedModel, x: torch.Tensor, chosen: list[int]) -> dict[int, LayerTokens]:
+    with loaded.lock, torch.inference_mode(), loaded.autocast():
+        out = loaded.model.forward_intermediates(x.to(loaded.device), indices=chosen, intermediates_only=True)
+    result = {}
+    for stage, item in zip(chosen, out):  # (B, C, h, w)
+        patches = item.float().permute(0, 2, 3, 1).contiguous()
+        result[stage] = LayerTokens(stage, patches.cpu().numpy(), np.zeros((item.shape[0], 0, item.shape[1]),
+                                                                          np.float32))
     return result
 
 
@@ -89,10 +106,27 @@ def pca_2d(patches: np.ndarray, basis: PCABasis | None = None) -> tuple[np.ndarr
     return basis.project(flat)[:, :2].astype(np.float32), basis
 
 
-def cosine_similarity_to(patches: np.ndarray, patch: tuple[int, int]) -> np.ndarray:
-    """(B, gh, gw, C) -> (B, gh, gw): cosine similarity of every patch to patch (row, col) of its image."""
-    row, col = patch
+def at_grid(patch: tuple[int, int], from_grid: tuple[int, int], to_grid: tuple[int, int]) -> tuple[int, int]:
+    """The cell of `to_grid` that covers patch (row, col) of `from_grid` (Swin's later stages are coarser)."""
+    return patch[0] * to_grid[0] // from_grid[0], patch[1] * to_grid[1] // from_grid[1]
+
+
+def upsample_to(values: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
+    """(h, w, ...) -> (gh, gw, ...) by repeating cells (nearest), so a coarse stage lines up with the patch grid."""
+    h, w = values.shape[:2]
+    if (h, w) == tuple(grid):
+        return values
+    rows = np.arange(grid[0]) * h // grid[0]
+    cols = np.arange(grid[1]) * w // grid[1]
+    return values[rows][:, cols]
+
+
+def cosine_similarity_to(patches: np.ndarray, patch: tuple[int, int], grid: tuple[int, int] | None = None
+                         ) -> np.ndarray:
+    """(B, gh, gw, C) -> (B, gh, gw): cosine similarity of every patch to patch (row, col) of its image;
+    `grid` is the grid the patch was picked on when it is not the tokens' own (a Swin stage)."""
     b, gh, gw, _ = patches.shape
+    row, col = at_grid(patch, grid, (gh, gw)) if grid else patch
     if not (0 <= row < gh and 0 <= col < gw):
         raise ValueError(f"Patch {patch} is outside the {gh}×{gw} grid.")
     unit = patches / np.maximum(np.linalg.norm(patches, axis=-1, keepdims=True), 1e-12)

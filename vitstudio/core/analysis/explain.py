@@ -57,8 +57,9 @@ def validate(loaded: LoadedModel, method: str, **given) -> dict:
     reason = why_not(loaded.model, method)
     if reason is not None:
         raise ValueError(f"'{method}' does not apply to this model: {reason}")
-    if "layer" in params:
-        params["layer"] = resolve_layers(loaded.model, params["layer"])[0]
+    if "layer" in params:  # attention layers, or token layers (blocks; Swin's stages) for the embedding views
+        depth = loaded.token_depth if registry.get(method).group == "embeddings" else loaded.depth
+        params["layer"] = resolve_layers(loaded.model, params["layer"], depth)[0]
     _check_head(loaded, params.get("head"))
     _check_patch(loaded, params.get("patch"))
     if params.get("target") is not None and not 0 <= params["target"] < loaded.num_classes:
@@ -108,13 +109,15 @@ def _compute(loaded: LoadedModel, method: str, x, params: dict) -> tuple[np.ndar
         params.update(images=1, unit="input pixels")
         return stats.distance, {"entropy": stats.entropy.astype(np.float32)}
     tokens = embeddings.layer_tokens(loaded, x, [layer])[layer]
+    grid = loaded.grid_size  # a Swin stage's coarser grid is repeated up to the patch grid, like the GUI's
     if method == "pca":
-        return embeddings.pca_rgb(tokens.patches)[0][0], {}
+        return embeddings.upsample_to(embeddings.pca_rgb(tokens.patches)[0][0], grid), {}
     if method == "similarity":
-        return embeddings.cosine_similarity_to(tokens.patches, params["patch"])[0], {}
+        return embeddings.upsample_to(embeddings.cosine_similarity_to(tokens.patches, params["patch"], grid)[0],
+                                      grid), {}
     if method == "norms":
         norms, prefix = embeddings.token_norms(tokens)
-        return norms[0], {"prefix_norms": prefix[0].astype(np.float32)}
+        return embeddings.upsample_to(norms[0], grid), {"prefix_norms": prefix[0].astype(np.float32)}
     raise ValueError(f"No implementation for the registered method '{method}'.")
 
 

@@ -13,10 +13,10 @@ def pos_embed_similarity(model: nn.Module) -> np.ndarray:
     pos = getattr(model, "pos_embed", None)
     if pos is None:
         raise ValueError(f"{type(model).__name__} has no learned position embedding.")
-    pe = pos.detach().float().cpu()[0]  # (prefix + P, D) or (P, D)
-    if not getattr(model, "no_embed_class", False):
-        pe = pe[model.num_prefix_tokens:]
+    pe = pos.detach().float().cpu()[0]  # (prefix + P, D) or (P, D): CaiT and no_embed_class models have none
     gh, gw = model.patch_embed.grid_size
+    if pe.shape[0] in (gh * gw + getattr(model, "num_prefix_tokens", 0), gh * gw):  # prefix entries come first
+        pe = pe[pe.shape[0] - gh * gw:]
     if pe.shape[0] != gh * gw:
         raise ValueError(f"Position embedding has {pe.shape[0]} patch entries, expected {gh}×{gw}.")
     unit = pe / pe.norm(dim=-1, keepdim=True).clamp_min(1e-12)

@@ -1,8 +1,9 @@
 """What models exist: timm's Vision Transformer families with their pretrained tags, plus local models.
 
-A family is a timm module whose every entry point builds one model class with global token attention: plain
-ViTs (`VisionTransformer` and subclasses: DeiT, hybrids, ViTamin), `Eva` (EVA-02, DINOv3, Perception Encoder,
-EVA-CLIP: RoPE, registers), `Beit` (relative position bias) and `VisionTransformerRelPos`. Instantiating
+A family is a timm module whose every entry point builds one model class: plain ViTs (`VisionTransformer` and
+subclasses: DeiT, hybrids, ViTamin), `Eva` (EVA-02, DINOv3, Perception Encoder, EVA-CLIP: RoPE, registers),
+`Beit` (relative position bias), `VisionTransformerRelPos`, `Cait` (talking heads, then class attention) and
+Swin v1/v2 (attention inside windows; `core/models/structure.py` says how each trunk is shaped). Instantiating
 hundreds of models to check their class takes long, so we select by the registering module; a test instantiates
 every catalog architecture on the meta device and checks the class, so a timm change cannot go unnoticed.
 """
@@ -27,6 +28,9 @@ FAMILIES = {
     "eva": ("eva", "timm.models.eva.Eva"),  # EVA-02, EVA-CLIP, DINOv3, Perception Encoder
     "beit": ("beit", "timm.models.beit.Beit"),
     "vision_transformer_relpos": ("relpos", "timm.models.vision_transformer_relpos.VisionTransformerRelPos"),
+    "cait": ("cait", "timm.models.cait.Cait"),  # talking-heads self-attention, then class attention
+    "swin_transformer": ("swin", "timm.models.swin_transformer.SwinTransformer"),  # windowed attention
+    "swin_transformer_v2": ("swin", "timm.models.swin_transformer_v2.SwinTransformerV2"),
 }
 VIT_MODULES = tuple(FAMILIES)
 
@@ -74,7 +78,7 @@ def family_of(arch: str) -> str:
 
 def vit_architectures(family: str | None = None) -> list[str]:
     """Current architecture names (timm also registers deprecated aliases, some of which no longer build),
-    optionally of one family (a key of FAMILIES: vit, deit, hybrid, vitamin, eva, beit, relpos)."""
+    optionally of one family (a key of FAMILIES: vit, deit, hybrid, vitamin, eva, beit, relpos, cait, swin)."""
     keys = {key for key, _ in FAMILIES.values()}
     if family and family.lower() not in keys:
         raise ValueError(f"Unknown family '{family}'; use one of {', '.join(sorted(keys))}.")

@@ -24,6 +24,7 @@ from vitstudio.core.models import hub
 from vitstudio.core.models.catalog import (
     WEIGHT_SUFFIXES,
     cached_url_file,
+    family_of,
     hub_weight_files,
     models_dir,
     supported_classes,
@@ -77,10 +78,10 @@ def _custom_ranges() -> str:
     return ", ".join(f"{k}={LIMITS[v][0]}..{LIMITS[v][1]}" for k, v in CUSTOM_KEYS.items())
 
 
-def check_config_size(model_args: dict, source) -> None:
+def check_config_size(model_args: dict, source, architecture: str = "") -> None:
     """A saved model's config.json, checked before timm builds anything from it."""
     try:
-        check_vit_args(model_args, str(source))
+        check_vit_args(model_args, str(source), flat=family_of(architecture.split(".")[0]) != "swin")
     except ModelTooLarge as exc:
         raise ModelLoadError(str(exc)) from None
 
@@ -231,7 +232,7 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         raise ModelLoadError(f"{folder / 'config.json'} is not valid JSON: {exc}") from None
     if is_transformers_config(config):
         return _transformers_dir(spec, folder, str(folder))
-    check_config_size(config.get("model_args", {}), folder / "config.json")
+    check_config_size(config.get("model_args", {}), folder / "config.json", str(config.get("architecture", "")))
     rep = (config.get("vitstudio") or {}).get("representation_size")
     weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
     try:

@@ -14,6 +14,7 @@ from PIL import Image
 from torch import nn
 
 from vitstudio.core.models.devices import autocast
+from vitstudio.core.models.structure import heads_of, token_stages, trunk_blocks
 
 
 def split_eval_transform(transform) -> tuple[list, list]:
@@ -69,16 +70,22 @@ class LoadedModel:
 
     @property
     def depth(self) -> int:
-        return len(self.model.blocks)
+        """Attention layers (every trunk block: CaiT's class-attention blocks and all of Swin's stages count)."""
+        return len(trunk_blocks(self.model))
 
     @property
     def num_heads(self) -> int:
         """Attention heads per block, summed over parallel attention branches (ParallelThingsBlock has several,
-        whose maps capture concatenates)."""
-        block = self.model.blocks[0]
-        heads = [int(m.num_heads) for m in block.modules()
-                 if hasattr(m, "num_heads") and isinstance(getattr(m, "attn_drop", None), nn.Module)]
-        return sum(heads) or 1
+        whose maps capture concatenates); the most of any block where stages differ (Swin)."""
+        return max((heads_of(t.block) for t in trunk_blocks(self.model)), default=1)
+
+    def heads_at(self, layer: int) -> int:
+        return heads_of(trunk_blocks(self.model)[layer].block)
+
+    @property
+    def token_depth(self) -> int:
+        """Token layers the embedding views offer: blocks (CaiT: its self-attention blocks) or Swin's stages."""
+        return token_stages(self.model)
 
     @property
     def num_classes(self) -> int:
@@ -86,7 +93,7 @@ class LoadedModel:
 
     @property
     def num_prefix_tokens(self) -> int:
-        return int(self.model.num_prefix_tokens)
+        return int(getattr(self.model, "num_prefix_tokens", 0))  # Swin has no prefix tokens
 
     @property
     def input_hw(self) -> tuple[int, int]:

@@ -8,6 +8,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.structure import trunk_blocks
 
 
 @dataclass(frozen=True)
@@ -82,15 +83,22 @@ def count_flops(loaded: LoadedModel) -> int:
     # FlopCounterMode has no formula for some fused SDPA kernels (the CPU one counts 0), so count the
     # explicit q@k^T / attn@v path instead; it is the same arithmetic.
     fused = [(m, m.fused_attn) for m in loaded.model.modules() if hasattr(m, "fused_attn")]
+    # FlopCounterMode's module tracker hooks the gradients of any input that requires them and fails on CaiT's
+    # class token (a parameter passed to its class-attention blocks), so parameters stop requiring them meanwhile
+    grads = [(p, p.requires_grad) for p in loaded.model.parameters()]
     with loaded.lock:  # the flags are shared with any other thread using this model
         try:
             for module, _ in fused:
                 module.fused_attn = False
+            for param, _ in grads:
+                param.requires_grad_(False)
             with torch.inference_mode(), counter:
                 loaded.model(x)
         finally:
             for module, flag in fused:
                 module.fused_attn = flag
+            for param, flag in grads:
+                param.requires_grad_(flag)
     return int(counter.get_total_flops())
 
 
@@ -98,7 +106,7 @@ def model_card(loaded: LoadedModel) -> ModelCard:
     if loaded._card is not None:
         return loaded._card
     model = loaded.model
-    blocks = list(model.blocks)
+    blocks = trunk_blocks(model)
     gh, gw = loaded.grid_size
     cfg = loaded.data_config
     card = ModelCard(
@@ -107,7 +115,8 @@ def model_card(loaded: LoadedModel) -> ModelCard:
         gflops=count_flops(loaded) / 1e9,
         input_size=tuple(cfg["input_size"]), patch_size=loaded.patch_size, grid_size=(gh, gw),
         prefix_tokens=loaded.num_prefix_tokens, tokens=loaded.num_prefix_tokens + gh * gw,
-        layers=len(blocks), heads=loaded.num_heads if blocks else 0, width=int(model.embed_dim),
+        layers=len(blocks), heads=loaded.num_heads if blocks else 0,
+        width=int(getattr(model, "embed_dim", 0) or model.num_features),
         interpolation=str(cfg.get("interpolation")), crop_pct=float(cfg.get("crop_pct", 1.0)),
         crop_mode=str(cfg.get("crop_mode", "center")), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
         num_classes=loaded.num_classes, head=_describe_head(model), label_set=loaded.label_set,

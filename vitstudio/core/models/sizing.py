@@ -22,11 +22,15 @@ def _side(value) -> int:
     return int(max(value)) if isinstance(value, (list, tuple)) else int(value)
 
 
-def check_vit_args(args: dict, source: str, memory_bytes: int | None = None) -> tuple[int, int]:
+def check_vit_args(args: dict, source: str, memory_bytes: int | None = None, flat: bool = True
+                   ) -> tuple[int, int] | None:
     """Refuse out-of-range fields and configs beyond the machine; returns (parameters, bytes for weights plus one
-    image's forward), estimated without building anything."""
+    image's forward), estimated without building anything. Hierarchical models (`flat=False`: Swin's per-stage
+    depths and heads) get the range checks only (None returned): the closed form is a plain ViT's."""
     values = dict(DEFAULTS)
     for key, value in args.items():
+        if not flat and isinstance(value, (list, tuple)) and key != "img_size":
+            continue
         if key not in LIMITS or value is None:
             continue
         try:
@@ -37,6 +41,8 @@ def check_vit_args(args: dict, source: str, memory_bytes: int | None = None) -> 
         if not lo <= number <= hi:
             raise ModelTooLarge(f"{source}: {key}={value} is outside the valid range {lo}..{hi}.")
         values[key] = number
+    if not flat:
+        return None
     img, patch, width = int(values["img_size"]), int(values["patch_size"]), int(values["embed_dim"])
     depth, heads, classes = int(values["depth"]), int(values["num_heads"]), int(values["num_classes"])
     if patch > img or img % patch:

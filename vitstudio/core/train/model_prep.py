@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.structure import trunk_blocks
 from vitstudio.core.train.recipes import TrainConfig
 
 
@@ -67,7 +68,7 @@ def set_drop_path(model: nn.Module, rate: float) -> None:
     """Stochastic depth rising linearly to `rate` over the blocks (as timm builds it), on any loaded ViT."""
     from timm.layers import DropPath
 
-    blocks = list(model.blocks)
+    blocks = [t.block for t in trunk_blocks(model)]
     for i, block in enumerate(blocks):
         p = rate * i / max(1, len(blocks) - 1)
         for name in ("drop_path1", "drop_path2", "drop_path"):
@@ -78,7 +79,7 @@ def set_drop_path(model: nn.Module, rate: float) -> None:
 def freeze(model: nn.Module, config: TrainConfig) -> int:
     """Set requires_grad by scope; returns the number of trainable parameters."""
     head_names = ("head", "head_dist", "fc_norm", "attn_pool")
-    depth = len(model.blocks)
+    last = tuple(t.name + "." for t in trunk_blocks(model)[-config.last_blocks:]) if config.last_blocks else ()
     for name, param in model.named_parameters():
         top = name.split(".")[0]
         if config.scope == "all":
@@ -86,8 +87,7 @@ def freeze(model: nn.Module, config: TrainConfig) -> int:
         elif config.scope in ("head", "head+pre_logits"):
             train = top in head_names[:2]  # head.fc (pre_logits) is inside `head` for seed models
         else:  # last-blocks: the head, the final norm and the last N blocks
-            train = top in head_names or top == "norm" or (
-                top == "blocks" and int(name.split(".")[1]) >= depth - config.last_blocks)
+            train = top in head_names or top == "norm" or name.startswith(last)
         param.requires_grad_(train)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 

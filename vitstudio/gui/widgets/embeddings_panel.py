@@ -33,19 +33,21 @@ from .map_view import MapView
 MODES = registry.names("embeddings")  # pca, similarity, norms
 
 
-def compute_view(tokens, mode: str, patch, basis):
-    """Runs in a worker: what the panel shows for one layer. Returns a dict of plain arrays."""
+def compute_view(tokens, mode: str, patch, basis, grid):
+    """Runs in a worker: what the panel shows for one layer, on the model's patch grid `grid` (a Swin stage's
+    coarser grid is repeated up to it, so clicks and markers mean the same patch on every layer)."""
     if mode == "pca":
         rgb, basis = embeddings.pca_rgb(tokens.patches, basis)
         coords, _ = embeddings.pca_2d(tokens.patches, basis)
         colors = normalise(rgb[0]).reshape(-1, 3)
-        return {"map": rgb[0], "display": normalise(rgb[0]), "coords": coords, "colors": colors, "basis": basis}
+        rgb = embeddings.upsample_to(rgb[0], grid)
+        return {"map": rgb, "display": normalise(rgb), "coords": coords, "colors": colors, "basis": basis}
     if mode == "similarity":
         if patch is None:
             return {"map": None, "message": "Click a patch on the image."}
-        return {"map": embeddings.cosine_similarity_to(tokens.patches, patch)[0]}
+        return {"map": embeddings.upsample_to(embeddings.cosine_similarity_to(tokens.patches, patch, grid)[0], grid)}
     norms, prefix = embeddings.token_norms(tokens)
-    return {"map": norms[0], "prefix_norms": prefix[0]}
+    return {"map": embeddings.upsample_to(norms[0], grid), "prefix_norms": prefix[0]}
 
 
 class EmbeddingsPanel(ExplorerPanel):
@@ -175,9 +177,10 @@ class EmbeddingsPanel(ExplorerPanel):
         layer_tokens = tokens[1][layer]
         basis = self.basis if self.fixed.isChecked() else None
         request = self.view_state.request("depth", "patch")
+        grid = self.state.model.grid_size
 
         def run(cancel):
-            return Keyed(request, {**compute_view(layer_tokens, mode, patch, basis), "for": (layer, mode)})
+            return Keyed(request, {**compute_view(layer_tokens, mode, patch, basis, grid), "for": (layer, mode)})
 
         self._view_job.start("Embedding view", run, on_result=self._on_view, on_error=self.report_error)
 
