@@ -24,6 +24,7 @@ import timm.utils
 import torch
 from torch import nn
 
+from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.attention import rollout
 from vitstudio.core.data.datasets import Split, scan_dataset, split_dataset, upstream_split
 from vitstudio.core.data.images import ImageReadError, read_image
@@ -359,7 +360,8 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     config, main = run.config, run.dist_info.main
     # on resume, rows of epochs after the checkpoint (logged, then killed before the checkpoint) are dropped
     log = MetricsLog(run.out, keep_epochs=run.start_epoch) if main else None
-    probe = _probe(config, run.split) if main else None
+    # attention over training is a rollout: none for models without global attention (Swin)
+    probe = _probe(config, run.split) if main and why_not(run.base.model, "rollout") is None else None
     status, done = "finished", run.start_epoch  # done: epochs whose checkpoint is written
     try:
         for epoch in range(run.start_epoch, config.epochs):
