@@ -8,6 +8,7 @@ import numpy as np
 from tests.conftest import TINY_SPEC
 from vitstudio.core.analysis import attention, embeddings
 from vitstudio.core.data.images import read_image
+from vitstudio.core.models.loading import load_model
 from vitstudio.gui import workers
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
@@ -156,3 +157,96 @@ def test_methods_that_do_not_apply_are_greyed_with_the_reason(window, qtbot, tmp
     assert att.view_state.method == "heads" and att.method.currentData() == "heads"
     _load(window, qtbot, TINY_SPEC)
     assert att.method.model().item(index).isEnabled()
+
+
+def _save(tmp_path, name, arch, **kwargs):
+    import timm
+    import torch
+    from timm.models import save_for_hf
+
+    torch.manual_seed(0)
+    save_for_hf(timm.create_model(arch, pretrained=False, **kwargs), str(tmp_path / name), safe_serialization=True)
+    return str(tmp_path / name)
+
+
+def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtbot, tmp_path, photos):
+    """Swin: the attention tab falls back to token maps (the global methods greyed with the reason), clicking a
+    patch shows the core's in-window map and the head grid holds only that stage's heads; the distance plot and
+    its folder button say why there is none; embeddings show every stage on the patch grid."""
+    from PySide6.QtCore import Qt
+
+    folder = _save(tmp_path, "swin", "swin_tiny_patch4_window7_224", img_size=40, window_size=4, embed_dim=16,
+                   depths=(2, 2), num_heads=(1, 2), num_classes=5)
+    loaded = _load(window, qtbot, folder)
+    window.add_paths([str(photos["coffee"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    att = window.attention
+    window.show_tab("attention")
+    _settle(qtbot)
+    assert att.view_state.method == "token"
+    for method in ("heads", "rollout", "gradient-rollout"):
+        index = att.method.findData(method)
+        assert not att.method.model().item(index).isEnabled()
+        assert "inside local windows" in att.method.itemData(index, Qt.ToolTipRole)
+    assert not att.folder_button.isEnabled() and "windows" in att.distance.plotItem.titleLabel.text
+    assert "Click a patch" in att.info.text()
+    att.select_patch(3, 7)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: att.tokens is not None, timeout=30000)
+    x = _x(loaded, photos["coffee"])
+    expected = attention.token_maps(loaded, x, (3, 7))
+    att.layer.setValue(1)
+    att.head.setValue(0)
+    np.testing.assert_allclose(att.view.values, expected.attends_to[0, 1, 0], atol=1e-6, equal_nan=True)
+    assert "inside its window" in att.info.text() and len(att.grid.items) == 1  # stage 1: one head
+    att.layer.setValue(3)
+    att.head.setValue(1)
+    np.testing.assert_allclose(att.view.values, expected.attends_to[0, 3, 1], atol=1e-6, equal_nan=True)
+    assert len(att.grid.items) == 2
+    att.layer.setValue(0)
+    assert att.view.values is None and "has 1 head" in att.info.text()
+
+    window.show_tab("embeddings")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
+    emb = window.embeddings
+    assert emb.layer.maximum() == 1  # two stages
+    tokens = embeddings.layer_tokens(loaded, x)
+    np.testing.assert_allclose(emb.displayed, embeddings.upsample_to(embeddings.pca_rgb(tokens[1].patches)[0][0],
+                                                                     (10, 10)), atol=1e-4)
+    window.show_tab("internals")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
+    assert "no learned position embedding" in window.internals.pos_label.text()
+    window.compare.set_other(load_model(TINY_SPEC))  # rollout of a ViT beside a Swin: the reason, no error
+    window.show_tab("compare")
+    _settle(qtbot)
+    assert "does not apply" in window.compare.titles[0].text() and window.compare.results is None
+
+
+def test_a_cait_model_in_the_attention_tab(window, qtbot, tmp_path, photos):
+    """CaiT: four attention layers (two talking-heads, two class-attention) in the explorer, named by what their
+    head maps show; the distance plot leaves out the class-attention layers (no patch queries)."""
+    folder = _save(tmp_path, "cait", "cait_xxs24_224", img_size=32, patch_size=8, embed_dim=32, depth=2,
+                   num_heads=2, depth_token_only=2, num_classes=5)
+    loaded = _load(window, qtbot, folder)
+    window.add_paths([str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    att = window.attention
+    window.show_tab("attention")
+    att.method.setCurrentIndex(att.method.findData("heads"))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
+    assert att.layer.maximum() == 3
+    x = _x(loaded, photos["astronaut"])
+    for layer, words in ((3, "Class attention"), (0, "Mean attention received")):
+        att.layer.setValue(layer)
+        np.testing.assert_allclose(att.view.values, attention.head_maps(loaded, x, layer)[0, 0], atol=1e-6)
+        assert words in att.info.text()
+    assert len(att.distance.scatter.data) == 2 * 2  # two self-attention layers × two heads
+    att.method.setCurrentIndex(att.method.findData("rollout"))
+    np.testing.assert_allclose(att.view.values, attention.rollout(loaded, x)[0], atol=1e-6)
+    window.show_tab("embeddings")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
+    assert window.embeddings.layer.maximum() == 1

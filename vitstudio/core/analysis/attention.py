@@ -52,6 +52,16 @@ def sequence_view(a: torch.Tensor, kind: str, keep: float = 1.0) -> torch.Tensor
     return out
 
 
+def head_map_title(loaded: LoadedModel, layer: int) -> str:
+    """What a head map of `layer` shows, in words (see `_received`)."""
+    kind = trunk_blocks(loaded.model)[layer].kind
+    if kind == CLASS:
+        return "Class attention (CLS → patches)"
+    if kind == PATCHES or not has_class_token(loaded.model):
+        return "Mean attention received"
+    return "CLS attention"
+
+
 def _received(a: torch.Tensor, kind: str, p: int, cls: bool) -> torch.Tensor:
     """(B, H, P) the head map of one layer: the class token's attention to the patches; without a class token
     in that layer (global-pool models, CaiT's self-attention), the mean attention each patch receives."""

@@ -22,7 +22,9 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.analysis import attention, registry
+from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import distance_over
+from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
 from ..viewstate import Keyed
@@ -142,6 +144,9 @@ class AttentionPanel(ExplorerPanel):
         vs = self.view_state
         same_grid = vs.model is not None and self.view._grid == tuple(model.grid_size)
         fallback = mark_available(self.method, model)  # e.g. gradient rollout on parallel-attention blocks
+        no_distance = why_not(model.model, "distance")
+        self.folder_button.setEnabled(no_distance is None)
+        self.folder_button.setToolTip(no_distance or "Average the attention distance over every image of a folder")
         method = vs.method if self.method.model().item(self.method.findData(vs.method)).isEnabled() else fallback
         return dict(depth=model.depth, heads=model.num_heads, layer=model.depth - 1, method=method or vs.method,
                     head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
@@ -210,9 +215,12 @@ class AttentionPanel(ExplorerPanel):
         vs = self.view_state
         if vs.current(self.results["overview"], *KEYS["overview"]) is None:
             fusion, discard = vs.fusion, vs.discard
+            windowed = is_windowed(model.model)  # no overview: only token maps apply inside windows
 
             def overview():
                 crop = model.crop(entry.image)
+                if windowed:
+                    return np.asarray(crop), None
                 return np.asarray(crop), attention.overview(model, model.to_tensor(crop)[None], fusion, discard)
 
             self._start("overview", "Attention", overview)
@@ -243,7 +251,10 @@ class AttentionPanel(ExplorerPanel):
         if kind == "overview" and self.view_state.current(keyed, *KEYS["overview"]) is not None:
             crop, overview = keyed.value
             self.view.set_image(crop)
-            self.distance.set_distance(overview.distance, "this image")
+            if overview is None:
+                self.distance.set_unavailable(why_not(self.state.model.model, "distance"))
+            else:
+                self.distance.set_distance(overview.distance, "this image")
         self.refresh_view()
 
     def _choose_folder(self) -> None:
@@ -284,23 +295,37 @@ class AttentionPanel(ExplorerPanel):
         """(array (gh, gw) or None, description) for the current state, from results already computed."""
         vs = self.view_state
         method, layer, head = vs.method, vs.layer, vs.head
-        ov = self.overview
+        ov, model = self.overview, self.state.model
+        if self.context() is None:
+            return None, "Load a model and select an image."
+        if method == "token":
+            return self._token_map(layer, head)
         if ov is None:
-            return None, "Computing attention…" if self.context() else "Load a model and select an image."
+            return None, "Computing attention…"
         if method == "heads":
-            return ov.head_maps[layer, head], f"CLS attention, layer {layer}, head {head}"
+            return ov.head_maps[layer, head], f"{attention.head_map_title(model, layer)}, layer {layer}, head {head}"
         if method == "rollout":
             return ov.rollout, f"Attention rollout ({ov.fusion}, discard {ov.discard:.2f})"
         if method == "gradient-rollout":
             if self.gradient is None:
                 return None, "Computing gradient rollout…"
             cls = self.gradient.targets[0]
-            return self.gradient.maps[0], f"Gradient rollout for class {cls}: {self.state.model.labels[cls]}"
+            return self.gradient.maps[0], f"Gradient rollout for class {cls}: {model.labels[cls]}"
+        return None, ""
+
+    def _token_map(self, layer: int, head: int):
+        vs, model = self.view_state, self.state.model
         if vs.patch is None or self.tokens is None:
             return None, "Click a patch on the image." if vs.patch is None else "Computing token maps…"
+        heads = model.heads_at(layer)
+        if head >= heads:  # Swin's early stages have fewer heads than its last
+            return None, f"Layer {layer} has {heads} head{'s' if heads > 1 else ''} (0..{heads - 1}); pick one of them."
         to = vs.direction == "to"
         arr = (self.tokens.attends_to if to else self.tokens.attended_by)[0, layer, head]
-        return arr, f"Patch {vs.patch} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"
+        text = f"Patch {vs.patch} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"
+        if is_windowed(model.model):
+            text += " — inside its window only (Swin attends within local windows; the rest has no attention)"
+        return arr, text
 
     def refresh_view(self) -> None:
         vs = self.view_state
@@ -312,6 +337,9 @@ class AttentionPanel(ExplorerPanel):
         ov = self.overview
         if ov is not None:
             self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head)
+        elif self.tokens is not None and vs.method == "token" and self.state.model is not None:  # windowed models
+            maps = self.tokens.attends_to if vs.direction == "to" else self.tokens.attended_by
+            self.grid.set_maps(maps[0, vs.layer, :self.state.model.heads_at(vs.layer)], vs.cmap, vs.head)
 
     def export_data(self):
         if self.displayed is None:

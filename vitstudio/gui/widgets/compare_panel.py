@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from vitstudio.core.analysis import registry
+from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
@@ -116,6 +117,12 @@ class ComparePanel(ExplorerPanel):
         other, method = self.other, self.view_state.method
         request = self.view_state.request("other", "method")
         self._show()
+        reasons = [why_not(m.model, method) for m in (model, other)]
+        if any(reasons):  # e.g. rollout of a Swin: say why instead of failing in a worker
+            for title, reason in zip(self.titles, reasons):
+                if reason:
+                    title.setText(f"{title.text()}<br>{registry.get(method).title} does not apply: {reason}")
+            return
         self._job.start("Compare", lambda cancel: Keyed(request, [_analyse(m, entry.image, method)
                                                                   for m in (model, other)]),
                         on_result=self._on_results, on_error=self.report_error)

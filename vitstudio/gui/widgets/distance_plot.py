@@ -26,9 +26,16 @@ class DistancePlotWidget(pg.PlotWidget):
         for h in range(heads):
             color = cmap.map(h / max(1, heads - 1), mode="qcolor")
             for layer in range(layers):
+                if not np.isfinite(distance[layer, h]):  # CaiT's class-attention layers have no patch queries
+                    continue
                 spots.append({"pos": (layer, float(distance[layer, h])), "brush": pg.mkBrush(color),
                               "data": (layer, h)})
         self.scatter.setData(spots)
         step = max(1, layers // 12)  # whole layers only
         self.getAxis("bottom").setTicks([[(i, str(i)) for i in range(0, layers, step)]])
         self.setTitle(f"Mean attention distance per head ({source})", size="9pt")
+
+    def set_unavailable(self, reason: str | None) -> None:
+        self.values = None
+        self.scatter.setData([])
+        self.setTitle(f"No attention distance: {reason}" if reason else "", size="9pt")

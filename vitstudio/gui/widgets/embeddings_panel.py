@@ -117,11 +117,11 @@ class EmbeddingsPanel(ExplorerPanel):
     def fields_for_model(self, model) -> dict:
         # the slider changes with the model in the same step, so no old result is indexed with a new layer
         with QSignalBlocker(self.layer):
-            self.layer.setRange(0, model.depth - 1)
-            self.layer.setValue(model.depth - 1)
-        self.layer_label.setText(f"layer {model.depth - 1}")
+            self.layer.setRange(0, model.token_depth - 1)  # token layers: blocks, or Swin's stages
+            self.layer.setValue(model.token_depth - 1)
+        self.layer_label.setText(f"layer {model.token_depth - 1}")
         self.basis = None
-        return dict(depth=model.depth, patch=None)
+        return dict(depth=model.token_depth, patch=None)
 
     def _on_mode_changed(self) -> None:
         mode = self.mode.currentData()

@@ -44,7 +44,8 @@ class HeadGridWidget(pg.GraphicsLayoutWidget):
             self._rebuild(len(maps))
         lut = lookup_table(cmap)
         for h, (item, view, label) in enumerate(zip(self.items, self.views, self.labels)):
-            lo, hi = float(maps[h].min()), float(maps[h].max())
+            finite = maps[h][np.isfinite(maps[h])]  # NaN outside a Swin window: transparent
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
             item.setImage(maps[h], levels=(lo, hi if hi > lo else lo + 1e-12), lut=lut)
             view.autoRange(padding=0.02)
             mark = "▶ " if h == selected else ""

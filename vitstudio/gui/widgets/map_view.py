@@ -74,7 +74,9 @@ class MapView(pg.GraphicsLayoutWidget):
             self.overlay.setImage(np.clip(drawn, 0.0, 1.0), levels=(0.0, 1.0), lut=None)
         else:
             if levels is None:
-                lo, hi = float(np.min(values)), float(np.max(values))
+                # NaN: no attention there at all (outside a Swin window); drawn transparent, left out of the range
+                finite = values[np.isfinite(values)]
+                lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
                 levels = (lo, hi if hi > lo else lo + 1e-12)
             self.overlay.setImage(drawn, levels=levels, lut=lookup_table(cmap))
         self.overlay.setRect(QRectF(0, 0, w, h))
