@@ -252,7 +252,8 @@ class AttentionPanel(ExplorerPanel):
             crop, overview = keyed.value
             self.view.set_image(crop)
             if overview is None:
-                self.distance.set_unavailable(why_not(self.state.model.model, "distance"))
+                self.distance.set_unavailable("attention stays inside local windows",
+                                              why_not(self.state.model.model, "distance"))
             else:
                 self.distance.set_distance(overview.distance, "this image")
         self.refresh_view()
@@ -339,7 +340,11 @@ class AttentionPanel(ExplorerPanel):
             self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head)
         elif self.tokens is not None and vs.method == "token" and self.state.model is not None:  # windowed models
             maps = self.tokens.attends_to if vs.direction == "to" else self.tokens.attended_by
-            self.grid.set_maps(maps[0, vs.layer, :self.state.model.heads_at(vs.layer)], vs.cmap, vs.head)
+            maps = maps[0, vs.layer, :self.state.model.heads_at(vs.layer)]
+            rows, cols = np.nonzero(np.isfinite(maps).any(0))  # the grid shows the window, not the whole image
+            if rows.size:
+                maps = maps[:, rows.min():rows.max() + 1, cols.min():cols.max() + 1]
+            self.grid.set_maps(maps, vs.cmap, vs.head)
 
     def export_data(self):
         if self.displayed is None:

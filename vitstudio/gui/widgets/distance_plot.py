@@ -34,8 +34,11 @@ class DistancePlotWidget(pg.PlotWidget):
         step = max(1, layers // 12)  # whole layers only
         self.getAxis("bottom").setTicks([[(i, str(i)) for i in range(0, layers, step)]])
         self.setTitle(f"Mean attention distance per head ({source})", size="9pt")
+        self.setToolTip("")
 
-    def set_unavailable(self, reason: str | None) -> None:
+    def set_unavailable(self, short: str, reason: str | None = None) -> None:
+        """No distance for this model: `short` as the title, the whole `reason` as the tooltip."""
         self.values = None
         self.scatter.setData([])
-        self.setTitle(f"No attention distance: {reason}" if reason else "", size="9pt")
+        self.setTitle(f"No attention distance: {short}", size="9pt")
+        self.setToolTip(reason or short)
