@@ -1,10 +1,18 @@
-"""Checkpoints in Hugging Face transformers' format (ViT, DeiT) as timm models, without importing transformers.
+"""Checkpoints in Hugging Face transformers' format (ViT, DeiT, DINOv2) as timm models, without importing
+transformers.
 
 A transformers folder holds `config.json` (with `model_type`, sizes and `id2label`), `model.safetensors` (or
 `pytorch_model.bin`) in transformers' key names, and usually `preprocessor_config.json`. We build the matching timm
 architecture from the sizes, rename the keys (query/key/value are concatenated into timm's qkv), and express the
 image processor as timm's eval transform: transformers resizes to a fixed height×width (no aspect kept), then
-centre-crops when asked, which is timm's `crop_mode="squash"` with crop_pct = crop / resize.
+centre-crops when asked, which is timm's `crop_mode="squash"` with crop_pct = crop / resize; DINOv2's processor
+resizes the shortest edge (aspect kept) and centre-crops, which is timm's default `crop_mode="center"` (timm rounds
+an odd crop margin where transformers floors it: at most one pixel of shift).
+
+DINOv2 (`Dinov2Model`, `Dinov2ForImageClassification`): layer scale (timm's `init_values`), SwiGLU for giant
+(timm's packed SwiGLU: gate and up projections stacked), position embeddings stored for 518 px and resampled the way
+transformers does at run time (bicubic, no antialias) to the processor's crop size once, at conversion; its
+classifier reads [class token, mean of the patch tokens], which `ClsMeanViT` reproduces.
 """
 
 from __future__ import annotations
@@ -14,9 +22,10 @@ import re
 from pathlib import Path
 
 import torch
+from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-SUPPORTED = ("vit", "deit")
+SUPPORTED = ("vit", "deit", "dinov2")
 # PIL resample codes used by transformers' image processors
 _RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 
@@ -29,6 +38,18 @@ def is_transformers_config(config: dict) -> bool:
     return "model_type" in config and "architecture" not in config
 
 
+class ClsMeanViT(VisionTransformer):
+    """A timm ViT whose classifier reads [class token, mean of the patch tokens] (2·width), as transformers'
+    Dinov2ForImageClassification does. Once the classifier is replaced (`reset_classifier`, fine-tuning) it is a
+    plain timm ViT again (class-token pooling), so a fine-tuned run loads in plain timm."""
+
+    def forward_head(self, x: torch.Tensor, pre_logits: bool = False) -> torch.Tensor:
+        if isinstance(self.head, nn.Linear) and self.head.in_features == 2 * self.embed_dim:
+            x = self.head_drop(torch.cat([x[:, 0], x[:, self.num_prefix_tokens:].mean(1)], dim=-1))
+            return x if pre_logits else self.head(x)
+        return super().forward_head(x, pre_logits)
+
+
 def _sizes(config: dict, source: str) -> dict:
     if config["model_type"] not in SUPPORTED:
         raise TransformersFormatError(f"{source}: transformers model type '{config['model_type']}' is not supported "
@@ -38,15 +59,21 @@ def _sizes(config: dict, source: str) -> dict:
     width, heads = int(config.get("hidden_size", 768)), int(config.get("num_attention_heads", 12))
     image = config.get("image_size", 224)
     patch = config.get("patch_size", 16)
-    return dict(img_size=image if isinstance(image, int) else tuple(image), patch_size=int(patch), embed_dim=width,
-                depth=int(config.get("num_hidden_layers", 12)), num_heads=heads,
-                mlp_ratio=int(config.get("intermediate_size", 4 * width)) / width,
-                qkv_bias=bool(config.get("qkv_bias", True)))
+    sizes = dict(img_size=image if isinstance(image, int) else tuple(image), patch_size=int(patch), embed_dim=width,
+                 depth=int(config.get("num_hidden_layers", 12)), num_heads=heads,
+                 mlp_ratio=int(config.get("intermediate_size", 4 * width)) / width,
+                 qkv_bias=bool(config.get("qkv_bias", True)))
+    if config["model_type"] == "dinov2":
+        sizes.update(mlp_ratio=float(config.get("mlp_ratio", 4)), init_values=float(config.get("layerscale_value", 1)))
+        if config.get("use_swiglu_ffn"):  # transformers keeps 2/3 of the hidden size, rounded up to 8, per branch
+            hidden = (int(int(width * sizes["mlp_ratio"]) * 2 / 3) + 7) // 8 * 8
+            sizes.update(mlp_ratio=2 * hidden / width, swiglu=True)
+    return sizes
 
 
 def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tensor]:
     """transformers' ViT/DeiT names -> timm's; q, k and v are stacked into qkv."""
-    state = {re.sub(r"^(vit|deit)\.", "", k): v for k, v in state.items()}
+    state = {re.sub(r"^(vit|deit|dinov2)\.", "", k): v for k, v in state.items()}
     simple = {
         "embeddings.cls_token": "cls_token", "embeddings.distillation_token": "dist_token",
         "embeddings.position_embeddings": "pos_embed",
@@ -60,6 +87,9 @@ def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tenso
     per_block = {
         "layernorm_before": "norm1", "layernorm_after": "norm2", "attention.output.dense": "attn.proj",
         "intermediate.dense": "mlp.fc1", "output.dense": "mlp.fc2",
+        # DINOv2
+        "norm1": "norm1", "norm2": "norm2", "mlp.fc1": "mlp.fc1", "mlp.fc2": "mlp.fc2",
+        "mlp.weights_in": "mlp.fc1", "mlp.weights_out": "mlp.fc2", "mlp.down_proj": "mlp.fc2",
     }
     out = {simple[k]: v for k, v in state.items() if k in simple}
     for i in range(depth):
@@ -72,6 +102,12 @@ def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tenso
             parts = [state.get(f"{prefix}attention.attention.{n}.{kind}") for n in ("query", "key", "value")]
             if all(p is not None for p in parts):
                 out[f"blocks.{i}.attn.qkv.{kind}"] = torch.cat(parts, dim=0)
+            glu = [state.get(f"{prefix}mlp.{n}.{kind}") for n in ("gate_proj", "up_proj")]  # timm: act(gate) · up
+            if all(p is not None for p in glu):
+                out[f"blocks.{i}.mlp.fc1.{kind}"] = torch.cat(glu, dim=0)
+        for n in (1, 2):
+            if f"{prefix}layer_scale{n}.lambda1" in state:
+                out[f"blocks.{i}.ls{n}.gamma"] = state[f"{prefix}layer_scale{n}.lambda1"]
     ignored = {"embeddings.mask_token"} | {k for k in state if k.startswith("pooler.")}
     used = set(simple) | {k for k in state if k.startswith("encoder.layer.")}
     unknown = sorted(k for k in state if k not in used and k not in ignored)
@@ -87,17 +123,42 @@ def data_config(folder: Path, config: dict, input_hw: tuple[int, int]) -> dict:
     size = proc.get("size", {"height": input_hw[0], "width": input_hw[1]})
     if isinstance(size, int):
         size = {"height": size, "width": size}
-    if "shortest_edge" in size:
-        raise TransformersFormatError(f"{path}: shortest-edge resizing is not supported yet.")
     crop = proc.get("crop_size", size) if proc.get("do_center_crop") else size
+    if isinstance(crop, int):
+        crop = {"height": crop, "width": crop}
+    if "shortest_edge" in size:  # DINOv2's BitImageProcessor: shortest edge (aspect kept), then a centre crop
+        if not proc.get("do_center_crop") or "height" not in crop:
+            raise TransformersFormatError(f"{path}: shortest-edge resizing without a centre crop gives every image "
+                                          "its own size; ViT Studio needs a fixed input size.")
+        out = (int(crop["height"]), int(crop["width"]))
+        return dict(input_size=(3, *out), interpolation=_RESAMPLE.get(int(proc.get("resample", 2)), "bilinear"),
+                    **_normalisation(proc), crop_pct=out[0] / int(size["shortest_edge"]), crop_mode="center")
     if isinstance(crop, int):
         crop = {"height": crop, "width": crop}
     resize = (int(size["height"]), int(size["width"]))
     out = (int(crop["height"]), int(crop["width"]))
     return dict(input_size=(3, *out), interpolation=_RESAMPLE.get(int(proc.get("resample", 2)), "bilinear"),
-                mean=tuple(proc.get("image_mean", (0.5, 0.5, 0.5))) if proc.get("do_normalize", True) else (0, 0, 0),
-                std=tuple(proc.get("image_std", (0.5, 0.5, 0.5))) if proc.get("do_normalize", True) else (1, 1, 1),
-                crop_pct=out[0] / resize[0], crop_mode="squash")
+                **_normalisation(proc), crop_pct=out[0] / resize[0], crop_mode="squash")
+
+
+def _normalisation(proc: dict) -> dict:
+    if not proc.get("do_normalize", True):
+        return dict(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+    return dict(mean=tuple(proc.get("image_mean", (0.5, 0.5, 0.5))), std=tuple(proc.get("image_std", (0.5, 0.5, 0.5))))
+
+
+def _resample_positions(state: dict, grid: tuple[int, int]) -> None:
+    """DINOv2 stores position embeddings for 518 px; transformers resamples them to the input's grid on every
+    forward (bicubic, align_corners=False, no antialias). Done once here, the same way, for the crop size."""
+    pos = state.get("pos_embed")
+    n = pos.shape[1] - 1 if pos is not None else 0
+    side = int(round(n ** 0.5))
+    if pos is None or (side, side) == tuple(grid):
+        return
+    patches = pos[:, 1:].reshape(1, side, side, -1).permute(0, 3, 1, 2).float()
+    patches = torch.nn.functional.interpolate(patches, size=tuple(grid), mode="bicubic", align_corners=False)
+    state["pos_embed"] = torch.cat([pos[:, :1], patches.permute(0, 2, 3, 1).reshape(1, -1, pos.shape[-1]).to(
+        pos.dtype)], dim=1)
 
 
 def labels_of(config: dict, num_classes: int) -> list[str] | None:
@@ -123,7 +184,19 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
     distilled = "dist_token" in state
     num_classes = int(state["head.weight"].shape[0]) if "head.weight" in state else 0
     entry = "deit_base_distilled_patch16_224" if distilled else "vit_base_patch16_224"
+    if sizes.pop("swiglu", False):
+        from timm.layers import SwiGLUPacked
+
+        sizes.update(mlp_layer=SwiGLUPacked, act_layer=nn.SiLU)
+    stored = sizes["img_size"] if isinstance(sizes["img_size"], tuple) else (sizes["img_size"],) * 2
+    cfg = data_config(folder, config, stored)
+    if config["model_type"] == "dinov2":  # built for the crop size, its position embeddings resampled to it
+        sizes["img_size"] = tuple(cfg["input_size"][1:])
+        _resample_positions(state, tuple(s // sizes["patch_size"] for s in sizes["img_size"]))
     model = timm.create_model(entry, pretrained=False, num_classes=num_classes, **sizes)
+    if num_classes and state["head.weight"].shape[1] == 2 * sizes["embed_dim"]:  # DINOv2's class + mean head
+        model.__class__ = ClsMeanViT
+        model.head = nn.Linear(2 * sizes["embed_dim"], num_classes)
     eps = float(config.get("layer_norm_eps", 1e-12))
     for module in model.modules():  # transformers' LayerNorm eps (1e-12) differs from timm's ViT default (1e-6)
         if isinstance(module, nn.LayerNorm):
@@ -132,5 +205,4 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
     if missing or unexpected:
         raise TransformersFormatError(f"{weights} does not fit a timm {entry}: missing {missing[:3]}, "
                                       f"unexpected {unexpected[:3]}")
-    hw = model.patch_embed.img_size
-    return model, data_config(folder, config, tuple(hw)), labels_of(config, num_classes)
+    return model, cfg, labels_of(config, num_classes)
