@@ -38,11 +38,13 @@ def test_every_catalog_architecture_is_a_supported_class():
 
 def test_models_outside_the_families_are_not_listed():
     """Models whose attention ViT Studio does not read yet (SAM's windowed+global encoder, XCiT's cross-covariance
-    attention, timm's separate Swin v2 'cr' implementation) are not in the catalog; CaiT and Swin v1/v2 are."""
+    attention, timm's separate Swin v2 'cr' implementation) are not in the catalog; CaiT, Swin v1/v2 and NaFlexViT
+    are."""
     names = set(vit_architectures())
     for other in ("samvit_base_patch16", "xcit_tiny_12_p16_224", "swinv2_cr_tiny_ns_224"):
         assert other not in names
-    for listed in ("swin_tiny_patch4_window7_224", "swinv2_tiny_window8_256", "cait_xxs24_224"):
+    for listed in ("swin_tiny_patch4_window7_224", "swinv2_tiny_window8_256", "cait_xxs24_224",
+                   "naflexvit_base_patch16_gap"):
         assert listed in names
 
 

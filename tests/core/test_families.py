@@ -1,5 +1,6 @@
 """The ViT families beyond VisionTransformer: EVA-02 (RoPE, SwiGLU), DINOv3 (RoPE + 4 registers), BEiT (relative
-position bias) and relative-position ViTs (with and without a class token). Each tiny random config loads the way a
+position bias), relative-position ViTs (with and without a class token) and NaFlexViT (4 registers, no class token,
+a position table resampled to the image's grid). Each tiny random config loads the way a
 downloaded one would (a timm model folder), predicts like timm's own forward with timm's transform, and every
 attention analysis equals a float64 transcription of its formula over attention maps extracted independently, by
 timm's own `AttentionExtract` (FX graph of the softmax nodes), where RoPE and the relative-position bias are inside
@@ -31,6 +32,7 @@ CASES = {
     "beit": ("beit_base_patch16_224", 1, True),
     "relpos": ("vit_relpos_small_patch16_224", 0, False),
     "relpos-cls": ("vit_relpos_base_patch16_cls_224", 1, True),
+    "naflexvit": ("naflexvit_base_patch16_gap", 4, False),  # 4 registers, no class token, mean pooling
 }
 
 
@@ -62,7 +64,7 @@ def test_loads_and_predicts_like_timm(family, photos):
     case, folder, prefix, _ = family
     loaded = load_model(str(folder))
     assert loaded.num_prefix_tokens == prefix and loaded.kind == "timm"
-    assert family_of(CASES[case][0]) in {"eva", "beit", "relpos"}
+    assert family_of(CASES[case][0]) in {"eva", "beit", "relpos", "naflexvit"}
     img = read_image(photos["chelsea"])
     ref = timm.create_model(f"local-dir:{folder}", pretrained=True).eval()
     transform = timm.data.create_transform(**timm.data.resolve_model_data_config(ref))
@@ -170,8 +172,13 @@ def test_analyses_that_do_not_apply_say_why(family, photos, tmp_path):
     loaded = load_model(str(folder))
     reasons = available(loaded.model)
     applicable = {m for m, why in reasons.items() if why is None}
-    assert {"heads", "rollout", "gradient-rollout", "token", "distance", "pca", "similarity", "norms",
-            "filters"} <= applicable
+    assert {"heads", "rollout", "gradient-rollout", "token", "distance", "pca", "similarity", "norms"} <= applicable
+    if case == "naflexvit":  # a linear projection of flattened patches and a table resampled to each image's grid
+        assert "linear projection" in reasons["filters"] and "resamples its position table" in reasons["pos-embed"]
+        assert main(["explain", "--model", str(folder), "--method", "filters", "--out", str(tmp_path / "f.png")]) \
+            == 2
+        return
+    assert "filters" in applicable
     if case in ("dinov3", "beit", "relpos", "relpos-cls"):
         scheme = "rotary" if case == "dinov3" else "relative position bias"
         assert scheme in reasons["pos-embed"]

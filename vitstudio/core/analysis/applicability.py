@@ -8,19 +8,23 @@ from __future__ import annotations
 from torch import nn
 
 from vitstudio.core.analysis import registry
-from vitstudio.core.models.structure import WINDOW, attention_modules, trunk_blocks
+from vitstudio.core.models.structure import WINDOW, attention_modules, patch_embedding, trunk_blocks
 
 
 def why_not(model: nn.Module, method: str) -> str | None:
     """None when `method` applies to `model`, else one sentence saying why it does not."""
     analysis = registry.get(method)
     name = type(model).__name__
+    if method == "pos-embed" and getattr(getattr(model, "embeds", None), "pos_embed", None) is not None:
+        return (f"{name} resamples its position table to each image's own patch grid (variable size and aspect), "
+                f"so there is no fixed grid of position embeddings to compare.")
     if method == "pos-embed" and getattr(model, "pos_embed", None) is None:
         return f"{name} has no learned position embedding to show: it encodes positions {_position_scheme(model)}."
     if method == "filters":
-        weight = getattr(getattr(model.patch_embed, "proj", None), "weight", None)
+        weight = getattr(getattr(patch_embedding(model), "proj", None), "weight", None)
         if weight is None or weight.ndim != 4 or weight.shape[1] != 3:
-            return f"{name}'s patch embedding is not a convolution over RGB pixels (a hybrid stem?)."
+            return (f"{name}'s patch embedding is not a convolution over RGB pixels (a hybrid stem, or a linear "
+                    f"projection of flattened patches).")
     if analysis.group == "attention":
         trunk = trunk_blocks(model)
         if method != "token" and any(t.kind == WINDOW for t in trunk):

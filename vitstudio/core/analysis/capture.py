@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 import torch
 from torch import nn
 
-from vitstudio.core.models.structure import attention_modules, trunk_blocks
+from vitstudio.core.models.structure import attention_modules, patch_embedding, trunk_blocks
 
 
 class AttentionUnsupported(Exception):
@@ -102,7 +102,7 @@ def capturing(model: nn.Module, layers: list[int], on_layer: Callable[[int, torc
 
 def grid_for(model: nn.Module, x: torch.Tensor) -> tuple[int, int]:
     """Patch grid (rows, cols) for input `x` (B, 3, H, W)."""
-    embed = model.patch_embed
+    embed = patch_embedding(model)
     if hasattr(embed, "dynamic_feat_size"):
         return tuple(embed.dynamic_feat_size(tuple(x.shape[-2:])))
     return tuple(embed.grid_size)

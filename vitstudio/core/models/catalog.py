@@ -31,6 +31,7 @@ FAMILIES = {
     "cait": ("cait", "timm.models.cait.Cait"),  # talking-heads self-attention, then class attention
     "swin_transformer": ("swin", "timm.models.swin_transformer.SwinTransformer"),  # windowed attention
     "swin_transformer_v2": ("swin", "timm.models.swin_transformer_v2.SwinTransformerV2"),
+    "naflexvit": ("naflexvit", "timm.models.naflexvit.NaFlexVit"),  # position table resampled per image grid
 }
 VIT_MODULES = tuple(FAMILIES)
 
@@ -78,7 +79,8 @@ def family_of(arch: str) -> str:
 
 def vit_architectures(family: str | None = None) -> list[str]:
     """Current architecture names (timm also registers deprecated aliases, some of which no longer build),
-    optionally of one family (a key of FAMILIES: vit, deit, hybrid, vitamin, eva, beit, relpos, cait, swin)."""
+    optionally of one family (a key of FAMILIES: vit, deit, hybrid, vitamin, eva, beit, relpos, cait, swin,
+    naflexvit)."""
     keys = {key for key, _ in FAMILIES.values()}
     if family and family.lower() not in keys:
         raise ValueError(f"Unknown family '{family}'; use one of {', '.join(sorted(keys))}.")

@@ -342,7 +342,7 @@ def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: di
                              f"{', '.join(c.__name__ for c in supported)} models.")
     if data_config is None:
         data_config = dict(timm.data.resolve_model_data_config(model))
-        embed = model.patch_embed
+        embed = getattr(model, "patch_embed", None)
         if getattr(embed, "strict_img_size", False) and getattr(embed, "img_size", None):
             # a model built at another size than its pretrained cfg (custom ViTs) only accepts its own size
             data_config["input_size"] = (3, *embed.img_size)

@@ -14,7 +14,7 @@ from PIL import Image
 from torch import nn
 
 from vitstudio.core.models.devices import autocast
-from vitstudio.core.models.structure import heads_of, token_stages, trunk_blocks
+from vitstudio.core.models.structure import heads_of, patch_embedding, token_stages, trunk_blocks
 
 
 def split_eval_transform(transform) -> tuple[list, list]:
@@ -102,7 +102,7 @@ class LoadedModel:
     @property
     def grid_size(self) -> tuple[int, int]:
         """Patch-token grid (rows, cols) at the model's input size."""
-        embed = self.model.patch_embed
+        embed = patch_embedding(self.model)
         if hasattr(embed, "dynamic_feat_size"):
             return tuple(embed.dynamic_feat_size(self.input_hw))
         return tuple(embed.grid_size)

@@ -65,6 +65,13 @@ def heads_of(block: nn.Module) -> int:
     return sum(int(m.num_heads) for m in attention_modules(block)) or 1
 
 
+def patch_embedding(model: nn.Module) -> nn.Module:
+    """The module that turns pixels into patch tokens: `patch_embed`, or NaFlexViT's `embeds` (a linear patch
+    projection plus a position table resampled to each image's grid)."""
+    embed = getattr(model, "patch_embed", None)
+    return embed if embed is not None else model.embeds
+
+
 def token_stages(model: nn.Module) -> int:
     """How many token layers `forward_intermediates` can return: its blocks (CaiT: its self-attention blocks,
     after which patch tokens no longer change) or, for Swin, its stages."""
