@@ -1,5 +1,6 @@
 """Checkpoints in Hugging Face transformers' format (ViT, DeiT with a distillation head, DINOv2 with its class+mean
-classifier, layer scale and SwiGLU, position embeddings resampled from their stored size) load as timm models: the
+classifier, layer scale and SwiGLU, position embeddings resampled from their stored size, BEiT with per-block or
+shared relative position bias) load as timm models: the
 same labels (id2label), the same preprocessing (preprocessor_config.json) and the same logits as transformers' own
 model on real photos. transformers is a dev-only dependency: it builds the tiny reference checkpoints."""
 
@@ -63,12 +64,32 @@ def _dinov2(folder, swiglu=False):
     return model, processor
 
 
+def _beit(folder, **options):
+    torch.manual_seed(4)
+    config = transformers.BeitConfig(**SIZES, layer_scale_init_value=0.5, **options)
+    model = transformers.BeitForImageClassification(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    model.save_pretrained(folder)
+    processor = transformers.BeitImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32,
+                                                "width": 32}, do_center_crop=True, resample=3)
+    processor.save_pretrained(folder)
+    return model, processor
+
+
+def _beit_shared(folder):
+    """BEiT as pre-trained: one relative position bias shared by all blocks, absolute positions, class token."""
+    return _beit(folder, use_relative_position_bias=False, use_shared_relative_position_bias=True,
+                 use_absolute_position_embeddings=True, use_mean_pooling=False)
+
+
 def _dinov2_swiglu(folder):
     return _dinov2(folder, swiglu=True)
 
 
-@pytest.mark.parametrize("make", [_vit, _deit, _dinov2, _dinov2_swiglu],
-                         ids=["vit", "deit-distilled", "dinov2", "dinov2-swiglu"])
+@pytest.mark.parametrize("make", [_vit, _deit, _dinov2, _dinov2_swiglu, _beit, _beit_shared],
+                         ids=["vit", "deit-distilled", "dinov2", "dinov2-swiglu", "beit", "beit-shared-bias"])
 def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, photos):
     folder = tmp_path / "checkpoint"
     reference, processor = make(folder)

@@ -1,4 +1,4 @@
-"""Checkpoints in Hugging Face transformers' format (ViT, DeiT, DINOv2) as timm models, without importing
+"""Checkpoints in Hugging Face transformers' format (ViT, DeiT, DINOv2, BEiT) as timm models, without importing
 transformers.
 
 A transformers folder holds `config.json` (with `model_type`, sizes and `id2label`), `model.safetensors` (or
@@ -25,7 +25,7 @@ import torch
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-SUPPORTED = ("vit", "deit", "dinov2")
+SUPPORTED = ("vit", "deit", "dinov2", "beit")
 # PIL resample codes used by transformers' image processors
 _RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 
@@ -63,6 +63,13 @@ def _sizes(config: dict, source: str) -> dict:
                  depth=int(config.get("num_hidden_layers", 12)), num_heads=heads,
                  mlp_ratio=int(config.get("intermediate_size", 4 * width)) / width,
                  qkv_bias=bool(config.get("qkv_bias", True)))
+    if config["model_type"] == "beit":  # timm's Beit: q and v biases, relative position bias, layer scale
+        scale = float(config.get("layer_scale_init_value", 0.1))
+        sizes.update(use_abs_pos_emb=bool(config.get("use_absolute_position_embeddings", False)),
+                     use_rel_pos_bias=bool(config.get("use_relative_position_bias", False)),
+                     use_shared_rel_pos_bias=bool(config.get("use_shared_relative_position_bias", False)),
+                     init_values=scale if scale > 0 else None, qkv_bias=True,
+                     global_pool="avg" if config.get("use_mean_pooling", True) else "token")
     if config["model_type"] == "dinov2":
         sizes.update(mlp_ratio=float(config.get("mlp_ratio", 4)), init_values=float(config.get("layerscale_value", 1)))
         if config.get("use_swiglu_ffn"):  # transformers keeps 2/3 of the hidden size, rounded up to 8, per branch
@@ -73,7 +80,7 @@ def _sizes(config: dict, source: str) -> dict:
 
 def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tensor]:
     """transformers' ViT/DeiT names -> timm's; q, k and v are stacked into qkv."""
-    state = {re.sub(r"^(vit|deit|dinov2)\.", "", k): v for k, v in state.items()}
+    state = {re.sub(r"^(vit|deit|dinov2|beit)\.", "", k): v for k, v in state.items()}
     simple = {
         "embeddings.cls_token": "cls_token", "embeddings.distillation_token": "dist_token",
         "embeddings.position_embeddings": "pos_embed",
@@ -83,6 +90,9 @@ def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tenso
         "classifier.weight": "head.weight", "classifier.bias": "head.bias",
         "cls_classifier.weight": "head.weight", "cls_classifier.bias": "head.bias",
         "distillation_classifier.weight": "head_dist.weight", "distillation_classifier.bias": "head_dist.bias",
+        # BEiT: mean pooling's norm, and the relative position bias shared by all blocks (BEiT pre-training)
+        "pooler.layernorm.weight": "fc_norm.weight", "pooler.layernorm.bias": "fc_norm.bias",
+        "encoder.relative_position_bias.relative_position_bias_table": "rel_pos_bias.relative_position_bias_table",
     }
     per_block = {
         "layernorm_before": "norm1", "layernorm_after": "norm2", "attention.output.dense": "attn.proj",
@@ -108,12 +118,28 @@ def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tenso
         for n in (1, 2):
             if f"{prefix}layer_scale{n}.lambda1" in state:
                 out[f"blocks.{i}.ls{n}.gamma"] = state[f"{prefix}layer_scale{n}.lambda1"]
-    ignored = {"embeddings.mask_token"} | {k for k in state if k.startswith("pooler.")}
+            if f"{prefix}lambda_{n}" in state:  # BEiT's layer scale
+                out[f"blocks.{i}.gamma_{n}"] = state[f"{prefix}lambda_{n}"]
+        _beit_attention(state, out, prefix, f"blocks.{i}.attn.")
+    ignored = {"embeddings.mask_token"} | {k for k in state if k.startswith("pooler.") or
+                                          k.endswith("relative_position_index")}
     used = set(simple) | {k for k in state if k.startswith("encoder.layer.")}
     unknown = sorted(k for k in state if k not in used and k not in ignored)
     if unknown:
         raise TransformersFormatError(f"unexpected weights {', '.join(unknown[:4])}")
     return out
+
+
+def _beit_attention(state: dict, out: dict, prefix: str, target: str) -> None:
+    """BEiT's key has no bias: timm keeps q and v biases apart (q_bias, v_bias) beside one qkv weight."""
+    attention = f"{prefix}attention.attention."
+    if f"{attention}key.bias" in state or f"{attention}query.bias" not in state:
+        return  # a ViT/DeiT/DINOv2 block: its qkv bias was concatenated by the caller
+    out[f"{target}q_bias"] = state[f"{attention}query.bias"]
+    out[f"{target}v_bias"] = state[f"{attention}value.bias"]
+    table = f"{attention}relative_position_bias.relative_position_bias_table"
+    if table in state:
+        out[f"{target}relative_position_bias_table"] = state[table]
 
 
 def data_config(folder: Path, config: dict, input_hw: tuple[int, int]) -> dict:
@@ -183,7 +209,9 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
     state = _rename(read_state_dict(weights), sizes["depth"])
     distilled = "dist_token" in state
     num_classes = int(state["head.weight"].shape[0]) if "head.weight" in state else 0
-    entry = "deit_base_distilled_patch16_224" if distilled else "vit_base_patch16_224"
+    entry = {"beit": "beit_base_patch16_224"}.get(config["model_type"],
+                                                  "deit_base_distilled_patch16_224" if distilled
+                                                  else "vit_base_patch16_224")
     if sizes.pop("swiglu", False):
         from timm.layers import SwiGLUPacked
 
