@@ -48,11 +48,16 @@ def _deit(folder):
     return model, processor
 
 
-def _dinov2(folder, swiglu=False):
+def _dinov2(folder, swiglu=False, registers=0):
     """Stored for 56 px (7×7 positions) and run at 32 px (4×4), as DINOv2 is stored for 518 and run at 224."""
     torch.manual_seed(2)
-    config = transformers.Dinov2Config(**{**SIZES, "image_size": 56}, layerscale_value=0.5, use_swiglu_ffn=swiglu)
-    model = transformers.Dinov2ForImageClassification(config).eval()
+    if registers:
+        config = transformers.Dinov2WithRegistersConfig(**{**SIZES, "image_size": 56}, layerscale_value=0.5,
+                                                        num_register_tokens=registers)
+        model = transformers.Dinov2WithRegistersForImageClassification(config).eval()
+    else:
+        config = transformers.Dinov2Config(**{**SIZES, "image_size": 56}, layerscale_value=0.5, use_swiglu_ffn=swiglu)
+        model = transformers.Dinov2ForImageClassification(config).eval()
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -88,8 +93,13 @@ def _dinov2_swiglu(folder):
     return _dinov2(folder, swiglu=True)
 
 
-@pytest.mark.parametrize("make", [_vit, _deit, _dinov2, _dinov2_swiglu, _beit, _beit_shared],
-                         ids=["vit", "deit-distilled", "dinov2", "dinov2-swiglu", "beit", "beit-shared-bias"])
+def _dinov2_registers(folder):
+    return _dinov2(folder, registers=4)
+
+
+@pytest.mark.parametrize("make", [_vit, _deit, _dinov2, _dinov2_swiglu, _dinov2_registers, _beit, _beit_shared],
+                         ids=["vit", "deit-distilled", "dinov2", "dinov2-swiglu", "dinov2-registers", "beit",
+                              "beit-shared-bias"])
 def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, photos):
     folder = tmp_path / "checkpoint"
     reference, processor = make(folder)
@@ -98,7 +108,7 @@ def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, phot
     assert "transformers" in loaded.architecture
     # non-square photos: the resize must squash (ViT, DeiT) or keep the aspect (DINOv2) as transformers does; the
     # rocket's odd crop margin is left out for DINOv2 (timm rounds it, transformers floors it: one pixel)
-    dinov2 = make in (_dinov2, _dinov2_swiglu)
+    dinov2 = make in (_dinov2, _dinov2_swiglu, _dinov2_registers)
     names = ("chelsea", "astronaut", "coffee") if dinov2 else ("chelsea", "astronaut", "rocket")
     for name in names:
         img = read_image(photos[name])

@@ -12,7 +12,10 @@ an odd crop margin where transformers floors it: at most one pixel of shift).
 DINOv2 (`Dinov2Model`, `Dinov2ForImageClassification`): layer scale (timm's `init_values`), SwiGLU for giant
 (timm's packed SwiGLU: gate and up projections stacked), position embeddings stored for 518 px and resampled the way
 transformers does at run time (bicubic, no antialias) to the processor's crop size once, at conversion; its
-classifier reads [class token, mean of the patch tokens], which `ClsMeanViT` reproduces.
+classifier reads [class token, mean of the patch tokens], which `ClsMeanViT` reproduces. DINOv2 with registers puts
+its registers after the class token without positions of their own: timm's `no_embed_class` layout, with the class
+token's position folded into it. BEiT: q and v biases (its key has none), per-block or shared relative position
+bias, layer scale, mean pooling through `fc_norm`.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import torch
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
-SUPPORTED = ("vit", "deit", "dinov2", "beit")
+SUPPORTED = ("vit", "deit", "dinov2", "dinov2_with_registers", "beit")
+DINOV2 = ("dinov2", "dinov2_with_registers")
 # PIL resample codes used by transformers' image processors
 _RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 
@@ -70,7 +74,9 @@ def _sizes(config: dict, source: str) -> dict:
                      use_shared_rel_pos_bias=bool(config.get("use_shared_relative_position_bias", False)),
                      init_values=scale if scale > 0 else None, qkv_bias=True,
                      global_pool="avg" if config.get("use_mean_pooling", True) else "token")
-    if config["model_type"] == "dinov2":
+    if config["model_type"] == "dinov2_with_registers":  # registers after the class token, no position of their own
+        sizes.update(reg_tokens=int(config.get("num_register_tokens", 4)), no_embed_class=True)
+    if config["model_type"] in DINOV2:
         sizes.update(mlp_ratio=float(config.get("mlp_ratio", 4)), init_values=float(config.get("layerscale_value", 1)))
         if config.get("use_swiglu_ffn"):  # transformers keeps 2/3 of the hidden size, rounded up to 8, per branch
             hidden = (int(int(width * sizes["mlp_ratio"]) * 2 / 3) + 7) // 8 * 8
@@ -80,10 +86,10 @@ def _sizes(config: dict, source: str) -> dict:
 
 def _rename(state: dict[str, torch.Tensor], depth: int) -> dict[str, torch.Tensor]:
     """transformers' ViT/DeiT names -> timm's; q, k and v are stacked into qkv."""
-    state = {re.sub(r"^(vit|deit|dinov2|beit)\.", "", k): v for k, v in state.items()}
+    state = {re.sub(r"^(vit|deit|dinov2_with_registers|dinov2|beit)\.", "", k): v for k, v in state.items()}
     simple = {
         "embeddings.cls_token": "cls_token", "embeddings.distillation_token": "dist_token",
-        "embeddings.position_embeddings": "pos_embed",
+        "embeddings.position_embeddings": "pos_embed", "embeddings.register_tokens": "reg_token",
         "embeddings.patch_embeddings.projection.weight": "patch_embed.proj.weight",
         "embeddings.patch_embeddings.projection.bias": "patch_embed.proj.bias",
         "layernorm.weight": "norm.weight", "layernorm.bias": "norm.bias",
@@ -173,16 +179,18 @@ def _normalisation(proc: dict) -> dict:
     return dict(mean=tuple(proc.get("image_mean", (0.5, 0.5, 0.5))), std=tuple(proc.get("image_std", (0.5, 0.5, 0.5))))
 
 
-def _resample_positions(state: dict, grid: tuple[int, int]) -> None:
+def _resample_positions(state: dict, grid: tuple[int, int], antialias: bool) -> None:
     """DINOv2 stores position embeddings for 518 px; transformers resamples them to the input's grid on every
-    forward (bicubic, align_corners=False, no antialias). Done once here, the same way, for the crop size."""
+    forward (bicubic, align_corners=False; antialiased for DINOv2 with registers only). Done once here, the same
+    way, for the crop size."""
     pos = state.get("pos_embed")
     n = pos.shape[1] - 1 if pos is not None else 0
     side = int(round(n ** 0.5))
     if pos is None or (side, side) == tuple(grid):
         return
     patches = pos[:, 1:].reshape(1, side, side, -1).permute(0, 3, 1, 2).float()
-    patches = torch.nn.functional.interpolate(patches, size=tuple(grid), mode="bicubic", align_corners=False)
+    patches = torch.nn.functional.interpolate(patches, size=tuple(grid), mode="bicubic", align_corners=False,
+                                              antialias=antialias)
     state["pos_embed"] = torch.cat([pos[:, :1], patches.permute(0, 2, 3, 1).reshape(1, -1, pos.shape[-1]).to(
         pos.dtype)], dim=1)
 
@@ -218,9 +226,13 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
         sizes.update(mlp_layer=SwiGLUPacked, act_layer=nn.SiLU)
     stored = sizes["img_size"] if isinstance(sizes["img_size"], tuple) else (sizes["img_size"],) * 2
     cfg = data_config(folder, config, stored)
-    if config["model_type"] == "dinov2":  # built for the crop size, its position embeddings resampled to it
+    if config["model_type"] in DINOV2:  # built for the crop size, its position embeddings resampled to it
         sizes["img_size"] = tuple(cfg["input_size"][1:])
-        _resample_positions(state, tuple(s // sizes["patch_size"] for s in sizes["img_size"]))
+        registers = config["model_type"] == "dinov2_with_registers"
+        _resample_positions(state, tuple(s // sizes["patch_size"] for s in sizes["img_size"]), antialias=registers)
+        if registers:  # timm adds positions to the patches only: the class token's is folded into it
+            state["cls_token"] = state["cls_token"] + state["pos_embed"][:, :1]
+            state["pos_embed"] = state["pos_embed"][:, 1:]
     model = timm.create_model(entry, pretrained=False, num_classes=num_classes, **sizes)
     if num_classes and state["head.weight"].shape[1] == 2 * sizes["embed_dim"]:  # DINOv2's class + mean head
         model.__class__ = ClsMeanViT
