@@ -210,7 +210,7 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
     _settle(qtbot)
     qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
     emb = window.embeddings
-    assert emb.layer.maximum() == 1  # two stages
+    assert emb.layer.maximum() == 1 and emb.layer_label.text() == "stage 1"  # two stages
     tokens = embeddings.layer_tokens(loaded, x)
     np.testing.assert_allclose(emb.displayed, embeddings.upsample_to(embeddings.pca_rgb(tokens[1].patches)[0][0],
                                                                      (10, 10)), atol=1e-4)

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.analysis import embeddings, registry
 from vitstudio.core.analysis.overlays import normalise
+from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
 from ..viewstate import Keyed
@@ -114,12 +115,17 @@ class EmbeddingsPanel(ExplorerPanel):
         return self._result is not None and self._result.value.get("for") == (self.layer.value(),
                                                                               self.mode.currentData())
 
+    def _layer_name(self) -> str:
+        return f"{self.layer.property('unit')} {self.layer.value()}"
+
     def fields_for_model(self, model) -> dict:
         # the slider changes with the model in the same step, so no old result is indexed with a new layer
         with QSignalBlocker(self.layer):
             self.layer.setRange(0, model.token_depth - 1)  # token layers: blocks, or Swin's stages
             self.layer.setValue(model.token_depth - 1)
-        self.layer_label.setText(f"layer {model.token_depth - 1}")
+        unit = "stage" if is_windowed(model.model) else "layer"  # Swin's token layers are its stages
+        self.layer.setProperty("unit", unit)
+        self.layer_label.setText(f"{unit} {model.token_depth - 1}")
         self.basis = None
         return dict(depth=model.token_depth, patch=None)
 
@@ -201,10 +207,10 @@ class EmbeddingsPanel(ExplorerPanel):
             self.info.setText(r["message"])
         elif mode == "norms" and "prefix_norms" in r:
             prefix = ", ".join(f"{v:.1f}" for v in r["prefix_norms"]) or "none"
-            self.info.setText(f"Patch-token norms at layer {self.layer.value()} (prefix tokens: {prefix}). "
+            self.info.setText(f"Patch-token norms at {self._layer_name()} (prefix tokens: {prefix}). "
                               "Unusually bright cells are high-norm artifact tokens.")
         else:
-            self.info.setText(f"{self.mode.currentText()}, layer {self.layer.value()}"
+            self.info.setText(f"{self.mode.currentText()}, {self._layer_name()}"
                               + (", fixed basis" if self.fixed.isChecked() else ""))
         display = r.get("display", self.displayed)
         self.view.set_map(display, self.cmap.currentText(), opacity=1.0 if mode == "pca" else 0.7)
