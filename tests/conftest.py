@@ -35,7 +35,7 @@ def make_tiny_vit(seed: int = 0, **overrides):
 
 @pytest.fixture(autouse=True)
 def _isolated_caches(tmp_path_factory, monkeypatch):
-    """Never touch the user's HF cache or models/ folder; always offline."""
+    """Never touch the user's HF cache, models/ folder or ViT Studio cache; always offline."""
     from huggingface_hub import constants
 
     hf = tmp_path_factory.mktemp("hf_cache")
@@ -43,6 +43,7 @@ def _isolated_caches(tmp_path_factory, monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("VITSTUDIO_MODELS_DIR", str(tmp_path_factory.mktemp("models")))
+    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))  # decoded images, embeddings
     yield
 
 

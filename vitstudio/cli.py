@@ -62,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("models", help="list ViT-family models (local ones first)")
     p.add_argument("--filter", help="substring or glob on the name, e.g. 'deit*' or 'dinov2'")
     p.add_argument("--local", action="store_true", help="only models whose weights are available offline")
-    p.add_argument("--family", choices=["vit", "deit", "hybrid", "vitamin", "eva", "beit", "relpos"],
-                   help="only one family (eva: EVA-02, EVA-CLIP, DINOv3, Perception Encoder)")
+    p.add_argument("--family", choices=["vit", "deit", "hybrid", "vitamin", "eva", "beit", "relpos", "cait", "swin",
+                                        "naflexvit"],
+                   help="only one family (eva: EVA-02, EVA-CLIP, DINOv3, Perception Encoder; swin: v1 and v2)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
     p = sub.add_parser("predict", help="classify images and folders")
@@ -78,9 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_explain_parser(sub)
 
-    from . import cli_train
+    from . import cli_folder, cli_train
 
     cli_train.add_parsers(sub)
+    cli_folder.add_parsers(sub)
 
     p = sub.add_parser("card", help="show the model card of a model")
     _add_model_args(p)
@@ -103,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
-        from .cli_train import HANDLERS
+        from .cli_folder import HANDLERS as FOLDER
+        from .cli_train import HANDLERS as TRAIN
 
-        handlers = {"models": _models, "predict": _predict, "card": _card, "explain": _explain, **HANDLERS}
+        handlers = {"models": _models, "predict": _predict, "card": _card, "explain": _explain, **TRAIN, **FOLDER}
         return handlers[args.command](args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)

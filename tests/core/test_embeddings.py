@@ -96,24 +96,3 @@ def test_pos_embed_similarity_and_filters():
     w = model.patch_embed.proj.weight.detach().numpy().reshape(32, -1).astype(np.float64)
     ref = PCA(n_components=6, svd_solver="full").fit(w).components_.reshape(6, 3, 8, 8).transpose(0, 2, 3, 1)
     _same_up_to_sign(comps.reshape(6, -1).T, ref.reshape(6, -1).T)
-
-
-def test_embed_folder(tmp_path, photos):
-    loaded = _model()
-    for cls, names in (("cats", ["chelsea"]), ("space", ["astronaut", "rocket"])):
-        (tmp_path / cls).mkdir()
-        for n in names:
-            (tmp_path / cls / photos[n].name).write_bytes(photos[n].read_bytes())
-    (tmp_path / "space" / "bad.jpg").write_text("x")
-    gen = E.embed_folder(loaded, [tmp_path], batch_size=2)
-    progress = []
-    try:
-        while True:
-            progress.append(next(gen))
-    except StopIteration as stop:
-        result = stop.value
-    assert progress[-1].done == progress[-1].total == 4
-    assert result.labels == ("cats", "space", "space") and len(result.predictions) == 3
-    assert result.errors and result.errors[0][0].endswith("bad.jpg")
-    feats = result.features.astype(np.float64)
-    _same_up_to_sign(result.coords, PCA(n_components=2, svd_solver="full").fit_transform(feats))

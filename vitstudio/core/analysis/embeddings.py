@@ -1,21 +1,17 @@
-"""Patch-token embeddings: tokens per layer, PCA → RGB, similarity, norms, 2-D projections, folder embeddings.
+"""Patch-token embeddings: tokens per layer, PCA → RGB, similarity, norms, 2-D projections, pooled features
+(the cached folder embeddings built on them are in `core/folder/embedcache.py`).
 
 Returns unnormalised float32 numpy arrays; tokens come from timm's `forward_intermediates`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from vitstudio.core.analysis.capture import grid_for, resolve_layers
-from vitstudio.core.data.images import expand_paths
-from vitstudio.core.inference import decoded_batches
-from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import is_class_attention, is_windowed, token_stages
 
@@ -139,16 +135,6 @@ def token_norms(tokens: LayerTokens) -> tuple[np.ndarray, np.ndarray]:
             np.linalg.norm(tokens.prefix, axis=-1).astype(np.float32))
 
 
-@dataclass(frozen=True)
-class FolderEmbedding:
-    paths: tuple[str, ...]
-    features: np.ndarray  # (n, D) pooled pre-logits features
-    coords: np.ndarray  # (n, 2) PCA projection
-    labels: tuple[str, ...]  # the parent folder name of each image (the class in a folder dataset)
-    predictions: tuple[str, ...]  # the model's top-1 label
-    errors: tuple[tuple[str, str], ...]  # (path, reason) for unreadable files
-
-
 def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """((B, D) pooled features before the classifier, (B, classes) logits)."""
     model = loaded.model
@@ -157,28 +143,3 @@ def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, n
         pooled = model.forward_head(feats, pre_logits=True)
         logits = model.forward_head(feats)
     return pooled.float().cpu().numpy(), logits.float().cpu().numpy()
-
-
-def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32,
-                 cancel: CancelToken | None = None) -> Iterator[Progress]:
-    """Pooled embeddings of every image under `paths`, in 2-D, with labels and predictions.
-
-    A generator: yields Progress, returns a FolderEmbedding (`result = yield from embed_folder(...)`).
-    """
-    files = list(expand_paths(paths))
-    feats, names, preds, errors, done = [], [], [], [], 0
-    for batch in decoded_batches(loaded, files, batch_size, cancel):
-        errors += batch.errors
-        if batch.tensor is not None:
-            f, logits = pooled_features(loaded, batch.tensor)
-            feats.append(f)
-            preds.extend(loaded.labels[i] for i in logits.argmax(-1))
-            names.extend(p for p, _ in batch.good)
-        done += len(batch.items)
-        yield Progress(done, len(files), "Embedding images")
-    if not feats:
-        raise ValueError("No readable images to embed.")
-    features = np.concatenate(feats)
-    coords = fit_pca(features, 2).project(features)[:, :2] if len(features) > 1 else np.zeros((1, 2))
-    return FolderEmbedding(tuple(names), features, coords.astype(np.float32),
-                           tuple(Path(n).parent.name for n in names), tuple(preds), tuple(errors))

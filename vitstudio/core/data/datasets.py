@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from vitstudio.core.data.images import IMAGE_SUFFIXES
+from vitstudio.core.data.images import IMAGE_SUFFIXES, file_digest
 
 VAL_NAMES = ("val", "validation")
 
@@ -140,8 +140,12 @@ class Split:
         Path(path).write_text(json.dumps(self.to_manifest(), indent=1))
 
 
-def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0) -> Split:
-    """Stratified, seeded split of each class's sorted file list (or the dataset's own val/)."""
+def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0,
+                  groups: dict[Path, str] | None = None) -> Split:
+    """Stratified, seeded split of each class's sorted file list (or the dataset's own val/).
+
+    With `groups` (file -> group id, e.g. the content hash: `exact_duplicate_groups`), the files of one group
+    always land on the same side, even across classes, so a copy in train can never inflate validation."""
     index = {c: i for i, c in enumerate(scan.classes)}
     if scan.val is not None:
         train = tuple((p, index[c]) for c in scan.classes for p in scan.train[c])
@@ -152,13 +156,35 @@ def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0) -> S
     if scan.too_small:
         raise DatasetError(f"Class(es) with fewer than 2 images cannot be split: {', '.join(scan.too_small)}.")
     train, val = [], []
+    side: dict[str, bool] = {}  # group -> goes to val
     for c in scan.classes:
         files = list(scan.train[c])  # already sorted
         random.Random(f"{seed}:{c}").shuffle(files)  # str seeds hash the same on every machine
         n_val = min(len(files) - 1, max(1, round(len(files) * val_ratio)))
-        val += [(p, index[c]) for p in sorted(files[:n_val])]
-        train += [(p, index[c]) for p in sorted(files[n_val:])]
+        if groups is None:
+            chosen = set(files[:n_val])
+        else:
+            chosen, count = set(), 0
+            for p in files:
+                group = groups.get(p, str(p))
+                if group not in side:
+                    side[group] = count < n_val
+                if side[group]:
+                    chosen.add(p)
+                    count += 1
+        val += [(p, index[c]) for p in sorted(chosen)]
+        train += [(p, index[c]) for p in sorted(set(files) - chosen)]
     return Split(scan.root, scan.classes, tuple(train), tuple(val), val_ratio, seed)
+
+
+def exact_duplicate_groups(scan: DatasetScan) -> dict[Path, str]:
+    """file -> SHA-256 of its bytes, for the files that have an exact copy elsewhere in the dataset."""
+    files = [p for c in scan.classes for p in scan.train[c]]
+    digests = {p: file_digest(str(p)) for p in files}
+    seen: dict[str, int] = {}
+    for d in digests.values():
+        seen[d] = seen.get(d, 0) + 1
+    return {p: d for p, d in digests.items() if seen[d] > 1}
 
 
 UPSTREAM_SUFFIXES = (".jpg", ".JPG", ".png", ".PNG")  # upstream read_split_data's `supported`

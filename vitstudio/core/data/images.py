@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from collections.abc import Iterable, Iterator
@@ -104,3 +105,12 @@ def expand_paths(paths: Iterable[str | os.PathLike], recursive: bool = True) -> 
             )
         else:
             yield p
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """SHA-256 of a file's bytes (exact-duplicate detection), read in 1 MB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

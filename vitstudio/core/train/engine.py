@@ -26,7 +26,7 @@ from torch import nn
 
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.attention import rollout
-from vitstudio.core.data.datasets import Split, scan_dataset, split_dataset, upstream_split
+from vitstudio.core.data.datasets import Split, exact_duplicate_groups, scan_dataset, split_dataset, upstream_split
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.loading import load_model
@@ -125,7 +125,12 @@ def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]
     warnings = [warning] if warning and not config.balance else []
     if config.split_rule == "upstream":
         return upstream_split(scan, config.val_ratio), dict(scan.skipped), warnings
-    return split_dataset(scan, config.val_ratio, config.seed), dict(scan.skipped), warnings
+    groups = exact_duplicate_groups(scan) if scan.val is None else None
+    if groups:  # copies are kept on one side, so validation never scores an image the model trained on
+        copies = len(set(groups.values()))
+        warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); each group was kept "
+                        f"on one side of the train/val split. `vitstudio audit` also finds near-duplicates.")
+    return split_dataset(scan, config.val_ratio, config.seed, groups), dict(scan.skipped), warnings
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:

@@ -1,0 +1,145 @@
+"""`vitstudio embed | sort | audit`: a whole folder through the model, over the same core as the app's folder view.
+
+embed  SRC… --model M [--out FILE.npz]             pooled features + logits of every image (cached; prints counts)
+sort   SRC… --model M --out DIR [--move] [--min-confidence P] [--dry-run] [--undo LOG]
+audit  DATA --model M [--json] [--threshold T]     duplicates, leaks across train/val, doubtful labels
+"""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def add_parsers(sub) -> None:
+    from .cli import _add_model_args
+
+    p = sub.add_parser("embed", help="pooled features and logits of every image of folders (cached per model)")
+    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
+    _add_model_args(p)
+    p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
+    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+
+    p = sub.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
+    p.add_argument("paths", nargs="*", help="image files and/or folders (searched recursively)")
+    _add_model_args(p)
+    p.add_argument("--out", required=True, help="folder to sort into (created); files there are never overwritten")
+    p.add_argument("--move", action="store_true", help="move instead of copy (the default keeps the originals)")
+    p.add_argument("--min-confidence", type=float, default=0.0,
+                   help="below this top-1 probability an image goes to OUT/unsure/ (default 0: never)")
+    p.add_argument("--dry-run", action="store_true", help="print what would go where, touch nothing")
+    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+
+    p = sub.add_parser("undo-sort", help="reverse a sort from its log (copies deleted, moved files put back)")
+    p.add_argument("log", help="the vitstudio-sort-*.jsonl log a sort wrote into its output folder")
+
+    p = sub.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
+    p.add_argument("data_dir", help="a folder of class folders (optionally train/ and val/)")
+    _add_model_args(p)
+    p.add_argument("--threshold", type=float, default=None,
+                   help="cosine similarity of pooled features above which two images are near-duplicates "
+                        "(default 0.97; model-dependent, see the README)")
+    p.add_argument("--json", action="store_true", help="the report as one JSON document")
+    p.add_argument("--top", type=int, default=20, help="doubtful labels listed (default 20)")
+    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+
+
+def _embedded(args, loaded):
+    from .cli_train import _drain
+    from .core.folder.embedcache import embed_folder
+
+    return _drain(embed_folder(loaded, args.paths, args.batch_size), args.quiet)
+
+
+def embed_cmd(args) -> int:
+    import numpy as np
+
+    from .cli import _load
+
+    loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    result = _embedded(args, loaded)
+    for path, reason in result.errors:
+        print(f"{path}: {reason}", file=sys.stderr)
+    print(f"{len(result.paths)} images embedded ({result.computed} computed, "
+          f"{len(result.paths) - result.computed} from the cache), {len(result.errors)} unreadable", file=sys.stderr)
+    if args.out:
+        np.savez(args.out, paths=np.asarray(result.paths), features=result.features_of(),
+                 logits=np.asarray(result.logits[result.rows]), labels=np.asarray(result.labels))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return EXIT_SOME_FAILED if result.errors else EXIT_OK
+
+
+def sort_cmd(args) -> int:
+    from .cli import _load
+    from .core.folder.sorting import apply_sort, plan_sort
+
+    if not args.paths:
+        print("error: give the images or folders to sort", file=sys.stderr)
+        return EXIT_USAGE
+    if not 0.0 <= args.min_confidence <= 1.0:
+        print("error: --min-confidence is a probability between 0 and 1", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    result = _embedded(args, loaded)
+    probs = result.probabilities()
+    top = probs.argmax(1)
+    plan = plan_sort([(p, loaded.labels[t], float(probs[i, t])) for i, (p, t) in enumerate(zip(result.paths, top))],
+                     args.out, args.min_confidence, args.move)
+    print(plan.describe(), file=sys.stderr)
+    for path, reason in result.errors:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
+    if args.dry_run:
+        for p in plan.placements:
+            print(f"{p.source} -> {p.target}")
+        return EXIT_OK
+    done = apply_sort(plan)
+    for path, reason in done.errors:
+        print(f"{path}: {reason}", file=sys.stderr)
+    print(f"{'Moved' if args.move else 'Copied'} {done.done} images; undo with: vitstudio undo-sort {done.log}",
+          file=sys.stderr)
+    return EXIT_SOME_FAILED if done.errors or result.errors else EXIT_OK
+
+
+def undo_sort_cmd(args) -> int:
+    from .core.folder.sorting import undo_sort
+
+    try:
+        undone, problems = undo_sort(args.log)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for path, reason in problems:
+        print(f"{path}: {reason}", file=sys.stderr)
+    print(f"Undid {undone} files.", file=sys.stderr)
+    return EXIT_SOME_FAILED if problems else EXIT_OK
+
+
+def audit_cmd(args) -> int:
+    from .cli import _load
+    from .cli_train import _drain
+    from .core.data.datasets import DatasetError
+    from .core.folder.audit import audit
+    from .core.folder.duplicates import COSINE_THRESHOLD
+
+    loaded = _load(args)
+    if loaded is None:
+        return EXIT_USAGE
+    threshold = COSINE_THRESHOLD if args.threshold is None else args.threshold
+    try:
+        report = _drain(audit(args.data_dir, loaded, threshold, args.batch_size), args.quiet)
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(report.to_json(args.top) if args.json else report.describe(args.top))
+    return EXIT_OK
+
+
+HANDLERS = {"embed": embed_cmd, "sort": sort_cmd, "undo-sort": undo_sort_cmd, "audit": audit_cmd}
