@@ -18,7 +18,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--precision", default=None, help="fp32, bf16 or fp16 (default: the last one used)")
     ap.add_argument("--compare", metavar="NAME_OR_PATH", help="second model for the Compare tab")
     ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare, "
-                    "training")
+                    "folder, training")
     ap.add_argument("--screenshot", metavar="PNG", help="render the window once everything requested has "
                     "finished, save it, and exit")
     return ap.parse_args(argv)

@@ -33,6 +33,7 @@ from .state import AppState, make_entry
 from .widgets.attention_panel import AttentionPanel
 from .widgets.compare_panel import ComparePanel
 from .widgets.embeddings_panel import EmbeddingsPanel
+from .widgets.folder_panel import FolderPanel
 from .widgets.image_strip import ImageStripWidget
 from .widgets.internals_panel import InternalsPanel
 from .widgets.model_panel import ModelCardView, ModelPanel
@@ -82,6 +83,8 @@ class MainWindow(QMainWindow):
         self.internals = InternalsPanel(self.state)
         self.compare = ComparePanel(self.state, self.model_panel.catalog_names())
         self.training = TrainingPanel(self.state, self.model_panel.catalog_names())
+        self.folder = FolderPanel(self.state)
+        self.folder.open_in_explorer.connect(self.explain_file)
 
     def _build_central(self) -> None:
         """Model bar on top; the image strip beside the tabs."""
@@ -89,7 +92,7 @@ class MainWindow(QMainWindow):
         self.tabs.setObjectName("tabs")
         for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
                               (self.embeddings, "Embeddings"), (self.internals, "Model internals"),
-                              (self.compare, "Compare"), (self.training, "Training")):
+                              (self.compare, "Compare"), (self.folder, "Folder"), (self.training, "Training")):
             self.tabs.addTab(widget, title)
         splitter = QSplitter(Qt.Horizontal)
         splitter.addWidget(self.strip)
@@ -178,6 +181,22 @@ class MainWindow(QMainWindow):
         many = len(paths) > 8 or any(Path(p).is_dir() for p in paths)  # a folder scan must not hold a slider
         workers.start_job("Reading images", read_all, on_yield=self._add_entry, on_error=self._on_job_error,
                           kind=workers.LONG if many else workers.INTERACTIVE)
+
+    def explain_file(self, path: str) -> None:
+        """An image from the folder view, shown in the attention explorer (read, added to the strip, selected)."""
+        def read(cancel):
+            try:
+                return make_entry(path, read_image(path))
+            except ImageReadError as exc:
+                return make_entry(path, error=exc.reason)
+
+        workers.start_job("Reading image", read, on_result=self._show_in_attention, on_error=self._on_job_error)
+
+    def _show_in_attention(self, entry) -> None:
+        self.state.add_images([entry])
+        if entry.error is None:
+            self.state.select(entry)
+            self.show_tab("attention")
 
     def _add_entry(self, entry) -> None:
         self.state.add_images([entry])

@@ -145,7 +145,8 @@ def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0,
     """Stratified, seeded split of each class's sorted file list (or the dataset's own val/).
 
     With `groups` (file -> group id, e.g. the content hash: `exact_duplicate_groups`), the files of one group
-    always land on the same side, even across classes, so a copy in train can never inflate validation."""
+    always land on the same side, even across classes, so a copy in train can never inflate validation. When
+    that is impossible (a class made only of copies) the plain split is returned, marked `meta["groups"]`."""
     index = {c: i for i, c in enumerate(scan.classes)}
     if scan.val is not None:
         train = tuple((p, index[c]) for c in scan.classes for p in scan.train[c])
@@ -155,8 +156,26 @@ def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0,
         raise DatasetError("The validation ratio must be between 0 and 1.")
     if scan.too_small:
         raise DatasetError(f"Class(es) with fewer than 2 images cannot be split: {', '.join(scan.too_small)}.")
+    plain = _split_files(scan, val_ratio, seed, index, None)
+    if not groups:
+        return plain
+    grouped = _split_files(scan, val_ratio, seed, index, groups)
+    trained = {label for _, label in grouped.train}
+    if grouped.val and len(trained) == len(scan.classes):
+        return grouped
+    # copies everywhere (every image of a class has a copy elsewhere): no leak-free split exists
+    return Split(plain.root, plain.classes, plain.train, plain.val, val_ratio, seed, {"groups": "ignored"})
+
+
+def _split_files(scan: DatasetScan, val_ratio: float, seed: int, index: dict[str, int],
+                 groups: dict[Path, str] | None) -> Split:
     train, val = [], []
     side: dict[str, bool] = {}  # group -> goes to val
+    sizes: dict[tuple[str, str], int] = {}  # (group, class) -> files of the group in the class
+    for c in scan.classes:
+        for p in scan.train[c]:
+            key = (groups.get(p, str(p)) if groups else str(p), c)
+            sizes[key] = sizes.get(key, 0) + 1
     for c in scan.classes:
         files = list(scan.train[c])  # already sorted
         random.Random(f"{seed}:{c}").shuffle(files)  # str seeds hash the same on every machine
@@ -167,8 +186,8 @@ def split_dataset(scan: DatasetScan, val_ratio: float = 0.2, seed: int = 0,
             chosen, count = set(), 0
             for p in files:
                 group = groups.get(p, str(p))
-                if group not in side:
-                    side[group] = count < n_val
+                if group not in side:  # a group goes to val whole, and only while it fits there
+                    side[group] = count + sizes[(group, c)] <= n_val
                 if side[group]:
                     chosen.add(p)
                     count += 1

@@ -27,13 +27,30 @@ def _unit(x: np.ndarray) -> torch.Tensor:
     return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
-def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8192) -> Neighbours:
-    """k nearest neighbours (cosine) of the images at `queries` among all of `features` (N, D)."""
+class _Rows:
+    """features[rows] without copying them all: a memory-mapped cache read block by block."""
+
+    def __init__(self, features, rows: np.ndarray | None) -> None:
+        self.features, self.rows = features, rows
+        self.shape = (len(rows) if rows is not None else len(features), features.shape[1])
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        return np.asarray(self.features[index] if self.rows is None else self.features[self.rows[index]])
+
+
+def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8192,
+            rows: np.ndarray | None = None) -> Neighbours:
+    """k nearest neighbours (cosine) of the images at `queries` among all of `features` (N, D); with `rows`, the
+    images are features[rows] (a cache's memory map, read a block at a time) and answers index into `rows`."""
+    features = _Rows(features, rows)
     n = len(features)
     k = min(k, n - 1)
     if k <= 0:
         return Neighbours(np.zeros((len(queries), 0), np.int64), np.zeros((len(queries), 0), np.float32))
-    q = _unit(np.asarray(features[queries]))
+    q = _unit(features[np.asarray(queries)])
     if n > EXACT_LIMIT:
         try:
             return _faiss_nearest(features, q, queries, k)

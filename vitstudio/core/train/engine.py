@@ -126,11 +126,14 @@ def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]
     if config.split_rule == "upstream":
         return upstream_split(scan, config.val_ratio), dict(scan.skipped), warnings
     groups = exact_duplicate_groups(scan) if scan.val is None else None
+    split = split_dataset(scan, config.val_ratio, config.seed, groups)
     if groups:  # copies are kept on one side, so validation never scores an image the model trained on
         copies = len(set(groups.values()))
-        warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); each group was kept "
-                        f"on one side of the train/val split. `vitstudio audit` also finds near-duplicates.")
-    return split_dataset(scan, config.val_ratio, config.seed, groups), dict(scan.skipped), warnings
+        kept = ("each group was kept on one side of the train/val split" if not split.meta.get("groups") else
+                "they are everywhere, so no split can keep them apart: validation scores copies of training images")
+        warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); {kept}. "
+                        f"`vitstudio audit` also finds near-duplicates.")
+    return split, dict(scan.skipped), warnings
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:

@@ -1,0 +1,398 @@
+"""Folder view: a whole folder through the current model. A results table (sort, filter, export CSV, sort into
+folders), the folder's embedding map (box selection filters the table), similar images of the selected one
+(double-click opens it in the attention explorer) and the label review of a labelled folder.
+
+All work runs in workers over the core's folder modules (embeddings cached per model); the panel only draws."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt, Signal
+from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.folder.embedcache import embed_folder
+from vitstudio.core.folder.neighbours import nearest, project_2d
+from vitstudio.core.folder.results import FolderResults, folder_results
+from vitstudio.core.folder.sorting import apply_sort, plan_sort
+
+from .. import workers
+from .folder_map import COLOUR_BY, FolderMapWidget, colours
+from .folder_table import ResultsFilter, ResultsModel, thumbnails
+
+CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
+
+
+class FolderPanel(QWidget):
+    open_in_explorer = Signal(str)  # a path to show in the attention explorer
+
+    def __init__(self, state, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.folder: str | None = None
+        self.embedded = None
+        self.results: FolderResults | None = None
+        self.coords: np.ndarray | None = None
+        self.map_rows: np.ndarray | None = None  # the map's box selection, when the table follows it
+        self._scan = workers.LatestJob(workers.LONG)
+        self._map = workers.LatestJob(workers.LONG)
+        self._similar = workers.LatestJob()
+        self._thumbs = workers.LatestJob(workers.LONG)
+        self._audit = workers.LatestJob(workers.LONG)
+        self._build()
+        state.model_loaded.connect(self._on_model)
+
+    # -- construction --------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.open_button = QPushButton("Open folder…")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.sort_button = QPushButton("Sort into folders…")
+        self.csv_button = QPushButton("Export CSV…")
+        self.review_button = QPushButton("Review labels and duplicates")
+        self.info = QLabel("Open a folder to see every image through the current model.")
+        self.info.setWordWrap(True)
+        self.progress = QProgressBar()
+        self.progress.setVisible(False)
+        self.predicted = QComboBox()
+        self.min_conf = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
+        self.correctness = QComboBox()
+        for text, value in CORRECTNESS:
+            self.correctness.addItem(text, value)
+        self.follow_map = QPushButton("Table follows map box")
+        self.follow_map.setCheckable(True)
+        top = QHBoxLayout()
+        for w in (self.open_button, self.cancel_button, self.sort_button, self.csv_button, self.review_button):
+            top.addWidget(w)
+        top.addStretch(1)
+        filters = QHBoxLayout()
+        for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness)):
+            filters.addWidget(QLabel(label))
+            filters.addWidget(w)
+        filters.addWidget(self.follow_map)
+        filters.addStretch(1)
+
+        self.model = ResultsModel(self)
+        self.proxy = ResultsFilter(self)
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.verticalHeader().setDefaultSectionSize(52)
+        self.table.setIconSize(QSize(48, 48))
+        self.table.horizontalHeader().setStretchLastSection(True)
+
+        self.map = FolderMapWidget()
+        self.colour_by = QComboBox()
+        self.colour_by.addItems(COLOUR_BY)
+        self.hover = QLabel()
+        map_box = QWidget()
+        box = QVBoxLayout(map_box)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Colour by"))
+        row.addWidget(self.colour_by)
+        row.addWidget(self.hover, 1)
+        box.addLayout(row)
+        box.addWidget(self.map, 1)
+        self.similar = _icon_list()
+        self.review = _icon_list()
+        self.relabel_button = QPushButton("Move to the suggested class…")
+        review_box = QWidget()
+        rb = QVBoxLayout(review_box)
+        rb.addWidget(self.review, 1)
+        rb.addWidget(self.relabel_button)
+        self.side = QTabWidget()
+        self.side.addTab(map_box, "Map")
+        self.side.addTab(self.similar, "Similar images")
+        self.side.addTab(review_box, "Label review")
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(self.side)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(filters)
+        layout.addWidget(self.info)
+        layout.addWidget(self.progress)
+        layout.addWidget(split, 1)
+
+        self.open_button.clicked.connect(self._choose_folder)
+        self.cancel_button.clicked.connect(self._cancel)
+        self.sort_button.clicked.connect(self._sort_dialog)
+        self.csv_button.clicked.connect(self._export_csv)
+        self.review_button.clicked.connect(self.start_review)
+        for w in (self.predicted, self.correctness):
+            w.currentIndexChanged.connect(self.apply_filters)
+        self.min_conf.valueChanged.connect(self.apply_filters)
+        self.follow_map.toggled.connect(self.apply_filters)
+        self.map.selection_changed.connect(self._on_map_selection)
+        self.map.hovered.connect(self._on_hover)
+        self.colour_by.currentTextChanged.connect(self._recolour)
+        self.table.selectionModel().currentRowChanged.connect(self._on_row)
+        self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item.data(Qt.UserRole)))
+        self.review.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item.data(Qt.UserRole)[0]))
+        self.relabel_button.clicked.connect(self._relabel)
+        self._enable()
+
+    def _enable(self) -> None:
+        has = self.results is not None
+        for w in (self.sort_button, self.csv_button, self.review_button):
+            w.setEnabled(has)
+        self.relabel_button.setEnabled(self.review.count() > 0)
+
+    # -- scanning ------------------------------------------------------------------------------------
+    def _choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder of images (subfolders are searched too)")
+        if folder:
+            self.open_folder(folder)
+
+    def open_folder(self, folder: str) -> None:
+        model = self.state.model
+        if model is None:
+            self.state.message.emit("error", "Load a model first.")
+            return
+        self.folder = folder
+        self.info.setText(f"Embedding {folder} with {model.display_name}…")
+        self.progress.setVisible(True)
+        self.cancel_button.setEnabled(True)
+        uid = model.uid
+        self._scan.start("Folder embeddings", lambda cancel: embed_folder(model, [folder], cancel=cancel),
+                         on_yield=self._on_progress, on_result=lambda e: self._on_embedded(e, uid),
+                         on_error=self._on_failed)
+
+    def _cancel(self) -> None:
+        self._scan.cancel()
+        self.progress.setVisible(False)
+        self.cancel_button.setEnabled(False)
+        self.info.setText("Cancelled; what was computed is cached and will not be computed again.")
+
+    def _on_progress(self, p) -> None:
+        self.progress.setRange(0, max(1, p.total))
+        self.progress.setValue(p.done)
+        self.progress.setFormat(f"{p.message}: %v / %m")
+
+    def _on_failed(self, exc) -> None:
+        self.progress.setVisible(False)
+        self.cancel_button.setEnabled(False)
+        self.state.message.emit("error", workers.describe(exc))
+
+    def _on_embedded(self, embedded, uid: int) -> None:
+        self.progress.setVisible(False)
+        self.cancel_button.setEnabled(False)
+        if self.state.model is None or self.state.model.uid != uid:
+            return  # another model was loaded meanwhile
+        self.embedded = embedded
+        self.results = folder_results(embedded, [self.folder])
+        self.model.set_results(self.results)
+        with QSignalBlocker(self.predicted):
+            self.predicted.clear()
+            self.predicted.addItem("all classes", None)
+            for label in sorted(set(self.results.predicted_label(i) for i in range(len(self.results)))):
+                self.predicted.addItem(label, label)
+        self.map_rows = None
+        self.apply_filters()
+        for path, reason in embedded.errors:
+            self.state.message.emit("warning", f"{path}: {reason}")
+        self.info.setText(f"{len(self.results)} images of {self.folder} ({embedded.computed} computed now, "
+                          f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
+                          f"unreadable). Select a row for similar images.")
+        self.review.clear()
+        self._enable()
+        self._map.start("Folder map", lambda cancel: project_2d(embedded.features_of()), on_result=self._on_map,
+                        on_error=self._on_failed)
+
+    def _on_model(self, _model) -> None:
+        self._scan.cancel()
+        self.results = self.embedded = None
+        self.model.set_results(None)
+        self.similar.clear()
+        self.review.clear()
+        self.map.set_points(np.zeros((0, 2)), [], "pca")
+        self._enable()
+        if self.folder:
+            self.info.setText(f"A new model: open {self.folder} again to see it through this one.")
+
+    # -- filters, map, similar -----------------------------------------------------------------------
+    def apply_filters(self) -> None:
+        if self.results is None:
+            return
+        rows = self.results.select(self.predicted.currentData(), self.min_conf.value(),
+                                   correct=self.correctness.currentData())
+        if self.follow_map.isChecked() and self.map_rows is not None:
+            rows = np.intersect1d(rows, self.map_rows)
+        self.proxy.set_allowed(rows)
+
+    def visible_rows(self) -> list[int]:
+        return [self.proxy.mapToSource(self.proxy.index(r, 0)).row() for r in range(self.proxy.rowCount())]
+
+    def _on_map(self, projected) -> None:
+        coords, method = projected
+        if self.results is None or len(coords) != len(self.results):
+            return
+        self.coords = coords
+        self.map.set_points(coords, colours(self.results, self.colour_by.currentText()), method)
+
+    def _recolour(self, by: str) -> None:
+        if self.results is not None and self.coords is not None:
+            self.map.set_brushes(colours(self.results, by))
+
+    def _on_map_selection(self, rows) -> None:
+        self.map_rows = rows
+        if not self.follow_map.isChecked():
+            self.follow_map.setChecked(True)  # the box is a filter: it is what the user is doing
+        else:
+            self.apply_filters()
+
+    def _on_hover(self, row: int) -> None:
+        if self.results is not None and row < len(self.results):
+            r = self.results
+            self.hover.setText(f"{os.path.basename(r.paths[row])}: {r.predicted_label(row)} "
+                               f"({r.confidence[row]:.0%}), folder {r.given[row] or '–'}")
+
+    def select_row(self, row: int) -> None:
+        index = self.proxy.mapFromSource(self.model.index(row, 0))
+        self.table.selectionModel().setCurrentIndex(
+            index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+
+    def _on_row(self, current, _previous) -> None:
+        if self.embedded is None or not current.isValid():
+            return
+        row = self.proxy.mapToSource(current).row()
+        embedded = self.embedded
+
+        def find(cancel):
+            found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
+            return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
+
+        self._similar.start("Similar images", find, on_result=self._on_similar, on_error=self._on_failed)
+
+    def _on_similar(self, found) -> None:
+        self.similar.clear()
+        for path, sim in found:
+            item = QListWidgetItem(f"{sim:.3f}\n{os.path.basename(path)}")
+            item.setData(Qt.UserRole, path)
+            item.setToolTip(f"{path}\ncosine similarity {sim:.4f}; double-click to explain it")
+            self.similar.addItem(item)
+        self._load_icons(self.similar, [p for p, _ in found])
+
+    def _load_icons(self, widget: QListWidget, paths: list[str]) -> None:
+        def on_thumb(item) -> None:
+            path, array = item
+            for i in range(widget.count()):
+                data = widget.item(i).data(Qt.UserRole)
+                if (data[0] if isinstance(data, (list, tuple)) else data) == path and array is not None:
+                    h, w, _ = array.shape
+                    image = QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)
+                    widget.item(i).setIcon(QIcon(QPixmap.fromImage(image)))
+
+        self._thumbs.start("Thumbnails", lambda cancel: thumbnails(paths, cancel), on_yield=on_thumb)
+
+    # -- export, sort, review ------------------------------------------------------------------------
+    def _export_csv(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export the table (rows shown)", "results.csv", "CSV (*.csv)")
+        if path:
+            n = self.results.write_csv(path, np.asarray(self.visible_rows(), int))
+            self.state.message.emit("info", f"Wrote {n} rows to {path}")
+
+    def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):
+        r = self.results
+        rows = self._selected_rows() if selected_only else self.visible_rows()
+        return plan_sort([(r.paths[i], r.predicted_label(i), float(r.confidence[i])) for i in rows], out,
+                         min_confidence, move)
+
+    def _selected_rows(self) -> list[int]:
+        return sorted({self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()})
+
+    def _sort_dialog(self) -> None:
+        out = QFileDialog.getExistingDirectory(self, "Sort into which folder? (class folders are created there)")
+        if not out:
+            return
+        selected = bool(self._selected_rows())
+        plan = self.sort_plan(out, self.min_conf.value(), False, selected)
+        answer = QMessageBox.question(
+            self, "Sort into folders", f"{plan.describe()}\n\nImages under {self.min_conf.value():.0%} confidence "
+            "go to 'unsure'. Files are copied (the originals stay), never overwritten; an undo log is written in "
+            "the target folder.", QMessageBox.Ok | QMessageBox.Cancel)
+        if answer == QMessageBox.Ok:
+            self.run_sort(plan)
+
+    def run_sort(self, plan) -> None:
+        workers.start_job("Sorting into folders", lambda cancel: apply_sort(plan), on_result=self._on_sorted,
+                          on_error=self._on_failed, kind=workers.LONG)
+
+    def _on_sorted(self, result) -> None:
+        self.state.message.emit("info", f"Sorted {result.done} images; undo with: vitstudio undo-sort {result.log}")
+        for path, reason in result.errors:
+            self.state.message.emit("warning", f"{path}: {reason}")
+
+    def start_review(self) -> None:
+        from vitstudio.core.folder.audit import audit
+
+        model, folder = self.state.model, self.folder
+        if model is None or folder is None:
+            return
+        self.info.setText("Reviewing labels and duplicates…")
+        self._audit.start("Label review", lambda cancel: audit(folder, model, cancel=cancel),
+                          on_yield=self._on_progress, on_result=self._on_review, on_error=self._on_failed)
+
+    def _on_review(self, report) -> None:
+        self.report = report
+        self.review.clear()
+        doubtful = [i for i in report.label_issues if i.suggested != i.given][:200]
+        for issue in doubtful:
+            item = QListWidgetItem(f"{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
+            item.setData(Qt.UserRole, (issue.path, issue.suggested))
+            item.setToolTip(f"{issue.path}\nlabel quality {issue.quality:.3f}, p(given) {issue.p_given:.2f}")
+            self.review.addItem(item)
+        self._load_icons(self.review, [i.path for i in doubtful])
+        self.side.setCurrentIndex(2)
+        self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
+                          f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
+                          f"({report.split}). Double-click an image to explain it.")
+        for group in report.leaks[:20]:
+            self.state.message.emit("warning", "Leak across train/val: " + " | ".join(group.paths))
+        self._enable()
+
+    def _relabel(self) -> None:
+        item = self.review.currentItem()
+        if item is None:
+            return
+        path, suggested = item.data(Qt.UserRole)
+        target_root = os.path.dirname(os.path.dirname(path))
+        plan = plan_sort([(path, suggested, 1.0)], target_root, move=True)
+        if QMessageBox.question(self, "Move to another class", f"Move {path}\nto {plan.placements[0].target}?\n"
+                                "An undo log is written beside the class folders.",
+                                QMessageBox.Ok | QMessageBox.Cancel) == QMessageBox.Ok:
+            self.run_sort(plan)
+            self.review.takeItem(self.review.row(item))
+
+
+def _icon_list() -> QListWidget:
+    w = QListWidget()
+    w.setViewMode(QListWidget.IconMode)
+    w.setIconSize(QSize(72, 72))
+    w.setResizeMode(QListWidget.Adjust)
+    w.setWordWrap(True)
+    return w
+
