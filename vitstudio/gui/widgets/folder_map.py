@@ -49,8 +49,9 @@ class FolderMapWidget(pg.PlotWidget):
         if len(self.coords):
             lo, hi = self.coords.min(0), self.coords.max(0)
             span = np.maximum(hi - lo, 1e-6)
-            self.box.setPos(lo + 0.25 * span, update=False)
-            self.box.setSize(0.5 * span)
+            # placed without 'finished' signals: only the user's drags select
+            self.box.setPos(lo + 0.25 * span, update=False, finish=False)
+            self.box.setSize(0.5 * span, finish=False)
             self.box.setVisible(True)
         self.autoRange()
 

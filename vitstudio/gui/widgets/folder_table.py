@@ -115,8 +115,13 @@ class ResultsFilter(QSortFilterProxyModel):
         self.setSortRole(Qt.UserRole)
 
     def set_allowed(self, rows) -> None:
-        self.allowed = None if rows is None else {int(r) for r in rows}
-        self.invalidateFilter()
+        if hasattr(self, "endFilterChange"):  # Qt ≥ 6.10: invalidateFilter() is deprecated
+            self.beginFilterChange()
+            self.allowed = None if rows is None else {int(r) for r in rows}
+            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
+        else:
+            self.allowed = None if rows is None else {int(r) for r in rows}
+            self.invalidateFilter()
 
     def filterAcceptsRow(self, row: int, parent) -> bool:  # noqa: N802
         return self.allowed is None or row in self.allowed

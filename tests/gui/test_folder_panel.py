@@ -1,0 +1,127 @@
+"""The Folder tab driven as a user would: open a labelled folder with the bundled digits model, the table shows the
+core's results (sortable, filterable, exported to CSV), the map box filters the table, a selected row lists its
+nearest neighbours (double-click explains one in the attention tab), sorting into folders copies every file once,
+and the label review puts flipped labels first; the GUI thread never waits on the work."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from tests.core.synthetic_data import tree_state
+from vitstudio.core.data.images import file_digest
+from vitstudio.core.folder.neighbours import nearest
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.gui import workers
+
+
+def _settle(qtbot, timeout=60000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def _digits(tmp_path, per_class=12):
+    root = render_digits(tmp_path / "digits")
+    for folder in root.iterdir():
+        for extra in sorted(folder.iterdir())[per_class:]:
+            extra.unlink()
+    return root
+
+
+def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
+    data = _digits(tmp_path)
+    flipped = data / "5" / "flipped-0003.png"
+    os.replace(data / "3" / "0003.png", flipped)  # a 3 in the folder of fives
+    before = tree_state(data)
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    panel = window.folder
+    panel.open_folder(str(data))
+    _settle(qtbot)
+    results = panel.results
+    assert results is not None and len(results) == 120 and panel.model.rowCount() == 120
+    assert set(results.given) == {str(d) for d in range(10)}
+    assert (results.correct() == 1).mean() > 0.8  # the demo model reads digits
+    assert tree_state(data) == before  # the dataset is only read
+
+    # filters and sorting: mistakes only, then one predicted class, then a confidence floor
+    panel.correctness.setCurrentIndex(2)
+    assert sorted(panel.visible_rows()) == sorted(np.nonzero(results.correct() == 0)[0].tolist())
+    assert any(results.paths[r] == str(flipped) for r in panel.visible_rows())
+    panel.correctness.setCurrentIndex(0)
+    panel.predicted.setCurrentIndex(panel.predicted.findData("7"))
+    assert all(results.predicted_label(r) == "7" for r in panel.visible_rows()) and panel.visible_rows()
+    panel.predicted.setCurrentIndex(0)
+    panel.min_conf.setValue(0.9)
+    assert all(results.confidence[r] >= 0.9 for r in panel.visible_rows())
+    panel.min_conf.setValue(0.0)
+    panel.table.sortByColumn(3, Qt.AscendingOrder)  # confidence, lowest first
+    first = panel.proxy.mapToSource(panel.proxy.index(0, 0)).row()
+    assert results.confidence[first] == results.confidence.min()
+
+    # thumbnails arrive for the rows on screen, from a worker
+    qtbot.waitUntil(lambda: panel.model.data(panel.model.index(first, 0), Qt.DecorationRole) is not None,
+                    timeout=20000)
+
+    # CSV of the rows shown
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName",
+                        lambda *a, **k: (str(tmp_path / "rows.csv"), ""))
+    panel._export_csv()
+    with open(tmp_path / "rows.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 120 and {r["path"] for r in rows} == set(results.paths)
+
+    # the map: PCA (umap-learn is optional), and its box filters the table
+    qtbot.waitUntil(lambda: panel.coords is not None, timeout=20000)
+    assert panel.coords.shape == (120, 2)
+    inside = panel.map.inside_box()
+    panel._on_map_selection(inside)
+    assert panel.follow_map.isChecked() and sorted(panel.visible_rows()) == sorted(inside.tolist())
+    panel.follow_map.setChecked(False)
+    assert len(panel.visible_rows()) == 120
+
+    # similar images of the selected row, as the core finds them
+    panel.select_row(5)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.similar.count() == 12, timeout=20000)
+    expected = nearest(panel.embedded.features, [5], k=12, rows=panel.embedded.rows)
+    shown = [panel.similar.item(i).data(Qt.UserRole) for i in range(12)]
+    assert shown == [results.paths[i] for i in expected.indices[0]]
+    with qtbot.waitSignal(window.state.image_selected, timeout=20000):
+        panel.similar.itemDoubleClicked.emit(panel.similar.item(0))
+    assert window.state.selected.path == shown[0] and "Attention" in window.tabs.tabText(window.tabs.currentIndex())
+
+    # sort into folders: every file copied once, byte for byte; the originals stay
+    window.show_tab("folder")
+    plan = panel.sort_plan(str(tmp_path / "sorted"), 0.0, False, selected_only=False)
+    panel.run_sort(plan)
+    _settle(qtbot)
+    copied = sorted(file_digest(p) for p in (tmp_path / "sorted").rglob("*.png"))
+    assert copied == sorted(file_digest(p) for p in data.rglob("*.png"))
+    assert tree_state(data) == before
+
+    # label review: the flipped image comes first (or nearly), with a suggestion
+    panel.start_review()
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.review.count() > 0, timeout=30000)
+    top = [panel.review.item(i).data(Qt.UserRole)[0] for i in range(min(3, panel.review.count()))]
+    assert str(flipped) in top
+    assert panel.relabel_button.isEnabled()
+
+
+def test_a_new_model_clears_the_folder_results(window, qtbot, tmp_path):
+    data = _digits(tmp_path, per_class=3)
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.folder.open_folder(str(data))
+    _settle(qtbot)
+    assert window.folder.results is not None
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    assert window.folder.results is None and window.folder.model.rowCount() == 0
+    assert "open" in window.folder.info.text().lower()
+    shutil.rmtree(data)
