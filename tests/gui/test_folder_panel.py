@@ -111,6 +111,14 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     top = [panel.review.item(i).data(Qt.UserRole)[0] for i in range(min(3, panel.review.count()))]
     assert str(flipped) in top
     assert panel.relabel_button.isEnabled()
+    # duplicate groups (the scans of one digit at 32 px are close to a perceptual hash): picking one filters the table
+    assert panel.duplicates.count() == len(panel.report.groups) + 1
+    if panel.report.groups:
+        panel.duplicates.setCurrentRow(1)
+        shown = {results.paths[r] for r in panel.visible_rows()}
+        assert shown == set(panel.report.groups[0].paths)
+        panel.duplicates.setCurrentRow(0)
+        assert len(panel.visible_rows()) == 120
 
 
 def test_a_new_model_clears_the_folder_results(window, qtbot, tmp_path):

@@ -100,8 +100,8 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         evidence["embedding"] = [(rows[i], rows[j], s) for i, j, s in cosine_pairs(features, threshold)]
         if len(evidence["embedding"]) > len(paths):
             notes.append(f"{len(evidence['embedding'])} image pairs are above cosine {threshold} in this model's "
-                         f"features: it puts distinct images this close, so raise --threshold (or use a "
-                         f"self-supervised model such as DINOv2) for near-duplicates.")
+                         f"features: it puts distinct images this close, so raise the near-duplicate threshold "
+                         f"(--threshold; or use a self-supervised model such as DINOv2).")
         classes = list(scan.classes)
         given = dict(labelled)
         labels = np.asarray([classes.index(given[p]) for p in embedded.paths])

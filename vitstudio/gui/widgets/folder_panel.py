@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core.folder.duplicates import COSINE_THRESHOLD
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.neighbours import nearest, project_2d
 from vitstudio.core.folder.results import FolderResults, folder_results
@@ -53,6 +54,7 @@ class FolderPanel(QWidget):
         self.results: FolderResults | None = None
         self.coords: np.ndarray | None = None
         self.map_rows: np.ndarray | None = None  # the map's box selection, when the table follows it
+        self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
         self._scan = workers.LatestJob(workers.LONG)
         self._map = workers.LatestJob(workers.LONG)
         self._similar = workers.LatestJob()
@@ -69,11 +71,15 @@ class FolderPanel(QWidget):
         self.sort_button = QPushButton("Sort into folders…")
         self.csv_button = QPushButton("Export CSV…")
         self.review_button = QPushButton("Review labels and duplicates")
+        self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=COSINE_THRESHOLD)
+        self.threshold.setToolTip("Cosine similarity of two images' features above which they count as near-"
+                                  "duplicates. Model-dependent: raise it when distinct images are grouped.")
         self.info = QLabel("Open a folder to see every image through the current model.")
         self.info.setWordWrap(True)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.predicted = QComboBox()
+        self.predicted.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.min_conf = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
         self.correctness = QComboBox()
         for text, value in CORRECTNESS:
@@ -81,7 +87,8 @@ class FolderPanel(QWidget):
         self.follow_map = QPushButton("Table follows map box")
         self.follow_map.setCheckable(True)
         top = QHBoxLayout()
-        for w in (self.open_button, self.cancel_button, self.sort_button, self.csv_button, self.review_button):
+        for w in (self.open_button, self.cancel_button, self.sort_button, self.csv_button, self.review_button,
+                  QLabel("near-duplicate cosine"), self.threshold):
             top.addWidget(w)
         top.addStretch(1)
         filters = QHBoxLayout()
@@ -101,6 +108,8 @@ class FolderPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(52)
         self.table.setIconSize(QSize(48, 48))
         self.table.horizontalHeader().setStretchLastSection(True)
+        for column, width in enumerate((56, 130, 70, 80, 60, 60)):
+            self.table.setColumnWidth(column, width)
 
         self.map = FolderMapWidget()
         self.colour_by = QComboBox()
@@ -125,6 +134,8 @@ class FolderPanel(QWidget):
         self.side.addTab(map_box, "Map")
         self.side.addTab(self.similar, "Similar images")
         self.side.addTab(review_box, "Label review")
+        self.duplicates = QListWidget()
+        self.side.addTab(self.duplicates, "Duplicates")
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.side)
@@ -153,6 +164,7 @@ class FolderPanel(QWidget):
         self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item.data(Qt.UserRole)))
         self.review.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item.data(Qt.UserRole)[0]))
         self.relabel_button.clicked.connect(self._relabel)
+        self.duplicates.currentRowChanged.connect(self._on_group)
         self._enable()
 
     def _enable(self) -> None:
@@ -210,7 +222,8 @@ class FolderPanel(QWidget):
             self.predicted.addItem("all classes", None)
             for label in sorted(set(self.results.predicted_label(i) for i in range(len(self.results)))):
                 self.predicted.addItem(label, label)
-        self.map_rows = None
+        self.map_rows = self.group_rows = None
+        self.duplicates.clear()
         self.apply_filters()
         for path, reason in embedded.errors:
             self.state.message.emit("warning", f"{path}: {reason}")
@@ -241,6 +254,8 @@ class FolderPanel(QWidget):
                                    correct=self.correctness.currentData())
         if self.follow_map.isChecked() and self.map_rows is not None:
             rows = np.intersect1d(rows, self.map_rows)
+        if self.group_rows is not None:
+            rows = np.intersect1d(rows, self.group_rows)
         self.proxy.set_allowed(rows)
 
     def visible_rows(self) -> list[int]:
@@ -349,11 +364,11 @@ class FolderPanel(QWidget):
     def start_review(self) -> None:
         from vitstudio.core.folder.audit import audit
 
-        model, folder = self.state.model, self.folder
+        model, folder, threshold = self.state.model, self.folder, self.threshold.value()
         if model is None or folder is None:
             return
         self.info.setText("Reviewing labels and duplicates…")
-        self._audit.start("Label review", lambda cancel: audit(folder, model, cancel=cancel),
+        self._audit.start("Label review", lambda cancel: audit(folder, model, threshold, cancel=cancel),
                           on_yield=self._on_progress, on_result=self._on_review, on_error=self._on_failed)
 
     def _on_review(self, report) -> None:
@@ -370,9 +385,35 @@ class FolderPanel(QWidget):
         self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
                           f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
                           f"({report.split}). Double-click an image to explain it.")
-        for group in report.leaks[:20]:
-            self.state.message.emit("warning", "Leak across train/val: " + " | ".join(group.paths))
+        self._show_groups(report)
+        if report.leaks:
+            self.state.message.emit("warning", f"{len(report.leaks)} duplicate groups straddle train/val "
+                                    f"({report.split}): see the Duplicates tab, or `vitstudio audit --json`.")
+        for note in report.notes:
+            self.state.message.emit("info", note)
         self._enable()
+
+    def _show_groups(self, report) -> None:
+        self.duplicates.clear()
+        self.duplicates.addItem("(all images)")
+        for group in report.groups:
+            leak = "LEAK · " if group.leak else ""
+            sim = "" if np.isnan(group.similarity) else f", cosine ≥ {group.similarity:.3f}"
+            names = ", ".join(os.path.basename(p) for p in group.paths[:4]) + ("…" if len(group.paths) > 4 else "")
+            item = QListWidgetItem(f"{leak}{len(group.paths)} images ({' + '.join(group.kinds)}{sim}): {names}")
+            item.setData(Qt.UserRole, group.paths)
+            item.setToolTip("\n".join(group.paths))
+            if group.leak:
+                item.setForeground(Qt.red)
+            self.duplicates.addItem(item)
+
+    def _on_group(self, index: int) -> None:
+        """Picking a group shows just its images in the table (the first entry shows all again)."""
+        item = self.duplicates.item(index) if index > 0 else None
+        paths = set(item.data(Qt.UserRole)) if item is not None else None
+        self.group_rows = None if paths is None else np.asarray(
+            [i for i, p in enumerate(self.results.paths) if p in paths], int)
+        self.apply_filters()
 
     def _relabel(self) -> None:
         item = self.review.currentItem()
