@@ -71,11 +71,13 @@ def perceptual_pairs(paths: Sequence[str], max_distance: int = PHASH_DISTANCE) -
     return pairs
 
 
-def cosine_pairs(features: np.ndarray, threshold: float = COSINE_THRESHOLD, block: int = 4096
+def cosine_pairs(features: np.ndarray, threshold: float = COSINE_THRESHOLD, block: int | None = None
                  ) -> list[tuple[int, int, float]]:
-    """All pairs i < j with cosine similarity ≥ threshold, exact, in (block × N) products (memory: one block)."""
+    """All pairs i < j with cosine similarity ≥ threshold, exact, in (block × N) products: the block is sized so
+    one product stays near 256 MB (100k images: 640 rows at a time)."""
     x = torch.from_numpy(np.asarray(features, np.float32))
     x = x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    block = block or max(64, (64 << 20) // max(1, len(x)))
     pairs = []
     for start in range(0, len(x), block):
         sims = x[start:start + block] @ x.T

@@ -54,6 +54,20 @@ def file_key(path: Path) -> str:
     return f"{stat.st_size}:{stat.st_mtime_ns}"
 
 
+class RowView:
+    """features[rows] without copying them all: a memory-mapped cache read block by block (len, shape, slicing)."""
+
+    def __init__(self, features, rows: np.ndarray | None = None) -> None:
+        self.features, self.rows = features, rows
+        self.shape = (len(rows) if rows is not None else len(features), features.shape[1])
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        return np.asarray(self.features[index] if self.rows is None else self.features[self.rows[index]])
+
+
 @dataclass(frozen=True)
 class FolderEmbeddings:
     """Every readable file in input order with its row in the cache's memory-mapped arrays."""
@@ -70,6 +84,10 @@ class FolderEmbeddings:
         """Features of the files `index` (all by default) as an in-memory (n, D) array."""
         rows = self.rows if index is None else self.rows[index]
         return np.asarray(self.features[rows])
+
+    def view(self) -> RowView:
+        """The features of these files, in order, read from the memory map on demand."""
+        return RowView(self.features, self.rows)
 
     def probabilities(self) -> np.ndarray:
         logits = np.asarray(self.logits[self.rows], np.float64)

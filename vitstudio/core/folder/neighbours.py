@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from vitstudio.core.folder.embedcache import RowView
+
 EXACT_LIMIT = 50_000
 
 
@@ -27,25 +29,11 @@ def _unit(x: np.ndarray) -> torch.Tensor:
     return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
-class _Rows:
-    """features[rows] without copying them all: a memory-mapped cache read block by block."""
-
-    def __init__(self, features, rows: np.ndarray | None) -> None:
-        self.features, self.rows = features, rows
-        self.shape = (len(rows) if rows is not None else len(features), features.shape[1])
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, index) -> np.ndarray:
-        return np.asarray(self.features[index] if self.rows is None else self.features[self.rows[index]])
-
-
 def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8192,
             rows: np.ndarray | None = None) -> Neighbours:
     """k nearest neighbours (cosine) of the images at `queries` among all of `features` (N, D); with `rows`, the
     images are features[rows] (a cache's memory map, read a block at a time) and answers index into `rows`."""
-    features = _Rows(features, rows)
+    features = RowView(features, rows)
     n = len(features)
     k = min(k, n - 1)
     if k <= 0:
@@ -81,20 +69,41 @@ def _faiss_nearest(features, q: torch.Tensor, queries: list[int], k: int) -> Nei
     return Neighbours(np.take_along_axis(idx, np.asarray(keep), 1), np.take_along_axis(sims, np.asarray(keep), 1))
 
 
-def project_2d(features: np.ndarray, method: str = "auto", seed: int = 0) -> tuple[np.ndarray, str]:
-    """((N, 2) coordinates, the method used): 'umap' (when umap-learn is installed and N ≥ 10), else 'pca'."""
-    x = np.asarray(features, np.float32)
-    if method in ("auto", "umap") and len(x) >= 10:
+def project_2d(features, method: str = "auto", seed: int = 0) -> tuple[np.ndarray, str]:
+    """((N, 2) coordinates, the method used): 'umap' (when umap-learn is installed and N ≥ 10), else 'pca'.
+    `features`: an (N, D) array or a `RowView` of a cache (PCA then reads it a block at a time)."""
+    n = len(features)
+    if method in ("auto", "umap") and n >= 10:
         try:
             import umap
 
-            reducer = umap.UMAP(n_components=2, metric="cosine", random_state=seed, n_neighbors=min(15, len(x) - 1))
-            return reducer.fit_transform(x).astype(np.float32), "umap"
+            reducer = umap.UMAP(n_components=2, metric="cosine", random_state=seed, n_neighbors=min(15, n - 1))
+            return reducer.fit_transform(np.asarray(features[0:n], np.float32)).astype(np.float32), "umap"
         except ImportError:
             if method == "umap":
                 raise ImportError("UMAP needs umap-learn: pip install 'vitstudio[maps]'.") from None
-    from vitstudio.core.analysis.embeddings import fit_pca
+    if n < 2:
+        return np.zeros((n, 2), np.float32), "pca"
+    return pca_2d(features), "pca"
 
-    if len(x) < 2:
-        return np.zeros((len(x), 2), np.float32), "pca"
-    return fit_pca(x, 2).project(x)[:, :2].astype(np.float32), "pca"
+
+def pca_2d(x, block: int = 16384) -> np.ndarray:
+    """(N, 2) projection on the first two principal components, through the (D × D) covariance accumulated in
+    blocks (float64): memory is D² + one block, not the N × D copies an SVD of the data needs. Signs follow
+    `fit_pca` (each component's largest loading positive)."""
+    n, d = x.shape
+    mean = np.zeros(d)
+    for start in range(0, n, block):
+        mean += x[start:start + block].sum(0, dtype=np.float64)
+    mean /= n
+    cov = np.zeros((d, d))
+    for start in range(0, n, block):
+        c = x[start:start + block].astype(np.float64) - mean
+        cov += c.T @ c
+    _, vectors = np.linalg.eigh(cov)
+    comps = vectors[:, ::-1][:, :2].T
+    comps *= np.sign(comps[np.arange(2), np.abs(comps).argmax(1)])[:, None]
+    out = np.empty((n, 2), np.float32)
+    for start in range(0, n, block):
+        out[start:start + block] = (x[start:start + block].astype(np.float64) - mean) @ comps.T
+    return out

@@ -232,7 +232,7 @@ class FolderPanel(QWidget):
                           f"unreadable). Select a row for similar images.")
         self.review.clear()
         self._enable()
-        self._map.start("Folder map", lambda cancel: project_2d(embedded.features_of()), on_result=self._on_map,
+        self._map.start("Folder map", lambda cancel: project_2d(embedded.view()), on_result=self._on_map,
                         on_error=self._on_failed)
 
     def _on_model(self, _model) -> None:
