@@ -60,7 +60,7 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert all(results.confidence[r] >= 0.9 for r in panel.visible_rows())
     panel.min_conf.setValue(0.0)
     panel.table.sortByColumn(3, Qt.AscendingOrder)  # confidence, lowest first
-    first = panel.proxy.mapToSource(panel.proxy.index(0, 0)).row()
+    first = panel.model.source_row(0)
     assert results.confidence[first] == results.confidence.min()
 
     # thumbnails arrive for the rows on screen, from a worker

@@ -1,8 +1,9 @@
 """Which images of a labelled folder the model doubts most: out-of-sample probabilities from a k-fold linear probe
 on the cached embeddings, scored by cleanlab's label-quality methods (not re-implemented here).
 
-The probe is scikit-learn's logistic regression on standardised features; each image's probabilities come from a
-probe that never saw it (stratified k-fold), which is what cleanlab's scores assume.
+The probe is scikit-learn's logistic regression on the standardised, whitened first principal components of the
+features; each image's probabilities come from a probe that never saw it (stratified k-fold), which is what
+cleanlab's scores assume.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class LabelIssue:
 def out_of_sample_probabilities(features: np.ndarray, labels: np.ndarray, folds: int = 5, seed: int = 0
                                 ) -> np.ndarray:
     """(N, classes) probabilities, each row from a probe trained on the other folds."""
+    from sklearn.decomposition import PCA
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
@@ -35,7 +37,11 @@ def out_of_sample_probabilities(features: np.ndarray, labels: np.ndarray, folds:
 
     smallest = int(np.bincount(labels).min())
     folds = max(2, min(folds, smallest))
-    probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, C=0.5))
+    # the probe sees the first 64 principal components (whitened): as separable as the full width for a linear
+    # probe in practice, and 10-100× faster to fit than 768 raw dimensions
+    dims = min(64, features.shape[1], len(features) - len(features) // folds - 1)
+    probe = make_pipeline(StandardScaler(), PCA(dims, whiten=True, random_state=seed),
+                          LogisticRegression(max_iter=500, C=0.5))
     return cross_val_predict(probe, np.asarray(features, np.float64), labels,
                              cv=StratifiedKFold(folds, shuffle=True, random_state=seed), method="predict_proba")
 

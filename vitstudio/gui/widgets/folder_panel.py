@@ -38,7 +38,7 @@ from vitstudio.core.folder.sorting import apply_sort, plan_sort
 
 from .. import workers
 from .folder_map import COLOUR_BY, FolderMapWidget, colours
-from .folder_table import ResultsFilter, ResultsModel, thumbnails
+from .folder_table import ResultsModel, thumbnails
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
 
@@ -99,10 +99,8 @@ class FolderPanel(QWidget):
         filters.addStretch(1)
 
         self.model = ResultsModel(self)
-        self.proxy = ResultsFilter(self)
-        self.proxy.setSourceModel(self.model)
         self.table = QTableView()
-        self.table.setModel(self.proxy)
+        self.table.setModel(self.model)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.verticalHeader().setDefaultSectionSize(52)
@@ -189,9 +187,12 @@ class FolderPanel(QWidget):
         self.progress.setVisible(True)
         self.cancel_button.setEnabled(True)
         uid = model.uid
-        self._scan.start("Folder embeddings", lambda cancel: embed_folder(model, [folder], cancel=cancel),
-                         on_yield=self._on_progress, on_result=lambda e: self._on_embedded(e, uid),
-                         on_error=self._on_failed)
+        def scan(cancel):
+            embedded = yield from embed_folder(model, [folder], cancel=cancel)
+            return embedded, folder_results(embedded, [folder])  # 100k rows: built here, not on the GUI thread
+
+        self._scan.start("Folder embeddings", scan, on_yield=self._on_progress,
+                         on_result=lambda done: self._on_embedded(*done, uid), on_error=self._on_failed)
 
     def _cancel(self) -> None:
         self._scan.cancel()
@@ -209,18 +210,18 @@ class FolderPanel(QWidget):
         self.cancel_button.setEnabled(False)
         self.state.message.emit("error", workers.describe(exc))
 
-    def _on_embedded(self, embedded, uid: int) -> None:
+    def _on_embedded(self, embedded, results: FolderResults, uid: int) -> None:
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
         if self.state.model is None or self.state.model.uid != uid:
             return  # another model was loaded meanwhile
         self.embedded = embedded
-        self.results = folder_results(embedded, [self.folder])
+        self.results = results
         self.model.set_results(self.results)
         with QSignalBlocker(self.predicted):
             self.predicted.clear()
             self.predicted.addItem("all classes", None)
-            for label in sorted(set(self.results.predicted_label(i) for i in range(len(self.results)))):
+            for label in sorted({self.results.labels[i] for i in np.unique(self.results.predicted)}):
                 self.predicted.addItem(label, label)
         self.map_rows = self.group_rows = None
         self.duplicates.clear()
@@ -256,10 +257,10 @@ class FolderPanel(QWidget):
             rows = np.intersect1d(rows, self.map_rows)
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
-        self.proxy.set_allowed(rows)
+        self.model.set_allowed(rows)
 
     def visible_rows(self) -> list[int]:
-        return [self.proxy.mapToSource(self.proxy.index(r, 0)).row() for r in range(self.proxy.rowCount())]
+        return self.model.rows.tolist()
 
     def _on_map(self, projected) -> None:
         coords, method = projected
@@ -286,14 +287,17 @@ class FolderPanel(QWidget):
                                f"({r.confidence[row]:.0%}), folder {r.given[row] or '–'}")
 
     def select_row(self, row: int) -> None:
-        index = self.proxy.mapFromSource(self.model.index(row, 0))
+        view_row = self.model.view_row(row)
+        if view_row is None:
+            return
+        index = self.model.index(view_row, 0)
         self.table.selectionModel().setCurrentIndex(
             index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
 
     def _on_row(self, current, _previous) -> None:
         if self.embedded is None or not current.isValid():
             return
-        row = self.proxy.mapToSource(current).row()
+        row = self.model.source_row(current.row())
         embedded = self.embedded
 
         def find(cancel):
@@ -337,7 +341,7 @@ class FolderPanel(QWidget):
                          min_confidence, move)
 
     def _selected_rows(self) -> list[int]:
-        return sorted({self.proxy.mapToSource(i).row() for i in self.table.selectionModel().selectedRows()})
+        return sorted({self.model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
 
     def _sort_dialog(self) -> None:
         out = QFileDialog.getExistingDirectory(self, "Sort into which folder? (class folders are created there)")

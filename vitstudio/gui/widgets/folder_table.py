@@ -1,12 +1,13 @@
 """The folder results table: a virtualised Qt model over `core.folder.results.FolderResults` (100k rows cost the
-view only what is on screen), thumbnails decoded in the background for the rows shown, and a filter proxy."""
+view only what is on screen), sorted and filtered with numpy, thumbnails decoded in the background for the rows
+shown."""
 
 from __future__ import annotations
 
 import os
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, QTimer
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer
 from PySide6.QtGui import QImage, QPixmap
 
 from vitstudio.core.folder.results import FolderResults
@@ -33,9 +34,16 @@ def thumbnails(paths: list[str], cancel):
 
 
 class ResultsModel(QAbstractTableModel):
+    """Rows shown = `rows` (source indices into the results, in display order). Filtering and sorting are numpy
+    operations on whole columns that replace `rows`; the view then asks only for the rows on screen, so 100k
+    images never cost 100k `data()` calls (a QSortFilterProxyModel sorts by calling data() for every row)."""
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.results: FolderResults | None = None
+        self.rows = np.zeros(0, int)
+        self._allowed: np.ndarray | None = None
+        self._sort: tuple[int, Qt.SortOrder] | None = None
         self._correct = np.zeros(0, int)
         self._pixmaps: dict[str, QPixmap | None] = {}
         self._wanted: dict[str, int] = {}
@@ -43,14 +51,60 @@ class ResultsModel(QAbstractTableModel):
         self._timer = QTimer(self, singleShot=True, interval=60, timeout=self._load_wanted)
 
     def set_results(self, results: FolderResults | None) -> None:
-        self.beginResetModel()
         self.results = results
         self._correct = results.correct() if results is not None else np.zeros(0, int)
         self._wanted.clear()
+        self._allowed = None
+        self._refresh()
+
+    def set_allowed(self, rows) -> None:
+        """Show only these source rows (None: all), in the current sort order."""
+        self._allowed = None if rows is None else np.asarray(rows, int)
+        self._refresh()
+
+    def sort(self, column: int, order=Qt.AscendingOrder) -> None:
+        self._sort = (column, order)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self.beginResetModel()
+        res = self.results
+        if res is None:
+            self.rows = np.zeros(0, int)
+        else:
+            rows = np.arange(len(res)) if self._allowed is None else self._allowed
+            if self._sort is not None and len(rows):
+                column, order = self._sort
+                keys = self._sort_keys(column)[rows]
+                rows = rows[np.argsort(keys, kind="stable")]
+                if order == Qt.DescendingOrder:
+                    rows = rows[::-1]
+            self.rows = rows
         self.endResetModel()
 
+    def _sort_keys(self, column: int) -> np.ndarray:
+        res = self.results
+        if column == 1:
+            return np.asarray([os.path.basename(p) for p in res.paths])
+        if column == 2:
+            return np.asarray(res.labels)[res.predicted]
+        if column == 3:
+            return res.confidence
+        if column == 4:
+            return np.asarray(res.given)
+        if column == 5:
+            return res.margin
+        return np.arange(len(res))
+
+    def source_row(self, view_row: int) -> int:
+        return int(self.rows[view_row])
+
+    def view_row(self, source_row: int) -> int | None:
+        found = np.nonzero(self.rows == source_row)[0]
+        return int(found[0]) if len(found) else None
+
     def rowCount(self, parent: QModelIndex | None = None) -> int:  # noqa: N802 (Qt's name)
-        return 0 if (parent is not None and parent.isValid()) or self.results is None else len(self.results)
+        return 0 if (parent is not None and parent.isValid()) else len(self.rows)
 
     def columnCount(self, parent: QModelIndex | None = None) -> int:  # noqa: N802
         return len(COLUMNS)
@@ -61,17 +115,15 @@ class ResultsModel(QAbstractTableModel):
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
-        r, col, res = index.row(), index.column(), self.results
-        if res is None:
+        res = self.results
+        if res is None or index.row() >= len(self.rows):
             return None
+        r, col = int(self.rows[index.row()]), index.column()
         if role == Qt.DecorationRole and col == 0:
-            return self._thumbnail(res.paths[r], r)
+            return self._thumbnail(res.paths[r], index.row())
         if role == Qt.DisplayRole:
             return (None, os.path.basename(res.paths[r]), res.predicted_label(r), f"{res.confidence[r]:.1%}",
                     res.given[r], f"{res.margin[r]:.2f}")[col]
-        if role == Qt.UserRole:  # what the proxy sorts by
-            return (r, res.paths[r], res.predicted_label(r), float(res.confidence[r]), res.given[r],
-                    float(res.margin[r]))[col]
         if role == Qt.ToolTipRole:
             return res.paths[r]
         if role == Qt.ForegroundRole and col == 4 and self._correct[r] == 0:
@@ -79,10 +131,10 @@ class ResultsModel(QAbstractTableModel):
         return None
 
     # thumbnails: asked for by the view as rows come on screen, decoded off the GUI thread
-    def _thumbnail(self, path: str, row: int):
+    def _thumbnail(self, path: str, view_row: int):
         if path in self._pixmaps:
             return self._pixmaps[path]
-        self._wanted[path] = row
+        self._wanted[path] = view_row
         if not self._timer.isActive():
             self._timer.start()
         return None
@@ -102,26 +154,5 @@ class ResultsModel(QAbstractTableModel):
             for old in list(self._pixmaps)[:len(self._pixmaps) - THUMBS_KEPT]:
                 del self._pixmaps[old]
         row = self._wanted.pop(path, None)
-        if row is not None and self.results is not None and row < len(self.results):
+        if row is not None and row < len(self.rows) and self.results.paths[self.rows[row]] == path:
             self.dataChanged.emit(self.index(row, 0), self.index(row, 0), [Qt.DecorationRole])
-
-
-class ResultsFilter(QSortFilterProxyModel):
-    """Rows kept: those in `allowed` (None: all), e.g. the result of FolderResults.select or a map selection."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.allowed: set[int] | None = None
-        self.setSortRole(Qt.UserRole)
-
-    def set_allowed(self, rows) -> None:
-        if hasattr(self, "endFilterChange"):  # Qt ≥ 6.10: invalidateFilter() is deprecated
-            self.beginFilterChange()
-            self.allowed = None if rows is None else {int(r) for r in rows}
-            self.endFilterChange(QSortFilterProxyModel.Direction.Rows)
-        else:
-            self.allowed = None if rows is None else {int(r) for r in rows}
-            self.invalidateFilter()
-
-    def filterAcceptsRow(self, row: int, parent) -> bool:  # noqa: N802
-        return self.allowed is None or row in self.allowed
