@@ -4,11 +4,12 @@ and the GUI thread's stalls while the Folder tab embeds and maps the same folder
 
     python tests/benchmarks/folder.py [--images 20000] [--scale 100000] [--skip-gui]
 
-Images: generated 64×64 JPEGs in 10 classes (a class-coloured disc on a distinct coarse background; 1 % exact copies, 1 % re-encoded copies,
-2 % flipped labels). Model: a small custom ViT (random weights: speed and memory do not depend on them).
-Memory: peak RSS growth over the stage's start, sampled every 5 ms; the search stages are measured again on a
-memory-mapped 100k × 768 feature file (a ViT-B folder of 100k images; goal ≤ 1 GB extra). GUI: a 5 ms QTimer probe on the GUI thread (goal: no stall
-> 100 ms) while the Folder tab embeds (cold cache) and maps the folder.
+Images: generated 64×64 JPEGs in 10 classes (a class-coloured disc on a distinct coarse background; 1 % exact
+copies, 1 % re-encoded copies, 2 % flipped labels). Model: a small custom ViT (random weights: speed and memory do
+not depend on them). Memory: peak RSS growth over the stage's start, sampled every 5 ms; the search stages are
+measured again on a memory-mapped 100k × 768 feature file (a ViT-B folder of 100k images; goal ≤ 1 GB extra).
+GUI: a 5 ms QTimer probe on the GUI thread (goal: no stall > 100 ms) while the Folder tab embeds (cold cache) and
+maps the folder.
 """
 
 from __future__ import annotations
