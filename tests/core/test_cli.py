@@ -83,6 +83,19 @@ def test_models_and_card(capsys):
     assert card["gflops"] * 1e9 == pytest.approx(expected, rel=1e-6)
 
 
+def test_models_family_choices_are_the_catalogs(capsys):
+    """The CLI lists its --family choices without importing timm; they must stay the catalog's families."""
+    from vitstudio.cli import build_parser
+    from vitstudio.core.models.catalog import FAMILIES
+
+    models = next(a for a in build_parser()._subparsers._group_actions[0].choices["models"]._actions
+                  if a.dest == "family")
+    assert sorted(models.choices) == sorted({key for key, _ in FAMILIES.values()})
+    assert main(["models", "--family", "swin", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and all(r["family"] == "swin" for r in rows)
+
+
 def test_entry_point_runs_as_module(tmp_path):
     out = subprocess.run([sys.executable, "-m", "vitstudio", "models", "--filter", "vit_tiny_patch16_224.aug*"],
                          capture_output=True, text=True, timeout=120)

@@ -96,10 +96,11 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         errors += list(embedded.errors)
         index = {p: i for i, p in enumerate(paths)}
         features = embedded.features_of()
-        rows = [index[p] for p in embedded.paths]
-        evidence["embedding"] = [(rows[i], rows[j], s) for i, j, s in cosine_pairs(features, threshold)]
-        if len(evidence["embedding"]) > len(paths):
-            notes.append(f"{len(evidence['embedding'])} image pairs are above cosine {threshold} in this model's "
+        rows = np.asarray([index[p] for p in embedded.paths])
+        i, j, sim = cosine_pairs(features, threshold)
+        evidence["embedding"] = (rows[i], rows[j], sim)
+        if len(i) > len(paths):
+            notes.append(f"{len(i)} image pairs are above cosine {threshold} in this model's "
                          f"features: it puts distinct images this close, so raise the near-duplicate threshold "
                          f"(--threshold; or use a self-supervised model such as DINOv2).")
         classes = list(scan.classes)

@@ -10,7 +10,7 @@ the validation score is inflated by images the model trained on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,88 +36,98 @@ class DuplicateGroup:
                 "leak": self.leak}
 
 
-def exact_pairs(paths: Sequence[str]) -> list[tuple[int, int, float]]:
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (i, j, similarity): i < j, NaN where none was measured
+
+
+def _pairs(i, j, sim) -> Pairs:
+    return np.asarray(i, np.int64), np.asarray(j, np.int64), np.asarray(sim, np.float32)
+
+
+def _concat(parts: list[Pairs]) -> Pairs:
+    if not parts:
+        return _pairs([], [], [])
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
+
+
+def exact_pairs(paths: Sequence[str]) -> Pairs:
     first: dict[str, int] = {}
-    pairs = []
-    for i, path in enumerate(paths):
-        j = first.setdefault(file_digest(path), i)
-        if j != i:
-            pairs.append((j, i, 1.0))
-    return pairs
+    i, j = [], []
+    for k, path in enumerate(paths):
+        m = first.setdefault(file_digest(path), k)
+        if m != k:
+            i.append(m)
+            j.append(k)
+    return _pairs(i, j, np.ones(len(i)))
 
 
-def perceptual_pairs(paths: Sequence[str], max_distance: int = PHASH_DISTANCE) -> list[tuple[int, int, float]]:
+def perceptual_pairs(paths: Sequence[str], max_distance: int = PHASH_DISTANCE) -> Pairs:
     """Pairs whose 64-bit perceptual hashes differ in at most `max_distance` bits (unreadable files skipped)."""
     import imagehash
 
     bits, index = [], []
-    for i, path in enumerate(paths):
+    for k, path in enumerate(paths):
         try:
             bits.append(np.asarray(imagehash.phash(read_image(path)).hash, bool).reshape(-1))
-            index.append(i)
+            index.append(k)
         except ImageReadError:
             continue
     if len(bits) < 2:
-        return []
+        return _pairs([], [], [])
     codes = torch.from_numpy(np.stack(bits)).float()
-    pairs = []
+    index = np.asarray(index)
+    parts = []
     for start in range(0, len(codes), 2048):  # Hamming distance = mismatches, by one product per block
         block = codes[start:start + 2048]
         distance = block @ (1 - codes).T + (1 - block) @ codes.T
-        rows, cols = torch.nonzero(distance <= max_distance, as_tuple=True)
-        for r, c in zip(rows.tolist(), cols.tolist()):
-            if start + r < c:
-                pairs.append((index[start + r], index[c], float("nan")))
-    return pairs
+        rows, cols = (t.numpy() for t in torch.nonzero(distance <= max_distance, as_tuple=True))
+        keep = start + rows < cols
+        parts.append(_pairs(index[start + rows[keep]], index[cols[keep]], np.full(keep.sum(), np.nan)))
+    return _concat(parts)
 
 
-def cosine_pairs(features: np.ndarray, threshold: float = COSINE_THRESHOLD, block: int | None = None
-                 ) -> list[tuple[int, int, float]]:
+def cosine_pairs(features: np.ndarray, threshold: float = COSINE_THRESHOLD, block: int | None = None) -> Pairs:
     """All pairs i < j with cosine similarity ≥ threshold, exact, in (block × N) products: the block is sized so
     one product stays near 256 MB (100k images: 640 rows at a time)."""
-    x = torch.from_numpy(np.asarray(features, np.float32))
+    x = torch.from_numpy(np.array(features, np.float32))
     x = x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
     block = block or max(64, (64 << 20) // max(1, len(x)))
-    pairs = []
+    parts = []
     for start in range(0, len(x), block):
         sims = x[start:start + block] @ x.T
         rows, cols = torch.nonzero(sims >= threshold, as_tuple=True)
         keep = start + rows < cols
-        for r, c in zip(rows[keep].tolist(), cols[keep].tolist()):
-            pairs.append((start + r, c, float(sims[r, c])))
-    return pairs
+        rows, cols = rows[keep], cols[keep]
+        parts.append(_pairs((start + rows).numpy(), cols.numpy(), sims[rows, cols].numpy()))
+    return _concat(parts)
 
 
-def group_pairs(paths: Sequence[str], evidence: dict[str, Iterable[tuple[int, int, float]]],
-                val: set[str] | None = None) -> list[DuplicateGroup]:
-    """Union-find over every pair; each group lists its evidence and whether it straddles the split."""
-    parent = list(range(len(paths)))
+def group_pairs(paths: Sequence[str], evidence: dict[str, Pairs], val: set[str] | None = None
+                ) -> list[DuplicateGroup]:
+    """Connected components over every pair; each group lists its evidence and whether it straddles the split."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    n = len(paths)
+    i = np.concatenate([p[0] for p in evidence.values()] or [np.zeros(0, np.int64)])
+    j = np.concatenate([p[1] for p in evidence.values()] or [np.zeros(0, np.int64)])
+    if not len(i):
+        return []
+    _, label = connected_components(coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n)), directed=False)
     kinds: dict[int, set[str]] = {}
-    lowest: dict[int, float] = {}
-    links = []
-    for kind, pairs in evidence.items():
-        for i, j, sim in pairs:
-            links.append((i, j, kind, sim))
-            parent[find(i)] = find(j)
-    for i, _j, kind, sim in links:
-        root = find(i)
-        kinds.setdefault(root, set()).add(kind)
-        if not np.isnan(sim):
-            lowest[root] = min(lowest.get(root, 1.0), sim)
-    members: dict[int, list[int]] = {}
-    for i in range(len(paths)):
-        if find(i) in kinds:
-            members.setdefault(find(i), []).append(i)
+    lowest = np.full(label.max() + 1, np.inf)
+    for kind, (pi, _pj, sim) in evidence.items():
+        for component in np.unique(label[pi]):
+            kinds.setdefault(int(component), set()).add(kind)
+        measured = ~np.isnan(sim)
+        np.minimum.at(lowest, label[pi[measured]], sim[measured])
+    order = np.argsort(label, kind="stable")
     groups = []
-    for root, idx in members.items():
-        group = tuple(paths[i] for i in idx)
+    starts = np.searchsorted(label[order], np.arange(label.max() + 2))
+    for component, (lo, hi) in enumerate(zip(starts[:-1], starts[1:])):
+        if component not in kinds:
+            continue
+        group = tuple(paths[k] for k in order[lo:hi])
         leak = val is not None and any(p in val for p in group) and any(p not in val for p in group)
-        groups.append(DuplicateGroup(group, tuple(sorted(kinds[root])), lowest.get(root, float("nan")), leak))
+        sim = float(lowest[component]) if np.isfinite(lowest[component]) else float("nan")
+        groups.append(DuplicateGroup(group, tuple(sorted(kinds[component])), sim, leak))
     return sorted(groups, key=lambda g: (not g.leak, g.paths))

@@ -37,7 +37,7 @@ from vitstudio.core.folder.results import FolderResults, folder_results
 from vitstudio.core.folder.sorting import apply_sort, plan_sort
 
 from .. import workers
-from .folder_map import COLOUR_BY, FolderMapWidget, colours
+from .folder_map import COLOUR_BY, FolderMapWidget, colour_groups
 from .folder_table import ResultsModel, thumbnails
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
@@ -267,11 +267,11 @@ class FolderPanel(QWidget):
         if self.results is None or len(coords) != len(self.results):
             return
         self.coords = coords
-        self.map.set_points(coords, colours(self.results, self.colour_by.currentText()), method)
+        self.map.set_points(coords, colour_groups(self.results, self.colour_by.currentText()), method)
 
     def _recolour(self, by: str) -> None:
         if self.results is not None and self.coords is not None:
-            self.map.set_brushes(colours(self.results, by))
+            self.map.set_groups(colour_groups(self.results, by))
 
     def _on_map_selection(self, rows) -> None:
         self.map_rows = rows
