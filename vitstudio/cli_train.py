@@ -55,6 +55,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-reuse-head", dest="reuse_head", action="store_false", default=None,
                    help="always start a random head, even when every class is among the base model's labels")
     p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
+    p.add_argument("--exclude-list", metavar="FILE",
+                   help="text file of image paths (one per line) left out of training and validation, e.g. the "
+                        "doubtful labels of `vitstudio audit`; the dataset itself is not touched")
     p.add_argument("--data-path", default="cached", choices=["cached", "pil"],
                    help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")
     p.add_argument("--channels-last", action="store_true", help="channels-last memory format for the model")
@@ -128,6 +131,13 @@ def _drain(gen, quiet: bool):
             bar.close()
 
 
+def _exclusions(path: str | None) -> tuple[str, ...]:
+    if not path:
+        return ()
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return tuple(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#"))
+
+
 def finetune(args) -> int:
     from .core.data.datasets import DatasetError
     from .core.models.loading import ModelLoadError
@@ -163,7 +173,8 @@ def finetune(args) -> int:
         else:
             config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
                                  device=args.device, precision=args.precision, probe_image=args.probe,
-                                 data_path=args.data_path, **overrides)
+                                 data_path=args.data_path, exclude=_exclusions(args.exclude_list),
+                                 **overrides)
         result = _drain(fine_tune(config, resume=args.resume), args.quiet or not main_process)
     except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -306,3 +306,33 @@ def test_folder_map_is_pca_without_umap():
     centred = features - features.mean(0)
     _, _, vt = np.linalg.svd(centred, full_matrices=False)
     np.testing.assert_allclose(np.abs(coords), np.abs(centred @ vt[:2].T), atol=1e-4)
+
+
+def test_a_run_leaves_out_the_excluded_files_and_the_dataset_untouched(tmp_path):
+    """The label review's exclusion list lives in the run's config: the split never holds those files, a resume
+    keeps them out, and the dataset folder is not written to; the CLI reads it from a file."""
+    import json
+
+    from tests.core.generators import drain
+    from vitstudio.cli import main
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import TrainConfig, make_config
+
+    data = make_dataset(tmp_path / "data", per_class=6)
+    before = tree_state(data)
+    excluded = [str(data / "red" / "001.png"), str(data / "blue" / "004.png")]
+    config = make_config(str(data), "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3", str(tmp_path / "run"),
+                         "linear-probe", epochs=1, batch_size=4, exclude=tuple(excluded))
+    assert drain(fine_tune(config)).status == "finished"
+    split = json.loads((tmp_path / "run" / "split.json").read_text())
+    used = {row[0] for row in split["train"] + split["val"]}
+    assert len(used) == 16 and not {"red/001.png", "blue/004.png"} & used
+    assert TrainConfig.from_json((tmp_path / "run" / "train_config.json").read_text()).exclude == tuple(excluded)
+    assert tree_state(data) == before
+    listing = tmp_path / "exclude.txt"
+    listing.write_text("# from the label review\n" + "\n".join(excluded) + "\n")
+    assert main(["finetune", str(data), "--model", "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3",
+                 "--preset", "linear-probe", "--epochs", "1", "--batch-size", "4", "--out", str(tmp_path / "cli"),
+                 "--exclude-list", str(listing), "--quiet"]) == 0
+    split = json.loads((tmp_path / "cli" / "split.json").read_text())
+    assert not {"red/001.png", "blue/004.png"} & {row[0] for row in split["train"] + split["val"]}

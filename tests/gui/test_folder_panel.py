@@ -111,6 +111,16 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     top = [panel.review.item(i).data(Qt.UserRole)[0] for i in range(min(3, panel.review.count()))]
     assert str(flipped) in top
     assert panel.relabel_button.isEnabled()
+    # exclude the flipped image, then retrain: the Training panel gets the folder minus it (the folder untouched)
+    panel.review.setCurrentRow(top.index(str(flipped)))
+    panel.exclude_current()
+    assert panel.excluded == {str(flipped)} and "1 excluded" in panel.retrain_button.text()
+    panel.retrain_button.click()
+    assert "Training" in window.tabs.tabText(window.tabs.currentIndex())
+    assert window.training.exclude == [str(flipped)]
+    qtbot.waitUntil(lambda: "excluded by the label review" in window.training.dataset_info.text(), timeout=20000)
+    assert tree_state(data) == before
+    window.show_tab("folder")
     # duplicate groups (the scans of one digit at 32 px are close to a perceptual hash): picking one filters the table
     assert panel.duplicates.count() == len(panel.report.groups) + 1
     if panel.report.groups:

@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.training = TrainingPanel(self.state, self.model_panel.catalog_names())
         self.folder = FolderPanel(self.state)
         self.folder.open_in_explorer.connect(self.explain_file)
+        self.folder.retrain.connect(self._retrain_with_fixes)
 
     def _build_central(self) -> None:
         """Model bar on top; the image strip beside the tabs."""
@@ -181,6 +182,11 @@ class MainWindow(QMainWindow):
         many = len(paths) > 8 or any(Path(p).is_dir() for p in paths)  # a folder scan must not hold a slider
         workers.start_job("Reading images", read_all, on_yield=self._add_entry, on_error=self._on_job_error,
                           kind=workers.LONG if many else workers.INTERACTIVE)
+
+    def _retrain_with_fixes(self, folder: str, excluded: list) -> None:
+        """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
+        self.training.set_dataset(folder, exclude=excluded)
+        self.show_tab("training")
 
     def explain_file(self, path: str) -> None:
         """An image from the folder view, shown in the attention explorer (read, added to the strip, selected)."""

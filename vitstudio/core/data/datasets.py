@@ -5,6 +5,7 @@ The dataset folder is only ever read: nothing here writes under its root.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections import Counter
@@ -194,6 +195,22 @@ def _split_files(scan: DatasetScan, val_ratio: float, seed: int, index: dict[str
         val += [(p, index[c]) for p in sorted(chosen)]
         train += [(p, index[c]) for p in sorted(set(files) - chosen)]
     return Split(scan.root, scan.classes, tuple(train), tuple(val), val_ratio, seed)
+
+
+def without(scan: DatasetScan, exclude) -> DatasetScan:
+    """The scan minus the files in `exclude` (paths as given by a label review): an exclusion list lives in the
+    run's config, never as a change to the dataset."""
+    if not exclude:
+        return scan
+    gone = {str(Path(p).resolve()) for p in exclude}
+
+    def keep(files):
+        return tuple(p for p in files if str(Path(p).resolve()) not in gone)
+
+    train = {c: keep(files) for c, files in scan.train.items()}
+    val = {c: keep(files) for c, files in scan.val.items()} if scan.val is not None else None
+    too_small = tuple(c for c in scan.classes if len(train[c]) < 2) if val is None else scan.too_small
+    return dataclasses.replace(scan, train=train, val=val, too_small=too_small)
 
 
 def exact_duplicate_groups(scan: DatasetScan) -> dict[Path, str]:

@@ -76,8 +76,9 @@ def perceptual_pairs(paths: Sequence[str], max_distance: int = PHASH_DISTANCE) -
     codes = torch.from_numpy(np.stack(bits)).float()
     index = np.asarray(index)
     parts = []
-    for start in range(0, len(codes), 2048):  # Hamming distance = mismatches, by one product per block
-        block = codes[start:start + 2048]
+    step = max(64, (16 << 20) // len(codes))  # three (step × N) float32 products alive at once: ~200 MB
+    for start in range(0, len(codes), step):  # Hamming distance = mismatches, by one product per block
+        block = codes[start:start + step]
         distance = block @ (1 - codes).T + (1 - block) @ codes.T
         rows, cols = (t.numpy() for t in torch.nonzero(distance <= max_distance, as_tuple=True))
         keep = start + rows < cols

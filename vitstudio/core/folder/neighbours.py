@@ -25,7 +25,7 @@ class Neighbours:
 
 
 def _unit(x: np.ndarray) -> torch.Tensor:
-    t = torch.from_numpy(np.asarray(x, np.float32))
+    t = torch.from_numpy(np.array(x, np.float32))  # a copy: memory-mapped blocks are read-only
     return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 

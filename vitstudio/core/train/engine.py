@@ -26,7 +26,14 @@ from torch import nn
 
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.attention import rollout
-from vitstudio.core.data.datasets import Split, exact_duplicate_groups, scan_dataset, split_dataset, upstream_split
+from vitstudio.core.data.datasets import (
+    Split,
+    exact_duplicate_groups,
+    scan_dataset,
+    split_dataset,
+    upstream_split,
+    without,
+)
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.loading import load_model
@@ -120,7 +127,7 @@ def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]
         recorded = json.loads(status.read_text()) if status.exists() else {}
         return (Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), recorded.get("skipped", {}),
                 [w for w in recorded.get("warnings", []) if "chance" not in w])
-    scan = scan_dataset(config.data_dir)
+    scan = without(scan_dataset(config.data_dir), config.exclude)
     warning = scan.imbalance_warning()
     warnings = [warning] if warning and not config.balance else []
     if config.split_rule == "upstream":

@@ -61,6 +61,7 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model
     fused_optimizer: bool = False  # fused AdamW/SGD kernels (CUDA)
     probe_image: str | None = None  # its rollout is snapshotted after every epoch
+    exclude: tuple[str, ...] = ()  # files left out of training and validation (label review); the dataset untouched
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -69,7 +70,7 @@ class TrainConfig:
     @classmethod
     def from_json(cls, text: str) -> TrainConfig:
         data = json.loads(text)
-        for key in ("scale", "mean", "std"):
+        for key in ("scale", "mean", "std", "exclude"):
             if data.get(key) is not None:
                 data[key] = tuple(data[key])
         return cls(**data)

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt, Signal
-from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QLabel,
-    QListWidget,
     QListWidgetItem,
     QMessageBox,
     QProgressBar,
@@ -38,6 +37,7 @@ from vitstudio.core.folder.sorting import apply_sort, plan_sort
 
 from .. import workers
 from .folder_map import COLOUR_BY, FolderMapWidget, colour_groups
+from .folder_review import DuplicatesTab, ReviewTab, icon_list, item_path, load_icons
 from .folder_table import ResultsModel, thumbnails
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
@@ -45,11 +45,13 @@ CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
 
 class FolderPanel(QWidget):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
+    retrain = Signal(str, list)  # dataset folder, files to leave out: start a run with the review's fixes
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.folder: str | None = None
+        self.folder: str | None = None  # the folder opened (label review and retraining need one)
+        self.source = ""  # what the table shows, in words
         self.embedded = None
         self.results: FolderResults | None = None
         self.coords: np.ndarray | None = None
@@ -113,26 +115,26 @@ class FolderPanel(QWidget):
         self.colour_by = QComboBox()
         self.colour_by.addItems(COLOUR_BY)
         self.hover = QLabel()
+        self.hover_image = QLabel()
+        self.hover_image.setFixedSize(72, 72)
+        self._hover_job = workers.LatestJob()
         map_box = QWidget()
         box = QVBoxLayout(map_box)
         row = QHBoxLayout()
         row.addWidget(QLabel("Colour by"))
         row.addWidget(self.colour_by)
         row.addWidget(self.hover, 1)
+        row.addWidget(self.hover_image)
         box.addLayout(row)
         box.addWidget(self.map, 1)
-        self.similar = _icon_list()
-        self.review = _icon_list()
-        self.relabel_button = QPushButton("Move to the suggested class…")
-        review_box = QWidget()
-        rb = QVBoxLayout(review_box)
-        rb.addWidget(self.review, 1)
-        rb.addWidget(self.relabel_button)
+        self.similar = icon_list()
+        self.review_tab = ReviewTab()
+        self.review = self.review_tab.list
+        self.duplicates = DuplicatesTab()
         self.side = QTabWidget()
         self.side.addTab(map_box, "Map")
         self.side.addTab(self.similar, "Similar images")
-        self.side.addTab(review_box, "Label review")
-        self.duplicates = QListWidget()
+        self.side.addTab(self.review_tab, "Label review")
         self.side.addTab(self.duplicates, "Duplicates")
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.table)
@@ -159,17 +161,20 @@ class FolderPanel(QWidget):
         self.map.hovered.connect(self._on_hover)
         self.colour_by.currentTextChanged.connect(self._recolour)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
-        self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item.data(Qt.UserRole)))
-        self.review.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item.data(Qt.UserRole)[0]))
-        self.relabel_button.clicked.connect(self._relabel)
-        self.duplicates.currentRowChanged.connect(self._on_group)
+        self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
+        self.review_tab.open_in_explorer.connect(self.open_in_explorer)
+        self.review_tab.relabel_requested.connect(self._relabel)
+        self.review_tab.retrain_requested.connect(lambda excluded: self.retrain.emit(self.folder, excluded))
+        self.duplicates.group_picked.connect(self._on_group)
         self._enable()
 
     def _enable(self) -> None:
         has = self.results is not None
-        for w in (self.sort_button, self.csv_button, self.review_button):
+        for w in (self.sort_button, self.csv_button):
             w.setEnabled(has)
-        self.relabel_button.setEnabled(self.review.count() > 0)
+        self.review_button.setEnabled(has and self.folder is not None)  # a review needs class folders
+        self.review_button.setToolTip("" if self.folder else "Open a folder of class folders to review its labels")
+        self.review_tab.refresh_buttons(has and self.folder is not None)
 
     # -- scanning ------------------------------------------------------------------------------------
     def _choose_folder(self) -> None:
@@ -177,19 +182,37 @@ class FolderPanel(QWidget):
         if folder:
             self.open_folder(folder)
 
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            self.open_paths(paths)
+            event.acceptProposedAction()
+
     def open_folder(self, folder: str) -> None:
+        self.open_paths([folder])
+
+    def open_paths(self, paths: list[str]) -> None:
+        """A folder (the usual case), or any drop of files and folders: every image through the model. The given
+        label is an image's folder name, except for files dropped loose (their folder is not a class)."""
         model = self.state.model
         if model is None:
             self.state.message.emit("error", "Load a model first.")
             return
-        self.folder = folder
-        self.info.setText(f"Embedding {folder} with {model.display_name}…")
+        self.folder = paths[0] if len(paths) == 1 and os.path.isdir(paths[0]) else None
+        roots = [p if os.path.isdir(p) else os.path.dirname(p) for p in paths]
+        self.source = self.folder or f"{len(paths)} dropped items"
+        self.info.setText(f"Embedding {self.source} with {model.display_name}…")
         self.progress.setVisible(True)
         self.cancel_button.setEnabled(True)
         uid = model.uid
+
         def scan(cancel):
-            embedded = yield from embed_folder(model, [folder], cancel=cancel)
-            return embedded, folder_results(embedded, [folder])  # 100k rows: built here, not on the GUI thread
+            embedded = yield from embed_folder(model, paths, cancel=cancel)
+            return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
 
         self._scan.start("Folder embeddings", scan, on_yield=self._on_progress,
                          on_result=lambda done: self._on_embedded(*done, uid), on_error=self._on_failed)
@@ -228,10 +251,10 @@ class FolderPanel(QWidget):
         self.apply_filters()
         for path, reason in embedded.errors:
             self.state.message.emit("warning", f"{path}: {reason}")
-        self.info.setText(f"{len(self.results)} images of {self.folder} ({embedded.computed} computed now, "
+        self.info.setText(f"{len(self.results)} images of {self.source} ({embedded.computed} computed now, "
                           f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
                           f"unreadable). Select a row for similar images.")
-        self.review.clear()
+        self.review_tab.clear()
         self._enable()
         self._map.start("Folder map", lambda cancel: project_2d(embedded.view()), on_result=self._on_map,
                         on_error=self._on_failed)
@@ -244,8 +267,8 @@ class FolderPanel(QWidget):
         self.review.clear()
         self.map.set_points(np.zeros((0, 2)), [], "pca")
         self._enable()
-        if self.folder:
-            self.info.setText(f"A new model: open {self.folder} again to see it through this one.")
+        if self.source:
+            self.info.setText(f"A new model: open {self.source} again to see it through this one.")
 
     # -- filters, map, similar -----------------------------------------------------------------------
     def apply_filters(self) -> None:
@@ -285,6 +308,17 @@ class FolderPanel(QWidget):
             r = self.results
             self.hover.setText(f"{os.path.basename(r.paths[row])}: {r.predicted_label(row)} "
                                f"({r.confidence[row]:.0%}), folder {r.given[row] or '–'}")
+            path = r.paths[row]
+            self._hover_job.start("Thumbnail", lambda cancel: list(thumbnails([path], cancel)),
+                                  on_result=self._on_hover_thumbnail)
+
+    def _on_hover_thumbnail(self, found) -> None:
+        _, array = found[0]
+        if array is None:
+            self.hover_image.clear()
+            return
+        h, w, _ = array.shape
+        self.hover_image.setPixmap(QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)))
 
     def select_row(self, row: int) -> None:
         view_row = self.model.view_row(row)
@@ -313,19 +347,7 @@ class FolderPanel(QWidget):
             item.setData(Qt.UserRole, path)
             item.setToolTip(f"{path}\ncosine similarity {sim:.4f}; double-click to explain it")
             self.similar.addItem(item)
-        self._load_icons(self.similar, [p for p, _ in found])
-
-    def _load_icons(self, widget: QListWidget, paths: list[str]) -> None:
-        def on_thumb(item) -> None:
-            path, array = item
-            for i in range(widget.count()):
-                data = widget.item(i).data(Qt.UserRole)
-                if (data[0] if isinstance(data, (list, tuple)) else data) == path and array is not None:
-                    h, w, _ = array.shape
-                    image = QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)
-                    widget.item(i).setIcon(QIcon(QPixmap.fromImage(image)))
-
-        self._thumbs.start("Thumbnails", lambda cancel: thumbnails(paths, cancel), on_yield=on_thumb)
+        load_icons(self._thumbs, self.similar, [p for p, _ in found])
 
     # -- export, sort, review ------------------------------------------------------------------------
     def _export_csv(self) -> None:
@@ -377,19 +399,12 @@ class FolderPanel(QWidget):
 
     def _on_review(self, report) -> None:
         self.report = report
-        self.review.clear()
-        doubtful = [i for i in report.label_issues if i.suggested != i.given][:200]
-        for issue in doubtful:
-            item = QListWidgetItem(f"{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
-            item.setData(Qt.UserRole, (issue.path, issue.suggested))
-            item.setToolTip(f"{issue.path}\nlabel quality {issue.quality:.3f}, p(given) {issue.p_given:.2f}")
-            self.review.addItem(item)
-        self._load_icons(self.review, [i.path for i in doubtful])
+        doubtful = self.review_tab.show_issues(report.label_issues)
         self.side.setCurrentIndex(2)
         self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
                           f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
                           f"({report.split}). Double-click an image to explain it.")
-        self._show_groups(report)
+        self.duplicates.show_groups(report.groups)
         if report.leaks:
             self.state.message.emit("warning", f"{len(report.leaks)} duplicate groups straddle train/val "
                                     f"({report.split}): see the Duplicates tab, or `vitstudio audit --json`.")
@@ -397,47 +412,34 @@ class FolderPanel(QWidget):
             self.state.message.emit("info", note)
         self._enable()
 
-    def _show_groups(self, report) -> None:
-        self.duplicates.clear()
-        self.duplicates.addItem("(all images)")
-        for group in report.groups:
-            leak = "LEAK · " if group.leak else ""
-            sim = "" if np.isnan(group.similarity) else f", cosine ≥ {group.similarity:.3f}"
-            names = ", ".join(os.path.basename(p) for p in group.paths[:4]) + ("…" if len(group.paths) > 4 else "")
-            item = QListWidgetItem(f"{leak}{len(group.paths)} images ({' + '.join(group.kinds)}{sim}): {names}")
-            item.setData(Qt.UserRole, group.paths)
-            item.setToolTip("\n".join(group.paths))
-            if group.leak:
-                item.setForeground(Qt.red)
-            self.duplicates.addItem(item)
-
-    def _on_group(self, index: int) -> None:
+    def _on_group(self, paths) -> None:
         """Picking a group shows just its images in the table (the first entry shows all again)."""
-        item = self.duplicates.item(index) if index > 0 else None
-        paths = set(item.data(Qt.UserRole)) if item is not None else None
+        paths = set(paths) if paths is not None else None
         self.group_rows = None if paths is None else np.asarray(
             [i for i, p in enumerate(self.results.paths) if p in paths], int)
         self.apply_filters()
 
-    def _relabel(self) -> None:
-        item = self.review.currentItem()
-        if item is None:
-            return
-        path, suggested = item.data(Qt.UserRole)
+    def _relabel(self, path: str, suggested: str) -> None:
         target_root = os.path.dirname(os.path.dirname(path))
         plan = plan_sort([(path, suggested, 1.0)], target_root, move=True)
         if QMessageBox.question(self, "Move to another class", f"Move {path}\nto {plan.placements[0].target}?\n"
                                 "An undo log is written beside the class folders.",
                                 QMessageBox.Ok | QMessageBox.Cancel) == QMessageBox.Ok:
             self.run_sort(plan)
-            self.review.takeItem(self.review.row(item))
+            self.review_tab.drop_current()
 
+    # the review tab's parts, as the panel's (tests and callers drive the panel)
+    @property
+    def excluded(self) -> set[str]:
+        return self.review_tab.excluded
 
-def _icon_list() -> QListWidget:
-    w = QListWidget()
-    w.setViewMode(QListWidget.IconMode)
-    w.setIconSize(QSize(72, 72))
-    w.setResizeMode(QListWidget.Adjust)
-    w.setWordWrap(True)
-    return w
+    @property
+    def retrain_button(self):
+        return self.review_tab.retrain_button
 
+    @property
+    def relabel_button(self):
+        return self.review_tab.relabel_button
+
+    def exclude_current(self) -> None:
+        self.review_tab.exclude_current()

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.analysis.overlays import mosaic_rgb
-from vitstudio.core.data.datasets import scan_dataset
+from vitstudio.core.data.datasets import exact_duplicate_groups, scan_dataset
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
@@ -56,6 +56,7 @@ class TrainingPanel(QWidget):
         self.state = state
         self.setAcceptDrops(True)
         self.scan = None
+        self.exclude: list[str] = []  # files the folder view's label review left out
         self.job = None
         # "The run shown" (curves, results, probe on screen) and "the run in progress" are separate: History can
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
@@ -248,20 +249,26 @@ class TrainingPanel(QWidget):
         if folder:
             self.set_dataset(folder)
 
-    def set_dataset(self, folder: str) -> None:
+    def set_dataset(self, folder: str, exclude: list | None = None) -> None:
+        """Scan `folder`; `exclude` (from the folder view's label review) is left out of the runs started here."""
         if not folder:
             return
+        self.exclude = list(exclude or [])
         self.folder.setText(folder)
         self.dataset_info.setText("Scanning…")
-        self._scan_job.start("Scanning dataset", lambda cancel: scan_dataset(folder), on_result=self._on_scan,
-                             on_error=self._on_scan_error)
+        def scan(cancel):
+            found = scan_dataset(folder)
+            return found, exact_duplicate_groups(found) if found.val is None else {}
+
+        self._scan_job.start("Scanning dataset", scan, on_result=self._on_scan, on_error=self._on_scan_error)
 
     def _on_scan_error(self, exc: BaseException) -> None:
         self.scan = None
         self.dataset_info.setText(f"<b>Cannot use this folder:</b> {workers.describe(exc)}")
         self.balance.clear()
 
-    def _on_scan(self, scan) -> None:
+    def _on_scan(self, found) -> None:
+        scan, copies = found
         self.scan = scan
         (lo_w, lo_h), (hi_w, hi_h) = scan.size_range
         layout = "train/ + val/" if scan.val is not None else "class folders (split automatically)"
@@ -272,6 +279,11 @@ class TrainingPanel(QWidget):
                 f"{Path(p).name} ({why})" for p, why in scan.skipped[:5]) + ("…" if len(scan.skipped) > 5 else "")
         if scan.too_small:
             text += f" Too small to split: {', '.join(scan.too_small)}."
+        if self.exclude:
+            text += f" {len(self.exclude)} image(s) excluded by the label review (the folder is not changed)."
+        if copies:
+            text += (f" {len(copies)} files are exact copies of each other ({len(set(copies.values()))} groups): "
+                     f"each group stays on one side of the train/val split (the Folder tab finds near-duplicates).")
         imbalance = scan.imbalance_warning()
         if imbalance:
             text += f"<br><b>{imbalance}</b>"
@@ -296,7 +308,7 @@ class TrainingPanel(QWidget):
         name = self.run_name.text().strip() or f"run-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
             config = self.form.config(str(self.scan.root), model, str(models_dir() / name),
-                                      probe_image=self.probe.text().strip() or None)
+                                      probe_image=self.probe.text().strip() or None, exclude=tuple(self.exclude))
             config.validate()
         except ValueError as exc:
             self.status.setText(str(exc))

@@ -1,0 +1,142 @@
+"""The Folder tab's review side: the images whose label the model doubts (relabel, exclude, keep, retrain with the
+fixes) and the duplicate groups (leaks across train/val in red). Icon lists with thumbnails decoded in workers."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtWidgets import QHBoxLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+
+from .. import workers
+from .folder_table import thumbnails
+
+
+def icon_list() -> QListWidget:
+    w = QListWidget()
+    w.setViewMode(QListWidget.IconMode)
+    w.setIconSize(QSize(72, 72))
+    w.setResizeMode(QListWidget.Adjust)
+    w.setWordWrap(True)
+    return w
+
+
+def item_path(item: QListWidgetItem) -> str:
+    data = item.data(Qt.UserRole)
+    return data[0] if isinstance(data, (list, tuple)) else data
+
+
+def load_icons(job: workers.LatestJob, widget: QListWidget, paths: list[str]) -> None:
+    """Thumbnails of `paths` decoded in a worker, set as the icons of the widget's items with those paths."""
+    def on_thumb(found) -> None:
+        path, array = found
+        if array is None:
+            return
+        h, w, _ = array.shape
+        icon = QIcon(QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)))
+        for i in range(widget.count()):
+            if item_path(widget.item(i)) == path:
+                widget.item(i).setIcon(icon)
+
+    job.start("Thumbnails", lambda cancel: thumbnails(paths, cancel), on_yield=on_thumb)
+
+
+class ReviewTab(QWidget):
+    """Doubtful labels, most doubtful first. Exclusions are kept here until a retrain takes them."""
+
+    open_in_explorer = Signal(str)
+    relabel_requested = Signal(str, str)  # path, suggested class
+    retrain_requested = Signal(list)  # excluded paths
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.list = icon_list()
+        self.relabel_button = QPushButton("Move to the suggested class…")
+        self.exclude_button = QPushButton("Exclude from training")
+        self.keep_button = QPushButton("Keep as labelled")
+        self.retrain_button = QPushButton("Retrain with these fixes…")
+        self.excluded: set[str] = set()
+        self._icons = workers.LatestJob(workers.LONG)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.list, 1)
+        actions = QHBoxLayout()
+        for w in (self.relabel_button, self.exclude_button, self.keep_button, self.retrain_button):
+            actions.addWidget(w)
+        layout.addLayout(actions)
+        self.list.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
+        self.relabel_button.clicked.connect(self._relabel)
+        self.exclude_button.clicked.connect(self.exclude_current)
+        self.keep_button.clicked.connect(self.drop_current)
+        self.retrain_button.clicked.connect(lambda: self.retrain_requested.emit(sorted(self.excluded)))
+        self.refresh_buttons(False)
+
+    def show_issues(self, issues) -> list:
+        """The issues where the probe suggests another class; returns them."""
+        self.list.clear()
+        doubtful = [i for i in issues if i.suggested != i.given][:200]
+        for issue in doubtful:
+            item = QListWidgetItem(f"{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
+            item.setData(Qt.UserRole, (issue.path, issue.suggested))
+            item.setToolTip(f"{issue.path}\nlabel quality {issue.quality:.3f}, p(given) {issue.p_given:.2f}")
+            self.list.addItem(item)
+        load_icons(self._icons, self.list, [i.path for i in doubtful])
+        return doubtful
+
+    def clear(self) -> None:
+        self.list.clear()
+        self.excluded.clear()
+
+    def refresh_buttons(self, can_retrain: bool) -> None:
+        for w in (self.relabel_button, self.exclude_button, self.keep_button):
+            w.setEnabled(self.list.count() > 0)
+        self.retrain_button.setEnabled(can_retrain and self.list.count() + len(self.excluded) > 0)
+        self.retrain_button.setText(f"Retrain with these fixes ({len(self.excluded)} excluded)…")
+
+    def exclude_current(self) -> None:
+        """Leave the selected image out of the next training run (an exclusion list in the run's config; the
+        dataset is not touched)."""
+        item = self.list.currentItem()
+        if item is not None:
+            self.excluded.add(item_path(item))
+            self.drop_current()
+
+    def drop_current(self) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            self.list.takeItem(self.list.row(item))
+        self.refresh_buttons(self.retrain_button.isEnabled() or bool(self.excluded))
+
+    def _relabel(self) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            self.relabel_requested.emit(*item.data(Qt.UserRole))
+
+
+class DuplicatesTab(QListWidget):
+    """Duplicate groups of an audit; picking one emits its paths (the first entry, None: all images)."""
+
+    group_picked = Signal(object)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.currentRowChanged.connect(self._on_row)
+
+    def show_groups(self, groups) -> None:
+        self.clear()
+        self.addItem("(all images)")
+        for group in groups:
+            leak = "LEAK · " if group.leak else ""
+            sim = "" if np.isnan(group.similarity) else f", cosine ≥ {group.similarity:.3f}"
+            names = ", ".join(os.path.basename(p) for p in group.paths[:4]) + ("…" if len(group.paths) > 4 else "")
+            item = QListWidgetItem(f"{leak}{len(group.paths)} images ({' + '.join(group.kinds)}{sim}): {names}")
+            item.setData(Qt.UserRole, group.paths)
+            item.setToolTip("\n".join(group.paths))
+            if group.leak:
+                item.setForeground(Qt.red)
+            self.addItem(item)
+
+    def _on_row(self, index: int) -> None:
+        item = self.item(index) if index > 0 else None
+        self.group_picked.emit(tuple(item.data(Qt.UserRole)) if item is not None else None)
