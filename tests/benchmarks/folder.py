@@ -175,7 +175,13 @@ def main() -> int:
     ap.add_argument("--images", type=int, default=20000)
     ap.add_argument("--skip-gui", action="store_true")
     ap.add_argument("--scale", type=int, default=100_000, help="images for the search stages at scale (0: skip)")
+    ap.add_argument("--gui-child", metavar="FOLDER", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.gui_child:  # a fresh process, as the app is: not one holding every earlier stage's objects
+        late, seconds = gui_stalls(Path(args.gui_child), Path(os.environ["VITSTUDIO_CACHE_DIR"]))
+        late = sorted(late)
+        print(f"{seconds:.1f} {late[len(late) // 2]:.1f} {late[int(len(late) * 0.99)]:.1f} {late[-1]:.1f}")
+        return 0
     work = Path(tempfile.mkdtemp())
     os.environ["VITSTUDIO_CACHE_DIR"] = str(work / "cache")
     import torch
@@ -257,11 +263,13 @@ def main() -> int:
     if args.scale:
         at_scale(work, args.scale)
     if not args.skip_gui:
-        late, seconds = gui_stalls(work / "data", work / "cache")
-        late = sorted(late)
-        print(f"GUI thread while the Folder tab embeds + maps {n} images ({seconds:.1f} s): stall p50 "
-              f"{late[len(late) // 2]:.1f} ms, p99 {late[int(len(late) * 0.99)]:.1f} ms, max {late[-1]:.1f} ms "
-              f"(goal: max ≤ 100 ms)")
+        import subprocess
+
+        out = subprocess.run([sys.executable, __file__, "--gui-child", str(work / "data")], capture_output=True,
+                             text=True, env=os.environ).stdout.split()
+        seconds, p50, p99, worst = (float(v) for v in out[-4:])
+        print(f"GUI thread (a fresh app process) while the Folder tab embeds + maps {n} images ({seconds:.1f} s): "
+              f"stall p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms (goal: max ≤ 100 ms)")
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
