@@ -139,8 +139,9 @@ class FolderPanel(QWidget):
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.table)
         split.addWidget(self.side)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setSizes([520, 480])  # the table's six columns visible at once
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addLayout(filters)

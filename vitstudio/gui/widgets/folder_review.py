@@ -8,7 +8,7 @@ import os
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from .. import workers
 from .folder_table import thumbnails
@@ -61,9 +61,9 @@ class ReviewTab(QWidget):
         self._icons = workers.LatestJob(workers.LONG)
         layout = QVBoxLayout(self)
         layout.addWidget(self.list, 1)
-        actions = QHBoxLayout()
-        for w in (self.relabel_button, self.exclude_button, self.keep_button, self.retrain_button):
-            actions.addWidget(w)
+        actions = QGridLayout()  # two rows: the side panel stays narrow enough for the table beside it
+        for i, w in enumerate((self.relabel_button, self.exclude_button, self.keep_button, self.retrain_button)):
+            actions.addWidget(w, i // 2, i % 2)
         layout.addLayout(actions)
         self.list.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
         self.relabel_button.clicked.connect(self._relabel)
