@@ -107,8 +107,11 @@ def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path):
     out = tmp_path / "run"
     # Ctrl+C lands mid-run: epochs of this tiny run take ~10 ms, so the run must be long enough to be caught
     long_run = [a if a != str(EPOCHS) else "400" for a in _start_args(data, out)[:-1]]
+    # a suite started in the background (`make test &`) ignores SIGINT, and children inherit that: give the run
+    # Python's usual Ctrl+C handling, as in a terminal
     proc = subprocess.Popen([sys.executable, "-m", "vitstudio", *long_run], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     import time
 
     deadline = time.time() + 120
