@@ -60,14 +60,15 @@ def test_cache_in_memory_spilled_and_reused(jpegs, tmp_path):
     assert tree_state(jpegs[0].parent) == {**before, "chelsea.jpg": tree_state(jpegs[0].parent)["chelsea.jpg"]}
 
 
-def test_device_augmentation_matches_timm_pil_distribution(jpegs):
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-image"])
+def test_device_augmentation_matches_timm_pil_distribution(jpegs, batched):
     """Per-sample statistics of 300 augmented views: device path vs timm's create_transform(is_training=True)."""
     from scipy.stats import ks_2samp
 
     cache = drain(build_cache(jpegs[:1], short_side_for(48)))
     mean, std = (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)
     batches = DeviceTrainBatches(cache, [0], (48, 48), scale=(0.08, 1.0), hflip=0.5, mean=mean, std=std,
-                                 interpolation="bicubic", batch_size=1)
+                                 interpolation="bicubic", batch_size=1, batched=batched)
     ours = torch.cat([x for e in range(300) for x, _ in batches.epoch(e)])
     pil_tf = timm.data.create_transform((3, 48, 48), is_training=True, scale=(0.08, 1.0), hflip=0.5,
                                         color_jitter=0.0, interpolation="bicubic", mean=mean, std=std)
@@ -87,16 +88,41 @@ def test_device_augmentation_matches_timm_pil_distribution(jpegs):
         assert ks_2samp(a[key].numpy(), b[key].numpy()).pvalue > 0.001, key
 
 
-def test_whole_image_crop_is_close_to_pil(jpegs):
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-image"])
+def test_whole_image_crop_is_close_to_pil(jpegs, batched):
     """With no randomness left (full crop, no flip) the device path reproduces timm's PIL pixels closely."""
     cache = drain(build_cache(jpegs[:1], short_side_for(64)))
     batches = DeviceTrainBatches(cache, [0], (64, 64), scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
-                                 mean=(0.5,) * 3, std=(0.5,) * 3, interpolation="bilinear", batch_size=1)
+                                 mean=(0.5,) * 3, std=(0.5,) * 3, interpolation="bilinear", batch_size=1,
+                                 batched=batched)
     ours = next(batches.epoch(0))[0][0]
     pil_tf = timm.data.create_transform((3, 64, 64), is_training=True, scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
                                         color_jitter=0.0, interpolation="bilinear", mean=(0.5,) * 3, std=(0.5,) * 3)
     ref = pil_tf(read_image(jpegs[0]))
     assert (ours - ref).abs().mean() < 0.03  # normalised units: ~1 % of the range, from resampling twice
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_batched_resize_equals_the_per_image_path(jpegs, mode):
+    """The batched path (two matrix products for the whole batch) against the per-image F.interpolate(antialias)
+    reference on the same random plan: crops of every size and aspect, flips, images of different sizes padded
+    into one batch — equal up to float rounding (at most one uint8 level, a few pixels)."""
+    import random
+
+    cache = drain(build_cache(jpegs, short_side_for(40)))
+    kwargs = dict(scale=(0.05, 1.0), ratio=(0.5, 2.0), hflip=0.5, interpolation=mode, batch_size=4)
+    batched = DeviceTrainBatches(cache, [0, 1, 2, 3, 0], (40, 40), batched=True, **kwargs)
+    single = DeviceTrainBatches(cache, [0, 1, 2, 3, 0], (40, 40), batched=False, **kwargs)
+    level = 1 / 255 / 0.224  # one uint8 level in normalised units (the smallest ImageNet std)
+    for epoch in range(5):
+        random.seed(epoch)
+        a = list(batched.epoch(epoch, prefetch=0))
+        random.seed(epoch)
+        b = list(single.epoch(epoch, prefetch=0))
+        for (xa, ya), (xb, yb) in zip(a, b, strict=True):
+            assert ya.tolist() == yb.tolist()
+            diff = (xa - xb).abs()
+            assert diff.max() <= level * 1.01 and (diff > 0).float().mean() < 0.01
 
 
 def test_eval_crops_are_exact(jpegs):

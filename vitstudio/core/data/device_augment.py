@@ -3,6 +3,15 @@
 Random resized crop parameters come from timm's own `RandomResizedCropAndInterpolation.get_params` (the same
 distribution as the plain PIL path), the crop is cut from the cached uint8 image, resized on the device
 (antialiased, rounded to uint8 levels like PIL), flipped and normalised there, a whole batch at a time.
+
+Two resize paths. The batched one (default on CUDA) pads the batch's images into one tensor and resizes every crop of
+the batch with two batched matrix products, out = Wy · image · Wxᵀ, where Wy and Wx hold the antialiased
+resampling weights of each crop (PIL's and torch's formula: the filter stretched by the downscale factor,
+renormalised at the edges) placed at the crop's rows and columns; then it rounds, flips and normalises the batch
+in three element-wise ops. The per-image path (`F.interpolate(antialias=True)`, one call per crop) is the same
+arithmetic one crop at a time, and the reference the tests compare it with. (An area filter through
+`torchvision.ops.roi_align` was tried first: one call, but blurrier than PIL's kernel — the augmentation-statistics
+test rejected its sharpness and contrast.)
 """
 
 from __future__ import annotations
@@ -23,6 +32,29 @@ from vitstudio.core.data.imagecache import DecodedImages
 MODES = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest", "random": "bilinear"}
 
 
+def _filter(mode: str, x: np.ndarray) -> np.ndarray:
+    x = np.abs(x)
+    if mode == "bilinear":
+        return np.clip(1.0 - x, 0.0, None)
+    a = -0.5  # PIL's and torch's antialiased bicubic
+    return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
+                    np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0.0))
+
+
+def resample_weights(length: int, out: int, mode: str) -> np.ndarray:
+    """(out, length) weights of an antialiased resize of `length` samples to `out` (torch's `_upsample_*_aa`
+    and PIL's ImagingResample): the filter is stretched by the downscale factor and renormalised at the edges."""
+    scale = length / out
+    support = (1.0 if mode == "bilinear" else 2.0) * max(scale, 1.0)
+    centre = scale * (np.arange(out) + 0.5)
+    lo = np.maximum((centre - support + 0.5).astype(int), 0)
+    hi = np.minimum((centre + support + 0.5).astype(int), length)
+    j = np.arange(length)
+    w = _filter(mode, (j[None, :] - centre[:, None] + 0.5) / max(scale, 1.0))
+    w = np.where((j[None, :] >= lo[:, None]) & (j[None, :] < hi[:, None]), w, 0.0)
+    return w / w.sum(1, keepdims=True)
+
+
 def shard_indices(indices: Sequence[int], rank: int, world: int) -> list[int]:
     """DistributedSampler's split: pad by wrapping to a multiple of `world`, then every world-th from `rank`."""
     indices = list(indices)
@@ -38,7 +70,7 @@ class DeviceTrainBatches:
                  scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), hflip: float = 0.5, mean=(0.485, 0.456, 0.406),
                  std=(0.229, 0.224, 0.225), interpolation: str = "bilinear", batch_size: int = 32,
                  device: torch.device | None = None, seed: int = 0, drop_last: bool = False,
-                 rank: int = 0, world: int = 1, device_budget: int = 4 << 30) -> None:
+                 rank: int = 0, world: int = 1, device_budget: int = 4 << 30, batched: bool | None = None) -> None:
         self.cache, self.size = cache, tuple(size)
         self.labels = torch.as_tensor(list(labels), dtype=torch.long)
         self.scale, self.ratio, self.hflip = tuple(scale), tuple(ratio), hflip
@@ -46,6 +78,9 @@ class DeviceTrainBatches:
         device = device or torch.device("cpu")
         self.batch_size, self.device, self.seed, self.drop_last = batch_size, device, seed, drop_last
         self.rank, self.world = rank, world
+        # dense matrix products win where launches are dear and FLOPs cheap (GPUs); on a CPU the sparse per-image
+        # kernels are faster (measured here: 1,153 img/s per-image vs 210 batched, 64 × 224² bicubic crops)
+        self.batched = device.type == "cuda" if batched is None else batched
         bad = set(cache.bad)
         self.valid = [k for k in range(len(cache)) if k not in bad]
         self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1) * 255
@@ -80,9 +115,7 @@ class DeviceTrainBatches:
         return plan
 
     def _crop(self, k: int, top: int, left: int, ch: int, cw: int, flip: bool) -> torch.Tensor:
-        h, w, c = (int(v) for v in self.cache.shapes[k])
-        img = self.flat[int(self.cache.offsets[k]): int(self.cache.offsets[k]) + h * w * c].view(h, w, c)
-        crop = img[top: top + ch, left: left + cw].to(self.device, non_blocking=True)
+        crop = self._image(k)[top: top + ch, left: left + cw].to(self.device, non_blocking=True)
         crop = crop.permute(2, 0, 1)[None].float()
         antialias = self.mode in ("bilinear", "bicubic")
         out = F.interpolate(crop, size=self.size, mode=self.mode, antialias=antialias,
@@ -90,8 +123,33 @@ class DeviceTrainBatches:
         out = out.round_().clamp_(0, 255)  # the uint8 levels a PIL resize would give
         return out[0].flip(-1) if flip else out[0]
 
+    def _image(self, k: int) -> torch.Tensor:
+        h, w, c = (int(v) for v in self.cache.shapes[k])
+        return self.flat[int(self.cache.offsets[k]): int(self.cache.offsets[k]) + h * w * c].view(h, w, c)
+
+    def _resize_batched(self, batch) -> torch.Tensor:
+        """Every crop of the batch resized by two batched matrix products over the batch's images, padded to one
+        size; each crop's weights sit at its rows and columns (zero elsewhere, padding included)."""
+        images = [self._image(item[0]) for item in batch]
+        height, width = max(i.shape[0] for i in images), max(i.shape[1] for i in images)
+        canvas = torch.zeros((len(images), 3, height, width), device=self.device)
+        wy = np.zeros((len(batch), self.size[0], height), np.float32)
+        wx = np.zeros((len(batch), self.size[1], width), np.float32)
+        for n, (img, (_, top, left, ch, cw, _)) in enumerate(zip(images, batch)):
+            canvas[n, :, :img.shape[0], :img.shape[1]] = img.to(self.device, non_blocking=True).permute(2, 0, 1)
+            wy[n, :, top:top + ch] = resample_weights(ch, self.size[0], self.mode)
+            wx[n, :, left:left + cw] = resample_weights(cw, self.size[1], self.mode)
+        wy, wx = (torch.from_numpy(w).to(self.device, non_blocking=True) for w in (wy, wx))
+        out = torch.einsum("bih,bchw,bjw->bcij", wy, canvas, wx)
+        out = out.round_().clamp_(0, 255)  # the uint8 levels a PIL resize would give
+        flips = torch.tensor([item[5] for item in batch], device=self.device).view(-1, 1, 1, 1)
+        return torch.where(flips, out.flip(-1), out)
+
     def _make(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
-        x = torch.stack([self._crop(*item) for item in batch])
+        if self.batched and self.mode != "nearest":
+            x = self._resize_batched(batch)
+        else:
+            x = torch.stack([self._crop(*item) for item in batch])
         y = self.labels[[item[0] for item in batch]]
         return (x - self.mean) / self.std, y.to(self.device, non_blocking=True)
 
