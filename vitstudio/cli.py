@@ -161,6 +161,10 @@ def _predict(args) -> int:
     if args.topk < 1 or args.batch_size < 1:
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    from .core.train.distributed import device_for, finish, init_distributed
+
+    info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
+    args.device = device_for(info, args.device)
     loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
@@ -169,11 +173,22 @@ def _predict(args) -> int:
         print("error: no image files found in the given paths", file=sys.stderr)
         return EXIT_SOME_FAILED
     bar = tqdm(total=len(files), unit="img", file=sys.stderr,
-               disable=args.quiet or len(files) <= args.batch_size)
-    results = []
-    for batch in classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size):
-        results.extend(batch)
-        bar.update(len(batch))
+               disable=args.quiet or len(files) <= args.batch_size or not info.main)
+    if info.enabled:
+        from .core.folder.sharded import classify_sharded
+
+        results = classify_sharded(loaded, [str(f) for f in files], info, args.topk, args.batch_size,
+                                   on_batch=lambda n: bar.update(n * info.world))
+        finish(info)
+        if not info.main:
+            return EXIT_OK
+        batches = [results]
+    else:
+        results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size)
+    for batch in batches:
+        if not info.enabled:
+            results.extend(batch)
+            bar.update(len(batch))
         if args.json:
             for pred in batch:
                 print(json.dumps(pred.to_json()), flush=True)

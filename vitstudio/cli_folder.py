@@ -1,6 +1,8 @@
 """`vitstudio embed | sort | audit`: a whole folder through the model, over the same core as the app's folder view.
 
-embed  SRC… --model M [--out FILE.npz]             pooled features + logits of every image (cached; prints counts)
+embed  SRC… --model M [--out FILE.npz]             pooled features + logits of every image (cached; prints counts);
+                                                   under `torchrun --nproc-per-node N -m vitstudio embed …` the
+                                                   processes share the files (so does `predict`)
 sort   SRC… --model M --out DIR [--move] [--min-confidence P] [--dry-run] [--undo LOG]
 audit  DATA --model M [--json] [--threshold T]     duplicates, leaks across train/val, doubtful labels
 """
@@ -55,15 +57,31 @@ def _embedded(args, loaded):
     return _drain(embed_folder(loaded, args.paths, args.batch_size), args.quiet)
 
 
+def _embedded_sharded(args, loaded, info):
+    """Under torchrun: the new files shared among the processes, rank 0 caches and returns them (others None)."""
+    from .cli_train import _drain
+    from .core.data.images import expand_paths
+    from .core.folder.sharded import embed_sharded
+
+    files = [str(p) for p in expand_paths(args.paths)]
+    return _drain(embed_sharded(loaded, files, info, args.batch_size), args.quiet or not info.main)
+
+
 def embed_cmd(args) -> int:
     import numpy as np
 
     from .cli import _load
+    from .core.train.distributed import device_for, finish, init_distributed
 
+    info = init_distributed()  # under torchrun: the processes share the files, rank 0 writes
+    args.device = device_for(info, args.device)
     loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
-    result = _embedded(args, loaded)
+    result = _embedded_sharded(args, loaded, info) if info.enabled else _embedded(args, loaded)
+    finish(info)
+    if result is None:  # not rank 0
+        return EXIT_OK
     for path, reason in result.errors:
         print(f"{path}: {reason}", file=sys.stderr)
     print(f"{len(result.paths)} images embedded ({result.computed} computed, "

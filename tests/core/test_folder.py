@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -336,3 +338,49 @@ def test_a_run_leaves_out_the_excluded_files_and_the_dataset_untouched(tmp_path)
                  "--exclude-list", str(listing), "--quiet"]) == 0
     split = json.loads((tmp_path / "cli" / "split.json").read_text())
     assert not {"red/001.png", "blue/004.png"} & {row[0] for row in split["train"] + split["val"]}
+
+
+def _torchrun(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+           "vitstudio", *args]
+    res = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    return res
+
+
+def test_predict_and_embed_across_two_processes(digits, tmp_path):
+    """`torchrun --nproc-per-node 2 -m vitstudio predict|embed` (gloo on the CPU): each process takes every
+    second file, rank 0 writes one result in input order, equal to a single process's; rank 0 alone fills the
+    embedding cache, so a second run computes nothing."""
+    import csv as csv_module
+    import json
+
+    from vitstudio.cli import main
+
+    src = tmp_path / "src"
+    for d in ("1", "7"):
+        shutil.copytree(digits / d, src / d)
+    (src / "7" / "broken.png").write_bytes(b"not an image")
+    model = str(bundled_demo())
+    assert main(["predict", str(src), "--model", model, "--csv", str(tmp_path / "one.csv"), "--quiet"]) == 1
+    _torchrun("predict", str(src), "--model", model, "--csv", str(tmp_path / "two.csv"), "--quiet")
+    with open(tmp_path / "one.csv") as a, open(tmp_path / "two.csv") as b:
+        one, two = list(csv_module.reader(a)), list(csv_module.reader(b))
+    assert [r[0] for r in one] == [r[0] for r in two] and len(one) == 62  # header + 61 files, input order
+    for r1, r2 in zip(one[1:], two[1:]):
+        assert r1[1] == r2[1] and r1[2::3] == r2[2::3]  # same error / labels
+        if not r1[1]:
+            np.testing.assert_allclose([float(v) for v in r1[3::3]], [float(v) for v in r2[3::3]], atol=1e-5)
+    assert sum(bool(r[1]) for r in two[1:]) == 1  # the broken file, reported once, in its place
+
+    single = run(embed_folder(load_model(model), [str(src)]))
+    shutil.rmtree(os.environ["VITSTUDIO_CACHE_DIR"])  # the sharded run starts from an empty cache
+    res = _torchrun("embed", str(src), "--model", model, "--out", str(tmp_path / "two.npz"), "--quiet")
+    assert "60 images embedded (60 computed" in res.stderr and res.stderr.count("images embedded") == 1
+    got = np.load(tmp_path / "two.npz")
+    assert list(got["paths"]) == list(single.paths)
+    np.testing.assert_allclose(got["features"], single.features_of(), atol=1e-5)
+    res = _torchrun("embed", str(src), "--model", model, "--quiet")
+    assert "(0 computed, 60 from the cache)" in res.stderr
+    assert json.loads((EmbeddingCache(load_model(model)).folder / "index.json").read_text())["rows"] == 60
