@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--decoder", default="auto", choices=["auto", "tensor", "pil"],
+                   help="auto: JPEGs decoded and preprocessed on a GPU (torchvision), PIL on a CPU; tensor / pil "
+                        "force one (unreadable-by-tensor files always fall back to PIL)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
@@ -178,13 +181,14 @@ def _predict(args) -> int:
         from .core.folder.sharded import classify_sharded
 
         results = classify_sharded(loaded, [str(f) for f in files], info, args.topk, args.batch_size,
-                                   on_batch=lambda n: bar.update(n * info.world))
+                                   on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
         finish(info)
         if not info.main:
             return EXIT_OK
         batches = [results]
     else:
-        results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size)
+        results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
+                                              decoder=args.decoder)
     for batch in batches:
         if not info.enabled:
             results.extend(batch)

@@ -112,11 +112,28 @@ class DecodedBatch:
         return [(p, err) for p, _, err in self.items if err is not None]
 
 
+def use_tensor_decoder(loaded: LoadedModel, decoder: str) -> bool:
+    """'tensor' or 'pil' as asked; 'auto': tensors (decode_jpeg, preprocessing on the device) on a GPU, PIL on a
+    CPU (where PIL is the exact reference and no slower)."""
+    from vitstudio.core.data import tensor_decode
+
+    if decoder not in ("auto", "tensor", "pil"):
+        raise ValueError(f"Unknown decoder '{decoder}'; use auto, tensor or pil.")
+    wanted = decoder == "tensor" or (decoder == "auto" and loaded.device.type == "cuda")
+    return wanted and tensor_decode.supports(loaded.data_config)
+
+
 def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], batch_size: int = 32,
-                    cancel: CancelToken | None = None, readers: int | None = None) -> Iterator[DecodedBatch]:
+                    cancel: CancelToken | None = None, readers: int | None = None,
+                    decoder: str = "auto") -> Iterator[DecodedBatch]:
     """Files and folders -> batches of `batch_size` readable images (with the unreadable ones in between).
 
-    Images are decoded and cropped by `readers` threads (default: up to 4) ahead of the consumer."""
+    Images are decoded and cropped by `readers` threads (default: up to 4) ahead of the consumer; with the
+    tensor decoder (see `use_tensor_decoder`), the threads only read bytes and a batch is decoded and
+    preprocessed on the model's device (its items then carry no PIL crops)."""
+    if use_tensor_decoder(loaded, decoder):
+        yield from _tensor_batches(loaded, paths, batch_size, cancel, readers)
+        return
     workers = readers or min(4, os.cpu_count() or 1)
     decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path), expand_paths(paths), 2 * batch_size, workers)
     pending: list[tuple[str, Image.Image | None, str | None]] = []
@@ -137,14 +154,39 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
         yield batch()
 
 
+def _tensor_batches(loaded: LoadedModel, paths, batch_size: int, cancel, readers) -> Iterator[DecodedBatch]:
+    from vitstudio.core.data import tensor_decode
+
+    workers = readers or min(8, os.cpu_count() or 1)
+    raw = _read_ahead(tensor_decode.read_bytes, (str(p) for p in expand_paths(paths)), 2 * batch_size, workers)
+    pending: list = []
+
+    def batch() -> DecodedBatch:
+        decoded = tensor_decode.decode(pending, loaded.device)
+        tensors = [tensor_decode.eval_preprocess(t, loaded.data_config) for _, t, _ in decoded if t is not None]
+        items = [(p, True if t is not None else None, err) for p, t, err in decoded]  # True: decoded, no PIL crop
+        pending.clear()
+        return DecodedBatch(items, torch.stack(tensors) if tensors else None)
+
+    for item in raw:
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        pending.append(item)
+        if len(pending) >= batch_size:
+            yield batch()
+    if pending:
+        yield batch()
+
+
 def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,
                    batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False,
-                   readers: int | None = None) -> Iterator[list[Prediction]]:
+                   readers: int | None = None, decoder: str = "auto") -> Iterator[list[Prediction]]:
     """Classify files and folders batch by batch; unreadable files become error records, the batch goes on.
 
-    Yields one list per processed batch (errors included, in input order).
+    Yields one list per processed batch (errors included, in input order). Keeping the crops needs PIL's.
     """
-    for batch in decoded_batches(loaded, paths, batch_size, cancel, readers):
+    decoder = "pil" if keep_crops else decoder
+    for batch in decoded_batches(loaded, paths, batch_size, cancel, readers, decoder):
         good = batch.good
         results = {}
         if good:

@@ -160,7 +160,7 @@ class EmbeddingCache:
 
 
 def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32, cancel: CancelToken | None = None,
-                 root: Path | None = None) -> Generator[Progress, None, FolderEmbeddings]:
+                 root: Path | None = None, decoder: str = "auto") -> Generator[Progress, None, FolderEmbeddings]:
     """Pooled features and logits of every image under `paths` (files and folders, recursively), from the cache
     where the file is unchanged, computed (and cached) otherwise. Yields Progress; returns FolderEmbeddings."""
     cache = EmbeddingCache(loaded, root)
@@ -169,7 +169,7 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     errors: dict[str, str] = {}
     done = 0
     yield Progress(0, len(todo), f"Embedding {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
-    for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel):
+    for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel, decoder=decoder):
         errors.update(batch.errors)
         if batch.tensor is not None:
             features, logits = pooled_features(loaded, batch.tensor)

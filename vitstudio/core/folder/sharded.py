@@ -39,11 +39,11 @@ def gather_in_order(info: DistInfo, pairs: list[tuple[int, object]]) -> list | N
 
 
 def classify_sharded(loaded: LoadedModel, files: Sequence[str], info: DistInfo, topk: int = 5,
-                     batch_size: int = 32, on_batch=None) -> list | None:
+                     batch_size: int = 32, on_batch=None, decoder: str = "auto") -> list | None:
     """Predictions for every file in input order on rank 0 (None elsewhere); `on_batch(n)` after each batch."""
     share = my_share(files, info)
     results = []
-    for batch in classify_files(loaded, [f for _, f in share], topk=topk, batch_size=batch_size):
+    for batch in classify_files(loaded, [f for _, f in share], topk=topk, batch_size=batch_size, decoder=decoder):
         results.extend(batch)
         if on_batch is not None:
             on_batch(len(batch))
