@@ -92,9 +92,18 @@ def timing(args, model_name: str) -> None:
     tokens = loaded.num_prefix_tokens + loaded.grid_size[0] * loaded.grid_size[1]
     print(f"model {model_name}  device {device}  tokens {tokens}  torch {torch.__version__}  "
           f"threads {torch.get_num_threads()}")
+    peaks = {}
+    if device.type == "cuda":  # peak GPU memory of each variant, one call each
+        for name, fn in runs.items():
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(device)
+            fn()
+            sync()
+            peaks[name] = torch.cuda.max_memory_allocated(device) / 2**20
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:<32} {med * 1e3:9.1f} ms   ratio {med / base:5.2f}")
+        gpu = f"   peak GPU {peaks[name]:8.0f} MB" if name in peaks else ""
+        print(f"  {name:<32} {med * 1e3:9.1f} ms   ratio {med / base:5.2f}{gpu}")
 
 
 def memory(args) -> None:

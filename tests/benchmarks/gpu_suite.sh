@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The GPU suite: every GPU figure the project needs, each beside its reference in the same run, in one lease
+# (< 8 minutes of wall time on an H200-class GPU).
+#
+#     bash tests/benchmarks/gpu_suite.sh [OUT_DIR]        (default OUT_DIR: gpu_suite_out)
+#     SMOKE=1 DEVICE=cpu bash tests/benchmarks/gpu_suite.sh /tmp/out   (tiny models: checks the suite runs anywhere)
+#
+# Stages (each with its own time limit; a failed or timed-out stage is recorded and the suite goes on):
+#   predict   ViT-B/16 and ViT-L/16, fp32 and bf16: batch 1 latency and batch 256 throughput, engine vs bare timm
+#   explain   ViT-B/16 and ViT-L/14 at 518 (DINOv2 shape): analyses vs the bare fused forward, peak GPU memory;
+#             peak extra host memory of the analyses on ViT-L/14 @ 518 (goal ≤ 1.5 GB)
+#   finetune  ViT-B/16 shape, 2,000 generated 500×375 JPEGs, bf16: ceiling / timm-style DataLoader / engine epoch 1 /
+#             epochs ≥ 2 (goals: ≥ 0.9× ceiling, ≥ 1.7× the DataLoader)
+#   folder    folder classification: GPU JPEG decode vs PIL threads vs the bare model on pre-decoded tensors, and the
+#             two paths' top-1 agreement and max |Δ logit| (goal: ≥ 0.9× bare)
+#   tests     the CUDA-only tests (nvJPEG decode vs CPU)
+# Writes OUT_DIR/<stage>.log, OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, output lines) and
+# prints the readable tables. Needs a Python with torch (CUDA) and timm; everything else it imports is in this
+# repository (the benchmarks put the repo root on sys.path; nothing is downloaded — models use random weights).
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${1:-gpu_suite_out}
+mkdir -p "$OUT"
+
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for candidate in .venv/bin/python python3 python; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "import torch, timm" >/dev/null 2>&1; then
+      PY=$candidate
+      break
+    fi
+  done
+fi
+if [ -z "$PY" ]; then
+  echo "gpu_suite: no Python with torch and timm found (set PYTHON=...)" >&2
+  exit 2
+fi
+"$PY" - <<'EOF' | tee "$OUT/environment.log"
+import platform, torch, timm
+print(f"python {platform.python_version()}, torch {torch.__version__}, timm {timm.__version__}, "
+      f"CUDA available {torch.cuda.is_available()}")
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print(f"GPU {p.name}, {p.total_memory / 2**30:.0f} GiB, bf16 {torch.cuda.is_bf16_supported()}")
+EOF
+
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+export VITSTUDIO_CACHE_DIR="$OUT/cache"
+export HF_HUB_OFFLINE=1
+STAGES=()
+
+stage() {  # stage NAME SECONDS ARGS...: run "$PY ARGS..." under a time limit, log it, print it
+  local name=$1 limit=$2
+  shift 2
+  local start rc
+  start=$(date +%s)
+  timeout "$limit" "$PY" "$@" >"$OUT/$name.log" 2>&1
+  rc=$?
+  local seconds=$(( $(date +%s) - start ))
+  echo "== $name (exit $rc, ${seconds}s)"
+  grep -v -e "Warning" -e "warnings.warn" "$OUT/$name.log" | tail -n 40
+  STAGES+=("$name|$rc|$seconds|$*")
+}
+
+DEVICE=${DEVICE:-cuda}
+if [ "${SMOKE:-0}" = 1 ]; then  # a few seconds per stage on any machine: checks the suite itself, not speed
+  B=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=10; L=$B; L518=custom:img=56,patch=14,width=64,depth=2,heads=2
+  B4=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=4; N=64; BATCH=16; PREC=fp32
+else
+  B=vit_base_patch16_224; L=vit_large_patch16_224; L518=vit_large_patch14_dinov2
+  B4=custom:img=224,patch=16,width=768,depth=12,heads=12,classes=4; N=2000; BATCH=256; PREC=bf16
+fi
+
+stage predict-vitb-fp32 75 tests/benchmarks/predict.py --model "$B" --device "$DEVICE" --batch "$BATCH" --precision fp32
+stage predict-vitb-bf16 75 tests/benchmarks/predict.py --model "$B" --device "$DEVICE" --batch "$BATCH" --precision bf16
+stage predict-vitl-fp32 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision fp32
+stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16
+stage explain 150 tests/benchmarks/explain.py --device "$DEVICE" --model "$B" "$L518" --memory-model "$L518"
+stage finetune 150 tests/benchmarks/finetune.py --model "$B4" --images "$N" --batch $(( BATCH / 2 )) \
+  --precision "$PREC" --device "$DEVICE" --epochs 3
+stage folder 75 tests/benchmarks/folder_decode.py --model "$B" --images "$N" --batch "$BATCH" --precision "$PREC" \
+  --device "$DEVICE"
+stage tests 60 -m pytest -q -p no:cacheprovider tests/core/test_tensor_decode.py -k gpu -s
+
+printf '%s\n' "${STAGES[@]}" >"$OUT/stages.txt"
+"$PY" - "$OUT" <<'EOF'
+import json, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+stages = {}
+for line in (out / "stages.txt").read_text().splitlines():
+    name, rc, seconds, command = line.split("|", 3)
+    log = (out / f"{name}.log").read_text(errors="replace").splitlines()
+    stages[name] = {"exit": int(rc), "seconds": int(seconds), "command": command,
+                    "output": [l for l in log if "Warning" not in l and "warnings.warn" not in l]}
+env = (out / "environment.log").read_text().splitlines()
+(out / "gpu_suite.json").write_text(json.dumps({"environment": env, "stages": stages}, indent=1))
+print(f"wrote {out / 'gpu_suite.json'}: " + ", ".join(f"{k} {v['exit']}" for k, v in stages.items()))
+EOF
