@@ -21,8 +21,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    "heads=..,classes=..")
     p.add_argument("--weights", help="weights file for the named architecture (.safetensors/.pth/.pt/.bin/.npz)")
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
-                   help="fp32, or bf16/fp16 autocast (default fp32)")
+    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
+                   help="auto (bf16 autocast on GPUs that support it, fp32 elsewhere; the default), fp32, or "
+                        "bf16/fp16 autocast")
 
 
 def _add_explain_parser(sub) -> None:
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    from .core.jobs import GPUOutOfMemory
+
     try:
         from .cli_folder import HANDLERS as FOLDER
         from .cli_train import HANDLERS as TRAIN
@@ -116,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
+    except GPUOutOfMemory as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:  # `vitstudio models | head`: the reader left; that is not an error
         import os
 

@@ -40,8 +40,9 @@ def add_parsers(sub) -> None:
     for name, kind, text in TRAIN_OPTIONS:
         p.add_argument(f"--{name}", type=kind, help=text + " (default: the preset's)")
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"],
-                   help="fp32, or bf16/fp16 autocast with mixed-precision training (default fp32)")
+    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
+                   help="auto (bf16 on GPUs that support it, fp32 elsewhere; the default), fp32, or bf16/fp16 "
+                        "autocast with mixed-precision training")
     aug = p.add_argument_group("augmentation (defaults: the preset's)")
     aug.add_argument("--scale", type=float, nargs=2, metavar=("MIN", "MAX"),
                      help="random-resized-crop area range, e.g. 0.75 1 for mild crops (0.08 1 is timm's ImageNet)")

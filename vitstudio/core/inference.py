@@ -13,6 +13,7 @@ from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.jobs import CancelToken
+from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.model import LoadedModel
 
 
@@ -40,7 +41,8 @@ class Prediction:
 
 def forward_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
     """(B, classes) float32 logits on the CPU for a (B, 3, H, W) normalised batch."""
-    with loaded.lock, torch.inference_mode(), loaded.autocast():
+    with (loaded.lock, torch.inference_mode(), loaded.autocast(),
+          explain_out_of_memory(loaded.device, len(batch), "while classifying")):
         logits = loaded.model(batch.to(loaded.device, non_blocking=True))
     return logits.float().cpu()
 

@@ -74,3 +74,8 @@ class Throttle:
             self._last = now
             return True
         return False
+
+
+class GPUOutOfMemory(RuntimeError):
+    """The accelerator ran out of memory; the message says which batch size should fit. The job fails, the app
+    and the CLI go on (one line, exit 2). Defined here, torch-free, so the CLI can catch it without importing torch."""

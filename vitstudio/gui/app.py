@@ -15,7 +15,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--weights", help="weights file for --model")
     ap.add_argument("--device", default=None, help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps "
                     "(default: the last one used)")
-    ap.add_argument("--precision", default=None, help="fp32, bf16 or fp16 (default: the last one used)")
+    ap.add_argument("--precision", default=None, help="auto, fp32, bf16 or fp16 (default: the last one used; "
+                    "auto at first: bf16 on GPUs that support it)")
     ap.add_argument("--compare", metavar="NAME_OR_PATH", help="second model for the Compare tab")
     ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare, "
                     "folder, training")
@@ -87,7 +88,7 @@ def _build_main_window(args):
     demo = bundled_demo()
     spec = args.model or settings.value("model", "") or (str(demo) if demo else "")
     device = args.device or settings.value("device", "auto")
-    precision = args.precision or settings.value("precision", "fp32")
+    precision = args.precision or settings.value("precision", "auto")
     if spec:
         window.request_model(spec, device, precision, args.weights)
         if demo is not None and spec != str(demo) and not args.model:

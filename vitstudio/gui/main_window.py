@@ -136,7 +136,7 @@ class MainWindow(QMainWindow):
 
     def _restore_settings(self) -> None:
         self.model_panel.device.setCurrentText(self.settings.value("device", "auto"))
-        self.model_panel.precision.setCurrentText(self.settings.value("precision", "fp32"))
+        self.model_panel.precision.setCurrentText(self.settings.value("precision", "auto"))
         if self.settings.value("geometry"):
             self.restoreGeometry(self.settings.value("geometry"))
             self.restoreState(self.settings.value("window_state"))
@@ -207,7 +207,7 @@ class MainWindow(QMainWindow):
     def _add_entry(self, entry) -> None:
         self.state.add_images([entry])
 
-    def request_model(self, spec: str, device: str = "auto", precision: str = "fp32",
+    def request_model(self, spec: str, device: str = "auto", precision: str = "auto",
                       weights: str | None = None) -> None:
         self.model_panel.set_spec(spec)
         self.state.model_loading.emit(spec)

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from vitstudio.core.analysis.capture import grid_for, resolve_layers
+from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import is_class_attention, is_windowed, token_stages
 
@@ -138,7 +139,8 @@ def token_norms(tokens: LayerTokens) -> tuple[np.ndarray, np.ndarray]:
 def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """((B, D) pooled features before the classifier, (B, classes) logits)."""
     model = loaded.model
-    with loaded.lock, torch.inference_mode(), loaded.autocast():
+    with (loaded.lock, torch.inference_mode(), loaded.autocast(),
+          explain_out_of_memory(loaded.device, len(x), "while embedding")):
         feats = model.forward_features(x.to(loaded.device))
         pooled = model.forward_head(feats, pre_logits=True)
         logits = model.forward_head(feats)

@@ -41,7 +41,7 @@ from vitstudio.core.models.checkpoints import (
     read_class_indices,
     read_state_dict,
 )
-from vitstudio.core.models.devices import resolve_device, validate_precision
+from vitstudio.core.models.devices import resolve_device, resolve_precision, validate_precision
 from vitstudio.core.models.hf_transformers import is_transformers_config
 from vitstudio.core.models.labels import resolve_labels
 from vitstudio.core.models.model import LoadedModel
@@ -86,7 +86,7 @@ def check_config_size(model_args: dict, source, architecture: str = "") -> None:
         raise ModelLoadError(str(exc)) from None
 
 
-def load_model(spec: str, weights: str | Path | None = None, device: str = "auto", precision: str = "fp32",
+def load_model(spec: str, weights: str | Path | None = None, device: str = "auto", precision: str = "auto",
                progress: ProgressFn | None = None, pretrained: bool = True) -> LoadedModel:
     """Load `spec` (see module doc) on `device` in eval mode; raise ModelLoadError with a clear message."""
     try:
@@ -97,7 +97,7 @@ def load_model(spec: str, weights: str | Path | None = None, device: str = "auto
         raise ModelLoadError(str(exc)) from None
     loaded.model.eval().to(dev)
     loaded.device = dev
-    loaded.precision = precision
+    loaded.precision = resolve_precision(precision, loaded.device)
     return loaded
 
 

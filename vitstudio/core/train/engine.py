@@ -36,6 +36,7 @@ from vitstudio.core.data.datasets import (
 )
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
+from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.train.distributed import (
@@ -291,7 +292,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         updates_per_epoch=steps_per_epoch)
     run = _Run(config, out, dist_info, split, base, model, model, cfg, loaders, optimizer, scheduler,
                steps_per_epoch, timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None,
-               torch.amp.GradScaler("cuda") if config.precision == "fp16" and base.device.type == "cuda" else None,
+               torch.amp.GradScaler("cuda") if base.precision == "fp16" and base.device.type == "cuda" else None,
                mixup, criterion, trainable)
     run.skipped = {**skipped, **loaders.failed}
     run.warnings.extend(data_warnings)
@@ -457,7 +458,7 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
         update = (step + 1) % config.grad_accum == 0 or last
         # with DDP, gradients of intermediate accumulation steps stay local (no all-reduce until the update)
         sync = contextlib.nullcontext() if update or not run.dist_info.enabled else run.train_model.no_sync()
-        with sync:
+        with sync, explain_out_of_memory(run.base.device, len(x), "while training on"):
             with run.base.autocast():
                 logits = run.train_model(x)
                 loss = run.criterion(logits.float(), target) / config.grad_accum

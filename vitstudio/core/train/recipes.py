@@ -38,7 +38,7 @@ class TrainConfig:
     drop_path: float = 0.0
     ema_decay: float = 0.0  # 0 = no EMA
     patience: int = 0  # early stopping after this many epochs without a better val accuracy; 0 = off
-    precision: str = "fp32"  # bf16 / fp16 autocast (fp16 uses a GradScaler on CUDA)
+    precision: str = "auto"  # auto (bf16 on GPUs that support it, else fp32) / fp32 / bf16 / fp16 (GradScaler)
     device: str = "auto"
     seed: int = 0
     img_size: int | None = None  # None or 0: the base model's input size

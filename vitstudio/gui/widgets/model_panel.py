@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.models.catalog import list_catalog
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
-from vitstudio.core.models.devices import PRECISIONS, available_devices
+from vitstudio.core.models.devices import CHOICES, available_devices
 
 from ..state import AppState
 
@@ -47,7 +47,8 @@ class ModelPanel(QWidget):
         self.device = QComboBox()
         self.device.addItems(["auto", *available_devices()])
         self.precision = QComboBox()
-        self.precision.addItems(list(PRECISIONS))
+        self.precision.addItems(list(CHOICES))
+        self.precision.setToolTip("auto: bf16 autocast on GPUs that support it, fp32 elsewhere")
         self.load_button = QPushButton("Load")
         self.load_button.clicked.connect(self._on_load_clicked)
         self.name.lineEdit().returnPressed.connect(self._on_load_clicked)

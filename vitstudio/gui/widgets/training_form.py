@@ -40,7 +40,7 @@ class TrainingFormWidget(QWidget):
         self.preset.addItems(list(PRESETS))
         self.preset.setCurrentText("last-blocks")
         self.precision = QComboBox()
-        self.precision.addItems(["fp32", "bf16", "fp16"])
+        self.precision.addItems(["auto", "fp32", "bf16", "fp16"])  # auto: bf16 on GPUs that support it
         self.advanced = QGroupBox("Advanced settings")
         self.advanced.setCheckable(True)
         self.advanced.setChecked(False)  # folded: the preset's values are used as they are
