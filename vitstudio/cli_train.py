@@ -63,7 +63,8 @@ def add_parsers(sub) -> None:
                    help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")
     p.add_argument("--channels-last", action="store_true", help="channels-last memory format for the model")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--fused-optimizer", action="store_true", help="fused optimizer kernels (CUDA)")
+    p.add_argument("--fused-optimizer", action="store_true",
+                   help="fused optimizer kernels on CUDA for any optimizer (default: on for AdamW and Adam)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p = sub.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")

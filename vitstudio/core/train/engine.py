@@ -312,11 +312,15 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
 
 def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
     """timm's optimizer factory: parameter groups (no decay on biases/norms unless the recipe says otherwise),
-    layer-wise lr decay, fused kernels on CUDA when asked."""
+    layer-wise lr decay; fused kernels on CUDA (by default for AdamW/Adam, whose torch implementations have them:
+    one kernel per parameter group instead of several per tensor)."""
+    fused = config.fused_optimizer
+    if fused is None:
+        fused = config.opt in ("adamw", "adam")
     return timm.optim.create_optimizer_v2(
         model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
         layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
-        **({"fused": True} if config.fused_optimizer and device.type == "cuda" else {}))
+        **({"fused": True} if fused and device.type == "cuda" else {}))
 
 
 def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str]) -> tuple[nn.Module, dict, str]:

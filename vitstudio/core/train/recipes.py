@@ -59,7 +59,7 @@ class TrainConfig:
     cache_memory_gb: float = 2.0  # a larger decoded cache is memory-mapped from ~/.cache/vitstudio/decoded
     channels_last: bool = False
     compile: bool = False  # torch.compile the model
-    fused_optimizer: bool = False  # fused AdamW/SGD kernels (CUDA)
+    fused_optimizer: bool | None = None  # fused kernels on CUDA; None: on for AdamW/Adam on CUDA (torch's own)
     probe_image: str | None = None  # its rollout is snapshotted after every epoch
     exclude: tuple[str, ...] = ()  # files left out of training and validation (label review); the dataset untouched
     extra: dict = field(default_factory=dict)
