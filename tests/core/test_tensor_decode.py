@@ -111,3 +111,20 @@ def test_gpu_decode_matches_the_cpu_path(jpegs):
     pixels = (pil.cuda() - ten).abs().mean()
     print(f"\nGPU vs PIL: max |Δ logit| {(a - b).abs().max():.2e}, pixels mean |Δ| {pixels:.4f}")
     assert np.isfinite(b.cpu().numpy()).all()
+
+
+def test_training_cache_built_by_the_tensor_decoder(jpegs, tmp_path):
+    """The decoded-image cache of a training run, built a batch at a time by the tensor decoder (as on a GPU):
+    the same shapes, the same failures and pixels within rounding of PIL's, under its own cache key."""
+    from tests.core.generators import drain
+    from vitstudio.core.data.imagecache import build_cache, cache_key
+
+    (tmp_path / "bad.jpg").write_bytes(b"\xff\xd8\xff broken")
+    files = [*jpegs, tmp_path / "bad.jpg"]
+    pil = drain(build_cache(files, 80, folder=tmp_path / "c1", decoder="pil"))
+    ten = drain(build_cache(files, 80, folder=tmp_path / "c2", decoder="tensor"))
+    assert cache_key(files, 80, "tensor") != cache_key(files, 80, "pil")
+    assert (pil.shapes == ten.shapes).all() and pil.bad == ten.bad == [len(jpegs)]
+    assert set(pil.failed) == set(ten.failed) == {str(tmp_path / "bad.jpg")}
+    diff = np.abs(np.asarray(pil.data, np.int16) - np.asarray(ten.data, np.int16))
+    assert diff.mean() < 1.0 and np.quantile(diff, 0.999) <= 4, (diff.mean(), diff.max())

@@ -54,8 +54,8 @@ class DecodedImages:
         return int(self.data.shape[0])
 
 
-def cache_key(paths: Sequence[Path], short_side: int) -> str:
-    digest = hashlib.sha1(f"v1:{short_side}".encode())
+def cache_key(paths: Sequence[Path], short_side: int, decoder: str = "pil") -> str:
+    digest = hashlib.sha1(f"v1:{short_side}".encode() + (b"" if decoder == "pil" else f":{decoder}".encode()))
     for p in paths:
         st = Path(p).stat()
         digest.update(f"{Path(p).resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
@@ -70,15 +70,53 @@ def _resize_short_side(img: Image.Image, short_side: int) -> Image.Image:
     return img.resize((max(1, round(w * scale)), max(1, round(h * scale))), Image.BICUBIC, reducing_gap=None)
 
 
+def _pil_images(paths: Sequence[Path], short_side: int) -> Iterator[tuple[np.ndarray | None, str | None]]:
+    for path in paths:
+        try:
+            yield np.asarray(_resize_short_side(read_image(path), short_side), dtype=np.uint8), None
+        except ImageReadError as exc:
+            yield None, exc.reason
+
+
+def _tensor_images(paths: Sequence[Path], short_side: int, device, batch: int = 64
+                   ) -> Iterator[tuple[np.ndarray | None, str | None]]:
+    """The same images decoded a batch at a time on `device` (nvJPEG on a GPU; PIL for what it cannot take),
+    resized there (antialiased bicubic, never upsampled, rounded like PIL) and brought back as uint8."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+    import torch.nn.functional as F
+
+    from vitstudio.core.data import tensor_decode
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        for start in range(0, len(paths), batch):
+            files = list(pool.map(tensor_decode.read_bytes, [str(p) for p in paths[start:start + batch]]))
+            for _, image, err in tensor_decode.decode(files, device):
+                if image is None:
+                    yield None, err
+                    continue
+                _, h, w = image.shape
+                scale = short_side / min(h, w)
+                if scale < 1:
+                    size = (max(1, round(h * scale)), max(1, round(w * scale)))
+                    image = F.interpolate(image[None].float(), size=size, mode="bicubic", antialias=True,
+                                          align_corners=False)[0].round_().clamp_(0, 255).to(torch.uint8)
+                yield image.permute(1, 2, 0).contiguous().cpu().numpy(), None
+
+
 def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 << 30,
-                folder: Path | None = None, cancel: CancelToken | None = None) -> Iterator[Progress]:
+                folder: Path | None = None, cancel: CancelToken | None = None, device=None,
+                decoder: str = "auto") -> Iterator[Progress]:
     """Generator: yields Progress while decoding, returns DecodedImages (`cache = yield from build_cache(...)`).
 
     Reuses a cache file with the same key; keeps the result in memory when it fits `memory_budget` bytes,
-    otherwise writes it to `folder` (default: ~/.cache/vitstudio/decoded) and memory-maps it.
+    otherwise writes it to `folder` (default: ~/.cache/vitstudio/decoded) and memory-maps it. Decoding is PIL's,
+    one file at a time, or (decoder 'tensor', or 'auto' with a CUDA `device`) batches decoded on the device.
     """
     folder = folder or cache_dir()
-    key = cache_key(paths, short_side)
+    on_device = decoder == "tensor" or (decoder == "auto" and device is not None and device.type == "cuda")
+    key = cache_key(paths, short_side, "tensor" if on_device else "pil")
     data_file, index_file = folder / f"{key}.u8", folder / f"{key}.json"
     if data_file.exists() and index_file.exists():
         index = json.loads(index_file.read_text())
@@ -94,13 +132,12 @@ def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 <
     folder.mkdir(parents=True, exist_ok=True)
     tmp = data_file.with_suffix(".u8.tmp")
     try:
-        for n, path in enumerate(paths, 1):
+        images = _tensor_images(paths, short_side, device or "cpu") if on_device else _pil_images(paths, short_side)
+        for n, (path, (im, error)) in enumerate(zip(paths, images), 1):
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            try:
-                im = np.asarray(_resize_short_side(read_image(path), short_side), dtype=np.uint8)
-            except ImageReadError as exc:
-                failed[str(path)] = exc.reason
+            if im is None:
+                failed[str(path)] = error
                 bad.append(n - 1)
                 im = np.zeros((1, 1, 3), np.uint8)  # keeps indices aligned; the sampler skips it
             shapes.append(im.shape)

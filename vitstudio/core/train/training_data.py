@@ -71,7 +71,7 @@ def make_loaders(split: Split, cfg: dict, config: TrainConfig, device: torch.dev
     size = tuple(cfg["input_size"][1:])
     paths = [p for p, _ in split.train]
     cache = yield from build_cache(paths, short_side_for(max(size)), int(config.cache_memory_gb * (1 << 30)),
-                                   cancel=cancel)
+                                   cancel=cancel, device=device)  # decoded on the GPU when training on one
     train = DeviceTrainBatches(
         cache, [label for _, label in split.train], size, scale=config.scale, hflip=config.hflip,
         mean=cfg["mean"], std=cfg["std"], interpolation=cfg["interpolation"], batch_size=config.batch_size,
