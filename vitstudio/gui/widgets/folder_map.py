@@ -45,10 +45,15 @@ class FolderMapWidget(pg.PlotWidget):
         self.box.setVisible(False)
         self.addItem(self.box)
         self.box.sigRegionChangeFinished.connect(self._on_box)
+        self.setTitle("Open a folder: every image appears here, placed by its features", size="9pt")
 
     def set_points(self, coords: np.ndarray, groups: list, method: str) -> None:
         self.coords = np.asarray(coords, np.float32)
         self.set_groups(groups)
+        if not len(self.coords):
+            self.box.setVisible(False)
+            self.setTitle("Open a folder: every image appears here, placed by its features", size="9pt")
+            return
         self.setTitle(f"{len(self.coords)} images ({method.upper()}); drag the box to select", size="9pt")
         if len(self.coords):
             lo, hi = self.coords.min(0), self.coords.max(0)
