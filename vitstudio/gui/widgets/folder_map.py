@@ -10,6 +10,7 @@ from PySide6.QtCore import Signal
 from vitstudio.core.folder.results import FolderResults
 
 COLOUR_BY = ("prediction", "given label", "correct", "confidence")
+EMPTY = "Open a folder: every image appears here, placed by its features"
 
 
 def colour_groups(results: FolderResults, by: str) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
@@ -45,23 +46,22 @@ class FolderMapWidget(pg.PlotWidget):
         self.box.setVisible(False)
         self.addItem(self.box)
         self.box.sigRegionChangeFinished.connect(self._on_box)
-        self.setTitle("Open a folder: every image appears here, placed by its features", size="9pt")
+        self.setTitle(EMPTY, size="9pt")
 
     def set_points(self, coords: np.ndarray, groups: list, method: str) -> None:
         self.coords = np.asarray(coords, np.float32)
         self.set_groups(groups)
         if not len(self.coords):
             self.box.setVisible(False)
-            self.setTitle("Open a folder: every image appears here, placed by its features", size="9pt")
+            self.setTitle(EMPTY, size="9pt")
             return
         self.setTitle(f"{len(self.coords)} images ({method.upper()}); drag the box to select", size="9pt")
-        if len(self.coords):
-            lo, hi = self.coords.min(0), self.coords.max(0)
-            span = np.maximum(hi - lo, 1e-6)
-            # placed without 'finished' signals: only the user's drags select
-            self.box.setPos(lo + 0.25 * span, update=False, finish=False)
-            self.box.setSize(0.5 * span, finish=False)
-            self.box.setVisible(True)
+        lo, hi = self.coords.min(0), self.coords.max(0)
+        span = np.maximum(hi - lo, 1e-6)
+        # placed without 'finished' signals: only the user's drags select
+        self.box.setPos(lo + 0.25 * span, update=False, finish=False)
+        self.box.setSize(0.5 * span, finish=False)
+        self.box.setVisible(True)
         self.autoRange()
 
     def set_groups(self, groups: list) -> None:
