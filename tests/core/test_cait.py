@@ -173,10 +173,7 @@ def test_cait_loads_predicts_and_explains_like_the_formulas(cait, photos):
 
 
 def test_cait_embeddings_and_fine_tuning(cait, tmp_path, photos):
-    from tests.core.generators import drain
-    from tests.core.synthetic_data import make_dataset
-    from vitstudio.core.train.engine import fine_tune
-    from vitstudio.core.train.recipes import make_config
+    from tests.core.family_runs import last_blocks_run
 
     loaded = load_model(str(cait))
     x = loaded.to_tensor(loaded.crop(read_image(photos["rocket"])))[None]
@@ -187,17 +184,7 @@ def test_cait_embeddings_and_fine_tuning(cait, tmp_path, photos):
         inter = ref.forward_intermediates(x, indices=[1], output_fmt="NLC", intermediates_only=True)
     np.testing.assert_allclose(tokens[1].patches.reshape(1, -1, 32), inter[0].numpy(), atol=1e-5)
 
-    data = make_dataset(tmp_path / "data", per_class=4)
-    config = make_config(str(data), str(cait), str(tmp_path / "run"), "last-blocks", epochs=1, batch_size=4,
-                         drop_path=0.1, img_size=32)
-    assert drain(fine_tune(config)).status == "finished"
-    run = load_model(str(tmp_path / "run"))
     # last-blocks trains the last two trunk blocks, here CaiT's class-attention blocks, and leaves the patch stage
-    base = dict(loaded.model.named_parameters())
-    changed = {n for n, p in run.model.named_parameters() if not torch.equal(p, base[n])}
+    changed = last_blocks_run(cait, loaded, tmp_path, 32, photos["coffee"])
     assert any(n.startswith("blocks_token_only.1.") for n in changed) and "head.weight" in changed
     assert not any(n.startswith(("blocks.", "patch_embed.", "pos_embed")) for n in changed)
-    plain = timm.create_model(f"local-dir:{tmp_path / 'run'}", pretrained=True).eval()
-    x = run.to_tensor(run.crop(read_image(photos["coffee"])))[None]
-    with torch.no_grad():
-        torch.testing.assert_close(forward_logits(run, x), plain(x), atol=1e-5, rtol=0)

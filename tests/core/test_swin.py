@@ -122,10 +122,7 @@ def test_global_analyses_are_refused_with_the_reason(swin, photos, tmp_path):
 
 
 def test_swin_stage_embeddings_and_fine_tuning(swin, photos, tmp_path):
-    from tests.core.generators import drain
-    from tests.core.synthetic_data import make_dataset
-    from vitstudio.core.train.engine import fine_tune
-    from vitstudio.core.train.recipes import make_config
+    from tests.core.family_runs import last_blocks_run
 
     loaded = load_model(str(swin))
     img = read_image(photos["rocket"])
@@ -144,16 +141,6 @@ def test_swin_stage_embeddings_and_fine_tuning(swin, photos, tmp_path):
     np.testing.assert_allclose(sim, np.kron(coarse, np.ones((2, 2))), atol=1e-6)
     assert sim[3, 7] == pytest.approx(1.0, abs=1e-5)
 
-    data = make_dataset(tmp_path / "data", per_class=4)
-    config = make_config(str(data), str(swin), str(tmp_path / "run"), "last-blocks", epochs=1, batch_size=4,
-                         drop_path=0.1, img_size=40)
-    assert drain(fine_tune(config)).status == "finished"
-    run = load_model(str(tmp_path / "run"))
-    base = dict(loaded.model.named_parameters())
-    changed = {n for n, p in run.model.named_parameters() if not torch.equal(p, base[n])}
+    changed = last_blocks_run(swin, loaded, tmp_path, 40, photos["coffee"])
     assert any(n.startswith("layers.1.blocks.1.") for n in changed)
     assert not any(n.startswith(("layers.0.", "patch_embed.")) for n in changed)
-    plain = timm.create_model(f"local-dir:{tmp_path / 'run'}", pretrained=True).eval()
-    x = run.to_tensor(run.crop(read_image(photos["coffee"])))[None]
-    with torch.no_grad():
-        torch.testing.assert_close(forward_logits(run, x), plain(x), atol=1e-5, rtol=0)

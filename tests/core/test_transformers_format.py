@@ -22,12 +22,17 @@ SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, interme
              patch_size=8, num_labels=3, id2label=LABELS, label2id={v: k for k, v in LABELS.items()})
 
 
+def _jitter(model) -> None:
+    """transformers initialises some weights to zero: make every one matter."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+
+
 def _vit(folder):
     torch.manual_seed(0)
     model = transformers.ViTForImageClassification(transformers.ViTConfig(**SIZES)).eval()
-    with torch.no_grad():  # transformers initialises some weights to zero: make every one matter
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
+    _jitter(model)
     model.save_pretrained(folder)
     processor = transformers.ViTImageProcessor(size={"height": 32, "width": 32}, resample=2,
                                                image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
@@ -38,9 +43,7 @@ def _vit(folder):
 def _deit(folder):
     torch.manual_seed(1)
     model = transformers.DeiTForImageClassificationWithTeacher(transformers.DeiTConfig(**SIZES)).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
+    _jitter(model)
     model.save_pretrained(folder)
     processor = transformers.DeiTImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32,
                                                 "width": 32}, do_center_crop=True, resample=3)
@@ -58,9 +61,7 @@ def _dinov2(folder, swiglu=False, registers=0):
     else:
         config = transformers.Dinov2Config(**{**SIZES, "image_size": 56}, layerscale_value=0.5, use_swiglu_ffn=swiglu)
         model = transformers.Dinov2ForImageClassification(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
+    _jitter(model)
     model.save_pretrained(folder)
     processor = transformers.BitImageProcessor(size={"shortest_edge": 40}, crop_size={"height": 32, "width": 32},
                                                do_center_crop=True, resample=3, image_mean=[0.485, 0.456, 0.406],
@@ -73,9 +74,7 @@ def _beit(folder, **options):
     torch.manual_seed(4)
     config = transformers.BeitConfig(**SIZES, layer_scale_init_value=0.5, **options)
     model = transformers.BeitForImageClassification(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
+    _jitter(model)
     model.save_pretrained(folder)
     processor = transformers.BeitImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32,
                                                 "width": 32}, do_center_crop=True, resample=3)
