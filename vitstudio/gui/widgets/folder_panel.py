@@ -67,6 +67,26 @@ class FolderPanel(QWidget):
 
     # -- construction --------------------------------------------------------------------------------
     def _build(self) -> None:
+        top, filters = self._build_controls()
+        self._build_table()
+        self._build_side()
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(self.side)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setSizes([520, 480])  # the table's six columns visible at once
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(filters)
+        layout.addWidget(self.info)
+        layout.addWidget(self.progress)
+        layout.addWidget(split, 1)
+        self._connect()
+        self._enable()
+
+    def _build_controls(self) -> tuple[QHBoxLayout, QHBoxLayout]:
+        """The action row (open, cancel, sort, CSV, review + threshold) and the filter row."""
         self.open_button = QPushButton("Open folder…")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
@@ -99,7 +119,9 @@ class FolderPanel(QWidget):
             filters.addWidget(w)
         filters.addWidget(self.follow_map)
         filters.addStretch(1)
+        return top, filters
 
+    def _build_table(self) -> None:
         self.model = ResultsModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
@@ -111,6 +133,8 @@ class FolderPanel(QWidget):
         for column, width in enumerate((56, 130, 70, 80, 60, 60)):
             self.table.setColumnWidth(column, width)
 
+    def _build_side(self) -> None:
+        """Map (with colour choice and hover preview), similar images, label review, duplicates."""
         self.map = FolderMapWidget()
         self.colour_by = QComboBox()
         self.colour_by.addItems(COLOUR_BY)
@@ -136,19 +160,8 @@ class FolderPanel(QWidget):
         self.side.addTab(self.similar, "Similar images")
         self.side.addTab(self.review_tab, "Label review")
         self.side.addTab(self.duplicates, "Duplicates")
-        split = QSplitter(Qt.Horizontal)
-        split.addWidget(self.table)
-        split.addWidget(self.side)
-        split.setStretchFactor(0, 1)
-        split.setStretchFactor(1, 1)
-        split.setSizes([520, 480])  # the table's six columns visible at once
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(filters)
-        layout.addWidget(self.info)
-        layout.addWidget(self.progress)
-        layout.addWidget(split, 1)
 
+    def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
         self.cancel_button.clicked.connect(self._cancel)
         self.sort_button.clicked.connect(self._sort_dialog)
@@ -167,7 +180,6 @@ class FolderPanel(QWidget):
         self.review_tab.relabel_requested.connect(self._relabel)
         self.review_tab.retrain_requested.connect(lambda excluded: self.retrain.emit(self.folder, excluded))
         self.duplicates.group_picked.connect(self._on_group)
-        self._enable()
 
     def _enable(self) -> None:
         has = self.results is not None
