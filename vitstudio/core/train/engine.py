@@ -26,14 +26,7 @@ from torch import nn
 
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.attention import rollout
-from vitstudio.core.data.datasets import (
-    Split,
-    exact_duplicate_groups,
-    scan_dataset,
-    split_dataset,
-    upstream_split,
-    without,
-)
+from vitstudio.core.data.datasets import Split
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.devices import explain_out_of_memory
@@ -55,7 +48,7 @@ from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.runlock import RunLock, deferred_interrupt, die_at, remove_stale_files
 from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
-from vitstudio.core.train.training_data import make_loaders
+from vitstudio.core.train.training_data import make_loaders, prepare_split
 
 
 @dataclass(frozen=True)
@@ -117,31 +110,6 @@ def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple
             count += len(y)
     loss_sum, correct, count = sum_across(dist_info, loss_sum, correct, count)
     return loss_sum / max(1, count), correct / max(1, count)
-
-
-def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
-    """The split, the files the dataset scan skipped (path -> why) and warnings about the data, which the run
-    records (on resume: as recorded)."""
-    manifest = out / "split.json"
-    if manifest.exists():  # resume: exactly the same files on any machine
-        status = out / "status.json"
-        recorded = json.loads(status.read_text()) if status.exists() else {}
-        return (Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), recorded.get("skipped", {}),
-                [w for w in recorded.get("warnings", []) if "chance" not in w])
-    scan = without(scan_dataset(config.data_dir), config.exclude)
-    warning = scan.imbalance_warning()
-    warnings = [warning] if warning and not config.balance else []
-    if config.split_rule == "upstream":
-        return upstream_split(scan, config.val_ratio), dict(scan.skipped), warnings
-    groups = exact_duplicate_groups(scan) if scan.val is None else None
-    split = split_dataset(scan, config.val_ratio, config.seed, groups)
-    if groups:  # copies are kept on one side, so validation never scores an image the model trained on
-        copies = len(set(groups.values()))
-        kept = ("each group was kept on one side of the train/val split" if not split.meta.get("groups") else
-                "they are everywhere, so no split can keep them apart: validation scores copies of training images")
-        warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); {kept}. "
-                        f"`vitstudio audit` also finds near-duplicates.")
-    return split, dict(scan.skipped), warnings
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:

@@ -4,20 +4,30 @@
   device in batches; validation images cut once to their exact eval crops;
 * `pil`: timm's `create_transform(is_training=True)` on PIL images in a DataLoader, as timm's train.py does.
 
-Both shard the data across processes the way DistributedSampler does when run under torchrun.
+Both shard the data across processes the way DistributedSampler does when run under torchrun. `prepare_split`
+decides which files a run uses (exclusions, group-aware split, data warnings; on resume: as recorded).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import timm
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from vitstudio.core.data.datasets import Split
+from vitstudio.core.data.datasets import (
+    Split,
+    exact_duplicate_groups,
+    scan_dataset,
+    split_dataset,
+    upstream_split,
+    without,
+)
 from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBatches
 from vitstudio.core.data.imagecache import build_cache, short_side_for
 from vitstudio.core.data.images import ImageReadError, read_image
@@ -162,3 +172,28 @@ class _Reiterable:
 
     def __iter__(self):
         return self.make()
+
+
+def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
+    """The split, the files the dataset scan skipped (path -> why) and warnings about the data, which the run
+    records (on resume: as recorded)."""
+    manifest = out / "split.json"
+    if manifest.exists():  # resume: exactly the same files on any machine
+        status = out / "status.json"
+        recorded = json.loads(status.read_text()) if status.exists() else {}
+        return (Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), recorded.get("skipped", {}),
+                [w for w in recorded.get("warnings", []) if "chance" not in w])
+    scan = without(scan_dataset(config.data_dir), config.exclude)
+    warning = scan.imbalance_warning()
+    warnings = [warning] if warning and not config.balance else []
+    if config.split_rule == "upstream":
+        return upstream_split(scan, config.val_ratio), dict(scan.skipped), warnings
+    groups = exact_duplicate_groups(scan) if scan.val is None else None
+    split = split_dataset(scan, config.val_ratio, config.seed, groups)
+    if groups:  # copies are kept on one side, so validation never scores an image the model trained on
+        copies = len(set(groups.values()))
+        kept = ("each group was kept on one side of the train/val split" if not split.meta.get("groups") else
+                "they are everywhere, so no split can keep them apart: validation scores copies of training images")
+        warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); {kept}. "
+                        f"`vitstudio audit` also finds near-duplicates.")
+    return split, dict(scan.skipped), warnings
