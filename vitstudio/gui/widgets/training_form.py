@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QWidget
 
 from vitstudio.core.train.recipes import PRESETS, TrainConfig, make_config
@@ -99,3 +101,25 @@ class TrainingFormWidget(QWidget):
                           balance=self.balance.isChecked(), reuse_head=self.reuse_head.isChecked(),
                           split_rule=self.split_rule.currentText())
         return make_config(data_dir, model, out_dir, self.preset.currentText(), **values, **extra)
+
+
+def describe_scan(scan, copies: dict, excluded: int) -> str:
+    """The Training panel's summary of a dataset scan (rich text): classes, sizes, skipped files, exclusions,
+    exact copies and class imbalance."""
+    (lo_w, lo_h), (hi_w, hi_h) = scan.size_range
+    layout = "train/ + val/" if scan.val is not None else "class folders (split automatically)"
+    text = f"{len(scan.classes)} classes, {scan.total} images ({layout}); sizes {lo_w}×{lo_h} to {hi_w}×{hi_h}."
+    if scan.skipped:
+        text += f" {len(scan.skipped)} file(s) skipped: " + "; ".join(
+            f"{Path(p).name} ({why})" for p, why in scan.skipped[:5]) + ("…" if len(scan.skipped) > 5 else "")
+    if scan.too_small:
+        text += f" Too small to split: {', '.join(scan.too_small)}."
+    if excluded:
+        text += f" {excluded} image(s) excluded by the label review (the folder is not changed)."
+    if copies:
+        text += (f" {len(copies)} files are exact copies of each other ({len(set(copies.values()))} groups): "
+                 f"each group stays on one side of the train/val split (the Folder tab finds near-duplicates).")
+    imbalance = scan.imbalance_warning()
+    if imbalance:
+        text += f"<br><b>{imbalance}</b>"
+    return text

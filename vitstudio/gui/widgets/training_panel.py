@@ -42,7 +42,7 @@ from .. import workers
 from .augmentation_preview import AugmentationPreviewView
 from .probe_history import ProbeHistoryView
 from .training_curves import TrainingCurvesView
-from .training_form import TrainingFormWidget
+from .training_form import TrainingFormWidget, describe_scan
 from .training_results import RunResultsWidget, make_thumbnails
 
 
@@ -270,24 +270,7 @@ class TrainingPanel(QWidget):
     def _on_scan(self, found) -> None:
         scan, copies = found
         self.scan = scan
-        (lo_w, lo_h), (hi_w, hi_h) = scan.size_range
-        layout = "train/ + val/" if scan.val is not None else "class folders (split automatically)"
-        text = (f"{len(scan.classes)} classes, {scan.total} images ({layout}); sizes {lo_w}×{lo_h} to "
-                f"{hi_w}×{hi_h}.")
-        if scan.skipped:
-            text += f" {len(scan.skipped)} file(s) skipped: " + "; ".join(
-                f"{Path(p).name} ({why})" for p, why in scan.skipped[:5]) + ("…" if len(scan.skipped) > 5 else "")
-        if scan.too_small:
-            text += f" Too small to split: {', '.join(scan.too_small)}."
-        if self.exclude:
-            text += f" {len(self.exclude)} image(s) excluded by the label review (the folder is not changed)."
-        if copies:
-            text += (f" {len(copies)} files are exact copies of each other ({len(set(copies.values()))} groups): "
-                     f"each group stays on one side of the train/val split (the Folder tab finds near-duplicates).")
-        imbalance = scan.imbalance_warning()
-        if imbalance:
-            text += f"<br><b>{imbalance}</b>"
-        self.dataset_info.setText(text)
+        self.dataset_info.setText(describe_scan(scan, copies, len(self.exclude)))
         counts = scan.counts
         self.balance.clear()
         self.balance.addItem(pg.BarGraphItem(x=np.arange(len(counts)), height=list(counts.values()), width=0.7,
