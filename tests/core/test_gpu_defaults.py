@@ -101,3 +101,18 @@ def test_out_of_memory_while_training_names_the_batch_size(monkeypatch, tmp_path
     monkeypatch.setattr(engine, "explain_out_of_memory", on_fake_gpu)
     with pytest.raises(GPUOutOfMemory, match="while training on a batch of 4 .* A batch size of 2 should fit"):
         drain(engine.fine_tune(config))
+
+
+def test_host_copies_pin_only_for_cuda():
+    tensors = [torch.randn(3, 4, 4) for _ in range(3)]
+    cpu = torch.device("cpu")
+    assert devices.pinned(tensors[0], cpu) is tensors[0]  # nothing to gain on the host: no copy
+    assert devices.to_device(tensors[0], cpu) is tensors[0]
+    assert torch.equal(devices.stack_for(tensors, cpu), torch.stack(tensors))
+    if torch.cuda.is_available():
+        cuda = torch.device("cuda")
+        stacked = devices.stack_for(tensors, cuda)
+        assert stacked.is_pinned() and torch.equal(stacked, torch.stack(tensors))
+        assert devices.pinned(stacked, cuda) is stacked  # already pinned: no second copy
+        moved = devices.to_device(stacked, cuda)
+        assert moved.is_cuda and torch.equal(moved.cpu(), stacked)

@@ -13,7 +13,8 @@ from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.jobs import CancelToken
-from vitstudio.core.models.devices import explain_out_of_memory
+from vitstudio.core.models import cuda_graphs
+from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
 from vitstudio.core.models.model import LoadedModel
 
 
@@ -43,7 +44,10 @@ def forward_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
     """(B, classes) float32 logits on the CPU for a (B, 3, H, W) normalised batch."""
     with (loaded.lock, torch.inference_mode(), loaded.autocast(),
           explain_out_of_memory(loaded.device, len(batch), "while classifying")):
-        logits = loaded.model(batch.to(loaded.device, non_blocking=True))
+        x = to_device(batch, loaded.device)
+        logits = cuda_graphs.replay(loaded.model, x, loaded.device, loaded.precision)  # small batches on CUDA
+        if logits is None:
+            logits = loaded.model(x)
     return logits.float().cpu()
 
 
@@ -53,7 +57,7 @@ def classify(loaded: LoadedModel, images: Sequence[Image.Image], names: Sequence
     if not images:
         return []
     crops = [loaded.crop(img) for img in images]
-    batch = torch.stack([loaded.to_tensor(c) for c in crops])
+    batch = stack_for([loaded.to_tensor(c) for c in crops], loaded.device)
     names = names or [f"image {i}" for i in range(len(images))]
     return classify_tensor(loaded, batch, names, topk, crops if keep_crops else None)
 
@@ -142,7 +146,8 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
 
     def batch() -> DecodedBatch:
         crops = [crop for _, crop, _ in pending if crop is not None]
-        out = DecodedBatch(list(pending), torch.stack([loaded.to_tensor(c) for c in crops]) if crops else None)
+        tensor = stack_for([loaded.to_tensor(c) for c in crops], loaded.device) if crops else None
+        out = DecodedBatch(list(pending), tensor)
         pending.clear()
         return out
 

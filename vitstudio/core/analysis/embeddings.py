@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from vitstudio.core.analysis.capture import grid_for, resolve_layers
-from vitstudio.core.models.devices import explain_out_of_memory
+from vitstudio.core.models.devices import explain_out_of_memory, to_device
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import is_class_attention, is_windowed, token_stages
 
@@ -141,7 +141,7 @@ def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, n
     model = loaded.model
     with (loaded.lock, torch.inference_mode(), loaded.autocast(),
           explain_out_of_memory(loaded.device, len(x), "while embedding")):
-        feats = model.forward_features(x.to(loaded.device))
+        feats = model.forward_features(to_device(x, loaded.device))
         pooled = model.forward_head(feats, pre_logits=True)
         logits = model.forward_head(feats)
     return pooled.float().cpu().numpy(), logits.float().cpu().numpy()

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from timm.data.transforms import RandomResizedCropAndInterpolation
 
 from vitstudio.core.data.imagecache import DecodedImages
+from vitstudio.core.models.devices import to_device
 
 MODES = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest", "random": "bilinear"}
 
@@ -130,20 +131,31 @@ class DeviceTrainBatches:
     def _resize_batched(self, batch) -> torch.Tensor:
         """Every crop of the batch resized by two batched matrix products over the batch's images, padded to one
         size; each crop's weights sit at its rows and columns (zero elsewhere, padding included)."""
-        images = [self._image(item[0]) for item in batch]
-        height, width = max(i.shape[0] for i in images), max(i.shape[1] for i in images)
-        canvas = torch.zeros((len(images), 3, height, width), device=self.device)
+        canvas = self._canvas([self._image(item[0]) for item in batch])
+        height, width = canvas.shape[-2:]
         wy = np.zeros((len(batch), self.size[0], height), np.float32)
         wx = np.zeros((len(batch), self.size[1], width), np.float32)
-        for n, (img, (_, top, left, ch, cw, _)) in enumerate(zip(images, batch)):
-            canvas[n, :, :img.shape[0], :img.shape[1]] = img.to(self.device, non_blocking=True).permute(2, 0, 1)
+        for n, (_, top, left, ch, cw, _) in enumerate(batch):
             wy[n, :, top:top + ch] = resample_weights(ch, self.size[0], self.mode)
             wx[n, :, left:left + cw] = resample_weights(cw, self.size[1], self.mode)
-        wy, wx = (torch.from_numpy(w).to(self.device, non_blocking=True) for w in (wy, wx))
+        wy, wx = (to_device(torch.from_numpy(w), self.device) for w in (wy, wx))
         out = torch.einsum("bih,bchw,bjw->bcij", wy, canvas, wx)
         out = out.round_().clamp_(0, 255)  # the uint8 levels a PIL resize would give
         flips = torch.tensor([item[5] for item in batch], device=self.device).view(-1, 1, 1, 1)
         return torch.where(flips, out.flip(-1), out)
+
+    def _canvas(self, images: list[torch.Tensor]) -> torch.Tensor:
+        """The batch's (H, W, 3) uint8 images padded to one size, as (B, 3, H, W) float on the device. A cache
+        held on the host is copied once per batch, as uint8 (a quarter of float's bytes) from pinned memory
+        without blocking; a cache held on the device is copied there."""
+        height, width = max(i.shape[0] for i in images), max(i.shape[1] for i in images)
+        on_host = self.flat.device.type == "cpu"
+        canvas = torch.zeros((len(images), height, width, 3), dtype=torch.uint8,
+                             device="cpu" if on_host else self.device,
+                             pin_memory=on_host and self.device.type == "cuda")
+        for n, img in enumerate(images):
+            canvas[n, :img.shape[0], :img.shape[1]] = img
+        return canvas.to(self.device, non_blocking=True).permute(0, 3, 1, 2).float()
 
     def _make(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
         if self.batched and self.mode != "nearest":
@@ -213,5 +225,5 @@ class DeviceEvalBatches:
     def __iter__(self):
         for start in range(0, len(self.order), self.batch_size):
             idx = self.order[start: start + self.batch_size]
-            x = self.crops[idx].to(self.device).permute(0, 3, 1, 2).float()
-            yield (x - self.mean) / self.std, self.labels[idx].to(self.device)
+            x = to_device(self.crops[idx], self.device).permute(0, 3, 1, 2).float()
+            yield (x - self.mean) / self.std, to_device(self.labels[idx], self.device)

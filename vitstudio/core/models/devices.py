@@ -107,3 +107,25 @@ def memory_in_use(device: torch.device | None = None) -> str:
     if device is not None and device.type == "cuda":
         text += f" · GPU {torch.cuda.memory_allocated(device) / 1e9:.2f} GB"
     return text
+
+
+def pinned(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """`tensor` in page-locked host memory when it is bound for a CUDA device, else as it is. Copies from pinned
+    memory run at full DMA speed and, with non_blocking=True, return at once (the GPU's stream keeps the order)."""
+    if device.type == "cuda" and tensor.device.type == "cpu" and not tensor.is_pinned():
+        return tensor.pin_memory()
+    return tensor
+
+
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Host → device through pinned memory without blocking the host (see `pinned`); a no-op on the same device."""
+    return pinned(tensor, device).to(device, non_blocking=True)
+
+
+def stack_for(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """torch.stack of host tensors, written straight into pinned memory when they are bound for a CUDA device
+    (one copy, not stack-then-pin)."""
+    if device.type != "cuda":
+        return torch.stack(tensors)
+    out = torch.empty((len(tensors), *tensors[0].shape), dtype=tensors[0].dtype, pin_memory=True)
+    return torch.stack(tensors, out=out)

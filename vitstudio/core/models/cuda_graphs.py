@@ -1,0 +1,121 @@
+"""CUDA graphs for small inference batches.
+
+At batch 1–8 a ViT's forward on a GPU is bound by Python launching its ~150–400 kernels one by one, not by the
+GPU; a CUDA graph records the launches once and replays them in one call. `inference.forward_logits` asks
+`replay()` first and runs the model eagerly wherever it answers None: not CUDA, a larger batch, a model in train
+mode, hooks installed (a replay would skip them), graphs switched off (VITSTUDIO_CUDA_GRAPHS=0), a shape seen only
+once so far (one-off shapes are not worth a capture), or a model whose capture failed (remembered, never retried).
+
+A graph reads the weights at the addresses they had when it was captured: in-place updates (training steps,
+load_state_dict) are seen by the next replay, while a model whose tensors were replaced (`.to()`, new parameters)
+is captured again. Graphs live in a WeakKeyDictionary keyed by the module and hold no reference to it, so they are
+freed with the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import weakref
+
+import torch
+from torch import nn
+
+from vitstudio.core.models.devices import PRECISIONS
+
+MAX_BATCH = 8  # above this the GPU, not the launches, sets the pace (graphs would only cost memory)
+CAPTURE_ON_CALL = 2  # capture on the second call of a shape
+MAX_SHAPES = 4  # graphs kept per model (each holds its own activation memory)
+_FAILED = "failed"
+
+_graphs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> {key: calls | _Graph | _FAILED}
+log = logging.getLogger(__name__)
+
+
+def enabled() -> bool:
+    return os.environ.get("VITSTUDIO_CUDA_GRAPHS", "1") != "0"
+
+
+def applies(model: nn.Module, x: torch.Tensor, device: torch.device) -> bool:
+    """Whether a graph may stand in for model(x) on `device` now."""
+    return (enabled() and device.type == "cuda" and x.shape[0] <= MAX_BATCH and not model.training
+            and not torch.is_grad_enabled() and not _has_hooks(model))
+
+
+def _has_hooks(model: nn.Module) -> bool:
+    return any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+def _weight_addresses(model: nn.Module) -> tuple[int, ...]:
+    return tuple(t.data_ptr() for t in itertools.chain(model.parameters(), model.buffers()))
+
+
+def _autocast(precision: str):
+    """Autocast for capture: its weight-cast cache must be off (cached casts would be freed behind the graph)."""
+    dtype = PRECISIONS[precision]
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type="cuda", dtype=dtype, cache_enabled=False)
+
+
+class _Graph:
+    """model(x) for one input shape, dtype and precision, captured once; `__call__` replays it."""
+
+    def __init__(self, model: nn.Module, example: torch.Tensor, precision: str) -> None:
+        self.weights = _weight_addresses(model)
+        self.input = example.clone()  # the static input the graph reads
+        device = example.device
+        # warm up on a side stream (lazy initialisation, cuBLAS workspaces) as torch's capture recipe requires
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                with _autocast(precision):
+                    model(self.input)
+        torch.cuda.current_stream(device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph), _autocast(precision):
+            self.output = model(self.input)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        self.input.copy_(x, non_blocking=True)
+        self.graph.replay()
+        return self.output.clone()  # the static output is overwritten by the next replay
+
+
+def replay(model: nn.Module, x: torch.Tensor, device: torch.device, precision: str) -> torch.Tensor | None:
+    """model(x) by a CUDA graph (captured on the second call of this shape), or None: run the model eagerly.
+    `x` is on `device` already; the caller holds the model's lock and inference mode."""
+    if not applies(model, x, device):
+        return None
+    per_model = _graphs.setdefault(model, {})
+    key = (tuple(x.shape), x.dtype, precision)
+    entry = per_model.get(key, 0)
+    if isinstance(entry, _Graph):
+        if entry.weights == _weight_addresses(model):
+            return entry(x)
+        entry = CAPTURE_ON_CALL - 1  # the tensors moved: capture again now
+    if entry == _FAILED:
+        return None
+    calls = entry + 1
+    graphs = sum(isinstance(v, _Graph) for v in per_model.values())
+    if calls < CAPTURE_ON_CALL or graphs >= MAX_SHAPES:
+        per_model[key] = calls
+        return None
+    try:
+        graph = _Graph(model, x, precision)
+    except Exception as exc:  # noqa: BLE001 - an op that cannot be captured: this model stays eager
+        log.warning("CUDA graph capture failed for %s (%s: %s); running it eagerly", type(model).__name__,
+                    type(exc).__name__, exc)
+        per_model[key] = _FAILED
+        torch.cuda.synchronize(device)
+        return None
+    per_model[key] = graph
+    return graph(x)
+
+
+def forget(model: nn.Module) -> None:
+    """Drop the model's graphs now (their memory is freed with the model anyway)."""
+    _graphs.pop(model, None)
