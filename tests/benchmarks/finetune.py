@@ -178,6 +178,21 @@ def engine(args, data: Path, out: Path) -> tuple[float, float]:
     return train_images / first_epoch, train_images / later
 
 
+def switches(args) -> None:
+    """Each optional speed switch on the ceiling step against the plain step, same run: what decides whether it
+    becomes a default (kept only where it wins)."""
+    from vitstudio.core.models.loading import load_model
+
+    for name, kw in (("channels_last", {"channels_last": True}), ("fused AdamW", {"fused": True}),
+                     ("torch.compile", {"compile": True})):
+        plain = ceiling(args, load_model(args.model, device=args.device, precision=args.precision))
+        try:
+            rate = ceiling(args, load_model(args.model, device=args.device, precision=args.precision), **kw)
+            print(f"  switch {name:<14} {rate:9.1f} img/s vs plain {plain:9.1f} img/s   {rate / plain:5.2f}x")
+        except Exception as exc:  # noqa: BLE001 - a switch this build cannot do is reported, not fatal
+            print(f"  switch {name:<14} not available here: {type(exc).__name__}: {str(exc)[:120]}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=DEFAULT_MODEL)
@@ -188,12 +203,18 @@ def main() -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--switches", action="store_true", help="also measure channels_last, fused AdamW, compile")
+    ap.add_argument("--only-switches", action="store_true", help="measure only the switches (no JPEGs, no engine)")
     args = ap.parse_args()
 
     import torch
 
     from vitstudio.core.models.loading import load_model
 
+    if args.only_switches:
+        print(f"model {args.model}  device {args.device}  precision {args.precision}  batch {args.batch}  "
+              f"torch {torch.__version__}")
+        switches(args)
+        return 0
     tmp = Path(tempfile.mkdtemp())
     data = make_jpegs(tmp / "jpegs", args.images)
     loaded = load_model(args.model, device=args.device, precision=args.precision)
@@ -211,16 +232,8 @@ def main() -> int:
     print(f"  data path alone: PIL DataLoader {pil_only:8.1f} img/s, cache + device aug {cached_only:8.1f} img/s "
           f"({cached_only / pil_only:4.1f}x)")
     print("  goals on a GPU: epoch >= 2 at >= 0.90x ceiling and >= 1.70x reference")
-    if args.switches:  # each optional speed switch on the ceiling step, against the plain step, same run
-        for name, kw in (("channels_last", {"channels_last": True}), ("fused AdamW", {"fused": True}),
-                         ("torch.compile", {"compile": True})):
-            fresh = load_model(args.model, device=args.device, precision=args.precision)
-            plain = ceiling(args, load_model(args.model, device=args.device, precision=args.precision))
-            try:
-                rate = ceiling(args, fresh, **kw)
-                print(f"  switch {name:<14} {rate:9.1f} img/s vs plain {plain:9.1f} img/s   {rate / plain:5.2f}x")
-            except Exception as exc:  # noqa: BLE001 - a switch this build cannot do is reported, not fatal
-                print(f"  switch {name:<14} not available here: {type(exc).__name__}: {str(exc)[:120]}")
+    if args.switches:
+        switches(args)
     return 0
 
 

@@ -6,14 +6,17 @@
 #     SMOKE=1 DEVICE=cpu bash tests/benchmarks/gpu_suite.sh /tmp/out   (tiny models: checks the suite runs anywhere)
 #
 # Stages (each with its own time limit; a failed or timed-out stage is recorded and the suite goes on):
-#   predict   ViT-B/16 and ViT-L/16, fp32 and bf16: batch 1 latency and batch 256 throughput, engine vs bare timm
+#   predict   ViT-B/16 and ViT-L/16, fp32 and bf16: batch 1 latency (CUDA graphs on and off) and batch 256
+#             throughput, engine vs bare timm
 #   explain   ViT-B/16 and ViT-L/14 at 518 (DINOv2 shape): analyses vs the bare fused forward, peak GPU memory;
 #             peak extra host memory of the analyses on ViT-L/14 @ 518 (goal ≤ 1.5 GB)
 #   finetune  ViT-B/16 shape, 2,000 generated 500×375 JPEGs, bf16: ceiling / timm-style DataLoader / engine epoch 1 /
 #             epochs ≥ 2 (goals: ≥ 0.9× ceiling, ≥ 1.7× the DataLoader)
+#   switches  channels_last, fused AdamW and torch.compile each on the ViT-B training step vs the plain step (which
+#             to make defaults: kept only where they win)
 #   folder    folder classification: GPU JPEG decode vs PIL threads vs the bare model on pre-decoded tensors, and the
 #             two paths' top-1 agreement and max |Δ logit| (goal: ≥ 0.9× bare)
-#   tests     the CUDA-only tests (nvJPEG decode vs CPU)
+#   tests     the CUDA-only tests (nvJPEG decode vs CPU, CUDA graphs vs eager, pinned copies)
 # Writes OUT_DIR/<stage>.log, OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, output lines) and
 # prints the readable tables. Needs a Python with torch (CUDA) and timm; everything else it imports is in this
 # repository (the benchmarks put the repo root on sys.path; nothing is downloaded — models use random weights).
@@ -78,9 +81,12 @@ stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$D
 stage explain 150 tests/benchmarks/explain.py --device "$DEVICE" --model "$B" "$L518" --memory-model "$L518"
 stage finetune 150 tests/benchmarks/finetune.py --model "$B4" --images "$N" --batch $(( BATCH / 2 )) \
   --precision "$PREC" --device "$DEVICE" --epochs 3
+stage switches 120 tests/benchmarks/finetune.py --model "$B4" --batch $(( BATCH / 2 )) --precision "$PREC" \
+  --device "$DEVICE" --only-switches
 stage folder 75 tests/benchmarks/folder_decode.py --model "$B" --images "$N" --batch "$BATCH" --precision "$PREC" \
   --device "$DEVICE"
-stage tests 60 -m pytest -q -p no:cacheprovider tests/core/test_tensor_decode.py -k gpu -s
+stage tests 60 -m pytest -q -p no:cacheprovider tests/core/test_tensor_decode.py tests/core/test_cuda_graphs.py \
+  tests/core/test_gpu_defaults.py -k "gpu or pin" -s
 
 printf '%s\n' "${STAGES[@]}" >"$OUT/stages.txt"
 "$PY" - "$OUT" <<'EOF'

@@ -2,7 +2,7 @@
 
     python tests/benchmarks/predict.py [--model vit_small_patch16_224] [--device auto] [--batch 32]
 
-Prints, for single-image latency and batch throughput:
+Prints, for single-image latency (on CUDA also with CUDA graphs off) and batch throughput:
   * engine  = vitstudio.core.inference.classify_tensor (forward + softmax + top-k + labels)
   * bare    = model(x) under torch.inference_mode()
 and the ratio engine/bare (goal <= 1.05 on batches). Also the whole classify() from PIL images next to
@@ -12,6 +12,7 @@ timm's create_transform + forward on the same images. Random weights: speed does
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -87,6 +88,11 @@ def main() -> int:
 
     r1 = paired("latency, batch 1 (tensor)", lambda: classify_tensor(loaded, one, names[:1]), bare(one),
                 device, args.repeats * 4, 1)
+    if device.type == "cuda":  # the same calls without CUDA graphs: what the graph saves at batch 1
+        os.environ["VITSTUDIO_CUDA_GRAPHS"] = "0"
+        paired("latency, batch 1, CUDA graphs off", lambda: classify_tensor(loaded, one, names[:1]), bare(one),
+               device, args.repeats * 4, 1)
+        del os.environ["VITSTUDIO_CUDA_GRAPHS"]
     rb = paired(f"throughput, batch {args.batch} (tensor)", lambda: classify_tensor(loaded, batch, names),
                 bare(batch), device, args.repeats, args.batch)
 
