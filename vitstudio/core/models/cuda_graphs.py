@@ -76,7 +76,8 @@ class _Graph:
                     model(self.input)
         torch.cuda.current_stream(device).wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph), _autocast(precision):
+        # thread_local: a training job on another thread may allocate meanwhile; 'global' would fail its cudaMalloc
+        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"), _autocast(precision):
             self.output = model(self.input)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
