@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -12,7 +14,7 @@ import torch
 from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
-from vitstudio.core.jobs import CancelToken
+from vitstudio.core.jobs import CancelToken, prefetched
 from vitstudio.core.models import cuda_graphs
 from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
 from vitstudio.core.models.model import LoadedModel
@@ -162,27 +164,42 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
 
 
 def _tensor_batches(loaded: LoadedModel, paths, batch_size: int, cancel, readers) -> Iterator[DecodedBatch]:
+    """Batches decoded and preprocessed by a producer thread while the model runs on the previous one; on CUDA
+    that thread works on its own stream (nvJPEG's host-side work and its kernels overlap the model's) and each
+    batch is handed over with an event the consumer's stream waits on."""
     from vitstudio.core.data import tensor_decode
 
+    device = loaded.device
     workers = readers or min(8, os.cpu_count() or 1)
     raw = _read_ahead(tensor_decode.read_bytes, (str(p) for p in expand_paths(paths)), 2 * batch_size, workers)
-    pending: list = []
 
-    def batch() -> DecodedBatch:
-        decoded = tensor_decode.decode(pending, loaded.device)
+    def make(files: list) -> DecodedBatch:
+        decoded = tensor_decode.decode(files, device)
         tensors = [tensor_decode.eval_preprocess(t, loaded.data_config) for _, t, _ in decoded if t is not None]
         items = [(p, True if t is not None else None, err) for p, t, err in decoded]  # True: decoded, no PIL crop
-        pending.clear()
         return DecodedBatch(items, torch.stack(tensors) if tensors else None)
 
-    for item in raw:
+    def produce() -> Iterator[tuple[DecodedBatch, object]]:
+        stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            pending: list = []
+            for item in itertools.chain(raw, [None]):
+                if item is not None:
+                    pending.append(item)
+                if pending and (item is None or len(pending) >= batch_size):
+                    batch = make(pending)
+                    pending = []
+                    yield batch, stream.record_event() if stream is not None else None
+
+    for batch, ready in prefetched(produce(), depth=2, name="vitstudio-decode"):
         if cancel is not None:
             cancel.raise_if_cancelled()
-        pending.append(item)
-        if len(pending) >= batch_size:
-            yield batch()
-    if pending:
-        yield batch()
+        if ready is not None:  # the consumer's stream waits for the decode; the allocator learns who uses it
+            consumer = torch.cuda.current_stream(device)
+            consumer.wait_event(ready)
+            if batch.tensor is not None:
+                batch.tensor.record_stream(consumer)
+        yield batch
 
 
 def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,

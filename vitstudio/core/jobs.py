@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from queue import Full, Queue
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class Cancelled(Exception):
@@ -79,3 +84,49 @@ class Throttle:
 class GPUOutOfMemory(RuntimeError):
     """The accelerator ran out of memory; the message says which batch size should fit. The job fails, the app
     and the CLI go on (one line, exit 2). Defined here, torch-free, so the CLI can catch it without importing torch."""
+
+
+def prefetched(items: Iterator[T], depth: int = 2, name: str = "vitstudio-prefetch") -> Iterator[T]:
+    """`items`, produced on a background thread up to `depth` ahead of the consumer (e.g. the next batches are
+    decoded or augmented while the model runs on this one; torch and Pillow release the GIL in their kernels).
+
+    Order is kept; an exception in the producer is raised in the consumer at that point; a consumer that stops early
+    (cancel, error) stops the producer after its current item, and `items` is closed on the producer's thread."""
+    queue: Queue = Queue(maxsize=max(1, depth))
+    stop, done = threading.Event(), object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                queue.put(item, timeout=0.1)
+                return True
+            except Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as exc:  # handed to the consumer, raised there
+            put(exc)
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=produce, name=name, daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = queue.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join(5)

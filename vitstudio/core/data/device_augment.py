@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-import threading
 from collections.abc import Iterator, Sequence
-from queue import Full, Queue
 
 import numpy as np
 import torch
@@ -28,6 +26,7 @@ import torch.nn.functional as F
 from timm.data.transforms import RandomResizedCropAndInterpolation
 
 from vitstudio.core.data.imagecache import DecodedImages
+from vitstudio.core.jobs import prefetched
 from vitstudio.core.models.devices import to_device
 
 MODES = {"bilinear": "bilinear", "bicubic": "bicubic", "nearest": "nearest", "random": "bilinear"}
@@ -172,42 +171,11 @@ class DeviceTrainBatches:
         releases the GIL in its kernels), so augmentation overlaps compute; all randomness is drawn up front.
         """
         plan = self._plan(epoch)
+        batches = (self._make(batch) for batch in plan)
         if prefetch <= 0:
-            for batch in plan:
-                yield self._make(batch)
+            yield from batches
             return
-        queue: Queue = Queue(maxsize=prefetch)
-        stop, done = threading.Event(), object()
-
-        def produce():
-            try:
-                for batch in plan:
-                    item = self._make(batch)
-                    while not stop.is_set():
-                        try:
-                            queue.put(item, timeout=0.1)
-                            break
-                        except Full:
-                            continue
-                    if stop.is_set():
-                        return
-                queue.put(done)
-            except BaseException as exc:  # handed to the consumer, raised there
-                queue.put(exc)
-
-        worker = threading.Thread(target=produce, name="vitstudio-augment", daemon=True)
-        worker.start()
-        try:
-            while True:
-                item = queue.get()
-                if item is done:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:  # also when the consumer stops early (cancel): the producer notices and ends
-            stop.set()
-            worker.join(5)
+        yield from prefetched(batches, prefetch, name="vitstudio-augment")
 
 
 class DeviceEvalBatches:
