@@ -86,3 +86,21 @@ def test_tensor_batches_stop_on_cancel(photos, tmp_path):
             token.cancel()
     assert seen == files[:2]
     assert not _alive("vitstudio-decode")
+
+
+def test_a_process_that_never_closes_the_stream_exits_cleanly():
+    """The producer is busy in torch kernels when the script ends without closing the stream: exit waits for its
+    current item and ends it (a daemon thread killed inside a kernel aborts the process: 'terminate called')."""
+    import subprocess
+    import sys
+
+    code = ("import torch\n"
+            "from vitstudio.core.jobs import prefetched\n"
+            "def items():\n"
+            "    while True:\n"
+            "        yield torch.randn(1500, 1500) @ torch.randn(1500, 1500)\n"
+            "stream = prefetched(items())\n"
+            "next(stream)\n"
+            "print('leaving', flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "leaving" in out.stdout, out.stderr[-2000:]

@@ -96,7 +96,9 @@ def prefetched(items: Iterator[T], depth: int = 2, name: str = "vitstudio-prefet
     stop, done = threading.Event(), object()
 
     def put(item) -> bool:
-        while not stop.is_set():
+        # a consumer that vanished without closing us (the interpreter is exiting: the main thread has stopped)
+        # also ends the producer; it is not a daemon, so exit waits for it instead of killing it inside a kernel
+        while not stop.is_set() and threading.main_thread().is_alive():
             try:
                 queue.put(item, timeout=0.1)
                 return True
@@ -117,7 +119,7 @@ def prefetched(items: Iterator[T], depth: int = 2, name: str = "vitstudio-prefet
             if close is not None:
                 close()
 
-    worker = threading.Thread(target=produce, name=name, daemon=True)
+    worker = threading.Thread(target=produce, name=name, daemon=False)
     worker.start()
     try:
         while True:

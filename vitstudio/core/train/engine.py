@@ -417,42 +417,45 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
     run.train_model.train()
     started, seen, loss_sum, correct = time.monotonic(), 0, 0.0, 0
     optimizer.zero_grad(set_to_none=True)
-    for step, (x, y) in enumerate(loaders.train(epoch)):
-        cancel.raise_if_cancelled()
-        cancel.wait_while_paused()
-        die_at("train-step")
-        if config.channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
-        target = y
-        if run.mixup is not None:
-            x, target = run.mixup(x, y)
-        last = step + 1 == loaders.steps
-        update = (step + 1) % config.grad_accum == 0 or last
-        # with DDP, gradients of intermediate accumulation steps stay local (no all-reduce until the update)
-        sync = contextlib.nullcontext() if update or not run.dist_info.enabled else run.train_model.no_sync()
-        with sync, explain_out_of_memory(run.base.device, len(x), "while training on"):
-            with run.base.autocast():
-                logits = run.train_model(x)
-                loss = run.criterion(logits.float(), target) / config.grad_accum
-            (scaler.scale(loss) if scaler else loss).backward()
-        if update:
-            if scaler:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            run.scheduler.step_update(epoch * run.steps_per_epoch + (step + 1) // config.grad_accum)
-            if run.ema is not None:
-                run.ema.update(run.model)
-        seen += len(y)
-        loss_sum += float(loss.detach()) * config.grad_accum * len(y)
-        correct += int((logits.argmax(-1) == y).sum())
-        if throttle.ready(force=last):
-            rate = seen / max(1e-9, time.monotonic() - started) * world
-            left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * world
-            yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
-                               optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
+    # closed on any way out (cancel, Ctrl+C, out of memory): a prefetching thread ends now, not when (or if) the
+    # generator is collected — a thread still inside a torch kernel at interpreter exit aborts the process
+    with contextlib.closing(loaders.train(epoch)) as batches:
+        for step, (x, y) in enumerate(batches):
+            cancel.raise_if_cancelled()
+            cancel.wait_while_paused()
+            die_at("train-step")
+            if config.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            target = y
+            if run.mixup is not None:
+                x, target = run.mixup(x, y)
+            last = step + 1 == loaders.steps
+            update = (step + 1) % config.grad_accum == 0 or last
+            # with DDP, gradients of intermediate accumulation steps stay local (no all-reduce until the update)
+            sync = contextlib.nullcontext() if update or not run.dist_info.enabled else run.train_model.no_sync()
+            with sync, explain_out_of_memory(run.base.device, len(x), "while training on"):
+                with run.base.autocast():
+                    logits = run.train_model(x)
+                    loss = run.criterion(logits.float(), target) / config.grad_accum
+                (scaler.scale(loss) if scaler else loss).backward()
+            if update:
+                if scaler:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                run.scheduler.step_update(epoch * run.steps_per_epoch + (step + 1) // config.grad_accum)
+                if run.ema is not None:
+                    run.ema.update(run.model)
+            seen += len(y)
+            loss_sum += float(loss.detach()) * config.grad_accum * len(y)
+            correct += int((logits.argmax(-1) == y).sum())
+            if throttle.ready(force=last):
+                rate = seen / max(1e-9, time.monotonic() - started) * world
+                left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * world
+                yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
+                                   optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
     return loss_sum, correct, seen, time.monotonic() - started  # the training pass alone, for throughput
 
 
