@@ -78,12 +78,14 @@ def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[st
     return out
 
 
-def _decode_and_crop(loaded: LoadedModel, path) -> tuple[str, Image.Image | None, str | None]:
-    """(path, the crop the model sees, None) or (path, None, why it failed): runs on reader threads."""
+def _decode_and_crop(loaded: LoadedModel, path) -> tuple[str, Image.Image | None, torch.Tensor | None, str | None]:
+    """(path, the crop the model sees, its normalised tensor, None) or (path, None, None, why it failed): runs on
+    reader threads, so the tensor conversion is spread over them too rather than done by the consumer."""
     try:
-        return str(path), loaded.crop(read_image(path)), None
+        crop = loaded.crop(read_image(path))
+        return str(path), crop, loaded.to_tensor(crop), None
     except ImageReadError as exc:
-        return str(path), None, exc.reason
+        return str(path), None, None, exc.reason
 
 
 def _read_ahead(fn, items: Iterable, ahead: int, workers: int) -> Iterator:
@@ -136,20 +138,20 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
                     decoder: str = "auto") -> Iterator[DecodedBatch]:
     """Files and folders -> batches of `batch_size` readable images (with the unreadable ones in between).
 
-    Images are decoded and cropped by `readers` threads (default: up to 4) ahead of the consumer; with the
+    Images are decoded and cropped by `readers` threads (default: up to 8) ahead of the consumer; with the
     tensor decoder (see `use_tensor_decoder`), the threads only read bytes and a batch is decoded and
     preprocessed on the model's device (its items then carry no PIL crops)."""
     if use_tensor_decoder(loaded, decoder):
         yield from _tensor_batches(loaded, paths, batch_size, cancel, readers)
         return
-    workers = readers or min(4, os.cpu_count() or 1)
+    workers = readers or min(8, os.cpu_count() or 1)
     decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path), expand_paths(paths), 2 * batch_size, workers)
-    pending: list[tuple[str, Image.Image | None, str | None]] = []
+    pending: list[tuple[str, Image.Image | None, torch.Tensor | None, str | None]] = []
 
     def batch() -> DecodedBatch:
-        crops = [crop for _, crop, _ in pending if crop is not None]
-        tensor = stack_for([loaded.to_tensor(c) for c in crops], loaded.device) if crops else None
-        out = DecodedBatch(list(pending), tensor)
+        tensors = [t for _, _, t, _ in pending if t is not None]
+        out = DecodedBatch([(p, crop, err) for p, crop, _, err in pending],
+                           stack_for(tensors, loaded.device) if tensors else None)
         pending.clear()
         return out
 
@@ -157,7 +159,7 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
         if cancel is not None:
             cancel.raise_if_cancelled()
         pending.append(item)
-        if sum(crop is not None for _, crop, _ in pending) >= batch_size:
+        if sum(t is not None for _, _, t, _ in pending) >= batch_size:
             yield batch()
     if pending:
         yield batch()
