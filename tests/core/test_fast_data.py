@@ -125,6 +125,51 @@ def test_batched_resize_equals_the_per_image_path(jpegs, mode):
             assert diff.max() <= level * 1.01 and (diff > 0).float().mean() < 0.01
 
 
+def _pil_coefficients(length: int, out: int, mode: str) -> np.ndarray:
+    """(out, length): Pillow's precompute_coeffs (Resample.c) written out loop by loop — the filter's support
+    stretched by the downscale factor, taps from int(centre ± support + 0.5) clipped to the input, normalised."""
+    def bicubic(x, a=-0.5):
+        x = abs(x)
+        if x < 1:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        return (((x - 5) * x + 8) * x - 4) * a if x < 2 else 0.0
+
+    def triangle(x):
+        return max(0.0, 1.0 - abs(x))
+
+    filt, support = (triangle, 1.0) if mode == "bilinear" else (bicubic, 2.0)
+    scale = length / out
+    filterscale = max(scale, 1.0)
+    support *= filterscale
+    k = np.zeros((out, length))
+    for xx in range(out):
+        centre = (xx + 0.5) * scale
+        xmin = max(int(centre - support + 0.5), 0)
+        xmax = min(int(centre + support + 0.5), length)
+        taps = [filt((x - centre + 0.5) / filterscale) for x in range(xmin, xmax)]
+        k[xx, xmin:xmax] = np.array(taps) / sum(taps)
+    return k
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_batch_resample_weights_are_pillows_coefficients(mode):
+    """The weights of a whole batch of crops (computed at once, on the device) against Pillow's per-crop
+    coefficients placed at each crop's offset: downscales, upscales, a one-pixel crop, a crop to the edge."""
+    from vitstudio.core.data.device_augment import batch_resample_weights
+
+    rng = np.random.default_rng(0)
+    size, out = 90, 24
+    starts = rng.integers(0, 60, 40)
+    lengths = np.array([rng.integers(1, size - s + 1) for s in starts])
+    starts[:3], lengths[:3] = (0, 5, 89), (size, 1, 1)
+    got = batch_resample_weights(torch.tensor(starts), torch.tensor(lengths), out, size, mode, torch.device("cpu"))
+    assert got.shape == (40, out, size) and got.dtype == torch.float32
+    for n, (start, length) in enumerate(zip(starts, lengths)):
+        expected = np.zeros((out, size))
+        expected[:, start:start + length] = _pil_coefficients(int(length), out, mode)
+        np.testing.assert_allclose(got[n].numpy(), expected, atol=1e-6)
+
+
 def test_eval_crops_are_exact(jpegs):
     loaded_cfg = dict(input_size=(3, 40, 40), interpolation="bicubic", mean=(0.5,) * 3, std=(0.5,) * 3,
                       crop_pct=0.875, crop_mode="center")
