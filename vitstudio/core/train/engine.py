@@ -101,13 +101,15 @@ def _seed_everything(seed: int) -> torch.Generator:
 
 def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple[float, float]:
     model.eval()
-    loss_sum, correct, count = 0.0, 0, 0
+    sums, count = [], 0  # per batch (loss sum, correct) kept on the device and read once: no sync per batch
     with torch.inference_mode(), autocast():
         for x, y in batches:
             logits = model(x).float()
-            loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
-            correct += int((logits.argmax(-1) == y).sum())
+            sums.append(torch.stack([nn.functional.cross_entropy(logits, y, reduction="sum").double(),
+                                     (logits.argmax(-1) == y).sum().double()]))
             count += len(y)
+    loss_sum, correct = torch.stack(sums).sum(0).tolist() if sums else (0.0, 0.0)
+    correct = int(correct)
     loss_sum, correct, count = sum_across(dist_info, loss_sum, correct, count)
     return loss_sum / max(1, count), correct / max(1, count)
 
@@ -415,7 +417,11 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
     world = run.dist_info.world
     throttle = Throttle(10)
     run.train_model.train()
-    started, seen, loss_sum, correct = time.monotonic(), 0, 0.0, 0
+    started, seen = time.monotonic(), 0
+    # sums stay on the device: reading them (a GPU sync) once per progress report, not per step, lets the host
+    # queue the next steps while the GPU works
+    loss_sum = torch.zeros((), dtype=torch.float64, device=run.base.device)
+    correct = torch.zeros((), dtype=torch.long, device=run.base.device)
     optimizer.zero_grad(set_to_none=True)
     # closed on any way out (cancel, Ctrl+C, out of memory): a prefetching thread ends now, not when (or if) the
     # generator is collected — a thread still inside a torch kernel at interpreter exit aborts the process
@@ -449,14 +455,14 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
                 if run.ema is not None:
                     run.ema.update(run.model)
             seen += len(y)
-            loss_sum += float(loss.detach()) * config.grad_accum * len(y)
-            correct += int((logits.argmax(-1) == y).sum())
+            loss_sum += loss.detach().double() * (config.grad_accum * len(y))
+            correct += (logits.argmax(-1) == y).sum()
             if throttle.ready(force=last):
                 rate = seen / max(1e-9, time.monotonic() - started) * world
                 left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * world
-                yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, loss_sum / seen,
+                yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, float(loss_sum) / seen,
                                    optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
-    return loss_sum, correct, seen, time.monotonic() - started  # the training pass alone, for throughput
+    return float(loss_sum), int(correct), seen, time.monotonic() - started  # the training pass alone
 
 
 def _probe(config: TrainConfig, split: Split):
