@@ -116,3 +116,14 @@ def test_host_copies_pin_only_for_cuda():
         assert devices.pinned(stacked, cuda) is stacked  # already pinned: no second copy
         moved = devices.to_device(stacked, cuda)
         assert moved.is_cuda and torch.equal(moved.cpu(), stacked)
+
+
+def test_status_bar_memory_names_the_gpu_share(monkeypatch):
+    class Props:
+        total_memory = 80 * 10**9
+
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 3_100_000_000)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: Props())
+    text = devices.memory_in_use(torch.device("cuda"))
+    assert text.startswith("RAM ") and text.endswith(" · GPU 3.10 of 80 GB")
+    assert "GPU" not in devices.memory_in_use(torch.device("cpu"))
