@@ -82,9 +82,11 @@ def _distance_entropy(a: torch.Tensor, kind: str, p: int, dist: torch.Tensor) ->
     else:
         patches = a if kind == PATCHES else a[:, :, p:, p:]
         d = (patches * dist).sum(-1).mean(-1)
-    if (a.sum(-1) - 1).abs().max() > 1e-3:
-        return d, nan
-    return d, -(a * torch.log(a.clamp_min(1e-30))).sum(-1).mean(-1)
+    # decided per head on the device (no host sync per layer): a head whose rows are not all distributions has no
+    # entropy
+    rows_are_distributions = ((a.sum(-1) - 1).abs() <= 1e-3).all(-1)
+    entropy = -(a * torch.log(a.clamp_min(1e-30))).sum(-1).mean(-1)
+    return d, torch.where(rows_are_distributions, entropy, nan)
 
 
 def _forward(loaded: LoadedModel, x: torch.Tensor, layers: list[int], on_layer, grad: bool = False):
