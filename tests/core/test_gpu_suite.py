@@ -26,3 +26,21 @@ def test_gpu_suite_is_valid_and_calls_what_exists():
         assert usage.returncode == 0, usage.stderr[-500:]
         for option in options:
             assert option in usage.stdout, (script, option)
+
+
+def test_stages_over_the_budget_are_skipped_and_recorded(tmp_path):
+    """A lease runs one command for at most 600 s: stages that no longer fit the suite's BUDGET are skipped, and
+    gpu_suite.json (rewritten after every stage) still lists every stage with why."""
+    import json
+    import os
+
+    env = {**os.environ, "BUDGET": "10", "SMOKE": "1", "DEVICE": "cpu", "PYTHON": sys.executable}
+    out = subprocess.run(["bash", str(SUITE), str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "gpu_suite.json").read_text())
+    names = re.findall(r"^stage (\S+) \d+ ", SUITE.read_text(), flags=re.M)
+    assert list(report["stages"]) == names and len(names) == 9
+    assert all(s["exit"] == 125 and s["output"] == ["skipped: over the suite's budget"]
+               for s in report["stages"].values())
+    assert "skipped" in out.stdout
