@@ -107,7 +107,7 @@ fi
 
 # most telling first: under a short budget the last stages are the ones skipped
 stage predict-vitb-bf16 75 tests/benchmarks/predict.py --model "$B" --device "$DEVICE" --batch "$BATCH" --precision bf16
-stage predict-vitb-fp32 75 tests/benchmarks/predict.py --model "$B" --device "$DEVICE" --batch "$BATCH" --precision fp32
+stage predict-vitb-fp32 75 tests/benchmarks/predict.py --model "$B" --device "$DEVICE" --batch "$BATCH" --precision fp32 --no-pil
 stage folder 75 tests/benchmarks/folder_decode.py --model "$B" --images "$N" --batch "$BATCH" --precision "$PREC" \
   --device "$DEVICE"
 stage finetune 150 tests/benchmarks/finetune.py --model "$B4" --images "$N" --batch $(( BATCH / 2 )) \
@@ -115,8 +115,8 @@ stage finetune 150 tests/benchmarks/finetune.py --model "$B4" --images "$N" --ba
 stage explain 150 tests/benchmarks/explain.py --device "$DEVICE" --model "$B" "$L518" --memory-model "$L518"
 stage tests 60 -m pytest -q -p no:cacheprovider -p no:pytest-qt tests/core/test_tensor_decode.py tests/core/test_cuda_graphs.py \
   tests/core/test_gpu_defaults.py -k "gpu or pin" -s
-stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16
-stage predict-vitl-fp32 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision fp32
+stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16 --no-pil
+stage predict-vitl-fp32 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision fp32 --no-pil
 stage switches 120 tests/benchmarks/finetune.py --model "$B4" --batch $(( BATCH / 2 )) --precision "$PREC" \
   --device "$DEVICE" --only-switches
 

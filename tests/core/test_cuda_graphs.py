@@ -25,9 +25,6 @@ def test_when_a_graph_applies(monkeypatch):
         assert cuda_graphs.applies(model, x, CUDA)
         assert not cuda_graphs.applies(model, x, torch.device("cpu"))
         assert not cuda_graphs.applies(model, torch.zeros(cuda_graphs.MAX_BATCH + 1, 3, 32, 32), CUDA)
-        handle = model.blocks[0].attn.attn_drop.register_forward_hook(lambda *a: None)  # what capture does
-        assert not cuda_graphs.applies(model, x, CUDA)
-        handle.remove()
         model.train()
         assert not cuda_graphs.applies(model, x, CUDA)
         model.eval()
@@ -46,9 +43,12 @@ class StandIn:
     def __init__(self, model, example, precision):
         if StandIn.fail:
             raise RuntimeError("operation not permitted when stream is capturing")
-        self.weights = cuda_graphs._weight_addresses(model)
+        self.tensors = cuda_graphs._tensors(model)
+        self.weights = cuda_graphs._addresses(self.tensors)
         self.model_ref = weakref.ref(model)  # a graph must not keep its model alive
         StandIn.captures.append((tuple(example.shape), precision))
+
+    current = cuda_graphs._Graph.current
 
     def __call__(self, x):
         return self.model_ref()(x) + 1000  # marks answers that came from the "graph"
@@ -77,6 +77,20 @@ def test_capture_on_second_call_then_replay_until_the_weights_move(stand_in):
     with torch.inference_mode():
         assert cuda_graphs.replay(model, x, CUDA, "fp32") is not None
     assert len(stand_in.captures) == 2  # captured again at once
+
+
+def test_no_capture_while_hooks_are_installed(stand_in):
+    """Attention capture hooks attn_drop: a graph captured then would bake the hook's work in (or skip it later)."""
+    model = load_model(SPEC).model.eval()
+    x = torch.randn(1, 3, 32, 32)
+    handle = model.blocks[0].attn.attn_drop.register_forward_hook(lambda *a: None)
+    with torch.inference_mode():
+        assert [cuda_graphs.replay(model, x, CUDA, "fp32") for _ in range(3)] == [None] * 3
+    assert stand_in.captures == []
+    handle.remove()
+    with torch.inference_mode():
+        assert cuda_graphs.replay(model, x, CUDA, "fp32") is not None  # captured now
+    assert len(stand_in.captures) == 1
 
 
 def test_a_failed_capture_stays_eager_and_is_not_retried(stand_in):
