@@ -384,3 +384,28 @@ def test_predict_and_embed_across_two_processes(digits, tmp_path):
     res = _torchrun("embed", str(src), "--model", model, "--quiet")
     assert "(0 computed, 60 from the cache)" in res.stderr
     assert json.loads((EmbeddingCache(load_model(model)).folder / "index.json").read_text())["rows"] == 60
+
+
+def test_exact_copies_are_found_by_hashing_only_files_of_a_shared_size(tmp_path, monkeypatch):
+    """Exact copies have equal sizes: files of a size no other file has are never read (a stat each), and a file
+    of equal size but other bytes is not a copy."""
+    from vitstudio.core.data import images
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "one.png").write_bytes(b"x" * 100)
+    (tmp_path / "b" / "copy.png").write_bytes(b"x" * 100)
+    (tmp_path / "b" / "same-size.png").write_bytes(b"y" * 100)
+    for n in range(5):
+        (tmp_path / "a" / f"unique{n}.png").write_bytes(b"z" * (200 + n))
+    hashed = []
+    real = images.file_digest
+    monkeypatch.setattr(images, "file_digest", lambda p: hashed.append(os.path.basename(p)) or real(p))
+    paths = sorted(str(p) for p in tmp_path.rglob("*.png"))
+    digests = images.copy_candidate_digests(paths)
+    assert sorted(hashed) == ["copy.png", "one.png", "same-size.png"]
+    assert digests[str(tmp_path / "a" / "one.png")] == digests[str(tmp_path / "b" / "copy.png")]
+    assert digests[str(tmp_path / "b" / "same-size.png")] != digests[str(tmp_path / "b" / "copy.png")]
+    i, j, _ = D.exact_pairs(paths)
+    assert {(paths[a], paths[b]) for a, b in zip(i, j)} == {(str(tmp_path / "a" / "one.png"),
+                                                             str(tmp_path / "b" / "copy.png"))}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
-from vitstudio.core.data.images import IMAGE_SUFFIXES, file_digest
+from vitstudio.core.data.images import IMAGE_SUFFIXES, copy_candidate_digests
 
 VAL_NAMES = ("val", "validation")
 
@@ -216,11 +216,11 @@ def without(scan: DatasetScan, exclude) -> DatasetScan:
 def exact_duplicate_groups(scan: DatasetScan) -> dict[Path, str]:
     """file -> SHA-256 of its bytes, for the files that have an exact copy elsewhere in the dataset."""
     files = [p for c in scan.classes for p in scan.train[c]]
-    digests = {p: file_digest(str(p)) for p in files}
+    digests = copy_candidate_digests(files)  # only files of a size another file shares are hashed
     seen: dict[str, int] = {}
     for d in digests.values():
         seen[d] = seen.get(d, 0) + 1
-    return {p: d for p, d in digests.items() if seen[d] > 1}
+    return {p: digests[str(p)] for p in files if seen.get(digests.get(str(p), ""), 0) > 1}
 
 
 UPSTREAM_SUFFIXES = (".jpg", ".JPG", ".png", ".PNG")  # upstream read_split_data's `supported`

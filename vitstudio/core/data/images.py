@@ -114,3 +114,23 @@ def file_digest(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def copy_candidate_digests(paths: Iterable[str | os.PathLike]) -> dict[str, str]:
+    """{path: SHA-256} for the files that could have an exact copy among `paths`: only files whose byte size
+    another file shares are read and hashed (in a typical photo folder almost none), so finding exact copies costs
+    a stat per file. Files that cannot be read are left out."""
+    by_size: dict[int, list[str]] = {}
+    for path in map(str, paths):
+        try:
+            by_size.setdefault(os.stat(path).st_size, []).append(path)
+        except OSError:
+            continue
+    digests = {}
+    for group in by_size.values():
+        for path in group if len(group) > 1 else ():
+            try:
+                digests[path] = file_digest(path)
+            except OSError:
+                continue
+    return digests

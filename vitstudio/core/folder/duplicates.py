@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from vitstudio.core.data.images import ImageReadError, file_digest, read_image
+from vitstudio.core.data.images import ImageReadError, copy_candidate_digests, read_image
 
 PHASH_DISTANCE = 6  # of 64 bits: re-encodes, small resizes and brightness changes stay within it
 # Model-dependent: self-supervised features (DINOv2/v3) separate instances, so copies with crops or colour changes
@@ -50,10 +50,13 @@ def _concat(parts: list[Pairs]) -> Pairs:
 
 
 def exact_pairs(paths: Sequence[str]) -> Pairs:
+    digests = copy_candidate_digests(paths)  # only files of a size another file shares are hashed
     first: dict[str, int] = {}
     i, j = [], []
     for k, path in enumerate(paths):
-        m = first.setdefault(file_digest(path), k)
+        if str(path) not in digests:
+            continue
+        m = first.setdefault(digests[str(path)], k)
         if m != k:
             i.append(m)
             j.append(k)
