@@ -17,7 +17,6 @@ keyed by the module and hold no reference to it (only to its tensors), so they a
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import os
@@ -26,7 +25,7 @@ import weakref
 import torch
 from torch import nn
 
-from vitstudio.core.models.devices import PRECISIONS
+from vitstudio.core.models.devices import autocast
 
 MAX_BATCH = 8  # above this the GPU, not the launches, sets the pace (graphs would only cost memory)
 CAPTURE_ON_CALL = 2  # capture on the second call of a shape
@@ -59,14 +58,6 @@ def _addresses(tensors: list[torch.Tensor]) -> tuple[int, ...]:
     return tuple(map(torch.Tensor.data_ptr, tensors))
 
 
-def _autocast(precision: str):
-    """Autocast for capture: its weight-cast cache must be off (cached casts would be freed behind the graph)."""
-    dtype = PRECISIONS[precision]
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type="cuda", dtype=dtype, cache_enabled=False)
-
-
 class _Graph:
     """model(x) for one input shape, dtype and precision, captured once; `__call__` replays it."""
 
@@ -80,12 +71,13 @@ class _Graph:
         side.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(side):
             for _ in range(2):
-                with _autocast(precision):
+                with autocast(device, precision, cache=False):
                     model(self.input)
         torch.cuda.current_stream(device).wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
         # thread_local: a training job on another thread may allocate meanwhile; 'global' would fail its cudaMalloc
-        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"), _autocast(precision):
+        with (torch.cuda.graph(self.graph, capture_error_mode="thread_local"),
+              autocast(device, precision, cache=False)):
             self.output = model(self.input)
 
     def current(self) -> bool:

@@ -56,12 +56,13 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return "fp32"
 
 
-def autocast(device: torch.device, precision: str):
-    """A context that runs the forward under autocast for bf16/fp16, or does nothing for fp32."""
+def autocast(device: torch.device, precision: str, cache: bool = True):
+    """A context that runs the forward under autocast for bf16/fp16, or does nothing for fp32. `cache=False` for
+    CUDA graph capture (cached weight casts would be freed behind the graph)."""
     dtype = PRECISIONS[precision]
     if dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=dtype)
+    return torch.autocast(device_type=device.type, dtype=dtype, cache_enabled=cache)
 
 
 def out_of_memory_message(what: str, batch_size: int, baseline: int, peak: int, total: int) -> str:
