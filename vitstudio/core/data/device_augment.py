@@ -135,12 +135,14 @@ class DeviceTrainBatches:
         size; each crop's weights sit at its rows and columns (zero elsewhere, padding included)."""
         canvas = self._canvas([self._image(item[0]) for item in batch])
         height, width = canvas.shape[-2:]
-        boxes = torch.tensor([item[1:5] for item in batch])  # top, left, h, w
+        # small per-batch tables go through pinned memory too: a copy from pageable memory blocks this producer
+        # thread until the GPU has caught up with the stream
+        boxes = to_device(torch.tensor([item[1:5] for item in batch]), self.device)  # top, left, h, w
         wy = batch_resample_weights(boxes[:, 0], boxes[:, 2], self.size[0], height, self.mode, self.device)
         wx = batch_resample_weights(boxes[:, 1], boxes[:, 3], self.size[1], width, self.mode, self.device)
         out = torch.einsum("bih,bchw,bjw->bcij", wy, canvas, wx)
         out = out.round_().clamp_(0, 255)  # the uint8 levels a PIL resize would give
-        flips = torch.tensor([item[5] for item in batch], device=self.device).view(-1, 1, 1, 1)
+        flips = to_device(torch.tensor([item[5] for item in batch]), self.device).view(-1, 1, 1, 1)
         return torch.where(flips, out.flip(-1), out)
 
     def _canvas(self, images: list[torch.Tensor]) -> torch.Tensor:
@@ -162,7 +164,7 @@ class DeviceTrainBatches:
         else:
             x = torch.stack([self._crop(*item) for item in batch])
         y = self.labels[[item[0] for item in batch]]
-        return (x - self.mean) / self.std, y.to(self.device, non_blocking=True)
+        return (x - self.mean) / self.std, to_device(y, self.device)
 
     def epoch(self, epoch: int, prefetch: int = 2) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """(x (B, 3, H, W) normalised on the device, y (B,)) batches for one epoch, shuffled per epoch.
