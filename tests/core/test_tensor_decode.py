@@ -128,3 +128,20 @@ def test_training_cache_built_by_the_tensor_decoder(jpegs, tmp_path):
     assert set(pil.failed) == set(ten.failed) == {str(tmp_path / "bad.jpg")}
     diff = np.abs(np.asarray(pil.data, np.int16) - np.asarray(ten.data, np.int16))
     assert diff.mean() < 1.0 and np.quantile(diff, 0.999) <= 4, (diff.mean(), diff.max())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (nvJPEG)")
+def test_gpu_training_cache_matches_pils(jpegs, tmp_path):
+    """A run's decoded-image cache built on the training GPU (what 'auto' does there) against PIL's: same shapes
+    and failures, pixels within nvJPEG's and the resampler's rounding."""
+    from tests.core.generators import drain
+    from vitstudio.core.data.imagecache import build_cache
+
+    (tmp_path / "bad.jpg").write_bytes(b"\xff\xd8\xff broken")
+    files = [*jpegs, tmp_path / "bad.jpg"]
+    pil = drain(build_cache(files, 80, folder=tmp_path / "c1", decoder="pil"))
+    gpu = drain(build_cache(files, 80, folder=tmp_path / "c2", device=torch.device("cuda"), decoder="auto"))
+    assert (pil.shapes == gpu.shapes).all() and pil.bad == gpu.bad == [len(jpegs)]
+    diff = np.abs(np.asarray(pil.data, np.int16) - np.asarray(gpu.data, np.int16))
+    print(f"\nGPU training cache vs PIL: mean |Δ| {diff.mean():.3f} levels, 99.9 % ≤ {np.quantile(diff, 0.999):.0f}")
+    assert diff.mean() < 1.5 and np.quantile(diff, 0.999) <= 8
