@@ -18,7 +18,8 @@
 #             to make defaults: kept only where they win)
 #   folder    folder classification: GPU JPEG decode vs PIL threads vs the bare model on pre-decoded tensors, and the
 #             two paths' top-1 agreement and max |Δ logit| (goal: ≥ 0.9× bare)
-#   tests     the CUDA-only tests (nvJPEG decode vs CPU, CUDA graphs vs eager, pinned copies)
+#   tests     the CUDA-only tests (nvJPEG decode and the GPU-built training cache vs CPU, GPU augmentation vs the
+#             per-image CPU path, CUDA graphs vs eager, pinned copies)
 # Writes OUT_DIR/<stage>.log, OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, output lines) and
 # prints the readable tables. Needs a Python with torch (CUDA) and timm; everything else it imports is in this
 # repository (the benchmarks put the repo root on sys.path; nothing is downloaded — models use random weights).
@@ -114,7 +115,7 @@ stage finetune 150 tests/benchmarks/finetune.py --model "$B4" --images "$N" --ba
   --precision "$PREC" --device "$DEVICE" --epochs 3
 stage explain 150 tests/benchmarks/explain.py --device "$DEVICE" --model "$B" "$L518" --memory-model "$L518"
 stage tests 60 -m pytest -q -p no:cacheprovider -p no:pytest-qt tests/core/test_tensor_decode.py tests/core/test_cuda_graphs.py \
-  tests/core/test_gpu_defaults.py -k "gpu or pin" -s
+  tests/core/test_gpu_defaults.py tests/core/test_fast_data.py -k "gpu or pin" -s
 stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16 --no-pil
 stage predict-vitl-fp32 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision fp32 --no-pil
 stage switches 120 tests/benchmarks/finetune.py --model "$B4" --batch $(( BATCH / 2 )) --precision "$PREC" \

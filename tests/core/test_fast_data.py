@@ -282,3 +282,26 @@ def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path):
     _torchrun_finetune(data, out, "--epochs", "2", "--batch-size", "4", "--grad-accum", "2", "--data-path", "pil")
     status = json.loads((out / "status.json").read_text())
     assert status["processes"] == 2 and status["data_path"] == "pil" and status["epochs_done"] == 2
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_augmentation_matches_the_cpu_path(jpegs):
+    """On a GPU (cache held on the device, batched resize — the defaults there) the same plan gives the batches the
+    CPU's per-image path gives, within one uint8 level."""
+    import random
+
+    cache = drain(build_cache(jpegs, short_side_for(40)))
+    kwargs = dict(scale=(0.05, 1.0), ratio=(0.5, 2.0), hflip=0.5, interpolation="bicubic", batch_size=4)
+    gpu = DeviceTrainBatches(cache, [0, 1, 2, 3, 0], (40, 40), device=torch.device("cuda"), **kwargs)
+    cpu = DeviceTrainBatches(cache, [0, 1, 2, 3, 0], (40, 40), batched=False, **kwargs)
+    assert gpu.batched and gpu.flat.is_cuda
+    level = 1 / 255 / 0.224
+    for epoch in range(3):
+        random.seed(epoch)
+        a = list(gpu.epoch(epoch))  # with the prefetching thread, as in training
+        random.seed(epoch)
+        b = list(cpu.epoch(epoch, prefetch=0))
+        for (xa, ya), (xb, yb) in zip(a, b, strict=True):
+            assert ya.is_cuda and ya.cpu().tolist() == yb.tolist()
+            diff = (xa.cpu() - xb).abs()
+            assert diff.max() <= level * 1.01 and (diff > 0).float().mean() < 0.01
