@@ -126,4 +126,7 @@ def test_status_bar_memory_names_the_gpu_share(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: Props())
     text = devices.memory_in_use(torch.device("cuda"))
     assert text.startswith("RAM ") and text.endswith(" · GPU 3.10 of 80 GB")
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     assert "GPU" not in devices.memory_in_use(torch.device("cpu"))
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)  # a training job on the GPU, the model on the CPU
+    assert devices.memory_in_use(torch.device("cpu")).endswith(" · GPU 3.10 of 80 GB")

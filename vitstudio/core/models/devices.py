@@ -95,7 +95,7 @@ def explain_out_of_memory(device: torch.device, batch_size: int, what: str):
 
 def memory_in_use(device: torch.device | None = None) -> str:
     """'RAM 1.20 GB' (this process's resident memory), with ' · GPU 3.10 of 80 GB' (memory held by tensors, of the
-    card's total) when the model is on a CUDA device."""
+    card's total) when the model is on a CUDA device or a job has started using one."""
     text = ""
     try:
         with open("/proc/self/statm") as fh:
@@ -106,6 +106,8 @@ def memory_in_use(device: torch.device | None = None) -> str:
         import resource
 
         text = f"peak RAM {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f} GB"
+    if (device is None or device.type != "cuda") and torch.cuda.is_initialized():
+        device = torch.device("cuda")  # the model shown is on the CPU, but a job (training) is using the GPU
     if device is not None and device.type == "cuda":
         # tensors' memory (what a batch size changes), of the card's total; the caching allocator may hold more
         total = torch.cuda.get_device_properties(device).total_memory
