@@ -58,7 +58,7 @@ def test_train_watch_cancel_and_stay_responsive(window, qtbot, tmp_path):
     assert panel.history.count() == 1 and "cancelled" in panel.history.item(0).text()
 
     # pick the cancelled run in History and resume it: it continues from its checkpoint to the end
-    panel._on_history_clicked(panel.history.item(0))
+    panel.history.itemClicked.emit(panel.history.item(0))
     done_before = len(panel.curves_data["epoch"])
     assert panel.resume_button.isEnabled() and done_before >= 2
     panel.resume_button.click()
@@ -110,7 +110,7 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, 
     live = panel.active_run
     item = next(panel.history.item(i) for i in range(panel.history.count())
                 if panel.history.item(i).text().startswith("old-run"))
-    panel._on_history_clicked(item)
+    panel.history.itemClicked.emit(item)
     assert panel.shown_run == old and panel.active_run == live
     assert panel.cancel_button.isEnabled() and panel.pause_button.isEnabled()
     assert not panel.start_button.isEnabled()
@@ -128,7 +128,7 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, 
 
     live_item = next(panel.history.item(i) for i in range(panel.history.count())
                      if panel.history.item(i).text().startswith("live-run"))
-    panel._on_history_clicked(live_item)
+    panel.history.itemClicked.emit(live_item)
     assert panel.shown_run == live and len(panel.curves_data["epoch"]) >= 3
     assert not panel.use_button.isEnabled()  # not while it is still training
     panel.cancel()
@@ -149,7 +149,7 @@ def test_history_replays_attention_over_training_of_any_run(window, qtbot, tmp_p
     fresh = TrainingPanel(window.state, [])
     qtbot.addWidget(fresh)
     assert fresh.history.count() == 1
-    fresh._on_history_clicked(fresh.history.item(0))
+    fresh.history.itemClicked.emit(fresh.history.item(0))
     assert [s.epoch for s in fresh.snapshots] == [0, 1, 2]
     assert fresh.probe_view.values is not None and fresh.animation_button.isEnabled()
     fresh._export_animation(str(tmp_path / "attention.gif"))

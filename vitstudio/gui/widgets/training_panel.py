@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -17,8 +17,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -35,12 +33,13 @@ from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.probe import read_snapshots
-from vitstudio.core.train.runs import UNFINISHED, list_runs, read_metrics, run_status
+from vitstudio.core.train.runs import UNFINISHED, read_metrics, run_status
 from vitstudio.core.train.training_data import preview_augmentation
 
 from .. import workers
 from .augmentation_preview import AugmentationPreviewView
 from .probe_history import ProbeHistoryView
+from .run_history import RunHistoryView
 from .training_curves import TrainingCurvesView
 from .training_form import TrainingFormWidget, describe_scan
 from .training_results import RunResultsWidget, make_thumbnails
@@ -221,15 +220,12 @@ class TrainingPanel(QWidget):
         self.results.misclassified_clicked.connect(self.explore_image)
         self.preview_box = AugmentationPreviewView()
         self.preview = self.preview_box.plot
-        self.history = QListWidget()
-        self.history.itemClicked.connect(self._on_history_clicked)
-        history_box = QWidget()
-        hb = QVBoxLayout(history_box)
-        hb.addWidget(QLabel(f"Runs in {models_dir()} (click one to see its curves and results):"))
-        hb.addWidget(self.history)
+        self.history_view = RunHistoryView()
+        self.history = self.history_view.list
+        self.history_view.run_clicked.connect(self.show_run)
         self.right = QTabWidget()
         for w, title in ((self.curves, "Curves"), (self.probe_history, "Attention over training"),
-                         (self.results, "Results"), (self.preview_box, "Augmentation"), (history_box, "History")):
+                         (self.results, "Results"), (self.preview_box, "Augmentation"), (self.history_view, "History")):
             self.right.addTab(w, title)
         return self.right
 
@@ -406,7 +402,7 @@ class TrainingPanel(QWidget):
                 curves[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
             if showing:
                 self._draw_curves()
-            if self.active_run is not None and str(self.active_run) not in self._listed:
+            if self.active_run is not None and str(self.active_run) not in self.history_view.listed:
                 self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
         elif isinstance(rec, ProbeSnapshot):
             snapshots.append(rec)
@@ -462,23 +458,7 @@ class TrainingPanel(QWidget):
 
     # -- history -----------------------------------------------------------------------------------
     def refresh_history(self) -> None:
-        """Reads every run folder: called when the list changes (a run starts or ends), not on every epoch."""
-        self._listed = set()
-        with QSignalBlocker(self.history):
-            self.history.clear()
-            for run in list_runs():
-                acc = f"{run.best_val_acc * 100:.1f} %" if run.best_val_acc is not None else "–"
-                status = "training…" if self.active_run is not None and run.folder == self.active_run else run.status
-                item = QListWidgetItem(f"{run.name} · {status} · {run.epochs} epochs · best val {acc} · "
-                                       f"from {run.base_model}")
-                item.setData(Qt.UserRole, str(run.folder))
-                self.history.addItem(item)
-                self._listed.add(str(run.folder))
-                if self.shown_run is not None and run.folder == self.shown_run:
-                    item.setSelected(True)
-
-    def _on_history_clicked(self, item: QListWidgetItem) -> None:
-        self.show_run(Path(item.data(Qt.UserRole)))
+        self.history_view.refresh(self.active_run, self.shown_run)
 
     def show_run(self, folder: Path) -> None:
         """Show `folder`'s curves and results; the run in progress (if any) goes on and keeps its own buffers."""
