@@ -203,3 +203,19 @@ def test_help_menu(window):
     box = actions.show_help(window, "About ViT Studio")
     assert "timm" in box.text() and not box.isModal()
     box.close()
+
+
+def test_precision_auto_is_remembered_as_auto(window, qtbot, tiny_weights):
+    """'auto' resolves per machine (fp32 here, bf16 on a GPU): the next start must offer 'auto' again, not what it
+    resolved to on this one."""
+    weights, _ = tiny_weights
+    window.model_panel.precision.setCurrentText("auto")
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.model_panel.device.setCurrentText("cpu")
+        window.request_model(TINY_SPEC, "cpu", "auto", str(weights))
+    assert window.state.model.precision == "fp32"  # resolved on this CPU
+    assert window.settings.value("precision") == "auto"
+    window.model_panel.precision.setCurrentText("bf16")
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "bf16", str(weights))
+    assert window.settings.value("precision") == "bf16"

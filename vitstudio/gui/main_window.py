@@ -228,7 +228,8 @@ class MainWindow(QMainWindow):
     def _on_model_loaded(self, loaded) -> None:
         self.settings.setValue("model", loaded.name)
         self.settings.setValue("device", self.model_panel.device.currentText())
-        self.settings.setValue("precision", loaded.precision)
+        # the choice, not what it resolved to here: 'auto' stays auto (bf16 on this GPU, fp32 on the next laptop)
+        self.settings.setValue("precision", self.model_panel.precision.currentText())
         self.card_view.show_card(model_card(loaded))
         self._on_message("info", f"Loaded {loaded.display_name} ({loaded.weights_source}) on {loaded.device}.")
         self._classify_pending()
