@@ -20,13 +20,17 @@
 #             two paths' top-1 agreement and max |Δ logit| (goal: ≥ 0.9× bare)
 #   tests     the CUDA-only tests (nvJPEG decode and the GPU-built training cache vs CPU, GPU augmentation vs the
 #             per-image CPU path, CUDA graphs vs eager, pinned copies)
-# Writes OUT_DIR/<stage>.log, OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, output lines) and
-# prints the readable tables. Needs a Python with torch (CUDA) and timm; everything else it imports is in this
+# Writes OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, its whole output) and OUT_DIR/gpu_suite.log
+# (the readable tables, also printed) — nothing else, as a lease brings back at most 8 files. Needs a Python with torch (CUDA) and timm; everything else it imports is in this
 # repository (the benchmarks put the repo root on sys.path; nothing is downloaded — models use random weights).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${1:-gpu_suite_out}
 mkdir -p "$OUT"
+# OUT keeps two files (a lease brings back at most 8): gpu_suite.json and gpu_suite.log; the per-stage logs and the
+# caches live in a scratch folder
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
 
 PY=${PYTHON:-}
 if [ -z "$PY" ]; then
@@ -41,7 +45,7 @@ if [ -z "$PY" ]; then
   echo "gpu_suite: no Python with torch and timm found (set PYTHON=...)" >&2
   exit 2
 fi
-"$PY" - <<'EOF' | tee "$OUT/environment.log"
+"$PY" - <<'EOF' | tee "$WORK/environment.log" "$OUT/gpu_suite.log"
 import platform, torch, timm
 print(f"python {platform.python_version()}, torch {torch.__version__}, timm {timm.__version__}, "
       f"CUDA available {torch.cuda.is_available()}")
@@ -51,26 +55,28 @@ if torch.cuda.is_available():
 EOF
 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-export VITSTUDIO_CACHE_DIR="$OUT/cache"
+export VITSTUDIO_CACHE_DIR="$WORK/cache"
+mkdir -p "$WORK/tmp"
+export TMPDIR="$WORK/tmp"  # the benchmarks' generated JPEG folders go with the scratch folder
 export HF_HUB_OFFLINE=1
 STAGES=()
 SUITE_START=$(date +%s)
 BUDGET=${BUDGET:-540}  # seconds for all stages: a lease's command may run 600 s; stages that no longer fit are skipped
 
 write_json() {  # after every stage, so a run cut short still leaves the stages it finished
-  printf '%s\n' "${STAGES[@]}" >"$OUT/stages.txt"
-  "$PY" - "$OUT" <<'EOF'
+  printf '%s\n' "${STAGES[@]}" >"$WORK/stages.txt"
+  "$PY" - "$WORK" "$OUT" <<'EOF'
 import json, sys
 from pathlib import Path
-out = Path(sys.argv[1])
+work, out = Path(sys.argv[1]), Path(sys.argv[2])
 stages = {}
-for line in (out / "stages.txt").read_text().splitlines():
+for line in (work / "stages.txt").read_text().splitlines():
     name, rc, seconds, command = line.split("|", 3)
-    log = out / f"{name}.log"
+    log = work / f"{name}.log"
     lines = log.read_text(errors="replace").splitlines() if log.exists() else ["skipped: over the suite's budget"]
     stages[name] = {"exit": int(rc), "seconds": int(seconds), "command": command,
                     "output": [l for l in lines if "Warning" not in l and "warnings.warn" not in l]}
-env = (out / "environment.log").read_text().splitlines()
+env = (work / "environment.log").read_text().splitlines()
 (out / "gpu_suite.json").write_text(json.dumps({"environment": env, "stages": stages}, indent=1))
 EOF
 }
@@ -80,7 +86,7 @@ stage() {  # stage NAME SECONDS ARGS...: run "$PY ARGS..." under a time limit (c
   shift 2
   local left=$(( BUDGET - ($(date +%s) - SUITE_START) ))
   if [ "$left" -lt 20 ]; then
-    echo "== $name skipped: ${left}s of the ${BUDGET}s budget left"
+    echo "== $name skipped: ${left}s of the ${BUDGET}s budget left" | tee -a "$OUT/gpu_suite.log"
     STAGES+=("$name|125|0|$*")
     write_json
     return
@@ -88,11 +94,13 @@ stage() {  # stage NAME SECONDS ARGS...: run "$PY ARGS..." under a time limit (c
   [ "$limit" -gt "$left" ] && limit=$left
   local start rc
   start=$(date +%s)
-  timeout "$limit" "$PY" "$@" >"$OUT/$name.log" 2>&1
+  timeout "$limit" "$PY" "$@" >"$WORK/$name.log" 2>&1
   rc=$?
   local seconds=$(( $(date +%s) - start ))
-  echo "== $name (exit $rc, ${seconds}s)"
-  grep -v -e "Warning" -e "warnings.warn" "$OUT/$name.log" | tail -n 40
+  {
+    echo "== $name (exit $rc, ${seconds}s)"
+    grep -v -e "Warning" -e "warnings.warn" "$WORK/$name.log" | tail -n 25
+  } | tee -a "$OUT/gpu_suite.log"
   STAGES+=("$name|$rc|$seconds|$*")
   write_json
 }
@@ -122,4 +130,5 @@ stage switches 120 tests/benchmarks/finetune.py --model "$B4" --batch $(( BATCH 
   --device "$DEVICE" --only-switches
 
 echo "gpu_suite: $(( $(date +%s) - SUITE_START ))s for all stages; wrote $OUT/gpu_suite.json: $(
-  for line in "${STAGES[@]}"; do IFS='|' read -r n rc _ <<<"$line"; printf '%s %s, ' "$n" "$rc"; done)"
+  for line in "${STAGES[@]}"; do IFS='|' read -r n rc _ <<<"$line"; printf '%s %s, ' "$n" "$rc"; done)" |
+  tee -a "$OUT/gpu_suite.log"

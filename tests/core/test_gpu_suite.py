@@ -44,3 +44,5 @@ def test_stages_over_the_budget_are_skipped_and_recorded(tmp_path):
     assert all(s["exit"] == 125 and s["output"] == ["skipped: over the suite's budget"]
                for s in report["stages"].values())
     assert "skipped" in out.stdout
+    # a lease brings back at most 8 files: the suite leaves two
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*")) == ["gpu_suite.json", "gpu_suite.log"]
