@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -184,14 +183,9 @@ def _tensor_batches(loaded: LoadedModel, paths, batch_size: int, cancel, readers
     def produce() -> Iterator[tuple[DecodedBatch, object]]:
         stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
-            pending: list = []
-            for item in itertools.chain(raw, [None]):
-                if item is not None:
-                    pending.append(item)
-                if pending and (item is None or len(pending) >= batch_size):
-                    batch = make(pending)
-                    pending = []
-                    yield batch, stream.record_event() if stream is not None else None
+            for files in _chunks(raw, batch_size):
+                batch = make(files)
+                yield batch, stream.record_event() if stream is not None else None
 
     for batch, ready in prefetched(produce(), depth=2, name="vitstudio-decode"):
         if cancel is not None:
@@ -202,6 +196,18 @@ def _tensor_batches(loaded: LoadedModel, paths, batch_size: int, cancel, readers
             if batch.tensor is not None:
                 batch.tensor.record_stream(consumer)
         yield batch
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    """Consecutive lists of `size` items (the last one shorter)."""
+    chunk: list = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,

@@ -217,10 +217,8 @@ def exact_duplicate_groups(scan: DatasetScan) -> dict[Path, str]:
     """file -> SHA-256 of its bytes, for the files that have an exact copy elsewhere in the dataset."""
     files = [p for c in scan.classes for p in scan.train[c]]
     digests = copy_candidate_digests(files)  # only files of a size another file shares are hashed
-    seen: dict[str, int] = {}
-    for d in digests.values():
-        seen[d] = seen.get(d, 0) + 1
-    return {p: digests[str(p)] for p in files if seen.get(digests.get(str(p), ""), 0) > 1}
+    copies = Counter(digests.values())
+    return {p: digests[str(p)] for p in files if copies[digests.get(str(p))] > 1}
 
 
 UPSTREAM_SUFFIXES = (".jpg", ".JPG", ".png", ".PNG")  # upstream read_split_data's `supported`

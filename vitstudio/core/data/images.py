@@ -127,10 +127,9 @@ def copy_candidate_digests(paths: Iterable[str | os.PathLike]) -> dict[str, str]
         except OSError:
             continue
     digests = {}
-    for group in by_size.values():
-        for path in group if len(group) > 1 else ():
-            try:
-                digests[path] = file_digest(path)
-            except OSError:
-                continue
+    for path in (p for group in by_size.values() if len(group) > 1 for p in group):
+        try:
+            digests[path] = file_digest(path)
+        except OSError:
+            continue
     return digests

@@ -54,9 +54,10 @@ def exact_pairs(paths: Sequence[str]) -> Pairs:
     first: dict[str, int] = {}
     i, j = [], []
     for k, path in enumerate(paths):
-        if str(path) not in digests:
+        digest = digests.get(str(path))
+        if digest is None:  # no other file of its size: no exact copy
             continue
-        m = first.setdefault(digests[str(path)], k)
+        m = first.setdefault(digest, k)
         if m != k:
             i.append(m)
             j.append(k)
