@@ -41,7 +41,7 @@ from vitstudio.core.train.distributed import (
     init_distributed,
     sum_across,
 )
-from vitstudio.core.train.evaluation import EvalReport, evaluate
+from vitstudio.core.train.evaluation import EvalReport, evaluate, validation_pass
 from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
@@ -97,21 +97,6 @@ def _seed_everything(seed: int) -> torch.Generator:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
-
-
-def _validate(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple[float, float]:
-    model.eval()
-    sums, count = [], 0  # per batch (loss sum, correct) kept on the device and read once: no sync per batch
-    with torch.inference_mode(), autocast():
-        for x, y in batches:
-            logits = model(x).float()
-            sums.append(torch.stack([nn.functional.cross_entropy(logits, y, reduction="sum").double(),
-                                     (logits.argmax(-1) == y).sum().double()]))
-            count += len(y)
-    loss_sum, correct = torch.stack(sums).sum(0).tolist() if sums else (0.0, 0.0)
-    correct = int(correct)
-    loss_sum, correct, count = sum_across(dist_info, loss_sum, correct, count)
-    return loss_sum / max(1, count), correct / max(1, count)
 
 
 def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bool = False) -> Iterator:
@@ -358,7 +343,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             loss_sum, correct, seen, seconds = yield from _train_one_epoch(run, epoch, cancel)
             run.scheduler.step(epoch + 1)
             loss_sum, correct, seen = sum_across(run.dist_info, loss_sum, correct, seen)
-            val_loss, val_acc = _validate(run.eval_model, run.loaders.val, run.base.autocast, run.dist_info)
+            val_loss, val_acc = validation_pass(run.eval_model, run.loaders.val, run.base.autocast, run.dist_info)
             improved = val_acc > run.best_acc
             run.best_acc, run.stale = (val_acc, 0) if improved else (run.best_acc, run.stale + 1)
             row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),

@@ -8,10 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+from torch import nn
 
 from vitstudio.core.inference import classify_files
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.train.distributed import DistInfo, sum_across
 
 
 @dataclass(frozen=True)
@@ -84,3 +87,19 @@ def evaluate(loaded: LoadedModel, items: Sequence[tuple[Path, int]], classes: Se
         done += len(batch)
         yield Progress(done, len(items), "Evaluating")
     return EvalReport(tuple(classes), confusion_from(classes, true, pred), tuple(wrong), tuple(skipped))
+
+
+def validation_pass(model: nn.Module, batches, autocast, dist_info: DistInfo) -> tuple[float, float]:
+    """(mean loss, accuracy) of one pass over a run's validation batches, summed across processes."""
+    model.eval()
+    sums, count = [], 0  # per batch (loss sum, correct) kept on the device and read once: no sync per batch
+    with torch.inference_mode(), autocast():
+        for x, y in batches:
+            logits = model(x).float()
+            sums.append(torch.stack([nn.functional.cross_entropy(logits, y, reduction="sum").double(),
+                                     (logits.argmax(-1) == y).sum().double()]))
+            count += len(y)
+    loss_sum, correct = torch.stack(sums).sum(0).tolist() if sums else (0.0, 0.0)
+    correct = int(correct)
+    loss_sum, correct, count = sum_across(dist_info, loss_sum, correct, count)
+    return loss_sum / max(1, count), correct / max(1, count)
