@@ -44,6 +44,7 @@ def _isolated_caches(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("VITSTUDIO_MODELS_DIR", str(tmp_path_factory.mktemp("models")))
     monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))  # decoded images, embeddings
+    monkeypatch.setenv("VITSTUDIO_DATA_DIR", str(tmp_path_factory.mktemp("data")))  # crash log, session marker
     yield
 
 

@@ -47,14 +47,25 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
+    from .binding import binding_problem
+
+    problem = binding_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+
     from PySide6.QtWidgets import QApplication
 
     from . import workers
+    from .crash_log import CrashLog
     from .startup import FirstPaintProbe, LoadingWindow, import_heavy, probing
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ViT Studio")
     app.setOrganizationName("ViT Studio")
+    crash_log = CrashLog()
+    crash_log.begin()
+    app.aboutToQuit.connect(crash_log.end)
     loading = LoadingWindow()  # the window shows now; torch and timm load behind it
     if probing():
         FirstPaintProbe(loading, "loading")
@@ -63,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def open_main_window(_result=None) -> None:
         opened["window"] = window = _build_main_window(args)
+        if crash_log.previous_crash:
+            window.show_warning(crash_log.previous_crash)
         if probing():
             FirstPaintProbe(window, "main", quit_after=True)
         window.show()

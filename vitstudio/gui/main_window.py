@@ -292,6 +292,14 @@ class MainWindow(QMainWindow):
     def _on_job_error(self, exc: BaseException | str) -> None:
         message = exc if isinstance(exc, str) else workers.describe(exc)
         self._on_message("error", message)
+        self._non_modal_box(message)
+
+    def show_warning(self, message: str) -> None:
+        """Logged, in the status bar and in a box that does not block the window."""
+        self._on_message("warning", message)
+        self._non_modal_box(message)
+
+    def _non_modal_box(self, message: str) -> None:
         box = QMessageBox(QMessageBox.Warning, "ViT Studio", message, QMessageBox.Ok, self)
         box.setModal(False)
         box.setAttribute(Qt.WA_DeleteOnClose)
