@@ -108,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    refused = _precheck_model(getattr(args, "model", None))
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return EXIT_USAGE
     from .core.jobs import GPUOutOfMemory
 
     try:
@@ -127,6 +131,19 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return EXIT_OK
+
+
+def _precheck_model(spec: str | None) -> str | None:
+    """An absurd or damaged custom spec / model folder is refused from its numbers before torch loads (~5 s)."""
+    if not spec:
+        return None
+    from .core.models.config_check import precheck_spec
+
+    try:
+        precheck_spec(spec)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _models(args) -> int:

@@ -41,11 +41,12 @@ from vitstudio.core.models.checkpoints import (
     read_class_indices,
     read_state_dict,
 )
+from vitstudio.core.models.config_check import ConfigError, parse_custom, validate_timm_config
 from vitstudio.core.models.devices import resolve_device, resolve_precision, validate_precision
 from vitstudio.core.models.hf_transformers import is_transformers_config
 from vitstudio.core.models.labels import resolve_labels
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.models.sizing import LIMITS, ModelTooLarge, check_vit_args
+from vitstudio.core.models.sizing import ModelTooLarge, check_fits, check_vit_args, forward_bytes, guessed_fields
 
 ProgressFn = hub.ProgressFn
 
@@ -54,36 +55,33 @@ class ModelLoadError(Exception):
     """The model could not be loaded; the message says why and what to do."""
 
 
-CUSTOM_KEYS = {"img": "img_size", "patch": "patch_size", "width": "embed_dim", "depth": "depth",
-               "heads": "num_heads", "classes": "num_classes"}
+def check_config_size(config: dict, source) -> None:
+    """A saved model's config.json, checked before timm builds anything from it: the closed form with the
+    architecture's own defaults, then (when that had to guess a field) an exact count on the meta device."""
+    architecture = str(config.get("architecture", ""))
+    model_args = config.get("model_args") or {}
+    hierarchical = family_of(architecture.split(".")[0]) == "swin"
+    check_vit_args(model_args, str(source), flat=not hierarchical, architecture=architecture)
+    if not hierarchical and guessed_fields(model_args, architecture):
+        exact_size_check(architecture, model_args, str(source))
 
 
-def parse_custom(spec: str) -> dict:
-    """`custom:img=224,patch=16,width=192,depth=12,heads=3,classes=10` -> timm VisionTransformer kwargs."""
-    kwargs = dict(img_size=224, patch_size=16, embed_dim=192, depth=12, num_heads=3, num_classes=1000)
-    body = spec.split(":", 1)[1]
-    for item in filter(None, (part.strip() for part in body.split(","))):
-        key, _, value = item.partition("=")
-        if key not in CUSTOM_KEYS or not value.isdigit():
-            raise ModelLoadError(f"Bad custom ViT field {item!r}; use {_custom_ranges()}.")
-        kwargs[CUSTOM_KEYS[key]] = int(value)
+def exact_size_check(architecture: str, model_args: dict, source: str) -> None:
+    """Build on the meta device (shapes only, nothing allocated; ~0.2 s) and count what the model would need."""
     try:
-        check_vit_args(kwargs, "Custom ViT")
-    except ModelTooLarge as exc:
-        raise ModelLoadError(f"{exc} Valid fields: {_custom_ranges()}.") from None
-    return kwargs
-
-
-def _custom_ranges() -> str:
-    return ", ".join(f"{k}={LIMITS[v][0]}..{LIMITS[v][1]}" for k, v in CUSTOM_KEYS.items())
-
-
-def check_config_size(model_args: dict, source, architecture: str = "") -> None:
-    """A saved model's config.json, checked before timm builds anything from it."""
+        with torch.device("meta"):
+            model = timm.create_model(architecture, pretrained=False, **model_args)
+    except Exception:  # noqa: BLE001 — the real build reports its own error with the file named
+        return
+    params = sum(p.numel() for p in model.parameters())
+    embed, blocks = getattr(model, "patch_embed", None), getattr(model, "blocks", None)
     try:
-        check_vit_args(model_args, str(source), flat=family_of(architecture.split(".")[0]) != "swin")
-    except ModelTooLarge as exc:
-        raise ModelLoadError(str(exc)) from None
+        tokens = int(embed.num_patches) + int(getattr(model, "num_prefix_tokens", 1))
+        attn, mlp = blocks[0].attn, blocks[0].mlp
+        activations = forward_bytes(tokens, int(model.embed_dim), int(attn.num_heads), int(mlp.fc1.out_features))
+    except (AttributeError, TypeError, IndexError):
+        tokens, activations = 0, 0
+    check_fits(4 * params + activations, params, tokens, source)
 
 
 def load_model(spec: str, weights: str | Path | None = None, device: str = "auto", precision: str = "auto",
@@ -228,11 +226,14 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         raise ModelLoadError(f"{folder} has no config.json (a timm model folder needs config.json + weights).")
     try:
         config = json.loads((folder / "config.json").read_text())
-    except ValueError as exc:
+    except (UnicodeDecodeError, ValueError) as exc:
         raise ModelLoadError(f"{folder / 'config.json'} is not valid JSON: {exc}") from None
     if is_transformers_config(config):
         return _transformers_dir(spec, folder, str(folder))
-    check_config_size(config.get("model_args", {}), folder / "config.json", str(config.get("architecture", "")))
+    try:
+        check_config_size(validate_timm_config(config, folder / "config.json"), folder / "config.json")
+    except (ConfigError, ModelTooLarge) as exc:
+        raise ModelLoadError(str(exc)) from None
     rep = (config.get("vitstudio") or {}).get("representation_size")
     weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
     try:
