@@ -85,6 +85,8 @@ def _decode_and_crop(loaded: LoadedModel, path) -> tuple[str, Image.Image | None
         return str(path), crop, loaded.to_tensor(crop), None
     except ImageReadError as exc:
         return str(path), None, None, exc.reason
+    except (MemoryError, RuntimeError, ValueError, OSError) as exc:  # one file never takes the batch down
+        return str(path), None, None, f"could not be preprocessed ({type(exc).__name__}: {str(exc)[:200]})"
 
 
 def _read_ahead(fn, items: Iterable, ahead: int, workers: int) -> Iterator:
@@ -175,8 +177,8 @@ def _tensor_batches(loaded: LoadedModel, paths, batch_size: int, cancel, readers
     raw = _read_ahead(tensor_decode.read_bytes, (str(p) for p in expand_paths(paths)), 2 * batch_size, workers)
 
     def make(files: list) -> DecodedBatch:
-        decoded = tensor_decode.decode(files, device)
-        tensors = [tensor_decode.eval_preprocess(t, loaded.data_config) for _, t, _ in decoded if t is not None]
+        decoded = tensor_decode.decode(files, device, lambda t: tensor_decode.eval_preprocess(t, loaded.data_config))
+        tensors = [t for _, t, _ in decoded if t is not None]
         items = [(p, True if t is not None else None, err) for p, t, err in decoded]  # True: decoded, no PIL crop
         return DecodedBatch(items, torch.stack(tensors) if tensors else None)
 

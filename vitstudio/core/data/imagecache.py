@@ -89,20 +89,25 @@ def _tensor_images(paths: Sequence[Path], short_side: int, device, batch: int = 
 
     from vitstudio.core.data import tensor_decode
 
+    from vitstudio.core.data.images import aspect_box
+
+    def shrink(image: torch.Tensor) -> np.ndarray:
+        box = aspect_box(image.shape[2], image.shape[1])
+        if box is not None:  # a 1×60000 strip keeps its centre, as read_image does
+            image = image[:, box[1]:box[3], box[0]:box[2]]
+        _, h, w = image.shape
+        scale = short_side / min(h, w)
+        if scale < 1:
+            size = (max(1, round(h * scale)), max(1, round(w * scale)))
+            image = F.interpolate(image[None].float(), size=size, mode="bicubic", antialias=True,
+                                  align_corners=False)[0].round_().clamp_(0, 255).to(torch.uint8)
+        return image.permute(1, 2, 0).contiguous().cpu().numpy()
+
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         for start in range(0, len(paths), batch):
             files = list(pool.map(tensor_decode.read_bytes, [str(p) for p in paths[start:start + batch]]))
-            for _, image, err in tensor_decode.decode(files, device):
-                if image is None:
-                    yield None, err
-                    continue
-                _, h, w = image.shape
-                scale = short_side / min(h, w)
-                if scale < 1:
-                    size = (max(1, round(h * scale)), max(1, round(w * scale)))
-                    image = F.interpolate(image[None].float(), size=size, mode="bicubic", antialias=True,
-                                          align_corners=False)[0].round_().clamp_(0, 255).to(torch.uint8)
-                yield image.permute(1, 2, 0).contiguous().cpu().numpy(), None
+            for _, image, err in tensor_decode.decode(files, device, transform=shrink):  # resized group by group
+                yield (None, err) if image is None else (image, None)
 
 
 def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 << 30,

@@ -1,19 +1,38 @@
-"""Safe image reading: any file a user drops becomes an RGB PIL image or a clear, per-file error."""
+"""Safe image reading: any file a user drops becomes an RGB PIL image or a clear, per-file error.
+
+One reader for both decoders: only regular files are opened (a symbolic link is followed only to a regular file,
+so a FIFO never hangs a read and a link to /dev/zero is never read), a file's size is bounded, and an image's pixel
+count is checked from its header before anything is decoded (PIL's `MAX_IMAGE_PIXELS`; the tensor decoder checks a
+JPEG's frame header against the same limit). Images more than `MAX_ASPECT` times longer than wide (a 1×60000 strip)
+keep only their centre, so resizing them for a model stays small. `expand_paths` walks folders and yields, besides
+the image files, every entry that looks like one but cannot be used (links that dangle or loop, folders and FIFOs
+named like images, HEIC files…), so each gets its reason from the reader instead of vanishing.
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError, features
 
 IMAGE_SUFFIXES = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".jfif"}
+    | ({".avif"} if features.check("avif") else set())
 )
+# Formats people keep photos in that Pillow cannot read here: named in the message, so the fix is obvious.
+UNSUPPORTED_SUFFIXES = {".heic": "HEIC", ".heif": "HEIF", ".jxl": "JPEG XL", ".svg": "SVG", ".cr2": "Camera RAW",
+                        ".cr3": "Camera RAW", ".nef": "Camera RAW", ".arw": "Camera RAW", ".dng": "Camera RAW",
+                        ".orf": "Camera RAW", ".rw2": "Camera RAW", ".raf": "Camera RAW"}
+MAX_FILE_BYTES = 1 << 30  # no photo is larger; a bigger "image" is a mistake or an attack
+MAX_ASPECT = 16  # longer side / shorter side kept; a model sees a square-ish centre crop anyway
 
 
 class ImageReadError(Exception):
@@ -25,35 +44,155 @@ class ImageReadError(Exception):
         super().__init__(f"{self.path}: {reason}")
 
 
+def max_pixels() -> int:
+    """The pixel count above which an image is refused: PIL's decompression-bomb limit (its default when unset)."""
+    return Image.MAX_IMAGE_PIXELS or 89_478_485
+
+
+def check_pixels(path, width: int, height: int) -> None:
+    """Refuse an image whose header declares more than `max_pixels()` pixels, before it is decoded."""
+    if width * height > max_pixels():
+        raise ImageReadError(path, f"image too large to open safely ({width}×{height} = {width * height:,} pixels; "
+                                   f"the limit is {max_pixels():,})")
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_file(path: str | os.PathLike) -> os.stat_result:
+    """The stat of `path` if it is a regular file a reader may open, else ImageReadError saying what it is: a
+    dangling link, a link loop, a folder, a FIFO or device (also behind a link), an unsupported format, empty, or
+    larger than MAX_FILE_BYTES."""
+    p = str(path)
+    try:
+        st = os.stat(p)  # follows links; a FIFO is not opened, so nothing blocks
+    except FileNotFoundError:
+        if os.path.islink(p):
+            raise ImageReadError(p, f"dangling symbolic link (its target {os.readlink(p)} does not exist)") from None
+        raise ImageReadError(p, "file not found") from None
+    except PermissionError:
+        raise ImageReadError(p, "permission denied (file is not readable)") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ImageReadError(p, "symbolic link loop (the link leads back to itself)") from None
+        raise ImageReadError(p, f"cannot be read ({exc.strerror or exc})") from None
+    via = ", through a symbolic link" if os.path.islink(p) else ""
+    if stat.S_ISDIR(st.st_mode):
+        if via and _links_to_ancestor(p):
+            raise ImageReadError(p, "symbolic link loop (a link to a folder that contains it)")
+        raise ImageReadError(p, f"is a folder, not an image file{via}")
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "a special file")
+        raise ImageReadError(p, f"not a regular file ({kind}{via})")
+    if not os.access(p, os.R_OK):
+        raise ImageReadError(p, "permission denied (file is not readable)")
+    fmt = UNSUPPORTED_SUFFIXES.get(os.path.splitext(p)[1].lower())
+    if fmt:
+        raise ImageReadError(p, f"{fmt} is not supported; convert to JPEG/PNG")
+    if st.st_size == 0:
+        raise ImageReadError(p, "file is empty (0 bytes)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ImageReadError(p, f"file too large ({st.st_size / 2**30:.1f} GiB; the limit is "
+                                f"{MAX_FILE_BYTES / 2**30:.0f} GiB)")
+    return st
+
+
+def _links_to_ancestor(path: str) -> bool:
+    target = os.path.realpath(path)
+    here = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """A binary file object on `path`, which `check_file` accepted and which is still a regular file once open
+    (O_NONBLOCK: a FIFO swapped in between the two never blocks the open)."""
+    check_file(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except PermissionError:
+        raise ImageReadError(path, "permission denied (file is not readable)") from None
+    except OSError as exc:
+        raise ImageReadError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ImageReadError(path, "not a regular file (it changed while being opened)")
+    return os.fdopen(fd, "rb")
+
+
+def read_file_bytes(path: str | os.PathLike) -> bytes:
+    """A regular file's bytes, at most MAX_FILE_BYTES (ImageReadError otherwise)."""
+    with open_regular(path) as f:
+        try:
+            data = f.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ImageReadError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ImageReadError(path, f"file too large (over {MAX_FILE_BYTES / 2**30:.0f} GiB)")
+    return data
+
+
 def read_image(path: str | os.PathLike) -> Image.Image:
     """Open `path` as an upright 8-bit RGB image, or raise ImageReadError saying why not."""
     p = Path(path)
-    if not p.exists():
-        raise ImageReadError(p, "file not found")
-    if p.is_dir():
-        raise ImageReadError(p, "is a folder, not an image file")
-    if not os.access(p, os.R_OK):
-        raise ImageReadError(p, "permission denied (file is not readable)")
-    if p.stat().st_size == 0:
-        raise ImageReadError(p, "file is empty (0 bytes)")
     try:
         # Pillow only warns between MAX_IMAGE_PIXELS and twice that; we refuse at the limit itself,
         # because a model resizes to a few hundred pixels anyway and decoding a bomb exhausts memory.
-        with warnings.catch_warnings():
+        with open_regular(p) as f, warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(p) as img:
+            with Image.open(f) as img:  # reads the header only
+                check_pixels(p, *img.size)
                 img.seek(0)  # animated GIF/WebP/APNG/TIFF: the first frame
                 img.load()
-                return to_rgb(img)
+                return cut_extreme_aspect(to_rgb(img))
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ImageReadError(p, f"image too large to open safely ({exc})") from None
     except UnidentifiedImageError:
         raise ImageReadError(p, "not an image file (unrecognised format)") from None
     except PermissionError:
         raise ImageReadError(p, "permission denied (file is not readable)") from None
+    except MemoryError:
+        raise ImageReadError(p, "not enough memory to decode this image") from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         # Pillow reports truncated or corrupt data as OSError/SyntaxError with its own wording.
         raise ImageReadError(p, f"corrupt or truncated image ({exc})") from None
+
+
+def image_size(path: str | os.PathLike) -> tuple[int, int]:
+    """(width, height) from the header alone, with every check `read_image` makes before decoding."""
+    p = Path(path)
+    try:
+        with open_regular(p) as f, warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(f) as img:
+                check_pixels(p, *img.size)
+                return img.size
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ImageReadError(p, f"image too large to open safely ({exc})") from None
+    except UnidentifiedImageError:
+        raise ImageReadError(p, "not an image file (unrecognised format)") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise ImageReadError(p, f"corrupt or truncated image ({exc})") from None
+
+
+def aspect_box(width: int, height: int) -> tuple[int, int, int, int] | None:
+    """(left, top, right, bottom) of the centre that keeps the long side at most MAX_ASPECT × the short one, or
+    None when the image is within that. Resizing a 1×60000 strip's short side to a model's 256 px would make a
+    256×15,360,000 image (gigabytes); a model's centre crop sees only the middle of it anyway."""
+    short = min(width, height)
+    if max(width, height) <= MAX_ASPECT * short:
+        return None
+    keep = MAX_ASPECT * short
+    if width > height:
+        left = (width - keep) // 2
+        return left, 0, left + keep, height
+    top = (height - keep) // 2
+    return 0, top, width, top + keep
+
+
+def cut_extreme_aspect(img: Image.Image) -> Image.Image:
+    box = aspect_box(*img.size)
+    return img if box is None else img.crop(box)
 
 
 def to_rgb(img: Image.Image) -> Image.Image:
@@ -90,21 +229,59 @@ def _high_depth_to_uint8(arr: np.ndarray, mode: str) -> np.ndarray:
     return np.clip(np.round(values / scale * 255.0), 0, 255).astype(np.uint8)
 
 
-def expand_paths(paths: Iterable[str | os.PathLike], recursive: bool = True) -> Iterator[Path]:
-    """Yield files: folders expand to the image files inside (sorted); files are passed through as given.
+def expand_paths(paths: Iterable[str | os.PathLike], recursive: bool = True,
+                 ignored: list[tuple[str, str]] | None = None) -> Iterator[Path]:
+    """Yield files: folders expand to the image files inside (sorted), files are passed through as given.
 
-    Files given explicitly are yielded whatever their suffix, so a wrongly named file still gets a
-    clear per-file message instead of vanishing silently.
+    Files given explicitly are yielded whatever their suffix, so a wrongly named file still gets a clear per-file
+    message instead of vanishing silently. Inside folders, besides the image files, every entry that cannot be used
+    but is not plainly some other kind of file is yielded too, so the reader reports why (see `_walk`); regular
+    files of other types (notes.txt, labels.csv) are appended to `ignored` as (path, reason) when it is given.
     """
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            pattern = "**/*" if recursive else "*"
-            yield from sorted(
-                f for f in p.glob(pattern) if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
-            )
+            yield from _walk(p, recursive, {_dir_key(p)}, ignored)
         else:
             yield p
+
+
+def _dir_key(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _walk(folder: Path, recursive: bool, seen: set, ignored: list | None) -> Iterator[Path]:
+    """Entries of `folder` in name order, descending into subfolders (links to folders too, each folder once).
+
+    Yielded: regular files with an image or a known-unsupported suffix; anything else named like an image (a
+    folder or FIFO called x.jpg); links that dangle or loop; FIFOs, devices and sockets whatever their name."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        if ignored is not None:
+            ignored.append((str(folder), f"folder cannot be read ({exc.strerror or exc})"))
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        suffix = path.suffix.lower()
+        image_like = suffix in IMAGE_SUFFIXES or suffix in UNSUPPORTED_SUFFIXES
+        try:
+            st = os.stat(entry.path)
+        except OSError:  # dangling link, link loop, vanished: the reader says which
+            yield path
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            key = (st.st_dev, st.st_ino)
+            if image_like or (entry.is_symlink() and _links_to_ancestor(entry.path)):
+                yield path  # a folder named like an image, or a link back up the tree: reported
+            if recursive and key not in seen and not _links_to_ancestor(entry.path):
+                seen.add(key)
+                yield from _walk(path, recursive, seen, ignored)
+        elif not stat.S_ISREG(st.st_mode) or image_like:
+            yield path
+        elif ignored is not None:
+            ignored.append((str(path), f"not an image file ({suffix or 'no extension'})"))
 
 
 def file_digest(path: str | os.PathLike) -> str:

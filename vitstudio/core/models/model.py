@@ -17,6 +17,16 @@ from vitstudio.core.models.devices import autocast
 from vitstudio.core.models.structure import heads_of, patch_embedding, token_stages, trunk_blocks
 
 
+def eval_transform(data_config: dict):
+    """timm's eval transform for a data config, or the exact steps of a transformers image processor when the
+    config carries one (`hf_size`, see hf_preprocessing)."""
+    if data_config.get("hf_size"):
+        from vitstudio.core.models.hf_preprocessing import processor_transform
+
+        return processor_transform(data_config)
+    return timm.data.create_transform(**data_config, is_training=False)
+
+
 def split_eval_transform(transform) -> tuple[list, list]:
     """(PIL steps up to the crop, tensor steps after it) of a timm eval transform, so the crop the model sees
     can be shown or cached."""
@@ -115,8 +125,9 @@ class LoadedModel:
 
     @cached_property
     def transform(self):
-        """timm's eval transform for this model, exactly as timm builds it."""
-        return timm.data.create_transform(**self.data_config, is_training=False)
+        """timm's eval transform for this model, exactly as timm builds it (a transformers processor's own steps
+        for a converted transformers model)."""
+        return eval_transform(self.data_config)
 
     @cached_property
     def _split_transform(self):

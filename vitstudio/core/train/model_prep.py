@@ -99,4 +99,6 @@ def data_config_for(base: LoadedModel, config: TrainConfig) -> dict:
     for key in ("mean", "std", "interpolation", "crop_pct"):
         if getattr(config, key) is not None:
             cfg[key] = getattr(config, key)
+    if config.img_size or config.crop_pct is not None:  # a transformers processor's sizes no longer apply
+        cfg.pop("hf_size", None)
     return cfg

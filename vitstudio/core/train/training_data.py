@@ -32,7 +32,7 @@ from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBat
 from vitstudio.core.data.imagecache import build_cache, short_side_for
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.jobs import CancelToken, Progress
-from vitstudio.core.models.model import split_eval_transform
+from vitstudio.core.models.model import eval_transform, split_eval_transform
 from vitstudio.core.train.distributed import DistInfo
 from vitstudio.core.train.recipes import TrainConfig
 
@@ -86,7 +86,7 @@ def make_loaders(split: Split, cfg: dict, config: TrainConfig, device: torch.dev
         cache, [label for _, label in split.train], size, scale=config.scale, hflip=config.hflip,
         mean=cfg["mean"], std=cfg["std"], interpolation=cfg["interpolation"], batch_size=config.batch_size,
         device=device, seed=config.seed, drop_last=drop_last, rank=dist_info.rank, world=dist_info.world)
-    pil_steps, _ = split_eval_transform(timm.data.create_transform(**cfg, is_training=False))
+    pil_steps, _ = split_eval_transform(eval_transform(cfg))
     crops, labels, failed = [], [], dict(cache.failed)
     for n, (path, label) in enumerate(split.val, 1):
         try:
@@ -140,7 +140,7 @@ def preview_augmentation(paths: list, config: TrainConfig, input_size: tuple[int
 
 def _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last) -> Loaders:
     train_tf = train_transform(cfg, config)
-    val_tf = timm.data.create_transform(**cfg, is_training=False)
+    val_tf = eval_transform(cfg)
     train_set, val_set = FolderDataset(split.train, train_tf), FolderDataset(split.val, val_tf)
     args = dict(num_workers=config.workers, persistent_workers=config.workers > 0,
                 pin_memory=device.type == "cuda")
