@@ -34,7 +34,7 @@ def _vit(folder):
     model = transformers.ViTForImageClassification(transformers.ViTConfig(**SIZES)).eval()
     _jitter(model)
     model.save_pretrained(folder)
-    processor = transformers.ViTImageProcessor(size={"height": 32, "width": 32}, resample=2,
+    processor = transformers.ViTImageProcessorPil(size={"height": 32, "width": 32}, resample=2,
                                                image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5])
     processor.save_pretrained(folder)
     return model, processor
@@ -45,7 +45,7 @@ def _deit(folder):
     model = transformers.DeiTForImageClassificationWithTeacher(transformers.DeiTConfig(**SIZES)).eval()
     _jitter(model)
     model.save_pretrained(folder)
-    processor = transformers.DeiTImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32,
+    processor = transformers.DeiTImageProcessorPil(size={"height": 40, "width": 40}, crop_size={"height": 32,
                                                 "width": 32}, do_center_crop=True, resample=3)
     processor.save_pretrained(folder)
     return model, processor
@@ -63,20 +63,32 @@ def _dinov2(folder, swiglu=False, registers=0):
         model = transformers.Dinov2ForImageClassification(config).eval()
     _jitter(model)
     model.save_pretrained(folder)
-    processor = transformers.BitImageProcessor(size={"shortest_edge": 40}, crop_size={"height": 32, "width": 32},
+    processor = transformers.BitImageProcessorPil(size={"shortest_edge": 40}, crop_size={"height": 32, "width": 32},
                                                do_center_crop=True, resample=3, image_mean=[0.485, 0.456, 0.406],
                                                image_std=[0.229, 0.224, 0.225])
     processor.save_pretrained(folder)
     return model, processor
 
 
+def _deit_plain(folder):
+    """DeiTForImageClassification: the distillation token is in the sequence, only the class token is classified."""
+    torch.manual_seed(6)
+    model = transformers.DeiTForImageClassification(transformers.DeiTConfig(**SIZES)).eval()
+    _jitter(model)
+    model.save_pretrained(folder)
+    processor = transformers.DeiTImageProcessorPil(size={"height": 45, "width": 45}, crop_size={"height": 32,
+                                                   "width": 32}, do_center_crop=True, resample=3)
+    processor.save_pretrained(folder)
+    return model, processor
+
+
 def _beit(folder, **options):
     torch.manual_seed(4)
-    config = transformers.BeitConfig(**SIZES, layer_scale_init_value=0.5, **options)
+    config = transformers.BeitConfig(**{"layer_scale_init_value": 0.5, **SIZES, **options})
     model = transformers.BeitForImageClassification(config).eval()
     _jitter(model)
     model.save_pretrained(folder)
-    processor = transformers.BeitImageProcessor(size={"height": 40, "width": 40}, crop_size={"height": 32,
+    processor = transformers.BeitImageProcessorPil(size={"height": 40, "width": 40}, crop_size={"height": 32,
                                                 "width": 32}, do_center_crop=True, resample=3)
     processor.save_pretrained(folder)
     return model, processor
@@ -88,6 +100,11 @@ def _beit_shared(folder):
                  use_absolute_position_embeddings=True, use_mean_pooling=False)
 
 
+def _beit_no_layer_scale(folder):
+    """layer_scale_init_value=0: no layer scale at all (timm's beit entry point would otherwise keep 0.1)."""
+    return _beit(folder, layer_scale_init_value=0.0)
+
+
 def _dinov2_swiglu(folder):
     return _dinov2(folder, swiglu=True)
 
@@ -96,25 +113,24 @@ def _dinov2_registers(folder):
     return _dinov2(folder, registers=4)
 
 
-@pytest.mark.parametrize("make", [_vit, _deit, _dinov2, _dinov2_swiglu, _dinov2_registers, _beit, _beit_shared],
-                         ids=["vit", "deit-distilled", "dinov2", "dinov2-swiglu", "dinov2-registers", "beit",
-                              "beit-shared-bias"])
+@pytest.mark.parametrize("make", [_vit, _deit, _deit_plain, _dinov2, _dinov2_swiglu, _dinov2_registers, _beit,
+                                  _beit_shared, _beit_no_layer_scale],
+                         ids=["vit", "deit-distilled", "deit", "dinov2", "dinov2-swiglu", "dinov2-registers", "beit",
+                              "beit-shared-bias", "beit-no-layer-scale"])
 def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, photos):
     folder = tmp_path / "checkpoint"
     reference, processor = make(folder)
     loaded = load_model(str(folder))
     assert loaded.labels == ["daisy", "roses", "tulips"] and loaded.label_set == "transformers config (id2label)"
     assert "transformers" in loaded.architecture
-    # non-square photos: the resize must squash (ViT, DeiT) or keep the aspect (DINOv2) as transformers does; the
-    # rocket's odd crop margin is left out for DINOv2 (timm rounds it, transformers floors it: one pixel)
-    dinov2 = make in (_dinov2, _dinov2_swiglu, _dinov2_registers)
-    names = ("chelsea", "astronaut", "coffee") if dinov2 else ("chelsea", "astronaut", "rocket")
-    for name in names:
+    # non-square photos: the resize must squash (ViT, DeiT, BEiT) or keep the aspect (DINOv2) as transformers'
+    # processor (PIL backend) does, the crop margins floored as there
+    for name in ("chelsea", "astronaut", "rocket", "coffee"):
         img = read_image(photos[name])
         pixels = processor(images=img, return_tensors="pt")["pixel_values"]
         ours = loaded.to_tensor(loaded.crop(img))[None]
         assert ours.shape == pixels.shape
-        np.testing.assert_allclose(ours.numpy(), pixels.numpy(), atol=2e-2)  # PIL rounding of the resize
+        np.testing.assert_allclose(ours.numpy(), pixels.numpy(), atol=1e-5, rtol=0)  # the same PIL resize
         with torch.no_grad():
             expected = reference(pixel_values=ours).logits
         torch.testing.assert_close(forward_logits(loaded, ours), expected, atol=1e-5, rtol=0)

@@ -3,11 +3,10 @@ transformers.
 
 A transformers folder holds `config.json` (with `model_type`, sizes and `id2label`), `model.safetensors` (or
 `pytorch_model.bin`) in transformers' key names, and usually `preprocessor_config.json`. We build the matching timm
-architecture from the sizes, rename the keys (query/key/value are concatenated into timm's qkv), and express the
-image processor as timm's eval transform: transformers resizes to a fixed height×width (no aspect kept), then
-centre-crops when asked, which is timm's `crop_mode="squash"` with crop_pct = crop / resize; DINOv2's processor
-resizes the shortest edge (aspect kept) and centre-crops, which is timm's default `crop_mode="center"` (timm rounds
-an odd crop margin where transformers floors it: at most one pixel of shift).
+architecture from the sizes, rename the keys (query/key/value are concatenated into timm's qkv), and reproduce the
+image processor exactly (hf_preprocessing: the processor's own resize, floored crop margins). DeiT without a
+distillation head (`DeiTForImageClassification`, `DeiTModel`) keeps its distillation token in the sequence as a
+timm register token (with a position of its own) and classifies the class token.
 
 DINOv2 (`Dinov2Model`, `Dinov2ForImageClassification`): layer scale (timm's `init_values`), SwiGLU for giant
 (timm's packed SwiGLU: gate and up projections stacked), position embeddings stored for 518 px and resampled the way
@@ -28,14 +27,23 @@ import torch
 from timm.models.vision_transformer import VisionTransformer
 from torch import nn
 
+from vitstudio.core.models import hf_preprocessing
+
 SUPPORTED = ("vit", "deit", "dinov2", "dinov2_with_registers", "beit")
 DINOV2 = ("dinov2", "dinov2_with_registers")
-# PIL resample codes used by transformers' image processors
-_RESAMPLE = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 
 
 class TransformersFormatError(ValueError):
     """A transformers checkpoint ViT Studio cannot convert; the message says why."""
+
+
+def data_config(folder: Path, input_hw: tuple[int, int]) -> dict:
+    """The data config reproducing the folder's preprocessor_config.json (or transformers' defaults)."""
+    try:
+        return hf_preprocessing.data_config(hf_preprocessing.read_processor(folder), input_hw,
+                                            str(folder / "preprocessor_config.json"))
+    except hf_preprocessing.ProcessorError as exc:
+        raise TransformersFormatError(str(exc)) from None
 
 
 def is_transformers_config(config: dict) -> bool:
@@ -68,11 +76,13 @@ def _sizes(config: dict, source: str) -> dict:
                  mlp_ratio=int(config.get("intermediate_size", 4 * width)) / width,
                  qkv_bias=bool(config.get("qkv_bias", True)))
     if config["model_type"] == "beit":  # timm's Beit: q and v biases, relative position bias, layer scale
+        # a scale of 0 means no layer scale: timm's Beit reads init_values=0.0 so (None would be dropped by
+        # create_model, leaving the entry point's 0.1)
         scale = float(config.get("layer_scale_init_value", 0.1))
         sizes.update(use_abs_pos_emb=bool(config.get("use_absolute_position_embeddings", False)),
                      use_rel_pos_bias=bool(config.get("use_relative_position_bias", False)),
                      use_shared_rel_pos_bias=bool(config.get("use_shared_relative_position_bias", False)),
-                     init_values=scale if scale > 0 else None, qkv_bias=True,
+                     init_values=scale if scale > 0 else 0.0, qkv_bias=True,
                      global_pool="avg" if config.get("use_mean_pooling", True) else "token")
     if config["model_type"] == "dinov2_with_registers":  # registers after the class token, no position of their own
         sizes.update(reg_tokens=int(config.get("num_register_tokens", 4)), no_embed_class=True)
@@ -148,37 +158,6 @@ def _beit_attention(state: dict, out: dict, prefix: str, target: str) -> None:
         out[f"{target}relative_position_bias_table"] = state[table]
 
 
-def data_config(folder: Path, config: dict, input_hw: tuple[int, int]) -> dict:
-    """timm's data config for the folder's preprocessor_config.json (or transformers' defaults)."""
-    path = folder / "preprocessor_config.json"
-    proc = json.loads(path.read_text()) if path.is_file() else {}
-    size = proc.get("size", {"height": input_hw[0], "width": input_hw[1]})
-    if isinstance(size, int):
-        size = {"height": size, "width": size}
-    crop = proc.get("crop_size", size) if proc.get("do_center_crop") else size
-    if isinstance(crop, int):
-        crop = {"height": crop, "width": crop}
-    if "shortest_edge" in size:  # DINOv2's BitImageProcessor: shortest edge (aspect kept), then a centre crop
-        if not proc.get("do_center_crop") or "height" not in crop:
-            raise TransformersFormatError(f"{path}: shortest-edge resizing without a centre crop gives every image "
-                                          "its own size; ViT Studio needs a fixed input size.")
-        out = (int(crop["height"]), int(crop["width"]))
-        return dict(input_size=(3, *out), interpolation=_RESAMPLE.get(int(proc.get("resample", 2)), "bilinear"),
-                    **_normalisation(proc), crop_pct=out[0] / int(size["shortest_edge"]), crop_mode="center")
-    if isinstance(crop, int):
-        crop = {"height": crop, "width": crop}
-    resize = (int(size["height"]), int(size["width"]))
-    out = (int(crop["height"]), int(crop["width"]))
-    return dict(input_size=(3, *out), interpolation=_RESAMPLE.get(int(proc.get("resample", 2)), "bilinear"),
-                **_normalisation(proc), crop_pct=out[0] / resize[0], crop_mode="squash")
-
-
-def _normalisation(proc: dict) -> dict:
-    if not proc.get("do_normalize", True):
-        return dict(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
-    return dict(mean=tuple(proc.get("image_mean", (0.5, 0.5, 0.5))), std=tuple(proc.get("image_std", (0.5, 0.5, 0.5))))
-
-
 def _resample_positions(state: dict, grid: tuple[int, int], antialias: bool) -> None:
     """DINOv2 stores position embeddings for 518 px; transformers resamples them to the input's grid on every
     forward (bicubic, align_corners=False; antialiased for DINOv2 with registers only). Done once here, the same
@@ -215,17 +194,10 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
     if weights is None:
         raise TransformersFormatError(f"{folder} has a transformers config.json but no model.safetensors.")
     state = _rename(read_state_dict(weights), sizes["depth"])
-    distilled = "dist_token" in state
     num_classes = int(state["head.weight"].shape[0]) if "head.weight" in state else 0
-    entry = {"beit": "beit_base_patch16_224"}.get(config["model_type"],
-                                                  "deit_base_distilled_patch16_224" if distilled
-                                                  else "vit_base_patch16_224")
-    if sizes.pop("swiglu", False):
-        from timm.layers import SwiGLUPacked
-
-        sizes.update(mlp_layer=SwiGLUPacked, act_layer=nn.SiLU)
+    entry = _entry(config, state, sizes)
     stored = sizes["img_size"] if isinstance(sizes["img_size"], tuple) else (sizes["img_size"],) * 2
-    cfg = data_config(folder, config, stored)
+    cfg = data_config(folder, stored)
     if config["model_type"] in DINOV2:  # built for the crop size, its position embeddings resampled to it
         sizes["img_size"] = tuple(cfg["input_size"][1:])
         registers = config["model_type"] == "dinov2_with_registers"
@@ -246,3 +218,21 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
         raise TransformersFormatError(f"{weights} does not fit a timm {entry}: missing {missing[:3]}, "
                                       f"unexpected {unexpected[:3]}")
     return model, cfg, labels_of(config, num_classes)
+
+
+def _entry(config: dict, state: dict, sizes: dict) -> str:
+    """The timm entry point the converted model is built from (its sizes passed as arguments), so a fine-tuned
+    run's config.json names it and plain `timm.create_model(entry, **model_args)` builds it again."""
+    if config["model_type"] == "beit":
+        return "beit_base_patch16_224"
+    if sizes.pop("swiglu", False):  # timm's own DINOv2 giant: packed SwiGLU with SiLU, set by the entry point
+        return "vit_giant_patch14_dinov2"  # (a class as an argument is not JSON: the run could not be saved)
+    if "dist_token" not in state:
+        return "vit_base_patch16_224"
+    if "head_dist.weight" in state:
+        return "deit_base_distilled_patch16_224"
+    # DeiTForImageClassification / DeiTModel: the distillation token is in the sequence ([class, distillation,
+    # patches], each with a position) but only the class token is classified: timm's register-token layout
+    state["reg_token"] = state.pop("dist_token")
+    sizes.update(reg_tokens=1)
+    return "vit_base_patch16_224"
