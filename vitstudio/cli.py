@@ -26,13 +26,26 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                         "bf16/fp16 autocast")
 
 
+def _add_decoder_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--decoder", default="auto", choices=["auto", "tensor", "pil"],
+                   help="auto: JPEGs decoded and preprocessed on a GPU (torchvision), PIL on a CPU; tensor / pil "
+                        "force one (unreadable-by-tensor files always fall back to PIL)")
+
+
+def print_ignored(ignored: list[tuple[str, str]]) -> None:
+    """The files a folder walk met and left alone (notes.txt, labels.csv), one line each on stderr: not failures."""
+    for path, reason in ignored:
+        print(f"ignored {path}: {reason}", file=sys.stderr)
+
+
 def _add_explain_parser(sub) -> None:
     """Options and choices come from the analysis registry: one vocabulary with the GUI and exports."""
     methods = "; ".join(f"{a.name} = {a.title}" for a in registry.REGISTRY.values())
     used = registry.params_help()
     p = sub.add_parser("explain", help="attention / embedding analyses of images (one model load for all)",
                        description=f"Methods: {methods}. Several images (or folders) and several methods in one call "
-                       "write OUT/<image>.<method>.<format>; one image and one method may write --out FILE directly.")
+                       "write OUT/<image file name>.<method>.<format> (small.bmp.rollout.png; a repeated name gets "
+                       "-2, -3…); one image and one method may write --out FILE directly.")
     p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
                    "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
     _add_model_args(p)
@@ -54,6 +67,7 @@ def _add_explain_parser(sub) -> None:
                    "(picture) or FILE.json for one image and one method; otherwise a folder")
     p.add_argument("--format", default="png", choices=["png", "npy", "json"],
                    help="what to write per result when --out is a folder (default png)")
+    _add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,9 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    p.add_argument("--decoder", default="auto", choices=["auto", "tensor", "pil"],
-                   help="auto: JPEGs decoded and preprocessed on a GPU (torchvision), PIL on a CPU; tensor / pil "
-                        "force one (unreadable-by-tensor files always fall back to PIL)")
+    _add_decoder_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
@@ -194,7 +206,9 @@ def _predict(args) -> int:
     loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
-    files = list(expand_paths(args.paths))
+    ignored: list = []
+    files = list(expand_paths(args.paths, ignored=ignored))
+    print_ignored(ignored)
     if not files:
         print("error: no image files found in the given paths", file=sys.stderr)
         return EXIT_SOME_FAILED
@@ -276,6 +290,10 @@ def _explain(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     failed = 0
+    ignored: list = []
+    images = list(expand_paths(args.inputs, ignored=ignored)) if any(
+        not registry.get(m).folder and registry.get(m).needs_image for m in plan.methods) else []
+    print_ignored(ignored)
     for method in plan.methods:
         analysis = registry.get(method)
         if not analysis.needs_image:
@@ -283,18 +301,22 @@ def _explain(args) -> int:
         elif analysis.folder:
             jobs = [(Path(i), method) for i in args.inputs]
         else:
-            jobs = [(f, method) for f in expand_paths(args.inputs)]
+            jobs = [(f, method) for f in images]
         for source, _ in jobs:
             try:
-                if source is not None and source.is_dir():
-                    exp, skipped = distance_over(loaded, [str(source)])
+                if source is not None and analysis.folder and source.is_dir():
+                    exp, skipped = distance_over(loaded, [str(source)], decoder=args.decoder)
                     for path, reason in skipped:
                         print(f"skipped {path}: {reason}", file=sys.stderr)
                     failed += len(skipped)
                 else:
                     exp = explain(loaded, method, read_image(source) if source is not None else None, **given)
-            except (ImageReadError, ValueError) as exc:
-                print(f"error: {source}: {exc}", file=sys.stderr)
+            except ImageReadError as exc:
+                print(f"error: {exc.path}: {exc.reason}", file=sys.stderr)
+                failed += 1
+                continue
+            except (ValueError, MemoryError, RuntimeError) as exc:  # one input never takes the command down
+                print(f"error: {source}: {exc or type(exc).__name__}", file=sys.stderr)
                 failed += 1
                 continue
             out = plan.target(source, method)
@@ -304,16 +326,31 @@ def _explain(args) -> int:
 
 
 class _ExplainPlan:
-    """Which methods, and where each result goes: --out itself for one image and one method, else a folder."""
+    """Which methods, and where each result goes: --out itself for one image and one method, else a folder.
+
+    In a folder, a result is named after its input's whole file name, extension included
+    (`small.bmp.rollout.png` beside `small.webp.rollout.png`); a second input of the same name from another folder
+    gets `-2` (`small.bmp-2.rollout.png`), and so on in input order, so no result overwrites another."""
 
     def __init__(self, methods: list[str], out: Path, single: bool, fmt: str) -> None:
         self.methods, self.out, self.single, self.fmt = methods, out, single, fmt
+        self._names: dict[str, str] = {}  # input path -> its unique name in the output folder
 
     def target(self, source: Path | None, method: str) -> Path:
         if self.single:
             return self.out
-        stem = f"{source.stem if source.is_file() else source.name}." if source is not None else ""
-        return self.out / f"{stem}{method}.{self.fmt}"
+        return self.out / (f"{self._unique(source)}.{method}.{self.fmt}" if source is not None else
+                           f"{method}.{self.fmt}")
+
+    def _unique(self, source: Path) -> str:
+        key = str(source)
+        if key not in self._names:
+            taken, n, name = set(self._names.values()), 1, source.name
+            while name in taken:
+                n += 1
+                name = f"{source.name}-{n}"
+            self._names[key] = name
+        return self._names[key]
 
 
 def _explain_plan(args) -> _ExplainPlan:

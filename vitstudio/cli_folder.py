@@ -22,6 +22,9 @@ def add_parsers(sub) -> None:
     _add_model_args(p)
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    from .cli import _add_decoder_arg
+
+    _add_decoder_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
     p = sub.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
@@ -51,10 +54,15 @@ def add_parsers(sub) -> None:
 
 
 def _embedded(args, loaded):
+    from .cli import print_ignored
     from .cli_train import _drain
     from .core.folder.embedcache import embed_folder
 
-    return _drain(embed_folder(loaded, args.paths, args.batch_size), args.quiet)
+    ignored: list = []
+    result = _drain(embed_folder(loaded, args.paths, args.batch_size, decoder=getattr(args, "decoder", "auto"),
+                                 ignored=ignored), args.quiet)
+    print_ignored(ignored)
+    return result
 
 
 def _embedded_sharded(args, loaded, info):

@@ -119,7 +119,8 @@ def test_write_result_formats(tmp_path):
 
 
 def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos, tmp_path):
-    """One model load, every image x method written as OUT/<image>.<method>.<format>; a folder is expanded."""
+    """One model load, every image x method written as OUT/<image file name>.<method>.<format>; a folder is
+    expanded."""
     folder = tmp_path / "imgs"
     folder.mkdir()
     for name in ("rocket", "coffee"):
@@ -128,16 +129,16 @@ def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos
     assert main(["explain", str(photos["chelsea"]), str(folder), *model_args, "--method", "rollout,norms",
                  "--method", "pos-embed", "--out", str(out), "--format", "npy"]) == 0
     names = sorted(p.name for p in out.glob("*.npy"))
-    assert names == ["chelsea.norms.npy", "chelsea.rollout.npy", "coffee.norms.npy", "coffee.rollout.npy",
-                     "pos-embed.npy", "rocket.norms.npy", "rocket.rollout.npy"]
+    assert names == ["chelsea.png.norms.npy", "chelsea.png.rollout.npy", "coffee.jpg.norms.npy",
+                     "coffee.jpg.rollout.npy", "pos-embed.npy", "rocket.jpg.norms.npy", "rocket.jpg.rollout.npy"]
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
-    np.testing.assert_array_equal(np.load(out / "coffee.rollout.npy"),
+    np.testing.assert_array_equal(np.load(out / "coffee.jpg.rollout.npy"),
                                   attention.rollout(loaded, _x(loaded, photos["coffee"]))[0])
     from vitstudio.core.analysis import embeddings
 
     tokens = embeddings.layer_tokens(loaded, _x(loaded, photos["rocket"]))[1]
-    np.testing.assert_allclose(np.load(out / "rocket.norms.npy"), embeddings.token_norms(tokens)[0][0], rtol=1e-6)
-    side = json.loads((out / "rocket.norms.npy.json").read_text())["params"]
+    np.testing.assert_allclose(np.load(out / "rocket.jpg.norms.npy"), embeddings.token_norms(tokens)[0][0], rtol=1e-6)
+    side = json.loads((out / "rocket.jpg.norms.npy.json").read_text())["params"]
     assert side["method"] == "norms" and side["title"] == "Token norms" and side["layer"] == 1
     # a folder given to a per-image method is a batch, not an error
     assert main(["explain", str(folder), *model_args, "--method", "rollout", "--out", str(tmp_path / "f")]) == 0

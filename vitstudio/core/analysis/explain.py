@@ -122,11 +122,12 @@ def _compute(loaded: LoadedModel, method: str, x, params: dict) -> tuple[np.ndar
 
 
 def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 16,
-                  cancel: CancelToken | None = None) -> tuple[Explanation, list[tuple[str, str]]]:
+                  cancel: CancelToken | None = None, decoder: str = "auto"
+                  ) -> tuple[Explanation, list[tuple[str, str]]]:
     """Mean attention distance and entropy averaged over every readable image under `paths`."""
     dist_sum = ent_sum = None
     count, errors = 0, []
-    for batch in decoded_batches(loaded, paths, batch_size, cancel):
+    for batch in decoded_batches(loaded, paths, batch_size, cancel, decoder=decoder):
         errors += batch.errors
         if batch.tensor is not None:
             d, e = attention.attention_stat_sums(loaded, batch.tensor)

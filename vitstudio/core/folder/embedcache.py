@@ -114,7 +114,10 @@ class EmbeddingCache:
 
     def lookup(self, path: Path) -> int | None:
         entry = self.index["files"].get(str(path))
-        return entry["row"] if entry and entry["key"] == file_key(path) else None
+        try:
+            return entry["row"] if entry and entry["key"] == file_key(path) else None
+        except OSError:  # cached once, gone or a dangling link now: read again, and the reader says why
+            return None
 
     def append(self, paths: list[Path], features: np.ndarray, logits: np.ndarray) -> None:
         if not self.index["dim"]:
@@ -160,11 +163,13 @@ class EmbeddingCache:
 
 
 def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32, cancel: CancelToken | None = None,
-                 root: Path | None = None, decoder: str = "auto") -> Generator[Progress, None, FolderEmbeddings]:
+                 root: Path | None = None, decoder: str = "auto", ignored: list | None = None
+                 ) -> Generator[Progress, None, FolderEmbeddings]:
     """Pooled features and logits of every image under `paths` (files and folders, recursively), from the cache
-    where the file is unchanged, computed (and cached) otherwise. Yields Progress; returns FolderEmbeddings."""
+    where the file is unchanged, computed (and cached) otherwise. Yields Progress; returns FolderEmbeddings.
+    Files of other types the walk met are appended to `ignored` as (path, reason) when it is given."""
     cache = EmbeddingCache(loaded, root)
-    files = [Path(p) for p in expand_paths(paths)]
+    files = [Path(p) for p in expand_paths(paths, ignored=ignored)]
     todo = [p for p in files if cache.lookup(p) is None]
     errors: dict[str, str] = {}
     done = 0
