@@ -88,7 +88,6 @@ def _tensor_images(paths: Sequence[Path], short_side: int, device, batch: int = 
     import torch.nn.functional as F
 
     from vitstudio.core.data import tensor_decode
-
     from vitstudio.core.data.images import aspect_box
 
     def shrink(image: torch.Tensor) -> np.ndarray:
