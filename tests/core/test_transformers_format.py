@@ -212,3 +212,65 @@ def test_transformers_repo_from_the_hub_cache(tmp_path, photos):
     x = loaded.to_tensor(loaded.crop(read_image(photos["coffee"])))[None]
     with torch.no_grad():
         torch.testing.assert_close(forward_logits(loaded, x), reference(pixel_values=x).logits, atol=1e-5, rtol=0)
+
+
+def test_dinov2_swiglu_fine_tunes_saves_and_reloads(tmp_path, photos, monkeypatch):
+    """DINOv2 with SwiGLU (the giant layout) through `vitstudio finetune`: config.json's model_args are JSON and
+    rebuild the model in plain timm (`timm.create_model(architecture, **model_args)`), and the run folder gives
+    the logits of the model that was in memory when it was saved."""
+    import copy
+
+    import timm
+    from safetensors.torch import load_file
+
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.cli import main
+    from vitstudio.core.train import engine
+
+    _dinov2_swiglu(tmp_path / "classifier")
+    saved = []
+    real_save = engine.save_model_folder
+
+    def spy(model, *args, **kwargs):
+        saved.append(copy.deepcopy(model).eval())
+        return real_save(model, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "save_model_folder", spy)
+    data = make_dataset(tmp_path / "data", per_class=4)
+    out = tmp_path / "run"
+    assert main(["finetune", str(data), "--model", str(tmp_path / "classifier"), "--out", str(out), "--epochs", "1",
+                 "--batch-size", "4", "--quiet"]) == 0
+    assert json.loads((out / "status.json").read_text())["status"] == "finished" and saved
+    config = json.loads((out / "config.json").read_text())
+    args = config["model_args"]
+    assert json.loads(json.dumps(args)) == args and config["architecture"] == "vit_giant_patch14_dinov2"
+    plain = timm.create_model(config["architecture"], **args).eval()
+    plain.load_state_dict(load_file(str(out / "model.safetensors")))
+    run = load_model(str(out))
+    x = run.to_tensor(run.crop(read_image(photos["rocket"])))[None]
+    with torch.no_grad():
+        expected = saved[-1](x)
+        torch.testing.assert_close(forward_logits(run, x), expected, atol=1e-5, rtol=0)
+        torch.testing.assert_close(plain(x), expected, atol=1e-5, rtol=0)
+
+
+def test_a_run_that_cannot_save_its_model_says_failed(tmp_path, monkeypatch):
+    """A failure while writing the model folder ends the run with status.json saying 'failed', not 'running'."""
+    from tests.core.generators import drain
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.train import engine
+    from vitstudio.core.train.recipes import make_config
+    from vitstudio.core.train.runs import UNFINISHED, run_status
+
+    def broken(*args, **kwargs):
+        raise ValueError("Model argument 'mlp_layer' is not serializable")
+
+    _vit(tmp_path / "checkpoint")
+    monkeypatch.setattr(engine, "save_model_folder", broken)
+    data = make_dataset(tmp_path / "data", per_class=4)
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="not serializable"):
+        drain(engine.fine_tune(make_config(str(data), str(tmp_path / "checkpoint"), str(out), "linear-probe",
+                                           epochs=1, batch_size=4)))
+    assert json.loads((out / "status.json").read_text())["status"] == "failed"
+    assert run_status(out) == "failed" and "failed" in UNFINISHED

@@ -374,6 +374,10 @@ def _train_epochs(run: _Run, cancel: CancelToken):
         status = "cancelled"  # the checkpoint of the last finished epoch stays: `resume` continues from it
     except KeyboardInterrupt:  # Ctrl+C in the CLI: the same as a cancel, so status.json says what happened
         status = "interrupted"
+    except Exception:  # e.g. the model folder could not be written: the run failed, it is not still "running"
+        if main:
+            _write_status(run, "failed", done)
+        raise
     finally:
         if log is not None:
             log.close()

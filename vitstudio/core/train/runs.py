@@ -139,7 +139,7 @@ def read_metrics(folder: Path) -> list[dict]:
 
 
 def run_status(folder: Path) -> str:
-    """'finished', 'early-stopped', 'cancelled' or 'interrupted' from status.json; 'running' while a process
+    """'finished', 'early-stopped', 'cancelled', 'interrupted' or 'failed' from status.json; 'running' while a process
     trains it; 'killed' when it says running but nobody holds its lock; 'incomplete' when it has no status."""
     from vitstudio.core.train.runlock import is_owned
 
@@ -153,7 +153,8 @@ def run_status(folder: Path) -> str:
     return status
 
 
-UNFINISHED = ("cancelled", "interrupted", "killed", "incomplete")  # statuses a run can be resumed (or restarted) from
+# statuses a run can be resumed (or restarted) from
+UNFINISHED = ("cancelled", "interrupted", "killed", "incomplete", "failed")
 
 
 @dataclass(frozen=True)
