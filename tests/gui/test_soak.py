@@ -1,0 +1,64 @@
+"""A minute of the real window driven through the user's path (tests/benchmarks/soak.py): it stays alive, None's
+reference count does not fall (issue 18: PySide6 6.12.0 on Python 3.11 aborted after ~3 minutes of live training),
+threads and file descriptors stay bounded. The full 10-minute soak is `python tests/benchmarks/soak.py`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOAK = ROOT / "tests" / "benchmarks" / "soak.py"
+
+
+def _soak_module():
+    spec = importlib.util.spec_from_file_location("soak", SOAK)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("soak", module)  # dataclasses look their module up
+    spec.loader.exec_module(sys.modules["soak"])
+    return sys.modules["soak"]
+
+
+def test_one_minute_of_the_real_window(tmp_path):
+    """In a subprocess: a fatal error in the binding (none_dealloc) must fail this test, not kill pytest."""
+    out = tmp_path / "soak.json"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run([sys.executable, str(SOAK), "--minutes", "1", "--interval", "5", "--images", "200",
+                          "--epochs", "2", "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=240)
+    tail = (res.stdout + res.stderr)[-4000:]
+    assert res.returncode in (0, 1), f"the soak died (exit {res.returncode}):\n{tail}"  # 1: a verdict, not a crash
+    verdict = json.loads(out.read_text())
+    checks = verdict["checks"]
+    assert checks["alive"], tail
+    assert checks["none_flat"], tail  # on Python >= 3.12 None is immortal and this is always true
+    assert checks["threads_bounded"] and checks["fds_bounded"], tail
+    assert verdict["cycles"] >= 1 and verdict["epochs"] >= 2, tail  # it trained, and went round at least once
+    assert len(verdict["samples"]) >= 10, tail
+
+
+def _samples(n=30, interval=10.0, **trends):
+    """Synthetic samples: every metric flat except `trends` (per-sample increments)."""
+    base = dict(none_refs=300_000, rss_mb=1400.0, gc_objects=570_000, qobjects=4700, wrappers=5300,
+                py_threads=3, os_threads=14, fds=14)
+    return [{"t": i * interval, "phase": "x", **{k: v + trends.get(k, 0) * i for k, v in base.items()}}
+            for i in range(n)]
+
+
+def test_the_verdict_catches_what_it_is_for():
+    soak = _soak_module()
+    run = {"finished": True, "exceptions": []}
+    assert soak.analyse(_samples(), run)["ok"]
+    # the 6.12.0 binding: None's count falling by hundreds a second (it reached 0 in ~3 minutes)
+    falling = soak.analyse(_samples(none_refs=-5000), run)
+    assert not falling["checks"]["none_flat"] or soak.NONE_IMMORTAL
+    assert not soak.analyse(_samples(rss_mb=3.0), run)["checks"]["rss_bounded"]  # 70 MB in 4 min
+    assert not soak.analyse(_samples(os_threads=0.5), run)["checks"]["threads_bounded"]
+    assert not soak.analyse(_samples(fds=1), run)["checks"]["fds_bounded"]
+    assert not soak.analyse(_samples(), {"finished": False, "exceptions": []})["checks"]["alive"]
+    assert not soak.analyse(_samples(), {"finished": True, "exceptions": ["Traceback…"]})["ok"]
+    assert abs(soak.slope_per_minute([0, 30, 60], [1, 2, 3]) - 2.0) < 1e-9
