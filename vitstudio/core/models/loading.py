@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -276,7 +277,8 @@ def _seed(spec: str, path: Path) -> LoadedModel:
     """A seed checkpoint: a weights file, or a folder of them (upstream's `weights/` with one file per epoch:
     the latest epoch is taken), architecture read off its keys, class_indices.json beside it or one folder up
     (upstream writes it in the working directory, beside `weights/`)."""
-    path, note = _seed_weights_file(path)
+    # absolute first: for `model-0.pth` run inside weights/, `..` must be the recipe's folder with class_indices.json
+    path, note = _seed_weights_file(Path(os.path.abspath(path)))
     state = read_state_dict(path)
     inferred = infer_vit(state)
     model = build_inferred(inferred)
