@@ -12,9 +12,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
-
-from vitstudio.core.data.images import IMAGE_SUFFIXES, copy_candidate_digests
+from vitstudio.core.data.images import (
+    IMAGE_SUFFIXES,
+    ImageReadError,
+    links_to_ancestor,
+    check_file,
+    copy_candidate_digests,
+    expand_paths,
+    image_size,
+)
 
 VAL_NAMES = ("val", "validation")
 
@@ -54,26 +60,68 @@ class DatasetScan:
         return None
 
 
-def _class_dirs(folder: Path) -> list[Path]:
-    return sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+def _class_dirs(folder: Path, skipped: list) -> list[Path]:
+    """The class folders of `folder`; anything else there (an image outside any class folder, a dangling link, a
+    FIFO) is listed in `skipped` with its reason. Hidden entries are left alone."""
+    dirs = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and not (entry.is_symlink() and links_to_ancestor(str(entry))):
+            dirs.append(entry)
+            continue
+        try:
+            check_file(entry)
+            skipped.append((str(entry), "not inside a class folder (put each image in its class's folder)"))
+        except ImageReadError as exc:
+            skipped.append((str(entry), exc.reason))
+    return dirs
 
 
 def _scan_classes(folder: Path, skipped: list, sizes: list) -> dict[str, tuple[Path, ...]]:
+    """class -> its usable image files (sorted): what `read_image` checks before decoding holds (a regular file,
+    links only to one, a supported format, a header within the pixel limit). Every other path met is listed in
+    `skipped` with its reason, whichever data path the run then takes."""
     out = {}
-    for class_dir in _class_dirs(folder):
-        files = []
-        for f in sorted(p for p in class_dir.rglob("*") if p.is_file() and not p.name.startswith(".")):
-            if f.suffix.lower() not in IMAGE_SUFFIXES:
-                skipped.append((str(f), "not an image file (extension)"))
+    for class_dir in _class_dirs(folder, skipped):
+        files, ignored = [], []
+        for f in expand_paths([class_dir], ignored=ignored):
+            if f.name.startswith("."):
                 continue
             try:
-                with Image.open(f) as img:  # reads the header only: fast, catches non-images and empty files
-                    sizes.append(img.size)
+                sizes.append(image_size(f))  # the header only: fast, catches non-images, bombs, links, FIFOs
                 files.append(f)
-            except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-                skipped.append((str(f), f"unreadable image ({type(exc).__name__})"))
-        out[class_dir.name] = tuple(files)
+            except ImageReadError as exc:
+                skipped.append((str(f), exc.reason))
+        skipped += [(p, why) for p, why in ignored if not Path(p).name.startswith(".")]
+        out[class_dir.name] = tuple(sorted(files))
     return out
+
+
+def _nested_layout(root: Path) -> str | None:
+    """A message when `root`'s folders hold class folders rather than images (DATA/setA/cat, DATA/setB/cat…),
+    which would otherwise train on the set names as classes; None for the usual layouts."""
+    tops = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    if not tops:
+        return None
+    inner = {}
+    for top in tops:
+        entries = [e for e in top.iterdir() if not e.name.startswith(".")]
+        if any(e.suffix.lower() in IMAGE_SUFFIXES and not e.is_dir() for e in entries):
+            return None  # images directly in it: a class folder
+        subs = {e.name for e in entries if e.is_dir()}
+        if len(subs) < 2:
+            return None
+        inner[top.name] = subs
+    shared = sorted(set.intersection(*inner.values()))
+    if len(tops) > 1 and len(shared) < 2:
+        return None  # class folders with unrelated subfolders (dog/puppies, cat/kittens): images are searched
+    sets = ", ".join(d.name for d in tops[:4]) + ("…" if len(tops) > 4 else "")
+    classes = ", ".join((shared or sorted(inner[tops[0].name]))[:6])
+    return (f"{root} has a nested layout: its folder(s) {sets} each hold class folders ({classes}) instead of "
+            f"images, so their own names would be trained on as the classes. Use one level of class folders: "
+            f"point at one set (e.g. {tops[0]}), merge the sets into {root.name}/<class>/, or name them train/ "
+            f"and val/ (each holding the class folders).")
 
 
 def scan_dataset(root: str | Path) -> DatasetScan:
@@ -91,6 +139,9 @@ def scan_dataset(root: str | Path) -> DatasetScan:
         if extra:
             raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(extra)}.")
     else:
+        nested = _nested_layout(root)
+        if nested:
+            raise DatasetError(nested)
         train, val = _scan_classes(root, skipped, sizes), None
     classes = tuple(sorted(train))
     if not classes:

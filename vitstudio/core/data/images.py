@@ -79,7 +79,7 @@ def check_file(path: str | os.PathLike) -> os.stat_result:
         raise ImageReadError(p, f"cannot be read ({exc.strerror or exc})") from None
     via = ", through a symbolic link" if os.path.islink(p) else ""
     if stat.S_ISDIR(st.st_mode):
-        if via and _links_to_ancestor(p):
+        if via and links_to_ancestor(p):
             raise ImageReadError(p, "symbolic link loop (a link to a folder that contains it)")
         raise ImageReadError(p, f"is a folder, not an image file{via}")
     if not stat.S_ISREG(st.st_mode):
@@ -98,7 +98,7 @@ def check_file(path: str | os.PathLike) -> os.stat_result:
     return st
 
 
-def _links_to_ancestor(path: str) -> bool:
+def links_to_ancestor(path: str) -> bool:
     target = os.path.realpath(path)
     here = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     return here == target or here.startswith(target.rstrip(os.sep) + os.sep)
@@ -273,9 +273,9 @@ def _walk(folder: Path, recursive: bool, seen: set, ignored: list | None) -> Ite
             continue
         if stat.S_ISDIR(st.st_mode):
             key = (st.st_dev, st.st_ino)
-            if image_like or (entry.is_symlink() and _links_to_ancestor(entry.path)):
+            if image_like or (entry.is_symlink() and links_to_ancestor(entry.path)):
                 yield path  # a folder named like an image, or a link back up the tree: reported
-            if recursive and key not in seen and not _links_to_ancestor(entry.path):
+            if recursive and key not in seen and not links_to_ancestor(entry.path):
                 seen.add(key)
                 yield from _walk(path, recursive, seen, ignored)
         elif not stat.S_ISREG(st.st_mode) or image_like:

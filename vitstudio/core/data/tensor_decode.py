@@ -6,8 +6,8 @@ Files are read by the same safe reader as PIL's path (regular files only, bounde
 checked against PIL's pixel limit before it is decoded (a 300-byte file may declare 30000×30000 pixels), and one
 decoder call takes at most `DECODE_PIXELS` pixels, each image preprocessed before the next call, so a batch of
 large photos never sits decoded all at once. Every file the batch decoder rejects is retried alone, and anything
-the tensor decoder cannot take (PNG, CMYK,
-a corrupt or truncated file…) goes through the exact PIL reader (`images.read_image`): per file, never the batch.
+the tensor decoder cannot take (PNG, CMYK, a corrupt or truncated file…) goes through the exact PIL reader
+(`images.read_image`): per file, never the batch.
 The pixels may differ from the PIL path by the decoder's and resampler's rounding; `tests/core/test_tensor_decode.py`
 measures the effect on logits and top-1 on real photos. Used for folder classification and embeddings when the
 model runs on a GPU (`decoded_batches(decoder="auto")`).

@@ -142,6 +142,7 @@ def _pil_loaders(split, cfg, config, device, dist_info, generator, drop_last) ->
     train_tf = train_transform(cfg, config)
     val_tf = eval_transform(cfg)
     train_set, val_set = FolderDataset(split.train, train_tf), FolderDataset(split.val, val_tf)
+    val_set.failed = train_set.failed  # one record: a file that fails in validation is reported too
     args = dict(num_workers=config.workers, persistent_workers=config.workers > 0,
                 pin_memory=device.type == "cuda")
     sampler = DistributedSampler(train_set, dist_info.world, dist_info.rank, seed=config.seed) \
