@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
-    except GPUOutOfMemory as exc:
+    except (GPUOutOfMemory, *_no_head_error()) as exc:  # one line, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `vitstudio models | head`: the reader left; that is not an error
@@ -156,6 +156,13 @@ def _precheck_model(spec: str | None) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def _no_head_error() -> tuple:
+    """inference.NoClassifierHead, imported only once something was raised (the CLI starts without torch)."""
+    from .core.inference import NoClassifierHead
+
+    return (NoClassifierHead,)
 
 
 def _models(args) -> int:
@@ -194,7 +201,7 @@ def _predict(args) -> int:
     from tqdm import tqdm
 
     from .core.data.images import expand_paths
-    from .core.inference import classify_files, write_csv
+    from .core.inference import classify_files, require_classifier, write_csv
 
     if args.topk < 1 or args.batch_size < 1:
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
@@ -206,6 +213,7 @@ def _predict(args) -> int:
     loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
+    require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
     ignored: list = []
     files = list(expand_paths(args.paths, ignored=ignored))
     print_ignored(ignored)

@@ -274,3 +274,37 @@ def test_a_run_that_cannot_save_its_model_says_failed(tmp_path, monkeypatch):
                                            epochs=1, batch_size=4)))
     assert json.loads((out / "status.json").read_text())["status"] == "failed"
     assert run_status(out) == "failed" and "failed" in UNFINISHED
+
+
+@pytest.mark.parametrize("family", ["vit", "deit"])
+def test_headless_model_explains_and_refuses_to_predict_in_one_line(family, tmp_path, photos, capsys):
+    """A headless ViTModel / DeiTModel loads for features and attention (its card says it has no classifier head);
+    `predict` refuses in one line with exit 2 saying what to do instead, and so does the core path the app uses."""
+    from vitstudio.cli import main
+    from vitstudio.core.analysis import attention
+    from vitstudio.core.inference import NoClassifierHead, classify
+    from vitstudio.core.models.modelcard import model_card
+
+    torch.manual_seed(7)
+    sizes = {k: v for k, v in SIZES.items() if k not in ("num_labels", "id2label", "label2id")}
+    maker = {"vit": (transformers.ViTModel, transformers.ViTConfig),
+             "deit": (transformers.DeiTModel, transformers.DeiTConfig)}[family]
+    reference = maker[0](maker[1](**sizes), add_pooling_layer=False).eval()
+    _jitter(reference)
+    folder = tmp_path / "headless"
+    reference.save_pretrained(folder)
+    loaded = load_model(str(folder))
+    card = model_card(loaded)
+    assert card.num_classes == 0 and loaded.labels == [] and card.head.startswith("none")
+    img = read_image(photos["coffee"])
+    x = loaded.to_tensor(loaded.crop(img))[None]
+    with torch.no_grad():
+        ours = loaded.model.forward_head(loaded.model.forward_features(x), pre_logits=True)
+        torch.testing.assert_close(ours, reference(pixel_values=x).last_hidden_state[:, 0], atol=1e-5, rtol=0)
+    assert attention.rollout(loaded, x).shape == (1, 4, 4)
+    with pytest.raises(NoClassifierHead, match="no classifier head"):
+        classify(loaded, [img])
+    capsys.readouterr()
+    assert main(["predict", str(photos["coffee"]), "--model", str(folder)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no classifier head" in err and "finetune" in err, err

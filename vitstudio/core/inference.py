@@ -41,6 +41,19 @@ class Prediction:
         return {"path": self.path, "top": top}
 
 
+class NoClassifierHead(ValueError):
+    """The model is headless (features only): it cannot classify; the message says what to do instead."""
+
+
+def require_classifier(loaded: LoadedModel) -> None:
+    """Raise NoClassifierHead, before any forward, when the model has no classifier head."""
+    if not loaded.labels:
+        raise NoClassifierHead(
+            f"{loaded.display_name} has no classifier head (a headless model: features and attention only), so it "
+            f"cannot predict classes. Use `vitstudio explain` or `vitstudio embed` (the app's attention and "
+            f"Embeddings views), or fine-tune a head on your classes with `vitstudio finetune`.")
+
+
 def forward_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
     """(B, classes) float32 logits on the CPU for a (B, 3, H, W) normalised batch."""
     with (loaded.lock, torch.inference_mode(), loaded.autocast(),
@@ -57,6 +70,7 @@ def classify(loaded: LoadedModel, images: Sequence[Image.Image], names: Sequence
     """Classify RGB PIL images in one batch."""
     if not images:
         return []
+    require_classifier(loaded)
     crops = [loaded.crop(img) for img in images]
     batch = stack_for([loaded.to_tensor(c) for c in crops], loaded.device)
     names = names or [f"image {i}" for i in range(len(images))]
@@ -66,6 +80,7 @@ def classify(loaded: LoadedModel, images: Sequence[Image.Image], names: Sequence
 def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[str], topk: int = 5,
                     crops: Sequence[Image.Image] | None = None) -> list[Prediction]:
     """Top-k predictions for an already preprocessed (B, 3, H, W) batch."""
+    require_classifier(loaded)
     probs = forward_logits(loaded, batch).softmax(dim=-1)
     k = max(1, min(topk, probs.shape[-1]))
     top_p, top_i = probs.topk(k, dim=-1)

@@ -10,6 +10,8 @@ def resolve_labels(model: nn.Module, class_indices: list[str] | None, guess_imag
                    ) -> tuple[list[str], str]:
     """(one label per output, where the labels came from)."""
     num_classes = int(getattr(model, "num_classes", 0) or 0)
+    if num_classes == 0:  # a headless model (features only): no outputs to name, whatever its config says
+        return [], "none (no classifier head)"
     if class_indices is not None:
         if len(class_indices) != num_classes:
             raise ValueError(f"class_indices.json names {len(class_indices)} classes but the model has "

@@ -69,6 +69,8 @@ def _fmt(values) -> str:
 def _describe_head(model) -> str:
     from vitstudio.core.models.checkpoints import representation_size
 
+    if not int(getattr(model, "num_classes", 0) or 0):
+        return "none: features and attention only (fine-tune a head to classify)"
     rep = representation_size(model)
     if rep:
         return (f"pre-logits (Linear + Tanh, {rep}) + classifier, as the original ViT; plain timm cannot build "
