@@ -1,24 +1,32 @@
-"""Sort images into class folders by the model's prediction: plan (a dry run), apply, undo.
+"""Sort images into class folders by the model's prediction: plan (a dry run), apply, resume, undo.
 
 Copy is the default; a move is asked for. A file is never overwritten: a name already taken in the target folder
 (by an earlier file, or by one planned in the same run) gets a suffix, `name-1.jpg`, `name-2.jpg`, … Below the
-confidence threshold an image goes to the `unsure` folder. Every file actually copied or moved is written to an
-undo log (JSON lines, flushed per file) before the next one starts, so even an interrupted sort can be undone.
+confidence threshold an image goes to the `unsure` folder.
+
+Journal first (see `journal.py`): the whole plan, then for each file its intent, then the file operation (through a
+temporary name, `fileops.py`), then its outcome — each line flushed before the next step. A sort killed at any
+instant is finished by running it again (the unfinished journal in the output folder is resumed: nothing is done
+twice) or by `vitstudio sort --resume LOG`, and undone from the same journal (`undo.py`). The journal of a sort lives
+in its output folder; that of a label-review move in the app's data folder (`review_journal_dir`), never in the
+user's dataset. An output folder inside a source folder (or the reverse) is refused: each rerun would sort its own
+output again.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import fileops, journal
+from .undo import UndoResult, undo_sort  # noqa: F401  (the undo lives beside; imported from here by callers)
+
 UNSURE = "unsure"
+DATA_ENV = "VITSTUDIO_DATA_DIR"
 
 
 @dataclass(frozen=True)
@@ -45,16 +53,48 @@ class SortPlan:
         return f"Would {verb} {len(self.placements)} images into {self.out} ({parts})."
 
 
+class NestedFoldersError(ValueError):
+    """The output folder is inside a source folder, or a source folder inside the output."""
+
+
 def safe_folder_name(label: str) -> str:
     """A class name as a folder name: path separators and characters Windows refuses replaced."""
     name = re.sub(r'[<>:"/\\|?*\x00-\x1f]', "_", str(label)).strip(" .")
     return name or "_"
 
 
+def review_journal_dir() -> Path:
+    """Where label-review moves keep their undo journals: the app's data folder, never the dataset."""
+    if os.environ.get(DATA_ENV):
+        base = Path(os.environ[DATA_ENV])
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home()) / "vitstudio"
+    elif os.uname().sysname == "Darwin":
+        base = Path.home() / "Library" / "Application Support" / "vitstudio"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "vitstudio"
+    return base / "undo"
+
+
+def check_out_folder(sources: Iterable[str | Path], out: str | Path) -> None:
+    """Refuse an output folder inside a source folder, or a source folder inside (or equal to) the output."""
+    out_real = os.path.realpath(out)
+    for source in sources:
+        if not os.path.isdir(source):
+            continue
+        src_real = os.path.realpath(source)
+        if out_real == src_real or out_real.startswith(src_real.rstrip(os.sep) + os.sep):
+            raise NestedFoldersError(f"the output folder {out} is inside the source folder {source}: each rerun "
+                                     "would sort its own output again; choose a folder outside it")
+        if src_real.startswith(out_real.rstrip(os.sep) + os.sep):
+            raise NestedFoldersError(f"the source folder {source} is inside the output folder {out}; choose an "
+                                     "output folder outside it")
+
+
 def _free_name(folder: Path, name: str, taken: set[str]) -> Path:
     stem, suffix = os.path.splitext(name)
     candidate, n = name, 0
-    while candidate in taken or (folder / candidate).exists():
+    while candidate in taken or os.path.lexists(folder / candidate):
         n += 1
         candidate = f"{stem}-{n}{suffix}"
     taken.add(candidate)
@@ -77,55 +117,180 @@ def plan_sort(predictions: Iterable[tuple[str, str, float]], out: str | Path, mi
 
 @dataclass(frozen=True)
 class SortResult:
-    done: int
-    log: str  # the undo log
+    done: int  # files placed by this run
+    log: str  # the journal (undo with it)
     errors: tuple[tuple[str, str], ...]
+    already: int = 0  # placed before: by the interrupted run this one resumed, or an earlier finished sort
+    resumed: bool = False
+    move: bool = False
+
+    def describe(self) -> str:
+        verb = "Moved" if self.move else "Copied"
+        text = f"{verb} {self.done} images"
+        if self.already:
+            text += f" ({self.already} already sorted{' by the interrupted run, resumed' if self.resumed else ''})"
+        if self.errors:
+            text += f"; {len(self.errors)} failed (nothing left behind for them)"
+        return text + f".\nUndo with: vitstudio undo-sort {self.log}"
 
 
-def apply_sort(plan: SortPlan, log: str | Path | None = None) -> SortResult:
-    """Copy (or move) every planned file; a target that appeared since planning gets the next free name."""
+def prepare_sort(plan: SortPlan, log: str | Path | None = None, log_dir: str | Path | None = None,
+                 kind: str = "sort") -> Path:
+    """Write the plan to a journal before any file is touched; returns the journal. An unfinished journal of a
+    sort into the same folder with the same action is resumed instead: its placements stand (pending ones are
+    recovered first) and only sources it does not hold are added; copies already made by an earlier finished sort
+    (and still there) are not made again."""
     out = Path(plan.out)
     out.mkdir(parents=True, exist_ok=True)
-    log = Path(log) if log else out / time.strftime("vitstudio-sort-%Y%m%d-%H%M%S.jsonl")
-    errors, done = [], 0
-    with open(log, "a", encoding="utf-8") as record:
-        for p in plan.placements:
-            target = Path(p.target)
-            try:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.exists():  # created by someone else after the plan was made
-                    target = _free_name(target.parent, target.name, set())
-                (shutil.move if plan.move else shutil.copy2)(p.source, target)
+    action = "move" if plan.move else "copy"
+    folder = Path(log).parent if log else Path(log_dir or out)
+    folder.mkdir(parents=True, exist_ok=True)
+    live = journal.live_journals(folder, out, action)
+    current = next((s for s in reversed(live) if s.resumable()), None)
+    if current is not None:
+        with journal.Journal(current.path) as record:
+            recover(current, record)  # settle what the kill interrupted before planning around it
+    covered = _covered(live, current, action)
+    new = [p for p in plan.placements if os.path.abspath(p.source) not in covered]
+    if log:
+        path = Path(log)
+    elif current is not None:
+        path = current.path
+    elif live and not new:
+        return live[-1].path  # everything is sorted already: nothing to add, nothing to do
+    else:
+        path = journal.new_path(folder, "vitstudio-sort" if kind == "sort" else "vitstudio-move")
+    state = journal.read(path) if path.exists() else None
+    with journal.Journal(path) as record:
+        if state is None or not state.header:
+            record.write("header", version=journal.VERSION, kind=kind, action=action, out=os.path.abspath(out))
+            state = journal.read(path)
+        i = max(state.plan, default=-1) + 1
+        for p in new:
+            if os.path.abspath(p.source) in covered:
+                continue  # the same file twice in one plan
+            covered.add(os.path.abspath(p.source))
+            record.write("plan", i=i, source=os.path.abspath(p.source), target=os.path.abspath(p.target),
+                         label=p.label)
+            i += 1
+        record.sync()
+    return path
+
+
+def _covered(live: list[journal.JournalState], current, action: str) -> set[str]:
+    """Sources a new plan must leave out: those the resumed journal holds, and copies an earlier finished sort
+    into the same folder made that are still there."""
+    covered = {os.path.abspath(p["source"]) for p in current.plan.values()} if current is not None else set()
+    for other in live:
+        if other is not current and action == "copy":
+            covered |= {os.path.abspath(other.plan[i]["source"]) for i, s in other.status.items()
+                        if s == "done" and os.path.lexists(other.outcome[i]["target"])}
+    return covered
+
+
+def recover(state: journal.JournalState, record: journal.Journal) -> None:
+    """Settle every pending intent (a kill came between the intent and its outcome) from what is on disk."""
+    for i, status in list(state.status.items()):
+        if status != "pending":
+            continue
+        rec = state.intent[i]
+        source, target = rec["source"], rec["target"]
+        fileops.remove_quietly(rec.get("part"))
+        have_src, have_tgt = os.path.lexists(source), os.path.lexists(target)
+        if rec["action"] == "copy":
+            if have_tgt and have_src and fileops.same_bytes(source, target):
+                size, digest = fileops.file_hash(target)
+                _outcome(state, record, "done", i, target=target, size=size, sha256=digest)
+            else:
+                _outcome(state, record, "abandoned", i, reason="interrupted before the copy was in place")
+        elif have_tgt and not have_src:
+            _outcome(state, record, "done", i, target=target, size=rec.get("size"), sha256=rec.get("sha256"))
+        elif have_tgt and have_src and fileops.same_bytes(source, target):
+            try:  # a move across filesystems stopped after the copy: finish it
+                os.unlink(source)
+                _outcome(state, record, "done", i, target=target, size=rec.get("size"), sha256=rec.get("sha256"))
             except OSError as exc:
-                errors.append((p.source, str(exc)))
-                continue
-            record.write(json.dumps({"action": "move" if plan.move else "copy", "source": p.source,
-                                     "target": str(target), "label": p.label}) + "\n")
-            record.flush()
-            done += 1
-    return SortResult(done, str(log), tuple(errors))
-
-
-def undo_sort(log: str | Path) -> tuple[int, list[tuple[str, str]]]:
-    """Reverse a sort from its log, newest first: copies are deleted, moves go back (never over an existing
-    file). Returns (files undone, problems); the log is renamed `.undone` when everything was reversed."""
-    log = Path(log)
-    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
-    problems, undone = [], 0
-    for entry in reversed(entries):
-        source, target = Path(entry["source"]), Path(entry["target"])
-        if not target.exists():
-            problems.append((str(target), "no longer there"))
-            continue
-        if entry["action"] == "copy":
-            target.unlink()
-        elif source.exists():
-            problems.append((str(source), "a file is back at the original place; left both alone"))
-            continue
+                os.unlink(target)
+                _outcome(state, record, "failed", i, reason=f"could not remove the original: {exc.strerror}")
+        elif have_src:
+            _outcome(state, record, "abandoned", i, reason="interrupted before the move")
         else:
-            source.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(target), str(source))
-        undone += 1
-    if not problems:
-        log.rename(log.with_suffix(".undone"))
-    return undone, problems
+            _outcome(state, record, "failed", i, reason="neither the original nor the target exists")
+
+
+def _outcome(state: journal.JournalState, record: journal.Journal, op: str, i: int, **fields) -> None:
+    record.write(op, i=i, **fields)
+    state.status[i], state.outcome[i] = op, {"op": op, "i": i, **fields}
+
+
+def run_sort(log: str | Path, cancel=None) -> SortResult:
+    """Carry out (or finish) the journal's plan: every placement not yet done, each journalled before and after."""
+    path = Path(log)
+    state = journal.read(path)
+    action = state.action
+    resumed = bool(state.status)  # an earlier run got as far as touching files
+    done, errors = 0, []
+    with journal.Journal(path) as record:
+        recover(state, record)
+        already = sum(s == "done" for s in state.status.values())
+        for i in state.unfinished() + [i for i in state.plan if state.status.get(i) == "failed"]:
+            if cancel is not None and cancel.cancelled:
+                break
+            p = state.plan[i]
+            try:
+                _place(state, record, i, p, action)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                if exc.filename:
+                    reason = f"{reason}: {exc.filename}"
+                _outcome(state, record, "failed", i, reason=reason)
+                errors.append((p["source"], reason))
+                continue
+            done += 1
+        else:
+            record.write("end")
+    return SortResult(done, str(path), tuple(errors), already, resumed and already > 0, action == "move")
+
+
+def _place(state, record, i: int, p: dict, action: str) -> None:
+    source = p["source"]
+    if not os.path.lexists(source):
+        raise FileNotFoundError(2, "the original is no longer there", source)
+    if action == "move" and not fileops.source_folder_writable(source):
+        raise PermissionError(13, "the source folder is read-only, so the original cannot be removed: not moved "
+                                  "(nothing copied)", source)
+    target = Path(p["target"])
+    _make_folders(state, record, target.parent)
+    if os.path.lexists(target):  # taken since the plan was made (by someone else, or an abandoned attempt)
+        target = _free_name(target.parent, target.name, set())
+    part = fileops.part_name(target, i)
+    if action == "copy":
+        record.write("intent", i=i, action=action, source=source, target=str(target), part=str(part),
+                     size=os.path.getsize(source))
+        size, digest = fileops.copy_into_place(source, target, part)
+    else:
+        size, digest = fileops.file_hash(source)
+        record.write("intent", i=i, action=action, source=source, target=str(target), part=str(part), size=size,
+                     sha256=digest)
+        fileops.move_file(source, target, part)
+    _outcome(state, record, "done", i, target=str(target), size=size, sha256=digest)
+
+
+def _make_folders(state, record, folder: Path) -> None:
+    """Create the target folder and any missing parents, each journalled before it is made (undo removes them)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    for f in reversed(missing):
+        record.write("mkdir", path=str(f))
+        state.mkdirs.append(str(f))
+        f.mkdir(exist_ok=True)
+
+
+def apply_sort(plan: SortPlan, log: str | Path | None = None, log_dir: str | Path | None = None,
+               kind: str = "sort", cancel=None) -> SortResult:
+    """Copy (or move) every planned file, journal first; resumes an interrupted sort into the same folder."""
+    return run_sort(prepare_sort(plan, log, log_dir, kind), cancel)
