@@ -3,8 +3,9 @@
 embed  SRC… --model M [--out FILE.npz]             pooled features + logits of every image (cached; prints counts);
                                                    under `torchrun --nproc-per-node N -m vitstudio embed …` the
                                                    processes share the files (so does `predict`)
-sort   SRC… --model M --out DIR [--move] [--min-confidence P] [--dry-run] [--undo LOG]
-audit  DATA --model M [--json] [--threshold T]     duplicates, leaks across train/val, doubtful labels
+sort   SRC… --model M --out DIR [--move] [--min-confidence P] [--dry-run] | sort --resume LOG
+audit  DATA --model M [--json] [--threshold T] [--hash-distance B] [--top N]
+                                                   duplicates, leaks across train/val, doubtful labels
 """
 
 from __future__ import annotations
@@ -30,11 +31,14 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
     p.add_argument("paths", nargs="*", help="image files and/or folders (searched recursively)")
     _add_model_args(p)
-    p.add_argument("--out", required=True, help="folder to sort into (created); files there are never overwritten")
+    next(a for a in p._actions if a.dest == "model").required = False  # --resume LOG needs no model
+    p.add_argument("--out", help="folder to sort into (created; not inside a source folder); files there are never "
+                                 "overwritten; an interrupted sort into it is resumed, its undo log is kept there")
     p.add_argument("--move", action="store_true", help="move instead of copy (the default keeps the originals)")
     p.add_argument("--min-confidence", type=float, default=0.0,
                    help="below this top-1 probability an image goes to OUT/unsure/ (default 0: never)")
     p.add_argument("--dry-run", action="store_true", help="print what would go where, touch nothing")
+    p.add_argument("--resume", metavar="LOG", help="finish an interrupted sort from its log (no model needed)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
@@ -45,10 +49,13 @@ def add_parsers(sub) -> None:
     p.add_argument("data_dir", help="a folder of class folders (optionally train/ and val/)")
     _add_model_args(p)
     p.add_argument("--threshold", type=float, default=None,
-                   help="cosine similarity of pooled features above which two images are near-duplicates "
-                        "(default 0.97; model-dependent, see the README)")
-    p.add_argument("--json", action="store_true", help="the report as one JSON document")
-    p.add_argument("--top", type=int, default=20, help="doubtful labels listed (default 20)")
+                   help="feature cosine at or above which the model counts two images as near-duplicates "
+                        "(default: calibrated on the folder, 10x closer than the median nearest neighbour)")
+    p.add_argument("--hash-distance", type=int, default=None,
+                   help="perceptual-hash bits (of 64) within which the hash counts two images as near-duplicates "
+                        "(default 10, measured on real photos; a near pair needs two signals to agree)")
+    p.add_argument("--json", action="store_true", help="the whole report as one strict JSON document")
+    p.add_argument("--top", type=int, default=20, help="groups and doubtful labels listed (default 20)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
@@ -103,13 +110,24 @@ def embed_cmd(args) -> int:
 
 def sort_cmd(args) -> int:
     from .cli import _load
-    from .core.folder.sorting import apply_sort, plan_sort
+    from .core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort, run_sort
 
-    if not args.paths:
-        print("error: give the images or folders to sort", file=sys.stderr)
+    if args.resume:
+        try:
+            return _report_sort(run_sort(args.resume), ())
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: cannot resume from {args.resume}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    if not args.paths or not args.out or not args.model:
+        print("error: give the images or folders to sort, --model and --out (or --resume LOG)", file=sys.stderr)
         return EXIT_USAGE
     if not 0.0 <= args.min_confidence <= 1.0:
         print("error: --min-confidence is a probability between 0 and 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        check_out_folder(args.paths, args.out)
+    except NestedFoldersError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     loaded = _load(args)
     if loaded is None:
@@ -126,46 +144,53 @@ def sort_cmd(args) -> int:
         for p in plan.placements:
             print(f"{p.source} -> {p.target}")
         return EXIT_OK
-    done = apply_sort(plan)
+    return _report_sort(apply_sort(plan), result.errors)
+
+
+def _report_sort(done, read_errors) -> int:
     for path, reason in done.errors:
         print(f"{path}: {reason}", file=sys.stderr)
-    print(f"{'Moved' if args.move else 'Copied'} {done.done} images; undo with: vitstudio undo-sort {done.log}",
-          file=sys.stderr)
-    return EXIT_SOME_FAILED if done.errors or result.errors else EXIT_OK
+    print(done.describe(), file=sys.stderr)
+    return EXIT_SOME_FAILED if done.errors or read_errors else EXIT_OK
 
 
 def undo_sort_cmd(args) -> int:
     from .core.folder.sorting import undo_sort
 
     try:
-        undone, problems = undo_sort(args.log)
+        result = undo_sort(args.log)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for path, reason in problems:
+    for path, reason in result.problems:
         print(f"{path}: {reason}", file=sys.stderr)
-    print(f"Undid {undone} files.", file=sys.stderr)
-    return EXIT_SOME_FAILED if problems else EXIT_OK
+    print(result.describe(), file=sys.stderr)
+    return EXIT_SOME_FAILED if result.problems else EXIT_OK
 
 
 def audit_cmd(args) -> int:
+    """Exit 0, or 1 when files could not be read (listed in the report), 2 on a usage error."""
     from .cli import _load
     from .cli_train import _drain
     from .core.data.datasets import DatasetError
     from .core.folder.audit import audit
-    from .core.folder.duplicates import COSINE_THRESHOLD
+    from .core.folder.duplicates import HASH_DISTANCE
 
+    hash_distance = HASH_DISTANCE if args.hash_distance is None else args.hash_distance
+    if not 0 <= hash_distance <= 64 or (args.threshold is not None and not -1.0 <= args.threshold <= 1.0):
+        print("error: --hash-distance is 0-64 bits, --threshold a cosine in [-1, 1]", file=sys.stderr)
+        return EXIT_USAGE
     loaded = _load(args)
     if loaded is None:
         return EXIT_USAGE
-    threshold = COSINE_THRESHOLD if args.threshold is None else args.threshold
     try:
-        report = _drain(audit(args.data_dir, loaded, threshold, args.batch_size), args.quiet)
+        report = _drain(audit(args.data_dir, loaded, args.threshold, args.batch_size,
+                              hash_distance=hash_distance), args.quiet)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(report.to_json(args.top) if args.json else report.describe(args.top))
-    return EXIT_OK
+    print(report.to_json() if args.json else report.describe(args.top))
+    return EXIT_SOME_FAILED if report.errors else EXIT_OK
 
 
 HANDLERS = {"embed": embed_cmd, "sort": sort_cmd, "undo-sort": undo_sort_cmd, "audit": audit_cmd}
