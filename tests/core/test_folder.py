@@ -131,8 +131,8 @@ def test_sort_copies_every_file_once_never_overwrites_and_undoes(demo, digits, t
     assert copied == source_hashes  # every file exactly once, byte for byte
     assert {p.label for p in plan.placements} <= set(demo.labels) | {UNSURE}
     assert all(p.label == UNSURE for p in plan.placements if p.confidence < 0.9)
-    undone, problems = undo_sort(done.log)
-    assert undone == 60 and not problems
+    undo = undo_sort(done.log)
+    assert undo.undone == 60 and not undo.problems and not undo.kept
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()
                   and p.suffix != ".undone") == ["3/0003.png"]
 
@@ -149,8 +149,8 @@ def test_sort_move_and_undo_put_files_back(demo, digits, tmp_path):
     assert done.done == 30 and not list(src.rglob("*.png"))
     assert _hashes(tmp_path / "out") == hashes
     assert sum(p.label == "7" for p in plan.placements) >= 25  # the demo model reads digits
-    undone, problems = undo_sort(done.log)
-    assert undone == 30 and not problems and _hashes(src) == hashes
+    undo = undo_sort(done.log)
+    assert undo.undone == 30 and not undo.problems and _hashes(src) == hashes
     assert {k for k in tree_state(src)} == set(state)
 
 
