@@ -160,3 +160,27 @@ def test_options_that_cannot_be_reproduced_are_refused_by_name(options, named, t
                                                                  **options}))
     with pytest.raises(ModelLoadError, match=named):
         load_model(str(folder))
+
+
+def test_a_fine_tuned_run_keeps_the_exact_preprocessing(tmp_path, photos):
+    """The run folder records the processor's resize (config.json, under `vitstudio`): reloaded, the run sees the
+    pixels its validation saw during training, the processor's own; plain timm still reads its crop_pct."""
+    import timm
+
+    from tests.core.generators import drain
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    _, processor = _checkpoint(tmp_path / "checkpoint", "deit", 64, 8, **_squash((80, 96), 64, resample=2))
+    data = make_dataset(tmp_path / "data", per_class=4)
+    out = tmp_path / "run"
+    assert drain(fine_tune(make_config(str(data), str(tmp_path / "checkpoint"), str(out), "linear-probe",
+                                       epochs=1, batch_size=4))).status == "finished"
+    run = load_model(str(out))
+    assert run.data_config["hf_size"] == {"height": 80, "width": 96}
+    for name in ("rocket", "chelsea"):
+        img = read_image(photos[name])
+        expected = processor(images=img, return_tensors="pt")["pixel_values"]
+        torch.testing.assert_close(run.to_tensor(run.crop(img))[None], expected, atol=1e-5, rtol=0)
+    assert timm.create_model(f"local-dir:{out}", pretrained=True).pretrained_cfg["crop_mode"] == "squash"

@@ -252,7 +252,9 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         where = f"{weights.name} in {folder}" if weights is not None else str(folder)
         raise ModelLoadError(f"Could not load the model folder {folder} ({where}): "
                              f"{type(exc).__name__}: {exc}") from None
-    return _finish(model, spec, "timm", str(folder), None, folder)
+    exact = (config.get("vitstudio") or {}).get("hf_size")  # a run fine-tuned from a transformers checkpoint
+    data_config = dict(timm.data.resolve_model_data_config(model), hf_size=exact) if exact else None
+    return _finish(model, spec, "timm", str(folder), data_config, folder)
 
 
 def _transformers_dir(spec: str, folder: Path, source: str) -> LoadedModel:

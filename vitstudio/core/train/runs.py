@@ -74,6 +74,8 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
         config = json.loads((staging / "config.json").read_text())
         config.get("pretrained_cfg", {}).pop("tag", None)  # the entry point's default tag is not where these came from
         extra = dict(provenance or {})
+        if data_config.get("hf_size"):  # a transformers processor's exact resize (plain timm reads crop_pct)
+            extra["hf_size"] = data_config["hf_size"]
         rep = representation_size(model)
         if rep:
             extra.update(representation_size=rep, note=REPRESENTATION_NOTE)
