@@ -33,7 +33,14 @@ from vitstudio.core.folder.duplicates import COSINE_THRESHOLD
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.neighbours import nearest, project_2d
 from vitstudio.core.folder.results import FolderResults, folder_results
-from vitstudio.core.folder.sorting import apply_sort, plan_sort
+from vitstudio.core.folder.sorting import (
+    NestedFoldersError,
+    apply_sort,
+    check_out_folder,
+    plan_sort,
+    review_journal_dir,
+    undo_sort,
+)
 
 from .. import workers
 from .folder_map import COLOUR_BY, FolderMapWidget, colour_groups
@@ -91,6 +98,9 @@ class FolderPanel(QWidget):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.sort_button = QPushButton("Sort into folders…")
+        self.undo_button = QPushButton("Undo last sort/move")
+        self.undo_button.setEnabled(False)  # until a sort or a label-review move has run
+        self.last_log: str | None = None  # the journal the Undo button reverses
         self.csv_button = QPushButton("Export CSV…")
         self.review_button = QPushButton("Review labels and duplicates")
         self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=COSINE_THRESHOLD)
@@ -109,7 +119,8 @@ class FolderPanel(QWidget):
         self.follow_map = QPushButton("Table follows map box")
         self.follow_map.setCheckable(True)
         top = QHBoxLayout()
-        for w in (self.open_button, self.cancel_button, self.sort_button, self.csv_button, self.review_button,
+        for w in (self.open_button, self.cancel_button, self.sort_button, self.undo_button, self.csv_button,
+                  self.review_button,
                   QLabel("near-duplicate cosine"), self.threshold):
             top.addWidget(w)
         top.addStretch(1)
@@ -165,6 +176,7 @@ class FolderPanel(QWidget):
         self.open_button.clicked.connect(self._choose_folder)
         self.cancel_button.clicked.connect(self._cancel)
         self.sort_button.clicked.connect(self._sort_dialog)
+        self.undo_button.clicked.connect(self.undo_last)
         self.csv_button.clicked.connect(self._export_csv)
         self.review_button.clicked.connect(self.start_review)
         for w in (self.predicted, self.correctness):
@@ -382,6 +394,11 @@ class FolderPanel(QWidget):
         out = QFileDialog.getExistingDirectory(self, "Sort into which folder? (class folders are created there)")
         if not out:
             return
+        try:
+            check_out_folder([self.folder] if self.folder else [], out)
+        except NestedFoldersError as exc:
+            QMessageBox.warning(self, "Sort into folders", str(exc))
+            return
         selected = bool(self._selected_rows())
         plan = self.sort_plan(out, self.min_conf.value(), False, selected)
         answer = QMessageBox.question(
@@ -391,14 +408,36 @@ class FolderPanel(QWidget):
         if answer == QMessageBox.Ok:
             self.run_sort(plan)
 
-    def run_sort(self, plan) -> None:
-        workers.start_job("Sorting into folders", lambda cancel: apply_sort(plan), on_result=self._on_sorted,
-                          on_error=self._on_failed, kind=workers.LONG)
+    def run_sort(self, plan, **journal) -> None:
+        """Copy/move in a long job; `journal`: apply_sort's log_dir and kind (a label-review move)."""
+        workers.start_job("Sorting into folders", lambda cancel: apply_sort(plan, cancel=cancel, **journal),
+                          on_result=self._on_sorted, on_error=self._on_failed, kind=workers.LONG)
 
     def _on_sorted(self, result) -> None:
-        self.state.message.emit("info", f"Sorted {result.done} images; undo with: vitstudio undo-sort {result.log}")
+        self.last_log = result.log
+        self.undo_button.setEnabled(True)
+        self.undo_button.setToolTip(f"Reverse what {result.log} records (edited copies are kept)")
+        self.state.message.emit("info", result.describe())
         for path, reason in result.errors:
             self.state.message.emit("warning", f"{path}: {reason}")
+
+    def undo_last(self) -> None:
+        """Undo the last sort or label-review move of this session, in a long job (never destroys an edit)."""
+        if not self.last_log:
+            return
+        self.undo_button.setEnabled(False)
+        log = self.last_log
+        workers.start_job("Undoing the last sort", lambda cancel: undo_sort(log), on_result=self._on_undone,
+                          on_error=self._on_failed, kind=workers.LONG)
+
+    def _on_undone(self, result) -> None:
+        self.state.message.emit("warning" if result.problems or result.kept else "info", result.describe())
+        for path, reason in result.problems:
+            self.state.message.emit("warning", f"{path}: {reason}")
+        if result.problems:  # something to retry
+            self.undo_button.setEnabled(True)
+        else:
+            self.last_log = None
 
     def start_review(self) -> None:
         from vitstudio.core.folder.audit import audit
@@ -435,10 +474,11 @@ class FolderPanel(QWidget):
     def _relabel(self, path: str, suggested: str) -> None:
         target_root = os.path.dirname(os.path.dirname(path))
         plan = plan_sort([(path, suggested, 1.0)], target_root, move=True)
+        journal_dir = str(review_journal_dir())
         if QMessageBox.question(self, "Move to another class", f"Move {path}\nto {plan.placements[0].target}?\n"
-                                "An undo log is written beside the class folders.",
+                                f"Undo it with 'Undo last sort/move'; the undo log is kept in {journal_dir}.",
                                 QMessageBox.Ok | QMessageBox.Cancel) == QMessageBox.Ok:
-            self.run_sort(plan)
+            self.run_sort(plan, log_dir=journal_dir, kind="review-move")
             self.review_tab.drop_current()
 
     # the review tab's parts, as the panel's (tests and callers drive the panel)
