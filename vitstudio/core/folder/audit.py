@@ -4,11 +4,15 @@ groups, the groups that leak across train/val, and the images whose given label 
 Leaks are judged against the dataset's own val/ folder when it has one, else against the plain file-level split
 (what a split that ignores duplicates would do). ViT Studio's own training split keeps every exact-duplicate
 group on one side (`datasets.split_dataset(groups=...)`), so its validation is not inflated by them.
+
+The report states what decided it (model, hash distance, calibrated cuts and why) and is strict JSON (`null`, never
+NaN); files that could not be read are listed (the CLI then exits 1), files that are not images are only counted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,18 +20,47 @@ from pathlib import Path
 import numpy as np
 
 from vitstudio.core.data.datasets import scan_dataset, split_dataset
-from vitstudio.core.folder.duplicates import (
-    COSINE_THRESHOLD,
-    DuplicateGroup,
-    cosine_pairs,
-    exact_pairs,
-    group_pairs,
-    perceptual_pairs,
-)
+from vitstudio.core.data.images import IMAGE_SUFFIXES, UNSUPPORTED_SUFFIXES
+from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
+from vitstudio.core.folder.fingerprints import fingerprints
 from vitstudio.core.folder.label_review import LabelIssue, review_labels
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
+
+
+def _not_an_image(path: str, why: str) -> bool:
+    """A file the scan passed over that is no read failure: another type (notes.txt), or outside the classes."""
+    suffix = Path(path).suffix.lower()
+    return why.startswith("not inside a class folder") or (
+        why.startswith("not an image file") and suffix not in IMAGE_SUFFIXES and suffix not in UNSUPPORTED_SUFFIXES)
+
+
+def strict(value):
+    """`value` with every non-finite float replaced by None (JSON's null), recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (np.floating, np.integer)):
+        return strict(value.item())
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
+
+
+def _group_line(g: DuplicateGroup) -> str:
+    head = ("LEAK " if g.leak else "") + (f"exact ({len(g.paths)}, identical bytes): " if g.exact else
+                                         f"near ({len(g.paths)}, {' + '.join(g.kinds)}): ")
+    if g.exact or not g.members:
+        return "  " + head + "  |  ".join(g.paths)
+    parts = [g.members[0].path]
+    for m in g.members[1:]:
+        cos = "" if m.cosine is None else f", cosine {m.cosine:.5f}"
+        parts.append(f"{m.path} (hash {m.hash_distance}{' mirrored' if m.mirrored else ''}, "
+                     f"pixels {m.pixels:.4f}{cos})")
+    copies = sum(len(v) for v in g.copies.values())
+    return "  " + head + "  |  ".join(parts) + (f"  (+{copies} exact copies)" if copies else "")
 
 
 @dataclass(frozen=True)
@@ -38,41 +71,65 @@ class AuditReport:
     split: str  # what leaks were judged against
     groups: tuple[DuplicateGroup, ...]
     label_issues: tuple[LabelIssue, ...] = ()  # every image, most doubtful first (empty without a model)
-    errors: tuple[tuple[str, str], ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()  # files that could not be read
     notes: tuple[str, ...] = field(default_factory=tuple)
+    model: str | None = None
+    thresholds: Thresholds | None = None
+    ignored: tuple[tuple[str, str], ...] = ()  # files that are not images (or outside the class folders)
 
     @property
     def leaks(self) -> tuple[DuplicateGroup, ...]:
         return tuple(g for g in self.groups if g.leak)
 
-    def to_json(self, top: int = 50) -> str:
-        return json.dumps({
-            "root": self.root, "images": self.images, "classes": list(self.classes), "split": self.split,
-            "exact_groups": [g.to_dict() for g in self.groups if "exact" in g.kinds],
-            "near_groups": [g.to_dict() for g in self.groups if "exact" not in g.kinds],
+    def to_dict(self, top: int | None = None) -> dict:
+        return strict({
+            "root": self.root, "images": self.images, "classes": list(self.classes), "model": self.model,
+            "split": self.split, "thresholds": self.thresholds.to_dict() if self.thresholds else None,
+            "exact_groups": [g.to_dict() for g in self.groups if g.exact],
+            "near_groups": [g.to_dict() for g in self.groups if not g.exact],
             "leaks": [g.to_dict() for g in self.leaks],
             "label_issues": [i.to_dict() for i in self.label_issues[:top]],
-            "errors": [list(e) for e in self.errors], "notes": list(self.notes)}, indent=1)
+            "label_issues_total": len(self.label_issues),
+            "errors": [list(e) for e in self.errors], "ignored": [list(e) for e in self.ignored],
+            "notes": list(self.notes)})
+
+    def to_json(self, top: int | None = None) -> str:
+        """Strict JSON (allow_nan=False: a NaN left anywhere raises instead of writing invalid JSON)."""
+        return json.dumps(self.to_dict(top), indent=1, allow_nan=False)
 
     def describe(self, top: int = 10) -> str:
-        exact = sum("exact" in g.kinds for g in self.groups)
-        lines = [f"{self.images} images in {len(self.classes)} classes ({self.root}).",
-                 f"Duplicate groups: {exact} exact, {len(self.groups) - exact} near; "
-                 f"{len(self.leaks)} straddle train/val ({self.split})."]
-        for g in self.leaks[:top]:
-            lines.append(f"  leak ({', '.join(g.kinds)}): " + "  |  ".join(g.paths))
+        exact = sum(g.exact for g in self.groups)
+        lines = [f"{self.images} images in {len(self.classes)} classes ({self.root}); model: {self.model or 'none'}."]
+        if self.thresholds is not None:
+            lines.append("Duplicates: exact = identical bytes (SHA-256); near = at least two of these agree:")
+            lines += self.thresholds.describe()
+        lines.append(f"Duplicate groups: {exact} exact, {len(self.groups) - exact} near; "
+                     f"{len(self.leaks)} straddle train/val ({self.split}).")
+        lines += [_group_line(g) for g in self.groups[:top]]
+        if len(self.groups) > top:
+            lines.append(f"  … {len(self.groups) - top} more groups, see --json")
         if self.label_issues:
-            lines.append(f"Most doubtful labels (of {len(self.label_issues)}):")
+            lines.append(f"Most doubtful labels (of {len(self.label_issues)}; quality: cleanlab's label-quality "
+                         f"score, low = doubtful):")
             for i in self.label_issues[:top]:
-                lines.append(f"  {i.quality:.3f}  {i.path}: given {i.given}, looks like {i.suggested} "
-                             f"(p(given) {i.p_given:.2f})")
+                lines.append(f"  {i.quality:.4g}  {i.path}: given {i.given}, looks like {i.suggested} "
+                             f"(p(given) {i.p_given:.4g})")
+            if len(self.label_issues) > top:
+                lines.append(f"  … {len(self.label_issues) - top} more, see --json")
+        if self.errors:
+            lines.append(f"Unreadable files ({len(self.errors)}):")
+            lines += [f"  {path}: {reason}" for path, reason in self.errors]
+        if self.ignored:
+            lines.append(f"{len(self.ignored)} other files are not images or not in a class folder (see --json).")
         lines += [f"Note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
-def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float = COSINE_THRESHOLD,
-          batch_size: int = 32, cancel: CancelToken | None = None) -> Generator[Progress, None, AuditReport]:
-    """Scan `data` (a folder of class folders), hash, embed (with a model), group and review. Reads only."""
+def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float | None = None,
+          batch_size: int = 32, cancel: CancelToken | None = None, hash_distance: int = HASH_DISTANCE
+          ) -> Generator[Progress, None, AuditReport]:
+    """Scan `data` (a folder of class folders), hash, embed (with a model), group and review. Reads only.
+    `threshold` fixes the feature cosine cut (None: calibrated on this folder)."""
     scan = scan_dataset(data)
     labelled = [(str(p), c) for c in scan.classes for p in scan.train[c]]
     labelled += [(str(p), c) for c in scan.classes for p in (scan.val or {}).get(c, ())]
@@ -84,25 +141,20 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         plain = split_dataset(scan) if not scan.too_small else None
         val = {str(p) for p, _ in plain.val} if plain else set()
         split = "a file-level 80/20 split"
-    yield Progress(0, len(paths), "Hashing files")
-    evidence = {"exact": exact_pairs(paths)}
-    yield Progress(0, len(paths), "Perceptual hashes")
-    evidence["phash"] = perceptual_pairs(paths)
+    yield Progress(0, len(paths), "Fingerprints (hashes and thumbnails)")
+    fp = fingerprints(paths)
+    errors = {p: why for p, why in scan.skipped if not _not_an_image(p, why)}
+    errors.update(dict(fp.errors))
+    ignored = tuple((p, why) for p, why in scan.skipped if _not_an_image(p, why))
     issues: tuple[LabelIssue, ...] = ()
-    errors: list[tuple[str, str]] = list(scan.skipped)
-    notes = []
+    notes: list[str] = []
+    features = feature_index = None
     if loaded is not None:
         embedded = yield from embed_folder(loaded, paths, batch_size, cancel)
-        errors += list(embedded.errors)
+        errors.update(dict(embedded.errors))
         index = {p: i for i, p in enumerate(paths)}
         features = embedded.features_of()
-        rows = np.asarray([index[p] for p in embedded.paths])
-        i, j, sim = cosine_pairs(features, threshold)
-        evidence["embedding"] = (rows[i], rows[j], sim)
-        if len(i) > len(paths):
-            notes.append(f"{len(i)} image pairs are above cosine {threshold} in this model's "
-                         f"features: it puts distinct images this close, so raise the near-duplicate threshold "
-                         f"(--threshold; or use a self-supervised model such as DINOv2).")
+        feature_index = np.asarray([index[p] for p in embedded.paths], np.int64)
         classes = list(scan.classes)
         given = dict(labelled)
         labels = np.asarray([classes.index(given[p]) for p in embedded.paths])
@@ -111,8 +163,11 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         except ValueError as exc:
             notes.append(str(exc))
     else:
-        notes.append("Without a model only exact copies and perceptual-hash matches are found, and labels are "
-                      "not reviewed (give --model).")
-    groups = group_pairs(paths, evidence, val)
+        notes.append("Without a model only exact copies and model-free matches (perceptual hash and thumbnail "
+                     "agreeing) are found, and labels are not reviewed (give --model).")
+    yield Progress(0, len(paths), "Grouping duplicates")
+    groups, thresholds, found_notes = find_groups(paths, fp, features, feature_index, hash_distance, threshold, val)
+    notes += found_notes
+    model = getattr(loaded, "name", None) if loaded is not None else None
     return AuditReport(str(scan.root), len(paths), tuple(scan.classes), split, tuple(groups), issues,
-                       tuple(errors), tuple(notes))
+                       tuple(sorted(errors.items())), tuple(notes), model, thresholds, ignored)

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.folder.duplicates import COSINE_THRESHOLD
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.neighbours import nearest, project_2d
 from vitstudio.core.folder.results import FolderResults, folder_results
@@ -103,9 +102,11 @@ class FolderPanel(QWidget):
         self.last_log: str | None = None  # the journal the Undo button reverses
         self.csv_button = QPushButton("Export CSV…")
         self.review_button = QPushButton("Review labels and duplicates")
-        self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=COSINE_THRESHOLD)
-        self.threshold.setToolTip("Cosine similarity of two images' features above which they count as near-"
-                                  "duplicates. Model-dependent: raise it when distinct images are grouped.")
+        self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=0.5)
+        self.threshold.setSpecialValueText("auto")  # the minimum: calibrated on the folder (None)
+        self.threshold.setToolTip("Cosine similarity of two images' features at or above which the model counts "
+                                  "them as near-duplicates (a near pair needs a hash or the pixels to agree too). "
+                                  "auto: calibrated on this folder, 10× closer than its median nearest neighbour.")
         self.info = QLabel("Open a folder to see every image through the current model.")
         self.info.setWordWrap(True)
         self.progress = QProgressBar()
@@ -443,6 +444,7 @@ class FolderPanel(QWidget):
         from vitstudio.core.folder.audit import audit
 
         model, folder, threshold = self.state.model, self.folder, self.threshold.value()
+        threshold = None if threshold <= self.threshold.minimum() else threshold  # "auto"
         if model is None or folder is None:
             return
         self.info.setText("Reviewing labels and duplicates…")

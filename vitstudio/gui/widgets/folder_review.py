@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QGridLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
@@ -114,6 +113,18 @@ class ReviewTab(QWidget):
             self.relabel_requested.emit(*item.data(Qt.UserRole))
 
 
+def group_evidence(group) -> str:
+    """One line per member: its path and the evidence against the group's first image."""
+    if not group.members:
+        return "\n".join(group.paths)
+    lines = [group.members[0].path]
+    for m in group.members[1:]:
+        cos = "" if m.cosine is None else f", cosine {m.cosine:.5f}"
+        lines.append(f"{m.path}: hash {m.hash_distance}{' (mirrored)' if m.mirrored else ''}, "
+                     f"pixels {m.pixels:.4f}{cos}")
+    return "\n".join(lines)
+
+
 class DuplicatesTab(QListWidget):
     """Duplicate groups of an audit; picking one emits its paths (the first entry, None: all images)."""
 
@@ -128,11 +139,12 @@ class DuplicatesTab(QListWidget):
         self.addItem("(all images)")
         for group in groups:
             leak = "LEAK · " if group.leak else ""
-            sim = "" if np.isnan(group.similarity) else f", cosine ≥ {group.similarity:.3f}"
+            sim = "" if group.similarity is None or group.exact else f", cosine ≥ {group.similarity:.4f}"
+            kinds = "identical bytes" if group.exact else " + ".join(group.kinds)
             names = ", ".join(os.path.basename(p) for p in group.paths[:4]) + ("…" if len(group.paths) > 4 else "")
-            item = QListWidgetItem(f"{leak}{len(group.paths)} images ({' + '.join(group.kinds)}{sim}): {names}")
+            item = QListWidgetItem(f"{leak}{len(group.paths)} images ({kinds}{sim}): {names}")
             item.setData(Qt.UserRole, group.paths)
-            item.setToolTip("\n".join(group.paths))
+            item.setToolTip(group_evidence(group))
             if group.leak:
                 item.setForeground(Qt.red)
             self.addItem(item)
