@@ -134,10 +134,12 @@ def test_exact_preprocessing_everywhere(tmp_path, photos):
     """The folder path (crops read by threads) and the tensor decoder's choice use the same exact steps."""
     from vitstudio.core.data import tensor_decode
     from vitstudio.core.inference import classify_files
+    from vitstudio.core.models.modelcard import model_card
 
     model, processor = _checkpoint(tmp_path / "checkpoint", "deit", 64, 8, **_squash((80, 96), 64, resample=2))
     loaded = load_model(str(tmp_path / "checkpoint"))
     assert not tensor_decode.supports(loaded.data_config)  # the PIL path: the exact reference
+    assert model_card(loaded).crop_mode.startswith("transformers processor: resize to 80×96")
     img = read_image(photos["rocket"])
     with torch.no_grad():
         probs = model(**processor(images=img, return_tensors="pt")).logits.softmax(-1)[0]

@@ -66,6 +66,16 @@ def _fmt(values) -> str:
     return "(" + ", ".join(f"{v:.3f}" for v in values) + ")"
 
 
+def _crop_mode(cfg: dict) -> str:
+    """timm's crop mode, or a transformers processor's own steps (crop_pct is then only timm's nearest)."""
+    size = cfg.get("hf_size")
+    if not size:
+        return str(cfg.get("crop_mode", "center"))
+    resize = f"shortest edge {size['shortest_edge']}" if "shortest_edge" in size else \
+        f"{size['height']}×{size['width']}"
+    return f"transformers processor: resize to {resize}, centre crop with floored margins"
+
+
 def _describe_head(model) -> str:
     from vitstudio.core.models.checkpoints import representation_size
 
@@ -120,7 +130,7 @@ def model_card(loaded: LoadedModel) -> ModelCard:
         layers=len(blocks), heads=loaded.num_heads if blocks else 0,
         width=int(getattr(model, "embed_dim", 0) or model.num_features),
         interpolation=str(cfg.get("interpolation")), crop_pct=float(cfg.get("crop_pct", 1.0)),
-        crop_mode=str(cfg.get("crop_mode", "center")), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
+        crop_mode=_crop_mode(cfg), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
         num_classes=loaded.num_classes, head=_describe_head(model), label_set=loaded.label_set,
         weights_source=loaded.weights_source,
         device=str(loaded.device), precision=loaded.precision,
