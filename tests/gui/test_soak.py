@@ -62,3 +62,28 @@ def test_the_verdict_catches_what_it_is_for():
     assert not soak.analyse(_samples(), {"finished": False, "exceptions": []})["checks"]["alive"]
     assert not soak.analyse(_samples(), {"finished": True, "exceptions": ["Traceback…"]})["ok"]
     assert abs(soak.slope_per_minute([0, 30, 60], [1, 2, 3]) - 2.0) < 1e-9
+
+
+def test_predictions_of_models_no_longer_loaded_are_dropped():
+    """Found by the soak: every image kept a prediction (with its crop) per model ever loaded, forever."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from vitstudio.core.inference import Prediction
+    from vitstudio.gui.state import AppState, ImageEntry
+
+    state = AppState()
+    entry = ImageEntry("a.png")
+    state.images.append(entry)
+    first, second = SimpleNamespace(uid=101), SimpleNamespace(uid=102)
+    crop = np.zeros((224, 224, 3), np.uint8)
+    state.set_model(first)
+    state.set_prediction(entry, first, Prediction("a.png", (1,), ("one",), (0.9,), crop))
+    assert state.prediction_for(entry).labels == ("one",)
+    state.set_model(second)
+    assert entry.predictions == {} and state.prediction_for(entry) is None
+    state.set_prediction(entry, first, Prediction("a.png", (1,), ("one",), (0.9,), crop))  # a late result
+    assert entry.predictions == {}
+    state.set_prediction(entry, second, Prediction("a.png", (2,), ("two",), (0.8,), crop))
+    assert list(entry.predictions) == [102]

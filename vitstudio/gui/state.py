@@ -53,6 +53,11 @@ class AppState(QObject):
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.model = loaded
+        # Predictions are shown only for the model loaded (loading again makes a new uid), so the previous model's
+        # are dropped: kept, every image would hold one prediction and crop (150 KB at 224 px) per model ever loaded.
+        for entry in self.images:
+            if entry.predictions:
+                entry.predictions = {uid: p for uid, p in entry.predictions.items() if uid == loaded.uid}
         self.model_loaded.emit(loaded)
 
     def add_images(self, entries: list[ImageEntry]) -> None:
@@ -74,6 +79,7 @@ class AppState(QObject):
         return entry.predictions.get(self.model.uid) if self.model is not None else None
 
     def set_prediction(self, entry: ImageEntry, model: LoadedModel, prediction: Prediction) -> None:
+        if model is not self.model:
+            return  # a late result of a model no longer loaded: never shown, so not kept
         entry.predictions[model.uid] = prediction
-        if model is self.model:
-            self.prediction_ready.emit(entry)
+        self.prediction_ready.emit(entry)
