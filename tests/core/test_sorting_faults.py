@@ -254,3 +254,55 @@ def test_review_move_journals_outside_the_dataset_and_undoes(tmp_path):
     undo = undo_sort(done.log)
     assert undo.moved_back == 1 and undo.folders_removed == (str(data / "seven"),)
     assert _digests(data) == original and sorted(p.name for p in data.iterdir()) == ["a", "b"]
+
+
+# -- old logs, a second process, an interrupted undo -------------------------------------------------------------
+def test_an_old_log_undoes_without_destroying_an_edit(tmp_path):
+    """Logs written before the journal (one line per finished file, no hash): a copy goes only if it still has the
+    original's bytes."""
+    src = _noise_images(tmp_path / "src", 3)
+    out = tmp_path / "out" / "x"
+    out.mkdir(parents=True)
+    lines = []
+    for k, p in enumerate(sorted(src.rglob("*.png"))):
+        shutil.copy2(p, out / f"{k}.png")
+        lines.append(json.dumps({"action": "copy", "source": str(p), "target": str(out / f"{k}.png"), "label": "x"}))
+    (out / "1.png").write_bytes(b"edited")
+    log = tmp_path / "out" / "vitstudio-sort-old.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    undo = undo_sort(log)
+    assert undo.removed == 2 and undo.kept == (str(out / "1.png"),) and (out / "1.png").read_bytes() == b"edited"
+
+
+def test_a_second_process_on_the_same_journal_is_refused(tmp_path):
+    from vitstudio.core.folder import journal
+
+    src = _noise_images(tmp_path / "src", 2)
+    log = prepare_sort(_fake_plan(src, tmp_path / "out"))
+    with journal.locked(log):
+        proc = subprocess.run([sys.executable, "-m", "vitstudio", "undo-sort", str(log)], cwd=ROOT,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 2 and "another sort or undo" in proc.stderr
+        with pytest.raises(journal.JournalBusy):
+            apply_sort(_fake_plan(src, tmp_path / "out"))
+    assert apply_sort(_fake_plan(src, tmp_path / "out")).done == 2
+
+
+def test_an_undo_killed_at_random_instants_finishes_on_rerun(tmp_path):
+    src = _noise_images(tmp_path / "src", 120)
+    original, rng = _digests(src), np.random.default_rng(5)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for trial in range(4):
+        out = tmp_path / f"out{trial}"
+        log = Path(apply_sort(_fake_plan(src, out, move=trial % 2 == 1)).log)
+        proc = subprocess.Popen([sys.executable, "-m", "vitstudio", "undo-sort", str(log)], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stop_after = int(rng.integers(1, 120))
+        while proc.poll() is None and log.exists() and log.read_text().count('"op": "undone"') < stop_after:
+            time.sleep(0.0005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if log.exists():
+            undo = undo_sort(log)
+            assert not undo.problems and not undo.kept
+        assert _digests(src) == original and [p.name for p in out.iterdir()] == [log.with_suffix(".undone").name]

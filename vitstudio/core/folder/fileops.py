@@ -1,10 +1,12 @@
 """File primitives for sorting and its undo that leave no half-done file under a final name.
 
-A copy is written to a temporary name in the destination folder (`.NAME.vitstudio-part`, which no image scan
-picks up) and renamed into place with `os.replace`, so a kill at any instant leaves either no file or a whole one
-at the target. A move is one `os.rename` on the same filesystem; across filesystems it is a copy as above, then the
-original is removed — and when the original cannot be removed (a read-only folder) the copy is taken back, so a
-failed move never leaves a second file behind. Nothing here overwrites: a target that exists is an error.
+A copy is written to a temporary name in the destination folder (`.NAME.N.vitstudio-part`, which no image scan
+picks up) and then given its final name by a hard link (atomic, and it fails if the name is taken; `os.replace`
+after a check where links are not supported), so a kill at any instant leaves either no file or a whole one at the
+target. A move on the same filesystem is a hard link under the new name, then the old name removed (one file
+throughout); across filesystems it is a copy as above, then the original is removed — and when the original cannot
+be removed (a read-only folder) the copy is taken back, so a failed move never leaves a second file behind.
+Nothing here overwrites: a target that exists is an error.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ def file_hash(path: str | Path) -> tuple[int, str]:
 
 def same_bytes(a: str | Path, b: str | Path) -> bool:
     try:
+        if os.path.samefile(a, b):  # two names of one file (a move stopped between link and unlink)
+            return True
         if os.path.getsize(a) != os.path.getsize(b):
             return False
         return file_hash(a)[1] == file_hash(b)[1]
@@ -67,29 +71,43 @@ def copy_into_place(source: str | Path, target: str | Path, part: str | Path) ->
             os.utime(part, ns=(os.stat(source).st_atime_ns, os.stat(source).st_mtime_ns))
         except OSError:
             pass  # times are a courtesy, not part of the copy
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, "a file appeared at the target", str(target))
-        os.replace(part, target)
+        link_no_replace(part, target)
     except BaseException:
         remove_quietly(part)
         raise
+    remove_quietly(part)
     return size, h.hexdigest()
+
+
+def link_no_replace(existing: str | Path, new: str | Path) -> None:
+    """Give `existing` the name `new` unless `new` is taken — atomically where hard links work (a second writer
+    cannot slip in between a check and the rename); the old name stays (the caller removes it). Elsewhere (FAT,
+    some network shares): a check, then `os.replace`."""
+    try:
+        os.link(existing, new)
+        return
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS, errno.EACCES):
+            raise
+    if os.path.lexists(new):
+        raise FileExistsError(errno.EEXIST, "a file is already at the target", str(new))
+    os.replace(existing, new)
 
 
 def move_file(source: str | Path, target: str | Path, part: str | Path) -> None:
     """Move without overwriting. Across filesystems: copy through `part`, then remove the original; if that fails,
     the copy is removed again and the error raised (nothing moved, nothing duplicated)."""
-    if os.path.lexists(target):
-        raise FileExistsError(errno.EEXIST, "a file is already at the target", str(target))
-    try:
-        os.rename(source, target)
-        return
+    try:  # same filesystem: a second name, then the first removed (a kill in between leaves one file, two names)
+        link_no_replace(source, target)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-    copy_into_place(source, target, part)
+        copy_into_place(source, target, part)
     try:
-        os.unlink(source)
+        if os.path.lexists(source):  # (os.replace fallback: already gone)
+            os.unlink(source)
     except OSError as exc:
         os.unlink(target)
         raise OSError(exc.errno, f"could not remove the original ({exc.strerror}); the copy was taken back, "

@@ -20,9 +20,11 @@ Logs of version 1 (one line per finished file: action, source, target, label) ar
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,6 +117,27 @@ class Journal:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class JournalBusy(OSError):
+    """Another process is sorting or undoing from this journal right now."""
+
+
+@contextmanager
+def locked(path: str | Path):
+    """Hold an exclusive lock on the journal while working from it: a second sort or undo of the same journal fails
+    at once instead of interleaving with the first. The lock dies with its process (even on SIGKILL)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks here; one process at a time is the user's to keep
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise JournalBusy(errno.EBUSY, "another sort or undo is working from this journal", str(path)) from None
+        yield
 
 
 def new_path(folder: str | Path, prefix: str) -> Path:

@@ -15,6 +15,7 @@ output again.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections import Counter
@@ -147,29 +148,26 @@ def prepare_sort(plan: SortPlan, log: str | Path | None = None, log_dir: str | P
     folder.mkdir(parents=True, exist_ok=True)
     live = journal.live_journals(folder, out, action)
     current = next((s for s in reversed(live) if s.resumable()), None)
-    if current is not None:
-        with journal.Journal(current.path) as record:
-            recover(current, record)  # settle what the kill interrupted before planning around it
-    covered = _covered(live, current, action)
-    new = [p for p in plan.placements if os.path.abspath(p.source) not in covered]
     if log:
         path = Path(log)
     elif current is not None:
         path = current.path
-    elif live and not new:
-        return live[-1].path  # everything is sorted already: nothing to add, nothing to do
     else:
+        if live and not [p for p in plan.placements if os.path.abspath(p.source) not in _covered(live, None, action)]:
+            return live[-1].path  # everything is sorted already: nothing to add, nothing to do
         path = journal.new_path(folder, "vitstudio-sort" if kind == "sort" else "vitstudio-move")
-    state = journal.read(path) if path.exists() else None
-    with journal.Journal(path) as record:
-        if state is None or not state.header:
+    with journal.locked(path), journal.Journal(path) as record:
+        state = journal.read(path)
+        if not state.header:
             record.write("header", version=journal.VERSION, kind=kind, action=action, out=os.path.abspath(out))
             state = journal.read(path)
+        recover(state, record)  # settle what a kill interrupted before planning around it
+        covered = _covered([s for s in live if s.path != path] + [state], state, action)
         i = max(state.plan, default=-1) + 1
-        for p in new:
+        for p in plan.placements:
             if os.path.abspath(p.source) in covered:
-                continue  # the same file twice in one plan
-            covered.add(os.path.abspath(p.source))
+                continue
+            covered.add(os.path.abspath(p.source))  # (and the same file twice in one plan)
             record.write("plan", i=i, source=os.path.abspath(p.source), target=os.path.abspath(p.target),
                          label=p.label)
             i += 1
@@ -226,11 +224,13 @@ def _outcome(state: journal.JournalState, record: journal.Journal, op: str, i: i
 def run_sort(log: str | Path, cancel=None) -> SortResult:
     """Carry out (or finish) the journal's plan: every placement not yet done, each journalled before and after."""
     path = Path(log)
-    state = journal.read(path)
-    action = state.action
-    resumed = bool(state.status)  # an earlier run got as far as touching files
+    if not path.is_file():
+        raise FileNotFoundError(errno.ENOENT, "no such sort journal", str(path))
     done, errors = 0, []
-    with journal.Journal(path) as record:
+    with journal.locked(path), journal.Journal(path) as record:
+        state = journal.read(path)
+        action = state.action
+        resumed = bool(state.status)  # an earlier run got as far as touching files
         recover(state, record)
         already = sum(s == "done" for s in state.status.values())
         for i in state.unfinished() + [i for i in state.plan if state.status.get(i) == "failed"]:

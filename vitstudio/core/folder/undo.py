@@ -51,9 +51,11 @@ class UndoResult:
 
 def undo_sort(log: str | Path) -> UndoResult:
     log = Path(log)
-    state = journal.read(log)
+    if not log.is_file():
+        raise FileNotFoundError(2, "no such sort journal", str(log))
     tally = {"removed": 0, "moved_back": 0, "kept": [], "problems": [], "notes": []}
-    with journal.Journal(log) as record:
+    with journal.locked(log), journal.Journal(log) as record:
+        state = journal.read(log)
         record.write("undo-start")
         for i in reversed(list(state.plan)):
             if i in state.undo or state.status.get(i) not in ("done", "pending"):
@@ -101,6 +103,7 @@ def _undo_copy(rec: dict, finished: bool, tally: dict):
 
 def _undo_move(rec: dict, finished: bool, tally: dict):
     target, source = rec["target"], rec["source"]
+    fileops.remove_quietly(fileops.part_name(source, "undo"))  # left by an undo killed mid-copy
     have_src, have_tgt = os.path.lexists(source), os.path.lexists(target)
     if have_tgt and have_src:
         if fileops.same_bytes(source, target):  # a move across filesystems interrupted after its copy
