@@ -110,6 +110,7 @@ def embed_cmd(args) -> int:
 
 def sort_cmd(args) -> int:
     from .cli import _load
+    from .core.folder.journal import JournalBusy
     from .core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort, run_sort
 
     if args.resume:
@@ -144,7 +145,11 @@ def sort_cmd(args) -> int:
         for p in plan.placements:
             print(f"{p.source} -> {p.target}")
         return EXIT_OK
-    return _report_sort(apply_sort(plan), result.errors)
+    try:
+        return _report_sort(apply_sort(plan), result.errors)
+    except JournalBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _report_sort(done, read_errors) -> int:
