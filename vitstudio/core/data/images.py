@@ -81,7 +81,8 @@ def check_file(path: str | os.PathLike) -> os.stat_result:
     if stat.S_ISDIR(st.st_mode):
         if via and links_to_ancestor(p):
             raise ImageReadError(p, "symbolic link loop (a link to a folder that contains it)")
-        raise ImageReadError(p, f"is a folder, not an image file{via}")
+        named = " (a folder named like an image is not searched)" if _reported_folder(Path(p)) else ""
+        raise ImageReadError(p, f"is a folder, not an image file{via}{named}")
     if not stat.S_ISREG(st.st_mode):
         kind = next((name for test, name in _KINDS if test(st.st_mode)), "a special file")
         raise ImageReadError(p, f"not a regular file ({kind}{via})")
@@ -124,12 +125,18 @@ def read_file_bytes(path: str | os.PathLike) -> bytes:
     """A regular file's bytes, at most MAX_FILE_BYTES (ImageReadError otherwise)."""
     with open_regular(path) as f:
         try:
-            data = f.read(MAX_FILE_BYTES + 1)
+            chunks = [f.read(os.fstat(f.fileno()).st_size)]  # the size it has; more only if it grew meanwhile
+            total = len(chunks[0])
+            while total <= MAX_FILE_BYTES and (more := f.read(min(1 << 20, MAX_FILE_BYTES + 1 - total))):
+                chunks.append(more)
+                total += len(more)
         except OSError as exc:
             raise ImageReadError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if len(data) > MAX_FILE_BYTES:
+        except MemoryError:
+            raise ImageReadError(path, "not enough memory to read this file") from None
+    if total > MAX_FILE_BYTES:
         raise ImageReadError(path, f"file too large (over {MAX_FILE_BYTES / 2**30:.0f} GiB)")
-    return data
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def read_image(path: str | os.PathLike) -> Image.Image:
@@ -240,10 +247,17 @@ def expand_paths(paths: Iterable[str | os.PathLike], recursive: bool = True,
     """
     for path in paths:
         p = Path(path)
-        if p.is_dir():
+        if p.is_dir() and not _reported_folder(p):
             yield from _walk(p, recursive, {_dir_key(p)}, ignored)
         else:
-            yield p
+            yield p  # expanding twice yields the same: a reported folder stays one entry
+
+
+def _reported_folder(path: Path) -> bool:
+    """A folder named like an image (x.jpg/) or a link back up the tree: reported by the reader, not searched."""
+    suffix = path.suffix.lower()
+    return (suffix in IMAGE_SUFFIXES or suffix in UNSUPPORTED_SUFFIXES
+            or (path.is_symlink() and links_to_ancestor(str(path))))
 
 
 def _dir_key(path: Path) -> tuple[int, int]:
@@ -255,7 +269,8 @@ def _walk(folder: Path, recursive: bool, seen: set, ignored: list | None) -> Ite
     """Entries of `folder` in name order, descending into subfolders (links to folders too, each folder once).
 
     Yielded: regular files with an image or a known-unsupported suffix; anything else named like an image (a
-    folder or FIFO called x.jpg); links that dangle or loop; FIFOs, devices and sockets whatever their name."""
+    folder or FIFO called x.jpg; such a folder is not searched); links that dangle or loop; FIFOs, devices and
+    sockets whatever their name."""
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
@@ -273,9 +288,9 @@ def _walk(folder: Path, recursive: bool, seen: set, ignored: list | None) -> Ite
             continue
         if stat.S_ISDIR(st.st_mode):
             key = (st.st_dev, st.st_ino)
-            if image_like or (entry.is_symlink() and links_to_ancestor(entry.path)):
-                yield path  # a folder named like an image, or a link back up the tree: reported
-            if recursive and key not in seen and not links_to_ancestor(entry.path):
+            if _reported_folder(path):
+                yield path
+            elif recursive and key not in seen:
                 seen.add(key)
                 yield from _walk(path, recursive, seen, ignored)
         elif not stat.S_ISREG(st.st_mode) or image_like:
