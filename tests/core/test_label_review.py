@@ -1,0 +1,68 @@
+"""The label review against cleanlab's own ranking on the same features: digits (scikit-learn's 1,797 scans, their
+64 pixels as the features) with 30 labels flipped to another class. The reference is what cleanlab's docs do:
+out-of-fold probabilities of a logistic regression on the standardised features, ranked by
+`cleanlab.rank.get_label_quality_scores`."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from vitstudio.core.folder.label_review import estimated_wrong, review_labels
+
+SEEDS = (0, 1)
+
+
+def _flipped(y: np.ndarray, seed: int) -> tuple[np.ndarray, set[int]]:
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(y), 30, replace=False)
+    noisy = y.copy()
+    noisy[idx] = (noisy[idx] + rng.integers(1, 10, 30)) % 10
+    return noisy, set(idx.tolist())
+
+
+def _cleanlab_top(x: np.ndarray, noisy: np.ndarray, seed: int) -> set[int]:
+    from cleanlab.rank import get_label_quality_scores
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    probs = cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)), x, noisy,
+                              cv=StratifiedKFold(5, shuffle=True, random_state=seed), method="predict_proba")
+    return set(np.argsort(get_label_quality_scores(noisy, probs), kind="stable")[:30].tolist())
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sklearn.datasets import load_digits
+
+    return load_digits(return_X_y=True)
+
+
+def test_review_finds_flipped_labels_as_well_as_cleanlab_and_estimates_their_number(digits):
+    x, y = digits
+    ours, theirs, counts = [], [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in SEEDS:
+            noisy, flipped = _flipped(y, seed)
+            issues = review_labels([str(i) for i in range(len(y))], x, noisy, [str(c) for c in range(10)],
+                                   seed=seed)
+            ours.append(len(flipped & {int(i.path) for i in issues[:30]}) / 30)
+            theirs.append(len(flipped & _cleanlab_top(x, noisy, seed)) / 30)
+            counts.append(estimated_wrong(issues))
+            flags = [i.flagged for i in issues]
+            assert flags == sorted(flags, reverse=True)  # the flagged ones are the top of the ranking
+            assert [i.quality for i in issues] == sorted(i.quality for i in issues)
+    # measured: ours 0.80, 0.83; cleanlab's 0.83, 0.87 (the whitened probe at C 0.5: 0.77, 0.73); noise: ±1/30
+    assert np.mean(ours) >= np.mean(theirs) - 0.05, (ours, theirs)
+    assert all(abs(c - 30) <= 8 for c in counts), counts  # measured 38, 32 (the clean digits hold a few odd ones)
+
+
+def test_review_refuses_a_class_with_one_image():
+    x = np.random.default_rng(0).normal(size=(5, 4))
+    with pytest.raises(ValueError):
+        review_labels([str(i) for i in range(5)], x, np.asarray([0, 0, 1, 1, 2]), ["a", "b", "c"])
