@@ -22,6 +22,8 @@ from vitstudio.core.data import tensor_decode
 from vitstudio.core.data.datasets import DatasetError, scan_dataset
 from vitstudio.core.data.images import MAX_ASPECT, ImageReadError, expand_paths, image_size, read_image
 
+pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and RLIMIT_AS are POSIX")
+
 SPEC = "custom:img=224,patch=16,width=32,depth=2,heads=2,classes=5"  # real-size preprocessing (resize to 248)
 LIMIT = 4 << 30  # address space of the CLI subprocess; the old code needed 3.5–5 GB for one hostile file
 
