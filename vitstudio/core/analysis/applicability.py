@@ -35,6 +35,9 @@ def why_not(model: nn.Module, method: str) -> str | None:
         if not blocks or unreadable:
             kind = type(unreadable[0]).__name__ if unreadable else name
             return f"{kind} blocks have no attention module ViT Studio can read."
+        if method == "gradient-rollout" and getattr(model, "num_classes", None) == 0:
+            return (f"gradient rollout explains a class, and this {name} is headless (no classifier): use rollout, "
+                    f"or fine-tune a head on your classes.")
         if method == "gradient-rollout":
             modules = [attention_modules(b) for b in blocks]
             if any(len(m) != 1 or hasattr(m[0], "_compute_lambda") for m in modules):
