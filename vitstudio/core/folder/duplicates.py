@@ -34,6 +34,7 @@ from vitstudio.core.folder.fingerprints import Fingerprints, detail, fingerprint
 # 10 is imagededup's default too; a hash match still needs a second signal to agree.
 HASH_DISTANCE = 10
 CLOSER = 10.0  # a duplicate's distance (1 - similarity) is ≤ the folder's median nearest-neighbour distance / 10
+CALIBRATION_SAMPLE = 4000  # images whose nearest neighbour is searched to calibrate (all, in smaller folders)
 MIN_CALIBRATION = 8  # fewer distinct images than this: fixed cuts instead of the folder's distribution
 FIXED_PIXELS, FIXED_COSINE = 0.99, 0.99  # the fixed cuts (small folders)
 # A mirrored match must also agree in fine detail (32×32 high-pass correlation): layouts that are mirror images of
@@ -147,16 +148,18 @@ def _unit(features: np.ndarray) -> torch.Tensor:
 
 
 def _above(x: torch.Tensor, y: torch.Tensor, cut: float, block: int | None = None) -> Pairs:
-    """Pairs i < j with x[i]·y[j] ≥ cut (or x[j]·y[i]: y may be x mirrored), in (block × N) products."""
-    block = block or max(64, (64 << 20) // max(1, len(x)))
+    """Pairs i < j with x[i]·y[j] ≥ cut (or x[j]·y[i]: y may be x mirrored), in (block × N) products against the
+    rows from the block on (the upper triangle only)."""
+    block = block or max(64, ((64 if y is x else 24) << 20) // max(1, len(x)))  # ≤ ~256 MB of products alive
     parts = []
     for start in range(0, len(x), block):
-        sims = x[start:start + block] @ y.T
-        sims = torch.maximum(sims, y[start:start + block] @ x.T)  # symmetric when y is a transform of x
+        sims = x[start:start + block] @ y[start:].T  # (block, N - start): columns start + c
+        if y is not x:  # y a transform of x (mirrored): a pair matches either way round
+            sims = torch.maximum(sims, y[start:start + block] @ x[start:].T)
         rows, cols = torch.nonzero(sims >= cut, as_tuple=True)
-        keep = start + rows < cols
+        keep = rows < cols
         rows, cols = rows[keep], cols[keep]
-        parts.append(_pairs((start + rows).numpy(), cols.numpy(), sims[rows, cols].numpy()))
+        parts.append(_pairs((start + rows).numpy(), (start + cols).numpy(), sims[rows, cols].numpy()))
     return _concat(parts)
 
 
@@ -167,14 +170,21 @@ def cosine_pairs(features: np.ndarray, threshold: float = COSINE_THRESHOLD, bloc
     return _above(x, x, threshold, block)
 
 
-def nearest_similarity(x: torch.Tensor, y: torch.Tensor | None = None, block: int = 1024) -> np.ndarray:
-    """(N,) each row's highest similarity to another row (x[i]·x[j] or x[i]·y[j], j ≠ i)."""
-    y = x if y is None else y
+def nearest_similarity(x: torch.Tensor, y: torch.Tensor | None = None, block: int | None = None,
+                       sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
+    """Each row's highest similarity to another row (x[i]·x[j] or x[i]·y[j], j ≠ i), in (block × N) products of
+    ~128 MB; for at most `sample` rows (a fixed random subset beyond that: the median needs no more)."""
+    rows = np.arange(len(x))
+    if len(x) > sample:
+        rows = np.sort(np.random.default_rng(0).choice(len(x), sample, replace=False))
+    block = block or max(64, (32 << 20) // max(1, len(x)))
     best = []
-    for start in range(0, len(x), block):
-        sims = torch.maximum(x[start:start + block] @ x.T, x[start:start + block] @ y.T)
-        rows = torch.arange(len(sims))
-        sims[rows, start + rows] = -np.inf
+    for start in range(0, len(rows), block):
+        index = torch.from_numpy(rows[start:start + block])
+        sims = x[index] @ x.T
+        if y is not None:
+            sims = torch.maximum(sims, x[index] @ y.T)
+        sims[torch.arange(len(index)), index] = -np.inf
         best.append(sims.max(1).values)
     return torch.cat(best).numpy() if best else np.zeros(0, np.float32)
 
@@ -214,7 +224,8 @@ def calibrate(nearest: np.ndarray, what: str, fixed: float) -> tuple[float, str]
         return fixed, f"fixed: fewer than {MIN_CALIBRATION} distinct images to calibrate on"
     median = float(np.median(nearest))
     cut = 1.0 - (1.0 - median) / CLOSER
-    return cut, (f"calibrated: the median nearest-neighbour {what} of this folder's {len(nearest)} distinct images "
+    of = f"{len(nearest)} sampled" if len(nearest) >= CALIBRATION_SAMPLE else f"{len(nearest)}"
+    return cut, (f"calibrated: the median nearest-neighbour {what} of this folder's {of} distinct images "
                  f"is {median:.4f}; a copy is ≥{CLOSER:g}× closer")
 
 
@@ -275,7 +286,9 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     bits, mbits, thumbs, mthumbs = fp.bits[keep], fp.mirror_bits[keep], fp.thumbs[keep], fp.mirror_thumbs[keep]
     t, mt = torch.from_numpy(thumbs), torch.from_numpy(mthumbs)
     pixels_cut, pixels_why = calibrate(nearest_similarity(t, mt), "thumbnail correlation", FIXED_PIXELS)
-    parts = [hamming_pairs(bits, mbits, hash_distance), _above(t, t, pixels_cut), _above(t, mt, pixels_cut)]
+    # candidates: any one signal (mirrored thumbnails only where the mirrored hash found the pair: a mirrored copy
+    # is re-found by its hash, and features are not mirror-invariant)
+    parts = [hamming_pairs(bits, mbits, hash_distance), _above(t, t, pixels_cut)]
     f, cosine_cut, cosine_why, notes, packed = None, None, "", [], False
     if features is not None:
         where = {int(k): r for r, k in enumerate(np.asarray(feature_index).tolist())}
