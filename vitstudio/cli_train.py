@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -144,7 +145,6 @@ def finetune(args) -> int:
     from .core.data.datasets import DatasetError
     from .core.models.loading import ModelLoadError
     from .core.train.engine import fine_tune
-    from .core.train.recipes import make_config
 
     overrides = {k: getattr(args, k) for k in ("epochs", "batch_size", "grad_accum", "lr", "weight_decay",
                                                "layer_decay", "warmup_epochs", "label_smoothing", "mixup",
@@ -157,33 +157,28 @@ def finetune(args) -> int:
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
-    resume_only = args.resume and args.out and not args.config
-    if not args.config and not resume_only and not (args.data_dir and args.model and args.out):
+    given = bool(args.data_dir and args.model and args.out)  # every setting is on the command line
+    if not args.config and not given and not (args.resume and args.out):
         print("error: give DATA_DIR, --model and --out (or --config FILE, or --out RUN --resume)", file=sys.stderr)
         return EXIT_USAGE
-    from .core.train.recipes import TrainConfig
-    from .core.train.runlock import RunInUse
+    from .core.train.runlock import RunInUse, die_at
 
-    try:
-        if args.config:
-            config = TrainConfig.from_json(Path(args.config).read_text())
-        elif resume_only:  # the run records everything: its dataset, base model and settings
-            recorded = Path(args.out) / "train_config.json"
-            if not recorded.is_file():
-                raise FileNotFoundError(f"No run to resume in {args.out} (it has no train_config.json).")
-            config = TrainConfig.from_json(recorded.read_text())
-        else:
-            config = make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights,
-                                 device=args.device, precision=args.precision, probe_image=args.probe,
-                                 data_path=args.data_path, exclude=_exclusions(args.exclude_list),
-                                 **overrides)
-        result = _drain(fine_tune(config, resume=args.resume), args.quiet or not main_process)
-    except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:  # before the first epoch began (during the epochs the engine handles it)
-        print(_how_to_continue(Path(config.out_dir)), file=sys.stderr)
-        return 130
+    out = Path(args.out) if args.out else None
+    with _first_interrupt_only() as interrupted:
+        try:
+            config, resume = _finetune_config(args, overrides, given)
+            out = Path(config.out_dir)
+            result = _drain(fine_tune(config, resume=resume), args.quiet or not main_process)
+        except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
+            print(f"error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:  # before the first epoch began (during the epochs the engine handles it)
+            interrupted.set()
+            die_at("cli-interrupted")
+            print(_how_to_continue(out) if out is not None else "Interrupted.", file=sys.stderr)
+            return 130
+        if result.status in ("cancelled", "interrupted"):
+            interrupted.set()
     if not main_process:
         return EXIT_OK
     print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
@@ -193,19 +188,86 @@ def finetune(args) -> int:
         for path, why in list(result.skipped.items())[:10]:
             print(f"  {path}: {why}", file=sys.stderr)
     if result.status in ("cancelled", "interrupted"):
+        die_at("cli-interrupted")
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130
     return EXIT_OK
 
 
+def _finetune_config(args, overrides: dict, given: bool):
+    """(the config to run, whether to resume it): from --config FILE, from the run in --out (`--resume`: it records
+    its dataset, base model and settings), or from the command line (also with `--resume` when the run was stopped
+    before it recorded its settings: then it starts over)."""
+    from .core.train.recipes import TrainConfig, make_config
+    from .core.train.runs import read_train_config
+
+    if args.config:
+        try:
+            return TrainConfig.from_json(Path(args.config).read_text(encoding="utf-8")), args.resume
+        except (OSError, ValueError, TypeError) as exc:
+            raise ValueError(f"{args.config}: {exc}") from None
+    out = Path(args.out)
+    if args.resume and (out / "train_config.json").exists():
+        return read_train_config(out), True  # the run in --out, even renamed or copied
+    if args.resume and not given:
+        raise FileNotFoundError(f"Nothing to resume in {out}: it has no train_config.json (it was stopped before it "
+                                f"recorded its settings). Start it again: vitstudio finetune DATA_DIR --model MODEL "
+                                f"--out {out} [options]")
+    return make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights, device=args.device,
+                       precision=args.precision, probe_image=args.probe, data_path=args.data_path,
+                       exclude=_exclusions(args.exclude_list), **overrides), False
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+class _Flag:
+    def __init__(self) -> None:
+        self.on = False
+
+    def set(self) -> None:
+        self.on = True
+
+
+@contextlib.contextmanager
+def _first_interrupt_only():
+    """The first Ctrl+C interrupts the run; any later one is ignored while the run writes its status, cleans up,
+    prints the one line saying how to continue and the interpreter exits (a second Ctrl+C landing there printed
+    a traceback). The caller sets the flag it gets once the run has been interrupted; the handler then stays
+    ignoring until the process ends. Only in the main thread, where Python delivers SIGINT."""
+    import signal
+    import threading
+
+    flag = _Flag()
+    if threading.current_thread() is not threading.main_thread():
+        yield flag
+        return
+
+    def handler(signum, frame):
+        if not flag.on:
+            flag.set()
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN if flag.on else previous)
+
+
 def _how_to_continue(out: Path) -> str:
-    """Only advice that will work: resume when an epoch finished, otherwise the same command starts it over."""
+    """Only advice that will work: resume when an epoch finished; before that the same command starts it over
+    (and so does `--resume` once the run has recorded its settings: it needs them)."""
     from .core.train.runs import CHECKPOINT
 
     if (out / CHECKPOINT).exists():
         return f"Interrupted; continue with: vitstudio finetune --out {out} --resume"
-    return (f"Interrupted before the first epoch finished; nothing to resume. Run the same command again (or "
-            f"vitstudio finetune --out {out} --resume) to start {out.name} over.")
+    if (out / "train_config.json").is_file():
+        return (f"Interrupted before the first epoch finished; nothing to resume. Run the same command again (or "
+                f"vitstudio finetune --out {out} --resume) to start {out.name} over.")
+    return (f"Interrupted before {out.name} recorded its settings; nothing to resume. Run the same command again "
+            f"to start it.")
 
 
 def evaluate_cmd(args) -> int:

@@ -47,11 +47,11 @@ class Mlp(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, num_heads, qkv_bias):
+    def __init__(self, dim, num_heads, qkv_bias, mlp_ratio=4.0):
         super().__init__()
         norm = partial(nn.LayerNorm, eps=1e-6)
         self.norm1, self.attn = norm(dim), Attention(dim, num_heads, qkv_bias)
-        self.norm2, self.mlp = norm(dim), Mlp(dim, dim * 4)
+        self.norm2, self.mlp = norm(dim), Mlp(dim, int(dim * mlp_ratio))
 
     def forward(self, x):
         x = x + self.attn(self.norm1(x))
@@ -60,7 +60,7 @@ class Block(nn.Module):
 
 class SeedVisionTransformer(nn.Module):
     def __init__(self, img_size=224, patch_size=16, num_classes=5, embed_dim=768, depth=12, num_heads=12,
-                 representation_size=None, distilled=False, qkv_bias=True):
+                 mlp_ratio=4.0, qkv_bias=True, representation_size=None, distilled=False):
         super().__init__()
         self.num_tokens = 2 if distilled else 1
         self.patch_embed = PatchEmbed(img_size, patch_size, embed_dim)
@@ -68,7 +68,7 @@ class SeedVisionTransformer(nn.Module):
         self.dist_token = nn.Parameter(torch.randn(1, 1, embed_dim) * 0.02) if distilled else None
         self.pos_embed = nn.Parameter(
             torch.randn(1, self.patch_embed.num_patches + self.num_tokens, embed_dim) * 0.02)
-        self.blocks = nn.Sequential(*[Block(embed_dim, num_heads, qkv_bias) for _ in range(depth)])
+        self.blocks = nn.Sequential(*[Block(embed_dim, num_heads, qkv_bias, mlp_ratio) for _ in range(depth)])
         self.norm = nn.LayerNorm(embed_dim, eps=1e-6)
         features = embed_dim
         if representation_size and not distilled:

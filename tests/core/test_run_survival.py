@@ -57,6 +57,7 @@ KILL_POINTS = [
     ("before-rename-model.safetensors:2", "resume"),  # a best-model save interrupted (staging folder left)
     ("train-step:9", "resume"),  # mid-epoch
     ("before-rename-status.json:2", "resume"),  # the final status write (all epochs done)
+    ("before-rename-eval.json", "resume"),  # the final evaluation: not "finished" until eval.json is on disk
 ]
 
 
@@ -79,6 +80,7 @@ def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then):
         again = _cli(["finetune", "--out", str(out), "--resume", "--quiet"])
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads((out / "status.json").read_text())["status"] == "finished"
+    assert (out / "eval.json").is_file()  # everything "finished" promises
     assert _epochs_logged(out) == list(range(EPOCHS))  # each epoch exactly once
     assert not _leftovers(out)  # removed when the run was picked up again
     from vitstudio.core.models.loading import load_model
@@ -126,7 +128,7 @@ def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path):
     done = json.loads((out / "status.json").read_text())["epochs_done"]
     # Ctrl+C never lands between an epoch's metrics row and its checkpoint: rows and checkpoints agree
     assert done < 400 and _epochs_logged(out) == list(range(done))
-    resumed = _cli(["finetune", "--out", str(out), "--resume", "--quiet"])
+    resumed = _cli(["finetune", "--out", str(out), "--resume", "--quiet"], timeout=600)  # up to 400 epochs
     assert resumed.returncode == 0 and _epochs_logged(out) == list(range(400))
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from vitstudio.core.models.checkpoints import SEED_CROP_PCT, representation_size
 from vitstudio.core.models.model import LoadedModel
@@ -55,26 +56,18 @@ def upstream_state_dict(loaded: LoadedModel) -> dict[str, torch.Tensor]:
 
 
 def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
+    """model.pth + class_indices.json in `folder`, and the upstream constructor that loads model.pth strictly; a
+    ValueError naming what upstream's VisionTransformer cannot express (nothing is written then)."""
     from vitstudio.core.train.runs import atomic_write_bytes
 
     folder = Path(folder)
     state = upstream_state_dict(loaded)
+    constructor, img = upstream_constructor(loaded, state)
     buffer = io.BytesIO()
     torch.save(state, buffer)
     atomic_write_bytes(folder / "model.pth", buffer.getvalue())
     atomic_write_bytes(folder / "class_indices.json", json.dumps(
         {str(i): label for i, label in enumerate(loaded.labels)}, indent=4).encode())
-    model = loaded.model
-    img = loaded.input_hw[0]
-    shape = (img, loaded.patch_size[0], int(model.embed_dim), loaded.depth, loaded.num_heads)
-    rep = representation_size(model)
-    name = UPSTREAM_CONSTRUCTORS.get(shape)
-    if name is not None:
-        constructor = f"{name}(num_classes={loaded.num_classes}, has_logits={bool(rep)})"
-    else:
-        constructor = (f"VisionTransformer(img_size={img}, patch_size={shape[1]}, embed_dim={shape[2]}, "
-                       f"depth={shape[3]}, num_heads={shape[4]}, representation_size={rep}, "
-                       f"distilled={hasattr(model, 'head_dist')}, num_classes={loaded.num_classes})")
     notes = []
     cfg = loaded.data_config
     if (tuple(cfg["mean"]) != (0.5, 0.5, 0.5) or tuple(cfg["std"]) != (0.5, 0.5, 0.5)
@@ -83,3 +76,53 @@ def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
                      f"model expects {img} px, crop {cfg.get('crop_pct')}, mean {tuple(cfg['mean'])}, std "
                      f"{tuple(cfg['std'])}: change its data_transform to match.")
     return SeedExport(folder, constructor, tuple(notes))
+
+
+def upstream_constructor(loaded: LoadedModel, state: dict[str, torch.Tensor]) -> tuple[str, int]:
+    """(the call that builds this model in upstream's vit_model.py, its img_size). Upstream's VisionTransformer
+    takes one int img_size and patch_size (square only), `mlp_ratio` (hidden = int(width * ratio)), `qkv_bias`,
+    `representation_size` (dropped when distilled), LayerNorm eps 1e-6 and GELU; anything else is refused by name."""
+    model, name = loaded.model, loaded.display_name
+    embed = model.patch_embed
+    (ph, pw), (gh, gw) = tuple(embed.patch_size), tuple(embed.grid_size)
+    h, w = gh * ph, gw * pw
+
+    def refuse(what: str) -> ValueError:
+        return ValueError(f"{name} cannot be written in upstream's vit_model.py format: {what}. Use --format onnx or "
+                          f"the timm folder itself.")
+
+    if h != w or ph != pw:
+        raise refuse(f"it takes {h}×{w} images in {ph}×{pw} patches, and upstream's VisionTransformer has one int "
+                     f"img_size and patch_size (square only)")
+    width, blocks = int(model.embed_dim), list(model.blocks)
+    hidden = {int(b.mlp.fc1.out_features) for b in blocks}
+    biased = {f"blocks.{i}.attn.qkv.bias" in state for i in range(len(blocks))}
+    if len(hidden) > 1 or len(biased) > 1:
+        raise refuse("its blocks differ in MLP width or qkv bias, and upstream builds every block alike")
+    norms = [m for b in blocks for m in (b.norm1, b.norm2)] + [model.norm]
+    if any(not isinstance(m, nn.LayerNorm) or abs(m.eps - 1e-6) > 1e-12 for m in norms):
+        raise refuse("its norms are not LayerNorm(eps=1e-6), upstream's only norm")
+    if any(type(b.mlp.act) is not nn.GELU or b.mlp.act.approximate != "none" for b in blocks):
+        raise refuse("its MLP activation is not GELU, upstream's only activation")
+    distilled = "dist_token" in state
+    tokens = 1 + int(distilled)
+    if state["pos_embed"].shape[1] != gh * gw + tokens:
+        raise refuse("its position embedding leaves out the class token, which upstream's includes")
+    missing = [k for k in ("patch_embed.proj.bias", "norm.bias") if k not in state] + [
+        f"blocks.{i}.{k}" for i in range(len(blocks)) for k in sorted(_UPSTREAM_BLOCK_KEYS - {"attn.qkv.bias"})
+        if f"blocks.{i}.{k}" not in state]
+    if missing:
+        raise refuse(f"upstream's ViT needs {', '.join(missing[:3])}, which it has not")
+    rep = representation_size(model)
+    if rep and distilled:
+        raise refuse("upstream drops the representation layer of a distilled ViT")
+    hidden = hidden.pop()
+    ratio = hidden / width if int(width * (hidden / width)) == hidden else (hidden + 0.5) / width
+    qkv_bias = biased.pop()
+    classes = loaded.num_classes if "head.weight" in state else 0
+    named = UPSTREAM_CONSTRUCTORS.get((h, ph, width, len(blocks), loaded.num_heads))
+    if named and hidden == 4 * width and qkv_bias and not distilled and rep in (None, width) and classes:
+        return f"{named}(num_classes={classes}, has_logits={bool(rep)})", h
+    return (f"VisionTransformer(img_size={h}, patch_size={ph}, embed_dim={width}, depth={len(blocks)}, "
+            f"num_heads={loaded.num_heads}, mlp_ratio={ratio!r}, qkv_bias={qkv_bias}, representation_size={rep}, "
+            f"distilled={distilled}, num_classes={classes})"), h

@@ -47,7 +47,17 @@ from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, s
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.runlock import RunLock, deferred_interrupt, die_at, remove_stale_files
-from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, atomic_torch_save, atomic_write_bytes, save_model_folder
+from vitstudio.core.train.runs import (
+    CHECKPOINT,
+    MetricsLog,
+    RunFileError,
+    atomic_torch_save,
+    atomic_write_bytes,
+    one_line,
+    read_checkpoint,
+    read_train_config,
+    save_model_folder,
+)
 from vitstudio.core.train.training_data import make_loaders, prepare_split
 
 
@@ -107,8 +117,9 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
     cancel = cancel or CancelToken()
     out = Path(config.out_dir)
     if resume:
-        if not (out / "train_config.json").is_file():
-            raise FileNotFoundError(f"No run to resume in {out} (it has no train_config.json).")
+        if not (out / "train_config.json").exists():
+            raise FileNotFoundError(f"Nothing to resume in {out}: it has no train_config.json (it was stopped before "
+                                    f"it recorded its settings); start it again with its settings.")
     else:
         config.validate()  # before anything is created: e.g. an output folder inside the dataset is refused
         if (out / CHECKPOINT).exists():
@@ -121,6 +132,7 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
         result = yield from _fine_tune(config, cancel, resume, out, dist_info)
     finally:
         if lock is not None:
+            die_at("release-lock")
             lock.release()
             if created and {p.name for p in out.iterdir()} <= {".lock"}:  # a start that failed leaves nothing
                 (out / ".lock").unlink(missing_ok=True)
@@ -176,13 +188,26 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     status, epochs_done = yield from _train_epochs(run, cancel)
     report = None
     if dist_info.main:
+        try:  # stopped during the evaluation, the run resumes to it (every epoch is done)
+            if (out / "model.safetensors").exists() and status not in ("cancelled", "interrupted"):
+                report = yield from _final_evaluation(run, cancel)
+        except Cancelled:
+            status = "cancelled"
+        except KeyboardInterrupt:
+            _write_status(run, "interrupted", epochs_done)
+            raise
+        # last: "finished" promises everything the run writes (model, metrics, eval.json) is on disk
         _write_status(run, status, epochs_done)
-        if (out / "model.safetensors").exists() and status not in ("cancelled", "interrupted"):
-            best = load_model(str(out), device=str(run.device), precision=config.precision)
-            report = yield from evaluate(best, run.split.val, list(run.split.classes), config.batch_size, cancel)
-            atomic_write_bytes(out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
     barrier(dist_info)
     return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed})
+
+
+def _final_evaluation(run: _Run, cancel: CancelToken):
+    """The best model on the validation split, written to eval.json; returns the EvalReport."""
+    best = load_model(str(run.out), device=str(run.device), precision=run.config.precision)
+    report = yield from evaluate(best, run.split.val, list(run.split.classes), run.config.batch_size, cancel)
+    atomic_write_bytes(run.out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
+    return report
 
 
 # what a run writes before its first finished epoch: a run holding only these can be started over
@@ -193,8 +218,8 @@ RUN_FILES = {".lock", "train_config.json", "split.json", "status.json", "metrics
 def _run_config(config: TrainConfig, resume: bool, out: Path, main: bool) -> tuple[TrainConfig, bool]:
     """(the config to run, whether there is a checkpoint to continue from), with the run folder made ready
     (under the run's lock): leftovers of interrupted writes removed; a run with no finished epoch started over."""
-    if resume:
-        config = TrainConfig.from_json((out / "train_config.json").read_text())
+    if resume:  # the run in `out`, wherever it was first written (a renamed or copied run trains itself)
+        config = read_train_config(out)
     has_checkpoint = (out / CHECKPOINT).exists()
     if main:
         remove_stale_files(out)
@@ -253,10 +278,11 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     run.warnings.extend(data_warnings)
     if resume:
         _restore(run)
-    elif dist_info.main:
+    if dist_info.main:  # on resume too: the recorded settings name this folder, even for a renamed run
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(out / "train_config.json", config.to_json().encode())
-        split.save(out / "split.json")
+        if not resume:
+            atomic_write_bytes(out / "split.json", json.dumps(split.to_manifest(), indent=1).encode())
     if dist_info.main:
         _write_status(run, "running", run.start_epoch)
         die_at("before-first-checkpoint")
@@ -303,14 +329,18 @@ def _wrap_for_training(model: nn.Module, config: TrainConfig, dist_info: DistInf
 
 
 def _restore(run: _Run) -> None:
-    state = torch.load(run.out / CHECKPOINT, map_location="cpu", weights_only=True)
-    run.model.load_state_dict(state["model"])
-    run.optimizer.load_state_dict(state["optimizer"])
-    run.scheduler.load_state_dict(state["scheduler"])
-    if run.ema is not None and state.get("ema") is not None:
-        run.ema.module.load_state_dict(state["ema"])
-    run.start_epoch, run.best_acc, run.stale = state["epoch"] + 1, state["best_acc"], state["stale"]
-    torch.set_rng_state(state["rng"])
+    state = read_checkpoint(run.out)
+    try:
+        run.model.load_state_dict(state["model"])
+        run.optimizer.load_state_dict(state["optimizer"])
+        run.scheduler.load_state_dict(state["scheduler"])
+        if run.ema is not None and state.get("ema") is not None:
+            run.ema.module.load_state_dict(state["ema"])
+        torch.set_rng_state(state["rng"])
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        raise RunFileError(f"{run.out / CHECKPOINT} does not fit this run ({one_line(exc, 160)}); remove it to "
+                           f"train the run from the start") from None
+    run.start_epoch, run.best_acc, run.stale = state["epoch"] + 1, float(state["best_acc"]), state["stale"]
 
 
 def _checkpoint(run: _Run, epoch_done: int) -> None:

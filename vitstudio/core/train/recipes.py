@@ -69,7 +69,22 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, text: str) -> TrainConfig:
+        """The settings a train_config.json holds; a ValueError (one line) naming the first field that is
+        missing, unknown or of the wrong type."""
         data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"it should hold a JSON object of settings, not a {type(data).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(map(repr, unknown))}")
+        missing = [name for name, f in fields.items() if name not in data and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ValueError(f"the setting(s) {', '.join(map(repr, missing))} are missing")
+        for name, value in data.items():
+            if not _has_type(value, fields[name].type):
+                raise ValueError(f"{name!r} should be {fields[name].type}, not {json.dumps(value)[:60]}")
         for key in ("scale", "mean", "std", "exclude"):
             if data.get(key) is not None:
                 data[key] = tuple(data[key])
@@ -97,6 +112,25 @@ class TrainConfig:
         data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
         if out == data or data in out.parents:
             raise ValueError("The output folder must not be inside the dataset folder: ViT Studio never writes there.")
+
+
+def _has_type(value, annotation: str) -> bool:
+    """Whether a JSON value fits a TrainConfig field's annotation (as written: "int", "float | None",
+    "tuple[float, float]", "tuple[str, ...]", "dict")."""
+    for option in annotation.split(" | "):
+        if option == "None" and value is None:
+            return True
+        if option.startswith("tuple[") and isinstance(value, (list, tuple)):
+            items = option[len("tuple["):-1].split(", ")
+            if items[-1] == "...":
+                if all(_has_type(v, items[0]) for v in value):
+                    return True
+            elif len(items) == len(value) and all(_has_type(v, t) for v, t in zip(value, items)):
+                return True
+        kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict}.get(option)
+        if kinds is not None and isinstance(value, kinds) and (option == "bool" or not isinstance(value, bool)):
+            return True
+    return False
 
 
 PRESETS: dict[str, dict] = {

@@ -31,7 +31,15 @@ class RunLock:
 
     def acquire(self) -> RunLock:
         self.folder.mkdir(parents=True, exist_ok=True)
-        fh = open(self.folder / LOCK, "a+")  # noqa: SIM115  (held open for the run's lifetime)
+        path = self.folder / LOCK
+        try:
+            fh = open(path, "a+")  # noqa: SIM115  (held open for the run's lifetime)
+        except OSError as exc:  # e.g. a directory by that name
+            from vitstudio.core.train.runs import RunFileError
+
+            what = "a directory" if path.is_dir() else (exc.strerror or str(exc))
+            raise RunFileError(f"{path} is not a lock file ({what}); remove it (no ViT Studio process uses it) "
+                               f"and try again") from None
         if fcntl is not None:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -57,7 +65,7 @@ class RunLock:
 def is_owned(folder: Path) -> bool:
     """True while some process holds the run's lock."""
     path = Path(folder) / LOCK
-    if fcntl is None or not path.exists():
+    if fcntl is None or not path.is_file():
         return False
     with open(path, "a+") as fh:
         try:
@@ -97,24 +105,27 @@ def deferred_interrupt():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
+    if received:  # delivered now, to the handler the block held it from (it may raise, or ignore a second one)
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
 
 
 def die_at(point: str) -> None:
     """Fault injection for the kill tests: `VITSTUDIO_DIE_AT=point[:n]` SIGKILLs this process the n-th time
-    (default 1st) it passes `point`. Off unless that variable is set."""
-    wanted = os.environ.get("VITSTUDIO_DIE_AT")
-    if not wanted:
+    (default 1st) it passes `point`; `VITSTUDIO_INTERRUPT_AT=point[:n][,point[:n]…]` sends it SIGINT (a Ctrl+C)
+    there instead, once per entry. Off unless one of these variables is set."""
+    if not (os.environ.get("VITSTUDIO_DIE_AT") or os.environ.get("VITSTUDIO_INTERRUPT_AT")):
         return
-    name, _, count = wanted.partition(":")
-    if name != point:
-        return
-    _passes[point] = _passes.get(point, 0) + 1
-    if _passes[point] >= int(count or 1):
-        import signal
+    import signal
 
-        os.kill(os.getpid(), signal.SIGKILL)
+    _passes[point] = _passes.get(point, 0) + 1
+    for variable, sig in (("VITSTUDIO_DIE_AT", signal.SIGKILL), ("VITSTUDIO_INTERRUPT_AT", signal.SIGINT)):
+        for wanted in filter(None, os.environ.get(variable, "").split(",")):
+            name, _, count = wanted.partition(":")
+            if name == point and _passes[point] == int(count or 1):
+                os.kill(os.getpid(), sig)
 
 
 _passes: dict[str, int] = {}

@@ -17,6 +17,73 @@ from torch import nn
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.runlock import die_at
 
+
+class RunFileError(ValueError):
+    """A file of a run folder that cannot be used as it is; the message (one line) names it and says what is
+    wrong."""
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def read_json_object(path: Path) -> dict:
+    """A run's JSON file (status.json, split.json, train_config.json) as a dict, or a RunFileError naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RunFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise RunFileError(f"{path} is damaged: not valid JSON ({one_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise RunFileError(f"{path} is damaged: it should hold a JSON object, not a {type(data).__name__}")
+    return data
+
+
+def read_train_config(folder: Path):
+    """The settings a run recorded, for the run in `folder` (wherever it was first written: a renamed or copied
+    run is resumed by its own path); a RunFileError naming train_config.json when it is damaged."""
+    from vitstudio.core.train.recipes import TrainConfig
+
+    folder = Path(folder)
+    path = folder / "train_config.json"
+    try:
+        config = TrainConfig.from_json(path.read_text(encoding="utf-8"))
+        config.out_dir = str(folder)
+        config.validate()
+    except OSError as exc:
+        raise RunFileError(f"{path} cannot be read: {exc.strerror or exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise RunFileError(f"{path} is damaged: {one_line(exc)}") from None
+    return config
+
+
+# what checkpoint-last.pt holds, and the type of each entry
+CHECKPOINT_ENTRIES = {"model": dict, "optimizer": dict, "scheduler": dict, "epoch": int, "best_acc": (int, float),
+                      "stale": int, "rng": torch.Tensor}
+
+
+def read_checkpoint(folder: Path) -> dict:
+    """checkpoint-last.pt, checked entry by entry; a RunFileError naming it when it is damaged."""
+    path = Path(folder) / CHECKPOINT
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # truncated zip, garbage, empty file, pickled objects: all mean "damaged"
+        raise RunFileError(f"{path} is damaged ({one_line(f'{type(exc).__name__}: {exc}', 120)}); remove it to "
+                           f"train the run from the start") from None
+    if not isinstance(state, dict):
+        raise RunFileError(f"{path} is damaged: it holds a {type(state).__name__}, not a checkpoint")
+    for key, kind in CHECKPOINT_ENTRIES.items():
+        if key not in state:
+            raise RunFileError(f"{path} is damaged: it has no {key!r}")
+        if not isinstance(state[key], kind) or isinstance(state[key], bool):
+            raise RunFileError(f"{path} is damaged: {key!r} is a {type(state[key]).__name__}")
+    if state["epoch"] < 0 or state["stale"] < 0:
+        raise RunFileError(f"{path} is damaged: epoch {state['epoch']}, stale {state['stale']}")
+    return state
+
+
 METRIC_FIELDS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "seconds")
 CHECKPOINT = "checkpoint-last.pt"
 
@@ -133,11 +200,25 @@ class MetricsLog:
 
 
 def read_metrics(folder: Path) -> list[dict]:
+    """The rows of metrics.csv; a row still being appended (no line end yet) is left out; a RunFileError naming the
+    file when a row is damaged."""
     path = Path(folder) / "metrics.csv"
     if not path.exists():
         return []
-    with path.open() as fh:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"{path} cannot be read: {one_line(exc)}") from None
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines = lines[:-1]  # written by a process appending right now
+    rows = list(csv.DictReader(lines))
+    if lines and tuple(rows[0].keys() if rows else next(csv.reader(lines[:1]))) != METRIC_FIELDS:
+        raise RunFileError(f"{path} is damaged: its columns should be {','.join(METRIC_FIELDS)}")
+    try:
+        return [{k: float(v) for k, v in row.items()} for row in rows]
+    except (TypeError, ValueError):
+        raise RunFileError(f"{path} is damaged: a row that is not numbers") from None
 
 
 def run_status(folder: Path) -> str:
@@ -147,8 +228,8 @@ def run_status(folder: Path) -> str:
 
     path = Path(folder) / "status.json"
     try:
-        status = json.loads(path.read_text()).get("status", "?") if path.exists() else "incomplete"
-    except ValueError:
+        status = str(read_json_object(path).get("status", "?")) if path.exists() else "incomplete"
+    except RunFileError:  # resuming it names the damaged file
         status = "incomplete"
     if status == "running" and not is_owned(folder):
         return "killed"
@@ -179,8 +260,11 @@ def list_runs(folder: Path | None = None) -> list[RunSummary]:
         config = run / "train_config.json"
         if not config.is_file():
             continue
-        metrics = read_metrics(run)
-        base = json.loads(config.read_text()).get("model", "?")
+        try:
+            metrics = read_metrics(run)
+            base = str(read_json_object(config).get("model", "?"))
+        except RunFileError:  # still listed: opening or resuming it says what is damaged
+            metrics, base = [], "?"
         runs.append(RunSummary(run, run.name, len(metrics), max((m["val_acc"] for m in metrics), default=None),
                                run_status(run), base))
     return sorted(runs, key=lambda r: r.folder.stat().st_mtime, reverse=True)

@@ -10,7 +10,6 @@ decides which files a run uses (exclusions, group-aware split, data warnings; on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,15 +174,31 @@ class _Reiterable:
         return self.make()
 
 
+def _recorded_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
+    """split.json and what status.json recorded about the data, each checked: a RunFileError names a damaged one."""
+    from vitstudio.core.train.runs import RunFileError, one_line, read_json_object
+
+    manifest = out / "split.json"
+    try:
+        split = Split.from_manifest(read_json_object(manifest), config.data_dir)
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, RunFileError):
+            raise
+        raise RunFileError(f"{manifest} is damaged: {type(exc).__name__} {one_line(exc, 120)}") from None
+    status = out / "status.json"
+    recorded = read_json_object(status) if status.exists() else {}
+    skipped, warnings = recorded.get("skipped", {}), recorded.get("warnings", [])
+    if not isinstance(skipped, dict) or not isinstance(warnings, list):
+        raise RunFileError(f"{status} is damaged: 'skipped' should be an object and 'warnings' a list")
+    return split, skipped, [w for w in warnings if "chance" not in str(w)]
+
+
 def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
     """The split, the files the dataset scan skipped (path -> why) and warnings about the data, which the run
     records (on resume: as recorded)."""
     manifest = out / "split.json"
     if manifest.exists():  # resume: exactly the same files on any machine
-        status = out / "status.json"
-        recorded = json.loads(status.read_text()) if status.exists() else {}
-        return (Split.from_manifest(json.loads(manifest.read_text()), config.data_dir), recorded.get("skipped", {}),
-                [w for w in recorded.get("warnings", []) if "chance" not in w])
+        return _recorded_split(config, out)
     scan = without(scan_dataset(config.data_dir), config.exclude)
     warning = scan.imbalance_warning()
     warnings = [warning] if warning and not config.balance else []
