@@ -213,3 +213,37 @@ def test_augmentation_preview_follows_the_settings(window, qtbot, tmp_path):
     panel.preview_augmentation()
     qtbot.waitUntil(lambda: panel.preview_grid is not first, timeout=20000)
     assert not np.array_equal(panel.preview_grid, first)
+
+
+def test_resume_from_history_trains_the_run_selected_even_copied(window, qtbot, tmp_path):
+    """A copied (or renamed) run resumes itself, not the folder recorded inside it; a damaged train_config.json is
+    named in the status line."""
+    import json
+    import shutil
+
+    from tests.core.generators import run as run_job
+    from vitstudio.core.jobs import CancelToken
+    from vitstudio.core.train.engine import EpochMetrics, fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    data = make_dataset(tmp_path / "data", per_class=8)
+    first = tmp_path / "first"
+    cancel = CancelToken()
+    run_job(fine_tune(make_config(str(data), SPEC3, str(first), "scratch", epochs=3, batch_size=8), cancel),
+            lambda rec: cancel.cancel() if isinstance(rec, EpochMetrics) else None)
+    copy = tmp_path / "copy"
+    shutil.copytree(first, copy, ignore=shutil.ignore_patterns(".lock"))
+    panel = window.training
+    window.show_tab("training")
+    panel.shown_run = copy
+    panel.resume_run()
+    qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
+    assert json.loads((copy / "status.json").read_text())["status"] == "finished"
+    assert json.loads((first / "status.json").read_text())["status"] == "cancelled"
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(first, damaged, ignore=shutil.ignore_patterns(".lock"))
+    (damaged / "train_config.json").write_text("[]")
+    panel.shown_run = damaged
+    panel.resume_run()
+    assert str(damaged / "train_config.json") in panel.status.text()

@@ -300,9 +300,14 @@ class TrainingPanel(QWidget):
         if self.shown_run is None or not self._resumable(self.shown_run):
             self.status.setText("Select an unfinished run in History first.")
             return
-        from vitstudio.core.train.recipes import TrainConfig
+        from vitstudio.core.train.runs import RunFileError, read_train_config
 
-        self._launch(TrainConfig.from_json((self.shown_run / "train_config.json").read_text()), resume=True)
+        try:
+            config = read_train_config(self.shown_run)  # the run selected, even renamed or copied
+        except RunFileError as exc:  # a damaged run file, named
+            self.status.setText(str(exc))
+            return
+        self._launch(config, resume=True)
 
     def _launch(self, config, resume: bool) -> None:
         self.warning.setVisible(False)
