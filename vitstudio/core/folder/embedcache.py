@@ -1,13 +1,14 @@
 """Folder embeddings, cached on disk: the pooled feature (what the head sees) and the logits of every image.
 
 One cache per model (keyed by a fingerprint of its architecture, preprocessing, labels and weights) under the
-user's cache folder, never in the dataset. Rows are keyed by file path + size + mtime, so adding 10 images to a
-folder computes 10, and a changed file is computed again. Features and logits live in two raw float32 files read
-through `np.memmap`: 100k images of ViT-B (768 floats) are 300 MB on disk and stay off the heap.
+user's cache folder, never in the dataset. Rows are keyed by file content (`keyedstore.py`: stat first, a hash of
+the bytes when the stat differs), so adding 10 images to a folder computes 10, a changed file is computed again
+(even with its size and mtime restored) and a renamed one is not. Features and logits live in two raw float32
+files read through `np.memmap`: 100k images of ViT-B (768 floats) are 300 MB on disk and stay off the heap.
 
-Crash safety: rows are appended (and flushed) before `index.json` (written atomically) counts them; on opening,
-anything beyond the indexed rows is cut off. Rows of files that changed are orphaned and compacted away when
-they outnumber the live ones.
+The index is a journal appended per batch (cost proportional to the batch, not the cache); concurrent runs share
+the cache under a file lock; rows a crash appended without their journal line are cut off. Rows of files that
+changed are orphaned and compacted away when they outnumber the live ones.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch
 
 from vitstudio.core.analysis.embeddings import pooled_features
 from vitstudio.core.data.images import expand_paths
+from vitstudio.core.folder.keyedstore import KeyedRows
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
@@ -47,11 +49,6 @@ def model_fingerprint(loaded: LoadedModel) -> str:
             digest.update(name.encode())
             digest.update(np.asarray([flat.sum().item(), *sample.tolist()], np.float64).tobytes())
     return digest.hexdigest()[:20]
-
-
-def file_key(path: Path) -> str:
-    stat = path.stat()
-    return f"{stat.st_size}:{stat.st_mtime_ns}"
 
 
 class RowView:
@@ -97,69 +94,56 @@ class FolderEmbeddings:
 
 
 class EmbeddingCache:
-    """The on-disk cache of one model: `index.json` + `features.f32` + `logits.f32`."""
+    """The on-disk cache of one model: rows of `features.f32` + `logits.f32` keyed by file content
+    (`keyedstore.KeyedRows`: journaled index, safe under concurrent processes)."""
 
     def __init__(self, loaded: LoadedModel, root: Path | None = None) -> None:
         self.folder = (root or embeddings_root()) / model_fingerprint(loaded)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.loaded = loaded
-        index_file = self.folder / "index.json"
-        self.index: dict = json.loads(index_file.read_text()) if index_file.is_file() else {
-            "model": loaded.name, "architecture": loaded.architecture, "rows": 0, "dim": 0,
-            "classes": len(loaded.labels), "files": {}}
-        for name, width in (("features.f32", self.index["dim"]), ("logits.f32", self.index["classes"])):
-            path = self.folder / name
-            if path.exists() and path.stat().st_size > self.index["rows"] * width * 4:
-                os.truncate(path, self.index["rows"] * width * 4)  # rows a crash appended but never indexed
+        self.store = KeyedRows(self.folder, {"features.f32": "float32", "logits.f32": "float32"},
+                               {"model": loaded.name, "architecture": loaded.architecture,
+                                "classes": len(loaded.labels)})
+
+    @property
+    def index(self) -> dict:
+        """What the cache holds now (other processes' rows included): rows, dim, classes, files."""
+        with self.store.locked():
+            return {"rows": self.store.rows, "dim": self.store.widths.get("features.f32", 0),
+                    "classes": len(self.loaded.labels), "files": dict(self.store.files)}
 
     def lookup(self, path: Path) -> int | None:
-        entry = self.index["files"].get(str(path))
-        try:
-            return entry["row"] if entry and entry["key"] == file_key(path) else None
-        except OSError:  # cached once, gone or a dangling link now: read again, and the reader says why
+        from vitstudio.core.data.images import ImageReadError, check_file
+
+        try:  # a FIFO is never hashed (it would block), nor a dangling link or a loop: the reader reports them
+            check_file(path)
+        except ImageReadError:
             return None
+        return self.store.lookup(path)
 
     def append(self, paths: list[Path], features: np.ndarray, logits: np.ndarray) -> None:
-        if not self.index["dim"]:
-            self.index["dim"] = int(features.shape[1])
-        start = self.index["rows"]
-        for name, values in (("features.f32", features), ("logits.f32", logits)):
-            with open(self.folder / name, "ab") as f:
-                f.write(np.ascontiguousarray(values, np.float32).tobytes())
-                f.flush()
-                os.fsync(f.fileno())
-        for i, path in enumerate(paths):
-            self.index["files"][str(path)] = {"key": file_key(path), "row": start + i}
-        self.index["rows"] = start + len(paths)
-        self._write_index()
-
-    def _write_index(self) -> None:
-        tmp = self.folder / "index.json.tmp"
-        tmp.write_text(json.dumps(self.index))
-        os.replace(tmp, self.folder / "index.json")
+        self.store.append([str(p) for p in paths], {"features.f32": features, "logits.f32": logits})
 
     def arrays(self) -> tuple[np.memmap, np.memmap]:
-        rows, dim, classes = self.index["rows"], self.index["dim"] or 1, self.index["classes"] or 1
-        if rows == 0:
-            return np.zeros((0, dim), np.float32), np.zeros((0, classes), np.float32)
-        return (np.memmap(self.folder / "features.f32", np.float32, "r", shape=(rows, dim)),
-                np.memmap(self.folder / "logits.f32", np.float32, "r", shape=(rows, classes)))
+        arrays = self.store.arrays()
+        return arrays["features.f32"], arrays["logits.f32"]
+
+    def resolve(self, files: list[Path]) -> tuple[list[Path], np.ndarray, np.memmap, np.memmap]:
+        """(files the cache holds, their rows, features, logits), consistent with each other: read under the shared
+        lock, so a compaction by another process cannot move the rows in between."""
+        self.store.flush()
+        with self.store.locked():
+            good, rows = [], []
+            for p in files:
+                row = self.store.lookup(p) if p.exists() else None
+                if row is not None:
+                    good.append(p)
+                    rows.append(row)
+            features, logits = self.arrays()
+        return good, np.asarray(rows, np.int64), features, logits
 
     def compact(self) -> None:
         """Drop orphaned rows (files that changed since) when they are the majority."""
-        live = sorted({e["row"] for e in self.index["files"].values()})
-        if len(live) * 2 >= self.index["rows"]:
-            return
-        features, logits = (np.asarray(a[live]) for a in self.arrays())
-        remap = {old: new for new, old in enumerate(live)}
-        for name, values in (("features.f32", features), ("logits.f32", logits)):
-            tmp = self.folder / (name + ".tmp")
-            tmp.write_bytes(np.ascontiguousarray(values, np.float32).tobytes())
-            os.replace(tmp, self.folder / name)
-        for entry in self.index["files"].values():
-            entry["row"] = remap[entry["row"]]
-        self.index["rows"] = len(live)
-        self._write_index()
+        self.store.compact()
 
 
 def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32, cancel: CancelToken | None = None,
@@ -182,7 +166,6 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
         done += len(batch.items)
         yield Progress(done, len(todo), "Embedding images")
     cache.compact()
-    features, logits = cache.arrays()
-    good = [p for p in files if str(p) not in errors and cache.lookup(p) is not None]
-    return FolderEmbeddings(tuple(str(p) for p in good), np.asarray([cache.lookup(p) for p in good], np.int64),
-                            features, logits, tuple(loaded.labels), tuple(errors.items()), done - len(errors))
+    good, rows, features, logits = cache.resolve([p for p in files if str(p) not in errors])
+    return FolderEmbeddings(tuple(str(p) for p in good), rows, features, logits, tuple(loaded.labels),
+                            tuple(errors.items()), done - len(errors))

@@ -1,0 +1,172 @@
+"""The embedding cache at scale and under concurrency: keyed by content (a file rewritten with its size and mtime
+restored is computed again; a renamed one is not), index writes proportional to the batch (not to the cache), and
+two processes writing at once leave the cache one run would."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.core.generators import drain as run
+from tests.core.synthetic_data import make_dataset
+from vitstudio.core.analysis.embeddings import pooled_features
+from vitstudio.core.folder import keyedstore
+from vitstudio.core.folder.embedcache import EmbeddingCache, embed_folder
+from vitstudio.core.folder.keyedstore import KeyedRows
+from vitstudio.core.models.demo import bundled_demo
+from vitstudio.core.models.loading import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_model(str(bundled_demo()))
+
+
+def _feature(demo, path) -> np.ndarray:
+    x = demo.to_tensor(demo.crop(Image.open(path).convert("RGB")))[None]
+    return pooled_features(demo, x)[0][0]
+
+
+def test_a_file_rewritten_with_size_and_mtime_kept_is_computed_again(demo, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):  # BMP: the same size in bytes whatever the pixels
+        Image.fromarray(rng.integers(0, 255, (32, 32, 3)).astype(np.uint8)).save(data / f"{i}.bmp")
+    first = run(embed_folder(demo, [str(data)]))
+    target = data / "1.bmp"
+    st = target.stat()
+    Image.fromarray(rng.integers(0, 255, (32, 32, 3)).astype(np.uint8)).save(target)
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (target.stat().st_size, target.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    again = run(embed_folder(demo, [str(data)]))
+    assert again.computed == 1
+    got = again.features_of()[again.paths.index(str(target))]
+    np.testing.assert_allclose(got, _feature(demo, target), atol=1e-5)
+    assert not np.allclose(got, first.features_of()[first.paths.index(str(target))], atol=1e-3)
+
+
+def test_renamed_and_touched_files_reuse_their_rows(demo, tmp_path):
+    data = make_dataset(tmp_path / "data", per_class=2)
+    first = run(embed_folder(demo, [str(data)]))
+    moved = data / "green" / "was-red.png"
+    os.replace(data / "red" / "000.png", moved)
+    os.utime(data / "blue" / "000.png")  # touched: new mtime, same bytes
+    again = run(embed_folder(demo, [str(data)]))
+    assert again.computed == 0 and len(again.paths) == 6
+    np.testing.assert_array_equal(again.features_of()[again.paths.index(str(moved))],
+                                  first.features_of()[first.paths.index(str(data / "red" / "000.png"))])
+    # the content matches were journaled: a third run hashes nothing
+    calls = []
+    original = keyedstore.content_digest
+    keyedstore.content_digest = lambda p: calls.append(p) or original(p)
+    try:
+        assert run(embed_folder(demo, [str(data)])).computed == 0
+    finally:
+        keyedstore.content_digest = original
+    assert calls == []
+
+
+def _fill(store: KeyedRows, folder: Path, names: list[str]) -> None:
+    for name in names:
+        (folder / name).write_bytes(name.encode())
+    values = np.asarray([[len(n), sum(n.encode())] for n in names], np.float32)
+    store.append([str(folder / n) for n in names], {"v.f32": values})
+
+
+def test_index_writes_are_proportional_to_the_batch(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
+    _fill(store, files, [f"{i:05d}" for i in range(20_000)])
+    assert store.rows == 20_000
+    snapshot = (tmp_path / "store" / "index.json").stat()
+    journal = store.folder / store.journal_name
+    before = journal.stat().st_size if journal.exists() else 0
+    _fill(store, files, ["new-a", "new-b"])
+    after = (tmp_path / "store" / "index.json").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (snapshot.st_ino, snapshot.st_mtime_ns)  # not rewritten
+    assert journal.stat().st_size - before < 400  # two entries
+    reopened = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
+    assert reopened.rows == 20_002 and reopened.lookup(files / "new-b") == 20_001
+    np.testing.assert_array_equal(reopened.arrays()["v.f32"][20_001], [5, sum(b"new-b")])
+
+
+WRITER = textwrap.dedent("""
+    import sys, numpy as np
+    sys.path.insert(0, sys.argv[1])
+    from pathlib import Path
+    from vitstudio.core.folder import keyedstore
+    keyedstore.FOLD_MIN = 50  # fold the journal often: snapshots replaced under the other writer's feet
+    store = keyedstore.KeyedRows(Path(sys.argv[2]), {"v.f32": "float32"})
+    files = sorted(Path(sys.argv[3]).iterdir())
+    for round in range(3):
+        for start in range(0, len(files), 7):
+            batch = files[start:start + 7]
+            store.append([str(p) for p in batch], {"v.f32": np.asarray(
+                [[float(p.name), len(p.read_bytes())] for p in batch], np.float32)})
+        store.compact()
+""")
+
+
+def test_two_writer_processes_interleaving_leave_every_row_right(tmp_path):
+    """Two processes append the same files again and again (journal folds and compactions included): every
+    file's row holds its own values, and nothing is left beyond the indexed rows."""
+    files = tmp_path / "files"
+    files.mkdir()
+    for i in range(300):
+        (files / f"{i}").write_bytes(b"x" * (i % 17 + 1) + str(i).encode())
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(ROOT), str(tmp_path / "store"), str(files)])
+             for _ in range(2)]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
+    values = store.arrays()["v.f32"]
+    for p in sorted(files.iterdir()):
+        row = store.lookup(p)
+        assert row is not None
+        np.testing.assert_array_equal(values[row], [float(p.name), len(p.read_bytes())])
+    assert store.path_of("v.f32").stat().st_size == store.rows * 2 * 4
+
+
+EMBED = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from tests.core.generators import drain
+    from vitstudio.core.folder.embedcache import embed_folder
+    from vitstudio.core.models.loading import load_model
+    drain(embed_folder(load_model(sys.argv[2]), [sys.argv[3]], batch_size=2))
+""")
+
+
+def test_two_concurrent_embed_runs_leave_the_cache_one_run_would(demo, tmp_path, monkeypatch):
+    data = make_dataset(tmp_path / "data", per_class=12)
+    script = tmp_path / "embed.py"
+    script.write_text(EMBED)
+    env = dict(os.environ, VITSTUDIO_CACHE_DIR=str(tmp_path / "shared"))
+    procs = [subprocess.Popen([sys.executable, str(script), str(ROOT), str(bundled_demo()), str(data)], env=env)
+             for _ in range(2)]
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    single = run(embed_folder(demo, [str(data)], root=tmp_path / "single"))
+    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path / "shared"))
+    shared = run(embed_folder(demo, [str(data)]))
+    assert shared.computed == 0 and shared.paths == single.paths
+    np.testing.assert_allclose(shared.features_of(), single.features_of(), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(shared.logits[shared.rows]), np.asarray(single.logits[single.rows]),
+                               atol=1e-4)
+    cache = EmbeddingCache(demo)
+    digest = {hashlib.blake2b(Path(p).read_bytes(), digest_size=16).hexdigest() for p in shared.paths}
+    assert {e[2] for e in cache.index["files"].values()} == digest
+    shutil.rmtree(tmp_path / "shared")

@@ -1,0 +1,254 @@
+"""Fixed-width rows on disk keyed by file content, shared safely by concurrent processes: the store under the
+embedding cache (features + logits per image) and the perceptual-hash cache.
+
+Keys. A file is known by its path, size and mtime (`key`), its inode and ctime (`ident`) and a BLAKE2b hash of all
+of its bytes (`digest`). When size, mtime, inode and ctime all match, the row is served without reading the file;
+otherwise the file is hashed and its row found by content (a file rewritten with its size and mtime restored by
+`os.utime` has a new ctime, which no user call can set back, and different bytes: never served stale; a file
+renamed or copied keeps its bytes: its row is reused without recomputing).
+
+Index. `index.json` (a snapshot, written atomically) + `journal-<n>.jsonl` (one line per batch, appended and
+fsynced): a batch of new rows costs a write proportional to the batch, not to the cache. The journal is folded
+into a new snapshot when it holds more entries than the snapshot (amortised O(1) per row).
+
+Concurrency. Every change runs under an exclusive `flock` on `lock` beside the index; it first reads what other
+processes appended since (the journal's new lines, or the whole index after a snapshot was replaced), so rows
+are appended at the true end and no two writers interleave. Readers take the lock shared. Crash safety: rows are
+appended (and fsynced) before the journal line that counts them; under the lock, rows or a partial journal line
+beyond the indexed end are leftovers of a crashed writer and are cut off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; one writer at a time is then the user's business
+    fcntl = None
+
+FOLD_MIN = 4096  # journal entries kept before the first fold into the snapshot
+
+
+def content_digest(path: str | Path) -> str:
+    """BLAKE2b-128 of every byte of the file (~1 GB/s)."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def stat_keys(path: str | Path) -> tuple[str, str]:
+    """(size:mtime, inode:ctime) of a file: the first is what a user sees, the second changes with every write."""
+    st = os.stat(path)
+    return f"{st.st_size}:{st.st_mtime_ns}", f"{st.st_ino}:{st.st_ctime_ns}"
+
+
+class KeyedRows:
+    """Rows of fixed-width arrays (`columns`: file name -> dtype) in `folder`, one row per distinct content."""
+
+    def __init__(self, folder: Path, columns: dict[str, str], meta: dict | None = None) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.columns = columns
+        self.meta = meta or {}
+        self._lock_file = open(self.folder / "lock", "a+b")  # noqa: SIM115 (held for the store's life)
+        self._signature: object = "not loaded"
+        self._pending: dict[str, list] = {}  # path -> entry found by content, journaled at the next write
+        self._digests: dict[str, tuple[str, str, str]] = {}  # path -> (key, ident, digest) hashed this session
+        with self.locked(exclusive=True):
+            self._cut_leftovers()
+
+    # -- locking and reading what others wrote --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self, exclusive: bool = False):
+        if fcntl is not None:
+            fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            self._refresh()
+            yield self
+        finally:
+            if fcntl is not None:
+                fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self._lock_file.close()
+
+    def _refresh(self) -> None:
+        """Catch up with the files: the whole index when the snapshot was replaced, else the journal's new lines."""
+        path = self.folder / "index.json"
+        signature = None
+        if path.is_file():
+            st = path.stat()
+            signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if signature != self._signature:
+            self._load_snapshot(path if signature else None)
+            self._signature = signature
+        self._read_journal()
+
+    def _load_snapshot(self, path: Path | None) -> None:
+        snap = json.loads(path.read_text()) if path is not None else {}
+        if "journal" not in snap:  # none yet, or the older format without content hashes: start afresh
+            snap = {"meta": self.meta, "rows": 0, "widths": {}, "files": {}, "journal": "journal-0.jsonl",
+                    "data": 0}
+        self.snapshot_meta, self.data = snap["meta"], snap["data"]
+        self._pending.clear()  # rows found in an older generation may have moved
+        self.rows, self.widths, self.files = snap["rows"], dict(snap["widths"]), snap["files"]
+        self.journal_name, self._offset, self.journal_entries = snap["journal"], 0, 0
+        self.by_digest = {e[2]: e[3] for e in self.files.values()}
+        self.snapshot_files = len(self.files)
+
+    def _read_journal(self) -> None:
+        journal = self.folder / self.journal_name
+        if not journal.is_file():
+            return
+        with open(journal, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line without its newline is a crashed writer's: not counted
+        for line in data[:end].splitlines():
+            self._apply(json.loads(line))
+        self._offset += end
+
+    def _apply(self, record: dict) -> None:
+        self.rows = max(self.rows, record.get("rows", 0))
+        self.widths.update(record.get("widths", {}))
+        for path, *entry in record["files"]:
+            self.files[path] = entry
+            self.by_digest[entry[2]] = entry[3]
+        self.journal_entries += len(record["files"])
+
+    def _cut_leftovers(self) -> None:
+        """Under the exclusive lock: rows and journal bytes beyond what the index counts are a crash's."""
+        for name, dtype in self.columns.items():
+            path, width = self.path_of(name), self.widths.get(name, 0)
+            size = self.rows * width * np.dtype(dtype).itemsize
+            if path.exists() and path.stat().st_size > size:
+                os.truncate(path, size)
+        journal = self.folder / self.journal_name
+        if journal.exists() and journal.stat().st_size > self._offset:
+            os.truncate(journal, self._offset)
+
+    # -- lookups ---------------------------------------------------------------------------------------------------
+    def lookup(self, path: str | Path) -> int | None:
+        """The row of this file's current content, or None (hashes the file unless its stat matches exactly)."""
+        path = str(path)
+        key, ident = stat_keys(path)
+        entry = self.files.get(path) or self._pending.get(path)
+        if entry and entry[0] == key and entry[1] == ident:
+            return entry[3]
+        digest = self.digest(path, key, ident)
+        row = self.by_digest.get(digest)
+        if row is not None:  # same bytes as a known file (this one touched, renamed or copied): reuse its row
+            self._pending[path] = [key, ident, digest, row]
+        return row
+
+    def digest(self, path: str, key: str | None = None, ident: str | None = None) -> str:
+        if key is None:
+            key, ident = stat_keys(path)
+        known = self._digests.get(path)
+        if known is None or known[:2] != (key, ident):
+            known = (key, ident, content_digest(path))
+            self._digests[path] = known
+        return known[2]
+
+    # -- writing ---------------------------------------------------------------------------------------------------
+    def append(self, paths: list[str], values: dict[str, np.ndarray]) -> None:
+        """New rows (one per path; `values`: column -> (len(paths), width) array) and their index entries."""
+        entries = []
+        for p in paths:
+            key, ident = stat_keys(p)
+            entries.append([str(p), key, ident, self.digest(str(p), key, ident)])
+        with self.locked(exclusive=True):
+            self._cut_leftovers()
+            widths = {}
+            for name, dtype in self.columns.items():
+                array = np.ascontiguousarray(values[name], dtype).reshape(len(paths), -1)
+                if not self.widths.get(name):
+                    widths[name] = self.widths[name] = int(array.shape[1])
+                with open(self.path_of(name), "ab") as f:
+                    f.write(array.tobytes())
+                    f.flush()
+                    os.fsync(f.fileno())
+            start = self.rows
+            files = [e + [start + i] for i, e in enumerate(entries)] + self._take_pending()
+            self._write_journal({"rows": start + len(paths), "widths": widths, "files": files})
+            if self.journal_entries > max(FOLD_MIN, self.snapshot_files):  # doubling: amortised O(1)
+                self._write_snapshot()
+
+    def flush(self) -> None:
+        """Journal the files found by content (touched, renamed or copied) so the next run skips their hash."""
+        if self._pending:
+            with self.locked(exclusive=True):
+                self._cut_leftovers()
+                self._write_journal({"files": self._take_pending()})
+
+    def _take_pending(self) -> list:
+        pending = [[p, *e] for p, e in self._pending.items()]
+        self._pending.clear()
+        return pending
+
+    def _write_journal(self, record: dict) -> None:
+        line = (json.dumps(record) + "\n").encode()
+        with open(self.folder / self.journal_name, "ab") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        self._apply(record)
+        self._offset += len(line)
+
+    def path_of(self, column: str, data: int | None = None) -> Path:
+        """The file of a column in a data generation (a compaction writes the next one beside the current)."""
+        stem, dot, suffix = column.rpartition(".")
+        return self.folder / f"{stem}-{self.data if data is None else data}{dot}{suffix}"
+
+    def _write_snapshot(self, files: dict | None = None, rows: int | None = None, data: int | None = None) -> None:
+        """Fold the journal into a new snapshot (atomic replace: the one moment the store changes), then start a
+        fresh journal and delete what the old snapshot pointed to."""
+        old_journal, old_data = self.journal_name, self.data
+        number = int(old_journal.split("-")[1].split(".")[0]) + 1
+        snap = {"meta": self.meta, "rows": self.rows if rows is None else rows, "widths": self.widths,
+                "files": self.files if files is None else files, "journal": f"journal-{number}.jsonl",
+                "data": self.data if data is None else data}
+        tmp = self.folder / "index.json.tmp"
+        tmp.write_text(json.dumps(snap))
+        os.replace(tmp, self.folder / "index.json")
+        stale = [self.folder / old_journal] + ([self.path_of(c, old_data) for c in self.columns]
+                                                if snap["data"] != old_data else [])
+        for path in stale:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        self._refresh()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every column as a read-only (rows, width) memory map (call under `locked()` with the lookups it serves:
+        a map keeps the file it opened, so a later compaction elsewhere cannot move its rows)."""
+        out = {}
+        for name, dtype in self.columns.items():
+            width = self.widths.get(name) or 1
+            out[name] = (np.memmap(self.path_of(name), dtype, "r", shape=(self.rows, width)) if self.rows
+                         else np.zeros((0, width), dtype))
+        return out
+
+    def compact(self) -> None:
+        """Drop orphaned rows (contents no path holds any more) when they are the majority."""
+        with self.locked(exclusive=True):
+            live = sorted({e[3] for e in self.files.values()})
+            if len(live) * 2 >= self.rows:
+                return
+            self._cut_leftovers()
+            for name, values in self.arrays().items():  # the next generation's files; the index still says this one
+                with open(self.path_of(name, self.data + 1), "wb") as f:
+                    f.write(np.ascontiguousarray(values[live]).tobytes())
+                    f.flush()
+                    os.fsync(f.fileno())
+            remap = {old: new for new, old in enumerate(live)}
+            self._write_snapshot({p: e[:3] + [remap[e[3]]] for p, e in self.files.items()}, len(live),
+                                 self.data + 1)
