@@ -79,10 +79,10 @@ def test_cache_survives_rows_appended_without_their_index(demo, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=2)
     first = run(embed_folder(demo, [str(data)]))
     cache = EmbeddingCache(demo)
-    with open(cache.folder / "features.f32", "ab") as f:
+    with open(cache.store.path_of("features.f32"), "ab") as f:
         f.write(np.ones((3, first.features.shape[1]), np.float32).tobytes())
     reopened = EmbeddingCache(demo)
-    assert (reopened.folder / "features.f32").stat().st_size == first.features.shape[0] * first.features.shape[1] * 4
+    assert reopened.store.path_of("features.f32").stat().st_size == first.features.shape[0] * first.features.shape[1] * 4
     again = run(embed_folder(demo, [str(data)]))
     assert again.computed == 0
     np.testing.assert_array_equal(again.features_of(), first.features_of())
@@ -94,9 +94,11 @@ def test_cache_is_per_model_and_compacts(demo, tmp_path):
     other = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
     assert EmbeddingCache(other).folder != EmbeddingCache(demo).folder
     rows = []
-    for _ in range(12):  # every file changes again and again: orphaned rows pile up until they are dropped
+    for step in range(12):  # every file changes again and again: orphaned rows pile up until they are dropped
         for p in data.rglob("*.png"):
-            Image.open(p).transpose(Image.FLIP_LEFT_RIGHT).save(p)
+            image = Image.open(p).transpose(Image.FLIP_LEFT_RIGHT)
+            image.putpixel((0, 0), (step * 20, 0, 0))  # new bytes every time (the cache is keyed by content)
+            image.save(p)
         result = run(embed_folder(demo, [str(data)]))
         assert result.computed == 6
         index = EmbeddingCache(demo).index
@@ -383,7 +385,7 @@ def test_predict_and_embed_across_two_processes(digits, tmp_path):
     np.testing.assert_allclose(got["features"], single.features_of(), atol=1e-5)
     res = _torchrun("embed", str(src), "--model", model, "--quiet")
     assert "(0 computed, 60 from the cache)" in res.stderr
-    assert json.loads((EmbeddingCache(load_model(model)).folder / "index.json").read_text())["rows"] == 60
+    assert EmbeddingCache(load_model(model)).index["rows"] == 60
 
 
 def test_exact_copies_are_found_by_hashing_only_files_of_a_shared_size(tmp_path, monkeypatch):
