@@ -3,6 +3,7 @@ review, hashing — with time and peak memory per stage, each search beside a pl
 and the GUI thread's stalls while the Folder tab embeds and maps the same folder.
 
     python tests/benchmarks/folder.py [--images 20000] [--scale 100000] [--skip-gui]
+    python tests/benchmarks/folder.py --anchors        (duplicates and labels beside imagededup and cleanlab)
 
 Images: generated 64×64 JPEGs in 10 classes (a class-coloured disc on a distinct coarse background; 1 % exact
 copies, 1 % re-encoded copies, 2 % flipped labels). Model: a small custom ViT (random weights: speed and memory do
@@ -175,8 +176,15 @@ def main() -> int:
     ap.add_argument("--images", type=int, default=20000)
     ap.add_argument("--skip-gui", action="store_true")
     ap.add_argument("--scale", type=int, default=100_000, help="images for the search stages at scale (0: skip)")
+    ap.add_argument("--anchors", action="store_true",
+                    help="only the duplicate and label-review figures beside imagededup and cleanlab, on planted "
+                         "real photos and digits (tests/benchmarks/folder_anchors.py)")
     ap.add_argument("--gui-child", metavar="FOLDER", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.anchors:
+        from tests.benchmarks.folder_anchors import main as anchors
+
+        return anchors()
     if args.gui_child:  # a fresh process, as the app is: not one holding every earlier stage's objects
         late, seconds = gui_stalls(Path(args.gui_child), Path(os.environ["VITSTUDIO_CACHE_DIR"]))
         late = sorted(late)

@@ -15,6 +15,7 @@ and at 6 and 14. Labels: top-k precision (k = flipped) of ViT Studio's ranking a
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -60,11 +61,13 @@ def imagededup_pairs(files: list[str], distance: int, encodings: dict | None = N
     from imagededup.methods import PHash
 
     hasher = PHash(verbose=False)
+    logging.disable(logging.INFO)  # imagededup logs every search at INFO
     t = time.perf_counter()
     if encodings is None:
         encodings = {f: hasher.encode_image(image_file=f) for f in files}
     found = hasher.find_duplicates(encoding_map=encodings, max_distance_threshold=distance)
     seconds = time.perf_counter() - t
+    logging.disable(logging.NOTSET)
     return {frozenset((a, b)) for a, bs in found.items() for b in bs}, encodings, seconds
 
 
@@ -78,6 +81,13 @@ def duplicates_side_by_side(title: str, data: Path, planted: list[set[str]], kin
         t = time.perf_counter()
         report = drain(audit(data, model))
         _score(name + " (whole audit)", _pairs_of_groups(report.groups), planted, kinds, time.perf_counter() - t)
+    from vitstudio.core.folder.duplicates import find_groups
+    from vitstudio.core.folder.fingerprints import fingerprints
+
+    t = time.perf_counter()  # the duplicate search alone (features from the cache, as imagededup hashes files)
+    groups, _, _ = find_groups(files, fingerprints(files), _features_of(files), np.arange(len(files)))
+    _score("ViT Studio duplicates only (+ model)", _pairs_of_groups(groups), planted, kinds,
+           time.perf_counter() - t)
     th = report.thresholds
     print(f"    thresholds: phash ≤ {th.hash_distance}, pixels ≥ {th.pixels:.4f}, cosine ≥ {th.cosine:.5f} "
           f"(model packs images: {th.packed})")
