@@ -154,7 +154,9 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     Files of other types the walk met are appended to `ignored` as (path, reason) when it is given."""
     cache = EmbeddingCache(loaded, root)
     files = [Path(p) for p in expand_paths(paths, ignored=ignored)]
-    todo = [p for p in files if cache.lookup(p) is None]
+    # only regular files are looked up (a lookup stats and may hash the file: a FIFO would block it, a dangling
+    # link raise); the rest go to the reader, which reports why
+    todo = [p for p in files if not p.is_file() or cache.lookup(p) is None]
     errors: dict[str, str] = {}
     done = 0
     yield Progress(0, len(todo), f"Embedding {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
