@@ -170,3 +170,38 @@ def test_two_concurrent_embed_runs_leave_the_cache_one_run_would(demo, tmp_path,
     digest = {hashlib.blake2b(Path(p).read_bytes(), digest_size=16).hexdigest() for p in shared.paths}
     assert {e[2] for e in cache.index["files"].values()} == digest
     shutil.rmtree(tmp_path / "shared")
+
+
+def test_fingerprints_are_cached_by_content(tmp_path, monkeypatch, photos):
+    from vitstudio.core.folder import fingerprintcache
+    from vitstudio.core.folder.fingerprints import fingerprints
+
+    data = make_dataset(tmp_path / "data", per_class=3)
+    shutil.copy(photos["coffee"], data / "red" / "coffee.jpg")
+    (data / "red" / "broken.png").write_bytes(b"not an image")
+    paths = sorted(str(p) for p in data.rglob("*.*"))
+    want = fingerprints(paths)
+    computed = []
+    real = fingerprintcache.fingerprints
+    monkeypatch.setattr(fingerprintcache, "fingerprints", lambda ps: computed.extend(ps) or real(ps))
+
+    def same(got) -> None:
+        for name in ("index", "bits", "mirror_bits", "thumbs", "mirror_thumbs"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert got.errors == want.errors
+
+    same(fingerprintcache.cached_fingerprints(paths))
+    assert len(computed) == len(paths)
+    computed.clear()
+    same(fingerprintcache.cached_fingerprints(paths))  # a second audit: only the unreadable file is tried again
+    assert computed == [str(data / "red" / "broken.png")]
+    target = data / "blue" / "001.png"  # rewritten, size and mtime restored: computed again
+    st = target.stat()
+    Image.open(data / "blue" / "002.png").save(target)
+    target.write_bytes(target.read_bytes()[: st.st_size].ljust(st.st_size, b"\0"))
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    computed.clear()
+    got = fingerprintcache.cached_fingerprints(paths)
+    assert str(target) in computed
+    want = fingerprints(paths)
+    same(got)

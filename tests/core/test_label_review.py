@@ -66,3 +66,19 @@ def test_review_refuses_a_class_with_one_image():
     x = np.random.default_rng(0).normal(size=(5, 4))
     with pytest.raises(ValueError):
         review_labels([str(i) for i in range(5)], x, np.asarray([0, 0, 1, 1, 2]), ["a", "b", "c"])
+
+
+def test_the_audit_report_states_the_estimate_and_flags_the_top():
+    import json
+
+    from vitstudio.core.folder.audit import AuditReport
+    from vitstudio.core.folder.label_review import LabelIssue
+
+    issues = tuple(LabelIssue(f"/d/{k}.png", "3", "5", k / 10, k / 10, k < 2) for k in range(5))
+    report = AuditReport("/d", 5, ("3", "5"), "a file-level 80/20 split", (), issues)
+    text = report.describe(top=3)
+    assert "cleanlab estimates 2 of 5 are wrong" in text
+    lines = [line for line in text.splitlines() if "/d/" in line]
+    assert [line.startswith("*") for line in lines] == [True, True, False]
+    doc = json.loads(report.to_json())
+    assert doc["label_issues_estimated_wrong"] == 2 and [i["flagged"] for i in doc["label_issues"]][:3] == [1, 1, 0]

@@ -1,0 +1,73 @@
+"""The folder audit's model-free fingerprints (`fingerprints.py`: perceptual hashes and thumbnails, each also of
+the mirrored image), cached on disk like the features: keyed by file content (`keyedstore.py`), so a second audit
+of a folder decodes and hashes nothing it has seen, and concurrent audits share the cache under its lock.
+
+One cache for every model (fingerprints depend only on the bytes) under the user's cache folder:
+`<cache>/fingerprints/<FORMAT>/`, 16 bytes of packed hash bits + 512 float32 of thumbnails per image. Bump FORMAT
+when `fingerprints.py` computes anything differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vitstudio.core.data.images import ImageReadError, check_file
+from vitstudio.core.folder.embedcache import embeddings_root
+from vitstudio.core.folder.fingerprints import HASH_BITS, Fingerprints, fingerprints
+from vitstudio.core.folder.keyedstore import KeyedRows
+
+FORMAT = "v1"
+CHUNK = 256  # images fingerprinted between two appends: an interrupted audit keeps what it computed
+COLUMNS = {"bits.u8": "uint8", "thumbs.f32": "float32"}
+
+
+def fingerprints_root() -> Path:
+    return embeddings_root().parent / "fingerprints" / FORMAT
+
+
+def _known(store: KeyedRows, path: str) -> bool:
+    try:
+        check_file(path)  # never hash a FIFO (it would block) or a dangling link: the reader reports them
+    except ImageReadError:
+        return False
+    return store.lookup(path) is not None
+
+
+def cached_fingerprints(paths: Sequence[str], root: Path | None = None) -> Fingerprints:
+    """`fingerprints(paths)`, computing only the files whose content the cache does not hold."""
+    paths = [str(p) for p in paths]
+    store = KeyedRows(root or fingerprints_root(), COLUMNS, {"format": FORMAT})
+    try:
+        todo = [p for p in paths if not _known(store, p)]
+        errors: dict[str, str] = {}
+        for start in range(0, len(todo), CHUNK):
+            chunk = todo[start:start + CHUNK]
+            fp = fingerprints(chunk)
+            errors.update(fp.errors)
+            if len(fp.index):
+                bits = np.packbits(np.concatenate([fp.bits, fp.mirror_bits], 1), axis=1)  # (n, 16)
+                store.append([chunk[k] for k in fp.index],
+                              {"bits.u8": bits, "thumbs.f32": np.concatenate([fp.thumbs, fp.mirror_thumbs], 1)})
+        store.flush()
+        with store.locked():  # rows and arrays read together (a compaction elsewhere cannot move them between)
+            index, rows = [], []
+            for k, p in enumerate(paths):
+                row = None if p in errors else store.lookup(p)
+                if row is not None:
+                    index.append(k)
+                    rows.append(row)
+            arrays = store.arrays()
+            bits = np.unpackbits(np.asarray(arrays["bits.u8"][rows]), axis=1).astype(bool)
+            thumbs = np.asarray(arrays["thumbs.f32"][rows])
+    finally:
+        store.close()
+    listed = tuple((p, errors[p]) for p in paths if p in errors)
+    if not rows:
+        empty = fingerprints([])
+        return Fingerprints(empty.index, empty.bits, empty.mirror_bits, empty.thumbs, empty.mirror_thumbs, listed)
+    half = thumbs.shape[1] // 2
+    return Fingerprints(np.asarray(index, np.int64), bits[:, :HASH_BITS], bits[:, HASH_BITS:], thumbs[:, :half],
+                        thumbs[:, half:], listed)
