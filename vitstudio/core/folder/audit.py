@@ -23,8 +23,8 @@ from vitstudio.core.data.datasets import scan_dataset, split_dataset
 from vitstudio.core.data.images import IMAGE_SUFFIXES, UNSUPPORTED_SUFFIXES
 from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
-from vitstudio.core.folder.fingerprints import fingerprints
-from vitstudio.core.folder.label_review import LabelIssue, review_labels
+from vitstudio.core.folder.fingerprintcache import cached_fingerprints
+from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, review_labels
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 
@@ -90,6 +90,7 @@ class AuditReport:
             "leaks": [g.to_dict() for g in self.leaks],
             "label_issues": [i.to_dict() for i in self.label_issues[:top]],
             "label_issues_total": len(self.label_issues),
+            "label_issues_estimated_wrong": estimated_wrong(self.label_issues),
             "errors": [list(e) for e in self.errors], "ignored": [list(e) for e in self.ignored],
             "notes": list(self.notes)})
 
@@ -109,11 +110,12 @@ class AuditReport:
         if len(self.groups) > top:
             lines.append(f"  … {len(self.groups) - top} more groups, see --json")
         if self.label_issues:
-            lines.append(f"Most doubtful labels (of {len(self.label_issues)}; quality: cleanlab's label-quality "
-                         f"score, low = doubtful):")
+            lines.append(f"Labels: cleanlab estimates {estimated_wrong(self.label_issues)} of "
+                         f"{len(self.label_issues)} are wrong (flagged *, the most doubtful first).")
+            lines.append("Most doubtful labels (quality: cleanlab's label-quality score, low = doubtful):")
             for i in self.label_issues[:top]:
-                lines.append(f"  {i.quality:.4g}  {i.path}: given {i.given}, looks like {i.suggested} "
-                             f"(p(given) {i.p_given:.4g})")
+                lines.append(f"{'*' if i.flagged else ' '} {i.quality:.4g}  {i.path}: given {i.given}, "
+                             f"looks like {i.suggested} (p(given) {i.p_given:.4g})")
             if len(self.label_issues) > top:
                 lines.append(f"  … {len(self.label_issues) - top} more, see --json")
         if self.errors:
@@ -142,7 +144,7 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         val = {str(p) for p, _ in plain.val} if plain else set()
         split = "a file-level 80/20 split"
     yield Progress(0, len(paths), "Fingerprints (hashes and thumbnails)")
-    fp = fingerprints(paths)
+    fp = cached_fingerprints(paths)  # cached by content: a second audit hashes nothing it has seen
     errors = {p: why for p, why in scan.skipped if not _not_an_image(p, why)}
     errors.update(dict(fp.errors))
     ignored = tuple((p, why) for p, why in scan.skipped if _not_an_image(p, why))
