@@ -7,7 +7,7 @@ import os
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPixmap
-from PySide6.QtWidgets import QGridLayout, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from .. import workers
 from .folder_table import thumbnails
@@ -52,6 +52,8 @@ class ReviewTab(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.list = icon_list()
+        self.summary = QLabel()  # cleanlab's estimate of how many labels are wrong
+        self.summary.setWordWrap(True)
         self.relabel_button = QPushButton("Move to the suggested class…")
         self.exclude_button = QPushButton("Exclude from training")
         self.keep_button = QPushButton("Keep as labelled")
@@ -59,6 +61,7 @@ class ReviewTab(QWidget):
         self.excluded: set[str] = set()
         self._icons = workers.LatestJob(workers.LONG)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
         layout.addWidget(self.list, 1)
         actions = QGridLayout()  # two rows: the side panel stays narrow enough for the table beside it
         for i, w in enumerate((self.relabel_button, self.exclude_button, self.keep_button, self.retrain_button)):
@@ -72,11 +75,17 @@ class ReviewTab(QWidget):
         self.refresh_buttons(False)
 
     def show_issues(self, issues) -> list:
-        """The issues where the probe suggests another class; returns them."""
+        """The issues cleanlab flags or where the probe suggests another class, most doubtful first (flagged ones
+        marked ⚑); the estimate of wrong labels above them. Returns the issues shown."""
+        from vitstudio.core.folder.label_review import estimated_wrong
+
         self.list.clear()
-        doubtful = [i for i in issues if i.suggested != i.given][:200]
+        doubtful = [i for i in issues if i.flagged or i.suggested != i.given][:200]
+        self.summary.setText(f"cleanlab estimates {estimated_wrong(issues)} of {len(issues)} labels are wrong "
+                             f"(⚑, most doubtful first)." if issues else "")
         for issue in doubtful:
-            item = QListWidgetItem(f"{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
+            mark = "⚑ " if issue.flagged else ""
+            item = QListWidgetItem(f"{mark}{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
             item.setData(Qt.UserRole, (issue.path, issue.suggested))
             item.setToolTip(f"{issue.path}\nlabel quality {issue.quality:.3f}, p(given) {issue.p_given:.2f}")
             self.list.addItem(item)
@@ -85,6 +94,7 @@ class ReviewTab(QWidget):
 
     def clear(self) -> None:
         self.list.clear()
+        self.summary.clear()
         self.excluded.clear()
 
     def refresh_buttons(self, can_retrain: bool) -> None:
