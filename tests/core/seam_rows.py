@@ -23,8 +23,8 @@ SMALL = dict(embed_dim=32, depth=2, num_heads=2, num_classes=5)
 # size is the architecture's own (not in model_args), as a user's timm folder of that model looks
 TIMM_ROWS = {
     "vit": ("vit_base_patch16_224", dict(img_size=48)),
-    "vit-p8": ("vit_small_patch8_224", dict(img_size=40)),
-    "deit-distilled": ("deit_tiny_distilled_patch16_224", dict(img_size=48)),
+    "vit-p8": ("vit_small_patch8_224", dict(img_size=40, qkv_bias=False)),  # and no qkv bias
+    "deit-distilled": ("deit_tiny_distilled_patch16_224", dict(img_size=48, mlp_ratio=2.0)),  # and MLP 2x
     "deit3": ("deit3_small_patch16_224", dict(img_size=48)),
     "dinov2": ("vit_small_patch14_dinov2", dict(img_size=56)),
     "vit-registers": ("vit_base_patch16_reg4_gap_256", dict(img_size=48)),
