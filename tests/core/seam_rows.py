@@ -185,8 +185,8 @@ class Sources:
     """Each row's source, built on first use and kept for the module; a run folder per row, fine-tuned on first use
     (through the CLI, as the fine-tune cell checks it)."""
 
-    def __init__(self, root: Path, data: Path, finetune: Callable[[Source, Path], tuple[int, str, str]]) -> None:
-        self.root, self.data, self._finetune = root, data, finetune
+    def __init__(self, root: Path, finetune: Callable[[Source, Path], tuple[int, str, str]]) -> None:
+        self.root, self._finetune = root, finetune
         self._built: dict[str, Source] = {}
         self._runs: dict[str, tuple[int, str, str, Path]] = {}
 

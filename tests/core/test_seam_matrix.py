@@ -3,10 +3,12 @@ user meets it. A cell either works — and what it computed equals the source's 
 tensor — or refuses with ONE line (exit 2, no traceback). Rows: tests/core/seam_rows.py (a timm folder saved at a
 non-default image size per timm family, transformers folders, seed checkpoints ± pre_logits, `custom:`, and the run
 folder fine-tuning each of them produces). Columns: load, card, predict, every registered analysis, embed,
-fine-tune (one step, reloaded from the run folder), ONNX and seed export.
+fine-tune (one step, reloaded from the run folder), ONNX export, seed export (loaded by upstream's constructor) and
+its reload in ViT Studio. 25 base rows × 18 + 25 run rows × 17 = 875 cells, ~1.5 min on 2 shared cores.
 
-The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected rather than through capsys, because a
-row's run folder is made once per module and shared by the cells of its `run:` row."""
+The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++ code
+writes) rather than through capsys, because a row's run folder is made once per module and shared by the cells of
+its `run:` row. `--junitxml` with `-o junit_family=legacy` records each named refusal as a `refused` property."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import copy
 import io
 import json
 import os
+import sys
 import tempfile
 import traceback
 
@@ -36,8 +39,8 @@ ANALYSES = tuple(f"explain:{m}" for m in registry.REGISTRY)
 OPS = ("load", "card", "predict", *ANALYSES, "embed", "finetune", "export-onnx", "export-seed", "seed-reload")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 
-# Cells known to fail while others fix them (issue 18); strict, so each flips to a failure once fixed.
-SIZE_CHECK = "issue 18: the size check assumes patch 16 for a timm folder whose model_args give only img_size"
+# Cells known to fail (issue 18: what the matrix found and nobody has fixed yet); strict, so each flips to a failure
+# once fixed and its mark can go.
 HEADS = ("issue 18 (matrix): ViT Studio reloads a seed export with num_heads guessed from the width "
          "(checkpoints.HEADS_FOR_WIDTH: 32 -> 1), so this 2-head model comes back with other logits; upstream's "
          "port built by the printed constructor loads it exactly")
@@ -57,6 +60,7 @@ def cli(args: list[str]) -> tuple[object, str, str]:
     would see as a traceback: its code is 'traceback' and stderr holds it."""
     out, err = io.StringIO(), io.StringIO()
     native = tempfile.TemporaryFile()  # what C++ writes to file descriptor 2 (the tracer's graph dumps) is seen too
+    sys.stderr.flush()
     saved = os.dup(2)
     os.dup2(native.fileno(), 2)
     try:
@@ -71,8 +75,9 @@ def cli(args: list[str]) -> tuple[object, str, str]:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
-    native.seek(0)
-    return code, out.getvalue(), err.getvalue() + native.read().decode(errors="replace")
+    with native:
+        native.seek(0)
+        return code, out.getvalue(), err.getvalue() + native.read().decode(errors="replace")
 
 
 def assert_works_or_refuses(code, out: str, err: str, may_refuse: bool = True) -> bool:
@@ -105,7 +110,7 @@ def sources(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("seam")
-    yield Sources(root, root / "runs" / "data", _run_finetune)
+    yield Sources(root, _run_finetune)
     torch.set_num_threads(threads)
 
 
