@@ -175,6 +175,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--images", type=int, default=20000)
     ap.add_argument("--skip-gui", action="store_true")
+    ap.add_argument("--cache", action="store_true", help="only the cache figures: CPU per image for 2k new images "
+                    "into an empty cache and into one holding 50k (tests/benchmarks/folder_cache.py)")
     ap.add_argument("--scale", type=int, default=100_000, help="images for the search stages at scale (0: skip)")
     ap.add_argument("--anchors", action="store_true",
                     help="only the duplicate and label-review figures beside imagededup and cleanlab, on planted "
@@ -185,6 +187,11 @@ def main() -> int:
         from tests.benchmarks.folder_anchors import main as anchors
 
         return anchors()
+    if args.cache:
+        from tests.benchmarks.folder_cache import main as cache_only
+
+        sys.argv = sys.argv[:1]
+        return cache_only()
     if args.gui_child:  # a fresh process, as the app is: not one holding every earlier stage's objects
         late, seconds = gui_stalls(Path(args.gui_child), Path(os.environ["VITSTUDIO_CACHE_DIR"]))
         late = sorted(late)
@@ -194,6 +201,7 @@ def main() -> int:
     os.environ["VITSTUDIO_CACHE_DIR"] = str(work / "cache")
     import torch
 
+    from tests.benchmarks.folder_cache import cache_scaling
     from vitstudio.core.folder.audit import audit
     from vitstudio.core.folder.duplicates import cosine_pairs, exact_pairs, perceptual_pairs
     from vitstudio.core.folder.embedcache import embed_folder
@@ -270,6 +278,7 @@ def main() -> int:
           f"peaked at +{cold.extra / 2**20:.0f} MB (batches stream: independent of the folder's size)")
     if args.scale:
         at_scale(work, args.scale)
+    cache_scaling(work, loaded)  # CPU per new image into an empty cache and into one holding 50k rows
     if not args.skip_gui:
         import subprocess
 
