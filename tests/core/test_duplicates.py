@@ -80,6 +80,10 @@ def test_calibration_is_relative_to_the_folder():
     assert cut == pytest.approx(0.999) and "0.9900" in why and "10× closer" in why
     cut, why = D.calibrate(np.full(3, 0.99), "x", 0.5)
     assert cut == 0.5 and why.startswith("fixed")
+    assert D.hash_cut(10, np.full(50, 22.0)) == (10, "--hash-distance 10; the median nearest-neighbour distance "
+                                                     "of this folder is 22")
+    cut, why = D.hash_cut(10, np.full(50, 7.0))  # distinct images 7 bits apart: the hash alone tells little
+    assert cut == 3 and "lowered" in why
 
 
 # -- planted folders --------------------------------------------------------------------------------------------
@@ -109,6 +113,7 @@ def test_digits_with_the_bundled_model_give_exactly_the_planted_groups(demo, tmp
     report = run(audit(data, demo))
     assert sorted(map(sorted, _found(report.groups))) == sorted(map(sorted, planted))
     assert report.thresholds.cosine > 0.999 and report.thresholds.packed
+    assert report.thresholds.hash_distance < D.HASH_DISTANCE and "lowered" in report.thresholds.hash_why
     assert any("puts distinct images of this folder close" in n for n in report.notes)
     # the old rule (any hash pair ≤ 6 bits, chained) on the same folder: distinct digits grouped
     paths = [str(p) for p in sorted(data.rglob("*.*"))]

@@ -87,20 +87,22 @@ class DuplicateGroup:
 @dataclass(frozen=True)
 class Thresholds:
     """What decided the near groups, and why (the report prints `describe`)."""
-    hash_distance: int
+    hash_distance: int  # the cut used: --hash-distance, or less where this folder's images are closer
     pixels: float  # thumbnail correlation cut
     pixels_why: str
     cosine: float | None  # feature cosine cut (None without a model)
     cosine_why: str
     packed: bool = False  # the model puts distinct images of this folder close together
+    hash_why: str = ""
 
     def to_dict(self) -> dict:
-        return {"hash_distance": self.hash_distance, "pixels": round(self.pixels, 6), "pixels_why": self.pixels_why,
+        return {"hash_distance": self.hash_distance, "hash_why": self.hash_why,
+                "pixels": round(self.pixels, 6), "pixels_why": self.pixels_why,
                 "cosine": None if self.cosine is None else round(self.cosine, 6), "cosine_why": self.cosine_why,
                 "model_packs_images": self.packed, "rule": "near-duplicates: at least two signals agree"}
 
     def describe(self) -> list[str]:
-        lines = [f"  phash ≤ {self.hash_distance} of 64 bits (also against the mirrored image)",
+        lines = [f"  phash ≤ {self.hash_distance} of 64 bits, also against the mirrored image ({self.hash_why})",
                  f"  pixels: thumbnail correlation ≥ {self.pixels:.4f} ({self.pixels_why})"]
         if self.cosine is not None:
             lines.append(f"  embedding: feature cosine ≥ {self.cosine:.5f} ({self.cosine_why})")
@@ -229,6 +231,20 @@ def calibrate(nearest: np.ndarray, what: str, fixed: float) -> tuple[float, str]
                  f"is {median:.4f}; a copy is ≥{CLOSER:g}× closer")
 
 
+def hash_cut(hash_distance: int, nearest: np.ndarray) -> tuple[int, str]:
+    """The hash cut: `hash_distance`, or half this folder's median nearest-neighbour distance where that is
+    smaller (distinct handwritten digits sit 2-10 bits apart: there the hash alone tells little)."""
+    if len(nearest) < MIN_CALIBRATION:
+        return hash_distance, f"--hash-distance {hash_distance}"
+    median = float(np.median(nearest))
+    if median / 2 >= hash_distance:
+        return hash_distance, (f"--hash-distance {hash_distance}; the median nearest-neighbour distance of this "
+                               f"folder is {median:g}")
+    cut = int(median // 2)
+    return cut, (f"--hash-distance {hash_distance} lowered to half the median nearest-neighbour distance of this "
+                 f"folder, {median:g}: its distinct images are that close")
+
+
 # -- groups -------------------------------------------------------------------------------------------------------
 def _cliques(n: int, i: np.ndarray, j: np.ndarray, strength: np.ndarray) -> list[list[int]]:
     """Disjoint cliques of the graph (greedy: the best-connected node first, its neighbours by strength, each
@@ -285,6 +301,8 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     rows = fp.index[keep]  # one image per exact group, (n,) into paths
     bits, mbits, thumbs, mthumbs = fp.bits[keep], fp.mirror_bits[keep], fp.thumbs[keep], fp.mirror_thumbs[keep]
     t, mt = torch.from_numpy(thumbs), torch.from_numpy(mthumbs)
+    signs = [torch.from_numpy(b).float() * 2 - 1 for b in (bits, mbits)]  # ±1: a·b = 64 - 2 · distance
+    hash_distance, hash_why = hash_cut(hash_distance, (bits.shape[1] - nearest_similarity(*signs)) / 2)
     pixels_cut, pixels_why = calibrate(nearest_similarity(t, mt), "thumbnail correlation", FIXED_PIXELS)
     # candidates: any one signal (mirrored thumbnails only where the mirrored hash found the pair: a mirrored copy
     # is re-found by its hash, and features are not mirror-invariant)
@@ -340,5 +358,5 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
         everyone = group + tuple(p for v in extra.values() for p in v)
         groups.append(DuplicateGroup(group, tuple(s for s in SIGNALS if s in kinds), lowest, _leak(everyone, val),
                                      tuple(members), extra))
-    thresholds = Thresholds(hash_distance, pixels_cut, pixels_why, cosine_cut, cosine_why, packed)
+    thresholds = Thresholds(hash_distance, pixels_cut, pixels_why, cosine_cut, cosine_why, packed, hash_why)
     return sorted(groups, key=lambda g: (not g.leak, not g.exact, g.paths)), thresholds, notes
