@@ -4,7 +4,7 @@ tensor — or refuses with ONE line (exit 2, no traceback). Rows: tests/core/sea
 non-default image size per timm family, transformers folders, seed checkpoints ± pre_logits, `custom:`, and the run
 folder fine-tuning each of them produces). Columns: load, card, predict, every registered analysis, embed,
 fine-tune (one step, reloaded from the run folder), ONNX export, seed export (loaded by upstream's constructor) and
-its reload in ViT Studio. 25 base rows × 18 + 25 run rows × 17 = 875 cells, ~1.5 min on 2 shared cores.
+its reload in ViT Studio. 25 base rows × 19 + 25 run rows × 18 = 925 cells, ~1.5 min on 2 shared cores.
 
 The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++ code
 writes) rather than through capsys, because a row's run folder is made once per module and shared by the cells of
@@ -36,7 +36,8 @@ from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
 ANALYSES = tuple(f"explain:{m}" for m in registry.REGISTRY)
-OPS = ("load", "card", "predict", *ANALYSES, "embed", "finetune", "export-onnx", "export-seed", "seed-reload")
+OPS = ("load", "card", "predict", *ANALYSES, "explain-all", "embed", "finetune", "export-onnx", "export-seed",
+       "seed-reload")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 
 # Cells known to fail (issue 18: what the matrix found and nobody has fixed yet); strict, so each flips to a failure
@@ -205,6 +206,26 @@ def _explain(source, op, photo, tmp_path, sources):
     image = read_image(photo) if analysis.needs_image else None
     expected = explain(loaded, method, image, **({"patch": (0, 0)} if patch else {})).array
     np.testing.assert_allclose(array, expected, atol=1e-6)
+
+
+def _explain_all(source, op, photo, tmp_path, sources):
+    """Every analysis that applies, in one call at the first layer (CaiT's talking-heads layer, Swin's first stage),
+    into a folder: each file equals explain() with the same parameters."""
+    from vitstudio.core.analysis.explain import explain
+
+    loaded = _loaded(source)
+    methods = [m for m in registry.REGISTRY if why_not(loaded.model, m) is None]
+    folder = tmp_path / "all"
+    code, out, err = cli(["explain", photo, *source.model_args, "--method", ",".join(methods), "--layer", 0,
+                          "--patch", "0,0", "--out", folder, "--format", "npy", "--device", "cpu", "--precision",
+                          "fp32"])
+    assert assert_works_or_refuses(code, out, err, may_refuse=False)
+    image = read_image(photo)
+    for method in methods:
+        (path,) = [p for p in folder.iterdir() if p.name == f"{method}.npy" or p.name.endswith(f".{method}.npy")]
+        expected = explain(loaded, method, image if registry.get(method).needs_image else None, layer=0,
+                           patch=(0, 0)).array
+        np.testing.assert_allclose(np.load(path), expected, atol=1e-6, err_msg=method)
 
 
 def _embed(source, op, photo, tmp_path, sources):
