@@ -4,13 +4,16 @@ wrong (`find_label_issues`): the first that many of the ranking are flagged. Not
 
 The probe is scikit-learn's logistic regression on the first (at most 64) principal components of the
 standardised features; each image's probabilities come from a probe that never saw it (stratified k-fold), which
-is what cleanlab's scores assume. Two probes are fitted and the one whose out-of-fold probabilities fit the given
-labels better (log-loss) is used:
+is what cleanlab's scores assume. Two probes are fitted and their out-of-fold probabilities averaged (a small
+ensemble: each is best on some features, the mean is within noise of the better one on every set measured):
 - whitened components under a strong L2 penalty (C 0.05): features whose classes differ along low-variance
   directions (e.g. a model that never saw such images) separate only once those are scaled up, and the penalty
   keeps the noise directions whitening also scales up from being fitted (the old probe, whitened at C 0.5, found
   19 of 30 flipped labels where cleanlab's own ranking found 23);
 - plain components (C 1): features a trained model already made linearly separable.
+Top-30 precision with 30 flipped digits (3 seeds), this / whitened only / plain only / cleanlab's own ranking
+(logistic regression on the standardised features): pixels 0.84 / 0.81 / 0.82 / 0.84; the demo model's features
+0.99 / 0.99 / 0.98 / 0.98; a random ViT's features 0.77 / 0.78 / 0.61 / 0.61.
 """
 
 from __future__ import annotations
@@ -54,9 +57,7 @@ def _probe(whiten: bool, c: float, dims: int, seed: int):
 
 def out_of_sample_probabilities(features: np.ndarray, labels: np.ndarray, folds: int = 5, seed: int = 0,
                                 probes=PROBES) -> np.ndarray:
-    """(N, classes) probabilities, each row from a probe trained on the other folds; of the candidate probes, the
-    one with the lowest out-of-fold log-loss on the given labels."""
-    from sklearn.metrics import log_loss
+    """(N, classes) probabilities, each row from probes trained on the other folds (the mean of the candidates)."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
     smallest = int(np.bincount(labels).min())
@@ -65,14 +66,9 @@ def out_of_sample_probabilities(features: np.ndarray, labels: np.ndarray, folds:
     # 10-100× faster to fit than 768 raw dimensions
     dims = min(64, features.shape[1], len(features) - len(features) // folds - 1)
     x = np.asarray(features, np.float64)
-    best, best_loss = None, np.inf
-    for whiten, c in probes:
-        probs = cross_val_predict(_probe(whiten, c, dims, seed), x, labels,
-                                  cv=StratifiedKFold(folds, shuffle=True, random_state=seed), method="predict_proba")
-        loss = log_loss(labels, probs, labels=np.arange(probs.shape[1]))
-        if loss < best_loss:
-            best, best_loss = probs, loss
-    return best
+    cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    return np.mean([cross_val_predict(_probe(whiten, c, dims, seed), x, labels, cv=cv, method="predict_proba")
+                    for whiten, c in probes], axis=0)
 
 
 def review_labels(paths: list[str], features: np.ndarray, labels: np.ndarray, classes: list[str], folds: int = 5,
