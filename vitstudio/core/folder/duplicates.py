@@ -227,8 +227,8 @@ def calibrate(nearest: np.ndarray, what: str, fixed: float) -> tuple[float, str]
     median = float(np.median(nearest))
     cut = 1.0 - (1.0 - median) / CLOSER
     of = f"{len(nearest)} sampled" if len(nearest) >= CALIBRATION_SAMPLE else f"{len(nearest)}"
-    return cut, (f"calibrated: the median nearest-neighbour {what} of this folder's {of} distinct images "
-                 f"is {median:.4f}; a copy is ≥{CLOSER:g}× closer")
+    return cut, (f"calibrated: the median nearest-neighbour {what} of this folder's {of} images (one per exact "
+                 f"group) is {median:.4f}; a copy is ≥{CLOSER:g}× closer")
 
 
 def hash_cut(hash_distance: int, nearest: np.ndarray) -> tuple[int, str]:
@@ -241,8 +241,8 @@ def hash_cut(hash_distance: int, nearest: np.ndarray) -> tuple[int, str]:
         return hash_distance, (f"--hash-distance {hash_distance}; the median nearest-neighbour distance of this "
                                f"folder is {median:g}")
     cut = int(median // 2)
-    return cut, (f"--hash-distance {hash_distance} lowered to half the median nearest-neighbour distance of this "
-                 f"folder, {median:g}: its distinct images are that close")
+    return cut, (f"--hash-distance {hash_distance} lowered to {cut}, half the median nearest-neighbour distance of "
+                 f"this folder's images, {median:g}")
 
 
 # -- groups -------------------------------------------------------------------------------------------------------
