@@ -165,6 +165,11 @@ def run_source(row: str, run: Path) -> Source:
     rep = (config.get("vitstudio") or {}).get("representation_size")
     if not rep:
         model = timm.create_model(f"local-dir:{run}", pretrained=True).eval()
+        eps = (config.get("vitstudio") or {}).get("layer_norm_eps")
+        if eps is not None:  # recorded beside timm's arguments (which cannot carry it): plain timm sets it by hand
+            for module in model.modules():
+                if isinstance(module, torch.nn.LayerNorm):
+                    module.eps = eps
         return Source(f"run:{row}", str(run), None, _no_grad(model))
     from safetensors.torch import load_file
 

@@ -42,17 +42,7 @@ RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 
 # Cells known to fail (issue 18: what the matrix found and nobody has fixed yet); strict, so each flips to a failure
 # once fixed and its mark can go.
-HEADS = ("issue 18 (matrix): ViT Studio reloads a seed export with num_heads guessed from the width "
-         "(checkpoints.HEADS_FOR_WIDTH: 32 -> 1), so this 2-head model comes back with other logits; upstream's "
-         "port built by the printed constructor loads it exactly")
-EPS = ("issue 18 (matrix): a fine-tuned transformers checkpoint's run folder loses LayerNorm eps 1e-12 "
-       "(hf_transformers sets it after construction, so model_args do not carry it): the reloaded model runs with "
-       "timm's 1e-6 and its logits differ from the trained model's by 3.5e-5")
-KNOWN: dict[tuple[str, str], str] = {
-    ("hf-vit-headless", "finetune"): EPS,
-    **{(row, "seed-reload"): HEADS for row in ("vit", "vit-p8", "deit-distilled", "custom", "run:vit", "run:vit-p8",
-                                                "run:deit-distilled", "run:hf-vit", "run:hf-vit-headless",
-                                                "run:hf-deit-distilled", "run:custom")}}
+KNOWN: dict[tuple[str, str], str] = {}  # (row, operation) -> reason, for a cell marked xfail(strict=True)
 REFUSALS: list[str] = []  # the named refusals met, for the summary line
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from vitstudio.core.data.images import (
     IMAGE_SUFFIXES,
     ImageReadError,
-    links_to_ancestor,
     check_file,
     copy_candidate_digests,
     expand_paths,
     image_size,
+    links_to_ancestor,
 )
 
 VAL_NAMES = ("val", "validation")

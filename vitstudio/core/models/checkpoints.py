@@ -24,6 +24,7 @@ HEADS_FOR_WIDTH = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
 # Resize 256 -> CenterCrop 224, bilinear, mean = std = 0.5, as the seed's predict.py does; crop_pct
 # 224/256 makes timm's eval transform produce exactly that pipeline.
 SEED_CROP_PCT = 224 / 256
+SEED_SHAPE_FILE = "vitstudio_seed.json"  # beside an exported seed model.pth: what the state dict cannot say (heads)
 
 
 class CheckpointError(Exception):
@@ -58,6 +59,36 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
 def npz_num_classes(path: str | Path) -> int:
     with np.load(path, allow_pickle=False) as weights:
         return int(weights["head/bias"].shape[-1]) if "head/bias" in weights.files else 0
+
+
+TIMM_LAYER_NORM_EPS = 1e-6
+
+
+def shared_layer_norm_eps(model: nn.Module) -> float | None:
+    """The one eps of all the model's LayerNorms when it is not timm's ViT default (a converted transformers model
+    uses 1e-12): a saved run records it, because timm's JSON arguments cannot."""
+    found = {m.eps for m in model.modules() if isinstance(m, nn.LayerNorm)}
+    return found.pop() if len(found) == 1 and found != {TIMM_LAYER_NORM_EPS} else None
+
+
+def set_layer_norm_eps(model: nn.Module, eps: float) -> None:
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm):
+            module.eps = eps
+
+
+def read_seed_heads(folder: Path) -> int | None:
+    """The head count ViT Studio's seed export recorded beside the weights, if any."""
+    file = folder / SEED_SHAPE_FILE
+    if not file.is_file():
+        return None
+    try:
+        heads = json.loads(file.read_text(encoding="utf-8"))["num_heads"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{file} should be {{\"num_heads\": N}}: {exc}") from None
+    if not isinstance(heads, int) or heads < 1:
+        raise CheckpointError(f"{file}: num_heads must be a whole number >= 1, not {heads!r}.")
+    return heads
 
 
 def read_class_indices(folder: Path) -> list[str] | None:

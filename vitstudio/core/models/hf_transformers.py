@@ -184,7 +184,7 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
     """(timm model with the checkpoint's weights, data config, labels) for a transformers ViT/DeiT folder."""
     import timm
 
-    from vitstudio.core.models.checkpoints import read_state_dict
+    from vitstudio.core.models.checkpoints import read_state_dict, set_layer_norm_eps
     from vitstudio.core.models.sizing import check_vit_args
 
     config = json.loads((folder / "config.json").read_text())
@@ -209,10 +209,8 @@ def build(folder: Path) -> tuple[nn.Module, dict, list[str] | None]:
     if num_classes and state["head.weight"].shape[1] == 2 * sizes["embed_dim"]:  # DINOv2's class + mean head
         model.__class__ = ClsMeanViT
         model.head = nn.Linear(2 * sizes["embed_dim"], num_classes)
-    eps = float(config.get("layer_norm_eps", 1e-12))
-    for module in model.modules():  # transformers' LayerNorm eps (1e-12) differs from timm's ViT default (1e-6)
-        if isinstance(module, nn.LayerNorm):
-            module.eps = eps
+    # transformers' LayerNorm eps (1e-12) differs from timm's ViT default (1e-6)
+    set_layer_norm_eps(model, float(config.get("layer_norm_eps", 1e-12)))
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise TransformersFormatError(f"{weights} does not fit a timm {entry}: missing {missing[:3]}, "

@@ -11,6 +11,7 @@ with `weights=FILE` (.safetensors/.pth/.pt/.bin/.npz) for a named or custom arch
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -33,6 +34,7 @@ from vitstudio.core.models.catalog import (
 )
 from vitstudio.core.models.checkpoints import (
     SEED_CROP_PCT,
+    SEED_SHAPE_FILE,
     CheckpointError,
     attach_representation_head,
     build_inferred,
@@ -40,7 +42,9 @@ from vitstudio.core.models.checkpoints import (
     load_into,
     npz_num_classes,
     read_class_indices,
+    read_seed_heads,
     read_state_dict,
+    set_layer_norm_eps,
 )
 from vitstudio.core.models.config_check import ConfigError, parse_custom, validate_timm_config
 from vitstudio.core.models.devices import resolve_device, resolve_precision, validate_precision
@@ -252,6 +256,9 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         where = f"{weights.name} in {folder}" if weights is not None else str(folder)
         raise ModelLoadError(f"Could not load the model folder {folder} ({where}): "
                              f"{type(exc).__name__}: {exc}") from None
+    eps = (config.get("vitstudio") or {}).get("layer_norm_eps")
+    if isinstance(eps, float) and eps > 0:  # e.g. transformers' 1e-12, which timm's arguments cannot carry
+        set_layer_norm_eps(model, eps)
     exact = (config.get("vitstudio") or {}).get("hf_size")  # a run fine-tuned from a transformers checkpoint
     data_config = dict(timm.data.resolve_model_data_config(model), hf_size=exact) if exact else None
     return _finish(model, spec, "timm", str(folder), data_config, folder)
@@ -283,6 +290,12 @@ def _seed(spec: str, path: Path) -> LoadedModel:
     path, note = _seed_weights_file(Path(os.path.abspath(path)))
     state = read_state_dict(path)
     inferred = infer_vit(state)
+    heads = read_seed_heads(path.parent)
+    if heads is not None:
+        if inferred.embed_dim % heads:
+            raise CheckpointError(f"{path.parent / SEED_SHAPE_FILE}: {heads} heads do not divide the width "
+                                  f"{inferred.embed_dim}.")
+        inferred = dataclasses.replace(inferred, num_heads=heads)
     model = build_inferred(inferred)
     load_into(model, state, str(path))
     seed_cfg = dict(input_size=(3, inferred.img_size, inferred.img_size), interpolation="bilinear",

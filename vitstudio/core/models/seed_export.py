@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitstudio.core.models.checkpoints import SEED_CROP_PCT, representation_size
+from vitstudio.core.models.checkpoints import SEED_CROP_PCT, SEED_SHAPE_FILE, representation_size
 from vitstudio.core.models.model import LoadedModel
 
 # upstream vit_model.py's constructors: (img, patch, width, depth, heads) -> name; `_in21k` ones take has_logits
@@ -55,6 +55,10 @@ def upstream_state_dict(loaded: LoadedModel) -> dict[str, torch.Tensor]:
     return state
 
 
+def _num_heads(loaded: LoadedModel) -> int:
+    return int(loaded.model.blocks[0].attn.num_heads)
+
+
 def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
     """model.pth + class_indices.json in `folder`, and the upstream constructor that loads model.pth strictly; a
     ValueError naming what upstream's VisionTransformer cannot express (nothing is written then)."""
@@ -68,6 +72,9 @@ def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
     atomic_write_bytes(folder / "model.pth", buffer.getvalue())
     atomic_write_bytes(folder / "class_indices.json", json.dumps(
         {str(i): label for i, label in enumerate(loaded.labels)}, indent=4).encode())
+    # the seed format stores no head count and upstream ignores this file; ViT Studio reads it back so a model whose
+    # heads are not the usual ones for its width (e.g. 2 heads of width 32) loads with its own attention again
+    atomic_write_bytes(folder / SEED_SHAPE_FILE, json.dumps({"num_heads": _num_heads(loaded)}).encode())
     notes = []
     cfg = loaded.data_config
     if (tuple(cfg["mean"]) != (0.5, 0.5, 0.5) or tuple(cfg["std"]) != (0.5, 0.5, 0.5)

@@ -129,7 +129,7 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
     cannot express) when the model has one."""
     from timm.models import save_for_hf
 
-    from vitstudio.core.models.checkpoints import representation_size
+    from vitstudio.core.models.checkpoints import representation_size, shared_layer_norm_eps
 
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
@@ -143,6 +143,9 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
         extra = dict(provenance or {})
         if data_config.get("hf_size"):  # a transformers processor's exact resize (plain timm reads crop_pct)
             extra["hf_size"] = data_config["hf_size"]
+        eps = shared_layer_norm_eps(model)
+        if eps is not None:
+            extra["layer_norm_eps"] = eps
         rep = representation_size(model)
         if rep:
             extra.update(representation_size=rep, note=REPRESENTATION_NOTE)
