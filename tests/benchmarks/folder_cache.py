@@ -7,7 +7,8 @@ Two figures, each for `--new` images into an empty cache and into one already ho
 - embed: CPU seconds per image (this process, all threads) of `embed_folder` on new generated 64×64 JPEGs through
   a small ViT (decode + forward + cache writes);
 - cache writes alone: CPU per image of appending the same number of rows (features + logits, batches of 32, the
-  content hash included) without a model, where the index cost would show undiluted.
+  content hash included) without a model, where the index cost would show undiluted;
+and the audit's fingerprints (perceptual hashes + thumbnails) of the new images, a first and a second time.
 The existing rows are synthetic (tiny files, random features) written through the cache's own API.
 """
 
@@ -73,6 +74,13 @@ def cache_scaling(work: Path, loaded, new: int = 2000, existing: int = 50_000) -
         empty, full = out[(what, "empty")], out[(what, f"{existing // 1000}k")]
         print(f"  {label:<40} empty {empty / n * 1000:7.3f} ms   {existing // 1000}k {full / n * 1000:7.3f} ms   "
               f"ratio {full / empty:5.2f}")
+    from vitstudio.core.folder.fingerprintcache import cached_fingerprints
+
+    first = _cpu(lambda: cached_fingerprints([str(f) for f in files], work / "fingerprints"))
+    second = _cpu(lambda: cached_fingerprints([str(f) for f in files], work / "fingerprints"))
+    out["fingerprints"] = (first, second)
+    print(f"  {'fingerprints (hashes + thumbnails)':<40} first audit {first / n * 1000:7.3f} ms   second "
+          f"{second / n * 1000:7.3f} ms (from the cache)")
     return out
 
 
