@@ -205,3 +205,29 @@ def test_fingerprints_are_cached_by_content(tmp_path, monkeypatch, photos):
     assert str(target) in computed
     want = fingerprints(paths)
     same(got)
+
+
+def test_a_writer_killed_at_any_instant_leaves_a_consistent_cache(tmp_path):
+    """SIGKILL a writer at random instants (mid-append, mid-journal line, mid-fold or mid-compaction): every file
+    the index names still has its own values, and a new writer carries on."""
+    import random
+    import time
+
+    files = tmp_path / "files"
+    files.mkdir()
+    for i in range(300):
+        (files / f"{i}").write_bytes(b"y" * (i % 13 + 1) + str(i).encode())
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    rng = random.Random(0)
+    for _ in range(6):
+        proc = subprocess.Popen([sys.executable, str(script), str(ROOT), str(tmp_path / "store"), str(files)])
+        time.sleep(rng.uniform(1.0, 4.0))  # imports take ~1 s; then appends, folds and compactions
+        proc.kill()
+        proc.wait()
+        store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
+        values = store.arrays()["v.f32"]
+        assert store.rows == 0 or store.path_of("v.f32").stat().st_size == store.rows * 2 * 4
+        for path, entry in store.files.items():
+            np.testing.assert_array_equal(values[entry[3]], [float(Path(path).name), len(Path(path).read_bytes())])
+        store.close()
