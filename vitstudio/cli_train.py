@@ -161,7 +161,8 @@ def finetune(args) -> int:
     if not args.config and not given and not (args.resume and args.out):
         print("error: give DATA_DIR, --model and --out (or --config FILE, or --out RUN --resume)", file=sys.stderr)
         return EXIT_USAGE
-    from .core.train.runlock import RunInUse, die_at
+    from .core.files import die_at
+    from .core.train.runlock import RunInUse
 
     out = Path(args.out) if args.out else None
     with _first_interrupt_only() as interrupted:

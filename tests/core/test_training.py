@@ -15,10 +15,11 @@ import torch
 from tests.conftest import TINY_SPEC
 from tests.core.generators import run
 from tests.core.synthetic_data import make_dataset, tree_state
+from vitstudio.core.files import atomic_torch_save
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, StepProgress, fine_tune
 from vitstudio.core.train.recipes import make_config
-from vitstudio.core.train.runs import CHECKPOINT, atomic_torch_save
+from vitstudio.core.train.runs import CHECKPOINT
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
@@ -127,7 +128,7 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypat
     def die(fd):  # the process is killed after the bytes went out, before the rename
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("vitstudio.core.train.runs.os.fsync", die)
+    monkeypatch.setattr("vitstudio.core.files.os.fsync", die)
     with pytest.raises(KeyboardInterrupt):
         atomic_torch_save({"epoch": 2, "w": torch.zeros(3)}, path)
     assert torch.load(path, weights_only=True)["epoch"] == 1

@@ -17,8 +17,8 @@ import numpy as np
 from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, read_image
+from vitstudio.core.files import atomic_write_bytes
 from vitstudio.core.jobs import CancelToken, Progress
-from vitstudio.core.train.runs import atomic_write_bytes
 
 SHORT_SIDE_MARGIN = 1.5  # 224 -> 336: the median random-resized crop (~0.73 of the side) is still downsampled
 

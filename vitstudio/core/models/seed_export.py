@@ -62,7 +62,7 @@ def _num_heads(loaded: LoadedModel) -> int:
 def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
     """model.pth + class_indices.json in `folder`, and the upstream constructor that loads model.pth strictly; a
     ValueError naming what upstream's VisionTransformer cannot express (nothing is written then)."""
-    from vitstudio.core.train.runs import atomic_write_bytes
+    from vitstudio.core.files import atomic_write_bytes
 
     folder = Path(folder)
     state = upstream_state_dict(loaded)

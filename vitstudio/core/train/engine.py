@@ -28,6 +28,7 @@ from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.attention import rollout
 from vitstudio.core.data.datasets import Split
 from vitstudio.core.data.images import ImageReadError, read_image
+from vitstudio.core.files import atomic_torch_save, atomic_write_bytes, deferred_interrupt, die_at
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.loading import load_model
@@ -46,13 +47,11 @@ from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
-from vitstudio.core.train.runlock import RunLock, deferred_interrupt, die_at, remove_stale_files
+from vitstudio.core.train.runlock import RunLock, remove_stale_files
 from vitstudio.core.train.runs import (
     CHECKPOINT,
     MetricsLog,
     RunFileError,
-    atomic_torch_save,
-    atomic_write_bytes,
     one_line,
     read_checkpoint,
     read_train_config,

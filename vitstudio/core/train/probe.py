@@ -24,7 +24,7 @@ def save_snapshot(run: Path, snap: ProbeSnapshot) -> None:
 
     from PIL import Image
 
-    from vitstudio.core.train.runs import atomic_write_bytes
+    from vitstudio.core.files import atomic_write_bytes
 
     folder = Path(run) / PROBE_DIR
     buffer = io.BytesIO()

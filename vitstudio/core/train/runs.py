@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from vitstudio.core.files import atomic_write_bytes, die_at
 from vitstudio.core.models.catalog import models_dir
-from vitstudio.core.train.runlock import die_at
 
 
 class RunFileError(ValueError):
@@ -86,32 +86,6 @@ def read_checkpoint(folder: Path) -> dict:
 
 METRIC_FIELDS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "seconds")
 CHECKPOINT = "checkpoint-last.pt"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, flush to disk, then rename over `path`: a reader (or a
-    crash) sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are ordinary files
-        die_at(f"before-rename-{path.name}")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    import io
-
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
 
 
 REPRESENTATION_NOTE = ("The head is the original ViT's pre-logits layer (Linear + Tanh, head.fc) followed by the "
