@@ -17,7 +17,8 @@ in phases that cycle until time is up:
              map coloured and box-selected, label review and duplicates
 
 Every `--interval` seconds, on the GUI thread: sys.getrefcount(None), RSS, gc object count, live QObjects (the
-top-level widgets and their descendants), live shiboken wrappers, Python and OS threads, open file descriptors.
+top-level widgets and their descendants), live shiboken wrappers, Python and OS threads and open file descriptors
+(these three as the most seen in the interval, polled every 0.1 s).
 At the end: the samples, the least-squares slope of each per minute after a warm-up (the first 20 % of the run, or
 the whole first cycle when that is longer and under half the run: by then every pool, cache and view exists, and
 what still grows is what each cycle adds), and a verdict: alive (the event loop ran to the end, no uncaught
@@ -33,7 +34,6 @@ import argparse
 import gc
 import json
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -55,7 +55,7 @@ NONE_IMMORTAL = sys.version_info >= (3, 12)
 # None's refcount moves with whatever holds None (every dict, frame, default…); the 6.12.0 bug took it from
 # ~10^5 to 0 in ~3 minutes (tens of thousands a minute). Falling faster than this, or below half, fails.
 NONE_SLOPE_LIMIT = 2000.0  # per minute
-THREAD_SLACK, FD_SLACK = 3, 8  # pool threads expiring and coming back, a cache file open for a moment
+THREAD_SLACK, FD_SLACK = 4, 8  # pool threads expiring and coming back, a cache file open for a moment
 
 
 # ----- samples ------------------------------------------------------------------------------------------
@@ -116,13 +116,33 @@ def grew(first: dict, last: dict, top: int = 8) -> dict:
     return {kind: dict((last[kind] - first[kind]).most_common(top)) for kind in first}
 
 
-def take_sample(t: float, phase: str, app) -> Sample:
+def handles() -> dict:
+    return {"py_threads": threading.active_count(), "os_threads": _count("/proc/self/task"),
+            "fds": _count("/proc/self/fd")}
+
+
+class Peaks:
+    """Threads and fds polled every 0.1 s; a sample reports the most seen since the last one, so it does not
+    depend on whether it landed while a training run's loader threads or a cache file happened to be open."""
+
+    def __init__(self) -> None:
+        self.peak = handles()
+
+    def poll(self) -> None:
+        self.peak = {k: max(v, self.peak[k]) for k, v in handles().items()}
+
+    def take(self) -> dict:
+        self.poll()
+        peak, self.peak = self.peak, handles()
+        return peak
+
+
+def take_sample(t: float, phase: str, app, peaks: Peaks) -> Sample:
     import shiboken6
 
     return Sample(t=round(t, 1), phase=phase, none_refs=sys.getrefcount(None), rss_mb=round(rss_mb(), 1),
                   gc_objects=len(gc.get_objects()), qobjects=live_qobjects(app),
-                  wrappers=len(shiboken6.getAllValidWrappers()), py_threads=threading.active_count(),
-                  os_threads=_count("/proc/self/task"), fds=_count("/proc/self/fd"))
+                  wrappers=len(shiboken6.getAllValidWrappers()), **peaks.take())
 
 
 # ----- analysis -----------------------------------------------------------------------------------------
@@ -146,6 +166,7 @@ def analyse(samples: list[dict], run: dict) -> dict:
     cycles = run.get("cycle_starts_s") or []
     if len(cycles) > 1 and cycles[1] <= start + 0.5 * (end - start):
         cut = max(cut, cycles[1])  # the first cycle made every pool, cache and view; what grows now is per cycle
+    warm = [s for s in samples if s["t"] < cut]
     after = [s for s in samples if s["t"] >= cut]
     span_min = (after[-1]["t"] - after[0]["t"]) / 60 if len(after) > 1 else 0.0
     ts = [s["t"] for s in after]
@@ -174,15 +195,13 @@ def analyse(samples: list[dict], run: dict) -> dict:
     for key, metric, slack in (("threads_bounded", "os_threads", THREAD_SLACK),
                                ("threads_bounded_py", "py_threads", THREAD_SLACK),
                                ("fds_bounded", "fds", FD_SLACK)):
-        # a sample may land while a training run's loader threads or a cache file are open: medians of the
-        # first and last thirds after the warm-up, not single samples, say whether the count creeps up
-        third = max(1, len(after) // 3)
-        first, last = (statistics.median(s[metric] for s in part) for part in (after[:third], after[-third:]))
+        # the counts are peaks per interval; the warm-up's peak covers a whole cycle (training included)
+        ceiling = max(s[metric] for s in warm) + slack if warm else float("inf")
+        top = max(s[metric] for s in after) if after else 0
         fitted = slopes[metric] * span_min
-        checks[key] = len(after) >= 2 and last - first <= slack and fitted < 2 * slack
-        top = max(s[metric] for s in after)
-        notes.append(f"{metric}: median {first:g} -> {last:g} (first -> last third after the warm-up, limit "
-                     f"+{slack}), fitted growth {fitted:+.1f} (limit +{2 * slack}), max {top}")
+        checks[key] = len(after) >= 2 and top <= ceiling and fitted < 2 * slack
+        notes.append(f"{metric} (peak per interval): at most {top} after the warm-up (warm-up peak + {slack} = "
+                     f"{ceiling:g}), fitted growth {fitted:+.1f} (limit +{2 * slack})")
     checks["threads_bounded"] = checks.pop("threads_bounded") and checks.pop("threads_bounded_py")
     return {"ok": all(checks.values()), "checks": checks, "slopes_per_min": slopes, "notes": notes,
             "warmup_s": round(cut - start, 1), "python": sys.version.split()[0], **run}
@@ -258,7 +277,10 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     samples: list[dict] = []
     stall = {"last": time.monotonic(), "max": 0.0}
 
+    peaks = Peaks()
+
     def beat() -> None:
+        peaks.poll()
         now = time.monotonic()
         stall["max"] = max(stall["max"], now - stall["last"])
         stall["last"] = now
@@ -268,7 +290,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     censuses: list[dict] = []  # at the end of the warm-up and at the end
 
     def sample() -> None:
-        samples.append(asdict(take_sample(time.monotonic() - t0, soak.phase, app)))
+        samples.append(asdict(take_sample(time.monotonic() - t0, soak.phase, app, peaks)))
         t = samples[-1]["t"]
         if not censuses and t >= WARMUP * minutes * 60 and (len(soak.cycle_starts) > 1 or t >= minutes * 30):
             censuses.append(census())

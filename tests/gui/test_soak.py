@@ -30,7 +30,9 @@ def test_one_minute_of_the_real_window(tmp_path):
     res = subprocess.run([sys.executable, str(SOAK), "--minutes", "1", "--interval", "5", "--images", "200",
                           "--epochs", "2", "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=240)
-    tail = (res.stdout + res.stderr)[-4000:]
+    noise = "This plugin does not support propagateSizeHints()"  # the offscreen platform, once per window
+    stderr = "\n".join(line for line in res.stderr.splitlines() if line.strip() != noise)
+    tail = f"{res.stdout[-5000:]}\n{stderr[-2000:]}"
     assert res.returncode in (0, 1), f"the soak died (exit {res.returncode}):\n{tail}"  # 1: a verdict, not a crash
     verdict = json.loads(out.read_text())
     checks = verdict["checks"]
