@@ -206,7 +206,7 @@ def _predict(args) -> int:
     if args.topk < 1 or args.batch_size < 1:
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
         return EXIT_USAGE
-    from .core.train.distributed import device_for, finish, init_distributed
+    from .core.distributed import device_for, finish, init_distributed
 
     info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
     args.device = device_for(info, args.device)

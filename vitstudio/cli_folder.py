@@ -86,7 +86,7 @@ def embed_cmd(args) -> int:
     import numpy as np
 
     from .cli import _load
-    from .core.train.distributed import device_for, finish, init_distributed
+    from .core.distributed import device_for, finish, init_distributed
 
     info = init_distributed()  # under torchrun: the processes share the files, rank 0 writes
     args.device = device_for(info, args.device)

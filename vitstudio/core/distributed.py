@@ -1,5 +1,5 @@
-"""Multi-process training through PyTorch's own distributed engine (`torchrun --nproc-per-node N -m vitstudio
-finetune …`): one process per device, DDP, rank 0 writes."""
+"""Multi-process work through PyTorch's own distributed engine (`torchrun --nproc-per-node N -m vitstudio
+finetune|predict|embed …`): one process per device (DDP when training), rank 0 writes."""
 
 from __future__ import annotations
 

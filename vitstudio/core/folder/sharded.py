@@ -15,11 +15,11 @@ import numpy as np
 import torch.distributed as dist
 
 from vitstudio.core.analysis.embeddings import pooled_features
+from vitstudio.core.distributed import DistInfo, barrier
 from vitstudio.core.folder.embedcache import EmbeddingCache, FolderEmbeddings, embed_folder
 from vitstudio.core.inference import classify_files, decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.train.distributed import DistInfo, barrier
 
 
 def my_share(items: Sequence, info: DistInfo) -> list[tuple[int, object]]:

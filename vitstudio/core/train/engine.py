@@ -28,12 +28,7 @@ from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.attention import rollout
 from vitstudio.core.data.datasets import Split
 from vitstudio.core.data.images import ImageReadError, read_image
-from vitstudio.core.files import atomic_torch_save, atomic_write_bytes, deferred_interrupt, die_at
-from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
-from vitstudio.core.models.devices import explain_out_of_memory
-from vitstudio.core.models.loading import load_model
-from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.train.distributed import (
+from vitstudio.core.distributed import (
     DistInfo,
     barrier,
     broadcast_flag,
@@ -42,6 +37,11 @@ from vitstudio.core.train.distributed import (
     init_distributed,
     sum_across,
 )
+from vitstudio.core.files import atomic_torch_save, atomic_write_bytes, deferred_interrupt, die_at
+from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
+from vitstudio.core.models.devices import explain_out_of_memory
+from vitstudio.core.models.loading import load_model
+from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.train.evaluation import EvalReport, evaluate, validation_pass
 from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from vitstudio.core.distributed import DistInfo, sum_across
 from vitstudio.core.inference import classify_files
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.train.distributed import DistInfo, sum_across
 
 
 @dataclass(frozen=True)

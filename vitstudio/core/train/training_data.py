@@ -30,9 +30,9 @@ from vitstudio.core.data.datasets import (
 from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBatches
 from vitstudio.core.data.imagecache import build_cache, short_side_for
 from vitstudio.core.data.images import ImageReadError, read_image
+from vitstudio.core.distributed import DistInfo
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import eval_transform, split_eval_transform
-from vitstudio.core.train.distributed import DistInfo
 from vitstudio.core.train.recipes import TrainConfig
 
 
