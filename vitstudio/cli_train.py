@@ -362,7 +362,8 @@ def export_cmd(args) -> int:
 def demo_model(args) -> int:
     import tempfile
 
-    from .core.models.demo import demo_config, render_digits
+    from .core.models.demo import render_digits
+    from .core.train.demo_recipe import demo_config
     from .core.train.engine import fine_tune
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,8 +11,6 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vitstudio.core.train.recipes import TrainConfig, make_config
-
 DEMO_NAME = "digits-vit"
 DEMO_SPEC = "custom:img=32,patch=4,width=64,depth=4,heads=4,classes=10"  # 8×8 patch grid, 65 tokens
 DEMO_SIZE = 32
@@ -56,9 +54,3 @@ def render_digits(folder: str | Path) -> Path:
         out.mkdir(parents=True, exist_ok=True)
         img.save(out / f"{i:04d}.png")
     return folder
-
-
-def demo_config(data_dir: str | Path, out_dir: str | Path, epochs: int = 40) -> TrainConfig:
-    return make_config(str(data_dir), DEMO_SPEC, str(out_dir), preset="scratch", epochs=epochs, batch_size=64,
-                       lr=2e-3, warmup_epochs=3, hflip=0.0, scale=(0.75, 1.0), mean=(0.5, 0.5, 0.5),
-                       std=(0.5, 0.5, 0.5), interpolation="bilinear", crop_pct=1.0, seed=0, label_smoothing=0.1)
