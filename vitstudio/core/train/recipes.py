@@ -7,130 +7,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vitstudio.core.train.schema import (
+    AUGMENTATION, DATA, OPTIMISER, PERFORMANCE, REGULARISATION, Range, check_settings, setting, settings_of)
+
 TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all")
 SPLIT_RULES = ("stratified", "upstream")
-
-
-@dataclass
-class TrainConfig:
-    data_dir: str
-    model: str  # anything load_model accepts; the head is replaced by one sized to the dataset
-    out_dir: str  # models/<run-name>; never overwritten
-    preset: str = "last-blocks"
-    weights: str | None = None  # weights file for `model` when it is an architecture name
-    scope: str = "last-blocks"  # which parameters train: see TRAIN_SCOPES
-    last_blocks: int = 2
-    epochs: int = 10
-    batch_size: int = 32
-    grad_accum: int = 1
-    opt: str = "adamw"
-    lr: float = 3e-4
-    momentum: float = 0.9
-    weight_decay: float = 0.05
-    filter_bias_and_norm: bool = True  # no weight decay on biases and norms (timm's default)
-    layer_decay: float | None = None  # timm param_groups_layer_decay; None or 0 = off
-    warmup_epochs: float = 1.0
-    min_lr_ratio: float = 0.01  # cosine decays to lr * this
-    step_on_epochs: bool = False  # the seed recipe steps its cosine once per epoch
-    label_smoothing: float = 0.0
-    mixup: float = 0.0
-    cutmix: float = 0.0
-    drop_path: float = 0.0
-    ema_decay: float = 0.0  # 0 = no EMA
-    patience: int = 0  # early stopping after this many epochs without a better val accuracy; 0 = off
-    precision: str = "auto"  # auto (bf16 on GPUs that support it, else fp32) / fp32 / bf16 / fp16 (GradScaler)
-    device: str = "auto"
-    seed: int = 0
-    img_size: int | None = None  # None or 0: the base model's input size
-    val_ratio: float = 0.2
-    split_rule: str = "stratified"  # or "upstream": the seed train.py's read_split_data (random.sample, seed 0)
-    reuse_head: bool = True  # start the new head from the base model's rows when every class name is among its labels
-    hflip: float = 0.5
-    scale: tuple[float, float] = (0.08, 1.0)  # RandomResizedCrop area range
-    color_jitter: float = 0.0
-    auto_augment: str | None = None  # timm's RandAugment spec, e.g. "rand-m9-mstd0.5-inc1"; None = off
-    balance: bool = False  # class-balanced loss: each class weighs as much as the others, whatever its size
-    mean: tuple[float, float, float] | None = None  # None: the base model's
-    std: tuple[float, float, float] | None = None
-    interpolation: str | None = None
-    crop_pct: float | None = None
-    workers: int = 0  # DataLoader worker processes (pil data path)
-    data_path: str = "cached"  # "cached": decode once + augment on the device; "pil": timm's PIL DataLoader
-    cache_memory_gb: float = 2.0  # a larger decoded cache is memory-mapped from ~/.cache/vitstudio/decoded
-    channels_last: bool = False
-    compile: bool = False  # torch.compile the model
-    fused_optimizer: bool | None = None  # fused kernels on CUDA; None: on for AdamW/Adam on CUDA (torch's own)
-    probe_image: str | None = None  # its rollout is snapshotted after every epoch
-    exclude: tuple[str, ...] = ()  # files left out of training and validation (label review); the dataset untouched
-    extra: dict = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=1)
-
-    @classmethod
-    def from_json(cls, text: str) -> TrainConfig:
-        """The settings a train_config.json holds; a ValueError (one line) naming the first field that is
-        missing, unknown or of the wrong type."""
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError(f"it should hold a JSON object of settings, not a {type(data).__name__}")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - set(fields))
-        if unknown:
-            raise ValueError(f"unknown setting(s) {', '.join(map(repr, unknown))}")
-        missing = [name for name, f in fields.items() if name not in data and f.default is dataclasses.MISSING
-                   and f.default_factory is dataclasses.MISSING]
-        if missing:
-            raise ValueError(f"the setting(s) {', '.join(map(repr, missing))} are missing")
-        for name, value in data.items():
-            if not _has_type(value, fields[name].type):
-                raise ValueError(f"{name!r} should be {fields[name].type}, not {json.dumps(value)[:60]}")
-        for key in ("scale", "mean", "std", "exclude"):
-            if data.get(key) is not None:
-                data[key] = tuple(data[key])
-        return cls(**data)
-
-    def validate(self) -> None:
-        if self.scope not in TRAIN_SCOPES:
-            raise ValueError(f"Unknown training scope '{self.scope}'; use one of {', '.join(TRAIN_SCOPES)}.")
-        for name in ("epochs", "batch_size", "grad_accum"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1.")
-        if self.lr <= 0:
-            raise ValueError("The learning rate must be positive.")
-        lo, hi = self.scale
-        if not 0.0 < lo <= hi <= 1.0:
-            raise ValueError(f"The crop scale range must satisfy 0 < min <= max <= 1, not {lo}..{hi}.")
-        if not 0.0 <= self.hflip <= 1.0 or not 0.0 <= self.color_jitter <= 1.0:
-            raise ValueError("The flip probability and the colour jitter must be between 0 and 1.")
-        if self.auto_augment and not self.auto_augment.startswith(("rand", "augmix", "trivial", "original", "v0")):
-            raise ValueError(f"Unknown RandAugment spec '{self.auto_augment}'; timm's look like rand-m9-mstd0.5-inc1.")
-        if self.split_rule not in SPLIT_RULES:
-            raise ValueError(f"Unknown split rule '{self.split_rule}'; use one of {', '.join(SPLIT_RULES)}.")
-        if (self.mixup or self.cutmix) and self.batch_size % 2:
-            raise ValueError("Mixup/cutmix need an even batch size.")
-        data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
-        if out == data or data in out.parents:
-            raise ValueError("The output folder must not be inside the dataset folder: ViT Studio never writes there.")
-
-
-def _has_type(value, annotation: str) -> bool:
-    """Whether a JSON value fits a TrainConfig field's annotation (as written: "int", "float | None",
-    "tuple[float, float]", "tuple[str, ...]", "dict")."""
-    for option in annotation.split(" | "):
-        if option == "None" and value is None:
-            return True
-        if option.startswith("tuple[") and isinstance(value, (list, tuple)):
-            items = option[len("tuple["):-1].split(", ")
-            if items[-1] == "...":
-                if all(_has_type(v, items[0]) for v in value):
-                    return True
-            elif len(items) == len(value) and all(_has_type(v, t) for v, t in zip(value, items)):
-                return True
-        kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict}.get(option)
-        if kinds is not None and isinstance(value, kinds) and (option == "bool" or not isinstance(value, bool)):
-            return True
-    return False
 
 
 PRESETS: dict[str, dict] = {
@@ -158,6 +39,188 @@ PRESETS: dict[str, dict] = {
     "scratch": dict(scope="all", opt="adamw", lr=1e-3, weight_decay=0.05, epochs=50, batch_size=64,
                     warmup_epochs=3.0, label_smoothing=0.1, scale=(0.6, 1.0), hflip=0.0),
 }
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a fine-tuning run; each field's Setting (schema.py) gives its label, help, range or
+    choices and flag, from which the CLI's options, the Training form and validate() are generated."""
+
+    # field order is the order of train_config.json; the CLI's help and the form group them by section
+    data_dir: str = setting(label="Dataset", help="dataset folder: one subfolder per class, or train/ + val/",
+                            panel=True, advanced=False)
+    model: str = setting(label="Base model", help="base model (any --model spec), e.g. "
+                         "vit_small_patch16_224.augreg_in21k; its head is replaced by one sized to the dataset",
+                         panel=True, advanced=False)
+    out_dir: str = setting(label="Run folder", help="new run folder, e.g. models/flowers-vit (never overwritten)",
+                           aliases=("--out",), panel=True, advanced=False)
+    preset: str = setting("last-blocks", label="Preset", choices=tuple(PRESETS), advanced=False,
+                          help="starting recipe; the other settings override its values")
+    weights: str | None = setting(None, label="Weights file", help="weights file for the model when it is an "
+                                  "architecture name", none_text="the model's own")
+    scope: str = setting("last-blocks", label="Trained parameters", choices=TRAIN_SCOPES, section=OPTIMISER,
+                         help="which parameters train: the head, head and pre-logits, the last blocks, or all")
+    last_blocks: int = setting(2, label="Last blocks trained", range=Range(1, 1000), section=OPTIMISER,
+                               help="number of final blocks trained with scope last-blocks")
+    epochs: int = setting(10, label="Epochs", help="number of epochs", range=Range(1, 100_000), advanced=False,
+                          section=OPTIMISER)
+    batch_size: int = setting(32, label="Batch size", help="images per step", range=Range(1, 65_536),
+                              advanced=False, section=OPTIMISER)
+    grad_accum: int = setting(1, label="Gradient accumulation", range=Range(1, 4096), section=OPTIMISER,
+                              help="steps whose gradients are accumulated per optimizer update")
+    opt: str = setting("adamw", label="Optimizer", section=OPTIMISER,
+                       suggestions=("adamw", "adam", "momentum", "sgd", "lamb", "lion"),
+                       help="timm optimizer name: adamw, adam, momentum (plain SGD with momentum), sgd (Nesterov), "
+                            "lamb, lion, ...")
+    lr: float = setting(3e-4, label="Learning rate", help="peak learning rate", range=Range(0, 10, lo_open=True),
+                        decimals=6, advanced=False, section=OPTIMISER)
+    momentum: float = setting(0.9, label="Momentum", help="momentum of the SGD-family optimizers",
+                              range=Range(0, 1), section=OPTIMISER)
+    weight_decay: float = setting(0.05, label="Weight decay", help="weight decay", range=Range(0, 10), decimals=6,
+                                  section=OPTIMISER)
+    filter_bias_and_norm: bool = setting(True, label="No weight decay on biases and norms", section=OPTIMISER,
+                                         help="exempt biases and norm weights from weight decay (timm's default)")
+    layer_decay: float | None = setting(None, label="Layer-wise lr decay", range=Range(0, 1), none_text="off",
+                                        section=OPTIMISER, help="layer-wise learning-rate decay (timm), e.g. 0.75")
+    warmup_epochs: float = setting(1.0, label="Warmup epochs", help="linear warm-up length in epochs",
+                                   range=Range(0, 100_000), decimals=2, section=OPTIMISER)
+    min_lr_ratio: float = setting(0.01, label="Final lr ratio", range=Range(0, 1), decimals=4, section=OPTIMISER,
+                                  help="the cosine schedule decays to lr times this")
+    step_on_epochs: bool = setting(False, label="Step the schedule per epoch", section=OPTIMISER,
+                                   help="step the cosine once per epoch (the seed recipe) instead of every update")
+    label_smoothing: float = setting(0.0, label="Label smoothing", help="label smoothing",
+                                     range=Range(0, 1, hi_open=True), section=REGULARISATION)
+    mixup: float = setting(0.0, label="Mixup alpha", none_text="off", help="mixup alpha (0 = off)", range=Range(0, 100),
+                           decimals=2, section=REGULARISATION)
+    cutmix: float = setting(0.0, label="CutMix alpha", none_text="off", help="CutMix alpha (0 = off)", range=Range(0, 100),
+                            decimals=2, section=REGULARISATION)
+    drop_path: float = setting(0.0, label="Drop path", help="stochastic depth rate",
+                               range=Range(0, 1, hi_open=True), section=REGULARISATION)
+    ema_decay: float = setting(0.0, label="EMA decay", none_text="off", help="weight EMA decay (0 = off)",
+                               range=Range(0, 1, hi_open=True), decimals=5, section=REGULARISATION)
+    patience: int = setting(0, label="Early-stopping patience", none_text="off", range=Range(0, 100_000),
+                            section=REGULARISATION,
+                            help="stop after this many epochs without a better val accuracy (0 = never)")
+    precision: str = setting("auto", label="Precision (AMP)", choices=("auto", "fp32", "bf16", "fp16"),
+                             help="auto (bf16 on GPUs that support it, fp32 elsewhere), fp32, or bf16/fp16 autocast "
+                                  "with mixed-precision training (fp16 with a GradScaler)")
+    device: str = setting("auto", label="Device", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps",
+                          suggestions=("auto", "cpu", "cuda", "mps"))
+    seed: int = setting(0, label="Seed", help="random seed (split, initialisation, augmentation)",
+                        range=Range(0, 2**32 - 1), decimals=0)
+    img_size: int | None = setting(None, label="Image size", help="training image size", range=Range(0, 4096),
+                                   none_text="the model's", section=DATA)
+    val_ratio: float = setting(0.2, label="Validation ratio", help="fraction of each class held out for validation",
+                               range=Range(0, 1, lo_open=True, hi_open=True), decimals=2, section=DATA)
+    split_rule: str = setting("stratified", label="Split rule", choices=SPLIT_RULES, section=DATA,
+                              help="stratified, or upstream: the seed train.py's read_split_data (random.sample, "
+                                   "seed 0, 4 suffixes)")
+    reuse_head: bool = setting(True, label="Reuse matching head rows", section=DATA,
+                               help="start the new head from the base model's rows when every class is named like "
+                                    "one of its labels")
+    hflip: float = setting(0.5, label="Flip probability", range=Range(0, 1), decimals=2, section=AUGMENTATION,
+                           help="horizontal flip probability (0 for text, digits, oriented data)")
+    scale: tuple[float, float] = setting((0.08, 1.0), label="Crop scale range", parts=("min", "max"), ordered=True,
+                                         range=Range(0, 1, lo_open=True), decimals=2, section=AUGMENTATION,
+                                         help="random-resized-crop area range, e.g. 0.75 1 for mild crops "
+                                              "(0.08 1 is timm's ImageNet)")
+    color_jitter: float = setting(0.0, label="Colour jitter", none_text="off", range=Range(0, 1), decimals=2,
+                                  section=AUGMENTATION, help="colour jitter strength, e.g. 0.4 (PIL data path)")
+    auto_augment: str | None = setting(None, label="RandAugment (timm)", aliases=("--randaugment",),
+                                       none_text="off", section=AUGMENTATION,
+                                       suggestions=("rand-m9-mstd0.5-inc1",),
+                                       help="timm's RandAugment spec, e.g. rand-m9-mstd0.5-inc1 (PIL data path)")
+    balance: bool = setting(False, label="Balance classes", section=REGULARISATION,
+                            help="class-balanced loss: every class weighs as much as the others, whatever its size")
+    mean: tuple[float, float, float] | None = setting(None, label="Normalisation mean", parts=("R", "G", "B"),
+                                                      range=Range(0, 1), decimals=4, none_text="the model's",
+                                                      section=DATA, help="per-channel mean of the input")
+    std: tuple[float, float, float] | None = setting(None, label="Normalisation std", parts=("R", "G", "B"),
+                                                     range=Range(0, 10, lo_open=True), decimals=4,
+                                                     none_text="the model's", section=DATA,
+                                                     help="per-channel standard deviation of the input")
+    interpolation: str | None = setting(None, label="Interpolation", none_text="the model's", section=DATA,
+                                        choices=("bicubic", "bilinear", "nearest", "lanczos", "box", "hamming"),
+                                        help="resize interpolation")
+    crop_pct: float | None = setting(None, label="Centre-crop fraction", range=Range(0, 2, lo_open=True),
+                                     none_text="the model's", section=DATA,
+                                     help="validation centre crop: the image is resized to size / crop_pct first")
+    workers: int = setting(0, label="DataLoader workers", help="DataLoader worker processes (pil data path)",
+                           range=Range(0, 256), section=PERFORMANCE)
+    data_path: str = setting("cached", label="Data path", choices=("cached", "pil"), section=PERFORMANCE,
+                             help="cached: decode once, augment on the device; pil: timm's PIL DataLoader")
+    cache_memory_gb: float = setting(2.0, label="Decoded cache in memory (GB)", range=Range(0, 4096), decimals=1,
+                                     section=PERFORMANCE, help="a larger decoded cache is memory-mapped from "
+                                                               "~/.cache/vitstudio/decoded")
+    channels_last: bool = setting(False, label="Channels-last", section=PERFORMANCE,
+                                  help="channels-last memory format for the model")
+    compile: bool = setting(False, label="torch.compile", help="torch.compile the model", section=PERFORMANCE)
+    fused_optimizer: bool | None = setting(None, label="Fused optimizer", none_text="auto", section=PERFORMANCE,
+                                           help="fused optimizer kernels on CUDA (auto: on for AdamW and Adam)")
+    probe_image: str | None = setting(None, label="Probe image", aliases=("--probe",), panel=True,
+                                      help="image whose attention rollout is snapshotted after every epoch",
+                                      none_text="the first validation image")
+    exclude: tuple[str, ...] = setting((), label="Excluded images", panel=True, parts=("PATH",),
+                                       help="image paths left out of training and validation (e.g. the doubtful "
+                                            "labels of the label review); the dataset itself is not touched")
+    extra: dict = field(default_factory=dict)  # free-form, outside the schema
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> TrainConfig:
+        """The settings a train_config.json holds; a ValueError (one line) naming the first field that is
+        missing, unknown or of the wrong type."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"it should hold a JSON object of settings, not a {type(data).__name__}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(map(repr, unknown))}")
+        missing = [name for name, f in fields.items() if name not in data and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ValueError(f"the setting(s) {', '.join(map(repr, missing))} are missing")
+        for name, value in data.items():
+            if not _has_type(value, fields[name].type):
+                raise ValueError(f"{name!r} should be {fields[name].type}, not {json.dumps(value)[:60]}")
+        for s in settings_of(cls):
+            if s.length and data.get(s.name) is not None:
+                data[s.name] = tuple(data[s.name])
+        return cls(**data)
+
+    def validate(self) -> None:
+        """Every field within the range or choices its Setting gives (one message per field, the same in the CLI
+        and the GUI), then the rules that tie fields together."""
+        check_settings(self)
+        if self.auto_augment and not self.auto_augment.startswith(("rand", "augmix", "trivial", "original", "v0")):
+            raise ValueError(f"Unknown RandAugment spec '{self.auto_augment}'; timm's look like rand-m9-mstd0.5-inc1.")
+        if (self.mixup or self.cutmix) and self.batch_size % 2:
+            raise ValueError("Mixup/cutmix need an even batch size.")
+        data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
+        if out == data or data in out.parents:
+            raise ValueError("The output folder must not be inside the dataset folder: ViT Studio never writes there.")
+
+
+def _has_type(value, annotation: str) -> bool:
+    """Whether a JSON value fits a TrainConfig field's annotation (as written: "int", "float | None",
+    "tuple[float, float]", "tuple[str, ...]", "dict")."""
+    for option in annotation.split(" | "):
+        if option == "None" and value is None:
+            return True
+        if option.startswith("tuple[") and isinstance(value, (list, tuple)):
+            items = option[len("tuple["):-1].split(", ")
+            if items[-1] == "...":
+                if all(_has_type(v, items[0]) for v in value):
+                    return True
+            elif len(items) == len(value) and all(_has_type(v, t) for v, t in zip(value, items)):
+                return True
+        kinds = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict}.get(option)
+        if kinds is not None and isinstance(value, kinds) and (option == "bool" or not isinstance(value, bool)):
+            return True
+    return False
 
 
 def make_config(data_dir: str, model: str, out_dir: str, preset: str = "last-blocks", **overrides) -> TrainConfig:
