@@ -22,8 +22,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from vitstudio.core.analysis.capture import AttentionUnsupported, capturing, grid_for, has_class_token, resolve_layers
+from vitstudio.core.analysis.capture import (
+    AttentionUnsupported,
+    TokenMaps,
+    capturing,
+    grid_for,
+    has_class_token,
+    resolve_layers,
+)
 from vitstudio.core.analysis.registry import FUSIONS
+from vitstudio.core.analysis.window_attention import window_token_maps
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import CLASS, PATCHES, WINDOW, is_windowed, trunk_blocks
 
@@ -130,19 +138,10 @@ def head_maps(loaded: LoadedModel, x: torch.Tensor, layer: int = -1) -> np.ndarr
     return _patch_grid(loaded, x, out["maps"])
 
 
-@dataclass(frozen=True)
-class TokenMaps:
-    layers: tuple[int, ...]
-    attends_to: np.ndarray  # (B, layers, heads, gh, gw): attention the chosen patch pays to every patch
-    attended_by: np.ndarray  # (B, layers, heads, gh, gw): attention every patch pays to the chosen patch
-
-
 def token_maps(loaded: LoadedModel, x: torch.Tensor, patch: tuple[int, int], layers=None) -> TokenMaps:
     """Attention of patch (row, col) to every patch, and of every patch to it, per layer and head (windowed
     models: inside its window, NaN elsewhere; see `window_attention`)."""
     if is_windowed(loaded.model):
-        from vitstudio.core.analysis.window_attention import window_token_maps
-
         return window_token_maps(loaded, x, patch, layers)
     gh, gw = grid_for(loaded.model, x)
     row, col = patch

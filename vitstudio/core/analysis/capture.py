@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -25,8 +27,15 @@ class AttentionUnsupported(Exception):
     """The model's blocks have no attention module we know how to read."""
 
 
-__all__ = ["AttentionUnsupported", "attention_modules", "capturing", "grid_for", "has_class_token", "num_layers",
-           "resolve_layers"]
+__all__ = ["AttentionUnsupported", "TokenMaps", "attention_modules", "capturing", "grid_for", "has_class_token",
+           "num_layers", "resolve_layers"]
+
+
+@dataclass(frozen=True)
+class TokenMaps:
+    layers: tuple[int, ...]
+    attends_to: np.ndarray  # (B, layers, heads, gh, gw): attention the chosen patch pays to every patch
+    attended_by: np.ndarray  # (B, layers, heads, gh, gw): attention every patch pays to the chosen patch
 
 
 def num_layers(model: nn.Module) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from vitstudio.core.analysis.capture import capturing, grid_for, resolve_layers
+from vitstudio.core.analysis.capture import TokenMaps, capturing, grid_for, resolve_layers
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import trunk_blocks
 
@@ -63,8 +63,6 @@ def _upsample(maps: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
 def window_token_maps(loaded: LoadedModel, x: torch.Tensor, patch: tuple[int, int], layers=None):
     """TokenMaps for a windowed model: patch (row, col) of the patch grid, per layer and head, inside its window.
     Cells outside the patch's window are NaN (no attention there: it is not zero, it does not exist)."""
-    from vitstudio.core.analysis.attention import TokenMaps
-
     model = loaded.model
     grid = grid_for(model, x)
     trunk = trunk_blocks(model)
