@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vitstudio.core.train.schema import (
-    AUGMENTATION, DATA, OPTIMISER, PERFORMANCE, REGULARISATION, Range, check_settings, setting, settings_of)
+    AUGMENTATION,
+    DATA,
+    OPTIMISER,
+    PERFORMANCE,
+    REGULARISATION,
+    Range,
+    check_settings,
+    setting,
+    settings_of,
+)
 
 TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all")
 SPLIT_RULES = ("stratified", "upstream")
@@ -90,10 +99,10 @@ class TrainConfig:
                                    help="step the cosine once per epoch (the seed recipe) instead of every update")
     label_smoothing: float = setting(0.0, label="Label smoothing", help="label smoothing",
                                      range=Range(0, 1, hi_open=True), section=REGULARISATION)
-    mixup: float = setting(0.0, label="Mixup alpha", none_text="off", help="mixup alpha (0 = off)", range=Range(0, 100),
-                           decimals=2, section=REGULARISATION)
-    cutmix: float = setting(0.0, label="CutMix alpha", none_text="off", help="CutMix alpha (0 = off)", range=Range(0, 100),
-                            decimals=2, section=REGULARISATION)
+    mixup: float = setting(0.0, label="Mixup alpha", none_text="off", help="mixup alpha (0 = off)",
+                           range=Range(0, 100), decimals=2, section=REGULARISATION)
+    cutmix: float = setting(0.0, label="CutMix alpha", none_text="off", help="CutMix alpha (0 = off)",
+                            range=Range(0, 100), decimals=2, section=REGULARISATION)
     drop_path: float = setting(0.0, label="Drop path", help="stochastic depth rate",
                                range=Range(0, 1, hi_open=True), section=REGULARISATION)
     ema_decay: float = setting(0.0, label="EMA decay", none_text="off", help="weight EMA decay (0 = off)",
