@@ -97,7 +97,7 @@ def test_index_writes_are_proportional_to_the_batch(tmp_path):
     _fill(store, files, ["new-a", "new-b"])
     after = (tmp_path / "store" / "index.json").stat()
     assert (after.st_ino, after.st_mtime_ns) == (snapshot.st_ino, snapshot.st_mtime_ns)  # not rewritten
-    assert journal.stat().st_size - before < 400  # two entries
+    assert journal.stat().st_size - before < 1000  # two entries (the snapshot holds 20,000: ~4 MB)
     reopened = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
     assert reopened.rows == 20_002 and reopened.lookup(files / "new-b") == 20_001
     np.testing.assert_array_equal(reopened.arrays()["v.f32"][20_001], [5, sum(b"new-b")])
@@ -231,3 +231,10 @@ def test_a_writer_killed_at_any_instant_leaves_a_consistent_cache(tmp_path):
         for path, entry in store.files.items():
             np.testing.assert_array_equal(values[entry[3]], [float(Path(path).name), len(Path(path).read_bytes())])
         store.close()
+
+
+def test_a_fifo_or_a_vanished_file_is_never_opened_by_a_lookup(tmp_path):
+    store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes
+    assert store.lookup(fifo) is None and store.lookup(tmp_path / "missing.png") is None

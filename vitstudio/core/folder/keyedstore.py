@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -45,9 +46,15 @@ def content_digest(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def stat_keys(path: str | Path) -> tuple[str, str]:
-    """(size:mtime, inode:ctime) of a file: the first is what a user sees, the second changes with every write."""
-    st = os.stat(path)
+def stat_keys(path: str | Path) -> tuple[str, str] | None:
+    """(size:mtime, inode:ctime) of a regular file (the first is what a user sees, the second changes with every
+    write); None for anything else (missing, a FIFO, a device, a folder: never opened here, a FIFO would block)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
     return f"{st.st_size}:{st.st_mtime_ns}", f"{st.st_ino}:{st.st_ctime_ns}"
 
 
@@ -140,7 +147,10 @@ class KeyedRows:
     def lookup(self, path: str | Path) -> int | None:
         """The row of this file's current content, or None (hashes the file unless its stat matches exactly)."""
         path = str(path)
-        key, ident = stat_keys(path)
+        keys = stat_keys(path)
+        if keys is None:
+            return None
+        key, ident = keys
         entry = self.files.get(path) or self._pending.get(path)
         if entry and entry[0] == key and entry[1] == ident:
             return entry[3]
@@ -164,8 +174,11 @@ class KeyedRows:
         """New rows (one per path; `values`: column -> (len(paths), width) array) and their index entries."""
         entries = []
         for p in paths:
-            key, ident = stat_keys(p)
-            entries.append([str(p), key, ident, self.digest(str(p), key, ident)])
+            keys = stat_keys(p)
+            if keys is None:  # gone since it was read: an entry no lookup ever matches
+                entries.append([str(p), "", "", f"gone:{p}"])
+            else:
+                entries.append([str(p), *keys, self.digest(str(p), *keys)])
         with self.locked(exclusive=True):
             self._cut_leftovers()
             widths = {}
