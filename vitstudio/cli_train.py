@@ -10,63 +10,58 @@ from pathlib import Path
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-TRAIN_OPTIONS = (
-    ("epochs", int, "number of epochs"), ("batch-size", int, "images per step"),
-    ("grad-accum", int, "steps whose gradients are accumulated per optimizer update"),
-    ("lr", float, "peak learning rate"), ("weight-decay", float, "weight decay"),
-    ("layer-decay", float, "layer-wise learning-rate decay (timm), e.g. 0.75"),
-    ("warmup-epochs", float, "linear warm-up length in epochs"), ("label-smoothing", float, "label smoothing"),
-    ("mixup", float, "mixup alpha (0 = off)"), ("cutmix", float, "CutMix alpha (0 = off)"),
-    ("drop-path", float, "stochastic depth rate"), ("ema-decay", float, "weight EMA decay (0 = off)"),
-    ("patience", int, "stop after this many epochs without a better val accuracy (0 = never)"),
-    ("seed", int, "random seed (split, initialisation, augmentation)"), ("img-size", int, "training image size"),
-    ("val-ratio", float, "fraction of each class held out for validation"),
-    ("last-blocks", int, "number of final blocks trained by the last-blocks preset"),
-    ("workers", int, "DataLoader worker processes (pil data path)"),
-)
+def add_config_options(parser, settings, presets: dict | None = None) -> None:
+    """One option per Setting (as transformers' HfArgumentParser adds one per dataclass field), named after its
+    field (`--min-lr-ratio`) with its earlier names as aliases, grouped by section. Every option defaults to None:
+    only the settings given override the preset; ranges are checked by TrainConfig.validate(), so the CLI and the
+    GUI give the same message."""
+    import argparse
+
+    groups: dict[str, object] = {}
+    for s in settings:
+        group = groups.get(s.section)
+        if group is None:
+            group = groups[s.section] = parser.add_argument_group(f"{s.section} settings")
+        kw: dict = dict(dest=s.name, default=None, help=_option_help(s, presets))
+        if s.kind is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = s.kind
+            if s.choices is not None:
+                kw["choices"] = list(s.choices)
+            if s.length:
+                kw["nargs"] = s.length if s.length > 0 else "*"
+                kw["metavar"] = tuple(p.upper() for p in s.parts) if s.length > 0 else (s.parts or ("VALUE",))[0]
+        group.add_argument(s.flag, *s.aliases, **kw)
+
+
+def _option_help(s, presets: dict | None) -> str:
+    from .core.train.schema import describe_default
+
+    text = s.help
+    if s.range is not None:
+        text += f"; in {s.range}"
+    if s.suggestions and s.choices is None and not any(v in text for v in s.suggestions):
+        text += f"; e.g. {', '.join(s.suggestions)}"
+    return f"{text} (default: {describe_default(s, presets)})".replace("%", "%%")
 
 
 def add_parsers(sub) -> None:
-    from .core.train.recipes import PRESETS
+    from .core.train.recipes import PRESETS, TrainConfig
+    from .core.train.schema import settings_of
 
-    p = sub.add_parser("finetune", help="fine-tune a ViT on a folder dataset (one subfolder per class)")
-    p.add_argument("data_dir", nargs="?", help="dataset folder: one subfolder per class, or train/ + val/")
-    p.add_argument("--model", help="base model (any --model spec), e.g. vit_small_patch16_224.augreg_in21k")
+    p = sub.add_parser("finetune", help="fine-tune a ViT on a folder dataset (one subfolder per class)",
+                       description="Every setting of TrainConfig has an option, named after its field; the options "
+                                   "given override the preset's values.")
+    p.add_argument("data_dir_arg", nargs="?", metavar="DATA_DIR",
+                   help="dataset folder: one subfolder per class, or train/ + val/ (same as --data-dir)")
     p.add_argument("--config", help="a train_config.json holding every setting (the other options are ignored)")
-    p.add_argument("--weights", help="weights file for --model")
-    p.add_argument("--preset", default="last-blocks", choices=list(PRESETS),
-                   help="starting recipe; the options below override its values (default last-blocks)")
-    p.add_argument("--out", help="new run folder, e.g. models/flowers-vit (never overwritten)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    for name, kind, text in TRAIN_OPTIONS:
-        p.add_argument(f"--{name}", type=kind, help=text + " (default: the preset's)")
-    p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
-                   help="auto (bf16 on GPUs that support it, fp32 elsewhere; the default), fp32, or bf16/fp16 "
-                        "autocast with mixed-precision training")
-    aug = p.add_argument_group("augmentation (defaults: the preset's)")
-    aug.add_argument("--scale", type=float, nargs=2, metavar=("MIN", "MAX"),
-                     help="random-resized-crop area range, e.g. 0.75 1 for mild crops (0.08 1 is timm's ImageNet)")
-    aug.add_argument("--hflip", type=float, help="horizontal flip probability (0 for text, digits, oriented data)")
-    aug.add_argument("--color-jitter", type=float, help="colour jitter strength, e.g. 0.4 (PIL data path)")
-    aug.add_argument("--randaugment", dest="auto_augment", metavar="SPEC",
-                     help="timm's RandAugment, e.g. rand-m9-mstd0.5-inc1 (PIL data path)")
-    aug.add_argument("--balance", action="store_true", help="class-balanced loss: every class weighs the same")
-    p.add_argument("--split-rule", choices=["stratified", "upstream"],
-                   help="stratified (default) or upstream's read_split_data (random.sample, seed 0, 4 suffixes)")
-    p.add_argument("--no-reuse-head", dest="reuse_head", action="store_false", default=None,
-                   help="always start a random head, even when every class is among the base model's labels")
-    p.add_argument("--probe", help="image whose attention rollout is snapshotted after every epoch")
     p.add_argument("--exclude-list", metavar="FILE",
                    help="text file of image paths (one per line) left out of training and validation, e.g. the "
                         "doubtful labels of `vitstudio audit`; the dataset itself is not touched")
-    p.add_argument("--data-path", default="cached", choices=["cached", "pil"],
-                   help="cached: decode once, augment on the device (default); pil: timm's PIL DataLoader")
-    p.add_argument("--channels-last", action="store_true", help="channels-last memory format for the model")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--fused-optimizer", action="store_true",
-                   help="fused optimizer kernels on CUDA for any optimizer (default: on for AdamW and Adam)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_config_options(p, settings_of(TrainConfig), PRESETS)
 
     p = sub.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")
     p.add_argument("data_dir", help="dataset folder (class subfolders)")
@@ -146,28 +141,21 @@ def finetune(args) -> int:
     from .core.models.loading import ModelLoadError
     from .core.train.engine import fine_tune
 
-    overrides = {k: getattr(args, k) for k in ("epochs", "batch_size", "grad_accum", "lr", "weight_decay",
-                                               "layer_decay", "warmup_epochs", "label_smoothing", "mixup",
-                                               "cutmix", "drop_path", "ema_decay", "patience", "seed", "img_size",
-                                               "val_ratio", "last_blocks", "workers")}
-    overrides.update(channels_last=args.channels_last or None, compile=args.compile or None,
-                     fused_optimizer=args.fused_optimizer or None, scale=tuple(args.scale) if args.scale else None,
-                     hflip=args.hflip, color_jitter=args.color_jitter, auto_augment=args.auto_augment,
-                     balance=args.balance or None, split_rule=args.split_rule, reuse_head=args.reuse_head)
+    args.data_dir = args.data_dir or args.data_dir_arg
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
-    given = bool(args.data_dir and args.model and args.out)  # every setting is on the command line
-    if not args.config and not given and not (args.resume and args.out):
+    given = bool(args.data_dir and args.model and args.out_dir)  # every setting is on the command line
+    if not args.config and not given and not (args.resume and args.out_dir):
         print("error: give DATA_DIR, --model and --out (or --config FILE, or --out RUN --resume)", file=sys.stderr)
         return EXIT_USAGE
     from .core.files import die_at
     from .core.train.runlock import RunInUse
 
-    out = Path(args.out) if args.out else None
+    out = Path(args.out_dir) if args.out_dir else None
     with _first_interrupt_only() as interrupted:
         try:
-            config, resume = _finetune_config(args, overrides, given)
+            config, resume = _finetune_config(args, given)
             out = Path(config.out_dir)
             result = _drain(fine_tune(config, resume=resume), args.quiet or not main_process)
         except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
@@ -195,7 +183,7 @@ def finetune(args) -> int:
     return EXIT_OK
 
 
-def _finetune_config(args, overrides: dict, given: bool):
+def _finetune_config(args, given: bool):
     """(the config to run, whether to resume it): from --config FILE, from the run in --out (`--resume`: it records
     its dataset, base model and settings), or from the command line (also with `--resume` when the run was stopped
     before it recorded its settings: then it starts over)."""
@@ -207,16 +195,31 @@ def _finetune_config(args, overrides: dict, given: bool):
             return TrainConfig.from_json(Path(args.config).read_text(encoding="utf-8")), args.resume
         except (OSError, ValueError, TypeError) as exc:
             raise ValueError(f"{args.config}: {exc}") from None
-    out = Path(args.out)
+    out = Path(args.out_dir)
     if args.resume and (out / "train_config.json").exists():
         return read_train_config(out), True  # the run in --out, even renamed or copied
     if args.resume and not given:
         raise FileNotFoundError(f"Nothing to resume in {out}: it has no train_config.json (it was stopped before it "
                                 f"recorded its settings). Start it again: vitstudio finetune DATA_DIR --model MODEL "
                                 f"--out {out} [options]")
-    return make_config(args.data_dir, args.model, args.out, args.preset, weights=args.weights, device=args.device,
-                       precision=args.precision, probe_image=args.probe, data_path=args.data_path,
-                       exclude=_exclusions(args.exclude_list), **overrides), False
+    return make_config(args.data_dir, args.model, args.out_dir, args.preset or "last-blocks",
+                       **_overrides(args)), False
+
+
+def _overrides(args) -> dict:
+    """The settings given on the command line (None: not given, the preset's value stays); tuples as tuples;
+    --exclude and --exclude-list together."""
+    from .core.train.recipes import TrainConfig
+    from .core.train.schema import settings_of
+
+    values = {}
+    for s in settings_of(TrainConfig):
+        value = getattr(args, s.name, None)
+        if s.name not in ("data_dir", "model", "out_dir", "preset") and value is not None:
+            values[s.name] = tuple(value) if s.length else value
+    if args.exclude_list:
+        values["exclude"] = (*values.get("exclude", ()), *_exclusions(args.exclude_list))
+    return values
 
 
 def _one_line(exc: BaseException) -> str:

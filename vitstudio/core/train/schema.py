@@ -112,7 +112,10 @@ def check_settings(config) -> None:
 
 def describe_default(s: Setting, presets: dict | None = None) -> str:
     """The default as the help shows it: the presets' when some preset sets it."""
-    own = "none" if s.default is dataclasses.MISSING else s.none_text if s.default is None else _show(s.default)
+    if s.default is dataclasses.MISSING or s.default is None:
+        own = "none" if s.default is dataclasses.MISSING else s.none_text
+    else:
+        own = s.default if isinstance(s.default, str) else _show(s.default)
     if presets and any(s.name in values for values in presets.values()):
         return f"the preset's, else {own}"
     return own or "none"
