@@ -1,106 +1,198 @@
-"""The recipe form of the Training panel: preset + the advanced settings, kept in sync with TrainConfig."""
+"""The recipe form of the Training panel: the preset, then one control per training setting, generated from
+TrainConfig's schema (core/train/schema.py) as the CLI's options are: the common ones on top, the others under
+Advanced settings, by section. The dataset, base model, run name and probe image are the panel's own rows."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
-from vitstudio.core.train.recipes import PRESETS, TrainConfig, make_config
+from vitstudio.core.train.recipes import TrainConfig, make_config
+from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
-# field -> (label, kind, minimum, maximum, step/decimals)
-FIELDS = {
-    "epochs": ("Epochs", int, 1, 1000, 1),
-    "batch_size": ("Batch size", int, 1, 4096, 1),
-    "grad_accum": ("Gradient accumulation", int, 1, 256, 1),
-    "lr": ("Learning rate", float, 1e-7, 10.0, 6),
-    "weight_decay": ("Weight decay", float, 0.0, 10.0, 6),
-    "layer_decay": ("Layer-wise lr decay (0 = off)", float, 0.0, 1.0, 3),
-    "warmup_epochs": ("Warmup epochs", float, 0.0, 100.0, 1),
-    "label_smoothing": ("Label smoothing", float, 0.0, 0.9, 3),
-    "mixup": ("Mixup alpha", float, 0.0, 10.0, 2),
-    "cutmix": ("CutMix alpha", float, 0.0, 10.0, 2),
-    "drop_path": ("Drop path", float, 0.0, 0.9, 3),
-    "ema_decay": ("EMA decay (0 = off)", float, 0.0, 0.99999, 5),
-    "patience": ("Early-stopping patience (0 = off)", int, 0, 1000, 1),
-    "seed": ("Seed", int, 0, 2**31 - 1, 1),
-    "img_size": ("Image size (0 = the model's)", int, 0, 2048, 1),
-    "val_ratio": ("Validation ratio", float, 0.01, 0.9, 2),
-    # augmentation
-    "scale_min": ("Crop area, min", float, 0.01, 1.0, 2),
-    "scale_max": ("Crop area, max", float, 0.01, 1.0, 2),
-    "hflip": ("Flip probability", float, 0.0, 1.0, 2),
-    "color_jitter": ("Colour jitter (0 = off)", float, 0.0, 1.0, 2),
-}
-SCALE_FIELDS = ("scale_min", "scale_max")
+_INT_MAX = 2**31 - 1  # QSpinBox holds a C int
+_ON_OFF = {"on": True, "off": False}
+
+
+class SettingControl:
+    """The widget(s) of one Setting and its value, both ways. `parts` are the widgets by name (a tuple's items
+    as NAME_PART, e.g. scale_min), which `TrainingFormWidget.inputs` exposes."""
+
+    def __init__(self, s: Setting) -> None:
+        self.setting = s
+        self.parts: dict[str, QWidget] = {}
+        if s.kind is bool:
+            self.widget = QCheckBox(s.label) if not s.optional else _combo([s.none_text or "auto", *_ON_OFF])
+        elif s.length > 0 and not s.optional:
+            self.widget = QWidget()
+            row = QHBoxLayout(self.widget)
+            row.setContentsMargins(0, 0, 0, 0)
+            for part in s.parts:
+                self.parts[f"{s.name}_{part}"] = box = _spin(s)
+                row.addWidget(box)
+        elif s.length or (s.kind is str and s.choices is None and not s.suggestions):
+            self.widget = QLineEdit()
+            example = f"e.g. {', '.join(['0.5'] * s.length)}" if s.length > 0 else "separated by ;"
+            self.widget.setPlaceholderText(f"{s.none_text or 'none'}; {example}" if s.length else s.none_text)
+        elif s.kind is str:
+            self.widget = _combo([s.none_text] * s.optional + list(s.choices or s.suggestions))
+            self.widget.setEditable(s.choices is None)
+            if s.choices is None and s.none_text:
+                self.widget.lineEdit().setPlaceholderText(s.none_text)
+        else:
+            self.widget = _spin(s)
+        self.parts = self.parts or {s.name: self.widget}
+        self.widget.setToolTip(s.help)
+
+    @property
+    def label(self) -> str:
+        return "" if isinstance(self.widget, QCheckBox) else self.setting.label
+
+    def value(self):
+        s, w = self.setting, self.widget
+        if s.kind is bool:
+            return w.isChecked() if isinstance(w, QCheckBox) else _ON_OFF.get(w.currentText())
+        if s.length > 0 and not s.optional:
+            items = tuple(box.value() for box in self.parts.values())
+            return tuple(sorted(items)) if s.ordered else items
+        if isinstance(w, QLineEdit):
+            return _parse_items(s, w.text()) if s.length else (w.text().strip() or (None if s.optional else s.default))
+        if isinstance(w, QComboBox):
+            text = w.currentText().strip()
+            return None if s.optional and text in ("", s.none_text) else (text or s.default)
+        value = w.value()
+        return None if s.optional and value == w.minimum() else value
+
+    def set_value(self, value) -> None:
+        s, w = self.setting, self.widget
+        if isinstance(w, QCheckBox):
+            w.setChecked(bool(value))
+        elif s.length > 0 and not s.optional:
+            for box, item in zip(self.parts.values(), value):
+                box.setValue(item)
+        elif isinstance(w, QLineEdit):
+            w.setText("" if value is None else "; ".join(map(str, value)) if s.length == -1
+                      else ", ".join(f"{v:g}" for v in value) if s.length else str(value))
+        elif isinstance(w, QComboBox):
+            text = ({True: "on", False: "off"}.get(value, s.none_text or "auto") if s.kind is bool
+                    else s.none_text if value is None else str(value))
+            w.setCurrentText(text)
+        else:
+            w.setValue(w.minimum() if value is None else value)
+
+
+def _combo(items: list[str]) -> QComboBox:
+    box = QComboBox()
+    box.addItems(items)
+    return box
+
+
+def _spin(s: Setting) -> QSpinBox | QDoubleSpinBox:
+    """A spin box over the setting's range; its minimum reads as `none_text` ("off", "the model's"), and as None
+    for an optional setting."""
+    r = s.range
+    lo, hi = (r.lo, r.hi if r.hi is not None else 1e9) if r is not None else (0, 1e9)
+    if s.kind is int:
+        box = QSpinBox()
+        lo, hi = int(lo) + (r is not None and r.lo_open), int(min(hi, _INT_MAX)) - (r is not None and r.hi_open)
+    else:
+        box = QDoubleSpinBox(decimals=s.decimals)
+        eps = 10.0 ** -s.decimals
+        lo, hi = lo + eps * (r is not None and r.lo_open), hi - eps * (r is not None and r.hi_open)
+        box.setSingleStep(10.0 ** -min(s.decimals, 3))
+    if s.optional:
+        lo = min(lo, 0)
+    box.setRange(lo, hi)
+    if s.none_text and box.minimum() == 0:
+        box.setSpecialValueText(s.none_text)
+    return box
+
+
+def _parse_items(s: Setting, text: str):
+    """A tuple typed as text: "0.5, 0.5, 0.5" (numbers) or "a.png; b.png" (paths); empty: None (or ())."""
+    if not text.strip():
+        return None if s.optional else ()
+    if s.length == -1:
+        return tuple(t.strip() for t in text.split(";") if t.strip())
+    try:
+        items = tuple(s.kind(t) for t in text.replace(",", " ").split())
+    except ValueError:
+        items = ()
+    if len(items) != s.length:
+        raise ValueError(f"{s.title} needs {s.length} numbers ({', '.join(s.parts)}), not {text!r}.")
+    return items
 
 
 class TrainingFormWidget(QWidget):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    """Preset + every setting of `schema` (TrainConfig's by default) but the panel's own; `config()` builds the
+    TrainConfig. With Advanced settings folded, the advanced ones keep the preset's values."""
+
+    def __init__(self, parent: QWidget | None = None, schema: tuple[Setting, ...] | None = None) -> None:
         super().__init__(parent)
-        self.preset = QComboBox()
-        self.preset.addItems(list(PRESETS))
-        self.preset.setCurrentText("last-blocks")
-        self.precision = QComboBox()
-        self.precision.addItems(["auto", "fp32", "bf16", "fp16"])  # auto: bf16 on GPUs that support it
+        self.schema = tuple(s for s in (schema or settings_of(TrainConfig)) if not s.panel)
+        self.controls = {s.name: SettingControl(s) for s in self.schema}
+        self.inputs: dict[str, QWidget] = {k: w for c in self.controls.values() for k, w in c.parts.items()}
+        self.preset: QComboBox = self.controls["preset"].widget
         self.advanced = QGroupBox("Advanced settings")
         self.advanced.setCheckable(True)
         self.advanced.setChecked(False)  # folded: the preset's values are used as they are
-        grid = QFormLayout(self.advanced)
-        self.inputs: dict[str, QSpinBox | QDoubleSpinBox] = {}
-        for name, (label, kind, lo, hi, step) in FIELDS.items():
-            box = QSpinBox() if kind is int else QDoubleSpinBox(decimals=step)
-            box.setRange(lo, hi)
-            if kind is float:
-                box.setSingleStep(10 ** -min(step, 3))
-            grid.addRow(label, box)
-            self.inputs[name] = box
-        grid.addRow("Precision (AMP)", self.precision)
-        self.randaugment = QLineEdit()
-        self.randaugment.setPlaceholderText("off; e.g. rand-m9-mstd0.5-inc1")
-        self.balance = QCheckBox("Balance classes")
-        self.balance.setToolTip("Class-weighted loss: every class weighs as much as the others, whatever its size")
-        self.reuse_head = QCheckBox("Reuse matching head rows")
-        self.reuse_head.setToolTip("When every class is named like one of the base model's labels, start the new "
-                                   "head from those rows")
-        self.split_rule = QComboBox()
-        self.split_rule.addItems(["stratified", "upstream"])
-        self.split_rule.setToolTip("upstream: the seed recipe's read_split_data (random.sample, seed 0)")
-        self.extras = {"RandAugment (timm)": self.randaugment, "": self.balance, " ": self.reuse_head,
-                       "Split rule": self.split_rule}
-        for label, widget in self.extras.items():
-            grid.addRow(label.strip(), widget)
-        self.advanced.toggled.connect(self._fold)
+        self.advanced_body = QWidget()
+        QVBoxLayout(self.advanced).addWidget(self.advanced_body)
+        sections = QVBoxLayout(self.advanced_body)
+        sections.setContentsMargins(0, 0, 0, 0)
         layout = QFormLayout(self)
-        layout.addRow("Preset", self.preset)
+        for section in [*SECTIONS, *sorted({s.section for s in self.schema} - set(SECTIONS))]:
+            rows = [c for c in self.controls.values() if c.setting.section == section]
+            basic = [c for c in rows if not c.setting.advanced]
+            for c in basic:
+                layout.addRow(c.label, c.widget)
+            if len(rows) > len(basic):
+                sections.addWidget(QLabel(f"<b>{section.capitalize()}</b>"))
+                grid = QFormLayout()
+                grid.setRowWrapPolicy(QFormLayout.WrapLongRows)
+                sections.addLayout(grid)
+                for c in rows:
+                    if c.setting.advanced:
+                        grid.addRow(c.label, c.widget)
         layout.addRow(self.advanced)
+        self.advanced.toggled.connect(self.advanced_body.setVisible)
         self.preset.currentTextChanged.connect(self.load_preset)
+        self.preset.setCurrentText("last-blocks")
         self.load_preset(self.preset.currentText())
-        self._fold(False)
-
-    def _fold(self, open_: bool) -> None:
-        for widget in [*self.inputs.values(), self.precision, *self.extras.values()]:
-            self.advanced.layout().setRowVisible(widget, open_)
+        self.advanced_body.setVisible(False)
 
     def load_preset(self, preset: str) -> None:
         defaults = make_config("", "", "", preset)
-        for name, box in self.inputs.items():
-            value = defaults.scale[SCALE_FIELDS.index(name)] if name in SCALE_FIELDS else getattr(defaults, name)
-            box.setValue(value or 0)
-        self.randaugment.setText(defaults.auto_augment or "")
-        self.balance.setChecked(defaults.balance)
-        self.reuse_head.setChecked(defaults.reuse_head)
-        self.split_rule.setCurrentText(defaults.split_rule)
+        for name, control in self.controls.items():
+            if name != "preset" and hasattr(defaults, name):
+                control.set_value(getattr(defaults, name))
+
+    def values(self) -> dict:
+        """The settings the form sets: the common ones, and the advanced ones when Advanced settings is open. A
+        ValueError names a setting typed wrongly (e.g. a mean with two numbers)."""
+        shown = self.advanced.isChecked()
+        return {name: c.value() for name, c in self.controls.items()
+                if name != "preset" and (shown or not c.setting.advanced)}
 
     def config(self, data_dir: str, model: str, out_dir: str, **extra) -> TrainConfig:
-        values = {}
-        if self.advanced.isChecked():
-            values = {name: box.value() for name, box in self.inputs.items()}  # 0 means "off" (see labels)
-            values["scale"] = tuple(sorted(values.pop(name) for name in SCALE_FIELDS))
-            values.update(precision=self.precision.currentText(), auto_augment=self.randaugment.text().strip() or None,
-                          balance=self.balance.isChecked(), reuse_head=self.reuse_head.isChecked(),
-                          split_rule=self.split_rule.currentText())
-        return make_config(data_dir, model, out_dir, self.preset.currentText(), **values, **extra)
+        values = self.values()
+        config = make_config(data_dir, model, out_dir, self.preset.currentText(), **values, **extra)
+        # make_config keeps the preset's value for a None; here None is a choice ("the model's", "off", "auto")
+        return dataclasses.replace(config, **{k: None for k, v in values.items() if v is None})
 
 
 def describe_scan(scan, copies: dict, excluded: int) -> str:
