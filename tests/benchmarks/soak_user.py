@@ -118,6 +118,9 @@ class Driver:
 
 
 class Soak:
+    """The user: `script()` cycles through the phases until the driver's deadline; `phase` names the one running
+    (each sample is labelled with it)."""
+
     def __init__(self, app, window, data: dict, args) -> None:
         from vitstudio.core.models.demo import bundled_demo
         from vitstudio.gui import workers
