@@ -36,6 +36,8 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from vitstudio.core.jobs import Cancelled, CancelToken
 
+from .viewstate import Keyed, ViewState
+
 log = logging.getLogger("vitstudio.jobs")
 
 INTERACTIVE, LONG = "interactive", "long"
@@ -49,6 +51,10 @@ class JobHandle:
         self.cancel_token = CancelToken()
         self.on_result, self.on_yield, self.on_error = on_result, on_yield, on_error
         self.done = False
+        # set by ViewJobs: the request the job answers, and who decides whether it is still the current one
+        self.slot: str | None = None
+        self.request: tuple | None = None
+        self.guard: ViewJobs | None = None
         self.queued_at = time.perf_counter()
         self.started_at: float | None = None  # when a pool thread picked it up (waits are measured from these)
 
@@ -65,8 +71,13 @@ class JobHandle:
         self.cancel_token.cancel()
         self._drop_callbacks()
 
+    def answers_current(self) -> bool:
+        """False once the view that started the job has moved on to another request."""
+        return self.guard is None or self.guard.is_current(self)
+
     def _drop_callbacks(self) -> None:
         self.on_result = self.on_yield = self.on_error = None
+        self.guard = None
 
 
 class _Dispatcher(QObject):
@@ -86,17 +97,19 @@ class _Dispatcher(QObject):
         self.finished.connect(self._release)
 
     def _deliver_yield(self, handle: JobHandle, value) -> None:
-        if handle.on_yield is not None and not handle.cancelled:
+        if handle.on_yield is not None and not handle.cancelled and handle.answers_current():
             handle.on_yield(value)
 
     def _deliver_result(self, handle: JobHandle, value) -> None:
         handle.done = True  # the last delivery: callbacks may ask whether their job is still running
-        if handle.on_result is not None:
+        if handle.on_result is not None and handle.answers_current():
+            if handle.guard is not None:
+                handle.guard.keep(handle, value)
             handle.on_result(value)
 
     def _deliver_error(self, handle: JobHandle, exc: BaseException) -> None:
         handle.done = True
-        if handle.on_error is not None:
+        if handle.on_error is not None and handle.answers_current():
             handle.on_error(exc)
 
     def _release(self, handle: JobHandle) -> None:
@@ -176,11 +189,15 @@ def pool(kind: str = INTERACTIVE) -> QThreadPool:
 def start_job(name: str, fn: Callable, *, on_result: Callable | None = None, on_yield: Callable | None = None,
               on_error: Callable | None = None, kind: str = INTERACTIVE) -> JobHandle:
     """Run `fn(cancel_token)` off the GUI thread on the `kind` pool; callbacks run on the GUI thread."""
-    d = dispatcher()
     handle = JobHandle(name, kind, on_result, on_yield, on_error)
-    d.active.append(handle)
-    pool(kind).start(_Runnable(fn, handle, d))
+    _submit(handle, fn)
     return handle
+
+
+def _submit(handle: JobHandle, fn: Callable) -> None:
+    d = dispatcher()
+    d.active.append(handle)
+    pool(handle.kind).start(_Runnable(fn, handle, d))
 
 
 def running_jobs() -> list[JobHandle]:
@@ -247,3 +264,87 @@ class LatestJob:
         if self.current is not None:
             self.current.discard()
             self.current = None
+
+
+class _Call:
+    """A job's function and its explicit inputs: `fn(cancel, *inputs)`. What a job uses is named here, never
+    captured from a widget (a closure over `self` would keep the panel, and through it the model, alive)."""
+
+    __slots__ = ("fn", "inputs")
+
+    def __init__(self, fn: Callable, inputs: tuple) -> None:
+        self.fn, self.inputs = fn, inputs
+
+    def __call__(self, cancel: CancelToken):
+        return self.fn(cancel, *self.inputs)
+
+
+class ViewJobs:
+    """The one request-keyed job path of a view (Orange3's `concurrent.py`: inputs passed explicitly, a result
+    accepted only from the current task).
+
+    Each slot names the view-state fields its result depends on (the model and image always). `start(slot, ...)`
+    runs a module-level `fn(cancel, *inputs)` for the slot's current request; the job's yields, result and error
+    reach the view only while that request is still the slot's current one, and the result is kept as
+    `Keyed(request, value)` (`current(slot)` answers it while it matches). Any change of the view state that
+    makes a pending job's request stale discards that job at once, so a model or image change discards every
+    pending request, shown tab or hidden."""
+
+    def __init__(self, view_state: ViewState, slots: dict[str, tuple[str, ...]], long: tuple[str, ...] = ()) -> None:
+        self.view_state = view_state
+        self.keys = dict(slots)
+        self.kinds = {slot: LONG if slot in long else INTERACTIVE for slot in slots}
+        self.pending: dict[str, JobHandle | None] = dict.fromkeys(slots)
+        self.results: dict[str, Keyed | None] = dict.fromkeys(slots)
+        view_state.connect(self._on_change)
+
+    def request(self, slot: str) -> tuple:
+        return self.view_state.request(*self.keys[slot])
+
+    def start(self, slot: str, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
+              on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
+        """Run `fn(cancel, *inputs)` for the slot's current request; the slot's previous job is discarded."""
+        self.discard(slot)
+        handle = JobHandle(name, self.kinds[slot], on_result, on_yield, on_error)
+        handle.slot, handle.request, handle.guard = slot, self.request(slot), self
+        self.pending[slot] = handle
+        _submit(handle, _Call(fn, inputs))
+        return handle
+
+    def is_current(self, handle: JobHandle) -> bool:
+        return self.pending.get(handle.slot) is handle and handle.request == self.request(handle.slot)
+
+    def keep(self, handle: JobHandle, value) -> None:
+        self.results[handle.slot] = Keyed(handle.request, value)
+        self.pending[handle.slot] = None
+
+    def current(self, slot: str):
+        """The slot's result if it answers the current request, else None."""
+        return self.view_state.current(self.results[slot], *self.keys[slot])
+
+    def running(self, slot: str) -> bool:
+        handle = self.pending[slot]
+        return handle is not None and not handle.done
+
+    def discard(self, slot: str | None = None) -> None:
+        """Forget the pending job of `slot` (every slot when None): nothing it produces is delivered."""
+        for name in [slot] if slot is not None else list(self.pending):
+            handle, self.pending[name] = self.pending[name], None
+            if handle is not None:
+                handle.discard()
+
+    def clear(self, slot: str | None = None) -> None:
+        """Discard the pending job(s) and drop the kept result(s)."""
+        self.discard(slot)
+        for name in [slot] if slot is not None else list(self.results):
+            self.results[name] = None
+
+    def _on_change(self, _name: str, _value) -> None:
+        for slot in self.keys:
+            request = self.request(slot)
+            handle = self.pending[slot]
+            if handle is not None and handle.request != request:
+                self.discard(slot)
+            kept = self.results[slot]
+            if kept is not None and kept.request[:2] != request[:2]:  # another model or image: free the arrays
+                self.results[slot] = None

@@ -1,0 +1,92 @@
+"""The four stale-result races (issue 20): a slow job for one request (run, model, folder) is held on an Event, the
+request changes, the job is released; the view shows nothing of the old request, then the new request's result.
+Each test failed on the code before the views went through `workers.ViewJobs`."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.conftest import TINY_SPEC
+from vitstudio.gui import workers
+
+DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
+
+
+def _load(window, qtbot, spec, weights=None):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(spec, "cpu", "fp32", weights)
+    return window.state.model
+
+
+def _settle(qtbot, timeout=30000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+    qtbot.wait(50)  # deliveries queued by the last jobs
+
+
+class Gate:
+    """Holds the calls whose first argument matches `held(arg)` until `release()`; records who was held."""
+
+    def __init__(self, held) -> None:
+        self.held, self.event, self.waiting = held, threading.Event(), []
+
+    def wrap(self, real):
+        def slow(first, *args, **kwargs):
+            if self.held(first):
+                self.waiting.append(first)
+                assert self.event.wait(30), "the test never released the job"
+            return real(first, *args, **kwargs)
+
+        return slow
+
+    def release(self) -> None:
+        self.event.set()
+
+
+@pytest.fixture
+def gate_for(request):
+    """gate_for(held) -> a Gate released at teardown whatever happens in the test."""
+    gates = []
+
+    def make(held):
+        gates.append(Gate(held))
+        return gates[-1]
+
+    yield make
+    for gate in gates:
+        gate.release()
+
+
+def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkeypatch, gate_for):
+    """(d) Model internals computing for model A, tab hidden, model B loaded: A's pictures never appear."""
+    from vitstudio.gui.widgets import internals_panel
+
+    first: list[int] = []
+
+    def is_first_model(model) -> bool:
+        first[:] = first or [model.uid]
+        return model.uid == first[0]
+
+    gate = gate_for(is_first_model)
+    monkeypatch.setattr(internals_panel, "explain", gate.wrap(internals_panel.explain))
+    panel = window.internals
+    window.show_tab("internals")
+    a = _load(window, qtbot, TINY_SPEC)
+    qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
+    window.show_tab("predictions")  # the tab hidden: a model switch only marks it stale
+    b = _load(window, qtbot, DEEP_SPEC)
+    gate.release()
+    _settle(qtbot)
+    assert panel.results.get("model") != a.uid and panel.export_data() is None
+    assert panel.pos_item.image is None and panel.fil_item.image is None
+
+    window.show_tab("internals")
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.results.get("model") == b.uid, timeout=30000)
+    from vitstudio.core.analysis.explain import explain, render
+
+    np.testing.assert_array_equal(panel.pos_item.image, render(explain(b, "pos-embed")))
