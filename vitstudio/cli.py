@@ -10,32 +10,16 @@ import json
 import sys
 from pathlib import Path
 
+from .cli_common import (
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_decoder_arg,
+    add_model_args,
+    load_model_from_args,
+    print_ignored,
+)
 from .core.analysis import registry
-
-EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="timm name[.tag], hf-hub:ORG/REPO, local-dir:DIR, "
-                   "a folder under models/, a seed checkpoint, or custom:img=..,patch=..,width=..,depth=..,"
-                   "heads=..,classes=..")
-    p.add_argument("--weights", help="weights file for the named architecture (.safetensors/.pth/.pt/.bin/.npz)")
-    p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
-                   help="auto (bf16 autocast on GPUs that support it, fp32 elsewhere; the default), fp32, or "
-                        "bf16/fp16 autocast")
-
-
-def _add_decoder_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--decoder", default="auto", choices=["auto", "tensor", "pil"],
-                   help="auto: JPEGs decoded and preprocessed on a GPU (torchvision), PIL on a CPU; tensor / pil "
-                        "force one (unreadable-by-tensor files always fall back to PIL)")
-
-
-def print_ignored(ignored: list[tuple[str, str]]) -> None:
-    """The files a folder walk met and left alone (notes.txt, labels.csv), one line each on stderr: not failures."""
-    for path, reason in ignored:
-        print(f"ignored {path}: {reason}", file=sys.stderr)
 
 
 def _add_explain_parser(sub) -> None:
@@ -48,7 +32,7 @@ def _add_explain_parser(sub) -> None:
                        "-2, -3…); one image and one method may write --out FILE directly.")
     p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
                    "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--method", required=True, action="append", metavar="METHOD",
                    help=f"one of {', '.join(registry.REGISTRY)}; repeat it or give a comma list for several")
     p.add_argument("--layer", type=int, default=-1, help=f"0-based block; negative counts from the end (default -1); "
@@ -67,7 +51,7 @@ def _add_explain_parser(sub) -> None:
                    "(picture) or FILE.json for one image and one method; otherwise a folder")
     p.add_argument("--format", default="png", choices=["png", "npy", "json"],
                    help="what to write per result when --out is a folder (default png)")
-    _add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
+    add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,10 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("predict", help="classify images and folders")
     p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    _add_decoder_arg(p)
+    add_decoder_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
@@ -101,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_folder.add_parsers(sub)
 
     p = sub.add_parser("card", help="show the model card of a model")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--json", action="store_true", help="the card as one JSON object")
     return parser
 
@@ -182,21 +166,6 @@ def _models(args) -> int:
     return EXIT_OK
 
 
-def _load(args):
-    from .core.models.loading import ModelLoadError, load_model
-
-    progress = None
-    if sys.stderr.isatty():
-        def progress(done, total, message):
-            pct = f"{100 * done / total:5.1f}%" if total else f"{done / 1e6:.1f} MB"
-            print(f"\r{message}: {pct}", end="", file=sys.stderr, flush=True)
-    try:
-        return load_model(args.model, args.weights, args.device, args.precision, progress=progress)
-    except ModelLoadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return None
-
-
 def _predict(args) -> int:
     from tqdm import tqdm
 
@@ -210,7 +179,7 @@ def _predict(args) -> int:
 
     info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
     args.device = device_for(info, args.device)
-    loaded = _load(args)
+    loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
@@ -264,7 +233,7 @@ def _human(pred) -> str:
 def _card(args) -> int:
     from .core.models.modelcard import model_card
 
-    loaded = _load(args)
+    loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     card = model_card(loaded)
@@ -286,7 +255,7 @@ def _explain(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    loaded = _load(args)
+    loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     given = dict(layer=args.layer, head=args.head, patch=args.patch, direction=args.direction, fusion=args.fusion,

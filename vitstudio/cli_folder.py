@@ -12,25 +12,29 @@ from __future__ import annotations
 
 import sys
 
-EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
+from .cli_common import (
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_decoder_arg,
+    add_model_args,
+    load_model_from_args,
+    print_ignored,
+)
 
 
 def add_parsers(sub) -> None:
-    from .cli import _add_model_args
-
     p = sub.add_parser("embed", help="pooled features and logits of every image of folders (cached per model)")
     p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    from .cli import _add_decoder_arg
-
-    _add_decoder_arg(p)
+    add_decoder_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
     p = sub.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
     p.add_argument("paths", nargs="*", help="image files and/or folders (searched recursively)")
-    _add_model_args(p)
+    add_model_args(p)
     next(a for a in p._actions if a.dest == "model").required = False  # --resume LOG needs no model
     p.add_argument("--out", help="folder to sort into (created; not inside a source folder); files there are never "
                                  "overwritten; an interrupted sort into it is resumed, its undo log is kept there")
@@ -47,7 +51,7 @@ def add_parsers(sub) -> None:
 
     p = sub.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
     p.add_argument("data_dir", help="a folder of class folders (optionally train/ and val/)")
-    _add_model_args(p)
+    add_model_args(p)
     p.add_argument("--threshold", type=float, default=None,
                    help="feature cosine at or above which the model counts two images as near-duplicates "
                         "(default: calibrated on the folder, 10x closer than the median nearest neighbour)")
@@ -61,7 +65,6 @@ def add_parsers(sub) -> None:
 
 
 def _embedded(args, loaded):
-    from .cli import print_ignored
     from .cli_train import _drain
     from .core.folder.embedcache import embed_folder
 
@@ -85,12 +88,11 @@ def _embedded_sharded(args, loaded, info):
 def embed_cmd(args) -> int:
     import numpy as np
 
-    from .cli import _load
     from .core.distributed import device_for, finish, init_distributed
 
     info = init_distributed()  # under torchrun: the processes share the files, rank 0 writes
     args.device = device_for(info, args.device)
-    loaded = _load(args)
+    loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     result = _embedded_sharded(args, loaded, info) if info.enabled else _embedded(args, loaded)
@@ -109,7 +111,6 @@ def embed_cmd(args) -> int:
 
 
 def sort_cmd(args) -> int:
-    from .cli import _load
     from .core.folder.journal import JournalBusy
     from .core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort, run_sort
 
@@ -130,7 +131,7 @@ def sort_cmd(args) -> int:
     except NestedFoldersError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    loaded = _load(args)
+    loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     result = _embedded(args, loaded)
@@ -175,7 +176,6 @@ def undo_sort_cmd(args) -> int:
 
 def audit_cmd(args) -> int:
     """Exit 0, or 1 when files could not be read (listed in the report), 2 on a usage error."""
-    from .cli import _load
     from .cli_train import _drain
     from .core.data.datasets import DatasetError
     from .core.folder.audit import audit
@@ -185,7 +185,7 @@ def audit_cmd(args) -> int:
     if not 0 <= hash_distance <= 64 or (args.threshold is not None and not -1.0 <= args.threshold <= 1.0):
         print("error: --hash-distance is 0-64 bits, --threshold a cosine in [-1, 1]", file=sys.stderr)
         return EXIT_USAGE
-    loaded = _load(args)
+    loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     try:
