@@ -183,3 +183,105 @@ def test_augmentation_and_balance_flags(tmp_path, capsys):
     assert main(["finetune", str(data), "--model", SPEC3, "--out", str(tmp_path / "bad"), "--scale", "0.9", "0.2",
                  "--quiet"]) == 2
     assert "crop scale range" in capsys.readouterr().err
+
+
+# -- one schema for training settings: the options are generated from TrainConfig's fields --------------------------
+
+def _finetune_parser():
+    import argparse
+
+    from vitstudio.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["finetune"]
+
+
+def test_finetune_has_an_option_for_every_setting_named_after_its_field(capsys):
+    import dataclasses
+
+    from vitstudio.core.train.recipes import TrainConfig
+    from vitstudio.core.train.schema import settings_of
+
+    names = [s.name for s in settings_of(TrainConfig)]
+    assert names == [f.name for f in dataclasses.fields(TrainConfig) if f.name != "extra"]  # only `extra` is free
+    assert main(["finetune", "--help"]) == 0
+    text = capsys.readouterr().out
+    for name in names:
+        assert f"--{name.replace('_', '-')}" in text, name
+    for alias in ("--out", "--probe", "--randaugment", "--no-reuse-head"):  # earlier names still work
+        assert alias in text
+
+
+def test_every_setting_can_be_set_from_the_command_line(tmp_path):
+    """A value other than the default for every field (the nine the CLI could not set before among them) reaches
+    the TrainConfig; the earlier option names are aliases of the new ones."""
+    from vitstudio.cli_train import _finetune_config
+    from vitstudio.core.train.recipes import TrainConfig
+    from vitstudio.core.train.schema import settings_of
+
+    values = dict(weights="w.safetensors", scope="all", last_blocks=3, epochs=4, batch_size=6, grad_accum=2,
+                  opt="momentum", lr=0.002, momentum=0.8, weight_decay=0.01, filter_bias_and_norm=False,
+                  layer_decay=0.7, warmup_epochs=0.5, min_lr_ratio=0.05, step_on_epochs=True, label_smoothing=0.1,
+                  mixup=0.2, cutmix=0.3, drop_path=0.1, ema_decay=0.99, patience=3, precision="fp32", device="cpu",
+                  seed=7, img_size=64, val_ratio=0.3, split_rule="upstream", reuse_head=False, hflip=0.0,
+                  scale=(0.5, 0.9), color_jitter=0.4, auto_augment="rand-m9-mstd0.5", balance=True,
+                  mean=(0.4, 0.5, 0.6), std=(0.2, 0.3, 0.4), interpolation="bilinear", crop_pct=0.9, workers=2,
+                  data_path="pil", cache_memory_gb=0.5, channels_last=True, compile=True, fused_optimizer=False,
+                  probe_image="probe.png", exclude=("a.png", "b.png"))
+    fixed = {"data_dir", "model", "out_dir", "preset"}
+    assert set(values) | fixed == {s.name for s in settings_of(TrainConfig)}
+    argv = ["finetune", "--data-dir", str(tmp_path / "d"), "--model", "m", "--out-dir", str(tmp_path / "o"),
+            "--preset", "full"]
+    for s in settings_of(TrainConfig):
+        if s.name in fixed:
+            continue
+        value = values[s.name]
+        if s.kind is bool:
+            argv.append(s.flag if value else f"--no-{s.flag[2:]}")
+        else:
+            argv += [s.flag, *map(str, value if isinstance(value, tuple) else (value,))]
+    args = _finetune_parser().parse_args(argv[1:])
+    args.data_dir = args.data_dir or args.data_dir_arg
+    config, resume = _finetune_config(args, given=True)
+    assert not resume and config.preset == "full"
+    for name, value in values.items():
+        assert getattr(config, name) == value, name
+    aliased = _finetune_parser().parse_args(["d", "--out", "o", "--probe", "p.png", "--randaugment", "rand-m5",
+                                             "--no-reuse-head"])
+    assert (aliased.data_dir_arg, aliased.out_dir, aliased.probe_image, aliased.auto_augment,
+            aliased.reuse_head) == ("d", "o", "p.png", "rand-m5", False)
+
+
+def test_a_new_field_in_the_schema_becomes_an_option():
+    """The options are generated: a field added to a copy of the schema gets its option, help and range."""
+    import argparse
+    import dataclasses
+
+    from vitstudio.cli_train import add_config_options
+    from vitstudio.core.train.recipes import TrainConfig
+    from vitstudio.core.train.schema import Range, setting, settings_of
+
+    grown = dataclasses.make_dataclass("GrownConfig", [("new_knob", "float", setting(
+        0.5, label="Knob strength", help="a knob added in a test", range=Range(0, 1)))], bases=(TrainConfig,))
+    before, after = argparse.ArgumentParser(), argparse.ArgumentParser()
+    add_config_options(before, settings_of(TrainConfig))
+    add_config_options(after, settings_of(grown))
+    assert len(after._actions) == len(before._actions) + 1
+    assert after.parse_args(["--new-knob", "0.25"]).new_knob == 0.25
+    assert "a knob added in a test; in [0, 1]" in after.format_help()
+    with pytest.raises(ValueError, match=r"^new_knob \(knob strength\) must be in \[0, 1\], not 2\.$"):
+        settings_of(grown)[-1].check(2.0)
+
+
+def test_range_errors_name_the_field_and_its_range(tmp_path, capsys):
+    data = make_dataset(tmp_path / "data", per_class=4)
+    for option, message in ((["--lr", "0"], "lr (learning rate) must be in (0, 10], not 0."),
+                            (["--mean", "2", "0", "0"],
+                             "mean (normalisation mean) must be in [0, 1] (each value), not (2, 0, 0)."),
+                            (["--min-lr-ratio", "1.5"], "min_lr_ratio (final lr ratio) must be in [0, 1], not 1.5."),
+                            (["--interpolation", "bilinear", "--crop-pct", "0"],
+                             "crop_pct (centre-crop fraction) must be in (0, 2], not 0.")):
+        assert main(["finetune", str(data), "--model", SPEC3, "--out", str(tmp_path / "x"), *option,
+                     "--quiet"]) == 2
+        assert capsys.readouterr().err.strip() == f"error: {message}"
+    assert not (tmp_path / "x").exists()
