@@ -19,6 +19,11 @@ except ImportError:  # Windows: no flock; runs are then not protected against a 
 LOCK = ".lock"
 
 
+class RunFileError(ValueError):
+    """A file of a run folder that cannot be used as it is; the message (one line) names it and says what is
+    wrong."""
+
+
 class RunInUse(Exception):
     """Another process is training this run right now."""
 
@@ -34,8 +39,6 @@ class RunLock:
         try:
             fh = open(path, "a+")  # noqa: SIM115  (held open for the run's lifetime)
         except OSError as exc:  # e.g. a directory by that name
-            from vitstudio.core.train.runs import RunFileError
-
             what = "a directory" if path.is_dir() else (exc.strerror or str(exc))
             raise RunFileError(f"{path} is not a lock file ({what}); remove it (no ViT Studio process uses it) "
                                f"and try again") from None

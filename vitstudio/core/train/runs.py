@@ -16,11 +16,7 @@ from torch import nn
 
 from vitstudio.core.files import atomic_write_bytes, die_at
 from vitstudio.core.models.catalog import models_dir
-
-
-class RunFileError(ValueError):
-    """A file of a run folder that cannot be used as it is; the message (one line) names it and says what is
-    wrong."""
+from vitstudio.core.train.runlock import RunFileError, is_owned
 
 
 def one_line(text: object, limit: int = 200) -> str:
@@ -201,8 +197,6 @@ def read_metrics(folder: Path) -> list[dict]:
 def run_status(folder: Path) -> str:
     """'finished', 'early-stopped', 'cancelled', 'interrupted' or 'failed' from status.json; 'running' while a process
     trains it; 'killed' when it says running but nobody holds its lock; 'incomplete' when it has no status."""
-    from vitstudio.core.train.runlock import is_owned
-
     path = Path(folder) / "status.json"
     try:
         status = str(read_json_object(path).get("status", "?")) if path.exists() else "incomplete"
