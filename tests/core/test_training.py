@@ -267,3 +267,34 @@ def test_attention_over_training_exports_as_gif_and_mp4(data, tmp_path):
     assert mp4.stat().st_size > 1000 and iio.imread(mp4, index=None).shape[0] == 3
     with pytest.raises(ValueError, match="gif or .mp4"):
         write_animation(out, tmp_path / "a.avi")
+
+
+def test_validate_checks_every_range_and_choice_of_the_schema(tmp_path):
+    """validate() checks each setting against the range or choices its field carries, once, with a message that
+    names the field and its range; every preset is within them."""
+    import dataclasses
+    import re
+
+    from vitstudio.core.train.recipes import PRESETS, TrainConfig
+    from vitstudio.core.train.schema import settings_of
+
+    for preset in PRESETS:
+        make_config(str(tmp_path / "d"), SPEC3, str(tmp_path / "o"), preset).validate()
+    base = make_config(str(tmp_path / "d"), SPEC3, str(tmp_path / "o"))
+    checked = 0
+    for s in settings_of(TrainConfig):
+        if s.choices is not None:
+            bad, expected = "nonsense", f"{s.name}.* must be one of {re.escape(', '.join(s.choices))}, not 'nonsense'."
+        elif s.range is not None:
+            below = s.range.lo - (0 if s.range.lo_open else 1)  # just outside the interval
+            bad = below if not s.length else (below,) * s.length
+            expected = f"{s.name}.* must (be in|satisfy) .*{s.range.lo:g}"
+        else:
+            continue
+        with pytest.raises(ValueError, match=f"^{expected}"):
+            dataclasses.replace(base, **{s.name: bad}).validate()
+        checked += 1
+    assert checked >= 30
+    with pytest.raises(ValueError, match=r"^scale \(crop scale range\) must satisfy 0 < min <= max <= 1, not "
+                                         r"\(0.9, 0.2\)\.$"):
+        dataclasses.replace(base, scale=(0.9, 0.2)).validate()
