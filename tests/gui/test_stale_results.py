@@ -90,3 +90,42 @@ def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkey
     from vitstudio.core.analysis.explain import explain, render
 
     np.testing.assert_array_equal(panel.pos_item.image, render(explain(b, "pos-embed")))
+
+
+def _run_with_report(folder, classes, photo):
+    """A finished run folder holding only its evaluation: every class confused with the next, `photo` misclassified."""
+    from vitstudio.core.train.evaluation import EvalReport, Misclassified
+
+    n = len(classes)
+    confusion = np.roll(np.eye(n, dtype=np.int64), 1, axis=1) + np.eye(n, dtype=np.int64)
+    report = EvalReport(tuple(classes), confusion, (Misclassified(str(photo), 0, 1, 0.9),), ())
+    folder.mkdir(parents=True)
+    (folder / "eval.json").write_text(json.dumps(report.to_json()))
+    return folder
+
+
+def test_training_results_show_only_the_run_shown(window, qtbot, monkeypatch, tmp_path, photos, gate_for):
+    """(a) History: run A clicked (its gallery slow), then run B: A's gallery and confusion matrix never appear under
+    B, in the view or in File > Export data."""
+    from vitstudio.gui.widgets import training_panel
+
+    run_a = _run_with_report(tmp_path / "run-a", ("a0", "a1"), photos["chelsea"])
+    run_b = _run_with_report(tmp_path / "run-b", ("b0", "b1", "b2"), photos["coffee"])
+    gate = gate_for(lambda report: report.classes[0] == "a0")
+    monkeypatch.setattr(training_panel, "make_thumbnails", gate.wrap(training_panel.make_thumbnails))
+    panel = window.training
+    window.show_tab("training")
+    panel.show_run(run_a)
+    qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
+    panel.show_run(run_b)
+    # B's gallery arrives while A's job is still held
+    qtbot.waitUntil(lambda: panel.results.gallery.count() == 1 and not panel.results.gallery.item(0).icon().isNull(),
+                    timeout=20000)
+    gate.release()
+    _settle(qtbot)
+    assert panel.results.report.classes == ("b0", "b1", "b2")
+    assert panel.results.cm_item.image.shape == (3, 3)
+    assert panel.results.gallery.item(0).data(Qt.UserRole) == str(photos["coffee"])
+    panel.right.setCurrentWidget(panel.results)
+    name, matrix, meta = panel.export_data()
+    assert name == "confusion" and matrix.shape == (3, 3) and meta["run"] == str(run_b)

@@ -37,12 +37,18 @@ from vitstudio.core.train.runs import UNFINISHED, read_metrics, run_status
 from vitstudio.core.train.training_data import preview_augmentation
 
 from .. import workers
+from ..viewstate import ViewState
 from .augmentation_preview import AugmentationPreviewView
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
 from .training_curves import TrainingCurvesView
 from .training_form import TrainingFormWidget, describe_scan
 from .training_results import RunResultsWidget, make_thumbnails
+
+
+def _gallery(cancel, report: EvalReport) -> tuple[EvalReport, dict]:
+    """Runs in a worker: the report with the thumbnails of its misclassified images."""
+    return report, make_thumbnails(report)
 
 
 class TrainingPanel(QWidget):
@@ -59,7 +65,9 @@ class TrainingPanel(QWidget):
         self.job = None
         # "The run shown" (curves, results, probe on screen) and "the run in progress" are separate: History can
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
-        self.shown_run: Path | None = None
+        # The run shown is the view's request: a gallery made for another run is never drawn.
+        self.view_state = ViewState(model=None, image=None, run=None)
+        self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",)})
         self.active_run: Path | None = None
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots)
@@ -74,6 +82,14 @@ class TrainingPanel(QWidget):
         self._refresh_buttons()
         self.refresh_history()
         state.model_loaded.connect(self._on_model_loaded)
+
+    @property
+    def shown_run(self) -> Path | None:
+        return self.view_state.run
+
+    @shown_run.setter
+    def shown_run(self, folder: Path | None) -> None:
+        self.view_state.update(run=folder)
 
     def _on_model_loaded(self, model) -> None:
         if not self.base_model.currentText():
@@ -448,11 +464,13 @@ class TrainingPanel(QWidget):
         self._refresh_buttons()
 
     def _show_results(self, report: EvalReport, switch: bool = True) -> None:
-        self.results.show_report(report)  # at once; thumbnails follow from a worker
-        workers.start_job("Gallery", lambda cancel: make_thumbnails(report),
-                          on_result=lambda thumbs: self.results.show_report(report, thumbs))
+        self.results.show_report(report)  # at once; thumbnails follow from a worker, while this run is shown
+        self.jobs.start("gallery", "Gallery", _gallery, report, on_result=self._show_gallery)
         if switch:
             self.right.setCurrentWidget(self.results)
+
+    def _show_gallery(self, found: tuple[EvalReport, dict]) -> None:
+        self.results.show_report(*found)
 
     def _on_failed(self, exc: BaseException) -> None:
         message = workers.describe(exc)
