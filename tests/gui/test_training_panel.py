@@ -247,3 +247,86 @@ def test_resume_from_history_trains_the_run_selected_even_copied(window, qtbot, 
     panel.shown_run = damaged
     panel.resume_run()
     assert str(damaged / "train_config.json") in panel.status.text()
+
+
+# -- one schema for training settings: the form is generated from TrainConfig's fields ------------------------------
+
+def test_the_form_has_a_control_for_every_setting(qtbot, tmp_path):
+    """Every TrainConfig field is set from the form, or (dataset, base model, run name, probe image, the label
+    review's exclusions) from the panel's own rows; the common ones sit above Advanced settings, the rest in it;
+    a value set in each control reaches the TrainConfig."""
+    from vitstudio.core.train.recipes import TrainConfig
+    from vitstudio.core.train.schema import settings_of
+    from vitstudio.gui.widgets.training_form import TrainingFormWidget
+
+    form = TrainingFormWidget()
+    qtbot.addWidget(form)
+    schema = settings_of(TrainConfig)
+    assert {s.name for s in schema if s.panel} == {"data_dir", "model", "out_dir", "probe_image", "exclude"}
+    assert set(form.controls) == {s.name for s in schema if not s.panel}
+    for s in schema:
+        if not s.panel:
+            inside = form.advanced_body.isAncestorOf(form.controls[s.name].widget)
+            assert inside == s.advanced, s.name
+    values = dict(weights="w.safetensors", scope="all", last_blocks=3, epochs=4, batch_size=6, grad_accum=2,
+                  opt="momentum", lr=0.002, momentum=0.8, weight_decay=0.01, filter_bias_and_norm=False,
+                  layer_decay=0.7, warmup_epochs=0.5, min_lr_ratio=0.05, step_on_epochs=True, label_smoothing=0.1,
+                  mixup=0.2, cutmix=0.3, drop_path=0.1, ema_decay=0.99, patience=3, precision="fp32", device="cpu",
+                  seed=7, img_size=64, val_ratio=0.3, split_rule="upstream", reuse_head=False, hflip=0.0,
+                  scale=(0.5, 0.9), color_jitter=0.4, auto_augment="rand-m9-mstd0.5", balance=True,
+                  mean=(0.4, 0.5, 0.6), std=(0.2, 0.3, 0.4), interpolation="bilinear", crop_pct=0.9, workers=2,
+                  data_path="pil", cache_memory_gb=0.5, channels_last=True, compile=True, fused_optimizer=False)
+    assert set(values) == set(form.controls) - {"preset"}
+    form.preset.setCurrentText("full")
+    form.advanced.setChecked(True)
+    for name, value in values.items():
+        form.controls[name].set_value(value)
+    config = form.config(str(tmp_path / "d"), "m", str(tmp_path / "o"))
+    assert config.preset == "full"
+    for name, value in values.items():
+        assert getattr(config, name) == value, name
+    form.preset.setCurrentText("seed")  # a preset's value can be set back to "the model's" (None)
+    assert form.config("", "", "").mean == (0.5, 0.5, 0.5)
+    form.controls["mean"].widget.setText("")
+    form.controls["interpolation"].widget.setCurrentText("the model's")
+    assert (form.config("", "", "").mean, form.config("", "", "").interpolation) == (None, None)
+
+
+def test_a_new_field_in_the_schema_becomes_a_control(qtbot):
+    """The form is generated: a field added to a copy of the schema gets a control (under Advanced unless marked
+    common), labelled and ranged from its Setting."""
+    import dataclasses
+
+    from vitstudio.core.train.recipes import TrainConfig
+    from vitstudio.core.train.schema import Range, setting, settings_of
+    from vitstudio.gui.widgets.training_form import TrainingFormWidget
+
+    grown = dataclasses.make_dataclass("GrownConfig", [
+        ("new_knob", "float", setting(0.5, label="Knob strength", help="a knob added in a test", range=Range(0, 1))),
+        ("new_mode", "str", setting("a", label="Mode", help="a choice", choices=("a", "b"), advanced=False)),
+    ], bases=(TrainConfig,))
+    before, after = TrainingFormWidget(), TrainingFormWidget(schema=settings_of(grown))
+    qtbot.addWidget(before)
+    qtbot.addWidget(after)
+    assert set(after.controls) - set(before.controls) == {"new_knob", "new_mode"}
+    knob = after.inputs["new_knob"]
+    assert (knob.minimum(), knob.maximum(), knob.toolTip()) == (0.0, 1.0, "a knob added in a test")
+    assert after.advanced_body.isAncestorOf(knob)
+    assert not after.advanced_body.isAncestorOf(after.inputs["new_mode"])
+    assert [after.inputs["new_mode"].itemText(i) for i in range(2)] == ["a", "b"]
+
+
+def test_validation_message_is_the_clis(window, qtbot, tmp_path, capsys):
+    """A setting out of its range is refused with the same message in the GUI's status line and the CLI."""
+    from vitstudio.cli import main
+
+    data = make_dataset(tmp_path / "data", per_class=4)
+    panel = _setup(window, qtbot, data, epochs=1)
+    panel.run_name.setText("bad-mean")
+    panel.form.controls["mean"].widget.setText("2, 0, 0")
+    panel.start()
+    assert main(["finetune", str(data), "--model", SPEC3, "--out", str(tmp_path / "x"), "--mean", "2", "0", "0",
+                 "--quiet"]) == 2
+    message = "mean (normalisation mean) must be in [0, 1] (each value), not (2, 0, 0)."
+    assert panel.status.text() == message
+    assert capsys.readouterr().err.strip() == f"error: {message}"
