@@ -152,19 +152,16 @@ class TrainingFormWidget(QWidget):
         self.advanced.setChecked(False)  # folded: the preset's values are used as they are
         self.advanced_body = QWidget()
         QVBoxLayout(self.advanced).addWidget(self.advanced_body)
-        sections = QVBoxLayout(self.advanced_body)
-        sections.setContentsMargins(0, 0, 0, 0)
+        grid = QFormLayout(self.advanced_body)  # one grid for every section: the columns line up
+        grid.setContentsMargins(0, 0, 0, 0)
         layout = QFormLayout(self)
         for section in [*SECTIONS, *sorted({s.section for s in self.schema} - set(SECTIONS))]:
             rows = [c for c in self.controls.values() if c.setting.section == section]
-            basic = [c for c in rows if not c.setting.advanced]
-            for c in basic:
-                layout.addRow(c.label, c.widget)
-            if len(rows) > len(basic):
-                sections.addWidget(QLabel(f"<b>{section.capitalize()}</b>"))
-                grid = QFormLayout()
-                grid.setRowWrapPolicy(QFormLayout.WrapLongRows)
-                sections.addLayout(grid)
+            for c in rows:
+                if not c.setting.advanced:
+                    layout.addRow(c.label, c.widget)
+            if any(c.setting.advanced for c in rows):
+                grid.addRow(QLabel(f"<b>{section.capitalize()}</b>"))
                 for c in rows:
                     if c.setting.advanced:
                         grid.addRow(c.label, c.widget)
