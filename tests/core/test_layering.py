@@ -1,7 +1,11 @@
-"""vitstudio.core must stay importable without Qt."""
+"""vitstudio.core must stay importable without Qt, and every import runs down a floor (pyproject.toml's
+[tool.importlinter] contracts) with no circle of modules."""
 
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_core_imports_no_qt():
@@ -32,3 +36,24 @@ def test_core_is_grouped_by_layer():
     flat = sorted(p.stem for p in root.glob('*.py') if p.stem != "__init__")
     assert len(flat) <= 4, flat
 
+
+def test_imports_only_go_down_a_floor():
+    """The layers of pyproject.toml's [tool.importlinter]: an import that runs back up a floor, between the GUI and
+    the command line, or from the core to Qt fails here, and the report above names the import and its line."""
+    from importlinter.cli import lint_imports
+
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def test_no_circle_of_modules():
+    """No two modules import each other, directly or through others (a function-level import counts too)."""
+    import grimp
+
+    graph = grimp.build_graph("vitstudio", cache_dir=None)
+    circles = set()
+    for importer in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(importer):
+            related = imported.startswith(importer + ".") or importer.startswith(imported + ".")
+            if not related and graph.chain_exists(importer=imported, imported=importer):  # a package's own face aside
+                circles.add(tuple(sorted((importer, imported))))
+    assert not circles, sorted(circles)
