@@ -94,11 +94,19 @@ def _count(path: str) -> int:
 
 
 def live_qobjects(app) -> int:
-    """Top-level widgets and every QObject below them, plus the application's own children."""
-    from PySide6.QtCore import QObject
+    """QObjects under the top-level widgets (and the application's own), counted by Qt's dumpObjectTree, one
+    line per object: asking Python for them (findChildren) would wrap Qt's internal children, and shiboken keeps
+    such wrappers alive with their parent, so the count itself would leak ~10 wrappers a sample."""
+    from PySide6.QtCore import qInstallMessageHandler
 
-    tops = app.topLevelWidgets()
-    return len(tops) + sum(len(w.findChildren(QObject)) for w in tops) + len(app.findChildren(QObject))
+    lines: list[str] = []
+    previous = qInstallMessageHandler(lambda _mode, _context, message: lines.append(message))
+    try:
+        for obj in [app, *app.topLevelWidgets()]:
+            obj.dumpObjectTree()
+    finally:
+        qInstallMessageHandler(previous)
+    return sum(message.count("\n") + 1 for message in lines)
 
 
 def census() -> dict:
