@@ -129,3 +129,30 @@ def test_training_results_show_only_the_run_shown(window, qtbot, monkeypatch, tm
     panel.right.setCurrentWidget(panel.results)
     name, matrix, meta = panel.export_data()
     assert name == "confusion" and matrix.shape == (3, 3) and meta["run"] == str(run_b)
+
+
+def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(window, qtbot, monkeypatch, photos,
+                                                                             gate_for):
+    """(c) Attention tab: the distance over a folder computing for model A, model B loaded: the plot shows B's
+    distance for the image, never A's folder average."""
+    from vitstudio.core.analysis import attention
+    from vitstudio.gui.widgets import attention_panel
+
+    a = _load(window, qtbot, TINY_SPEC)
+    window.add_paths([str(photos["chelsea"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    panel = window.attention
+    window.show_tab("attention")
+    _settle(qtbot)
+    gate = gate_for(lambda model: model is a)
+    monkeypatch.setattr(attention_panel, "distance_over", gate.wrap(attention_panel.distance_over))
+    panel.distance_for_folder(str(photos["chelsea"].parent))
+    qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
+    b = _load(window, qtbot, DEEP_SPEC)
+    assert panel.distance.values is None  # A's image distance went with A
+    qtbot.waitUntil(lambda: panel.distance.values is not None, timeout=30000)
+    gate.release()
+    _settle(qtbot)
+    x = b.to_tensor(b.crop(window.state.selected.image))[None]
+    np.testing.assert_allclose(panel.distance.values, attention.attention_stats(b, x).distance, rtol=1e-5)
+    assert "this image" in panel.distance.plotItem.titleLabel.text

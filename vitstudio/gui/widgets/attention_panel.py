@@ -1,8 +1,9 @@
 """Attention explorer: per-layer head grid, head maps / rollout / gradient rollout / token maps over the image,
 and the mean-attention-distance plot (ViT paper Fig. 7 right) for the image or a folder.
 
-Everything the panel shows follows `view_state`; jobs are keyed by the fields they depend on, so moving the
-layer or head re-indexes results already computed while fusion/discard, class or patch start new work."""
+Everything the panel shows follows `view_state`; jobs run through `workers.ViewJobs`, keyed by the fields they
+depend on, so moving the layer or head re-indexes results already computed while fusion/discard, class, patch or
+folder start new work, and a result is drawn only while its request is current."""
 
 from __future__ import annotations
 
@@ -27,7 +28,6 @@ from vitstudio.core.analysis.explain import distance_over
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
-from ..viewstate import Keyed
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
@@ -46,23 +46,41 @@ from .map_view import MapView
 METHODS = ("heads", "rollout", "gradient-rollout", "token")  # distance has its own plot below
 DIRECTIONS = ("to", "by")  # one map at a time on screen
 # which view fields each kind of result depends on (besides model and image)
-KEYS = {"overview": ("fusion", "discard"), "gradient": ("target",), "tokens": ("patch",)}
+KEYS = {"overview": ("fusion", "discard"), "gradient": ("target",), "tokens": ("patch",), "folder": ("folder",)}
 
 
-def _x(model, entry):
-    return model.to_tensor(model.crop(entry.image))[None]
+def _x(model, image):
+    return model.to_tensor(model.crop(image))[None]
+
+
+# -- jobs: module-level, every input passed explicitly (run in workers) ---------------------------------------
+def _overview_job(cancel, model, image, fusion: str, discard: float):
+    crop = model.crop(image)
+    if is_windowed(model.model):  # no overview: only token maps apply inside windows
+        return np.asarray(crop), None
+    return np.asarray(crop), attention.overview(model, model.to_tensor(crop)[None], fusion, discard)
+
+
+def _gradient_job(cancel, model, image, target):
+    return attention.gradient_rollout(model, _x(model, image), target)
+
+
+def _tokens_job(cancel, model, image, patch):
+    return attention.token_maps(model, _x(model, image), patch)
+
+
+def _folder_job(cancel, model, folder: str):
+    return distance_over(model, [folder], cancel=cancel)
 
 
 class AttentionPanel(ExplorerPanel):
     FIELDS = dict(method="heads", layer=0, head=0, fusion="mean", discard=0.0, target=None, patch=None,
-                  direction="to", cmap="inferno", opacity=60, smooth=True, depth=0, heads=0)
+                  direction="to", cmap="inferno", opacity=60, smooth=True, depth=0, heads=0, folder=None)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self.results: dict[str, Keyed | None] = dict.fromkeys(KEYS)
         self.displayed = None  # the (gh, gw) array on screen
-        self._jobs = {k: workers.LatestJob() for k in KEYS}
-        self._jobs["folder"] = workers.LatestJob(workers.LONG)
+        self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("folder",))
         self._build_controls()
         self._build_layout()
         self._connect_controls()
@@ -163,6 +181,8 @@ class AttentionPanel(ExplorerPanel):
                 self._ensure_gradient()
         elif name == "smooth":
             self.view.smooth = value
+        elif name in ("model", "image"):
+            self.distance.show_nothing()  # the previous image's or folder's distances are not this request's
         if name not in ("model", "image"):  # those arrive with a reload
             self.refresh_view()
 
@@ -199,12 +219,6 @@ class AttentionPanel(ExplorerPanel):
         self._ensure_tokens()
 
     # -- jobs ----------------------------------------------------------------------------------------
-    def _start(self, kind: str, name: str, compute) -> None:
-        """Run `compute()` for the current request of `kind`; the result is kept with that request."""
-        request = self.view_state.request(*KEYS[kind])
-        self._jobs[kind].start(name, lambda cancel: Keyed(request, compute()),
-                               on_result=lambda keyed, k=kind: self._on_result(k, keyed), on_error=self.report_error)
-
     def reload(self) -> None:
         ctx = self.context()
         if ctx is None:
@@ -213,17 +227,9 @@ class AttentionPanel(ExplorerPanel):
             return
         model, entry = ctx
         vs = self.view_state
-        if vs.current(self.results["overview"], *KEYS["overview"]) is None:
-            fusion, discard = vs.fusion, vs.discard
-            windowed = is_windowed(model.model)  # no overview: only token maps apply inside windows
-
-            def overview():
-                crop = model.crop(entry.image)
-                if windowed:
-                    return np.asarray(crop), None
-                return np.asarray(crop), attention.overview(model, model.to_tensor(crop)[None], fusion, discard)
-
-            self._start("overview", "Attention", overview)
+        if self.jobs.current("overview") is None and not self.jobs.running("overview"):
+            self.jobs.start("overview", "Attention", _overview_job, model, entry.image, vs.fusion, vs.discard,
+                            on_result=self._on_overview, on_error=self.report_error)
         if vs.method == "gradient-rollout":
             self._ensure_gradient()
         if vs.patch is not None:
@@ -231,31 +237,32 @@ class AttentionPanel(ExplorerPanel):
 
     def _ensure_gradient(self) -> None:
         ctx, vs = self.context(), self.view_state
-        if ctx is None or vs.method != "gradient-rollout" or vs.current(self.results["gradient"], "target"):
+        if ctx is None or vs.method != "gradient-rollout" or self.gradient is not None \
+                or self.jobs.running("gradient"):
             return
         model, entry = ctx
-        target = vs.target
-        self._start("gradient", "Gradient rollout", lambda: attention.gradient_rollout(model, _x(model, entry),
-                                                                                       target))
+        self.jobs.start("gradient", "Gradient rollout", _gradient_job, model, entry.image, vs.target,
+                        on_result=self._on_map_result, on_error=self.report_error)
 
     def _ensure_tokens(self) -> None:
         ctx, vs = self.context(), self.view_state
-        if ctx is None or vs.patch is None or vs.current(self.results["tokens"], "patch"):
+        if ctx is None or vs.patch is None or self.tokens is not None or self.jobs.running("tokens"):
             return
         model, entry = ctx
-        patch = vs.patch
-        self._start("tokens", "Token maps", lambda: attention.token_maps(model, _x(model, entry), patch))
+        self.jobs.start("tokens", "Token maps", _tokens_job, model, entry.image, vs.patch,
+                        on_result=self._on_map_result, on_error=self.report_error)
 
-    def _on_result(self, kind: str, keyed: Keyed) -> None:
-        self.results[kind] = keyed
-        if kind == "overview" and self.view_state.current(keyed, *KEYS["overview"]) is not None:
-            crop, overview = keyed.value
-            self.view.set_image(crop)
-            if overview is None:
-                self.distance.set_unavailable("attention stays inside local windows",
-                                              why_not(self.state.model.model, "distance"))
-            else:
-                self.distance.set_distance(overview.distance, "this image")
+    def _on_overview(self, value) -> None:
+        crop, overview = value
+        self.view.set_image(crop)
+        if overview is None:
+            self.distance.set_unavailable("attention stays inside local windows",
+                                          why_not(self.state.model.model, "distance"))
+        else:
+            self.distance.set_distance(overview.distance, "this image")
+        self.refresh_view()
+
+    def _on_map_result(self, _value) -> None:
         self.refresh_view()
 
     def _choose_folder(self) -> None:
@@ -264,12 +271,14 @@ class AttentionPanel(ExplorerPanel):
             self.distance_for_folder(folder)
 
     def distance_for_folder(self, folder: str) -> None:
+        """Average the distance over `folder` for the current model and image (either changing discards it)."""
         model = self.state.model
         if model is None:
             self.report_error("Load a model first.")
             return
-        self._jobs["folder"].start("Distance over folder", lambda cancel: distance_over(model, [folder], cancel=cancel),
-                                   on_result=self._on_folder_distance, on_error=self.report_error)
+        self.view_state.update(folder=folder)
+        self.jobs.start("folder", "Distance over folder", _folder_job, model, folder,
+                        on_result=self._on_folder_distance, on_error=self.report_error)
 
     def _on_folder_distance(self, result) -> None:
         exp, errors = result
@@ -281,16 +290,16 @@ class AttentionPanel(ExplorerPanel):
     @property
     def overview(self):
         """The current image's AttentionOverview, or None while it is being computed."""
-        value = self.view_state.current(self.results["overview"], *KEYS["overview"])
+        value = self.jobs.current("overview")
         return value[1] if value is not None else None
 
     @property
     def gradient(self):
-        return self.view_state.current(self.results["gradient"], *KEYS["gradient"])
+        return self.jobs.current("gradient")
 
     @property
     def tokens(self):
-        return self.view_state.current(self.results["tokens"], *KEYS["tokens"])
+        return self.jobs.current("tokens")
 
     def current_map(self):
         """(array (gh, gw) or None, description) for the current state, from results already computed."""

@@ -36,6 +36,13 @@ class DistancePlotWidget(pg.PlotWidget):
         self.setTitle(f"Mean attention distance per head ({source})", size="9pt")
         self.setToolTip("")
 
+    def show_nothing(self) -> None:
+        """An empty plot (not `clear`: PlotWidget forwards that name to its PlotItem, which drops every item)."""
+        self.values = None
+        self.scatter.setData([])
+        self.setTitle("Mean attention distance per head", size="9pt")
+        self.setToolTip("")
+
     def set_unavailable(self, short: str, reason: str | None = None) -> None:
         """No distance for this model: `short` as the title, the whole `reason` as the tooltip."""
         self.values = None
