@@ -82,7 +82,8 @@ def test_cache_survives_rows_appended_without_their_index(demo, tmp_path):
     with open(cache.store.path_of("features.f32"), "ab") as f:
         f.write(np.ones((3, first.features.shape[1]), np.float32).tobytes())
     reopened = EmbeddingCache(demo)
-    assert reopened.store.path_of("features.f32").stat().st_size == first.features.shape[0] * first.features.shape[1] * 4
+    rows, width = first.features.shape
+    assert reopened.store.path_of("features.f32").stat().st_size == rows * width * 4
     again = run(embed_folder(demo, [str(data)]))
     assert again.computed == 0
     np.testing.assert_array_equal(again.features_of(), first.features_of())
@@ -356,7 +357,6 @@ def test_predict_and_embed_across_two_processes(digits, tmp_path):
     second file, rank 0 writes one result in input order, equal to a single process's; rank 0 alone fills the
     embedding cache, so a second run computes nothing."""
     import csv as csv_module
-    import json
 
     from vitstudio.cli import main
 
