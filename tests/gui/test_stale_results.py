@@ -156,3 +156,75 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(windo
     x = b.to_tensor(b.crop(window.state.selected.image))[None]
     np.testing.assert_allclose(panel.distance.values, attention.attention_stats(b, x).distance, rtol=1e-5)
     assert "this image" in panel.distance.plotItem.titleLabel.text
+
+
+def _digits(folder, per_class):
+    from vitstudio.core.models.demo import render_digits
+
+    root = render_digits(folder)
+    for sub in root.iterdir():
+        for extra in sorted(sub.iterdir())[per_class:]:
+            extra.unlink()
+    return root
+
+
+def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeypatch, tmp_path, gate_for):
+    """(b) Folder tab: the label review running for model A, model B loaded: A's review never appears; B's does
+    once asked for."""
+    import vitstudio.core.folder.audit as audit_module
+    from vitstudio.core.models.demo import bundled_demo
+
+    data = _digits(tmp_path / "digits", per_class=4)
+    a = _load(window, qtbot, str(bundled_demo()))
+    window.show_tab("folder")
+    panel = window.folder
+    panel.open_folder(str(data))
+    _settle(qtbot, 60000)
+    real = audit_module.audit
+
+    def held_for_a(folder, loaded=None, *args, **kwargs):  # a generator function, as audit is (Gate.wrap is not)
+        if gate.held(loaded):
+            gate.waiting.append(loaded)
+            assert gate.event.wait(30)
+        return (yield from real(folder, loaded, *args, **kwargs))
+
+    gate = gate_for(lambda loaded: loaded is a)
+    monkeypatch.setattr(audit_module, "audit", held_for_a)
+    panel.start_review()
+    qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
+    b = _load(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    gate.release()
+    _settle(qtbot, 60000)
+    assert panel.review.count() == 0 and panel.duplicates.count() == 0 and panel.report is None
+    assert panel.results is None
+
+    panel.open_folder(str(data))
+    _settle(qtbot, 60000)
+    panel.start_review()
+    _settle(qtbot, 60000)
+    assert panel.report is not None and panel.report.model == b.name
+
+
+def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp_path, gate_for):
+    """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
+    would be coloured and box-selected with Y's rows), then Y's map appears."""
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.gui.widgets import folder_panel
+
+    x = _digits(tmp_path / "x", per_class=3)
+    y = _digits(tmp_path / "y", per_class=2)
+    _load(window, qtbot, str(bundled_demo()))
+    window.show_tab("folder")
+    panel = window.folder
+    panel.open_folder(str(x))
+    _settle(qtbot, 60000)
+    assert len(panel.map.coords) == 30
+    gate = gate_for(lambda features: len(features) == 20)
+    monkeypatch.setattr(folder_panel, "project_2d", gate.wrap(folder_panel.project_2d))
+    panel.open_folder(str(y))
+    qtbot.waitUntil(lambda: bool(gate.waiting), timeout=30000)
+    assert len(panel.results) == 20
+    assert len(panel.map.coords) == 0 and panel.coords is None
+    gate.release()
+    _settle(qtbot, 60000)
+    assert len(panel.map.coords) == 20 and len(panel.coords) == 20

@@ -2,7 +2,9 @@
 folders), the folder's embedding map (box selection filters the table), similar images of the selected one
 (double-click opens it in the attention explorer) and the label review of a labelled folder.
 
-All work runs in workers over the core's folder modules (embeddings cached per model); the panel only draws."""
+All work runs in workers over the core's folder modules (embeddings cached per model); the panel only draws. Jobs
+go through `workers.ViewJobs`, keyed by the model and the paths opened: a model switch or another folder discards
+every pending scan, map, review and similar-images search, and what the previous request showed is cleared."""
 
 from __future__ import annotations
 
@@ -42,11 +44,35 @@ from vitstudio.core.folder.sorting import (
 )
 
 from .. import workers
+from ..viewstate import ViewState
 from .folder_map import COLOUR_BY, FolderMapWidget, colour_groups
 from .folder_review import DuplicatesTab, ReviewTab, icon_list, item_path, load_icons
 from .folder_table import ResultsModel, thumbnails
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
+# what each job's result depends on besides the model: the paths opened
+KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",)}
+
+
+# -- jobs: module-level, every input passed explicitly (run in workers) ---------------------------------------
+def _scan_job(cancel, model, paths: list[str], roots: list[str]):
+    embedded = yield from embed_folder(model, paths, cancel=cancel)
+    return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
+
+
+def _map_job(cancel, embedded):
+    return project_2d(embedded.view())
+
+
+def _similar_job(cancel, embedded, row: int):
+    found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
+    return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
+
+
+def _review_job(cancel, folder: str, model, threshold: float | None):
+    from vitstudio.core.folder.audit import audit
+
+    return audit(folder, model, threshold, cancel=cancel)
 
 
 class FolderPanel(QWidget):
@@ -63,12 +89,12 @@ class FolderPanel(QWidget):
         self.coords: np.ndarray | None = None
         self.map_rows: np.ndarray | None = None  # the map's box selection, when the table follows it
         self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
-        self._scan = workers.LatestJob(workers.LONG)
-        self._map = workers.LatestJob(workers.LONG)
-        self._similar = workers.LatestJob()
+        self.report = None  # the label review's AuditReport
+        self.view_state = ViewState(model=None, image=None, paths=())
+        self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review"))
         self._thumbs = workers.LatestJob(workers.LONG)
-        self._audit = workers.LatestJob(workers.LONG)
         self._build()
+        self.view_state.connect(self._on_view_state)
         state.model_loaded.connect(self._on_model)
 
     # -- construction --------------------------------------------------------------------------------
@@ -232,19 +258,14 @@ class FolderPanel(QWidget):
         roots = [p if os.path.isdir(p) else os.path.dirname(p) for p in paths]
         self.source = self.folder or f"{len(paths)} dropped items"
         self.info.setText(f"Embedding {self.source} with {model.display_name}…")
+        self.view_state.update(model=model.uid, paths=tuple(paths))
         self.progress.setVisible(True)
         self.cancel_button.setEnabled(True)
-        uid = model.uid
-
-        def scan(cancel):
-            embedded = yield from embed_folder(model, paths, cancel=cancel)
-            return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
-
-        self._scan.start("Folder embeddings", scan, on_yield=self._on_progress,
-                         on_result=lambda done: self._on_embedded(*done, uid), on_error=self._on_failed)
+        self.jobs.start("scan", "Folder embeddings", _scan_job, model, list(paths), roots,
+                        on_yield=self._on_progress, on_result=self._on_embedded, on_error=self._on_failed)
 
     def _cancel(self) -> None:
-        self._scan.cancel()
+        self.jobs.discard("scan")
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
         self.info.setText("Cancelled; what was computed is cached and will not be computed again.")
@@ -259,11 +280,10 @@ class FolderPanel(QWidget):
         self.cancel_button.setEnabled(False)
         self.state.message.emit("error", workers.describe(exc))
 
-    def _on_embedded(self, embedded, results: FolderResults, uid: int) -> None:
+    def _on_embedded(self, done: tuple) -> None:
+        embedded, results = done
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
-        if self.state.model is None or self.state.model.uid != uid:
-            return  # another model was loaded meanwhile
         self.embedded = embedded
         self.results = results
         self.model.set_results(self.results)
@@ -282,19 +302,29 @@ class FolderPanel(QWidget):
                           f"unreadable). Select a row for similar images.")
         self.review_tab.clear()
         self._enable()
-        self._map.start("Folder map", lambda cancel: project_2d(embedded.view()), on_result=self._on_map,
-                        on_error=self._on_failed)
+        self.jobs.start("map", "Folder map", _map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
 
-    def _on_model(self, _model) -> None:
-        self._scan.cancel()
-        self.results = self.embedded = None
+    def _on_model(self, model) -> None:
+        self.view_state.update(model=model.uid)  # discards every pending job of the previous model
+        if self.source:
+            self.info.setText(f"A new model: open {self.source} again to see it through this one.")
+
+    def _on_view_state(self, name: str, _value) -> None:
+        if name in ("model", "paths"):
+            self._forget_results()
+
+    def _forget_results(self) -> None:
+        """Nothing computed for the previous model or paths stays on screen (or in an export)."""
+        self.results = self.embedded = self.coords = self.report = None
+        self.map_rows = self.group_rows = None
         self.model.set_results(None)
         self.similar.clear()
         self.review.clear()
+        self.duplicates.clear()
         self.map.set_points(np.zeros((0, 2)), [], "pca")
+        self.progress.setVisible(False)
+        self.cancel_button.setEnabled(False)
         self._enable()
-        if self.source:
-            self.info.setText(f"A new model: open {self.source} again to see it through this one.")
 
     # -- filters, map, similar -----------------------------------------------------------------------
     def apply_filters(self) -> None:
@@ -313,8 +343,6 @@ class FolderPanel(QWidget):
 
     def _on_map(self, projected) -> None:
         coords, method = projected
-        if self.results is None or len(coords) != len(self.results):
-            return
         self.coords = coords
         self.map.set_points(coords, colour_groups(self.results, self.colour_by.currentText()), method)
 
@@ -358,13 +386,8 @@ class FolderPanel(QWidget):
         if self.embedded is None or not current.isValid():
             return
         row = self.model.source_row(current.row())
-        embedded = self.embedded
-
-        def find(cancel):
-            found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
-            return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
-
-        self._similar.start("Similar images", find, on_result=self._on_similar, on_error=self._on_failed)
+        self.jobs.start("similar", "Similar images", _similar_job, self.embedded, row, on_result=self._on_similar,
+                        on_error=self._on_failed)
 
     def _on_similar(self, found) -> None:
         self.similar.clear()
@@ -441,15 +464,13 @@ class FolderPanel(QWidget):
             self.last_log = None
 
     def start_review(self) -> None:
-        from vitstudio.core.folder.audit import audit
-
         model, folder, threshold = self.state.model, self.folder, self.threshold.value()
         threshold = None if threshold <= self.threshold.minimum() else threshold  # "auto"
         if model is None or folder is None:
             return
         self.info.setText("Reviewing labels and duplicates…")
-        self._audit.start("Label review", lambda cancel: audit(folder, model, threshold, cancel=cancel),
-                          on_yield=self._on_progress, on_result=self._on_review, on_error=self._on_failed)
+        self.jobs.start("review", "Label review", _review_job, folder, model, threshold, on_yield=self._on_progress,
+                        on_result=self._on_review, on_error=self._on_failed)
 
     def _on_review(self, report) -> None:
         self.report = report
