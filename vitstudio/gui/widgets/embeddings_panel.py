@@ -19,7 +19,6 @@ from vitstudio.core.analysis.overlays import normalise
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
-from ..viewstate import Keyed
 from .explorer_base import (
     ExplorerPanel,
     colormap_combo,
@@ -32,6 +31,18 @@ from .explorer_base import (
 from .map_view import MapView
 
 MODES = registry.names("embeddings")  # pca, similarity, norms
+# what each job's result depends on besides the model and image
+KEYS = {"tokens": (), "view": ("depth", "layer", "mode", "patch", "fixed")}
+
+
+def _tokens_job(cancel, model, image):
+    """Runs in a worker: the crop and {layer: LayerTokens} of one image."""
+    crop = model.crop(image)
+    return np.asarray(crop), embeddings.layer_tokens(model, model.to_tensor(crop)[None])
+
+
+def _view_job(cancel, layer_tokens, mode: str, patch, basis, grid):
+    return compute_view(layer_tokens, mode, patch, basis, grid)
 
 
 def compute_view(tokens, mode: str, patch, basis, grid):
@@ -52,16 +63,14 @@ def compute_view(tokens, mode: str, patch, basis, grid):
 
 
 class EmbeddingsPanel(ExplorerPanel):
-    FIELDS = dict(patch=None, depth=0)
+    FIELDS = dict(patch=None, depth=0, layer=0, mode=MODES[0], fixed=False)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
-        self._tokens: Keyed | None = None  # {layer: LayerTokens} of the current model and image
         self.crop = None
         self.basis = None  # the fixed PCA basis, when that option is on
-        self._result: Keyed | None = None
         self.displayed = None
-        self._tokens_job, self._view_job = workers.LatestJob(), workers.LatestJob()
+        self.jobs = workers.ViewJobs(self.view_state, KEYS)
 
         self.mode = method_combo(MODES)
         self.layer, self.layer_label, layer_row = layer_slider()
@@ -90,7 +99,7 @@ class EmbeddingsPanel(ExplorerPanel):
         QVBoxLayout(self).addWidget(split)
 
         self.mode.currentIndexChanged.connect(self._on_mode_changed)
-        self.layer.valueChanged.connect(lambda: self.later(self.update_view))
+        self.layer.valueChanged.connect(self._on_layer_changed)
         self.fixed.toggled.connect(self._on_fixed_toggled)
         self.cmap.currentIndexChanged.connect(self._show)
         self.smooth.toggled.connect(self._on_smooth)
@@ -103,17 +112,13 @@ class EmbeddingsPanel(ExplorerPanel):
 
     @property
     def tokens(self):
-        """{layer: LayerTokens} of the current model and image, or None while they are computed."""
-        return self.view_state.current(self._tokens)
+        """(crop, {layer: LayerTokens}) of the current model and image, or None while they are computed."""
+        return self.jobs.current("tokens")
 
     @property
     def result(self):
-        """What the view shows, for the current model, image, layer, mode and patch; else None."""
-        return self.view_state.current(self._result, "depth", "patch") if self._result_matches() else None
-
-    def _result_matches(self) -> bool:
-        return self._result is not None and self._result.value.get("for") == (self.layer.value(),
-                                                                              self.mode.currentData())
+        """What the view shows, for the current model, image, layer, mode, patch and basis option; else None."""
+        return self.jobs.current("view")
 
     def _layer_name(self) -> str:
         return f"{self.layer.property('unit')} {self.layer.value()}"
@@ -127,10 +132,15 @@ class EmbeddingsPanel(ExplorerPanel):
         self.layer.setProperty("unit", unit)
         self.layer_label.setText(f"{unit} {model.token_depth - 1}")
         self.basis = None
-        return dict(depth=model.token_depth, patch=None)
+        return dict(depth=model.token_depth, layer=model.token_depth - 1, patch=None)
+
+    def _on_layer_changed(self, layer: int) -> None:
+        self.view_state.update(layer=layer)
+        self.later(self.update_view)
 
     def _on_mode_changed(self) -> None:
         mode = self.mode.currentData()
+        self.view_state.update(mode=mode)
         self.form.setRowVisible(self.fixed, mode == "pca")
         self.update_view()
 
@@ -140,6 +150,7 @@ class EmbeddingsPanel(ExplorerPanel):
 
     def _on_fixed_toggled(self) -> None:
         self.basis = None  # refitted on the current layer and image
+        self.view_state.update(fixed=self.fixed.isChecked())
         self.update_view()
 
     def select_patch(self, row: int, col: int) -> None:
@@ -158,19 +169,15 @@ class EmbeddingsPanel(ExplorerPanel):
         if self.tokens is not None:
             self.update_view()
             return
+        if self.jobs.running("tokens"):
+            return
         model, entry = ctx
-        request = self.view_state.request()
-
-        def run(cancel):
-            crop = model.crop(entry.image)
-            return Keyed(request, (np.asarray(crop), embeddings.layer_tokens(model, model.to_tensor(crop)[None])))
-
         self.info.setText("Computing tokens…")
-        self._tokens_job.start("Embeddings", run, on_result=self._on_tokens, on_error=self.report_error)
+        self.jobs.start("tokens", "Embeddings", _tokens_job, model, entry.image, on_result=self._on_tokens,
+                        on_error=self.report_error)
 
-    def _on_tokens(self, keyed: Keyed) -> None:
-        self._tokens = keyed
-        self.crop = keyed.value[0]
+    def _on_tokens(self, value) -> None:
+        self.crop = value[0]
         self.view.set_image(self.crop)
         self.update_view()
 
@@ -179,20 +186,12 @@ class EmbeddingsPanel(ExplorerPanel):
         if tokens is None:
             self._show()
             return
-        layer, mode, patch = self.layer.value(), self.mode.currentData(), self.patch
-        layer_tokens = tokens[1][layer]
-        basis = self.basis if self.fixed.isChecked() else None
-        request = self.view_state.request("depth", "patch")
-        grid = self.state.model.grid_size
+        vs = self.view_state
+        basis = self.basis if vs.fixed else None
+        self.jobs.start("view", "Embedding view", _view_job, tokens[1][vs.layer], vs.mode, vs.patch, basis,
+                        self.state.model.grid_size, on_result=self._on_view, on_error=self.report_error)
 
-        def run(cancel):
-            return Keyed(request, {**compute_view(layer_tokens, mode, patch, basis, grid), "for": (layer, mode)})
-
-        self._view_job.start("Embedding view", run, on_result=self._on_view, on_error=self.report_error)
-
-    def _on_view(self, keyed: Keyed) -> None:
-        self._result = keyed
-        result = keyed.value
+    def _on_view(self, result) -> None:
         if self.fixed.isChecked() and self.basis is None and "basis" in result:
             self.basis = result["basis"]
         self._show()
