@@ -13,7 +13,6 @@ from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
 
 from .. import workers
-from ..viewstate import Keyed
 from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .map_view import MapView
 
@@ -26,14 +25,18 @@ def _analyse(model, image, method: str):
     return exp.crop, exp.array, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
 
 
+def _compare_job(cancel, model, other, image, method: str) -> list:
+    return [_analyse(m, image, method) for m in (model, other)]
+
+
 class ComparePanel(ExplorerPanel):
     FIELDS = dict(other=None, method="rollout")
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.other = None  # the second LoadedModel
-        self._results: Keyed | None = None
-        self._load_job, self._job = workers.LatestJob(), workers.LatestJob()
+        self._load_job = workers.LatestJob()
+        self.jobs = workers.ViewJobs(self.view_state, {"compare": ("other", "method")})
         self.other_name = QComboBox(editable=True)
         self.other_name.addItems(catalog_names)
         self.other_name.setEditText("")
@@ -104,18 +107,17 @@ class ComparePanel(ExplorerPanel):
     @property
     def results(self) -> list | None:
         """[(crop, map, top-1 text)] for the current model, second model, image and method; else None."""
-        return self.view_state.current(self._results, "other", "method")
+        return self.jobs.current("compare")
 
     def reload(self) -> None:
         ctx = self.context()
         if ctx is None or self.other is None:
             self._show()
             return
-        if self.results is not None:
+        if self.results is not None or self.jobs.running("compare"):
             return
         model, entry = ctx
         other, method = self.other, self.view_state.method
-        request = self.view_state.request("other", "method")
         self._show()
         reasons = [why_not(m.model, method) for m in (model, other)]
         if any(reasons):  # e.g. rollout of a Swin: say why instead of failing in a worker
@@ -123,12 +125,10 @@ class ComparePanel(ExplorerPanel):
                 if reason:
                     title.setText(f"{title.text()}<br>{registry.get(method).title} does not apply: {reason}")
             return
-        self._job.start("Compare", lambda cancel: Keyed(request, [_analyse(m, entry.image, method)
-                                                                  for m in (model, other)]),
+        self.jobs.start("compare", "Compare", _compare_job, model, other, entry.image, method,
                         on_result=self._on_results, on_error=self.report_error)
 
-    def _on_results(self, keyed: Keyed) -> None:
-        self._results = keyed
+    def _on_results(self, _results) -> None:
         self._show()
 
     def shared_levels(self) -> tuple[float, float] | None:
