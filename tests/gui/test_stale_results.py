@@ -228,3 +228,41 @@ def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp
     gate.release()
     _settle(qtbot, 60000)
     assert len(panel.map.coords) == 20 and len(panel.coords) == 20
+
+
+def _slow_double(cancel, event, x):
+    assert event.wait(30)
+    return 2 * x
+
+
+def _fails(cancel, event):
+    assert event.wait(30)
+    raise ValueError("the old request's error")
+
+
+def test_view_jobs_deliver_only_the_current_request(qtbot, qapp):
+    """The path itself: a result, a yield-free error and a kept value reach the view only while their request is
+    current; a model change discards the pending job (its token cancelled) and frees the old model's results."""
+    from vitstudio.gui.viewstate import ViewState
+
+    state = ViewState(model=1, image=1, layer=0)
+    jobs = workers.ViewJobs(state, {"double": ("layer",), "error": ()})
+    got, errors = [], []
+    with pytest.raises(TypeError):
+        jobs.start("double", "closure", lambda cancel: 1, on_result=got.append)
+    release = threading.Event()
+    old = jobs.start("double", "double", _slow_double, release, 20, on_result=got.append)
+    failing = jobs.start("error", "fails", _fails, release, on_error=errors.append)
+    state.update(model=2)  # another model: both jobs are stale
+    assert old.cancelled and failing.cancelled
+    new = jobs.start("double", "double", _slow_double, release, 21, on_result=got.append)
+    release.set()
+    qtbot.waitUntil(lambda: new.done, timeout=10000)
+    _settle(qtbot)
+    assert got == [42] and errors == [] and jobs.current("double") == 42
+    state.update(layer=1)  # the result no longer answers the request
+    assert jobs.current("double") is None
+    state.update(layer=0)
+    assert jobs.current("double") == 42
+    state.update(image=2)  # another image: the kept result is dropped
+    assert jobs.results["double"] is None

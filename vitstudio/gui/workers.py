@@ -21,6 +21,11 @@ a collection that destroyed a QMenu's wrapper while the GUI thread deleted its c
 Latest request wins, errors included (as Orange3's `concurrent.py`): `discard()` cancels a job and drops its
 callbacks, so a superseded job delivers nothing at all. `cancel()` alone (a user pressing Cancel) still delivers
 the job's final result, e.g. a cancelled training run's report.
+
+Views start their work through `ViewJobs`, the one request-keyed path: a module-level function with explicit
+inputs, run for the view state's current request (model, image, parameters); its yields, result and error are
+delivered only while that request is still current, and a change of the view state discards every job whose
+request it made stale (a model or image change: all of them).
 """
 
 from __future__ import annotations
@@ -303,7 +308,11 @@ class ViewJobs:
 
     def start(self, slot: str, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
               on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
-        """Run `fn(cancel, *inputs)` for the slot's current request; the slot's previous job is discarded."""
+        """Run `fn(cancel, *inputs)` for the slot's current request; the slot's previous job is discarded.
+        `fn` must be a module-level function: a closure or a bound method would carry the widget (and the model)
+        into the worker, hidden from the reader and alive as long as the job."""
+        if inspect.ismethod(fn) or getattr(fn, "__closure__", None) or "<" in getattr(fn, "__qualname__", "<"):
+            raise TypeError(f"{fn!r}: a view's job is a module-level function taking its inputs explicitly")
         self.discard(slot)
         handle = JobHandle(name, self.kinds[slot], on_result, on_yield, on_error)
         handle.slot, handle.request, handle.guard = slot, self.request(slot), self

@@ -105,8 +105,9 @@ class ExplorerPanel(QWidget):
 
     `self.view_state` always holds the current model's and image's uids together with fields clamped to that
     model (see `fields_for_model`), set in one update, so a result computed for another model or image is never
-    drawn (results are `Keyed` by their request). State changes while the panel is hidden only mark it stale;
-    it recomputes when shown, so that a tab nobody looks at costs nothing.
+    drawn (jobs run through `workers.ViewJobs`, keyed by their request). State changes while the panel is hidden
+    only mark it stale (and discard the jobs they made stale); it recomputes when shown, so that a tab nobody looks
+    at costs nothing.
     """
 
     FIELDS: dict = {}
