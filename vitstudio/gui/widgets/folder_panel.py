@@ -51,7 +51,7 @@ from .folder_table import ResultsModel, thumbnails
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
 # what each job's result depends on besides the model: the paths opened
-KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",)}
+KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "hover": ("paths",)}
 
 
 # -- jobs: module-level, every input passed explicitly (run in workers) ---------------------------------------
@@ -67,6 +67,10 @@ def _map_job(cancel, embedded):
 def _similar_job(cancel, embedded, row: int):
     found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
     return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
+
+
+def _hover_job(cancel, path: str):
+    return list(thumbnails([path], cancel))
 
 
 def _review_job(cancel, folder: str, model, threshold: float | None):
@@ -179,7 +183,6 @@ class FolderPanel(QWidget):
         self.hover = QLabel()
         self.hover_image = QLabel()
         self.hover_image.setFixedSize(72, 72)
-        self._hover_job = workers.LatestJob()
         map_box = QWidget()
         box = QVBoxLayout(map_box)
         row = QHBoxLayout()
@@ -321,6 +324,8 @@ class FolderPanel(QWidget):
         self.similar.clear()
         self.review.clear()
         self.duplicates.clear()
+        self.hover.clear()
+        self.hover_image.clear()
         self.map.set_points(np.zeros((0, 2)), [], "pca")
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
@@ -362,9 +367,7 @@ class FolderPanel(QWidget):
             r = self.results
             self.hover.setText(f"{os.path.basename(r.paths[row])}: {r.predicted_label(row)} "
                                f"({r.confidence[row]:.0%}), folder {r.given[row] or '–'}")
-            path = r.paths[row]
-            self._hover_job.start("Thumbnail", lambda cancel: list(thumbnails([path], cancel)),
-                                  on_result=self._on_hover_thumbnail)
+            self.jobs.start("hover", "Thumbnail", _hover_job, r.paths[row], on_result=self._on_hover_thumbnail)
 
     def _on_hover_thumbnail(self, found) -> None:
         _, array = found[0]

@@ -46,6 +46,16 @@ from .training_form import TrainingFormWidget, describe_scan
 from .training_results import RunResultsWidget, make_thumbnails
 
 
+def _scan_job(cancel, folder: str):
+    found = scan_dataset(folder)
+    return found, exact_duplicate_groups(found) if found.val is None else {}
+
+
+def _preview_job(cancel, paths: list, config, size: tuple[int, int], interpolation: str):
+    views = preview_augmentation(paths, config, size, 16, interpolation)
+    return mosaic_rgb(views, columns=4, pad=3) if views else None
+
+
 def _gallery(cancel, report: EvalReport) -> tuple[EvalReport, dict]:
     """Runs in a worker: the report with the thumbnails of its misclassified images."""
     return report, make_thumbnails(report)
@@ -65,14 +75,14 @@ class TrainingPanel(QWidget):
         self.job = None
         # "The run shown" (curves, results, probe on screen) and "the run in progress" are separate: History can
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
-        # The run shown is the view's request: a gallery made for another run is never drawn.
-        self.view_state = ViewState(model=None, image=None, run=None)
-        self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",)})
+        # The run shown and the dataset are the view's requests: a gallery made for another run, a scan or an
+        # augmentation preview of another folder is never drawn.
+        self.view_state = ViewState(model=None, image=None, run=None, dataset=None)
+        self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
+                                                       "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots)
-        self._scan_job = workers.LatestJob(workers.LONG)
-        self._preview_job = workers.LatestJob()
         self.preview_grid = None
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self._build_setup_column(catalog_names))
@@ -212,15 +222,13 @@ class TrainingPanel(QWidget):
         size = (config.img_size, config.img_size) if config.img_size else (model.input_hw if model else (224, 224))
         interpolation = model.data_config.get("interpolation", "bicubic") if model else "bicubic"
         paths = [p for files in self.scan.train.values() for p in files]
-
-        def run(cancel):
-            views = preview_augmentation(paths, config, size, 16, interpolation)
-            return mosaic_rgb(views, columns=4, pad=3) if views else None
-
         self.preview_box.label.setText("Computing augmented views…")
-        self._preview_job.start("Augmentation preview", run, on_result=self._show_preview,
-                                on_error=lambda exc: self.preview_box.label.setText(workers.describe(exc)))
+        self.jobs.start("preview", "Augmentation preview", _preview_job, paths, config, size, interpolation,
+                        on_result=self._show_preview, on_error=self._on_preview_error)
         self.right.setCurrentWidget(self.preview_box)
+
+    def _on_preview_error(self, exc: BaseException) -> None:
+        self.preview_box.label.setText(workers.describe(exc))
 
     def _show_preview(self, grid) -> None:
         self.preview_box.show_grid(grid, self.form.config("", "", ""))
@@ -268,11 +276,9 @@ class TrainingPanel(QWidget):
         self.exclude = list(exclude or [])
         self.folder.setText(folder)
         self.dataset_info.setText("Scanning…")
-        def scan(cancel):
-            found = scan_dataset(folder)
-            return found, exact_duplicate_groups(found) if found.val is None else {}
-
-        self._scan_job.start("Scanning dataset", scan, on_result=self._on_scan, on_error=self._on_scan_error)
+        self.view_state.update(dataset=folder)
+        self.jobs.start("scan", "Scanning dataset", _scan_job, folder, on_result=self._on_scan,
+                        on_error=self._on_scan_error)
 
     def _on_scan_error(self, exc: BaseException) -> None:
         self.scan = None
