@@ -123,13 +123,8 @@ def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 <
     key = cache_key(paths, short_side, "tensor" if on_device else "pil")
     data_file, index_file = folder / f"{key}.u8", folder / f"{key}.json"
     if data_file.exists() and index_file.exists():
-        index = json.loads(index_file.read_text())
         yield Progress(len(paths), len(paths), "Decoded-image cache found")
-        data = np.memmap(data_file, dtype=np.uint8, mode="r")
-        if data.shape[0] <= memory_budget:
-            data = np.array(data)  # small enough: read it into memory once
-        return DecodedImages(data, np.asarray(index["offsets"], np.int64), np.asarray(index["shapes"], np.int32),
-                             index["failed"], index["bad"])
+        return _read_cache(data_file, index_file, memory_budget)
     chunks: list[np.ndarray] = []  # in memory while the running total fits the budget
     spill = None  # the cache file once it does not
     shapes, failed, bad, total = [], {}, [], 0
@@ -162,6 +157,22 @@ def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 <
             spill.close()
             tmp.unlink(missing_ok=True)
         raise
+    return _finish_cache(chunks, spill, tmp, data_file, index_file, shapes, failed, bad)
+
+
+def _read_cache(data_file: Path, index_file: Path, memory_budget: int) -> DecodedImages:
+    """A cache file written by an earlier `build_cache`: memory-mapped, or read into memory when it fits."""
+    index = json.loads(index_file.read_text())
+    data = np.memmap(data_file, dtype=np.uint8, mode="r")
+    if data.shape[0] <= memory_budget:
+        data = np.array(data)  # small enough: read it into memory once
+    return DecodedImages(data, np.asarray(index["offsets"], np.int64), np.asarray(index["shapes"], np.int32),
+                         index["failed"], index["bad"])
+
+
+def _finish_cache(chunks: list[np.ndarray], spill, tmp: Path, data_file: Path, index_file: Path, shapes: list,
+                  failed: dict, bad: list) -> DecodedImages:
+    """The decoded images: in memory (`chunks`), or the spilled file moved into place with its index."""
     shapes_arr = np.asarray(shapes, np.int32).reshape(-1, 3)
     sizes = shapes_arr.prod(axis=1).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) else np.zeros(0, np.int64)

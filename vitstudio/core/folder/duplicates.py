@@ -309,23 +309,8 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     parts = [hamming_pairs(bits, mbits, hash_distance), _above(t, t, pixels_cut)]
     f, cosine_cut, cosine_why, notes, packed = None, None, "", [], False
     if features is not None:
-        where = {int(k): r for r, k in enumerate(np.asarray(feature_index).tolist())}
-        f = torch.zeros(len(rows), features.shape[1])
-        have = [r for r, k in enumerate(rows.tolist()) if k in where]
-        f[have] = _unit(np.asarray(features)[[where[rows[r]] for r in have]])
-        nearest = nearest_similarity(f[have]) if len(have) > 1 else np.zeros(0, np.float32)
-        if threshold is None:
-            cosine_cut, cosine_why = calibrate(nearest, "feature cosine", FIXED_COSINE)
-        else:
-            cosine_cut, cosine_why = float(threshold), "given (--threshold)"
+        f, cosine_cut, cosine_why, notes, packed = _feature_signal(rows, features, feature_index, threshold)
         parts.append(_above(f, f, cosine_cut))
-        crowded = int((nearest >= COSINE_THRESHOLD).sum())
-        packed = crowded > 0.05 * max(1, len(nearest))
-        if packed:
-            notes.append(f"This model puts distinct images of this folder close: {crowded} of {len(nearest)} have "
-                         f"a neighbour at feature cosine ≥ {COSINE_THRESHOLD} (median nearest neighbour "
-                         f"{float(np.median(nearest)):.4f}). A fixed cosine cut would group them; here features "
-                         f"count only where a hash or the pixels agree, at cosine ≥ {cosine_cut:.5f}.")
     i, j, _ = _concat(parts)
     key = np.unique(i * max(1, len(rows)) + j)
     i, j = key // max(1, len(rows)), key % max(1, len(rows))
@@ -342,21 +327,64 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     for g in exact:
         group = tuple(paths[k] for k in g)
         groups.append(DuplicateGroup(group, ("exact",), 1.0 if f is not None else None, _leak(group, val)))
+    pairs = _PairEvidence(evidence, votes, distance, mirrored, pixels, cosine if f is not None else None)
     for clique in _cliques(len(rows), i[ok], j[ok], strength[ok]):
-        rep, members, kinds, lowest = clique[0], [], set(), None
-        members.append(Member(paths[rows[rep]], 0, False, 1.0, 1.0 if f is not None else None, ()))
-        for other in clique[1:]:
-            k = evidence[(min(rep, other), max(rep, other))]
-            signals = tuple(s for s, v in zip(SIGNALS, votes[:, k]) if v)
-            kinds.update(signals)
-            cos = None if f is None else float(cosine[k])
-            lowest = cos if lowest is None or (cos is not None and cos < lowest) else lowest
-            members.append(Member(paths[rows[other]], int(distance[k]), bool(mirrored[k]), float(pixels[k]), cos,
-                                  signals))
-        group = tuple(m.path for m in members)
-        extra = {paths[rows[c]]: tuple(paths[x] for x in copies[rows[c]]) for c in clique if rows[c] in copies}
-        everyone = group + tuple(p for v in extra.values() for p in v)
-        groups.append(DuplicateGroup(group, tuple(s for s in SIGNALS if s in kinds), lowest, _leak(everyone, val),
-                                     tuple(members), extra))
+        groups.append(_near_group(clique, paths, rows, copies, pairs, val))
     thresholds = Thresholds(hash_distance, pixels_cut, pixels_why, cosine_cut, cosine_why, packed, hash_why)
     return sorted(groups, key=lambda g: (not g.leak, not g.exact, g.paths)), thresholds, notes
+
+
+def _feature_signal(rows: np.ndarray, features: np.ndarray, feature_index: np.ndarray, threshold: float | None):
+    """The model's features as a signal: (unit features per row of `rows`, cosine cut, why that cut, notes, whether
+    the model packs distinct images close)."""
+    where = {int(k): r for r, k in enumerate(np.asarray(feature_index).tolist())}
+    f = torch.zeros(len(rows), features.shape[1])
+    have = [r for r, k in enumerate(rows.tolist()) if k in where]
+    f[have] = _unit(np.asarray(features)[[where[rows[r]] for r in have]])
+    nearest = nearest_similarity(f[have]) if len(have) > 1 else np.zeros(0, np.float32)
+    if threshold is None:
+        cosine_cut, cosine_why = calibrate(nearest, "feature cosine", FIXED_COSINE)
+    else:
+        cosine_cut, cosine_why = float(threshold), "given (--threshold)"
+    crowded = int((nearest >= COSINE_THRESHOLD).sum())
+    packed = crowded > 0.05 * max(1, len(nearest))
+    notes = []
+    if packed:
+        notes.append(f"This model puts distinct images of this folder close: {crowded} of {len(nearest)} have "
+                     f"a neighbour at feature cosine ≥ {COSINE_THRESHOLD} (median nearest neighbour "
+                     f"{float(np.median(nearest)):.4f}). A fixed cosine cut would group them; here features "
+                     f"count only where a hash or the pixels agree, at cosine ≥ {cosine_cut:.5f}.")
+    return f, cosine_cut, cosine_why, notes, packed
+
+
+@dataclass(frozen=True)
+class _PairEvidence:
+    """The candidate pairs' signals: `evidence` maps a kept pair (a < b, rows) to its column in the arrays."""
+
+    evidence: dict
+    votes: np.ndarray  # (signals, pairs) bool
+    distance: np.ndarray
+    mirrored: np.ndarray
+    pixels: np.ndarray
+    cosine: np.ndarray | None  # None without features
+
+
+def _near_group(clique: list[int], paths: list[str], rows: np.ndarray, copies: dict, pairs: _PairEvidence,
+                val: set[str] | None) -> DuplicateGroup:
+    """A near group from a clique (its first row the representative), with each member's evidence against it."""
+    with_features = pairs.cosine is not None
+    rep, members, kinds, lowest = clique[0], [], set(), None
+    members.append(Member(paths[rows[rep]], 0, False, 1.0, 1.0 if with_features else None, ()))
+    for other in clique[1:]:
+        k = pairs.evidence[(min(rep, other), max(rep, other))]
+        signals = tuple(s for s, v in zip(SIGNALS, pairs.votes[:, k]) if v)
+        kinds.update(signals)
+        cos = float(pairs.cosine[k]) if with_features else None
+        lowest = cos if lowest is None or (cos is not None and cos < lowest) else lowest
+        members.append(Member(paths[rows[other]], int(pairs.distance[k]), bool(pairs.mirrored[k]),
+                              float(pairs.pixels[k]), cos, signals))
+    group = tuple(m.path for m in members)
+    extra = {paths[rows[c]]: tuple(paths[x] for x in copies[rows[c]]) for c in clique if rows[c] in copies}
+    everyone = group + tuple(p for v in extra.values() for p in v)
+    return DuplicateGroup(group, tuple(s for s in SIGNALS if s in kinds), lowest, _leak(everyone, val),
+                          tuple(members), extra)

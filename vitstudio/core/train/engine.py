@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import random
 import time
 from collections.abc import Iterator
@@ -37,7 +36,7 @@ from vitstudio.core.distributed import (
     init_distributed,
     sum_across,
 )
-from vitstudio.core.files import atomic_torch_save, atomic_write_bytes, deferred_interrupt, die_at
+from vitstudio.core.files import atomic_write_bytes, deferred_interrupt, die_at
 from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.loading import load_model
@@ -47,14 +46,11 @@ from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
-from vitstudio.core.train.runlock import RunLock, remove_stale_files
+from vitstudio.core.train.run_folder import prepare_run_folder, restore_checkpoint, save_checkpoint, write_status
+from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
     CHECKPOINT,
     MetricsLog,
-    RunFileError,
-    one_line,
-    read_checkpoint,
-    read_train_config,
     save_model_folder,
 )
 from vitstudio.core.train.training_data import make_loaders, prepare_split
@@ -177,7 +173,7 @@ class _Run:
 
 
 def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
-    config, resume = _run_config(config, resume, out, dist_info.main)
+    config, resume = prepare_run_folder(config, resume, out, dist_info.main)
     run = yield from _build_run(config, cancel, resume, out, dist_info)
     total = sum(p.numel() for p in run.model.parameters())
     yield Progress(0, 0, f"Training {run.trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
@@ -193,10 +189,10 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         except Cancelled:
             status = "cancelled"
         except KeyboardInterrupt:
-            _write_status(run, "interrupted", epochs_done)
+            write_status(run, "interrupted", epochs_done)
             raise
         # last: "finished" promises everything the run writes (model, metrics, eval.json) is on disk
-        _write_status(run, status, epochs_done)
+        write_status(run, status, epochs_done)
     barrier(dist_info)
     return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed})
 
@@ -207,41 +203,6 @@ def _final_evaluation(run: _Run, cancel: CancelToken):
     report = yield from evaluate(best, run.split.val, list(run.split.classes), run.config.batch_size, cancel)
     atomic_write_bytes(run.out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
     return report
-
-
-# what a run writes before its first finished epoch: a run holding only these can be started over
-RUN_FILES = {".lock", "train_config.json", "split.json", "status.json", "metrics.csv", "tensorboard", "probe",
-             "config.json", "model.safetensors", "class_indices.json"}
-
-
-def _run_config(config: TrainConfig, resume: bool, out: Path, main: bool) -> tuple[TrainConfig, bool]:
-    """(the config to run, whether there is a checkpoint to continue from), with the run folder made ready
-    (under the run's lock): leftovers of interrupted writes removed; a run with no finished epoch started over."""
-    if resume:  # the run in `out`, wherever it was first written (a renamed or copied run trains itself)
-        config = read_train_config(out)
-    has_checkpoint = (out / CHECKPOINT).exists()
-    if main:
-        remove_stale_files(out)
-        if has_checkpoint and not resume:  # another process finished an epoch while we waited for the lock
-            raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or "
-                                  f"resume it).")
-        if not has_checkpoint:
-            _clear_unfinished(out)
-    return config, resume and has_checkpoint
-
-
-def _clear_unfinished(out: Path) -> None:
-    """A run folder without a finished epoch holds nothing worth keeping: remove what the engine wrote there,
-    and refuse (never delete) anything else."""
-    import shutil
-
-    foreign = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
-    if foreign:
-        raise FileExistsError(f"{out} exists and holds files ViT Studio did not write ({', '.join(foreign[:5])}); "
-                              f"pick another run name.")
-    for path in out.iterdir():
-        if path.name != ".lock":
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
@@ -276,14 +237,14 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     run.skipped = {**skipped, **loaders.failed}
     run.warnings.extend(data_warnings)
     if resume:
-        _restore(run)
+        restore_checkpoint(run)
     if dist_info.main:  # on resume too: the recorded settings name this folder, even for a renamed run
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(out / "train_config.json", config.to_json().encode())
         if not resume:
             atomic_write_bytes(out / "split.json", json.dumps(split.to_manifest(), indent=1).encode())
     if dist_info.main:
-        _write_status(run, "running", run.start_epoch)
+        write_status(run, "running", run.start_epoch)
         die_at("before-first-checkpoint")
     barrier(dist_info)  # the run folder exists before anyone goes on
     run.train_model = _wrap_for_training(model, config, dist_info, base.device)
@@ -327,37 +288,6 @@ def _wrap_for_training(model: nn.Module, config: TrainConfig, dist_info: DistInf
     return torch.compile(model) if config.compile else model
 
 
-def _restore(run: _Run) -> None:
-    state = read_checkpoint(run.out)
-    try:
-        run.model.load_state_dict(state["model"])
-        run.optimizer.load_state_dict(state["optimizer"])
-        run.scheduler.load_state_dict(state["scheduler"])
-        if run.ema is not None and state.get("ema") is not None:
-            run.ema.module.load_state_dict(state["ema"])
-        torch.set_rng_state(state["rng"])
-    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
-        raise RunFileError(f"{run.out / CHECKPOINT} does not fit this run ({one_line(exc, 160)}); remove it to "
-                           f"train the run from the start") from None
-    run.start_epoch, run.best_acc, run.stale = state["epoch"] + 1, float(state["best_acc"]), state["stale"]
-
-
-def _checkpoint(run: _Run, epoch_done: int) -> None:
-    atomic_torch_save({"model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
-                       "scheduler": run.scheduler.state_dict(),
-                       "ema": run.ema.module.state_dict() if run.ema else None, "epoch": epoch_done,
-                       "best_acc": run.best_acc, "stale": run.stale, "rng": torch.get_rng_state()},
-                      run.out / CHECKPOINT)
-
-
-def _write_status(run: _Run, status: str, epochs_done: int) -> None:
-    atomic_write_bytes(run.out / "status.json", json.dumps(
-        {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc, "pid": os.getpid(),
-         "processes": run.dist_info.world, "data_path": run.config.data_path,
-         "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings},
-        indent=1).encode())
-
-
 def _train_epochs(run: _Run, cancel: CancelToken):
     """Epochs from `run.start_epoch`: train, validate, save the best model, log, checkpoint, probe, early stop.
     Returns (status, epochs done)."""
@@ -385,7 +315,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
                                            "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"})
                     log.log(row)
                     die_at("after-metrics-row")
-                    _checkpoint(run, epoch)
+                    save_checkpoint(run, epoch)
                     die_at("after-checkpoint")
                 done = epoch + 1
             yield EpochMetrics(**row, best=improved)
@@ -405,7 +335,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
         status = "interrupted"
     except Exception:  # e.g. the model folder could not be written: the run failed, it is not still "running"
         if main:
-            _write_status(run, "failed", done)
+            write_status(run, "failed", done)
         raise
     finally:
         if log is not None:
