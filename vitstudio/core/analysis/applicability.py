@@ -1,7 +1,10 @@
 """Which registered analyses apply to a given model, and why not when they do not.
 
 Asked before any work starts: the CLI refuses with the reason (exit 2), the GUI greys the method out with the
-reason as its tooltip, explain() raises it. Cheap: it inspects the module tree, it runs nothing."""
+reason as its tooltip, explain() raises it. Cheap: it inspects the module tree, it runs nothing.
+
+Each registry entry lists the checks below that it needs (`Analysis.applies`); a check takes the model and the
+entry and returns None or one sentence saying why the analysis does not apply."""
 
 from __future__ import annotations
 
@@ -13,42 +16,69 @@ from vitstudio.core.models.structure import WINDOW, attention_modules, patch_emb
 
 def why_not(model: nn.Module, method: str) -> str | None:
     """None when `method` applies to `model`, else one sentence saying why it does not."""
-    analysis = registry.get(method)
-    name = type(model).__name__
-    if method == "pos-embed" and getattr(getattr(model, "embeds", None), "pos_embed", None) is not None:
-        return (f"{name} resamples its position table to each image's own patch grid (variable size and aspect), "
-                f"so there is no fixed grid of position embeddings to compare.")
-    if method == "pos-embed" and getattr(model, "pos_embed", None) is None:
-        return f"{name} has no learned position embedding to show: it encodes positions {_position_scheme(model)}."
-    if method == "filters":
-        weight = getattr(getattr(patch_embedding(model), "proj", None), "weight", None)
-        if weight is None or weight.ndim != 4 or weight.shape[1] != 3:
-            return (f"{name}'s patch embedding is not a convolution over RGB pixels (a hybrid stem, or a linear "
-                    f"projection of flattened patches).")
-    if analysis.group == "attention":
-        trunk = trunk_blocks(model)
-        if method != "token" and any(t.kind == WINDOW for t in trunk):
-            return (f"{name} attends only inside local windows (no class token, no attention across the image), "
-                    f"so {analysis.title.lower()} is not defined for it; token maps show each window's attention.")
-        blocks = [t.block for t in trunk]
-        unreadable = [b for b in blocks if not attention_modules(b)]
-        if not blocks or unreadable:
-            kind = type(unreadable[0]).__name__ if unreadable else name
-            return f"{kind} blocks have no attention module ViT Studio can read."
-        if method == "gradient-rollout" and getattr(model, "num_classes", None) == 0:
-            return (f"gradient rollout explains a class, and this {name} is headless (no classifier): use rollout, "
-                    f"or fine-tune a head on your classes.")
-        if method == "gradient-rollout":
-            modules = [attention_modules(b) for b in blocks]
-            if any(len(m) != 1 or hasattr(m[0], "_compute_lambda") for m in modules):
-                return (f"gradient rollout needs one plain attention map per block; {type(blocks[0]).__name__} "
-                        f"blocks combine several (parallel or differential attention).")
-    return None
+    return registry.get(method).why_not(model)
 
 
 def available(model: nn.Module) -> dict[str, str | None]:
     """Every registered analysis -> None (applies) or the reason it does not."""
     return {name: why_not(model, name) for name in registry.REGISTRY}
+
+
+# -- the checks entries name -------------------------------------------------------------------------------
+def fixed_position_table(model: nn.Module, analysis) -> str | None:
+    """A learned position embedding on a fixed patch grid."""
+    name = type(model).__name__
+    if getattr(getattr(model, "embeds", None), "pos_embed", None) is not None:
+        return (f"{name} resamples its position table to each image's own patch grid (variable size and aspect), "
+                f"so there is no fixed grid of position embeddings to compare.")
+    if getattr(model, "pos_embed", None) is None:
+        return f"{name} has no learned position embedding to show: it encodes positions {_position_scheme(model)}."
+    return None
+
+
+def rgb_convolution_stem(model: nn.Module, analysis) -> str | None:
+    """A patch embedding that is a convolution over RGB pixels."""
+    weight = getattr(getattr(patch_embedding(model), "proj", None), "weight", None)
+    if weight is None or weight.ndim != 4 or weight.shape[1] != 3:
+        return (f"{type(model).__name__}'s patch embedding is not a convolution over RGB pixels (a hybrid stem, or a "
+                f"linear projection of flattened patches).")
+    return None
+
+
+def global_attention(model: nn.Module, analysis) -> str | None:
+    """Attention across the whole image (not only inside local windows)."""
+    if any(t.kind == WINDOW for t in trunk_blocks(model)):
+        return (f"{type(model).__name__} attends only inside local windows (no class token, no attention across the "
+                f"image), so {analysis.title.lower()} is not defined for it; token maps show each window's attention.")
+    return None
+
+
+def readable_attention(model: nn.Module, analysis) -> str | None:
+    """Every trunk block has an attention module whose map can be captured."""
+    blocks = [t.block for t in trunk_blocks(model)]
+    unreadable = [b for b in blocks if not attention_modules(b)]
+    if not blocks or unreadable:
+        kind = type(unreadable[0]).__name__ if unreadable else type(model).__name__
+        return f"{kind} blocks have no attention module ViT Studio can read."
+    return None
+
+
+def has_classifier(model: nn.Module, analysis) -> str | None:
+    """A classifier head, for analyses that explain a class."""
+    if getattr(model, "num_classes", None) == 0:
+        return (f"{analysis.title.lower()} explains a class, and this {type(model).__name__} is headless (no "
+                f"classifier): use rollout, or fine-tune a head on your classes.")
+    return None
+
+
+def plain_attention(model: nn.Module, analysis) -> str | None:
+    """One plain attention map per block (gradients are taken with respect to it)."""
+    blocks = [t.block for t in trunk_blocks(model)]
+    modules = [attention_modules(b) for b in blocks]
+    if any(len(m) != 1 or hasattr(m[0], "_compute_lambda") for m in modules):
+        return (f"{analysis.title.lower()} needs one plain attention map per block; {type(blocks[0]).__name__} "
+                f"blocks combine several (parallel or differential attention).")
+    return None
 
 
 def _position_scheme(model: nn.Module) -> str:

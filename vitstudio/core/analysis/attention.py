@@ -351,3 +351,32 @@ def overview(loaded: LoadedModel, x: torch.Tensor, fusion: str = "mean", discard
         head_maps=stack(heads).reshape(len(layers), -1, gh, gw),
         rollout=_patch_grid(loaded, x, _cls_row(loaded, state["r"]))[0],
         distance=stack(dists), entropy=stack(ents), fusion=fusion, discard=discard)
+
+
+# -- what the registry's attention entries compute: fn(loaded, x, params) -> (array, extra) -----------------
+def explain_heads(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    arr = head_maps(loaded, x, params["layer"])[0]  # (heads, gh, gw)
+    return (arr[params["head"]] if params["head"] is not None else arr), {}
+
+
+def explain_token(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    maps = token_maps(loaded, x, params["patch"], [params["layer"]])
+    both = np.stack([maps.attends_to[0, 0], maps.attended_by[0, 0]])  # (2, heads, gh, gw): to, by
+    arr = {"to": both[0], "by": both[1], "both": both}[params["direction"]]
+    return (arr[..., params["head"], :, :] if params["head"] is not None else arr), {}
+
+
+def explain_rollout(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    return rollout(loaded, x, params["fusion"], params["discard"])[0], {}
+
+
+def explain_gradient_rollout(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    result = gradient_rollout(loaded, x, params["target"])
+    params.update(target=result.targets[0], target_label=loaded.labels[result.targets[0]])
+    return result.maps[0], {}
+
+
+def explain_distance(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    stats = attention_stats(loaded, x)
+    params.update(images=1, unit="input pixels")
+    return stats.distance, {"entropy": stats.entropy.astype(np.float32)}

@@ -145,3 +145,46 @@ def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, n
         pooled = model.forward_head(feats, pre_logits=True)
         logits = model.forward_head(feats)
     return pooled.float().cpu().numpy(), logits.float().cpu().numpy()
+
+
+# -- what the registry's embedding entries compute ----------------------------------------------------------
+# A token view fn(LayerTokens, params, grid, basis) -> dict(map=…, …) shows one layer on the model's patch grid
+# `grid` (a Swin stage's coarser grid is repeated up to it, so clicks and markers mean the same patch on every
+# layer); the GUI calls it directly, explain() through `_explain_view`.
+def pca_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> dict:
+    from vitstudio.core.analysis.overlays import normalise
+
+    rgb, basis = pca_rgb(tokens.patches, basis)
+    coords, _ = pca_2d(tokens.patches, basis)
+    colors = normalise(rgb[0]).reshape(-1, 3)
+    rgb = upsample_to(rgb[0], grid)
+    return {"map": rgb, "display": normalise(rgb), "coords": coords, "colors": colors, "basis": basis}
+
+
+def similarity_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> dict:
+    if params.get("patch") is None:
+        return {"map": None, "message": "Click a patch on the image."}
+    return {"map": upsample_to(cosine_similarity_to(tokens.patches, params["patch"], grid)[0], grid)}
+
+
+def norms_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> dict:
+    norms, prefix = token_norms(tokens)
+    return {"map": upsample_to(norms[0], grid), "prefix_norms": prefix[0].astype(np.float32)}
+
+
+def _explain_view(view, loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    tokens = layer_tokens(loaded, x, [params["layer"]])[params["layer"]]
+    out = view(tokens, params, loaded.grid_size)
+    return out["map"], ({"prefix_norms": out["prefix_norms"]} if "prefix_norms" in out else {})
+
+
+def explain_pca(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    return _explain_view(pca_view, loaded, x, params)
+
+
+def explain_similarity(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    return _explain_view(similarity_view, loaded, x, params)
+
+
+def explain_norms(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    return _explain_view(norms_view, loaded, x, params)

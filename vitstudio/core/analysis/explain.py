@@ -13,15 +13,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from vitstudio.core.analysis import attention, embeddings, intrinsic, overlays, registry
+from vitstudio.core.analysis import attention, overlays, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import resolve_layers
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.models.model import LoadedModel
 
-METHODS = tuple(registry.REGISTRY)
-IMAGE_FREE = tuple(a.name for a in registry.REGISTRY.values() if not a.needs_image)
 
 
 @dataclass(frozen=True)
@@ -71,54 +69,18 @@ def explain(loaded: LoadedModel, method: str, image: Image.Image | None = None, 
     """Run one registered analysis on one image (or on the model alone for the model-intrinsic ones).
 
     `given` may hold any registry parameter (layer, head, patch, direction, fusion, discard, target); those the
-    method does not take are ignored."""
+    method does not take are ignored. What runs is the entry's own `compute`."""
     analysis = registry.get(method)
     params = validate(loaded, method, **given)
-    model = loaded.model
-    if method == "pos-embed":
-        return Explanation(method, intrinsic.pos_embed_similarity(model), params)
-    if method == "filters":
-        return Explanation(method, intrinsic.filter_components(model), {"components": 28})
-    if image is None and analysis.needs_image:
+    if not analysis.needs_image:
+        arr, extra = analysis.run(loaded, None, params)
+        return Explanation(method, np.asarray(arr, dtype=np.float32), params, None, extra)
+    if image is None:
         raise ValueError(f"The '{method}' method needs an image.")
     crop = loaded.crop(image)
     x = loaded.to_tensor(crop)[None]
-    crop_arr = np.asarray(crop, dtype=np.uint8)
-    arr, extra = _compute(loaded, method, x, params)
-    return Explanation(method, np.asarray(arr, dtype=np.float32), params, crop_arr, extra)
-
-
-def _compute(loaded: LoadedModel, method: str, x, params: dict) -> tuple[np.ndarray, dict]:
-    layer, head = params.get("layer"), params.get("head")
-    if method == "heads":
-        arr = attention.head_maps(loaded, x, layer)[0]
-        return (arr[head] if head is not None else arr), {}
-    if method == "token":
-        maps = attention.token_maps(loaded, x, params["patch"], [layer])
-        both = np.stack([maps.attends_to[0, 0], maps.attended_by[0, 0]])  # (2, heads, gh, gw): to, by
-        arr = {"to": both[0], "by": both[1], "both": both}[params["direction"]]
-        return (arr[..., head, :, :] if head is not None else arr), {}
-    if method == "rollout":
-        return attention.rollout(loaded, x, params["fusion"], params["discard"])[0], {}
-    if method == "gradient-rollout":
-        result = attention.gradient_rollout(loaded, x, params["target"])
-        params.update(target=result.targets[0], target_label=loaded.labels[result.targets[0]])
-        return result.maps[0], {}
-    if method == "distance":
-        stats = attention.attention_stats(loaded, x)
-        params.update(images=1, unit="input pixels")
-        return stats.distance, {"entropy": stats.entropy.astype(np.float32)}
-    tokens = embeddings.layer_tokens(loaded, x, [layer])[layer]
-    grid = loaded.grid_size  # a Swin stage's coarser grid is repeated up to the patch grid, like the GUI's
-    if method == "pca":
-        return embeddings.upsample_to(embeddings.pca_rgb(tokens.patches)[0][0], grid), {}
-    if method == "similarity":
-        return embeddings.upsample_to(embeddings.cosine_similarity_to(tokens.patches, params["patch"], grid)[0],
-                                      grid), {}
-    if method == "norms":
-        norms, prefix = embeddings.token_norms(tokens)
-        return embeddings.upsample_to(norms[0], grid), {"prefix_norms": prefix[0].astype(np.float32)}
-    raise ValueError(f"No implementation for the registered method '{method}'.")
+    arr, extra = analysis.run(loaded, x, params)
+    return Explanation(method, np.asarray(arr, dtype=np.float32), params, np.asarray(crop, dtype=np.uint8), extra)
 
 
 def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 16,
@@ -140,24 +102,41 @@ def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 1
                        None, {"entropy": (ent_sum / count).astype(np.float32)}), errors
 
 
-def render(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
-    """A raw picture of the explanation: overlays on the crop, grids for model-intrinsic views, a plot for distance."""
-    arr, renderer = exp.array, registry.get(exp.method).renderer
-    if renderer == "plot":
-        return distance_plot(arr)
-    if exp.method == "pos-embed":
-        gh, gw = arr.shape[:2]
-        return overlays.enlarge(overlays.mosaic(arr.reshape(gh * gw, gh, gw), columns=gw, cmap="viridis"), 4)
-    if exp.method == "filters":
-        return overlays.enlarge(overlays.mosaic(arr, columns=7), 4)
-    if renderer == "rgb":
-        rgb = (overlays.normalise(arr) * 255 + 0.5).astype(np.uint8)
-        big = np.asarray(Image.fromarray(rgb).resize(exp.crop.shape[1::-1], Image.NEAREST))
-        return np.concatenate([exp.crop, big], axis=1)
+def _map_mosaic(exp: Explanation, cmap: str, alpha: float) -> np.ndarray:
+    """(gh, gw, gh, gw): one small map per patch, laid out on the patch grid."""
+    gh, gw = exp.array.shape[:2]
+    return overlays.enlarge(overlays.mosaic(exp.array.reshape(gh * gw, gh, gw), columns=gw, cmap="viridis"), 4)
+
+
+def _rgb_mosaic(exp: Explanation, cmap: str, alpha: float) -> np.ndarray:
+    """(k, p, p, 3): colour tiles, seven to a row."""
+    return overlays.enlarge(overlays.mosaic(exp.array, columns=7), 4)
+
+
+def _rgb_beside_crop(exp: Explanation, cmap: str, alpha: float) -> np.ndarray:
+    rgb = (overlays.normalise(exp.array) * 255 + 0.5).astype(np.uint8)
+    big = np.asarray(Image.fromarray(rgb).resize(exp.crop.shape[1::-1], Image.NEAREST))
+    return np.concatenate([exp.crop, big], axis=1)
+
+
+def _overlays(exp: Explanation, cmap: str, alpha: float) -> np.ndarray:
+    arr = exp.array
     maps = arr.reshape(-1, *arr.shape[-2:])  # one overlay per map (heads, to/by, ...)
     tiles = [overlays.overlay(m, exp.crop, cmap, alpha) for m in maps]
     columns = arr.shape[-3] if arr.ndim == 4 else None  # token maps: a row of heads for "to", one for "by"
     return overlays.mosaic_rgb(tiles, columns)
+
+
+# the registry's renderer kinds -> a raw picture of an Explanation
+RENDERERS = {"plot": lambda exp, cmap, alpha: distance_plot(exp.array), "map-mosaic": _map_mosaic,
+             "mosaic": _rgb_mosaic, "rgb": _rgb_beside_crop, "overlay": _overlays}
+MOSAICS = ("mosaic", "map-mosaic")  # pictures enlarged cell by cell for files
+
+
+def render(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
+    """A raw picture of the explanation, as its entry's renderer draws it: overlays on the crop, grids for
+    model-intrinsic views, a plot for distance."""
+    return RENDERERS[registry.get(exp.method).renderer](exp, cmap, alpha)
 
 
 def describe(exp: Explanation, model_name: str = "", image_name: str = "") -> str:
@@ -177,10 +156,10 @@ def render_figure(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5, t
     renderer = registry.get(exp.method).renderer
     if renderer == "plot":
         return distance_plot(exp.array, title)
-    if renderer == "mosaic" or renderer == "rgb":
+    if renderer in MOSAICS or renderer == "rgb":
         picture = render(exp, cmap, alpha)
         scale = max(1, int(np.ceil(min_side / max(1, min(picture.shape[:2])))))
-        picture = overlays.enlarge(picture, scale) if renderer == "mosaic" else picture
+        picture = overlays.enlarge(picture, scale) if renderer in MOSAICS else picture
         fig = Figure(figsize=(6, 6 * picture.shape[0] / picture.shape[1] + 0.6), dpi=100)
         ax = fig.add_subplot()
         ax.imshow(picture, interpolation="nearest")

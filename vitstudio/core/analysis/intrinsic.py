@@ -33,3 +33,13 @@ def filter_components(model: nn.Module, k: int = 28) -> np.ndarray:
     d, c, ph, pw = w.shape
     basis = fit_pca(w.reshape(d, c * ph * pw), k)
     return basis.components.reshape(-1, c, ph, pw).transpose(0, 2, 3, 1).copy()
+
+
+# -- what the registry's model-intrinsic entries compute: fn(loaded, None, params) -> (array, extra) ----------
+def explain_pos_embed(loaded, x, params: dict) -> tuple[np.ndarray, dict]:
+    return pos_embed_similarity(loaded.model), {}
+
+
+def explain_filters(loaded, x, params: dict) -> tuple[np.ndarray, dict]:
+    params.update(components=28)
+    return filter_components(loaded.model), {}

@@ -1,21 +1,29 @@
 """One registry naming every analysis once (in the spirit of timm's `register_model`).
 
-Each entry says what the analysis is called (a key for files and the CLI, a title for people), which parameters
-it takes (defaults, choices, ranges, help), whether it needs an image, the shape of what it returns and how it is
-drawn. `explain()`, the CLI's `--method` choices and help, the GUI's method lists, the Compare panel and every
-exported parameter file read it, so the app has one vocabulary and one parameter-file format.
+Each entry IS the analysis: what it is called (a key for files and the CLI, a title for people), which parameters
+it takes (defaults, choices, ranges, help), whether it needs an image, the shape of what it returns, how it is
+drawn, what computes it (`compute`), when it applies (`applies`) and how the GUI shows it (`view`). `explain()`,
+the CLI's `--method` choices and help, the GUI's method lists, the Compare panel and every exported parameter file
+read it, so the app has one vocabulary and one parameter-file format; nothing outside the registry and the modules
+its entries point at branches on an analysis name.
 
-Importable without torch: the CLI builds its parser from it.
+Importable without torch: the CLI builds its parser from it. So the code an entry runs is named by a
+"module:function" path (or given as a callable, e.g. by a test) and imported only when the entry is run.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 FUSIONS = ("mean", "max", "min")
 DIRECTIONS = ("to", "by", "both")  # token maps: what the patch attends to, what attends to it, or both stacked
 # One colour vocabulary for the GUI and the CLI's pictures (both draw through matplotlib's definitions).
 COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis", "gray", "RdBu_r", "jet")
+
+
+Ref = str | Callable | None  # "package.module:function", or the function itself
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,29 @@ class Analysis:
     needs_image: bool = True
     folder: bool = False  # a folder means "averaged over its images" rather than "each image"
     compare: bool = False  # offered side by side in the Compare panel
+    # -- what runs (each a "module:function" path, imported when used, or a callable) ------------------------
+    compute: Ref = None  # fn(loaded, x (1, 3, H, W) or None, params) -> (array, extra dict); may add to params
+    applies: tuple[Ref, ...] = ()  # checks fn(model, analysis) -> None or why not; the first reason wins
+    # GUI, by group: embeddings: fn(LayerTokens, params, grid, basis) -> dict(map=…, …); attention: the entry's
+    # `view_job` fn(cancel, loaded, image, *view_keys values) is run once per request (entries with the same job share
+    # its result: the per-(model, image) overview) and fn(job result, params, loaded) -> (map or None, text) reads it
+    view: Ref = None
+    view_job: Ref = None
+    view_keys: tuple[str, ...] = ()  # the view-state fields the view job depends on (besides model and image)
+    caption: str = ""  # what a model-intrinsic picture shows, in a sentence
+    options: tuple[str, ...] = ()  # GUI-only options the view offers (e.g. 'fixed-basis')
+
+    def run(self, loaded, x, params: dict):
+        """(array, extra): the analysis of the preprocessed batch `x` (None for model-only analyses)."""
+        return load(self.compute)(loaded, x, params)
+
+    def why_not(self, model) -> str | None:
+        """None when the analysis applies to `model` (an nn.Module), else one sentence saying why not."""
+        for check in self.applies:
+            reason = load(check)(model, self)
+            if reason is not None:
+                return reason
+        return None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -51,6 +82,14 @@ class Analysis:
 
 
 REGISTRY: dict[str, Analysis] = {}
+
+
+def load(ref: Ref) -> Callable:
+    """The function an entry names: a callable as it is, or "package.module:function" imported now."""
+    if ref is None or callable(ref):
+        return ref
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def register(analysis: Analysis) -> Analysis:
@@ -67,9 +106,19 @@ def get(name: str) -> Analysis:
         raise ValueError(f"Unknown method '{name}'; use one of {', '.join(REGISTRY)}.") from None
 
 
-def names(group: str | None = None, *, compare: bool | None = None) -> tuple[str, ...]:
+def unregister(name: str) -> None:
+    """Remove an entry (tests that register a toy analysis clean up with it)."""
+    REGISTRY.pop(name, None)
+
+
+def names(group: str | None = None, *, compare: bool | None = None, folder: bool | None = None,
+          viewed: bool | None = None, param: str | None = None) -> tuple[str, ...]:
+    """Registered names, in registration order, filtered by group, Compare, folder averages, whether the GUI has a
+    view of them, and a parameter they take."""
     return tuple(a.name for a in REGISTRY.values()
-                 if (group is None or a.group == group) and (compare is None or a.compare == compare))
+                 if (group is None or a.group == group) and (compare is None or a.compare == compare)
+                 and (folder is None or a.folder == folder) and (viewed is None or (a.view is not None) == viewed)
+                 and (param is None or param in a.param_names))
 
 
 def resolve(name: str, **given) -> dict:
@@ -104,43 +153,63 @@ _LAYER = Param("layer", "layer", -1, "0-based block index; negative counts from 
 _HEAD_OR_ALL = Param("head", "head", None, "one head (0-based); all heads when not given")
 _HEAD = Param("head", "head", 0, "attention head (0-based)")
 _PATCH = Param("patch", "patch", None, "ROW,COL of the patch", required=True)
+_ATT = "vitstudio.core.analysis.attention:"
+_VIEW = "vitstudio.core.analysis.attention_views:"
+_EMB = "vitstudio.core.analysis.embeddings:"
+_INT = "vitstudio.core.analysis.intrinsic:"
+_CHECK = "vitstudio.core.analysis.applicability:"
+_GLOBAL = (_CHECK + "global_attention", _CHECK + "readable_attention")  # not inside windows, readable blocks
+_OVERVIEW = dict(view_job=_VIEW + "overview_job", view_keys=("fusion", "discard"))  # one forward, several views
 
 register(Analysis(
     "heads", "Head map", "attention", "CLS attention of each head of one layer (mean attention received when the "
-    "model has no class token)", "(heads, gh, gw), or (gh, gw) for one head", "overlay", (_LAYER, _HEAD_OR_ALL)))
+    "model has no class token)", "(heads, gh, gw), or (gh, gw) for one head", "overlay", (_LAYER, _HEAD_OR_ALL),
+    compute=_ATT + "explain_heads", applies=_GLOBAL, view=_VIEW + "view_heads", **_OVERVIEW))
 register(Analysis(
     "token", "Token map", "attention", "what one patch attends to, or what attends to it, in one layer",
     "(heads, gh, gw) for 'to'/'by'; (2, heads, gh, gw) for 'both'; without the heads axis for one head", "overlay",
     (_LAYER, _HEAD_OR_ALL, _PATCH, Param("direction", "choice", "both", "attends to / attended by / both",
-                                         DIRECTIONS))))
+                                         DIRECTIONS)),
+    compute=_ATT + "explain_token", applies=(_CHECK + "readable_attention",), view=_VIEW + "view_token",
+    view_job=_VIEW + "token_job", view_keys=("patch",)))
 register(Analysis(
     "rollout", "Rollout", "attention", "attention rollout (Abnar & Zuidema 2020): fused heads, +I, renormalised, "
     "multiplied through the layers", "(gh, gw)", "overlay",
     (Param("fusion", "choice", "mean", "how the heads of a layer are combined", FUSIONS),
      Param("discard", "float", 0.0, "fraction of the smallest attention weights dropped per layer",
-           range=(0.0, 0.99))), compare=True))
+           range=(0.0, 0.99))), compare=True,
+    compute=_ATT + "explain_rollout", applies=_GLOBAL, view=_VIEW + "view_rollout", **_OVERVIEW))
 register(Analysis(
     "gradient-rollout", "Gradient rollout", "attention", "class-specific rollout with gradient-weighted attention "
     "(Chefer et al. 2021)", "(gh, gw)", "overlay", (Param("target", "class", None, "class to explain (default: "
-                                                          "the top-1 prediction)"),), compare=True))
+                                                          "the top-1 prediction)"),), compare=True,
+    compute=_ATT + "explain_gradient_rollout",
+    applies=(*_GLOBAL, _CHECK + "has_classifier", _CHECK + "plain_attention"),
+    view=_VIEW + "view_gradient_rollout", view_job=_VIEW + "gradient_job", view_keys=("target",)))
 register(Analysis(
     "distance", "Attention distance", "attention", "mean attention distance of every head against depth (ViT paper "
-    "Fig. 7 right); a folder averages over its images", "(layers, heads), pixels", "plot", folder=True))
+    "Fig. 7 right); a folder averages over its images", "(layers, heads), pixels", "plot", folder=True,
+    compute=_ATT + "explain_distance", applies=_GLOBAL))
 register(Analysis(
     "pca", "PCA → RGB", "embeddings", "first three principal components of the patch tokens as colours",
-    "(gh, gw, 3)", "rgb", (_LAYER,)))
+    "(gh, gw, 3)", "rgb", (_LAYER,), compute=_EMB + "explain_pca", view=_EMB + "pca_view", options=("fixed-basis",)))
 register(Analysis(
     "similarity", "Similarity to patch", "embeddings", "cosine similarity of every patch token to one patch's",
-    "(gh, gw)", "overlay", (_LAYER, _PATCH)))
+    "(gh, gw)", "overlay", (_LAYER, _PATCH), compute=_EMB + "explain_similarity", view=_EMB + "similarity_view"))
 register(Analysis(
     "norms", "Token norms", "embeddings", "L2 norm of every patch token (high-norm artifact tokens stand out)",
-    "(gh, gw)", "overlay", (_LAYER,)))
+    "(gh, gw)", "overlay", (_LAYER,), compute=_EMB + "explain_norms", view=_EMB + "norms_view"))
 register(Analysis(
     "pos-embed", "Position-embedding similarity", "model", "cosine similarity of each patch's position "
-    "embedding to every other's (ViT paper Fig. 7 centre)", "(gh, gw, gh, gw)", "mosaic", needs_image=False))
+    "embedding to every other's (ViT paper Fig. 7 centre)", "(gh, gw, gh, gw)", "map-mosaic", needs_image=False,
+    compute=_INT + "explain_pos_embed", applies=(_CHECK + "fixed_position_table",),
+    caption="Position-embedding similarity: tile (r, c) shows the cosine similarity of patch (r, c)'s position "
+    "embedding to every other patch's."))
 register(Analysis(
     "filters", "Patch-embedding filters", "model", "first 28 principal components of the patch-embedding filters "
-    "(ViT paper Fig. 7 left)", "(28, p, p, 3)", "mosaic", needs_image=False))
+    "(ViT paper Fig. 7 left)", "(28, p, p, 3)", "mosaic", needs_image=False,
+    compute=_INT + "explain_filters", applies=(_CHECK + "rgb_convolution_stem",),
+    caption="First 28 principal components of the patch-embedding filters (RGB)."))
 
 
 def params_help() -> dict[str, str]:
