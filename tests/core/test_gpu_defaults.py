@@ -68,7 +68,7 @@ def test_out_of_memory_while_classifying_is_one_line_in_the_cli(monkeypatch, pho
     monkeypatch.setattr(inference, "explain_out_of_memory", lambda device, n, what: real(_FakeCuda(), n, what))
     with pytest.raises(GPUOutOfMemory, match="batch of 5 .* A batch size of 2 should fit"):
         forward_logits(loaded, torch.zeros(5, 3, 32, 32))
-    monkeypatch.setattr("vitstudio.cli.load_model_from_args", lambda args: loaded)
+    monkeypatch.setattr("vitstudio.cli.predict.load_model_from_args", lambda args: loaded)
     assert main(["predict", str(photos["coffee"]), "--model", SPEC]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: The GPU ran out of memory while classifying a batch of 1")

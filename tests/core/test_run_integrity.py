@@ -82,7 +82,7 @@ def test_before_the_settings_are_recorded_no_resume_is_offered(data, tmp_path, c
     """A kill before train_config.json exists leaves the folder with only its lock: `--resume` alone cannot know
     the settings, so neither the Ctrl+C advice nor the error offers it; with the settings given it starts over."""
     from vitstudio.cli import main
-    from vitstudio.cli_train import _how_to_continue
+    from vitstudio.cli.train import _how_to_continue
 
     out = tmp_path / "run"
     out.mkdir()

@@ -215,7 +215,7 @@ def test_finetune_has_an_option_for_every_setting_named_after_its_field(capsys):
 def test_every_setting_can_be_set_from_the_command_line(tmp_path):
     """A value other than the default for every field (the nine the CLI could not set before among them) reaches
     the TrainConfig; the earlier option names are aliases of the new ones."""
-    from vitstudio.cli_train import _finetune_config
+    from vitstudio.cli.train import _finetune_config
     from vitstudio.core.train.recipes import TrainConfig
     from vitstudio.core.train.schema import settings_of
 
@@ -257,7 +257,7 @@ def test_a_new_field_in_the_schema_becomes_an_option():
     import argparse
     import dataclasses
 
-    from vitstudio.cli_train import add_config_options
+    from vitstudio.cli.common import add_config_options
     from vitstudio.core.train.recipes import TrainConfig
     from vitstudio.core.train.schema import Range, setting, settings_of
 

@@ -1,4 +1,8 @@
-"""`vitstudio` command line: a thin face over vitstudio.core.
+"""`vitstudio` command line: the top-level parser and the dispatch, a thin face over vitstudio.core.
+
+Each command group is a module of this package with one `register(subparsers)` that adds its parser(s) and sets
+each parser's `handler` (as accelerate's `commands/accelerate_cli.py` does). Nothing here imports torch: a handler
+does, once the arguments are parsed and a custom model spec has passed its cheap check.
 
 Exit codes: 0 success, 1 some inputs failed, 2 usage or model error.
 """
@@ -6,96 +10,21 @@ Exit codes: 0 success, 1 some inputs failed, 2 usage or model error.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
-from .cli_common import (
-    EXIT_OK,
-    EXIT_SOME_FAILED,
-    EXIT_USAGE,
-    add_decoder_arg,
-    add_model_args,
-    load_model_from_args,
-    print_ignored,
-)
-from .core.analysis import registry
+from . import card, demo, evaluate, explain, export, folder, models, predict, train
+from .common import EXIT_OK, EXIT_USAGE
 
-
-def _add_explain_parser(sub) -> None:
-    """Options and choices come from the analysis registry: one vocabulary with the GUI and exports."""
-    methods = "; ".join(f"{a.name} = {a.title}" for a in registry.REGISTRY.values())
-    used = registry.params_help()
-    p = sub.add_parser("explain", help="attention / embedding analyses of images (one model load for all)",
-                       description=f"Methods: {methods}. Several images (or folders) and several methods in one call "
-                       "write OUT/<image file name>.<method>.<format> (small.bmp.rollout.png; a repeated name gets "
-                       "-2, -3…); one image and one method may write --out FILE directly.")
-    p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
-                   "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
-    add_model_args(p)
-    p.add_argument("--method", required=True, action="append", metavar="METHOD",
-                   help=f"one of {', '.join(registry.REGISTRY)}; repeat it or give a comma list for several")
-    p.add_argument("--layer", type=int, default=-1, help=f"0-based block; negative counts from the end (default -1); "
-                   f"used by {used['layer']}")
-    p.add_argument("--head", type=int, help=f"one head instead of all; used by {used['head']}")
-    p.add_argument("--patch", type=_patch, help=f"ROW,COL of the patch; used by {used['patch']}")
-    p.add_argument("--direction", default="both", choices=registry.DIRECTIONS,
-                   help="token maps: what the patch attends to, what attends to it, or both (default)")
-    p.add_argument("--fusion", default="mean", choices=registry.FUSIONS, help="rollout head fusion (default mean)")
-    p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop "
-                   "(0..0.99, default 0)")
-    p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
-    p.add_argument("--cmap", default="inferno", choices=registry.COLORMAPS, help="colormap for pictures")
-    p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
-    p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
-                   "(picture) or FILE.json for one image and one method; otherwise a folder")
-    p.add_argument("--format", default="png", choices=["png", "npy", "json"],
-                   help="what to write per result when --out is a folder (default png)")
-    add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
+# The order of `vitstudio --help`.
+COMMANDS = (models, predict, explain, train, evaluate, export, demo, folder, card)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vitstudio", description="Predict with and inspect Vision Transformers.")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("models", help="list ViT-family models (local ones first)")
-    p.add_argument("--filter", help="substring or glob on the name, e.g. 'deit*' or 'dinov2'")
-    p.add_argument("--local", action="store_true", help="only models whose weights are available offline")
-    p.add_argument("--family", choices=["vit", "deit", "hybrid", "vitamin", "eva", "beit", "relpos", "cait", "swin",
-                                        "naflexvit"],
-                   help="only one family (eva: EVA-02, EVA-CLIP, DINOv3, Perception Encoder; swin: v1 and v2)")
-    p.add_argument("--json", action="store_true", help="one JSON object per line")
-
-    p = sub.add_parser("predict", help="classify images and folders")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
-    add_model_args(p)
-    p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
-    add_decoder_arg(p)
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
-    out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    _add_explain_parser(sub)
-
-    from . import cli_folder, cli_train
-
-    cli_train.add_parsers(sub)
-    cli_folder.add_parsers(sub)
-
-    p = sub.add_parser("card", help="show the model card of a model")
-    add_model_args(p)
-    p.add_argument("--json", action="store_true", help="the card as one JSON object")
+    for command in COMMANDS:
+        command.register(sub)
     return parser
-
-
-def _patch(text: str) -> tuple[int, int]:
-    try:
-        row, col = (int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError("use ROW,COL, e.g. 3,7") from None
-    return row, col
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,14 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     if refused:
         print(f"error: {refused}", file=sys.stderr)
         return EXIT_USAGE
-    from .core.jobs import GPUOutOfMemory
+    from ..core.jobs import GPUOutOfMemory
 
     try:
-        from .cli_folder import HANDLERS as FOLDER
-        from .cli_train import HANDLERS as TRAIN
-
-        handlers = {"models": _models, "predict": _predict, "card": _card, "explain": _explain, **TRAIN, **FOLDER}
-        return handlers[args.command](args)
+        return args.handler(args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
@@ -133,7 +58,7 @@ def _precheck_model(spec: str | None) -> str | None:
     """An absurd or damaged custom spec / model folder is refused from its numbers before torch loads (~5 s)."""
     if not spec:
         return None
-    from .core.models.config_check import precheck_spec
+    from ..core.models.config_check import precheck_spec
 
     try:
         precheck_spec(spec)
@@ -144,227 +69,6 @@ def _precheck_model(spec: str | None) -> str | None:
 
 def _no_head_error() -> tuple:
     """inference.NoClassifierHead, imported only once something was raised (the CLI starts without torch)."""
-    from .core.inference import NoClassifierHead
+    from ..core.inference import NoClassifierHead
 
     return (NoClassifierHead,)
-
-
-def _models(args) -> int:
-    from .core.models.catalog import list_catalog
-
-    entries = list_catalog(args.filter, args.local, family=args.family)
-    for e in entries:
-        if args.json:
-            print(json.dumps({"name": e.name, "architecture": e.architecture, "tag": e.tag, "source": e.source,
-                              "local": e.local, "hf_hub_id": e.hf_hub_id, "num_classes": e.num_classes,
-                              "family": e.family}))
-        else:
-            mark = "local" if e.local else ("hub" if e.tag else "no weights")
-            print(f"{e.name:<70} {e.family or 'local':<8} {mark}")
-    if not args.json:
-        print(f"{len(entries)} models", file=sys.stderr)
-    return EXIT_OK
-
-
-def _predict(args) -> int:
-    from tqdm import tqdm
-
-    from .core.data.images import expand_paths
-    from .core.inference import classify_files, require_classifier, write_csv
-
-    if args.topk < 1 or args.batch_size < 1:
-        print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
-    from .core.distributed import device_for, finish, init_distributed
-
-    info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
-    args.device = device_for(info, args.device)
-    loaded = load_model_from_args(args)
-    if loaded is None:
-        return EXIT_USAGE
-    require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
-    ignored: list = []
-    files = list(expand_paths(args.paths, ignored=ignored))
-    print_ignored(ignored)
-    if not files:
-        print("error: no image files found in the given paths", file=sys.stderr)
-        return EXIT_SOME_FAILED
-    bar = tqdm(total=len(files), unit="img", file=sys.stderr,
-               disable=args.quiet or len(files) <= args.batch_size or not info.main)
-    if info.enabled:
-        from .core.folder.sharded import classify_sharded
-
-        results = classify_sharded(loaded, [str(f) for f in files], info, args.topk, args.batch_size,
-                                   on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
-        finish(info)
-        if not info.main:
-            return EXIT_OK
-        batches = [results]
-    else:
-        results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
-                                              decoder=args.decoder)
-    for batch in batches:
-        if not info.enabled:
-            results.extend(batch)
-            bar.update(len(batch))
-        if args.json:
-            for pred in batch:
-                print(json.dumps(pred.to_json()), flush=True)
-        elif not args.csv:
-            for pred in batch:
-                print(_human(pred))
-    bar.close()
-    if args.csv:
-        with open(args.csv, "w", newline="", encoding="utf-8") as fh:
-            write_csv(results, fh, args.topk)
-    failed = sum(not r.ok for r in results)
-    if failed:
-        print(f"{failed} of {len(results)} inputs failed", file=sys.stderr)
-    return EXIT_SOME_FAILED if failed else EXIT_OK
-
-
-def _human(pred) -> str:
-    if not pred.ok:
-        return f"{pred.path}\n  error: {pred.error}"
-    rows = [f"  {p * 100:6.2f}%  {label}  [{i}]" for i, label, p in zip(pred.indices, pred.labels, pred.probs)]
-    return "\n".join([pred.path, *rows])
-
-
-def _card(args) -> int:
-    from .core.models.modelcard import model_card
-
-    loaded = load_model_from_args(args)
-    if loaded is None:
-        return EXIT_USAGE
-    card = model_card(loaded)
-    if args.json:
-        print(json.dumps(card.as_dict()))
-    else:
-        width = max(len(k) for k, _ in card.lines())
-        for key, value in card.lines():
-            print(f"{key:<{width}}  {value}")
-    return EXIT_OK
-
-
-def _explain(args) -> int:
-    from .core.analysis.explain import distance_over, explain, render_figure, validate
-    from .core.data.images import ImageReadError, expand_paths, read_image
-
-    try:
-        plan = _explain_plan(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    loaded = load_model_from_args(args)
-    if loaded is None:
-        return EXIT_USAGE
-    given = dict(layer=args.layer, head=args.head, patch=args.patch, direction=args.direction, fusion=args.fusion,
-                 discard=args.discard, target=args.target)
-    try:  # every parameter is checked against the model before any image is read
-        for method in plan.methods:
-            validate(loaded, method, **given)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    failed = 0
-    ignored: list = []
-    images = list(expand_paths(args.inputs, ignored=ignored)) if any(
-        not registry.get(m).folder and registry.get(m).needs_image for m in plan.methods) else []
-    print_ignored(ignored)
-    for method in plan.methods:
-        analysis = registry.get(method)
-        if not analysis.needs_image:
-            jobs = [(None, method)]
-        elif analysis.folder:
-            jobs = [(Path(i), method) for i in args.inputs]
-        else:
-            jobs = [(f, method) for f in images]
-        for source, _ in jobs:
-            try:
-                if source is not None and analysis.folder and source.is_dir():
-                    exp, skipped = distance_over(loaded, [str(source)], decoder=args.decoder)
-                    for path, reason in skipped:
-                        print(f"skipped {path}: {reason}", file=sys.stderr)
-                    failed += len(skipped)
-                else:
-                    exp = explain(loaded, method, read_image(source) if source is not None else None, **given)
-            except ImageReadError as exc:
-                print(f"error: {exc.path}: {exc.reason}", file=sys.stderr)
-                failed += 1
-                continue
-            except (ValueError, MemoryError, RuntimeError) as exc:  # one input never takes the command down
-                print(f"error: {source}: {exc or type(exc).__name__}", file=sys.stderr)
-                failed += 1
-                continue
-            out = plan.target(source, method)
-            _write_explanation(exp, out, loaded.name, source, args, render_figure)
-            print(f"{method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
-    return EXIT_SOME_FAILED if failed else EXIT_OK
-
-
-class _ExplainPlan:
-    """Which methods, and where each result goes: --out itself for one image and one method, else a folder.
-
-    In a folder, a result is named after its input's whole file name, extension included
-    (`small.bmp.rollout.png` beside `small.webp.rollout.png`); a second input of the same name from another folder
-    gets `-2` (`small.bmp-2.rollout.png`), and so on in input order, so no result overwrites another."""
-
-    def __init__(self, methods: list[str], out: Path, single: bool, fmt: str) -> None:
-        self.methods, self.out, self.single, self.fmt = methods, out, single, fmt
-        self._names: dict[str, str] = {}  # input path -> its unique name in the output folder
-
-    def target(self, source: Path | None, method: str) -> Path:
-        if self.single:
-            return self.out
-        return self.out / (f"{self._unique(source)}.{method}.{self.fmt}" if source is not None else
-                           f"{method}.{self.fmt}")
-
-    def _unique(self, source: Path) -> str:
-        key = str(source)
-        if key not in self._names:
-            taken, n, name = set(self._names.values()), 1, source.name
-            while name in taken:
-                n += 1
-                name = f"{source.name}-{n}"
-            self._names[key] = name
-        return self._names[key]
-
-
-def _explain_plan(args) -> _ExplainPlan:
-    methods = [m.strip() for value in args.method for m in value.split(",") if m.strip()]
-    for method in methods:
-        registry.get(method)  # unknown names: a clear message listing the known ones
-    need_image = [m for m in methods if registry.get(m).needs_image]
-    if need_image and not args.inputs:
-        raise ValueError(f"the '{need_image[0]}' method needs an image (or a folder)")
-    out = Path(args.out)
-    one_input = len(args.inputs) <= 1 and not (args.inputs and Path(args.inputs[0]).is_dir()
-                                               and any(not registry.get(m).folder for m in need_image))
-    single = len(methods) == 1 and one_input and out.suffix != ""
-    if out.suffix and not single:
-        raise ValueError("several images or methods write one file each: give --out a folder (and --format)")
-    if single and out.suffix.lower() not in (".npy", ".png", ".json"):
-        raise ValueError("--out must end in .npy, .png or .json")
-    if not single:
-        out.mkdir(parents=True, exist_ok=True)
-    fmt = out.suffix.lower().lstrip(".") if single else args.format
-    return _ExplainPlan(methods, out, single, fmt)
-
-
-def _write_explanation(exp, out: Path, model_name: str, source: Path | None, args, render_figure) -> None:
-    from .core.analysis.export import write_result
-
-    params = registry.record(exp.method, exp.params, model=model_name, image=str(source) if source else None)
-    if out.suffix.lower() == ".png":
-        from PIL import Image
-
-        from .core.analysis.explain import describe
-
-        title = describe(exp, model_name, source.name if source is not None else "")
-        Image.fromarray(render_figure(exp, args.cmap, args.alpha, title)).save(out)
-    else:
-        write_result(out, exp.array, params, exp.extra)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,5 +1,6 @@
-"""What the `vitstudio` commands share: exit codes, the model and decoder options, loading the model they name,
-and the note on files a folder walk left alone."""
+"""What the `vitstudio` commands share (the lowest floor of the command line): exit codes, the model and decoder
+options, options generated from a core settings schema, loading the model a command names, running a core
+generator with a progress bar, and the note on files a folder walk left alone."""
 
 from __future__ import annotations
 
@@ -26,15 +27,53 @@ def add_decoder_arg(p: argparse.ArgumentParser) -> None:
                         "force one (unreadable-by-tensor files always fall back to PIL)")
 
 
+def add_config_options(parser, settings, presets: dict | None = None) -> None:
+    """One option per Setting (as transformers' HfArgumentParser adds one per dataclass field), named after its
+    field (`--min-lr-ratio`) with its earlier names as aliases, grouped by section. Every option defaults to None:
+    only the settings given override the preset; ranges are checked by TrainConfig.validate(), so the CLI and the
+    GUI give the same message."""
+    groups: dict[str, object] = {}
+    for s in settings:
+        group = groups.get(s.section)
+        if group is None:
+            group = groups[s.section] = parser.add_argument_group(f"{s.section} settings")
+        kw: dict = dict(dest=s.name, default=None, help=_option_help(s, presets))
+        if s.kind is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = s.kind
+            if s.choices is not None:
+                kw["choices"] = list(s.choices)
+            if s.length:
+                kw["nargs"] = s.length if s.length > 0 else "*"
+                kw["metavar"] = tuple(p.upper() for p in s.parts) if s.length > 0 else (s.parts or ("VALUE",))[0]
+        group.add_argument(s.flag, *s.aliases, **kw)
+
+
+def _option_help(s, presets: dict | None) -> str:
+    from ..core.train.schema import describe_default
+
+    text = s.help
+    if s.range is not None:
+        text += f"; in {s.range}"
+    if s.suggestions and s.choices is None and not any(v in text for v in s.suggestions):
+        text += f"; e.g. {', '.join(s.suggestions)}"
+    return f"{text} (default: {describe_default(s, presets)})".replace("%", "%%")
+
+
 def print_ignored(ignored: list[tuple[str, str]]) -> None:
     """The files a folder walk met and left alone (notes.txt, labels.csv), one line each on stderr: not failures."""
     for path, reason in ignored:
         print(f"ignored {path}: {reason}", file=sys.stderr)
 
 
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 def load_model_from_args(args):
     """The model that --model/--weights/--device/--precision name, or None once the error is printed."""
-    from .core.models.loading import ModelLoadError, load_model
+    from ..core.models.loading import ModelLoadError, load_model
 
     progress = None
     if sys.stderr.isatty():
@@ -46,3 +85,44 @@ def load_model_from_args(args):
     except ModelLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+
+
+def drain(gen, quiet: bool):
+    """Run a core generator with a progress bar; returns its result."""
+    from tqdm import tqdm
+
+    from ..core.jobs import Progress
+    from ..core.train.engine import EpochMetrics, RunWarning, StepProgress
+
+    bar, last_message = None, None
+    try:
+        while True:
+            rec = next(gen)
+            if isinstance(rec, RunWarning):  # printed even when quiet: the run needs the user's attention
+                print(f"warning: {rec.message}", file=sys.stderr)
+            if quiet:
+                continue
+            if isinstance(rec, StepProgress):
+                if bar is None or bar.total != rec.steps:
+                    bar = tqdm(total=rec.steps, file=sys.stderr, leave=False, disable=None)  # None: off when not a tty
+                bar.n = rec.step
+                bar.set_description(f"epoch {rec.epoch + 1}/{rec.epochs}")
+                bar.set_postfix(loss=f"{rec.loss:.3f}", lr=f"{rec.lr:.2e}", ips=f"{rec.img_per_s:.0f}",
+                                eta=f"{rec.eta_s:.0f}s")
+                bar.refresh()
+            elif isinstance(rec, EpochMetrics):
+                if bar is not None:
+                    bar.close()
+                    bar = None
+                star = " *" if rec.best else ""
+                print(f"epoch {rec.epoch + 1}: train loss {rec.train_loss:.4f} acc {rec.train_acc:.4f} | "
+                      f"val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f} | lr {rec.lr:.2e} | {rec.seconds:.1f}s{star}",
+                      file=sys.stderr)
+            elif isinstance(rec, Progress) and rec.message and rec.message != last_message:
+                last_message = rec.message
+                print(rec.message, file=sys.stderr)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        if bar is not None:
+            bar.close()

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import sys
 
-from .cli_common import (
+from .common import (
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
     add_decoder_arg,
     add_model_args,
+    drain,
     load_model_from_args,
     print_ignored,
 )
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser("embed", help="pooled features and logits of every image of folders (cached per model)")
+def register(subparsers) -> None:
+    p = subparsers.add_parser("embed", help="pooled features and logits of every image of folders (cached per model)")
     p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
@@ -32,7 +33,9 @@ def add_parsers(sub) -> None:
     add_decoder_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
-    p = sub.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
+    p.set_defaults(handler=embed_cmd)
+
+    p = subparsers.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
     p.add_argument("paths", nargs="*", help="image files and/or folders (searched recursively)")
     add_model_args(p)
     next(a for a in p._actions if a.dest == "model").required = False  # --resume LOG needs no model
@@ -46,10 +49,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
-    p = sub.add_parser("undo-sort", help="reverse a sort from its log (copies deleted, moved files put back)")
+    p.set_defaults(handler=sort_cmd)
+
+    p = subparsers.add_parser("undo-sort", help="reverse a sort from its log (copies deleted, moved files put back)")
     p.add_argument("log", help="the vitstudio-sort-*.jsonl log a sort wrote into its output folder")
 
-    p = sub.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
+    p.set_defaults(handler=undo_sort_cmd)
+
+    p = subparsers.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
     p.add_argument("data_dir", help="a folder of class folders (optionally train/ and val/)")
     add_model_args(p)
     p.add_argument("--threshold", type=float, default=None,
@@ -62,14 +69,14 @@ def add_parsers(sub) -> None:
     p.add_argument("--top", type=int, default=20, help="groups and doubtful labels listed (default 20)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
+    p.set_defaults(handler=audit_cmd)
 
 
 def _embedded(args, loaded):
-    from .cli_train import _drain
-    from .core.folder.embedcache import embed_folder
+    from ..core.folder.embedcache import embed_folder
 
     ignored: list = []
-    result = _drain(embed_folder(loaded, args.paths, args.batch_size, decoder=getattr(args, "decoder", "auto"),
+    result = drain(embed_folder(loaded, args.paths, args.batch_size, decoder=getattr(args, "decoder", "auto"),
                                  ignored=ignored), args.quiet)
     print_ignored(ignored)
     return result
@@ -77,18 +84,17 @@ def _embedded(args, loaded):
 
 def _embedded_sharded(args, loaded, info):
     """Under torchrun: the new files shared among the processes, rank 0 caches and returns them (others None)."""
-    from .cli_train import _drain
-    from .core.data.images import expand_paths
-    from .core.folder.sharded import embed_sharded
+    from ..core.data.images import expand_paths
+    from ..core.folder.sharded import embed_sharded
 
     files = [str(p) for p in expand_paths(args.paths)]
-    return _drain(embed_sharded(loaded, files, info, args.batch_size), args.quiet or not info.main)
+    return drain(embed_sharded(loaded, files, info, args.batch_size), args.quiet or not info.main)
 
 
 def embed_cmd(args) -> int:
     import numpy as np
 
-    from .core.distributed import device_for, finish, init_distributed
+    from ..core.distributed import device_for, finish, init_distributed
 
     info = init_distributed()  # under torchrun: the processes share the files, rank 0 writes
     args.device = device_for(info, args.device)
@@ -111,8 +117,8 @@ def embed_cmd(args) -> int:
 
 
 def sort_cmd(args) -> int:
-    from .core.folder.journal import JournalBusy
-    from .core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort, run_sort
+    from ..core.folder.journal import JournalBusy
+    from ..core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort, run_sort
 
     if args.resume:
         try:
@@ -161,7 +167,7 @@ def _report_sort(done, read_errors) -> int:
 
 
 def undo_sort_cmd(args) -> int:
-    from .core.folder.sorting import undo_sort
+    from ..core.folder.sorting import undo_sort
 
     try:
         result = undo_sort(args.log)
@@ -176,10 +182,9 @@ def undo_sort_cmd(args) -> int:
 
 def audit_cmd(args) -> int:
     """Exit 0, or 1 when files could not be read (listed in the report), 2 on a usage error."""
-    from .cli_train import _drain
-    from .core.data.datasets import DatasetError
-    from .core.folder.audit import audit
-    from .core.folder.duplicates import HASH_DISTANCE
+    from ..core.data.datasets import DatasetError
+    from ..core.folder.audit import audit
+    from ..core.folder.duplicates import HASH_DISTANCE
 
     hash_distance = HASH_DISTANCE if args.hash_distance is None else args.hash_distance
     if not 0 <= hash_distance <= 64 or (args.threshold is not None and not -1.0 <= args.threshold <= 1.0):
@@ -189,13 +194,10 @@ def audit_cmd(args) -> int:
     if loaded is None:
         return EXIT_USAGE
     try:
-        report = _drain(audit(args.data_dir, loaded, args.threshold, args.batch_size,
+        report = drain(audit(args.data_dir, loaded, args.threshold, args.batch_size,
                               hash_distance=hash_distance), args.quiet)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(report.to_json() if args.json else report.describe(args.top))
     return EXIT_SOME_FAILED if report.errors else EXIT_OK
-
-
-HANDLERS = {"embed": embed_cmd, "sort": sort_cmd, "undo-sort": undo_sort_cmd, "audit": audit_cmd}

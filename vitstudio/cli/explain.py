@@ -1,0 +1,180 @@
+"""`vitstudio explain`: attention / embedding analyses of images, one model load for all. The methods, their
+parameters and help come from the analysis registry: one vocabulary with the GUI and exports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..core.analysis import registry
+from .common import (
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_decoder_arg,
+    add_model_args,
+    load_model_from_args,
+    print_ignored,
+)
+
+
+def register(subparsers) -> None:
+    """Options and choices come from the analysis registry: one vocabulary with the GUI and exports."""
+    methods = "; ".join(f"{a.name} = {a.title}" for a in registry.REGISTRY.values())
+    used = registry.params_help()
+    p = subparsers.add_parser("explain", help="attention / embedding analyses of images (one model load for all)",
+                       description=f"Methods: {methods}. Several images (or folders) and several methods in one call "
+                       "write OUT/<image file name>.<method>.<format> (small.bmp.rollout.png; a repeated name gets "
+                       "-2, -3…); one image and one method may write --out FILE directly.")
+    p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
+                   "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
+    add_model_args(p)
+    p.add_argument("--method", required=True, action="append", metavar="METHOD",
+                   help=f"one of {', '.join(registry.REGISTRY)}; repeat it or give a comma list for several")
+    p.add_argument("--layer", type=int, default=-1, help=f"0-based block; negative counts from the end (default -1); "
+                   f"used by {used['layer']}")
+    p.add_argument("--head", type=int, help=f"one head instead of all; used by {used['head']}")
+    p.add_argument("--patch", type=_patch, help=f"ROW,COL of the patch; used by {used['patch']}")
+    p.add_argument("--direction", default="both", choices=registry.DIRECTIONS,
+                   help="token maps: what the patch attends to, what attends to it, or both (default)")
+    p.add_argument("--fusion", default="mean", choices=registry.FUSIONS, help="rollout head fusion (default mean)")
+    p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop "
+                   "(0..0.99, default 0)")
+    p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
+    p.add_argument("--cmap", default="inferno", choices=registry.COLORMAPS, help="colormap for pictures")
+    p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
+    p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
+                   "(picture) or FILE.json for one image and one method; otherwise a folder")
+    p.add_argument("--format", default="png", choices=["png", "npy", "json"],
+                   help="what to write per result when --out is a folder (default png)")
+    add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
+    p.set_defaults(handler=explain_cmd)
+
+
+def _patch(text: str) -> tuple[int, int]:
+    try:
+        row, col = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("use ROW,COL, e.g. 3,7") from None
+    return row, col
+
+
+def explain_cmd(args) -> int:
+    from ..core.analysis.explain import distance_over, explain, render_figure, validate
+    from ..core.data.images import ImageReadError, expand_paths, read_image
+
+    try:
+        plan = _explain_plan(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = load_model_from_args(args)
+    if loaded is None:
+        return EXIT_USAGE
+    given = dict(layer=args.layer, head=args.head, patch=args.patch, direction=args.direction, fusion=args.fusion,
+                 discard=args.discard, target=args.target)
+    try:  # every parameter is checked against the model before any image is read
+        for method in plan.methods:
+            validate(loaded, method, **given)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    failed = 0
+    ignored: list = []
+    images = list(expand_paths(args.inputs, ignored=ignored)) if any(
+        not registry.get(m).folder and registry.get(m).needs_image for m in plan.methods) else []
+    print_ignored(ignored)
+    for method in plan.methods:
+        analysis = registry.get(method)
+        if not analysis.needs_image:
+            jobs = [(None, method)]
+        elif analysis.folder:
+            jobs = [(Path(i), method) for i in args.inputs]
+        else:
+            jobs = [(f, method) for f in images]
+        for source, _ in jobs:
+            try:
+                if source is not None and analysis.folder and source.is_dir():
+                    exp, skipped = distance_over(loaded, [str(source)], decoder=args.decoder)
+                    for path, reason in skipped:
+                        print(f"skipped {path}: {reason}", file=sys.stderr)
+                    failed += len(skipped)
+                else:
+                    exp = explain(loaded, method, read_image(source) if source is not None else None, **given)
+            except ImageReadError as exc:
+                print(f"error: {exc.path}: {exc.reason}", file=sys.stderr)
+                failed += 1
+                continue
+            except (ValueError, MemoryError, RuntimeError) as exc:  # one input never takes the command down
+                print(f"error: {source}: {exc or type(exc).__name__}", file=sys.stderr)
+                failed += 1
+                continue
+            out = plan.target(source, method)
+            _write_explanation(exp, out, loaded.name, source, args, render_figure)
+            print(f"{method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+class _ExplainPlan:
+    """Which methods, and where each result goes: --out itself for one image and one method, else a folder.
+
+    In a folder, a result is named after its input's whole file name, extension included
+    (`small.bmp.rollout.png` beside `small.webp.rollout.png`); a second input of the same name from another folder
+    gets `-2` (`small.bmp-2.rollout.png`), and so on in input order, so no result overwrites another."""
+
+    def __init__(self, methods: list[str], out: Path, single: bool, fmt: str) -> None:
+        self.methods, self.out, self.single, self.fmt = methods, out, single, fmt
+        self._names: dict[str, str] = {}  # input path -> its unique name in the output folder
+
+    def target(self, source: Path | None, method: str) -> Path:
+        if self.single:
+            return self.out
+        return self.out / (f"{self._unique(source)}.{method}.{self.fmt}" if source is not None else
+                           f"{method}.{self.fmt}")
+
+    def _unique(self, source: Path) -> str:
+        key = str(source)
+        if key not in self._names:
+            taken, n, name = set(self._names.values()), 1, source.name
+            while name in taken:
+                n += 1
+                name = f"{source.name}-{n}"
+            self._names[key] = name
+        return self._names[key]
+
+
+def _explain_plan(args) -> _ExplainPlan:
+    methods = [m.strip() for value in args.method for m in value.split(",") if m.strip()]
+    for method in methods:
+        registry.get(method)  # unknown names: a clear message listing the known ones
+    need_image = [m for m in methods if registry.get(m).needs_image]
+    if need_image and not args.inputs:
+        raise ValueError(f"the '{need_image[0]}' method needs an image (or a folder)")
+    out = Path(args.out)
+    one_input = len(args.inputs) <= 1 and not (args.inputs and Path(args.inputs[0]).is_dir()
+                                               and any(not registry.get(m).folder for m in need_image))
+    single = len(methods) == 1 and one_input and out.suffix != ""
+    if out.suffix and not single:
+        raise ValueError("several images or methods write one file each: give --out a folder (and --format)")
+    if single and out.suffix.lower() not in (".npy", ".png", ".json"):
+        raise ValueError("--out must end in .npy, .png or .json")
+    if not single:
+        out.mkdir(parents=True, exist_ok=True)
+    fmt = out.suffix.lower().lstrip(".") if single else args.format
+    return _ExplainPlan(methods, out, single, fmt)
+
+
+def _write_explanation(exp, out: Path, model_name: str, source: Path | None, args, render_figure) -> None:
+    from ..core.analysis.export import write_result
+
+    params = registry.record(exp.method, exp.params, model=model_name, image=str(source) if source else None)
+    if out.suffix.lower() == ".png":
+        from PIL import Image
+
+        from ..core.analysis.explain import describe
+
+        title = describe(exp, model_name, source.name if source is not None else "")
+        Image.fromarray(render_figure(exp, args.cmap, args.alpha, title)).save(out)
+    else:
+        write_result(out, exp.array, params, exp.extra)

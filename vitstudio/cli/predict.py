@@ -1,0 +1,94 @@
+"""`vitstudio predict`: classify images and folders (under torchrun the processes share the files)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .common import (
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_decoder_arg,
+    add_model_args,
+    load_model_from_args,
+    print_ignored,
+)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("predict", help="classify images and folders")
+    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
+    add_model_args(p)
+    p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
+    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    add_decoder_arg(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(handler=predict_cmd)
+
+
+def predict_cmd(args) -> int:
+    from tqdm import tqdm
+
+    from ..core.data.images import expand_paths
+    from ..core.inference import classify_files, require_classifier, write_csv
+
+    if args.topk < 1 or args.batch_size < 1:
+        print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    from ..core.distributed import device_for, finish, init_distributed
+
+    info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
+    args.device = device_for(info, args.device)
+    loaded = load_model_from_args(args)
+    if loaded is None:
+        return EXIT_USAGE
+    require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
+    ignored: list = []
+    files = list(expand_paths(args.paths, ignored=ignored))
+    print_ignored(ignored)
+    if not files:
+        print("error: no image files found in the given paths", file=sys.stderr)
+        return EXIT_SOME_FAILED
+    bar = tqdm(total=len(files), unit="img", file=sys.stderr,
+               disable=args.quiet or len(files) <= args.batch_size or not info.main)
+    if info.enabled:
+        from ..core.folder.sharded import classify_sharded
+
+        results = classify_sharded(loaded, [str(f) for f in files], info, args.topk, args.batch_size,
+                                   on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
+        finish(info)
+        if not info.main:
+            return EXIT_OK
+        batches = [results]
+    else:
+        results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
+                                              decoder=args.decoder)
+    for batch in batches:
+        if not info.enabled:
+            results.extend(batch)
+            bar.update(len(batch))
+        if args.json:
+            for pred in batch:
+                print(json.dumps(pred.to_json()), flush=True)
+        elif not args.csv:
+            for pred in batch:
+                print(_human(pred))
+    bar.close()
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as fh:
+            write_csv(results, fh, args.topk)
+    failed = sum(not r.ok for r in results)
+    if failed:
+        print(f"{failed} of {len(results)} inputs failed", file=sys.stderr)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _human(pred) -> str:
+    if not pred.ok:
+        return f"{pred.path}\n  error: {pred.error}"
+    rows = [f"  {p * 100:6.2f}%  {label}  [{i}]" for i, label, p in zip(pred.indices, pred.labels, pred.probs)]
+    return "\n".join([pred.path, *rows])
