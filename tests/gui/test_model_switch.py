@@ -136,7 +136,7 @@ def test_a_dinov3_style_model_in_every_tab(window, qtbot, tmp_path, photos):
     window.show_tab("internals")
     _settle(qtbot)
     qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
-    assert "no learned position embedding" in window.internals.pos_label.text()
+    assert "no learned position embedding" in window.internals.label("pos-embed").text()
 
 
 def test_methods_that_do_not_apply_are_greyed_with_the_reason(window, qtbot, tmp_path):
@@ -217,7 +217,7 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
     window.show_tab("internals")
     _settle(qtbot)
     qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
-    assert "no learned position embedding" in window.internals.pos_label.text()
+    assert "no learned position embedding" in window.internals.label("pos-embed").text()
     window.compare.set_other(load_model(TINY_SPEC))  # rollout of a ViT beside a Swin: the reason, no error
     window.show_tab("compare")
     _settle(qtbot)

@@ -82,14 +82,14 @@ def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkey
     gate.release()
     _settle(qtbot)
     assert panel.results.get("model") != a.uid and panel.export_data() is None
-    assert panel.pos_item.image is None and panel.fil_item.image is None
+    assert all(panel.item(m).image is None for m in panel.methods)
 
     window.show_tab("internals")
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel.results.get("model") == b.uid, timeout=30000)
     from vitstudio.core.analysis.explain import explain, render
 
-    np.testing.assert_array_equal(panel.pos_item.image, render(explain(b, "pos-embed")))
+    np.testing.assert_array_equal(panel.item("pos-embed").image, render(explain(b, "pos-embed")))
 
 
 def _run_with_report(folder, classes, photo):

@@ -37,12 +37,16 @@ def token_job(cancel, model, image, patch):
 # -- views: fn(job result, params, loaded) -> (map or None, text) ---------------------------------------------
 def view_heads(value, params: dict, model):
     overview = value[1]
+    if overview is None:  # windowed models have no overview
+        return None, ""
     layer, head = params["layer"], params["head"]
     return overview.head_maps[layer, head], f"{attention.head_map_title(model, layer)}, layer {layer}, head {head}"
 
 
 def view_rollout(value, params: dict, model):
     overview = value[1]
+    if overview is None:
+        return None, ""
     return overview.rollout, f"Attention rollout ({overview.fusion}, discard {overview.discard:.2f})"
 
 

@@ -22,10 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.analysis import attention, registry
+from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
+from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import distance_over
-from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
 from .distance_plot import DistancePlotWidget
@@ -43,44 +43,40 @@ from .explorer_base import (
 from .head_grid import HeadGridWidget
 from .map_view import MapView
 
-METHODS = ("heads", "rollout", "gradient-rollout", "token")  # distance has its own plot below
-DIRECTIONS = ("to", "by")  # one map at a time on screen
-# which view fields each kind of result depends on (besides model and image)
-KEYS = {"overview": ("fusion", "discard"), "gradient": ("target",), "tokens": ("patch",), "folder": ("folder",)}
+# The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
+# grid, the distance plot and the entries whose view job it is all read it.
+OVERVIEW = "overview"
+OVERVIEW_KEYS = ("fusion", "discard")
 
 
-def _x(model, image):
-    return model.to_tensor(model.crop(image))[None]
+def _slot(analysis) -> str:
+    """The job slot an entry's view reads: the overview's, or its own view job's."""
+    job = registry.load(analysis.view_job)
+    return OVERVIEW if job is attention_views.overview_job else job.__name__
 
 
-# -- jobs: module-level, every input passed explicitly (run in workers) ---------------------------------------
-def _overview_job(cancel, model, image, fusion: str, discard: float):
-    crop = model.crop(image)
-    if is_windowed(model.model):  # no overview: only token maps apply inside windows
-        return np.asarray(crop), None
-    return np.asarray(crop), attention.overview(model, model.to_tensor(crop)[None], fusion, discard)
-
-
-def _gradient_job(cancel, model, image, target):
-    return attention.gradient_rollout(model, _x(model, image), target)
-
-
-def _tokens_job(cancel, model, image, patch):
-    return attention.token_maps(model, _x(model, image), patch)
-
-
+# -- jobs: module-level, every input passed explicitly (run in workers); the entries' view jobs are in core --------
 def _folder_job(cancel, model, folder: str):
     return distance_over(model, [folder], cancel=cancel)
 
 
 class AttentionPanel(ExplorerPanel):
-    FIELDS = dict(method="heads", layer=0, head=0, fusion="mean", discard=0.0, target=None, patch=None,
-                  direction="to", cmap="inferno", opacity=60, smooth=True, depth=0, heads=0, folder=None)
+    FIELDS = dict(method=None, layer=0, head=0, fusion="mean", discard=0.0, target=None, patch=None,
+                  direction="to", cmap="inferno", opacity=60, smooth=True, depth=0, head_count=0, folder=None)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.displayed = None  # the (gh, gw) array on screen
-        self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("folder",))
+        # the registered attention analyses the panel draws over the image (head maps, rollout, …); the folder
+        # analysis (attention distance) has its own plot below
+        self.methods = registry.names("attention", viewed=True)
+        self.folder_method = registry.names("attention", folder=True)[0]
+        self.slots = {m: _slot(registry.get(m)) for m in self.methods}
+        keys = {OVERVIEW: OVERVIEW_KEYS, **{self.slots[m]: registry.get(m).view_keys for m in self.methods},
+                "folder": ("folder",)}
+        self.jobs = workers.ViewJobs(self.view_state, keys, long=("folder",))
+        self._job_fields = {k for slot, fields in keys.items() if slot != "folder" for k in fields}
+        self.view_state.update(method=self.methods[0])
         self._build_controls()
         self._build_layout()
         self._connect_controls()
@@ -90,12 +86,12 @@ class AttentionPanel(ExplorerPanel):
 
     # -- construction --------------------------------------------------------------------------------
     def _build_controls(self) -> None:
-        self.method = method_combo(METHODS)
+        self.method = method_combo(self.methods)
         self.layer, self.layer_label, self._layer_row = layer_slider()
         self.head = QSpinBox()
         self.fusion = QComboBox()
         self.fusion.addItems(registry.FUSIONS)
-        lo, hi = registry.get("rollout").param("discard").range
+        lo, hi = next(a.param("discard") for a in registry.REGISTRY.values() if a.param("discard")).range
         self.discard = QDoubleSpinBox(decimals=2, minimum=lo, maximum=hi, singleStep=0.05)
         self.target = QComboBox()
         self.direction = QComboBox()
@@ -162,23 +158,20 @@ class AttentionPanel(ExplorerPanel):
         vs = self.view_state
         same_grid = vs.model is not None and self.view._grid == tuple(model.grid_size)
         fallback = mark_available(self.method, model)  # e.g. gradient rollout on parallel-attention blocks
-        no_distance = why_not(model.model, "distance")
+        no_distance = why_not(model.model, self.folder_method)
         self.folder_button.setEnabled(no_distance is None)
         self.folder_button.setToolTip(no_distance or "Average the attention distance over every image of a folder")
         method = vs.method if self.method.model().item(self.method.findData(vs.method)).isEnabled() else fallback
-        return dict(depth=model.depth, heads=model.num_heads, layer=model.depth - 1, method=method or vs.method,
+        return dict(depth=model.depth, head_count=model.num_heads, layer=model.depth - 1, method=method or vs.method,
                     head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
 
     def _on_view_state(self, name: str, value) -> None:
         self._mirror(name, value)
-        if name in ("fusion", "discard"):
+        if name in self._job_fields:  # fusion, discard, class, patch: new work, once the control settles
             self.later(self.reload)
-        elif name == "target":
-            self.later(self._ensure_gradient)
         elif name == "method":
             show_rows_for(self.form, self.rows, value)
-            if value == "gradient-rollout":
-                self._ensure_gradient()
+            self.reload()
         elif name == "smooth":
             self.view.smooth = value
         elif name in ("model", "image"):
@@ -188,7 +181,7 @@ class AttentionPanel(ExplorerPanel):
 
     def _mirror(self, name: str, value) -> None:
         """Show the state in the widgets without feeding it back."""
-        if name in ("depth", "heads"):
+        if name in ("depth", "head_count"):
             widget, top = (self.layer, value - 1) if name == "depth" else (self.head, value - 1)
             with QSignalBlocker(widget):
                 widget.setRange(0, max(0, top))
@@ -210,54 +203,51 @@ class AttentionPanel(ExplorerPanel):
             self.layer_label.setText(f"layer {value}")
 
     def _on_head_clicked(self, head: int) -> None:
-        method = self.view_state.method
-        self.view_state.update(head=head, method=method if method in ("heads", "token") else "heads")
+        """A click on a head of the grid: that head, in the current view if it shows one head, else head maps."""
+        self.view_state.update(head=head, method=self._method_taking("head"))
 
     def select_patch(self, row: int, col: int) -> None:
         """A click on the image: show that patch's token map for the current layer and head."""
-        self.view_state.update(patch=(row, col), method="token")
-        self._ensure_tokens()
+        self.view_state.update(patch=(row, col), method=self._method_taking("patch"))
+
+    def _method_taking(self, param: str) -> str:
+        """The current method if it takes `param`, else the first viewed one that does."""
+        method = self.view_state.method
+        return method if param in registry.get(method).param_names else \
+            registry.names("attention", viewed=True, param=param)[0]
 
     # -- jobs ----------------------------------------------------------------------------------------
     def reload(self) -> None:
+        """Start the overview and the current method's view job, each only if its request has no result yet."""
         ctx = self.context()
         if ctx is None:
             self.view.set_image(None)
             self.refresh_view()
             return
         model, entry = ctx
-        vs = self.view_state
-        if self.jobs.current("overview") is None and not self.jobs.running("overview"):
-            self.jobs.start("overview", "Attention", _overview_job, model, entry.image, vs.fusion, vs.discard,
-                            on_result=self._on_overview, on_error=self.report_error)
-        if vs.method == "gradient-rollout":
-            self._ensure_gradient()
-        if vs.patch is not None:
-            self._ensure_tokens()
+        self._ensure(OVERVIEW, attention_views.overview_job, OVERVIEW_KEYS, model, entry, self._on_overview)
+        analysis = registry.get(self.view_state.method)
+        if self._missing(analysis) is None and self.slots[analysis.name] != OVERVIEW:
+            self._ensure(self.slots[analysis.name], registry.load(analysis.view_job), analysis.view_keys, model,
+                         entry, self._on_map_result, analysis.title)
 
-    def _ensure_gradient(self) -> None:
-        ctx, vs = self.context(), self.view_state
-        if ctx is None or vs.method != "gradient-rollout" or self.gradient is not None \
-                or self.jobs.running("gradient"):
+    def _ensure(self, slot, job, keys, model, entry, on_result, name: str = "Attention") -> None:
+        if self.jobs.current(slot) is not None or self.jobs.running(slot):
             return
-        model, entry = ctx
-        self.jobs.start("gradient", "Gradient rollout", _gradient_job, model, entry.image, vs.target,
-                        on_result=self._on_map_result, on_error=self.report_error)
+        self.jobs.start(slot, name, job, model, entry.image, *(getattr(self.view_state, k) for k in keys),
+                        on_result=on_result, on_error=self.report_error)
 
-    def _ensure_tokens(self) -> None:
-        ctx, vs = self.context(), self.view_state
-        if ctx is None or vs.patch is None or self.tokens is not None or self.jobs.running("tokens"):
-            return
-        model, entry = ctx
-        self.jobs.start("tokens", "Token maps", _tokens_job, model, entry.image, vs.patch,
-                        on_result=self._on_map_result, on_error=self.report_error)
+    def _missing(self, analysis) -> str | None:
+        """A required parameter the view state does not hold yet (the patch of a token map), or None."""
+        return next((k for k in analysis.view_keys if analysis.param(k) is not None and analysis.param(k).required
+                     and getattr(self.view_state, k) is None), None)
 
     def _on_overview(self, value) -> None:
         crop, overview = value
         self.view.set_image(crop)
         if overview is None:
             self.distance.set_unavailable("attention stays inside local windows",
-                                          why_not(self.state.model.model, "distance"))
+                                          why_not(self.state.model.model, self.folder_method))
         else:
             self.distance.set_distance(overview.distance, "this image")
         self.refresh_view()
@@ -290,52 +280,38 @@ class AttentionPanel(ExplorerPanel):
     @property
     def overview(self):
         """The current image's AttentionOverview, or None while it is being computed."""
-        value = self.jobs.current("overview")
+        value = self.jobs.current(OVERVIEW)
         return value[1] if value is not None else None
 
     @property
     def gradient(self):
-        return self.jobs.current("gradient")
+        """The current request's gradient rollout result (the view job of that entry), or None."""
+        return self.jobs.current(attention_views.gradient_job.__name__)
 
     @property
     def tokens(self):
-        return self.jobs.current("tokens")
+        """The current request's TokenMaps (the view job of token maps), or None."""
+        return self.jobs.current(attention_views.token_job.__name__)
+
+    def _params(self) -> dict:
+        vs = self.view_state
+        return dict(layer=vs.layer, head=vs.head, fusion=vs.fusion, discard=vs.discard, patch=vs.patch,
+                    direction=vs.direction, target=vs.target)
 
     def current_map(self):
-        """(array (gh, gw) or None, description) for the current state, from results already computed."""
-        vs = self.view_state
-        method, layer, head = vs.method, vs.layer, vs.head
-        ov, model = self.overview, self.state.model
+        """(array (gh, gw) or None, description) for the current state, from results already computed: the entry's
+        view reads its view job's result."""
+        analysis = registry.get(self.view_state.method)
         if self.context() is None:
             return None, "Load a model and select an image."
-        if method == "token":
-            return self._token_map(layer, head)
-        if ov is None:
-            return None, "Computing attention…"
-        if method == "heads":
-            return ov.head_maps[layer, head], f"{attention.head_map_title(model, layer)}, layer {layer}, head {head}"
-        if method == "rollout":
-            return ov.rollout, f"Attention rollout ({ov.fusion}, discard {ov.discard:.2f})"
-        if method == "gradient-rollout":
-            if self.gradient is None:
-                return None, "Computing gradient rollout…"
-            cls = self.gradient.targets[0]
-            return self.gradient.maps[0], f"Gradient rollout for class {cls}: {model.labels[cls]}"
-        return None, ""
-
-    def _token_map(self, layer: int, head: int):
-        vs, model = self.view_state, self.state.model
-        if vs.patch is None or self.tokens is None:
-            return None, "Click a patch on the image." if vs.patch is None else "Computing token maps…"
-        heads = model.heads_at(layer)
-        if head >= heads:  # Swin's early stages have fewer heads than its last
-            return None, f"Layer {layer} has {heads} head{'s' if heads > 1 else ''} (0..{heads - 1}); pick one of them."
-        to = vs.direction == "to"
-        arr = (self.tokens.attends_to if to else self.tokens.attended_by)[0, layer, head]
-        text = f"Patch {vs.patch} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"
-        if is_windowed(model.model):
-            text += " — inside its window only (Swin attends within local windows; the rest has no attention)"
-        return arr, text
+        missing = self._missing(analysis)
+        if missing is not None:
+            return None, f"Click a {missing} on the image."
+        value = self.jobs.current(self.slots[analysis.name])
+        if value is None:
+            return None, "Computing attention…" if self.slots[analysis.name] == OVERVIEW else \
+                f"Computing {analysis.title.lower()}…"
+        return registry.load(analysis.view)(value, self._params(), self.state.model)
 
     def refresh_view(self) -> None:
         vs = self.view_state
@@ -343,12 +319,14 @@ class AttentionPanel(ExplorerPanel):
         self.displayed = arr
         self.info.setText(text)
         self.view.set_map(arr, vs.cmap, vs.opacity / 100)
-        self.view.set_marker(vs.patch if vs.method == "token" else None)
+        takes_patch = "patch" in registry.get(vs.method).param_names
+        self.view.set_marker(vs.patch if takes_patch else None)
         ov = self.overview
+        shown = self.jobs.current(self.slots[vs.method])
         if ov is not None:
             self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head)
-        elif self.tokens is not None and vs.method == "token" and self.state.model is not None:  # windowed models
-            maps = self.tokens.attends_to if vs.direction == "to" else self.tokens.attended_by
+        elif isinstance(shown, TokenMaps) and self.state.model is not None:  # windowed models: the token maps
+            maps = shown.attends_to if vs.direction == "to" else shown.attended_by
             maps = maps[0, vs.layer, :self.state.model.heads_at(vs.layer)]
             rows, cols = np.nonzero(np.isfinite(maps).any(0))  # the grid shows the window, not the whole image
             if rows.size:
@@ -359,7 +337,7 @@ class AttentionPanel(ExplorerPanel):
         if self.displayed is None:
             return None
         vs = self.view_state
-        given = dict(layer=vs.layer, head=vs.head, fusion=vs.fusion, discard=vs.discard, patch=vs.patch,
-                     direction=vs.direction, target=self.gradient.targets[0] if self.gradient else vs.target)
+        targets = getattr(self.jobs.current(self.slots[vs.method]), "targets", None)  # the class explained
+        given = dict(self._params(), target=targets[0] if targets else vs.target)
         params = {k: v for k, v in given.items() if k in registry.get(vs.method).param_names}
         return vs.method, self.displayed, self.record(vs.method, params, description=self.info.text())

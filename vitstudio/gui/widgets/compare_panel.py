@@ -30,10 +30,11 @@ def _compare_job(cancel, model, other, image, method: str) -> list:
 
 
 class ComparePanel(ExplorerPanel):
-    FIELDS = dict(other=None, method="rollout")
+    FIELDS = dict(other=None, method=None)  # method: the first registered analysis offered in Compare
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
+        self.view_state.update(method=registry.names(compare=True)[0])
         self.other = None  # the second LoadedModel
         self._load_job = workers.LatestJob()
         self.jobs = workers.ViewJobs(self.view_state, {"compare": ("other", "method")})

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.analysis import embeddings, registry
-from vitstudio.core.analysis.overlays import normalise
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
@@ -30,7 +29,6 @@ from .explorer_base import (
 )
 from .map_view import MapView
 
-MODES = registry.names("embeddings")  # pca, similarity, norms
 # what each job's result depends on besides the model and image
 KEYS = {"tokens": (), "view": ("depth", "layer", "mode", "patch", "fixed")}
 
@@ -46,33 +44,23 @@ def _view_job(cancel, layer_tokens, mode: str, patch, basis, grid):
 
 
 def compute_view(tokens, mode: str, patch, basis, grid):
-    """Runs in a worker: what the panel shows for one layer, on the model's patch grid `grid` (a Swin stage's
-    coarser grid is repeated up to it, so clicks and markers mean the same patch on every layer)."""
-    if mode == "pca":
-        rgb, basis = embeddings.pca_rgb(tokens.patches, basis)
-        coords, _ = embeddings.pca_2d(tokens.patches, basis)
-        colors = normalise(rgb[0]).reshape(-1, 3)
-        rgb = embeddings.upsample_to(rgb[0], grid)
-        return {"map": rgb, "display": normalise(rgb), "coords": coords, "colors": colors, "basis": basis}
-    if mode == "similarity":
-        if patch is None:
-            return {"map": None, "message": "Click a patch on the image."}
-        return {"map": embeddings.upsample_to(embeddings.cosine_similarity_to(tokens.patches, patch, grid)[0], grid)}
-    norms, prefix = embeddings.token_norms(tokens)
-    return {"map": embeddings.upsample_to(norms[0], grid), "prefix_norms": prefix[0]}
+    """Runs in a worker: what the panel shows for one layer: the registered entry's token view, on the model's
+    patch grid `grid`."""
+    return registry.load(registry.get(mode).view)(tokens, {"patch": patch}, grid, basis)
 
 
 class EmbeddingsPanel(ExplorerPanel):
-    FIELDS = dict(patch=None, depth=0, layer=0, mode=MODES[0], fixed=False)
+    FIELDS = dict(patch=None, depth=0, layer=0, mode=None, fixed=False)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
+        self.view_state.update(mode=registry.names("embeddings", viewed=True)[0])
         self.crop = None
         self.basis = None  # the fixed PCA basis, when that option is on
         self.displayed = None
         self.jobs = workers.ViewJobs(self.view_state, KEYS)
 
-        self.mode = method_combo(MODES)
+        self.mode = method_combo(registry.names("embeddings", viewed=True))  # pca, similarity, norms, …
         self.layer, self.layer_label, layer_row = layer_slider()
         self.fixed = QCheckBox("Fixed PCA basis")
         self.fixed.setToolTip("Fit the basis once (this layer and image) and reuse it across layers and images")
@@ -141,7 +129,7 @@ class EmbeddingsPanel(ExplorerPanel):
     def _on_mode_changed(self) -> None:
         mode = self.mode.currentData()
         self.view_state.update(mode=mode)
-        self.form.setRowVisible(self.fixed, mode == "pca")
+        self.form.setRowVisible(self.fixed, "fixed-basis" in registry.get(mode).options)
         self.update_view()
 
     def _on_smooth(self, on: bool) -> None:
@@ -155,8 +143,8 @@ class EmbeddingsPanel(ExplorerPanel):
 
     def select_patch(self, row: int, col: int) -> None:
         self.view_state.update(patch=(row, col))
-        if self.mode.currentData() != "similarity":
-            self.mode.setCurrentIndex(self.mode.findData("similarity"))
+        if "patch" not in registry.get(self.mode.currentData()).param_names:  # to the first view of a patch
+            self.mode.setCurrentIndex(self.mode.findData(registry.names("embeddings", viewed=True, param="patch")[0]))
         else:
             self.update_view()
 
@@ -204,7 +192,7 @@ class EmbeddingsPanel(ExplorerPanel):
             self.info.setText("Load a model and select an image." if self.context() is None else "Computing…")
         elif r.get("message"):
             self.info.setText(r["message"])
-        elif mode == "norms" and "prefix_norms" in r:
+        elif "prefix_norms" in r:
             prefix = ", ".join(f"{v:.1f}" for v in r["prefix_norms"]) or "none"
             self.info.setText(f"Patch-token norms at {self._layer_name()} (prefix tokens: {prefix}). "
                               "Unusually bright cells are high-norm artifact tokens.")
@@ -212,8 +200,9 @@ class EmbeddingsPanel(ExplorerPanel):
             self.info.setText(f"{self.mode.currentText()}, {self._layer_name()}"
                               + (", fixed basis" if self.fixed.isChecked() else ""))
         display = r.get("display", self.displayed)
-        self.view.set_map(display, self.cmap.currentText(), opacity=1.0 if mode == "pca" else 0.7)
-        self.view.set_marker(self.patch if mode == "similarity" else None)
+        rgb = registry.get(mode).renderer == "rgb"  # colours of their own: drawn opaque
+        self.view.set_map(display, self.cmap.currentText(), opacity=1.0 if rgb else 0.7)
+        self.view.set_marker(self.patch if "patch" in registry.get(mode).param_names else None)
         if "coords" in r:
             brushes = [pg.mkBrush(*(c * 255).astype(int)) for c in r["colors"]]
             self.scatter.setData(pos=r["coords"], brush=brushes)

@@ -5,14 +5,11 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.explain import explain, render
 
 from .. import workers
 from .explorer_base import ExplorerPanel
-
-POS_TEXT = ("Position-embedding similarity: tile (r, c) shows the cosine similarity of patch (r, c)'s position "
-            "embedding to every other patch's.")
-FILTERS_TEXT = "First 28 principal components of the patch-embedding filters (RGB)."
 
 
 def _picture_view(title: str):
@@ -30,9 +27,10 @@ def _picture_view(title: str):
 
 
 def _internals(cancel, model) -> dict:
-    """Runs in a worker: both pictures of `model`, or why one does not apply."""
+    """Runs in a worker: the picture of every registered model-intrinsic analysis of `model`, or why one does not
+    apply."""
     out = {"model": model.uid}
-    for method in ("pos-embed", "filters"):
+    for method in registry.names("model"):
         try:
             exp = explain(model, method)
             out[method] = (exp, render(exp))
@@ -47,16 +45,31 @@ class InternalsPanel(ExplorerPanel):
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.jobs = workers.ViewJobs(self.view_state, {"internals": ()})
-        pos_box, self.pos_label, self.pos_view, self.pos_item = _picture_view(POS_TEXT)
-        fil_box, self.fil_label, self.fil_view, self.fil_item = _picture_view(FILTERS_TEXT)
+        self.methods = registry.names("model")  # position-embedding similarity, patch-embedding filters, …
+        self.pictures = {}  # method -> (label, view box, image item)
         layout = QHBoxLayout(self)
-        layout.addWidget(pos_box, 1)
-        layout.addWidget(fil_box, 1)
+        for method in self.methods:
+            box, label, view, item = _picture_view(self._caption(method))
+            self.pictures[method] = (label, view, item)
+            layout.addWidget(box, 1)
         self.view_state.connect(self._on_view_state)
+
+    @staticmethod
+    def _caption(method: str) -> str:
+        analysis = registry.get(method)
+        return analysis.caption or f"{analysis.title}: {analysis.help}"
+
+    def label(self, method: str):
+        """The caption (or the reason it does not apply) above `method`'s picture."""
+        return self.pictures[method][0]
+
+    def item(self, method: str):
+        """The image item that draws `method`'s picture."""
+        return self.pictures[method][2]
 
     @property
     def results(self) -> dict:
-        """{'model': uid, 'pos-embed': (Explanation, rgb) or why not, 'filters': ...} of the current model."""
+        """{'model': uid, method: (Explanation, rgb) or why not, …} of the current model."""
         return self.jobs.current("internals") or {}
 
     def context(self):
@@ -81,9 +94,8 @@ class InternalsPanel(ExplorerPanel):
 
     def _show(self) -> None:
         results = self.results
-        for method, item, view, label, text in (
-                ("pos-embed", self.pos_item, self.pos_view, self.pos_label, POS_TEXT),
-                ("filters", self.fil_item, self.fil_view, self.fil_label, FILTERS_TEXT)):
+        for method, (label, view, item) in self.pictures.items():
+            text = self._caption(method)
             value = results.get(method)
             if isinstance(value, str):
                 item.clear()
@@ -97,7 +109,8 @@ class InternalsPanel(ExplorerPanel):
                 label.setText(text)
 
     def export_data(self):
-        value = self.results.get("pos-embed")
+        method = self.methods[0]  # the first picture (position-embedding similarity)
+        value = self.results.get(method)
         if value is None or isinstance(value, str):
             return None
-        return "pos-embed", value[0].array, self.record("pos-embed", value[0].params)
+        return method, value[0].array, self.record(method, value[0].params)
