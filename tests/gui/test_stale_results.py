@@ -107,12 +107,12 @@ def _run_with_report(folder, classes, photo):
 def test_training_results_show_only_the_run_shown(window, qtbot, monkeypatch, tmp_path, photos, gate_for):
     """(a) History: run A clicked (its gallery slow), then run B: A's gallery and confusion matrix never appear under
     B, in the view or in File > Export data."""
-    from vitstudio.gui.widgets import training_panel
+    from vitstudio.gui.widgets import training_jobs
 
     run_a = _run_with_report(tmp_path / "run-a", ("a0", "a1"), photos["chelsea"])
     run_b = _run_with_report(tmp_path / "run-b", ("b0", "b1", "b2"), photos["coffee"])
     gate = gate_for(lambda report: report.classes[0] == "a0")
-    monkeypatch.setattr(training_panel, "make_thumbnails", gate.wrap(training_panel.make_thumbnails))
+    monkeypatch.setattr(training_jobs, "make_thumbnails", gate.wrap(training_jobs.make_thumbnails))
     panel = window.training
     window.show_tab("training")
     panel.show_run(run_a)
@@ -209,7 +209,7 @@ def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp
     """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
     would be coloured and box-selected with Y's rows), then Y's map appears."""
     from vitstudio.core.models.demo import bundled_demo
-    from vitstudio.gui.widgets import folder_panel
+    from vitstudio.gui.widgets import folder_jobs
 
     x = _digits(tmp_path / "x", per_class=3)
     y = _digits(tmp_path / "y", per_class=2)
@@ -220,7 +220,7 @@ def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp
     _settle(qtbot, 60000)
     assert len(panel.map.coords) == 30
     gate = gate_for(lambda features: len(features) == 20)
-    monkeypatch.setattr(folder_panel, "project_2d", gate.wrap(folder_panel.project_2d))
+    monkeypatch.setattr(folder_jobs, "project_2d", gate.wrap(folder_jobs.project_2d))
     panel.open_folder(str(y))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=30000)
     assert len(panel.results) == 20

@@ -12,18 +12,13 @@ import os
 
 import numpy as np
 from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt, Signal
-from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QListWidgetItem,
     QMessageBox,
     QProgressBar,
-    QPushButton,
     QSplitter,
     QTableView,
     QTabWidget,
@@ -31,9 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.folder.embedcache import embed_folder
-from vitstudio.core.folder.neighbours import nearest, project_2d
-from vitstudio.core.folder.results import FolderResults, folder_results
+from vitstudio.core.folder.results import FolderResults
 from vitstudio.core.folder.sorting import (
     NestedFoldersError,
     apply_sort,
@@ -45,39 +38,15 @@ from vitstudio.core.folder.sorting import (
 
 from .. import workers
 from ..viewstate import ViewState
-from .folder_map import COLOUR_BY, FolderMapWidget, colour_groups
+from .folder_jobs import KEYS, hover_job, map_job, review_job, scan_job, similar_job
+from .folder_map import colour_groups
+from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, icon_list, item_path, load_icons
-from .folder_table import ResultsModel, thumbnails
+from .folder_table import ResultsModel
+from .folder_toolbar import FolderToolbarWidget
 
-CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
-# what each job's result depends on besides the model: the paths opened
-KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "hover": ("paths",)}
-
-
-# -- jobs: module-level, every input passed explicitly (run in workers) ---------------------------------------
-def _scan_job(cancel, model, paths: list[str], roots: list[str]):
-    embedded = yield from embed_folder(model, paths, cancel=cancel)
-    return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
-
-
-def _map_job(cancel, embedded):
-    return project_2d(embedded.view())
-
-
-def _similar_job(cancel, embedded, row: int):
-    found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
-    return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
-
-
-def _hover_job(cancel, path: str):
-    return list(thumbnails([path], cancel))
-
-
-def _review_job(cancel, folder: str, model, threshold: float | None):
-    from vitstudio.core.folder.audit import audit
-
-    return audit(folder, model, threshold, cancel=cancel)
-
+TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
+                   "threshold", "predicted", "min_conf", "correctness", "follow_map")
 
 class FolderPanel(QWidget):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
@@ -103,7 +72,7 @@ class FolderPanel(QWidget):
 
     # -- construction --------------------------------------------------------------------------------
     def _build(self) -> None:
-        top, filters = self._build_controls()
+        self._build_controls()
         self._build_table()
         self._build_side()
         split = QSplitter(Qt.Horizontal)
@@ -113,55 +82,23 @@ class FolderPanel(QWidget):
         split.setStretchFactor(1, 1)
         split.setSizes([520, 480])  # the table's six columns visible at once
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(filters)
+        layout.addWidget(self.toolbar)
         layout.addWidget(self.info)
         layout.addWidget(self.progress)
         layout.addWidget(split, 1)
         self._connect()
         self._enable()
 
-    def _build_controls(self) -> tuple[QHBoxLayout, QHBoxLayout]:
-        """The action row (open, cancel, sort, CSV, review + threshold) and the filter row."""
-        self.open_button = QPushButton("Open folder…")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.sort_button = QPushButton("Sort into folders…")
-        self.undo_button = QPushButton("Undo last sort/move")
-        self.undo_button.setEnabled(False)  # until a sort or a label-review move has run
+    def _build_controls(self) -> None:
+        """The toolbar (its widgets are the panel's, for callers and tests), the info line and the progress bar."""
+        self.toolbar = FolderToolbarWidget()
+        for name in TOOLBAR_WIDGETS:
+            setattr(self, name, getattr(self.toolbar, name))
         self.last_log: str | None = None  # the journal the Undo button reverses
-        self.csv_button = QPushButton("Export CSV…")
-        self.review_button = QPushButton("Review labels and duplicates")
-        self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=0.5)
-        self.threshold.setSpecialValueText("auto")  # the minimum: calibrated on the folder (None)
-        self.threshold.setToolTip("Cosine similarity of two images' features at or above which the model counts "
-                                  "them as near-duplicates (a near pair needs a hash or the pixels to agree too). "
-                                  "auto: calibrated on this folder, 10× closer than its median nearest neighbour.")
         self.info = QLabel("Open a folder to see every image through the current model.")
         self.info.setWordWrap(True)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
-        self.predicted = QComboBox()
-        self.predicted.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.min_conf = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
-        self.correctness = QComboBox()
-        for text, value in CORRECTNESS:
-            self.correctness.addItem(text, value)
-        self.follow_map = QPushButton("Table follows map box")
-        self.follow_map.setCheckable(True)
-        top = QHBoxLayout()
-        for w in (self.open_button, self.cancel_button, self.sort_button, self.undo_button, self.csv_button,
-                  self.review_button,
-                  QLabel("near-duplicate cosine"), self.threshold):
-            top.addWidget(w)
-        top.addStretch(1)
-        filters = QHBoxLayout()
-        for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness)):
-            filters.addWidget(QLabel(label))
-            filters.addWidget(w)
-        filters.addWidget(self.follow_map)
-        filters.addStretch(1)
-        return top, filters
 
     def _build_table(self) -> None:
         self.model = ResultsModel(self)
@@ -177,27 +114,15 @@ class FolderPanel(QWidget):
 
     def _build_side(self) -> None:
         """Map (with colour choice and hover preview), similar images, label review, duplicates."""
-        self.map = FolderMapWidget()
-        self.colour_by = QComboBox()
-        self.colour_by.addItems(COLOUR_BY)
-        self.hover = QLabel()
-        self.hover_image = QLabel()
-        self.hover_image.setFixedSize(72, 72)
-        map_box = QWidget()
-        box = QVBoxLayout(map_box)
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Colour by"))
-        row.addWidget(self.colour_by)
-        row.addWidget(self.hover, 1)
-        row.addWidget(self.hover_image)
-        box.addLayout(row)
-        box.addWidget(self.map, 1)
+        self.map_tab = FolderMapTabWidget()
+        self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
+        self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
         self.similar = icon_list()
         self.review_tab = ReviewTab()
         self.review = self.review_tab.list
         self.duplicates = DuplicatesTab()
         self.side = QTabWidget()
-        self.side.addTab(map_box, "Map")
+        self.side.addTab(self.map_tab, "Map")
         self.side.addTab(self.similar, "Similar images")
         self.side.addTab(self.review_tab, "Label review")
         self.side.addTab(self.duplicates, "Duplicates")
@@ -264,7 +189,7 @@ class FolderPanel(QWidget):
         self.view_state.update(model=model.uid, paths=tuple(paths))
         self.progress.setVisible(True)
         self.cancel_button.setEnabled(True)
-        self.jobs.start("scan", "Folder embeddings", _scan_job, model, list(paths), roots,
+        self.jobs.start("scan", "Folder embeddings", scan_job, model, list(paths), roots,
                         on_yield=self._on_progress, on_result=self._on_embedded, on_error=self._on_failed)
 
     def _cancel(self) -> None:
@@ -305,7 +230,7 @@ class FolderPanel(QWidget):
                           f"unreadable). Select a row for similar images.")
         self.review_tab.clear()
         self._enable()
-        self.jobs.start("map", "Folder map", _map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
+        self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
 
     def _on_model(self, model) -> None:
         self.view_state.update(model=model.uid)  # discards every pending job of the previous model
@@ -324,9 +249,7 @@ class FolderPanel(QWidget):
         self.similar.clear()
         self.review.clear()
         self.duplicates.clear()
-        self.hover.clear()
-        self.hover_image.clear()
-        self.map.set_points(np.zeros((0, 2)), [], "pca")
+        self.map_tab.clear()
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
         self._enable()
@@ -367,15 +290,10 @@ class FolderPanel(QWidget):
             r = self.results
             self.hover.setText(f"{os.path.basename(r.paths[row])}: {r.predicted_label(row)} "
                                f"({r.confidence[row]:.0%}), folder {r.given[row] or '–'}")
-            self.jobs.start("hover", "Thumbnail", _hover_job, r.paths[row], on_result=self._on_hover_thumbnail)
+            self.jobs.start("hover", "Thumbnail", hover_job, r.paths[row], on_result=self._on_hover_thumbnail)
 
     def _on_hover_thumbnail(self, found) -> None:
-        _, array = found[0]
-        if array is None:
-            self.hover_image.clear()
-            return
-        h, w, _ = array.shape
-        self.hover_image.setPixmap(QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)))
+        self.map_tab.show_thumbnail(found[0][1])
 
     def select_row(self, row: int) -> None:
         view_row = self.model.view_row(row)
@@ -389,7 +307,7 @@ class FolderPanel(QWidget):
         if self.embedded is None or not current.isValid():
             return
         row = self.model.source_row(current.row())
-        self.jobs.start("similar", "Similar images", _similar_job, self.embedded, row, on_result=self._on_similar,
+        self.jobs.start("similar", "Similar images", similar_job, self.embedded, row, on_result=self._on_similar,
                         on_error=self._on_failed)
 
     def _on_similar(self, found) -> None:
@@ -467,12 +385,11 @@ class FolderPanel(QWidget):
             self.last_log = None
 
     def start_review(self) -> None:
-        model, folder, threshold = self.state.model, self.folder, self.threshold.value()
-        threshold = None if threshold <= self.threshold.minimum() else threshold  # "auto"
+        model, folder, threshold = self.state.model, self.folder, self.toolbar.review_threshold()
         if model is None or folder is None:
             return
         self.info.setText("Reviewing labels and duplicates…")
-        self.jobs.start("review", "Label review", _review_job, folder, model, threshold, on_yield=self._on_progress,
+        self.jobs.start("review", "Label review", review_job, folder, model, threshold, on_yield=self._on_progress,
                         on_result=self._on_review, on_error=self._on_failed)
 
     def _on_review(self, report) -> None:

@@ -7,18 +7,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QFileDialog,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QPushButton,
     QScrollArea,
     QSplitter,
     QTabWidget,
@@ -26,15 +17,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.analysis.overlays import mosaic_rgb
-from vitstudio.core.data.datasets import exact_duplicate_groups, scan_dataset
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.probe import read_snapshots
 from vitstudio.core.train.runs import UNFINISHED, read_metrics, run_status
-from vitstudio.core.train.training_data import preview_augmentation
 
 from .. import workers
 from ..viewstate import ViewState
@@ -42,23 +30,15 @@ from .augmentation_preview import AugmentationPreviewView
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
 from .training_curves import TrainingCurvesView
+from .training_dataset import TrainingDatasetWidget
 from .training_form import TrainingFormWidget, describe_scan
-from .training_results import RunResultsWidget, make_thumbnails
+from .training_jobs import gallery_job, preview_job, scan_job
+from .training_results import RunResultsWidget
+from .training_run_controls import RunControlsWidget
 
-
-def _scan_job(cancel, folder: str):
-    found = scan_dataset(folder)
-    return found, exact_duplicate_groups(found) if found.val is None else {}
-
-
-def _preview_job(cancel, paths: list, config, size: tuple[int, int], interpolation: str):
-    views = preview_augmentation(paths, config, size, 16, interpolation)
-    return mosaic_rgb(views, columns=4, pad=3) if views else None
-
-
-def _gallery(cancel, report: EvalReport) -> tuple[EvalReport, dict]:
-    """Runs in a worker: the report with the thumbnails of its misclassified images."""
-    return report, make_thumbnails(report)
+DATASET_WIDGETS = ("folder", "dataset_info", "balance", "base_model", "run_name", "probe")
+CONTROL_WIDGETS = ("multi_gpu", "start_button", "pause_button", "cancel_button", "resume_button", "progress",
+                   "status", "warning", "preview_button", "use_button", "export_button")
 
 
 class TrainingPanel(QWidget):
@@ -108,23 +88,14 @@ class TrainingPanel(QWidget):
     # -- construction --------------------------------------------------------------------------------
     def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
         """Dataset, base model, recipe and the run controls, in a scrolling column."""
-        form = self._build_dataset_form(catalog_names)
+        self._build_dataset_form(catalog_names)
         self.form = TrainingFormWidget()
-        buttons = self._build_run_controls()
+        self._build_run_controls()
         left_inner = QWidget()
         side = QVBoxLayout(left_inner)
-        side.addLayout(form)
+        side.addWidget(self.dataset)
         side.addWidget(self.form)
-        side.addWidget(self.preview_button)
-        side.addWidget(self.multi_gpu)
-        side.addLayout(buttons)
-        side.addWidget(self.progress)
-        side.addWidget(self.status)
-        side.addWidget(self.warning)
-        use_row = QHBoxLayout()
-        use_row.addWidget(self.use_button, 1)
-        use_row.addWidget(self.export_button)
-        side.addLayout(use_row)
+        side.addWidget(self.controls)
         side.addStretch(1)
         left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
         left.setWidget(left_inner)
@@ -134,78 +105,30 @@ class TrainingPanel(QWidget):
         left.setMaximumWidth(460)
         return left
 
-    def _build_dataset_form(self, catalog_names: list[str]) -> QFormLayout:
+    def _build_dataset_form(self, catalog_names: list[str]) -> None:
         """Dataset folder with its summary and class balance, base model, run name, probe image."""
-        self.folder = QLineEdit()
-        self.folder.setPlaceholderText("a folder with one subfolder of images per class (drop it here)")
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
+        self.dataset = TrainingDatasetWidget(catalog_names)
+        for name in DATASET_WIDGETS:  # the panel's, for callers and tests
+            setattr(self, name, getattr(self.dataset, name))
+        self.dataset.browse_button.clicked.connect(self._browse)
         self.folder.editingFinished.connect(lambda: self.set_dataset(self.folder.text()))
-        self.dataset_info = QLabel("No dataset chosen.")
-        self.dataset_info.setWordWrap(True)
-        self.balance = pg.PlotWidget(title="Images per class")
-        self.balance.setFixedHeight(150)
-        self.base_model = QComboBox(editable=True)
-        self.base_model.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.base_model.setMinimumContentsLength(18)
-        self.base_model.addItems(catalog_names)
-        self.base_model.setEditText("")
-        self.run_name = QLineEdit()
-        self.probe = QLineEdit()
-        self.probe.setPlaceholderText("default: the first validation image")
-        probe_browse = QPushButton("…")
-        probe_browse.setMaximumWidth(30)
-        probe_browse.clicked.connect(self._browse_probe)
-        folder_row = QHBoxLayout()
-        folder_row.addWidget(self.folder, 1)
-        folder_row.addWidget(browse)
-        form = QFormLayout()
-        form.addRow("Dataset", folder_row)
-        form.addRow(self.dataset_info)
-        form.addRow(self.balance)
-        form.addRow("Base model", self.base_model)
-        form.addRow("Run name", self.run_name)
-        probe_row = QHBoxLayout()
-        probe_row.addWidget(self.probe, 1)
-        probe_row.addWidget(probe_browse)
-        form.addRow("Probe image", probe_row)
-        return form
 
-    def _build_run_controls(self) -> QHBoxLayout:
+    def _build_run_controls(self) -> None:
         """Start / Pause / Cancel / Resume, the multi-GPU switch, progress, status and "Use this model"."""
         import torch
 
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        self.multi_gpu = QCheckBox(f"Use all {gpus} GPUs (DDP through torchrun, in a subprocess)")
-        self.multi_gpu.setVisible(gpus > 1)
+        self.controls = RunControlsWidget(gpus)
         self.gpus = gpus
-        self.start_button, self.pause_button, self.cancel_button, self.resume_button = (
-            QPushButton(t) for t in ("Start", "Pause", "Cancel", "Resume run"))
-        self.resume_button.setToolTip("Continue the unfinished run selected in History (cancelled, interrupted or "
-                                      "killed) from its last checkpoint")
+        for name in CONTROL_WIDGETS:  # the panel's, for callers and tests
+            setattr(self, name, getattr(self.controls, name))
         self.resume_button.clicked.connect(self.resume_run)
-        self.pause_button.setCheckable(True)
         self.start_button.clicked.connect(self.start)
         self.pause_button.toggled.connect(self._on_pause)
         self.cancel_button.clicked.connect(self.cancel)
-        self.progress = QProgressBar()
-        self.status = QLabel("Idle.")
-        self.status.setWordWrap(True)
-        self.warning = QLabel()
-        self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #b35900;")
-        self.warning.setVisible(False)
-        self.preview_button = QPushButton("Preview augmentation")
         self.preview_button.clicked.connect(self.preview_augmentation)
-        self.use_button = QPushButton("Use this model")
         self.use_button.clicked.connect(self._use_shown_run)
-        self.export_button = QPushButton("Export model…")
-        self.export_button.setToolTip("ONNX with labels and preprocessing, or upstream's vit_model.py format")
         self.export_button.clicked.connect(lambda: self.export_requested.emit(str(self.shown_run)))
-        buttons = QHBoxLayout()
-        for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
-            buttons.addWidget(b)
-        return buttons
 
     def preview_augmentation(self) -> None:
         """16 augmented training views with the form's settings, computed on a worker, shown in a grid."""
@@ -223,7 +146,7 @@ class TrainingPanel(QWidget):
         interpolation = model.data_config.get("interpolation", "bicubic") if model else "bicubic"
         paths = [p for files in self.scan.train.values() for p in files]
         self.preview_box.label.setText("Computing augmented views…")
-        self.jobs.start("preview", "Augmentation preview", _preview_job, paths, config, size, interpolation,
+        self.jobs.start("preview", "Augmentation preview", preview_job, paths, config, size, interpolation,
                         on_result=self._show_preview, on_error=self._on_preview_error)
         self.right.setCurrentWidget(self.preview_box)
 
@@ -277,23 +200,19 @@ class TrainingPanel(QWidget):
         self.folder.setText(folder)
         self.dataset_info.setText("Scanning…")
         self.view_state.update(dataset=folder)
-        self.jobs.start("scan", "Scanning dataset", _scan_job, folder, on_result=self._on_scan,
+        self.jobs.start("scan", "Scanning dataset", scan_job, folder, on_result=self._on_scan,
                         on_error=self._on_scan_error)
 
     def _on_scan_error(self, exc: BaseException) -> None:
         self.scan = None
         self.dataset_info.setText(f"<b>Cannot use this folder:</b> {workers.describe(exc)}")
-        self.balance.clear()
+        self.dataset.balance.clear()
 
     def _on_scan(self, found) -> None:
         scan, copies = found
         self.scan = scan
         self.dataset_info.setText(describe_scan(scan, copies, len(self.exclude)))
-        counts = scan.counts
-        self.balance.clear()
-        self.balance.addItem(pg.BarGraphItem(x=np.arange(len(counts)), height=list(counts.values()), width=0.7,
-                                             brush="#4c72b0"))
-        self.balance.getAxis("bottom").setTicks([[(i, c[:10]) for i, c in enumerate(counts)]])
+        self.dataset.show_balance(scan.counts)
         if not self.run_name.text():
             stamp = time.strftime("%m%d-%H%M")
             self.run_name.setText(f"{Path(scan.root).name}-{self.form.preset.currentText()}-{stamp}")
@@ -353,11 +272,6 @@ class TrainingPanel(QWidget):
                                      on_error=self._on_failed, kind=workers.LONG)
         self._refresh_buttons()
 
-    def _browse_probe(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Probe image", "", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
-        if path:
-            self.probe.setText(path)
-
     def cancel(self) -> None:
         if self.job is not None:
             self.job.cancel()
@@ -381,17 +295,10 @@ class TrainingPanel(QWidget):
 
     def _refresh_buttons(self) -> None:
         """Start/Pause/Cancel follow the run in progress; Resume/Use follow the run shown."""
-        running = self.running
-        self.start_button.setEnabled(not running)
-        self.pause_button.setEnabled(running and not self.multi_gpu.isChecked())  # a subprocess cannot pause
-        self.cancel_button.setEnabled(running)
-        shown = self.shown_run
-        self.resume_button.setEnabled(not running and shown is not None and self._resumable(shown))
+        running, shown = self.running, self.shown_run
+        resumable = not running and shown is not None and self._resumable(shown)
         usable = shown is not None and (shown / "config.json").exists()
-        self.use_button.setEnabled(usable and not (running and self._showing_live()))
-        self.export_button.setEnabled(self.use_button.isEnabled())
-        if not running:
-            self.pause_button.setChecked(False)
+        self.controls.refresh(running, resumable, usable and not (running and self._showing_live()))
 
     @staticmethod
     def _resumable(folder: Path) -> bool:
@@ -415,12 +322,7 @@ class TrainingPanel(QWidget):
         curves, lr_data, snapshots = self.live
         showing = self._showing_live()
         if isinstance(rec, StepProgress):
-            self.progress.setRange(0, rec.steps)
-            self.progress.setValue(rec.step)
-            self.progress.setFormat(f"epoch {rec.epoch + 1}/{rec.epochs} · step %v/%m")
-            where = "" if showing else f"{self.active_run.name}: "
-            self.status.setText(f"{where}loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
-                                f"ETA {_duration(rec.eta_s)}")
+            self.controls.show_step(rec, None if showing else self.active_run.name)
             lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
             if showing:
                 self.curves.draw_lr(lr_data)
@@ -436,15 +338,10 @@ class TrainingPanel(QWidget):
             if showing:
                 self._show_last_snapshot()
         elif isinstance(rec, RunWarning):
-            self.warning.setText(f"<b>Warning:</b> {rec.message}")
-            self.warning.setVisible(True)
+            self.controls.show_warning(rec.message)
             self.state.message.emit("warning", rec.message)
         elif isinstance(rec, Progress) and rec.message:
-            self.status.setText(rec.message)
-            if rec.total:  # e.g. decoding the images into the cache before the first epoch
-                self.progress.setRange(0, rec.total)
-                self.progress.setValue(rec.done)
-                self.progress.setFormat(f"{rec.message}: %v/%m")
+            self.controls.show_progress(rec)
 
     def _draw_curves(self) -> None:
         self.curves.draw_epochs(self.curves_data)
@@ -471,7 +368,7 @@ class TrainingPanel(QWidget):
 
     def _show_results(self, report: EvalReport, switch: bool = True) -> None:
         self.results.show_report(report)  # at once; thumbnails follow from a worker, while this run is shown
-        self.jobs.start("gallery", "Gallery", _gallery, report, on_result=self._show_gallery)
+        self.jobs.start("gallery", "Gallery", gallery_job, report, on_result=self._show_gallery)
         if switch:
             self.right.setCurrentWidget(self.results)
 
@@ -526,16 +423,8 @@ class TrainingPanel(QWidget):
         table = np.array([self.curves_data[c] for c in columns], dtype=np.float32).T
         return "curves", table, {"run": str(self.shown_run), "columns": columns}
 
-
     def _load_curves(self, folder: Path) -> None:
         for row in read_metrics(folder):
             for key in self.curves_data:
                 self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
         self._draw_curves()
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    return f"{seconds // 60}m{seconds % 60:02d}s"

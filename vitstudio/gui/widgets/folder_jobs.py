@@ -1,0 +1,36 @@
+"""The Folder tab's jobs: module-level, every input passed explicitly (run in workers through `ViewJobs`)."""
+
+from __future__ import annotations
+
+from vitstudio.core.folder.embedcache import embed_folder
+from vitstudio.core.folder.neighbours import nearest, project_2d
+from vitstudio.core.folder.results import folder_results
+
+from .folder_table import thumbnails
+
+# what each job's result depends on besides the model: the paths opened
+KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "hover": ("paths",)}
+
+
+def scan_job(cancel, model, paths: list[str], roots: list[str]):
+    embedded = yield from embed_folder(model, paths, cancel=cancel)
+    return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
+
+
+def map_job(cancel, embedded):
+    return project_2d(embedded.view())
+
+
+def similar_job(cancel, embedded, row: int):
+    found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
+    return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
+
+
+def hover_job(cancel, path: str):
+    return list(thumbnails([path], cancel))
+
+
+def review_job(cancel, folder: str, model, threshold: float | None):
+    from vitstudio.core.folder.audit import audit
+
+    return audit(folder, model, threshold, cancel=cancel)

@@ -1,0 +1,42 @@
+"""The Folder tab's Map page: the folder's embedding map, what it is coloured by, and the image under the
+pointer (its name, prediction and thumbnail)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from .folder_map import COLOUR_BY, FolderMapWidget
+
+
+class FolderMapTabWidget(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.map = FolderMapWidget()
+        self.colour_by = QComboBox()
+        self.colour_by.addItems(COLOUR_BY)
+        self.hover = QLabel()
+        self.hover_image = QLabel()
+        self.hover_image.setFixedSize(72, 72)
+        box = QVBoxLayout(self)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Colour by"))
+        row.addWidget(self.colour_by)
+        row.addWidget(self.hover, 1)
+        row.addWidget(self.hover_image)
+        box.addLayout(row)
+        box.addWidget(self.map, 1)
+
+    def show_thumbnail(self, array: np.ndarray | None) -> None:
+        """An (H, W, 3) uint8 thumbnail of the image under the pointer; None clears it (unreadable)."""
+        if array is None:
+            self.hover_image.clear()
+            return
+        h, w, _ = array.shape
+        self.hover_image.setPixmap(QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)))
+
+    def clear(self) -> None:
+        self.hover.clear()
+        self.hover_image.clear()
+        self.map.set_points(np.zeros((0, 2)), [], "pca")
