@@ -115,3 +115,17 @@ def test_a_toy_analysis_runs_through_explain_the_cli_and_exports(toy, tiny_weigh
     sidecar = json.loads((tmp_path / "toy.npy.json").read_text())
     assert sidecar["params"]["method"] == TOY and sidecar["params"]["title"] == "Toy channel mean"
     assert sidecar["params"]["layer"] == 0
+
+
+def test_a_folder_analysis_runs_through_its_entry(tiny_weights, photos):
+    from vitstudio.core.analysis.explain import distance_over, explain_folder
+
+    loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
+    folder = str(Path(photos["chelsea"]).parent)
+    for method in registry.names(folder=True):
+        exp, errors = explain_folder(loaded, method, [folder])
+        assert exp.method == method
+    ref, ref_errors = distance_over(loaded, [folder])
+    np.testing.assert_array_equal(explain_folder(loaded, "distance", [folder])[0].array, ref.array)
+    with pytest.raises(ValueError, match="one image at a time"):
+        explain_folder(loaded, "rollout", [folder])

@@ -21,7 +21,6 @@ from vitstudio.core.jobs import CancelToken
 from vitstudio.core.models.model import LoadedModel
 
 
-
 @dataclass(frozen=True)
 class Explanation:
     method: str
@@ -81,6 +80,18 @@ def explain(loaded: LoadedModel, method: str, image: Image.Image | None = None, 
     x = loaded.to_tensor(crop)[None]
     arr, extra = analysis.run(loaded, x, params)
     return Explanation(method, np.asarray(arr, dtype=np.float32), params, np.asarray(crop, dtype=np.uint8), extra)
+
+
+def explain_folder(loaded: LoadedModel, method: str, paths: Iterable[str], batch_size: int = 16,
+                   cancel: CancelToken | None = None, decoder: str = "auto"
+                   ) -> tuple[Explanation, list[tuple[str, str]]]:
+    """A folder analysis (the entry's `over_folder`) averaged over every readable image under `paths`, with the
+    (path, reason) of each image that could not be read."""
+    analysis = registry.get(method)
+    if analysis.over_folder is None:
+        raise ValueError(f"The '{method}' method explains one image at a time, not a folder.")
+    validate(loaded, method)
+    return registry.load(analysis.over_folder)(loaded, paths, batch_size, cancel, decoder)
 
 
 def distance_over(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 16,

@@ -52,6 +52,7 @@ class Analysis:
     # -- what runs (each a "module:function" path, imported when used, or a callable) ------------------------
     compute: Ref = None  # fn(loaded, x (1, 3, H, W) or None, params) -> (array, extra dict); may add to params
     applies: tuple[Ref, ...] = ()  # checks fn(model, analysis) -> None or why not; the first reason wins
+    over_folder: Ref = None  # folder analyses: fn(loaded, paths, batch_size, cancel, decoder) -> (result, errors)
     # GUI, by group: embeddings: fn(LayerTokens, params, grid, basis) -> dict(map=…, …); attention: the entry's
     # `view_job` fn(cancel, loaded, image, *view_keys values) is run once per request (entries with the same job share
     # its result: the per-(model, image) overview) and fn(job result, params, loaded) -> (map or None, text) reads it
@@ -189,7 +190,8 @@ register(Analysis(
 register(Analysis(
     "distance", "Attention distance", "attention", "mean attention distance of every head against depth (ViT paper "
     "Fig. 7 right); a folder averages over its images", "(layers, heads), pixels", "plot", folder=True,
-    compute=_ATT + "explain_distance", applies=_GLOBAL))
+    compute=_ATT + "explain_distance", applies=_GLOBAL,
+    over_folder="vitstudio.core.analysis.explain:distance_over"))
 register(Analysis(
     "pca", "PCA → RGB", "embeddings", "first three principal components of the patch tokens as colours",
     "(gh, gw, 3)", "rgb", (_LAYER,), compute=_EMB + "explain_pca", view=_EMB + "pca_view", options=("fixed-basis",)))
