@@ -14,21 +14,19 @@ MAX_FUNCTION_LINES = 60
 ALLOWED = {
     # Being reworked by other engineers right now (the analysis registry and the explorer panels): excluded from
     # the size work until they land. Current sizes, in lines, all within the limits today.
-    "vitstudio/gui/widgets/attention_panel.py": "explorer panels on the registry, in progress; 365 lines",
-    "vitstudio/gui/widgets/embeddings_panel.py": "explorer panels on the registry, in progress; 227 lines",
-    "vitstudio/gui/widgets/compare_panel.py": "explorer panels on the registry, in progress; 162 lines",
-    "vitstudio/gui/widgets/internals_panel.py": "explorer panels on the registry, in progress; 103 lines",
+    "vitstudio/gui/widgets/attention_panel.py": "explorer panels on the registry, in progress; 343 lines",
+    "vitstudio/gui/widgets/embeddings_panel.py": "explorer panels on the registry, in progress; 216 lines",
+    "vitstudio/gui/widgets/compare_panel.py": "explorer panels on the registry, in progress; 163 lines",
+    "vitstudio/gui/widgets/internals_panel.py": "explorer panels on the registry, in progress; 116 lines",
     "vitstudio/gui/widgets/explorer_base.py": "explorer panels on the registry, in progress; 176 lines",
-    # The command line is moving into the package vitstudio/cli/ (one module per command group): the old modules
-    # while they last, and the package's modules as they are being written.
-    "vitstudio/cli.py": "moving into vitstudio/cli/, in progress; 370 lines",
-    "vitstudio/cli_train.py": "moving into vitstudio/cli/, in progress; 383 lines",
-    "vitstudio/cli_folder.py": "moving into vitstudio/cli/, in progress; 201 lines",
-    "vitstudio/cli_common.py": "moving into vitstudio/cli/, in progress; 48 lines",
-    "vitstudio/cli/app.py": "the CLI package, in progress; 74 lines",
-    "vitstudio/cli/common.py": "the CLI package, in progress; 128 lines",
-    "vitstudio/cli/folder.py": "the CLI package, in progress; 201 lines",
-    "vitstudio/cli/train.py": "the CLI package, in progress; 383 lines",
+    "vitstudio/core/analysis/registry.py": "the analysis registry, in progress; 223 lines",
+    "vitstudio/core/analysis/explain.py": "explain() on the registry, in progress; 234 lines",
+    # The command line, just moved into the package vitstudio/cli/ (cli.py, cli_common.py, cli_train.py and
+    # cli_folder.py became these), still being settled. Within the limits today.
+    "vitstudio/cli/app.py": "the CLI package (was cli.py), in progress; 74 lines",
+    "vitstudio/cli/common.py": "the CLI package (was cli_common.py), in progress; 128 lines",
+    "vitstudio/cli/train.py": "the CLI package (was cli_train.py), in progress; 170 lines",
+    "vitstudio/cli/folder.py": "the CLI package (was cli_folder.py), in progress; 203 lines",
 }
 
 
@@ -80,8 +78,8 @@ def test_allow_list_names_existing_code():
         rel, _, name = key.partition(":")
         path = ROOT / rel
         if not path.exists():
-            # the CLI modules disappear once vitstudio/cli/ lands: their entries go with them
-            assert rel.startswith("vitstudio/cli"), f"allow-list entry for a missing file: {key}"
+            # the CLI package's modules may still be renamed while it settles
+            assert rel.startswith("vitstudio/cli/"), f"allow-list entry for a missing file: {key}"
             continue
         if name:
             names = {n for n, _ in _function_sizes(ast.parse(path.read_text(encoding="utf-8")))}
