@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QListWidgetItem,
-    QMessageBox,
     QProgressBar,
     QSplitter,
     QTableView,
@@ -27,14 +26,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.folder.results import FolderResults
-from vitstudio.core.folder.sorting import (
-    NestedFoldersError,
-    apply_sort,
-    check_out_folder,
-    plan_sort,
-    review_journal_dir,
-    undo_sort,
-)
 
 from .. import workers
 from ..viewstate import ViewState
@@ -42,13 +33,14 @@ from .folder_jobs import KEYS, hover_job, map_job, review_job, scan_job, similar
 from .folder_map import colour_groups
 from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, icon_list, item_path, load_icons
+from .folder_sorting import FolderSortingMixin
 from .folder_table import ResultsModel
 from .folder_toolbar import FolderToolbarWidget
 
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
                    "threshold", "predicted", "min_conf", "correctness", "follow_map")
 
-class FolderPanel(QWidget):
+class FolderPanel(QWidget, FolderSortingMixin):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
     retrain = Signal(str, list)  # dataset folder, files to leave out: start a run with the review's fixes
 
@@ -319,71 +311,7 @@ class FolderPanel(QWidget):
             self.similar.addItem(item)
         load_icons(self._thumbs, self.similar, [p for p, _ in found])
 
-    # -- export, sort, review ------------------------------------------------------------------------
-    def _export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the table (rows shown)", "results.csv", "CSV (*.csv)")
-        if path:
-            n = self.results.write_csv(path, np.asarray(self.visible_rows(), int))
-            self.state.message.emit("info", f"Wrote {n} rows to {path}")
-
-    def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):
-        r = self.results
-        rows = self._selected_rows() if selected_only else self.visible_rows()
-        return plan_sort([(r.paths[i], r.predicted_label(i), float(r.confidence[i])) for i in rows], out,
-                         min_confidence, move)
-
-    def _selected_rows(self) -> list[int]:
-        return sorted({self.model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
-
-    def _sort_dialog(self) -> None:
-        out = QFileDialog.getExistingDirectory(self, "Sort into which folder? (class folders are created there)")
-        if not out:
-            return
-        try:
-            check_out_folder([self.folder] if self.folder else [], out)
-        except NestedFoldersError as exc:
-            QMessageBox.warning(self, "Sort into folders", str(exc))
-            return
-        selected = bool(self._selected_rows())
-        plan = self.sort_plan(out, self.min_conf.value(), False, selected)
-        answer = QMessageBox.question(
-            self, "Sort into folders", f"{plan.describe()}\n\nImages under {self.min_conf.value():.0%} confidence "
-            "go to 'unsure'. Files are copied (the originals stay), never overwritten; an undo log is written in "
-            "the target folder.", QMessageBox.Ok | QMessageBox.Cancel)
-        if answer == QMessageBox.Ok:
-            self.run_sort(plan)
-
-    def run_sort(self, plan, **journal) -> None:
-        """Copy/move in a long job; `journal`: apply_sort's log_dir and kind (a label-review move)."""
-        workers.start_job("Sorting into folders", lambda cancel: apply_sort(plan, cancel=cancel, **journal),
-                          on_result=self._on_sorted, on_error=self._on_failed, kind=workers.LONG)
-
-    def _on_sorted(self, result) -> None:
-        self.last_log = result.log
-        self.undo_button.setEnabled(True)
-        self.undo_button.setToolTip(f"Reverse what {result.log} records (edited copies are kept)")
-        self.state.message.emit("info", result.describe())
-        for path, reason in result.errors:
-            self.state.message.emit("warning", f"{path}: {reason}")
-
-    def undo_last(self) -> None:
-        """Undo the last sort or label-review move of this session, in a long job (never destroys an edit)."""
-        if not self.last_log:
-            return
-        self.undo_button.setEnabled(False)
-        log = self.last_log
-        workers.start_job("Undoing the last sort", lambda cancel: undo_sort(log), on_result=self._on_undone,
-                          on_error=self._on_failed, kind=workers.LONG)
-
-    def _on_undone(self, result) -> None:
-        self.state.message.emit("warning" if result.problems or result.kept else "info", result.describe())
-        for path, reason in result.problems:
-            self.state.message.emit("warning", f"{path}: {reason}")
-        if result.problems:  # something to retry
-            self.undo_button.setEnabled(True)
-        else:
-            self.last_log = None
-
+    # -- review ------------------------------------------------------------------------------------
     def start_review(self) -> None:
         model, folder, threshold = self.state.model, self.folder, self.toolbar.review_threshold()
         if model is None or folder is None:
@@ -413,16 +341,6 @@ class FolderPanel(QWidget):
         self.group_rows = None if paths is None else np.asarray(
             [i for i, p in enumerate(self.results.paths) if p in paths], int)
         self.apply_filters()
-
-    def _relabel(self, path: str, suggested: str) -> None:
-        target_root = os.path.dirname(os.path.dirname(path))
-        plan = plan_sort([(path, suggested, 1.0)], target_root, move=True)
-        journal_dir = str(review_journal_dir())
-        if QMessageBox.question(self, "Move to another class", f"Move {path}\nto {plan.placements[0].target}?\n"
-                                f"Undo it with 'Undo last sort/move'; the undo log is kept in {journal_dir}.",
-                                QMessageBox.Ok | QMessageBox.Cancel) == QMessageBox.Ok:
-            self.run_sort(plan, log_dir=journal_dir, kind="review-move")
-            self.review_tab.drop_current()
 
     # the review tab's parts, as the panel's (tests and callers drive the panel)
     @property
