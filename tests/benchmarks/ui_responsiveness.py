@@ -55,13 +55,13 @@ def main() -> int:
     from vitstudio.gui.main_window import MainWindow
 
     handles = []  # every job, to report how long interactive ones waited for a thread
-    original_start = workers.start_job
+    original_submit = workers._submit  # both start_job and a view's ViewJobs.start hand their jobs to it
 
-    def recording_start(*a, **k):
-        handles.append(original_start(*a, **k))
-        return handles[-1]
+    def recording_submit(handle, fn):
+        handles.append(handle)
+        original_submit(handle, fn)
 
-    workers.start_job = recording_start
+    workers._submit = recording_submit
     window = MainWindow()
     window.show()
     lateness: list[float] = []
