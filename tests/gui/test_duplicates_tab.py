@@ -4,7 +4,7 @@ each member's evidence on hover; picking a group emits its paths."""
 from __future__ import annotations
 
 from vitstudio.core.folder.duplicates import DuplicateGroup, Member
-from vitstudio.gui.widgets.folder_review import DuplicatesTab
+from vitstudio.gui.folder.folder_review import DuplicatesTab
 
 
 def test_groups_show_kind_and_every_members_evidence(qtbot):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from vitstudio.core.folder.label_review import LabelIssue
-from vitstudio.gui.widgets.folder_review import ReviewTab
+from vitstudio.gui.folder.folder_review import ReviewTab
 
 
 def test_review_tab_shows_the_estimated_count_and_flags(qtbot, tmp_path):

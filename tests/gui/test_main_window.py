@@ -173,7 +173,7 @@ def test_window_shows_before_torch_is_imported(tmp_path):
 def test_thumbnails_keep_aspect_and_show_the_prediction(window, qtbot, tiny_weights, photos, tmp_path):
     from PIL import Image
 
-    from vitstudio.gui.widgets.image_strip import THUMB
+    from vitstudio.gui.common.image_strip import THUMB
 
     tall = tmp_path / "tall.png"
     Image.new("RGB", (40, 200), (200, 30, 30)).save(tall)

@@ -63,7 +63,7 @@ def gate_for(request):
 
 def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkeypatch, gate_for):
     """(d) Model internals computing for model A, tab hidden, model B loaded: A's pictures never appear."""
-    from vitstudio.gui.widgets import internals_panel
+    from vitstudio.gui.explore import internals_panel
 
     first: list[int] = []
 
@@ -107,7 +107,7 @@ def _run_with_report(folder, classes, photo):
 def test_training_results_show_only_the_run_shown(window, qtbot, monkeypatch, tmp_path, photos, gate_for):
     """(a) History: run A clicked (its gallery slow), then run B: A's gallery and confusion matrix never appear under
     B, in the view or in File > Export data."""
-    from vitstudio.gui.widgets import training_jobs
+    from vitstudio.gui.training import training_jobs
 
     run_a = _run_with_report(tmp_path / "run-a", ("a0", "a1"), photos["chelsea"])
     run_b = _run_with_report(tmp_path / "run-b", ("b0", "b1", "b2"), photos["coffee"])
@@ -136,7 +136,7 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(windo
     """(c) Attention tab: the distance over a folder computing for model A, model B loaded: the plot shows B's
     distance for the image, never A's folder average."""
     from vitstudio.core.analysis import attention
-    from vitstudio.gui.widgets import attention_panel
+    from vitstudio.gui.explore import attention_panel
 
     a = _load(window, qtbot, TINY_SPEC)
     window.add_paths([str(photos["chelsea"])])
@@ -209,7 +209,7 @@ def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp
     """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
     would be coloured and box-selected with Y's rows), then Y's map appears."""
     from vitstudio.core.models.demo import bundled_demo
-    from vitstudio.gui.widgets import folder_jobs
+    from vitstudio.gui.folder import folder_jobs
 
     x = _digits(tmp_path / "x", per_class=3)
     y = _digits(tmp_path / "y", per_class=2)

@@ -140,7 +140,7 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, 
 def test_history_replays_attention_over_training_of_any_run(window, qtbot, tmp_path):
     """Snapshots live in the run folder: a fresh panel (as after restarting the app) replays them and exports
     them as a GIF."""
-    from vitstudio.gui.widgets.training_panel import TrainingPanel
+    from vitstudio.gui.training.training_panel import TrainingPanel
 
     data = make_dataset(tmp_path / "data", per_class=8)
     panel = _setup(window, qtbot, data, epochs=3)
@@ -257,7 +257,7 @@ def test_the_form_has_a_control_for_every_setting(qtbot, tmp_path):
     a value set in each control reaches the TrainConfig."""
     from vitstudio.core.train.recipes import TrainConfig
     from vitstudio.core.train.schema import settings_of
-    from vitstudio.gui.widgets.training_form import TrainingFormWidget
+    from vitstudio.gui.training.training_form import TrainingFormWidget
 
     form = TrainingFormWidget()
     qtbot.addWidget(form)
@@ -299,7 +299,7 @@ def test_a_new_field_in_the_schema_becomes_a_control(qtbot):
 
     from vitstudio.core.train.recipes import TrainConfig
     from vitstudio.core.train.schema import Range, setting, settings_of
-    from vitstudio.gui.widgets.training_form import TrainingFormWidget
+    from vitstudio.gui.training.training_form import TrainingFormWidget
 
     grown = dataclasses.make_dataclass("GrownConfig", [
         ("new_knob", "float", setting(0.5, label="Knob strength", help="a knob added in a test", range=Range(0, 1))),

@@ -28,17 +28,17 @@ from vitstudio.core.models.modelcard import model_card
 
 from . import workers
 from .actions import build_menus
+from .common.image_strip import ImageStripWidget
+from .common.model_panel import ModelCardView, ModelPanel
+from .explore.attention_panel import AttentionPanel
+from .explore.compare_panel import ComparePanel
+from .explore.embeddings_panel import EmbeddingsPanel
+from .explore.internals_panel import InternalsPanel
+from .explore.predictions_panel import PredictionsPanel
+from .folder.folder_panel import FolderPanel
 from .imaging import configure_pyqtgraph
 from .state import AppState, make_entry
-from .widgets.attention_panel import AttentionPanel
-from .widgets.compare_panel import ComparePanel
-from .widgets.embeddings_panel import EmbeddingsPanel
-from .widgets.folder_panel import FolderPanel
-from .widgets.image_strip import ImageStripWidget
-from .widgets.internals_panel import InternalsPanel
-from .widgets.model_panel import ModelCardView, ModelPanel
-from .widgets.predictions_panel import PredictionsPanel
-from .widgets.training_panel import TrainingPanel
+from .training.training_panel import TrainingPanel
 
 log = logging.getLogger("vitstudio.gui")
 CLASSIFY_BATCH = 8

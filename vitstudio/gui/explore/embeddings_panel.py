@@ -18,6 +18,7 @@ from vitstudio.core.analysis import embeddings, registry
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
+from ..common.map_view import MapView
 from .explorer_base import (
     ExplorerPanel,
     colormap_combo,
@@ -27,7 +28,6 @@ from .explorer_base import (
     smooth_checkbox,
     wrapping_label,
 )
-from .map_view import MapView
 
 # what each job's result depends on besides the model and image
 KEYS = {"tokens": (), "view": ("depth", "layer", "mode", "patch", "fixed")}

@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
 
-from .map_view import lookup_table
+from ..common.map_view import lookup_table
 
 
 class HeadGridWidget(pg.GraphicsLayoutWidget):

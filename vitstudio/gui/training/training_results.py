@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..common.map_view import lookup_table
 from ..imaging import pil_to_pixmap
-from .map_view import lookup_table
 
 GALLERY_MAX = 200
 

@@ -28,6 +28,7 @@ from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import distance_over
 
 from .. import workers
+from ..common.map_view import MapView
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
@@ -41,7 +42,6 @@ from .explorer_base import (
     wrapping_label,
 )
 from .head_grid import HeadGridWidget
-from .map_view import MapView
 
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
 # grid, the distance plot and the entries whose view job it is all read it.

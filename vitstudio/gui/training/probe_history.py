@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel, QPushButton, QSlider, QVBoxLa
 from vitstudio.core.train.probe import write_animation
 
 from .. import workers
-from .map_view import MapView
+from ..common.map_view import MapView
 
 
 class ProbeHistoryView(QWidget):

@@ -13,8 +13,8 @@ from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
 
 from .. import workers
+from ..common.map_view import MapView
 from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
-from .map_view import MapView
 
 
 def _analyse(model, image, method: str):

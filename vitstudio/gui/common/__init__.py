@@ -1,0 +1,1 @@
+"""Widgets shared by every area: the image strip, the model bar and card, the map view."""

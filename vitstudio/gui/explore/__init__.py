@@ -1,0 +1,1 @@
+"""The explorers: predictions, attention, embeddings, model internals and Compare."""

@@ -1,0 +1,1 @@
+"""The Training tab: dataset, settings, live curves, results and the run history."""
