@@ -31,3 +31,43 @@ def test_results_answer_only_their_request():
     state.update(fusion="mean", model=2)  # another model: the old result is never shown for it
     assert state.current(result, "fusion") is None
     assert state.current(None, "fusion") is None
+
+
+def test_fields_are_typed_and_validated_before_anything_changes():
+    from vitstudio.gui.viewstate import Field
+
+    state = ViewState(model=Field(None, int), layer=0, discard=Field(0.0, float, check=lambda v: 0 <= v < 1),
+                      fusion=Field("mean", str, choices=("mean", "max", "min")), patch=Field(None, tuple))
+    seen = []
+    state.connect(lambda name, value: seen.append(name))
+    for bad in (dict(layer="3"), dict(layer=True), dict(discard=1.5), dict(fusion="median"), dict(model="x")):
+        try:
+            state.update(**{"model": 4, **bad})
+        except (TypeError, ValueError) as exc:
+            assert next(iter(bad)) in str(exc)
+        else:
+            raise AssertionError(f"{bad} must be refused")
+    assert seen == [] and state.model is None  # a refused update changes nothing, not even its valid fields
+    import numpy as np
+
+    state.update(layer=np.int64(2), discard=0, patch=[1, 2], model=None)
+    assert (type(state.layer), type(state.discard), state.patch) == (int, float, (1, 2))
+
+
+def test_batch_applies_once_and_announces_each_field_once():
+    state = ViewState(model=None, image=None, layer=0, head=0)
+    seen = []
+    state.connect(lambda name, value: seen.append((name, value, state.layer, state.head)))
+    with state.batch():
+        state.layer = 3
+        state.head = 1
+        state.layer = 5
+        assert seen == [] and state.layer == 0  # nothing visible until the batch ends
+    assert seen == [("layer", 5, 5, 1), ("head", 1, 5, 1)]
+    try:
+        with state.batch():
+            state.layer = 9
+            raise RuntimeError("abandoned")
+    except RuntimeError:
+        pass
+    assert state.layer == 5 and len(seen) == 2  # a failed batch applies nothing

@@ -107,6 +107,10 @@ def get(name: str) -> Analysis:
         raise ValueError(f"Unknown method '{name}'; use one of {', '.join(REGISTRY)}.") from None
 
 
+def is_registered(name: str) -> bool:
+    return name in REGISTRY
+
+
 def unregister(name: str) -> None:
     """Remove an entry (tests that register a toy analysis clean up with it)."""
     REGISTRY.pop(name, None)

@@ -29,6 +29,7 @@ from vitstudio.core.analysis.explain import distance_over
 
 from .. import workers
 from ..common.map_view import MapView
+from ..viewstate import Field
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
@@ -61,8 +62,12 @@ def _folder_job(cancel, model, folder: str):
 
 
 class AttentionPanel(ExplorerPanel):
-    FIELDS = dict(method=None, layer=0, head=0, fusion="mean", discard=0.0, target=None, patch=None,
-                  direction="to", cmap="inferno", opacity=60, smooth=True, depth=0, head_count=0, folder=None)
+    FIELDS = dict(method=Field(None, str, check=registry.is_registered), layer=0, head=0,
+                  fusion=Field("mean", str, choices=tuple(registry.FUSIONS)),
+                  discard=Field(0.0, float, check=lambda v: 0.0 <= v < 1.0, help="0 ≤ discard < 1"),
+                  target=Field(None, int), patch=Field(None, tuple), direction=Field("to", str, choices=("to", "by")),
+                  cmap="inferno", opacity=Field(60, int, check=lambda v: 0 <= v <= 100), smooth=True, depth=0,
+                  head_count=0, folder=Field(None, str))
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)

@@ -14,6 +14,7 @@ from vitstudio.core.models.loading import load_model
 
 from .. import workers
 from ..common.map_view import MapView
+from ..viewstate import Field
 from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
 
 
@@ -30,7 +31,8 @@ def _compare_job(cancel, model, other, image, method: str) -> list:
 
 
 class ComparePanel(ExplorerPanel):
-    FIELDS = dict(other=None, method=None)  # method: the first registered analysis offered in Compare
+    # method: the first registered analysis offered in Compare
+    FIELDS = dict(other=Field(None, int), method=Field(None, str, check=registry.is_registered))
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)

@@ -19,6 +19,7 @@ from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
 from ..common.map_view import MapView
+from ..viewstate import Field
 from .explorer_base import (
     ExplorerPanel,
     colormap_combo,
@@ -50,7 +51,8 @@ def compute_view(tokens, mode: str, patch, basis, grid):
 
 
 class EmbeddingsPanel(ExplorerPanel):
-    FIELDS = dict(patch=None, depth=0, layer=0, mode=None, fixed=False)
+    FIELDS = dict(patch=Field(None, tuple), depth=0, layer=0, mode=Field(None, str, check=registry.is_registered),
+                  fixed=False)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)

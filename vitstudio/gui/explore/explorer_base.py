@@ -19,7 +19,7 @@ from vitstudio.core.analysis import registry
 
 from .. import workers
 from ..state import AppState, ImageEntry
-from ..viewstate import ViewState
+from ..viewstate import Field, ViewState
 
 
 def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
@@ -115,7 +115,7 @@ class ExplorerPanel(QWidget):
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.view_state = ViewState(model=None, image=None, **self.FIELDS)
+        self.view_state = ViewState(model=Field(None, int), image=Field(None, int), **self.FIELDS)
         self._stale = True
         self._debounce = QTimer(self, singleShot=True, interval=120)  # slider-driven work is throttled
         self._debounce.timeout.connect(self._debounced)
