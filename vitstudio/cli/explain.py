@@ -48,6 +48,9 @@ def register(subparsers) -> None:
                    "(picture) or FILE.json for one image and one method; otherwise a folder")
     p.add_argument("--format", default="png", choices=["png", "npy", "json"],
                    help="what to write per result when --out is a folder (default png)")
+    p.add_argument("--mask", type=float, metavar="SHARE", help="write masks instead: each map thresholded to keep "
+                   "SHARE of its mass (DINO-style, e.g. 0.6) as OUT/<image>.<method>.mask.png, and one COCO RLE "
+                   "file per method, OUT/<method>.masks.json")
     add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
     p.set_defaults(handler=explain_cmd)
 
@@ -77,6 +80,7 @@ def explain_cmd(args) -> int:
     try:  # every parameter is checked against the model before any image is read
         for method in plan.methods:
             validate(loaded, method, **given)
+        masks = _mask_exports(plan, args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -110,10 +114,32 @@ def explain_cmd(args) -> int:
                 print(f"error: {source}: {exc or type(exc).__name__}", file=sys.stderr)
                 failed += 1
                 continue
+            if masks is not None and exp.crop is not None:
+                masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source))
+                continue
             out = plan.target(source, method)
             _write_explanation(exp, out, loaded.name, source, args, render_figure)
             print(f"{method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
+    for export in (masks or {}).values():
+        print(f"masks: {export.finish()}", file=sys.stderr)
     return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _mask_exports(plan, args) -> dict | None:
+    """--mask: one exporter per method into the output folder (masks are maps over the image: one per map)."""
+    if args.mask is None:
+        return None
+    import numpy as np
+
+    from ..core.analysis.masks import MaskExport, mass_mask
+
+    mass_mask(np.zeros((1, 1)), args.mask)  # the share is checked before any work
+    for method in plan.methods:
+        if registry.get(method).renderer != "overlay":
+            raise ValueError(f"'{method}' draws no map over the image, so it has no mask")
+    if plan.single:
+        raise ValueError("--mask writes a PNG per image and a JSON per method: give --out a folder")
+    return {m: MaskExport(plan.out, m, args.mask) for m in plan.methods}
 
 
 class _ExplainPlan:
@@ -132,6 +158,9 @@ class _ExplainPlan:
             return self.out
         return self.out / (f"{self._unique(source)}.{method}.{self.fmt}" if source is not None else
                            f"{method}.{self.fmt}")
+
+    def name_of(self, source: Path) -> str:
+        return self._unique(source)
 
     def _unique(self, source: Path) -> str:
         key = str(source)

@@ -1,0 +1,97 @@
+"""Masks from maps (DINO's visualize_attention): the kept share of the mass, checked against a sort written here,
+and the PNG / COCO RLE files read back."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from vitstudio.cli import main
+from vitstudio.core.analysis import masks
+from vitstudio.core.analysis.explain import explain
+from vitstudio.core.data.images import read_image
+from vitstudio.core.models.loading import load_model
+
+
+def dino_threshold(values: np.ndarray, share: float) -> np.ndarray:
+    """DINO's code, transcribed: sort ascending, normalise, keep where the cumulative sum exceeds 1 - share."""
+    flat = values.ravel()
+    idx = np.argsort(flat, kind="stable")
+    val = flat[idx] / flat.sum()
+    keep_sorted = np.cumsum(val) > 1 - share
+    keep = np.zeros_like(keep_sorted)
+    keep[idx] = keep_sorted
+    return keep.reshape(values.shape)
+
+
+@pytest.mark.parametrize("share", [0.6, 0.3, 0.9, 1.0])
+def test_kept_mass_share_is_the_smallest_top_set_reaching_the_share(share):
+    rng = np.random.default_rng(1)
+    values = rng.gamma(0.5, size=(4, 7, 7))  # peaky positive maps, one per "head"
+    got, kept = masks.mass_mask(values, share)
+    assert got.shape == values.shape and kept.shape == (4,)
+    for head in range(4):
+        v, m = values[head], got[head]
+        share_kept = v[m].sum() / v.sum()
+        assert kept[head] == pytest.approx(share_kept, abs=1e-6)
+        assert share_kept >= share - 1e-6
+        assert v[m].sum() - v[m].min() < share * v.sum()  # dropping the weakest kept cell falls below the share
+        assert v[m].min() >= v[~m].max(initial=-np.inf)  # the highest cells are kept
+        np.testing.assert_array_equal(m, dino_threshold(v, share))
+
+
+def test_negative_values_carry_no_mass_and_bad_shares_are_refused():
+    values = np.array([[3.0, -5.0], [1.0, 0.0]])
+    got, kept = masks.mass_mask(values, 0.6)
+    assert got.tolist() == [[True, False], [False, False]] and kept == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="share"):
+        masks.mass_mask(values, 1.5)
+
+
+def test_png_and_rle_round_trip(tmp_path):
+    rng = np.random.default_rng(0)
+    mask = rng.random((5, 6)) > 0.5
+    pixels = masks.to_pixels(mask, (20, 24))
+    assert pixels.shape == (20, 24) and np.array_equal(pixels[::4, ::4], mask)
+    (tmp_path / "m.png").write_bytes(masks.png_bytes(pixels))
+    np.testing.assert_array_equal(masks.read_png(tmp_path / "m.png"), pixels)
+    rle = json.loads(json.dumps(masks.rle_encode(pixels)))  # survives JSON
+    np.testing.assert_array_equal(masks.rle_decode(rle), pixels)
+    # COCO's uncompressed run lengths, written out: column-major runs starting with zeros
+    flat = pixels.ravel(order="F").astype(int)
+    runs, current, n = [], 0, 0
+    for v in flat:
+        if v != current:
+            runs.append(n)
+            current, n = v, 0
+        n += 1
+    runs.append(n)
+    from pycocotools import mask as coco
+
+    uncompressed = coco.frPyObjects({"size": [20, 24], "counts": runs}, 20, 24)
+    assert uncompressed["counts"].decode() == rle["counts"]
+
+
+def test_explain_mask_writes_png_and_coco_json(tiny_weights, photos, tmp_path):
+    out = tmp_path / "masks"
+    images = [str(photos["chelsea"]), str(photos["astronaut"])]
+    assert main(["explain", *images, "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--method", "rollout",
+                 "--mask", "0.6", "--out", str(out)]) == 0
+    loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
+    doc = json.loads((out / "rollout.masks.json").read_text())
+    assert [i["file_name"] for i in doc["images"]] == ["chelsea.png", "astronaut.jpg"]
+    for image, annotation in zip(images, doc["annotations"]):
+        values = explain(loaded, "rollout", read_image(image)).array
+        expected = masks.to_pixels(masks.mass_mask(values, 0.6)[0], loaded.input_hw)
+        name = image.rsplit("/", 1)[1]
+        png = np.asarray(Image.open(out / f"{name}.rollout.mask.png")) > 127
+        np.testing.assert_array_equal(png, expected)
+        np.testing.assert_array_equal(masks.rle_decode(annotation["segmentation"]), expected)
+        assert annotation["area"] == int(expected.sum())
+        assert annotation["kept_share"] >= 0.6
+    assert main(["explain", images[0], "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--method", "pca",
+                 "--mask", "0.6", "--out", str(tmp_path / "m2")]) == 2  # no map over the image: refused
