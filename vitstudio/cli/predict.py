@@ -24,7 +24,8 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     add_decoder_arg(p)
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    out.add_argument("--json", action="store_true", help="one JSON object per input, one per line (with \"ood\": "
+                     "unlike the model's training data, and \"ood_score\": higher = less like it)")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(handler=predict_cmd)
@@ -91,4 +92,12 @@ def _human(pred) -> str:
     if not pred.ok:
         return f"{pred.path}\n  error: {pred.error}"
     rows = [f"  {p * 100:6.2f}%  {label}  [{i}]" for i, label, p in zip(pred.indices, pred.labels, pred.probs)]
-    return "\n".join([pred.path, *rows])
+    return "\n".join([pred.path, *rows, _ood_line(pred)])
+
+
+def _ood_line(pred) -> str:
+    if not pred.ood_calibrated:
+        return (f"  out-of-distribution score {pred.ood_score:.3f} (uncalibrated: the model keeps no record of its "
+                f"training data)")
+    verdict = "NOT like the model's training data" if pred.ood else "like the model's training data"
+    return f"  out-of-distribution score {pred.ood_score:.3f}: {verdict}"

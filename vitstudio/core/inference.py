@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from vitstudio.core.models import ood
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.jobs import CancelToken, prefetched
 from vitstudio.core.models import cuda_graphs
@@ -29,6 +30,9 @@ class Prediction:
     probs: tuple[float, ...] = ()
     crop: np.ndarray | None = None  # (H, W, 3) uint8: what the model saw
     error: str | None = None
+    ood: bool = False  # unlike the model's training data (see core/models/ood.py); never set when uncalibrated
+    ood_score: float = 0.0  # higher = less like the training data
+    ood_calibrated: bool = False  # False: the model keeps no record of its training data, the score is 1 - top prob
 
     @property
     def ok(self) -> bool:
@@ -38,7 +42,8 @@ class Prediction:
         if self.error is not None:
             return {"path": self.path, "error": self.error}
         top = [{"index": i, "label": lab, "prob": p} for i, lab, p in zip(self.indices, self.labels, self.probs)]
-        return {"path": self.path, "top": top}
+        return {"path": self.path, "top": top, "ood": self.ood, "ood_score": self.ood_score,
+                "ood_calibrated": self.ood_calibrated}
 
 
 class NoClassifierHead(ValueError):
@@ -65,6 +70,16 @@ def forward_logits(loaded: LoadedModel, batch: torch.Tensor) -> torch.Tensor:
     return logits.float().cpu()
 
 
+def pooled_and_logits(loaded: LoadedModel, batch: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """((B, D) pooled features before the classifier, (B, classes) logits), float32 on the CPU, in one forward."""
+    with (loaded.lock, torch.inference_mode(), loaded.autocast(),
+          explain_out_of_memory(loaded.device, len(batch), "while classifying")):
+        feats = loaded.model.forward_features(to_device(batch, loaded.device))
+        pooled = loaded.model.forward_head(feats, pre_logits=True)
+        logits = loaded.model.forward_head(feats)
+    return pooled.float().cpu(), logits.float().cpu()
+
+
 def classify(loaded: LoadedModel, images: Sequence[Image.Image], names: Sequence[str] | None = None,
              topk: int = 5, keep_crops: bool = True) -> list[Prediction]:
     """Classify RGB PIL images in one batch."""
@@ -81,14 +96,21 @@ def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[st
                     crops: Sequence[Image.Image] | None = None) -> list[Prediction]:
     """Top-k predictions for an already preprocessed (B, 3, H, W) batch."""
     require_classifier(loaded)
-    probs = forward_logits(loaded, batch).softmax(dim=-1)
+    if ood.bank_for(loaded) is not None:  # the kNN score needs the pooled features: one forward gives both
+        pooled, logits = pooled_and_logits(loaded, batch)
+        pooled = pooled.numpy()
+    else:
+        pooled, logits = None, forward_logits(loaded, batch)
+    probs = logits.softmax(dim=-1)
+    odd = ood.score(loaded, pooled, probs.numpy())
     k = max(1, min(topk, probs.shape[-1]))
     top_p, top_i = probs.topk(k, dim=-1)
     out = []
     for row, (name, p_row, i_row) in enumerate(zip(names, top_p.tolist(), top_i.tolist())):
         crop = np.asarray(crops[row], dtype=np.uint8) if crops is not None else None
         out.append(Prediction(path=str(name), indices=tuple(i_row), labels=tuple(loaded.labels[i] for i in i_row),
-                              probs=tuple(p_row), crop=crop))
+                              probs=tuple(p_row), crop=crop, ood=bool(odd.flagged[row]),
+                              ood_score=float(odd.scores[row]), ood_calibrated=odd.calibrated))
     return out
 
 

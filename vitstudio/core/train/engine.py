@@ -44,6 +44,7 @@ from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.train.evaluation import EvalReport, evaluate, validation_pass
 from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
+from vitstudio.core.train.ood_fit import write_ood_bank
 from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.run_folder import prepare_run_folder, restore_checkpoint, save_checkpoint, write_status
@@ -202,6 +203,9 @@ def _final_evaluation(run: _Run, cancel: CancelToken):
     best = load_model(str(run.out), device=str(run.device), precision=run.config.precision)
     report = yield from evaluate(best, run.split.val, list(run.split.classes), run.config.batch_size, cancel)
     atomic_write_bytes(run.out / "eval.json", json.dumps(report.to_json(), indent=1).encode())
+    # the bank that tells later predictions whether an image is like this run's data (core/models/ood.py)
+    yield from write_ood_bank(best, run.split.train, run.split.val, run.split.classes, run.out,
+                              run.config.batch_size, cancel, run.config.extra.get("data_description"), run.config.seed)
     return report
 
 

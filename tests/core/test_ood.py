@@ -1,0 +1,149 @@
+"""Does this model fit these images? The kNN out-of-distribution score (core/models/ood.py): its numbers against
+scikit-learn's exact nearest neighbours, the bundled demo model's bank on real photos and held-out digits through
+`vitstudio predict --json` (and on photos and digits the bank was never tuned on), the uncalibrated fallback, and
+a fine-tuned run writing its own bank."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from tests.core.generators import run
+from tests.core.planted import distinct_photos
+from tests.core.synthetic_data import make_dataset
+from vitstudio.cli import main
+from vitstudio.core.models import ood
+from vitstudio.core.models.demo import DEMO_SIZE, bundled_demo
+from vitstudio.core.models.loading import load_model
+
+
+def test_knn_score_and_threshold_match_sklearn_nearest_neighbours():
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(0)
+    train, held, queries = rng.normal(size=(300, 16)), rng.normal(size=(80, 16)), rng.normal(size=(50, 16)) * 3
+    bank = ood.fit_bank(train, held, "noise", k=5)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    reference = NearestNeighbors(n_neighbors=5).fit(unit(train).astype(np.float16).astype(np.float32))
+    kth = reference.kneighbors(unit(queries))[0][:, 4]  # Euclidean distance to the 5th neighbour
+    np.testing.assert_allclose(bank.scores(queries), kth, atol=2e-3)
+    held_kth = reference.kneighbors(unit(held))[0][:, 4]
+    assert bank.threshold == pytest.approx(np.percentile(held_kth, 95), abs=2e-3)
+    assert bank.k == 5 and ood.fit_bank(train, held, "noise").k == 1  # 300 rows: one neighbour (k·α rule)
+
+
+def test_bank_round_trips_through_its_file(tmp_path):
+    rng = np.random.default_rng(1)
+    bank = ood.fit_bank(rng.normal(size=(40, 8)), rng.normal(size=(10, 8)), "32×32 grey digits", k=3)
+    ood.save_bank(tmp_path, bank)
+    back = ood.read_bank(tmp_path)
+    assert back.description == "32×32 grey digits" and back.k == 3 and back.threshold == bank.threshold
+    np.testing.assert_array_equal(back.features, bank.features)
+    (tmp_path / ood.BANK_FILE).write_bytes(b"cut short")
+    assert ood.read_bank(tmp_path) is None  # an unreadable bank: uncalibrated, not a crash
+
+
+def _write(folder: Path, images: dict[str, np.ndarray]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, pixels in images.items():
+        Image.fromarray(np.ascontiguousarray(pixels)).convert("RGB").save(folder / f"{name}.png")
+    return folder
+
+
+def _held_out_digits(folder: Path, resample=Image.BILINEAR, noise: float = 0.0) -> Path:
+    """The demo run's validation digits (never trained on, not in the bank), rendered as the demo data is, or with
+    another resampling filter and sensor noise (a rendering the threshold never saw)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits().images
+    split = json.loads((bundled_demo() / "split.json").read_text())
+    rng = np.random.default_rng(7)
+    images = {}
+    for rel, _ in split["val"]:
+        index = int(Path(rel).stem)  # render_digits names file i of load_digits i.png
+        ink = (255 - digits[index] / 16.0 * 255).astype(np.uint8)
+        big = np.asarray(Image.fromarray(ink, "L").resize((DEMO_SIZE, DEMO_SIZE), resample), np.float32)
+        images[f"{index:04d}"] = np.clip(big + rng.normal(0, noise, big.shape), 0, 255).astype(np.uint8)
+    assert len(images) >= 300
+    return _write(folder, images)
+
+
+def _unseen_photos(folder: Path) -> Path:
+    """Photos no part of the OOD work was tuned on: scikit-learn's two sample photos and skimage's stereo motorcycle
+    in tiles, and the LFW faces `planted.distinct_photos` leaves out."""
+    from skimage import data
+    from sklearn.datasets import load_sample_images
+
+    images = {}
+    for j, (photo, k) in enumerate([(a, 3) for a in load_sample_images().images] +
+                                   [(a, 2) for a in data.stereo_motorcycle()[:2]]):
+        h, w = photo.shape[0] // k, photo.shape[1] // k
+        for r in range(k):
+            for c in range(k):
+                images[f"photo{j}-{r}{c}"] = photo[r * h:(r + 1) * h, c * w:(c + 1) * w]
+    faces = data.lfw_subset()
+    for i in range(2, 200, 4):
+        images[f"face{i:03d}"] = np.asarray(Image.fromarray((faces[i] * 255).astype(np.uint8)).resize((100, 100)))
+    return _write(folder, images)
+
+
+def _flagged_share(folder: Path, capsys) -> float:
+    rc = main(["predict", str(folder), "--model", str(bundled_demo()), "--device", "cpu", "--json", "--quiet"])
+    assert rc == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert records and all(r["ood_calibrated"] and isinstance(r["ood_score"], float) for r in records)
+    return float(np.mean([r["ood"] for r in records]))
+
+
+@pytest.mark.skipif(bundled_demo() is None, reason="the bundled demo model is not in this checkout")
+def test_demo_model_flags_photos_and_not_held_out_digits(tmp_path, photos, capsys):
+    bank = ood.read_bank(bundled_demo())
+    assert bank is not None and bank.description == "32×32 grey digits"
+    assert (bundled_demo() / ood.BANK_FILE).stat().st_size < 512_000  # small enough to ship in git
+    shots = _write(tmp_path / "photos", distinct_photos())  # 108 photos, tiles and faces
+    for path in photos.values():  # the suite's own photo files, as they are
+        (shots / path.name).write_bytes(path.read_bytes())
+    assert _flagged_share(shots, capsys) >= 0.90  # measured 0.973
+    assert _flagged_share(_held_out_digits(tmp_path / "digits"), capsys) <= 0.10  # 0.050 (the calibration point)
+    # data the bank and its threshold never saw
+    assert _flagged_share(_unseen_photos(tmp_path / "unseen"), capsys) >= 0.90
+    assert _flagged_share(_held_out_digits(tmp_path / "bicubic", Image.BICUBIC, noise=4.0), capsys) <= 0.10
+
+
+def test_model_without_a_bank_is_uncalibrated_and_flags_nothing(tmp_path, photos, tiny_weights, capsys):
+    folder = _write(tmp_path / "imgs", {"a": np.asarray(Image.open(photos["astronaut"]))})
+    rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--json"])
+    record = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert rc == 0 and record["ood"] is False and record["ood_calibrated"] is False
+    assert record["ood_score"] == pytest.approx(1 - record["top"][0]["prob"], abs=1e-6)  # 1 − top probability
+    rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0])])
+    assert "uncalibrated" in capsys.readouterr().out
+
+
+def test_a_fine_tuned_run_writes_its_bank_and_its_predictions_use_it(tmp_path):
+    from vitstudio.core.inference import classify_files
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.ood_fit import features_of
+    from vitstudio.core.train.recipes import make_config
+
+    data = make_dataset(tmp_path / "colours", per_class=12)
+    config = make_config(str(data), TINY_SPEC.replace("classes=5", "classes=3"), str(tmp_path / "run"),
+                         preset="scratch", epochs=2, batch_size=8, warmup_epochs=0, lr=2e-3)
+    result, _ = run(fine_tune(config))
+    bank = ood.read_bank(result.out_dir)
+    assert bank is not None and bank.description == "32×32 colour images of blue, green, red"
+    train = json.loads((result.out_dir / "split.json").read_text())["train"]
+    assert len(bank.features) == len(train) < 36  # the training split's images, not the validation ones
+    loaded = load_model(str(result.out_dir))
+    predictions = [p for batch in classify_files(loaded, [data]) for p in batch]
+    assert all(p.ood_calibrated for p in predictions)
+    features, _ = run(features_of(loaded, [p.path for p in predictions]))
+    np.testing.assert_allclose([p.ood_score for p in predictions], bank.scores(features), atol=1e-5)

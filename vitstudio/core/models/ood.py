@@ -1,0 +1,172 @@
+"""Does this model fit these images? An out-of-distribution score for every prediction.
+
+Calibrated where the training data is known: a run fine-tuned by ViT Studio (and the bundled demo model) keeps a
+bank of its training images' pooled features, L2-normalised, in `ood_bank.safetensors` beside its weights. An
+image's score is the Euclidean distance from its normalised feature to the k-th nearest bank row (Sun et al. 2022,
+"Out-of-distribution detection with deep nearest neighbors", ICML): higher = less like the training data. The
+threshold is the 95th percentile of the validation images' scores (images the bank does not hold), so about 5 %
+of in-distribution images are flagged, the operating point of the paper.
+
+Without a bank the score falls back to 1 − the top softmax probability (Hendrycks & Gimpel 2017): uncalibrated,
+so nothing is flagged (no threshold would mean the same thing for 10 and 1000 classes) and callers say so.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vitstudio.core.models.model import LoadedModel
+
+BANK_FILE = "ood_bank.safetensors"
+# The paper's k is 50 for CIFAR-10's 50,000 training images and scales with the share of them kept in the bank
+# (its Table 5: k·α for a fraction α): one neighbour per 1,000 bank rows, at least one.
+ROWS_PER_NEIGHBOUR = 1000
+MAX_BANK_ROWS = 4000  # keeps the file small (fp16: 4000 × 768 × 2 B ≈ 6 MB at ViT-B width) and a query fast
+ID_QUANTILE = 0.95  # share of held-out in-distribution images kept under the threshold
+
+
+@dataclass(frozen=True)
+class OODBank:
+    """Normalised pooled features of a model's training images and the threshold calibrated on held-out ones."""
+
+    features: np.ndarray  # (N, D) float16, rows of unit length
+    threshold: float  # scores above it are flagged
+    k: int
+    description: str  # what the training images were, in words ("32×32 grey digits")
+
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        """(n,) distance from each row of `features` (n, D) to its k-th nearest bank row (both normalised)."""
+        return knn_distance(self.features, features, self.k)
+
+
+@dataclass(frozen=True)
+class OODScores:
+    """Scores and flags of n images; `calibrated` False when the model has no bank (then nothing is flagged)."""
+
+    scores: np.ndarray  # (n,) float32, higher = less like the training data
+    flagged: np.ndarray  # (n,) bool
+    calibrated: bool
+    description: str = ""
+
+
+def normalise(features: np.ndarray) -> np.ndarray:
+    features = np.asarray(features, np.float32)
+    return features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
+
+
+def knn_distance(bank: np.ndarray, features: np.ndarray, k: int, skip_self: bool = False) -> np.ndarray:
+    """(n,) Euclidean distance between each normalised query and its k-th nearest bank row: for unit vectors
+    ‖a − b‖ = sqrt(2 − 2 a·b), so one matrix product ranks them. `skip_self`: the queries are the bank's rows."""
+    bank = np.asarray(bank, np.float32)
+    queries = normalise(features)
+    kth = min(k + int(skip_self), len(bank))
+    out = np.empty(len(queries), np.float32)
+    for start in range(0, len(queries), 1024):  # (1024, N) similarities at a time: bounded memory
+        sims = queries[start:start + 1024] @ bank.T
+        kth_sim = -np.partition(-sims, kth - 1, axis=1)[:, kth - 1]
+        out[start:start + 1024] = np.sqrt(np.clip(2.0 - 2.0 * kth_sim, 0.0, None))
+    return out
+
+
+def fit_bank(train_features: np.ndarray, held_out_features: np.ndarray, description: str, k: int | None = None,
+             max_rows: int = MAX_BANK_ROWS, seed: int = 0) -> OODBank:
+    """A bank of (at most `max_rows`, drawn at random) training features, thresholded at the 95th percentile of
+    the held-out images' scores. Without held-out images, the training rows are scored against the others."""
+    train = normalise(train_features)
+    if len(train) == 0:
+        raise ValueError("No training features to build the out-of-distribution bank from.")
+    if len(train) > max_rows:
+        train = train[np.random.default_rng(seed).choice(len(train), max_rows, replace=False)]
+    k = k or max(1, round(len(train) / ROWS_PER_NEIGHBOUR))
+    k = max(1, min(k, len(train) - 1 if len(held_out_features) == 0 else len(train)))
+    bank = train.astype(np.float16)
+    if len(held_out_features):
+        held = knn_distance(bank, held_out_features, k)
+    else:  # leave-one-out: each row's k-th neighbour among the others
+        held = knn_distance(bank, bank, k, skip_self=True)
+    return OODBank(bank, float(np.quantile(held, ID_QUANTILE)), k, description)
+
+
+def save_bank(folder: str | Path, bank: OODBank) -> Path:
+    from safetensors.numpy import save
+
+    from vitstudio.core.files import atomic_write_bytes
+
+    meta = {"threshold": repr(bank.threshold), "k": str(bank.k), "description": bank.description,
+            "method": "knn-distance on L2-normalised pooled features (Sun et al. 2022)"}
+    path = Path(folder) / BANK_FILE
+    atomic_write_bytes(path, save({"features": np.ascontiguousarray(bank.features)}, metadata=meta))
+    return path
+
+
+def read_bank(folder: str | Path) -> OODBank | None:
+    """The bank saved in `folder`, or None when it has none (or an unreadable one: then scores are uncalibrated)."""
+    path = Path(folder) / BANK_FILE
+    if not path.is_file():
+        return None
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as fh:
+            meta = fh.metadata() or {}
+            features = fh.get_tensor("features")
+        return OODBank(features.astype(np.float16), float(meta["threshold"]), int(meta["k"]),
+                       meta.get("description", ""))
+    except (OSError, KeyError, ValueError, RuntimeError, SafetensorError):
+        return None
+
+
+_banks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def bank_for(loaded: LoadedModel) -> OODBank | None:
+    """The bank beside the model's weights (a run folder, the demo model), read once per loaded model; None for
+    models without one and for banks whose width is not the model's."""
+    if loaded in _banks:
+        return _banks[loaded]
+    bank = None
+    for folder in _model_folders(loaded):
+        bank = read_bank(folder)
+        if bank is not None:
+            break
+    width = getattr(loaded.model, "num_features", None)
+    if bank is not None and width is not None and bank.features.shape[1] != width:
+        bank = None  # a bank of another model copied beside these weights
+    _banks[loaded] = bank
+    return bank
+
+
+def _model_folders(loaded: LoadedModel) -> list[Path]:
+    from vitstudio.core.models.loading import local_folder
+
+    folders = []
+    folder = local_folder(loaded.name)
+    if folder is not None:
+        folders.append(folder)
+    source = Path(loaded.weights_source)
+    if source.is_file():  # a weights file given with --weights, or a seed checkpoint: its folder
+        folders.append(source.parent)
+    elif source.is_dir():
+        folders.append(source)
+    return folders
+
+
+def score(loaded: LoadedModel, features: np.ndarray | None, probs: np.ndarray) -> OODScores:
+    """Scores of images from their pooled features (n, D) and class probabilities (n, C): kNN against the model's
+    bank when it has one, else the uncalibrated 1 − max softmax probability."""
+    bank = bank_for(loaded)
+    if bank is not None and features is not None:
+        scores = bank.scores(features)
+        return OODScores(scores, scores > bank.threshold, True, bank.description)
+    scores = (1.0 - np.asarray(probs, np.float32).max(axis=1)).astype(np.float32)
+    return OODScores(scores, np.zeros(len(scores), bool), False)
+
+
+def describe(loaded: LoadedModel) -> str:
+    """What the model was trained on, in words, when its bank says (else '')."""
+    bank = bank_for(loaded)
+    return bank.description if bank is not None else ""
