@@ -72,7 +72,8 @@ class ImageStripWidget(QListWidget):
         pred = self.state.prediction_for(entry)
         if pred is None or not pred.ok:
             return name
-        return f"{name}\n{pred.labels[0]} · {pred.probs[0] * 100:.0f}%"
+        mark = "⚠ " if pred.ood else ""  # unlike the model's training data (core/models/ood.py)
+        return f"{name}\n{mark}{pred.labels[0]} · {pred.probs[0] * 100:.0f}%"
 
     def _on_prediction_ready(self, entry: ImageEntry) -> None:
         if entry in self._entries:
