@@ -1,4 +1,4 @@
-"""An image with a patch-map overlay (pyqtgraph), a click-to-pick patch grid and a marker."""
+"""An image with a patch-map overlay (pyqtgraph) and its colour bar, a click-to-pick patch grid and a marker."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ def lookup_table(cmap: str) -> np.ndarray:
     """(256, 3) uint8 from matplotlib's definition, the same colours as the CLI's pictures (cached: every slider
     move redraws with it)."""
     return overlays.colorize(np.linspace(0.0, 1.0, 256, dtype=np.float32), cmap)
+
+
+@functools.lru_cache(maxsize=32)
+def colour_map(cmap: str) -> pg.ColorMap:
+    """The same 256 colours as a pyqtgraph ColorMap, for the colour bar."""
+    return pg.ColorMap(np.linspace(0.0, 1.0, 256), lookup_table(cmap))
 
 
 class MapView(pg.GraphicsLayoutWidget):
@@ -48,6 +54,10 @@ class MapView(pg.GraphicsLayoutWidget):
         self._grid = (0, 0)
         self.values: np.ndarray | None = None
         self.smooth = True
+        # what the overlay's colours mean: the map's values from its lowest (bottom) to its highest (top)
+        self.colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=colour_map("inferno"), interactive=False,
+                                          width=12, colorMapMenu=False)
+        self.colour_bar.setVisible(False)
         self.scene().sigMouseClicked.connect(self._on_click)
 
     def set_image(self, crop: np.ndarray | None) -> None:
@@ -64,6 +74,7 @@ class MapView(pg.GraphicsLayoutWidget):
                 levels: tuple[float, float] | None = None) -> None:
         """Show a (gh, gw) map through a colormap, or a (gh, gw, 3) RGB map in [0, 1] as is."""
         self.values = values
+        self._show_colour_bar(values is not None and values.ndim == 2)
         if values is None:
             self.overlay.clear()
             return
@@ -79,8 +90,20 @@ class MapView(pg.GraphicsLayoutWidget):
                 lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
                 levels = (lo, hi if hi > lo else lo + 1e-12)
             self.overlay.setImage(drawn, levels=levels, lut=lookup_table(cmap))
+            self.colour_bar.setColorMap(colour_map(cmap))
+            self.colour_bar.setLevels(levels)
         self.overlay.setRect(QRectF(0, 0, w, h))
         self.overlay.setOpacity(opacity)
+
+    def _show_colour_bar(self, shown: bool) -> None:
+        """The bar sits right of the image while a scalar map is shown; taken out of the layout otherwise, so an
+        RGB map or a bare image keeps the whole width."""
+        placed = self.colour_bar.scene() is not None
+        if shown and not placed:
+            self.addItem(self.colour_bar, row=0, col=1)
+        elif not shown and placed:
+            self.removeItem(self.colour_bar)
+        self.colour_bar.setVisible(shown)
 
     def _smoothed(self, values: np.ndarray) -> np.ndarray:
         """Bilinear over patch centres at the crop's size, the CLI's upsampling (per channel for RGB maps)."""

@@ -1,4 +1,4 @@
-"""A grid with one small map per attention head; clicking a head selects it."""
+"""A grid with one small map per attention head, in cells of one size; clicking a head selects it."""
 
 from __future__ import annotations
 
@@ -6,9 +6,22 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QSizePolicy
 
 from ..common.map_view import lookup_table
+
+
+class _HeadLabel(pg.LabelItem):
+    """A head's title that asks for its height only: its text ("▶ head 10" in bold is wider than "head 2") must
+    not make its column wider than the others."""
+
+    def updateMin(self) -> None:  # noqa: N802 (pyqtgraph's name)
+        super().updateMin()
+        self.setMinimumWidth(0)
+        self._sizeHint[Qt.SizeHint.MinimumSize] = (0, self._sizeHint[Qt.SizeHint.MinimumSize][1])
+        self._sizeHint[Qt.SizeHint.PreferredSize] = (0, self._sizeHint[Qt.SizeHint.PreferredSize][1])
+        self.updateGeometry()
 
 
 class HeadGridWidget(pg.GraphicsLayoutWidget):
@@ -29,7 +42,12 @@ class HeadGridWidget(pg.GraphicsLayoutWidget):
         for h in range(count):
             row, col = divmod(h, columns)
             cell = self.addLayout(row=row, col=col)
-            label = cell.addLabel(f"head {h}", row=0, col=0, size="8pt")
+            # every cell asks for the same size, so the grid splits the space evenly instead of by each label's
+            # text ("▶ head 1" in bold is wider than "head 2")
+            cell.setPreferredSize(1, 1)
+            cell.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
+            label = _HeadLabel(f"head {h}", size="8pt")
+            cell.addItem(label, row=0, col=0)
             view = cell.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMouse=False)
             view.setMenuEnabled(False)
             item = pg.ImageItem()
@@ -37,6 +55,11 @@ class HeadGridWidget(pg.GraphicsLayoutWidget):
             self.views.append(view)
             self.items.append(item)
             self.labels.append(label)
+        grid = self.ci.layout
+        for col in range(columns):
+            grid.setColumnStretchFactor(col, 1)
+        for row in range(math.ceil(count / columns)):
+            grid.setRowStretchFactor(row, 1)
 
     def set_maps(self, maps: np.ndarray, cmap: str = "inferno", selected: int | None = None) -> None:
         """maps: (heads, gh, gw); each head scaled to its own range."""

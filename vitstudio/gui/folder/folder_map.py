@@ -1,35 +1,50 @@
 """The embedding map of a folder: one dot per image (pyqtgraph), coloured by given label, prediction, correctness
-or confidence; hovering names the image, a box (drag its corners) selects the images inside it."""
+or confidence; hovering names the image in a tooltip, a box (drag its corners) selects the images inside it.
+Categories are named in a legend beside the plot (never over the dots); confidence gets a colour bar."""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from vitstudio.core.folder.results import FolderResults
 
 COLOUR_BY = ("prediction", "given label", "correct", "confidence")
 EMPTY = "Open a folder: every image appears here, placed by its features"
+CONFIDENCE_MAP = "viridis"
 
 
 def colour_groups(results: FolderResults, by: str) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
     """(name, RGB, image indices) per colour: a few groups, each drawn as one scatter item with one brush, so
     20k points cost a few draw calls and no per-point QBrush (that stalled the GUI thread for ~0.3 s)."""
     if by == "confidence":
-        cmap = pg.colormap.get("viridis")
+        cmap = pg.colormap.get(CONFIDENCE_MAP)
         bins = np.minimum((results.confidence * 10).astype(int), 9)
         return [(f"{b * 10}–{b * 10 + 10} %", tuple(int(c) for c in cmap.map((b + 0.5) / 10)[:3]),
                  np.nonzero(bins == b)[0]) for b in range(10) if (bins == b).any()]
     if by == "correct":
         correct = results.correct()
         palette = ((1, "correct", (60, 170, 80)), (0, "mistake", (220, 50, 50)),
-                   (-1, "no given label", (150, 150, 150)))
+                   (-1, "folder not a model class" if any(results.given) else "no given label",
+                    (150, 150, 150)))
         return [(name, rgb, np.nonzero(correct == v)[0]) for v, name, rgb in palette if (correct == v).any()]
     keys = np.asarray(results.labels)[results.predicted] if by == "prediction" else np.asarray(results.given)
     names = sorted(set(keys.tolist()))
     return [(n or "–", pg.intColor(i, hues=max(len(names), 1)).getRgb()[:3], np.nonzero(keys == n)[0])
             for i, n in enumerate(names)]
+
+
+def describe_image(results: FolderResults, row: int) -> str:
+    """The tooltip of a dot: file name, given label, prediction and confidence (words, not pyqtgraph's data=)."""
+    given, predicted = results.given[row], results.predicted_label(row)
+    mark = "" if given not in results.labels else (" ✓" if given == predicted else " ✗")
+    return (f"{os.path.basename(results.paths[row])}\ngiven: {given or 'none (loose file)'}\n"
+            f"predicted: {predicted} ({results.confidence[row]:.0%}){mark}")
 
 
 class FolderMapWidget(pg.PlotWidget):
@@ -41,16 +56,21 @@ class FolderMapWidget(pg.PlotWidget):
         self.setMinimumSize(240, 200)
         self.items: list[pg.ScatterPlotItem] = []
         self.coords = np.zeros((0, 2), np.float32)
-        self.legend = self.addLegend(offset=(5, 5), labelTextSize="8pt")
+        self.describe: Callable[[int], str] | None = None  # row -> tooltip text, set by the panel
+        self.legend = QLabel()  # a widget beside the plot (placed by the map tab): it never covers a dot
+        self.legend.setWordWrap(True)
+        self.legend.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.colour_bar = pg.ColorBarItem(values=(0, 100), colorMap=pg.colormap.get(CONFIDENCE_MAP),
+                                          interactive=False, width=14, label="confidence %")
         self.box = pg.RectROI([0, 0], [1, 1], pen=pg.mkPen((255, 200, 0), width=2))
         self.box.setVisible(False)
         self.addItem(self.box)
         self.box.sigRegionChangeFinished.connect(self._on_box)
         self.setTitle(EMPTY, size="9pt")
 
-    def set_points(self, coords: np.ndarray, groups: list, method: str) -> None:
+    def set_points(self, coords: np.ndarray, groups: list, method: str, scale: bool = False) -> None:
         self.coords = np.asarray(coords, np.float32)
-        self.set_groups(groups)
+        self.set_groups(groups, scale)
         if not len(self.coords):
             self.box.setVisible(False)
             self.setTitle(EMPTY, size="9pt")
@@ -64,20 +84,37 @@ class FolderMapWidget(pg.PlotWidget):
         self.box.setVisible(True)
         self.autoRange()
 
-    def set_groups(self, groups: list) -> None:
-        """One scatter item per colour group: (name, RGB, indices)."""
+    def set_groups(self, groups: list, scale: bool = False) -> None:
+        """One scatter item per colour group: (name, RGB, indices). `scale`: the groups are bins of a continuous
+        value (confidence), named by the colour bar instead of the legend."""
         for item in self.items:
             self.removeItem(item)
-        self.legend.clear()
         self.items = []
+        self._show_colour_bar(scale and bool(len(self.coords)))
+        self.legend.setText("" if scale or not len(self.coords) else "   ".join(
+            f"<span style='color: rgb{tuple(rgb)}'>●</span>&nbsp;{name} ({len(idx)})" for name, rgb, idx in groups))
         if not len(self.coords):
             return
         for name, rgb, idx in groups:
             item = pg.ScatterPlotItem(pos=self.coords[idx], data=idx, size=7, pen=None, brush=pg.mkBrush(*rgb),
-                                      hoverable=True, name=str(name))
+                                      hoverable=True, name=str(name), tip=self._tip)
             item.sigHovered.connect(self._on_hover)
             self.addItem(item)
             self.items.append(item)
+
+    def _show_colour_bar(self, shown: bool) -> None:
+        layout = self.getPlotItem().layout
+        placed = self.colour_bar.parentItem() is not None
+        if shown and not placed:
+            layout.addItem(self.colour_bar, 2, 5)  # right of the plot (columns 0-2 are axes and the view)
+        elif not shown and placed:
+            layout.removeItem(self.colour_bar)
+            self.colour_bar.setParentItem(None)
+            self.scene().removeItem(self.colour_bar)
+        self.colour_bar.setVisible(shown)
+
+    def _tip(self, x: float, y: float, data) -> str:
+        return self.describe(int(data)) if self.describe is not None else ""
 
     def inside_box(self) -> np.ndarray:
         (x, y), (w, h) = self.box.pos(), self.box.size()

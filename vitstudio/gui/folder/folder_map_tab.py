@@ -1,11 +1,11 @@
-"""The Folder tab's Map page: the folder's embedding map, what it is coloured by, and the image under the
-pointer (its name, prediction and thumbnail)."""
+"""The Folder tab's Map page: the folder's embedding map, what it is coloured by, its legend (below the plot, so it
+never covers a dot) and the image under the pointer (its name, prediction and thumbnail)."""
 
 from __future__ import annotations
 
 import numpy as np
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .folder_map import COLOUR_BY, FolderMapWidget
 
@@ -17,6 +17,9 @@ class FolderMapTabWidget(QWidget):
         self.colour_by = QComboBox()
         self.colour_by.addItems(COLOUR_BY)
         self.hover = QLabel()
+        # a long file name under the pointer is cut, not allowed to widen the pane (and the splitter) for good
+        self.hover.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.hover.setMinimumWidth(0)
         self.hover_image = QLabel()
         self.hover_image.setFixedSize(72, 72)
         box = QVBoxLayout(self)
@@ -27,6 +30,11 @@ class FolderMapTabWidget(QWidget):
         row.addWidget(self.hover_image)
         box.addLayout(row)
         box.addWidget(self.map, 1)
+        box.addWidget(self.map.legend)
+
+    def show_hover(self, text: str) -> None:
+        self.hover.setText(text)
+        self.hover.setToolTip(text)
 
     def show_thumbnail(self, array: np.ndarray | None) -> None:
         """An (H, W, 3) uint8 thumbnail of the image under the pointer; None clears it (unreadable)."""

@@ -1,25 +1,56 @@
 """The Folder tab's review side: the images whose label the model doubts (relabel, exclude, keep, retrain with the
-fixes) and the duplicate groups (leaks across train/val in red). Icon lists with thumbnails decoded in workers."""
+fixes), the similar images of the selected one (the query above its neighbours) and the duplicate groups (leaks
+across train/val in red). Icon grids with thumbnails decoded in workers."""
 
 from __future__ import annotations
 
+import html
 import os
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPixmap
-from PySide6.QtWidgets import QGridLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QListView,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .. import workers
+from ..common.image_strip import letterboxed
 from .folder_table import thumbnails
+
+ICON = 96  # thumbnails decode at most this side (folder_table.thumbnails)
+CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption
+QUERY_ICON = 128
 
 
 def icon_list() -> QListWidget:
+    """A grid of equal cells: a fixed grid size lays every item out before its icon arrives, so icons decoded
+    later never make items grow over their neighbours, and a click lands on the item drawn under the pointer."""
     w = QListWidget()
-    w.setViewMode(QListWidget.IconMode)
-    w.setIconSize(QSize(72, 72))
-    w.setResizeMode(QListWidget.Adjust)
+    w.setViewMode(QListView.IconMode)
+    w.setFlow(QListView.LeftToRight)
+    w.setWrapping(True)
+    w.setIconSize(QSize(ICON, ICON))
+    w.setGridSize(CELL)
+    w.setUniformItemSizes(True)
+    w.setMovement(QListView.Static)  # icons are not draggable: a drag must not pile them up
+    w.setResizeMode(QListView.Adjust)
     w.setWordWrap(True)
+    w.setTextElideMode(Qt.ElideMiddle)
+    w.setSpacing(4)
     return w
+
+
+def array_pixmap(array) -> QPixmap:
+    h, w, _ = array.shape
+    return QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888))
 
 
 def item_path(item: QListWidgetItem) -> str:
@@ -33,13 +64,54 @@ def load_icons(job: workers.LatestJob, widget: QListWidget, paths: list[str]) ->
         path, array = found
         if array is None:
             return
-        h, w, _ = array.shape
-        icon = QIcon(QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)))
+        icon = QIcon(letterboxed(array_pixmap(array), ICON))  # small images (32-px digits) scaled up too
         for i in range(widget.count()):
             if item_path(widget.item(i)) == path:
                 widget.item(i).setIcon(icon)
 
-    job.start("Thumbnails", lambda cancel: thumbnails(paths, cancel), on_yield=on_thumb)
+    job.start("Thumbnails", lambda cancel: thumbnails(paths, cancel, ICON), on_yield=on_thumb)
+
+
+class SimilarImagesWidget(QWidget):
+    """The selected image (bigger, on its own row) above the grid of its nearest neighbours."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.query_image = QLabel()
+        self.query_image.setFixedSize(QUERY_ICON, QUERY_ICON)
+        self.query_image.setAlignment(Qt.AlignCenter)
+        self.query_path: str | None = None
+        self.query_text = QLabel("Select a row of the table: its most similar images appear here.")
+        self.query_text.setWordWrap(True)
+        self.list = icon_list()
+        self._query_thumb = workers.LatestJob(workers.LONG)
+        top = QHBoxLayout()
+        top.addWidget(self.query_image)
+        top.addWidget(self.query_text, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.list, 1)
+
+    def show_query(self, path: str, caption: str) -> None:
+        self.query_path = path
+        lines = "<br>".join(html.escape(line) for line in caption.splitlines())
+        self.query_text.setText(f"<b>{html.escape(os.path.basename(path))}</b><br>{lines}<br>Most similar below "
+                                "(cosine similarity of the model's features); double-click one to explain it.")
+        self.query_text.setToolTip(path)
+        self.query_image.clear()
+        self._query_thumb.start("Thumbnail", lambda cancel: thumbnails([path], cancel, QUERY_ICON),
+                                on_yield=self._on_query_thumb)
+
+    def _on_query_thumb(self, found) -> None:
+        path, array = found
+        if array is not None and path == self.query_path:
+            self.query_image.setPixmap(letterboxed(array_pixmap(array), QUERY_ICON))
+
+    def clear(self) -> None:
+        self.query_path = None
+        self.query_image.clear()
+        self.query_text.setText("Select a row of the table: its most similar images appear here.")
+        self.list.clear()
 
 
 class ReviewTab(QWidget):

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer
-from PySide6.QtGui import QImage, QPixmap
+from PySide6.QtGui import QColor, QImage, QPixmap
 
 from vitstudio.core.folder.results import FolderResults
 
@@ -17,17 +17,18 @@ from .. import workers
 COLUMNS = ("", "file", "predicted", "confidence", "given", "margin")
 THUMB = 48
 THUMBS_KEPT = 4000  # about 37 MB of pixmaps
+DISAGREES = QColor(200, 30, 30)  # a QColor: a bare Qt.red is not converted to the brush the view asks for
 
 
-def thumbnails(paths: list[str], cancel):
-    """Runs in a worker: (path, RGB uint8 array ≤ THUMB px) per file, None for unreadable ones."""
+def thumbnails(paths: list[str], cancel, side: int = THUMB):
+    """Runs in a worker: (path, RGB uint8 array ≤ `side` px) per file, None for unreadable ones."""
     from vitstudio.core.data.images import ImageReadError, read_image
 
     for path in paths:
         cancel.raise_if_cancelled()
         try:
             img = read_image(path)
-            img.thumbnail((THUMB, THUMB))
+            img.thumbnail((side, side))
             yield path, np.asarray(img.convert("RGB"))
         except ImageReadError:
             yield path, None
@@ -127,7 +128,7 @@ class ResultsModel(QAbstractTableModel):
         if role == Qt.ToolTipRole:
             return res.paths[r]
         if role == Qt.ForegroundRole and col == 4 and self._correct[r] == 0:
-            return Qt.red  # the folder says otherwise
+            return DISAGREES  # the folder says otherwise
         return None
 
     # thumbnails: asked for by the view as rows come on screen, decoded off the GUI thread

@@ -1,10 +1,22 @@
 """The Folder tab's two control rows: actions (open, cancel, sort, undo, CSV, review + its threshold) and the
-table's filters (predicted class, minimum confidence, correctness, follow the map's box). Only widgets: the panel
-connects them."""
+table's filters (predicted class, minimum confidence, correctness, follow the map's box), with the folder they
+apply to and how many rows they let through. Only widgets: the panel connects them."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+import os
+
+from PySide6.QtCore import QSignalBlocker
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
 
@@ -43,6 +55,11 @@ class FolderToolbarWidget(QWidget):
             self.correctness.addItem(text, value)
         self.follow_map = QPushButton("Table follows map box")
         self.follow_map.setCheckable(True)
+        self.filters_for = QLabel("Filters")  # which folder the filters apply to: they are that folder's
+        self.filters_for.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.filters_for.setMinimumWidth(60)
+        self.reset_button = QPushButton("Reset filters")
+        self.shown = QLabel()  # "N of M shown"
 
     def _action_row(self) -> QHBoxLayout:
         top = QHBoxLayout()
@@ -54,12 +71,34 @@ class FolderToolbarWidget(QWidget):
 
     def _filter_row(self) -> QHBoxLayout:
         filters = QHBoxLayout()
+        filters.addWidget(self.filters_for, 1)
         for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness)):
             filters.addWidget(QLabel(label))
             filters.addWidget(w)
         filters.addWidget(self.follow_map)
-        filters.addStretch(1)
+        filters.addWidget(self.reset_button)
+        filters.addWidget(self.shown)
         return filters
+
+    def reset_filters(self, folder: str | None = None) -> None:
+        """Every filter back to "show all", quietly (the caller refreshes the table once); `folder`: the one they
+        now apply to."""
+        for widget in (self.predicted, self.correctness, self.min_conf, self.follow_map):
+            with QSignalBlocker(widget):
+                if widget is self.min_conf:
+                    widget.setValue(0.0)
+                elif widget is self.follow_map:
+                    widget.setChecked(False)
+                else:
+                    widget.setCurrentIndex(0)
+        if folder is not None:
+            name = os.path.basename(os.path.normpath(folder)) or folder
+            self.filters_for.setText(f"Filters of <b>{name}</b>:")
+            self.filters_for.setToolTip(folder)
+
+    def show_count(self, shown: int | None, total: int = 0) -> None:
+        """ "N of M shown" under the filters (empty before a folder is scanned)."""
+        self.shown.setText("" if shown is None else f"<b>{shown}</b> of {total} shown")
 
     def review_threshold(self) -> float | None:
         """The near-duplicate cosine cut, None for "auto" (the spin box's minimum)."""

@@ -1,0 +1,254 @@
+"""The Folder tab's layout and state lines, driven through the real window with the bundled digits model: "N of M
+shown", filters that belong to a folder (reset when another opens), an empty folder that says what to do and
+disables the buttons, a failed review that replaces "Reviewing labels…", grids of equal cells (review, similar
+images with the query), map tooltips in words, a colour bar for confidence, a legend beside the plot, the *given*
+cell red where the folder disagrees, and head-grid cells of one size."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from itertools import combinations
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QStyleOptionViewItem, QTableView
+
+from vitstudio.core.folder.label_review import LabelIssue
+from vitstudio.core.folder.results import FolderResults
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.gui import workers
+
+LONG_NAME = "a-very-long-file-name-that-would-widen-the-side-pane-if-the-hover-line-could-grow-" * 2 + "7.png"
+
+
+def _settle(qtbot, timeout=60000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def _digits(root, per_class):
+    data = render_digits(root)
+    for folder in data.iterdir():
+        for extra in sorted(folder.iterdir())[per_class:]:
+            extra.unlink()
+    return data
+
+
+@pytest.fixture
+def opened(window, qtbot, tmp_path):
+    """The window with the demo model and a folder of 6 digits per class open in the Folder tab (one file with a
+    long name, one 3 filed under 5)."""
+    data = _digits(tmp_path / "digits", 6)
+    os.replace(sorted((data / "7").iterdir())[0], data / "7" / LONG_NAME)
+    os.replace(sorted((data / "3").iterdir())[0], data / "5" / "flipped-3.png")
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    window.folder.open_folder(str(data))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.folder.coords is not None, timeout=20000)
+    return window.folder, data
+
+
+def test_count_line_and_filters_reset_with_the_folder(opened, qtbot, tmp_path):
+    panel, data = opened
+    total = len(panel.results)
+    assert total == 60
+    assert panel.toolbar.shown.text().replace("<b>", "").replace("</b>", "") == "60 of 60 shown"
+    assert "digits" in panel.toolbar.filters_for.text()
+    panel.correctness.setCurrentIndex(2)  # mistakes
+    mistakes = int((panel.results.correct() == 0).sum())
+    assert 0 < mistakes < total
+    assert panel.toolbar.shown.text().replace("<b>", "").replace("</b>", "") == f"{mistakes} of 60 shown"
+    panel.min_conf.setValue(0.5)
+
+    other = tmp_path / "other"
+    shutil.copytree(data / "1", other / "1")
+    shutil.copytree(data / "2", other / "2")
+    panel.open_folder(str(other))
+    _settle(qtbot)
+    assert panel.correctness.currentIndex() == 0 and panel.min_conf.value() == 0.0
+    assert panel.visible_rows() and len(panel.visible_rows()) == len(panel.results) == 12
+    assert panel.toolbar.shown.text().replace("<b>", "").replace("</b>", "") == "12 of 12 shown"
+    assert "other" in panel.toolbar.filters_for.text()
+
+
+def test_empty_folder_says_what_to_do_and_disables_the_buttons(opened, qtbot, tmp_path):
+    panel, _data = opened
+    assert panel.sort_button.isEnabled() and panel.csv_button.isEnabled() and panel.review_button.isEnabled()
+    empty = tmp_path / "empty"
+    (empty / "nothing here").mkdir(parents=True)
+    panel.open_folder(str(empty))
+    _settle(qtbot)
+    assert "No images" in panel.info.text() and ".png" in panel.info.text()
+    for button in (panel.sort_button, panel.csv_button, panel.review_button, panel.predicted, panel.correctness,
+                   panel.min_conf):
+        assert not button.isEnabled()
+    assert panel.open_button.isEnabled()
+
+
+def test_failed_review_replaces_the_reviewing_line(opened, qtbot, tmp_path):
+    panel, data = opened
+    moved = tmp_path / "moved"
+    shutil.copytree(data, moved)
+    panel.open_folder(str(moved))
+    _settle(qtbot)
+    shutil.rmtree(moved)  # the folder goes away (moved, unplugged) before the review reads it
+    panel.start_review()
+    assert panel.info.text().startswith("Reviewing labels")
+    _settle(qtbot)
+    assert "Reviewing" not in panel.info.text()
+    assert panel.info.text().startswith("Failed: ")
+
+
+def test_map_tooltips_colour_bar_legend_and_hover(opened, qtbot):
+    panel, _data = opened
+    results = panel.results
+    row = results.paths.index(next(p for p in results.paths if p.endswith("flipped-3.png")))
+    item = next(i for i in panel.map.items if row in i.data["data"].tolist())
+    spot = item.data["data"].tolist().index(row)
+    x, y = item.data["x"][spot], item.data["y"][spot]
+    tip = item.opts["tip"](x=x, y=y, data=row)
+    assert "flipped-3.png" in tip and "given: 5" in tip
+    assert f"predicted: {results.predicted_label(row)} ({results.confidence[row]:.0%})" in tip
+    assert "data=" not in tip
+
+    # categories: a legend beside the plot (not over it) naming every predicted class; no colour bar
+    panel.colour_by.setCurrentText("prediction")
+    qtbot.wait(50)
+    legend, plot = panel.map.legend, panel.map
+    assert legend.isVisible() and not panel.map.colour_bar.isVisible()
+    for label in {results.predicted_label(r) for r in range(len(results))}:
+        assert f"&nbsp;{label} (" in legend.text()
+    top_left = legend.mapTo(panel.map_tab, legend.rect().topLeft())
+    assert top_left.y() >= plot.mapTo(panel.map_tab, plot.rect().bottomLeft()).y()
+    # confidence: a colour bar of the same colours, right of the plot, instead of ten legend entries
+    panel.colour_by.setCurrentText("confidence")
+    qtbot.wait(50)
+    bar = panel.map.colour_bar
+    assert bar.isVisible() and bar.scene() is plot.scene() and legend.text() == ""
+    assert bar.sceneBoundingRect().left() >= plot.getPlotItem().vb.sceneBoundingRect().right() - 1
+    assert tuple(bar.levels()) == (0, 100)
+
+    # hovering the long-named image names it and keeps the pane's width
+    width = panel.side.minimumSizeHint().width()
+    long_row = results.paths.index(next(p for p in results.paths if p.endswith(LONG_NAME)))
+    panel._on_hover(long_row)
+    qtbot.wait(50)
+    assert LONG_NAME in panel.hover.text()
+    assert panel.side.minimumSizeHint().width() == width
+
+
+def _disjoint_uniform(widget) -> list:
+    rects = [widget.visualRect(widget.model().index(i, 0)) for i in range(widget.count())]
+    assert all(r.isValid() for r in rects)
+    for a, b in combinations(rects, 2):
+        assert not a.intersects(b), (a, b)
+    assert len({(r.width(), r.height()) for r in rects}) == 1  # one cell size: nothing grows over a neighbour
+    return rects
+
+
+def test_similar_images_grid_with_the_query(opened, qtbot):
+    panel, _data = opened
+    panel.select_row(3)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.similar.count() == 12, timeout=20000)
+    query = panel.results.paths[panel.model.source_row(panel.table.currentIndex().row())]
+    assert os.path.basename(query) in panel.similar_tab.query_text.text()
+    qtbot.waitUntil(lambda: panel.similar_tab.query_image.pixmap() is not None
+                    and not panel.similar_tab.query_image.pixmap().isNull(), timeout=20000)
+    assert panel.similar_tab.query_image.pixmap().width() > 96  # bigger than the grid's thumbnails
+    assert panel.similar.iconSize().width() >= 96
+    panel.side.setCurrentWidget(panel.similar_tab)
+    _settle(qtbot)
+    qtbot.wait(50)
+    _disjoint_uniform(panel.similar)
+
+
+def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
+    from vitstudio.gui.folder.folder_review import ReviewTab
+
+    tab = ReviewTab()
+    qtbot.addWidget(tab)
+    tab.resize(420, 600)
+    tab.show()
+    data = _digits(tmp_path / "digits", 2)
+    paths = sorted(str(p) for p in data.rglob("*.png"))
+    # issues with captions of different lengths (one flagged, long and short names): before the fix their cells
+    # had different heights until the first click re-laid them out
+    issues = [LabelIssue(p, os.path.basename(os.path.dirname(p)), "8", k / 40, 0.1, k % 3 == 0)
+              for k, p in enumerate(paths)]
+    tab.show_issues(issues)
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=20000)
+    qtbot.wait(50)
+    rects = _disjoint_uniform(tab.list)
+    assert tab.list.iconSize().width() >= 96 and rects[0].height() >= 96
+    # the item under the middle of a cell is that cell's item (a click selects what it lands on)
+    for i, rect in enumerate(rects):
+        assert tab.list.indexAt(rect.center()).row() == i
+
+
+def test_given_cell_is_red_where_the_folder_disagrees(qtbot):
+    from vitstudio.gui.folder.folder_table import ResultsModel
+
+    labels = tuple(str(d) for d in range(10))
+    results = FolderResults(("d/3/a.png", "d/5/b.png", "d/ants/c.png"), ("3", "5", "ants"), np.array([3, 3, 3]),
+                            np.array([0.9, 0.8, 0.7]), np.array([0.5, 0.4, 0.3]), labels)
+    model = ResultsModel()
+    model.set_results(results)
+    table = QTableView()
+    qtbot.addWidget(table)
+    table.setModel(model)
+
+    def text_colour(row: int) -> QColor:
+        option = QStyleOptionViewItem()
+        table.itemDelegate().initStyleOption(option, model.index(row, 4))  # what the view paints with
+        return option.palette.color(QPalette.Text)
+
+    default = table.palette().color(QPalette.Text)
+    red = text_colour(1)  # folder 5, predicted 3
+    assert red.red() > 150 and red.green() < 80 and red.blue() < 80
+    assert text_colour(0) == default  # agrees
+    assert text_colour(2) == default  # not one of the model's classes: nothing to compare
+
+
+def test_head_grid_cells_are_one_size(qtbot):
+    from vitstudio.gui.explore.head_grid import HeadGridWidget
+    from vitstudio.gui.imaging import configure_pyqtgraph
+
+    configure_pyqtgraph()
+    grid = HeadGridWidget()
+    qtbot.addWidget(grid)
+    grid.resize(260, 400)
+    grid.show()
+    grid.set_maps(np.random.default_rng(0).random((12, 7, 7), dtype=np.float32), selected=1)
+    qtbot.wait(100)
+    sizes = {(round(v.sceneBoundingRect().width()), round(v.sceneBoundingRect().height())) for v in grid.views}
+    images = {round(item.sceneBoundingRect().width()) for item in grid.items}
+    assert len(sizes) == 1 and len(images) == 1, (sizes, images)
+    assert all(view.sceneBoundingRect().width() > 20 for view in grid.views)
+
+
+def test_overlay_has_a_colour_bar_of_its_levels(qtbot):
+    from vitstudio.gui.common.map_view import MapView, lookup_table
+    from vitstudio.gui.imaging import configure_pyqtgraph
+
+    configure_pyqtgraph()
+    view = MapView()
+    qtbot.addWidget(view)
+    view.resize(400, 400)
+    view.show()
+    view.set_image(np.zeros((64, 64, 3), np.uint8))
+    values = np.arange(16, dtype=np.float32).reshape(4, 4) / 10
+    view.set_map(values, cmap="viridis")
+    qtbot.wait(50)
+    bar = view.colour_bar
+    assert bar.isVisible() and bar.scene() is view.scene()
+    assert tuple(round(v, 6) for v in bar.levels()) == (0.0, 1.5)
+    # the bar's colours are the overlay's: viridis from matplotlib, its ends as the reference
+    ends = bar.colorMap().getLookupTable(nPts=2, alpha=False)
+    assert np.abs(ends.astype(int) - lookup_table("viridis")[[0, -1]].astype(int)).max() <= 1
+    assert bar.sceneBoundingRect().left() >= view.view.sceneBoundingRect().right() - 1
+    view.set_map(None)
+    assert not bar.isVisible() and bar.scene() is None
