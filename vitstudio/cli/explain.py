@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from ..core.analysis import registry
@@ -19,11 +20,23 @@ from .common import (
 )
 
 
+class _WholeNames(argparse.HelpFormatter):
+    """Method names hold hyphens (gradient-rollout, integrated-gradients): a line never breaks inside one."""
+
+    def _fill_text(self, text, width, indent):
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def register(subparsers) -> None:
     """Options and choices come from the analysis registry: one vocabulary with the GUI and exports."""
     methods = "; ".join(f"{a.name} = {a.title}" for a in registry.REGISTRY.values())
     used = registry.params_help()
     p = subparsers.add_parser("explain", help="attention / embedding analyses of images (one model load for all)",
+                              formatter_class=_WholeNames,
                        description=f"Methods: {methods}. Several images (or folders) and several methods in one call "
                        "write OUT/<image file name>.<method>.<format> (small.bmp.rollout.png; a repeated name gets "
                        "-2, -3…); one image and one method may write --out FILE directly.")

@@ -217,6 +217,26 @@ register(Analysis(
     compute=_INT + "explain_filters", applies=(_CHECK + "rgb_convolution_stem",),
     caption="First 28 principal components of the patch-embedding filters (RGB)."))
 
+# class attributions at the patch grid (attribution.py): each explains the top-1 class unless given one
+_ATTR = "vitstudio.core.analysis.attribution:"
+_TARGET = Param("target", "class", None, "class to explain (default: the top-1 prediction)")
+register(Analysis(
+    "integrated-gradients", "Integrated gradients", "attention", "integrated gradients of the class logit from a "
+    "zero (mean-colour) input, 32 Gauss-Legendre steps (Captum), summed over each patch", "(gh, gw)", "overlay",
+    (_TARGET,), compare=True, compute=_ATTR + "explain_integrated_gradients", applies=(_CHECK + "has_classifier",),
+    view=_ATTR + "view_integrated_gradients", view_job=_ATTR + "integrated_gradients_job", view_keys=("target",)))
+register(Analysis(
+    "occlusion", "Occlusion", "attention", "drop of the class probability when each patch alone is set to 0 "
+    "(Captum's occlusion, one window per patch)", "(gh, gw)", "overlay", (_TARGET,), compare=True,
+    compute=_ATTR + "explain_occlusion", applies=(_CHECK + "has_classifier",), view=_ATTR + "view_occlusion",
+    view_job=_ATTR + "occlusion_job", view_keys=("target",)))
+register(Analysis(
+    "lrp", "Relevance (CP-LRP)", "attention", "conservative relevance propagation for transformers (Ali et al. "
+    "2022): attention and LayerNorm scales held constant, gradient x input at the patch tokens", "(gh, gw)",
+    "overlay", (_TARGET,), compare=True, compute=_ATTR + "explain_relevance",
+    applies=(*_GLOBAL, _CHECK + "has_classifier", _CHECK + "plain_attention", _ATTR + "lrp_rules"),
+    view=_ATTR + "view_relevance", view_job=_ATTR + "relevance_job", view_keys=("target",)))
+
 
 def params_help() -> dict[str, str]:
     """For the CLI: which methods use each parameter, e.g. {'layer': 'heads, token, pca, …'}."""

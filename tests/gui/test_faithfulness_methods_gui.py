@@ -1,0 +1,43 @@
+"""The attribution methods of issue 24 (integrated gradients, occlusion, CP-LRP) reach the Attention panel's list,
+draw their map there (computed in a worker) and are offered side by side in Compare, through the registry alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.conftest import TINY_SPEC
+from vitstudio.core.analysis import registry
+from vitstudio.core.data.images import read_image
+from vitstudio.gui import workers
+
+NEW = ("integrated-gradients", "occlusion", "lrp")
+
+
+def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(window, qtbot, tiny_weights, photos):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    window.add_paths([str(photos["chelsea"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    loaded = window.state.model
+    x = loaded.to_tensor(loaded.crop(read_image(photos["chelsea"])))[None]
+    panel = window.attention
+    window.show_tab("attention")
+    for name in NEW:
+        assert panel.method.findData(name) >= 0
+        panel.method.setCurrentIndex(panel.method.findData(name))
+        qtbot.waitUntil(lambda: panel.displayed is not None and not workers.running_jobs(), timeout=30000)
+        expected = registry.get(name).run(loaded, x, {"target": None})[0]
+        np.testing.assert_allclose(panel.view.values, expected, atol=1e-5)
+        assert "for class" in panel.info.text()
+
+    from vitstudio.core.models.loading import load_model
+
+    compare = window.compare
+    window.show_tab("compare")
+    other = load_model(TINY_SPEC)  # random weights
+    compare.set_other(other)
+    compare.view_kind.setCurrentIndex(compare.view_kind.findData("lrp"))
+    qtbot.waitUntil(lambda: compare.results is not None and compare.view_state.method == "lrp", timeout=30000)
+    mine, theirs = (r[1] for r in compare.results)
+    np.testing.assert_allclose(mine, registry.get("lrp").run(loaded, x, {"target": None})[0], atol=1e-5)
+    np.testing.assert_allclose(theirs, registry.get("lrp").run(other, x, {"target": None})[0], atol=1e-5)
