@@ -35,7 +35,8 @@ def make_tiny_vit(seed: int = 0, **overrides):
 
 @pytest.fixture(autouse=True)
 def _isolated_caches(tmp_path_factory, monkeypatch):
-    """Never touch the user's HF cache, models/ folder or ViT Studio cache; always offline."""
+    """Never touch the user's HF cache, models folder, ViT Studio data or cache folder, or anything under HOME
+    that the platform's folders (XDG) name; always offline."""
     from huggingface_hub import constants
 
     hf = tmp_path_factory.mktemp("hf_cache")
@@ -44,7 +45,11 @@ def _isolated_caches(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("VITSTUDIO_MODELS_DIR", str(tmp_path_factory.mktemp("models")))
     monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))  # decoded images, embeddings
-    monkeypatch.setenv("VITSTUDIO_DATA_DIR", str(tmp_path_factory.mktemp("data")))  # crash log, session marker
+    monkeypatch.setenv("VITSTUDIO_DATA_DIR", str(tmp_path_factory.mktemp("data")))  # settings, journals, crash log
+    for xdg in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):  # whatever asks the platform: tmp too (one
+        folder = tmp_path_factory.getbasetemp() / xdg.lower()  # per session: font caches are built once, not per test)
+        folder.mkdir(exist_ok=True)
+        monkeypatch.setenv(xdg, str(folder))
     yield
 
 

@@ -58,6 +58,10 @@ def test_catalog_tags_filter_and_speed():
     dino = list_catalog("dinov2")
     assert dino and all("dinov2" in e.name for e in dino)
     assert [e.name for e in list_catalog("deit_tiny_patch16_224*")] == ["deit_tiny_patch16_224.fb_in1k"]
-    assert list_catalog(local_only=True) == []  # isolated, empty cache and models/ folder
+    from vitstudio.core.models.catalog import local_models
+    from vitstudio.core.files import extra_model_dirs
+
+    # isolated, empty cache and models folder: only the source checkout's read-only models/ (the bundled demo)
+    assert list_catalog(local_only=True) == [e for f in extra_model_dirs() for e in local_models(f)]
     tagged = [e for e in entries if e.tag]
     assert all(bool(e.hf_hub_id) != bool(e.url) for e in tagged)  # exactly one weight source each

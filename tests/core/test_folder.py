@@ -168,8 +168,10 @@ def test_sort_cli_dry_run_writes_nothing(digits, tmp_path, capsys):
     assert main(["sort", str(digits / "1"), "--model", str(bundled_demo()), "--out", str(out), "--quiet",
                  "--min-confidence", "0.5"]) == 0
     assert len([p for p in out.rglob("*.png")]) == 30
-    log = next(out.glob("vitstudio-sort-*.jsonl"))
-    assert main(["undo-sort", str(log)]) == 0 and not list(out.rglob("*.png"))
+    assert not list(out.glob("*.jsonl"))  # the journal is in the app's data folder, found by the folder's path
+    assert main(["undo-sort", str(out)]) == 0 and not list(out.rglob("*.png")) and not list(out.iterdir())
+    assert main(["undo-sort", str(out)]) == 2  # nothing left to undo: said, not a traceback
+    assert "nothing journalled" in capsys.readouterr().err
 
 
 # -- duplicates, leaks, split, label review -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ embed  SRC… --model M [--out FILE.npz]             pooled features + logits of
                                                    under `torchrun --nproc-per-node N -m vitstudio embed …` the
                                                    processes share the files (so does `predict`)
 sort   SRC… --model M --out DIR [--move] [--min-confidence P] [--dry-run] | sort --resume LOG
+undo-sort DIR|LOG                                  reverse the newest sort into DIR (or the sort LOG records)
 audit  DATA --model M [--json] [--threshold T] [--hash-distance B] [--top N]
                                                    duplicates, leaks across train/val, doubtful labels
 """
@@ -40,7 +41,8 @@ def register(subparsers) -> None:
     add_model_args(p)
     next(a for a in p._actions if a.dest == "model").required = False  # --resume LOG needs no model
     p.add_argument("--out", help="folder to sort into (created; not inside a source folder); files there are never "
-                                 "overwritten; an interrupted sort into it is resumed, its undo log is kept there")
+                                 "overwritten; an interrupted sort into it is resumed; its undo log is kept in the "
+                                 "app's data folder (`vitstudio undo-sort OUT` finds it)")
     p.add_argument("--move", action="store_true", help="move instead of copy (the default keeps the originals)")
     p.add_argument("--min-confidence", type=float, default=0.0,
                    help="below this top-1 probability an image goes to OUT/unsure/ (default 0: never)")
@@ -52,7 +54,8 @@ def register(subparsers) -> None:
     p.set_defaults(handler=sort_cmd)
 
     p = subparsers.add_parser("undo-sort", help="reverse a sort from its log (copies deleted, moved files put back)")
-    p.add_argument("log", help="the vitstudio-sort-*.jsonl log a sort wrote into its output folder")
+    p.add_argument("log", metavar="OUT|LOG", help="the folder sorted into (its newest sort not yet undone), or a "
+                                                  "vitstudio-sort-*.jsonl log")
 
     p.set_defaults(handler=undo_sort_cmd)
 
@@ -167,11 +170,14 @@ def _report_sort(done, read_errors) -> int:
 
 
 def undo_sort_cmd(args) -> int:
-    from ..core.folder.sorting import undo_sort
+    from ..core.folder.undo import journal_for, undo_sort
 
     try:
-        result = undo_sort(args.log)
-    except (OSError, ValueError) as exc:
+        result = undo_sort(journal_for(args.log))
+    except OSError as exc:  # said in words: "PATH: why", not "[Errno 2] …"
+        print(f"error: {exc.filename}: {exc.strerror}" if exc.filename else f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for path, reason in result.problems:

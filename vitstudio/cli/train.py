@@ -45,9 +45,13 @@ def finetune_cmd(args) -> int:
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # each rank would name its own run: --out is needed
+    if args.data_dir and args.model and not (args.out_dir or args.config or args.resume or distributed):
+        _name_the_run(args)
     given = bool(args.data_dir and args.model and args.out_dir)  # every setting is on the command line
     if not args.config and not given and not (args.resume and args.out_dir):
-        print("error: give DATA_DIR, --model and --out (or --config FILE, or --out RUN --resume)", file=sys.stderr)
+        print("error: give DATA_DIR and --model [--out RUN] (or --config FILE, or --out RUN --resume)",
+              file=sys.stderr)
         return EXIT_USAGE
     from ..core.files import die_at
     from ..core.train.runlock import RunInUse
@@ -81,6 +85,14 @@ def finetune_cmd(args) -> int:
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130
     return EXIT_OK
+
+
+def _name_the_run(args) -> None:
+    """No --out: a new run in the user's models folder, named as the app names it (DATASET-PRESET-MMDD-HHMM)."""
+    from ..core.train.runs import new_run_folder
+
+    args.out_dir = str(new_run_folder(args.data_dir, args.preset or "last-blocks"))
+    print(f"Run folder: {args.out_dir}", file=sys.stderr)
 
 
 def _finetune_config(args, given: bool):

@@ -1,12 +1,38 @@
 """General file helpers, the lowest floor: atomic writes (a reader or a crash sees the old file or the new one,
-never half of one) and the fault points the kill tests use to stop a process at a chosen instant."""
+never half of one), the fault points the kill tests use to stop a process at a chosen instant, where the app keeps
+its files, and the small JSON store of what it remembers between sessions.
+
+Where ViT Studio keeps its files: the platform's folders (platformdirs), each with an environment override.
+
+- data (`VITSTUDIO_DATA_DIR`, else the user data folder: `~/.local/share/vitstudio`, `%LOCALAPPDATA%\\vitstudio`,
+  `~/Library/Application Support/vitstudio`): settings, crash log, undo journals and label-review exclusions.
+- models (`VITSTUDIO_MODELS_DIR`, else `models/` in the data folder): the user's models and fine-tuning runs. Never
+  beside the package, which is read-only in a pip install; the bundled demo and a source checkout's `models/` are
+  listed too (`extra_model_dirs`), read-only.
+- cache (`VITSTUDIO_CACHE_DIR`, else the user cache folder, which honours `XDG_CACHE_HOME`): decoded images,
+  embeddings, fingerprints. Anything there may be deleted at any time.
+
+Journals and exclusions of a dataset are keyed by the dataset's resolved path, so the user's folder is never written
+to for the app's own bookkeeping.
+
+What the app remembers (`SettingsStore`): one JSON file in the data folder (the Training form, the dataset, the
+Folder tab's folder and filters); per dataset, the label review's exclusions (`core/folder/exclusions.py`). Every
+change is written at once and atomically: a crash leaves the previous file or the
+new one, and a second window started later reads what the first wrote. A file that cannot be read (edited by hand,
+from a future version) is set aside as `.bad` and the app starts from defaults rather than refusing to start.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
+
+import platformdirs
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -78,3 +104,118 @@ def die_at(point: str) -> None:
 
 
 _passes: dict[str, int] = {}
+
+
+# -- where the app keeps its files -------------------------------------------------------------------------------------
+APP = "vitstudio"
+DATA_ENV, MODELS_ENV, CACHE_ENV = "VITSTUDIO_DATA_DIR", "VITSTUDIO_MODELS_DIR", "VITSTUDIO_CACHE_DIR"
+CHECKOUT_ROOT = Path(__file__).resolve().parents[2]  # the folder holding `vitstudio/` (a checkout or site-packages)
+
+
+def data_dir() -> Path:
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else platformdirs.user_data_path(APP, appauthor=False)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else platformdirs.user_cache_path(APP, appauthor=False)
+
+
+def models_dir() -> Path:
+    """Where new runs and the user's models go (and are listed from)."""
+    env = os.environ.get(MODELS_ENV)
+    return Path(env) if env else data_dir() / "models"
+
+
+def checkout_models_dir() -> Path | None:
+    """`models/` of a source checkout (the bundled demo, runs made before models moved to the data folder):
+    listed, never written to. None in a pip install (no pyproject.toml beside the package)."""
+    folder = CHECKOUT_ROOT / "models"
+    return folder if (CHECKOUT_ROOT / "pyproject.toml").is_file() and folder.is_dir() else None
+
+
+def extra_model_dirs() -> list[Path]:
+    """Read-only model folders listed after `models_dir()`: a source checkout's `models/` when it is another
+    folder."""
+    folder = checkout_models_dir()
+    if folder is None or _same(folder, models_dir()):
+        return []
+    return [folder]
+
+
+def dataset_key(folder: str | Path) -> str:
+    """A folder name for a dataset's bookkeeping: its base name (for people browsing the data folder) and a hash
+    of its resolved path (two datasets called `train` stay apart; a symlinked path finds the same records)."""
+    resolved = str(Path(folder).expanduser().resolve())
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(resolved).name)[:40] or "root"
+    return f"{name}-{hashlib.sha1(resolved.encode()).hexdigest()[:12]}"
+
+
+def dataset_dir(folder: str | Path) -> Path:
+    """The app's records of one dataset folder (sort/move journals, exclusions), in the data folder."""
+    return data_dir() / "datasets" / dataset_key(folder)
+
+
+def journals_dir(folder: str | Path) -> Path:
+    """Undo journals of the sorts into `folder` and the label-review moves inside it."""
+    return dataset_dir(folder) / "journals"
+
+
+def settings_path() -> Path:
+    return data_dir() / "settings.json"
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+# -- what the app remembers --------------------------------------------------------------------------------------------
+def read_json_file(path: Path) -> dict:
+    """A JSON object file the app wrote; {} when missing, and when unreadable (set aside as `.bad`, not lost)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        _set_aside(path)
+        return {}
+    if not isinstance(value, dict):
+        _set_aside(path)
+        return {}
+    return value
+
+
+def _set_aside(path: Path) -> None:
+    try:
+        os.replace(path, path.with_suffix(path.suffix + ".bad"))
+    except OSError:
+        pass  # unreadable and immovable: the next write replaces it
+
+
+def write_json_file(path: Path, value: dict) -> None:
+    atomic_write_bytes(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8"))
+
+
+class SettingsStore:
+    """Named JSON values; `set` writes the file at once. Values are plain JSON (str, numbers, lists, dicts)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else settings_path()
+        self._values = read_json_file(self.path)
+
+    def get(self, key: str, default=None):
+        return self._values.get(key, default)
+
+    def set(self, key: str, value) -> None:
+        if self._values.get(key) == value:
+            return
+        self._values[key] = value
+        write_json_file(self.path, self._values)
+
+    def remove(self, key: str) -> None:
+        if self._values.pop(key, None) is not None:
+            write_json_file(self.path, self._values)

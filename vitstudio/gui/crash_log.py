@@ -9,18 +9,13 @@ import faulthandler
 import os
 from pathlib import Path
 
-DATA_ENV = "VITSTUDIO_DATA_DIR"  # tests and portable installs: where the app keeps its own files
+from vitstudio.core import files
+
+DATA_ENV = files.DATA_ENV  # tests and portable installs: where the app keeps its own files
 
 
 def data_dir() -> Path:
-    if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV])
-    base = os.environ.get("XDG_DATA_HOME") or (Path.home() / ".local" / "share")
-    if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or base
-    elif os.uname().sysname == "Darwin":
-        base = Path.home() / "Library" / "Application Support"
-    return Path(base) / "vitstudio"
+    return files.data_dir()
 
 
 class CrashLog:

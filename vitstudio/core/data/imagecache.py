@@ -18,13 +18,14 @@ from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.files import atomic_write_bytes
+from vitstudio.core.files import cache_dir as app_cache_dir
 from vitstudio.core.jobs import CancelToken, Progress
 
 SHORT_SIDE_MARGIN = 1.5  # 224 -> 336: the median random-resized crop (~0.73 of the side) is still downsampled
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("VITSTUDIO_CACHE_DIR") or Path.home() / ".cache" / "vitstudio" / "decoded")
+    return app_cache_dir() / "decoded"
 
 
 def short_side_for(train_size: int) -> int:
@@ -115,8 +116,8 @@ def build_cache(paths: Sequence[Path], short_side: int, memory_budget: int = 2 <
     """Generator: yields Progress while decoding, returns DecodedImages (`cache = yield from build_cache(...)`).
 
     Reuses a cache file with the same key; keeps the result in memory when it fits `memory_budget` bytes,
-    otherwise writes it to `folder` (default: ~/.cache/vitstudio/decoded) and memory-maps it. Decoding is PIL's,
-    one file at a time, or (decoder 'tensor', or 'auto' with a CUDA `device`) batches decoded on the device.
+    otherwise writes it to `folder` (default: `decoded/` in the app's cache folder) and memory-maps it. Decoding is
+    PIL's, one file at a time, or (decoder 'tensor', or 'auto' with a CUDA `device`) batches decoded on the device.
     """
     folder = folder or cache_dir()
     on_device = decoder == "tensor" or (decoder == "auto" and device is not None and device.type == "cuda")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ import torch
 
 from vitstudio.core.analysis.embeddings import pooled_features
 from vitstudio.core.data.images import expand_paths
+from vitstudio.core.files import cache_dir as app_cache_dir
 from vitstudio.core.folder.keyedstore import KeyedRows
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress
@@ -32,8 +32,7 @@ from vitstudio.core.models.model import LoadedModel
 
 
 def embeddings_root() -> Path:
-    base = os.environ.get("VITSTUDIO_CACHE_DIR")
-    return (Path(base) if base else Path.home() / ".cache" / "vitstudio") / "embeddings"
+    return app_cache_dir() / "embeddings"
 
 
 def model_fingerprint(loaded: LoadedModel) -> str:

@@ -6,11 +6,11 @@ confidence threshold an image goes to the `unsure` folder.
 
 Journal first (see `journal.py`): the whole plan, then for each file its intent, then the file operation (through a
 temporary name, `fileops.py`), then its outcome — each line flushed before the next step. A sort killed at any
-instant is finished by running it again (the unfinished journal in the output folder is resumed: nothing is done
-twice) or by `vitstudio sort --resume LOG`, and undone from the same journal (`undo.py`). The journal of a sort lives
-in its output folder; that of a label-review move in the app's data folder (`review_journal_dir`), never in the
-user's dataset. An output folder inside a source folder (or the reverse) is refused: each rerun would sort its own
-output again.
+instant is finished by running it again (the unfinished journal of that output folder is resumed: nothing is done
+twice) or by `vitstudio sort --resume LOG`, and undone from the same journal (`undo.py`). Journals live in the app's
+data folder, keyed by the resolved path of the folder sorted into (`journal_dir`; for a label-review move, the
+dataset), never in the user's folders. An output folder inside a source folder (or the reverse) is refused: each
+rerun would sort its own output again.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import files
 from . import fileops, journal
 from .undo import UndoResult, undo_sort  # noqa: F401  (the undo lives beside; imported from here by callers)
 
 UNSURE = "unsure"
-DATA_ENV = "VITSTUDIO_DATA_DIR"
 
 
 @dataclass(frozen=True)
@@ -64,17 +64,10 @@ def safe_folder_name(label: str) -> str:
     return name or "_"
 
 
-def review_journal_dir() -> Path:
-    """Where label-review moves keep their undo journals: the app's data folder, never the dataset."""
-    if os.environ.get(DATA_ENV):
-        base = Path(os.environ[DATA_ENV])
-    elif os.name == "nt":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home()) / "vitstudio"
-    elif os.uname().sysname == "Darwin":
-        base = Path.home() / "Library" / "Application Support" / "vitstudio"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "vitstudio"
-    return base / "undo"
+def journal_dir(folder: str | Path) -> Path:
+    """Where the journals of sorts into `folder` (and of label-review moves inside it) are kept: the app's data
+    folder, keyed by the folder's resolved path, never the folder itself."""
+    return files.journals_dir(folder)
 
 
 def check_out_folder(sources: Iterable[str | Path], out: str | Path) -> None:
@@ -144,7 +137,7 @@ def prepare_sort(plan: SortPlan, log: str | Path | None = None, log_dir: str | P
     out = Path(plan.out)
     out.mkdir(parents=True, exist_ok=True)
     action = "move" if plan.move else "copy"
-    folder = Path(log).parent if log else Path(log_dir or out)
+    folder = Path(log).parent if log else Path(log_dir or journal_dir(out))
     folder.mkdir(parents=True, exist_ok=True)
     live = journal.live_journals(folder, out, action)
     current = next((s for s in reversed(live) if s.resumable()), None)

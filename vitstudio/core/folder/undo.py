@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import files
 from . import fileops, journal
 
 
@@ -47,6 +48,21 @@ class UndoResult:
         if not self.problems:
             lines.append(f"Journal closed: {self.log}")
         return "\n".join(lines)
+
+
+def journal_for(target: str | Path) -> Path:
+    """The journal an undo reverses: `target` itself when it is a file; for a folder, the newest journal not yet
+    undone of the sorts into it (or the label-review moves inside it), from the app's data folder, then, for sorts
+    made before journals moved there, from inside the folder itself."""
+    target = Path(target)
+    if not target.is_dir():
+        return target  # a journal (undo_sort says clearly when it is not there)
+    for folder in (files.journals_dir(target), target):
+        found = sorted(folder.glob("vitstudio-*.jsonl"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+        if found:
+            return found[-1]
+    raise FileNotFoundError(2, "no sort or move into this folder is left to undo (nothing journalled in "
+                               f"{files.journals_dir(target)})", str(target))
 
 
 def undo_sort(log: str | Path) -> UndoResult:

@@ -11,13 +11,14 @@ every catalog architecture on the meta device and checks the class, so a timm ch
 from __future__ import annotations
 
 import fnmatch
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import timm
 from timm.models import get_pretrained_cfg
 from timm.models._registry import _module_to_models, get_deprecated_models
+
+from vitstudio.core import files
 
 # timm module -> (family key for --family, the class every entry point of that module builds)
 FAMILIES = {
@@ -39,9 +40,13 @@ WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
 
 
 def models_dir() -> Path:
-    """The folder of user and project models: $VITSTUDIO_MODELS_DIR, else `models/` beside the package."""
-    env = os.environ.get("VITSTUDIO_MODELS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "models"
+    """The folder of the user's models and runs: $VITSTUDIO_MODELS_DIR, else `models/` in the user data folder."""
+    return files.models_dir()
+
+
+def model_dirs() -> list[Path]:
+    """Every folder models are listed from: the user's first, then a source checkout's `models/` (read-only)."""
+    return [models_dir(), *files.extra_model_dirs()]
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,7 @@ def list_catalog(pattern: str | None = None, local_only: bool = False, folder: P
                  family: str | None = None) -> list[CatalogEntry]:
     """Local models first, then every 'arch.tag' of the supported families (and bare arch without weights),
     filtered by name pattern and family."""
-    entries = [] if family else local_models(folder)
+    entries = [] if family else [e for f in ([folder] if folder else model_dirs()) for e in local_models(f)]
     pretrained = set(timm.list_pretrained())
     for arch in vit_architectures(family):
         fam = family_of(arch)

@@ -28,7 +28,7 @@ from vitstudio.core.models.catalog import (
     cached_url_file,
     family_of,
     hub_weight_files,
-    models_dir,
+    model_dirs,
     supported_classes,
     vit_architectures,
 )
@@ -140,7 +140,7 @@ def _local_path(spec: str) -> Path | None:
     if ":" in spec.split("/")[0] and not Path(spec).exists():
         return None  # a 'source:' prefix, not a path
     is_timm_name = timm.is_model(spec.split(".", 1)[0])
-    for candidate in (Path(spec), models_dir() / spec):
+    for candidate in (Path(spec), *(folder / spec for folder in model_dirs())):
         if candidate.exists():
             if is_timm_name and not _holds_a_model(candidate):
                 continue  # e.g. an unrelated empty folder that happens to be named vit_tiny_patch16_224

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.files import atomic_write_bytes, die_at
-from vitstudio.core.models.catalog import models_dir
+from vitstudio.core.models.catalog import model_dirs, models_dir
 from vitstudio.core.train.runlock import RunFileError, is_owned
 
 
@@ -222,12 +222,10 @@ class RunSummary:
 
 
 def list_runs(folder: Path | None = None) -> list[RunSummary]:
-    """Past fine-tuning runs under models/ (newest first)."""
-    folder = folder or models_dir()
+    """Past fine-tuning runs under the models folders (the user's, a source checkout's), newest first."""
+    folders = [folder] if folder is not None else model_dirs()
     runs = []
-    if not folder.is_dir():
-        return runs
-    for run in folder.iterdir():
+    for run in (run for f in folders if f.is_dir() for run in f.iterdir()):
         config = run / "train_config.json"
         if not config.is_file():
             continue
@@ -239,3 +237,16 @@ def list_runs(folder: Path | None = None) -> list[RunSummary]:
         runs.append(RunSummary(run, run.name, len(metrics), max((m["val_acc"] for m in metrics), default=None),
                                run_status(run), base))
     return sorted(runs, key=lambda r: r.folder.stat().st_mtime, reverse=True)
+
+
+def new_run_folder(data_dir: str | Path, preset: str) -> Path:
+    """A fresh run folder in the user's models folder, named as the app names runs: DATASET-PRESET-MMDD-HHMM
+    (-2, -3, … when that name is taken; a run folder is never reused)."""
+    import time
+
+    stem = f"{Path(data_dir).resolve().name}-{preset}-{time.strftime('%m%d-%H%M')}"
+    folder, n = models_dir() / stem, 1
+    while folder.exists():
+        n += 1
+        folder = models_dir() / f"{stem}-{n}"
+    return folder
