@@ -58,7 +58,9 @@ def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photo
 def test_failed_model_load_keeps_app_running(window, qtbot, photos):
     with qtbot.waitSignal(window.state.model_failed, timeout=10000) as blocker:
         window.request_model("vit_tiny_patch16_224.augreg_in21k")
-    assert "not in the local cache" in blocker.args[0]
+    notice = blocker.args[0]
+    assert "not in the local cache" in notice.message and isinstance(notice.exc, Exception)
+    assert "Traceback" in notice.details  # the details on demand hold where it failed
     assert "not in the local cache" in window.log_view.toPlainText()
     assert window.model_panel.load_button.isEnabled()
     _drop(window, [photos["coffee"]])
@@ -66,18 +68,40 @@ def test_failed_model_load_keeps_app_running(window, qtbot, photos):
     assert "No model loaded" in window.predictions.title.text()
 
 
-def test_latest_request_wins(qtbot, qapp):
-    slot = workers.LatestJob()
+def _slow_job(cancel, answer):
+    for _ in range(50):
+        time.sleep(0.01)
+        cancel.raise_if_cancelled()
+    return answer
+
+
+def _fast_job(cancel, answer):
+    return answer
+
+
+def test_latest_model_request_wins(window, qtbot, qapp, tiny_weights):
+    """Two Loads in a row: only the second model is ever set, whatever order the loads finish in."""
+    weights, _ = tiny_weights
+    loaded = []
+    window.state.model_loaded.connect(loaded.append)
+    window.request_model("vit_tiny_patch16_224.augreg_in21k")  # fails offline, but only after the second request
+    window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
+    qtbot.waitUntil(lambda: len(loaded) == 1 and not workers.running_jobs(), timeout=30000)
+    qapp.processEvents()
+    assert [m.name for m in loaded] == [TINY_SPEC] and window.state.view.requested[0] == TINY_SPEC
+    assert "not in the local cache" not in window.log_view.toPlainText()  # the discarded load said nothing
+
+
+def test_a_new_request_discards_the_pending_one(qtbot, qapp):
+    from vitstudio.gui.viewstate import ViewState
+
+    view = ViewState(requested=None)
+    jobs = workers.ViewJobs(view, {"load": ("requested",)})
     got = []
-
-    def slow(cancel):
-        for _ in range(50):
-            time.sleep(0.01)
-            cancel.raise_if_cancelled()
-        return "stale"
-
-    first = slot.start("slow", slow, on_result=got.append)
-    slot.start("fast", lambda cancel: "fresh", on_result=got.append)
+    view.requested = ("a",)
+    first = jobs.start("load", "slow", _slow_job, "stale", on_result=got.append)
+    view.requested = ("b",)
+    jobs.start("load", "fast", _fast_job, "fresh", on_result=got.append)
     qtbot.waitUntil(lambda: first.done and not workers.running_jobs(), timeout=5000)
     qapp.processEvents()
     assert got == ["fresh"]

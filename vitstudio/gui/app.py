@@ -105,7 +105,7 @@ def _build_main_window(args):
     if spec:
         window.request_model(spec, device, precision, args.weights)
         if demo is not None and spec != str(demo) and not args.model:
-            def fall_back(_message: str) -> None:  # the remembered model is gone: open on the demo instead
+            def fall_back(_notice) -> None:  # the remembered model is gone: open on the demo instead
                 window.state.model_failed.disconnect(fall_back)
                 window.request_model(str(demo), device, precision)
 

@@ -133,14 +133,15 @@ class ViewState:
                 listener(name, self._values[name])
         return changed
 
-    def request(self, *names: str) -> tuple:
-        """A frozen snapshot of `names` (always with the model and image): what a job computes for."""
-        keys = ("model", "image", *names)
+    def request(self, *names: str, with_context: bool = True) -> tuple:
+        """A frozen snapshot of `names` (with the model and image unless `with_context` is False, e.g. for loading a
+        model, which no image selection should cancel): what a job computes for."""
+        keys = ("model", "image", *names) if with_context else names
         return tuple((k, _frozen(self._values.get(k))) for k in keys)
 
-    def current(self, result: Keyed | None, *names: str):
+    def current(self, result: Keyed | None, *names: str, with_context: bool = True):
         """`result.value` if it answers the current request for `names`, else None."""
-        if result is None or result.request != self.request(*names):
+        if result is None or result.request != self.request(*names, with_context=with_context):
             return None
         return result.value
 

@@ -30,6 +30,7 @@ request it made stale (a model or image change: all of them).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import logging
@@ -157,8 +158,11 @@ class _Runnable(QRunnable):
         except Cancelled:
             pass
         except Exception as exc:  # every failure reaches the user, never vanishes in a thread
-            log.error("job %s failed:\n%s", handle.name, traceback.format_exc())
-            exc.__traceback__ = None  # the frames hold the job's locals (models, tensors)
+            details = traceback.format_exc()
+            log.error("job %s failed:\n%s", handle.name, details)
+            exc.__traceback__ = None  # the frames hold the job's locals (models, tensors); the text stays
+            with contextlib.suppress(AttributeError):
+                exc.traceback_text = details  # a Notice's details on demand
             d.error.emit(handle, exc)
         finally:
             d.finished.emit(handle)
@@ -295,16 +299,19 @@ class ViewJobs:
     makes a pending job's request stale discards that job at once, so a model or image change discards every
     pending request, shown tab or hidden."""
 
-    def __init__(self, view_state: ViewState, slots: dict[str, tuple[str, ...]], long: tuple[str, ...] = ()) -> None:
+    def __init__(self, view_state: ViewState, slots: dict[str, tuple[str, ...]], long: tuple[str, ...] = (),
+                 without_context: tuple[str, ...] = ()) -> None:
+        """`without_context`: slots keyed by their own fields only, not the model and image (loading a model)."""
         self.view_state = view_state
         self.keys = dict(slots)
+        self.contextual = {slot: slot not in without_context for slot in slots}
         self.kinds = {slot: LONG if slot in long else INTERACTIVE for slot in slots}
         self.pending: dict[str, JobHandle | None] = dict.fromkeys(slots)
         self.results: dict[str, Keyed | None] = dict.fromkeys(slots)
         view_state.connect(self._on_change)
 
     def request(self, slot: str) -> tuple:
-        return self.view_state.request(*self.keys[slot])
+        return self.view_state.request(*self.keys[slot], with_context=self.contextual[slot])
 
     def start(self, slot: str, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
               on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
@@ -329,7 +336,7 @@ class ViewJobs:
 
     def current(self, slot: str):
         """The slot's result if it answers the current request, else None."""
-        return self.view_state.current(self.results[slot], *self.keys[slot])
+        return self.view_state.current(self.results[slot], *self.keys[slot], with_context=self.contextual[slot])
 
     def running(self, slot: str) -> bool:
         handle = self.pending[slot]
@@ -355,5 +362,6 @@ class ViewJobs:
             if handle is not None and handle.request != request:
                 self.discard(slot)
             kept = self.results[slot]
-            if kept is not None and kept.request[:2] != request[:2]:  # another model or image: free the arrays
+            context = 2 if self.contextual[slot] else len(request)
+            if kept is not None and kept.request[:context] != request[:context]:  # another model or image: free it
                 self.results[slot] = None

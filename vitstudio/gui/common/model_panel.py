@@ -1,4 +1,6 @@
-"""Choose and load a model (searchable catalog, device, precision) and show its model card."""
+"""Choose and load a model (searchable catalog, device, precision) and show its model card.
+
+The device and precision live in `AppState.view`; the combos write into it and mirror it."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.models.catalog import list_catalog
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
-from vitstudio.core.models.devices import CHOICES, available_devices
 
 from ..state import AppState
 
@@ -44,10 +45,16 @@ class ModelPanel(QWidget):
         completer.setCaseSensitivity(Qt.CaseInsensitive)
         self.name.setCompleter(completer)
         self.name.setToolTip("● weights available offline   ○ downloadable from the hub   · no weights")
+        view = state.view
         self.device = QComboBox()
-        self.device.addItems(["auto", *available_devices()])
+        self.device.addItems(list(view.fields()["device"].choices))
         self.precision = QComboBox()
-        self.precision.addItems(list(CHOICES))
+        self.precision.addItems(list(view.fields()["precision"].choices))
+        self.device.setCurrentText(view.device)
+        self.precision.setCurrentText(view.precision)
+        self.device.currentTextChanged.connect(lambda text: view.update(device=text))
+        self.precision.currentTextChanged.connect(lambda text: view.update(precision=text))
+        view.connect(self._on_view)
         self.precision.setToolTip("auto: bf16 autocast on GPUs that support it, fp32 elsewhere")
         self.load_button = QPushButton("Load")
         self.load_button.clicked.connect(self._on_load_clicked)
@@ -88,9 +95,17 @@ class ModelPanel(QWidget):
         else:
             self.name.setEditText(spec)
 
+    def _on_view(self, name: str, value) -> None:
+        if name == "spec" and value != self.spec():
+            self.set_spec(value)
+        elif name == "device":
+            self.device.setCurrentText(value)
+        elif name == "precision":
+            self.precision.setCurrentText(value)
+
     def _on_load_clicked(self) -> None:
         if self.spec():
-            self.load_requested.emit(self.spec(), self.device.currentText(), self.precision.currentText())
+            self.load_requested.emit(self.spec(), self.state.view.device, self.state.view.precision)
 
     def set_download_progress(self, done: int, total: int) -> None:
         self.progress.setRange(0, 1000 if total else 0)
@@ -106,7 +121,7 @@ class ModelPanel(QWidget):
         self.load_button.setEnabled(True)
         self.progress.setVisible(False)
 
-    def _on_model_failed(self, message: str) -> None:
+    def _on_model_failed(self, notice) -> None:
         self.load_button.setEnabled(True)
         self.progress.setVisible(False)
 

@@ -269,7 +269,7 @@ class AttentionPanel(ExplorerPanel):
         """Average the distance over `folder` for the current model and image (either changing discards it)."""
         model = self.state.model
         if model is None:
-            self.report_error("Load a model first.")
+            self.state.message.emit("warning", "Load a model first.")
             return
         self.view_state.update(folder=folder)
         self.jobs.start("folder", "Distance over folder", _folder_job, model, folder,

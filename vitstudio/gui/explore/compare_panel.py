@@ -26,20 +26,26 @@ def _analyse(model, image, method: str):
     return exp.crop, exp.array, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
 
 
+def _load_second_model(cancel, spec: str, device: str, precision: str):
+    return load_model(spec, None, device, precision)
+
+
 def _compare_job(cancel, model, other, image, method: str) -> list:
     return [_analyse(m, image, method) for m in (model, other)]
 
 
 class ComparePanel(ExplorerPanel):
     # method: the first registered analysis offered in Compare
-    FIELDS = dict(other=Field(None, int), method=Field(None, str, check=registry.is_registered))
+    FIELDS = dict(other=Field(None, int), method=Field(None, str, check=registry.is_registered),
+                  other_request=Field(None, tuple))
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.view_state.update(method=registry.names(compare=True)[0])
         self.other = None  # the second LoadedModel
-        self._load_job = workers.LatestJob()
-        self.jobs = workers.ViewJobs(self.view_state, {"compare": ("other", "method")})
+        # "load": the second model asked for (latest wins); "compare": both maps for the current request
+        self.jobs = workers.ViewJobs(self.view_state, {"load": ("other_request",), "compare": ("other", "method")},
+                                     long=("load",), without_context=("load",))
         self.other_name = QComboBox(editable=True)
         self.other_name.addItems(catalog_names)
         self.other_name.setEditText("")
@@ -85,14 +91,16 @@ class ComparePanel(ExplorerPanel):
         device = str(main.device) if main else "auto"
         precision = main.precision if main else "fp32"
         self.titles[1].setText(f"Loading {spec}…")
-        self._load_job.start("Loading second model", lambda cancel: load_model(spec, None, device, precision),
-                             on_result=self.set_other, on_error=self._on_load_error)
+        self.view_state.update(other_request=(spec, device, precision))
+        self.jobs.start("load", "Loading second model", _load_second_model, spec, device, precision,
+                        on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_load_error(self, exc: BaseException) -> None:
         self.titles[1].setText("Second model: not loaded")
         self.report_error(exc)
 
     def set_other(self, loaded) -> None:
+        self.jobs.clear("load")  # held by `self.other`; the slot must not keep a second reference
         self.other = loaded
         mark_available(self.view_kind, loaded)
         self.state.message.emit("info", f"Second model for comparison: {loaded.name}")

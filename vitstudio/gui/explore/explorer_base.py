@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.analysis import registry
 
-from .. import workers
 from ..state import AppState, ImageEntry
 from ..viewstate import Field, ViewState
 
@@ -166,8 +165,8 @@ class ExplorerPanel(QWidget):
         if self._debounced_fn is not None:
             self._debounced_fn()
 
-    def report_error(self, exc: BaseException | str) -> None:
-        self.state.message.emit("error", exc if isinstance(exc, str) else workers.describe(exc))
+    def report_error(self, exc: BaseException) -> None:
+        self.state.report(exc)
 
     def record(self, method: str, params: dict, **extra) -> dict:
         """The parameter file of an export: the same format as the CLI's."""

@@ -1,0 +1,76 @@
+"""State that used to live in widgets lives in typed view state, and errors travel as exception objects: the
+model bar's device and precision, the Folder tab's filters, and the notifier every error goes through."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import TINY_SPEC
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.gui import workers
+from vitstudio.gui.notices import Notice
+
+
+def _settle(qtbot, timeout=60000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):
+    view, bar = window.state.view, window.model_panel
+    bar.precision.setCurrentText("fp32")  # a user's choice reaches the state …
+    assert view.precision == "fp32"
+    view.update(precision="bf16", device="cpu")  # … and the state reaches the widgets
+    assert (bar.precision.currentText(), bar.device.currentText()) == ("bf16", "cpu")
+    with pytest.raises(ValueError, match="precision"):
+        view.update(precision="fp8-ish")  # validated: a value no combo offers is refused
+    weights, _ = tiny_weights
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        bar.set_spec(TINY_SPEC)
+        window.request_model(TINY_SPEC, weights=str(weights))  # no device given: the bar's
+    assert window.state.model.precision == "bf16" and view.requested == (TINY_SPEC, "cpu", "bf16", str(weights))
+    assert view.model == window.state.model.uid
+    assert window.jobs.results["load"] is None  # the model is held by AppState only
+
+
+def test_errors_reach_one_notifier_as_exception_objects(window, qtbot):
+    notices = []
+    window.state.error.connect(notices.append)
+
+    def broken(cancel):
+        raise OSError(28, "No space left on device")
+
+    workers.start_job("Writing", broken, on_error=window._on_job_error)
+    qtbot.waitUntil(lambda: len(notices) == 1, timeout=5000)
+    notice = notices[0]
+    assert isinstance(notice, Notice) and isinstance(notice.exc, OSError) and notice.exc.errno == 28
+    assert "No space left" in notice.message and "Traceback" in notice.details
+    assert "No space left" in window.log_view.toPlainText()
+    assert "No space left" in window.statusBar().currentMessage()
+
+
+def test_folder_filters_live_in_the_view_state(window, qtbot, tmp_path):
+    data = render_digits(tmp_path / "digits")
+    for folder in data.iterdir():
+        for extra in sorted(folder.iterdir())[6:]:
+            extra.unlink()
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    panel = window.folder
+    panel.open_folder(str(data))
+    _settle(qtbot)
+    results, vs = panel.results, panel.view_state
+    vs.update(min_conf=0.9, correct=True)  # set as data: the table and the widgets follow
+    expected = np.flatnonzero((results.confidence >= 0.9) & (results.correct() == 1))
+    assert sorted(panel.visible_rows()) == expected.tolist()
+    assert panel.min_conf.value() == pytest.approx(0.9) and panel.correctness.currentData() is True
+    panel.correctness.setCurrentIndex(2)  # a user's click reaches the state
+    assert vs.correct is False
+    label = results.labels[int(results.predicted[0])]
+    vs.predicted = label
+    assert panel.predicted.currentData() == label
+    assert all(results.labels[int(results.predicted[r])] == label for r in panel.visible_rows())
+    panel.reset_filters()
+    assert (vs.predicted, vs.min_conf, vs.correct, vs.follow_map) == (None, 0.0, None, False)
+    assert panel.predicted.currentIndex() == 0 and panel.min_conf.value() == 0.0
+    assert len(panel.visible_rows()) == len(results)
