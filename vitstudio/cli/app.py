@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import card, demo, evaluate, explain, export, folder, models, predict, train
+from . import card, demo, evaluate, explain, export, faithfulness, folder, models, predict, train
 from .common import EXIT_OK, EXIT_USAGE
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, train, evaluate, export, demo, folder, card)
+COMMANDS = (models, predict, explain, faithfulness, train, evaluate, export, demo, folder, card)
 
 
 def build_parser() -> argparse.ArgumentParser:
