@@ -1,0 +1,49 @@
+"""A run's Results belong to their model: an image clicked in them is explained by that run's model (loaded on
+demand, named in the window title), never by whatever model happens to be loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset
+from vitstudio.gui import workers
+
+SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
+
+
+def test_results_open_in_the_runs_model(window, qtbot, tmp_path, tiny_weights):
+    data = make_dataset(tmp_path / "data", per_class=10)
+    panel = window.training
+    window.show_tab("training")
+    panel.set_dataset(str(data))
+    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    panel.base_model.setEditText(SPEC3)
+    panel.form.preset.setCurrentText("scratch")
+    panel.form.inputs["epochs"].setValue(1)
+    panel.form.inputs["batch_size"].setValue(8)
+    panel.start()
+    qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
+    qtbot.waitUntil(lambda: panel.results.report is not None and not workers.running_jobs(), timeout=30000)
+    run = panel.view_state.run
+    assert run and Path(run, "status.json").exists()
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):  # the user moves on to another model
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    other = window.state.model
+    image = str(next((data / "red").iterdir()))
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        panel.results.misclassified_clicked.emit(image)
+    loaded = window.state.model
+    assert loaded is not other and Path(loaded.name).resolve() == Path(run).resolve()
+    assert loaded.labels == ["blue", "green", "red"]
+    assert Path(run).name in window.windowTitle()
+    qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.path == image, timeout=10000)
+    assert window.tabs.currentWidget() is window.attention
+
+    # clicking again with the run's model loaded does not reload it
+    loads = []
+    window.state.model_loading.connect(loads.append)
+    panel.results.misclassified_clicked.emit(image)
+    qtbot.wait(200)
+    assert loads == [] and window.state.model is loaded
