@@ -74,3 +74,18 @@ def test_folder_filters_live_in_the_view_state(window, qtbot, tmp_path):
     assert (vs.predicted, vs.min_conf, vs.correct, vs.follow_map) == (None, 0.0, None, False)
     assert panel.predicted.currentIndex() == 0 and panel.min_conf.value() == 0.0
     assert len(panel.visible_rows()) == len(results)
+
+
+def test_no_error_travels_as_a_string():
+    """Every error goes through `AppState.report` (an exception object, details on demand): a `message` signal with
+    the level "error" anywhere in the GUI would be a string the notifier never sees."""
+    import re
+    from pathlib import Path
+
+    import vitstudio.gui
+
+    root = Path(vitstudio.gui.__file__).parent
+    offenders = [f"{path.relative_to(root)}:{n}" for path in root.rglob("*.py")
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if re.search(r"""(message\.emit|report)\(\s*["']error["']""", line)]
+    assert offenders == []
