@@ -14,6 +14,7 @@ so nothing is flagged (no threshold would mean the same thing for 10 and 1000 cl
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,3 +171,15 @@ def describe(loaded: LoadedModel) -> str:
     """What the model was trained on, in words, when its bank says (else '')."""
     bank = bank_for(loaded)
     return bank.description if bank is not None else ""
+
+
+def name_classes(classes: Sequence[str], most: int = 6) -> str:
+    """'0–9' for consecutive numbers, 'ants, bees' for a few names, the first ones and a count for many."""
+    names = [str(c) for c in classes]
+    if len(names) > 2 and all(n.isdigit() for n in names):
+        numbers = sorted(int(n) for n in names)
+        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+            return f"{numbers[0]}–{numbers[-1]}"
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:most - 1])} and {len(names) - most + 1} more classes"

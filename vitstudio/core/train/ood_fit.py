@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vitstudio.core.models import ood
 from vitstudio.core.inference import decoded_batches, pooled_and_logits
 from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models import ood
 from vitstudio.core.models.model import LoadedModel
 
 
@@ -41,19 +41,7 @@ def describe_images(paths: Sequence[str | Path], classes: Sequence[str], sample:
             continue
         grey = grey and int(np.abs(rgb - rgb.mean(axis=2, keepdims=True)).max()) <= 8
     size = f"{next(iter(sizes))[0]}×{next(iter(sizes))[1]} " if len(sizes) == 1 else ""
-    return f"{size}{'grey' if grey else 'colour'} images of {name_classes(classes)}"
-
-
-def name_classes(classes: Sequence[str], most: int = 6) -> str:
-    """'0–9' for consecutive numbers, 'ants, bees' for a few names, the first ones and a count for many."""
-    names = [str(c) for c in classes]
-    if len(names) > 2 and all(n.isdigit() for n in names):
-        numbers = sorted(int(n) for n in names)
-        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
-            return f"{numbers[0]}–{numbers[-1]}"
-    if len(names) <= most:
-        return ", ".join(names)
-    return f"{', '.join(names[:most - 1])} and {len(names) - most + 1} more classes"
+    return f"{size}{'grey' if grey else 'colour'} images of {ood.name_classes(classes)}"
 
 
 def write_ood_bank(loaded: LoadedModel, train: Sequence[tuple[Path, int]], val: Sequence[tuple[Path, int]],

@@ -5,10 +5,27 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from ..common.ood_banner import OODBannerWidget
 from ..imaging import pil_to_pixmap, set_scaled_pixmap
 from ..state import AppState, ImageEntry
 
 ROWS = 5
+
+
+def fit_line(model, pred) -> str:
+    """Whether this image is like the model's training data, in words, with its score."""
+    from vitstudio.core.models import ood  # here: the window shows before torch is imported
+
+    if not pred.ood_calibrated:
+        return (f"Out-of-distribution score {pred.ood_score:.2f} (1 − top probability, uncalibrated): this model "
+                f"keeps no record of its training data, so whether the image fits it is unknown.")
+    bank = ood.bank_for(model)
+    trained_on = f" ({bank.description})" if bank is not None and bank.description else ""
+    limit = f"{bank.threshold:.2f}" if bank is not None else "?"
+    if pred.ood:
+        return (f"<b>⚠ Not like what this model was trained on{trained_on}</b>: out-of-distribution score "
+                f"{pred.ood_score:.2f} &gt; {limit}; the prediction is a guess.")
+    return f"Like the model's training data{trained_on}: out-of-distribution score {pred.ood_score:.2f} ≤ {limit}."
 
 
 class PredictionsPanel(QWidget):
@@ -41,14 +58,20 @@ class PredictionsPanel(QWidget):
         images.addWidget(self.crop, 1, 1)
         for label in (self.original, self.crop):
             label.setMinimumSize(200, 200)
+        self.banner = OODBannerWidget()  # most of the images unlike the model's training data
         layout = QVBoxLayout(self)
+        layout.addWidget(self.banner)
         layout.addLayout(images, 1)
         layout.addWidget(self.title)
         layout.addLayout(grid)
         state.image_selected.connect(self._on_image_selected)
         state.prediction_ready.connect(self._on_prediction_ready)
-        state.model_loaded.connect(lambda _m: self._show(self.state.selected))
+        state.model_loaded.connect(self._on_model_loaded)
         self._show(None)
+
+    def _on_model_loaded(self, _model) -> None:
+        self._show(self.state.selected)
+        self._update_banner()
 
     def _on_image_selected(self, entry: ImageEntry | None) -> None:
         self._show(entry)
@@ -56,6 +79,18 @@ class PredictionsPanel(QWidget):
     def _on_prediction_ready(self, entry: ImageEntry) -> None:
         if entry is self.state.selected:
             self._show(entry)
+        self._update_banner()
+
+    def _update_banner(self) -> None:
+        """The banner over every image classified by the current model (images still classifying wait)."""
+        preds = [self.state.prediction_for(e) for e in self.state.images]
+        scored = [p for p in preds if p is not None and p.ok and p.ood_calibrated]
+        if not scored:
+            self.banner.clear_share()
+            return
+        from vitstudio.core.models import ood  # here: the window shows before torch is imported
+
+        self.banner.show_share(sum(p.ood for p in scored), len(scored), ood.describe(self.state.model))
 
     def export_data(self):
         entry = self.state.selected
@@ -81,7 +116,7 @@ class PredictionsPanel(QWidget):
             self.title.setText(f"{entry.path}<br>Classifying…")
         else:
             self.title.setText(f"{entry.path}<br>Top-{len(pred.indices)} of {self.state.model.num_classes} "
-                               f"classes · {self.state.model.display_name}")
+                               f"classes · {self.state.model.display_name}<br>{fit_line(self.state.model, pred)}")
         set_scaled_pixmap(self.original, pil_to_pixmap(entry.preview) if entry and entry.preview else None)
         set_scaled_pixmap(self.crop, pil_to_pixmap(pred.crop) if pred is not None and pred.crop is not None
                           else None)

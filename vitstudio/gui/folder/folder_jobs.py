@@ -9,12 +9,20 @@ from vitstudio.core.folder.results import folder_results
 from .folder_table import thumbnails
 
 # what each job's result depends on besides the model: the paths opened
-KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "hover": ("paths",)}
+KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "hover": ("paths",),
+        "fit": ("paths",)}
 
 
 def scan_job(cancel, model, paths: list[str], roots: list[str]):
     embedded = yield from embed_folder(model, paths, cancel=cancel)
     return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
+
+
+def fit_job(cancel, model, embedded, results):
+    """Out-of-distribution flags of the folder (from the cached features) and its folders vs the model's classes."""
+    from vitstudio.core.folder.model_fit import folder_fit
+
+    return folder_fit(model, embedded, results)
 
 
 def map_job(cancel, embedded):

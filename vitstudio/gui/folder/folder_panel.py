@@ -29,7 +29,8 @@ from vitstudio.core.folder.results import FolderResults
 
 from .. import workers
 from ..viewstate import ViewState
-from .folder_jobs import KEYS, hover_job, map_job, review_job, scan_job, similar_job
+from .folder_fit import FolderFitWidget
+from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_map import colour_groups
 from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, icon_list, item_path, load_icons
@@ -56,7 +57,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
         self.report = None  # the label review's AuditReport
         self.view_state = ViewState(model=None, image=None, paths=())
-        self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review"))
+        self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.LatestJob(workers.LONG)
         self._build()
         self.view_state.connect(self._on_view_state)
@@ -76,6 +77,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         layout = QVBoxLayout(self)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.info)
+        layout.addWidget(self.fit)  # "don't look like what this model was trained on", folders not its classes
         layout.addWidget(self.progress)
         layout.addWidget(split, 1)
         self._connect()
@@ -91,6 +93,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.info.setWordWrap(True)
         self.progress = QProgressBar()
         self.progress.setVisible(False)
+        self.fit = FolderFitWidget()
 
     def _build_table(self) -> None:
         self.model = ResultsModel(self)
@@ -223,6 +226,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.review_tab.clear()
         self._enable()
         self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
+        self.jobs.start("fit", "Model fit", fit_job, self.state.model, embedded, results,
+                        on_result=self.fit.show_fit, on_error=self._on_failed)
 
     def _on_model(self, model) -> None:
         self.view_state.update(model=model.uid)  # discards every pending job of the previous model
@@ -242,6 +247,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.review.clear()
         self.duplicates.clear()
         self.map_tab.clear()
+        self.fit.clear()
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
         self._enable()
@@ -326,7 +332,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.side.setCurrentIndex(2)
         self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
                           f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
-                          f"({report.split}). Double-click an image to explain it.")
+                          f"({report.split}). Double-click an image to explain it.{self.fit.unreliable_note()}")
         self.duplicates.show_groups(report.groups)
         if report.leaks:
             self.state.message.emit("warning", f"{len(report.leaks)} duplicate groups straddle train/val "

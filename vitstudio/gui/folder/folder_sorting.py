@@ -50,10 +50,10 @@ class FolderSortingMixin:
             return
         selected = bool(self._selected_rows())
         plan = self.sort_plan(out, self.min_conf.value(), False, selected)
-        answer = QMessageBox.question(
-            self, "Sort into folders", f"{plan.describe()}\n\nImages under {self.min_conf.value():.0%} confidence "
-            "go to 'unsure'. Files are copied (the originals stay), never overwritten; an undo log is written in "
-            "the target folder.", QMessageBox.Ok | QMessageBox.Cancel)
+        answer = QMessageBox.question(  # the note: when the model does not fit the images, said before they move
+            self, "Sort into folders", f"{plan.describe()}{self.fit.unreliable_note()}\n\nImages under "
+            f"{self.min_conf.value():.0%} confidence go to 'unsure'. Files are copied (the originals stay), never "
+            "overwritten; an undo log is written in the target folder.", QMessageBox.Ok | QMessageBox.Cancel)
         if answer == QMessageBox.Ok:
             self.run_sort(plan)
 

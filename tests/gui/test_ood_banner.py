@@ -1,0 +1,118 @@
+"""Does this model fit these images? The real window with the bundled digits model: photos raise the banner on the
+Predictions tab and mark the strip, digits do not; on the Folder tab a folder of ants and bees photos raises the
+banner, says its folders are not the model's classes where correct / mistake views would be empty, and the review
+and the sort say their results are unreliable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.core.planted import distinct_photos
+from vitstudio.core.models.demo import bundled_demo, render_digits, sample_images
+from vitstudio.gui import workers
+
+pytestmark = pytest.mark.skipif(bundled_demo() is None, reason="the bundled demo model is not in this checkout")
+COLOUR_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina",
+                 "astronaut-tile01", "coffee-tile10", "rocket-tile11")
+TRAINED_ON = "don't look like what this model was trained on (32×32 grey digits)"
+
+
+def _settle(qtbot, timeout=60000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def _photos(folder: Path, names=COLOUR_PHOTOS) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    images = distinct_photos()
+    paths = []
+    for name in names:
+        paths.append(folder / f"{name}.png")
+        Image.fromarray(images[name]).save(paths[-1])
+    return paths
+
+
+def _load_demo(window, qtbot):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+
+
+def _classified(window, qtbot, count: int):
+    qtbot.waitUntil(lambda: len(window.state.images) == count, timeout=20000)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: all(window.state.prediction_for(e) is not None for e in window.state.images),
+                    timeout=20000)
+
+
+def test_photos_raise_the_banner_and_digits_do_not(window, qtbot, tmp_path):
+    _load_demo(window, qtbot)
+    banner = window.predictions.banner
+    window.add_paths([str(p) for p in sample_images()])  # the demo's own sample digits
+    _classified(window, qtbot, len(sample_images()))
+    assert banner.isHidden() and not banner.text()
+    assert not any("⚠" in caption for caption in window.strip.captions())
+    assert "Like the model's training data (32×32 grey digits)" in window.predictions.title.text()
+
+    window.add_paths([str(p) for p in _photos(tmp_path / "photos")])  # now 10 photos beside 6 digits
+    _classified(window, qtbot, len(sample_images()) + len(COLOUR_PHOTOS))
+    assert not banner.isHidden() and TRAINED_ON in banner.text()
+    marked = [c for c in window.strip.captions() if "⚠" in c]
+    assert len(marked) >= 9 and all(c.split("\n")[0].endswith(".png") and "digit" not in c for c in marked)
+    photo = next(e for e in window.state.images if "astronaut.png" in e.path)
+    window.state.select(photo)
+    assert "Not like what this model was trained on (32×32 grey digits)" in window.predictions.title.text()
+
+
+def _digits(folder: Path, per_class: int = 6) -> Path:
+    root = render_digits(folder)
+    for cls in root.iterdir():
+        for extra in sorted(cls.iterdir())[per_class:]:
+            extra.unlink()
+    return root
+
+
+def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_classes(window, qtbot, tmp_path,
+                                                                                        monkeypatch):
+    from vitstudio.gui.folder.folder_map import colour_groups
+
+    _load_demo(window, qtbot)
+    window.show_tab("folder")
+    panel = window.folder
+
+    panel.open_folder(str(_digits(tmp_path / "digits")))  # the model's own kind of images, its own classes
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.fit.fit is not None, timeout=20000)
+    assert panel.fit.banner.isHidden() and panel.fit.mismatch.isHidden() and not panel.fit.unreliable_note()
+
+    data = tmp_path / "hymenoptera"
+    names = list(distinct_photos())
+    _photos(data / "ants", [n for n in names if "tile" in n][:12])
+    _photos(data / "bees", [n for n in names if n.startswith("face")][:12])
+    panel.open_folder(str(data))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.fit.fit is not None, timeout=20000)
+    assert not panel.fit.banner.isHidden() and TRAINED_ON in panel.fit.banner.text()
+    expected = "Your folders (ants, bees) are not this model's classes (0–9): fine-tune it to learn them"
+    assert not panel.fit.mismatch.isHidden() and expected in panel.fit.mismatch.text()
+
+    # "Show mistakes" is empty because nothing can be compared: said in words, not left blank
+    panel.correctness.setCurrentIndex(2)
+    assert panel.visible_rows() == [] and expected in panel.fit.mismatch_text()
+    panel.correctness.setCurrentIndex(0)
+    assert [name for name, _, _ in colour_groups(panel.results, "correct")] == ["folder not a model class"]
+
+    # the review and the sort say their results rest on images the model was not trained for
+    panel.start_review()
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.report is not None, timeout=60000)
+    assert "results are unreliable" in panel.info.text()
+    asked = []
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getExistingDirectory", lambda *a, **k: str(tmp_path / "out"))
+    monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.question",
+                        lambda _parent, _title, text, *a, **k: asked.append(text) or 0)
+    panel._sort_dialog()
+    assert asked and "results are unreliable" in asked[0]
+    assert np.all(~np.asarray([(tmp_path / "out").exists()]))  # cancelled: nothing was sorted
