@@ -285,8 +285,10 @@ def test_the_form_has_a_control_for_every_setting(qtbot, tmp_path):
     assert config.preset == "full"
     for name, value in values.items():
         assert getattr(config, name) == value, name
-    form.preset.setCurrentText("seed")  # a preset's value can be set back to "the model's" (None)
-    assert form.config("", "", "").mean == (0.5, 0.5, 0.5)
+    form.preset.setCurrentText("seed")  # the user's values stay; the note's link takes the preset's for all
+    assert form.config("", "", "").mean == (0.4, 0.5, 0.6)
+    form.preset_note.linkActivated.emit("preset")
+    assert form.config("", "", "").mean == (0.5, 0.5, 0.5)  # a preset's value can be set back to "the model's"
     form.controls["mean"].widget.setText("")
     form.controls["interpolation"].widget.setCurrentText("the model's")
     assert (form.config("", "", "").mean, form.config("", "", "").interpolation) == (None, None)

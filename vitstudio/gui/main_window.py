@@ -9,13 +9,13 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDockWidget,
+    QFormLayout,
     QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
     QPlainTextEdit,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -30,6 +30,8 @@ from . import workers
 from .actions import build_menus
 from .common.image_strip import ImageStripWidget
 from .common.model_panel import ModelCardView, ModelPanel
+from .common.scrolling_tabs import ScrollingTabWidget, scrolling
+from .common.wheel_guard import install_wheel_guard
 from .explore.attention_panel import AttentionPanel
 from .explore.compare_panel import ComparePanel
 from .explore.embeddings_panel import EmbeddingsPanel
@@ -54,6 +56,7 @@ class MainWindow(QMainWindow):
     def __init__(self, state: AppState | None = None) -> None:
         super().__init__()
         configure_pyqtgraph()
+        install_wheel_guard()  # app-wide, once: however the window is made (app.main, tests, benchmarks)
         workers.collect_garbage_on_gui_thread()  # Qt objects must never be destroyed by a worker's collection
         self.setWindowTitle("ViT Studio")
         self.setAcceptDrops(True)
@@ -89,7 +92,7 @@ class MainWindow(QMainWindow):
 
     def _build_central(self) -> None:
         """Model bar on top; the image strip beside the tabs."""
-        self.tabs = QTabWidget()
+        self.tabs = ScrollingTabWidget()  # each page scrolls below its minimum: the window fits 1280×720
         self.tabs.setObjectName("tabs")
         for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
                               (self.embeddings, "Embeddings"), (self.internals, "Model internals"),
@@ -99,6 +102,7 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.strip)
         splitter.addWidget(self.tabs)
         splitter.setStretchFactor(1, 1)
+        splitter.setSizes([150, 1130])  # the strip as wide as its thumbnails; the tabs take the rest
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -111,7 +115,9 @@ class MainWindow(QMainWindow):
         self.card_view = ModelCardView()
         card_dock = QDockWidget("Model card", self)
         card_dock.setObjectName("model_card_dock")
-        card_dock.setWidget(self.card_view)
+        card_dock.setWidget(scrolling(self.card_view))  # long values wrap or scroll, never widen the window
+        card_dock.setMinimumWidth(200)
+        self.card_view.form.setRowWrapPolicy(QFormLayout.WrapAllRows)  # each value under its name: full width
         self.addDockWidget(Qt.RightDockWidgetArea, card_dock)
         self.log_view = QPlainTextEdit(readOnly=True)
         self.log_view.setMaximumBlockCount(2000)
@@ -120,7 +126,7 @@ class MainWindow(QMainWindow):
         log_dock.setWidget(self.log_view)
         self.addDockWidget(Qt.BottomDockWidgetArea, log_dock)
         self.resizeDocks([log_dock], [110], Qt.Vertical)
-        self.resizeDocks([card_dock], [330], Qt.Horizontal)
+        self.resizeDocks([card_dock], [270], Qt.Horizontal)  # at 1280 wide the tabs keep ~850 px
         self.status_jobs = QLabel()
         self.statusBar().addPermanentWidget(self.status_jobs)
 

@@ -86,6 +86,7 @@ class RunWarning:
     """Something the user should know during a run (shown by the CLI and the GUI, kept in status.json)."""
 
     message: str
+    kind: str = ""  # "chance": the accuracy is at chance level (a view clears it once a run does better)
 
 
 @dataclass(frozen=True)
@@ -360,7 +361,7 @@ def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | Non
                f"class; a base model whose features do not fit the data with the backbone frozen (try last-blocks or "
                f"full); or labels that do not follow the folders.")
     run.warnings.append(message)
-    return RunWarning(message)
+    return RunWarning(message, kind="chance")
 
 
 def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):

@@ -50,6 +50,19 @@ PRESETS: dict[str, dict] = {
 }
 
 
+# One line per preset, shown under the Training form's preset (and in its list): what learns and when to pick it.
+PRESET_DESCRIPTIONS: dict[str, str] = {
+    "linear-probe": "Only the new head learns (backbone frozen): fastest; for small datasets close to the "
+                    "model's pre-training images.",
+    "last-blocks": "The head and the last 2 blocks learn: a good first try for most photo datasets.",
+    "full": "Every layer learns (deeper ones faster, with regularisation): for larger datasets or images far "
+            "from the model's pre-training.",
+    "seed": "The original seed train.py recipe (SGD, head and pre-logits, batch 8, 224 px): to reproduce its "
+            "results.",
+    "scratch": "A new ViT trained from random weights (e.g. custom:...): needs many images and epochs.",
+}
+
+
 @dataclass
 class TrainConfig:
     """Every setting of a fine-tuning run; each field's Setting (schema.py) gives its label, help, range or

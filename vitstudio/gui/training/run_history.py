@@ -1,4 +1,5 @@
-"""The Training panel's History tab: every run folder in models/ as one line; clicking one asks to show it."""
+"""The Training panel's History tab: every run folder in models/ as one line; clicking one asks to show it. The
+line of the run in progress follows it epoch by epoch (`update_row`) without re-reading every run folder."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout,
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.runs import list_runs
 
+_BASE_ROLE = Qt.UserRole + 1  # the run's base model, kept to rewrite its line
+
+
+def row_text(name: str, status: str, epochs: int, best_val_acc: float | None, base_model: str) -> str:
+    acc = f"{best_val_acc * 100:.1f} %" if best_val_acc is not None else "–"
+    return f"{name} · {status} · {epochs} epochs · best val {acc} · from {base_model}"
+
 
 class RunHistoryView(QWidget):
     run_clicked = Signal(object)  # the run folder (Path)
@@ -18,8 +26,10 @@ class RunHistoryView(QWidget):
         super().__init__(parent)
         self.list = QListWidget()
         self.list.itemClicked.connect(self._on_clicked)
+        where = QLabel(f"Runs in {models_dir()} (click one to see its curves and results):")
+        where.setWordWrap(True)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(f"Runs in {models_dir()} (click one to see its curves and results):"))
+        layout.addWidget(where)
         layout.addWidget(self.list)
         self.listed: set[str] = set()
 
@@ -29,15 +39,22 @@ class RunHistoryView(QWidget):
         with QSignalBlocker(self.list):
             self.list.clear()
             for run in list_runs():
-                acc = f"{run.best_val_acc * 100:.1f} %" if run.best_val_acc is not None else "–"
                 status = "training…" if active_run is not None and run.folder == active_run else run.status
-                item = QListWidgetItem(f"{run.name} · {status} · {run.epochs} epochs · best val {acc} · "
-                                       f"from {run.base_model}")
+                item = QListWidgetItem(row_text(run.name, status, run.epochs, run.best_val_acc, run.base_model))
                 item.setData(Qt.UserRole, str(run.folder))
+                item.setData(_BASE_ROLE, run.base_model)
                 self.list.addItem(item)
                 self.listed.add(str(run.folder))
                 if shown_run is not None and run.folder == shown_run:
                     item.setSelected(True)
+
+    def update_row(self, folder: Path, status: str, epochs: int, best_val_acc: float | None) -> None:
+        """Rewrite the line of `folder` (the run in progress) from what the GUI already knows."""
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            if item.data(Qt.UserRole) == str(folder):
+                item.setText(row_text(folder.name, status, epochs, best_val_acc, item.data(_BASE_ROLE)))
+                return
 
     def _on_clicked(self, item: QListWidgetItem) -> None:
         self.run_clicked.emit(Path(item.data(Qt.UserRole)))

@@ -1,12 +1,17 @@
 """The recipe form of the Training panel: the preset, then one control per training setting, generated from
 TrainConfig's schema (core/train/schema.py) as the CLI's options are: the common ones on top, the others under
-Advanced settings, by section. The dataset, base model, run name and probe image are the panel's own rows."""
+Advanced settings, by section. The dataset, base model, run name and probe image are the panel's own rows.
+
+A preset never rewrites what the user typed: a field whose value differs from what the last preset set is theirs,
+and a new preset sets only the others (a note says which were kept, with a link to take the preset's values)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.train.recipes import TrainConfig, make_config
+from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_config
 from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
 _INT_MAX = 2**31 - 1  # QSpinBox holds a C int
@@ -57,6 +62,18 @@ class SettingControl:
             self.widget = _spin(s)
         self.parts = self.parts or {s.name: self.widget}
         self.widget.setToolTip(s.help)
+
+    def connect_changed(self, slot) -> None:
+        """`slot()` after any change of this setting's widgets, by the user or by code."""
+        for w in self.parts.values() if len(self.parts) > 1 else [self.widget]:
+            if isinstance(w, QCheckBox):
+                w.toggled.connect(slot)
+            elif isinstance(w, QComboBox):
+                w.currentTextChanged.connect(slot)
+            elif isinstance(w, QLineEdit):
+                w.textChanged.connect(slot)
+            else:
+                w.valueChanged.connect(slot)
 
     @property
     def label(self) -> str:
@@ -141,17 +158,44 @@ class TrainingFormWidget(QWidget):
     """Preset + every setting of `schema` (TrainConfig's by default) but the panel's own; `config()` builds the
     TrainConfig. With Advanced settings folded, the advanced ones keep the preset's values."""
 
+    changed = Signal()  # any setting, the preset or the Advanced switch changed
+
     def __init__(self, parent: QWidget | None = None, schema: tuple[Setting, ...] | None = None) -> None:
         super().__init__(parent)
         self.schema = tuple(s for s in (schema or settings_of(TrainConfig)) if not s.panel)
         self.controls = {s.name: SettingControl(s) for s in self.schema}
         self.inputs: dict[str, QWidget] = {k: w for c in self.controls.values() for k, w in c.parts.items()}
         self.preset: QComboBox = self.controls["preset"].widget
+        self.preset_values: dict = {}  # what the last preset set, as the controls read it back
+        self.preset_description = QLabel()
+        self.preset_description.setWordWrap(True)
+        self.preset_note = QLabel()  # which of the user's values a preset change kept
+        self.preset_note.setWordWrap(True)
+        self.preset_note.setVisible(False)
+        self.preset_note.linkActivated.connect(lambda _link: self.load_preset(self.preset.currentText(), False))
+        for i in range(self.preset.count()):
+            self.preset.setItemData(i, PRESET_DESCRIPTIONS.get(self.preset.itemText(i), ""), Qt.ToolTipRole)
         self.advanced = QGroupBox("Advanced settings")
         self.advanced.setCheckable(True)
         self.advanced.setChecked(False)  # folded: the preset's values are used as they are
         self.advanced_body = QWidget()
         QVBoxLayout(self.advanced).addWidget(self.advanced_body)
+        self._lay_out()
+        self.advanced.toggled.connect(self.advanced_body.setVisible)
+        self.preset.setCurrentText("last-blocks")
+        self.load_preset(self.preset.currentText())
+        self.preset.currentTextChanged.connect(self.load_preset)
+        for control in self.controls.values():
+            control.connect_changed(self._emit_changed)
+        self.advanced.toggled.connect(self._emit_changed)
+        self.advanced_body.setVisible(False)
+
+    def _emit_changed(self, *_value) -> None:
+        self.changed.emit()
+
+    def _lay_out(self) -> None:
+        """The common settings on top (the preset with its description first), the others under Advanced settings,
+        by section."""
         grid = QFormLayout(self.advanced_body)  # one grid for every section: the columns line up
         grid.setContentsMargins(0, 0, 0, 0)
         layout = QFormLayout(self)
@@ -160,23 +204,53 @@ class TrainingFormWidget(QWidget):
             for c in rows:
                 if not c.setting.advanced:
                     layout.addRow(c.label, c.widget)
+                if c.widget is self.preset:
+                    layout.addRow(self.preset_description)
+                    layout.addRow(self.preset_note)
             if any(c.setting.advanced for c in rows):
                 grid.addRow(QLabel(f"<b>{section.capitalize()}</b>"))
                 for c in rows:
                     if c.setting.advanced:
                         grid.addRow(c.label, c.widget)
         layout.addRow(self.advanced)
-        self.advanced.toggled.connect(self.advanced_body.setVisible)
-        self.preset.currentTextChanged.connect(self.load_preset)
-        self.preset.setCurrentText("last-blocks")
-        self.load_preset(self.preset.currentText())
-        self.advanced_body.setVisible(False)
 
-    def load_preset(self, preset: str) -> None:
+    def edited(self) -> list[str]:
+        """The settings whose value is the user's: not the one the last preset set (or not readable)."""
+        out = []
+        for name, before in self.preset_values.items():
+            try:
+                same = _same(self.controls[name].value(), before)
+            except ValueError:  # typed wrongly: certainly the user's
+                same = False
+            if not same:
+                out.append(name)
+        return out
+
+    def load_preset(self, preset: str, keep_edits: bool = True) -> None:
+        """Set every setting to `preset`'s value but those the user edited (unless `keep_edits` is False)."""
+        kept = self.edited() if keep_edits else []
         defaults = make_config("", "", "", preset)
-        for name, control in self.controls.items():
-            if name != "preset" and hasattr(defaults, name):
-                control.set_value(getattr(defaults, name))
+        values = {}
+        self.blockSignals(True)  # one `changed` for the whole preset, not one per setting
+        try:
+            for name, control in self.controls.items():
+                if name == "preset" or not hasattr(defaults, name):
+                    continue
+                if name not in kept:
+                    control.set_value(getattr(defaults, name))
+                    values[name] = control.value()
+                else:
+                    values[name] = getattr(defaults, name)
+        finally:
+            self.blockSignals(False)
+        self.preset_values = values
+        self.changed.emit()
+        self.preset_description.setText(f"<i>{PRESET_DESCRIPTIONS.get(preset, '')}</i>")
+        self.preset_note.setVisible(bool(kept))
+        if kept:
+            labels = ", ".join(self.controls[name].setting.label.lower() for name in kept)
+            self.preset_note.setText(f"Kept your {labels}; the other settings are {preset}'s. "
+                                     f"<a href='preset'>Use {preset}'s values for all</a>")
 
     def values(self) -> dict:
         """The settings the form sets: the common ones, and the advanced ones when Advanced settings is open. A
@@ -190,6 +264,15 @@ class TrainingFormWidget(QWidget):
         config = make_config(data_dir, model, out_dir, self.preset.currentText(), **values, **extra)
         # make_config keeps the preset's value for a None; here None is a choice ("the model's", "off", "auto")
         return dataclasses.replace(config, **{k: None for k, v in values.items() if v is None})
+
+
+def _same(a, b) -> bool:
+    """Equal, numbers within a spin box's rounding (a preset's 0.875 reads back as 0.875 or 0.88)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float | int) and isinstance(b, float | int) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+    return a == b
 
 
 def describe_scan(scan, copies: dict, excluded: int) -> str:

@@ -3,13 +3,11 @@ progress, pause/cancel, attention-over-training probe, results, run history, and
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFileDialog,
     QScrollArea,
     QSplitter,
     QTabWidget,
@@ -27,12 +25,14 @@ from vitstudio.core.train.runs import UNFINISHED, read_metrics, run_status
 from .. import workers
 from ..viewstate import ViewState
 from .augmentation_preview import AugmentationPreviewView
+from .dataset_actions import TrainingDatasetMixin
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
+from .start_readiness import NO_DATASET, start_blocker
 from .training_curves import TrainingCurvesView
 from .training_dataset import TrainingDatasetWidget
-from .training_form import TrainingFormWidget, describe_scan
-from .training_jobs import gallery_job, preview_job, scan_job
+from .training_form import TrainingFormWidget
+from .training_jobs import gallery_job
 from .training_results import RunResultsWidget
 from .training_run_controls import RunControlsWidget
 
@@ -41,10 +41,10 @@ CONTROL_WIDGETS = ("multi_gpu", "start_button", "pause_button", "cancel_button",
                    "status", "warning", "preview_button", "use_button", "export_button")
 
 
-class TrainingPanel(QWidget):
+class TrainingPanel(TrainingDatasetMixin, QWidget):
     use_model = Signal(str)  # run folder
     export_requested = Signal(str)  # run folder
-    explore_image = Signal(str)  # image path
+    explore_image = Signal(str, str)  # image path, the run folder whose model it belongs to
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -61,6 +61,8 @@ class TrainingPanel(QWidget):
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
+        self.dataset_problem = NO_DATASET  # why the dataset cannot be trained on ("" once a scan succeeded)
+        self._auto_name = ""  # the run name the panel gave (renewed with the dataset), not one the user typed
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots)
         self.preview_grid = None
@@ -69,6 +71,9 @@ class TrainingPanel(QWidget):
         split.addWidget(self._build_run_views())
         split.setStretchFactor(1, 1)
         QVBoxLayout(self).addWidget(split)
+        for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged):
+            changed.connect(self._refresh_buttons)  # Start says at once why it cannot run
+        self.form.preset.currentTextChanged.connect(self._rename_unnamed_run)
         self._refresh_buttons()
         self.refresh_history()
         state.model_loaded.connect(self._on_model_loaded)
@@ -80,6 +85,11 @@ class TrainingPanel(QWidget):
     @shown_run.setter
     def shown_run(self, folder: Path | None) -> None:
         self.view_state.update(run=folder)
+
+    def _rename_unnamed_run(self, _preset: str) -> None:
+        """The name the panel gave says the preset: it follows the preset (one the user typed stays)."""
+        if self.scan is not None and self.run_name.text() == self._auto_name:
+            self._name_next_run()
 
     def _on_model_loaded(self, model) -> None:
         if not self.base_model.currentText():
@@ -101,7 +111,7 @@ class TrainingPanel(QWidget):
         left.setWidget(left_inner)
         left.setWidgetResizable(True)
         left.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        left.setMinimumWidth(400)
+        left.setMinimumWidth(360)  # with the run views' ~440: the tab fits beside the strip and card at 1280 px
         left.setMaximumWidth(460)
         return left
 
@@ -130,110 +140,50 @@ class TrainingPanel(QWidget):
         self.use_button.clicked.connect(self._use_shown_run)
         self.export_button.clicked.connect(lambda: self.export_requested.emit(str(self.shown_run)))
 
-    def preview_augmentation(self) -> None:
-        """16 augmented training views with the form's settings, computed on a worker, shown in a grid."""
-        if self.scan is None:
-            self.status.setText("Choose a readable dataset folder first.")
-            return
-        try:
-            config = self.form.config(str(self.scan.root), "preview", str(models_dir() / ".preview"))
-            config.validate()
-        except ValueError as exc:
-            self.status.setText(str(exc))
-            return
-        model = self.state.model
-        size = (config.img_size, config.img_size) if config.img_size else (model.input_hw if model else (224, 224))
-        interpolation = model.data_config.get("interpolation", "bicubic") if model else "bicubic"
-        paths = [p for files in self.scan.train.values() for p in files]
-        self.preview_box.label.setText("Computing augmented views…")
-        self.jobs.start("preview", "Augmentation preview", preview_job, paths, config, size, interpolation,
-                        on_result=self._show_preview, on_error=self._on_preview_error)
-        self.right.setCurrentWidget(self.preview_box)
-
-    def _on_preview_error(self, exc: BaseException) -> None:
-        self.preview_box.label.setText(workers.describe(exc))
-
-    def _show_preview(self, grid) -> None:
-        self.preview_box.show_grid(grid, self.form.config("", "", ""))
-        self.preview_grid = self.preview_box.grid
-
     def _build_run_views(self) -> QWidget:
         """Curves, attention over training, results and history of the run shown."""
         self.curves = TrainingCurvesView()
         self.lines = self.curves.lines
-        self.probe_history = ProbeHistoryView(self.state.message.emit)
+        self.probe_history = ProbeHistoryView(self.state)
         self.probe_view, self.animation_button = self.probe_history.view, self.probe_history.animation_button
         self.results = RunResultsWidget()
-        self.results.misclassified_clicked.connect(self.explore_image)
+        # a run's results are explained by that run's model, not whatever is loaded
+        self.results.misclassified_clicked.connect(
+            lambda path: self.explore_image.emit(path, str(self.view_state.run or "")))
         self.preview_box = AugmentationPreviewView()
         self.preview = self.preview_box.plot
         self.history_view = RunHistoryView()
         self.history = self.history_view.list
         self.history_view.run_clicked.connect(self.show_run)
         self.right = QTabWidget()
-        for w, title in ((self.curves, "Curves"), (self.probe_history, "Attention over training"),
+        for w, title in ((self.curves, "Curves"), (self.probe_history, "Attention (probe)"),
                          (self.results, "Results"), (self.preview_box, "Augmentation"), (self.history_view, "History")):
             self.right.addTab(w, title)
+        self.right.setTabToolTip(1, "Attention over training: the probe image's rollout after each epoch")
         return self.right
-
-    # -- dataset -----------------------------------------------------------------------------------
-    def dragEnterEvent(self, event) -> None:
-        if event.mimeData().hasUrls():
-            event.acceptProposedAction()
-
-    def dropEvent(self, event) -> None:
-        folders = [u.toLocalFile() for u in event.mimeData().urls() if Path(u.toLocalFile()).is_dir()]
-        if folders:
-            self.set_dataset(folders[0])
-            event.acceptProposedAction()
-
-    def _browse(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Dataset folder (one subfolder per class)")
-        if folder:
-            self.set_dataset(folder)
-
-    def set_dataset(self, folder: str, exclude: list | None = None) -> None:
-        """Scan `folder`; `exclude` (from the folder view's label review) is left out of the runs started here."""
-        if not folder:
-            return
-        self.exclude = list(exclude or [])
-        self.folder.setText(folder)
-        self.dataset_info.setText("Scanning…")
-        self.view_state.update(dataset=folder)
-        self.jobs.start("scan", "Scanning dataset", scan_job, folder, on_result=self._on_scan,
-                        on_error=self._on_scan_error)
-
-    def _on_scan_error(self, exc: BaseException) -> None:
-        self.scan = None
-        self.dataset_info.setText(f"<b>Cannot use this folder:</b> {workers.describe(exc)}")
-        self.dataset.balance.clear()
-
-    def _on_scan(self, found) -> None:
-        scan, copies = found
-        self.scan = scan
-        self.dataset_info.setText(describe_scan(scan, copies, len(self.exclude)))
-        self.dataset.show_balance(scan.counts)
-        if not self.run_name.text():
-            stamp = time.strftime("%m%d-%H%M")
-            self.run_name.setText(f"{Path(scan.root).name}-{self.form.preset.currentText()}-{stamp}")
 
     # -- running -----------------------------------------------------------------------------------
     def start(self) -> None:
-        if self.job is not None and not self.job.done:
+        blocker = self._start_blocker()
+        if blocker:
+            self.status.setText(blocker)
             return
-        model = self.base_model.currentText().strip() or (self.state.model.name if self.state.model else "")
-        if self.scan is None or not model:
-            self.status.setText("Choose a readable dataset folder and a base model first.")
-            return
-        name = self.run_name.text().strip() or f"run-{time.strftime('%Y%m%d-%H%M%S')}"
-        try:
-            config = self.form.config(str(self.scan.root), model, str(models_dir() / name),
-                                      probe_image=self.probe.text().strip() or None, exclude=tuple(self.exclude))
-            config.validate()
-        except ValueError as exc:
-            self.status.setText(str(exc))
-            return
-        self._launch(config, resume=False)
+        if not self.run_name.text().strip():
+            self._name_next_run()
+        self._launch(self._run_config(), resume=False)
+
+    def _base_model(self) -> str:
+        return self.base_model.currentText().strip() or (self.state.model.name if self.state.model else "")
+
+    def _run_config(self):
+        """The TrainConfig Start would run (a ValueError names a setting typed wrongly)."""
+        return self.form.config(str(self.scan.root), self._base_model(),
+                                str(models_dir() / (self.run_name.text().strip() or "run")),
+                                probe_image=self.probe.text().strip() or None, exclude=tuple(self.exclude))
+
+    def _start_blocker(self) -> str:
+        return start_blocker(self.running, self.dataset_problem, self._base_model(), self.run_name.text(),
+                             self._run_config)
 
     def resume_run(self) -> None:
         """Continue the unfinished run selected in History (cancelled, interrupted or killed) from its last
@@ -251,7 +201,7 @@ class TrainingPanel(QWidget):
         self._launch(config, resume=True)
 
     def _launch(self, config, resume: bool) -> None:
-        self.warning.setVisible(False)
+        self.controls.clear_warnings()
         self.shown_run = self.active_run = Path(config.out_dir)
         self._reset_curves()
         if resume:
@@ -282,9 +232,8 @@ class TrainingPanel(QWidget):
         if self.job is None:
             return
         (self.job.cancel_token.pause if paused else self.job.cancel_token.resume)()
-        self.pause_button.setText("Resume" if paused else "Pause")
-        if paused:
-            self.status.setText("Paused.")
+        self.controls.show_paused(paused)
+        self._update_live_row()
 
     @property
     def running(self) -> bool:
@@ -298,7 +247,8 @@ class TrainingPanel(QWidget):
         running, shown = self.running, self.shown_run
         resumable = not running and shown is not None and self._resumable(shown)
         usable = shown is not None and (shown / "config.json").exists()
-        self.controls.refresh(running, resumable, usable and not (running and self._showing_live()))
+        self.controls.refresh(running, resumable, usable and not (running and self._showing_live()),
+                              start_blocker=self._start_blocker(), preview_blocker=self.dataset_problem)
 
     @staticmethod
     def _resumable(folder: Path) -> bool:
@@ -333,12 +283,13 @@ class TrainingPanel(QWidget):
                 self._draw_curves()
             if self.active_run is not None and str(self.active_run) not in self.history_view.listed:
                 self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
+            self._update_live_row()
         elif isinstance(rec, ProbeSnapshot):
             snapshots.append(rec)
             if showing:
                 self._show_last_snapshot()
         elif isinstance(rec, RunWarning):
-            self.controls.show_warning(rec.message)
+            self.controls.show_warning(rec.message, rec.kind)
             self.state.message.emit("warning", rec.message)
         elif isinstance(rec, Progress) and rec.message:
             self.controls.show_progress(rec)
@@ -361,6 +312,11 @@ class TrainingPanel(QWidget):
                             f"{result.epochs_done} epochs → {result.out_dir}{skipped}")
         for path, why in result.skipped.items():
             self.state.message.emit("warning", f"skipped {path}: {why}")
+        report = result.report
+        classes = len(report.classes) if report is not None else len(self.scan.classes) if self.scan else 0
+        if classes and result.best_val_acc > 1.25 / classes:
+            self.controls.clear_warnings("chance")  # the run got past chance level after all
+        self._name_next_run()
         self.refresh_history()
         if result.report is not None and showing:
             self._show_results(result.report)
@@ -378,13 +334,24 @@ class TrainingPanel(QWidget):
     def _on_failed(self, exc: BaseException) -> None:
         message = workers.describe(exc)
         self.active_run = None
+        if self.run_name.text().strip() and (models_dir() / self.run_name.text().strip()).exists():
+            self._name_next_run()  # the failed run's folder stays (History can resume it): its name is taken
         self._refresh_buttons()
         self.status.setText(f"<b>Training failed:</b> {message}")
-        self.state.message.emit("error", message)
+        self.state.report(exc, "Training failed")
 
     # -- history -----------------------------------------------------------------------------------
     def refresh_history(self) -> None:
         self.history_view.refresh(self.active_run, self.shown_run)
+
+    def _update_live_row(self) -> None:
+        """The History line of the run in progress: its epochs and best accuracy so far, paused or training."""
+        if self.active_run is None:
+            return
+        curves = self.live[0]
+        paused = self.pause_button.isChecked()
+        self.history_view.update_row(self.active_run, "paused" if paused else "training…", len(curves["epoch"]),
+                                     max(curves["val_acc"], default=None))
 
     def show_run(self, folder: Path) -> None:
         """Show `folder`'s curves and results; the run in progress (if any) goes on and keeps its own buffers."""

@@ -28,6 +28,12 @@ class RunControlsWidget(QWidget):
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("color: #b35900;")
         self.warning.setVisible(False)
+        self.warnings: list[tuple[str, str]] = []  # (kind, message) of the run in progress or last finished
+        self.paused_label = QLabel("⏸ <b>Paused</b>: the run waits at the next step; press Resume to go on.")
+        self.paused_label.setStyleSheet("background: #fff3cd; color: #7a5300; padding: 4px;")
+        self.paused_label.setWordWrap(True)
+        self.paused_label.setVisible(False)
+        self.paused = False
         self.preview_button = QPushButton("Preview augmentation")
         self.use_button = QPushButton("Use this model")
         self.export_button = QPushButton("Export model…")
@@ -43,6 +49,7 @@ class RunControlsWidget(QWidget):
         for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
             buttons.addWidget(b)
         column.addLayout(buttons)
+        column.addWidget(self.paused_label)
         column.addWidget(self.progress)
         column.addWidget(self.status)
         column.addWidget(self.warning)
@@ -51,10 +58,16 @@ class RunControlsWidget(QWidget):
         use_row.addWidget(self.export_button)
         column.addLayout(use_row)
 
-    def refresh(self, running: bool, resumable: bool, usable: bool) -> None:
+    def refresh(self, running: bool, resumable: bool, usable: bool, start_blocker: str = "",
+                preview_blocker: str = "") -> None:
         """Start/Pause/Cancel follow the run in progress; Resume/Use/Export follow the run shown (`resumable`,
-        `usable`: whether it can be resumed, used)."""
-        self.start_button.setEnabled(not running)
+        `usable`: whether it can be resumed, used). `start_blocker`, `preview_blocker`: why Start or Preview
+        cannot run now ("" when they can), shown as the disabled button's tooltip."""
+        self.start_button.setEnabled(not running and not start_blocker)
+        self.start_button.setToolTip(start_blocker or "Start training with these settings")
+        self.preview_button.setEnabled(not preview_blocker)
+        self.preview_button.setToolTip(preview_blocker or "16 augmented views of training images, with these "
+                                                          "settings")
         self.pause_button.setEnabled(running and not self.multi_gpu.isChecked())  # a subprocess cannot pause
         self.cancel_button.setEnabled(running)
         self.resume_button.setEnabled(not running and resumable)
@@ -62,12 +75,23 @@ class RunControlsWidget(QWidget):
         self.export_button.setEnabled(self.use_button.isEnabled())
         if not running:
             self.pause_button.setChecked(False)
+            self.show_paused(False)
+
+    def show_paused(self, paused: bool) -> None:
+        """Paused is a state of the run, said beside the buttons and on the bar, not only by the button's label."""
+        self.paused = paused
+        self.pause_button.setText("Resume" if paused else "Pause")
+        self.paused_label.setVisible(paused)
+        self.progress.setFormat(self._on_bar(self.progress.format().removeprefix("Paused · ")))
+
+    def _on_bar(self, text: str) -> str:
+        return f"Paused · {text}" if self.paused else text
 
     def show_step(self, rec: StepProgress, run_name: str | None) -> None:
         """A training step's progress; `run_name` prefixes the status when that run is not the one shown."""
         self.progress.setRange(0, rec.steps)
         self.progress.setValue(rec.step)
-        self.progress.setFormat(f"epoch {rec.epoch + 1}/{rec.epochs} · step %v/%m")
+        self.progress.setFormat(self._on_bar(f"epoch {rec.epoch + 1}/{rec.epochs} · step %v/%m"))
         where = "" if run_name is None else f"{run_name}: "
         self.status.setText(f"{where}loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
                             f"ETA {duration(rec.eta_s)}")
@@ -81,9 +105,18 @@ class RunControlsWidget(QWidget):
             self.progress.setValue(rec.done)
             self.progress.setFormat(f"{rec.message}: %v/%m")
 
-    def show_warning(self, message: str) -> None:
-        self.warning.setText(f"<b>Warning:</b> {message}")
-        self.warning.setVisible(True)
+    def show_warning(self, message: str, kind: str = "") -> None:
+        self.warnings.append((kind, message))
+        self._show_warnings()
+
+    def clear_warnings(self, kind: str | None = None) -> None:
+        """Forget the warnings of `kind` (all with None): the state they described is over."""
+        self.warnings = [(k, m) for k, m in self.warnings if kind is not None and k != kind]
+        self._show_warnings()
+
+    def _show_warnings(self) -> None:
+        self.warning.setText("<br>".join(f"<b>Warning:</b> {m}" for _, m in self.warnings))
+        self.warning.setVisible(bool(self.warnings))
 
 
 def duration(seconds: float) -> str:

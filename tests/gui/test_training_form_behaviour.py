@@ -1,0 +1,200 @@
+"""Issue 21 items 2, 3 and the Training side of 6, through the real window: the wheel never changes an input the
+user is not editing, a preset keeps the user's values, Start says why it cannot run, each run gets a fresh name,
+the window fits a 1280×720 screen, and the Training tab's status, Paused state and History line follow the run."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QScrollArea
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset
+from vitstudio.gui import workers
+
+SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
+
+
+def _wheel(widget, notches: int = -1) -> None:
+    """One wheel notch over the middle of `widget`, as the mouse would send it."""
+    pos = QPointF(widget.width() / 2, widget.height() / 2)
+    event = QWheelEvent(pos, QPointF(widget.mapToGlobal(pos.toPoint())), QPoint(), QPoint(0, 120 * notches),
+                        Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)
+    QApplication.sendEvent(widget, event)
+
+
+def _value(widget):
+    return widget.value() if isinstance(widget, QAbstractSpinBox) else widget.currentIndex()
+
+
+def _scroll_area_of(widget) -> QScrollArea:
+    while not isinstance(widget, QScrollArea):
+        widget = widget.parentWidget()
+    return widget
+
+
+def _scanned(window, qtbot, folder):
+    panel = window.training
+    window.show_tab("training")
+    panel.set_dataset(str(folder))
+    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    return panel
+
+
+# -- item 2: forms that never change behind your back ---------------------------------------------------------------
+
+def test_wheel_over_an_unfocused_input_changes_nothing_anywhere_and_scrolls_the_form(window, qtbot):
+    panel = window.training
+    window.show_tab("training")
+    panel.form.advanced.setChecked(True)  # a long form: its column scrolls
+    qtbot.wait(50)
+    panel.run_name.setFocus()  # the keyboard is elsewhere
+    column = _scroll_area_of(panel.form).verticalScrollBar()
+    assert column.maximum() > 0
+    epochs, preset = panel.form.inputs["epochs"], panel.form.preset
+    before = (epochs.value(), preset.currentText(), column.value())
+    _wheel(epochs)
+    _wheel(preset)
+    assert (epochs.value(), preset.currentText()) == before[:2]
+    assert column.value() > before[2]  # the wheel scrolled the form instead
+    # every spin box and combo box of every tab: an unfocused one ignores the wheel, and takes no focus from it
+    inputs = [w for w in window.findChildren(QAbstractSpinBox) + window.findChildren(QComboBox) if w.isEnabled()]
+    assert len(inputs) > 50  # the Training form alone has ~45
+    for widget in inputs:
+        if not widget.hasFocus():
+            value = _value(widget)
+            _wheel(widget, 1)
+            _wheel(widget, -1)
+            assert _value(widget) == value, widget
+            assert widget.focusPolicy() == Qt.StrongFocus, widget
+    # once the user clicks into it, the wheel edits it as usual
+    epochs.setFocus()
+    qtbot.waitUntil(epochs.hasFocus, timeout=2000)
+    _wheel(epochs, 1)
+    assert epochs.value() == before[0] + 1
+
+
+def test_a_preset_change_keeps_the_users_values_and_says_so(window, qtbot):
+    from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, PRESETS
+
+    form = window.training.form
+    window.show_tab("training")
+    assert set(PRESET_DESCRIPTIONS) == set(PRESETS) and all(PRESET_DESCRIPTIONS.values())
+    assert form.inputs["epochs"].isVisible() and not form.advanced.isChecked()  # epochs without Advanced
+    assert form.preset_description.text() == f"<i>{PRESET_DESCRIPTIONS['last-blocks']}</i>"
+    assert not form.preset_note.isVisibleTo(form)
+    form.inputs["epochs"].setValue(30)
+    form.preset.setCurrentText("full")
+    assert form.inputs["epochs"].value() == 30  # the user's 30 epochs stay
+    assert form.inputs["lr"].value() == PRESETS["full"]["lr"]  # what the user did not touch follows the preset
+    assert form.controls["scope"].value() == "all"
+    assert PRESET_DESCRIPTIONS["full"] in form.preset_description.text()
+    assert form.preset_note.isVisibleTo(form) and "epochs" in form.preset_note.text()
+    assert "learning rate" not in form.preset_note.text()
+    assert form.config("d", "m", "o").epochs == 30
+    form.preset.setCurrentText("scratch")  # still the user's, preset after preset
+    assert form.inputs["epochs"].value() == 30 and form.inputs["lr"].value() == PRESETS["scratch"]["lr"]
+    form.preset_note.linkActivated.emit("preset")  # "Use scratch's values for all"
+    assert form.inputs["epochs"].value() == PRESETS["scratch"]["epochs"]
+    assert not form.preset_note.isVisibleTo(form)
+
+
+def test_start_is_disabled_with_the_reason_as_its_tooltip(window, qtbot, tmp_path):
+    from vitstudio.core.models.catalog import models_dir
+
+    panel = window.training
+    window.show_tab("training")
+    start = panel.start_button
+    assert not start.isEnabled() and "dataset folder" in start.toolTip()
+    panel.start()  # a direct call refuses too, with the reason
+    assert "dataset folder" in panel.status.text()
+    (tmp_path / "empty").mkdir()
+    panel.set_dataset(str(tmp_path / "empty"))
+    qtbot.waitUntil(lambda: "cannot be used" in start.toolTip(), timeout=10000)
+    assert not start.isEnabled()
+    panel = _scanned(window, qtbot, make_dataset(tmp_path / "data", per_class=6))
+    assert "dataset folder" not in panel.status.text()  # the dataset's complaint is over (item 6)
+    assert not start.isEnabled() and "base model" in start.toolTip()
+    panel.base_model.setEditText(SPEC3)
+    assert start.isEnabled(), start.toolTip()
+    panel.form.advanced.setChecked(True)
+    panel.form.controls["mean"].widget.setText("0.5, 0.5")  # two numbers for three channels
+    assert not start.isEnabled() and "mean" in start.toolTip()
+    panel.form.controls["mean"].widget.setText("")
+    assert start.isEnabled()
+    (models_dir() / "taken").mkdir(parents=True)
+    panel.run_name.setText("taken")
+    assert not start.isEnabled() and "already exists" in start.toolTip()
+    panel.run_name.setText("a/b")
+    assert not start.isEnabled() and "cannot contain" in start.toolTip()
+
+
+# -- item 6 (training side) and the fresh run name of item 2 ---------------------------------------------------------
+
+def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(window, qtbot, tmp_path):
+    from vitstudio.core.models.catalog import models_dir
+    from vitstudio.core.train.engine import RunWarning
+
+    panel = _scanned(window, qtbot, make_dataset(tmp_path / "data", per_class=12))
+    panel.base_model.setEditText(SPEC3)
+    panel.form.preset.setCurrentText("scratch")
+    panel.form.inputs["epochs"].setValue(6)
+    panel.form.inputs["batch_size"].setValue(8)
+    first = panel.run_name.text()
+    assert first.startswith("data-scratch-") and panel.start_button.isEnabled()
+    panel.start()
+    assert not panel.start_button.isEnabled() and "in progress" in panel.start_button.toolTip()
+    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
+    panel.pause_button.setChecked(True)
+    assert panel.controls.paused_label.isVisible() and panel.progress.format().startswith("Paused")
+    line = _history_line(panel, first)
+    assert " · paused · " in line
+    qtbot.wait(300)
+    epochs_when_paused = len(panel.curves_data["epoch"])
+    assert f" · {epochs_when_paused} epochs · " in _history_line(panel, first)
+    panel.pause_button.setChecked(False)
+    assert not panel.controls.paused_label.isVisible() and not panel.progress.format().startswith("Paused")
+    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= epochs_when_paused + 2, timeout=60000)
+    live = panel.live[0]
+    line, done = _history_line(panel, first), len(live["epoch"])  # read in one turn of the event loop
+    assert f" · training… · {done} epochs · best val {max(live['val_acc']) * 100:.1f} % · " in line  # each epoch
+    panel._on_record(RunWarning("Validation accuracy is still at chance level (33 %).", kind="chance"))
+    assert panel.warning.isVisibleTo(panel)
+    qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=20000)
+    result_acc = max(panel.curves_data["val_acc"])
+    if result_acc > 1.25 / 3:  # the run got past chance: its warning is gone
+        assert not panel.warning.isVisibleTo(panel)
+    assert "6 epochs" in _history_line(panel, first)
+    second = panel.run_name.text()
+    assert second != first and second.startswith("data-scratch-") and not (models_dir() / second).exists()
+    assert panel.start_button.isEnabled(), panel.start_button.toolTip()
+
+
+def _history_line(panel, name: str) -> str:
+    return next(panel.history.item(i).text() for i in range(panel.history.count())
+                if panel.history.item(i).text().startswith(name + " · "))
+
+
+# -- item 3: fits a 1280×720 screen ---------------------------------------------------------------------------------
+
+def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
+    from vitstudio.core.models.demo import bundled_demo
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
+        window.request_model(str(bundled_demo()), "cpu", "fp32")
+    card = next(d for d in window.findChildren(QScrollArea) if d.widget() is window.card_view)
+    assert card.isVisible() and window.card_view.form.rowCount() > 5
+    hint = window.minimumSizeHint()
+    assert hint.width() <= 1280 and hint.height() <= 700, hint
+    window.resize(1280, 720)
+    qtbot.waitUntil(lambda: window.width() == 1280 and window.height() == 720, timeout=5000)
+    for i in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(i)
+        qtbot.wait(20)
+        page = window.tabs.currentWidget()
+        area = _scroll_area_of(page)
+        # the page is never squeezed below what it needs: it scrolls instead (and shows no bar when it fits)
+        assert page.width() >= page.minimumSizeHint().width() and page.height() >= page.minimumSizeHint().height()
+        assert area.viewport().width() > 700, window.tabs.tabText(i)
+    assert window.tabs.currentWidget() is window.training  # callers still see the panels, not the scroll areas

@@ -1,0 +1,44 @@
+"""Tabs whose pages scroll when the window is smaller than they are.
+
+A QTabWidget is as wide as its widest page, so one wide tab (Compare's toolbar) set the whole window's minimum
+size: 1479×639 with the model card, more than a 1280×720 or 1366×768 laptop screen. Here each page sits in its
+own scroll area: the window can be as small as the screen, a page that fits shows no scroll bar, and a page
+narrower than its own minimum scrolls instead of being squeezed or clipped.
+
+`widget(i)`, `currentWidget()`, `indexOf()` and `setCurrentWidget()` speak of the pages themselves (the panels),
+not of the scroll areas around them, so callers never see the wrapping.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
+
+
+def scrolling(page: QWidget, horizontal: bool = True) -> QScrollArea:
+    """`page` in a frameless scroll area that resizes it to the space there is (never below its minimum)."""
+    area = QScrollArea()
+    area.setWidget(page)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.NoFrame)
+    if not horizontal:
+        area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    return area
+
+
+class ScrollingTabWidget(QTabWidget):
+    def addTab(self, page: QWidget, title: str) -> int:
+        return super().addTab(scrolling(page), title)
+
+    def widget(self, index: int) -> QWidget | None:
+        area = super().widget(index)
+        return area.widget() if isinstance(area, QScrollArea) else area
+
+    def currentWidget(self) -> QWidget | None:
+        return self.widget(self.currentIndex())
+
+    def indexOf(self, page: QWidget) -> int:
+        return next((i for i in range(self.count()) if self.widget(i) is page), -1)
+
+    def setCurrentWidget(self, page: QWidget) -> None:
+        self.setCurrentIndex(self.indexOf(page))

@@ -1,0 +1,61 @@
+"""The mouse wheel never changes a value the user is not editing.
+
+Scrolling a long form with the wheel used to change whichever spin box, combo box or slider passed under the
+pointer (30 epochs silently became 27). Installed once on the application, this filter lets such an input take the
+wheel only while it has keyboard focus (a click or Tab gives it); otherwise the wheel event is ignored, so Qt hands
+it to the parent and the scroll area around the form scrolls instead. The inputs also stop taking focus from the
+wheel (Qt.StrongFocus instead of Qt.WheelFocus): scrolling past one never selects it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QAbstractSlider, QAbstractSpinBox, QApplication, QComboBox, QScrollBar, QWidget
+
+_GUARDED = (QAbstractSpinBox, QComboBox, QAbstractSlider)
+_NAME = "vitstudio_wheel_guard"
+
+
+def _guarded(obj: QObject) -> bool:
+    return isinstance(obj, _GUARDED) and not isinstance(obj, QScrollBar)  # scroll bars are for wheeling
+
+
+class WheelGuard(QObject):
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        kind = event.type()
+        if kind == QEvent.Wheel and _guarded(obj) and not obj.hasFocus():
+            _pass_to_parents(obj, event)
+            return True
+        if kind == QEvent.Polish and _guarded(obj) and obj.focusPolicy() == Qt.WheelFocus:
+            obj.setFocusPolicy(Qt.StrongFocus)
+        return False
+
+
+def _pass_to_parents(widget: QWidget, event: QWheelEvent) -> None:
+    """Offer the event to each parent in turn, in its own coordinates, until one accepts it (what QApplication
+    does for an ignored wheel event, which it skips for synthesized ones: done here, both behave alike)."""
+    pos = event.position()
+    while not widget.isWindow() and widget.parentWidget() is not None:
+        pos += widget.pos()
+        widget = widget.parentWidget()
+        passed = QWheelEvent(pos, event.globalPosition(), event.pixelDelta(), event.angleDelta(), event.buttons(),
+                             event.modifiers(), event.phase(), event.inverted(), event.source())
+        passed.ignore()
+        QApplication.sendEvent(widget, passed)
+        if passed.isAccepted():
+            event.accept()
+            return
+    event.ignore()
+
+
+def install_wheel_guard(app: QApplication | None = None) -> WheelGuard:
+    """Install the guard on the application once (a second call returns the one installed); it is a child of the
+    application, so it lives as long as the application does."""
+    app = app or QApplication.instance()
+    guard = app.findChild(WheelGuard, _NAME)
+    if guard is None:
+        guard = WheelGuard(app)
+        guard.setObjectName(_NAME)
+        app.installEventFilter(guard)
+    return guard
