@@ -18,7 +18,7 @@ from tests.core.planted import distinct_photos
 from tests.core.synthetic_data import make_dataset
 from vitstudio.cli import main
 from vitstudio.core.models import ood
-from vitstudio.core.models.demo import DEMO_SIZE, bundled_demo
+from vitstudio.core.models.demo import DEMO_SIZE, bundled_demo, sample_images
 from vitstudio.core.models.loading import load_model
 
 
@@ -126,6 +126,20 @@ def test_model_without_a_bank_is_uncalibrated_and_flags_nothing(tmp_path, photos
     assert record["ood_score"] == pytest.approx(1 - record["top"][0]["prob"], abs=1e-6)  # 1 − top probability
     rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0])])
     assert "uncalibrated" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(bundled_demo() is None, reason="the bundled demo model is not in this checkout")
+def test_csv_carries_the_flag_and_the_score(tmp_path, photos, capsys):
+    import csv
+
+    folder = _write(tmp_path / "imgs", {"astronaut": np.asarray(Image.open(photos["astronaut"]))})
+    sample = sample_images()[0]  # one of the demo's own sample digits
+    (folder / sample.name).write_bytes(sample.read_bytes())
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(folder), "--model", str(bundled_demo()), "--csv", str(out), "--quiet"]) == 0
+    rows = {Path(r["path"]).name: r for r in csv.DictReader(out.open(encoding="utf-8"))}
+    assert rows["astronaut.png"]["ood"] == "yes" and rows[sample.name]["ood"] == "no"
+    assert float(rows["astronaut.png"]["ood_score"]) > float(rows[sample.name]["ood_score"])
 
 
 def test_a_fine_tuned_run_writes_its_bank_and_its_predictions_use_it(tmp_path):

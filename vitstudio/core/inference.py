@@ -12,10 +12,9 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitstudio.core.models import ood
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.jobs import CancelToken, prefetched
-from vitstudio.core.models import cuda_graphs
+from vitstudio.core.models import cuda_graphs, ood
 from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
 from vitstudio.core.models.model import LoadedModel
 
@@ -268,12 +267,13 @@ def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk
 
 
 def write_csv(predictions: Iterable[Prediction], file, topk: int) -> None:
-    """One row per input: path, error, then label/prob/index for ranks 1..topk."""
+    """One row per input: path, error, label/prob/index for ranks 1..topk, then the out-of-distribution flag and
+    score (the flag empty when the score is uncalibrated)."""
     writer = csv.writer(file)
     header = ["path", "error"]
     for r in range(1, topk + 1):
         header += [f"label_{r}", f"prob_{r}", f"index_{r}"]
-    writer.writerow(header)
+    writer.writerow(header + ["ood", "ood_score"])
     for pred in predictions:
         row = [pred.path, pred.error or ""]
         for r in range(topk):
@@ -281,4 +281,6 @@ def write_csv(predictions: Iterable[Prediction], file, topk: int) -> None:
                 row += [pred.labels[r], f"{pred.probs[r]:.6f}", pred.indices[r]]
             else:
                 row += ["", "", ""]
+        calibrated = pred.ok and pred.ood_calibrated
+        row += [("yes" if pred.ood else "no") if calibrated else "", f"{pred.ood_score:.6f}" if pred.ok else ""]
         writer.writerow(row)

@@ -6,6 +6,7 @@ Accepted specs:
   * `local-dir:DIR`, `DIR`   a timm model folder (config.json + model.safetensors), e.g. under models/
   * a seed folder or file    WZMIAOMIAO vit_model.py checkpoint (+ class_indices.json beside it)
   * `custom:img=224,patch=16,width=192,depth=12,heads=3,classes=10`   a new ViT for training from scratch
+  * `open_clip:ARCH[:TAG]`, `open_clip:hf-hub:REPO`, OpenCLIP folders/repos   CLIP-style models (models/openclip.py)
 with `weights=FILE` (.safetensors/.pth/.pt/.bin/.npz) for a named or custom architecture.
 """
 
@@ -22,7 +23,7 @@ import timm
 import torch
 from torch import nn
 
-from vitstudio.core.models import hub
+from vitstudio.core.models import hub, openclip
 from vitstudio.core.models.catalog import (
     WEIGHT_SUFFIXES,
     cached_url_file,
@@ -106,6 +107,10 @@ def load_model(spec: str, weights: str | Path | None = None, device: str = "auto
 
 def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrained: bool) -> LoadedModel:
     local = _local_path(spec)
+    if openclip.is_openclip_spec(spec) or (local is not None and openclip.is_openclip_folder(local)):
+        if weights is not None:
+            raise ModelLoadError("--weights does not go with an OpenCLIP model (its folder or tag holds them).")
+        return openclip.load(spec, progress)
     if spec.startswith("custom:"):
         model = timm.create_model("vit_base_patch16_224", pretrained=False, **parse_custom(spec))
         source = "random initialisation (custom ViT)"
@@ -190,6 +195,8 @@ def _timm_pretrained(name: str, progress: ProgressFn | None, pretrained: bool) -
 
 def _hf_hub(spec: str, progress: ProgressFn | None) -> LoadedModel:
     repo = spec.split(":", 1)[1]
+    if openclip.is_openclip_repo(repo):  # open_clip_config.json and no timm config.json
+        return openclip.load(spec, progress)
     transformers_dir = _transformers_snapshot(repo, spec, progress)
     if transformers_dir is not None:
         return _transformers_dir(spec, transformers_dir, spec)
