@@ -1,55 +1,137 @@
-"""The Folder tab's Undo: after a sort it removes the copies (keeping, and naming, one the user edited since) and
-the class folders it created; after a label-review move it puts the file back. The move's undo log lives in the
-app's data folder, never in the dataset. Both run as long jobs through the workers."""
+"""Edit → Undo / Redo in the real window (issue 21, item 4): Ctrl+Z undoes a sort, a label-review move and an
+exclusion, Ctrl+Shift+Z redoes them, over the journal the command line uses — kept in the app's data folder, never in
+the dataset or the output folder. Undo keeps (and names) a copy the user edited. After a move the results table
+follows the file, so a later sort copies every image (the issue: 398 promised, 397 made, a raw [Errno 2])."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from tests.core.synthetic_data import tree_state
 from tests.gui.test_folder_panel import _digits, _settle
-from vitstudio.core.folder.sorting import review_journal_dir
+from vitstudio.core.files import journals_dir
+from vitstudio.core.folder.label_review import LabelIssue
 from vitstudio.core.models.demo import bundled_demo
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _files(root: Path) -> dict:
     return {k: v for k, v in tree_state(root).items() if (root / k).is_file()}
 
 
-def test_undo_last_sort_and_label_review_move(window, qtbot, tmp_path, monkeypatch):
+def _undo(qtbot, window) -> None:
+    qtbot.keyClick(window, Qt.Key_Z, Qt.ControlModifier)
+    _settle(qtbot)
+
+
+def _redo(qtbot, window) -> None:
+    qtbot.keyClick(window, Qt.Key_Z, Qt.ControlModifier | Qt.ShiftModifier)
+    _settle(qtbot)
+
+
+def _open(window, qtbot, data: Path):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    window.activateWindow()
+    panel = window.folder
+    panel.open_folder(str(data))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: panel.results is not None, timeout=30000)
+    return panel
+
+
+def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path):
     data = _digits(tmp_path, per_class=2)
     before = _files(data)
     messages = []
     window.state.message.connect(lambda level, text: messages.append((level, text)))
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    window.show_tab("folder")
-    panel = window.folder
-    panel.open_folder(str(data))
-    _settle(qtbot)
-    assert not panel.undo_button.isEnabled()
+    panel = _open(window, qtbot, data)
+    assert not panel.undo_button.isEnabled() and not window.edit_actions.undo.isEnabled()
 
     out = tmp_path / "sorted"
     panel.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
     _settle(qtbot)
-    assert panel.undo_button.isEnabled() and len(list(out.rglob("*.png"))) == 20
-    edited = sorted(out.rglob("*.png"))[0]
-    edited.write_bytes(b"the user's edit")
-    panel.undo_button.click()
-    _settle(qtbot)
-    assert [p for p in out.rglob("*") if p.is_file() and p.suffix != ".undone"] == [edited]
-    assert sorted(p for p in out.iterdir() if p.is_dir()) == [edited.parent]  # the emptied folders are gone
-    assert any(str(edited) in text and "changed since the sort" in text for _, text in messages)
-    assert not panel.undo_button.isEnabled() and _files(data) == before
+    copies = sorted(out.rglob("*.png"))
+    assert len(copies) == 20 and sorted(map(file_digest, copies)) == sorted(map(file_digest, data.rglob("*.png")))
+    assert window.edit_actions.undo.text() == "Undo Sort 20 images into sorted" and panel.undo_button.isEnabled()
+    assert [p for p in out.rglob("*") if p.is_file() and p.suffix != ".png"] == []  # no journal in the output
+    assert len(list(journals_dir(out).glob("vitstudio-sort-*.jsonl"))) == 1
 
+    edited = copies[0]
+    edited.write_bytes(b"the user's edit")
+    _undo(qtbot, window)
+    assert [p for p in out.rglob("*") if p.is_file()] == [edited]  # every copy gone but the edited one
+    assert sorted(p for p in out.iterdir()) == [edited.parent]  # the emptied class folders too
+    assert any(str(edited) in text and "changed since the sort" in text for _, text in messages)
+    assert window.edit_actions.redo.text() == "Redo Sort 20 images into sorted"
+
+    _redo(qtbot, window)
+    again = [p for p in out.rglob("*.png") if p != edited]
+    assert len(again) == 20 and sorted(map(file_digest, again)) == sorted(map(file_digest, data.rglob("*.png")))
+    assert edited.read_bytes() == b"the user's edit"  # never overwritten: its copy got another name
+    _undo(qtbot, window)
+    assert [p for p in out.rglob("*") if p.is_file()] == [edited]
+    assert _files(data) == before  # the dataset byte-identical (and untouched: same mtimes) throughout
+
+
+def _review(panel, data: Path, paths: list[Path]) -> None:
+    """The review list as a label review shows it (the review itself is tested in test_folder_panel)."""
+    panel.review_tab.show_issues([LabelIssue(str(p), p.parent.name, "5", 0.1, 0.2, True) for p in paths])
+    panel._hide_excluded_from_review()
+    panel._enable()  # as after a review: its buttons on
+
+
+def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_path, monkeypatch):
+    data = _digits(tmp_path, per_class=2)
+    before = _files(data)
+    panel = _open(window, qtbot, data)
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Ok)
-    path = data / "3" / sorted(p.name for p in (data / "3").iterdir())[0]
-    panel._relabel(str(path), "new-class")
+    threes = sorted((data / "3").iterdir())
+    _review(panel, data, threes)
+
+    panel.review.setCurrentRow(0)
+    panel.relabel_button.click()  # Move to the suggested class (5)
     _settle(qtbot)
-    assert not path.exists() and (data / "new-class" / path.name).exists()
-    assert not list(data.rglob("*.jsonl")) and list(review_journal_dir().glob("vitstudio-move-*.jsonl"))
-    panel.undo_button.click()
+    moved = data / "5" / threes[0].name
+    assert not threes[0].exists() and moved.exists() and panel.review.count() == 1
+    assert str(moved) in panel.results.paths and str(threes[0]) not in panel.results.paths  # the table follows
+    row = panel.results.paths.index(str(moved))
+    assert panel.results.given[row] == "5"
+    assert not list(data.rglob("*.jsonl")) and list(journals_dir(data).glob("vitstudio-move-*.jsonl"))
+
+    # a sort right after the move finds every file where it is now
+    out = tmp_path / "sorted"
+    panel.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
     _settle(qtbot)
-    assert _files(data) == before and not (data / "new-class").exists()
+    assert len(list(out.rglob("*.png"))) == 20
+    _undo(qtbot, window)  # the sort
+    assert not list(out.rglob("*.png"))
+
+    _undo(qtbot, window)  # the move: the file back, its review item back, the table back
+    assert _files(data) == before and not (data / "5" / threes[0].name).exists()
+    assert panel.review.count() == 2 and str(threes[0]) in panel.results.paths
+    assert panel.results.given[panel.results.paths.index(str(threes[0]))] == "3"
+    _redo(qtbot, window)
+    assert moved.exists() and not threes[0].exists() and str(moved) in panel.results.paths
+    _undo(qtbot, window)
+    assert _files(data) == before
+
+    panel.review.setCurrentRow(1)
+    panel.exclude_current()
+    assert panel.excluded == {str(threes[1])} and panel.review.count() == 1
+    assert window.edit_actions.undo.text() == f"Undo Exclude {threes[1].name} from training"
+    _undo(qtbot, window)
+    assert panel.excluded == set() and panel.review.count() == 2
+    assert panel.review.item(1).data(Qt.UserRole)[0] == str(threes[1])  # back where it was
+    _redo(qtbot, window)
+    assert panel.excluded == {str(threes[1])} and panel.review.count() == 1
+    assert _files(data) == before and not any(".jsonl" in name or "exclu" in name for name in os.listdir(data))

@@ -10,6 +10,9 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
 
 from vitstudio.core.analysis.export import write_result
 
+from .edit_menu import build_edit_menu
+from .model_export_dialog import choose_model_export
+
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
 
 
@@ -42,6 +45,7 @@ def build_menus(window) -> RecentMenu:
     _add(window, file_menu, "Export model…", lambda: export_model(window))
     file_menu.addSeparator()
     _add(window, file_menu, "Quit", window.close, QKeySequence.Quit)
+    build_edit_menu(window)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions
     view_menu = bar.addMenu("&View")
     for dock in window.findChildren(QDockWidget):
         view_menu.addAction(dock.toggleViewAction())
@@ -160,9 +164,6 @@ def show_help(window, topic: str):
     return box
 
 
-MODEL_FORMATS = {"ONNX (*.onnx)": "onnx", "Upstream vit_model.py folder (model.pth + class_indices.json)": "seed"}
-
-
 def export_model(window, fmt: str | None = None, path: str | None = None, spec: str | None = None):
     """The current model (or the run `spec`) as ONNX, with labels and preprocessing in its metadata, or in
     upstream's seed format; written by a worker, reported in the log. Returns the job, or None."""
@@ -174,10 +175,9 @@ def export_model(window, fmt: str | None = None, path: str | None = None, spec: 
         window.state.message.emit("warning", "Load a model first.")
         return None
     if fmt is None or path is None:
-        path, chosen = QFileDialog.getSaveFileName(window, "Export model", "model.onnx", ";;".join(MODEL_FORMATS))
+        fmt, path = choose_model_export(window)
         if not path:
             return None
-        fmt = MODEL_FORMATS[chosen]
     current = window.state.model
 
     def run(cancel):

@@ -10,7 +10,6 @@ from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QDockWidget,
     QFormLayout,
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -39,6 +38,7 @@ from .explore.internals_panel import InternalsPanel
 from .explore.predictions_panel import PredictionsPanel
 from .folder.folder_panel import FolderPanel
 from .imaging import configure_pyqtgraph
+from .session_memory import SessionMemory
 from .state import AppState, make_entry
 from .training.training_panel import TrainingPanel
 
@@ -72,6 +72,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = build_menus(self)
         self._connect()
         self._restore_settings()
+        self.memory = SessionMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
         self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
         self._status_timer.start()
         self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
@@ -259,12 +260,12 @@ class MainWindow(QMainWindow):
             self.add_paths([path])
 
     def _export_run(self, folder: str) -> None:
-        from .actions import MODEL_FORMATS, export_model
+        from .actions import export_model
+        from .model_export_dialog import choose_model_export
 
-        path, chosen = QFileDialog.getSaveFileName(self, "Export model", f"{Path(folder).name}.onnx",
-                                                   ";;".join(MODEL_FORMATS))
+        fmt, path = choose_model_export(self, Path(folder).name)
         if path:
-            export_model(self, MODEL_FORMATS[chosen], path, spec=folder)
+            export_model(self, fmt, path, spec=folder)
 
     def _use_trained_model(self, folder: str) -> None:
         self.request_model(folder, self.model_panel.device.currentText(), self.model_panel.precision.currentText())

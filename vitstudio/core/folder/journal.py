@@ -163,3 +163,16 @@ def live_journals(folder: str | Path, out: str | Path, action: str) -> list[Jour
         if state.header.get("out") == out and state.action == action and not state.undo_started:
             found.append(state)
     return found
+
+
+def relocations(path: str | Path) -> dict[str, str]:
+    """Where the files a journal moved are now, {old path: new path}: for a sort or move, each file it moved
+    (and no undo has put back); after an undo, each file the undo put back (target -> original place). Copies
+    are left out: their originals never moved. What a table of the folder must rename to stay true."""
+    state = read(path)
+    moved = {i for i, status in state.status.items()
+             if status == "done" and state.intent.get(i, {}).get("action", state.action) == "move"}
+    if state.undo_started:
+        return {state.outcome[i]["target"]: state.plan[i]["source"] for i in moved
+                if state.undo.get(i, {}).get("op") == "undone"}
+    return {state.plan[i]["source"]: state.outcome[i]["target"] for i in moved}

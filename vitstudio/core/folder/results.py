@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,16 @@ class FolderResults:
         if correct is not None:
             keep &= self.correct() == int(correct)
         return np.nonzero(keep)[0]
+
+    def relocated(self, moves: dict[str, str]) -> FolderResults:
+        """The same rows after files moved ({old path: new path}, e.g. a label-review move or its undo): each moved
+        file under its new path, its given label its new folder's name (a loose file stays without one)."""
+        if not any(p in moves for p in self.paths):
+            return self
+        paths = tuple(moves.get(p, p) for p in self.paths)
+        given = tuple(os.path.basename(os.path.dirname(new)) if p in moves and g else g
+                      for p, new, g in zip(self.paths, paths, self.given))
+        return replace(self, paths=paths, given=given)
 
     def write_csv(self, file: str | Path, rows: np.ndarray | None = None) -> int:
         rows = np.arange(len(self)) if rows is None else rows

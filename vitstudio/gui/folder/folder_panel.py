@@ -60,6 +60,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.LatestJob(workers.LONG)
         self._build()
+        self._init_file_actions()  # the undo stack of sorts, moves and exclusions (folder_sorting.py)
         self.view_state.connect(self._on_view_state)
         state.model_loaded.connect(self._on_model)
 
@@ -88,7 +89,6 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.toolbar = FolderToolbarWidget()
         for name in TOOLBAR_WIDGETS:
             setattr(self, name, getattr(self.toolbar, name))
-        self.last_log: str | None = None  # the journal the Undo button reverses
         self.info = QLabel("Open a folder to see every image through the current model.")
         self.info.setWordWrap(True)
         self.progress = QProgressBar()
@@ -224,6 +224,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
                           f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
                           f"unreadable). Select a row for similar images.")
         self.review_tab.clear()
+        self._restore_exclusions()
         self._enable()
         self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
         self.jobs.start("fit", "Model fit", fit_job, self.state.model, embedded, results,
@@ -329,6 +330,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_review(self, report) -> None:
         self.report = report
         doubtful = self.review_tab.show_issues(report.label_issues)
+        self._hide_excluded_from_review()
         self.side.setCurrentIndex(2)
         self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
                           f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
@@ -362,4 +364,4 @@ class FolderPanel(QWidget, FolderSortingMixin):
         return self.review_tab.relabel_button
 
     def exclude_current(self) -> None:
-        self.review_tab.exclude_current()
+        self.exclude_with_undo()

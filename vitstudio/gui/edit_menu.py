@@ -1,0 +1,54 @@
+"""Edit → Undo / Redo (Ctrl+Z, Ctrl+Shift+Z): the Folder tab's sorts, label-review moves and exclusions, from its
+QUndoStack. The actions name what they would undo or redo ("Undo Sort 398 images into sorted") and are disabled
+when there is nothing to undo or redo. In a text field Ctrl+Z stays the field's own (Qt gives the focused editor
+the shortcut first)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu
+from shiboken6 import isValid
+
+
+class EditMenuActions(QObject):
+    """Owns the two actions and mirrors the stack into them (bound methods, no closures over Qt objects)."""
+
+    def __init__(self, window, menu) -> None:
+        super().__init__(window)
+        self.panel = window.folder
+        self.stack = self.panel.undo_stack
+        self.undo = QAction("Undo", window)
+        self.undo.setShortcut(QKeySequence.Undo)
+        self.redo = QAction("Redo", window)
+        redo_keys = [QKeySequence("Ctrl+Shift+Z")]
+        redo_keys += [k for k in QKeySequence.keyBindings(QKeySequence.Redo) if k not in redo_keys]  # Ctrl+Y too
+        self.redo.setShortcuts(redo_keys)
+        self.undo.triggered.connect(self.panel.undo_last)
+        self.redo.triggered.connect(self.panel.redo_last)
+        menu.addAction(self.undo)
+        menu.addAction(self.redo)
+        for signal in (self.stack.indexChanged, self.stack.cleanChanged, self.stack.undoTextChanged):
+            signal.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self, *_changed) -> None:
+        if not isValid(self.stack):  # the window is closing: the panel (and its stack) went first
+            return
+        self.undo.setEnabled(self.stack.canUndo())
+        self.redo.setEnabled(self.stack.canRedo())
+        self.undo.setText(f"Undo {self.stack.undoText()}" if self.stack.canUndo() else "Undo")
+        self.redo.setText(f"Redo {self.stack.redoText()}" if self.stack.canRedo() else "Redo")
+
+
+def build_edit_menu(window) -> EditMenuActions:
+    """The Edit menu, placed after File (the menu bar's second menu, where people look for it)."""
+    bar = window.menuBar()
+    menu = QMenu("&Edit", window)
+    after_file = bar.actions()[1:2]  # the menu after File, if there is one yet
+    if after_file:
+        bar.insertMenu(after_file[0], menu)
+    else:
+        bar.addMenu(menu)
+    window.edit_actions = EditMenuActions(window, menu)
+    return window.edit_actions

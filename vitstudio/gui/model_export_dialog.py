@@ -1,0 +1,33 @@
+"""Where a model export goes: first the format, then the dialog that fits it — a file name for ONNX, a folder for
+upstream's seed format (it writes model.pth + class_indices.json into the folder chosen; a save dialog there made
+a *folder* named like a file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
+
+MODEL_FORMATS = {"ONNX (*.onnx)": "onnx", "Upstream vit_model.py folder (model.pth + class_indices.json)": "seed"}
+SEED_FILES = ("model.pth", "class_indices.json")
+
+
+def choose_model_export(parent, name: str = "model") -> tuple[str | None, str | None]:
+    """(format, path) the user chose, or (None, None) when they cancelled at any step."""
+    label, ok = QInputDialog.getItem(parent, "Export model", "Format:", list(MODEL_FORMATS), 0, False)
+    if not ok:
+        return None, None
+    fmt = MODEL_FORMATS[label]
+    if fmt == "seed":
+        folder = QFileDialog.getExistingDirectory(parent, "Export model: the folder for model.pth + "
+                                                          "class_indices.json")
+        if not folder:
+            return None, None
+        taken = [f for f in SEED_FILES if (Path(folder) / f).exists()]
+        if taken and QMessageBox.question(
+                parent, "Export model", f"{folder} already holds {' and '.join(taken)}. Replace them?",
+                QMessageBox.Yes | QMessageBox.Cancel) != QMessageBox.Yes:
+            return None, None
+        return fmt, folder
+    path, _ = QFileDialog.getSaveFileName(parent, "Export model", f"{name}.onnx", "ONNX (*.onnx)")
+    return (fmt, path) if path else (None, None)
