@@ -10,7 +10,7 @@ The image tower becomes the timm ViT every analysis of the app works on: OpenCLI
 nn.MultiheadAttention stack, whose attention capture cannot read) is converted to timm's VisionTransformer with
 timm's own OpenAI-CLIP converter; a timm-based tower (SigLIP, EVA-CLIP, ...) already is one (`visual.trunk`).
 ResNet towers, attentional poolers and custom attention blocks are refused with the reason. The model's head is
-the image projection until classes are given (`zeroshot.with_classes`); the text tower stays beside it
+the image projection until classes are given (`models.zeroshot.with_classes`); the text tower stays beside it
 (`text_side(model)`), outside the vision module so freezing, saving and parameter counts see only the ViT.
 """
 

@@ -1,0 +1,115 @@
+"""Zero-shot classes: a classifier from class names, through a CLIP-style model's text tower.
+
+Class names become prompts (the model's own templates when it names them, OpenCLIP's 80 ImageNet templates
+otherwise, or one template given by the user: "a photo of a {}", or "{}" for the raw names). Each prompt's text
+embedding is normalised, averaged over a class's prompts and normalised again (as OpenCLIP's
+`build_zero_shot_classifier`). The head is then a linear layer: weights = logit_scale × class embeddings, bias =
+the model's logit bias (SigLIP) or 0, applied to the normalised image embedding, so logits are
+logit_scale · cos(image, class) (+ bias) and everything downstream (predict, folder table, sort, audit, gradient
+maps) works unchanged. Probabilities: softmax over classes for CLIP, a sigmoid per class for SigLIP
+(`probabilities`), whose values need not sum to 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.openclip import encode_prompts, text_side
+
+RAW_NAMES = "{}"
+
+
+class ZeroShotHead(nn.Module):
+    """projection (pooled tokens -> CLIP image embedding), L2-normalise, then one linear layer over the classes."""
+
+    def __init__(self, projection: nn.Module, classes: torch.Tensor, logit_scale: float, logit_bias: float | None):
+        super().__init__()
+        self.projection = projection
+        self.fc = nn.Linear(classes.shape[1], classes.shape[0])
+        with torch.no_grad():
+            self.fc.weight.copy_(classes * logit_scale)  # (C, D)
+            self.fc.bias.fill_(0.0 if logit_bias is None else logit_bias)
+        self.sigmoid = logit_bias is not None
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        embedding = nn.functional.normalize(self.projection(pooled), dim=-1)
+        return self.fc(embedding)
+
+
+def parse_classes(text: str) -> list[str]:
+    """Class names from "ant, bee, wasp" or from a file (one per line, or comma-separated); a clear error when
+    there are fewer than two or one repeats."""
+    path = Path(text).expanduser()
+    if "\n" not in text and "," not in text and path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"Could not read class names from {path}: {exc}") from None
+    names = [n.strip() for line in text.splitlines() for n in line.split(",")]
+    names = [n for n in names if n]
+    if len(names) < 2:
+        raise ValueError(f"Give at least two class names (comma-separated, or a file with one per line); got "
+                         f"{len(names)}.")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"Class names must differ; repeated: {', '.join(repeated)}.")
+    return names
+
+
+def templates_for(loaded: LoadedModel, prompt: str | None) -> tuple[str, ...]:
+    """The prompt templates: `prompt` when given (must hold one {}), else the model's own, else OpenCLIP's."""
+    if prompt is not None:
+        if prompt.count("{}") != 1:
+            raise ValueError(f"--prompt must contain {{}} exactly once (where the class name goes), not '{prompt}'.")
+        return (prompt,)
+    side = text_side(loaded.model)
+    if side is not None and side.templates:
+        return side.templates
+    from open_clip.zero_shot_metadata import OPENAI_IMAGENET_TEMPLATES
+
+    return tuple(t("{}") for t in OPENAI_IMAGENET_TEMPLATES)
+
+
+def class_embeddings(loaded: LoadedModel, names: list[str], templates: tuple[str, ...]) -> torch.Tensor:
+    """(C, D): per class, the normalised mean of its prompts' normalised text embeddings."""
+    prompts = tuple(t.format(n) for n in names for t in templates)
+    per_prompt = encode_prompts(loaded, prompts).reshape(len(names), len(templates), -1)
+    return nn.functional.normalize(per_prompt.mean(1), dim=-1)
+
+
+def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = None) -> LoadedModel:
+    """A LoadedModel classifying into `names` (a new uid: results of the old head are never shown for it). The
+    image tower is shared and its head replaced, so the model passed in should not be used afterwards."""
+    side = text_side(loaded.model)
+    if side is None:
+        raise ValueError(f"Classes from words need a CLIP-style model with a text tower (e.g. "
+                         f"open_clip:ViT-B-32:openai); {loaded.display_name} has none.")
+    templates = templates_for(loaded, prompt)
+    weights = class_embeddings(loaded, names, templates)
+    model = loaded.model
+    with loaded.lock:
+        old = model.head
+        projection = old.projection if isinstance(old, ZeroShotHead) else old
+        model.head = ZeroShotHead(projection, weights.float(), side.logit_scale, side.logit_bias).to(
+            weights.device).eval()
+        model.num_classes = len(names)
+    how = "one prompt: " + templates[0] if len(templates) == 1 else f"{len(templates)} prompt templates averaged"
+    output = "sigmoid per class" if side.sigmoid else "softmax over classes"
+    new_uid = LoadedModel.__dataclass_fields__["uid"].default_factory()
+    return dataclasses.replace(loaded, labels=list(names), label_set=f"zero-shot from words ({how}; {output})",
+                               uid=new_uid, _card=None)
+
+
+def is_sigmoid(loaded: LoadedModel) -> bool:
+    """A SigLIP-style zero-shot head: each class is a yes/no on its own."""
+    return bool(getattr(getattr(loaded.model, "head", None), "sigmoid", False))
+
+
+def probabilities(loaded: LoadedModel, logits: torch.Tensor) -> torch.Tensor:
+    """Softmax over classes, or a sigmoid per class for a SigLIP-style zero-shot head."""
+    return logits.sigmoid() if is_sigmoid(loaded) else logits.softmax(dim=-1)
