@@ -111,9 +111,10 @@ class SessionMemory(QObject):
             return
         if saved.get("predicted") is not None and self.panel.predicted.findData(saved["predicted"]) < 0:
             saved = {**saved, "predicted": None}  # a class these results no longer have
+        known = {f: saved[f] for f in FILTERS if f in saved and hasattr(self.panel.view_state, f)}
         try:
-            self.panel.view_state.update(**{f: saved[f] for f in FILTERS if f in saved})
-        except (TypeError, ValueError) as exc:
+            self.panel.view_state.update(**known)
+        except (AttributeError, TypeError, ValueError) as exc:
             log.warning("remembered filters of %s not restored: %s", self.panel.folder, exc)
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name)
