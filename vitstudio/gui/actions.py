@@ -136,10 +136,14 @@ def help_text(window, topic: str) -> str:
     if topic == "Where models live":
         from huggingface_hub import constants
 
+        from vitstudio.core.files import cache_dir, data_dir, extra_model_dirs
         from vitstudio.core.models.catalog import models_dir
 
+        also = "".join(f"<br>Also listed (read-only): {folder}" for folder in extra_model_dirs())
         return (f"<p><b>Your models and fine-tuning runs:</b> {models_dir()}<br>(a folder per model: timm's "
-                "config.json + model.safetensors; set VITSTUDIO_MODELS_DIR to move it)</p>"
+                f"config.json + model.safetensors; set VITSTUDIO_MODELS_DIR to move it){also}</p>"
+                f"<p><b>Settings, undo journals, exclusions:</b> {data_dir()} (VITSTUDIO_DATA_DIR)<br>"
+                f"<b>Caches</b> (safe to delete): {cache_dir()} (VITSTUDIO_CACHE_DIR)</p>"
                 f"<p><b>Downloaded weights:</b> the Hugging Face cache, {constants.HF_HUB_CACHE}</p>"
                 "<p>Models marked ● in the model list load offline; ○ need a network once; HF_HUB_OFFLINE=1 "
                 "never tries the network.</p>")
