@@ -74,8 +74,9 @@ class TrainConfig:
     model: str = setting(label="Base model", help="base model (any --model spec), e.g. "
                          "vit_small_patch16_224.augreg_in21k; its head is replaced by one sized to the dataset",
                          panel=True, advanced=False)
-    out_dir: str = setting(label="Run folder", help="new run folder, e.g. models/flowers-vit (never overwritten)",
-                           aliases=("--out",), panel=True, advanced=False)
+    out_dir: str = setting(label="Run folder", aliases=("--out",), panel=True, advanced=False,
+                           help="new run folder (never overwritten; default: DATASET-PRESET-MMDD-HHMM in the "
+                                "models folder)")
     preset: str = setting("last-blocks", label="Preset", choices=tuple(PRESETS), advanced=False,
                           help="starting recipe; the other settings override its values")
     weights: str | None = setting(None, label="Weights file", help="weights file for the model when it is an "
@@ -173,7 +174,7 @@ class TrainConfig:
                              help="cached: decode once, augment on the device; pil: timm's PIL DataLoader")
     cache_memory_gb: float = setting(2.0, label="Decoded cache in memory (GB)", range=Range(0, 4096), decimals=1,
                                      section=PERFORMANCE, help="a larger decoded cache is memory-mapped from "
-                                                               "~/.cache/vitstudio/decoded")
+                                                               "the app's cache folder")
     channels_last: bool = setting(False, label="Channels-last", section=PERFORMANCE,
                                   help="channels-last memory format for the model")
     compile: bool = setting(False, label="torch.compile", help="torch.compile the model", section=PERFORMANCE)
