@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
 
 from vitstudio.core.analysis.export import write_result
 
+from .shortcuts import build_shortcut_menus, shortcut_rows
+
 from .edit_menu import build_edit_menu
 from .model_export_dialog import choose_model_export
 
@@ -25,9 +27,12 @@ class RecentMenu(QMenu):
     def refresh(self) -> None:
         self.clear()
         recent = self.window.settings.value("recent") or []
-        for path in recent:
-            action = self.addAction(path)
-            action.triggered.connect(lambda _checked=False, p=path: self.window.add_paths([p]))
+        for entry in recent:  # a file, a folder, or the files of one multi-open joined by newlines
+            paths = entry.split("\n")
+            action = self.addAction(paths[0] if len(paths) == 1 else
+                                    f"{len(paths)} files: {', '.join(Path(p).name for p in paths[:3])}…")
+            action.setToolTip(entry)
+            action.triggered.connect(lambda _checked=False, p=paths: self.window.add_paths(p))
         self.setEnabled(bool(recent))
 
 
@@ -35,7 +40,7 @@ def build_menus(window) -> RecentMenu:
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     _add(window, file_menu, "Open images…", lambda: open_images(window), QKeySequence.Open)
-    _add(window, file_menu, "Open folder…", lambda: open_folder(window))
+    _add(window, file_menu, "Open folder…", lambda: open_folder(window), "Ctrl+Shift+O")
     recent = RecentMenu(window)
     file_menu.addMenu(recent)
     _add(window, file_menu, "Paste image", lambda: paste_image(window), QKeySequence.Paste)
@@ -53,6 +58,7 @@ def build_menus(window) -> RecentMenu:
     for topic in HELP_TOPICS:
         _add(window, help_menu, topic, lambda _checked=False, t=topic: show_help(window, t),
              QKeySequence.HelpContents if topic == "Keyboard shortcuts" else None)
+    build_shortcut_menus(window)
     return recent
 
 
@@ -76,7 +82,7 @@ def open_folder(window) -> None:
     folder = QFileDialog.getExistingDirectory(window, "Open folder", window.settings.value("last_dir", ""))
     if folder:
         window.settings.setValue("last_dir", folder)
-        window.add_paths([folder])
+        window.open_folder(folder)  # the strip and the Folder tab: one Open folder
 
 
 def paste_image(window) -> None:
@@ -127,10 +133,7 @@ HELP_TOPICS = ("Keyboard shortcuts", "Where models live", "About ViT Studio")
 def help_text(window, topic: str) -> str:
     """The text of a Help menu entry (HTML), from the live window: its shortcuts, folders and versions."""
     if topic == "Keyboard shortcuts":
-        rows = [(a.text().replace("&", ""), a.shortcut().toString(QKeySequence.NativeText))
-                for menu in window.menuBar().findChildren(QMenu) for a in menu.actions() if not a.shortcut().isEmpty()]
-        rows += [("Select a patch (token map, similarity)", "click on the image"),
-                 ("Select a head", "click its map in the head grid")]
+        rows = shortcut_rows(window)
         return "<table>" + "".join(f"<tr><td>{name}</td><td>&nbsp;&nbsp;<b>{keys}</b></td></tr>"
                                    for name, keys in rows) + "</table>"
     if topic == "Where models live":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.data.images import ImageReadError, expand_paths, read_image, to_rgb
+from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 from vitstudio.core.inference import classify
 from vitstudio.core.models.devices import memory_in_use
 from vitstudio.core.models.loading import load_model
@@ -38,6 +39,7 @@ from .explore.internals_panel import InternalsPanel
 from .explore.predictions_panel import PredictionsPanel
 from .folder.folder_panel import FolderPanel
 from .imaging import configure_pyqtgraph
+from .opening import Opened, StripPaths, describe_open, read_new_images, recent_entry, updated_recent
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
 from .training.training_panel import TrainingPanel
@@ -61,6 +63,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("ViT Studio")
         self.setAcceptDrops(True)
         self.state = state or AppState()
+        self.strip_paths = StripPaths(self.state)  # what is in the strip: an open adds only the rest
         self.settings = QSettings("ViT Studio", "ViT Studio")
         self.relay = _Relay()
         self.classify_job = workers.LatestJob()
@@ -175,20 +178,23 @@ class MainWindow(QMainWindow):
 
     # ----- jobs -----------------------------------------------------------------------------------
     def add_paths(self, paths: list[str]) -> None:
-        """Read files and folders in the background; each image (or its error) appears as it is read."""
-        self.remember_recent(paths)
-
-        def read_all(cancel):
-            for path in expand_paths(paths):
-                cancel.raise_if_cancelled()
-                try:
-                    yield make_entry(str(path), read_image(path))
-                except ImageReadError as exc:
-                    yield make_entry(str(path), error=exc.reason)
-
+        """Read files and folders in the background; each new image (or its error) appears as it is read. Images
+        already in the strip are not added again; Open recent remembers the open once something in it opened."""
+        paths = [str(p) for p in paths]
         many = len(paths) > 8 or any(Path(p).is_dir() for p in paths)  # a folder scan must not hold a slider
-        workers.start_job("Reading images", read_all, on_yield=self._add_entry, on_error=self._on_job_error,
-                          kind=workers.LONG if many else workers.INTERACTIVE)
+        workers.start_job("Reading images", functools.partial(read_new_images, paths=paths,
+                                                              known=self.strip_paths.snapshot()),
+                          on_yield=self._add_entry, on_result=functools.partial(self._on_opened, paths),
+                          on_error=self._on_job_error, kind=workers.LONG if many else workers.INTERACTIVE)
+
+    def _on_opened(self, paths: list[str], opened: Opened) -> None:
+        self._on_message(*describe_open(paths, opened))
+        self.remember_recent(paths, opened=bool(opened.readable or opened.already))
+
+    def open_folder(self, folder: str) -> None:
+        """File → Open folder: its images in the strip and the folder in the Folder tab (one Open folder)."""
+        self.add_paths([folder])
+        self.folder.open_folder(folder)
 
     def _retrain_with_fixes(self, folder: str, excluded: list) -> None:
         """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
@@ -197,6 +203,11 @@ class MainWindow(QMainWindow):
 
     def explain_file(self, path: str) -> None:
         """An image from the folder view, shown in the attention explorer (read, added to the strip, selected)."""
+        known = next((e for e in self.state.images if e.path == path), None) if path in self.strip_paths else None
+        if known is not None:
+            self._show_in_attention(known)
+            return
+
         def read(cancel):
             try:
                 return make_entry(path, read_image(path))
@@ -206,13 +217,15 @@ class MainWindow(QMainWindow):
         workers.start_job("Reading image", read, on_result=self._show_in_attention, on_error=self._on_job_error)
 
     def _show_in_attention(self, entry) -> None:
-        self.state.add_images([entry])
+        if entry not in self.state.images:
+            self._add_entry(entry)
         if entry.error is None:
             self.state.select(entry)
             self.show_tab("attention")
 
     def _add_entry(self, entry) -> None:
-        self.state.add_images([entry])
+        if entry.path not in self.strip_paths:  # two opens of the same files racing: the first one wins
+            self.state.add_images([entry])
 
     def request_model(self, spec: str, device: str = "auto", precision: str = "auto",
                       weights: str | None = None) -> None:
@@ -324,9 +337,10 @@ class MainWindow(QMainWindow):
                 return
         self._on_message("warning", f"No tab called '{name}'.")
 
-    def remember_recent(self, paths: list[str]) -> None:
-        recent = [str(p) for p in paths] + [p for p in (self.settings.value("recent") or []) if p not in paths]
-        self.settings.setValue("recent", recent[:10])
+    def remember_recent(self, paths: list[str], opened: bool = True) -> None:
+        """One Open recent entry for this open, first; an open that showed nothing is taken out instead."""
+        recent = updated_recent(self.settings.value("recent") or [], recent_entry(paths), opened)
+        self.settings.setValue("recent", recent)
         self.recent_menu.refresh()
 
     def _refresh_status(self) -> None:

@@ -41,6 +41,7 @@ class AppState(QObject):
     model_loaded = Signal(object)  # LoadedModel
     model_failed = Signal(str)  # message
     images_added = Signal(list)  # list[ImageEntry]
+    images_removed = Signal(list)  # list[ImageEntry], taken out of the strip by the user
     image_selected = Signal(object)  # ImageEntry | None
     prediction_ready = Signal(object)  # ImageEntry
     message = Signal(str, str)  # level ('info' | 'warning' | 'error'), text
@@ -70,6 +71,17 @@ class AppState(QObject):
             first_good = next((e for e in entries if e.error is None), None)
             if first_good is not None:
                 self.select(first_good)
+
+    def remove_images(self, entries: list[ImageEntry]) -> None:
+        """Take images out (the files stay); the selection moves to the next image left, or to none."""
+        gone = [e for e in entries if e in self.images]
+        if not gone:
+            return
+        after = self.images[self.images.index(gone[0]):]
+        self.images = [e for e in self.images if e not in gone]
+        self.images_removed.emit(gone)
+        if self.selected in gone:
+            self.select(next((e for e in after if e in self.images), self.images[-1] if self.images else None))
 
     def select(self, entry: ImageEntry | None) -> None:
         self.selected = entry

@@ -1,13 +1,13 @@
 """A strip of thumbnails of the added images, each with its file name and predicted label; selecting one shows it
-everywhere."""
+everywhere. Up/Down walk through it; Delete (or the context menu) takes the selected images out of it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
-from PySide6.QtWidgets import QListView, QListWidget, QListWidgetItem, QWidget
+from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt
+from PySide6.QtGui import QAction, QColor, QIcon, QKeySequence, QPainter, QPixmap
+from PySide6.QtWidgets import QAbstractItemView, QListView, QListWidget, QListWidgetItem, QWidget
 
 from ..imaging import pil_to_pixmap
 from ..state import AppState, ImageEntry
@@ -43,12 +43,52 @@ class ImageStripWidget(QListWidget):
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setMinimumWidth(THUMB + 52)
         self.setMaximumWidth(THUMB + 64)
+        self.setSelectionMode(QAbstractItemView.ExtendedSelection)  # Shift/Ctrl-click several, then Delete
         self._entries: list[ImageEntry] = []
+        self._build_actions()
         state.images_added.connect(self._on_images_added)
+        state.images_removed.connect(self._on_images_removed)
         state.image_selected.connect(self._on_image_selected)
         state.prediction_ready.connect(self._on_prediction_ready)
         state.model_loaded.connect(self._on_model_loaded)
         self.currentRowChanged.connect(self._on_row_changed)
+
+    def _build_actions(self) -> None:
+        """The strip's own actions: its context menu, and shortcuts that act only while it has the focus (Delete
+        in a text field elsewhere must not take an image out)."""
+        self.remove_action = QAction("Remove from strip", self)
+        self.remove_action.setShortcut(QKeySequence.Delete)
+        self.remove_action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+        self.remove_action.triggered.connect(self.remove_selected)
+        self.remove_unreadable_action = QAction("Remove unreadable images", self)
+        self.remove_unreadable_action.triggered.connect(self.remove_unreadable)
+        self.clear_action = QAction("Remove all images", self)
+        self.clear_action.triggered.connect(lambda: self.state.remove_images(list(self._entries)))
+        for action in (self.remove_action, self.remove_unreadable_action, self.clear_action):
+            self.addAction(action)
+        self.setContextMenuPolicy(Qt.ActionsContextMenu)
+
+    def selected_entries(self) -> list[ImageEntry]:
+        return [self._entries[i.row()] for i in self.selectedIndexes() if i.row() < len(self._entries)]
+
+    def remove_selected(self) -> None:
+        chosen = self.selected_entries()
+        if not chosen and 0 <= self.currentRow() < len(self._entries):
+            chosen = [self._entries[self.currentRow()]]
+        self.state.remove_images(chosen)
+
+    def remove_unreadable(self) -> None:
+        self.state.remove_images([e for e in self._entries if e.error is not None])
+
+    def _on_images_removed(self, entries: list[ImageEntry]) -> None:
+        gone = {id(e) for e in entries}
+        with QSignalBlocker(self):  # rows shifting under the cursor are not the user's choice of image
+            for row in reversed(range(len(self._entries))):
+                if id(self._entries[row]) in gone:
+                    del self._entries[row]
+                    self.takeItem(row)
+            if self.state.selected in self._entries:
+                self.setCurrentRow(self._entries.index(self.state.selected), QItemSelectionModel.ClearAndSelect)
 
     def _on_images_added(self, entries: list[ImageEntry]) -> None:
         for entry in entries:
@@ -88,8 +128,8 @@ class ImageStripWidget(QListWidget):
             self.state.select(self._entries[row])
 
     def _on_image_selected(self, entry: ImageEntry | None) -> None:
-        if entry in self._entries:
-            self.setCurrentRow(self._entries.index(entry))
+        if entry in self._entries:  # the image shown is the one selection (Delete must not take an earlier one)
+            self.setCurrentRow(self._entries.index(entry), QItemSelectionModel.ClearAndSelect)
 
     def captions(self) -> list[str]:
         return [self.item(i).text() for i in range(self.count())]

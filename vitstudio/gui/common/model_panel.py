@@ -124,6 +124,10 @@ class ModelPanel(QWidget):
     def _on_model_failed(self, notice) -> None:
         self.load_button.setEnabled(True)
         self.progress.setVisible(False)
+        # the rejected name does not stay in the box: it shows the model still loaded (or nothing)
+        kept = self.state.model.name if self.state.model is not None else ""
+        self.state.view.update(spec=kept)
+        self.set_spec(kept)
 
 
 class ModelCardView(QWidget):

@@ -31,15 +31,18 @@ from .. import workers
 from ..viewstate import ViewState
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
-from .folder_map import colour_groups
+from .folder_map import colour_groups, describe_image
 from .folder_map_tab import FolderMapTabWidget
-from .folder_review import DuplicatesTab, ReviewTab, icon_list, item_path, load_icons
+from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget, item_path, load_icons
 from .folder_sorting import FolderSortingMixin
 from .folder_table import ResultsModel
 from .folder_toolbar import FolderToolbarWidget
 
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
-                   "threshold", "predicted", "min_conf", "correctness", "follow_map")
+                   "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")
+FILTERS = ("predicted", "min_conf", "correctness", "follow_map", "reset_button")
+EMPTY_FOLDER = ("No images in {source}: open a folder holding .jpg, .png, .bmp, .webp or .tif images (subfolders "
+                "are searched too), e.g. one folder per class.")
 
 class FolderPanel(QWidget, FolderSortingMixin):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
@@ -56,6 +59,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.map_rows: np.ndarray | None = None  # the map's box selection, when the table follows it
         self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
         self.report = None  # the label review's AuditReport
+        self.waiting_paths: list[str] | None = None  # opened before any model was loaded
         self.view_state = ViewState(model=None, image=None, paths=())
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.LatestJob(workers.LONG)
@@ -112,13 +116,14 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.map_tab = FolderMapTabWidget()
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
-        self.similar = icon_list()
+        self.similar_tab = SimilarImagesWidget()
+        self.similar = self.similar_tab.list
         self.review_tab = ReviewTab()
         self.review = self.review_tab.list
         self.duplicates = DuplicatesTab()
         self.side = QTabWidget()
         self.side.addTab(self.map_tab, "Map")
-        self.side.addTab(self.similar, "Similar images")
+        self.side.addTab(self.similar_tab, "Similar images")
         self.side.addTab(self.review_tab, "Label review")
         self.side.addTab(self.duplicates, "Duplicates")
 
@@ -133,6 +138,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
             w.currentIndexChanged.connect(self.apply_filters)
         self.min_conf.valueChanged.connect(self.apply_filters)
         self.follow_map.toggled.connect(self.apply_filters)
+        self.reset_button.clicked.connect(self.reset_filters)
         self.map.selection_changed.connect(self._on_map_selection)
         self.map.hovered.connect(self._on_hover)
         self.colour_by.currentTextChanged.connect(self._recolour)
@@ -144,8 +150,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.duplicates.group_picked.connect(self._on_group)
 
     def _enable(self) -> None:
-        has = self.results is not None
-        for w in (self.sort_button, self.csv_button):
+        has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
+        for w in (self.sort_button, self.csv_button, *(getattr(self, name) for name in FILTERS)):
             w.setEnabled(has)
         self.review_button.setEnabled(has and self.folder is not None)  # a review needs class folders
         self.review_button.setToolTip("" if self.folder else "Open a folder of class folders to review its labels")
@@ -174,12 +180,16 @@ class FolderPanel(QWidget, FolderSortingMixin):
         """A folder (the usual case), or any drop of files and folders: every image through the model. The given
         label is an image's folder name, except for files dropped loose (their folder is not a class)."""
         model = self.state.model
-        if model is None:
-            self.state.message.emit("error", "Load a model first.")
+        if model is None:  # kept: the first model loaded opens it (File → Open folder before any model)
+            self.waiting_paths = list(paths)
+            self.info.setText(f"Load a model (the bar above) and {', '.join(paths)} opens here.")
             return
+        self.waiting_paths = None
         self.folder = paths[0] if len(paths) == 1 and os.path.isdir(paths[0]) else None
         roots = [p if os.path.isdir(p) else os.path.dirname(p) for p in paths]
         self.source = self.folder or f"{len(paths)} dropped items"
+        if tuple(paths) != self.view_state.paths:  # filters belong to a folder: another one starts unfiltered
+            self.toolbar.reset_filters(self.source)
         self.info.setText(f"Embedding {self.source} with {model.display_name}…")
         self.view_state.update(model=model.uid, paths=tuple(paths))
         self.progress.setVisible(True)
@@ -201,6 +211,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_failed(self, exc) -> None:
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
+        self.info.setText(f"Failed: {workers.describe(exc)}")  # replaces "Embedding…" / "Reviewing labels…"
         self.state.message.emit("error", workers.describe(exc))
 
     def _on_embedded(self, done: tuple) -> None:
@@ -220,19 +231,24 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.apply_filters()
         for path, reason in embedded.errors:
             self.state.message.emit("warning", f"{path}: {reason}")
-        self.info.setText(f"{len(self.results)} images of {self.source} ({embedded.computed} computed now, "
-                          f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
-                          f"unreadable). Select a row for similar images.")
         self.review_tab.clear()
         self._restore_exclusions()
         self._enable()
+        if not len(results):
+            self.info.setText(EMPTY_FOLDER.format(source=self.source))
+            return
+        self.info.setText(f"{len(self.results)} images of {self.source} ({embedded.computed} computed now, "
+                          f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
+                          f"unreadable). Select a row for similar images.")
         self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
         self.jobs.start("fit", "Model fit", fit_job, self.state.model, embedded, results,
                         on_result=self.fit.show_fit, on_error=self._on_failed)
 
     def _on_model(self, model) -> None:
         self.view_state.update(model=model.uid)  # discards every pending job of the previous model
-        if self.source:
+        if self.waiting_paths:
+            self.open_paths(self.waiting_paths)
+        elif self.source:
             self.info.setText(f"A new model: open {self.source} again to see it through this one.")
 
     def _on_view_state(self, name: str, _value) -> None:
@@ -244,13 +260,14 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.results = self.embedded = self.coords = self.report = None
         self.map_rows = self.group_rows = None
         self.model.set_results(None)
-        self.similar.clear()
+        self.similar_tab.clear()
         self.review.clear()
         self.duplicates.clear()
         self.map_tab.clear()
         self.fit.clear()
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
+        self.toolbar.show_count(None)
         self._enable()
 
     # -- filters, map, similar -----------------------------------------------------------------------
@@ -264,6 +281,12 @@ class FolderPanel(QWidget, FolderSortingMixin):
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
         self.model.set_allowed(rows)
+        self.toolbar.show_count(len(rows), len(self.results))
+
+    def reset_filters(self) -> None:
+        self.toolbar.reset_filters()
+        self.map_rows = None
+        self.apply_filters()
 
     def visible_rows(self) -> list[int]:
         return self.model.rows.tolist()
@@ -271,11 +294,13 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_map(self, projected) -> None:
         coords, method = projected
         self.coords = coords
-        self.map.set_points(coords, colour_groups(self.results, self.colour_by.currentText()), method)
+        results, by = self.results, self.colour_by.currentText()
+        self.map.describe = lambda row: describe_image(results, row)
+        self.map.set_points(coords, colour_groups(results, by), method, scale=by == "confidence")
 
     def _recolour(self, by: str) -> None:
         if self.results is not None and self.coords is not None:
-            self.map.set_groups(colour_groups(self.results, by))
+            self.map.set_groups(colour_groups(self.results, by), scale=by == "confidence")
 
     def _on_map_selection(self, rows) -> None:
         self.map_rows = rows
@@ -287,8 +312,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_hover(self, row: int) -> None:
         if self.results is not None and row < len(self.results):
             r = self.results
-            self.hover.setText(f"{os.path.basename(r.paths[row])}: {r.predicted_label(row)} "
-                               f"({r.confidence[row]:.0%}), folder {r.given[row] or '–'}")
+            self.map_tab.show_hover(describe_image(r, row).replace("\n", " · "))
             self.jobs.start("hover", "Thumbnail", hover_job, r.paths[row], on_result=self._on_hover_thumbnail)
 
     def _on_hover_thumbnail(self, found) -> None:
@@ -306,6 +330,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         if self.embedded is None or not current.isValid():
             return
         row = self.model.source_row(current.row())
+        self.similar_tab.show_query(self.results.paths[row], describe_image(self.results, row).split("\n", 1)[1])
         self.jobs.start("similar", "Similar images", similar_job, self.embedded, row, on_result=self._on_similar,
                         on_error=self._on_failed)
 

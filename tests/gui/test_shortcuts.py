@@ -1,0 +1,206 @@
+"""One Open folder, a strip without duplicates that images can be taken out of, Open recent of what opened, and
+keyboard shortcuts (tabs, Open folder, next/previous image, Start/Pause/Cancel training) listed in Help, driven
+through the real window."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QApplication, QMenu
+
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.gui import workers
+from vitstudio.gui.actions import help_text
+
+
+def _settle(qtbot, timeout=60000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def _menu_action(window, text: str) -> QAction:
+    for menu in window.menuBar().findChildren(QMenu):
+        for action in menu.actions():
+            if action.text().replace("&", "") == text:
+                return action
+    raise AssertionError(f"no menu action {text!r}")
+
+
+@pytest.fixture
+def digits(tmp_path):
+    data = render_digits(tmp_path / "digits")
+    for folder in data.iterdir():
+        for extra in sorted(folder.iterdir())[2:]:
+            extra.unlink()
+    return data  # 2 images of each digit, 20 in all
+
+
+@pytest.fixture
+def active(window, qtbot):
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    return window
+
+
+def _paths(window) -> list[str]:
+    return [e.path for e in window.state.images]
+
+
+def test_file_open_folder_fills_the_strip_and_the_folder_tab(active, qtbot, digits, monkeypatch):
+    window = active
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getExistingDirectory", lambda *a, **k: str(digits))
+    assert _menu_action(window, "Open folder…").shortcut() == QKeySequence("Ctrl+Shift+O")
+    qtbot.keyClick(window, Qt.Key_O, Qt.ControlModifier | Qt.ShiftModifier)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.folder.results is not None, timeout=30000)
+    expected = sorted(str(p) for p in digits.rglob("*.png"))
+    assert sorted(_paths(window)) == expected
+    assert window.folder.folder == str(digits) and sorted(window.folder.results.paths) == expected
+    assert window.settings.value("recent") == [str(digits)]
+
+
+def test_open_folder_before_a_model_opens_it_in_the_folder_tab_once_one_loads(window, qtbot, digits):
+    window.open_folder(str(digits))
+    _settle(qtbot)
+    assert len(window.state.images) == 20 and window.folder.results is None
+    assert "Load a model" in window.folder.info.text()
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.folder.results is not None, timeout=30000)
+    assert len(window.folder.results) == 20
+
+
+def test_opening_the_same_files_twice_adds_nothing(window, qtbot, digits):
+    some = sorted(str(p) for p in (digits / "3").iterdir())
+    window.add_paths(some)
+    _settle(qtbot)
+    window.add_paths(some)
+    window.add_paths([some[0]])
+    _settle(qtbot)
+    assert _paths(window) == some and window.strip.count() == 2
+    window.add_paths([str(digits)])  # the folder: only the 18 others are added
+    _settle(qtbot)
+    assert sorted(_paths(window)) == sorted(str(p) for p in digits.rglob("*.png"))
+    assert window.strip.count() == 20
+    assert "already in the strip" in window.statusBar().currentMessage()
+
+
+def test_delete_and_the_context_menu_remove_from_the_strip(active, qtbot, digits):
+    window = active
+    files = sorted(str(p) for p in (digits / "1").iterdir()) + sorted(str(p) for p in (digits / "2").iterdir())
+    window.add_paths(files)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.strip.count() == 4, timeout=10000)
+    window.strip.setCurrentRow(1)
+    assert window.state.selected.path == files[1]
+    window.strip.setFocus()
+    qtbot.keyClick(window.strip, Qt.Key_Delete)
+    assert _paths(window) == [files[0], files[2], files[3]]
+    assert window.strip.captions()[1].startswith(Path(files[2]).name)
+    assert window.state.selected.path == files[2]  # the next image takes its place
+    # the context menu holds the same action
+    assert window.strip.contextMenuPolicy() == Qt.ActionsContextMenu
+    remove = next(a for a in window.strip.actions() if a.text() == "Remove from strip")
+    assert remove is window.strip.remove_action
+    remove.trigger()
+    assert _paths(window) == [files[0], files[3]] and window.strip.count() == 2
+    # removed images can be opened again
+    window.add_paths([files[1]])
+    _settle(qtbot)
+    assert window.strip.count() == 3 and files[1] in _paths(window)
+
+
+def test_recent_lists_only_what_opened_one_entry_per_open(window, qtbot, digits, tmp_path):
+    files = sorted(str(p) for p in (digits / "4").iterdir())
+    window.add_paths(files)
+    _settle(qtbot)
+    assert window.settings.value("recent") == ["\n".join(files)]
+    names = ", ".join(Path(f).name for f in files)
+    assert [a.text() for a in window.recent_menu.actions()] == [f"2 files: {names}…"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    window.add_paths([str(empty)])
+    bad = tmp_path / "broken.png"
+    bad.write_text("not an image")
+    _settle(qtbot)
+    window.add_paths([str(bad)])
+    _settle(qtbot)
+    assert window.settings.value("recent") == ["\n".join(files)]
+    assert "could not be read" in window.log_view.toPlainText() and "No images in" in window.log_view.toPlainText()
+    # a folder that opened once and is gone now leaves the list when it no longer opens
+    gone = tmp_path / "gone"
+    shutil.copytree(digits / "5", gone)
+    window.add_paths([str(gone)])
+    _settle(qtbot)
+    assert window.settings.value("recent")[0] == str(gone)
+    shutil.rmtree(gone)
+    window.recent_menu.actions()[0].trigger()
+    _settle(qtbot)
+    assert str(gone) not in window.settings.value("recent")
+
+
+def test_ctrl_number_switches_tabs_and_ctrl_arrows_walk_the_images(active, qtbot, digits):
+    window = active
+    for index in range(window.tabs.count()):
+        qtbot.keyClick(window, getattr(Qt, f"Key_{index + 1}"), Qt.ControlModifier)
+        assert window.tabs.currentIndex() == index
+    qtbot.keyClick(window, Qt.Key_3, Qt.ControlModifier)
+    assert window.tabs.tabText(window.tabs.currentIndex()) == "Embeddings"
+    files = sorted(str(p) for p in (digits / "6").iterdir()) + sorted(str(p) for p in (digits / "7").iterdir())
+    window.add_paths(files)
+    _settle(qtbot)
+    assert window.state.selected.path == files[0]
+    qtbot.keyClick(window, Qt.Key_Down, Qt.ControlModifier)
+    assert window.state.selected.path == files[1] and window.strip.currentRow() == 1
+    qtbot.keyClick(window, Qt.Key_Up, Qt.ControlModifier)
+    qtbot.keyClick(window, Qt.Key_Up, Qt.ControlModifier)  # wraps to the last
+    assert window.state.selected.path == files[3]
+
+
+def test_training_keys_press_the_training_buttons(active, qtbot):
+    window = active
+    training = window.training
+    window.show_tab("predictions")
+    assert not training.cancel_button.isEnabled()  # no run: F-keys say so instead of acting
+    qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
+    assert "Cancel training: not now" in window.statusBar().currentMessage()
+    # with the button enabled, the key is a click on it (the panel's own handler runs)
+    training.cancel_button.setEnabled(True)
+    with qtbot.waitSignal(training.cancel_button.clicked, timeout=2000):
+        qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
+    assert window.tabs.currentWidget() is training
+    training.pause_button.setEnabled(True)
+    with qtbot.waitSignal(training.pause_button.toggled, timeout=2000) as toggled:
+        qtbot.keyClick(window, Qt.Key_F6)
+    assert toggled.args == [True]
+    training.pause_button.setChecked(False)
+    start = _menu_action(window, "Start training")
+    assert start.shortcut() == QKeySequence("F5")
+
+
+def test_help_lists_every_shortcut(window):
+    text = help_text(window, "Keyboard shortcuts")
+    actions = [a for w in (window, *window.findChildren(QMenu), *window.findChildren(type(window.strip)))
+               for a in w.actions() if not a.shortcut().isEmpty()]
+    assert len(actions) >= 16
+    for action in actions:
+        keys = action.shortcut().toString(QKeySequence.NativeText)
+        assert f"<tr><td>{action.text().replace('&', '')}</td><td>&nbsp;&nbsp;<b>{keys}</b>" in text
+    for keys in ("Ctrl+1", "Ctrl+7", "Ctrl+Shift+O", "F5", "F6", "Shift+F5", "Del", "Ctrl+Down", "Down / Up"):
+        assert keys in text, keys
+
+
+def test_the_model_box_does_not_keep_a_rejected_name(window, qtbot):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    shown = window.model_panel.name.currentText()
+    with qtbot.waitSignal(window.state.model_failed, timeout=10000):
+        window.request_model("no-such-model-anywhere")
+    assert window.model_panel.name.currentText() == shown
+    assert window.model_panel.spec() == str(bundled_demo())

@@ -1,0 +1,96 @@
+"""Opening files and folders into the image strip. Only images not already in the strip are read (opening the same
+files twice adds nothing); Open recent keeps one entry per open (the folder, the file, or the set of files of one
+multi-open) and only once something in it opened: an empty folder or unreadable files are said, not remembered."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+
+from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
+
+from .state import AppState, make_entry
+
+RECENT_KEPT = 10
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What one open found: images read, files that could not be read, images already in the strip."""
+
+    readable: int
+    unreadable: int
+    already: int
+
+
+def same_path(path) -> str:
+    return os.path.normcase(os.path.abspath(str(path)))
+
+
+def read_new_images(cancel, paths: list[str], known: frozenset[str]):
+    """Runs in a worker: yields an entry per image (or per unreadable file) of `paths` not in `known` (paths made
+    by `same_path`); returns the counts."""
+    readable = unreadable = already = 0
+    for path in expand_paths(paths):
+        cancel.raise_if_cancelled()
+        if same_path(path) in known:
+            already += 1
+            continue
+        try:
+            entry = make_entry(str(path), read_image(path))
+            readable += 1
+        except ImageReadError as exc:
+            entry = make_entry(str(path), error=exc.reason)
+            unreadable += 1
+        yield entry
+    return Opened(readable, unreadable, already)
+
+
+def describe_open(paths: list[str], opened: Opened) -> tuple[str, str]:
+    """(level, text) telling the user what an open did."""
+    what = paths[0] if len(paths) == 1 else f"{len(paths)} items"
+    if not opened.readable and not opened.already:
+        if opened.unreadable:
+            return "warning", f"Nothing opened from {what}: {opened.unreadable} files could not be read as images."
+        return "warning", (f"No images in {what}: choose files or a folder holding .jpg, .png, .bmp, .webp or .tif "
+                           "images (subfolders are searched too).")
+    parts = [f"Opened {opened.readable} images from {what}"]
+    if opened.already:
+        parts.append(f"{opened.already} already in the strip")
+    if opened.unreadable:
+        parts.append(f"{opened.unreadable} unreadable")
+    return "info", "; ".join(parts) + "."
+
+
+def recent_entry(paths: list[str]) -> str:
+    """One Open recent entry per open: a multi-open is one entry, its paths joined by newlines."""
+    return "\n".join(str(p) for p in paths)
+
+
+def updated_recent(recent: list[str], entry: str, opened: bool) -> list[str]:
+    """The list with `entry` first when it opened, or taken out when it did not (moved, emptied, unreadable)."""
+    rest = [r for r in recent if r != entry]
+    return ([entry] + rest)[:RECENT_KEPT] if opened else rest
+
+
+class StripPaths:
+    """The paths in the strip, kept in step with the state's signals: a set lookup per image read instead of a
+    scan of every image (a folder of 10k images would cost 10^8 comparisons)."""
+
+    def __init__(self, state: AppState) -> None:
+        self._count: Counter[str] = Counter(same_path(e.path) for e in state.images)
+        state.images_added.connect(self._on_added)
+        state.images_removed.connect(self._on_removed)
+
+    def __contains__(self, path: str) -> bool:
+        return self._count[same_path(path)] > 0
+
+    def snapshot(self) -> frozenset[str]:
+        return frozenset(p for p, n in self._count.items() if n > 0)
+
+    def _on_added(self, entries) -> None:
+        self._count.update(same_path(e.path) for e in entries)
+
+    def _on_removed(self, entries) -> None:
+        self._count.subtract(same_path(e.path) for e in entries)

@@ -1,0 +1,88 @@
+"""The Go and Training menus: a shortcut for every tab (Ctrl+1…Ctrl+7 in tab order), the next and previous image,
+and Start / Pause / Cancel of a training run. Help → Keyboard shortcuts lists them from these QActions.
+
+The training actions press the Training panel's own buttons, so they do exactly what a click does and nothing a
+disabled button would refuse; pressed while the button is disabled, they say why in the status bar instead."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QAction, QKeySequence
+
+NEXT_IMAGE, PREVIOUS_IMAGE = "Ctrl+Down", "Ctrl+Up"
+# F5 runs, Shift+F5 stops (as in most IDEs); F6 pauses. None of them is taken by Qt's standard keys.
+TRAINING_KEYS = (("Start training", "F5", "start_button"), ("Pause / resume training", "F6", "pause_button"),
+                 ("Cancel training", "Shift+F5", "cancel_button"))
+# keys that are not QActions of this window (widgets handle them), listed in Help → Keyboard shortcuts too
+WIDGET_KEYS = (("Next / previous image (the image strip focused)", "Down / Up"),
+               ("Several images in the strip", "Shift+click, Ctrl+click"),
+               ("Select a patch (token map, similarity)", "click on the image"),
+               ("Select a head", "click its map in the head grid"))
+
+
+def build_shortcut_menus(window) -> list[QAction]:
+    """Adds the Go and Training menus to the window's menu bar (before Help); returns their actions."""
+    bar = window.menuBar()
+    help_menu = next((a for a in bar.actions() if a.text().replace("&", "") == "Help"), None)
+    go_menu, training_menu = window.menuBar().addMenu("&Go"), window.menuBar().addMenu("&Training")
+    if help_menu is not None:  # Help stays the last menu
+        bar.insertMenu(help_menu, go_menu)
+        bar.insertMenu(help_menu, training_menu)
+    actions = []
+    for index in range(window.tabs.count()):
+        title = window.tabs.tabText(index).replace("&", "")
+        actions.append(_action(window, go_menu, f"{title} tab", f"Ctrl+{index + 1}",
+                               lambda _checked=False, i=index: window.tabs.setCurrentIndex(i)))
+    go_menu.addSeparator()
+    actions.append(_action(window, go_menu, "Next image", NEXT_IMAGE, lambda: step_image(window, 1)))
+    actions.append(_action(window, go_menu, "Previous image", PREVIOUS_IMAGE, lambda: step_image(window, -1)))
+    for text, keys, button in TRAINING_KEYS:
+        actions.append(_action(window, training_menu, text, keys,
+                               lambda _checked=False, b=button, t=text: press_training_button(window, b, t)))
+    return actions
+
+
+def _action(window, menu, text: str, keys: str, slot) -> QAction:
+    action = QAction(text, window)
+    action.setShortcut(QKeySequence(keys))
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
+def step_image(window, step: int) -> None:
+    """Select the next (step 1) or previous (-1) readable image of the strip, wrapping at the ends."""
+    images = [e for e in window.state.images if e.error is None]
+    if not images:
+        window.state.message.emit("info", "No images yet: open some with File → Open images… (Ctrl+O).")
+        return
+    current = window.state.selected
+    index = images.index(current) if current in images else -step
+    window.state.select(images[(index + step) % len(images)])
+
+
+def press_training_button(window, name: str, text: str) -> None:
+    """Click the Training panel's button `name` as the user would; a disabled one says why instead."""
+    button = getattr(window.training, name)
+    if button.isEnabled():
+        window.show_tab("training")
+        button.click()
+        return
+    reason = button.toolTip() or ("no run is in progress" if name != "start_button" else "a run is in progress")
+    window.state.message.emit("info", f"{text}: not now ({reason}).")
+
+
+def shortcut_rows(window) -> list[tuple[str, str]]:
+    """(what, keys) for every QAction of the window with a shortcut (menus and widgets' own, e.g. the strip's
+    Delete), then the keys widgets handle themselves. Read from the live actions, so the list cannot drift."""
+    from PySide6.QtWidgets import QMenu, QWidget
+
+    seen, rows = set(), []
+    owners = [*window.menuBar().findChildren(QMenu), *window.findChildren(QWidget)]
+    for owner in owners:
+        for action in owner.actions():
+            keys = action.shortcut().toString(QKeySequence.NativeText)
+            name = action.text().replace("&", "")
+            if keys and (name, keys) not in seen:
+                seen.add((name, keys))
+                rows.append((name, keys))
+    return rows + list(WIDGET_KEYS)
