@@ -7,6 +7,9 @@ bare fused forward, rollout (captures all layers × heads), head maps of one lay
 gradient rollout; each with its ratio to the bare forward (goal: rollout <= 1.3x on a GPU).
 Memory: peak extra host memory (VmHWM growth over the bare forward's peak) of each analysis on a large-token
 model, measured in a fresh subprocess per analysis (default ViT-L/14 DINOv2 at 518 px: 1370 tokens; goal <= 1.5 GB).
+Faithfulness (issue 24): per image, for every method offered in Compare, the time of its map plus its deletion
+and insertion curves (2·(S+1) masked inputs, batched), and of the whole per-image measurement (map, its curves, its
+reversed ranking's, the 5 random rankings'), each as a ratio to one bare forward.
 Random weights: neither speed nor memory depends on them.
 """
 
@@ -106,6 +109,49 @@ def timing(args, model_name: str) -> None:
         print(f"  {name:<32} {med * 1e3:9.1f} ms   ratio {med / base:5.2f}{gpu}")
 
 
+def faithfulness_timing(args, model_name: str) -> None:
+    import torch
+
+    from vitstudio.core.analysis import faithfulness as fa
+    from vitstudio.core.analysis import registry
+    from vitstudio.core.analysis.applicability import why_not
+    from vitstudio.core.models.loading import load_model
+
+    loaded = load_model(model_name, device=args.device, pretrained=False)
+    x = torch.randn(1, *loaded.data_config["input_size"])
+    protocol = fa.Protocol(steps=args.steps)
+    target = fa.top1(loaded, x)
+
+    def bare():
+        with torch.inference_mode():
+            loaded.model(x.to(loaded.device))
+
+    def map_and_curves(method):
+        fa.curves(loaded, x, fa.ranking(fa.method_map(loaded, x, method, target)), target, protocol)
+
+    def timed(fn) -> float:
+        fn()  # warm-up
+        values = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            fn()
+            if loaded.device.type == "cuda":
+                torch.cuda.synchronize()
+            values.append(time.perf_counter() - start)
+        return statistics.median(values)
+
+    base = timed(bare)
+    print(f"faithfulness, {model_name}  device {loaded.device}  steps {args.steps}  (one bare forward "
+          f"{base * 1e3:.1f} ms)")
+    for method in registry.names(compare=True):
+        if why_not(loaded.model, method) is not None:
+            continue
+        one = timed(lambda: map_and_curves(method))
+        whole = timed(lambda: fa.image_faithfulness(loaded, x, [method], protocol))
+        print(f"  {method:<22} map + curves {one * 1e3:9.1f} ms  ratio {one / base:7.1f}   with baselines "
+              f"{whole * 1e3:9.1f} ms  ratio {whole / base:7.1f}")
+
+
 def memory(args) -> None:
     print(f"peak extra host memory over the bare forward, {args.memory_model} (fresh process each):")
     for analysis in ("rollout", "heads", "stats", "all-maps"):
@@ -127,9 +173,16 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "ANALYSIS"), help=argparse.SUPPRESS)
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--faithfulness", nargs="*", metavar="MODEL", help="time the faithfulness measurement of every "
+                    "Compare method on these models (default: the first --model)")
+    ap.add_argument("--steps", type=int, default=16, help="faithfulness steps S (default 16)")
     args = ap.parse_args()
     if args.child:
         memory_child(*args.child)
+        return 0
+    if args.faithfulness is not None:
+        for model_name in args.faithfulness or args.model[:1]:
+            faithfulness_timing(args, model_name)
         return 0
     for model_name in args.model:
         timing(args, model_name)

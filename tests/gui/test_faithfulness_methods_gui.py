@@ -41,3 +41,40 @@ def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(window
     mine, theirs = (r[1] for r in compare.results)
     np.testing.assert_allclose(mine, registry.get("lrp").run(loaded, x, {"target": None})[0], atol=1e-5)
     np.testing.assert_allclose(theirs, registry.get("lrp").run(other, x, {"target": None})[0], atol=1e-5)
+
+
+def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_screen(window, qtbot, tiny_weights,
+                                                                                     photos):
+    from vitstudio.core.analysis import faithfulness as fa
+    from vitstudio.core.analysis import faithfulness_sanity as sanity
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    window.add_paths([str(photos["rocket"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    loaded = window.state.model
+    x = loaded.to_tensor(loaded.crop(read_image(photos["rocket"])))[None]
+    panel = window.attention
+    window.show_tab("attention")
+    panel.method.setCurrentIndex(panel.method.findData("rollout"))
+    widget = panel.faithfulness
+    assert widget.shown is None
+    widget.measure_button.click()
+    qtbot.waitUntil(lambda: widget.shown is not None, timeout=60000)
+    expected = fa.image_faithfulness(loaded, x, ["rollout"])
+    np.testing.assert_allclose(widget.shown.methods["rollout"].deletion, expected.methods["rollout"].deletion,
+                               atol=1e-6)
+    assert f"deletion {expected.methods['rollout'].deletion_auc:.3f}" in widget.summary.text()
+    assert len(widget.curves.getPlotItem().listDataItems()) == 4  # the map's and random's, deletion and insertion
+
+    widget.sanity_button.click()
+    qtbot.waitUntil(lambda: widget.shown_sanity is not None, timeout=60000)
+    check = sanity.sanity_job(None, loaded, read_image(photos["rocket"]), "rollout")
+    np.testing.assert_allclose(widget.shown_sanity.correlation["rollout"], check.correlation["rollout"], atol=1e-9)
+    assert ("barely changes" in widget.summary.text()) == ("rollout" in check.insensitive)
+
+    # another method: the measurement of rollout is not shown for it
+    panel.method.setCurrentIndex(panel.method.findData("lrp"))
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+    assert widget.shown is None and widget.shown_sanity is None
+    assert not widget.curves.getPlotItem().listDataItems()

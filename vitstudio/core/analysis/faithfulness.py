@@ -233,3 +233,8 @@ def faithfulness_over(loaded: LoadedModel, paths: list[str], methods: list[str],
         results.append(image_faithfulness(loaded, x, methods, protocol, str(path), **given))
         yield FolderProgress(i + 1, len(paths), str(path))
     return results, errors
+
+
+def faithfulness_job(cancel, loaded: LoadedModel, image, method: str) -> ImageFaithfulness:
+    """The GUI's view job: one method's curves and the baselines for one PIL image."""
+    return image_faithfulness(loaded, loaded.to_tensor(loaded.crop(image))[None], [method])

@@ -118,3 +118,13 @@ def sanity_check(loaded: LoadedModel, inputs: list[torch.Tensor], methods: list[
         yield SanityProgress(len(steps), total, step)
     correlation = {m: np.array([col[m] for col in columns]).T.reshape(len(inputs), len(columns)) for m in trained}
     return SanityCheck(tuple(steps), correlation, errors)
+
+
+def sanity_job(cancel, loaded: LoadedModel, image, method: str) -> SanityCheck:
+    """The GUI's view job: the cascade for one method on one PIL image."""
+    gen = sanity_check(loaded, [loaded.to_tensor(loaded.crop(image))[None]], [method], cancel=cancel)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value

@@ -42,6 +42,7 @@ from .explorer_base import (
     smooth_checkbox,
     wrapping_label,
 )
+from .faithfulness_widget import FaithfulnessWidget
 from .head_grid import HeadGridWidget
 
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
@@ -130,7 +131,11 @@ class AttentionPanel(ExplorerPanel):
         top.setStretchFactor(2, 2)
         outer = QSplitter(Qt.Vertical)
         outer.addWidget(top)
-        outer.addWidget(self.distance)
+        bottom = QSplitter(Qt.Horizontal)  # the distance plot beside the faithfulness of the map on screen
+        self.faithfulness = FaithfulnessWidget(self.view_state, self.context, self.report_error)
+        for w in (self.distance, self.faithfulness):
+            bottom.addWidget(w)
+        outer.addWidget(bottom)
         outer.setStretchFactor(0, 3)
         outer.setStretchFactor(1, 1)
         QVBoxLayout(self).addWidget(outer)

@@ -1,0 +1,129 @@
+"""Can the map on screen be trusted? Its deletion and insertion curves next to a random ranking's (Petsiuk et al.
+2018; the protocol is in core/analysis/faithfulness.py) and the model-randomisation sanity check's Spearman curve
+(Adebayo et al. 2018), for the Attention panel's current model, image and method.
+
+Both cost many forwards (2·(S+1) per ranking, seven rankings; one map per randomised block), so they run on request,
+in a worker, keyed by the view state: another model, image or method discards a pending measurement and hides a
+finished one (it comes back when that method is shown again)."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from vitstudio.core.analysis.faithfulness import faithfulness_job
+from vitstudio.core.analysis.faithfulness_sanity import INSENSITIVE, sanity_job
+
+from .. import workers
+
+CURVES, SANITY = "faithfulness", "sanity"
+
+
+class FaithfulnessWidget(QWidget):
+    def __init__(self, view_state, context, report_error, parent: QWidget | None = None) -> None:
+        """`context()` answers (model, image entry) or None; `report_error(exc)` shows a job's error."""
+        super().__init__(parent)
+        self.view_state, self._context, self._report_error = view_state, context, report_error
+        self.jobs = workers.ViewJobs(view_state, {CURVES: ("method",), SANITY: ("method",)}, long=(CURVES, SANITY))
+        self.measure_button = QPushButton("Measure faithfulness")
+        self.measure_button.setToolTip("Deletion: the top-1 class's probability as the map's highest patches are "
+                                       "zeroed (lower area = more faithful). Insertion: restoring them into a blurred "
+                                       "copy (higher = more faithful). Dashed: a random ranking (mean of 5).")
+        self.sanity_button = QPushButton("Sanity check")
+        self.sanity_button.setToolTip("Re-draw the classifier, then each block from the top, and compare the map with "
+                                      "the trained model's (Spearman ρ): a map that explains the model must change.")
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.curves = _plot("fraction of patches deleted / inserted", "target probability")
+        self.curves.addLegend(offset=(-5, 5), labelTextSize="7pt")
+        self.spearman = _plot("blocks re-drawn from the top", "Spearman ρ")
+        self.shown = self.shown_sanity = None  # what the plots draw (tests read them)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.measure_button)
+        buttons.addWidget(self.sanity_button)
+        plots = QHBoxLayout()
+        plots.addWidget(self.curves, 3)
+        plots.addWidget(self.spearman, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(buttons)
+        layout.addWidget(self.summary)
+        layout.addLayout(plots)
+        self.measure_button.clicked.connect(self.measure)
+        self.sanity_button.clicked.connect(self.check_sanity)
+        view_state.connect(self._on_view_state)
+        self.refresh()
+
+    def measure(self) -> None:
+        self._start(CURVES, "Faithfulness", faithfulness_job)
+
+    def check_sanity(self) -> None:
+        self._start(SANITY, "Sanity check", sanity_job)
+
+    def _start(self, slot: str, name: str, job) -> None:
+        ctx = self._context()
+        if ctx is None:
+            self.summary.setText("Load a model and select an image first.")
+            return
+        model, entry = ctx
+        self.summary.setText(f"{name} of {self.view_state.method}…")
+        self.jobs.start(slot, name, job, model, entry.image, self.view_state.method,
+                        on_result=self._on_result, on_error=self._report_error)
+
+    def _on_view_state(self, name: str, _value) -> None:
+        if name in ("model", "image", "method"):
+            self.refresh()
+
+    def _on_result(self, _value) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Draw what answers the current model, image and method (nothing otherwise)."""
+        self.shown, self.shown_sanity = self.jobs.current(CURVES), self.jobs.current(SANITY)
+        method = self.view_state.method
+        self.curves.clear()
+        self.spearman.clear()
+        lines = []
+        if self.shown is not None:
+            lines.append(self._draw_curves(self.shown, method))
+        if self.shown_sanity is not None:
+            lines.append(self._draw_sanity(self.shown_sanity, method))
+        if lines or not (self.jobs.running(CURVES) or self.jobs.running(SANITY)):
+            self.summary.setText("\n".join(lines))
+
+    def _draw_curves(self, result, method: str) -> str:
+        if method not in result.methods:
+            return f"Not measured: {result.errors.get(method, 'no map')}"
+        mine, rand = result.methods[method], result.random
+        steps = len(mine.deletion) - 1
+        xs = [i / steps for i in range(steps + 1)]
+        for curve, colour, style, name in ((mine.deletion, "#d62728", None, "deletion"),
+                                           (rand.deletion, "#d62728", "dash", "random"),
+                                           (mine.insertion, "#1f77b4", None, "insertion"),
+                                           (rand.insertion, "#1f77b4", "dash", "random")):
+            pen = pg.mkPen(colour, width=2, style=pg.QtCore.Qt.DashLine if style else pg.QtCore.Qt.SolidLine)
+            self.curves.plot(xs, list(curve), pen=pen, name=name)
+        return (f"Class {result.target}: deletion {mine.deletion_auc:.3f} (random {rand.deletion_auc:.3f}, lower is "
+                f"better), insertion {mine.insertion_auc:.3f} (random {rand.insertion_auc:.3f}, higher is better).")
+
+    def _draw_sanity(self, check, method: str) -> str:
+        if method not in check.correlation:
+            return f"No sanity check: {check.errors.get(method, 'no map')}"
+        curve = check.mean_curve(method)
+        self.spearman.plot(list(range(1, len(curve) + 1)), list(curve), pen=pg.mkPen("#2ca02c", width=2),
+                           symbol="o", symbolSize=5)
+        self.spearman.getAxis("bottom").setTicks([[(i + 1, s.replace("block ", "b")) for i, s in
+                                                   enumerate(check.steps)]])
+        if method in check.insensitive:
+            return (f"⚠ Sanity check: the map barely changes when every weight is re-drawn (ρ {curve[-1]:.2f} ≥ "
+                    f"{INSENSITIVE}): it says little about what this model learned.")
+        return f"Sanity check passed: the map changes as the weights are re-drawn (ρ {curve[-1]:.2f} at the end)."
+
+
+def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
+    plot = pg.PlotWidget()
+    plot.setMinimumHeight(140)
+    plot.setLabel("bottom", x_label)
+    plot.setLabel("left", y_label)
+    plot.showGrid(x=True, y=True, alpha=0.2)
+    return plot
