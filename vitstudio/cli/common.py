@@ -19,6 +19,10 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
                    help="auto (bf16 autocast on GPUs that support it, fp32 elsewhere; the default), fp32, or "
                         "bf16/fp16 autocast")
+    p.add_argument("--classes", help="CLIP-style models (open_clip:...): classes from words, \"ant, bee, wasp\" or a "
+                   "file with one name per line; a zero-shot head from the text tower")
+    p.add_argument("--prompt", help="with --classes: one prompt template, e.g. \"a photo of a {}\"; \"{}\" = the raw "
+                   "names (default: the model's own templates, else OpenCLIP's 80 ImageNet ones, averaged)")
 
 
 def add_decoder_arg(p: argparse.ArgumentParser) -> None:
@@ -81,8 +85,26 @@ def load_model_from_args(args):
             pct = f"{100 * done / total:5.1f}%" if total else f"{done / 1e6:.1f} MB"
             print(f"\r{message}: {pct}", end="", file=sys.stderr, flush=True)
     try:
-        return load_model(args.model, args.weights, args.device, args.precision, progress=progress)
+        loaded = load_model(args.model, args.weights, args.device, args.precision, progress=progress)
     except ModelLoadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    return _with_classes(loaded, args)
+
+
+def _with_classes(loaded, args):
+    """--classes / --prompt: the zero-shot head of a CLIP-style model (None once the error is printed)."""
+    classes, prompt = getattr(args, "classes", None), getattr(args, "prompt", None)
+    if classes is None:
+        if prompt is not None:
+            print("error: --prompt goes with --classes", file=sys.stderr)
+            return None
+        return loaded
+    from ..core.models.zeroshot import parse_classes, with_classes
+
+    try:
+        return with_classes(loaded, parse_classes(classes), prompt)
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
 

@@ -55,6 +55,7 @@ def register(subparsers) -> None:
     p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop "
                    "(0..0.99, default 0)")
     p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
+    p.add_argument("--text", help=f"the text to look for (CLIP-style models), e.g. 'a bee'; used by {used['text']}")
     p.add_argument("--cmap", default="inferno", choices=registry.COLORMAPS, help="colormap for pictures")
     p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
     p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
@@ -89,7 +90,7 @@ def explain_cmd(args) -> int:
     if loaded is None:
         return EXIT_USAGE
     given = dict(layer=args.layer, head=args.head, patch=args.patch, direction=args.direction, fusion=args.fusion,
-                 discard=args.discard, target=args.target)
+                 discard=args.discard, target=args.target, text=args.text)
     try:  # every parameter is checked against the model before any image is read
         for method in plan.methods:
             validate(loaded, method, **given)

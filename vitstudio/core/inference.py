@@ -14,7 +14,7 @@ from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.jobs import CancelToken, prefetched
-from vitstudio.core.models import cuda_graphs, ood
+from vitstudio.core.models import cuda_graphs, ood, zeroshot
 from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
 from vitstudio.core.models.model import LoadedModel
 
@@ -100,7 +100,7 @@ def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[st
         pooled = pooled.numpy()
     else:
         pooled, logits = None, forward_logits(loaded, batch)
-    probs = logits.softmax(dim=-1)
+    probs = zeroshot.probabilities(loaded, logits)  # softmax; a sigmoid per class for SigLIP zero-shot heads
     odd = ood.score(loaded, pooled, probs.numpy())
     k = max(1, min(topk, probs.shape[-1]))
     top_p, top_i = probs.topk(k, dim=-1)

@@ -29,7 +29,7 @@ Ref = str | Callable | None  # "package.module:function", or the function itself
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # 'layer' | 'head' | 'patch' | 'class' | 'choice' | 'float'
+    kind: str  # 'layer' | 'head' | 'patch' | 'class' | 'choice' | 'float' | 'text'
     default: object
     help: str
     choices: tuple = ()
@@ -236,6 +236,14 @@ register(Analysis(
     "overlay", (_TARGET,), compare=True, compute=_ATTR + "explain_relevance",
     applies=(*_GLOBAL, _CHECK + "has_classifier", _CHECK + "plain_attention", _ATTR + "lrp_rules"),
     view=_ATTR + "view_relevance", view_job=_ATTR + "relevance_job", view_keys=("target",)))
+
+# a CLIP-style model's text tower (models/openclip.py): where the image tower finds a typed text
+_TEXT = "vitstudio.core.analysis.text_map:"
+register(Analysis(
+    "text", "Text map", "attention", "where a CLIP-style model sees a typed text: gradient rollout (Chefer et al. "
+    "2021) of the image-text cosine similarity", "(gh, gw)", "overlay",
+    (Param("text", "text", None, "the text to look for, e.g. 'a bee'", required=True),),
+    compute=_TEXT + "explain_text", applies=(*_GLOBAL, _CHECK + "plain_attention", _TEXT + "has_text_tower")))
 
 
 def params_help() -> dict[str, str]:
