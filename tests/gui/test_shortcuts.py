@@ -204,3 +204,22 @@ def test_the_model_box_does_not_keep_a_rejected_name(window, qtbot):
         window.request_model("no-such-model-anywhere")
     assert window.model_panel.name.currentText() == shown
     assert window.model_panel.spec() == str(bundled_demo())
+
+
+def test_errors_wait_in_the_status_bar_with_their_details(window, qtbot):
+    from PySide6.QtWidgets import QMessageBox
+
+    before = {w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()}
+    with qtbot.waitSignal(window.state.model_failed, timeout=10000):
+        window.request_model("no-such-model-anywhere")
+    boxes = {w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()}
+    assert boxes == before  # nothing popped up by itself
+    assert "no-such-model-anywhere" in window.statusBar().currentMessage()
+    indicator = window.error_indicator
+    assert indicator.isVisible() and "1 error" in indicator.text()
+    indicator.click()  # details on click, in a box that does not block the window
+    box = indicator.box
+    assert box is not None and box.isVisible() and not box.isModal()
+    assert "no-such-model-anywhere" in box.text() and "Traceback" in box.detailedText()
+    assert not indicator.isVisible()  # seen
+    box.close()
