@@ -13,6 +13,7 @@ so nothing is flagged (no threshold would mean the same thing for 10 and 1000 cl
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -122,13 +123,15 @@ def read_bank(folder: str | Path) -> OODBank | None:
 
 
 _banks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_banks_guard = threading.Lock()  # classify and folder jobs ask from their own threads
 
 
 def bank_for(loaded: LoadedModel) -> OODBank | None:
     """The bank beside the model's weights (a run folder, the demo model), read once per loaded model; None for
     models without one and for banks whose width is not the model's."""
-    if loaded in _banks:
-        return _banks[loaded]
+    with _banks_guard:
+        if loaded in _banks:
+            return _banks[loaded]
     bank = None
     for folder in _model_folders(loaded):
         bank = read_bank(folder)
@@ -137,7 +140,8 @@ def bank_for(loaded: LoadedModel) -> OODBank | None:
     width = getattr(loaded.model, "num_features", None)
     if bank is not None and width is not None and bank.features.shape[1] != width:
         bank = None  # a bank of another model copied beside these weights
-    _banks[loaded] = bank
+    with _banks_guard:
+        _banks[loaded] = bank
     return bank
 
 
