@@ -144,3 +144,31 @@ def test_exclusions_are_kept_outside_the_dataset_keyed_by_its_real_path(tmp_path
     assert _files(data) == {k: v for k, v in before.items() if k != "b/0.png"}  # nothing written in the dataset
     assert paths.dataset_dir(data).parent == Path(os.environ[paths.DATA_ENV]) / "datasets"
     assert paths.dataset_key(tmp_path / "other" / "data") != paths.dataset_key(data)  # same name, kept apart
+
+
+def test_undo_sort_of_a_folder_finds_its_journal_in_the_data_folder_or_an_old_one_inside(tmp_path, capsys):
+    """`undo-sort OUT`: the newest journal of sorts into OUT from the app's data folder; for a sort made before
+    journals moved there, the log it left inside OUT (read, never rewritten elsewhere)."""
+    import shutil
+
+    from vitstudio.cli import main
+    from vitstudio.core.folder.sorting import apply_sort, plan_sort
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for k in range(3):
+        Image.fromarray(np.full((4, 4, 3), 40 * k, np.uint8)).save(src / f"{k}.png")
+    out = tmp_path / "out"
+    done = apply_sort(plan_sort([(str(p), "x", 1.0) for p in sorted(src.iterdir())], out))
+    assert Path(done.log).parent == paths.journals_dir(out) and len(list(out.rglob("*.png"))) == 3
+    assert main(["undo-sort", str(out)]) == 0 and list(out.iterdir()) == []
+
+    old = tmp_path / "old"  # a sort of an earlier version: its v1 log inside the output folder
+    (old / "x").mkdir(parents=True)
+    lines = []
+    for p in sorted(src.iterdir()):
+        shutil.copy2(p, old / "x" / p.name)
+        lines.append(json.dumps({"action": "copy", "source": str(p), "target": str(old / "x" / p.name), "label": "x"}))
+    (old / "vitstudio-sort-20240101-000000.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["undo-sort", str(old)]) == 0 and not list(old.rglob("*.png"))
+    assert "Undid 3 files" in capsys.readouterr().err
