@@ -10,10 +10,9 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
 
 from vitstudio.core.analysis.export import write_result
 
-from .shortcuts import build_shortcut_menus, shortcut_rows
-
 from .edit_menu import build_edit_menu
 from .model_export_dialog import choose_model_export
+from .shortcuts import build_shortcut_menus, shortcut_rows
 
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
 
@@ -102,7 +101,10 @@ def export_view(window, path: str | None = None) -> bool:
     if not path:
         return False
     ok = window.tabs.currentWidget().grab().save(path)
-    window.state.message.emit("info" if ok else "error", f"{'Saved' if ok else 'Could not save'} {path}")
+    if ok:
+        window.state.message.emit("info", f"Saved {path}")
+    else:
+        window.state.report(OSError(f"Could not save {path}: is the folder writable and the name a .png?"))
     return ok
 
 
@@ -121,7 +123,7 @@ def export_data(window, path: str | None = None) -> bool:
     try:
         files = write_result(path, array, params)
     except (ValueError, OSError) as exc:
-        window.state.message.emit("error", f"Export failed: {exc}")
+        window.state.report(exc, "Export failed")
         return False
     window.state.message.emit("info", "Saved " + ", ".join(str(f) for f in files))
     return True

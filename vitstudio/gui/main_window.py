@@ -32,6 +32,7 @@ from .common.image_strip import ImageStripWidget
 from .common.model_panel import ModelCardView, ModelPanel
 from .common.scrolling_tabs import ScrollingTabWidget, scrolling
 from .common.wheel_guard import install_wheel_guard
+from .error_indicator import ErrorIndicatorWidget
 from .explore.attention_panel import AttentionPanel
 from .explore.compare_panel import ComparePanel
 from .explore.embeddings_panel import EmbeddingsPanel
@@ -46,6 +47,31 @@ from .training.training_panel import TrainingPanel
 
 log = logging.getLogger("vitstudio.gui")
 CLASSIFY_BATCH = 8
+
+
+def _load_model_job(cancel, spec: str, weights: str | None, device: str, precision: str, relay: _Relay):
+    loaded = load_model(spec, weights, device, precision, progress=lambda d, t, m: relay.download.emit(d, t))
+    model_card(loaded)  # FLOPs need a forward: do it here, not on the GUI thread
+    return loaded
+
+
+def _classify_job(cancel, loaded, todo: list):
+    """Predictions for `todo` in batches, the first batch (the image on screen first) as soon as it is ready."""
+    for start in range(0, len(todo), CLASSIFY_BATCH):
+        cancel.raise_if_cancelled()
+        chunk = todo[start:start + CLASSIFY_BATCH]
+        preds = classify(loaded, [e.image for e in chunk], [e.path for e in chunk])
+        yield list(zip(chunk, preds))
+
+
+def _is_model_of(loaded, run: str) -> bool:
+    """Whether `loaded` is the model of the run folder `run` (loaded from that folder)."""
+    if loaded is None:
+        return False
+    try:
+        return Path(loaded.name).resolve() == Path(run).resolve()
+    except (OSError, ValueError):
+        return False
 
 
 class _Relay(QObject):
@@ -66,9 +92,12 @@ class MainWindow(QMainWindow):
         self.strip_paths = StripPaths(self.state)  # what is in the strip: an open adds only the rest
         self.settings = QSettings("ViT Studio", "ViT Studio")
         self.relay = _Relay()
-        self.classify_job = workers.LatestJob()
-        self.load_job = workers.LatestJob()
+        # The model bar's jobs, keyed by the app's view state: a new Load request discards a load still running;
+        # predictions are delivered only while the model they were made by is the loaded one.
+        self.jobs = workers.ViewJobs(self.state.view, {"load": ("requested",), "classify": ()}, long=("load",),
+                                     without_context=("load",))
         self._explore_path: str | None = None
+        self._explore_after_load: tuple[str, str] | None = None  # (image, run) waiting for the run's model
         self._build_panels()
         self._build_central()
         self._build_docks()
@@ -133,6 +162,8 @@ class MainWindow(QMainWindow):
         self.resizeDocks([card_dock], [270], Qt.Horizontal)  # at 1280 wide the tabs keep ~850 px
         self.status_jobs = QLabel()
         self.statusBar().addPermanentWidget(self.status_jobs)
+        self.error_indicator = ErrorIndicatorWidget(self)  # errors wait there; nothing pops up by itself
+        self.statusBar().addPermanentWidget(self.error_indicator)
 
     def _connect(self) -> None:
         self.training.use_model.connect(self._use_trained_model)
@@ -143,10 +174,14 @@ class MainWindow(QMainWindow):
         self.state.model_loaded.connect(self._on_model_loaded)
         self.state.images_added.connect(self._on_images_added)
         self.state.message.connect(self._on_message)
+        self.state.error.connect(self._on_error)
 
     def _restore_settings(self) -> None:
-        self.model_panel.device.setCurrentText(self.settings.value("device", "auto"))
-        self.model_panel.precision.setCurrentText(self.settings.value("precision", "auto"))
+        view, fields = self.state.view, self.state.view.fields()
+        device, precision = self.settings.value("device", "auto"), self.settings.value("precision", "auto")
+        # a device saved on another machine (or a GPU gone since) falls back to auto instead of refusing to start
+        view.update(device=device if device in fields["device"].choices else "auto",
+                    precision=precision if precision in fields["precision"].choices else "auto")
         if self.settings.value("geometry"):
             self.restoreGeometry(self.settings.value("geometry"))
             self.restoreState(self.settings.value("window_state"))
@@ -227,32 +262,38 @@ class MainWindow(QMainWindow):
         if entry.path not in self.strip_paths:  # two opens of the same files racing: the first one wins
             self.state.add_images([entry])
 
-    def request_model(self, spec: str, device: str = "auto", precision: str = "auto",
+    def request_model(self, spec: str, device: str | None = None, precision: str | None = None,
                       weights: str | None = None) -> None:
-        self.model_panel.set_spec(spec)
+        """Load `spec` on the model bar's device and precision (or those given); the latest request wins."""
+        view = self.state.view
+        device = device if device in view.fields()["device"].choices else view.device
+        precision = precision or view.precision
+        view.update(spec=spec, device=device, precision=precision, requested=(spec, device, precision, weights))
         self.state.model_loading.emit(spec)
         self._on_message("info", f"Loading {spec} on {device} ({precision})…")
-        relay = self.relay
+        self.jobs.start("load", "Loading model", _load_model_job, spec, weights, device, precision, self.relay,
+                        on_result=self._on_load_done, on_error=self._on_load_failed)
 
-        def load(cancel):
-            loaded = load_model(spec, weights, device, precision, progress=lambda d, t, m: relay.download.emit(d, t))
-            model_card(loaded)  # FLOPs need a forward: do it here, not on the GUI thread
-            return loaded
-
-        self.load_job.start("Loading model", load, on_result=self.state.set_model, on_error=self._on_load_failed)
+    def _on_load_done(self, loaded) -> None:
+        self.jobs.clear("load")  # the model lives in AppState; the slot must not keep a second reference
+        self.state.set_model(loaded)
 
     def _on_load_failed(self, exc: BaseException) -> None:
-        self.state.model_failed.emit(workers.describe(exc))
-        self._on_job_error(exc)
+        notice = self.state.report(exc, "Loading model")
+        self.state.model_failed.emit(notice)
 
     def _on_model_loaded(self, loaded) -> None:
         self.settings.setValue("model", loaded.name)
-        self.settings.setValue("device", self.model_panel.device.currentText())
+        self.settings.setValue("device", self.state.view.device)
         # the choice, not what it resolved to here: 'auto' stays auto (bf16 on this GPU, fp32 on the next laptop)
-        self.settings.setValue("precision", self.model_panel.precision.currentText())
+        self.settings.setValue("precision", self.state.view.precision)
         self.card_view.show_card(model_card(loaded))
         self._on_message("info", f"Loaded {loaded.display_name} ({loaded.weights_source}) on {loaded.device}.")
+        self.setWindowTitle(f"ViT Studio — {loaded.display_name}")  # which model every view is showing
         self._classify_pending()
+        pending, self._explore_after_load = self._explore_after_load, None
+        if pending is not None and _is_model_of(loaded, pending[1]):
+            self.explore_image(*pending)
 
     def _on_images_added(self, entries) -> None:
         for entry in entries:
@@ -262,8 +303,14 @@ class MainWindow(QMainWindow):
                 self.show_tab("attention")
         self._classify_pending()
 
-    def explore_image(self, path: str) -> None:
-        """Open `path` (e.g. a misclassified training image) in the attention explorer."""
+    def explore_image(self, path: str, run: str = "") -> None:
+        """Open `path` (e.g. a misclassified training image) in the attention explorer; with `run`, explained by
+        that run's model (loaded first when another one is)."""
+        if run and not _is_model_of(self.state.model, run):
+            self._explore_after_load = (path, run)
+            self._on_message("info", f"Loading the model of run {Path(run).name} to explain {Path(path).name}…")
+            self.request_model(run)
+            return
         known = next((e for e in self.state.images if e.path == path), None)
         if known is not None:
             self.state.select(known)
@@ -281,7 +328,7 @@ class MainWindow(QMainWindow):
             export_model(self, fmt, path, spec=folder)
 
     def _use_trained_model(self, folder: str) -> None:
-        self.request_model(folder, self.model_panel.device.currentText(), self.model_panel.precision.currentText())
+        self.request_model(folder)
         self.show_tab("predictions")
 
     def _classify_pending(self) -> None:
@@ -294,33 +341,37 @@ class MainWindow(QMainWindow):
         if self.state.selected in todo:  # the image on screen first
             todo.remove(self.state.selected)
             todo.insert(0, self.state.selected)
+        self.jobs.start("classify", "Classifying", _classify_job, loaded, todo, on_yield=self._deliver_predictions,
+                        on_result=self._classified, on_error=self._on_job_error)
 
-        def run(cancel):
-            for start in range(0, len(todo), CLASSIFY_BATCH):
-                cancel.raise_if_cancelled()
-                chunk = todo[start:start + CLASSIFY_BATCH]
-                preds = classify(loaded, [e.image for e in chunk], [e.path for e in chunk])
-                yield list(zip(chunk, preds))
+    def _deliver_predictions(self, pairs) -> None:
+        for entry, pred in pairs:
+            self.state.set_prediction(entry, self.state.model, pred)
 
-        def deliver(pairs) -> None:
-            for entry, pred in pairs:
-                self.state.set_prediction(entry, loaded, pred)
-
-        self.classify_job.start("Classifying", run, on_yield=deliver, on_error=self._on_job_error)
+    def _classified(self, _none) -> None:
+        self.jobs.clear("classify")
 
     # ----- messages, status, shutdown ---------------------------------------------------------------
-    def _on_job_error(self, exc: BaseException | str) -> None:
-        message = exc if isinstance(exc, str) else workers.describe(exc)
-        self._on_message("error", message)
-        self._non_modal_box(message)
+    def _on_job_error(self, exc: BaseException) -> None:
+        self.state.report(exc)
+
+    def _on_error(self, notice) -> None:
+        """Every error: logged with its details, in the status bar, and counted by the status bar's error button,
+        whose click opens it in a box that does not block the window (its "Show Details…" holds the traceback)."""
+        log.error("%s\n%s", notice.message, notice.details)
+        self.log_view.appendPlainText(f"[{time.strftime('%H:%M:%S')}] error: {notice.message}")
+        self.statusBar().showMessage(notice.message, 8000)
+        self.error_indicator.add(notice)
 
     def show_warning(self, message: str) -> None:
         """Logged, in the status bar and in a box that does not block the window."""
         self._on_message("warning", message)
         self._non_modal_box(message)
 
-    def _non_modal_box(self, message: str) -> None:
+    def _non_modal_box(self, message: str, details: str = "") -> None:
         box = QMessageBox(QMessageBox.Warning, "ViT Studio", message, QMessageBox.Ok, self)
+        if details:
+            box.setDetailedText(details)
         box.setModal(False)
         box.setAttribute(Qt.WA_DeleteOnClose)
         box.show()

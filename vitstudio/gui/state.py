@@ -1,4 +1,5 @@
-"""AppState: the current model, images and predictions. Widgets watch its signals and write through it."""
+"""AppState: the current model, images and predictions, and the model bar's choices. Widgets watch its signals
+and write through it; errors reach one notifier (`report`) as exception objects."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from PIL import Image
 from PySide6.QtCore import QObject, Signal
 
 from vitstudio.core.inference import Prediction
+from vitstudio.core.models.devices import CHOICES, available_devices
 from vitstudio.core.models.model import LoadedModel
+
+from .notices import Notice
+from .viewstate import Field, ViewState
 
 PREVIEW = 640
 _uids = itertools.count(1)
@@ -39,21 +44,35 @@ def make_entry(path: str, image: Image.Image | None = None, error: str | None = 
 class AppState(QObject):
     model_loading = Signal(str)  # spec
     model_loaded = Signal(object)  # LoadedModel
-    model_failed = Signal(str)  # message
+    model_failed = Signal(object)  # Notice
     images_added = Signal(list)  # list[ImageEntry]
     images_removed = Signal(list)  # list[ImageEntry], taken out of the strip by the user
     image_selected = Signal(object)  # ImageEntry | None
     prediction_ready = Signal(object)  # ImageEntry
-    message = Signal(str, str)  # level ('info' | 'warning' | 'error'), text
+    message = Signal(str, str)  # level ('info' | 'warning'), text
+    error = Signal(object)  # Notice: every error the user should hear about, as an exception object
 
     def __init__(self) -> None:
         super().__init__()
         self.model: LoadedModel | None = None
         self.images: list[ImageEntry] = []
         self.selected: ImageEntry | None = None
+        # The model bar: what to load and where. `requested` is the (spec, device, precision) of the last Load:
+        # a new one discards a load still running (latest wins); the combos only prepare the next request.
+        devices = ("auto", *available_devices())
+        self.view = ViewState(model=Field(None, int), spec=Field("", str),
+                              device=Field("auto", str, choices=devices, help="a device this machine has"),
+                              precision=Field("auto", str, choices=tuple(CHOICES)), requested=Field(None, tuple))
+
+    def report(self, exc: BaseException | Notice, context: str = "") -> Notice:
+        """The one way an error reaches the user (log, status bar, a non-modal box with details on demand)."""
+        notice = exc if isinstance(exc, Notice) else Notice(exc, context)
+        self.error.emit(notice)
+        return notice
 
     def set_model(self, loaded: LoadedModel) -> None:
         self.model = loaded
+        self.view.update(model=loaded.uid)
         # Predictions are shown only for the model loaded (loading again makes a new uid), so the previous model's
         # are dropped: kept, every image would hold one prediction and crop (150 KB at 224 px) per model ever loaded.
         for entry in self.images:

@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 from vitstudio.core.folder.results import FolderResults
 
 from .. import workers
-from ..viewstate import ViewState
+from ..viewstate import Field, ViewState
+from .folder_filters import FILTER_DEFAULTS, FILTER_FIELDS, bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_map import colour_groups, describe_image
@@ -60,7 +61,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
         self.report = None  # the label review's AuditReport
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
-        self.view_state = ViewState(model=None, image=None, paths=())
+        self.view_state = ViewState(model=Field(None, int), image=Field(None, int), paths=(), **FILTER_FIELDS)
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.LatestJob(workers.LONG)
         self._build()
@@ -134,10 +135,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.undo_button.clicked.connect(self.undo_last)
         self.csv_button.clicked.connect(self._export_csv)
         self.review_button.clicked.connect(self.start_review)
-        for w in (self.predicted, self.correctness):
-            w.currentIndexChanged.connect(self.apply_filters)
-        self.min_conf.valueChanged.connect(self.apply_filters)
-        self.follow_map.toggled.connect(self.apply_filters)
+        bind_filters(self.toolbar, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
         self.map.selection_changed.connect(self._on_map_selection)
         self.map.hovered.connect(self._on_hover)
@@ -190,6 +188,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.source = self.folder or f"{len(paths)} dropped items"
         if tuple(paths) != self.view_state.paths:  # filters belong to a folder: another one starts unfiltered
             self.toolbar.reset_filters(self.source)
+            self.view_state.update(**FILTER_DEFAULTS)
         self.info.setText(f"Embedding {self.source} with {model.display_name}…")
         self.view_state.update(model=model.uid, paths=tuple(paths))
         self.progress.setVisible(True)
@@ -212,7 +211,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.progress.setVisible(False)
         self.cancel_button.setEnabled(False)
         self.info.setText(f"Failed: {workers.describe(exc)}")  # replaces "Embedding…" / "Reviewing labels…"
-        self.state.message.emit("error", workers.describe(exc))
+        self.state.report(exc)
 
     def _on_embedded(self, done: tuple) -> None:
         embedded, results = done
@@ -226,6 +225,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
             self.predicted.addItem("all classes", None)
             for label in sorted({self.results.labels[i] for i in np.unique(self.results.predicted)}):
                 self.predicted.addItem(label, label)
+        if self.predicted.findData(self.view_state.predicted) < 0:  # a class this folder's results don't have
+            self.view_state.predicted = None
         self.map_rows = self.group_rows = None
         self.duplicates.clear()
         self.apply_filters()
@@ -254,6 +255,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_view_state(self, name: str, _value) -> None:
         if name in ("model", "paths"):
             self._forget_results()
+        elif name in FILTER_FIELDS:
+            self.apply_filters()
 
     def _forget_results(self) -> None:
         """Nothing computed for the previous model or paths stays on screen (or in an export)."""
@@ -274,9 +277,9 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def apply_filters(self) -> None:
         if self.results is None:
             return
-        rows = self.results.select(self.predicted.currentData(), self.min_conf.value(),
-                                   correct=self.correctness.currentData())
-        if self.follow_map.isChecked() and self.map_rows is not None:
+        vs = self.view_state
+        rows = self.results.select(vs.predicted, vs.min_conf, correct=vs.correct)
+        if vs.follow_map and self.map_rows is not None:
             rows = np.intersect1d(rows, self.map_rows)
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
@@ -284,9 +287,9 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.toolbar.show_count(len(rows), len(self.results))
 
     def reset_filters(self) -> None:
-        self.toolbar.reset_filters()
         self.map_rows = None
-        self.apply_filters()
+        if not self.view_state.update(**FILTER_DEFAULTS):
+            self.apply_filters()  # nothing was set, but the map box is gone
 
     def visible_rows(self) -> list[int]:
         return self.model.rows.tolist()
@@ -304,8 +307,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
 
     def _on_map_selection(self, rows) -> None:
         self.map_rows = rows
-        if not self.follow_map.isChecked():
-            self.follow_map.setChecked(True)  # the box is a filter: it is what the user is doing
+        if not self.view_state.follow_map:
+            self.view_state.follow_map = True  # the box is a filter: it is what the user is doing
         else:
             self.apply_filters()
 

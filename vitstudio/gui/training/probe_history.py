@@ -15,10 +15,10 @@ from ..common.map_view import MapView
 
 
 class ProbeHistoryView(QWidget):
-    def __init__(self, report, parent: QWidget | None = None) -> None:
-        """`report(level, text)` receives what the animation export has to say (the app's message log)."""
+    def __init__(self, state, parent: QWidget | None = None) -> None:
+        """What the animation export has to say goes to the app's messages; its errors to `state.report`."""
         super().__init__(parent)
-        self.report = report
+        self.report, self.report_error = state.message.emit, state.report
         self.snapshots: list = []  # shown, not owned: the panel's buffers
         self.run: Path | None = None
         self.view = MapView()
@@ -67,4 +67,4 @@ class ProbeHistoryView(QWidget):
         if path:
             workers.start_job("Writing animation", lambda cancel: write_animation(run, Path(path)),
                               on_result=lambda out: self.report("info", f"Saved {out}"),
-                              on_error=lambda exc: self.report("error", workers.describe(exc)))
+                              on_error=lambda exc: self.report_error(exc, "Writing animation"))
