@@ -1,0 +1,267 @@
+"""CLIP-style models through OpenCLIP (issue 23): tiny random models built from configs here, saved the way the hub
+stores them (open_clip_config.json + open_clip_model.safetensors / open_clip_pytorch_model.bin), checked against
+OpenCLIP's own zero-shot computation and against an independent float64 implementation of the text map."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import open_clip
+import pytest
+import torch
+from safetensors.torch import save_model
+
+from vitstudio.core.analysis import registry
+from vitstudio.core.analysis.explain import explain
+from vitstudio.core.data.images import read_image
+from vitstudio.core.inference import classify
+from vitstudio.core.models.loading import ModelLoadError, load_model
+from vitstudio.core.models.openclip import text_side
+from vitstudio.core.models.zeroshot import parse_classes, with_classes
+
+TEXT = {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2}
+# CLIP-style: OpenCLIP's own VisionTransformer (converted to timm's on load), softmax over classes
+CLIP_CFG = {"embed_dim": 16, "vision_cfg": {"image_size": 32, "layers": 2, "width": 32, "head_width": 16,
+                                            "patch_size": 8}, "text_cfg": TEXT}
+# SigLIP-style: a timm trunk with an attention-pool head (as ViT-B-16-SigLIP), a learned bias, sigmoid per class
+SIGLIP_CFG = {"embed_dim": 64, "init_logit_bias": -1.0, "custom_text": True,
+              "vision_cfg": {"image_size": 160, "timm_model_name": "test_vit", "timm_model_pretrained": False,
+                             "timm_pool": "map", "timm_proj": "none"}, "text_cfg": TEXT}
+NAMES = ["an astronaut", "a cat", "a cup of coffee"]
+
+
+def _build(cfg: dict, folder: Path, safetensors: bool, seed: int = 0) -> Path:
+    torch.manual_seed(seed)
+    cls = open_clip.CustomTextCLIP if cfg.get("custom_text") else open_clip.CLIP
+    model = cls(**{k: v for k, v in cfg.items() if k != "custom_text"}).eval()
+    with torch.no_grad():  # random weights with some spread (OpenCLIP zero-inits a few)
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    folder.mkdir(parents=True)
+    preprocess = {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5], "interpolation": "bicubic"}
+    (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg, "preprocess_cfg": preprocess}))
+    if safetensors:
+        save_model(model, str(folder / "open_clip_model.safetensors"))
+    else:
+        torch.save(model.state_dict(), folder / "open_clip_pytorch_model.bin")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory) -> Path:
+    return _build(CLIP_CFG, tmp_path_factory.mktemp("oc") / "tiny-clip", safetensors=True)
+
+
+@pytest.fixture(scope="module")
+def siglip_dir(tmp_path_factory) -> Path:
+    return _build(SIGLIP_CFG, tmp_path_factory.mktemp("oc") / "tiny-siglip", safetensors=False)
+
+
+def _openclip_probs(folder: Path, x: torch.Tensor, names, templates) -> torch.Tensor:
+    """OpenCLIP's own zero-shot computation, from its own loading of the folder."""
+    model = open_clip.create_model(f"local-dir:{folder}").eval()
+    tokenizer = open_clip.get_tokenizer(f"local-dir:{folder}")
+    with torch.no_grad():
+        classifier = open_clip.build_zero_shot_classifier(model, tokenizer, names, templates, device="cpu")  # (D, C)
+        image = model.encode_image(x, normalize=True)
+        logits = model.logit_scale.exp() * image @ classifier
+        if model.logit_bias is not None:
+            return torch.sigmoid(logits + model.logit_bias)
+        return logits.softmax(-1)
+
+
+@pytest.mark.parametrize("which", ["clip", "siglip"])
+@pytest.mark.parametrize("prompt", ["{}", None])
+def test_zero_shot_probabilities_equal_openclips(which, prompt, clip_dir, siglip_dir, photos):
+    folder = clip_dir if which == "clip" else siglip_dir
+    loaded = with_classes(load_model(str(folder)), NAMES, prompt)
+    images = [read_image(photos[n]) for n in ("astronaut", "chelsea", "coffee")]
+    preds = classify(loaded, images, topk=len(NAMES))
+    ours = torch.tensor([[dict(zip(p.indices, p.probs))[i] for i in range(len(NAMES))] for p in preds])
+    x = torch.stack([loaded.to_tensor(loaded.crop(img)) for img in images])
+    templates = ["{}"] if prompt else [t("{}") for t in open_clip.OPENAI_IMAGENET_TEMPLATES]  # 80, averaged
+    reference = _openclip_probs(folder, x, NAMES, templates)
+    torch.testing.assert_close(ours, reference.float(), atol=1e-5, rtol=0)
+    if which == "siglip":  # a sigmoid per class, said so: the values are independent yes/no answers
+        assert "sigmoid" in loaded.label_set and not torch.allclose(ours.sum(1), torch.ones(3), atol=1e-3)
+    else:
+        assert "softmax" in loaded.label_set
+        torch.testing.assert_close(ours.sum(1), torch.ones(3))
+
+
+def test_image_tower_is_the_models_own(clip_dir, siglip_dir, photos):
+    """Loaded as a folder, as open_clip:DIR and as local-dir:DIR: the ViT gives OpenCLIP's image embedding."""
+    for folder in (clip_dir, siglip_dir):
+        reference = open_clip.create_model(f"local-dir:{folder}").eval()
+        for spec in (str(folder), f"open_clip:{folder}", f"open_clip:local-dir:{folder}"):
+            loaded = load_model(spec)
+            assert loaded.kind == "open_clip" and loaded.labels == [] and "OpenCLIP" in loaded.architecture
+            x = loaded.to_tensor(loaded.crop(read_image(photos["coffee"])))[None]
+            with torch.no_grad():
+                torch.testing.assert_close(loaded.model(x), reference.encode_image(x), atol=1e-5, rtol=0)
+
+
+def _reference_text_map(folder: Path, x: torch.Tensor, text: str) -> np.ndarray:
+    """Chefer et al. 2021 generic rule in float64, written out on OpenCLIP's own modules (explicit attention, not
+    timm's, not the app's capture): Ā = mean_h relu(∂s/∂A ⊙ A), R ← R + Ā R, s = cos(image, text)."""
+    model = copy.deepcopy(open_clip.create_model(f"local-dir:{folder}")).double().eval()
+    tokens = open_clip.get_tokenizer(f"local-dir:{folder}")([text])
+    with torch.no_grad():
+        t = torch.nn.functional.normalize(model.encode_text(tokens), dim=-1)[0]
+    v = model.visual
+    h = v.conv1(x.double()).flatten(2).transpose(1, 2)  # (1, P, W)
+    h = torch.cat([v.class_embedding.expand(1, 1, -1), h], 1) + v.positional_embedding
+    h = v.ln_pre(h)
+    attentions = []
+    for block in v.transformer.resblocks:
+        y = block.ln_1(h)
+        q, k, val = (y @ block.attn.in_proj_weight.T + block.attn.in_proj_bias).chunk(3, -1)
+        heads = block.attn.num_heads
+        q, k, val = (z.reshape(1, -1, heads, z.shape[-1] // heads).transpose(1, 2) for z in (q, k, val))
+        a = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).softmax(-1)  # (1, H, N, N)
+        attentions.append(a)
+        out = (a @ val).transpose(1, 2).reshape(1, -1, h.shape[-1])
+        h = h + block.attn.out_proj(out)
+        h = h + block.mlp(block.ln_2(h))
+    image = v.ln_post(h[:, 0]) @ v.proj
+    score = torch.nn.functional.cosine_similarity(image[0], t, dim=0)
+    grads = torch.autograd.grad(score, attentions)
+    n = h.shape[1]
+    r = torch.eye(n, dtype=torch.float64)
+    for a, g in zip(attentions, grads):
+        r = r + (g * a).clamp(min=0).mean(1)[0] @ r
+    side = int(math.isqrt(n - 1))
+    return r[0, 1:].reshape(side, side).detach().numpy()
+
+
+def test_text_map_equals_float64_reference_and_depends_on_the_text(clip_dir, photos):
+    loaded = load_model(str(clip_dir))
+    image = read_image(photos["coffee"])
+    x = loaded.to_tensor(loaded.crop(image))[None]
+    maps = {}
+    for text in ("a bee", "a cup of coffee"):
+        exp = explain(loaded, "text", image, text=text)
+        reference = _reference_text_map(clip_dir, x, text)
+        np.testing.assert_allclose(exp.array, reference, rtol=1e-4, atol=1e-4 * np.abs(reference).max())
+        assert exp.params["text"] == text and -1 <= exp.params["similarity"] <= 1
+        maps[text] = exp.array
+    assert not np.allclose(maps["a bee"], maps["a cup of coffee"], rtol=1e-3, atol=0)
+    assert loaded.model.head.__class__.__name__ != "ZeroShotHead"  # the temporary similarity head is gone
+
+
+@pytest.mark.parametrize("which", ["clip", "siglip"])
+def test_every_image_analysis_runs_on_the_image_tower(which, clip_dir, siglip_dir, photos):
+    loaded = load_model(str(clip_dir if which == "clip" else siglip_dir))
+    assert registry.get("gradient-rollout").why_not(loaded.model) is not None  # headless until classes are given
+    loaded = with_classes(loaded, NAMES, "a photo of {}")
+    image = read_image(photos["astronaut"])
+    given = dict(patch=(1, 1), text="an astronaut")
+    ran = set()
+    for name, analysis in registry.REGISTRY.items():
+        if analysis.why_not(loaded.model) is not None:
+            continue
+        exp = explain(loaded, name, image if analysis.needs_image else None, **given)
+        assert np.isfinite(exp.array).all(), name
+        ran.add(name)
+    expected = {"heads", "token", "rollout", "gradient-rollout", "text", "pca", "similarity", "norms", "distance"}
+    assert expected <= ran, expected - ran
+
+
+def test_unsupported_towers_are_refused_with_the_reason(tmp_path):
+    for name, vision, message in (("resnet", {"layers": [1, 1, 1, 1], "width": 8}, "ResNet image tower"),
+                                  ("pooler", {"layers": 2, "width": 32, "attentional_pool": True}, "attentional_pool")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": {**CLIP_CFG, "vision_cfg": vision}}))
+        (folder / "open_clip_model.safetensors").write_bytes(b"")
+        with pytest.raises(ModelLoadError, match=message):
+            load_model(str(folder))
+
+
+def test_uncached_openclip_model_gives_the_usual_offline_message():
+    for spec in ("open_clip:ViT-B-32:laion2b_s34b_b79k", "open_clip:hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
+                 "hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K"):
+        with pytest.raises(ModelLoadError, match="not in the local cache and HF_HUB_OFFLINE is set"):
+            load_model(spec)
+    with pytest.raises(ModelLoadError, match="Unknown OpenCLIP architecture"):
+        load_model("open_clip:ViT-Q-99")
+
+
+def test_hub_repo_in_openclip_layout_loads_from_the_cache(clip_dir):
+    from huggingface_hub import constants
+
+    repo = Path(constants.HF_HUB_CACHE) / "models--someone--tiny-clip"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for f in clip_dir.iterdir():
+        (snapshot / f.name).write_bytes(f.read_bytes())
+    for spec in ("hf-hub:someone/tiny-clip", "open_clip:hf-hub:someone/tiny-clip"):
+        loaded = load_model(spec)
+        assert loaded.kind == "open_clip" and text_side(loaded.model) is not None
+
+
+def test_text_embeddings_are_cached_per_model_and_prompts(clip_dir, monkeypatch):
+    loaded = load_model(str(clip_dir))
+    side = text_side(loaded.model)
+    calls = []
+    encode = side.clip.encode_text
+    monkeypatch.setattr(side.clip, "encode_text", lambda tokens, **kw: calls.append(len(tokens)) or encode(tokens))
+    loaded = with_classes(loaded, NAMES, "{}")
+    uid = loaded.uid
+    loaded = with_classes(loaded, NAMES, "{}")
+    assert calls == [3] and loaded.uid != uid  # same prompts: no second pass; a new head: a new model identity
+    loaded = with_classes(loaded, NAMES, "a photo of {}")
+    assert calls == [3, 3]
+
+
+def test_class_names_from_words_or_a_file(tmp_path):
+    assert parse_classes("ant, bee,wasp ") == ["ant", "bee", "wasp"]
+    (tmp_path / "classes.txt").write_text("red fox\narctic fox\n\n")
+    assert parse_classes(str(tmp_path / "classes.txt")) == ["red fox", "arctic fox"]
+    with pytest.raises(ValueError, match="at least two"):
+        parse_classes("ant")
+    with pytest.raises(ValueError, match="repeated: bee"):
+        parse_classes("bee, ant, bee")
+
+
+def test_cli_predict_and_explain_with_classes(clip_dir, photos, tmp_path, capsys):
+    from vitstudio.cli import main
+
+    (tmp_path / "classes.txt").write_text("\n".join(NAMES))
+    rc = main(["predict", str(photos["chelsea"]), "--model", str(clip_dir), "--classes", str(tmp_path / "classes.txt"),
+               "--prompt", "{}", "--json", "--topk", "3"])
+    assert rc == 0
+    top = json.loads(capsys.readouterr().out.splitlines()[0])["top"]
+    loaded = with_classes(load_model(str(clip_dir)), NAMES, "{}")
+    expected = classify(loaded, [read_image(photos["chelsea"])], topk=3)[0]
+    assert [t["label"] for t in top] == list(expected.labels)
+    assert [t["prob"] for t in top] == pytest.approx(expected.probs, abs=1e-6)
+    out = tmp_path / "map.npy"
+    assert main(["explain", str(photos["chelsea"]), "--model", f"open_clip:{clip_dir}", "--method", "text",
+                 "--text", "a cat", "--out", str(out)]) == 0
+    np.testing.assert_allclose(np.load(out), explain(loaded, "text", read_image(photos["chelsea"]), text="a cat").array,
+                               rtol=1e-5)
+    assert main(["predict", str(photos["chelsea"]), "--model", str(clip_dir), "--prompt", "{}"]) == 2
+    assert main(["predict", str(photos["chelsea"]), "--model", str(clip_dir), "--classes", "cat"]) == 2
+    assert "at least two" in capsys.readouterr().err
+
+
+def test_digits_demo_still_works_without_openclip_weights(photos):
+    from vitstudio.core.models.demo import bundled_demo
+
+    demo = bundled_demo()
+    if demo is None:
+        pytest.skip("the bundled demo model is not in this checkout")
+    loaded = load_model(str(demo))
+    assert text_side(loaded.model) is None and len(loaded.labels) == 10
+    assert classify(loaded, [read_image(photos["coffee"])], topk=3)[0].ok
+    assert "no text tower" in registry.get("text").why_not(loaded.model)
+    with pytest.raises(ValueError, match="CLIP-style model"):
+        with_classes(loaded, NAMES)
