@@ -166,6 +166,15 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     if result_acc > 1.25 / 3:  # the run got past chance: its warning is gone
         assert not panel.warning.isVisibleTo(panel)
     assert "6 epochs" in _history_line(panel, first)
+    # at 1280×720 the results' five columns fit beside the matrix, and no legend box sits on the curves
+    window.resize(1280, 720)
+    panel.right.setCurrentWidget(panel.results)
+    qtbot.waitUntil(lambda: panel.results.table.rowCount() == 3, timeout=20000)
+    qtbot.wait(50)
+    table = panel.results.table
+    assert table.horizontalHeader().length() <= table.viewport().width()
+    assert all(plot.legend is None for plot in (panel.lines["train_loss"].getViewBox().parentItem(),
+                                                panel.lines["train_acc"].getViewBox().parentItem()))
     second = panel.run_name.text()
     assert second != first and second.startswith("data-scratch-") and not (models_dir() / second).exists()
     assert panel.start_button.isEnabled(), panel.start_button.toolTip()

@@ -25,6 +25,8 @@ class RunHistoryView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.list = QListWidget()
+        self.list.setWordWrap(True)  # a long run name and base model wrap instead of running off the pane
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.list.itemClicked.connect(self._on_clicked)
         where = QLabel(f"Runs in {models_dir()} (click one to see its curves and results):")
         where.setWordWrap(True)
@@ -41,6 +43,7 @@ class RunHistoryView(QWidget):
             for run in list_runs():
                 status = "training…" if active_run is not None and run.folder == active_run else run.status
                 item = QListWidgetItem(row_text(run.name, status, run.epochs, run.best_val_acc, run.base_model))
+                item.setToolTip(item.text())
                 item.setData(Qt.UserRole, str(run.folder))
                 item.setData(_BASE_ROLE, run.base_model)
                 self.list.addItem(item)
@@ -54,6 +57,7 @@ class RunHistoryView(QWidget):
             item = self.list.item(i)
             if item.data(Qt.UserRole) == str(folder):
                 item.setText(row_text(folder.name, status, epochs, best_val_acc, item.data(_BASE_ROLE)))
+                item.setToolTip(item.text())
                 return
 
     def _on_clicked(self, item: QListWidgetItem) -> None:

@@ -156,7 +156,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self.history = self.history_view.list
         self.history_view.run_clicked.connect(self.show_run)
         self.right = QTabWidget()
-        for w, title in ((self.curves, "Curves"), (self.probe_history, "Attention (probe)"),
+        for w, title in ((self.curves, "Curves"), (self.probe_history, "Probe"),
                          (self.results, "Results"), (self.preview_box, "Augmentation"), (self.history_view, "History")):
             self.right.addTab(w, title)
         self.right.setTabToolTip(1, "Attention over training: the probe image's rollout after each epoch")

@@ -7,6 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
     QHBoxLayout,
     QLabel,
     QListView,
@@ -47,16 +48,25 @@ class RunResultsWidget(QWidget):
         self.report = None
         self.summary = QLabel("No results yet.")
         self.confusion = pg.GraphicsLayoutWidget()
-        self.confusion.setMinimumSize(220, 220)
-        self.cm_view = self.confusion.addPlot(title="Confusion (row: true)")
+        self.confusion.setMinimumSize(170, 170)
+        self.cm_view = self.confusion.addPlot(title="Confusion")  # a longer title widened the plot past its pane
         self.cm_view.setLabel("bottom", "predicted")
+        self.cm_view.setLabel("left", "true")
         self.cm_view.invertY(True)
         self.cm_view.setMouseEnabled(False, False)  # a fixed, whole matrix; cells need not be square
         self.cm_item = pg.ImageItem()
         self.cm_view.addItem(self.cm_item)
         self.table = QTableWidget(0, 5)
-        self.table.setHorizontalHeaderLabels(["class", "precision", "recall", "F1", "support"])
+        # short headers (their full names as tooltips): the five columns fit beside the matrix in a 400 px pane
+        for column, (short, full) in enumerate((("class", "class"), ("prec.", "precision"), ("recall", "recall"),
+                                                ("F1", "F1 score"), ("n", "support: validation images"))):
+            header = QTableWidgetItem(short)
+            header.setToolTip(full)
+            self.table.setHorizontalHeaderItem(column, header)
         self.table.verticalHeader().setVisible(False)
+        # as wide as its columns (precision … support never clip); the confusion matrix takes what is left
+        self.table.setSizeAdjustPolicy(QAbstractScrollArea.AdjustToContents)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.gallery = QListWidget()
         self.gallery.setViewMode(QListView.IconMode)
         self.gallery.setIconSize(QSize(64, 64))
@@ -64,8 +74,8 @@ class RunResultsWidget(QWidget):
         self.gallery.itemActivated.connect(self._on_item)
         self.gallery.itemClicked.connect(self._on_item)
         row = QHBoxLayout()
-        row.addWidget(self.confusion, 3)
-        row.addWidget(self.table, 2)
+        row.addWidget(self.confusion, 1)
+        row.addWidget(self.table, 0)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addLayout(row, 2)
