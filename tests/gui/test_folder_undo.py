@@ -126,7 +126,7 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     assert _files(data) == before
 
     panel.review.setCurrentRow(1)
-    panel.exclude_current()
+    panel.review_tab.exclude_button.click()  # Exclude from training
     assert panel.excluded == {str(threes[1])} and panel.review.count() == 1
     assert window.edit_actions.undo.text() == f"Undo Exclude {threes[1].name} from training"
     _undo(qtbot, window)

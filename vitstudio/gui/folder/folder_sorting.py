@@ -42,7 +42,7 @@ class FolderSortingMixin:
         self._file_job: workers.JobHandle | None = None
         self.undo_stack.indexChanged.connect(self._refresh_undo_button)
         # the review tab's own Exclude only edits its set: here it becomes an undoable, remembered command
-        self.review_tab.exclude_button.clicked.disconnect(self.review_tab.exclude_current)
+        self.review_tab.exclude_button.clicked.disconnect()  # (only the tab's own slot is connected to it)
         self.review_tab.exclude_button.clicked.connect(self.exclude_with_undo)
         self._refresh_undo_button()
 
