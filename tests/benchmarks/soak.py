@@ -249,6 +249,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     work = Path(tempfile.mkdtemp(prefix="vitstudio-soak-"))
     os.environ["VITSTUDIO_MODELS_DIR"] = str(work / "models")
     os.environ["VITSTUDIO_CACHE_DIR"] = str(work / "cache")
+    os.environ["VITSTUDIO_DATA_DIR"] = str(work / "data")  # settings and journals: not the user's, not restored
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 

@@ -49,6 +49,7 @@ def main() -> int:
             img = Image.new("RGB", (64, 64), tuple(int(v * (0.6 + 0.01 * i)) for v in colour))
             img.save(train_data / f"c{c}" / f"{i}.png")
     os.environ["VITSTUDIO_MODELS_DIR"] = str(folder / "models")
+    os.environ["VITSTUDIO_DATA_DIR"] = str(folder / "data")  # the user's remembered folder/form stay out of it
 
     app = QApplication.instance() or QApplication([])
     from vitstudio.gui import workers
