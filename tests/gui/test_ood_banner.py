@@ -64,6 +64,10 @@ def test_photos_raise_the_banner_and_digits_do_not(window, qtbot, tmp_path):
     window.state.select(photo)
     assert "Not like what this model was trained on (32×32 grey digits)" in window.predictions.title.text()
 
+    # the photos taken out of the strip again: the digits left fit the model, the banner goes
+    window.state.remove_images([e for e in window.state.images if "photos" in e.path])
+    assert banner.isHidden() and len(window.state.images) == len(sample_images())
+
 
 def _digits(folder: Path, per_class: int = 6) -> Path:
     root = render_digits(folder)

@@ -67,6 +67,7 @@ class PredictionsPanel(QWidget):
         state.image_selected.connect(self._on_image_selected)
         state.prediction_ready.connect(self._on_prediction_ready)
         state.model_loaded.connect(self._on_model_loaded)
+        state.images_removed.connect(lambda _gone: self._update_banner())  # the share is of the images left
         self._show(None)
 
     def _on_model_loaded(self, _model) -> None:
