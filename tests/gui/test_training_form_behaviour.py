@@ -166,6 +166,7 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     if result_acc > 1.25 / 3:  # the run got past chance: its warning is gone
         assert not panel.warning.isVisibleTo(panel)
     assert "6 epochs" in _history_line(panel, first)
+    assert panel.progress.format() == "finished · 6 epochs"
     # at 1280×720 the results' five columns fit beside the matrix, and no legend box sits on the curves
     window.resize(1280, 720)
     panel.right.setCurrentWidget(panel.results)
@@ -207,3 +208,6 @@ def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
         assert page.width() >= page.minimumSizeHint().width() and page.height() >= page.minimumSizeHint().height()
         assert area.viewport().width() > 700, window.tabs.tabText(i)
     assert window.tabs.currentWidget() is window.training  # callers still see the panels, not the scroll areas
+    qtbot.wait(50)
+    for button in (window.training.start_button, window.training.pause_button, window.training.cancel_button):
+        assert not button.visibleRegion().isEmpty()  # the run controls stay on screen beside a scrolled form

@@ -17,7 +17,7 @@ class TrainingDatasetWidget(QWidget):
         self.dataset_info = QLabel("No dataset chosen.")
         self.dataset_info.setWordWrap(True)
         self.balance = pg.PlotWidget(title="Images per class")
-        self.balance.setFixedHeight(150)
+        self.balance.setFixedHeight(120)
         self.base_model = QComboBox(editable=True)
         self.base_model.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.base_model.setMinimumContentsLength(18)

@@ -97,20 +97,26 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
 
     # -- construction --------------------------------------------------------------------------------
     def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
-        """Dataset, base model, recipe and the run controls, in a scrolling column."""
+        """Dataset, base model and recipe in a scrolling column; the run controls (Start, Pause, progress, status)
+        pinned under it, so they stay on screen however far the form is scrolled (a 720 px screen)."""
         self._build_dataset_form(catalog_names)
         self.form = TrainingFormWidget()
         self._build_run_controls()
-        left_inner = QWidget()
-        side = QVBoxLayout(left_inner)
+        form_inner = QWidget()
+        side = QVBoxLayout(form_inner)
         side.addWidget(self.dataset)
         side.addWidget(self.form)
-        side.addWidget(self.controls)
         side.addStretch(1)
-        left = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
-        left.setWidget(left_inner)
-        left.setWidgetResizable(True)
-        left.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        form_area = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
+        form_area.setWidget(form_inner)
+        form_area.setWidgetResizable(True)
+        form_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        form_area.setMinimumHeight(160)
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(form_area, 1)
+        column.addWidget(self.controls)
         left.setMinimumWidth(360)  # with the run views' ~440: the tab fits beside the strip and card at 1280 px
         left.setMaximumWidth(460)
         return left
@@ -307,6 +313,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         showing = self._showing_live()
         self.active_run = None
         self.progress.setValue(self.progress.maximum())
+        self.progress.setFormat(f"{result.status} · {result.epochs_done} epochs")  # not the last step's message
         skipped = f"; {len(result.skipped)} file(s) skipped (see the log)" if result.skipped else ""
         self.status.setText(f"{result.status}: best val accuracy {result.best_val_acc * 100:.2f} % after "
                             f"{result.epochs_done} epochs → {result.out_dir}{skipped}")
