@@ -94,7 +94,7 @@ def test_a_preset_change_keeps_the_users_values_and_says_so(window, qtbot):
     assert form.config("d", "m", "o").epochs == 30
     form.preset.setCurrentText("scratch")  # still the user's, preset after preset
     assert form.inputs["epochs"].value() == 30 and form.inputs["lr"].value() == PRESETS["scratch"]["lr"]
-    form.preset_note.linkActivated.emit("preset")  # "Use scratch's values for all"
+    form.preset_note.linkActivated.emit("preset")  # "Use the preset's values for all"
     assert form.inputs["epochs"].value() == PRESETS["scratch"]["epochs"]
     assert not form.preset_note.isVisibleTo(form)
 

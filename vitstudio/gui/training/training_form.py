@@ -249,8 +249,8 @@ class TrainingFormWidget(QWidget):
         self.preset_note.setVisible(bool(kept))
         if kept:
             labels = ", ".join(self.controls[name].setting.label.lower() for name in kept)
-            self.preset_note.setText(f"Kept your {labels}; the other settings are {preset}'s. "
-                                     f"<a href='preset'>Use {preset}'s values for all</a>")
+            self.preset_note.setText(f"Kept your {labels}; the other settings follow the {preset} preset. "
+                                     f"<a href='preset'>Use the preset's values for all</a>")
 
     def values(self) -> dict:
         """The settings the form sets: the common ones, and the advanced ones when Advanced settings is open. A
