@@ -2,6 +2,8 @@
 
     python tests/benchmarks/finetune.py [--model custom:…] [--images 96] [--batch 16] [--device auto]
                                         [--precision fp32|bf16] [--epochs 3]
+    python tests/benchmarks/finetune.py --quick [--probe-epochs 10]   (the quick preset against linear-probe on
+                                        the digits with the demo model: finetune_quick.py)
 
 1. ceiling   — the training step on synthetic tensors already on the device (same model, batch, precision);
 2. reference — a timm train.py-style loop: PIL + timm create_transform(is_training=True) + DataLoader with all cores;
@@ -204,7 +206,16 @@ def main() -> int:
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--switches", action="store_true", help="also measure channels_last, fused AdamW, compile")
     ap.add_argument("--only-switches", action="store_true", help="measure only the switches (no JPEGs, no engine)")
+    ap.add_argument("--quick", action="store_true", help="the quick preset against linear-probe on the digits with "
+                                                         "the demo model (--model auto), cold and warm cache")
+    ap.add_argument("--probe-epochs", type=int, default=10, help="linear-probe's epochs with --quick (default 10)")
     args = ap.parse_args()
+    if args.quick:
+        from finetune_quick import main as quick_main
+
+        if args.model == DEFAULT_MODEL:
+            args.model = "auto"  # the bundled demo model
+        return quick_main(args)
 
     import torch
 

@@ -24,9 +24,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.analysis.applicability import why_not
-from vitstudio.core.analysis.attention import rollout
 from vitstudio.core.data.datasets import Split
-from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.distributed import (
     DistInfo,
     barrier,
@@ -41,12 +39,13 @@ from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.train.evaluation import EvalReport, evaluate, validation_pass
+from vitstudio.core.train.evaluation import evaluate, validation_pass
 from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
 from vitstudio.core.train.ood_fit import write_ood_bank
-from vitstudio.core.train.probe import ProbeSnapshot, save_snapshot
+from vitstudio.core.train.probe import ProbeSnapshot, probe_image, probe_snapshot, save_snapshot  # noqa: F401
 from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.records import EpochMetrics, RunWarning, StepProgress, TrainResult  # noqa: F401
 from vitstudio.core.train.run_folder import prepare_run_folder, restore_checkpoint, save_checkpoint, write_status
 from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
@@ -55,48 +54,6 @@ from vitstudio.core.train.runs import (
     save_model_folder,
 )
 from vitstudio.core.train.training_data import make_loaders, prepare_split
-
-
-@dataclass(frozen=True)
-class StepProgress:
-    epoch: int
-    epochs: int
-    step: int
-    steps: int
-    loss: float
-    lr: float
-    img_per_s: float
-    eta_s: float
-
-
-@dataclass(frozen=True)
-class EpochMetrics:
-    epoch: int
-    train_loss: float
-    train_acc: float
-    val_loss: float
-    val_acc: float
-    lr: float
-    seconds: float
-    best: bool
-
-
-@dataclass(frozen=True)
-class RunWarning:
-    """Something the user should know during a run (shown by the CLI and the GUI, kept in status.json)."""
-
-    message: str
-    kind: str = ""  # "chance": the accuracy is at chance level (a view clears it once a run does better)
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    out_dir: Path
-    status: str  # 'finished', 'early-stopped', 'cancelled' or 'interrupted'
-    epochs_done: int
-    best_val_acc: float
-    report: EvalReport | None
-    skipped: dict = field(default_factory=dict)  # path -> why, as in status.json
 
 
 def _seed_everything(seed: int) -> torch.Generator:
@@ -176,6 +133,10 @@ class _Run:
 
 def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
     config, resume = prepare_run_folder(config, resume, out, dist_info.main)
+    if config.data_path == "features":  # the quick preset: a head fitted on cached features (quick.py)
+        from vitstudio.core.train.quick import quick_run
+
+        return (yield from quick_run(config, cancel, resume, out, dist_info))
     run = yield from _build_run(config, cancel, resume, out, dist_info)
     total = sum(p.numel() for p in run.model.parameters())
     yield Progress(0, 0, f"Training {run.trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
@@ -300,7 +261,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     # on resume, rows of epochs after the checkpoint (logged, then killed before the checkpoint) are dropped
     log = MetricsLog(run.out, keep_epochs=run.start_epoch) if main else None
     # attention over training is a rollout: none for models without global attention (Swin)
-    probe = _probe(config, run.split) if main and why_not(run.base.model, "rollout") is None else None
+    probe = probe_image(config, run.split) if main and why_not(run.base.model, "rollout") is None else None
     status, done = "finished", run.start_epoch  # done: epochs whose checkpoint is written
     try:
         for epoch in range(run.start_epoch, config.epochs):
@@ -328,7 +289,7 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             if warning is not None:
                 yield warning
             if probe is not None:
-                snapshot = _probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
+                snapshot = probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
                 save_snapshot(run.out, snapshot)  # History replays it for any run, later
                 yield snapshot
             if broadcast_flag(run.dist_info, bool(config.patience) and run.stale >= config.patience):
@@ -416,24 +377,3 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
                 yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, float(loss_sum) / seen,
                                    optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
     return float(loss_sum), int(correct), seen, time.monotonic() - started  # the training pass alone
-
-
-def _probe(config: TrainConfig, split: Split):
-    path = config.probe_image or (str(split.val[0][0]) if split.val else None)
-    try:
-        return read_image(path) if path else None
-    except ImageReadError:
-        return None
-
-
-def _probe_snapshot(model: nn.Module, image, cfg: dict, base: LoadedModel, epoch: int) -> ProbeSnapshot:
-    """The probe image's attention rollout with the weights of this epoch."""
-    view = LoadedModel(model=model, name="probe", architecture=base.architecture, kind=base.kind, data_config=cfg,
-                       labels=base.labels, label_set="", weights_source="", device=base.device,
-                       precision=base.precision)
-    was_training = model.training
-    model.eval()
-    crop = view.crop(image)
-    maps = rollout(view, view.to_tensor(crop)[None])[0]
-    model.train(was_training)
-    return ProbeSnapshot(epoch, maps, np.asarray(crop))

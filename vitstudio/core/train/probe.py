@@ -104,3 +104,32 @@ def _write_mp4(out: Path, pictures: list[np.ndarray], fps: float) -> None:
     with iio2.get_writer(out, fps=fps, codec="libx264", macro_block_size=2, format="FFMPEG") as writer:
         for picture in pictures:
             writer.append_data(picture)
+
+
+def probe_image(config, split):
+    """The image whose attention a run snapshots: the one the settings name, else the first validation image;
+    None when it cannot be read."""
+    from vitstudio.core.data.images import ImageReadError, read_image
+
+    path = config.probe_image or (str(split.val[0][0]) if split.val else None)
+    try:
+        return read_image(path) if path else None
+    except ImageReadError:
+        return None
+
+
+def probe_snapshot(model, image, cfg: dict, base, epoch: int) -> ProbeSnapshot:
+    """The probe image's attention rollout with the weights of this epoch (`base`: the LoadedModel the run
+    started from, whose architecture and labels the view borrows)."""
+    from vitstudio.core.analysis.attention import rollout
+    from vitstudio.core.models.model import LoadedModel
+
+    view = LoadedModel(model=model, name="probe", architecture=base.architecture, kind=base.kind, data_config=cfg,
+                       labels=base.labels, label_set="", weights_source="", device=base.device,
+                       precision=base.precision)
+    was_training = model.training
+    model.eval()
+    crop = view.crop(image)
+    maps = rollout(view, view.to_tensor(crop)[None])[0]
+    model.train(was_training)
+    return ProbeSnapshot(epoch, maps, np.asarray(crop))

@@ -28,6 +28,10 @@ PRESETS: dict[str, dict] = {
     # recognise a tiny random crop; on sklearn digits a linear probe reached 29 % with crops of 8-100 % of the image
     # plus flips, 67 % with 75-100 % and no flip). Flips stay on: most photo datasets are mirror-symmetric; turn
     # them off for text, digits and other oriented content.
+    # a new linear head fitted full batch (L-BFGS, one step = one pass over every feature) on the base model's
+    # cached pooled features (core/train/quick.py): seconds, not minutes; no augmentation (features of the eval crop)
+    "quick": dict(scope="head", data_path="features", opt="lbfgs", lr=1.0, weight_decay=1e-4, epochs=100,
+                  batch_size=64, warmup_epochs=0.0, hflip=0.0),
     # only the new head learns: fast, robust on tiny datasets
     "linear-probe": dict(scope="head", opt="adamw", lr=1e-3, weight_decay=1e-4, epochs=10, warmup_epochs=0.0,
                          scale=(0.5, 1.0), hflip=0.5),
@@ -60,6 +64,8 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "seed": "The original seed train.py recipe (SGD, head and pre-logits, batch 8, 224 px): to reproduce its "
             "results.",
     "scratch": "A new ViT trained from random weights (e.g. custom:...): needs many images and epochs.",
+    "quick": "A new head fitted in seconds on the base model's features (no augmentation): a fast first look "
+             "at how well the model separates your classes.",
 }
 
 
@@ -170,8 +176,9 @@ class TrainConfig:
                                      help="validation centre crop: the image is resized to size / crop_pct first")
     workers: int = setting(0, label="DataLoader workers", help="DataLoader worker processes (pil data path)",
                            range=Range(0, 256), section=PERFORMANCE)
-    data_path: str = setting("cached", label="Data path", choices=("cached", "pil"), section=PERFORMANCE,
-                             help="cached: decode once, augment on the device; pil: timm's PIL DataLoader")
+    data_path: str = setting("cached", label="Data path", choices=("cached", "pil", "features"), section=PERFORMANCE,
+                             help="cached: decode once, augment on the device; pil: timm's PIL DataLoader; features "
+                                  "(the quick preset): only a new head, fitted on the model's cached pooled features")
     cache_memory_gb: float = setting(2.0, label="Decoded cache in memory (GB)", range=Range(0, 4096), decimals=1,
                                      section=PERFORMANCE, help="a larger decoded cache is memory-mapped from "
                                                                "the app's cache folder")
@@ -222,9 +229,25 @@ class TrainConfig:
             raise ValueError(f"Unknown RandAugment spec '{self.auto_augment}'; timm's look like rand-m9-mstd0.5-inc1.")
         if (self.mixup or self.cutmix) and self.batch_size % 2:
             raise ValueError("Mixup/cutmix need an even batch size.")
+        if self.data_path == "features":
+            _check_features_path(self)
         data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
         if out == data or data in out.parents:
             raise ValueError("The output folder must not be inside the dataset folder: ViT Studio never writes there.")
+
+
+def _check_features_path(config: TrainConfig) -> None:
+    """The features data path trains a head on fixed features: nothing else can learn, nothing augments them."""
+    from vitstudio.core.train.head_fit import HEAD_OPTIMISERS
+
+    if config.scope != "head":
+        raise ValueError("The features data path (quick preset) trains the head only: set the scope to head, or "
+                         "use another data path.")
+    if config.opt not in HEAD_OPTIMISERS:
+        raise ValueError(f"The features data path (quick preset) fits the head with {', '.join(HEAD_OPTIMISERS)}, "
+                         f"not '{config.opt}'.")
+    if config.mixup or config.cutmix or config.label_smoothing or config.ema_decay:
+        raise ValueError("The features data path (quick preset) has no mixup, cutmix, label smoothing or EMA.")
 
 
 def _has_type(value, annotation: str) -> bool:
