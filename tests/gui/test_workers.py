@@ -82,17 +82,21 @@ def test_a_slider_job_does_not_wait_behind_long_jobs(qtbot, qapp):
     _idle(qtbot, 10000)
 
 
+def _failing_late(cancel, gate):
+    gate.wait(5)
+    raise RuntimeError("stale failure")
+
+
+def _fresh(cancel):
+    return "fresh"
+
+
 def test_a_superseded_job_shows_no_error(qtbot, qapp):
-    slot = workers.LatestJob()
+    slot = workers.KeyedSlot()
     errors, results = [], []
     gate = threading.Event()
-
-    def failing_late(cancel):
-        gate.wait(5)
-        raise RuntimeError("stale failure")
-
-    slot.start("old", failing_late, on_error=errors.append)
-    slot.start("new", lambda cancel: "fresh", on_result=results.append, on_error=errors.append)
+    slot.start("old request", "old", _failing_late, gate, on_error=errors.append)
+    slot.start("new request", "new", _fresh, on_result=results.append, on_error=errors.append)
     gate.set()
     _idle(qtbot, 10000)
     qapp.processEvents()

@@ -254,27 +254,6 @@ def describe(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-class LatestJob:
-    """One job slot where the latest request wins: starting a job discards the previous one, so nothing it
-    produces later (result, yield or error) is delivered."""
-
-    def __init__(self, kind: str = INTERACTIVE) -> None:
-        self.kind = kind
-        self.current: JobHandle | None = None
-
-    def start(self, name: str, fn: Callable, *, on_result: Callable | None = None,
-              on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
-        self.cancel()
-        self.current = start_job(name, fn, on_result=on_result, on_yield=on_yield, on_error=on_error,
-                                 kind=self.kind)
-        return self.current
-
-    def cancel(self) -> None:
-        if self.current is not None:
-            self.current.discard()
-            self.current = None
-
-
 class _Call:
     """A job's function and its explicit inputs: `fn(cancel, *inputs)`. What a job uses is named here, never
     captured from a widget (a closure over `self` would keep the panel, and through it the model, alive)."""
@@ -365,3 +344,23 @@ class ViewJobs:
             context = 2 if self.contextual[slot] else len(request)
             if kept is not None and kept.request[:context] != request[:context]:  # another model or image: free it
                 self.results[slot] = None
+
+
+class KeyedSlot:
+    """A one-slot `ViewJobs` for work keyed by an explicit request rather than a view's fields (the thumbnails a
+    list wants now): starting a new request discards the pending job, and only the current request's yields,
+    result and error are delivered."""
+
+    def __init__(self, kind: str = INTERACTIVE) -> None:
+        self.view_state = ViewState(request=None)
+        self.jobs = ViewJobs(self.view_state, {"job": ("request",)}, long=("job",) if kind == LONG else (),
+                             without_context=("job",))
+
+    def start(self, request, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
+              on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
+        self.view_state.update(request=request)
+        return self.jobs.start("job", name, fn, *inputs, on_result=on_result, on_yield=on_yield, on_error=on_error)
+
+    def cancel(self) -> None:
+        self.jobs.clear()
+        self.view_state.update(request=None)

@@ -63,7 +63,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
         self.view_state = ViewState(model=Field(None, int), image=Field(None, int), paths=(), **FILTER_FIELDS)
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
-        self._thumbs = workers.LatestJob(workers.LONG)
+        self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
         self._init_file_actions()  # the undo stack of sorts, moves and exclusions (folder_sorting.py)
         self.view_state.connect(self._on_view_state)

@@ -23,17 +23,29 @@ from PySide6.QtWidgets import (
 
 from .. import workers
 from ..common.image_strip import letterboxed
-from .folder_table import thumbnails
+from .folder_table import thumbnail_job
 
 ICON = 96  # thumbnails decode at most this side (folder_table.thumbnails)
 CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption
+ITEM = CELL - QSize(6, 6)  # a margin inside each cell
 QUERY_ICON = 128
 
 
+class IconGridWidget(QListWidget):
+    """Every item is given the cell's size as it is inserted. Qt sizes an icon-mode item from its content when
+    laid out; here the thumbnails arrive later from a worker, so an item laid out first as bare text (e.g. while
+    its tab was hidden) kept a text-sized box, drawn cut off or over its neighbours until the next action."""
+
+    def rowsInserted(self, parent, start: int, end: int) -> None:  # noqa: N802 (Qt's name)
+        for row in range(start, end + 1):
+            self.item(row).setSizeHint(ITEM)
+        super().rowsInserted(parent, start, end)
+
+
 def icon_list() -> QListWidget:
-    """A grid of equal cells: a fixed grid size lays every item out before its icon arrives, so icons decoded
-    later never make items grow over their neighbours, and a click lands on the item drawn under the pointer."""
-    w = QListWidget()
+    """A grid of equal cells, each item the cell's size before its icon arrives, so icons decoded later never
+    make items grow over their neighbours, and a click lands on the item drawn under the pointer."""
+    w = IconGridWidget()
     w.setViewMode(QListView.IconMode)
     w.setFlow(QListView.LeftToRight)
     w.setWrapping(True)
@@ -58,7 +70,7 @@ def item_path(item: QListWidgetItem) -> str:
     return data[0] if isinstance(data, (list, tuple)) else data
 
 
-def load_icons(job: workers.LatestJob, widget: QListWidget, paths: list[str]) -> None:
+def load_icons(job: workers.KeyedSlot, widget: QListWidget, paths: list[str]) -> None:
     """Thumbnails of `paths` decoded in a worker, set as the icons of the widget's items with those paths."""
     def on_thumb(found) -> None:
         path, array = found
@@ -69,7 +81,7 @@ def load_icons(job: workers.LatestJob, widget: QListWidget, paths: list[str]) ->
             if item_path(widget.item(i)) == path:
                 widget.item(i).setIcon(icon)
 
-    job.start("Thumbnails", lambda cancel: thumbnails(paths, cancel, ICON), on_yield=on_thumb)
+    job.start((tuple(paths), ICON), "Thumbnails", thumbnail_job, list(paths), ICON, on_yield=on_thumb)
 
 
 class SimilarImagesWidget(QWidget):
@@ -84,7 +96,7 @@ class SimilarImagesWidget(QWidget):
         self.query_text = QLabel("Select a row of the table: its most similar images appear here.")
         self.query_text.setWordWrap(True)
         self.list = icon_list()
-        self._query_thumb = workers.LatestJob(workers.LONG)
+        self._query_thumb = workers.KeyedSlot(workers.LONG)
         top = QHBoxLayout()
         top.addWidget(self.query_image)
         top.addWidget(self.query_text, 1)
@@ -99,7 +111,7 @@ class SimilarImagesWidget(QWidget):
                                 "(cosine similarity of the model's features); double-click one to explain it.")
         self.query_text.setToolTip(path)
         self.query_image.clear()
-        self._query_thumb.start("Thumbnail", lambda cancel: thumbnails([path], cancel, QUERY_ICON),
+        self._query_thumb.start((path, QUERY_ICON), "Thumbnail", thumbnail_job, [path], QUERY_ICON,
                                 on_yield=self._on_query_thumb)
 
     def _on_query_thumb(self, found) -> None:
@@ -131,7 +143,7 @@ class ReviewTab(QWidget):
         self.keep_button = QPushButton("Keep as labelled")
         self.retrain_button = QPushButton("Retrain with these fixes…")
         self.excluded: set[str] = set()
-        self._icons = workers.LatestJob(workers.LONG)
+        self._icons = workers.KeyedSlot(workers.LONG)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addWidget(self.list, 1)

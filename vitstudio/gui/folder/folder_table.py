@@ -20,6 +20,11 @@ THUMBS_KEPT = 4000  # about 37 MB of pixmaps
 DISAGREES = QColor(200, 30, 30)  # a QColor: a bare Qt.red is not converted to the brush the view asks for
 
 
+def thumbnail_job(cancel, paths: list[str], side: int = THUMB):
+    """The keyed-job form of `thumbnails` (inputs after the cancel token)."""
+    return thumbnails(paths, cancel, side)
+
+
 def thumbnails(paths: list[str], cancel, side: int = THUMB):
     """Runs in a worker: (path, RGB uint8 array ≤ `side` px) per file, None for unreadable ones."""
     from vitstudio.core.data.images import ImageReadError, read_image
@@ -48,7 +53,7 @@ class ResultsModel(QAbstractTableModel):
         self._correct = np.zeros(0, int)
         self._pixmaps: dict[str, QPixmap | None] = {}
         self._wanted: dict[str, int] = {}
-        self._loader = workers.LatestJob(workers.LONG)
+        self._loader = workers.KeyedSlot(workers.LONG)
         self._timer = QTimer(self, singleShot=True, interval=60, timeout=self._load_wanted)
 
     def set_results(self, results: FolderResults | None) -> None:
@@ -142,7 +147,7 @@ class ResultsModel(QAbstractTableModel):
 
     def _load_wanted(self) -> None:
         wanted = list(self._wanted)[-256:]  # the latest rows scrolled to
-        self._loader.start("Thumbnails", lambda cancel: thumbnails(wanted, cancel), on_yield=self._on_thumbnail)
+        self._loader.start(tuple(wanted), "Thumbnails", thumbnail_job, wanted, THUMB, on_yield=self._on_thumbnail)
 
     def _on_thumbnail(self, item) -> None:
         path, array = item
