@@ -1,0 +1,101 @@
+"""1280×720 screenshots of every tab, offscreen: the demo model loaded, the sample images open, 120 sklearn digits
+in the Folder tab, and a finished tiny run (coloured squares, 8 epochs) on the Training tab with each of its views.
+
+    .venv/bin/python resources/screenshots/make_screenshots.py [OUT_DIR]
+
+Everything the app writes goes to a temporary folder; the PNGs get a 256-colour palette (small files)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _isolate(tmp: Path) -> None:
+    """Models, caches, settings and the app's data in `tmp`: the user's own are never read or written."""
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    for var in ("VITSTUDIO_DATA_DIR", "VITSTUDIO_MODELS_DIR", "VITSTUDIO_CACHE_DIR", "XDG_DATA_HOME",
+                "XDG_CACHE_HOME"):
+        os.environ[var] = str(tmp / var)
+
+
+def _digits_folder(folder: Path, count: int = 120) -> Path:
+    import numpy as np
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    for i in range(count):
+        (folder / str(digits.target[i])).mkdir(parents=True, exist_ok=True)
+        pixels = (digits.images[i] * 16).clip(0, 255).astype(np.uint8)
+        Image.fromarray(pixels).resize((32, 32)).save(folder / str(digits.target[i]) / f"{i:03d}.png")
+    return folder
+
+
+def main(out: Path) -> None:
+    tmp = Path(tempfile.mkdtemp())
+    _isolate(tmp)
+    sys.path.insert(0, str(ROOT))
+    from PIL import Image
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication([])
+    QSettings.setPath(QSettings.NativeFormat, QSettings.UserScope, str(tmp / "settings"))
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.models.demo import bundled_demo, sample_images
+    from vitstudio.gui import workers
+    from vitstudio.gui.main_window import MainWindow
+
+    def idle(at_least: float = 0.5, timeout: float = 180, until=None) -> None:
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            app.processEvents()
+            time.sleep(0.05)
+            if (not workers.running_jobs() and time.monotonic() - started > at_least
+                    and (until is None or until())):
+                break
+
+    def save(name: str) -> None:
+        path = out / f"{name}.png"
+        window.grab().save(str(path))
+        Image.open(path).convert("RGB").quantize(256).save(path, optimize=True)
+
+    out.mkdir(parents=True, exist_ok=True)
+    window = MainWindow()
+    window.resize(1280, 720)
+    window.show()
+    window.request_model(str(bundled_demo()), "cpu", "fp32")
+    window.add_paths([str(p) for p in sample_images()])
+    idle(2)
+    window.folder.open_folder(str(_digits_folder(tmp / "digits")))
+    idle(3)
+    panel = window.training
+    panel.set_dataset(str(make_dataset(tmp / "colours", per_class=16)))
+    idle(1, until=lambda: panel.scan is not None)
+    panel.base_model.setEditText("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
+    panel.form.preset.setCurrentText("scratch")
+    panel.form.inputs["epochs"].setValue(8)
+    panel.form.inputs["batch_size"].setValue(8)
+    panel.start()
+    idle(2, until=lambda: panel.job is not None and panel.job.done and panel.results.report is not None)
+    for i in range(window.tabs.count() - 1):  # the Training tab: once per view of the run, below
+        window.tabs.setCurrentIndex(i)
+        idle(1)
+        save(f"{i + 1}-{window.tabs.tabText(i).lower().replace(' ', '-')}")
+    for j in range(panel.right.count()):
+        panel.right.setCurrentIndex(j)
+        idle(0.5)
+        save(f"{window.tabs.count()}{chr(97 + j)}-training-{panel.right.tabText(j).lower()}")
+    print(f"window minimum {window.minimumSizeHint().width()}×{window.minimumSizeHint().height()}; saved in {out}")
+    window.close()
+    workers.shutdown(5000)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent)
