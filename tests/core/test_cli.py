@@ -86,11 +86,11 @@ def test_models_and_card(capsys):
 def test_models_family_choices_are_the_catalogs(capsys):
     """The CLI lists its --family choices without importing timm; they must stay the catalog's families."""
     from vitstudio.cli import build_parser
-    from vitstudio.core.models.catalog import FAMILIES
+    from vitstudio.core.models.catalog import FAMILIES, OPENCLIP_FAMILY
 
     models = next(a for a in build_parser()._subparsers._group_actions[0].choices["models"]._actions
                   if a.dest == "family")
-    assert sorted(models.choices) == sorted({key for key, _ in FAMILIES.values()})
+    assert sorted(models.choices) == sorted({key for key, _ in FAMILIES.values()} | {OPENCLIP_FAMILY})
     assert main(["models", "--family", "swin", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert rows and all(r["family"] == "swin" for r in rows)

@@ -265,3 +265,30 @@ def test_digits_demo_still_works_without_openclip_weights(photos):
     assert "no text tower" in registry.get("text").why_not(loaded.model)
     with pytest.raises(ValueError, match="CLIP-style model"):
         with_classes(loaded, NAMES)
+
+
+def test_catalog_lists_openclip_vit_towers_marked_by_cache(capsys):
+    from huggingface_hub import constants
+
+    from vitstudio.cli import main
+    from vitstudio.core.models.catalog import family_of, list_catalog
+    from vitstudio.core.models.openclip_catalog import generate, listed
+
+    # the shipped listing is what the installed open_clip gives (regenerate with openclip_catalog.write_listing)
+    assert list(listed()) == generate(lambda arch: bool(family_of(arch)))
+    entries = list_catalog(family="open_clip")
+    names = {e.name for e in entries}
+    assert {"open_clip:ViT-B-32:openai", "open_clip:ViT-B-16-SigLIP:webli"} <= names
+    assert not any(e.architecture.startswith("RN") for e in entries)  # ResNet towers are not listed
+    assert not any(e.local for e in entries)  # ○ until the weights are in the cache, then ●
+    repo = next(e for e in entries if e.name == "open_clip:ViT-B-32:openai").hf_hub_id
+    snapshot = Path(constants.HF_HUB_CACHE) / f"models--{repo.replace('/', '--')}" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0" * 40)
+    (snapshot / "open_clip_model.safetensors").write_bytes(b"")
+    local = [e for e in list_catalog(family="open_clip") if e.local]
+    assert "open_clip:ViT-B-32:openai" in {e.name for e in local} and {e.hf_hub_id for e in local} == {repo}
+    assert main(["models", "--family", "open_clip", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == len(entries) and all(r["family"] == "open_clip" for r in rows)

@@ -7,7 +7,7 @@ import sys
 
 from .common import EXIT_OK
 
-FAMILIES = ["vit", "deit", "hybrid", "vitamin", "eva", "beit", "relpos", "cait", "swin", "naflexvit"]
+FAMILIES = ["vit", "deit", "hybrid", "vitamin", "eva", "beit", "relpos", "cait", "swin", "naflexvit", "open_clip"]
 
 
 def register(subparsers) -> None:
@@ -15,7 +15,8 @@ def register(subparsers) -> None:
     p.add_argument("--filter", help="substring or glob on the name, e.g. 'deit*' or 'dinov2'")
     p.add_argument("--local", action="store_true", help="only models whose weights are available offline")
     p.add_argument("--family", choices=FAMILIES,
-                   help="only one family (eva: EVA-02, EVA-CLIP, DINOv3, Perception Encoder; swin: v1 and v2)")
+                   help="only one family (eva: EVA-02, EVA-CLIP, DINOv3, Perception Encoder; swin: v1 and v2; "
+                        "open_clip: CLIP-style models with their text tower, for --classes and the text map)")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.set_defaults(handler=models_cmd)
 

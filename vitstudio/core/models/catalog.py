@@ -140,6 +140,22 @@ def _cfg_cached(cfg) -> bool:
     return bool(cfg.url) and cached_url_file(cfg.url) is not None
 
 
+OPENCLIP_FAMILY = "open_clip"
+
+
+def openclip_entries() -> list[CatalogEntry]:
+    """CLIP-style models with their text tower, through OpenCLIP (models/openclip.py): `open_clip:ARCH:TAG`."""
+    from vitstudio.core.models.openclip_catalog import listed
+
+    out = []
+    for row in listed():
+        files = tuple(row["files"])
+        out.append(CatalogEntry(f"open_clip:{row['arch']}:{row['tag']}", row["arch"], row["tag"], "open_clip",
+                                cached_hub_file(row["hf_hub"], files) is not None, row["hf_hub"],
+                                family=OPENCLIP_FAMILY))
+    return out
+
+
 def local_models(folder: Path | None = None) -> list[CatalogEntry]:
     """Models under `models/`: timm folders (config.json + weights), seed folders, loose weight files."""
     folder = folder or models_dir()
@@ -163,7 +179,7 @@ def list_catalog(pattern: str | None = None, local_only: bool = False, folder: P
     filtered by name pattern and family."""
     entries = [] if family else [e for f in ([folder] if folder else model_dirs()) for e in local_models(f)]
     pretrained = set(timm.list_pretrained())
-    for arch in vit_architectures(family):
+    for arch in (vit_architectures(family) if family != OPENCLIP_FAMILY else ()):
         fam = family_of(arch)
         tags = sorted(p for p in pretrained if p.split(".", 1)[0] == arch)
         if not tags:
@@ -174,6 +190,8 @@ def list_catalog(pattern: str | None = None, local_only: bool = False, folder: P
             url = "" if cfg.hf_hub_id else (cfg.url or "")
             entries.append(CatalogEntry(full, arch, full.split(".", 1)[1], "timm", _cfg_cached(cfg),
                                         cfg.hf_hub_id or "", url, cfg.num_classes or 0, fam))
+    if family in (None, OPENCLIP_FAMILY):
+        entries += openclip_entries()
     if pattern:
         pat = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
         entries = [e for e in entries if fnmatch.fnmatch(e.name.lower(), pat.lower())]

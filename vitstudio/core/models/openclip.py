@@ -28,10 +28,9 @@ from torch import nn
 from vitstudio.core.models import hub
 from vitstudio.core.models.catalog import cached_hub_file, supported_classes
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.openclip_catalog import CONFIG_NAME, WEIGHT_NAMES, hub_location, tower_problem
 
 PREFIX = "open_clip:"
-CONFIG_NAME = "open_clip_config.json"
-WEIGHT_NAMES = ("open_clip_model.safetensors", "open_clip_pytorch_model.bin")
 
 
 class OpenClipUnsupported(ValueError):
@@ -146,12 +145,11 @@ def _from_tag(spec: str, target: str, progress) -> LoadedModel:
     tags = open_clip.list_pretrained_tags_by_model(arch)
     tag = tag or (tags[0] if tags else "")
     cfg = open_clip.get_pretrained_cfg(arch, tag) if tag else {}
-    repo = (cfg.get("hf_hub") or "").strip("/")
+    repo, files = hub_location(cfg)
     if not repo:
         known = ", ".join(tags) or "none"
         raise ValueError(f"OpenCLIP has no hub weights for '{arch}:{tag}' (tags: {known}).")
     _check_vision_cfg(model_cfg, spec)
-    files = (cfg["hf_hub_filename"],) if cfg.get("hf_hub_filename") else WEIGHT_NAMES
     weights = hub.fetch_hub_file(repo, files, spec, progress)
     clip = _create(partial(open_clip.create_model, pretrained=weights), arch, spec)
     preprocess = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
@@ -169,25 +167,9 @@ def _create(create, name: str, spec: str) -> nn.Module:
 
 def _check_vision_cfg(model_cfg: dict, spec: str) -> None:
     """Refuse, before building anything, image towers that are not a ViT with plain attention."""
-    vision = dict(model_cfg.get("vision_cfg") or {})
-    if vision.get("timm_model_name"):
-        if vision.get("timm_pool") in ("abs_attn", "rot_attn"):
-            raise OpenClipUnsupported(f"'{spec}' pools its image tower with a 2-D attention pool (a CNN tower); "
-                                      f"ViT Studio analyses ViT image towers only.")
-        return  # the class of the timm trunk is checked once it is built
-    if isinstance(vision.get("layers"), (list, tuple)):
-        raise OpenClipUnsupported(f"'{spec}' has a ResNet image tower, not a ViT; ViT Studio analyses ViTs only.")
-    odd = [k for k in ("attentional_pool", "qk_norm", "scaled_cosine_attn", "scale_heads", "scale_attn_inner",
-                       "scale_attn", "scale_fc", "norm_kwargs", "act_kwargs") if vision.get(k)]
-    if vision.get("block_type") not in (None, "default"):
-        odd.append(f"block_type={vision['block_type']}")
-    if vision.get("pool_type", "tok") != "tok":
-        odd.append(f"pool_type={vision['pool_type']}")
-    if vision.get("pos_embed_type", "learnable") != "learnable":
-        odd.append(f"pos_embed_type={vision['pos_embed_type']}")
-    if odd:
-        raise OpenClipUnsupported(f"'{spec}' has an image tower with {', '.join(odd)}, which has no timm "
-                                  f"equivalent here; ViT Studio analyses class-token ViT towers.")
+    problem = tower_problem(model_cfg)
+    if problem:
+        raise OpenClipUnsupported(f"'{spec}' {problem}; ViT Studio analyses class-token ViT image towers.")
 
 
 # -- the image tower as a timm ViT ---------------------------------------------------------------------------------
