@@ -56,6 +56,8 @@ PRESETS: dict[str, dict] = {
 
 # One line per preset, shown under the Training form's preset (and in its list): what learns and when to pick it.
 PRESET_DESCRIPTIONS: dict[str, str] = {
+    "quick": "A new head fitted in seconds on the model's cached features (backbone untouched, no augmentation): "
+             "to try an idea or label as you go; the features are reused by the Folder tab and later runs.",
     "linear-probe": "Only the new head learns (backbone frozen): fastest; for small datasets close to the "
                     "model's pre-training images.",
     "last-blocks": "The head and the last 2 blocks learn: a good first try for most photo datasets.",
