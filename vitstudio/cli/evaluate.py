@@ -11,7 +11,8 @@ from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")
-    p.add_argument("data_dir", help="dataset folder (class subfolders)")
+    p.add_argument("data_dir", nargs="?", help="dataset folder (class subfolders)")
+    p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows) instead of DATA_DIR")
     p.add_argument("--model", required=True, help="a run folder or name under models/, or any --model spec")
     p.add_argument("--weights", help="weights file for --model")
     p.add_argument("--all", action="store_true", help="every image, not only the run's validation split")
@@ -26,6 +27,10 @@ def evaluate_cmd(args) -> int:
     from ..core.models.loading import ModelLoadError, load_model, local_folder
     from ..core.train.evaluation import evaluate
 
+    if bool(args.data_dir) == bool(args.labels):
+        print("error: give DATA_DIR or --labels FILE.csv (one of them)", file=sys.stderr)
+        return EXIT_USAGE
+    args.data_dir = args.data_dir or args.labels  # a labels file scans like a folder of class folders
     try:
         loaded = load_model(args.model, args.weights, args.device)
         run = local_folder(args.model)  # a run, named by path or by its name under models/

@@ -11,6 +11,7 @@ audit  DATA --model M [--json] [--threshold T] [--hash-distance B] [--top N]
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .common import (
@@ -47,6 +48,8 @@ def register(subparsers) -> None:
     p.add_argument("--min-confidence", type=float, default=0.0,
                    help="below this top-1 probability an image goes to OUT/unsure/ (default 0: never)")
     p.add_argument("--dry-run", action="store_true", help="print what would go where, touch nothing")
+    p.add_argument("--labels", metavar="FILE.csv", help="also sort every image a labels file (path,label rows) "
+                                                         "lists, labelled or not")
     p.add_argument("--resume", metavar="LOG", help="finish an interrupted sort from its log (no model needed)")
     p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
@@ -60,7 +63,8 @@ def register(subparsers) -> None:
     p.set_defaults(handler=undo_sort_cmd)
 
     p = subparsers.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
-    p.add_argument("data_dir", help="a folder of class folders (optionally train/ and val/)")
+    p.add_argument("data_dir", nargs="?", help="a folder of class folders (optionally train/ and val/)")
+    p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows) instead of DATA_DIR")
     add_model_args(p)
     p.add_argument("--threshold", type=float, default=None,
                    help="feature cosine at or above which the model counts two images as near-duplicates "
@@ -129,14 +133,20 @@ def sort_cmd(args) -> int:
         except (OSError, ValueError, KeyError) as exc:
             print(f"error: cannot resume from {args.resume}: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    if args.labels:
+        listed = _listed_images(args.labels)
+        if listed is None:
+            return EXIT_USAGE
+        args.paths = [*args.paths, *listed]
     if not args.paths or not args.out or not args.model:
         print("error: give the images or folders to sort, --model and --out (or --resume LOG)", file=sys.stderr)
         return EXIT_USAGE
     if not 0.0 <= args.min_confidence <= 1.0:
         print("error: --min-confidence is a probability between 0 and 1", file=sys.stderr)
         return EXIT_USAGE
-    try:
-        check_out_folder(args.paths, args.out)
+    try:  # the folders of listed files are sources too: the output may not be inside them
+        check_out_folder([*args.paths, *sorted({os.path.dirname(p) for p in args.paths if os.path.isfile(p)})],
+                         args.out)
     except NestedFoldersError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -160,6 +170,18 @@ def sort_cmd(args) -> int:
     except JournalBusy as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _listed_images(labels: str) -> list[str] | None:
+    """Every image a labels file lists (None after printing why it cannot be read)."""
+    from ..core.data.datasets import DatasetError
+    from ..core.data.labels_file import read_labels_file
+
+    try:
+        return [str(p) for p, _ in read_labels_file(labels).rows]
+    except DatasetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
 
 
 def _report_sort(done, read_errors) -> int:
@@ -192,6 +214,10 @@ def audit_cmd(args) -> int:
     from ..core.folder.audit import audit
     from ..core.folder.duplicates import HASH_DISTANCE
 
+    if bool(args.data_dir) == bool(args.labels):
+        print("error: give DATA_DIR or --labels FILE.csv (one of them)", file=sys.stderr)
+        return EXIT_USAGE
+    args.data_dir = args.data_dir or args.labels  # a labels file scans like a folder of class folders
     hash_distance = HASH_DISTANCE if args.hash_distance is None else args.hash_distance
     if not 0 <= hash_distance <= 64 or (args.threshold is not None and not -1.0 <= args.threshold <= 1.0):
         print("error: --hash-distance is 0-64 bits, --threshold a cosine in [-1, 1]", file=sys.stderr)

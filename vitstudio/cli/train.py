@@ -19,6 +19,9 @@ def register(subparsers) -> None:
                                    "given override the preset's values.")
     p.add_argument("data_dir_arg", nargs="?", metavar="DATA_DIR",
                    help="dataset folder: one subfolder per class, or train/ + val/ (same as --data-dir)")
+    p.add_argument("--labels", metavar="FILE.csv",
+                   help="train on a labels file instead of class folders: CSV rows path,label (paths relative to "
+                        "the CSV or absolute; rows without a label are ignored); the images are never moved")
     p.add_argument("--config", help="a train_config.json holding every setting (the other options are ignored)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--exclude-list", metavar="FILE",
@@ -42,6 +45,11 @@ def finetune_cmd(args) -> int:
     from ..core.train.engine import fine_tune
 
     args.data_dir = args.data_dir or args.data_dir_arg
+    if args.labels:  # a labels file is the dataset (core/data/labels_file.py)
+        if args.data_dir:
+            print("error: give DATA_DIR or --labels FILE.csv, not both", file=sys.stderr)
+            return EXIT_USAGE
+        args.data_dir = args.labels
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)

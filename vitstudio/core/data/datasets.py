@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vitstudio.core.data.dataset_scan import DatasetError, DatasetScan  # noqa: F401  (imported from here too)
 from vitstudio.core.data.images import (
     IMAGE_SUFFIXES,
     ImageReadError,
@@ -21,43 +22,9 @@ from vitstudio.core.data.images import (
     image_size,
     links_to_ancestor,
 )
+from vitstudio.core.data.labels_file import scan_labels_file
 
 VAL_NAMES = ("val", "validation")
-
-
-class DatasetError(Exception):
-    """The folder cannot be used as a dataset; the message says why."""
-
-
-@dataclass(frozen=True)
-class DatasetScan:
-    root: Path
-    classes: tuple[str, ...]
-    train: dict[str, tuple[Path, ...]]  # class -> readable image files, sorted
-    val: dict[str, tuple[Path, ...]] | None  # present when the root has train/ and val/ (or validation/)
-    skipped: tuple[tuple[str, str], ...]  # (path, why) for unreadable or non-image files
-    size_range: tuple[tuple[int, int], tuple[int, int]]  # (min (w, h), max (w, h)) over readable images
-    too_small: tuple[str, ...]  # classes with fewer than 2 images, which a split cannot divide
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """Images per class over all splits."""
-        return {c: len(self.train.get(c, ())) + len((self.val or {}).get(c, ())) for c in self.classes}
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    def imbalance_warning(self, ratio: float = 3.0) -> str | None:
-        """A sentence when the largest class has at least `ratio` times the images of the smallest."""
-        counts = self.counts
-        big, small = max(counts, key=counts.get), min(counts, key=counts.get)
-        if counts[small] and counts[big] / counts[small] >= ratio:
-            return (f"Classes are imbalanced: {big} has {counts[big]} images, {small} only {counts[small]} "
-                    f"({counts[big] / counts[small]:.1f}×). Accuracy will favour the large classes; the "
-                    f"class-balanced loss (--balance, or 'Balance classes' in the advanced settings) weighs each "
-                    f"class equally.")
-        return None
 
 
 def _class_dirs(folder: Path, skipped: list) -> list[Path]:
@@ -125,8 +92,11 @@ def _nested_layout(root: Path) -> str | None:
 
 
 def scan_dataset(root: str | Path) -> DatasetScan:
-    """Scan `root` (class subfolders, or train/ + val/ each holding class subfolders) and validate it."""
+    """Scan `root` (class subfolders, or train/ + val/ each holding class subfolders; or a labels file, CSV of
+    path,label rows) and validate it."""
     root = Path(root)
+    if root.suffix.lower() == ".csv" and root.is_file():
+        return scan_labels_file(root)
     if not root.is_dir():
         raise DatasetError(f"{root} is not a folder.")
     skipped: list[tuple[str, str]] = []
@@ -171,8 +141,9 @@ class Split:
     meta: dict = field(default_factory=dict)
 
     def to_manifest(self) -> dict:
-        def rel(items):
-            return [[p.relative_to(self.root).as_posix(), label] for p, label in items]
+        def rel(items):  # a labels file may list absolute paths outside its folder: they stay absolute
+            return [[p.relative_to(self.root).as_posix() if p.is_relative_to(self.root) else str(p), label]
+                    for p, label in items]
 
         return {"root": str(self.root), "classes": list(self.classes), "val_ratio": self.val_ratio,
                 "seed": self.seed, "train": rel(self.train), "val": rel(self.val)}
@@ -181,6 +152,8 @@ class Split:
     def from_manifest(cls, manifest: dict, root: str | Path | None = None) -> Split:
         """Rebuild a split on any machine: paths are relative to the dataset root (override it with `root`)."""
         base = Path(root or manifest["root"])
+        if base.suffix.lower() == ".csv" and base.is_file():  # a labels file's paths are relative to its folder
+            base = base.absolute().parent
 
         def items(rows):
             return tuple((base / rel, int(label)) for rel, label in rows)
@@ -284,6 +257,9 @@ def upstream_split(scan: DatasetScan, val_ratio: float = 0.2) -> Split:
 
     if scan.val is not None:
         return split_dataset(scan)
+    if scan.labels_file is not None:
+        raise DatasetError("The upstream split rule reads class folders; a labels file is split with the "
+                           "stratified rule.")
     rng = random.Random(0)  # upstream: random.seed(0), then the module-level random.sample
     readable = {str(p) for files in scan.train.values() for p in files}
     index = {c: i for i, c in enumerate(scan.classes)}

@@ -244,7 +244,8 @@ def new_run_folder(data_dir: str | Path, preset: str) -> Path:
     (-2, -3, … when that name is taken; a run folder is never reused)."""
     import time
 
-    stem = f"{Path(data_dir).resolve().name}-{preset}-{time.strftime('%m%d-%H%M')}"
+    data = Path(data_dir).resolve()
+    stem = f"{data.stem if data.is_file() else data.name}-{preset}-{time.strftime('%m%d-%H%M')}"  # file: labels.csv
     folder, n = models_dir() / stem, 1
     while folder.exists():
         n += 1
