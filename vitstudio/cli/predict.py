@@ -48,6 +48,11 @@ def predict_cmd(args) -> int:
     if loaded is None:
         return EXIT_USAGE
     require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
+    from ..core.models.zeroshot import is_sigmoid
+
+    if is_sigmoid(loaded) and not args.quiet:
+        print("note: SigLIP-style zero-shot classes: each probability is a sigmoid of its own (yes/no per class), so "
+              "they need not sum to 100%", file=sys.stderr)
     ignored: list = []
     files = list(expand_paths(args.paths, ignored=ignored))
     print_ignored(ignored)
