@@ -167,23 +167,30 @@ def test_similar_images_grid_with_the_query(opened, qtbot):
 
 
 def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
+    from PySide6.QtWidgets import QLabel, QTabWidget
+
     from vitstudio.gui.folder.folder_review import ReviewTab
 
+    side = QTabWidget()  # as in the Folder tab: the review is filled while the Map page is the one shown
+    qtbot.addWidget(side)
+    side.resize(460, 600)
+    side.addTab(QLabel("map"), "Map")
     tab = ReviewTab()
-    qtbot.addWidget(tab)
-    tab.resize(420, 600)
-    tab.show()
+    side.addTab(tab, "Label review")
+    side.show()
     data = _digits(tmp_path / "digits", 2)
     paths = sorted(str(p) for p in data.rglob("*.png"))
-    # issues with captions of different lengths (one flagged, long and short names): before the fix their cells
-    # had different heights until the first click re-laid them out
+    # captions of different lengths (flagged ones with ⚑); thumbnails decoded later by a worker
     issues = [LabelIssue(p, os.path.basename(os.path.dirname(p)), "8", k / 40, 0.1, k % 3 == 0)
               for k, p in enumerate(paths)]
     tab.show_issues(issues)
+    side.setCurrentWidget(tab)
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=20000)
     qtbot.wait(50)
     rects = _disjoint_uniform(tab.list)
-    assert tab.list.iconSize().width() >= 96 and rects[0].height() >= 96
+    # each cell holds the whole thumbnail (96 px) and two lines of caption, before and after the icons arrive
+    assert tab.list.iconSize().width() >= 96 and rects[0].height() >= 96 + 2 * tab.list.fontMetrics().height()
+    assert all(not tab.list.item(i).icon().isNull() for i in range(tab.list.count()))
     # the item under the middle of a cell is that cell's item (a click selects what it lands on)
     for i, rect in enumerate(rects):
         assert tab.list.indexAt(rect.center()).row() == i
@@ -252,3 +259,17 @@ def test_overlay_has_a_colour_bar_of_its_levels(qtbot):
     assert bar.sceneBoundingRect().left() >= view.view.sceneBoundingRect().right() - 1
     view.set_map(None)
     assert not bar.isVisible() and bar.scene() is None
+
+
+def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
+    """At 1280×720 with the model card open the Folder tab is about 800 px wide: its two control rows must not
+    make it wider (what does not fit goes behind each row's » button) and the count line stays in sight."""
+    panel = window.folder
+    assert panel.toolbar.minimumSizeHint().width() <= 400
+    assert panel.minimumSizeHint().width() <= 800
+    window.resize(1280, 720)
+    window.show_tab("folder")
+    panel.toolbar.show_count(3, 5)
+    qtbot.wait(50)
+    shown = panel.toolbar.shown
+    assert shown.isVisible() and shown.mapTo(panel, shown.rect().topRight()).x() <= panel.width()

@@ -4,21 +4,24 @@ apply to and how many rows they let through. Only widgets: the panel connects th
 
 from __future__ import annotations
 
+import html
 import os
 
 from PySide6.QtCore import QSignalBlocker
-from PySide6.QtWidgets import (
-    QComboBox,
-    QDoubleSpinBox,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QSizePolicy,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QPushButton, QToolBar, QVBoxLayout, QWidget
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
+
+
+def _overflowing_row(widgets) -> QToolBar:
+    """A row that never widens the tab: what does not fit goes behind the toolbar's » button (at 1280×720 with
+    the model card open the Folder tab is about 800 px wide; the two rows want about 950)."""
+    row = QToolBar()
+    row.setMovable(False)
+    row.setFloatable(False)
+    for w in widgets:
+        row.addWidget(w)
+    return row
 
 
 class FolderToolbarWidget(QWidget):
@@ -28,8 +31,9 @@ class FolderToolbarWidget(QWidget):
         self._build_filters()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(self._action_row())
-        layout.addLayout(self._filter_row())
+        layout.setSpacing(0)
+        layout.addWidget(self._action_row())
+        layout.addWidget(self._filter_row())
 
     def _build_actions(self) -> None:
         self.open_button = QPushButton("Open folder…")
@@ -55,30 +59,20 @@ class FolderToolbarWidget(QWidget):
             self.correctness.addItem(text, value)
         self.follow_map = QPushButton("Table follows map box")
         self.follow_map.setCheckable(True)
-        self.filters_for = QLabel("Filters")  # which folder the filters apply to: they are that folder's
-        self.filters_for.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        self.filters_for.setMinimumWidth(60)
-        self.reset_button = QPushButton("Reset filters")
         self.shown = QLabel()  # "N of M shown"
+        self.filters_for = QLabel("Filters:")  # which folder the filters apply to: they are that folder's
+        self.reset_button = QPushButton("Reset filters")
 
-    def _action_row(self) -> QHBoxLayout:
-        top = QHBoxLayout()
-        for w in (self.open_button, self.cancel_button, self.sort_button, self.undo_button, self.csv_button,
-                  self.review_button, QLabel("near-duplicate cosine"), self.threshold):
-            top.addWidget(w)
-        top.addStretch(1)
-        return top
+    def _action_row(self) -> QToolBar:
+        return _overflowing_row((self.open_button, self.cancel_button, self.sort_button, self.undo_button,
+                                 self.csv_button, self.review_button, QLabel(" near-duplicate cosine"),
+                                 self.threshold))
 
-    def _filter_row(self) -> QHBoxLayout:
-        filters = QHBoxLayout()
-        filters.addWidget(self.filters_for, 1)
+    def _filter_row(self) -> QToolBar:
+        widgets = [self.shown, self.filters_for]
         for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness)):
-            filters.addWidget(QLabel(label))
-            filters.addWidget(w)
-        filters.addWidget(self.follow_map)
-        filters.addWidget(self.reset_button)
-        filters.addWidget(self.shown)
-        return filters
+            widgets += [QLabel(f" {label} "), w]
+        return _overflowing_row((*widgets, self.follow_map, self.reset_button))
 
     def reset_filters(self, folder: str | None = None) -> None:
         """Every filter back to "show all", quietly (the caller refreshes the table once); `folder`: the one they
@@ -93,7 +87,8 @@ class FolderToolbarWidget(QWidget):
                     widget.setCurrentIndex(0)
         if folder is not None:
             name = os.path.basename(os.path.normpath(folder)) or folder
-            self.filters_for.setText(f"Filters of <b>{name}</b>:")
+            name = name if len(name) <= 28 else name[:12] + "…" + name[-12:]
+            self.filters_for.setText(f" · filters of <b>{html.escape(name)}</b>:")
             self.filters_for.setToolTip(folder)
 
     def show_count(self, shown: int | None, total: int = 0) -> None:
