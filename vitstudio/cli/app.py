@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import card, demo, evaluate, explain, export, faithfulness, folder, models, predict, train
+from . import card, demo, evaluate, explain, export, faithfulness, folder, models, play, predict, suggest, train
 from .common import EXIT_OK, EXIT_USAGE
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, faithfulness, train, evaluate, export, demo, folder, card)
+COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,86 @@
+"""Play mode without a window: a generated video through the demo model gives one annotated frame per input
+frame, per-frame predictions equal `classify` on the same decoded frames (what `predict` runs), maps drawn from
+the registry, a live source that skips frames instead of queueing them, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from tests.core.play_video import moving_digits_video
+from vitstudio.cli import main as cli_main
+from vitstudio.core.inference import classify
+from vitstudio.core.models.demo import bundled_demo
+from vitstudio.core.models.loading import load_model
+from vitstudio.core.play import play_methods
+from vitstudio.core.play.frames import analyse_frame
+from vitstudio.core.play.video import FrameSource, LatestFrame, VideoSourceError
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory):
+    return moving_digits_video(tmp_path_factory.mktemp("play") / "digits.avi", frames=24)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_model(str(bundled_demo()), device="cpu", precision="fp32")
+
+
+def test_cli_writes_one_frame_per_frame_and_predictions_equal_classify(video, demo, tmp_path):
+    out, records = tmp_path / "annotated.mp4", tmp_path / "frames.jsonl"
+    code = cli_main(["play", str(video), "--model", str(bundled_demo()), "--method", "rollout", "--out", str(out),
+                     "--json", str(records), "--quiet", "--device", "cpu", "--precision", "fp32"])
+    assert code == 0
+    with FrameSource(str(video)) as src:
+        frames = [frame for _i, _t, frame in src]
+    assert len(frames) == 24
+    with FrameSource(str(out)) as annotated:
+        assert sum(1 for _ in annotated) == len(frames)  # one output frame per input frame
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [r["frame"] for r in lines] == list(range(24))
+    from PIL import Image
+
+    expected = classify(demo, [Image.fromarray(f) for f in frames], topk=5)
+    for record, pred in zip(lines, expected):
+        assert [t["label"] for t in record["top"]] == list(pred.labels)
+        np.testing.assert_allclose([t["prob"] for t in record["top"]], pred.probs, atol=1e-5)
+
+
+def test_maps_come_from_the_registry(video, demo):
+    from PIL import Image
+
+    from vitstudio.core.analysis.explain import explain
+
+    assert {"rollout", "gradient-rollout", "heads"} <= set(play_methods())
+    assert "token" not in play_methods() and "text" not in play_methods()  # they need a patch / a text
+    with FrameSource(str(video)) as src:
+        _i, _t, frame = next(iter(src))
+    result = analyse_frame(demo, frame, method="rollout")
+    np.testing.assert_allclose(result.map, explain(demo, "rollout", Image.fromarray(frame)).array, atol=1e-6)
+    heads = analyse_frame(demo, frame, method="heads")
+    assert heads.map.shape == demo.grid_size  # a per-head stack shown as its mean
+
+
+def test_live_source_keeps_only_the_newest_frame(video):
+    latest = LatestFrame(FrameSource(str(video)), paced=True)  # 12 fps: a frame every 83 ms
+    taken = [latest.take()]
+    time.sleep(0.5)  # a slow analysis: ~6 frames arrive meanwhile
+    taken.append(latest.take())
+    latest.close()
+    assert taken[1][0] - taken[0][0] >= 3  # frames were skipped, not queued
+
+
+def test_bad_sources_are_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(VideoSourceError, match="camera:N"):
+        FrameSource("camera:x")
+    not_video = tmp_path / "notes.avi"
+    not_video.write_text("hello")
+    with pytest.raises(VideoSourceError, match="Cannot read"):
+        FrameSource(str(not_video))
+    code = cli_main(["play", str(tmp_path / "missing.mp4"), "--model", "custom:img=32,patch=8,width=32,depth=1,"
+                     "heads=2,classes=3"])
+    assert code == 2 and "No video file" in capsys.readouterr().err

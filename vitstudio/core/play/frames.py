@@ -1,0 +1,77 @@
+"""One frame through the model: the prediction (the same `classify` as `predict`, so the numbers are equal) and,
+if asked, a registered attention map; then the annotated picture: what the model saw with the map over it and a
+caption bar (top class, probability, frames per second, latency). Which maps: `vitstudio.core.play.play_methods`."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from vitstudio.core.analysis import overlays
+from vitstudio.core.analysis.explain import explain
+from vitstudio.core.inference import classify
+
+DISPLAY = 448  # the short side of an annotated frame: small crops (32-px digits) are shown enlarged
+CAPTION = 28
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    index: int
+    time_s: float  # the frame's time in the source
+    labels: tuple[str, ...]
+    probs: tuple[float, ...]
+    latency_ms: float  # from the frame taken to its prediction and map ready
+    map: np.ndarray | None = None  # (gh, gw)
+    crop: np.ndarray | None = None  # (H, W, 3) uint8: what the model saw
+
+    def record(self) -> dict:
+        """One line of `--json`: the frame's top-k as `predict --json` gives them."""
+        return {"frame": self.index, "time_s": round(self.time_s, 6), "latency_ms": round(self.latency_ms, 3),
+                "top": [{"label": label, "prob": prob} for label, prob in zip(self.labels, self.probs)]}
+
+
+def analyse_frame(loaded, frame: np.ndarray, index: int = 0, time_s: float = 0.0, method: str | None = None,
+                  params: dict | None = None, topk: int = 5) -> FrameResult:
+    started = time.perf_counter()
+    image = Image.fromarray(frame)
+    pred = classify(loaded, [image], topk=topk)[0]
+    values = None
+    if method:
+        array = explain(loaded, method, image, **(params or {})).array
+        values = array.mean(axis=0) if array.ndim == 3 else array
+    crop = np.asarray(pred.crop, dtype=np.uint8) if pred.crop is not None else np.asarray(loaded.crop(image))
+    return FrameResult(index, time_s, tuple(pred.labels), tuple(float(p) for p in pred.probs),
+                       (time.perf_counter() - started) * 1000, values, crop)
+
+
+def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
+    """(DISPLAY + CAPTION, W, 3) uint8: the crop (with the map over it) enlarged, and a caption bar below."""
+    crop = result.crop
+    picture = overlays.overlay(result.map, crop, cmap, alpha) if result.map is not None else crop
+    scale = DISPLAY / min(picture.shape[:2])
+    size = (round(picture.shape[1] * scale), round(picture.shape[0] * scale))
+    shown = Image.fromarray(picture).resize(size, Image.NEAREST if scale >= 2 else Image.BILINEAR)
+    canvas = Image.new("RGB", (size[0], size[1] + CAPTION), (20, 20, 20))
+    canvas.paste(shown, (0, 0))
+    text = f"{result.labels[0]}  {result.probs[0] * 100:.1f}%" if result.labels else "no prediction"
+    speed = f"{fps:.1f} fps · " if fps else ""
+    ImageDraw.Draw(canvas).text((6, size[1] + 8), f"{text}    {speed}{result.latency_ms:.0f} ms", fill=(240, 240, 240))
+    return np.asarray(canvas)
+
+
+class Rate:
+    """Frames per second over the last `window` frames."""
+
+    def __init__(self, window: int = 30) -> None:
+        self.times: deque[float] = deque(maxlen=window)
+
+    def tick(self) -> float | None:
+        self.times.append(time.perf_counter())
+        if len(self.times) < 2:
+            return None
+        return (len(self.times) - 1) / max(self.times[-1] - self.times[0], 1e-9)

@@ -1,0 +1,169 @@
+"""Frames in and out: a video file or a camera (`camera:N`) read through OpenCV's VideoCapture (files via FFmpeg,
+cameras via V4L2 / AVFoundation / Media Foundation, one call on every platform), and an annotated stream written
+back with its VideoWriter. Frames travel as RGB uint8 arrays.
+
+Live sources keep only the newest frame (`LatestFrame`): a reader thread drains the source as fast as it delivers
+(a camera at its rate, a file at its own frame rate) and holds one frame, so an analysis slower than the source
+skips frames instead of falling behind a growing queue."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+class VideoSourceError(ValueError):
+    """A source that cannot be opened or read, said in one sentence."""
+
+
+def _cv2():
+    try:
+        import cv2
+    except ImportError as exc:  # an install without the video dependency
+        raise VideoSourceError("Play mode needs OpenCV: pip install opencv-python-headless") from exc
+    return cv2
+
+
+def parse_source(source: str) -> int | str:
+    """`camera:N` -> N; anything else is a video file that must exist."""
+    if source.startswith("camera:"):
+        index = source.partition(":")[2]
+        if not index.isdigit():
+            raise VideoSourceError(f"'{source}': a camera is named camera:N with N a number (camera:0 is the first).")
+        return int(index)
+    if not Path(source).is_file():
+        raise VideoSourceError(f"No video file at {source} (a camera is named camera:0).")
+    return source
+
+
+@dataclass
+class VideoInfo:
+    name: str
+    fps: float  # the source's frame rate (cameras report theirs; 25 assumed when a file says nothing)
+    frames: int | None  # None for cameras and streams of unknown length
+    size: tuple[int, int]  # (width, height)
+    camera: bool
+
+
+class FrameSource:
+    """Reads RGB frames from a file or a camera; `with FrameSource(...) as src: for i, t, rgb in src: ...`."""
+
+    def __init__(self, source: str) -> None:
+        cv2 = _cv2()
+        target = parse_source(source)
+        self.capture = cv2.VideoCapture(target)
+        if not self.capture.isOpened():
+            self.capture.release()
+            if isinstance(target, int):
+                raise VideoSourceError(f"No camera {target} here (none connected, or in use by another program); "
+                                       "open a video file instead.")
+            raise VideoSourceError(f"Cannot read {source} as a video (not a video, or a codec FFmpeg lacks).")
+        fps = self.capture.get(cv2.CAP_PROP_FPS)
+        count = int(self.capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        size = (int(self.capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(self.capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        camera = isinstance(target, int)
+        self.info = VideoInfo(source, fps if fps and fps > 0 else 25.0, None if camera or count <= 0 else count,
+                              size, camera)
+        self._cv2 = cv2
+
+    def read(self) -> np.ndarray | None:
+        """The next frame (RGB uint8), or None at the end."""
+        ok, bgr = self.capture.read()
+        if not ok:
+            return None
+        return self._cv2.cvtColor(bgr, self._cv2.COLOR_BGR2RGB)
+
+    def __iter__(self):
+        """(index, time in s, frame) for every frame, in order."""
+        index = 0
+        while (frame := self.read()) is not None:
+            yield index, index / self.info.fps, frame
+            index += 1
+
+    def close(self) -> None:
+        self.capture.release()
+
+    def __enter__(self) -> FrameSource:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LatestFrame:
+    """A reader thread over a FrameSource that keeps only the newest frame. Files are paced at their own frame
+    rate (as a player would show them); `take()` waits for a frame newer than the last one taken."""
+
+    def __init__(self, source: FrameSource, paced: bool | None = None) -> None:
+        self.source = source
+        self.paced = (not source.info.camera) if paced is None else paced
+        self._cond = threading.Condition()
+        self._frame: tuple[int, float, np.ndarray] | None = None
+        self._taken = -1
+        self._ended = False
+        self._stop = threading.Event()
+        self.read_count = 0
+        self._thread = threading.Thread(target=self._run, name="vitstudio-frames", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        try:
+            for index, t, frame in self.source:
+                if self._stop.is_set():
+                    break
+                if self.paced:
+                    delay = start + t - time.perf_counter()
+                    if delay > 0:
+                        self._stop.wait(delay)
+                with self._cond:
+                    self._frame = (index, t, frame)
+                    self.read_count += 1
+                    self._cond.notify_all()
+        finally:
+            with self._cond:
+                self._ended = True
+                self._cond.notify_all()
+
+    def take(self, timeout: float = 5.0) -> tuple[int, float, np.ndarray] | None:
+        """The newest frame not taken yet; None once the source has ended (or nothing came within `timeout`)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._ended or (self._frame is not None and self._frame[0] > self._taken),
+                                timeout)
+            if self._frame is None or self._frame[0] <= self._taken:
+                return None
+            self._taken = self._frame[0]
+            return self._frame
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.source.close()
+
+
+class VideoWriter:
+    """An annotated stream to a file (.mp4 with the mp4v codec OpenCV always has; .avi with MJPG)."""
+
+    def __init__(self, path: str | Path, fps: float, size: tuple[int, int]) -> None:
+        cv2 = _cv2()
+        self.path, self.size, self._cv2 = Path(path), size, cv2
+        codec = "MJPG" if self.path.suffix.lower() == ".avi" else "mp4v"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.writer = cv2.VideoWriter(str(self.path), cv2.VideoWriter_fourcc(*codec), fps, size)
+        if not self.writer.isOpened():
+            raise VideoSourceError(f"Cannot write a video to {self.path} (use a .mp4 or .avi name in a writable "
+                                   "folder).")
+        self.frames = 0
+
+    def write(self, rgb: np.ndarray) -> None:
+        if (rgb.shape[1], rgb.shape[0]) != self.size:
+            rgb = self._cv2.resize(rgb, self.size, interpolation=self._cv2.INTER_AREA)
+        self.writer.write(self._cv2.cvtColor(np.ascontiguousarray(rgb), self._cv2.COLOR_RGB2BGR))
+        self.frames += 1
+
+    def close(self) -> None:
+        self.writer.release()
