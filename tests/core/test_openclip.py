@@ -292,3 +292,17 @@ def test_catalog_lists_openclip_vit_towers_marked_by_cache(capsys):
     assert main(["models", "--family", "open_clip", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == len(entries) and all(r["family"] == "open_clip" for r in rows)
+
+
+def test_classes_make_a_new_model_sharing_the_tower(clip_dir, photos):
+    """The model given classes shares the blocks (no second copy) and lock; the one it came from is unchanged."""
+    headless = load_model(str(clip_dir))
+    x = headless.to_tensor(headless.crop(read_image(photos["coffee"])))[None]
+    with torch.no_grad():
+        before = headless.model(x)
+    zero_shot = with_classes(headless, NAMES, "{}")
+    assert zero_shot.model is not headless.model and zero_shot.model.blocks is headless.model.blocks
+    assert zero_shot.lock is headless.lock and headless.labels == [] and headless.model.num_classes == 0
+    with torch.no_grad():
+        torch.testing.assert_close(headless.model(x), before, atol=0, rtol=0)
+        assert zero_shot.model(x).shape == (1, len(NAMES))

@@ -50,6 +50,14 @@ def model_lock(module: nn.Module) -> threading.RLock:
         return lock
 
 
+def share_lock(module: nn.Module, like: nn.Module) -> None:
+    """`module` shares weights with `like` (e.g. the same trunk under another head): one lock for both, since
+    capture's hooks and flags sit on the shared blocks."""
+    lock = model_lock(like)
+    with _locks_guard:
+        _locks[module] = lock
+
+
 @dataclass(eq=False)
 class LoadedModel:
     model: nn.Module

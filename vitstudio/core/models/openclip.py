@@ -61,6 +61,10 @@ def text_side(model: nn.Module) -> TextSide | None:
     return _text_sides.get(model)
 
 
+def attach_text_side(model: nn.Module, side: TextSide) -> None:
+    _text_sides[model] = side
+
+
 def is_clip_style(loaded: LoadedModel) -> bool:
     return text_side(loaded.model) is not None
 
@@ -185,7 +189,7 @@ def _assemble(clip: nn.Module, model_cfg: dict, preprocess: dict, tokenizer, spe
     side = TextSide(clip, tokenizer, float(clip.logit_scale.detach().exp()),
                     float(bias.detach().flatten()[0]) if bias is not None else None, templates, spec)
     vit.num_classes = 0  # headless until classes are given: the head maps pooled tokens to the CLIP embedding
-    _text_sides[vit] = side
+    attach_text_side(vit, side)
     size = int(getattr(vit.patch_embed, "img_size", (224, 224))[0])
     data_config = _data_config(preprocess, size)
     vit.pretrained_cfg = {**dict(getattr(vit, "pretrained_cfg", None) or {}), **data_config,

@@ -12,14 +12,15 @@ maps) works unchanged. Probabilities: softmax over classes for CLIP, a sigmoid p
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.models.openclip import encode_prompts, text_side
+from vitstudio.core.models.model import LoadedModel, share_lock
+from vitstudio.core.models.openclip import attach_text_side, encode_prompts, text_side
 
 RAW_NAMES = "{}"
 
@@ -83,26 +84,35 @@ def class_embeddings(loaded: LoadedModel, names: list[str], templates: tuple[str
 
 
 def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = None) -> LoadedModel:
-    """A LoadedModel classifying into `names` (a new uid: results of the old head are never shown for it). The
-    image tower is shared and its head replaced, so the model passed in should not be used afterwards."""
+    """A LoadedModel classifying into `names`, with a new uid (results of the old head are never shown for it).
+    It shares the image tower's blocks and weights with `loaded` (and its lock); only the head differs, so
+    `loaded` keeps working unchanged while the new classes are encoded."""
     side = text_side(loaded.model)
     if side is None:
         raise ValueError(f"Classes from words need a CLIP-style model with a text tower (e.g. "
                          f"open_clip:ViT-B-32:openai); {loaded.display_name} has none.")
     templates = templates_for(loaded, prompt)
     weights = class_embeddings(loaded, names, templates)
-    model = loaded.model
-    with loaded.lock:
-        old = model.head
-        projection = old.projection if isinstance(old, ZeroShotHead) else old
-        model.head = ZeroShotHead(projection, weights.float(), side.logit_scale, side.logit_bias).to(
-            weights.device).eval()
-        model.num_classes = len(names)
+    old = loaded.model.head
+    projection = old.projection if isinstance(old, ZeroShotHead) else old
+    head = ZeroShotHead(projection, weights.float(), side.logit_scale, side.logit_bias).to(weights.device).eval()
+    model = _with_head(loaded.model, head)
+    model.num_classes = len(names)
+    share_lock(model, loaded.model)
+    attach_text_side(model, side)
     how = "one prompt: " + templates[0] if len(templates) == 1 else f"{len(templates)} prompt templates averaged"
     output = "sigmoid per class" if side.sigmoid else "softmax over classes"
     new_uid = LoadedModel.__dataclass_fields__["uid"].default_factory()
-    return dataclasses.replace(loaded, labels=list(names), label_set=f"zero-shot from words ({how}; {output})",
-                               uid=new_uid, _card=None)
+    return dataclasses.replace(loaded, model=model, labels=list(names),
+                               label_set=f"zero-shot from words ({how}; {output})", uid=new_uid, _card=None)
+
+
+def _with_head(model: nn.Module, head: nn.Module) -> nn.Module:
+    """A shallow copy of `model` (the same blocks and parameters, no second copy in memory) with its own head."""
+    twin = copy.copy(model)
+    twin._modules = dict(model._modules)  # copy.copy shares the submodule table: give the twin its own
+    twin.head = head
+    return twin
 
 
 def is_sigmoid(loaded: LoadedModel) -> bool:
