@@ -146,8 +146,8 @@ def faithfulness_timing(args, model_name: str) -> None:
     for method in registry.names(compare=True):
         if why_not(loaded.model, method) is not None:
             continue
-        one = timed(lambda: map_and_curves(method))
-        whole = timed(lambda: fa.image_faithfulness(loaded, x, [method], protocol))
+        one = timed(lambda m=method: map_and_curves(m))
+        whole = timed(lambda m=method: fa.image_faithfulness(loaded, x, [m], protocol))
         print(f"  {method:<22} map + curves {one * 1e3:9.1f} ms  ratio {one / base:7.1f}   with baselines "
               f"{whole * 1e3:9.1f} ms  ratio {whole / base:7.1f}")
 

@@ -112,7 +112,9 @@ def probabilities(loaded: LoadedModel, inputs: torch.Tensor, target: int, batch_
 
 
 def top1(loaded: LoadedModel, x: torch.Tensor) -> int:
-    return int(np.argmax(probabilities(loaded, x, slice(None), 1)[0]))
+    """The model's top-1 class for one preprocessed image x (1, 3, H, W): the class every curve follows."""
+    with loaded.lock, torch.inference_mode(), loaded.autocast():
+        return int(loaded.model(x.to(loaded.device)).float().argmax(-1)[0])
 
 
 def curves(loaded: LoadedModel, x: torch.Tensor, order: np.ndarray, target: int, protocol: Protocol,
