@@ -37,6 +37,7 @@ from .explore.attention_panel import AttentionPanel
 from .explore.compare_panel import ComparePanel
 from .explore.embeddings_panel import EmbeddingsPanel
 from .explore.internals_panel import InternalsPanel
+from .explore.play_panel import PlayPanel
 from .explore.predictions_panel import PredictionsPanel
 from .folder.folder_panel import FolderPanel
 from .imaging import configure_pyqtgraph
@@ -120,6 +121,7 @@ class MainWindow(QMainWindow):
         self.compare = ComparePanel(self.state, self.model_panel.catalog_names())
         self.training = TrainingPanel(self.state, self.model_panel.catalog_names())
         self.folder = FolderPanel(self.state)
+        self.play = PlayPanel(self.state)
         self.folder.open_in_explorer.connect(self.explain_file)
         self.folder.retrain.connect(self._retrain_with_fixes)
 
@@ -129,7 +131,8 @@ class MainWindow(QMainWindow):
         self.tabs.setObjectName("tabs")
         for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
                               (self.embeddings, "Embeddings"), (self.internals, "Model internals"),
-                              (self.compare, "Compare"), (self.folder, "Folder"), (self.training, "Training")):
+                              (self.compare, "Compare"), (self.folder, "Folder"), (self.training, "Training"),
+                              (self.play, "Play")):
             self.tabs.addTab(widget, title)
         splitter = QSplitter(Qt.Horizontal)
         splitter.addWidget(self.strip)

@@ -1,0 +1,201 @@
+"""The Play tab: a camera or a video file through the loaded model, live. Frames are read on a worker that keeps
+only the newest one (a slow model skips frames, never queues them); each analysed frame comes back annotated (the
+prediction and, if chosen, a registered attention map over what the model saw) with frames per second and latency,
+and can be recorded to a video file. The job waits for the window to show a frame before it analyses the next, so
+nothing piles up between the worker and the screen."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.play import play_methods
+
+from .. import workers
+from ..imaging import pil_to_pixmap
+from ..viewstate import Field, ViewState
+from .explorer_base import method_combo
+
+VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
+
+
+def play_job(cancel, loaded, source: str, method: str | None, record: str | None, shown: threading.Event):
+    """Yields (annotated frame, FrameResult, frames/s); returns (frames analysed, frames read, the recording)."""
+    from vitstudio.core.play.frames import Rate, analyse_frame, annotate
+    from vitstudio.core.play.video import FrameSource, LatestFrame, VideoWriter
+
+    latest = LatestFrame(FrameSource(source))  # a file is paced at its own frame rate, a camera at its own
+    writer, rate, analysed = None, Rate(), 0
+    try:
+        while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
+            index, t, frame = taken
+            result = analyse_frame(loaded, frame, index, t, method)
+            fps = rate.tick()
+            picture = annotate(result, fps)
+            if record:
+                if writer is None:
+                    writer = VideoWriter(record, latest.source.info.fps, (picture.shape[1], picture.shape[0]))
+                writer.write(picture)
+            analysed += 1
+            shown.clear()
+            yield picture, result, fps
+            shown.wait(1.0)  # the window has drawn it (or is busy): then the newest frame, never a backlog
+        return analysed, latest.read_count, record if writer is not None else None
+    finally:
+        latest.close()
+        if writer is not None:
+            writer.close()
+
+
+class PlayPanel(QWidget):
+    def __init__(self, state, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.view_state = ViewState(model=Field(None, int), image=Field(None, int), source=Field(None, str),
+                                    method=Field(None, str), record=Field(None, str))
+        self.jobs = workers.ViewJobs(self.view_state, {"play": ("source", "method", "record")}, long=("play",))
+        self._shown = threading.Event()
+        self._build()
+        state.model_loaded.connect(self._on_model)
+
+    def _build(self) -> None:
+        self.camera = QComboBox()
+        for i in range(4):
+            self.camera.addItem(f"Camera {i}", f"camera:{i}")
+        self.camera_button = QPushButton("Start camera")
+        self.file_button = QPushButton("Open video…")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        self.method = QComboBox()
+        self.method.addItem("Prediction only", None)
+        titled = method_combo(play_methods())
+        for i in range(titled.count()):
+            self.method.addItem(titled.itemText(i), titled.itemData(i))
+        self.record_button = QPushButton("Record to…")
+        self.record_button.setCheckable(True)
+        self.record_button.setToolTip("Write the annotated frames to a video file (.mp4 or .avi) while playing")
+        self.screen = QLabel("Play a camera or a video file through the model: its prediction and, if chosen, "
+                             "where it looks, live.")
+        self.screen.setAlignment(Qt.AlignCenter)
+        self.screen.setWordWrap(True)
+        self.screen.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
+        self.screen.setMinimumSize(320, 240)
+        self.stats = QLabel("")
+        top = QHBoxLayout()
+        for w in (self.camera, self.camera_button, self.file_button, QLabel("Map"), self.method, self.record_button,
+                  self.stop_button):
+            top.addWidget(w)
+        top.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.screen, 1)
+        layout.addWidget(self.stats)
+        self.camera_button.clicked.connect(lambda: self.play(self.camera.currentData()))
+        self.file_button.clicked.connect(self._choose_file)
+        self.stop_button.clicked.connect(self.stop)
+        self.method.currentIndexChanged.connect(self._on_method)
+        self.record_button.toggled.connect(self._on_record)
+
+    # -- what to play ----------------------------------------------------------------------------------
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a video", "", VIDEO_FILES)
+        if path:
+            self.play(path)
+
+    def _on_method(self) -> None:
+        self.view_state.method = self.method.currentData()
+        self._restart()
+
+    def _on_record(self, on: bool) -> None:
+        if on:
+            path, _ = QFileDialog.getSaveFileName(self, "Record the annotated stream", "play.mp4",
+                                                  "MP4 video (*.mp4);;AVI video (*.avi)")
+            if not path:
+                self.record_button.setChecked(False)
+                return
+            self.view_state.record = path
+        else:
+            self.view_state.record = None
+        self._restart()
+
+    def _on_model(self, model) -> None:
+        from vitstudio.core.analysis.applicability import why_not
+
+        for i in range(1, self.method.count()):  # the maps this model has; the reason as tooltip otherwise
+            reason = why_not(model.model, self.method.itemData(i))
+            self.method.model().item(i).setEnabled(reason is None)
+            if reason:
+                self.method.setItemData(i, reason, Qt.ToolTipRole)
+        if self.method.currentIndex() > 0 and not self.method.model().item(self.method.currentIndex()).isEnabled():
+            self.method.setCurrentIndex(0)
+        self.view_state.model = model.uid  # discards a session of the previous model …
+        self._restart()  # … and carries on with this one
+
+    # -- the session -----------------------------------------------------------------------------------
+    def play(self, source: str) -> None:
+        """Start playing `source` (a video file or camera:N) with the loaded model."""
+        if self.state.model is None:
+            self.state.message.emit("warning", "Load a model first.")
+            return
+        self.view_state.source = source
+        self._start()
+
+    def _restart(self) -> None:
+        if self.stop_button.isEnabled():  # playing: go on with the new model, map or recording
+            self._start()
+
+    def _start(self) -> None:
+        vs = self.view_state
+        if vs.source is None or self.state.model is None:
+            return
+        self._shown.set()  # a session still winding down stops waiting for the screen
+        self._shown = threading.Event()
+        self.screen.setText(f"Opening {vs.source}…")
+        self.stats.setText("")
+        self.stop_button.setEnabled(True)
+        self.jobs.start("play", "Playing", play_job, self.state.model, vs.source, vs.method, vs.record, self._shown,
+                        on_yield=self._on_frame, on_result=self._on_finished, on_error=self._on_error)
+
+    def stop(self) -> None:
+        self.jobs.discard("play")
+        self._shown.set()
+        self.stop_button.setEnabled(False)
+        self.stats.setText(self.stats.text() + " · stopped" if self.stats.text() else "Stopped.")
+
+    def _on_frame(self, value) -> None:
+        picture, result, fps = value
+        pixmap = pil_to_pixmap(picture)
+        size = self.screen.size()
+        self.screen.setPixmap(pixmap.scaled(size, Qt.KeepAspectRatio, Qt.SmoothTransformation))
+        speed = f"{fps:.1f} frames/s · " if fps else ""
+        self.stats.setText(f"{speed}latency {result.latency_ms:.0f} ms · frame {result.index} · "
+                           f"{result.labels[0]} {result.probs[0] * 100:.1f}%")
+        self._shown.set()
+
+    def _on_finished(self, summary) -> None:
+        analysed, read, recording = summary
+        self.jobs.clear("play")
+        self.stop_button.setEnabled(False)
+        saved = f"; recorded to {recording}" if recording else ""
+        self.stats.setText(f"Finished: {analysed} of {read} frames analysed (the others arrived while the model was "
+                           f"busy){saved}.")
+
+    def _on_error(self, exc: BaseException) -> None:
+        from vitstudio.core.play.video import VideoSourceError
+
+        self.stop_button.setEnabled(False)
+        if isinstance(exc, VideoSourceError):  # no camera, not a video: said here, where the user looks
+            self.screen.setText(str(exc))
+            return
+        self.state.report(exc, "Play")
