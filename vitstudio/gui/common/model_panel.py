@@ -21,6 +21,7 @@ from vitstudio.core.models.catalog import list_catalog
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
 
 from ..state import AppState
+from .classes_box import ClassesWidget
 
 
 class ModelPanel(QWidget):
@@ -74,6 +75,8 @@ class ModelPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 0)
         layout.addLayout(row)
+        self.classes = ClassesWidget(state)  # shown for CLIP-style models: classes typed as words
+        layout.addWidget(self.classes)
         state.model_loading.connect(self._on_model_loading)
         state.model_loaded.connect(self._on_model_loaded)
         state.model_failed.connect(self._on_model_failed)
