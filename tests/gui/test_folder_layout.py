@@ -273,3 +273,22 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     qtbot.wait(50)
     shown = panel.toolbar.shown
     assert shown.isVisible() and shown.mapTo(panel, shown.rect().topRight()).x() <= panel.width()
+
+
+def test_distance_plot_title_is_cut_not_clipped(qtbot):
+    from vitstudio.gui.explore.distance_plot import DistancePlotWidget
+
+    plot = DistancePlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(260, 200)
+    plot.show()
+    plot.set_distance(np.full((3, 2), 16.0), "folder digits-with-a-long-name, 40 images")
+    qtbot.wait(20)
+    title = plot.plotItem.titleLabel.text
+    whole = "Attention distance per head (folder digits-with-a-long-name, 40 images)"
+    assert title.endswith("…") and whole.startswith(title[:-1]) and plot.toolTip() == whole
+    label = plot.plotItem.titleLabel  # the text drawn fits the label's box
+    assert label.item.boundingRect().width() <= plot.width()
+    plot.resize(900, 200)
+    qtbot.wait(20)
+    assert plot.plotItem.titleLabel.text == whole

@@ -188,7 +188,7 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
         index = att.method.findData(method)
         assert not att.method.model().item(index).isEnabled()
         assert "inside local windows" in att.method.itemData(index, Qt.ToolTipRole)
-    assert not att.folder_button.isEnabled() and "windows" in att.distance.plotItem.titleLabel.text
+    assert not att.folder_button.isEnabled() and "windows" in att.distance.full_title
     assert "Click a patch" in att.info.text()
     att.select_patch(3, 7)
     _settle(qtbot)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
+
+TITLE_SIZE = "9pt"
 
 
 class DistancePlotWidget(pg.PlotWidget):
@@ -16,6 +20,7 @@ class DistancePlotWidget(pg.PlotWidget):
         self.scatter = pg.ScatterPlotItem(size=7, pen=None)
         self.addItem(self.scatter)
         self.values: np.ndarray | None = None
+        self.full_title = ""  # drawn elided to the plot's width, whole in the tooltip
 
     def set_distance(self, distance: np.ndarray, source: str) -> None:
         """distance: (layers, heads); one dot per head, coloured by head index."""
@@ -33,19 +38,36 @@ class DistancePlotWidget(pg.PlotWidget):
         self.scatter.setData(spots)
         step = max(1, layers // 12)  # whole layers only
         self.getAxis("bottom").setTicks([[(i, str(i)) for i in range(0, layers, step)]])
-        self.setTitle(f"Mean attention distance per head ({source})", size="9pt")
-        self.setToolTip("")
+        self.set_title(f"Attention distance per head ({source})")
 
     def show_nothing(self) -> None:
         """An empty plot (not `clear`: PlotWidget forwards that name to its PlotItem, which drops every item)."""
         self.values = None
         self.scatter.setData([])
-        self.setTitle("Mean attention distance per head", size="9pt")
-        self.setToolTip("")
+        self.set_title("Attention distance per head")
 
     def set_unavailable(self, short: str, reason: str | None = None) -> None:
         """No distance for this model: `short` as the title, the whole `reason` as the tooltip."""
         self.values = None
         self.scatter.setData([])
-        self.setTitle(f"No attention distance: {short}", size="9pt")
-        self.setToolTip(reason or short)
+        self.set_title(f"No attention distance: {short}", reason or short)
+
+    def set_title(self, title: str, tooltip: str | None = None) -> None:
+        """The title, cut with … where the plot is narrower than it (a pyqtgraph title is clipped, not wrapped);
+        the whole title (or `tooltip`) on hover."""
+        self.full_title = title
+        self.setToolTip(tooltip or "")
+        self._draw_title()
+
+    def _draw_title(self) -> None:
+        font = QFont()
+        font.setPointSizeF(9)
+        shown = QFontMetrics(font).elidedText(self.full_title, Qt.ElideRight, max(40, self.width() - 24))
+        self.setTitle(shown, size=TITLE_SIZE)
+        if shown != self.full_title and not self.toolTip():
+            self.setToolTip(self.full_title)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        if getattr(self, "full_title", ""):  # PlotWidget resizes once inside its own __init__, before ours ran
+            self._draw_title()
