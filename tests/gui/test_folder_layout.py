@@ -292,3 +292,17 @@ def test_distance_plot_title_is_cut_not_clipped(qtbot):
     plot.resize(900, 200)
     qtbot.wait(20)
     assert plot.plotItem.titleLabel.text == whole
+
+
+def test_a_refused_sort_is_reported_without_a_modal_box(opened, qtbot, monkeypatch):
+    panel, data = opened
+    window = panel.window()
+    inside = data / "sorted"  # an output folder inside the opened one is refused
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getExistingDirectory", lambda *a, **k: str(inside))
+    boxes = []
+    monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.warning", lambda *a, **k: boxes.append(a))
+    monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.question", lambda *a, **k: boxes.append(a))
+    panel._sort_dialog()
+    assert boxes == []  # nothing blocks the window
+    assert window.error_indicator.isVisible() and "Sort into folders" in window.statusBar().currentMessage()
+    assert not inside.exists()

@@ -68,7 +68,7 @@ class FolderSortingMixin:
         try:
             check_out_folder([self.folder] if self.folder else [], out)
         except NestedFoldersError as exc:
-            QMessageBox.warning(self, "Sort into folders", str(exc))
+            self.state.report(exc, "Sort into folders")  # an error, not a question: logged, not a modal box
             return
         selected = bool(self._selected_rows())
         plan = self.sort_plan(out, self.min_conf.value(), False, selected)
