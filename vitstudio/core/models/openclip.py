@@ -194,8 +194,8 @@ def _assemble(clip: nn.Module, model_cfg: dict, preprocess: dict, tokenizer, spe
     data_config = _data_config(preprocess, size)
     vit.pretrained_cfg = {**dict(getattr(vit, "pretrained_cfg", None) or {}), **data_config,
                           "architecture": architecture}
-    kind = "SigLIP-style (sigmoid per class)" if side.sigmoid else "CLIP-style (softmax)"
-    return LoadedModel(model=vit.eval(), name=spec, architecture=f"{architecture} image tower, OpenCLIP, {kind}",
+    kind = "SigLIP-style: sigmoid per class" if side.sigmoid else "CLIP-style: softmax"
+    return LoadedModel(model=vit.eval(), name=spec, architecture=f"{architecture} image tower (OpenCLIP, {kind})",
                        kind="open_clip", data_config=data_config, labels=[], label_set="none (give classes)",
                        weights_source=source, device=torch.device("cpu"), precision="fp32")
 
@@ -209,7 +209,7 @@ def _image_tower(clip: nn.Module, model_cfg: dict, spec: str) -> tuple[nn.Module
         if projection is not None and len(list(projection.children())):
             trunk.head = nn.Sequential(trunk.head, projection)
         return trunk, model_cfg["vision_cfg"]["timm_model_name"]
-    return _converted_vit(visual, model_cfg, spec), "OpenCLIP ViT"
+    return _converted_vit(visual, model_cfg, spec), "ViT"
 
 
 def _converted_vit(visual: nn.Module, model_cfg: dict, spec: str) -> nn.Module:
