@@ -113,6 +113,7 @@ def test_finetune_eval_audit_sort_with_labels_and_the_images_untouched(flat, tmp
     assert main(["finetune", "--labels", str(labels), "--model", TINY_SPEC, "--preset", "linear-probe",
                  "--epochs", "1", "--out", str(tmp_path / "lp"), "--quiet"]) == 0
     assert json.loads((tmp_path / "lp" / "split.json").read_text()) == json.loads((run / "split.json").read_text())
+    assert main(["sort", "--labels", str(labels), "--model", str(run), "--out", str(photos / "sorted")]) == 2
     assert _byte_state(photos) == before  # nothing in the image folder moved, written or touched
     assert sorted(p.name for p in labels.parent.iterdir()) == ["labels.csv"]
     assert main(["finetune", str(photos), "--labels", str(labels), "--model", TINY_SPEC]) == 2

@@ -133,6 +133,7 @@ def sort_cmd(args) -> int:
         except (OSError, ValueError, KeyError) as exc:
             print(f"error: cannot resume from {args.resume}: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    listed: list[str] = []
     if args.labels:
         listed = _listed_images(args.labels)
         if listed is None:
@@ -144,9 +145,8 @@ def sort_cmd(args) -> int:
     if not 0.0 <= args.min_confidence <= 1.0:
         print("error: --min-confidence is a probability between 0 and 1", file=sys.stderr)
         return EXIT_USAGE
-    try:  # the folders of listed files are sources too: the output may not be inside them
-        check_out_folder([*args.paths, *sorted({os.path.dirname(p) for p in args.paths if os.path.isfile(p)})],
-                         args.out)
+    try:  # the folders a labels file lists images in are sources too: the output may not be inside them
+        check_out_folder([*args.paths, *sorted({os.path.dirname(p) for p in listed})], args.out)
     except NestedFoldersError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -161,7 +161,7 @@ def _fit(run, cancel: CancelToken):
             row = dict(epoch=step.step, train_loss=step.train_loss, train_acc=step.train_acc,
                        val_loss=step.val_loss, val_acc=step.val_acc, lr=config.lr, seconds=step.seconds)
             log.log(row)
-            run.best_acc = max(run.best_acc, step.val_acc)
+            run.best_acc = step.val_acc  # the head kept is the last step's (head_fit.py says why)
             steps = step.step + 1
             yield EpochMetrics(**row, best=step.best)
     finally:
