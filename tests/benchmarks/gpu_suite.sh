@@ -18,6 +18,8 @@
 #             to make defaults: kept only where they win)
 #   folder    folder classification: GPU JPEG decode vs PIL threads vs the bare model on pre-decoded tensors, and the
 #             two paths' top-1 agreement and max |Δ logit| (goal: ≥ 0.9× bare)
+#   play      play mode per frame (prediction + rollout + annotated picture) for ViT-S/16 and ViT-B/16 vs the bare
+#             forward (goal ≥ 25 frames/s with rollout)
 #   tests     the CUDA-only tests (nvJPEG decode and the GPU-built training cache vs CPU, GPU augmentation vs the
 #             per-image CPU path, CUDA graphs vs eager, pinned copies)
 # Writes OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, its whole output) and OUT_DIR/gpu_suite.log
@@ -108,10 +110,11 @@ stage() {  # stage NAME SECONDS ARGS...: run "$PY ARGS..." under a time limit (c
 DEVICE=${DEVICE:-cuda}
 if [ "${SMOKE:-0}" = 1 ]; then  # a few seconds per stage on any machine: checks the suite itself, not speed
   B=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=10; L=$B; L518=custom:img=56,patch=14,width=64,depth=2,heads=2
-  B4=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=4; N=64; BATCH=16; PREC=fp32
+  B4=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=4; N=64; BATCH=16; PREC=fp32; S=$B
 else
   B=vit_base_patch16_224; L=vit_large_patch16_224; L518=vit_large_patch14_dinov2
   B4=custom:img=224,patch=16,width=768,depth=12,heads=12,classes=4; N=2000; BATCH=256; PREC=bf16
+  S=vit_small_patch16_224
 fi
 
 # most telling first: under a short budget the last stages are the ones skipped
@@ -122,6 +125,7 @@ stage folder 75 tests/benchmarks/folder_decode.py --model "$B" --images "$N" --b
 stage finetune 150 tests/benchmarks/finetune.py --model "$B4" --images "$N" --batch $(( BATCH / 2 )) \
   --precision "$PREC" --device "$DEVICE" --epochs 3
 stage explain 150 tests/benchmarks/explain.py --device "$DEVICE" --model "$B" "$L518" --memory-model "$L518"
+stage play 60 tests/benchmarks/play.py --device "$DEVICE" --models "$S" "$B" --frames 40
 stage tests 60 -m pytest -q -p no:cacheprovider -p no:pytest-qt tests/core/test_tensor_decode.py tests/core/test_cuda_graphs.py \
   tests/core/test_gpu_defaults.py tests/core/test_fast_data.py -k "gpu or pin" -s
 stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16 --no-pil
