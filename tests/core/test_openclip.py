@@ -306,3 +306,15 @@ def test_classes_make_a_new_model_sharing_the_tower(clip_dir, photos):
     with torch.no_grad():
         torch.testing.assert_close(headless.model(x), before, atol=0, rtol=0)
         assert zero_shot.model(x).shape == (1, len(NAMES))
+
+
+def test_uncached_hub_tokenizer_gives_the_offline_message(clip_dir, tmp_path):
+    """SigLIP-style models name a Hugging Face tokenizer; offline and not cached, the load says so clearly."""
+    folder = tmp_path / "hf-tokenizer"
+    folder.mkdir()
+    doc = json.loads((clip_dir / "open_clip_config.json").read_text())
+    doc["model_cfg"]["text_cfg"]["hf_tokenizer_name"] = "someone/not-cached-tokenizer"
+    (folder / "open_clip_config.json").write_text(json.dumps(doc))
+    (folder / "open_clip_model.safetensors").write_bytes((clip_dir / "open_clip_model.safetensors").read_bytes())
+    with pytest.raises(ModelLoadError, match="tokenizer .* not in the local cache.*HF_HUB_OFFLINE is set"):
+        load_model(str(folder))

@@ -134,7 +134,7 @@ def _from_folder(spec: str, folder: Path, source: str) -> LoadedModel:
         raise ValueError(f"{folder} holds {CONFIG_NAME} but no weights ({' or '.join(WEIGHT_NAMES)}).")
     _check_vision_cfg(model_cfg, spec)
     clip = _create(open_clip.create_model, f"local-dir:{folder.resolve()}", spec)
-    tokenizer = open_clip.get_tokenizer(f"local-dir:{folder.resolve()}")
+    tokenizer = _tokenizer(f"local-dir:{folder.resolve()}", spec)
     templates = tuple(doc.get("zero_shot_templates") or ())  # a model that names its own prompts
     return _assemble(clip, model_cfg, preprocess, tokenizer, spec, source, templates)
 
@@ -157,8 +157,24 @@ def _from_tag(spec: str, target: str, progress) -> LoadedModel:
     weights = hub.fetch_hub_file(repo, files, spec, progress)
     clip = _create(partial(open_clip.create_model, pretrained=weights), arch, spec)
     preprocess = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
-    tokenizer = open_clip.get_tokenizer(arch)
+    tokenizer = _tokenizer(arch, spec)
     return _assemble(clip, model_cfg, preprocess, tokenizer, spec, f"hf-hub:{repo} ({weights})", ())
+
+
+def _tokenizer(name: str, spec: str):
+    """OpenCLIP's tokenizer for the model; some (SigLIP's) are Hugging Face tokenizers fetched from the hub."""
+    import open_clip
+
+    try:
+        if hub.hub_reachable():
+            return open_clip.get_tokenizer(name)
+        with hub.hub_offline():
+            return open_clip.get_tokenizer(name)
+    except Exception as exc:  # noqa: BLE001 — transformers and huggingface_hub raise assorted errors
+        if not hub.hub_reachable():
+            raise ValueError(f"The tokenizer of '{spec}' is not in the local cache: "
+                             f"{hub.unavailable_message(spec)}") from None
+        raise ValueError(f"OpenCLIP could not make the tokenizer of '{spec}': {type(exc).__name__}: {exc}") from None
 
 
 def _create(create, name: str, spec: str) -> nn.Module:
