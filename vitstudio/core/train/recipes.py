@@ -66,8 +66,6 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
     "seed": "The original seed train.py recipe (SGD, head and pre-logits, batch 8, 224 px): to reproduce its "
             "results.",
     "scratch": "A new ViT trained from random weights (e.g. custom:...): needs many images and epochs.",
-    "quick": "A new head fitted in seconds on the base model's features (no augmentation): a fast first look "
-             "at how well the model separates your classes.",
 }
 
 
