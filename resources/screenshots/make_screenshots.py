@@ -84,14 +84,16 @@ def main(out: Path) -> None:
     panel.form.inputs["batch_size"].setValue(8)
     panel.start()
     idle(2, until=lambda: panel.job is not None and panel.job.done and panel.results.report is not None)
-    for i in range(window.tabs.count() - 1):  # the Training tab: once per view of the run, below
+    for i in range(window.tabs.count()):
         window.tabs.setCurrentIndex(i)
         idle(1)
-        save(f"{i + 1}-{window.tabs.tabText(i).lower().replace(' ', '-')}")
-    for j in range(panel.right.count()):
-        panel.right.setCurrentIndex(j)
-        idle(0.5)
-        save(f"{window.tabs.count()}{chr(97 + j)}-training-{panel.right.tabText(j).lower()}")
+        if window.tabs.currentWidget() is not panel:
+            save(f"{i + 1}-{window.tabs.tabText(i).lower().replace(' ', '-')}")
+            continue
+        for j in range(panel.right.count()):  # the Training tab: once per view of the run
+            panel.right.setCurrentIndex(j)
+            idle(0.5)
+            save(f"{i + 1}{chr(97 + j)}-training-{panel.right.tabText(j).lower()}")
     print(f"window minimum {window.minimumSizeHint().width()}×{window.minimumSizeHint().height()}; saved in {out}")
     window.close()
     workers.shutdown(5000)

@@ -218,6 +218,7 @@ def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
         # the page is never squeezed below what it needs: it scrolls instead (and shows no bar when it fits)
         assert page.width() >= page.minimumSizeHint().width() and page.height() >= page.minimumSizeHint().height()
         assert area.viewport().width() > 700, window.tabs.tabText(i)
+    window.show_tab("training")
     assert window.tabs.currentWidget() is window.training  # callers still see the panels, not the scroll areas
     qtbot.wait(50)
     for button in (window.training.start_button, window.training.pause_button, window.training.cancel_button):
