@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         self.play = PlayPanel(self.state)
         self.folder.open_in_explorer.connect(self.explain_file)
         self.folder.retrain.connect(self._retrain_with_fixes)
+        self.folder.labels_tab.train_requested.connect(self._train_on_labels)
 
     def _build_central(self) -> None:
         """Model bar on top; the image strip beside the tabs."""
@@ -237,6 +238,11 @@ class MainWindow(QMainWindow):
     def _retrain_with_fixes(self, folder: str, excluded: list) -> None:
         """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
         self.training.set_dataset(folder, exclude=excluded)
+        self.show_tab("training")
+
+    def _train_on_labels(self, labels_file: str) -> None:
+        """The Folder tab's labels → the Training tab, with the labels file as its dataset."""
+        self.training.set_dataset(labels_file)
         self.show_tab("training")
 
     def explain_file(self, path: str) -> None:

@@ -60,6 +60,23 @@ def k_center_greedy(features: np.ndarray, candidates: np.ndarray, centres: np.nd
     return picks
 
 
+def fit_probabilities(features: np.ndarray, labels: np.ndarray, num_classes: int, l2: float = 1e-3) -> np.ndarray:
+    """(N, num_classes) probabilities of every row under the quick head fitted on the labelled rows (labels >= 0)
+    of the L2-normalised features: the head `suggest` ranks by, and the Folder tab colours the map with."""
+    labels = np.asarray(labels, np.int64)
+    x = _normalised(features)
+    labelled = np.flatnonzero(labels >= 0)
+    fit = fit_linear_head(x[labelled], labels[labelled], num_classes, l2=l2, steps=100)
+    try:
+        while True:
+            next(fit)
+    except StopIteration as stop:
+        head = stop.value
+    logits = head.logits(x).astype(np.float64)
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    return probs / probs.sum(1, keepdims=True)
+
+
 def suggest(features: np.ndarray, labels: np.ndarray, n: int, num_classes: int | None = None,
             l2: float = 1e-3) -> list[Suggestion]:
     """`n` unlabelled rows to label next; `labels` holds a class index per row, -1 for unlabelled."""
@@ -68,16 +85,7 @@ def suggest(features: np.ndarray, labels: np.ndarray, n: int, num_classes: int |
     labelled, unlabelled = np.flatnonzero(labels >= 0), np.flatnonzero(labels < 0)
     if len(np.unique(labels[labelled])) < 2:
         return [Suggestion(i, None, d, None) for i, d in k_center_greedy(x, unlabelled, labelled, n)]
-    classes = num_classes or int(labels.max()) + 1
-    fit = fit_linear_head(x[labelled], labels[labelled], classes, l2=l2, steps=100)
-    try:
-        while True:
-            next(fit)
-    except StopIteration as stop:
-        head = stop.value
-    logits = head.logits(x[unlabelled]).astype(np.float64)
-    probs = np.exp(logits - logits.max(1, keepdims=True))
-    probs /= probs.sum(1, keepdims=True)
+    probs = fit_probabilities(features, labels, num_classes or int(labels.max()) + 1, l2)[unlabelled]
     top2 = np.sort(probs, 1)[:, -2:]
     margin = top2[:, 1] - top2[:, 0]
     order = np.argsort(margin, kind="stable")[: POOL_FACTOR * n]  # the least sure first

@@ -32,6 +32,7 @@ from ..viewstate import Field, ViewState
 from .folder_filters import FILTER_DEFAULTS, FILTER_FIELDS, bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
+from .folder_labels import LabelsTab
 from .folder_map import colour_groups, describe_image
 from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget, item_path, load_icons
@@ -127,6 +128,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.side.addTab(self.similar_tab, "Similar images")
         self.side.addTab(self.review_tab, "Label review")
         self.side.addTab(self.duplicates, "Duplicates")
+        self.labels_tab = LabelsTab(self)
+        self.side.addTab(self.labels_tab, "Labels")
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
@@ -233,6 +236,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         for path, reason in embedded.errors:
             self.state.message.emit("warning", f"{path}: {reason}")
         self.review_tab.clear()
+        self.labels_tab.open_for(self.folder)
         self._restore_exclusions()
         self._enable()
         if not len(results):
@@ -265,6 +269,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.model.set_results(None)
         self.similar_tab.clear()
         self.review.clear()
+        self.labels_tab.open_for(None)
         self.duplicates.clear()
         self.map_tab.clear()
         self.fit.clear()
@@ -287,7 +292,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.toolbar.show_count(len(rows), len(self.results))
 
     def reset_filters(self) -> None:
-        self.map_rows = None
+        self.map_rows = self.group_rows = None
         if not self.view_state.update(**FILTER_DEFAULTS):
             self.apply_filters()  # nothing was set, but the map box is gone
 

@@ -1,0 +1,105 @@
+"""Label an unlabelled folder in the Folder tab (issue 22 item 3): the selection labelled as two classes (Label
+as… and a number key), Train colours the map by the quick head's predictions, a labelling is undone, the labels
+are back after a restart, and the image folder is never written."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtWidgets import QInputDialog
+
+from tests.core.synthetic_data import tree_state
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.train.labelling import default_labels_path, load_labels
+from vitstudio.gui import workers
+
+
+def _settle(qtbot, timeout=60000):
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
+
+
+def _unlabelled_folder(tmp_path):
+    """Twelve zeros and twelve ones in one flat folder, named so nothing gives their class away."""
+    digits = render_digits(tmp_path / "digits")
+    flat = tmp_path / "unlabelled"
+    flat.mkdir()
+    truth = {}
+    for digit in ("0", "1"):
+        for k, src in enumerate(sorted((digits / digit).iterdir())[:12]):
+            dst = flat / f"img-{len(truth):03d}.png"
+            shutil.copy(src, dst)
+            truth[str(dst)] = "zero" if digit == "0" else "one"
+    return flat, truth
+
+
+def _open(window, qtbot, folder):
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    window.folder.open_folder(str(folder))
+    _settle(qtbot)
+    return window.folder
+
+
+def _select(panel, paths):
+    selection = panel.table.selectionModel()
+    selection.clearSelection()
+    for view_row in range(panel.model.rowCount()):
+        if panel.results.paths[panel.model.rows[view_row]] in paths:
+            selection.select(panel.model.index(view_row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+
+
+def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
+    folder, truth = _unlabelled_folder(tmp_path)
+    before = tree_state(folder)
+    panel = _open(window, qtbot, folder)
+    tab = panel.labels_tab
+    zeros = [p for p, c in truth.items() if c == "zero"]
+    ones = [p for p, c in truth.items() if c == "one"]
+
+    for paths, name in ((zeros[:4], "zero"), (ones[:4], "one")):
+        _select(panel, paths)
+        monkeypatch.setattr(QInputDialog, "getItem", lambda *a, name=name, **k: (name, True))
+        tab.label_button.click()
+    assert tab.labels == {p: truth[p] for p in zeros[:4] + ones[:4]}
+    _select(panel, zeros[4:6])
+    panel.table.setFocus()
+    qtbot.keyClick(panel.table, Qt.Key_2)  # classes in order: 1 one, 2 zero
+    assert all(tab.labels[p] == "zero" for p in zeros[4:6])
+    assert load_labels(default_labels_path(folder)) == tab.labels  # kept in the data folder, at once
+
+    tab.train_button.click()
+    qtbot.waitUntil(lambda: tab.head is not None, timeout=30000)
+    head = tab.head
+    predicted = {p: head.classes[head.predicted[i]] for i, p in enumerate(panel.results.paths)}
+    assert all(predicted[p] == truth[p] for p in tab.labels)
+    assert np.mean([predicted[p] == truth[p] for p in truth]) >= 0.9  # the unlabelled ones too
+    legend = panel.map.legend.text()
+    assert "zero" in legend and "one" in legend  # the map recoloured by the head's classes
+    assert panel.side.currentWidget() is panel.map_tab
+
+    panel.undo_stack.undo()  # the number key's labelling
+    assert zeros[4] not in tab.labels and len(tab.labels) == 8
+    assert load_labels(default_labels_path(folder)) == tab.labels
+    panel.undo_stack.redo()
+    assert len(tab.labels) == 10
+
+    tab.suggest_button.click()
+    qtbot.waitUntil(lambda: panel.group_rows is not None, timeout=30000)
+    suggested = {panel.results.paths[r] for r in panel.visible_rows()}
+    assert len(suggested) == 9 and not suggested & set(tab.labels)  # only images not labelled yet
+    assert tree_state(folder) == before  # the image folder was only read
+
+    from vitstudio.gui.main_window import MainWindow
+
+    labels = dict(tab.labels)
+    window.close()
+    second = MainWindow()
+    qtbot.addWidget(second)
+    try:
+        reopened = _open(second, qtbot, folder)
+        assert reopened.labels_tab.labels == labels  # back after a restart
+    finally:
+        workers.shutdown(5000)

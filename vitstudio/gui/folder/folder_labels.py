@@ -1,0 +1,231 @@
+"""The Folder tab's Labels side tab: label an unlabelled folder in the app. Select images (the table's selected
+rows, else the map's box) → "Label as…" a new or existing class, or press 1–9 over the table for the classes in
+order; "Train" fits the quick head on the cached features of what is labelled so far and colours the map by its
+predictions (pale where it is unsure); "Suggest next" filters the table to the images whose labels would teach it
+most. Labels live in a labels file (default: the app's data folder, keyed by the folder; the folder itself is
+never written), every labelling is a command on the tab's undo stack (Edit → Undo), and they are back when the
+folder is opened again. "Train a model…" hands the labels file to the Training tab (its first preset, quick)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut, QUndoCommand
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGridLayout,
+    QInputDialog,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.train.labelling import class_order, default_labels_path, load_labels, save_labels
+
+from .. import workers
+
+SUGGEST_N = 9
+UNSURE = 0.7  # below this probability a dot is drawn pale
+
+
+def label_head_job(cancel, features, paths: list[str], labels: dict[str, str]):
+    from vitstudio.core.train.labelling import fit_label_head
+
+    return fit_label_head(features, paths, labels)
+
+
+def suggest_job(cancel, features, paths: list[str], labels: dict[str, str], n: int):
+    from vitstudio.core.train.suggest import suggest
+
+    classes = {c: i for i, c in enumerate(class_order(labels))}
+    y = np.asarray([classes.get(labels.get(p), -1) for p in paths], np.int64)
+    return [s.index for s in suggest(features, y, n, num_classes=max(len(classes), 1))]
+
+
+class LabelCommand(QUndoCommand):
+    """Give `paths` the label `label` (None: unlabel); undo restores each one's previous label."""
+
+    def __init__(self, tab, paths: list[str], label: str | None) -> None:
+        name = f"'{label}'" if label else "no label"
+        super().__init__(f"Label {len(paths)} image{'s' * (len(paths) != 1)} as {name}")
+        self.tab, self.paths, self.label = tab, list(paths), label
+        self.before = {p: tab.labels.get(p) for p in self.paths}
+
+    def redo(self) -> None:
+        self.tab.apply_labels({p: self.label for p in self.paths})
+
+    def undo(self) -> None:
+        self.tab.apply_labels(self.before)
+
+
+class LabelsTab(QWidget):
+    train_requested = Signal(str)  # the labels file: the Training tab takes it as its dataset
+
+    def __init__(self, panel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.panel = panel
+        self.path: str | None = None  # the labels file
+        self.labels: dict[str, str] = {}
+        self.head = None
+        self.slot = workers.KeyedSlot(workers.INTERACTIVE)
+        self.info = QLabel("Open a folder: label its images here (select rows or the map's box, then Label as… "
+                           "or keys 1–9), then Train.")
+        self.info.setWordWrap(True)
+        self.classes = QLabel("")
+        self.classes.setWordWrap(True)
+        self.label_button = QPushButton("Label selection as…")
+        self.train_button = QPushButton("Train (quick head)")
+        self.suggest_button = QPushButton("Suggest next")
+        self.file_button = QPushButton("Labels file…")
+        self.model_button = QPushButton("Train a model…")
+        self.model_button.setToolTip("Open the Training tab with this labels file as the dataset (quick preset)")
+        grid = QGridLayout()
+        for i, w in enumerate((self.label_button, self.train_button, self.suggest_button, self.file_button,
+                               self.model_button)):
+            grid.addWidget(w, i // 2, i % 2)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.info)
+        layout.addWidget(self.classes)
+        layout.addLayout(grid)
+        layout.addStretch(1)
+        self.label_button.clicked.connect(self.label_selection)
+        self.train_button.clicked.connect(self.train)
+        self.suggest_button.clicked.connect(self.suggest_next)
+        self.file_button.clicked.connect(self._choose_file)
+        self.model_button.clicked.connect(lambda: self.train_requested.emit(self.path or ""))
+        for key in range(1, 10):  # over the table: the selected rows become the key's class
+            shortcut = QShortcut(QKeySequence(str(key)), panel.table, context=Qt.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(lambda k=key: self.label_selection_as_number(k))
+        self._refresh()
+
+    # -- the folder and its file -------------------------------------------------------------------------
+    def open_for(self, folder: str | None) -> None:
+        """The labels of `folder` (its default file in the data folder), read again after a restart."""
+        self.head = None
+        self.slot.cancel()
+        self.path = str(default_labels_path(folder)) if folder else None
+        self.labels = load_labels(self.path) if self.path else {}
+        self._refresh()
+
+    def _choose_file(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Keep the labels in", self.path or "labels.csv",
+                                              "Labels file (*.csv)", options=QFileDialog.DontConfirmOverwrite)
+        if path:
+            self.path = path
+            self.labels.update(load_labels(path))  # an existing file's labels join those made here
+            self._save()
+            self._refresh()
+
+    # -- labelling --------------------------------------------------------------------------------------
+    def selected_paths(self) -> list[str]:
+        panel = self.panel
+        if panel.results is None:
+            return []
+        rows = sorted({panel.model.rows[i.row()] for i in panel.table.selectionModel().selectedRows()})
+        if not rows and panel.map_rows is not None:
+            rows = list(panel.map_rows)
+        return [panel.results.paths[int(r)] for r in rows]
+
+    def label_selection(self) -> None:
+        paths = self.selected_paths()
+        if not paths:
+            self.panel.state.message.emit("warning", "Select images first: rows of the table, or the map's box.")
+            return
+        label, ok = QInputDialog.getItem(self, "Label as", f"Class of the {len(paths)} selected images:",
+                                         class_order(self.labels), 0, True)
+        if ok and label.strip():
+            self.label(paths, label.strip())
+
+    def label_selection_as_number(self, number: int) -> None:
+        classes = class_order(self.labels)
+        if number > len(classes):
+            self.panel.state.message.emit("warning", f"There are {len(classes)} classes: keys 1–{len(classes)} "
+                                          "label the selected rows; Label selection as… adds a class.")
+            return
+        paths = self.selected_paths()
+        if paths:
+            self.label(paths, classes[number - 1])
+
+    def label(self, paths: list[str], label: str | None) -> None:
+        if self.path is None:
+            self.panel.state.message.emit("warning", "Open a folder first.")
+            return
+        self.panel.undo_stack.push(LabelCommand(self, paths, label))
+
+    def apply_labels(self, changes: dict[str, str | None]) -> None:
+        for path, label in changes.items():
+            if label is None:
+                self.labels.pop(path, None)
+            else:
+                self.labels[path] = label
+        self.head = None  # the colours were of the previous labels
+        self._save()
+        self._refresh()
+
+    def _save(self) -> None:
+        if self.path is not None:
+            paths = list(self.panel.results.paths) if self.panel.results is not None else []
+            save_labels(self.path, self.labels, paths)
+
+    # -- train, suggest ------------------------------------------------------------------------------------
+    def _inputs(self):
+        embedded, results = self.panel.embedded, self.panel.results
+        if embedded is None or results is None:
+            return None
+        return embedded.features_of(), list(results.paths), dict(self.labels)
+
+    def train(self) -> None:
+        inputs = self._inputs()
+        if inputs is None or len(class_order(self.labels)) < 2:
+            self.panel.state.message.emit("warning", "Label images of at least two classes first.")
+            return
+        self.info.setText("Fitting the quick head…")
+        self.slot.start(("train", tuple(sorted(self.labels.items()))), "Quick head", label_head_job, *inputs,
+                        on_result=self.show_head, on_error=self.panel.state.report)
+
+    def show_head(self, head) -> None:
+        self.head = head
+        groups = []
+        for i, name in enumerate(head.classes):
+            hue = pg.intColor(i, hues=max(len(head.classes), 1)).getRgb()[:3]
+            pale = tuple(int(c + (255 - c) * 0.6) for c in hue)
+            sure, unsure = (head.predicted == i) & (head.confidence >= UNSURE), (head.predicted == i) & (
+                head.confidence < UNSURE)
+            groups += [(name, hue, np.flatnonzero(sure)), (f"{name}, unsure", pale, np.flatnonzero(unsure))]
+        self.panel.map.set_groups([g for g in groups if len(g[2])])
+        self.panel.side.setCurrentWidget(self.panel.map_tab)
+        self.info.setText(f"The map shows the quick head's predictions from {head.labelled} labelled images "
+                          f"(pale: under {UNSURE:.0%} sure). Label more, or Suggest next.")
+
+    def suggest_next(self) -> None:
+        inputs = self._inputs()
+        if inputs is None:
+            return
+        self.slot.start(("suggest", tuple(sorted(self.labels.items()))), "Suggesting", suggest_job, *inputs,
+                        SUGGEST_N, on_result=self._show_suggestions, on_error=self.panel.state.report)
+
+    def _show_suggestions(self, rows: list[int]) -> None:
+        self.panel.group_rows = np.asarray(rows, np.int64)  # as a picked duplicate group: just these rows
+        self.panel.apply_filters()
+        self.info.setText(f"The table shows the {len(rows)} images to label next (Reset filters shows all).")
+
+    def _refresh(self) -> None:
+        classes = class_order(self.labels)
+        counts = {c: 0 for c in classes}
+        for label in self.labels.values():
+            counts[label] += 1
+        self.classes.setText("   ".join(f"<b>{i}</b> {c} ({counts[c]})" for i, c in enumerate(classes, 1))
+                             if classes else "No labels yet.")
+        where = os.path.basename(self.path) if self.path else ""
+        self.file_button.setToolTip(f"Labels kept in {self.path}" if self.path else "")
+        has = self.panel.results is not None and self.path is not None
+        for w in (self.label_button, self.suggest_button, self.file_button):
+            w.setEnabled(has)
+        self.train_button.setEnabled(has and len(classes) >= 2)
+        self.model_button.setEnabled(has and len(classes) >= 2)
+        if has:
+            self.info.setText(f"{len(self.labels)} of {len(self.panel.results)} images labelled ({where}).")
