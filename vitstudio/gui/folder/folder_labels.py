@@ -197,6 +197,8 @@ class LabelsTab(QWidget):
                 head.confidence < UNSURE)
             groups += [(name, hue, np.flatnonzero(sure)), (f"{name}, unsure", pale, np.flatnonzero(unsure))]
         self.panel.map.set_groups([g for g in groups if len(g[2])])
+        self.panel.map.setTitle(f"Coloured by the quick head of {head.labelled} labels (Colour by restores the "
+                                "model's view)", size="9pt")
         self.panel.side.setCurrentWidget(self.panel.map_tab)
         self.info.setText(f"The map shows the quick head's predictions from {head.labelled} labelled images "
                           f"(pale: under {UNSURE:.0%} sure). Label more, or Suggest next.")
