@@ -273,6 +273,11 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     qtbot.wait(50)
     shown = panel.toolbar.shown
     assert shown.isVisible() and shown.mapTo(panel, shown.rect().topRight()).x() <= panel.width()
+    # nor taller than the room there is: the page scrolls only if it must (pyqtgraph's 640×480 size hint for the
+    # map made the page ask for 738 px where 495 were left)
+    assert panel.map.sizeHint().height() <= 240
+    area = panel.parentWidget().parentWidget()  # the tab's scroll area (its viewport holds the page)
+    assert panel.height() <= area.viewport().height() + 1, (panel.height(), area.viewport().height())
 
 
 def test_distance_plot_title_is_cut_not_clipped(qtbot):

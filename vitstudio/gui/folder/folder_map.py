@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QSize, Signal
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from vitstudio.core.folder.results import FolderResults
@@ -67,6 +67,11 @@ class FolderMapWidget(pg.PlotWidget):
         self.addItem(self.box)
         self.box.sigRegionChangeFinished.connect(self._on_box)
         self.setTitle(EMPTY, size="9pt")
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        """Small: pyqtgraph asks for 640×480, which made the Folder tab taller than a 720-px screen (its page is
+        sized by height-for-width, from what its parts ask for); the map grows into whatever room there is."""
+        return QSize(300, 200)
 
     def set_points(self, coords: np.ndarray, groups: list, method: str, scale: bool = False) -> None:
         self.coords = np.asarray(coords, np.float32)
