@@ -55,11 +55,11 @@ def _accuracy(x: np.ndarray, y: np.ndarray, labelled: np.ndarray, test: np.ndarr
     return float((head.logits(xn[test]).argmax(1) == y[test]).mean())
 
 
-def _pick_suggested(known: np.ndarray, pool: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+def _pick_suggested(known: np.ndarray, pool: np.ndarray, x: np.ndarray, n: int, factor: int) -> np.ndarray:
     """What `suggest` names, seeing the pool only (the test rows are never candidates)."""
     from vitstudio.core.train.suggest import suggest
 
-    return pool[[p.index for p in suggest(x[pool], known[pool], n, 10)]]
+    return pool[[p.index for p in suggest(x[pool], known[pool], n, 10, pool_factor=factor)]]
 
 
 def _pick_random(known: np.ndarray, pool: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -83,7 +83,13 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=10, help="labels per round")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--pool-factor", type=int, default=5, help="suggest's uncertainty pool, in multiples of N")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: these tiny fits are fastest on one "
+                                                           "thread, and a shared CPU is not oversubscribed)")
     args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
     os.environ.setdefault("VITSTUDIO_CACHE_DIR", tempfile.mkdtemp(prefix="vitstudio-bench-cache-"))
     from vitstudio.core.models.demo import bundled_demo, render_digits
     model = str(bundled_demo()) if args.model == "auto" else args.model
@@ -94,12 +100,13 @@ def main() -> int:
         order = rng.permutation(len(y))
         test, pool = order[: int(0.3 * len(y))], order[int(0.3 * len(y)):]
 
-        by_suggest = functools.partial(_pick_suggested, x=x, n=args.n)
+        by_suggest = functools.partial(_pick_suggested, x=x, n=args.n, factor=args.pool_factor)
         at_random = functools.partial(_pick_random, n=args.n, rng=np.random.default_rng(1000 + seed))
         active.append(_curve(x, y, pool, test, args.n, args.rounds, by_suggest))
         chance.append(_curve(x, y, pool, test, args.n, args.rounds, at_random))
     a, r = np.mean(active, 0), np.mean(chance, 0)
-    print(f"model {model}  {len(y)} digits  {args.n} labels per round  mean of {args.seeds} seeds (30 % test)")
+    print(f"model {model}  {len(y)} digits  {args.n} labels per round  mean of {args.seeds} seeds (30 % test)  "
+          f"suggest's pool {args.pool_factor}×N")
     print(f"  {'labels':>7}{'active':>10}{'random':>10}{'diff':>9}")
     for k in range(args.rounds):
         print(f"  {(k + 1) * args.n:7d}{a[k] * 100:9.2f}%{r[k] * 100:9.2f}%{(a[k] - r[k]) * 100:+8.2f}")

@@ -78,7 +78,7 @@ def fit_probabilities(features: np.ndarray, labels: np.ndarray, num_classes: int
 
 
 def suggest(features: np.ndarray, labels: np.ndarray, n: int, num_classes: int | None = None,
-            l2: float = 1e-3) -> list[Suggestion]:
+            l2: float = 1e-3, pool_factor: int = POOL_FACTOR) -> list[Suggestion]:
     """`n` unlabelled rows to label next; `labels` holds a class index per row, -1 for unlabelled."""
     labels = np.asarray(labels, np.int64)
     x = _normalised(features)
@@ -88,7 +88,7 @@ def suggest(features: np.ndarray, labels: np.ndarray, n: int, num_classes: int |
     probs = fit_probabilities(features, labels, num_classes or int(labels.max()) + 1, l2)[unlabelled]
     top2 = np.sort(probs, 1)[:, -2:]
     margin = top2[:, 1] - top2[:, 0]
-    order = np.argsort(margin, kind="stable")[: POOL_FACTOR * n]  # the least sure first
+    order = np.argsort(margin, kind="stable")[: pool_factor * n]  # the least sure first
     chosen = k_center_greedy(x, unlabelled[order], labelled, n)
     position = {int(i): k for k, i in enumerate(unlabelled)}
     return [Suggestion(i, float(margin[position[i]]), d, int(probs[position[i]].argmax())) for i, d in chosen]
