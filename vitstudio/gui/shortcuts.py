@@ -1,4 +1,4 @@
-"""The Go and Training menus: a shortcut for every tab (Ctrl+1…Ctrl+7 in tab order), the next and previous image,
+"""The Go and Training menus: a shortcut for every tab (Ctrl+1, Ctrl+2, … in tab order), the next and previous image,
 and Start / Pause / Cancel of a training run. Help → Keyboard shortcuts lists them from these QActions.
 
 The training actions press the Training panel's own buttons, so they do exactly what a click does and nothing a
@@ -28,7 +28,7 @@ def build_shortcut_menus(window) -> list[QAction]:
         bar.insertMenu(help_menu, go_menu)
         bar.insertMenu(help_menu, training_menu)
     actions = []
-    for index in range(window.tabs.count()):
+    for index in range(min(window.tabs.count(), 9)):  # Ctrl+1…Ctrl+9: one digit per tab, in tab order
         title = window.tabs.tabText(index).replace("&", "")
         actions.append(_action(window, go_menu, f"{title} tab", f"Ctrl+{index + 1}",
                                lambda _checked=False, i=index: window.tabs.setCurrentIndex(i)))
