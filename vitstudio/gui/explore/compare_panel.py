@@ -50,6 +50,9 @@ class ComparePanel(ExplorerPanel):
         self.other_name.addItems(catalog_names)
         self.other_name.setEditText("")
         self.other_name.lineEdit().setPlaceholderText("second model: name, folder under models/, or hf-hub:…")
+        # a catalog name can be 60 characters: the box must not set the tab's (and the window's) minimum width
+        self.other_name.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.other_name.setMinimumContentsLength(18)
         self.load_button = QPushButton("Load second model")
         self.view_kind = method_combo(registry.names(compare=True))
         self.cmap = colormap_combo()
