@@ -57,7 +57,7 @@ def test_json_records_every_parameter(model_args, photos, tmp_path):
     assert json.loads(out.read_text())["params"]["target"] == 3
 
 
-@pytest.mark.parametrize("method", list(REGISTRY))
+@pytest.mark.parametrize("method", [m for m in REGISTRY if m != "text"])  # text needs a text tower: test_openclip
 def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
     out = tmp_path / f"{method}.png"
     image = [] if method in ("pos-embed", "filters") else [str(photos["coffee"])]

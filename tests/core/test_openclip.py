@@ -13,6 +13,7 @@ import numpy as np
 import open_clip
 import pytest
 import torch
+from PIL import Image
 from safetensors.torch import save_model
 
 from vitstudio.core.analysis import registry
@@ -248,6 +249,10 @@ def test_cli_predict_and_explain_with_classes(clip_dir, photos, tmp_path, capsys
                  "--text", "a cat", "--out", str(out)]) == 0
     np.testing.assert_allclose(np.load(out), explain(loaded, "text", read_image(photos["chelsea"]), text="a cat").array,
                                rtol=1e-5)
+    picture = tmp_path / "map.png"
+    assert main(["explain", str(photos["chelsea"]), "--model", str(clip_dir), "--method", "text", "--text", "a cat",
+                 "--out", str(picture)]) == 0
+    assert Image.open(picture).mode == "RGB"
     assert main(["predict", str(photos["chelsea"]), "--model", str(clip_dir), "--prompt", "{}"]) == 2
     assert main(["predict", str(photos["chelsea"]), "--model", str(clip_dir), "--classes", "cat"]) == 2
     assert "at least two" in capsys.readouterr().err
