@@ -106,27 +106,26 @@ def test_random_baseline_is_the_mean_of_five_seeded_permutations():
 
 def _single_patch_effects(loaded, x, target, start):
     """Per patch: the drop in the target's probability when that patch alone is zeroed, and the gain when that
-    patch alone is restored into the blurred start."""
+    patch alone is restored into the blurred start (all P variants in one batch)."""
     gh, gw = loaded.grid_size
     p = loaded.patch_size[0]
-    base, blur = _prob(loaded.model, x, target), _prob(loaded.model, start, target)
-    drop, gain = np.zeros(gh * gw), np.zeros(gh * gw)
+    deleted, inserted = x.repeat(gh * gw, 1, 1, 1), start.repeat(gh * gw, 1, 1, 1)
     for k in range(gh * gw):
         r, c = divmod(k, gw)
-        cut = (slice(None), slice(None), slice(r * p, (r + 1) * p), slice(c * p, (c + 1) * p))
-        xd, xi = x.clone(), start.clone()
-        xd[cut] = 0.0
-        xi[cut] = x[cut]
-        drop[k] = base - _prob(loaded.model, xd, target)
-        gain[k] = _prob(loaded.model, xi, target) - blur
-    return drop.reshape(gh, gw), gain.reshape(gh, gw)
+        cut = (k, slice(None), slice(r * p, (r + 1) * p), slice(c * p, (c + 1) * p))
+        deleted[cut] = 0.0
+        inserted[cut] = x[0][cut[1:]]
+    with torch.no_grad():
+        probs = torch.softmax(loaded.model(torch.cat([x, start, deleted, inserted])).double(), -1)[:, target].numpy()
+    base, blur, drop, gain = probs[0], probs[1], probs[2:2 + gh * gw], probs[2 + gh * gw:]
+    return (base - drop).reshape(gh, gw), (gain - blur).reshape(gh, gw)
 
 
 def test_an_oracle_ranking_beats_random_on_deletion_and_insertion():
     loaded = _demo()
     protocol = fa.Protocol(steps=16)
     wins_del = wins_ins = 0
-    images = _digits(6)
+    images = _digits(4)
     for image in images:
         x = loaded.to_tensor(loaded.crop(image))[None]
         start = fa.blurred(x, protocol.sigma(loaded))
@@ -172,3 +171,13 @@ def test_a_method_that_gives_several_maps_is_reported_not_fatal():
     result = fa.image_faithfulness(loaded, x, ["heads", "rollout"], fa.Protocol(steps=4))
     assert "rollout" in result.methods and "heads" not in result.methods
     assert "patch grid" in result.errors["heads"]
+
+
+def test_the_insertion_start_is_torchvisions_gaussian_blur_even_when_wider_than_the_image():
+    from torchvision.transforms import GaussianBlur
+
+    x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(fa.blurred(x, 2.0), GaussianBlur(13, 2.0)(x))  # kernel 2·⌈3σ⌉+1
+    wide = fa.blurred(x, 40.0)  # kernel clipped to 63 (reflect padding stays inside the 32-pixel image)
+    torch.testing.assert_close(wide, GaussianBlur(63, 40.0)(x))
+    assert wide.std() < 0.2 * x.std()  # nearly flat: the image's detail is gone

@@ -87,7 +87,7 @@ def test_cli_prints_the_table_and_json(tiny_weights, photos, tmp_path, capsys):
     assert len(first["deletion"]) == 5 and first["deletion_auc"] == pytest.approx(fa.area(first["deletion"]), abs=1e-6)
     assert doc["summary"]["rollout"]["images"] == 2 and "random" in doc["summary"]
     assert doc["sanity"]["steps"] == ["head", "block 1", "block 0"]
-    assert doc["protocol"]["blur_sigma_px"] == 4.0  # half of the 8-pixel patch
+    assert doc["protocol"]["blur_sigma_px"] == 8.0  # one 8-pixel patch
     assert main(["faithfulness", *args]) == 0
     text = capsys.readouterr().out
     assert "rollout" in text and "occlusion" in text and "random" in text

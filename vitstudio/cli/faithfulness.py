@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("--methods", default=default, help=f"comma list of registered methods that give one patch map "
                    f"(default {default})")
     p.add_argument("--steps", type=int, default=16, help="S: curves have S + 1 points (default 16)")
-    p.add_argument("--blur-sigma", type=float, help="insertion's blur in input pixels (default half a patch side)")
+    p.add_argument("--blur-sigma", type=float, help="insertion's blur in input pixels (default one patch side)")
     p.add_argument("--batch-size", type=int, default=64, help="masked inputs per forward (default 64)")
     p.add_argument("--max-images", type=int, help="measure at most this many images (in sorted order)")
     p.add_argument("--sanity", action="store_true", help="also the model-randomisation sanity check (Adebayo et al. "

@@ -8,8 +8,10 @@ The protocol, exactly, so scores are comparable between methods, models and runs
   colour after normalisation); the curve is the target's softmax probability at each step; the score is the
   trapezoid area under it over [0, 1] (lower = more faithful). round() is Python's (halves to even).
 - insertion: the same ranking, starting from a blurred copy of the input tensor (a Gaussian blur of `sigma` input
-  pixels, by default half a patch side, kernel 2·⌈3σ⌉+1, reflect padding: torchvision's `gaussian_blur`) and
-  restoring the original patches in ranked order; area under the curve (higher = more faithful).
+  pixels, by default one patch side, kernel 2·⌈3σ⌉+1 but at most 2·side−1, reflect padding: torchvision's
+  `gaussian_blur`) and restoring the original patches in ranked order; area under the curve (higher = more
+  faithful). Half a patch side left the bundled digits model 88 % sure of a blurred digit (98 % of its confidence
+  on the original), so insertion could not tell maps apart; one patch side brings that to 43 %.
 - baselines: a random ranking (the mean over seeds 0…4 of numpy's `default_rng(seed).permutation(P)`) and the
   map's own ranking reversed (lowest first), for reference.
 
@@ -34,12 +36,12 @@ RANDOM_SEEDS = 5
 @dataclass(frozen=True)
 class Protocol:
     steps: int = 16  # S: the curves have S + 1 points
-    blur_sigma: float | None = None  # insertion's start, in input pixels; None: half a patch side
+    blur_sigma: float | None = None  # insertion's start, in input pixels; None: one patch side
     random_seeds: int = RANDOM_SEEDS
     batch_size: int = 64
 
     def sigma(self, loaded: LoadedModel) -> float:
-        return float(self.blur_sigma) if self.blur_sigma is not None else max(loaded.patch_size) / 2
+        return float(self.blur_sigma) if self.blur_sigma is not None else float(max(loaded.patch_size))
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ def blurred(x: torch.Tensor, sigma: float) -> torch.Tensor:
     """The insertion start: x (1, 3, H, W) under a Gaussian blur of `sigma` pixels."""
     from torchvision.transforms.functional import gaussian_blur
 
-    k = 2 * int(np.ceil(3 * sigma)) + 1
+    side = min(x.shape[-2:])
+    k = min(2 * int(np.ceil(3 * sigma)) + 1, 2 * side - 1)  # reflect padding must stay inside the image
     return gaussian_blur(x, [k, k], [sigma, sigma])
 
 
