@@ -50,10 +50,10 @@ def _check_patch(loaded: LoadedModel, patch: tuple[int, int] | None) -> None:
 def validate(loaded: LoadedModel, method: str, **given) -> dict:
     """The resolved parameters of `method` for this model (layer -1 -> its index), or a ValueError saying which
     value is out of range. Cheap: callers check everything before any image is read."""
-    params = registry.resolve(method, **given)
-    reason = why_not(loaded.model, method)
+    reason = why_not(loaded.model, method)  # first: a method that does not apply needs no parameters either
     if reason is not None:
         raise ValueError(f"'{method}' does not apply to this model: {reason}")
+    params = registry.resolve(method, **given)
     if "layer" in params:  # attention layers, or token layers (blocks; Swin's stages) for the embedding views
         depth = loaded.token_depth if registry.get(method).group == "embeddings" else loaded.depth
         params["layer"] = resolve_layers(loaded.model, params["layer"], depth)[0]
