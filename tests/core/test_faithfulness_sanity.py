@@ -105,3 +105,8 @@ def test_cli_refuses_a_method_that_does_not_apply(photos, capsys, monkeypatch):
     monkeypatch.setattr(command, "load_model_from_args", lambda args: headless)
     code = main(["faithfulness", str(photos["chelsea"]), "--model", TINY_SPEC, "--methods", "rollout,occlusion"])
     assert code == 2 and "headless" in capsys.readouterr().err
+    # by default the methods that apply are measured, the others named with their reason
+    assert main(["faithfulness", str(photos["chelsea"]), "--model", TINY_SPEC, "--json", "--steps", "2"]) == 0
+    out = capsys.readouterr()
+    assert set(json.loads(out.out)["summary"]) == {"rollout", "random"}
+    assert "skipped occlusion" in out.err and "headless" in out.err

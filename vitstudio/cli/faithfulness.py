@@ -20,8 +20,8 @@ def register(subparsers) -> None:
         "in ranked order, higher is better. Baselines: a random ranking (mean of 5 seeds) and each map reversed.")
     p.add_argument("inputs", nargs="+", metavar="IMAGE", help="image files and/or folders")
     add_model_args(p)
-    p.add_argument("--methods", default=default, help=f"comma list of registered methods that give one patch map "
-                   f"(default {default})")
+    p.add_argument("--methods", help=f"comma list of registered methods that give one patch map (default: those of "
+                   f"{default} that apply to the model)")
     p.add_argument("--steps", type=int, default=16, help="S: curves have S + 1 points (default 16)")
     p.add_argument("--blur-sigma", type=float, help="insertion's blur in input pixels (default one patch side)")
     p.add_argument("--batch-size", type=int, default=64, help="masked inputs per forward (default 64)")
@@ -42,13 +42,26 @@ def _methods(text: str) -> list[str]:
     return methods
 
 
+def _applicable(loaded) -> list[str]:
+    from ..core.analysis.applicability import why_not
+
+    methods = []
+    for method in registry.names(compare=True):
+        reason = why_not(loaded.model, method)
+        if reason is None:
+            methods.append(method)
+        else:
+            print(f"skipped {method}: {reason}", file=sys.stderr)
+    return methods
+
+
 def faithfulness_cmd(args) -> int:
     from ..core.analysis import faithfulness as fa
     from ..core.analysis.explain import validate
     from ..core.data.images import expand_paths
 
     try:
-        methods = _methods(args.methods)
+        methods = _methods(args.methods) if args.methods is not None else None
         if args.steps < 1 or args.batch_size < 1 or (args.blur_sigma is not None and args.blur_sigma <= 0):
             raise ValueError("--steps and --batch-size must be at least 1, --blur-sigma above 0")
     except ValueError as exc:
@@ -57,7 +70,9 @@ def faithfulness_cmd(args) -> int:
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
-    try:  # a method that does not apply to this model is refused with its reason before any image is read
+    if methods is None:  # the default: every Compare method that applies, the others named with their reason
+        methods = _applicable(loaded)
+    try:  # a method asked for that does not apply to this model is refused with its reason before any image is read
         for method in methods:
             validate(loaded, method)
     except ValueError as exc:
