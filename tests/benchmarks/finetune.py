@@ -209,6 +209,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="the quick preset against linear-probe on the digits with "
                                                          "the demo model (--model auto), cold and warm cache")
     ap.add_argument("--probe-epochs", type=int, default=10, help="linear-probe's epochs with --quick (default 10)")
+    ap.add_argument("--threads", type=int, default=0, help="with --quick: torch threads for both presets (default: "
+                                                           "torch's)")
+    ap.add_argument("--repeats", type=int, default=3, help="with --quick: quick runs per cache state (median)")
+    ap.add_argument("--photos", type=int, default=0, help="with --quick: also this many JPEG photos with a ViT-S/16 "
+                                                          "(random weights: times only)")
     args = ap.parse_args()
     if args.quick:
         from finetune_quick import main as quick_main

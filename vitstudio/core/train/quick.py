@@ -138,7 +138,7 @@ def classifier_input(model: nn.Module, pooled: np.ndarray) -> np.ndarray:
 
 def _fit(run, cancel: CancelToken):
     """The new head (initialised as every preset's), fitted full batch; a metrics row and an EpochMetrics per
-    step. Returns (the best head, steps done)."""
+    step. Returns (the head, steps done)."""
     config, model = run.config, run.base.model
     classes = list(run.split.classes)
     note = new_head(model, classes, run.base.labels, config.seed, config.reuse_head)
