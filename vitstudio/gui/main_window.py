@@ -95,7 +95,7 @@ class MainWindow(QMainWindow):
         self.relay = _Relay()
         # The model bar's jobs, keyed by the app's view state: a new Load request discards a load still running;
         # predictions are delivered only while the model they were made by is the loaded one.
-        self.jobs = workers.ViewJobs(self.state.view, {"load": ("requested",), "classify": ()}, long=("load",),
+        self.jobs = workers.ViewJobs(self.state.view, {"load": ("requested",), "classify": ()},
                                      without_context=("load",))
         self._explore_path: str | None = None
         self._explore_after_load: tuple[str, str] | None = None  # (image, run) waiting for the run's model

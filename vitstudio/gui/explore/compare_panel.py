@@ -45,7 +45,7 @@ class ComparePanel(ExplorerPanel):
         self.other = None  # the second LoadedModel
         # "load": the second model asked for (latest wins); "compare": both maps for the current request
         self.jobs = workers.ViewJobs(self.view_state, {"load": ("other_request",), "compare": ("other", "method")},
-                                     long=("load",), without_context=("load",))
+                                     without_context=("load",))
         self.other_name = QComboBox(editable=True)
         self.other_name.addItems(catalog_names)
         self.other_name.setEditText("")
