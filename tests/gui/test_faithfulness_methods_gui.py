@@ -78,3 +78,28 @@ def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_sc
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
     assert widget.shown is None and widget.shown_sanity is None
     assert not widget.curves.getPlotItem().listDataItems()
+
+
+def test_the_attention_tab_shows_the_map_as_a_mass_mask(window, qtbot, tiny_weights, photos):
+    from vitstudio.core.analysis import attention
+    from vitstudio.core.analysis.masks import mass_mask
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    window.add_paths([str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    loaded = window.state.model
+    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    panel = window.attention
+    window.show_tab("attention")
+    panel.method.setCurrentIndex(panel.method.findData("rollout"))
+    qtbot.waitUntil(lambda: panel.displayed is not None and not workers.running_jobs(), timeout=30000)
+    rollout = attention.rollout(loaded, x)[0]
+    np.testing.assert_allclose(panel.displayed, rollout, rtol=1e-5)
+    panel.mask.setValue(60)
+    expected, kept = mass_mask(rollout, 0.6)
+    np.testing.assert_array_equal(panel.displayed, expected.astype(np.float32))
+    np.testing.assert_array_equal(panel.view.values, expected.astype(np.float32))
+    assert f"mask keeping {float(kept):.0%} of the mass" in panel.info.text()
+    panel.mask.setValue(0)  # off: the map again
+    np.testing.assert_allclose(panel.displayed, rollout, rtol=1e-5)

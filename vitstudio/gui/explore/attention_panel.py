@@ -42,7 +42,7 @@ from .explorer_base import (
     smooth_checkbox,
     wrapping_label,
 )
-from .faithfulness_widget import FaithfulnessWidget
+from .faithfulness_widget import FaithfulnessWidget, mask_spin_box, masked
 from .head_grid import HeadGridWidget
 
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
@@ -68,7 +68,8 @@ class AttentionPanel(ExplorerPanel):
                   discard=Field(0.0, float, check=lambda v: 0.0 <= v < 1.0, help="0 ≤ discard < 1"),
                   target=Field(None, int), patch=Field(None, tuple), direction=Field("to", str, choices=("to", "by")),
                   cmap="inferno", opacity=Field(60, int, check=lambda v: 0 <= v <= 100), smooth=True, depth=0,
-                  head_count=0, folder=Field(None, str))
+                  head_count=0, folder=Field(None, str),
+                  mask=Field(0, int, check=lambda v: 0 <= v < 100, help="share of the map's mass kept, %; 0 = off"))
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -105,6 +106,7 @@ class AttentionPanel(ExplorerPanel):
         self.direction.addItem("attended by", "by")
         self.cmap = colormap_combo()
         self.opacity = QSlider(Qt.Horizontal, minimum=0, maximum=100, value=60)
+        self.mask = mask_spin_box()
         self.smooth = smooth_checkbox()
         self.info = wrapping_label()
         self.form = QFormLayout()
@@ -116,6 +118,7 @@ class AttentionPanel(ExplorerPanel):
             self.form.addRow(label, self.rows[name])
         self.form.addRow("Colormap", self.cmap)
         self.form.addRow("Opacity", self.opacity)
+        self.form.addRow("Mask", self.mask)
         self.form.addRow("", self.smooth)
         self.folder_button = QPushButton("Distance over a folder…")
 
@@ -152,6 +155,7 @@ class AttentionPanel(ExplorerPanel):
         self.direction.currentIndexChanged.connect(lambda: vs.update(direction=self.direction.currentData()))
         self.cmap.currentTextChanged.connect(lambda t: vs.update(cmap=t))
         self.opacity.valueChanged.connect(lambda v: vs.update(opacity=v))
+        self.mask.valueChanged.connect(lambda v: vs.update(mask=v))
         self.smooth.toggled.connect(lambda on: vs.update(smooth=on))
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
@@ -198,7 +202,7 @@ class AttentionPanel(ExplorerPanel):
             return
         widget = {"method": self.method, "layer": self.layer, "head": self.head, "fusion": self.fusion,
                   "discard": self.discard, "target": self.target, "direction": self.direction, "cmap": self.cmap,
-                  "opacity": self.opacity, "smooth": self.smooth}.get(name)
+                  "opacity": self.opacity, "smooth": self.smooth, "mask": self.mask}.get(name)
         if widget is None:
             return
         with QSignalBlocker(widget):
@@ -326,6 +330,8 @@ class AttentionPanel(ExplorerPanel):
     def refresh_view(self) -> None:
         vs = self.view_state
         arr, text = self.current_map()
+        if arr is not None and vs.mask:
+            arr, text = masked(arr, vs.mask, text)
         self.displayed = arr
         self.info.setText(text)
         self.view.set_map(arr, vs.cmap, vs.opacity / 100)

@@ -8,11 +8,13 @@ finished one (it comes back when that method is shown again)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from vitstudio.core.analysis.faithfulness import faithfulness_job
 from vitstudio.core.analysis.faithfulness_sanity import INSENSITIVE, sanity_job
+from vitstudio.core.analysis.masks import DEFAULT_SHARE, mass_mask
 
 from .. import workers
 
@@ -127,3 +129,18 @@ def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
     plot.setLabel("left", y_label)
     plot.showGrid(x=True, y=True, alpha=0.2)
     return plot
+
+
+# -- the map as a mask (DINO's visualize_attention): the panel shows and exports it instead of the map ------------
+def mask_spin_box() -> QSpinBox:
+    box = QSpinBox(minimum=0, maximum=99, singleStep=5, suffix=" % of the mass")
+    box.setSpecialValueText("off")
+    box.setToolTip(f"Show the map as a mask: its highest patches until they hold this share of its mass (DINO's "
+                   f"attention masks use {DEFAULT_SHARE:.0%}); exported as the mask. Off shows the map.")
+    return box
+
+
+def masked(values: np.ndarray, percent: int, text: str) -> tuple[np.ndarray, str]:
+    """(mask as 0/1 floats, description) of a map (or of each head's map) keeping `percent` % of its mass."""
+    mask, kept = mass_mask(values, percent / 100)
+    return mask.astype(np.float32), f"{text} — mask keeping {float(np.mean(kept)):.0%} of the mass"
