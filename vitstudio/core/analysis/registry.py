@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 FUSIONS = ("mean", "max", "min")
+TEXT_KIND = "text"  # a Param typed as words (the text map's text) rather than picked or clicked
 DIRECTIONS = ("to", "by", "both")  # token maps: what the patch attends to, what attends to it, or both stacked
 # One colour vocabulary for the GUI and the CLI's pictures (both draw through matplotlib's definitions).
 COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis", "gray", "RdBu_r", "jet")
@@ -243,7 +244,8 @@ register(Analysis(
     "text", "Text map", "attention", "where a CLIP-style model sees a typed text: gradient rollout (Chefer et al. "
     "2021) of the image-text cosine similarity", "(gh, gw)", "overlay",
     (Param("text", "text", None, "the text to look for, e.g. 'a bee'", required=True),),
-    compute=_TEXT + "explain_text", applies=(*_GLOBAL, _CHECK + "plain_attention", _TEXT + "has_text_tower")))
+    compute=_TEXT + "explain_text", applies=(*_GLOBAL, _CHECK + "plain_attention", _TEXT + "has_text_tower"),
+    view=_TEXT + "view_text", view_job=_TEXT + "text_job", view_keys=("text",)))
 
 
 def params_help() -> dict[str, str]:

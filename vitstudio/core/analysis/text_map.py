@@ -62,3 +62,15 @@ def has_text_tower(model, analysis) -> str | None:
 def explain_text(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
     params["similarity"] = round(float(similarity(loaded, x, params["text"])[0]), 4)
     return text_relevance(loaded, x, params["text"])[0], {}
+
+
+# -- the Attention tab's view of the entry (see registry.Analysis.view / view_job) ------------------------------------
+def text_job(cancel, model: LoadedModel, image, text: str | None):
+    """(map (gh, gw), cosine) of `image` for `text`, run once per (model, image, text) request."""
+    x = model.to_tensor(model.crop(image))[None]
+    return text_relevance(model, x, text)[0], float(similarity(model, x, text)[0])
+
+
+def view_text(value, params: dict, model) -> tuple[np.ndarray | None, str]:
+    relevance, cosine = value
+    return relevance, f"Where the model sees “{params.get('text')}” (image–text cosine {cosine:.3f})"

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
+    QLineEdit,
     QPushButton,
     QSlider,
     QSpinBox,
@@ -69,7 +70,8 @@ class AttentionPanel(ExplorerPanel):
                   target=Field(None, int), patch=Field(None, tuple), direction=Field("to", str, choices=("to", "by")),
                   cmap="inferno", opacity=Field(60, int, check=lambda v: 0 <= v <= 100), smooth=True, depth=0,
                   head_count=0, folder=Field(None, str),
-                  mask=Field(0, int, check=lambda v: 0 <= v < 100, help="share of the map's mass kept, %; 0 = off"))
+                  mask=Field(0, int, check=lambda v: 0 <= v < 100, help="share of the map's mass kept, %; 0 = off"),
+                  text=Field(None, str))  # the text map's text (CLIP-style models)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -104,6 +106,7 @@ class AttentionPanel(ExplorerPanel):
         self.direction = QComboBox()
         self.direction.addItem("attends to", "to")
         self.direction.addItem("attended by", "by")
+        self.text = QLineEdit(placeholderText="e.g. a bee (Enter)")
         self.cmap = colormap_combo()
         self.opacity = QSlider(Qt.Horizontal, minimum=0, maximum=100, value=60)
         self.mask = mask_spin_box()
@@ -112,9 +115,10 @@ class AttentionPanel(ExplorerPanel):
         self.form = QFormLayout()
         self.form.addRow("Method", self.method)
         self.rows = {"layer": self._layer_row, "head": self.head, "fusion": self.fusion, "discard": self.discard,
-                     "target": self.target, "direction": self.direction}
+                     "target": self.target, "direction": self.direction, "text": self.text}
         for label, name in (("Layer", "layer"), ("Head", "head"), ("Rollout fusion", "fusion"),
-                            ("Discard ratio", "discard"), ("Class", "target"), ("Token map", "direction")):
+                            ("Discard ratio", "discard"), ("Class", "target"), ("Token map", "direction"),
+                            ("Text", "text")):
             self.form.addRow(label, self.rows[name])
         self.form.addRow("Colormap", self.cmap)
         self.form.addRow("Opacity", self.opacity)
@@ -156,6 +160,7 @@ class AttentionPanel(ExplorerPanel):
         self.cmap.currentTextChanged.connect(lambda t: vs.update(cmap=t))
         self.opacity.valueChanged.connect(lambda v: vs.update(opacity=v))
         self.mask.valueChanged.connect(lambda v: vs.update(mask=v))
+        self.text.editingFinished.connect(lambda: vs.update(text=self.text.text().strip() or None))
         self.smooth.toggled.connect(lambda on: vs.update(smooth=on))
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
@@ -202,7 +207,7 @@ class AttentionPanel(ExplorerPanel):
             return
         widget = {"method": self.method, "layer": self.layer, "head": self.head, "fusion": self.fusion,
                   "discard": self.discard, "target": self.target, "direction": self.direction, "cmap": self.cmap,
-                  "opacity": self.opacity, "smooth": self.smooth, "mask": self.mask}.get(name)
+                  "opacity": self.opacity, "smooth": self.smooth, "mask": self.mask, "text": self.text}.get(name)
         if widget is None:
             return
         with QSignalBlocker(widget):
@@ -211,6 +216,8 @@ class AttentionPanel(ExplorerPanel):
                 widget.setCurrentIndex(index if index >= 0 else widget.findText(str(value)))
             elif widget is self.smooth:
                 widget.setChecked(value)
+            elif widget is self.text:
+                widget.setText(value or "")
             else:
                 widget.setValue(value)
         if widget is self.layer:
@@ -310,7 +317,7 @@ class AttentionPanel(ExplorerPanel):
     def _params(self) -> dict:
         vs = self.view_state
         return dict(layer=vs.layer, head=vs.head, fusion=vs.fusion, discard=vs.discard, patch=vs.patch,
-                    direction=vs.direction, target=vs.target)
+                    direction=vs.direction, target=vs.target, text=vs.text)
 
     def current_map(self):
         """(array (gh, gw) or None, description) for the current state, from results already computed: the entry's
@@ -320,7 +327,9 @@ class AttentionPanel(ExplorerPanel):
             return None, "Load a model and select an image."
         missing = self._missing(analysis)
         if missing is not None:
-            return None, f"Click a {missing} on the image."
+            typed = analysis.param(missing).kind == registry.TEXT_KIND  # a text is typed, a patch is clicked
+            return None, "Type a text to look for (e.g. a bee) and press Enter." if typed else \
+                f"Click a {missing} on the image."
         value = self.jobs.current(self.slots[analysis.name])
         if value is None:
             return None, "Computing attention…" if self.slots[analysis.name] == OVERVIEW else \

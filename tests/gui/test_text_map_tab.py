@@ -1,0 +1,44 @@
+"""The text map in the Attention tab (issue 23 item 3): for a CLIP-style model, typing a text draws where the
+image tower finds it (the core's `explain --method text` map), a second text draws another map, and for a plain
+ViT the method is greyed out with the reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import TINY_SPEC
+from tests.core.test_openclip import CLIP_CFG, _build
+from vitstudio.core.analysis.explain import explain
+from vitstudio.core.data.images import read_image
+
+
+@pytest.fixture
+def clip_dir(tmp_path):
+    return _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)
+
+
+def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tiny_weights):
+    panel = window.attention
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    item = panel.method.model().item(panel.method.findData("text"))
+    assert not item.isEnabled() and "text tower" in panel.method.itemData(panel.method.findData("text"), 3)
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
+        window.request_model(str(clip_dir), "cpu", "fp32")
+    window.add_paths([str(photos["coffee"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    window.show_tab("attention")
+    panel.method.setCurrentIndex(panel.method.findData("text"))
+    assert panel.text.isVisible() and "Type a text" in panel.info.text()
+    image = read_image(photos["coffee"])
+    maps = {}
+    for text in ("a bee", "a cup of coffee"):
+        panel.text.setText(text)
+        panel.text.editingFinished.emit()
+        qtbot.waitUntil(lambda: panel.displayed is not None and "“" + text in panel.info.text(), timeout=60000)
+        expected = explain(window.state.model, "text", image, text=text).array
+        np.testing.assert_allclose(panel.displayed, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
+        maps[text] = panel.displayed.copy()
+    assert not np.allclose(maps["a bee"], maps["a cup of coffee"])
