@@ -235,3 +235,27 @@ def test_quick_is_the_first_preset_and_refuses_what_it_cannot_do(data, tmp_path)
     with pytest.raises(ValueError, match="own preprocessing"):
         run(fine_tune(_quick(data, tmp_path / "c", img_size=48)))
     assert not (tmp_path / "c").exists() or not (tmp_path / "c" / "model.safetensors").exists()
+
+
+def test_cancelled_or_killed_quick_runs_are_fitted_again_on_resume(data, base_weights, tmp_path):
+    from vitstudio.core.jobs import CancelToken
+
+    out, token = tmp_path / "run", CancelToken()
+
+    def cancel_at_second_step(record):
+        if isinstance(record, EpochMetrics) and record.epoch == 1:
+            token.cancel()
+
+    result, _ = run(fine_tune(_quick(data, out, weights=base_weights), token), cancel_at_second_step)
+    assert result.status == "cancelled" and json.loads((out / "status.json").read_text())["status"] == "cancelled"
+    assert not (out / "model.safetensors").exists()
+    again, records = run(fine_tune(_quick(data, out, weights=base_weights), resume=True))
+    assert again.status == "finished" and (out / "model.safetensors").is_file()
+    weights = (out / "model.safetensors").read_bytes()
+    # killed after its checkpoint but before "finished": resuming fits it again (seconds), to the same head
+    status = json.loads((out / "status.json").read_text())
+    (out / "status.json").write_text(json.dumps({**status, "status": "running", "pid": 0}))
+    (out / "eval.json").unlink()
+    third, _ = run(fine_tune(_quick(data, out, weights=base_weights), resume=True))
+    assert third.status == "finished" and (out / "eval.json").is_file()
+    assert (out / "model.safetensors").read_bytes() == weights
