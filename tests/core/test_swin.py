@@ -109,7 +109,9 @@ def test_global_analyses_are_refused_with_the_reason(swin, photos, tmp_path):
         assert "inside local windows" in reasons[method]
         with pytest.raises(ValueError, match="does not apply to this model.*windows"):
             explain(loaded, method, read_image(photos["coffee"]))
-    assert {m for m, why in reasons.items() if why is None} == {"token", "pca", "similarity", "norms", "filters"}
+    # the input attributions (integrated gradients, occlusion over patches) need no global attention
+    assert {m for m, why in reasons.items() if why is None} == {"token", "pca", "similarity", "norms", "filters",
+                                                                "integrated-gradients", "occlusion"}
     x = loaded.to_tensor(loaded.crop(read_image(photos["coffee"])))[None]
     with pytest.raises(AttentionUnsupported, match="windows"):
         A.rollout(loaded, x)
