@@ -24,16 +24,14 @@ def _isolate(tmp: Path) -> None:
         os.environ[var] = str(tmp / var)
 
 
-def _digits_folder(folder: Path, count: int = 120) -> Path:
-    import numpy as np
-    from PIL import Image
-    from sklearn.datasets import load_digits
+def _digits_folder(folder: Path, per_class: int = 12) -> Path:
+    """Digits as the demo model was trained on them (`render_digits`: dark ink on white), 12 per class."""
+    from vitstudio.core.models.demo import render_digits
 
-    digits = load_digits()
-    for i in range(count):
-        (folder / str(digits.target[i])).mkdir(parents=True, exist_ok=True)
-        pixels = (digits.images[i] * 16).clip(0, 255).astype(np.uint8)
-        Image.fromarray(pixels).resize((32, 32)).save(folder / str(digits.target[i]) / f"{i:03d}.png")
+    render_digits(folder)
+    for digit in folder.iterdir():
+        for extra in sorted(digit.iterdir())[per_class:]:
+            extra.unlink()
     return folder
 
 
@@ -87,6 +85,12 @@ def main(out: Path) -> None:
     for i in range(window.tabs.count()):
         window.tabs.setCurrentIndex(i)
         idle(1)
+        if window.tabs.currentWidget() is window.play:  # playing: moving digits with rollout over them
+            from tests.core.play_video import moving_digits_video
+
+            window.play.method.setCurrentIndex(window.play.method.findData("rollout"))
+            window.play.play(str(moving_digits_video(tmp / "digits.avi", frames=240)))
+            idle(4)
         if window.tabs.currentWidget() is not panel:
             save(f"{i + 1}-{window.tabs.tabText(i).lower().replace(' ', '-')}")
             continue

@@ -188,8 +188,8 @@ class PlayPanel(QWidget):
         self.jobs.clear("play")
         self.stop_button.setEnabled(False)
         saved = f"; recorded to {recording}" if recording else ""
-        self.stats.setText(f"Finished: {analysed} of {read} frames analysed (the others arrived while the model was "
-                           f"busy){saved}.")
+        skipped = " (the others arrived while the model was busy)" if analysed < read else ""
+        self.stats.setText(f"Finished: {analysed} of {read} frames analysed{skipped}{saved}.")
 
     def _on_error(self, exc: BaseException) -> None:
         from vitstudio.core.play.video import VideoSourceError
