@@ -58,8 +58,8 @@ def test_catalog_tags_filter_and_speed():
     dino = list_catalog("dinov2")
     assert dino and all("dinov2" in e.name for e in dino)
     assert [e.name for e in list_catalog("deit_tiny_patch16_224*")] == ["deit_tiny_patch16_224.fb_in1k"]
-    from vitstudio.core.models.catalog import local_models
     from vitstudio.core.files import extra_model_dirs
+    from vitstudio.core.models.catalog import local_models
 
     # isolated, empty cache and models folder: only the source checkout's read-only models/ (the bundled demo)
     assert list_catalog(local_only=True) == [e for f in extra_model_dirs() for e in local_models(f)]

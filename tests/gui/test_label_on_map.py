@@ -27,7 +27,7 @@ def _unlabelled_folder(tmp_path):
     flat.mkdir()
     truth = {}
     for digit in ("0", "1"):
-        for k, src in enumerate(sorted((digits / digit).iterdir())[:12]):
+        for src in sorted((digits / digit).iterdir())[:12]:
             dst = flat / f"img-{len(truth):03d}.png"
             shutil.copy(src, dst)
             truth[str(dst)] = "zero" if digit == "0" else "one"
@@ -64,6 +64,14 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
         monkeypatch.setattr(QInputDialog, "getItem", lambda *a, name=name, **k: (name, True))
         tab.label_button.click()
     assert tab.labels == {p: truth[p] for p in zeros[:4] + ones[:4]}
+    _select(panel, [])  # no rows selected: the map's box is the selection
+    panel.map_rows = np.asarray([panel.results.paths.index(p) for p in ones[4:6]])
+    monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("one", True))
+    tab.label_button.click()
+    assert all(tab.labels[p] == "one" for p in ones[4:6])
+    panel.undo_stack.undo()  # (taken back: the rest of the test counts on the table's labels)
+    assert not any(p in tab.labels for p in ones[4:6])
+    panel.map_rows = None
     _select(panel, zeros[4:6])
     panel.table.setFocus()
     qtbot.keyClick(panel.table, Qt.Key_2)  # classes in order: 1 one, 2 zero

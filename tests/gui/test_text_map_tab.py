@@ -37,7 +37,7 @@ def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tin
     for text in ("a bee", "a cup of coffee"):
         panel.text.setText(text)
         panel.text.editingFinished.emit()
-        qtbot.waitUntil(lambda: panel.displayed is not None and "“" + text in panel.info.text(), timeout=60000)
+        qtbot.waitUntil(lambda t=text: panel.displayed is not None and "“" + t in panel.info.text(), timeout=60000)
         expected = explain(window.state.model, "text", image, text=text).array
         np.testing.assert_allclose(panel.displayed, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
         maps[text] = panel.displayed.copy()
