@@ -7,21 +7,13 @@ from pathlib import Path
 
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
+from tests.gui.test_training_panel import _setup
 from vitstudio.gui import workers
-
-SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
 
 def test_results_open_in_the_runs_model(window, qtbot, tmp_path, tiny_weights):
     data = make_dataset(tmp_path / "data", per_class=10)
-    panel = window.training
-    window.show_tab("training")
-    panel.set_dataset(str(data))
-    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
-    panel.base_model.setEditText(SPEC3)
-    panel.form.preset.setCurrentText("scratch")
-    panel.form.inputs["epochs"].setValue(1)
-    panel.form.inputs["batch_size"].setValue(8)
+    panel = _setup(window, qtbot, data, epochs=1)  # a 3-class scratch run, as the Training panel's tests make
     panel.start()
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
     qtbot.waitUntil(lambda: panel.results.report is not None and not workers.running_jobs(), timeout=30000)
