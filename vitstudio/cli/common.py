@@ -114,7 +114,7 @@ def drain(gen, quiet: bool):
     from tqdm import tqdm
 
     from ..core.jobs import Progress
-    from ..core.train.engine import EpochMetrics, RunWarning, StepProgress
+    from ..core.train.engine import EpochMetrics, HeadStart, RunWarning, StepProgress
 
     bar, last_message = None, None
     try:
@@ -139,6 +139,9 @@ def drain(gen, quiet: bool):
                 star = " *" if rec.best else ""
                 print(f"epoch {rec.epoch + 1}: train loss {rec.train_loss:.4f} acc {rec.train_acc:.4f} | "
                       f"val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f} | lr {rec.lr:.2e} | {rec.seconds:.1f}s{star}",
+                      file=sys.stderr)
+            elif isinstance(rec, HeadStart) and rec.val_acc is not None:
+                print(f"start (before any step, {rec.how}): val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f}",
                       file=sys.stderr)
             elif isinstance(rec, Progress) and rec.message and rec.message != last_message:
                 last_message = rec.message

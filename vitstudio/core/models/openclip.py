@@ -31,6 +31,7 @@ from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.openclip_catalog import CONFIG_NAME, WEIGHT_NAMES, hub_location, tower_problem
 
 PREFIX = "open_clip:"
+CLIP_ENTRY = "vit_base_patch16_clip_224"  # timm's CLIP image tower; sizes come as arguments
 
 
 class OpenClipUnsupported(ValueError):
@@ -225,22 +226,29 @@ def _image_tower(clip: nn.Module, model_cfg: dict, spec: str) -> tuple[nn.Module
         if projection is not None and len(list(projection.children())):
             trunk.head = nn.Sequential(trunk.head, projection)
         return trunk, model_cfg["vision_cfg"]["timm_model_name"]
-    return _converted_vit(visual, model_cfg, spec), "ViT"
+    return _converted_vit(visual, model_cfg, spec), CLIP_ENTRY
 
 
 def _converted_vit(visual: nn.Module, model_cfg: dict, spec: str) -> nn.Module:
-    """OpenCLIP's VisionTransformer as timm's, weights converted by timm's own OpenAI-CLIP converter."""
-    from timm.models.vision_transformer import VisionTransformer, checkpoint_filter_fn
+    """OpenCLIP's VisionTransformer as timm's, weights converted by timm's own OpenAI-CLIP converter. Built through
+    timm's CLIP entry point with its sizes as arguments (which timm records), so a run fine-tuned from it names a
+    timm architecture and plain `timm.create_model` builds it again."""
+    import timm
+    from timm.models.vision_transformer import checkpoint_filter_fn
 
     vision = model_cfg["vision_cfg"]
     width, proj = int(vision.get("width", 768)), getattr(visual, "proj", None)
-    vit = VisionTransformer(
-        img_size=vision.get("image_size", 224), patch_size=vision.get("patch_size", 16), embed_dim=width,
-        depth=int(vision.get("layers", 12)), num_heads=width // int(vision.get("head_width", 64)),
-        mlp_ratio=float(vision.get("mlp_ratio", 4.0)), qkv_bias=True, init_values=vision.get("ls_init_value"),
-        class_token=True, global_pool="token", pre_norm=not vision.get("no_ln_pre", False),
-        num_classes=int(proj.shape[1]) if proj is not None else 0, act_layer=_activation(model_cfg),
-        norm_layer=partial(nn.LayerNorm, eps=1e-5))  # OpenCLIP's LayerNorm keeps torch's default eps
+    size = vision.get("image_size", 224)
+    args = dict(img_size=list(size) if isinstance(size, (list, tuple)) else int(size),
+                patch_size=int(vision.get("patch_size", 16)), embed_dim=width, depth=int(vision.get("layers", 12)),
+                num_heads=width // int(vision.get("head_width", 64)), mlp_ratio=float(vision.get("mlp_ratio", 4.0)),
+                num_classes=int(proj.shape[1]) if proj is not None else 0, act_layer=_activation(model_cfg))
+    if vision.get("ls_init_value") is not None:
+        args["init_values"] = float(vision["ls_init_value"])
+    if vision.get("no_ln_pre", False):
+        args["pre_norm"] = False
+    # the entry's own defaults are OpenCLIP's: class token, token pooling, qkv bias, LayerNorm eps 1e-5
+    vit = timm.create_model(CLIP_ENTRY, pretrained=False, **args)
     state = {f"visual.{k}": v for k, v in visual.state_dict().items()}
     state = checkpoint_filter_fn(state, vit)
     state = {k.replace(".ls_1.", ".ls1.").replace(".ls_2.", ".ls2."): v for k, v in state.items()}

@@ -53,6 +53,7 @@ from vitstudio.core.train.runs import (
     MetricsLog,
     save_model_folder,
 )
+from vitstudio.core.train.text_head import HeadStart, TextInit, start_from_text, write_head_start
 from vitstudio.core.train.training_data import make_loaders, prepare_split
 
 
@@ -120,6 +121,8 @@ class _Run:
     best_acc: float = -1.0
     stale: int = 0
     warnings: list = field(default_factory=list)
+    text: TextInit | None = None  # the head's start from the class names' text embeddings (CLIP-style bases)
+    head_note: str = ""
     skipped: dict = field(default_factory=dict)  # path -> why: files the scan or the data path could not use
 
     @property
@@ -138,6 +141,8 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
 
         return (yield from quick_run(config, cancel, resume, out, dist_info))
     run = yield from _build_run(config, cancel, resume, out, dist_info)
+    if not resume:
+        yield _head_start(run)
     total = sum(p.numel() for p in run.model.parameters())
     yield Progress(0, 0, f"Training {run.trainable / 1e6:.2f} M of {total / 1e6:.2f} M parameters on "
                          f"{run.loaders.images * dist_info.world} images ({config.data_path} data path"
@@ -158,6 +163,19 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         write_status(run, status, epochs_done)
     barrier(dist_info)
     return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed})
+
+
+def _head_start(run: _Run) -> HeadStart:
+    """How the head started, written to the run folder; for a head from the class names, with the validation
+    before any step (the zero-shot accuracy on this split)."""
+    if run.text is None:
+        start = HeadStart(run.head_note)
+    else:
+        val_loss, val_acc = validation_pass(run.model, run.loaders.val, run.base.autocast, run.dist_info)
+        start = HeadStart(run.head_note, True, run.text.templates, val_loss, val_acc)
+    if run.dist_info.main:
+        write_head_start(run.out, start)
+    return start
 
 
 def _final_evaluation(run: _Run, cancel: CancelToken):
@@ -183,7 +201,11 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     generator = _seed_everything(config.seed + dist_info.rank)
     yield Progress(0, 0, f"Loading {config.model}")
     base = load_model(config.model, config.weights, device_for(dist_info, config.device), config.precision)
-    model, cfg, head_note = _prepare_model(base, config, list(split.classes))
+    text, why_not_text = (None, None) if resume else start_from_text(
+        base, config, list(split.classes), None, [str(p) for p, _ in split.train])
+    if why_not_text:
+        yield RunWarning(why_not_text)
+    model, cfg, head_note = _prepare_model(base, config, list(split.classes), text)
     yield Progress(0, 0, f"{base.display_name}: {head_note}")
     trainable = freeze(model, config)
     mixup, criterion = loss_fns(config, split)
@@ -201,6 +223,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                torch.amp.GradScaler("cuda") if base.precision == "fp16" and base.device.type == "cuda" else None,
                mixup, criterion, trainable)
     run.skipped = {**skipped, **loaders.failed}
+    run.text, run.head_note = text, head_note
     run.warnings.extend(data_warnings)
     if resume:
         restore_checkpoint(run)
@@ -230,11 +253,12 @@ def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) 
         **({"fused": True} if fused and device.type == "cuda" else {}))
 
 
-def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str]) -> tuple[nn.Module, dict, str]:
+def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str],
+                   text: TextInit | None) -> tuple[nn.Module, dict, str]:
     """The base model with a new head, drop path, the run's input size and memory format; its data config and
     how the head was initialised."""
     model = base.model
-    head_note = new_head(model, classes, base.labels, config.seed, config.reuse_head)
+    head_note = new_head(model, classes, base.labels, config.seed, config.reuse_head, text)
     if config.drop_path:
         set_drop_path(model, config.drop_path)
     cfg = data_config_for(base, config)

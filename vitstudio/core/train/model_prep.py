@@ -9,6 +9,7 @@ from torch import nn
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import trunk_blocks
 from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.text_head import TextInit
 
 
 def _classifiers(model: nn.Module) -> list[nn.Linear]:
@@ -33,8 +34,10 @@ def matching_rows(classes: list[str], base_labels: list[str]) -> list[int] | Non
     return None if any(r is None for r in rows) else rows
 
 
-def new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed: int, reuse: bool) -> str:
-    """Replace the classifier by one for `classes`; returns how it was initialised.
+def new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed: int, reuse: bool,
+             text: TextInit | None = None) -> str:
+    """Replace the classifier by one for `classes`; returns how it was initialised. `text`: the weights of a head
+    started from the class names (core/train/text_head.py), which win over the base model's rows.
 
     A new head is drawn from its own generator (trunc-normal std 0.01, zero bias: upstream's `_init_vit_weights`),
     independent of whatever seed built the base model: with the global RNG, a base model created with the same
@@ -48,10 +51,14 @@ def new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed:
     else:
         model.reset_classifier(num_classes)
     generator = torch.Generator().manual_seed(0x5EED_4EAD + seed)
-    rows = matching_rows(classes, base_labels) if reuse else None
-    for layer, (weight, bias) in zip(_classifiers(model), old):
+    rows = matching_rows(classes, base_labels) if reuse and text is None else None
+    for i, layer in enumerate(_classifiers(model)):  # a headless base model (Identity head) has no old rows
+        weight, bias = old[i] if i < len(old) else (None, None)
         with torch.no_grad():
-            if rows is not None and weight.shape[1] == layer.in_features:
+            if text is not None:
+                layer.weight.copy_(text.weight)
+                layer.bias.copy_(text.bias)
+            elif rows is not None and weight is not None and weight.shape[1] == layer.in_features:
                 layer.weight.copy_(weight[rows])
                 if bias is not None and layer.bias is not None:
                     layer.bias.copy_(bias[rows])
@@ -59,6 +66,8 @@ def new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed:
                 nn.init.trunc_normal_(layer.weight, std=0.01, generator=generator)
                 if layer.bias is not None:
                     nn.init.zeros_(layer.bias)
+    if text is not None:
+        return text.how
     if rows is not None:
         return f"new head started from the base model's rows for {', '.join(classes)}"
     return "new head (random, trunc-normal 0.01)"

@@ -35,6 +35,7 @@ from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.records import EpochMetrics, RunWarning, TrainResult
 from vitstudio.core.train.run_folder import clear_unfinished, write_status
 from vitstudio.core.train.runs import CHECKPOINT, MetricsLog, read_json_object, save_model_folder
+from vitstudio.core.train.text_head import HeadStart, TextInit, start_from_text, write_head_start
 from vitstudio.core.train.training_data import prepare_split
 
 
@@ -141,16 +142,21 @@ def _fit(run, cancel: CancelToken):
     step. Returns (the head, steps done)."""
     config, model = run.config, run.base.model
     classes = list(run.split.classes)
-    note = new_head(model, classes, run.base.labels, config.seed, config.reuse_head)
+    text, why_not_text = start_from_text(run.base, config, classes, torch.as_tensor(run.train_x), [])
+    if why_not_text:
+        yield RunWarning(why_not_text)
+    note = new_head(model, classes, run.base.labels, config.seed, config.reuse_head, text)
     final = _final_linear(model)
     init = (final.weight.detach().float().cpu().numpy(), final.bias.detach().float().cpu().numpy())
+    yield _head_start(run, note, text, init)
     yield Progress(0, config.epochs, f"{run.base.display_name}: {note}; fitting it on {len(run.train_y)} cached "
                                      f"features ({config.opt}, L2 {config.weight_decay:g})")
     log, steps = MetricsLog(run.out), 0
     try:
         fit = fit_linear_head(run.train_x, run.train_y, len(classes), run.val_x, run.val_y, l2=config.weight_decay,
                               steps=config.epochs, opt=config.opt, lr=config.lr, balance=config.balance,
-                              init=init if config.reuse_head and "base model's rows" in note else None,
+                              init=init if text is not None or (config.reuse_head and "base model's rows" in note)
+                              else None,
                               cancel=cancel)
         while True:
             try:
@@ -170,6 +176,19 @@ def _fit(run, cancel: CancelToken):
         final.weight.copy_(torch.as_tensor(head.weight))
         final.bias.copy_(torch.as_tensor(head.bias))
     return head, steps
+
+
+def _head_start(run, note: str, text: TextInit | None, init: tuple[np.ndarray, np.ndarray]) -> HeadStart:
+    """How the head started, written to the run folder; from text, with its validation before any step."""
+    start = HeadStart(note)
+    if text is not None:
+        logits = torch.as_tensor(run.val_x @ init[0].T + init[1], dtype=torch.float64)
+        labels = torch.as_tensor(run.val_y)
+        loss = float(nn.functional.cross_entropy(logits, labels)) if len(labels) else float("nan")
+        accuracy = float((logits.argmax(1) == labels).double().mean()) if len(labels) else float("nan")
+        start = HeadStart(note, True, text.templates, loss, accuracy)
+    write_head_start(run.out, start)
+    return start
 
 
 def _final_linear(model: nn.Module) -> nn.Linear:

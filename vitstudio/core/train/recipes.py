@@ -147,6 +147,14 @@ class TrainConfig:
     reuse_head: bool = setting(True, label="Reuse matching head rows", section=DATA,
                                help="start the new head from the base model's rows when every class is named like "
                                     "one of its labels")
+    text_head: bool = setting(True, label="Start the head from the class names", section=DATA,
+                              help="CLIP-style base models: start the new head from the class names' text "
+                                   "embeddings, so training begins at zero-shot accuracy (ignored for other models)")
+    prompt: str | None = setting(None, label="Prompt template", none_text="the model's", section=DATA,
+                                 suggestions=("a photo of a {}", "{}"),
+                                 help="prompt for the class names when the head starts from text, e.g. 'a photo of "
+                                      "a {}' ('{}': the raw names); default: the model's own templates, else "
+                                      "OpenCLIP's 80 ImageNet ones")
     hflip: float = setting(0.5, label="Flip probability", range=Range(0, 1), decimals=2, section=AUGMENTATION,
                            help="horizontal flip probability (0 for text, digits, oriented data)")
     scale: tuple[float, float] = setting((0.08, 1.0), label="Crop scale range", parts=("min", "max"), ordered=True,
@@ -229,6 +237,9 @@ class TrainConfig:
             raise ValueError(f"Unknown RandAugment spec '{self.auto_augment}'; timm's look like rand-m9-mstd0.5-inc1.")
         if (self.mixup or self.cutmix) and self.batch_size % 2:
             raise ValueError("Mixup/cutmix need an even batch size.")
+        if self.prompt is not None and self.prompt.count("{}") != 1:
+            raise ValueError(f"The prompt template must contain {{}} exactly once (where the class name goes), not "
+                             f"'{self.prompt}'.")
         if self.data_path == "features":
             _check_features_path(self)
         data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()

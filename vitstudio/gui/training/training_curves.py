@@ -4,6 +4,7 @@ colours is in each title, not in a legend box: a box inside the plot covered the
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
 EPOCH_KEYS = ("train_loss", "val_loss", "train_acc", "val_acc")
 TRAIN, VAL = "#1f77b4", "#ff7f0e"
@@ -21,13 +22,22 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
         acc = self.addPlot(title=_keyed("Accuracy"))
         self.nextRow()
         lr = self.addPlot(title="Learning rate (per step)", colspan=2)
+        self.plots = {"loss": loss, "acc": acc}
         self.lines = {  # what each curve holds is `line.getData()` (tests read it)
             "train_loss": loss.plot(pen=pg.mkPen(TRAIN, width=2), name="train"),
             "val_loss": loss.plot(pen=pg.mkPen(VAL, width=2), name="val"),
             "train_acc": acc.plot(pen=pg.mkPen(TRAIN, width=2), name="train"),
             "val_acc": acc.plot(pen=pg.mkPen(VAL, width=2), name="val"),
             "lr": lr.plot(pen=pg.mkPen("#2ca02c", width=1)),
+            # a head started from the class names: its validation before any step (zero-shot), at epoch 0
+            "start_loss": loss.plot(pen=None, symbol="d", symbolSize=11, symbolBrush=VAL),
+            "start_acc": acc.plot(pen=None, symbol="d", symbolSize=11, symbolBrush=VAL),
         }
+        self.start_level = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen(VAL, width=1, style=Qt.DashLine),
+                                           label="zero-shot start {value:.0%}",
+                                           labelOpts={"position": 0.85, "color": VAL, "anchors": [(1, 1), (1, 1)]})
+        self.start_level.setVisible(False)
+        acc.addItem(self.start_level, ignoreBounds=True)
 
     def draw_epochs(self, curves: dict[str, list]) -> None:
         for key in EPOCH_KEYS:
@@ -36,6 +46,17 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
     def draw_lr(self, lr_data: list[tuple[float, float]]) -> None:
         self.lines["lr"].setData(*(zip(*lr_data) if lr_data else ([], [])))
 
+    def draw_start(self, start) -> None:
+        """The validation before any step of a head started from text (a HeadStart), or nothing (None)."""
+        shown = start is not None and start.val_acc is not None
+        x = [0] if shown else []
+        self.lines["start_loss"].setData(x, [start.val_loss] if shown else [])
+        self.lines["start_acc"].setData(x, [start.val_acc] if shown else [])
+        self.start_level.setVisible(shown)
+        if shown:
+            self.start_level.setValue(start.val_acc)
+
     def clear_curves(self) -> None:
         for line in self.lines.values():
             line.setData([], [])
+        self.start_level.setVisible(False)

@@ -17,10 +17,11 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
-from vitstudio.core.train.engine import EpochMetrics, ProbeSnapshot, RunWarning, StepProgress, fine_tune
+from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.probe import read_snapshots
 from vitstudio.core.train.runs import UNFINISHED, read_metrics, run_status
+from vitstudio.core.train.text_head import read_head_start
 
 from .. import workers
 from ..viewstate import ViewState
@@ -64,7 +65,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self.dataset_problem = NO_DATASET  # why the dataset cannot be trained on ("" once a scan succeeded)
         self._auto_name = ""  # the run name the panel gave (renewed with the dataset), not one the user typed
         self._reset_curves()
-        self.live = (self.curves_data, self.lr_data, self.snapshots)
+        self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
         self.preview_grid = None
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self._build_setup_column(catalog_names))
@@ -212,7 +213,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self._reset_curves()
         if resume:
             self._load_curves(self.active_run)
-        self.live = (self.curves_data, self.lr_data, self.snapshots)
+        self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
         if self.multi_gpu.isChecked() and not resume:
             from vitstudio.core.train.launcher import run_torchrun
@@ -269,13 +270,14 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self.snapshots: list[ProbeSnapshot] = []
         self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
         self.lr_data: list[tuple[float, float]] = []
+        self.head_start: list[HeadStart] = []  # the run's start from text, once known (a list: shared with `live`)
         if hasattr(self, "curves"):  # not yet while __init__ builds the widgets
             self.curves.clear_curves()
             self.results.show_report(None)
 
     def _on_record(self, rec) -> None:
         """A record of the run in progress: progress and status always, curves only while that run is shown."""
-        curves, lr_data, snapshots = self.live
+        curves, lr_data, snapshots, head_start = self.live
         showing = self._showing_live()
         if isinstance(rec, StepProgress):
             self.controls.show_step(rec, None if showing else self.active_run.name)
@@ -290,6 +292,10 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
             if self.active_run is not None and str(self.active_run) not in self.history_view.listed:
                 self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
             self._update_live_row()
+        elif isinstance(rec, HeadStart):
+            head_start[:] = [rec]
+            if showing:
+                self._draw_curves()
         elif isinstance(rec, ProbeSnapshot):
             snapshots.append(rec)
             if showing:
@@ -302,6 +308,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
 
     def _draw_curves(self) -> None:
         self.curves.draw_epochs(self.curves_data)
+        self.curves.draw_start(self.head_start[0] if self.head_start else None)
 
     def _show_last_snapshot(self) -> None:
         self.probe_history.show_snapshots(self.snapshots, self.shown_run)
@@ -366,7 +373,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
 
         self.shown_run = folder
         if self._showing_live():
-            self.curves_data, self.lr_data, self.snapshots = self.live
+            self.curves_data, self.lr_data, self.snapshots, self.head_start = self.live
             self.results.show_report(None)
             self._draw_curves()
             self.curves.draw_lr(self.lr_data)
@@ -398,6 +405,8 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         return "curves", table, {"run": str(self.shown_run), "columns": columns}
 
     def _load_curves(self, folder: Path) -> None:
+        start = read_head_start(folder)
+        self.head_start[:] = [start] if start is not None else []
         for row in read_metrics(folder):
             for key in self.curves_data:
                 self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
