@@ -11,23 +11,45 @@ from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
+from vitstudio.core.models.openclip import is_clip_style
+from vitstudio.core.models.zeroshot import with_classes
 
 from .. import workers
 from ..common.map_view import MapView
 from ..viewstate import Field
 from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
 
+# a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
+# prompt templates would keep the text tower busy for minutes on a CPU)
+MAX_SHARED_CLASSES = 200
+
 
 def _analyse(model, image, method: str):
     """Runs in a worker: (crop, map, top-1 text) for one model, the registered analysis with its defaults
-    (gradient rollout explains each model's own top-1)."""
+    (gradient rollout explains each model's own top-1); a headless model has no top-1, only its map."""
     exp = explain(model, method, image)
+    if not model.labels:
+        return exp.crop, exp.array, "no classes (a headless model)"
     pred = classify(model, [image], topk=1, keep_crops=False)[0]
     return exp.crop, exp.array, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
 
 
-def _load_second_model(cancel, spec: str, device: str, precision: str):
-    return load_model(spec, None, device, precision)
+def shared_classes(main) -> tuple[str, ...]:
+    """The class names a CLIP-style second model is given: the current model's, when it has a few."""
+    labels = tuple(main.labels) if main is not None else ()
+    return labels if 2 <= len(labels) <= MAX_SHARED_CLASSES else ()
+
+
+def _load_second_model(cancel, spec: str, device: str, precision: str, classes: tuple[str, ...]):
+    """The second model; a CLIP-style one classifies into `classes` (the current model's), so both answer the
+    same question (e.g. a fine-tuned run against zero-shot on its classes)."""
+    return _with_shared_classes(cancel, load_model(spec, None, device, precision), classes)
+
+
+def _with_shared_classes(cancel, loaded, classes: tuple[str, ...]):
+    if classes and is_clip_style(loaded) and tuple(loaded.labels) != classes:
+        return with_classes(loaded, list(classes))
+    return loaded
 
 
 def _compare_job(cancel, model, other, image, method: str) -> list:
@@ -94,9 +116,21 @@ class ComparePanel(ExplorerPanel):
         device = str(main.device) if main else "auto"
         precision = main.precision if main else "fp32"
         self.titles[1].setText(f"Loading {spec}…")
-        self.view_state.update(other_request=(spec, device, precision))
-        self.jobs.start("load", "Loading second model", _load_second_model, spec, device, precision,
+        classes = shared_classes(main)
+        self.view_state.update(other_request=(spec, device, precision, classes))
+        self.jobs.start("load", "Loading second model", _load_second_model, spec, device, precision, classes,
                         on_result=self.set_other, on_error=self._on_load_error)
+
+    def _on_model_loaded(self, model) -> None:
+        super()._on_model_loaded(model)
+        classes = shared_classes(model)
+        other = self.other
+        if other is not None and is_clip_style(other) and classes and tuple(other.labels) != classes:
+            # the current model's classes changed: the CLIP-style second model follows (its text tower only)
+            self.titles[1].setText(f"Encoding the classes for {other.display_name}…")
+            self.view_state.update(other_request=(other.name, str(other.device), other.precision, classes))
+            self.jobs.start("load", "Classes for the second model", _with_shared_classes, other, classes,
+                            on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_load_error(self, exc: BaseException) -> None:
         self.titles[1].setText("Second model: not loaded")
@@ -106,7 +140,9 @@ class ComparePanel(ExplorerPanel):
         self.jobs.clear("load")  # held by `self.other`; the slot must not keep a second reference
         self.other = loaded
         mark_available(self.view_kind, loaded)
-        self.state.message.emit("info", f"Second model for comparison: {loaded.name}")
+        given = f" (classes from the current model: {', '.join(loaded.labels[:5])}{'…' * (len(loaded.labels) > 5)})" \
+            if is_clip_style(loaded) and loaded.labels else ""
+        self.state.message.emit("info", f"Second model for comparison: {loaded.name}{given}")
         self.view_state.update(other=loaded.uid)
 
     def _on_view_state(self, name: str, value) -> None:
