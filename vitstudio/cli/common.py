@@ -141,8 +141,8 @@ def drain(gen, quiet: bool):
                       f"val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f} | lr {rec.lr:.2e} | {rec.seconds:.1f}s{star}",
                       file=sys.stderr)
             elif isinstance(rec, HeadStart) and rec.val_acc is not None:
-                print(f"start (before any step, {rec.how}): val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f}",
-                      file=sys.stderr)
+                print(f"before any step (zero-shot: the head starts from the class names): val loss "
+                      f"{rec.val_loss:.4f} acc {rec.val_acc:.4f}", file=sys.stderr)
             elif isinstance(rec, Progress) and rec.message and rec.message != last_message:
                 last_message = rec.message
                 print(rec.message, file=sys.stderr)
