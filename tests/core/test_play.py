@@ -84,3 +84,25 @@ def test_bad_sources_are_refused_in_one_line(tmp_path, capsys):
     code = cli_main(["play", str(tmp_path / "missing.mp4"), "--model", "custom:img=32,patch=8,width=32,depth=1,"
                      "heads=2,classes=3"])
     assert code == 2 and "No video file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["rollout", "gradient-rollout", "heads"])
+def test_a_frame_with_a_map_runs_one_forward_and_predicts_as_predict(video, demo, method):
+    """The map's forward gives the prediction too (one forward per frame, not two), and the numbers are
+    `classify`'s (the OOD verdict included: the demo has a bank)."""
+    from PIL import Image
+
+    from vitstudio.core.inference import classify
+
+    with FrameSource(str(video)) as src:
+        _i, _t, frame = next(iter(src))
+    forwards = []
+    handle = demo.model.register_forward_hook(lambda *_: forwards.append(1))
+    try:
+        result = analyse_frame(demo, frame, method=method)
+    finally:
+        handle.remove()
+    assert len(forwards) == 1
+    expected = classify(demo, [Image.fromarray(frame)])[0]
+    assert result.labels == expected.labels
+    np.testing.assert_allclose(result.probs, expected.probs, atol=1e-6)

@@ -100,6 +100,38 @@ def classify_tensor(loaded: LoadedModel, batch: torch.Tensor, names: Sequence[st
         pooled = pooled.numpy()
     else:
         pooled, logits = None, forward_logits(loaded, batch)
+    return predictions_from(loaded, logits, pooled, names, topk, crops)
+
+
+@contextlib.contextmanager
+def forward_tap(loaded: LoadedModel) -> Iterator[dict]:
+    """{"logits": (B, classes), "pooled": (B, D)} of the first forward of the model run inside (float32, CPU),
+    holding the model's lock so no other thread's forward is seen: an analysis's own forward also gives the
+    prediction (play draws a map per frame with one forward instead of two)."""
+    seen: dict = {}
+
+    def on_model(_module, _args, output):
+        if "logits" not in seen and isinstance(output, torch.Tensor):
+            seen["logits"] = output.detach().float().cpu()
+
+    def on_head(_module, args, _output):
+        if "pooled" not in seen and args and isinstance(args[0], torch.Tensor):
+            seen["pooled"] = args[0].detach().float().cpu()
+
+    with loaded.lock:
+        handles = [loaded.model.register_forward_hook(on_model)]
+        if isinstance(getattr(loaded.model, "head", None), torch.nn.Module):
+            handles.append(loaded.model.head.register_forward_hook(on_head))
+        try:
+            yield seen
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def predictions_from(loaded: LoadedModel, logits: torch.Tensor, pooled: np.ndarray | None, names: Sequence[str],
+                     topk: int = 5, crops: Sequence[Image.Image] | None = None) -> list[Prediction]:
+    """Top-k Prediction records from a forward's logits (and pooled features, for the OOD score)."""
     probs = zeroshot.probabilities(loaded, logits)  # softmax; a sigmoid per class for SigLIP zero-shot heads
     odd = ood.score(loaded, pooled, probs.numpy())
     k = max(1, min(topk, probs.shape[-1]))

@@ -13,7 +13,8 @@ from PIL import Image, ImageDraw
 
 from vitstudio.core.analysis import overlays
 from vitstudio.core.analysis.explain import explain
-from vitstudio.core.inference import classify
+from vitstudio.core.inference import classify, forward_tap, predictions_from, require_classifier
+from vitstudio.core.models import ood
 
 DISPLAY = 448  # the short side of an annotated frame: small crops (32-px digits) are shown enlarged
 CAPTION = 28
@@ -38,15 +39,29 @@ class FrameResult:
 def analyse_frame(loaded, frame: np.ndarray, index: int = 0, time_s: float = 0.0, method: str | None = None,
                   params: dict | None = None, topk: int = 5) -> FrameResult:
     started = time.perf_counter()
+    require_classifier(loaded)
     image = Image.fromarray(frame)
-    pred = classify(loaded, [image], topk=topk)[0]
-    values = None
+    values, pred = None, None
     if method:
-        array = explain(loaded, method, image, **(params or {})).array
+        with forward_tap(loaded) as seen:  # the map's forward gives the prediction too: one forward, not two
+            explained = explain(loaded, method, image, **(params or {}))
+        array = explained.array
         values = array.mean(axis=0) if array.ndim == 3 else array
+        if _tapped(loaded, seen):
+            pooled = seen["pooled"].numpy() if ood.bank_for(loaded) is not None else None
+            pred = predictions_from(loaded, seen["logits"], pooled, ["frame"], topk, [explained.crop])[0]
+    if pred is None:  # no map, or an analysis whose forward is not the model's whole forward
+        pred = classify(loaded, [image], topk=topk)[0]
     crop = np.asarray(pred.crop, dtype=np.uint8) if pred.crop is not None else np.asarray(loaded.crop(image))
     return FrameResult(index, time_s, tuple(pred.labels), tuple(float(p) for p in pred.probs),
                        (time.perf_counter() - started) * 1000, values, crop)
+
+
+def _tapped(loaded, seen: dict) -> bool:
+    """The tap saw one image's whole forward: logits over the model's classes (and pooled features)."""
+    logits = seen.get("logits")
+    return (logits is not None and "pooled" in seen and logits.shape == (1, len(loaded.labels))
+            and bool(loaded.labels))
 
 
 def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
