@@ -22,3 +22,11 @@ def window(qtbot):
     win.show()
     yield win
     workers.shutdown(5000)
+
+
+@pytest.fixture
+def clip_dir(tmp_path):
+    """A tiny random CLIP-style model saved as an OpenCLIP folder (tests/core/test_openclip.py builds it)."""
+    from tests.core.test_openclip import CLIP_CFG, _build
+
+    return _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)

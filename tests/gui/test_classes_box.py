@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import TINY_SPEC
-from tests.core.test_openclip import CLIP_CFG, _build
+from tests.gui.helpers import load_in_window
 from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
@@ -14,22 +14,11 @@ from vitstudio.core.models.zeroshot import with_classes
 from vitstudio.gui import workers
 
 
-@pytest.fixture
-def clip_dir(tmp_path):
-    return _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)
-
-
-def _load(window, qtbot, spec, weights=None):
-    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
-        window.request_model(spec, "cpu", "fp32", weights)
-    return window.state.model
-
-
 def test_classes_box_turns_words_into_the_models_classes(window, qtbot, clip_dir, tiny_weights, photos, tmp_path):
     box = window.model_panel.classes
-    _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     assert not box.isVisible()  # no text tower: no box
-    headless = _load(window, qtbot, str(clip_dir))
+    headless = load_in_window(window, qtbot, str(clip_dir))
     assert box.isVisible() and headless.labels == []
     for name in ("bee", "ant", ".hidden"):
         (tmp_path / "data" / name).mkdir(parents=True)

@@ -4,26 +4,13 @@ still shows its map."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.conftest import TINY_SPEC
-from tests.core.test_openclip import CLIP_CFG, _build
+from tests.gui.helpers import load_in_window
 from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.zeroshot import with_classes
 from vitstudio.gui import workers
-
-
-@pytest.fixture
-def clip_dir(tmp_path):
-    return _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)
-
-
-def _load(window, qtbot, spec, weights=None):
-    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
-        window.request_model(spec, "cpu", "fp32", weights)
-    return window.state.model
 
 
 def _top1(window, qtbot):
@@ -34,7 +21,7 @@ def _top1(window, qtbot):
 def test_a_clip_second_model_takes_the_current_models_classes(window, qtbot, clip_dir, tiny_weights, photos):
     window.add_paths([str(photos["chelsea"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=30000)
-    main = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))  # a classifier with 5 labels
+    main = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))  # a classifier with 5 labels
     window.show_tab("compare")
     window.compare.other_name.setEditText(str(clip_dir))
     window.compare.load_other()
@@ -57,7 +44,7 @@ def test_a_clip_second_model_takes_the_current_models_classes(window, qtbot, cli
 def test_a_headless_second_model_still_shows_its_map(window, qtbot, clip_dir, photos):
     window.add_paths([str(photos["chelsea"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=30000)
-    _load(window, qtbot, str(clip_dir))  # headless: no classes to share
+    load_in_window(window, qtbot, str(clip_dir))  # headless: no classes to share
     window.show_tab("compare")
     window.compare.set_other(load_model(str(clip_dir)))
     assert _top1(window, qtbot) == "no classes (a headless model)"

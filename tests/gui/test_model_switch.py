@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from tests.conftest import TINY_SPEC
+from tests.gui.helpers import load_in_window
 from vitstudio.core.analysis import attention, embeddings
 from vitstudio.core.data.images import read_image
 from vitstudio.core.models.loading import load_model
@@ -13,11 +14,6 @@ from vitstudio.gui import workers
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
 
-
-def _load(window, qtbot, spec, weights=None):
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(spec, "cpu", "fp32", weights)
-    return window.state.model
 
 
 def _settle(qtbot):
@@ -31,7 +27,7 @@ def _x(loaded, path):
 
 
 def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tiny_weights, photos):
-    shallow = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    shallow = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     window.add_paths([str(photos["chelsea"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     for tab in ("attention", "embeddings"):
@@ -41,7 +37,7 @@ def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tin
     assert att.overview is not None and att.overview.head_maps.shape[0] == shallow.depth == 2
 
     window.show_tab("predictions")  # every explorer hidden
-    deep = _load(window, qtbot, DEEP_SPEC)
+    deep = load_in_window(window, qtbot, DEEP_SPEC)
     assert (att.layer.maximum(), att.view_state.layer, att.head.maximum()) == (3, 3, 3)
     assert att.overview is None  # the 2-layer result is not this model's
     for layer in (0, 3, 2):  # moving the sliders of hidden tabs must not index the old arrays
@@ -66,7 +62,7 @@ def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tin
     # back to the shallow model while the attention tab is on screen at layer 3
     window.show_tab("attention")
     att.layer.setValue(3)
-    shallow2 = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    shallow2 = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     _settle(qtbot)
     qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
     assert att.view_state.layer == 1 and att.head.maximum() == 1
@@ -82,7 +78,7 @@ def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tin
 def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(window, qtbot, tiny_weights, photos):
     from vitstudio.core.analysis.overlays import upsample
 
-    loaded = _load(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    loaded = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     window.add_paths([str(photos["rocket"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     window.show_tab("attention")
@@ -119,7 +115,7 @@ def test_a_dinov3_style_model_in_every_tab(window, qtbot, tmp_path, photos):
     model = timm.create_model("vit_small_patch16_dinov3", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
                               depth=2, num_heads=2, num_classes=5)
     save_for_hf(model, str(tmp_path / "dinov3"), safe_serialization=True)
-    loaded = _load(window, qtbot, str(tmp_path / "dinov3"))
+    loaded = load_in_window(window, qtbot, str(tmp_path / "dinov3"))
     assert loaded.num_prefix_tokens == 5
     window.add_paths([str(photos["astronaut"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
@@ -150,12 +146,12 @@ def test_methods_that_do_not_apply_are_greyed_with_the_reason(window, qtbot, tmp
     save_for_hf(model, str(tmp_path / "parallel"), safe_serialization=True)
     att = window.attention
     att.method.setCurrentIndex(att.method.findData("gradient-rollout"))
-    _load(window, qtbot, str(tmp_path / "parallel"))
+    load_in_window(window, qtbot, str(tmp_path / "parallel"))
     index = att.method.findData("gradient-rollout")
     assert not att.method.model().item(index).isEnabled()
     assert "combine several" in att.method.itemData(index, __import__("PySide6.QtCore").QtCore.Qt.ToolTipRole)
     assert att.view_state.method == "heads" and att.method.currentData() == "heads"
-    _load(window, qtbot, TINY_SPEC)
+    load_in_window(window, qtbot, TINY_SPEC)
     assert att.method.model().item(index).isEnabled()
 
 
@@ -177,7 +173,7 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
 
     folder = _save(tmp_path, "swin", "swin_tiny_patch4_window7_224", img_size=40, window_size=4, embed_dim=16,
                    depths=(2, 2), num_heads=(1, 2), num_classes=5)
-    loaded = _load(window, qtbot, folder)
+    loaded = load_in_window(window, qtbot, folder)
     window.add_paths([str(photos["coffee"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     att = window.attention
@@ -229,7 +225,7 @@ def test_a_cait_model_in_the_attention_tab(window, qtbot, tmp_path, photos):
     head maps show; the distance plot leaves out the class-attention layers (no patch queries)."""
     folder = _save(tmp_path, "cait", "cait_xxs24_224", img_size=32, patch_size=8, embed_dim=32, depth=2,
                    num_heads=2, depth_token_only=2, num_classes=5)
-    loaded = _load(window, qtbot, folder)
+    loaded = load_in_window(window, qtbot, folder)
     window.add_paths([str(photos["astronaut"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     att = window.attention

@@ -12,15 +12,11 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.conftest import TINY_SPEC
+from tests.gui.helpers import load_in_window
 from vitstudio.gui import workers
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
 
-
-def _load(window, qtbot, spec, weights=None):
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(spec, "cpu", "fp32", weights)
-    return window.state.model
 
 
 def _settle(qtbot, timeout=30000):
@@ -75,10 +71,10 @@ def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkey
     monkeypatch.setattr(internals_panel, "explain", gate.wrap(internals_panel.explain))
     panel = window.internals
     window.show_tab("internals")
-    a = _load(window, qtbot, TINY_SPEC)
+    a = load_in_window(window, qtbot, TINY_SPEC)
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
     window.show_tab("predictions")  # the tab hidden: a model switch only marks it stale
-    b = _load(window, qtbot, DEEP_SPEC)
+    b = load_in_window(window, qtbot, DEEP_SPEC)
     gate.release()
     _settle(qtbot)
     assert panel.results.get("model") != a.uid and panel.export_data() is None
@@ -138,7 +134,7 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(windo
     from vitstudio.core.analysis import attention
     from vitstudio.gui.explore import attention_panel
 
-    a = _load(window, qtbot, TINY_SPEC)
+    a = load_in_window(window, qtbot, TINY_SPEC)
     window.add_paths([str(photos["chelsea"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     panel = window.attention
@@ -148,7 +144,7 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(windo
     monkeypatch.setattr(attention_panel, "distance_over", gate.wrap(attention_panel.distance_over))
     panel.distance_for_folder(str(photos["chelsea"].parent))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
-    b = _load(window, qtbot, DEEP_SPEC)
+    b = load_in_window(window, qtbot, DEEP_SPEC)
     assert panel.distance.values is None  # A's image distance went with A
     qtbot.waitUntil(lambda: panel.distance.values is not None, timeout=30000)
     gate.release()
@@ -175,7 +171,7 @@ def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeyp
     from vitstudio.core.models.demo import bundled_demo
 
     data = _digits(tmp_path / "digits", per_class=4)
-    a = _load(window, qtbot, str(bundled_demo()))
+    a = load_in_window(window, qtbot, str(bundled_demo()))
     window.show_tab("folder")
     panel = window.folder
     panel.open_folder(str(data))
@@ -192,7 +188,7 @@ def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeyp
     monkeypatch.setattr(audit_module, "audit", held_for_a)
     panel.start_review()
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
-    b = _load(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    b = load_in_window(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
     gate.release()
     _settle(qtbot, 60000)
     assert panel.review.count() == 0 and panel.duplicates.count() == 0 and panel.report is None
@@ -213,7 +209,7 @@ def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp
 
     x = _digits(tmp_path / "x", per_class=3)
     y = _digits(tmp_path / "y", per_class=2)
-    _load(window, qtbot, str(bundled_demo()))
+    load_in_window(window, qtbot, str(bundled_demo()))
     window.show_tab("folder")
     panel = window.folder
     panel.open_folder(str(x))
