@@ -149,3 +149,17 @@ def test_a_prompt_without_a_slot_is_refused_before_anything_runs(data, clip_dir,
     with pytest.raises(ValueError, match="exactly once"):
         run(fine_tune(config))
     assert not (tmp_path / "run").exists()
+
+
+def test_which_base_models_may_have_a_text_tower(clip_dir, tmp_path):
+    """What the Training form asks (offline) before it offers to start the head from the class names."""
+    from tests.conftest import TINY_SPEC
+    from vitstudio.core.models.loading import may_have_text_tower
+
+    timm_folder = tmp_path / "timm-run"
+    timm_folder.mkdir()
+    (timm_folder / "config.json").write_text("{}")
+    assert may_have_text_tower(str(clip_dir)) and may_have_text_tower("open_clip:ViT-B-32:openai")
+    assert may_have_text_tower("hf-hub:someone/not-cached")  # could be either until it is fetched
+    for spec in ("vit_base_patch16_224.augreg_in21k", TINY_SPEC, str(timm_folder), ""):
+        assert not may_have_text_tower(spec), spec

@@ -21,9 +21,12 @@ def test_curves_start_at_zero_shot(window, qtbot, tmp_path, clip_dir):
     window.show_tab("training")
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=12, size=40)))
     qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    panel.form.advanced.setChecked(True)
+    panel.base_model.setEditText("vit_small_patch16_224.augreg_in21k")  # no text tower: the option is greyed out
+    assert not panel.form.inputs["text_head"].isEnabled() and not panel.form.inputs["prompt"].isEnabled()
     panel.base_model.setEditText(str(clip_dir))
     panel.form.preset.setCurrentText("quick")
-    assert panel.form.inputs["text_head"].isChecked()  # on by default
+    assert panel.form.inputs["text_head"].isChecked() and panel.form.inputs["text_head"].isEnabled()
     panel.start()
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
     run = panel.shown_run

@@ -57,6 +57,40 @@ def test_finished_jobs_leave_no_handle(qtbot, qapp):
     assert sum(p() is not None for p in payloads) == 0
 
 
+def _short_generator_job(cancel):
+    yield 1
+    return 2
+
+
+def _objects_of_the_workers_module() -> int:
+    gc.collect()
+    return sum(type(o).__module__ == workers.__name__ and type(o) is not workers._Dispatcher for o in gc.get_objects())
+
+
+def test_the_pools_hold_no_python_reference_to_a_job(qtbot, qapp):
+    """Found by the soak: a started QRunnable subclass became the pool's Python child once `start()` returned; a
+    short job that finished (and was auto-deleted) before that was never unparented, so the pool kept its dead
+    wrapper forever, one per such job. What a pool thread runs must not be the pool's Python child at all."""
+    gate = threading.Event()
+    handles = [workers.start_job(f"waiting {kind}", lambda cancel: gate.wait(5), kind=kind)
+               for kind in (workers.INTERACTIVE, workers.LONG)]
+    qtbot.waitUntil(lambda: all(h.started_at is not None for h in handles), timeout=5000)
+    held = [type(o).__name__ for kind in (workers.INTERACTIVE, workers.LONG)
+            for o in gc.get_referents(workers.pool(kind)) if type(o).__module__ == workers.__name__]
+    gate.set()
+    _idle(qtbot, 10000)
+    assert held == []
+
+
+def test_short_jobs_leave_nothing_behind(qtbot, qapp):
+    before = _objects_of_the_workers_module()
+    for i in range(40):
+        workers.start_job(f"short {i}", _short_generator_job, kind=(workers.INTERACTIVE, workers.LONG)[i % 2])
+    _idle(qtbot, 10000)
+    # a pool thread lets go of its task just after the GUI thread hears that the job finished
+    qtbot.waitUntil(lambda: _objects_of_the_workers_module() == before, timeout=5000)
+
+
 def test_a_slider_job_does_not_wait_behind_long_jobs(qtbot, qapp):
     """Two long jobs fill the long-job pool (a training run and a folder scan); an interactive job still starts
     at once."""

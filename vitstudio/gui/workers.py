@@ -38,7 +38,7 @@ import time
 import traceback
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QThreadPool, Signal
 
 from vitstudio.core.jobs import Cancelled, CancelToken
 
@@ -125,15 +125,20 @@ class _Dispatcher(QObject):
             self.active.remove(handle)
 
 
-class _Runnable(QRunnable):
-    def __init__(self, fn: Callable, handle: JobHandle, dispatcher: _Dispatcher) -> None:
-        super().__init__()
-        self.fn, self.handle, self.dispatcher = fn, handle, dispatcher
-        self.setAutoDelete(True)
+class _Task:
+    """What a pool thread runs: a plain callable, handed to `QThreadPool.start(callable)`. Not a QRunnable
+    subclass: PySide6 makes the pool the Python parent of a started QRunnable only after `start()` returns, and a
+    short job that finished (and was auto-deleted) before that is never unparented, so the pool kept its dead
+    wrapper forever (one per short job, seen in the soak)."""
 
-    def run(self) -> None:
+    __slots__ = ("fn", "handle", "dispatcher")
+
+    def __init__(self, fn: Callable, handle: JobHandle, dispatcher: _Dispatcher) -> None:
+        self.fn, self.handle, self.dispatcher = fn, handle, dispatcher
+
+    def __call__(self) -> None:
         handle, d = self.handle, self.dispatcher
-        fn, self.fn = self.fn, None  # the runnable must not keep the job's closure (and its model) alive
+        fn, self.fn = self.fn, None  # the task must not keep the job's closure (and its model) alive
         handle.started_at = time.perf_counter()
         token = handle.cancel_token
         try:
@@ -206,7 +211,7 @@ def start_job(name: str, fn: Callable, *, on_result: Callable | None = None, on_
 def _submit(handle: JobHandle, fn: Callable) -> None:
     d = dispatcher()
     d.active.append(handle)
-    pool(handle.kind).start(_Runnable(fn, handle, d))
+    pool(handle.kind).start(_Task(fn, handle, d))
 
 
 def running_jobs() -> list[JobHandle]:

@@ -141,6 +141,21 @@ def local_folder(spec: str) -> Path | None:
     return path if path is not None and path.is_dir() else None
 
 
+def may_have_text_tower(spec: str) -> bool:
+    """Whether `spec` may be a CLIP-style model with a text tower, known without the network (the Training form
+    offers "Start the head from the class names" only then): OpenCLIP specs and folders, and hub repos not cached
+    as timm's (an uncached repo may be either); never timm names, custom: ViTs, or other folders and files."""
+    spec = spec.strip()
+    if openclip.is_openclip_spec(spec):
+        return True
+    local = _local_path(spec) if spec else None
+    if local is not None:
+        return openclip.is_openclip_folder(local)
+    if spec.startswith("hf-hub:"):
+        return hub.cached_hub_file(spec.split(":", 1)[1], ("config.json",)) is None
+    return False
+
+
 def _local_path(spec: str) -> Path | None:
     if ":" in spec.split("/")[0] and not Path(spec).exists():
         return None  # a 'source:' prefix, not a path

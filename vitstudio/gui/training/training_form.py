@@ -214,6 +214,18 @@ class TrainingFormWidget(QWidget):
                         grid.addRow(c.label, c.widget)
         layout.addRow(self.advanced)
 
+    def follow_base_model(self, spec: str) -> None:
+        """Settings that mean something only for CLIP-style base models are greyed out for the others."""
+        from vitstudio.core.models.loading import may_have_text_tower
+
+        clip = may_have_text_tower(spec)
+        for name in ("text_head", "prompt"):
+            control = self.controls.get(name)
+            if control is not None:
+                control.widget.setEnabled(clip)
+                control.widget.setToolTip(control.setting.help if clip else
+                                          f"{control.setting.help}. {spec or 'No base model'} has no text tower.")
+
     def edited(self) -> list[str]:
         """The settings whose value is the user's: not the one the last preset set (or not readable)."""
         out = []

@@ -72,6 +72,8 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         split.addWidget(self._build_run_views())
         split.setStretchFactor(1, 1)
         QVBoxLayout(self).addWidget(split)
+        self.base_model.editTextChanged.connect(self.form.follow_base_model)
+        self.form.follow_base_model(self.base_model.currentText())
         for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged):
             changed.connect(self._refresh_buttons)  # Start says at once why it cannot run
         self.form.preset.currentTextChanged.connect(self._rename_unnamed_run)
