@@ -163,3 +163,18 @@ def test_which_base_models_may_have_a_text_tower(clip_dir, tmp_path):
     assert may_have_text_tower("hf-hub:someone/not-cached")  # could be either until it is fetched
     for spec in ("vit_base_patch16_224.augreg_in21k", TINY_SPEC, str(timm_folder), ""):
         assert not may_have_text_tower(spec), spec
+
+
+def test_headless_models_say_how_to_get_classes(clip_dir, data, tmp_path, capsys):
+    """`sort` refuses a model with no classes before it embeds anything (it raised deep in the plan before),
+    naming --classes for a CLIP-style model; --classes takes a folder of class folders; an ONNX export is named."""
+    from vitstudio.cli import main
+    from vitstudio.core.models.loading import ModelLoadError
+    from vitstudio.core.models.zeroshot import parse_classes
+
+    assert main(["sort", str(data), "--model", str(clip_dir), "--out", str(tmp_path / "out"), "--dry-run"]) == 2
+    assert "--classes" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert parse_classes(str(data)) == ["blue", "green", "red"]
+    (tmp_path / "model.onnx").write_bytes(b"\x08\x07")
+    with pytest.raises(ModelLoadError, match="ONNX export"):
+        load_model(str(tmp_path / "model.onnx"))

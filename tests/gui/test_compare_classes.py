@@ -9,7 +9,7 @@ from tests.gui.helpers import load_in_window
 from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
-from vitstudio.core.models.zeroshot import with_classes
+from vitstudio.core.models.zeroshot import prompt_of, with_classes
 from vitstudio.gui import workers
 
 
@@ -35,8 +35,9 @@ def test_a_clip_second_model_takes_the_current_models_classes(window, qtbot, cli
     # the current model's classes change (a CLIP-style main model given words): the second model follows
     words = ["an astronaut", "a cat", "a cup of coffee"]
     with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
-        window.state.set_model(with_classes(load_model(str(clip_dir)), words))
+        window.state.set_model(with_classes(load_model(str(clip_dir)), words, "{}"))
     qtbot.waitUntil(lambda: window.compare.other is not None and window.compare.other.labels == words, timeout=60000)
+    assert prompt_of(window.compare.other) == "{}"  # the same prompt too: both sides answer the same question
     assert _top1(window, qtbot).split(" (")[0] in words
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
 

@@ -5,17 +5,10 @@ ViT the method is greyed out with the reason."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from tests.conftest import TINY_SPEC
-from tests.core.test_openclip import CLIP_CFG, _build
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.data.images import read_image
-
-
-@pytest.fixture
-def clip_dir(tmp_path):
-    return _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)
 
 
 def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tiny_weights):
@@ -42,3 +35,7 @@ def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tin
         np.testing.assert_allclose(panel.displayed, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
         maps[text] = panel.displayed.copy()
     assert not np.allclose(maps["a bee"], maps["a cup of coffee"])
+    # faithfulness measures maps of the predicted class: for the text map it says why not, instead of failing
+    faith = panel.faithfulness
+    assert not faith.measure_button.isEnabled() and not faith.sanity_button.isEnabled()
+    assert "what you typed" in faith.summary.text()

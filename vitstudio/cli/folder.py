@@ -126,6 +126,7 @@ def embed_cmd(args) -> int:
 def sort_cmd(args) -> int:
     from ..core.folder.journal import JournalBusy
     from ..core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort, run_sort
+    from ..core.inference import NoClassifierHead, require_classifier
 
     if args.resume:
         try:
@@ -152,6 +153,11 @@ def sort_cmd(args) -> int:
         return EXIT_USAGE
     loaded = load_model_from_args(args)
     if loaded is None:
+        return EXIT_USAGE
+    try:
+        require_classifier(loaded)  # sorting goes by predicted class: a headless model has none
+    except NoClassifierHead as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     result = _embedded(args, loaded)
     probs = result.probabilities()

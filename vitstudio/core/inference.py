@@ -14,7 +14,7 @@ from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.jobs import CancelToken, prefetched
-from vitstudio.core.models import cuda_graphs, ood, zeroshot
+from vitstudio.core.models import cuda_graphs, ood, openclip, zeroshot
 from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
 from vitstudio.core.models.model import LoadedModel
 
@@ -51,6 +51,11 @@ class NoClassifierHead(ValueError):
 
 def require_classifier(loaded: LoadedModel) -> None:
     """Raise NoClassifierHead, before any forward, when the model has no classifier head."""
+    if not loaded.labels and openclip.is_clip_style(loaded):
+        raise NoClassifierHead(
+            f"{loaded.display_name} is a CLIP-style model with no classes yet: name them in words, --classes "
+            f"\"ant, bee, wasp\" (or a file, or a folder of class folders; in the app, the Classes box under the "
+            f"model bar), and it classifies into them with no training.")
     if not loaded.labels:
         raise NoClassifierHead(
             f"{loaded.display_name} has no classifier head (a headless model: features and attention only), so it "

@@ -297,7 +297,11 @@ class MainWindow(QMainWindow):
         # the choice, not what it resolved to here: 'auto' stays auto (bf16 on this GPU, fp32 on the next laptop)
         self.settings.setValue("precision", self.state.view.precision)
         self.card_view.show_card(model_card(loaded))
-        self._on_message("info", f"Loaded {loaded.display_name} ({loaded.weights_source}) on {loaded.device}.")
+        if loaded.label_set.startswith("zero-shot"):  # the same model given classes in words, not a new load
+            self._on_message("info", f"{loaded.display_name} now classifies into {', '.join(loaded.labels)} "
+                                     f"({loaded.label_set}).")
+        else:
+            self._on_message("info", f"Loaded {loaded.display_name} ({loaded.weights_source}) on {loaded.device}.")
         self.setWindowTitle(f"ViT Studio — {loaded.display_name}")  # which model every view is showing
         self._classify_pending()
         pending, self._explore_after_load = self._explore_after_load, None
@@ -342,7 +346,7 @@ class MainWindow(QMainWindow):
 
     def _classify_pending(self) -> None:
         loaded = self.state.model
-        if loaded is None:
+        if loaded is None or not loaded.labels:  # a headless model predicts nothing (Predictions says why)
             return
         todo = [e for e in self.state.images if e.image is not None and loaded.uid not in e.predictions]
         if not todo:

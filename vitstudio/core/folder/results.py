@@ -25,8 +25,18 @@ class FolderResults:
     def __len__(self) -> int:
         return len(self.paths)
 
+    @property
+    def has_predictions(self) -> bool:
+        """False for a headless model (features only, e.g. a CLIP-style model before it is given classes): its
+        rows have no prediction, confidence or margin, but the map, similar images and duplicates still work."""
+        return bool(self.labels)
+
     def predicted_label(self, i: int) -> str:
-        return self.labels[int(self.predicted[i])]
+        return self.labels[int(self.predicted[i])] if self.labels else ""
+
+    def predicted_labels(self) -> np.ndarray:
+        """(N,) the predicted class name of every row ('' without predictions)."""
+        return np.asarray(self.labels)[self.predicted] if self.labels else np.full(len(self), "")
 
     def correct(self) -> np.ndarray:
         """(N,) 1 where the given label is the prediction, 0 where it is another class the model knows, -1 where
@@ -38,14 +48,19 @@ class FolderResults:
     def select(self, predicted: str | None = None, min_confidence: float = 0.0, max_confidence: float = 1.0,
                correct: bool | None = None, given: str | None = None) -> np.ndarray:
         """Indices of the rows that pass every filter given."""
+        if not self.labels:  # nothing predicted: the prediction and confidence filters have nothing to act on
+            return np.nonzero(self._given_and_correct(np.ones(len(self), bool), given, correct))[0]
         keep = (self.confidence >= min_confidence) & (self.confidence <= max_confidence)
         if predicted is not None:
             keep &= self.predicted == self.labels.index(predicted)
+        return np.nonzero(self._given_and_correct(keep, given, correct))[0]
+
+    def _given_and_correct(self, keep: np.ndarray, given: str | None, correct: bool | None) -> np.ndarray:
         if given is not None:
             keep &= np.asarray([g == given for g in self.given])
         if correct is not None:
             keep &= self.correct() == int(correct)
-        return np.nonzero(keep)[0]
+        return keep
 
     def relocated(self, moves: dict[str, str]) -> FolderResults:
         """The same rows after files moved ({old path: new path}, e.g. a label-review move or its undo): each moved
@@ -64,20 +79,24 @@ class FolderResults:
             writer = csv.writer(f)
             writer.writerow(["path", "given", "predicted", "confidence", "margin", "correct"])
             for i in rows:
-                writer.writerow([self.paths[i], self.given[i], self.predicted_label(i), f"{self.confidence[i]:.6f}",
-                                 f"{self.margin[i]:.6f}", {1: "yes", 0: "no", -1: ""}[int(correct[i])]])
+                scores = [f"{self.confidence[i]:.6f}", f"{self.margin[i]:.6f}"] if self.labels else ["", ""]
+                writer.writerow([self.paths[i], self.given[i], self.predicted_label(i), *scores,
+                                 {1: "yes", 0: "no", -1: ""}[int(correct[i])]])
         return len(rows)
 
 
 def folder_results(embedded: FolderEmbeddings, roots: list[str] | None = None) -> FolderResults:
     """Rows for every embedded image; the given label is the image's folder name unless that folder is one of
     `roots` (images dropped directly, with no class folder)."""
+    plain = {os.path.normpath(os.path.abspath(r)) for r in roots or []}  # string work only: 100k paths, no syscalls
+    given = tuple("" if os.path.normpath(os.path.abspath(os.path.dirname(p))) in plain
+                  else os.path.basename(os.path.dirname(p)) for p in embedded.paths)
+    if not embedded.labels:  # a headless model: its "logits" are features, not class scores
+        nothing = np.full(len(embedded.paths), np.nan, np.float32)
+        return FolderResults(embedded.paths, given, np.full(len(embedded.paths), -1), nothing, nothing, ())
     probs = embedded.probabilities()
     order = np.argsort(-probs, axis=1)
     top1 = probs[np.arange(len(probs)), order[:, 0]] if len(probs) else np.zeros(0, np.float32)
     top2 = probs[np.arange(len(probs)), order[:, 1]] if probs.shape[1:] and probs.shape[1] > 1 else np.zeros_like(top1)
-    plain = {os.path.normpath(os.path.abspath(r)) for r in roots or []}  # string work only: 100k paths, no syscalls
-    given = tuple("" if os.path.normpath(os.path.abspath(os.path.dirname(p))) in plain
-                  else os.path.basename(os.path.dirname(p)) for p in embedded.paths)
     return FolderResults(embedded.paths, given, order[:, 0] if len(probs) else np.zeros(0, int), top1, top1 - top2,
                          embedded.labels)

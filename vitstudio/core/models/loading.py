@@ -107,6 +107,10 @@ def load_model(spec: str, weights: str | Path | None = None, device: str = "auto
 
 def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrained: bool) -> LoadedModel:
     local = _local_path(spec)
+    if local is not None and local.suffix.lower() == ".onnx":
+        raise ModelLoadError(f"{local.name} is an ONNX export: it runs in ONNX Runtime (its metadata holds the labels "
+                             f"and preprocessing), not here, where attention is read from the PyTorch model. Load "
+                             f"the run folder or model folder it was exported from.")
     if openclip.is_openclip_spec(spec) or (local is not None and openclip.is_openclip_folder(local)):
         if weights is not None:
             raise ModelLoadError("--weights does not go with an OpenCLIP model (its folder or tag holds them).")

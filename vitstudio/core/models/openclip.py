@@ -209,8 +209,9 @@ def _assemble(clip: nn.Module, model_cfg: dict, preprocess: dict, tokenizer, spe
     attach_text_side(vit, side)
     size = int(getattr(vit.patch_embed, "img_size", (224, 224))[0])
     data_config = _data_config(preprocess, size)
-    vit.pretrained_cfg = {**dict(getattr(vit, "pretrained_cfg", None) or {}), **data_config,
-                          "architecture": architecture}
+    own = dict(getattr(vit, "pretrained_cfg", None) or {})
+    # the timm entry it was built through (what a fine-tuned run's config.json names), not the words shown
+    vit.pretrained_cfg = {**own, **data_config, "architecture": own.get("architecture") or architecture}
     kind = "SigLIP-style: sigmoid per class" if side.sigmoid else "CLIP-style: softmax"
     return LoadedModel(model=vit.eval(), name=spec, architecture=f"{architecture} image tower (OpenCLIP, {kind})",
                        kind="open_clip", data_config=data_config, labels=[], label_set="none (give classes)",
@@ -226,7 +227,9 @@ def _image_tower(clip: nn.Module, model_cfg: dict, spec: str) -> tuple[nn.Module
         if projection is not None and len(list(projection.children())):
             trunk.head = nn.Sequential(trunk.head, projection)
         return trunk, model_cfg["vision_cfg"]["timm_model_name"]
-    return _converted_vit(visual, model_cfg, spec), CLIP_ENTRY
+    vit = _converted_vit(visual, model_cfg, spec)
+    patch = vit.patch_embed.patch_size[0]
+    return vit, f"ViT-{patch} ({len(vit.blocks)} blocks, width {vit.embed_dim}; timm {CLIP_ENTRY} sizes)"
 
 
 def _converted_vit(visual: nn.Module, model_cfg: dict, spec: str) -> nn.Module:

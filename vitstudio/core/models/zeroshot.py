@@ -36,6 +36,7 @@ class ZeroShotHead(nn.Module):
             self.fc.weight.copy_(classes * logit_scale)  # (C, D)
             self.fc.bias.fill_(0.0 if logit_bias is None else logit_bias)
         self.sigmoid = logit_bias is not None
+        self.prompt: str | None = None  # the one template it was built with; None: the default templates
 
     def forward(self, pooled: torch.Tensor) -> torch.Tensor:
         embedding = nn.functional.normalize(self.projection(pooled), dim=-1)
@@ -43,9 +44,15 @@ class ZeroShotHead(nn.Module):
 
 
 def parse_classes(text: str) -> list[str]:
-    """Class names from "ant, bee, wasp" or from a file (one per line, or comma-separated); a clear error when
-    there are fewer than two or one repeats."""
+    """Class names from "ant, bee, wasp", a file (one per line, or comma-separated) or a folder (the names of its
+    class folders, as the GUI's "From folder…"); a clear error when there are fewer than two or one repeats."""
     path = Path(text).expanduser()
+    if "\n" not in text and "," not in text and path.is_dir():  # a dataset: its class folders' names
+        names = sorted(p.name for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if len(names) < 2:
+            raise ValueError(f"{path} has {len(names)} subfolder(s); classes from a folder are the names of its class "
+                             f"folders (at least two).")
+        return names
     if "\n" not in text and "," not in text and path.is_file():
         try:
             text = path.read_text(encoding="utf-8")
@@ -66,7 +73,7 @@ def templates_for(loaded: LoadedModel, prompt: str | None) -> tuple[str, ...]:
     """The prompt templates: `prompt` when given (must hold one {}), else the model's own, else OpenCLIP's."""
     if prompt is not None:
         if prompt.count("{}") != 1:
-            raise ValueError(f"--prompt must contain {{}} exactly once (where the class name goes), not '{prompt}'.")
+            raise ValueError(f"The prompt must contain {{}} exactly once (where the class name goes), not '{prompt}'.")
         return (prompt,)
     side = text_side(loaded.model)
     if side is not None and side.templates:
@@ -96,6 +103,7 @@ def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = Non
     old = loaded.model.head
     projection = old.projection if isinstance(old, ZeroShotHead) else old
     head = ZeroShotHead(projection, weights.float(), side.logit_scale, side.logit_bias).to(weights.device).eval()
+    head.prompt = prompt  # Compare gives a CLIP-style second model the same classes and prompt
     model = _with_head(loaded.model, head)
     model.num_classes = len(names)
     share_lock(model, loaded.model)
@@ -113,6 +121,12 @@ def _with_head(model: nn.Module, head: nn.Module) -> nn.Module:
     twin._modules = dict(model._modules)  # copy.copy shares the submodule table: give the twin its own
     twin.head = head
     return twin
+
+
+def prompt_of(loaded: LoadedModel) -> str | None:
+    """The one prompt template a zero-shot head was built with, or None (the default templates, or no zero-shot
+    head at all)."""
+    return getattr(getattr(loaded.model, "head", None), "prompt", None)
 
 
 def is_sigmoid(loaded: LoadedModel) -> bool:

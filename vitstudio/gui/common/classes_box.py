@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from urllib.parse import quote
 
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from vitstudio.core.models.openclip import is_clip_style, text_side
@@ -28,6 +30,7 @@ class ClassesWidget(QWidget):
         super().__init__(parent)
         self.state = state
         self.job = None
+        self._pending = ("", "")
         self.classes = QLineEdit()
         self.classes.setPlaceholderText("Classes (comma-separated), e.g. ant, bee, wasp")
         self.classes.setToolTip("Class names in words: the text tower turns them into a classifier, no training")
@@ -56,18 +59,34 @@ class ClassesWidget(QWidget):
 
     def _on_model_loaded(self, loaded) -> None:
         self.setVisible(is_clip_style(loaded))
-        if is_clip_style(loaded):
-            self.status.setText(f"{len(loaded.labels)} classes" if loaded.labels else "no classes yet")
+        if not is_clip_style(loaded):
+            return
+        if loaded.labels:
+            self.status.setText(f"{len(loaded.labels)} classes")
+            return
+        saved = remembered(loaded.name)
+        if saved is None:  # the box shows what this model classifies into: nothing yet
+            self.classes.clear()
+            self.status.setText("no classes yet")
+            return
+        self.classes.setText(saved[0])  # the classes this model had last time (also after a restart)
+        self.prompt.setText(saved[1])
+        self.apply()
 
-    def use_folder(self, folder: str | Path) -> None:
-        """Fill the box with the names of `folder`'s subfolders (a dataset of class folders)."""
+    def use_folder(self, folder: str | Path) -> bool:
+        """Fill the box with the names of `folder`'s subfolders (a dataset of class folders); False (said in the
+        status) when it has fewer than two."""
         names = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith("."))
+        if len(names) < 2:
+            self.status.setText(f"{Path(folder).name} has {len(names)} class folder(s)")
+            return False
         self.classes.setText(", ".join(names))
+        return True
 
     def _choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder of class subfolders")
-        if folder:
-            self.use_folder(folder)
+        if folder and self.use_folder(folder):
+            self.apply()  # one click: the folder names become the classes
 
     def apply(self) -> None:
         loaded = self.state.model
@@ -82,6 +101,7 @@ class ClassesWidget(QWidget):
             self.job.discard()  # the latest classes win
         self.status.setText("encoding classes…")
         prompt = self.prompt.text().strip() or None
+        self._pending = (", ".join(names), prompt or "")  # remembered once the text tower accepted them
         self.job = workers.start_job("Encoding classes", functools.partial(_zero_shot_job, loaded=loaded, names=names,
                                                                            prompt=prompt),
                                      on_result=self._on_classes, on_error=self._on_failed)
@@ -91,9 +111,25 @@ class ClassesWidget(QWidget):
         current = self.state.model
         if current is None or text_side(current.model) is not text_side(loaded.model):
             return  # another model was loaded meanwhile: these classes belong to the one it replaced
+        remember(loaded.name, *self._pending)
         self.state.set_model(loaded)
 
     def _on_failed(self, exc: BaseException) -> None:
         self.job = None
-        self.status.setText("")
+        current = self.state.model
+        self.status.setText(f"{len(current.labels)} classes" if current is not None and current.labels else "")
         self.state.report(exc, "Classes")
+
+
+def remembered(spec: str) -> tuple[str, str] | None:
+    """(classes, prompt) last set for the model `spec`, or None."""
+    value = QSettings().value(_key(spec))
+    return (str(value[0]), str(value[1])) if isinstance(value, (list, tuple)) and len(value) == 2 else None
+
+
+def remember(spec: str, classes: str, prompt: str) -> None:
+    QSettings().setValue(_key(spec), [classes, prompt])
+
+
+def _key(spec: str) -> str:
+    return "classes/" + quote(spec, safe="")  # a path's slashes would be read as settings groups

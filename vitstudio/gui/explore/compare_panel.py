@@ -12,7 +12,7 @@ from vitstudio.core.analysis.explain import explain
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.openclip import is_clip_style
-from vitstudio.core.models.zeroshot import with_classes
+from vitstudio.core.models.zeroshot import prompt_of, with_classes
 
 from .. import workers
 from ..common.map_view import MapView
@@ -40,15 +40,16 @@ def shared_classes(main) -> tuple[str, ...]:
     return labels if 2 <= len(labels) <= MAX_SHARED_CLASSES else ()
 
 
-def _load_second_model(cancel, spec: str, device: str, precision: str, classes: tuple[str, ...]):
-    """The second model; a CLIP-style one classifies into `classes` (the current model's), so both answer the
-    same question (e.g. a fine-tuned run against zero-shot on its classes)."""
-    return _with_shared_classes(cancel, load_model(spec, None, device, precision), classes)
+def _load_second_model(cancel, spec: str, device: str, precision: str, classes: tuple[str, ...],
+                       prompt: str | None):
+    """The second model; a CLIP-style one classifies into `classes` (the current model's, with its prompt), so
+    both answer the same question (e.g. a fine-tuned run against zero-shot on its classes)."""
+    return _with_shared_classes(cancel, load_model(spec, None, device, precision), classes, prompt)
 
 
-def _with_shared_classes(cancel, loaded, classes: tuple[str, ...]):
-    if classes and is_clip_style(loaded) and tuple(loaded.labels) != classes:
-        return with_classes(loaded, list(classes))
+def _with_shared_classes(cancel, loaded, classes: tuple[str, ...], prompt: str | None):
+    if classes and is_clip_style(loaded) and (tuple(loaded.labels), prompt_of(loaded)) != (classes, prompt):
+        return with_classes(loaded, list(classes), prompt)
     return loaded
 
 
@@ -116,20 +117,20 @@ class ComparePanel(ExplorerPanel):
         device = str(main.device) if main else "auto"
         precision = main.precision if main else "fp32"
         self.titles[1].setText(f"Loading {spec}…")
-        classes = shared_classes(main)
-        self.view_state.update(other_request=(spec, device, precision, classes))
+        classes, prompt = shared_classes(main), prompt_of(main) if main is not None else None
+        self.view_state.update(other_request=(spec, device, precision, classes, prompt))
         self.jobs.start("load", "Loading second model", _load_second_model, spec, device, precision, classes,
-                        on_result=self.set_other, on_error=self._on_load_error)
+                        prompt, on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_model_loaded(self, model) -> None:
         super()._on_model_loaded(model)
-        classes = shared_classes(model)
-        other = self.other
-        if other is not None and is_clip_style(other) and classes and tuple(other.labels) != classes:
+        classes, prompt, other = shared_classes(model), prompt_of(model), self.other
+        if (other is not None and is_clip_style(other) and classes
+                and (tuple(other.labels), prompt_of(other)) != (classes, prompt)):
             # the current model's classes changed: the CLIP-style second model follows (its text tower only)
             self.titles[1].setText(f"Encoding the classes for {other.display_name}…")
-            self.view_state.update(other_request=(other.name, str(other.device), other.precision, classes))
-            self.jobs.start("load", "Classes for the second model", _with_shared_classes, other, classes,
+            self.view_state.update(other_request=(other.name, str(other.device), other.precision, classes, prompt))
+            self.jobs.start("load", "Classes for the second model", _with_shared_classes, other, classes, prompt,
                             on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_load_error(self, exc: BaseException) -> None:

@@ -83,6 +83,9 @@ class FaithfulnessWidget(QWidget):
         """Draw what answers the current model, image and method (nothing otherwise)."""
         self.shown, self.shown_sanity = self.jobs.current(CURVES), self.jobs.current(SANITY)
         method = self.view_state.method
+        why = unmeasurable(method)
+        for button in (self.measure_button, self.sanity_button):
+            button.setEnabled(why is None)
         self.curves.clear()
         self.spearman.clear()
         lines = []
@@ -91,7 +94,7 @@ class FaithfulnessWidget(QWidget):
         if self.shown_sanity is not None:
             lines.append(self._draw_sanity(self.shown_sanity, method))
         if lines or not (self.jobs.running(CURVES) or self.jobs.running(SANITY)):
-            self.summary.setText("\n".join(lines))
+            self.summary.setText("\n".join(lines) or why or "")
 
     def _draw_curves(self, result, method: str) -> str:
         if method not in result.methods:
@@ -120,6 +123,21 @@ class FaithfulnessWidget(QWidget):
             return (f"⚠ Sanity check: the map barely changes when every weight is re-drawn (ρ {curve[-1]:.2f} ≥ "
                     f"{INSENSITIVE}): it says little about what this model learned.")
         return f"Sanity check passed: the map changes as the weights are re-drawn (ρ {curve[-1]:.2f} at the end)."
+
+
+def unmeasurable(method: str | None) -> str | None:
+    """Why the map of `method` cannot be measured here, or None. Both measurements explain the top-1 class; a map
+    of something the user typed (the text map: the similarity to a text) has another target."""
+    from vitstudio.core.analysis import registry
+
+    if method is None or not registry.is_registered(method):
+        return None
+    needed = [p.name for p in registry.get(method).params if p.required]
+    if needed:
+        return (f"Faithfulness and the sanity check measure maps of the predicted class; the "
+                f"{registry.get(method).title.lower()} explains what you typed ({', '.join(needed)}), so they do not "
+                f"apply to it.")
+    return None
 
 
 def _plot(x_label: str, y_label: str) -> pg.PlotWidget:

@@ -113,14 +113,19 @@ class PredictionsPanel(QWidget):
             self.title.setText(f"<b>Cannot read</b> {entry.path}: {entry.error}")
         elif self.state.model is None:
             self.title.setText(f"{entry.path}<br>No model loaded: choose one above and press Load.")
+        elif not self.state.model.labels:
+            self.title.setText(f"{entry.path}<br>{no_classes_text(self.state.model)}")
         elif pred is None:
             self.title.setText(f"{entry.path}<br>Classifying…")
         else:
             self.title.setText(f"{entry.path}<br>Top-{len(pred.indices)} of {self.state.model.num_classes} "
                                f"classes · {self.state.model.display_name}<br>{fit_line(self.state.model, pred)}")
         set_scaled_pixmap(self.original, pil_to_pixmap(entry.preview) if entry and entry.preview else None)
-        set_scaled_pixmap(self.crop, pil_to_pixmap(pred.crop) if pred is not None and pred.crop is not None
-                          else None)
+        crop = pred.crop if pred is not None else None
+        if crop is None and entry is not None and entry.image is not None and self.state.model is not None \
+                and not self.state.model.labels:  # nothing to classify: still show what the model sees
+            crop = self.state.model.crop(entry.image)
+        set_scaled_pixmap(self.crop, pil_to_pixmap(crop) if crop is not None else None)
         for row in range(ROWS):
             if pred is not None and row < len(pred.indices):
                 self.labels[row].setText(pred.labels[row])
@@ -131,3 +136,14 @@ class PredictionsPanel(QWidget):
                 self.labels[row].setText("")
                 self.bars[row].setValue(0)
                 self.bars[row].setVisible(False)
+
+
+def no_classes_text(model) -> str:
+    """Why a model predicts nothing, and what to do."""
+    from vitstudio.core.models.openclip import is_clip_style
+
+    if is_clip_style(model):
+        return ("No classes yet: type them in the <b>Classes</b> box under the model bar (e.g. <i>ant, bee, "
+                "wasp</i>, or <i>From folder…</i>); the text tower turns them into a classifier, no training.")
+    return ("This model has no classifier head (features only): the Attention, Embeddings and Folder views work; "
+            "fine-tune a head on your classes (Training tab) for predictions.")

@@ -40,6 +40,9 @@ from .folder_sorting import FolderSortingMixin
 from .folder_table import ResultsModel
 from .folder_toolbar import FolderToolbarWidget
 
+NO_CLASSES = (" This model has no classes (features only): no predictions, confidence or sorting; the map, similar "
+              "images, duplicates and label review use its features. Give it classes (the Classes box of a "
+              "CLIP-style model) or fine-tune a head.")
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
                    "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")
 FILTERS = ("predicted", "min_conf", "correctness", "follow_map", "reset_button")
@@ -152,8 +155,11 @@ class FolderPanel(QWidget, FolderSortingMixin):
 
     def _enable(self) -> None:
         has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
-        for w in (self.sort_button, self.csv_button, *(getattr(self, name) for name in FILTERS)):
+        predicts = has and self.results.has_predictions
+        for w in (self.csv_button, *(getattr(self, name) for name in FILTERS)):
             w.setEnabled(has)
+        self.sort_button.setEnabled(predicts)
+        self.sort_button.setToolTip("" if predicts or not has else "This model has no classes to sort into.")
         self.review_button.setEnabled(has and self.folder is not None)  # a review needs class folders
         self.review_button.setToolTip("" if self.folder else "Open a folder of class folders to review its labels")
         self.review_tab.refresh_buttons(has and self.folder is not None)
@@ -226,7 +232,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         with QSignalBlocker(self.predicted):
             self.predicted.clear()
             self.predicted.addItem("all classes", None)
-            for label in sorted({self.results.labels[i] for i in np.unique(self.results.predicted)}):
+            for label in sorted(set(self.results.predicted_labels().tolist()) - {""}):
                 self.predicted.addItem(label, label)
         if self.predicted.findData(self.view_state.predicted) < 0:  # a class this folder's results don't have
             self.view_state.predicted = None
@@ -244,10 +250,12 @@ class FolderPanel(QWidget, FolderSortingMixin):
             return
         self.info.setText(f"{len(self.results)} images of {self.source} ({embedded.computed} computed now, "
                           f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
-                          f"unreadable). Select a row for similar images.")
+                          f"unreadable). Select a row for similar images." + ("" if results.has_predictions else
+                                                                              NO_CLASSES))
         self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
-        self.jobs.start("fit", "Model fit", fit_job, self.state.model, embedded, results,
-                        on_result=self.fit.show_fit, on_error=self._on_failed)
+        if results.has_predictions:  # a headless model predicts nothing whose fit could be judged
+            self.jobs.start("fit", "Model fit", fit_job, self.state.model, embedded, results,
+                            on_result=self.fit.show_fit, on_error=self._on_failed)
 
     def _on_model(self, model) -> None:
         self.view_state.update(model=model.uid)  # discards every pending job of the previous model
@@ -302,13 +310,19 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_map(self, projected) -> None:
         coords, method = projected
         self.coords = coords
-        results, by = self.results, self.colour_by.currentText()
+        results, by = self.results, self._colour_key()
         self.map.describe = lambda row: describe_image(results, row)
         self.map.set_points(coords, colour_groups(results, by), method, scale=by == "confidence")
 
-    def _recolour(self, by: str) -> None:
+    def _recolour(self, _by: str) -> None:
         if self.results is not None and self.coords is not None:
+            by = self._colour_key()
             self.map.set_groups(colour_groups(self.results, by), scale=by == "confidence")
+
+    def _colour_key(self) -> str:
+        """The map's colouring; by given label when the model predicts nothing (a headless model)."""
+        by = self.colour_by.currentText()
+        return by if self.results is None or self.results.has_predictions else "given label"
 
     def _on_map_selection(self, rows) -> None:
         self.map_rows = rows

@@ -93,7 +93,7 @@ class ResultsModel(QAbstractTableModel):
         if column == 1:
             return np.asarray([os.path.basename(p) for p in res.paths])
         if column == 2:
-            return np.asarray(res.labels)[res.predicted]
+            return res.predicted_labels()
         if column == 3:
             return res.confidence
         if column == 4:
@@ -128,8 +128,9 @@ class ResultsModel(QAbstractTableModel):
         if role == Qt.DecorationRole and col == 0:
             return self._thumbnail(res.paths[r], index.row())
         if role == Qt.DisplayRole:
-            return (None, os.path.basename(res.paths[r]), res.predicted_label(r), f"{res.confidence[r]:.1%}",
-                    res.given[r], f"{res.margin[r]:.2f}")[col]
+            scores = (f"{res.confidence[r]:.1%}", f"{res.margin[r]:.2f}") if res.has_predictions else ("", "")
+            return (None, os.path.basename(res.paths[r]), res.predicted_label(r), scores[0], res.given[r],
+                    scores[1])[col]
         if role == Qt.ToolTipRole:
             return res.paths[r]
         if role == Qt.ForegroundRole and col == 4 and self._correct[r] == 0:

@@ -1,0 +1,62 @@
+"""A model with no classes yet (a CLIP-style model before the Classes box, or any headless ViT) through the views a
+tester found broken: the Folder tab opened it and stopped (IndexError per row, controls stuck, a segfault drawing
+offscreen), Predictions said "Classifying…" forever; and the Classes box forgot a model's classes on reload."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+
+from tests.core.synthetic_data import make_dataset
+from tests.gui.helpers import load_in_window
+from vitstudio.gui import workers
+
+
+def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot, clip_dir, tmp_path):
+    data = make_dataset(tmp_path / "colours", per_class=6, size=40)
+    loaded = load_in_window(window, qtbot, str(clip_dir))
+    assert loaded.labels == []
+    window.show_tab("folder")
+    panel = window.folder
+    panel.open_folder(str(data))
+    qtbot.waitUntil(lambda: panel.results is not None and panel.coords is not None, timeout=60000)
+    results = panel.results
+    assert len(results) == 18 and not results.has_predictions and panel.model.rowCount() == 18
+    row = [panel.model.data(panel.model.index(0, c)) for c in range(1, 6)]
+    assert row[1] == "" and row[2] == "" and row[3] in ("blue", "green", "red")  # no prediction, the given label
+    assert "no classes" in panel.info.text() and not panel.sort_button.isEnabled()
+    assert panel.csv_button.isEnabled()
+    results.write_csv(tmp_path / "rows.csv")
+    rows = list(csv.DictReader(open(tmp_path / "rows.csv")))
+    assert len(rows) == 18 and all(r["predicted"] == "" and r["confidence"] == "" for r in rows)
+    assert len(panel.visible_rows()) == 18  # the confidence floor has nothing to hide
+    assert panel._colour_key() == "given label"  # the map cannot colour by a prediction there is none of
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+
+
+def test_predictions_say_what_to_do_and_classes_come_back_on_reload(window, qtbot, clip_dir, photos, tmp_path):
+    window.add_paths([str(photos["chelsea"])])
+    load_in_window(window, qtbot, str(clip_dir))
+    window.show_tab("predictions")
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=30000)
+    title = window.predictions.title.text()
+    assert "Classes" in title and "Classifying" not in title
+    assert window.predictions.crop.pixmap() is not None and not window.predictions.crop.pixmap().isNull()
+
+    box = window.model_panel.classes
+    (tmp_path / "one" / "only").mkdir(parents=True)
+    assert not box.use_folder(tmp_path / "one") and "1 class folder" in box.status.text()
+    box.classes.setText("a cat, a rocket")
+    box.prompt.setText("{}")
+    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
+        box.apply()
+    assert window.state.model.labels == ["a cat", "a rocket"]
+    # loaded again (as after a restart): the box gives the model its classes and prompt back by itself
+    with qtbot.waitSignals([window.state.model_loaded, window.state.model_loaded], timeout=60000):
+        window.request_model(str(clip_dir), "cpu", "fp32", None)
+    assert window.state.model.labels == ["a cat", "a rocket"] and box.prompt.text() == "{}"
+    qtbot.waitUntil(lambda: window.state.prediction_for(window.state.selected) is not None, timeout=60000)
+    probs = window.state.prediction_for(window.state.selected).probs
+    assert np.isclose(sum(probs), 1.0, atol=1e-5)
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
