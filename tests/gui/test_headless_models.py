@@ -33,6 +33,14 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
     assert len(panel.visible_rows()) == 18  # the confidence floor has nothing to hide
     assert panel._colour_key() == "given label"  # the map cannot colour by a prediction there is none of
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+    # classes given in words: the same model, so the folder opens again by itself, now with predictions
+    box = window.model_panel.classes
+    box.classes.setText("blue, green, red")
+    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
+        box.apply()
+    qtbot.waitUntil(lambda: panel.results is not None and panel.results.has_predictions, timeout=60000)
+    assert panel.sort_button.isEnabled() and panel.results.predicted_label(0) in ("blue", "green", "red")
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
 
 
 def test_predictions_say_what_to_do_and_classes_come_back_on_reload(window, qtbot, clip_dir, photos, tmp_path):
