@@ -178,3 +178,14 @@ def test_headless_models_say_how_to_get_classes(clip_dir, data, tmp_path, capsys
     (tmp_path / "model.onnx").write_bytes(b"\x08\x07")
     with pytest.raises(ModelLoadError, match="ONNX export"):
         load_model(str(tmp_path / "model.onnx"))
+
+
+def test_eval_of_a_clip_model_is_its_zero_shot_accuracy_on_the_folder(data, clip_dir, capsys):
+    from vitstudio.cli import main
+
+    assert main(["eval", str(data), "--model", str(clip_dir), "--device", "cpu", "--prompt", "{}"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    paths = sorted(str(p) for p in data.rglob("*.png"))
+    labels = np.asarray([["blue", "green", "red"].index(p.split("/")[-2]) for p in paths])
+    zero_shot = _openclip_predictions(clip_dir, load_model(str(clip_dir)), paths, ["blue", "green", "red"], ("{}",))
+    assert first.startswith(f"accuracy {np.mean(zero_shot == labels):.4f} on 36 images") and "zero-shot" in first

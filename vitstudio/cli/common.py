@@ -19,8 +19,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
                    help="auto (bf16 autocast on GPUs that support it, fp32 elsewhere; the default), fp32, or "
                         "bf16/fp16 autocast")
-    p.add_argument("--classes", help="CLIP-style models (open_clip:...): classes from words, \"ant, bee, wasp\" or a "
-                   "file with one name per line; a zero-shot head from the text tower")
+    p.add_argument("--classes", help="CLIP-style models (open_clip:...): classes from words, \"ant, bee, wasp\", a "
+                   "file with one name per line, or a folder (its class folders' names); a zero-shot head from the "
+                   "text tower")
     p.add_argument("--prompt", help="with --classes: one prompt template, e.g. \"a photo of a {}\"; \"{}\" = the raw "
                    "names (default: the model's own templates, else OpenCLIP's 80 ImageNet ones, averaged)")
 

@@ -19,12 +19,17 @@ def register(subparsers) -> None:
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
     p.add_argument("--json", metavar="FILE", help="write the full report (confusion matrix, misclassified)")
     p.add_argument("--worst", type=int, default=10, help="list this many most confident mistakes (default 10)")
+    p.add_argument("--prompt", help="CLIP-style models: one prompt template for the class names, e.g. \"a photo of "
+                   "a {}\" (default: the model's own templates, else OpenCLIP's 80); the classes are the dataset's "
+                   "folder names, so the report is the zero-shot accuracy on it")
     p.set_defaults(handler=evaluate_cmd)
 
 
 def evaluate_cmd(args) -> int:
     from ..core.data.datasets import DatasetError, Split, scan_dataset, split_dataset
     from ..core.models.loading import ModelLoadError, load_model, local_folder
+    from ..core.models.openclip import is_clip_style
+    from ..core.models.zeroshot import with_classes
     from ..core.train.evaluation import evaluate
 
     if bool(args.data_dir) == bool(args.labels):
@@ -41,6 +46,9 @@ def evaluate_cmd(args) -> int:
         else:
             split = split_dataset(scan_dataset(args.data_dir))
             items, which = split.train + split.val, f"every image of {args.data_dir} ({len(split.train + split.val)})"
+        if is_clip_style(loaded):  # zero-shot on the dataset's own classes: its folder names as words
+            loaded = with_classes(loaded, list(split.classes), args.prompt)
+            which += f", {loaded.label_set}"
         if list(split.classes) != loaded.labels:
             raise ValueError(f"The dataset's classes {list(split.classes)} differ from the model's {loaded.labels}.")
         report = drain(evaluate(loaded, items, split.classes), quiet=True)
