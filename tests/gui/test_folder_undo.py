@@ -135,3 +135,38 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     _redo(qtbot, window)
     assert panel.excluded == {str(threes[1])} and panel.review.count() == 1
     assert _files(data) == before and not any(".jsonl" in name or "exclu" in name for name in os.listdir(data))
+
+
+def test_the_undo_history_is_bounded(window):
+    """Each step keeps what it needs to undo (a sort's whole plan, a review item with its thumbnail); the soak saw
+    them pile up, one per exclusion, for as long as the window lived. The last UNDO_LIMIT steps stay undoable."""
+    import gc
+    import weakref
+
+    from PySide6.QtGui import QUndoCommand
+
+    class Payload:
+        pass
+
+    class Step(QUndoCommand):
+        def __init__(self, payload) -> None:
+            super().__init__("step")
+            self.payload = payload
+
+        def redo(self) -> None:
+            pass
+
+        def undo(self) -> None:
+            pass
+
+    stack = window.folder.undo_stack
+    first = Payload()
+    oldest = weakref.ref(first)
+    stack.push(Step(first))
+    del first
+    for _ in range(1000):
+        stack.push(Step(Payload()))
+    gc.collect()
+    assert 0 < stack.count() < 1000 and stack.canUndo()
+    assert oldest() is None  # the oldest step was let go, with what it held
+    stack.clear()

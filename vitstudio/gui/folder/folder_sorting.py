@@ -33,12 +33,17 @@ from .. import workers
 from .folder_review import item_path
 from .folder_undo import ExclusionCommand, FileOperationCommand, ReviewItemMemo
 
+# Steps Edit -> Undo reaches back. Each keeps what it needs to undo (a sort's whole plan, a review item and its
+# thumbnail): unbounded, a long session kept every one of them. Older sorts stay undoable from the CLI's journal.
+UNDO_LIMIT = 100
+
 
 class FolderSortingMixin:
     """Export, sort into folders, move, exclude; undo and redo them (`undo_stack`)."""
 
     def _init_file_actions(self) -> None:
         self.undo_stack = QUndoStack(self)
+        self.undo_stack.setUndoLimit(UNDO_LIMIT)  # (only possible while the stack is empty)
         self._file_job: workers.JobHandle | None = None
         self.undo_stack.indexChanged.connect(self._refresh_undo_button)
         # the review tab's own Exclude only edits its set: here it becomes an undoable, remembered command
