@@ -1,10 +1,10 @@
 """Folder embeddings, cached on disk: the pooled feature (what the head sees) and the logits of every image.
 
-One cache per model (keyed by a fingerprint of its architecture, preprocessing, labels and weights) under the
-user's cache folder, never in the dataset. Rows are keyed by file content (`keyedstore.py`: stat first, a hash of
+One cache per image tower (a fingerprint of its weights and preprocessing; `model_fingerprint` says when the head
+and labels are part of it too) under the user's cache folder, never in the dataset. Rows are keyed by file content (`keyedstore.py`: stat first, a hash of
 the bytes when the stat differs), so adding 10 images to a folder computes 10, a changed file is computed again
-(even with its size and mtime restored) and a renamed one is not. Features and logits live in two raw float32
-files read through `np.memmap`: 100k images of ViT-B (768 floats) are 300 MB on disk and stay off the heap.
+(even with its size and mtime restored) and a renamed one is not. Features (and logits, for models whose logits
+are not their head on the features) live in raw float32 files read through `np.memmap`: 100k images of ViT-B (768 floats) are 300 MB on disk and stay off the heap.
 
 The index is a journal appended per batch (cost proportional to the batch, not the cache); concurrent runs share
 the cache under a file lock; rows a crash appended without their journal line are cut off. Rows of files that
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
 from vitstudio.core.analysis.embeddings import pooled_features
 from vitstudio.core.data.images import expand_paths
@@ -35,19 +36,65 @@ def embeddings_root() -> Path:
     return app_cache_dir() / "embeddings"
 
 
+def head_on_pooled(model: nn.Module) -> nn.Module | None:
+    """The module that turns the pooled features into the model's logits, for models whose forward_head is timm's
+    plain one (pool, fc_norm, dropout, head: timm's ViT and EVA, seed heads, zero-shot heads); None for the others
+    (a distilled model's two heads, DINOv2's class + mean head, Swin's pooling head), whose cache keeps logits."""
+    from timm.models.eva import Eva
+    from timm.models.vision_transformer import VisionTransformer
+
+    plain = getattr(type(model), "forward_head", None) in (VisionTransformer.forward_head, Eva.forward_head)
+    head = getattr(model, "head", None)
+    return head if plain and isinstance(head, nn.Module) else None
+
+
 def model_fingerprint(loaded: LoadedModel) -> str:
-    """Stable across runs for the same weights; changes when any weight, the preprocessing or the labels do.
-    One pass over the parameters (sum and a strided sample of each), ~50 ms for ViT-B on a CPU."""
+    """Stable across runs for the same weights; changes when any weight or the preprocessing does. One pass over
+    the parameters (sum and a strided sample of each), ~50 ms for ViT-B on a CPU.
+
+    When the logits are the head applied to the pooled features (`head_on_pooled`), the head and the labels are
+    left out: models with the same image tower (a base model and its quick runs, a CLIP-style model under any
+    classes) share one cache of features, each computing its logits from them with its own head (a matrix
+    product, not a forward). Otherwise the head and labels are part of the key and the logits are cached too."""
     digest = hashlib.sha1()
+    model = loaded.model
     cfg = {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(loaded.data_config.items())}
-    digest.update(json.dumps([loaded.architecture, cfg, loaded.labels], default=str).encode())
+    shared = head_on_pooled(model) is not None
+    header = ([type(model).__name__, str(getattr(model, "global_pool", "")), cfg, "trunk"] if shared
+              else [loaded.architecture, cfg, loaded.labels])
+    digest.update(json.dumps(header, default=str).encode())
     with torch.no_grad():
-        for name, tensor in list(loaded.model.state_dict().items()):
+        for name, tensor in list(model.state_dict().items()):
+            if shared and name.startswith("head."):
+                continue
             flat = tensor.detach().reshape(-1).double()
             sample = flat[:: max(1, flat.numel() // 64)][:64]
             digest.update(name.encode())
             digest.update(np.asarray([flat.sum().item(), *sample.tolist()], np.float64).tobytes())
     return digest.hexdigest()[:20]
+
+
+class HeadLogits:
+    """Logits of cache rows, computed from their cached pooled features by the model's head: indexed like the
+    memory-mapped logits of a cache that stores them (`logits[rows]`)."""
+
+    def __init__(self, features: np.memmap, loaded: LoadedModel, head: nn.Module) -> None:
+        self.features, self.loaded, self.head = features, loaded, head
+        self.shape = (features.shape[0], len(loaded.labels))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        x = np.array(self.features[rows], np.float32)  # a copy: torch wants writable memory
+        param = next(self.head.parameters(), None)
+        device = param.device if param is not None else torch.device("cpu")
+        out = []
+        with self.loaded.lock, torch.inference_mode():
+            for start in range(0, len(x), 8192):  # a few MB at a time through one matmul
+                chunk = torch.as_tensor(x[start:start + 8192], device=device)
+                out.append(self.head(chunk.to(param.dtype) if param is not None else chunk).float().cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, self.shape[1]), np.float32)
 
 
 class RowView:
@@ -71,7 +118,7 @@ class FolderEmbeddings:
     paths: tuple[str, ...]
     rows: np.ndarray  # (N,) int64 rows into features/logits
     features: np.memmap  # (rows, D) float32, shared by all files the cache knows
-    logits: np.memmap  # (rows, C) float32
+    logits: np.memmap | HeadLogits  # (rows, C) float32: stored, or the head on the stored features
     labels: tuple[str, ...]  # the model's class names
     errors: tuple[tuple[str, str], ...]  # unreadable files, with the reason
     computed: int  # how many files were run through the model this time
@@ -99,9 +146,11 @@ class EmbeddingCache:
     def __init__(self, loaded: LoadedModel, root: Path | None = None) -> None:
         self.folder = (root or embeddings_root()) / model_fingerprint(loaded)
         self.loaded = loaded
-        self.store = KeyedRows(self.folder, {"features.f32": "float32", "logits.f32": "float32"},
-                               {"model": loaded.name, "architecture": loaded.architecture,
-                                "classes": len(loaded.labels)})
+        self.head = head_on_pooled(loaded.model)  # logits from the cached features: they are not stored
+        columns = {"features.f32": "float32"} if self.head is not None else {"features.f32": "float32",
+                                                                               "logits.f32": "float32"}
+        self.store = KeyedRows(self.folder, columns, {"model": loaded.name, "architecture": loaded.architecture,
+                                                      "classes": len(loaded.labels)})
 
     @property
     def index(self) -> dict:
@@ -120,13 +169,18 @@ class EmbeddingCache:
         return self.store.lookup(path)
 
     def append(self, paths: list[Path], features: np.ndarray, logits: np.ndarray) -> None:
-        self.store.append([str(p) for p in paths], {"features.f32": features, "logits.f32": logits})
+        columns = {"features.f32": features} if self.head is not None else {"features.f32": features,
+                                                                            "logits.f32": logits}
+        self.store.append([str(p) for p in paths], columns)
 
-    def arrays(self) -> tuple[np.memmap, np.memmap]:
+    def arrays(self) -> tuple[np.memmap, np.memmap | HeadLogits]:
         arrays = self.store.arrays()
-        return arrays["features.f32"], arrays["logits.f32"]
+        features = arrays["features.f32"]
+        if self.head is not None:
+            return features, HeadLogits(features, self.loaded, self.head)
+        return features, arrays["logits.f32"]
 
-    def resolve(self, files: list[Path]) -> tuple[list[Path], np.ndarray, np.memmap, np.memmap]:
+    def resolve(self, files: list[Path]) -> tuple[list[Path], np.ndarray, np.memmap, np.memmap | HeadLogits]:
         """(files the cache holds, their rows, features, logits), consistent with each other: read under the shared
         lock, so a compaction by another process cannot move the rows in between."""
         self.store.flush()
