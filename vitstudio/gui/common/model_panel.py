@@ -4,7 +4,7 @@ The device and precision live in `AppState.view`; the combos write into it and m
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
@@ -152,3 +152,7 @@ class ModelCardView(QWidget):
             text.setWordWrap(True)
             text.setTextInteractionFlags(Qt.TextSelectableByMouse)
             self.form.addRow(f"{key}:", text)
+        # Rebuilt on a card already on screen, the form kept row heights from before the new labels were laid
+        # out: a value wrapping to more lines than before lost its last line (35 px for 56). Measured again
+        # once the event loop has shown them, every row fits its text.
+        QTimer.singleShot(0, self.form, self.form.invalidate)

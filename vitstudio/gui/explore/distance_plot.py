@@ -62,7 +62,10 @@ class DistancePlotWidget(pg.PlotWidget):
     def _draw_title(self) -> None:
         font = QFont()
         font.setPointSizeF(9)
-        shown = QFontMetrics(font).elidedText(self.full_title, Qt.ElideRight, max(40, self.width() - 24))
+        # the title sits over the plot area only: the left axis (~50 px with its label) is not its to use,
+        # and a wider title stretches the plot past the widget's right edge (the last layer's dots hidden)
+        room = self.width() - 24 - self.getAxis("left").width()
+        shown = QFontMetrics(font).elidedText(self.full_title, Qt.ElideRight, max(40, int(room)))
         self.setTitle(shown, size=TITLE_SIZE)
         if shown != self.full_title and not self.toolTip():
             self.setToolTip(self.full_title)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from vitstudio.core.folder.results import FolderResults
@@ -34,9 +35,20 @@ def colour_groups(results: FolderResults, by: str) -> list[tuple[str, tuple[int,
                     (150, 150, 150)))
         return [(name, rgb, np.nonzero(correct == v)[0]) for v, name, rgb in palette if (correct == v).any()]
     keys = np.asarray(results.labels)[results.predicted] if by == "prediction" else np.asarray(results.given)
-    names = sorted(set(keys.tolist()))
-    return [(n or "–", pg.intColor(i, hues=max(len(names), 1)).getRgb()[:3], np.nonzero(keys == n)[0])
-            for i, n in enumerate(names)]
+    colours = class_colours(list(results.labels) + sorted(set(results.given) - set(results.labels)))
+    return [(n or "–", colours[n], np.nonzero(keys == n)[0]) for n in sorted(set(keys.tolist()))]
+
+
+def class_colours(names: list[str]) -> dict[str, tuple[int, int, int]]:
+    """One colour per name, the same whichever view (prediction or given label) and whichever classes occur: hues
+    spread over all of them (before, over the names present, so class 'blue' was red in one view and another
+    colour in the next). Names that are all distinct colour words (blue, green, red) are drawn in those colours."""
+    named = [QColor.fromString(n) for n in names if n]
+    rgbs = {c.getRgb()[:3] for c in named if c.isValid()}
+    # opaque ones only ("transparent" is a colour word too), and distinct (two names for one colour: hues)
+    if named and all(c.isValid() and c.alpha() == 255 for c in named) and len(rgbs) == len(named):
+        return {n: QColor.fromString(n).getRgb()[:3] if n else (150, 150, 150) for n in names}
+    return {n: pg.intColor(i, hues=max(len(names), 1)).getRgb()[:3] for i, n in enumerate(names)}
 
 
 def describe_image(results: FolderResults, row: int) -> str:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from vitstudio.core.folder.exclusions import read_exclusions, write_exclusions
 from vitstudio.core.folder.journal import relocations
 from vitstudio.core.folder.sorting import (
+    UNSURE,
     NestedFoldersError,
     apply_sort,
     check_out_folder,
@@ -78,10 +79,8 @@ class FolderSortingMixin:
         selected = bool(self._selected_rows())
         plan = self.sort_plan(out, self.min_conf.value(), False, selected)
         answer = QMessageBox.question(  # the note: when the model does not fit the images, said before they move
-            self, "Sort into folders", f"{plan.describe()}{self.fit.unreliable_note()}\n\nImages under "
-            f"{self.min_conf.value():.0%} confidence go to 'unsure'. Files are copied (the originals stay), never "
-            "overwritten. Edit → Undo (Ctrl+Z) removes "
-            f"the copies again; the undo log is kept in {journal_dir(out)}.", QMessageBox.Ok | QMessageBox.Cancel)
+            self, "Sort into folders", sort_question(plan, self.min_conf.value(), self.fit.unreliable_note()),
+            QMessageBox.Ok | QMessageBox.Cancel)
         if answer == QMessageBox.Ok:
             self.run_sort(plan)
 
@@ -216,3 +215,13 @@ class FolderSortingMixin:
         for i in reversed(range(self.review_tab.list.count())):
             if item_path(self.review_tab.list.item(i)) in self.excluded:
                 self.review_tab.list.takeItem(i)
+
+
+def sort_question(plan, min_confidence: float, note: str = "") -> str:
+    """The sort's dry run in words. The 'unsure' folder is named only when there is a threshold: with 0 nothing
+    is under it ("Images under 0% confidence go to 'unsure'" promised a folder that never fills)."""
+    threshold = (f"Images under {min_confidence:.0%} confidence go to '{UNSURE}'." if min_confidence > 0 else
+                 f"No confidence threshold (Min confidence is 0): every image goes to its predicted class, none to "
+                 f"'{UNSURE}'.")
+    return (f"{plan.describe()}{note}\n\n{threshold} Files are copied (the originals stay), never overwritten. "
+            f"Edit → Undo (Ctrl+Z) removes the copies again; the undo log is kept in {journal_dir(plan.out)}.")

@@ -8,7 +8,16 @@ import html
 import os
 
 from PySide6.QtCore import QSignalBlocker
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QPushButton, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
 
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
 
@@ -53,6 +62,9 @@ class FolderToolbarWidget(QWidget):
     def _build_filters(self) -> None:
         self.predicted = QComboBox()
         self.predicted.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        # never narrower than its longest class: a tight toolbar squeezed it to "all classe" (what does not fit
+        # goes behind the » button instead)
+        self.predicted.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
         self.min_conf = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
         self.correctness = QComboBox()
         for text, value in CORRECTNESS:
@@ -60,7 +72,8 @@ class FolderToolbarWidget(QWidget):
         self.follow_map = QPushButton("Table follows map box")
         self.follow_map.setCheckable(True)
         self.shown = QLabel()  # "N of M shown"
-        self.filters_for = QLabel("Filters:")  # which folder the filters apply to: they are that folder's
+        self.filters_for = QLabel()  # which folder the filters apply to: they are that folder's
+        self.filters_text = ""  # shown with the count only: with no results (a new model) there is nothing to filter
         self.reset_button = QPushButton("Reset filters")
 
     def _action_row(self) -> QToolBar:
@@ -88,12 +101,16 @@ class FolderToolbarWidget(QWidget):
         if folder is not None:
             name = os.path.basename(os.path.normpath(folder)) or folder
             name = name if len(name) <= 28 else name[:12] + "…" + name[-12:]
-            self.filters_for.setText(f" · filters of <b>{html.escape(name)}</b>:")
+            self.filters_text = f" · filters of <b>{html.escape(name)}</b>:"
             self.filters_for.setToolTip(folder)
+            if self.shown.text():
+                self.filters_for.setText(self.filters_text)
 
     def show_count(self, shown: int | None, total: int = 0) -> None:
-        """ "N of M shown" under the filters (empty before a folder is scanned)."""
+        """ "N of M shown" and the folder the filters are of; both empty while there are no results (before a
+        folder is scanned, after the model changed): "· filters of colours:" was left there alone."""
         self.shown.setText("" if shown is None else f"<b>{shown}</b> of {total} shown")
+        self.filters_for.setText("" if shown is None else self.filters_text)
 
     def review_threshold(self) -> float | None:
         """The near-duplicate cosine cut, None for "auto" (the spin box's minimum)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
-from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyledItemDelegate, QVBoxLayout, QWidget
 
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.runs import list_runs
@@ -19,6 +19,15 @@ def row_text(name: str, status: str, epochs: int, best_val_acc: float | None, ba
     return f"{name} · {status} · {epochs} epochs · best val {acc} · from {base_model}"
 
 
+class _GluedUnits(QStyledItemDelegate):
+    """Draws (and sizes) a line with a no-break space before '%': wrapped, "100.0 / %" split over two lines. The
+    item's text keeps its plain space (its tooltip, and what callers read)."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt's name)
+        super().initStyleOption(option, index)
+        option.text = option.text.replace(" %", "\u00a0%")
+
+
 class RunHistoryView(QWidget):
     run_clicked = Signal(object)  # the run folder (Path)
 
@@ -27,6 +36,7 @@ class RunHistoryView(QWidget):
         self.list = QListWidget()
         self.list.setWordWrap(True)  # a long run name and base model wrap instead of running off the pane
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.list.setItemDelegate(_GluedUnits(self.list))
         self.list.itemClicked.connect(self._on_clicked)
         where = QLabel(f"Runs in {models_dir()} (click one to see its curves and results):")
         where.setWordWrap(True)

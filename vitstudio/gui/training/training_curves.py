@@ -8,6 +8,13 @@ from PySide6.QtCore import Qt
 
 EPOCH_KEYS = ("train_loss", "val_loss", "train_acc", "val_acc")
 TRAIN, VAL = "#1f77b4", "#ff7f0e"
+# L-BFGS takes full-batch steps with no schedule: its lr (1.0) is a line-search scale, not a curve to read
+NO_SCHEDULE = "no learning-rate schedule:\nthe quick preset fits the head full batch (L-BFGS)"  # 2 lines: ~280 px
+
+
+def lr_note(opt: str | None) -> str | None:
+    """What the learning-rate plot says instead of a curve for a run with optimizer `opt`, or None (a curve)."""
+    return NO_SCHEDULE if opt == "lbfgs" else None
 
 
 def _keyed(title: str) -> str:
@@ -22,6 +29,11 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
         acc = self.addPlot(title=_keyed("Accuracy"))
         self.nextRow()
         lr = self.addPlot(title="Learning rate (per step)", colspan=2)
+        self.lr_plot = lr
+        self.lr_note = pg.TextItem("", color="#888", anchor=(0.5, 0.5))  # in place of a curve (`draw_lr`)
+        self.lr_note.setPos(0.5, 0.5)
+        self.lr_note.setVisible(False)
+        lr.addItem(self.lr_note, ignoreBounds=True)
         self.plots = {"loss": loss, "acc": acc}
         self.lines = {  # what each curve holds is `line.getData()` (tests read it)
             "train_loss": loss.plot(pen=pg.mkPen(TRAIN, width=2), name="train"),
@@ -43,8 +55,20 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
         for key in EPOCH_KEYS:
             self.lines[key].setData(curves["epoch"], curves[key], symbol="o", symbolSize=5)
 
-    def draw_lr(self, lr_data: list[tuple[float, float]]) -> None:
-        self.lines["lr"].setData(*(zip(*lr_data) if lr_data else ([], [])))
+    def draw_lr(self, lr_data: list[tuple[float, float]], note: str | None = None) -> None:
+        """The learning rate per step, or `note` in words where the run has no schedule to draw. With neither,
+        the axes start over (empty, they kept the previous run's range: an old run's axes with no curve)."""
+        shown = lr_data if note is None else []
+        self.lines["lr"].setData(*(zip(*shown) if shown else ([], [])))
+        if shown and not self.lr_note.isVisible():
+            return  # one more step of a curve already shown (called per step while a run trains)
+        self.lr_note.setText(note or "")
+        self.lr_note.setVisible(note is not None)
+        for side in ("left", "bottom"):
+            self.lr_plot.showAxis(side, note is None)
+        if not shown:
+            self.lr_plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)  # the note sits at the middle
+        self.lr_plot.enableAutoRange()  # the next curve sets the range again
 
     def draw_start(self, start) -> None:
         """The validation before any step of a head started from text (a HeadStart), or nothing (None)."""
@@ -60,3 +84,4 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
         for line in self.lines.values():
             line.setData([], [])
         self.start_level.setVisible(False)
+        self.draw_lr([])

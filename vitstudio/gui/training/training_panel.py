@@ -30,7 +30,7 @@ from .dataset_actions import TrainingDatasetMixin
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
 from .start_readiness import NO_DATASET, start_blocker
-from .training_curves import TrainingCurvesView
+from .training_curves import TrainingCurvesView, lr_note
 from .training_dataset import TrainingDatasetWidget
 from .training_form import TrainingFormWidget
 from .training_jobs import gallery_job
@@ -66,6 +66,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self._auto_name = ""  # the run name the panel gave (renewed with the dataset), not one the user typed
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
+        self.live_lr_note: str | None = None  # what the lr plot says instead of a curve for the run in progress
         self.preview_grid = None
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self._build_setup_column(catalog_names))
@@ -216,6 +217,8 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         if resume:
             self._load_curves(self.active_run)
         self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
+        self.live_lr_note = lr_note(config.opt)  # the quick preset's L-BFGS has no schedule: said, not drawn
+        self.curves.draw_lr(self.lr_data, self.live_lr_note)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
         if self.multi_gpu.isChecked() and not resume:
             from vitstudio.core.train.launcher import run_torchrun
@@ -378,11 +381,12 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
             self.curves_data, self.lr_data, self.snapshots, self.head_start = self.live
             self.results.show_report(None)
             self._draw_curves()
-            self.curves.draw_lr(self.lr_data)
+            self.curves.draw_lr(self.lr_data, self.live_lr_note)
             self._show_last_snapshot()
         else:
             self._reset_curves()
             self._load_curves(folder)
+            self.curves.draw_lr(self.lr_data, lr_note(_run_opt(folder)))
             self.snapshots = read_snapshots(folder)  # attention over training, replayed from the run folder
             self._show_last_snapshot()
             eval_file = folder / "eval.json"
@@ -390,7 +394,15 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
                 self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
             if not self.running:
                 self.status.setText(f"Run {folder.name}: use it, or look at its curves and results.")
+                self._show_run_progress(folder)
         self._refresh_buttons()
+
+    def _show_run_progress(self, folder: Path) -> None:
+        """The bar says the shown run's state, not the last run trained here ("finished · 4 epochs" of another)."""
+        status = run_status(folder)
+        self.progress.setRange(0, 1)
+        self.progress.setValue(1 if status in ("finished", "early-stopped") else 0)
+        self.progress.setFormat(f"{folder.name}: {status} · {len(self.curves_data['epoch'])} epochs")
 
     def export_data(self):
         """The curves of the run shown (epochs × columns), or its confusion matrix when Results is on screen."""
@@ -412,4 +424,16 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         for row in read_metrics(folder):
             for key in self.curves_data:
                 self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
+            if row.get("lr") is not None:  # a run read back: its rate at each epoch's end (live: at every step)
+                self.lr_data.append((row["epoch"] + 1, row["lr"]))
         self._draw_curves()
+
+
+def _run_opt(folder: Path) -> str | None:
+    """The optimizer a run folder recorded (None when it has no readable train_config.json)."""
+    import json
+
+    try:
+        return json.loads((folder / "train_config.json").read_text(encoding="utf-8")).get("opt")
+    except (OSError, ValueError, AttributeError):
+        return None

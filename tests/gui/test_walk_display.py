@@ -1,0 +1,174 @@
+"""Display faults found walking the app at 1280x720: each test asserts the property the screenshot showed broken."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel
+
+from tests.gui.helpers import load_in_window
+
+
+def _clipped_card_labels(window) -> list[tuple[str, int, int]]:
+    return [(label.text()[:40], label.height(), label.heightForWidth(label.width()))
+            for label in window.card_view.findChildren(QLabel)
+            if label.wordWrap() and label.height() < label.heightForWidth(label.width())]
+
+
+def test_model_card_values_keep_their_last_line_after_the_card_is_redrawn(window, qtbot, clip_dir):
+    window.resize(1280, 720)
+    load_in_window(window, qtbot, str(clip_dir))
+    qtbot.wait(100)
+    assert not _clipped_card_labels(window)
+    box = window.model_panel.classes
+    box.classes.setText("blue, green, red")
+    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
+        box.apply()  # the card is redrawn with longer Architecture / Classes values
+    qtbot.wait(100)
+    assert window.state.model.labels == ["blue", "green", "red"]
+    assert not _clipped_card_labels(window)
+
+
+def test_distance_plot_fits_its_width_with_a_long_title(qtbot):
+    import numpy as np
+
+    from vitstudio.gui.explore.distance_plot import DistancePlotWidget
+
+    plot = DistancePlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(269, 200)  # what the Attention tab's distance view gets at 1280x720
+    plot.show()
+    plot.set_distance(np.array([[15.4, 14.7], [12.0, 13.0]]), "this image, rollout of 2 layers, CLS query")
+    qtbot.wait(50)
+    item = plot.getPlotItem()
+    assert item.titleLabel.text.endswith("…")
+    assert item.geometry().width() <= plot.width()  # was 306 in 269: the right edge and layer 1 cut off
+
+
+def _results(labels, predicted, given):
+    import numpy as np
+
+    from vitstudio.core.folder.results import FolderResults
+
+    n = len(predicted)
+    return FolderResults(tuple(f"/x/{i}.png" for i in range(n)), tuple(given), np.asarray(predicted),
+                         np.full(n, 0.5), np.full(n, 0.1), tuple(labels))
+
+
+def test_folder_map_legend_swatch_is_each_class_scatter_colour_and_stays_with_the_class(qtbot):
+    import re
+
+    import numpy as np
+
+    from vitstudio.gui.folder.folder_map import FolderMapWidget, colour_groups
+
+    results = _results(("blue", "green", "red"), [0, 0, 2, 2], ["blue", "green", "red", "red"])
+    plot = FolderMapWidget()
+    qtbot.addWidget(plot)
+    plot.set_points(np.random.default_rng(0).normal(size=(4, 2)), colour_groups(results, "prediction"), "pca")
+    legend = dict((name, tuple(int(v) for v in rgb.split(","))) for rgb, name in
+                  re.findall(r"color: rgb\(([^)]*)\)'>●</span>&nbsp;(\w+)", plot.legend.text()))
+    drawn = {item.name(): item.opts["brush"].color().getRgb()[:3] for item in plot.items}
+    assert legend == drawn and set(drawn) == {"blue", "red"}
+    assert drawn["blue"] == (0, 0, 255) and drawn["red"] == (255, 0, 0)  # colour words drawn in their colour
+    # a class keeps its colour whether the map shows predictions or given labels (hues spread over all classes)
+    words = _results(("cat", "dog", "fox"), [0, 0, 2, 2], ["cat", "dog", "fox", ""])
+    by_prediction = {name: rgb for name, rgb, _ in colour_groups(words, "prediction")}
+    by_given = {name: rgb for name, rgb, _ in colour_groups(words, "given label")}
+    assert set(by_given) == {"cat", "dog", "fox", "–"}
+    assert all(by_given[name] == rgb for name, rgb in by_prediction.items())
+
+
+def test_folder_toolbar_keeps_all_classes_whole_and_drops_the_folder_label_with_the_results(qtbot):
+    from vitstudio.gui.folder.folder_toolbar import FolderToolbarWidget
+
+    bar = FolderToolbarWidget()
+    qtbot.addWidget(bar)
+    bar.resize(800, 80)  # the Folder tab at 1280x720 with the model card open
+    bar.show()
+    bar.reset_filters("/data/colours")
+    bar.predicted.addItem("all classes", None)
+    bar.predicted.addItem("blue", "blue")
+    bar.show_count(60, 60)
+    qtbot.wait(50)
+    assert bar.predicted.width() >= bar.predicted.sizeHint().width()  # was squeezed to "all classe"
+    assert "colours" in bar.filters_for.text()
+    bar.show_count(None)  # the model changed: the results are gone, and so is "· filters of colours:"
+    assert bar.filters_for.text() == "" and bar.shown.text() == ""
+    bar.show_count(60, 60)  # the same folder through the new model
+    assert "colours" in bar.filters_for.text()
+
+
+def test_sort_question_names_unsure_only_when_there_is_a_threshold(tmp_path):
+    from vitstudio.core.folder.sorting import plan_sort
+    from vitstudio.gui.folder.folder_sorting import sort_question
+
+    plan = plan_sort([(str(tmp_path / "a.png"), "red", 0.4), (str(tmp_path / "b.png"), "blue", 0.9)],
+                     str(tmp_path / "out"), 0.0, False)
+    text = sort_question(plan, 0.0)
+    assert "under 0%" not in text and "none to 'unsure'" in text
+    assert "Images under 50% confidence go to 'unsure'." in sort_question(plan, 0.5)
+
+
+def test_dataset_description_has_no_doubled_parenthesis():
+    from types import SimpleNamespace
+
+    from vitstudio.gui.training.training_form import describe_scan
+
+    scan = SimpleNamespace(size_range=((32, 32), (32, 32)), val=None, classes=["blue", "green", "red"], total=60,
+                           skipped=[], too_small=[], imbalance_warning=lambda: None)
+    text = describe_scan(scan, {}, 0)
+    assert "((" not in text and "))" not in text
+    assert "3 classes, 60 images (class folders, split automatically); sizes 32×32 to 32×32." == text
+
+
+def test_history_line_keeps_the_accuracy_and_its_percent_sign_together(qtbot):
+    from PySide6.QtWidgets import QListWidgetItem, QStyleOptionViewItem
+
+    from vitstudio.gui.training.run_history import RunHistoryView, row_text
+
+    view = RunHistoryView()
+    qtbot.addWidget(view)
+    text = row_text("run-2026", "finished", 4, 1.0, "/tmp/walk/clip")
+    view.list.addItem(QListWidgetItem(text))
+    option = QStyleOptionViewItem()
+    view.list.itemDelegate().initStyleOption(option, view.list.model().index(0, 0))
+    assert "100.0\u00a0%" in option.text and "100.0 %" not in option.text  # drawn: no line break before '%'
+    assert view.list.item(0).text() == text
+
+
+def _run_folder(name: str, opt: str, lrs: list[float]):
+    import json
+
+    from vitstudio.core.models.catalog import models_dir
+    from vitstudio.core.train.runs import METRIC_FIELDS
+
+    folder = models_dir() / name
+    folder.mkdir(parents=True)
+    (folder / "train_config.json").write_text(json.dumps({"opt": opt, "lr": lrs[0]}))
+    (folder / "status.json").write_text(json.dumps({"status": "finished"}))
+    rows = [",".join(METRIC_FIELDS)] + [f"{i},0.5,0.8,0.6,0.7,{lr},0.1" for i, lr in enumerate(lrs)]
+    (folder / "metrics.csv").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_none(window, qtbot):
+    from vitstudio.gui.training.training_curves import NO_SCHEDULE
+
+    probe = _run_folder("colours-linear-probe-1", "adamw", [1e-3, 5e-4, 2e-4, 1e-4])
+    quick = _run_folder("colours-quick-1", "lbfgs", [1.0] * 23)
+    panel, curves = window.training, window.training.curves
+    window.show_tab("training")
+    panel.progress.setFormat("finished · 4 epochs")  # what the live linear-probe run left on the bar
+    panel.show_run(probe)
+    x, y = curves.lines["lr"].getData()
+    assert list(x) == [1, 2, 3, 4] and y[0] == 1e-3 and not curves.lr_note.isVisible()  # its rate per epoch
+    assert "colours-linear-probe-1" in panel.progress.format()
+    panel.show_run(quick)
+    assert panel.progress.format() == "colours-quick-1: finished · 23 epochs"
+    x, _ = curves.lines["lr"].getData()
+    assert x is None or len(x) == 0  # L-BFGS: no schedule to draw ...
+    assert curves.lr_note.isVisible() and curves.lr_note.toPlainText() == NO_SCHEDULE  # ... said in words
+    assert not curves.lr_plot.getAxis("bottom").isVisible()  # not the previous run's axes around nothing
+    panel.show_run(probe)
+    qtbot.wait(50)  # pyqtgraph ranges its axes when it next paints
+    assert not curves.lr_note.isVisible() and curves.lr_plot.getAxis("left").isVisible()
+    assert curves.lr_plot.viewRange()[0][1] >= 4  # the axes follow this run's curve again
