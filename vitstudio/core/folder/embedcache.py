@@ -1,10 +1,11 @@
 """Folder embeddings, cached on disk: the pooled feature (what the head sees) and the logits of every image.
 
 One cache per image tower (a fingerprint of its weights and preprocessing; `model_fingerprint` says when the head
-and labels are part of it too) under the user's cache folder, never in the dataset. Rows are keyed by file content (`keyedstore.py`: stat first, a hash of
-the bytes when the stat differs), so adding 10 images to a folder computes 10, a changed file is computed again
-(even with its size and mtime restored) and a renamed one is not. Features (and logits, for models whose logits
-are not their head on the features) live in raw float32 files read through `np.memmap`: 100k images of ViT-B (768 floats) are 300 MB on disk and stay off the heap.
+and labels are part of it too) under the user's cache folder, never in the dataset. Rows are keyed by file content
+(`keyedstore.py`: stat first, a hash of the bytes when the stat differs), so adding 10 images to a folder computes
+10, a changed file is computed again (even with its size and mtime restored) and a renamed one is not. Features
+(and logits, for models whose logits are not their head on the features) live in raw float32 files read through
+`np.memmap`: 100k images of ViT-B (768 floats) are 300 MB on disk and stay off the heap.
 
 The index is a journal appended per batch (cost proportional to the batch, not the cache); concurrent runs share
 the cache under a file lock; rows a crash appended without their journal line are cut off. Rows of files that
@@ -122,6 +123,7 @@ class FolderEmbeddings:
     labels: tuple[str, ...]  # the model's class names
     errors: tuple[tuple[str, str], ...]  # unreadable files, with the reason
     computed: int  # how many files were run through the model this time
+    tower: str = ""  # the cache's key: another model with the same key reads these features without a forward
 
     def features_of(self, index: np.ndarray | slice | None = None) -> np.ndarray:
         """Features of the files `index` (all by default) as an in-memory (n, D) array."""
@@ -223,4 +225,4 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     cache.compact()
     good, rows, features, logits = cache.resolve([p for p in files if str(p) not in errors])
     return FolderEmbeddings(tuple(str(p) for p in good), rows, features, logits, tuple(loaded.labels),
-                            tuple(errors.items()), done - len(errors))
+                            tuple(errors.items()), done - len(errors), cache.folder.name)

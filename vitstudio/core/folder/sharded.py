@@ -75,4 +75,4 @@ def embed_sharded(loaded: LoadedModel, files: Sequence[str], info: DistInfo, bat
     # every readable file is cached by now: this reads them back in input order (and re-reports unreadable ones)
     result = yield from embed_folder(loaded, [str(p) for p in files], batch_size, cancel)
     return FolderEmbeddings(result.paths, result.rows, result.features, result.logits, result.labels,
-                            result.errors, len(gathered or []))
+                            result.errors, len(gathered or []), result.tower)

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.results import FolderResults
-from vitstudio.core.models.openclip import text_side
 
 from .. import workers
 from ..viewstate import Field, ViewState
@@ -59,7 +59,6 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.state = state
         self.folder: str | None = None  # the folder opened (label review and retraining need one)
         self.source = ""  # what the table shows, in words
-        self._model_side = None  # the text tower of the model shown (a CLIP-style model given new classes keeps it)
         self.embedded = None
         self.results: FolderResults | None = None
         self.coords: np.ndarray | None = None
@@ -260,13 +259,14 @@ class FolderPanel(QWidget, FolderSortingMixin):
                             on_result=self.fit.show_fit, on_error=self._on_failed)
 
     def _on_model(self, model) -> None:
-        previous = self._model_side
-        self._model_side = text_side(model.model)
+        shown = self.embedded.tower if self.embedded is not None else ""
         self.view_state.update(model=model.uid)  # discards every pending job of the previous model
         if self.waiting_paths:
             self.open_paths(self.waiting_paths)
-        elif self.view_state.paths and previous is not None and previous is self._model_side:
-            self.open_paths(list(self.view_state.paths))  # the same CLIP model given classes: show them here
+        elif self.view_state.paths and shown and shown == model_fingerprint(model):
+            # the same image tower (a quick run of the model shown, a CLIP model given other classes): its features
+            # are cached, so the folder opens again at once, through the new head
+            self.open_paths(list(self.view_state.paths))
         elif self.source:
             self.info.setText(f"A new model: open {self.source} again to see it through this one.")
 
