@@ -63,3 +63,19 @@ def test_other_heads_keep_their_logits_in_the_cache():
     assert head_on_pooled(distilled) is None  # two heads averaged: not the head on the pooled features
     plain = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=3)
     assert head_on_pooled(plain) is plain.head
+
+
+def test_folder_results_do_not_keep_the_model_alive(tmp_path):
+    """The logits come from the head on demand, but the results hold the head and the lock, not the model: a
+    Folder tab showing them never keeps a model the app has let go of."""
+    import gc
+    import weakref
+
+    data = make_dataset(tmp_path / "data", per_class=2, size=32)
+    loaded = load_model(str(bundled_demo()))
+    result = drain(embed_folder(loaded, [str(data)]))
+    model = weakref.ref(loaded.model)
+    del loaded
+    gc.collect()
+    assert model() is None
+    assert np.asarray(result.logits[result.rows]).shape == (6, 10)  # and the results still work

@@ -80,7 +80,8 @@ class HeadLogits:
     memory-mapped logits of a cache that stores them (`logits[rows]`)."""
 
     def __init__(self, features: np.memmap, loaded: LoadedModel, head: nn.Module) -> None:
-        self.features, self.loaded, self.head = features, loaded, head
+        # the head and the model's lock, not the LoadedModel: results kept on screen must not keep a model alive
+        self.features, self.lock, self.head = features, loaded.lock, head
         self.shape = (features.shape[0], len(loaded.labels))
 
     def __len__(self) -> int:
@@ -91,7 +92,7 @@ class HeadLogits:
         param = next(self.head.parameters(), None)
         device = param.device if param is not None else torch.device("cpu")
         out = []
-        with self.loaded.lock, torch.inference_mode():
+        with self.lock, torch.inference_mode():
             for start in range(0, len(x), 8192):  # a few MB at a time through one matmul
                 chunk = torch.as_tensor(x[start:start + 8192], device=device)
                 out.append(self.head(chunk.to(param.dtype) if param is not None else chunk).float().cpu().numpy())
