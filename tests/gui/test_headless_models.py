@@ -67,4 +67,11 @@ def test_predictions_say_what_to_do_and_classes_come_back_on_reload(window, qtbo
     qtbot.waitUntil(lambda: window.state.prediction_for(window.state.selected) is not None, timeout=60000)
     probs = window.state.prediction_for(window.state.selected).probs
     assert np.isclose(sum(probs), 1.0, atol=1e-5)
+    # an empty box: back to the model without classes, and it is not given them again on the next load
+    box.classes.clear()
+    with qtbot.waitSignal(window.state.model_loaded, timeout=10000):
+        box.apply()
+    assert window.state.model.labels == [] and "Classes" in window.predictions.title.text()
+    headless = load_in_window(window, qtbot, str(clip_dir))
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+    assert headless.labels == [] and window.state.model is headless and box.status.text() == "no classes yet"

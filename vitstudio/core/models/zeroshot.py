@@ -115,6 +115,20 @@ def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = Non
                                label_set=f"zero-shot from words ({how}; {output})", uid=new_uid, _card=None)
 
 
+def without_classes(loaded: LoadedModel) -> LoadedModel:
+    """The same CLIP-style model headless again (its output the image embedding), with a new uid."""
+    head = loaded.model.head
+    if not isinstance(head, ZeroShotHead):
+        return loaded
+    model = _with_head(loaded.model, head.projection)
+    model.num_classes = 0
+    share_lock(model, loaded.model)
+    attach_text_side(model, text_side(loaded.model))
+    new_uid = LoadedModel.__dataclass_fields__["uid"].default_factory()
+    return dataclasses.replace(loaded, model=model, labels=[], label_set="none (give classes)", uid=new_uid,
+                               _card=None)
+
+
 def _with_head(model: nn.Module, head: nn.Module) -> nn.Module:
     """A shallow copy of `model` (the same blocks and parameters, no second copy in memory) with its own head."""
     twin = copy.copy(model)

@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from vitstudio.core.models.openclip import is_clip_style, text_side
-from vitstudio.core.models.zeroshot import parse_classes, with_classes
+from vitstudio.core.models.zeroshot import parse_classes, with_classes, without_classes
 
 from .. import workers
 from ..state import AppState
@@ -33,7 +33,8 @@ class ClassesWidget(QWidget):
         self._pending = ("", "")
         self.classes = QLineEdit()
         self.classes.setPlaceholderText("Classes (comma-separated), e.g. ant, bee, wasp")
-        self.classes.setToolTip("Class names in words: the text tower turns them into a classifier, no training")
+        self.classes.setToolTip("Class names in words: the text tower turns them into a classifier, no training. "
+                                "Empty it and press Set classes to go back to the model without classes.")
         self.prompt = QLineEdit()
         self.prompt.setPlaceholderText("Prompt (default: the model's templates)")
         self.prompt.setToolTip('One template with {} for the name, e.g. "a photo of a {}"; "{}" = the raw names. '
@@ -92,6 +93,10 @@ class ClassesWidget(QWidget):
         loaded = self.state.model
         if loaded is None or not is_clip_style(loaded):
             return
+        if not self.classes.text().strip() and loaded.labels:  # an empty box: back to the model without classes
+            forget(loaded.name)
+            self.state.set_model(without_classes(loaded))
+            return
         try:
             names = parse_classes(self.classes.text())
         except ValueError as exc:
@@ -129,6 +134,10 @@ def remembered(spec: str) -> tuple[str, str] | None:
 
 def remember(spec: str, classes: str, prompt: str) -> None:
     QSettings().setValue(_key(spec), [classes, prompt])
+
+
+def forget(spec: str) -> None:
+    QSettings().remove(_key(spec))
 
 
 def _key(spec: str) -> str:
