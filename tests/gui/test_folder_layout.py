@@ -257,8 +257,31 @@ def test_overlay_has_a_colour_bar_of_its_levels(qtbot):
     ends = bar.colorMap().getLookupTable(nPts=2, alpha=False)
     assert np.abs(ends.astype(int) - lookup_table("viridis")[[0, -1]].astype(int)).max() <= 1
     assert bar.sceneBoundingRect().left() >= view.view.sceneBoundingRect().right() - 1
+    beside_the_bar = view.view.sceneBoundingRect().width()
     view.set_map(None)
-    assert not bar.isVisible() and bar.scene() is None
+    qtbot.wait(50)
+    assert not bar.isVisible() and view.view.sceneBoundingRect().width() > beside_the_bar + 20  # the whole width
+
+
+def test_switching_the_colour_bar_keeps_no_references(qtbot):
+    """Found by the soak: taking the bar out of the layout and back reconnected pyqtgraph's view signals to its
+    button each time, and PySide6 kept a weak reference per connection, for as long as the window lived."""
+    import weakref
+
+    from vitstudio.gui.common.map_view import MapView
+
+    view = MapView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_image(np.zeros((32, 32, 3), np.uint8))
+    button = view.colour_bar.autoBtn
+    before = weakref.getweakrefcount(button)
+    for _ in range(50):  # a scalar map (bar shown), then an RGB map and none (bar hidden)
+        view.set_map(np.random.default_rng(0).random((4, 4)))
+        view.set_map(np.zeros((4, 4, 3)))
+        view.set_map(None)
+    qtbot.wait(10)
+    assert weakref.getweakrefcount(button) == before
 
 
 def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):

@@ -57,6 +57,7 @@ class MapView(pg.GraphicsLayoutWidget):
         # what the overlay's colours mean: the map's values from its lowest (bottom) to its highest (top)
         self.colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=colour_map("inferno"), interactive=False,
                                           width=12, colorMapMenu=False)
+        self.addItem(self.colour_bar, row=0, col=1)  # placed once: see _show_colour_bar
         self.colour_bar.setVisible(False)
         self.scene().sigMouseClicked.connect(self._on_click)
 
@@ -96,13 +97,10 @@ class MapView(pg.GraphicsLayoutWidget):
         self.overlay.setOpacity(opacity)
 
     def _show_colour_bar(self, shown: bool) -> None:
-        """The bar sits right of the image while a scalar map is shown; taken out of the layout otherwise, so an
-        RGB map or a bare image keeps the whole width."""
-        placed = self.colour_bar.scene() is not None
-        if shown and not placed:
-            self.addItem(self.colour_bar, row=0, col=1)
-        elif not shown and placed:
-            self.removeItem(self.colour_bar)
+        """The bar sits right of the image while a scalar map is shown; hidden otherwise, where the layout gives an
+        RGB map or a bare image the whole width. Hidden, not taken out of the layout: every move in or out of the
+        scene reconnected pyqtgraph's view signals to the bar's button, and PySide6 kept a weak reference per
+        connection (two per switch, for the window's lifetime; seen in the soak)."""
         self.colour_bar.setVisible(shown)
 
     def _smoothed(self, values: np.ndarray) -> np.ndarray:
