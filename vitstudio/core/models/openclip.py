@@ -229,7 +229,7 @@ def _image_tower(clip: nn.Module, model_cfg: dict, spec: str) -> tuple[nn.Module
         return trunk, model_cfg["vision_cfg"]["timm_model_name"]
     vit = _converted_vit(visual, model_cfg, spec)
     patch = vit.patch_embed.patch_size[0]
-    return vit, f"ViT-{patch} ({len(vit.blocks)} blocks, width {vit.embed_dim}; timm {CLIP_ENTRY} sizes)"
+    return vit, f"ViT-{patch} ({len(vit.blocks)} blocks, width {vit.embed_dim})"
 
 
 def _converted_vit(visual: nn.Module, model_cfg: dict, spec: str) -> nn.Module:

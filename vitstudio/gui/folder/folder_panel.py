@@ -230,6 +230,9 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.embedded = embedded
         self.results = results
         self.model.set_results(self.results)
+        if not results.has_predictions:  # the map colours by given label: the combo says so
+            with QSignalBlocker(self.colour_by):
+                self.colour_by.setCurrentText("given label")
         with QSignalBlocker(self.predicted):
             self.predicted.clear()
             self.predicted.addItem("all classes", None)
