@@ -189,3 +189,15 @@ def test_eval_of_a_clip_model_is_its_zero_shot_accuracy_on_the_folder(data, clip
     labels = np.asarray([["blue", "green", "red"].index(p.split("/")[-2]) for p in paths])
     zero_shot = _openclip_predictions(clip_dir, load_model(str(clip_dir)), paths, ["blue", "green", "red"], ("{}",))
     assert first.startswith(f"accuracy {np.mean(zero_shot == labels):.4f} on 36 images") and "zero-shot" in first
+
+
+def test_the_model_card_of_a_clip_model_without_classes_says_how_to_get_them(clip_dir):
+    from vitstudio.core.models.modelcard import model_card
+    from vitstudio.core.models.zeroshot import with_classes
+
+    plain = load_model(str(clip_dir))
+    assert "Classes box" in model_card(plain).head and "--classes" in model_card(plain).head
+    assert not model_card(with_classes(plain, ["a cat", "a dog"], "{}")).head.startswith("none")
+    headless_vit = load_model("custom:img=32,patch=8,width=32,depth=1,heads=2,classes=3")
+    headless_vit.model.reset_classifier(0)  # a features-only ViT (DINO-like)
+    assert "fine-tune a head" in model_card(headless_vit).head

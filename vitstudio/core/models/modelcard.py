@@ -80,6 +80,10 @@ def _describe_head(model) -> str:
     from vitstudio.core.models.checkpoints import representation_size
 
     if not int(getattr(model, "num_classes", 0) or 0):
+        from vitstudio.core.models.openclip import text_side
+
+        if text_side(model) is not None:  # a CLIP-style model classifies into classes given in words
+            return "none yet: give classes in words (the Classes box, --classes) for a zero-shot head"
         return "none: features and attention only (fine-tune a head to classify)"
     rep = representation_size(model)
     if rep:
