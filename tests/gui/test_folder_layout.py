@@ -284,6 +284,37 @@ def test_switching_the_colour_bar_keeps_no_references(qtbot):
     assert weakref.getweakrefcount(button) == before
 
 
+def test_the_folder_maps_colour_bar_switches_without_keeping_references(qtbot):
+    """The same for the Folder tab's map (confidence: a colour bar; categories: none), and the bar, shown again,
+    still has the room its label needs."""
+    import weakref
+
+    from vitstudio.gui.folder.folder_map import FolderMapWidget
+
+    plot = FolderMapWidget()
+    qtbot.addWidget(plot)
+    plot.resize(500, 400)
+    plot.show()
+    points = np.random.default_rng(0).random((20, 2))
+    plot.set_points(points, [("a", (255, 0, 0), np.arange(20))], "pca")
+    button, view = plot.colour_bar.autoBtn, plot.getPlotItem().vb
+    before = weakref.getweakrefcount(button)
+    for _ in range(50):
+        plot.set_groups([("0-10 %", (255, 0, 0), np.arange(20))], scale=True)
+        plot.set_groups([("a", (255, 0, 0), np.arange(20))])
+    qtbot.wait(50)
+    assert weakref.getweakrefcount(button) == before
+    alone = view.sceneBoundingRect().width()
+    plot.set_groups([("0-10 %", (255, 0, 0), np.arange(20))], scale=True)
+    qtbot.wait(50)
+    bar = plot.colour_bar
+    assert bar.isVisible() and view.sceneBoundingRect().width() < alone
+    width = bar.geometry().width()
+    bar.getAxis("left").showLabel()  # measures the axis again with its label: the room was already there
+    qtbot.wait(50)
+    assert bar.geometry().width() == pytest.approx(width)
+
+
 def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     """At 1280×720 with the model card open the Folder tab is about 800 px wide: its two control rows must not
     make it wider (what does not fit goes behind each row's » button) and the count line stays in sight."""

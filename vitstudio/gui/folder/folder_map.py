@@ -74,6 +74,8 @@ class FolderMapWidget(pg.PlotWidget):
         self.legend.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.colour_bar = pg.ColorBarItem(values=(0, 100), colorMap=pg.colormap.get(CONFIDENCE_MAP),
                                           interactive=False, width=14, label="confidence %")
+        self.getPlotItem().layout.addItem(self.colour_bar, 2, 5)  # right of the plot (columns 0-2: axes, view)
+        self.colour_bar.setVisible(False)  # placed once: see _show_colour_bar
         self.box = pg.RectROI([0, 0], [1, 1], pen=pg.mkPen((255, 200, 0), width=2))
         self.box.setVisible(False)
         self.addItem(self.box)
@@ -120,15 +122,12 @@ class FolderMapWidget(pg.PlotWidget):
             self.items.append(item)
 
     def _show_colour_bar(self, shown: bool) -> None:
-        layout = self.getPlotItem().layout
-        placed = self.colour_bar.parentItem() is not None
-        if shown and not placed:
-            layout.addItem(self.colour_bar, 2, 5)  # right of the plot (columns 0-2 are axes and the view)
-        elif not shown and placed:
-            layout.removeItem(self.colour_bar)
-            self.colour_bar.setParentItem(None)
-            self.scene().removeItem(self.colour_bar)
+        """Hidden, the layout gives the plot its width back. Not taken out of the layout: every move in or out of
+        the scene reconnected pyqtgraph's view signals to the bar's button, and PySide6 kept a weak reference per
+        connection for the window's lifetime (seen in the soak)."""
         self.colour_bar.setVisible(shown)
+        if shown:  # the axis measures its label's room only while the label is visible: measure it again now
+            self.colour_bar.getAxis("left").showLabel()
 
     def _tip(self, x: float, y: float, data) -> str:
         return self.describe(int(data)) if self.describe is not None else ""
