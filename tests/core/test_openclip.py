@@ -323,3 +323,40 @@ def test_uncached_hub_tokenizer_gives_the_offline_message(clip_dir, tmp_path):
     (folder / "open_clip_model.safetensors").write_bytes((clip_dir / "open_clip_model.safetensors").read_bytes())
     with pytest.raises(ModelLoadError, match="tokenizer .* not in the local cache.*HF_HUB_OFFLINE is set"):
         load_model(str(folder))
+
+
+def test_faithfulness_of_the_text_map_follows_the_similarity_to_the_text(clip_dir, photos):
+    """Deletion and insertion curves of the text map, checked against OpenCLIP's own image and text encoders on
+    the same masked inputs: cos(encode_image(input at step i), encode_text(text))."""
+    from vitstudio.core.analysis.faithfulness import Protocol, blurred, image_faithfulness, ranking, step_masks
+
+    loaded = load_model(str(clip_dir))
+    image = read_image(photos["coffee"])
+    x = loaded.to_tensor(loaded.crop(image))[None]
+    protocol = Protocol(steps=4, random_seeds=2)
+    result = image_faithfulness(loaded, x, ["text"], protocol, text="a cup of coffee")
+    assert result.score == "similarity to 'a cup of coffee'" and "text" in result.methods
+    order = ranking(explain(loaded, "text", image, text="a cup of coffee").array.astype(np.float64))
+    masks = step_masks(order, loaded.grid_size, loaded.patch_size, protocol.steps)
+    deleted = x * ~masks
+    inserted = torch.where(masks, x, blurred(x, protocol.sigma(loaded)))
+    model = open_clip.create_model(f"local-dir:{clip_dir}").eval()
+    tokens = open_clip.get_tokenizer(f"local-dir:{clip_dir}")(["a cup of coffee"])
+    with torch.no_grad():
+        text = model.encode_text(tokens, normalize=True)[0]
+        expected = [(model.encode_image(inputs, normalize=True) @ text).numpy() for inputs in (deleted, inserted)]
+    np.testing.assert_allclose(result.methods["text"].deletion, expected[0], atol=1e-5)
+    np.testing.assert_allclose(result.methods["text"].insertion, expected[1], atol=1e-5)
+    assert loaded.model.head is not None and not hasattr(loaded.model.head, "sigmoid")  # its own head is back
+
+
+def test_faithfulness_cli_takes_a_text(clip_dir, photos, capsys):
+    from vitstudio.cli import main
+
+    args = ["faithfulness", str(photos["coffee"]), "--model", str(clip_dir), "--methods", "text,rollout",
+            "--steps", "2", "--device", "cpu"]
+    assert main([*args, "--text", "a cup of coffee"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("curves follow: similarity to 'a cup of coffee'") and "\ntext " in out
+    assert main([*args, "--text", "a cup of coffee", "--sanity"]) == 2
+    assert "--sanity re-draws the classifier" in capsys.readouterr().err

@@ -35,7 +35,12 @@ def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tin
         np.testing.assert_allclose(panel.displayed, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
         maps[text] = panel.displayed.copy()
     assert not np.allclose(maps["a bee"], maps["a cup of coffee"])
-    # faithfulness measures maps of the predicted class: for the text map it says why not, instead of failing
+    # faithfulness of the text map: its curves follow the similarity to the text typed; the sanity check (which
+    # re-draws the classifier) says why it does not apply
     faith = panel.faithfulness
-    assert not faith.measure_button.isEnabled() and not faith.sanity_button.isEnabled()
-    assert "what you typed" in faith.summary.text()
+    assert faith.measure_button.isEnabled() and not faith.sanity_button.isEnabled()
+    assert "re-draws the classifier" in faith.sanity_button.toolTip()
+    faith.measure()
+    qtbot.waitUntil(lambda: faith.shown is not None, timeout=120000)
+    assert faith.shown.score == "similarity to 'a cup of coffee'"
+    assert faith.summary.text().startswith("Similarity to 'a cup of coffee': deletion")

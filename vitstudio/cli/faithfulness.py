@@ -26,6 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--blur-sigma", type=float, help="insertion's blur in input pixels (default one patch side)")
     p.add_argument("--batch-size", type=int, default=64, help="masked inputs per forward (default 64)")
     p.add_argument("--max-images", type=int, help="measure at most this many images (in sorted order)")
+    p.add_argument("--text", help="CLIP-style models: the curves follow each image's similarity to this text instead "
+                   "of the top-1 class (with --methods text: the text map's own faithfulness)")
     p.add_argument("--sanity", action="store_true", help="also the model-randomisation sanity check (Adebayo et al. "
                    "2018): Spearman ρ of each map with the map after the head, then each block from the top, is "
                    "re-drawn")
@@ -72,9 +74,13 @@ def faithfulness_cmd(args) -> int:
         return EXIT_USAGE
     if methods is None:  # the default: every Compare method that applies, the others named with their reason
         methods = _applicable(loaded)
+    given = {"text": args.text} if args.text else {}
     try:  # a method asked for that does not apply to this model is refused with its reason before any image is read
+        if args.text and args.sanity:
+            raise ValueError("--sanity re-draws the classifier, so it measures maps of the top-1 class, not of a "
+                             "--text.")
         for method in methods:
-            validate(loaded, method)
+            validate(loaded, method, **given)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -82,7 +88,7 @@ def faithfulness_cmd(args) -> int:
     paths = [str(p) for p in expand_paths(args.inputs, ignored=ignored)][:args.max_images]
     print_ignored(ignored)
     protocol = fa.Protocol(args.steps, args.blur_sigma, batch_size=args.batch_size)
-    results, errors = _drain(fa.faithfulness_over(loaded, paths, methods, protocol), "faithfulness")
+    results, errors = _drain(fa.faithfulness_over(loaded, paths, methods, protocol, **given), "faithfulness")
     for path, reason in errors:
         print(f"error: {path}: {reason}", file=sys.stderr)
     if not results:
@@ -132,7 +138,9 @@ def document(loaded, protocol, results, sanity) -> dict:
 
     doc = {"model": loaded.name,
            "protocol": {"steps": protocol.steps, "blur_sigma_px": protocol.sigma(loaded),
-                        "random_seeds": protocol.random_seeds, "target": "top-1 class on the original",
+                        "random_seeds": protocol.random_seeds,
+                        "target": results[0].score if results and results[0].score != "probability"
+                        else "top-1 class on the original",
                         "deleted_value": 0.0, "patch_grid": list(loaded.grid_size)},
            "images": [{"image": r.image, "target": r.target, "random": curves(r.random), "errors": r.errors,
                        "methods": {m: {**curves(c), "reversed": curves(r.reversed[m])} for m, c in r.methods.items()}}
@@ -148,7 +156,8 @@ def document(loaded, protocol, results, sanity) -> dict:
 
 def table(doc: dict) -> str:
     """The summary as a text table, then the sanity curves."""
-    rows = [f"{'method':<22}{'images':>7}{'deletion ↓':>18}{'insertion ↑':>18}{'beats random (del/ins)':>25}"
+    rows = [f"curves follow: {doc['protocol']['target']}",
+            f"{'method':<22}{'images':>7}{'deletion ↓':>18}{'insertion ↑':>18}{'beats random (del/ins)':>25}"
             f"{'reversed (del/ins)':>21}"]
     for m, s in doc["summary"].items():
         beats = "" if m == "random" else f"{s['beats_random_deletion']:.0%} / {s['beats_random_insertion']:.0%}"

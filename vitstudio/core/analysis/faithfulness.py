@@ -12,6 +12,9 @@ The protocol, exactly, so scores are comparable between methods, models and runs
   `gaussian_blur`) and restoring the original patches in ranked order; area under the curve (higher = more
   faithful). Half a patch side left the bundled digits model 88 % sure of a blurred digit (98 % of its confidence
   on the original), so insertion could not tell maps apart; one patch side brings that to 43 %.
+- a map of a typed text (the text map, or any map measured with `text=`): the curves follow the cosine
+  similarity of the image to the text (the model's output under `text_map.similarity_head`) instead of a class
+  probability; every map and the baselines are measured against that same score.
 - baselines: a random ranking (the mean over seeds 0…4 of numpy's `default_rng(seed).permutation(P)`) and the
   map's own ranking reversed (lowest first), for reference.
 
@@ -21,6 +24,7 @@ result is one map on the patch grid can be measured (`--methods`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 
@@ -66,6 +70,7 @@ class ImageFaithfulness:
     reversed: dict[str, Curves]  # method -> the curves of its ranking reversed
     random: Curves  # mean curves of the random rankings (same areas as the mean of their areas: area is linear)
     errors: dict[str, str] = field(default_factory=dict)  # method -> why it could not be measured on this image
+    score: str = "probability"  # what the curves follow: the target class's probability, or "similarity to 'TEXT'"
 
 
 def area(curve: np.ndarray) -> float:
@@ -104,13 +109,15 @@ def blurred(x: torch.Tensor, sigma: float) -> torch.Tensor:
     return gaussian_blur(x, [k, k], [sigma, sigma])
 
 
-def probabilities(loaded: LoadedModel, inputs: torch.Tensor, target: int, batch_size: int) -> np.ndarray:
-    """(n,) softmax probability of `target` for each input, forwarded in batches."""
+def probabilities(loaded: LoadedModel, inputs: torch.Tensor, target: int, batch_size: int,
+                  raw: bool = False) -> np.ndarray:
+    """(n,) softmax probability of `target` for each input (its raw output with `raw`: a similarity), forwarded
+    in batches."""
     out = []
     with loaded.lock, torch.inference_mode(), loaded.autocast():
         for start in range(0, len(inputs), batch_size):
             logits = loaded.model(inputs[start:start + batch_size].to(loaded.device)).float()
-            out.append(logits.softmax(-1)[:, target].cpu())
+            out.append((logits if raw else logits.softmax(-1))[:, target].cpu())
     return torch.cat(out).double().numpy()
 
 
@@ -121,7 +128,7 @@ def top1(loaded: LoadedModel, x: torch.Tensor) -> int:
 
 
 def curves(loaded: LoadedModel, x: torch.Tensor, order: np.ndarray, target: int, protocol: Protocol,
-           start: torch.Tensor | None = None) -> Curves:
+           start: torch.Tensor | None = None, raw: bool = False) -> Curves:
     """Deletion and insertion curves of one ranking of the patches of x (1, 3, H, W); `start` is the blurred
     copy (computed when not given)."""
     masks = step_masks(order, loaded.grid_size, loaded.patch_size, protocol.steps)
@@ -129,7 +136,7 @@ def curves(loaded: LoadedModel, x: torch.Tensor, order: np.ndarray, target: int,
     start = blurred(x, protocol.sigma(loaded)) if start is None else start
     deleted = x * ~masks  # (S + 1, 3, H, W)
     inserted = torch.where(masks, x, start)
-    probs = probabilities(loaded, torch.cat([deleted, inserted]), target, protocol.batch_size)
+    probs = probabilities(loaded, torch.cat([deleted, inserted]), target, protocol.batch_size, raw)
     return Curves(probs[:protocol.steps + 1], probs[protocol.steps + 1:])
 
 
@@ -154,11 +161,25 @@ def _mean_curves(all_curves: list[Curves]) -> Curves:
 def image_faithfulness(loaded: LoadedModel, x: torch.Tensor, methods: Iterable[str], protocol: Protocol = Protocol(),
                        image: str = "", maps: dict[str, np.ndarray] | None = None, **given) -> ImageFaithfulness:
     """Every method's curves, its reversed ranking's and the random baseline's, for one preprocessed image
-    x (1, 3, H, W). `maps` may supply precomputed maps (method -> (gh, gw)); the others are computed."""
+    x (1, 3, H, W). `maps` may supply precomputed maps (method -> (gh, gw)); the others are computed. With a
+    `text` (CLIP-style models), the curves follow the image's similarity to it."""
+    text = str(given.get("text") or "").strip()
+    if text:
+        from vitstudio.core.analysis.text_map import similarity_head
+
+        with similarity_head(loaded, text):  # the model's one output is cos(image, text) meanwhile
+            found = _image_faithfulness(loaded, x, methods, protocol, image, maps, raw=True, **given)
+        return dataclasses.replace(found, score=f"similarity to '{text}'")
+    return _image_faithfulness(loaded, x, methods, protocol, image, maps, **given)
+
+
+def _image_faithfulness(loaded: LoadedModel, x: torch.Tensor, methods: Iterable[str], protocol: Protocol,
+                        image: str, maps: dict[str, np.ndarray] | None, raw: bool = False,
+                        **given) -> ImageFaithfulness:
     target = top1(loaded, x)
     start = blurred(x.cpu().float(), protocol.sigma(loaded))
     patches = int(np.prod(loaded.grid_size))
-    random = _mean_curves([curves(loaded, x, order, target, protocol, start)
+    random = _mean_curves([curves(loaded, x, order, target, protocol, start, raw)
                            for order in random_rankings(patches, protocol.random_seeds)])
     found, flipped, errors = {}, {}, {}
     for method in methods:
@@ -169,8 +190,8 @@ def image_faithfulness(loaded: LoadedModel, x: torch.Tensor, methods: Iterable[s
             errors[method] = str(exc)
             continue
         order = ranking(values)
-        found[method] = curves(loaded, x, order, target, protocol, start)
-        flipped[method] = curves(loaded, x, order[::-1], target, protocol, start)
+        found[method] = curves(loaded, x, order, target, protocol, start, raw)
+        flipped[method] = curves(loaded, x, order[::-1], target, protocol, start, raw)
     return ImageFaithfulness(image, target, found, flipped, random, errors)
 
 
@@ -240,6 +261,8 @@ def faithfulness_over(loaded: LoadedModel, paths: list[str], methods: list[str],
     return results, errors
 
 
-def faithfulness_job(cancel, loaded: LoadedModel, image, method: str) -> ImageFaithfulness:
-    """The GUI's view job: one method's curves and the baselines for one PIL image."""
-    return image_faithfulness(loaded, loaded.to_tensor(loaded.crop(image))[None], [method])
+def faithfulness_job(cancel, loaded: LoadedModel, image, method: str, text: str | None = None) -> ImageFaithfulness:
+    """The GUI's view job: one method's curves and the baselines for one PIL image (for the text map, against
+    the similarity to its text)."""
+    given = {"text": text} if text else {}
+    return image_faithfulness(loaded, loaded.to_tensor(loaded.crop(image))[None], [method], **given)

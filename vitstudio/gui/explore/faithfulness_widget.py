@@ -19,6 +19,8 @@ from vitstudio.core.analysis.masks import DEFAULT_SHARE, mass_mask
 from .. import workers
 
 CURVES, SANITY = "faithfulness", "sanity"
+SANITY_TIP = ("Re-draw the classifier, then each block from the top, and compare the map with the trained model's "
+              "(Spearman ρ): a map that explains the model must change.")
 
 
 class FaithfulnessWidget(QWidget):
@@ -26,14 +28,15 @@ class FaithfulnessWidget(QWidget):
         """`context()` answers (model, image entry) or None; `report_error(exc)` shows a job's error."""
         super().__init__(parent)
         self.view_state, self._context, self._report_error = view_state, context, report_error
-        self.jobs = workers.ViewJobs(view_state, {CURVES: ("method",), SANITY: ("method",)}, long=(CURVES, SANITY))
+        # the text map's curves follow the similarity to its text: another text is another measurement
+        self.jobs = workers.ViewJobs(view_state, {CURVES: ("method", "text"), SANITY: ("method",)},
+                                     long=(CURVES, SANITY))
         self.measure_button = QPushButton("Measure faithfulness")
         self.measure_button.setToolTip("Deletion: the top-1 class's probability as the map's highest patches are "
                                        "zeroed (lower area = more faithful). Insertion: restoring them into a blurred "
                                        "copy (higher = more faithful). Dashed: a random ranking (mean of 5).")
         self.sanity_button = QPushButton("Sanity check")
-        self.sanity_button.setToolTip("Re-draw the classifier, then each block from the top, and compare the map with "
-                                      "the trained model's (Spearman ρ): a map that explains the model must change.")
+        self.sanity_button.setToolTip(SANITY_TIP)
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         self.curves = _plot("fraction of patches deleted / inserted", "target probability")
@@ -57,23 +60,23 @@ class FaithfulnessWidget(QWidget):
         self.refresh()
 
     def measure(self) -> None:
-        self._start(CURVES, "Faithfulness", faithfulness_job)
+        self._start(CURVES, "Faithfulness", faithfulness_job, self.view_state.text)
 
     def check_sanity(self) -> None:
         self._start(SANITY, "Sanity check", sanity_job)
 
-    def _start(self, slot: str, name: str, job) -> None:
+    def _start(self, slot: str, name: str, job, *extra) -> None:
         ctx = self._context()
         if ctx is None:
             self.summary.setText("Load a model and select an image first.")
             return
         model, entry = ctx
         self.summary.setText(f"{name} of {self.view_state.method}…")
-        self.jobs.start(slot, name, job, model, entry.image, self.view_state.method,
+        self.jobs.start(slot, name, job, model, entry.image, self.view_state.method, *extra,
                         on_result=self._on_result, on_error=self._report_error)
 
     def _on_view_state(self, name: str, _value) -> None:
-        if name in ("model", "image", "method"):
+        if name in ("model", "image", "method", "text"):
             self.refresh()
 
     def _on_result(self, _value) -> None:
@@ -83,9 +86,11 @@ class FaithfulnessWidget(QWidget):
         """Draw what answers the current model, image and method (nothing otherwise)."""
         self.shown, self.shown_sanity = self.jobs.current(CURVES), self.jobs.current(SANITY)
         method = self.view_state.method
-        why = unmeasurable(method)
-        for button in (self.measure_button, self.sanity_button):
-            button.setEnabled(why is None)
+        why = unmeasurable(method, self.view_state.text)
+        why_no_sanity = unmeasurable(method, self.view_state.text, sanity=True)
+        self.measure_button.setEnabled(why is None)
+        self.sanity_button.setEnabled(why_no_sanity is None)
+        self.sanity_button.setToolTip(why_no_sanity or SANITY_TIP)
         self.curves.clear()
         self.spearman.clear()
         lines = []
@@ -94,7 +99,7 @@ class FaithfulnessWidget(QWidget):
         if self.shown_sanity is not None:
             lines.append(self._draw_sanity(self.shown_sanity, method))
         if lines or not (self.jobs.running(CURVES) or self.jobs.running(SANITY)):
-            self.summary.setText("\n".join(lines) or why or "")
+            self.summary.setText("\n".join(lines) or why or why_no_sanity or "")
 
     def _draw_curves(self, result, method: str) -> str:
         if method not in result.methods:
@@ -108,7 +113,9 @@ class FaithfulnessWidget(QWidget):
                                            (rand.insertion, "#1f77b4", "dash", "random")):
             pen = pg.mkPen(colour, width=2, style=pg.QtCore.Qt.DashLine if style else pg.QtCore.Qt.SolidLine)
             self.curves.plot(xs, list(curve), pen=pen, name=name)
-        return (f"Class {result.target}: deletion {mine.deletion_auc:.3f} (random {rand.deletion_auc:.3f}, lower is "
+        what = f"Class {result.target}" if result.score == "probability" else result.score.capitalize()
+        self.curves.setLabel("left", "target probability" if result.score == "probability" else "similarity")
+        return (f"{what}: deletion {mine.deletion_auc:.3f} (random {rand.deletion_auc:.3f}, lower is "
                 f"better), insertion {mine.insertion_auc:.3f} (random {rand.insertion_auc:.3f}, higher is better).")
 
     def _draw_sanity(self, check, method: str) -> str:
@@ -125,19 +132,24 @@ class FaithfulnessWidget(QWidget):
         return f"Sanity check passed: the map changes as the weights are re-drawn (ρ {curve[-1]:.2f} at the end)."
 
 
-def unmeasurable(method: str | None) -> str | None:
-    """Why the map of `method` cannot be measured here, or None. Both measurements explain the top-1 class; a map
-    of something the user typed (the text map: the similarity to a text) has another target."""
+def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> str | None:
+    """Why the map of `method` cannot be measured here, or None. The curves follow the predicted class's
+    probability, or, for the text map, the image's similarity to its text; the sanity check re-draws the
+    classifier first, so it measures maps of a class only. A map of a clicked patch explains neither."""
     from vitstudio.core.analysis import registry
 
     if method is None or not registry.is_registered(method):
         return None
     needed = [p.name for p in registry.get(method).params if p.required]
-    if needed:
-        return (f"Faithfulness and the sanity check measure maps of the predicted class; the "
-                f"{registry.get(method).title.lower()} explains what you typed ({', '.join(needed)}), so they do not "
-                f"apply to it.")
-    return None
+    title = registry.get(method).title.lower()
+    if not needed:
+        return None
+    if needed != ["text"]:
+        return f"The {title} explains the patch you picked: faithfulness measures maps of a class or a text."
+    if sanity:
+        return (f"The sanity check re-draws the classifier, so it measures maps of the predicted class; the {title} "
+                f"explains the text you typed.")
+    return None if text else f"Type a text first: the {title}'s curves follow the image's similarity to it."
 
 
 def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
