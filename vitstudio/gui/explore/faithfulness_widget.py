@@ -19,6 +19,8 @@ from vitstudio.core.analysis.masks import DEFAULT_SHARE, mass_mask
 from .. import workers
 
 CURVES, SANITY = "faithfulness", "sanity"
+# the view fields a measurement answers (text: the text map's)
+MEASURED_FOR = frozenset({"model", "image", "method", "text"})
 SANITY_TIP = ("Re-draw the classifier, then each block from the top, and compare the map with the trained model's "
               "(Spearman ρ): a map that explains the model must change.")
 
@@ -76,7 +78,7 @@ class FaithfulnessWidget(QWidget):
                         on_result=self._on_result, on_error=self._report_error)
 
     def _on_view_state(self, name: str, _value) -> None:
-        if name in ("model", "image", "method", "text"):
+        if name in MEASURED_FOR:
             self.refresh()
 
     def _on_result(self, _value) -> None:
