@@ -18,7 +18,7 @@ import torch
 from vitstudio.core.analysis.attention import gradient_rollout
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.openclip import encode_prompts, text_side
-from vitstudio.core.models.zeroshot import ZeroShotHead
+from vitstudio.core.models.zeroshot import ZeroShotHead, image_projection
 
 
 @contextlib.contextmanager
@@ -28,8 +28,7 @@ def similarity_head(loaded: LoadedModel, text: str) -> Iterator[None]:
     model = loaded.model
     with loaded.lock:
         saved = model.head
-        projection = saved.projection if isinstance(saved, ZeroShotHead) else saved
-        model.head = ZeroShotHead(projection, embedding, 1.0, None).to(embedding.device).eval()
+        model.head = ZeroShotHead(image_projection(saved), embedding, 1.0, None).to(embedding.device).eval()
         try:
             yield
         finally:

@@ -82,21 +82,14 @@ class HeadLogits:
     def __init__(self, features: np.memmap, loaded: LoadedModel, head: nn.Module) -> None:
         # the head and the model's lock, not the LoadedModel: results kept on screen must not keep a model alive
         self.features, self.lock, self.head = features, loaded.lock, head
-        self.shape = (features.shape[0], len(loaded.labels))
-
-    def __len__(self) -> int:
-        return self.shape[0]
 
     def __getitem__(self, rows) -> np.ndarray:
-        x = np.array(self.features[rows], np.float32)  # a copy: torch wants writable memory
-        param = next(self.head.parameters(), None)
-        device = param.device if param is not None else torch.device("cpu")
-        out = []
-        with self.lock, torch.inference_mode():
-            for start in range(0, len(x), 8192):  # a few MB at a time through one matmul
-                chunk = torch.as_tensor(x[start:start + 8192], device=device)
-                out.append(self.head(chunk.to(param.dtype) if param is not None else chunk).float().cpu().numpy())
-        return np.concatenate(out) if out else np.zeros((0, self.shape[1]), np.float32)
+        param = next(self.head.parameters(), None)  # where and in what the head computes (an Identity: as given)
+        x = torch.tensor(np.asarray(self.features[rows]), dtype=torch.float32)  # a copy: the memmap is read-only
+        if param is not None:
+            x = x.to(param.device, param.dtype)
+        with self.lock, torch.inference_mode():  # a few MB at a time (no rows: one empty chunk, (0, classes) out)
+            return torch.cat([self.head(chunk).float().cpu() for chunk in x.split(8192)]).numpy()
 
 
 class RowView:

@@ -32,11 +32,11 @@ class FolderResults:
         return bool(self.labels)
 
     def predicted_label(self, i: int) -> str:
-        return self.labels[int(self.predicted[i])] if self.labels else ""
+        return self.labels[int(self.predicted[i])] if self.has_predictions else ""
 
     def predicted_labels(self) -> np.ndarray:
         """(N,) the predicted class name of every row ('' without predictions)."""
-        return np.asarray(self.labels)[self.predicted] if self.labels else np.full(len(self), "")
+        return np.asarray(self.labels)[self.predicted] if self.has_predictions else np.full(len(self), "")
 
     def correct(self) -> np.ndarray:
         """(N,) 1 where the given label is the prediction, 0 where it is another class the model knows, -1 where
@@ -48,7 +48,7 @@ class FolderResults:
     def select(self, predicted: str | None = None, min_confidence: float = 0.0, max_confidence: float = 1.0,
                correct: bool | None = None, given: str | None = None) -> np.ndarray:
         """Indices of the rows that pass every filter given."""
-        if not self.labels:  # nothing predicted: the prediction and confidence filters have nothing to act on
+        if not self.has_predictions:  # nothing predicted: the prediction and confidence filters have nothing to act on
             return np.nonzero(self._given_and_correct(np.ones(len(self), bool), given, correct))[0]
         keep = (self.confidence >= min_confidence) & (self.confidence <= max_confidence)
         if predicted is not None:
@@ -79,7 +79,7 @@ class FolderResults:
             writer = csv.writer(f)
             writer.writerow(["path", "given", "predicted", "confidence", "margin", "correct"])
             for i in rows:
-                scores = [f"{self.confidence[i]:.6f}", f"{self.margin[i]:.6f}"] if self.labels else ["", ""]
+                scores = [f"{self.confidence[i]:.6f}", f"{self.margin[i]:.6f}"] if self.has_predictions else ["", ""]
                 writer.writerow([self.paths[i], self.given[i], self.predicted_label(i), *scores,
                                  {1: "yes", 0: "no", -1: ""}[int(correct[i])]])
         return len(rows)

@@ -100,9 +100,8 @@ def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = Non
                          f"open_clip:ViT-B-32:openai); {loaded.display_name} has none.")
     templates = templates_for(loaded, prompt)
     weights = class_embeddings(loaded, names, templates)
-    old = loaded.model.head
-    projection = old.projection if isinstance(old, ZeroShotHead) else old
-    head = ZeroShotHead(projection, weights.float(), side.logit_scale, side.logit_bias).to(weights.device).eval()
+    head = ZeroShotHead(image_projection(loaded.model.head), weights.float(), side.logit_scale, side.logit_bias)
+    head = head.to(weights.device).eval()
     head.prompt = prompt  # Compare gives a CLIP-style second model the same classes and prompt
     model = _with_head(loaded.model, head)
     model.num_classes = len(names)
@@ -113,6 +112,11 @@ def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = Non
     new_uid = LoadedModel.__dataclass_fields__["uid"].default_factory()
     return dataclasses.replace(loaded, model=model, labels=list(names),
                                label_set=f"zero-shot from words ({how}; {output})", uid=new_uid, _card=None)
+
+
+def image_projection(head: nn.Module) -> nn.Module:
+    """The CLIP image projection under a model's head: the head itself until classes are given."""
+    return head.projection if isinstance(head, ZeroShotHead) else head
 
 
 def without_classes(loaded: LoadedModel) -> LoadedModel:
