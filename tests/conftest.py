@@ -12,6 +12,11 @@ from PIL import Image
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One torch thread per test process: the suite's models are tiny, and on a shared 2-core machine torch's two threads
+# made a tiny forward ~6x slower (measured in the seam matrix); `make test` runs two processes side by side instead
+# (pytest-xdist). Subprocesses started by tests inherit it through OMP_NUM_THREADS.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+torch.set_num_threads(1)
 
 TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=5)
 TINY_SPEC = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=5"

@@ -32,7 +32,9 @@ TIMM_ROWS = {
     "beit": ("beit_base_patch16_224", dict(img_size=48)),
     "relpos": ("vit_relpos_small_patch16_224", dict(img_size=48)),
     "cait": ("cait_xxs24_224", dict(img_size=48, depth=1, depth_token_only=1)),
-    "naflexvit": ("naflexvit_base_patch16_gap", dict(img_size=48)),
+    # NaFlexViT takes any grid; the folder records its size in pretrained_cfg, as a run fine-tuned at 48 px does
+    # (timm's default 384 px would make occlusion 576 forwards here)
+    "naflexvit": ("naflexvit_base_patch16_gap", dict(img_size=48, pretrained_cfg_overlay=dict(input_size=(3, 48, 48)))),
     "swin": ("swin_tiny_patch4_window7_224", dict(img_size=40, window_size=4, embed_dim=16, depths=(1, 1),
                                                   num_heads=(1, 2), num_classes=5)),
 }

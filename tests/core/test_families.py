@@ -40,7 +40,10 @@ CASES = {
 def family(request, tmp_path_factory):
     arch, prefix, has_cls = CASES[request.param]
     torch.manual_seed(0)
-    model = sharpen(timm.create_model(arch, pretrained=False, **TINY), scale=0.6)
+    # NaFlexViT's folder records a 48-px input (6×6 grid, resampled from its 4×4 table): timm's default 384 px would
+    # make every analysis run on 2,304 patches
+    overlay = dict(pretrained_cfg_overlay=dict(input_size=(3, 48, 48))) if request.param == "naflexvit" else {}
+    model = sharpen(timm.create_model(arch, pretrained=False, **TINY, **overlay), scale=0.6)
     folder = tmp_path_factory.mktemp(request.param)
     save_for_hf(model, str(folder), safe_serialization=True)  # as a hub download or a run folder looks
     return request.param, folder, prefix, has_cls

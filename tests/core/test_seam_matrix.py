@@ -97,12 +97,8 @@ def _run_finetune(source, run):
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
-    # one thread: on a shared 2-core machine torch's default two threads make a tiny forward ~6x slower
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("seam")
-    yield Sources(root, _run_finetune)
-    torch.set_num_threads(threads)
+    # one torch thread, as in the whole suite (tests/conftest.py)
+    return Sources(tmp_path_factory.mktemp("seam"), _run_finetune)
 
 
 def _cells():
