@@ -92,3 +92,13 @@ def rgb_image() -> Image.Image:
 
 def as_uint8(img: Image.Image) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8)
+
+
+@pytest.fixture(scope="session")
+def forked_cli():
+    """`vitstudio ARGS` in a process of its own, forked from a warm one (tests/core/forked_cli.py)."""
+    from tests.core.forked_cli import ForkedCli
+
+    cli = ForkedCli()
+    yield cli
+    cli.close()

@@ -7,10 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,7 +15,6 @@ from tests.conftest import TINY_SPEC
 from tests.core.generators import run as run_job
 from tests.core.synthetic_data import make_dataset
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
 
@@ -119,14 +114,13 @@ def test_finished_is_written_only_after_the_final_evaluation(data, tmp_path, mon
 
 # 4 ------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("second", ["before-rename-status.json:2", "release-lock", "cli-interrupted"])
-def test_a_second_ctrl_c_during_cleanup_still_ends_in_one_line(data, tmp_path, second):
+def test_a_second_ctrl_c_during_cleanup_still_ends_in_one_line(data, tmp_path, second, forked_cli):
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k not in ("VITSTUDIO_DIE_AT", "VITSTUDIO_INTERRUPT_AT")}
     env["VITSTUDIO_INTERRUPT_AT"] = f"train-step:5,{second}"  # the first Ctrl+C mid-epoch 3, the second later
     args = ["finetune", str(data), "--model", SPEC3, "--out", str(out), "--preset", "scratch", "--epochs", "40",
             "--batch-size", "8", "--quiet"]
-    proc = subprocess.run([sys.executable, "-m", "vitstudio", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=180, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = forked_cli.run(args, env)  # a process of its own with Python's usual Ctrl+C handling, as in a terminal
     assert proc.returncode == 130, proc.stderr[-3000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]

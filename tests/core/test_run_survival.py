@@ -8,16 +8,12 @@ import csv
 import json
 import os
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 EPOCHS = 4
 
@@ -27,12 +23,15 @@ def data(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("data") / "colours", per_class=8)
 
 
-def _cli(args, die_at=None, timeout=180):
-    env = {k: v for k, v in os.environ.items() if k != "VITSTUDIO_DIE_AT"}
-    if die_at:
-        env["VITSTUDIO_DIE_AT"] = die_at
-    return subprocess.run([sys.executable, "-m", "vitstudio", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+@pytest.fixture
+def cli(forked_cli):
+    """`vitstudio ARGS [VITSTUDIO_DIE_AT=die_at]` in a process of its own (forked warm: a kill needs a process)."""
+    def run(args, die_at=None):
+        env = {k: v for k, v in os.environ.items() if k != "VITSTUDIO_DIE_AT"}
+        if die_at:
+            env["VITSTUDIO_DIE_AT"] = die_at
+        return forked_cli.run(args, env)
+    return run
 
 
 def _start_args(data, out):
@@ -62,9 +61,9 @@ KILL_POINTS = [
 
 
 @pytest.mark.parametrize("point, then", KILL_POINTS)
-def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then):
+def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then, cli):
     out = tmp_path / "run"
-    killed = _cli(_start_args(data, out), die_at=point)
+    killed = cli(_start_args(data, out), die_at=point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert out.is_dir()
     status = json.loads((out / "status.json").read_text())["status"] if (out / "status.json").exists() else None
@@ -75,9 +74,9 @@ def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then):
     if point.startswith("before-rename"):
         assert _leftovers(out)  # the interrupted write left its temp file or staging folder behind
     if then == "restart":  # no finished epoch: the very same command starts it over
-        again = _cli(_start_args(data, out))
+        again = cli(_start_args(data, out))
     else:  # the run records everything: --out and --resume are enough
-        again = _cli(["finetune", "--out", str(out), "--resume", "--quiet"])
+        again = cli(["finetune", "--out", str(out), "--resume", "--quiet"])
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads((out / "status.json").read_text())["status"] == "finished"
     assert (out / "eval.json").is_file()  # everything "finished" promises
@@ -88,7 +87,7 @@ def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then):
     assert load_model(str(out)).labels == ["blue", "green", "red"]
 
 
-def test_one_process_owns_a_run(data, tmp_path):
+def test_one_process_owns_a_run(data, tmp_path, cli):
     """A second start or resume of a run being trained fails at once with a clear message."""
     from vitstudio.core.train.engine import fine_tune
     from vitstudio.core.train.recipes import make_config
@@ -99,37 +98,36 @@ def test_one_process_owns_a_run(data, tmp_path):
     try:
         with pytest.raises(RunInUse, match="being trained right now by pid"):
             next(fine_tune(make_config(str(data), SPEC3, str(out), "scratch", epochs=1)))
-        res = _cli(_start_args(data, out))
+        res = cli(_start_args(data, out))
         assert res.returncode == 2 and "being trained right now" in res.stderr and "Traceback" not in res.stderr
     finally:
         held.release()
 
 
-def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path):
+def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path, cli, forked_cli):
     out = tmp_path / "run"
-    # Ctrl+C lands mid-run: epochs of this tiny run take ~10 ms, so the run must be long enough to be caught
-    long_run = [a if a != str(EPOCHS) else "400" for a in _start_args(data, out)[:-1]]
-    # a suite started in the background (`make test &`) ignores SIGINT, and children inherit that: give the run
-    # Python's usual Ctrl+C handling, as in a terminal
-    proc = subprocess.Popen([sys.executable, "-m", "vitstudio", *long_run], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Ctrl+C lands mid-run: epochs of this tiny run take ~10-50 ms, so the run must be long enough to be caught
+    long_run = [a if a != str(EPOCHS) else "60" for a in _start_args(data, out)[:-1]]
+    # the child has Python's usual Ctrl+C handling (a KeyboardInterrupt), as in a terminal, even when the suite was
+    # started in the background (`make test &`), which ignores SIGINT
+    pid = forked_cli.start(long_run)
     import time
 
     deadline = time.time() + 120
     while time.time() < deadline and not (out / "metrics.csv").exists() or not _safe_rows(out):
-        time.sleep(0.2)
+        time.sleep(0.05)
         assert time.time() < deadline, "no epoch finished in time"
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err[-2000:]
+    os.kill(pid, signal.SIGINT)
+    res = forked_cli.wait()
+    err = res.stderr
+    assert res.returncode == 130, err[-2000:]
     assert json.loads((out / "status.json").read_text())["status"] == "interrupted"
     assert f"vitstudio finetune --out {out} --resume" in err
     done = json.loads((out / "status.json").read_text())["epochs_done"]
     # Ctrl+C never lands between an epoch's metrics row and its checkpoint: rows and checkpoints agree
-    assert done < 400 and _epochs_logged(out) == list(range(done))
-    resumed = _cli(["finetune", "--out", str(out), "--resume", "--quiet"], timeout=600)  # up to 400 epochs
-    assert resumed.returncode == 0 and _epochs_logged(out) == list(range(400))
+    assert done < 60 and _epochs_logged(out) == list(range(done))
+    resumed = cli(["finetune", "--out", str(out), "--resume", "--quiet"])
+    assert resumed.returncode == 0 and _epochs_logged(out) == list(range(60))
 
 
 def _safe_rows(out):
