@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# two test processes, one torch thread each (tests/conftest.py), a test file per process at a time (module fixtures
+# are built once): measured 1.6x faster than one process on this 2-core machine; PYTEST_WORKERS= runs in one
+PYTEST_WORKERS ?= -n 2 --dist loadfile
 
 .PHONY: run test bench clean
 
@@ -16,7 +19,7 @@ run: $(STAMP)
 	$(BIN)/python main.py $(ARGS)
 
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	QT_QPA_PLATFORM=offscreen HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/predict.py

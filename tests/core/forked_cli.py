@@ -55,8 +55,11 @@ class ForkedCli:
         return self.wait()
 
     def close(self) -> None:
+        import shutil
+
         self._server.stdin.close()
         self._server.wait(timeout=30)
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 def _child(request: dict) -> None:
