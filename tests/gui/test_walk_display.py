@@ -16,15 +16,15 @@ def _clipped_card_labels(window) -> list[tuple[str, int, int]]:
 def test_model_card_values_keep_their_last_line_after_the_card_is_redrawn(window, qtbot, clip_dir):
     window.resize(1280, 720)
     load_in_window(window, qtbot, str(clip_dir))
-    qtbot.wait(100)
-    assert not _clipped_card_labels(window)
+    # the card re-measures its rows after the redraw, in a later event: wait for it (a fixed 100 ms was not always
+    # enough with both cores busy under `make test`'s two processes); rows that stay clipped still fail
+    qtbot.waitUntil(lambda: not _clipped_card_labels(window), timeout=5000)
     box = window.model_panel.classes
     box.classes.setText("blue, green, red")
     with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
         box.apply()  # the card is redrawn with longer Architecture / Classes values
-    qtbot.wait(100)
     assert window.state.model.labels == ["blue", "green", "red"]
-    assert not _clipped_card_labels(window)
+    qtbot.waitUntil(lambda: not _clipped_card_labels(window), timeout=5000)
 
 
 def test_distance_plot_fits_its_width_with_a_long_title(qtbot):
