@@ -131,6 +131,20 @@ def test_sort_killed_at_random_instants_resumes_without_duplicates_and_undoes(tm
     assert sum(s[5] > 0 for s in seen) >= 3  # and some between an intent and its outcome
 
 
+def test_resume_imports_no_torch(tmp_path):
+    """`sort --resume LOG` is file operations only: it finishes the sort without importing torch or timm (a resume
+    starts in ~0.1 s, and the kill test above starts 20 of them)."""
+    src = _noise_images(tmp_path / "src", 3)
+    log = prepare_sort(_fake_plan(src, tmp_path / "out"))
+    code = ("import sys; from vitstudio.cli import main; code = main(['sort', '--resume', sys.argv[1]]); "
+            "print(sorted(m for m in ('torch', 'timm') if m in sys.modules)); sys.exit(code)")
+    res = subprocess.run([sys.executable, "-c", code, str(log)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+    assert len(list((tmp_path / "out").rglob("*.png"))) == 3
+
+
 # -- undo never destroys -----------------------------------------------------------------------------------------
 def test_undo_keeps_an_edited_copy_lists_it_and_removes_empty_folders(tmp_path):
     src = _noise_images(tmp_path / "src", 9)
