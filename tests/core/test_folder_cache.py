@@ -111,7 +111,8 @@ WRITER = textwrap.dedent("""
     keyedstore.FOLD_MIN = 50  # fold the journal often: snapshots replaced under the other writer's feet
     store = keyedstore.KeyedRows(Path(sys.argv[2]), {"v.f32": "float32"})
     files = sorted(Path(sys.argv[3]).iterdir())
-    for round in range(3):
+    print("ready", flush=True)  # imports done: the kill test times its kill from here
+    for round in range(6):
         for start in range(0, len(files), 7):
             batch = files[start:start + 7]
             store.append([str(p) for p in batch], {"v.f32": np.asarray(
@@ -220,17 +221,24 @@ def test_a_writer_killed_at_any_instant_leaves_a_consistent_cache(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     rng = random.Random(0)
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, str(script), str(ROOT), str(tmp_path / "store"), str(files)])
-        time.sleep(rng.uniform(1.0, 4.0))  # imports take ~1 s; then appends, folds and compactions
+    landed = 0
+    for _ in range(10):
+        proc = subprocess.Popen([sys.executable, str(script), str(ROOT), str(tmp_path / "store"), str(files)],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        # its appends, folds and compactions take ~0.4 s here (a fixed 1-4 s sleep mostly killed a finished writer)
+        time.sleep(rng.uniform(0.0, 0.2))
+        landed += proc.poll() is None
         proc.kill()
         proc.wait()
+        proc.stdout.close()
         store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
         values = store.arrays()["v.f32"]
         assert store.rows == 0 or store.path_of("v.f32").stat().st_size == store.rows * 2 * 4
         for path, entry in store.files.items():
             np.testing.assert_array_equal(values[entry[3]], [float(Path(path).name), len(Path(path).read_bytes())])
         store.close()
+    assert landed >= 6  # most kills landed while it was writing
 
 
 def test_a_fifo_or_a_vanished_file_is_never_opened_by_a_lookup(tmp_path):
