@@ -178,10 +178,12 @@ def list_catalog(pattern: str | None = None, local_only: bool = False, folder: P
     """Local models first, then every 'arch.tag' of the supported families (and bare arch without weights),
     filtered by name pattern and family."""
     entries = [] if family else [e for f in ([folder] if folder else model_dirs()) for e in local_models(f)]
-    pretrained = set(timm.list_pretrained())
+    tags_of: dict[str, list[str]] = {}  # arch -> its 'arch.tag' names, grouped once (not a scan per arch)
+    for full in sorted(set(timm.list_pretrained())):
+        tags_of.setdefault(full.split(".", 1)[0], []).append(full)
     for arch in (vit_architectures(family) if family != OPENCLIP_FAMILY else ()):
         fam = family_of(arch)
-        tags = sorted(p for p in pretrained if p.split(".", 1)[0] == arch)
+        tags = tags_of.get(arch, [])
         if not tags:
             entries.append(CatalogEntry(arch, arch, "", "timm", False, family=fam))
             continue
