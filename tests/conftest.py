@@ -13,7 +13,7 @@ from PIL import Image
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # One torch thread per test process: the suite's models are tiny, and on a shared 2-core machine torch's two threads
-# made a tiny forward ~6x slower (measured in the seam matrix); `make test` runs two processes side by side instead
+# made a tiny forward ~6x slower (measured in the seam matrix); `make test` runs several processes side by side instead
 # (pytest-xdist). Subprocesses started by tests inherit it through OMP_NUM_THREADS.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch.set_num_threads(1)

@@ -17,7 +17,7 @@ def test_model_card_values_keep_their_last_line_after_the_card_is_redrawn(window
     window.resize(1280, 720)
     load_in_window(window, qtbot, str(clip_dir))
     # the card re-measures its rows after the redraw, in a later event: wait for it (a fixed 100 ms was not always
-    # enough with both cores busy under `make test`'s two processes); rows that stay clipped still fail
+    # enough with both cores busy under `make test`'s parallel processes); rows that stay clipped still fail
     qtbot.waitUntil(lambda: not _clipped_card_labels(window), timeout=5000)
     box = window.model_panel.classes
     box.classes.setText("blue, green, red")
