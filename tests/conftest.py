@@ -102,3 +102,26 @@ def forked_cli():
     cli = ForkedCli()
     yield cli
     cli.close()
+
+
+# The longest test files first (from `--durations`): under `make test` each process takes a whole file at a time,
+# so a long file collected last would run alone at the end while the other processes idle. Files not listed keep
+# their order after these; the order of tests inside a file never changes.
+LONGEST_FIRST = (
+    "tests/core/test_folder.py",  # torchrun predict and embed
+    "tests/gui/test_soak.py",  # half a minute of the real window
+    "tests/core/test_seam_matrix.py",
+    "tests/gui/test_main_window.py",  # main.py starts
+    "tests/core/test_fast_data.py",  # torchrun trainings
+    "tests/core/test_run_survival.py",
+    "tests/core/test_hostile_inputs.py",
+    "tests/gui/test_folder_layout.py",
+    "tests/gui/test_shortcuts.py",
+    "tests/gui/test_training_panel.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    root = Path(__file__).resolve().parents[1]
+    items.sort(key=lambda item: rank.get(Path(item.fspath).resolve().relative_to(root).as_posix(), len(rank)))
