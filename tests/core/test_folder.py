@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -345,22 +343,20 @@ def test_a_run_leaves_out_the_excluded_files_and_the_dataset_untouched(tmp_path)
     assert not {"red/001.png", "blue/004.png"} & {row[0] for row in split["train"] + split["val"]}
 
 
-def _torchrun(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
-           "vitstudio", *args]
-    res = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode in (0, 1), res.stderr[-3000:]
-    return res
-
-
-def test_predict_and_embed_across_two_processes(digits, tmp_path):
-    """`torchrun --nproc-per-node 2 -m vitstudio predict|embed` (gloo on the CPU): each process takes every
-    second file, rank 0 writes one result in input order, equal to a single process's; rank 0 alone fills the
-    embedding cache, so a second run computes nothing."""
+def test_predict_and_embed_across_two_processes(digits, tmp_path, forked_cli):
+    """`torchrun --nproc-per-node 2 -m vitstudio predict|embed` (gloo on the CPU; the two processes are forked with
+    torchrun's environment, tests/core/forked_cli.py): each process takes every second file, rank 0 writes one
+    result in input order, equal to a single process's; rank 0 alone fills the embedding cache, so a second run
+    computes nothing."""
     import csv as csv_module
 
     from vitstudio.cli import main
+
+    def torchrun(*args: str) -> str:
+        ranks = forked_cli.run_ranks(list(args), 2, {**os.environ, "OMP_NUM_THREADS": "1"})
+        for rank in ranks:
+            assert rank.returncode in (0, 1), rank.stderr[-3000:]
+        return "".join(rank.stderr for rank in ranks)  # what torchrun prints: both processes' output
 
     src = tmp_path / "src"
     for d in ("1", "7"):
@@ -368,7 +364,7 @@ def test_predict_and_embed_across_two_processes(digits, tmp_path):
     (src / "7" / "broken.png").write_bytes(b"not an image")
     model = str(bundled_demo())
     assert main(["predict", str(src), "--model", model, "--csv", str(tmp_path / "one.csv"), "--quiet"]) == 1
-    _torchrun("predict", str(src), "--model", model, "--csv", str(tmp_path / "two.csv"), "--quiet")
+    torchrun("predict", str(src), "--model", model, "--csv", str(tmp_path / "two.csv"), "--quiet")
     with open(tmp_path / "one.csv") as a, open(tmp_path / "two.csv") as b:
         one, two = list(csv_module.reader(a)), list(csv_module.reader(b))
     assert [r[0] for r in one] == [r[0] for r in two] and len(one) == 62  # header + 61 files, input order
@@ -385,13 +381,12 @@ def test_predict_and_embed_across_two_processes(digits, tmp_path):
 
     single = run(embed_folder(load_model(model), [str(src)]))
     shutil.rmtree(os.environ["VITSTUDIO_CACHE_DIR"])  # the sharded run starts from an empty cache
-    res = _torchrun("embed", str(src), "--model", model, "--out", str(tmp_path / "two.npz"), "--quiet")
-    assert "60 images embedded (60 computed" in res.stderr and res.stderr.count("images embedded") == 1
+    printed = torchrun("embed", str(src), "--model", model, "--out", str(tmp_path / "two.npz"), "--quiet")
+    assert "60 images embedded (60 computed" in printed and printed.count("images embedded") == 1
     got = np.load(tmp_path / "two.npz")
     assert list(got["paths"]) == list(single.paths)
     np.testing.assert_allclose(got["features"], single.features_of(), atol=1e-5)
-    res = _torchrun("embed", str(src), "--model", model, "--quiet")
-    assert "(0 computed, 60 from the cache)" in res.stderr
+    assert "(0 computed, 60 from the cache)" in torchrun("embed", str(src), "--model", model, "--quiet")
     assert EmbeddingCache(load_model(model)).index["rows"] == 60
 
 

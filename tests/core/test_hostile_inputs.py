@@ -87,26 +87,68 @@ def make_hostile(folder: Path, photos: dict) -> Path:
     return folder
 
 
-@pytest.fixture
-def hostile(tmp_path, photos, tiny_weights):
+# The three commands run one after another in one capped interpreter per decoder (each as `python -m vitstudio`
+# runs it, its own stdout/stderr and exit code): memory one command leaves behind counts against the next, and the
+# suite pays for two interpreters instead of six.
+_COMMANDS = r"""
+import json, os, sys, traceback
+from vitstudio.cli import main
+codes = []
+for args, out, err in json.loads(sys.argv[1]):
+    saved = os.dup(1), os.dup(2)
+    for fd, name in ((1, out), (2, err)):
+        os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(saved[0], 1)
+    os.dup2(saved[1], 2)
+    codes.append(code)
+print(json.dumps(codes))
+"""
+
+
+@pytest.fixture(scope="module", params=["pil", "tensor"])
+def hostile(request, tmp_path_factory, photos) -> dict[str, subprocess.CompletedProcess]:
+    """predict, embed and explain over the hostile folder with one decoder: command -> its result (and the files
+    it wrote under `root`)."""
     import timm
     from safetensors.torch import save_file
 
+    root = tmp_path_factory.mktemp(f"hostile-{request.param}")
     torch.manual_seed(0)
     model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=224, patch_size=16, embed_dim=32,
                               depth=2, num_heads=2, num_classes=5)
-    weights = tmp_path / "w.safetensors"
+    weights = root / "w.safetensors"
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(weights))
-    return make_hostile(tmp_path / "in", photos), ["--model", SPEC, "--weights", str(weights), "--device", "cpu"]
+    folder = make_hostile(root / "in", photos)
+    common = [str(folder), "--model", SPEC, "--weights", str(weights), "--device", "cpu", "--decoder", request.param]
+    commands = dict(predict=["predict", *common, "--json"],
+                    embed=["embed", *common, "--out", str(root / "e.npz"), "--quiet"],
+                    explain=["explain", *common, "--method", "rollout", "--out", str(root / "out"), "--format", "npy"])
+    plan = [(args, str(root / f"{name}.out"), str(root / f"{name}.err")) for name, args in commands.items()]
+    done = _capped([sys.executable, "-c", _COMMANDS, json.dumps(plan)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    codes = json.loads(done.stdout.splitlines()[-1])
+    results = {name: subprocess.CompletedProcess(args, code, (root / f"{name}.out").read_text(),
+                                                 (root / f"{name}.err").read_text())
+               for (name, args), code in zip(commands.items(), codes)}
+    return dict(results, root=root)
 
 
-def _cli(*args) -> subprocess.CompletedProcess:
+def _capped(cmd: list[str]) -> subprocess.CompletedProcess:
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 
     env = {**os.environ, "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "vitstudio", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env, preexec_fn=cap, cwd=Path(__file__).parents[2])
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, preexec_fn=cap,
+                          cwd=Path(__file__).parents[2])
 
 
 def _assert_reported(lines: dict[str, str]) -> None:
@@ -116,10 +158,8 @@ def _assert_reported(lines: dict[str, str]) -> None:
     assert BAD["loop_a.jpg"] in lines["loop_b.jpg"]
 
 
-@pytest.mark.parametrize("decoder", ["pil", "tensor"])
-def test_predict_reports_every_bad_input_and_classifies_the_rest(hostile, decoder):
-    folder, model = hostile
-    r = _cli("predict", folder, *model, "--decoder", decoder, "--json")
+def test_predict_reports_every_bad_input_and_classifies_the_rest(hostile):
+    r = hostile["predict"]
     assert r.returncode == 1, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     records = {Path(rec["path"]).name: rec for rec in map(json.loads, r.stdout.splitlines())}
@@ -130,10 +170,8 @@ def test_predict_reports_every_bad_input_and_classifies_the_rest(hostile, decode
     assert f"{len(BAD) + 1} of {len(BAD) + 1 + len(GOOD)} inputs failed" in r.stderr
 
 
-@pytest.mark.parametrize("decoder", ["pil", "tensor"])
-def test_embed_reports_every_bad_input_and_embeds_the_rest(hostile, decoder, tmp_path):
-    folder, model = hostile
-    r = _cli("embed", folder, *model, "--decoder", decoder, "--out", tmp_path / "e.npz", "--quiet")
+def test_embed_reports_every_bad_input_and_embeds_the_rest(hostile):
+    r = hostile["embed"]
     assert r.returncode == 1, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     printed = {}
@@ -141,17 +179,14 @@ def test_embed_reports_every_bad_input_and_embeds_the_rest(hostile, decoder, tmp
         path, _, reason = line.partition(": ")
         printed[Path(path).name] = reason
     _assert_reported(printed)
-    saved = np.load(tmp_path / "e.npz")
+    saved = np.load(hostile["root"] / "e.npz")
     assert sorted(Path(p).name for p in saved["paths"]) == sorted(GOOD)
     assert np.isfinite(saved["features"]).all()
 
 
-@pytest.mark.parametrize("decoder", ["pil", "tensor"])
-def test_explain_reports_every_bad_input_and_names_results_uniquely(hostile, decoder, tmp_path):
-    folder, model = hostile
-    out = tmp_path / "out"
-    r = _cli("explain", folder, *model, "--decoder", decoder, "--method", "rollout", "--out", out,
-             "--format", "npy")
+def test_explain_reports_every_bad_input_and_names_results_uniquely(hostile):
+    r = hostile["explain"]
+    out = hostile["root"] / "out"
     assert r.returncode == 1, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
     printed = {}
