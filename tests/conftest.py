@@ -111,7 +111,8 @@ LONGEST_FIRST = (
     "tests/core/test_folder.py",  # torchrun predict and embed
     "tests/gui/test_soak.py",  # half a minute of the real window
     "tests/core/test_seam_matrix.py",
-    "tests/gui/test_main_window.py",  # main.py starts
+    "tests/gui/test_app_starts.py",  # main.py starts
+    "tests/gui/test_main_window.py",
     "tests/core/test_fast_data.py",  # torchrun trainings
     "tests/core/test_run_survival.py",
     "tests/core/test_hostile_inputs.py",

@@ -1,18 +1,15 @@
 """The Qt binding must keep `None` alive (PySide6 6.12.0 on Python 3.11 did not: the app aborted with
 `none_dealloc` after minutes of live curves), the app must refuse a binding that leaks, and a crash must leave a log
-that the next start points to."""
+that the next start points to (the start itself: tests/gui/test_app_starts.py)."""
 
 from __future__ import annotations
 
 import ctypes
 import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
 needs_mortal_none = pytest.mark.skipif(sys.version_info >= (3, 12), reason="None is immortal on Python >= 3.12")
 
 
@@ -62,34 +59,6 @@ def test_the_check_passes_the_installed_binding(qapp):
     from vitstudio.gui.binding import binding_problem
 
     assert binding_problem() is None
-
-
-def _main_py(args: list[str], data_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
-           "VITSTUDIO_DATA_DIR": str(data_dir)}
-    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=180)
-
-
-def test_a_crash_is_logged_and_the_next_start_says_so(tmp_path):
-    data_dir = tmp_path / "data"
-    crash = ("import faulthandler; from vitstudio.gui.crash_log import CrashLog; CrashLog().begin(); "
-             "faulthandler._sigsegv()")
-    env = {**os.environ, "VITSTUDIO_DATA_DIR": str(data_dir)}
-    res = subprocess.run([sys.executable, "-c", crash], cwd=ROOT, env=env, capture_output=True, timeout=60)
-    assert res.returncode != 0
-    assert "Segmentation fault" in (data_dir / "crash.log").read_text()
-
-    res = _main_py(["--screenshot", str(tmp_path / "s.png")], data_dir, tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
-    previous = data_dir / "crash.previous.log"
-    assert f"ViT Studio closed unexpectedly last time; the log is at {previous}" in res.stderr
-    assert "Segmentation fault" in previous.read_text()
-    assert not (data_dir / "session.pid").exists() and not (data_dir / "crash.log").exists()  # a clean exit
-
-    from vitstudio.gui.crash_log import CrashLog
-
-    assert CrashLog(data_dir)._read_previous() is None  # the next start (what it reads first) says nothing
 
 
 def test_a_running_session_is_not_a_crash(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
@@ -132,66 +131,6 @@ def test_close_with_running_job_leaves_no_thread(window, qtbot):
     assert workers.pool().activeThreadCount() >= 1
     window.close()
     assert workers.pool().activeThreadCount() == 0
-
-
-@pytest.mark.parametrize("with_model", [False, True])
-def test_screenshot_mode(tmp_path, photos, tiny_weights, with_model, qapp):
-    """`main.py IMAGES --model ... --screenshot PNG` renders once everything finished, then exits."""
-    import subprocess
-    import sys
-
-    out = tmp_path / "shot.png"
-    cmd = [sys.executable, "main.py", str(photos["chelsea"]), "--screenshot", str(out)]
-    if with_model:
-        cmd += ["--model", TINY_SPEC, "--weights", str(tiny_weights[0])]
-    env = {**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path)}
-    root = __import__("pathlib").Path(__file__).resolve().parents[2]
-    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=180)
-    assert res.returncode == 0, res.stderr[-2000:]
-    from PIL import Image
-
-    shot = Image.open(out)
-    assert shot.width >= 800 and shot.height >= 500
-
-
-def test_first_start_opens_on_the_demo_and_falls_back_to_it(tmp_path):
-    """No settings: the bundled demo model and its samples; a remembered model that is gone: the demo again."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    env.pop("VITSTUDIO_MODELS_DIR", None)
-    conf = tmp_path / "cfg" / "ViT Studio" / "ViT Studio.conf"
-    for remembered in (None, "/nonexistent/model"):
-        if remembered:
-            conf.write_text(f"[General]\nmodel={remembered}\n")
-        res = subprocess.run([sys.executable, "main.py", "--screenshot", str(tmp_path / "s.png")], cwd=root, env=env,
-                             capture_output=True, text=True, timeout=180)
-        assert res.returncode == 0, res.stderr[-2000:]
-        assert "Loaded Digits demo (bundled)" in res.stderr
-        if remembered is None:
-            assert "digit-" in conf.read_text()  # the sample digits were opened (they are now recent files)
-
-
-def test_window_shows_before_torch_is_imported(tmp_path):
-    """The first window paints before torch/timm load; the main window follows once they have."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path),
-           "VITSTUDIO_STARTUP_PROBE": "1"}
-    res = subprocess.run([sys.executable, "main.py"], cwd=root, env=env, capture_output=True, text=True, timeout=180)
-    assert res.returncode == 0, res.stderr[-2000:]
-    paints = [line.split() for line in res.stdout.splitlines() if line.startswith("first-paint")]
-    assert [p[1] for p in paints] == ["loading", "main"]
-    assert paints[0][3] == "torch=False" and paints[1][3] == "torch=True"
-    assert float(paints[0][2]) < float(paints[1][2])
 
 
 def test_thumbnails_keep_aspect_and_show_the_prediction(window, qtbot, tiny_weights, photos, tmp_path):

@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         opened["window"] = window = _build_main_window(args)
         if crash_log.previous_crash:
             window.show_warning(crash_log.previous_crash)
-        if probing():
-            FirstPaintProbe(window, "main", quit_after=True)
+        if probing():  # a screenshot run quits once it has taken its picture
+            FirstPaintProbe(window, "main", quit_after=not args.screenshot)
         window.show()
         loading.close()
 

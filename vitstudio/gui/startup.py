@@ -14,7 +14,9 @@ import time
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtWidgets import QLabel, QProgressBar, QVBoxLayout, QWidget
 
-PROBE_ENV = "VITSTUDIO_STARTUP_PROBE"  # benchmarks and tests: print first-paint times, quit when the app is ready
+# benchmarks and tests: print first-paint times, quit when the main window has painted (after the screenshot, with
+# --screenshot)
+PROBE_ENV = "VITSTUDIO_STARTUP_PROBE"
 
 
 class LoadingWindow(QWidget):

@@ -1,0 +1,97 @@
+"""`main.py` as people start it, each start a process of its own (~10 s here): the first start (the demo and its
+samples, the window before torch, a crash left by the last session), a remembered model that is gone, and a
+screenshot with a model given on the command line. The first start is one process that three tests read."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _main_py(args: list[str], tmp: Path, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp / "cfg"), **env}
+    env.pop("VITSTUDIO_MODELS_DIR", None)  # the bundled demo, as on a fresh install
+    return subprocess.run([sys.executable, "main.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=180)
+
+
+def _conf(tmp: Path) -> Path:
+    return tmp / "cfg" / "ViT Studio" / "ViT Studio.conf"
+
+
+@pytest.fixture(scope="module")
+def first_start(tmp_path_factory):
+    """No settings, and the last session crashed (a real segfault under the crash log): one start of main.py with
+    the startup probe on, until its screenshot is taken."""
+    tmp = tmp_path_factory.mktemp("first-start")
+    data_dir = tmp / "data"
+    crash = ("import faulthandler; from vitstudio.gui.crash_log import CrashLog; CrashLog().begin(); "
+             "faulthandler._sigsegv()")
+    res = subprocess.run([sys.executable, "-c", crash], cwd=ROOT, capture_output=True, timeout=60,
+                         env={**os.environ, "VITSTUDIO_DATA_DIR": str(data_dir)})
+    assert res.returncode != 0
+    assert "Segmentation fault" in (data_dir / "crash.log").read_text()
+    res = _main_py(["--screenshot", str(tmp / "s.png")], tmp, VITSTUDIO_DATA_DIR=str(data_dir),
+                   VITSTUDIO_STARTUP_PROBE="1")
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res, tmp, data_dir
+
+
+def test_first_start_opens_on_the_demo_and_its_samples(first_start):
+    res, tmp, _ = first_start
+    assert "Loaded Digits demo (bundled)" in res.stderr
+    assert "digit-" in _conf(tmp).read_text()  # the sample digits were opened (they are now recent files)
+    shot = Image.open(tmp / "s.png")
+    assert shot.width >= 800 and shot.height >= 500
+
+
+def test_window_shows_before_torch_is_imported(first_start):
+    """The first window paints before torch/timm load; the main window follows once they have."""
+    res, _, _ = first_start
+    paints = [line.split() for line in res.stdout.splitlines() if line.startswith("first-paint")]
+    assert [p[1] for p in paints] == ["loading", "main"]
+    assert paints[0][3] == "torch=False" and paints[1][3] == "torch=True"
+    assert float(paints[0][2]) < float(paints[1][2])
+
+
+def test_a_crash_is_logged_and_the_next_start_says_so(first_start):
+    res, _, data_dir = first_start
+    previous = data_dir / "crash.previous.log"
+    assert f"ViT Studio closed unexpectedly last time; the log is at {previous}" in res.stderr
+    assert "Segmentation fault" in previous.read_text()
+    assert not (data_dir / "session.pid").exists() and not (data_dir / "crash.log").exists()  # a clean exit
+
+    from vitstudio.gui.crash_log import CrashLog
+
+    assert CrashLog(data_dir)._read_previous() is None  # the next start (what it reads first) says nothing
+
+
+def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_image_given(tmp_path, photos):
+    """`main.py IMAGE --screenshot PNG` with a remembered model that no longer exists: the demo, the image."""
+    _conf(tmp_path).parent.mkdir(parents=True)
+    _conf(tmp_path).write_text("[General]\nmodel=/nonexistent/model\n")
+    res = _main_py([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")], tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Loaded Digits demo (bundled)" in res.stderr
+    assert "chelsea" in _conf(tmp_path).read_text()
+    shot = Image.open(tmp_path / "s.png")
+    assert shot.width >= 800 and shot.height >= 500
+
+
+def test_screenshot_with_a_model_from_the_command_line(tmp_path, photos, tiny_weights):
+    """`main.py IMAGES --model ... --weights ... --screenshot PNG` renders once everything finished, then exits."""
+    res = _main_py([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png"), "--model", TINY_SPEC,
+                    "--weights", str(tiny_weights[0])], tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Loaded Digits demo" not in res.stderr
+    shot = Image.open(tmp_path / "s.png")
+    assert shot.width >= 800 and shot.height >= 500
