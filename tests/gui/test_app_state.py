@@ -28,7 +28,9 @@ def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         bar.set_spec(TINY_SPEC)
         window.request_model(TINY_SPEC, weights=str(weights))  # no device given: the bar's
-    assert window.state.model.precision == "bf16" and view.requested == (TINY_SPEC, "cpu", "bf16", str(weights))
+    assert window.state.model.precision == "bf16"
+    assert (view.requested.spec, view.requested.device, view.requested.precision, view.requested.weights) == \
+        (TINY_SPEC, "cpu", "bf16", str(weights))
     assert view.model == window.state.model.uid
     assert window.jobs.results["load"] is None  # the model is held by AppState only
 

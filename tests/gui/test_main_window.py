@@ -87,7 +87,7 @@ def test_latest_model_request_wins(window, qtbot, qapp, tiny_weights):
     window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
     qtbot.waitUntil(lambda: len(loaded) == 1 and not workers.running_jobs(), timeout=30000)
     qapp.processEvents()
-    assert [m.name for m in loaded] == [TINY_SPEC] and window.state.view.requested[0] == TINY_SPEC
+    assert [m.name for m in loaded] == [TINY_SPEC] and window.state.view.requested.spec == TINY_SPEC
     assert "not in the local cache" not in window.log_view.toPlainText()  # the discarded load said nothing
 
 

@@ -34,9 +34,10 @@ def test_results_answer_only_their_request():
 
 
 def test_fields_are_typed_and_validated_before_anything_changes():
+    from vitstudio.core.fields import Range
     from vitstudio.gui.viewstate import Field
 
-    state = ViewState(model=Field(None, int), layer=0, discard=Field(0.0, float, check=lambda v: 0 <= v < 1),
+    state = ViewState(model=Field(None, int), layer=0, discard=Field(0.0, float, range=Range(0, 1, hi_open=True)),
                       fusion=Field("mean", str, choices=("mean", "max", "min")), patch=Field(None, tuple))
     seen = []
     state.connect(lambda name, value: seen.append(name))
@@ -71,3 +72,15 @@ def test_batch_applies_once_and_announces_each_field_once():
     except RuntimeError:
         pass
     assert state.layer == 5 and len(seen) == 2  # a failed batch applies nothing
+
+
+def test_the_view_fields_are_the_registry_parameters(qapp):
+    """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3)."""
+    from vitstudio.core import fields
+    from vitstudio.core.analysis import registry
+    from vitstudio.gui.explore.attention_panel import AttentionPanel
+
+    specs = AttentionPanel.FIELDS
+    assert specs["discard"] == registry.get("rollout").param("discard").spec
+    assert specs["discard"].range is fields.DISCARD and specs["fusion"].choices is fields.FUSIONS
+    assert set(specs["direction"].choices) <= set(registry.get("token").param("direction").choices)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.fields import DECODERS, PRECISIONS
+
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -16,7 +18,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    "heads=..,classes=..")
     p.add_argument("--weights", help="weights file for the named architecture (.safetensors/.pth/.pt/.bin/.npz)")
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
-    p.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"],
+    p.add_argument("--precision", default="auto", choices=PRECISIONS,
                    help="auto (bf16 autocast on GPUs that support it, fp32 elsewhere; the default), fp32, or "
                         "bf16/fp16 autocast")
     p.add_argument("--classes", help="CLIP-style models (open_clip:...): classes from words, \"ant, bee, wasp\", a "
@@ -27,7 +29,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_decoder_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--decoder", default="auto", choices=["auto", "tensor", "pil"],
+    p.add_argument("--decoder", default="auto", choices=DECODERS,
                    help="auto: JPEGs decoded and preprocessed on a GPU (torchvision), PIL on a CPU; tensor / pil "
                         "force one (unreadable-by-tensor files always fall back to PIL)")
 

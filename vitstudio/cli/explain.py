@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ..core import fields
 from ..core.analysis import registry
 from .common import (
     EXIT_OK,
@@ -49,14 +50,14 @@ def register(subparsers) -> None:
                    f"used by {used['layer']}")
     p.add_argument("--head", type=int, help=f"one head instead of all; used by {used['head']}")
     p.add_argument("--patch", type=_patch, help=f"ROW,COL of the patch; used by {used['patch']}")
-    p.add_argument("--direction", default="both", choices=registry.DIRECTIONS,
+    p.add_argument("--direction", default="both", choices=fields.DIRECTIONS,
                    help="token maps: what the patch attends to, what attends to it, or both (default)")
-    p.add_argument("--fusion", default="mean", choices=registry.FUSIONS, help="rollout head fusion (default mean)")
+    p.add_argument("--fusion", default="mean", choices=fields.FUSIONS, help="rollout head fusion (default mean)")
     p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop "
                    "(0..0.99, default 0)")
     p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
     p.add_argument("--text", help=f"the text to look for (CLIP-style models), e.g. 'a bee'; used by {used['text']}")
-    p.add_argument("--cmap", default="inferno", choices=registry.COLORMAPS, help="colormap for pictures")
+    p.add_argument("--cmap", default="inferno", choices=fields.COLORMAPS, help="colormap for pictures")
     p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
     p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
                    "(picture) or FILE.json for one image and one method; otherwise a folder")

@@ -13,6 +13,7 @@ import torch
 from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
+from vitstudio.core.fields import DECODERS
 from vitstudio.core.jobs import CancelToken, prefetched
 from vitstudio.core.models import cuda_graphs, ood, openclip, zeroshot
 from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
@@ -201,8 +202,8 @@ def use_tensor_decoder(loaded: LoadedModel, decoder: str) -> bool:
     CPU (where PIL is the exact reference and no slower)."""
     from vitstudio.core.data import tensor_decode
 
-    if decoder not in ("auto", "tensor", "pil"):
-        raise ValueError(f"Unknown decoder '{decoder}'; use auto, tensor or pil.")
+    if decoder not in DECODERS:
+        raise ValueError(f"Unknown decoder '{decoder}'; use {', '.join(DECODERS)}.")
     wanted = decoder == "tensor" or (decoder == "auto" and loaded.device.type == "cuda")
     return wanted and tensor_decode.supports(loaded.data_config)
 

@@ -173,7 +173,7 @@ class MainWindow(QMainWindow):
         self.training.use_model.connect(self._use_trained_model)
         self.training.export_requested.connect(self._export_run)
         self.training.explore_image.connect(self.explore_image)
-        self.model_panel.load_requested.connect(self.request_model)
+        self.state.view.events.requested.connect(self._load_requested)
         self.relay.download.connect(self.model_panel.set_download_progress)
         self.state.model_loaded.connect(self._on_model_loaded)
         self.state.images_added.connect(self._on_images_added)
@@ -274,14 +274,15 @@ class MainWindow(QMainWindow):
     def request_model(self, spec: str, device: str | None = None, precision: str | None = None,
                       weights: str | None = None) -> None:
         """Load `spec` on the model bar's device and precision (or those given); the latest request wins."""
-        view = self.state.view
-        device = device if device in view.fields()["device"].choices else view.device
-        precision = precision or view.precision
-        view.update(spec=spec, device=device, precision=precision, requested=(spec, device, precision, weights))
-        self.state.model_loading.emit(spec)
-        self._on_message("info", f"Loading {spec} on {device} ({precision})…")
-        self.jobs.start("load", "Loading model", _load_model_job, spec, weights, device, precision, self.relay,
-                        on_result=self._on_load_done, on_error=self._on_load_failed)
+        self.state.request_model(spec, device, precision, weights)
+
+    def _load_requested(self, request) -> None:
+        """The one place a model load starts: a new request in the app's view state (the model bar's Load, the
+        command line, the session memory, a finished training run)."""
+        self.state.model_loading.emit(request.spec)
+        self._on_message("info", f"Loading {request.spec} on {request.device} ({request.precision})…")
+        self.jobs.start("load", "Loading model", _load_model_job, request.spec, request.weights, request.device,
+                        request.precision, self.relay, on_result=self._on_load_done, on_error=self._on_load_failed)
 
     def _on_load_done(self, loaded) -> None:
         self.jobs.clear("load")  # the model lives in AppState; the slot must not keep a second reference

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from PIL import Image
 from PySide6.QtCore import QObject, Signal
 
+from vitstudio.core.fields import PRECISIONS
 from vitstudio.core.inference import Prediction
-from vitstudio.core.models.devices import CHOICES, available_devices
+from vitstudio.core.models.devices import available_devices
 from vitstudio.core.models.model import LoadedModel
 
 from .notices import Notice
@@ -30,6 +31,21 @@ class ImageEntry:
     preview: Image.Image | None = None  # at most PREVIEW px, made off the GUI thread for fast display
     predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by LoadedModel.uid
     uid: int = field(default_factory=lambda: next(_uids))  # what view requests are keyed by
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One Load: what to load, where, in which precision; `number` tells two Loads of the same model apart (the
+    second one loads again: the files may have changed)."""
+
+    spec: str
+    device: str
+    precision: str
+    weights: str | None = None
+    number: int = 0
+
+
+_requests = itertools.count(1)
 
 
 def make_entry(path: str, image: Image.Image | None = None, error: str | None = None) -> ImageEntry:
@@ -57,12 +73,23 @@ class AppState(QObject):
         self.model: LoadedModel | None = None
         self.images: list[ImageEntry] = []
         self.selected: ImageEntry | None = None
-        # The model bar: what to load and where. `requested` is the (spec, device, precision) of the last Load:
-        # a new one discards a load still running (latest wins); the combos only prepare the next request.
+        # The model bar: what to load and where. `requested` is the ModelRequest of the last Load: the window
+        # loads it, and a new one discards a load still running (latest wins); the combos prepare the next one.
         devices = ("auto", *available_devices())
         self.view = ViewState(model=Field(None, int), spec=Field("", str),
                               device=Field("auto", str, choices=devices, help="a device this machine has"),
-                              precision=Field("auto", str, choices=tuple(CHOICES)), requested=Field(None, tuple))
+                              precision=Field("auto", str, choices=PRECISIONS),
+                              requested=Field(None, ModelRequest))
+
+    def request_model(self, spec: str, device: str | None = None, precision: str | None = None,
+                      weights: str | None = None) -> ModelRequest:
+        """Ask for `spec` on the model bar's device and precision (or those given, when this machine has the
+        device): the window loads it, and the latest request wins."""
+        view = self.view
+        device = device if device in view.fields()["device"].choices else view.device
+        request = ModelRequest(spec, device, precision or view.precision, weights, next(_requests))
+        view.update(spec=spec, device=request.device, precision=request.precision, requested=request)
+        return request
 
     def report(self, exc: BaseException | Notice, context: str = "") -> Notice:
         """The one way an error reaches the user (log, status bar, a non-modal box with details on demand)."""

@@ -1,22 +1,34 @@
 """Qt-free evented state of one view, and results keyed by the request that made them.
 
-In the spirit of napari's EventedModel: a view keeps its whole state (model, image, method, layer, head, patch,
-...) in one `ViewState` of typed, validated fields; widgets write into it and mirror it; a change to several
-fields is applied at once and then announced field by field, so listeners never see a half-updated state (e.g. a
-new model with the old model's layer). A value of the wrong type or out of range is refused before anything
-changes. `with state.batch():` groups several writes into one update. A job receives a frozen request
-(`state.request(...)`); its result travels as `Keyed(request, value)`; the view uses a result only while
-`state.request(...)` still equals the result's request. Model switches, hidden tabs and late results are then
-correct by construction.
+As napari's EventedModel: a view's state is a class whose fields are annotations (type, default, and choices or
+range from the core's field spec, `vitstudio.core.fields.FieldSpec`), and each field has its own event:
+
+    class AttentionView(ViewState):
+        layer: int = 0
+        fusion: str = FieldSpec("mean", choices=FUSIONS)
+
+    state = AttentionView()
+    state.events.layer.connect(draw_layer)      # draw_layer(value), once per change
+
+A change to several fields is applied at once and then announced field by field, so listeners never see a
+half-updated state (e.g. a new model with the old model's layer). A value of the wrong type or out of range is
+refused before anything changes. `with state.batch():` groups several writes into one update. A job receives a
+frozen request (`state.request(...)`); its result travels as `Keyed(request, value)`; the view uses a result only
+while `state.request(...)` still equals the result's request. Model switches, hidden tabs and late results are then
+correct by construction. `ViewState(name=default_or_spec, ...)` makes a state of the given fields without a class.
 """
 
 from __future__ import annotations
 
-import numbers
+import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+
+from vitstudio.core.fields import FieldSpec
+
+Field = FieldSpec  # the name view code reads best with: `Field(None, int)`
 
 
 @dataclass(frozen=True)
@@ -27,58 +39,68 @@ class Keyed:
     value: Any
 
 
-@dataclass(frozen=True)
-class Field:
-    """A typed view field. `kind` is the type its values must have (None is allowed when the default is None);
-    `choices` and `check` (value -> True when valid) refuse the rest. A plain default in `ViewState(...)` makes a
-    field of its own type (int, float, bool, str, tuple; a None default accepts any value)."""
-
-    default: Any = None
-    kind: type | tuple[type, ...] | None = None
-    choices: tuple | None = None
-    check: Callable[[Any], bool] | None = None
-    help: str = ""
-
-    def coerce(self, name: str, value):
-        if value is None and self.default is None:
-            return None
-        if self.kind is not None:
-            # numpy scalars from arrays and sliders are the plain numbers they hold
-            if self.kind is float and isinstance(value, numbers.Real) and not isinstance(value, bool):
-                value = float(value)
-            elif self.kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                value = int(value)
-            elif self.kind is tuple and isinstance(value, list):
-                value = tuple(value)
-            if not isinstance(value, self.kind) or (self.kind is int and isinstance(value, bool)):
-                raise TypeError(f"view field {name!r} takes {_type_name(self.kind)}, not {type(value).__name__} "
-                                f"({value!r})")
-        if self.choices is not None and value not in self.choices:
-            raise ValueError(f"view field {name!r} takes one of {', '.join(map(repr, self.choices))}, not {value!r}")
-        if self.check is not None and not self.check(value):
-            hint = f" ({self.help})" if self.help else ""
-            raise ValueError(f"view field {name!r}: {value!r} is out of range{hint}")
-        return value
+_HINTS = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple}
 
 
-def _type_name(kind) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)
+def _kind_of(hint: str) -> type | None:
+    """The type an annotation names ("int", "str | None", "tuple | None"); None (any value) for the others."""
+    kinds = [h.strip() for h in str(hint).split("|") if h.strip() != "None"]
+    return _HINTS.get(kinds[0]) if len(kinds) == 1 else None
 
 
-def _as_field(spec) -> Field:
-    if isinstance(spec, Field):
-        return spec
-    if spec is None:
-        return Field(None)
-    kind = type(spec)
-    return Field(spec, kind=list if kind is list else kind)
+def _as_field(spec, hint: str | None = None) -> FieldSpec:
+    if isinstance(spec, FieldSpec):
+        return spec if spec.kind is not None or hint is None else dataclasses.replace(spec, kind=_kind_of(hint))
+    if hint is not None:
+        return FieldSpec(spec, kind=_kind_of(hint))
+    return FieldSpec(None) if spec is None else FieldSpec(spec, kind=type(spec))
+
+
+class Emitter:
+    """The listeners of one field: each is called with the new value once per update that changed it."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[Any], None]] = []
+
+    def connect(self, listener: Callable[[Any], None]) -> Callable[[Any], None]:
+        self._listeners.append(listener)
+        return listener
+
+    def disconnect(self, listener: Callable[[Any], None]) -> None:
+        self._listeners.remove(listener)
+
+    def emit(self, value) -> None:
+        for listener in list(self._listeners):
+            listener(value)
+
+
+class Events:
+    """`events.<field>`: the Emitter of each field."""
+
+    def __init__(self, names) -> None:
+        for name in names:
+            setattr(self, name, Emitter())
 
 
 class ViewState:
+    _declared: ClassVar[dict[str, FieldSpec]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        """The annotated class attributes become the fields (a subclass adds to its parent's)."""
+        super().__init_subclass__(**kwargs)
+        declared = dict(cls._declared)
+        for name, hint in cls.__dict__.get("__annotations__", {}).items():
+            if name.startswith("_") or "ClassVar" in str(hint):
+                continue
+            declared[name] = _as_field(cls.__dict__.get(name), hint)
+            if name in cls.__dict__:
+                delattr(cls, name)  # the value lives in the instance, read through __getattr__
+        cls._declared = declared
+
     def __init__(self, **fields) -> None:
-        specs = {name: _as_field(spec) for name, spec in fields.items()}
+        specs = {**self._declared, **{name: _as_field(spec) for name, spec in fields.items()}}
         object.__setattr__(self, "_fields", specs)
+        object.__setattr__(self, "events", Events(specs))
         object.__setattr__(self, "_values", {name: spec.default for name, spec in specs.items()})
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_batch", None)
@@ -92,11 +114,12 @@ class ViewState:
     def __setattr__(self, name: str, value) -> None:
         self.update(**{name: value})
 
-    def fields(self) -> dict[str, Field]:
+    def fields(self) -> dict[str, FieldSpec]:
         return dict(self._fields)
 
     def connect(self, listener: Callable[[str, Any], None]) -> None:
-        """`listener(field, value)` is called once per changed field, after every field of the update is set."""
+        """`listener(field, value)` is called once per changed field, after every field of the update is set and
+        before any field's own event: for listeners that follow every field, like the job keys of a view."""
         self._listeners.append(listener)
 
     def disconnect(self, listener: Callable[[str, Any], None]) -> None:
@@ -128,9 +151,13 @@ class ViewState:
         changed = [k for k, v in checked.items() if self._values[k] != v or type(self._values[k]) is not type(v)]
         for name in changed:
             self._values[name] = checked[name]
+        # listeners of the whole state first (a view's job keys: results made stale are dropped), then each field's
+        # own event (the view reacting), so a reaction never finds a stale result still current
         for name in changed:
             for listener in list(self._listeners):
                 listener(name, self._values[name])
+        for name in changed:
+            getattr(self.events, name).emit(self._values[name])
         return changed
 
     def request(self, *names: str, with_context: bool = True) -> tuple:

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-COLORMAPS = ("inferno", "viridis", "magma", "plasma", "jet", "turbo", "gray", "RdBu_r")
+from vitstudio.core.fields import COLORMAPS
 
 
 def upsample(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:

@@ -17,11 +17,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-FUSIONS = ("mean", "max", "min")
+from vitstudio.core.fields import DIRECTIONS, DISCARD, FUSIONS, FieldSpec, Range
+
 TEXT_KIND = "text"  # a Param typed as words (the text map's text) rather than picked or clicked
-DIRECTIONS = ("to", "by", "both")  # token maps: what the patch attends to, what attends to it, or both stacked
-# One colour vocabulary for the GUI and the CLI's pictures (both draw through matplotlib's definitions).
-COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis", "gray", "RdBu_r", "jet")
+_SPEC_KINDS = {"layer": int, "head": int, "class": int, "patch": tuple, "choice": str, "float": float, "text": str}
 
 
 Ref = str | Callable | None  # "package.module:function", or the function itself
@@ -34,8 +33,13 @@ class Param:
     default: object
     help: str
     choices: tuple = ()
-    range: tuple[float, float] | None = None  # inclusive, for floats; layers/heads/classes depend on the model
+    range: Range | None = None  # for floats; layers/heads/classes depend on the model
     required: bool = False  # no default makes sense (a patch must be picked)
+
+    @property
+    def spec(self) -> FieldSpec:
+        """The parameter as a field (a view state's control of it takes this spec)."""
+        return FieldSpec(self.default, _SPEC_KINDS[self.kind], self.choices or None, self.range, help=self.help)
 
 
 @dataclass(frozen=True)
@@ -139,8 +143,8 @@ def resolve(name: str, **given) -> dict:
             raise ValueError(f"--{p.name} is required for the '{name}' method ({p.help}).")
         if p.choices and value not in p.choices:
             raise ValueError(f"{p.name} must be one of {', '.join(map(str, p.choices))}, not '{value}'.")
-        if p.range is not None and value is not None and not p.range[0] <= float(value) <= p.range[1]:
-            raise ValueError(f"{p.name} must be between {p.range[0]} and {p.range[1]}, not {value}.")
+        if p.range is not None and value is not None and float(value) not in p.range:
+            raise ValueError(f"{p.name} must be in {p.range}, not {value}.")
         out[p.name] = tuple(value) if p.kind == "patch" and value is not None else value
     return out
 
@@ -183,7 +187,7 @@ register(Analysis(
     "multiplied through the layers", "(gh, gw)", "overlay",
     (Param("fusion", "choice", "mean", "how the heads of a layer are combined", FUSIONS),
      Param("discard", "float", 0.0, "fraction of the smallest attention weights dropped per layer",
-           range=(0.0, 0.99))), compare=True,
+           range=DISCARD)), compare=True,
     compute=_ATT + "explain_rollout", applies=_GLOBAL, view=_VIEW + "view_rollout", **_OVERVIEW))
 register(Analysis(
     "gradient-rollout", "Gradient rollout", "attention", "class-specific rollout with gradient-weighted attention "

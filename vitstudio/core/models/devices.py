@@ -6,10 +6,10 @@ import contextlib
 
 import torch
 
+from vitstudio.core.fields import PRECISIONS as CHOICES  # what users pick; 'auto' resolves per device
 from vitstudio.core.jobs import GPUOutOfMemory
 
-PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-CHOICES = ("auto", *PRECISIONS)  # what users pick; 'auto' resolves per device (`resolve_precision`)
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}  # the autocast dtype of each other one
 
 
 def available_devices() -> list[str]:

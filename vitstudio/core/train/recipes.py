@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vitstudio.core.fields import DEVICES, PRECISIONS
 from vitstudio.core.train.schema import (
     AUGMENTATION,
     DATA,
@@ -130,11 +131,11 @@ class TrainConfig:
     patience: int = setting(0, label="Early-stopping patience", none_text="off", range=Range(0, 100_000),
                             section=REGULARISATION,
                             help="stop after this many epochs without a better val accuracy (0 = never)")
-    precision: str = setting("auto", label="Precision (AMP)", choices=("auto", "fp32", "bf16", "fp16"),
+    precision: str = setting("auto", label="Precision (AMP)", choices=PRECISIONS,
                              help="auto (bf16 on GPUs that support it, fp32 elsewhere), fp32, or bf16/fp16 autocast "
                                   "with mixed-precision training (fp16 with a GradScaler)")
     device: str = setting("auto", label="Device", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps",
-                          suggestions=("auto", "cpu", "cuda", "mps"))
+                          suggestions=DEVICES)
     seed: int = setting(0, label="Seed", help="random seed (split, initialisation, augmentation)",
                         range=Range(0, 2**32 - 1), decimals=0)
     img_size: int | None = setting(None, label="Image size", help="training image size", range=Range(0, 4096),

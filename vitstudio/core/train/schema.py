@@ -8,33 +8,16 @@ the range checks of `TrainConfig.validate()` are all generated from it, so a new
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from vitstudio.core.fields import Range
+from vitstudio.core.fields import show as _show
 
 RUN, OPTIMISER, REGULARISATION, DATA, AUGMENTATION, PERFORMANCE = (
     "run", "optimiser and schedule", "regularisation", "data", "augmentation", "performance")
 SECTIONS = (RUN, OPTIMISER, REGULARISATION, DATA, AUGMENTATION, PERFORMANCE)
 _KINDS = {"int": int, "float": float, "str": str, "bool": bool}
-
-
-@dataclass(frozen=True)
-class Range:
-    """A closed, open or half-open interval; `hi=None` has no upper bound."""
-
-    lo: float
-    hi: float | None = None
-    lo_open: bool = False
-    hi_open: bool = False
-
-    def __contains__(self, value) -> bool:
-        above = value > self.lo if self.lo_open else value >= self.lo
-        below = self.hi is None or (value < self.hi if self.hi_open else value <= self.hi)
-        return above and below
-
-    def __str__(self) -> str:
-        hi = "∞)" if self.hi is None else f"{_show(self.hi)}{')' if self.hi_open else ']'}"
-        return f"{'(' if self.lo_open else '['}{_show(self.lo)}, {hi}"
 
 
 @dataclass(frozen=True)
@@ -135,13 +118,3 @@ def _parse_type(annotation: str) -> tuple[type, bool, int]:
 
 def _type_name(tp) -> str:
     return getattr(tp, "__name__", str(tp))
-
-
-def _show(value) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    if isinstance(value, float):
-        return f"{value:g}" if math.isfinite(value) else str(value)
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_show(v) for v in value) + ")"
-    return repr(value) if isinstance(value, str) else str(value)

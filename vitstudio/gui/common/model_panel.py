@@ -4,7 +4,7 @@ The device and precision live in `AppState.view`; the combos write into it and m
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
@@ -21,12 +21,11 @@ from vitstudio.core.models.catalog import list_catalog
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
 
 from ..state import AppState
+from .bind import bind
 from .classes_box import ClassesWidget
 
 
 class ModelPanel(QWidget):
-    load_requested = Signal(str, str, str)  # spec, device, precision
-
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
@@ -47,15 +46,10 @@ class ModelPanel(QWidget):
         self.name.setCompleter(completer)
         self.name.setToolTip("● weights available offline   ○ downloadable from the hub   · no weights")
         view = state.view
-        self.device = QComboBox()
-        self.device.addItems(list(view.fields()["device"].choices))
-        self.precision = QComboBox()
-        self.precision.addItems(list(view.fields()["precision"].choices))
-        self.device.setCurrentText(view.device)
-        self.precision.setCurrentText(view.precision)
-        self.device.currentTextChanged.connect(lambda text: view.update(device=text))
-        self.precision.currentTextChanged.connect(lambda text: view.update(precision=text))
-        view.connect(self._on_view)
+        self.device, self.precision = QComboBox(), QComboBox()  # their items: the fields' choices (bind)
+        bind(self.device, view, "device")
+        bind(self.precision, view, "precision")
+        view.events.spec.connect(self._on_spec)
         self.precision.setToolTip("auto: bf16 autocast on GPUs that support it, fp32 elsewhere")
         self.load_button = QPushButton("Load")
         self.load_button.clicked.connect(self._on_load_clicked)
@@ -98,17 +92,13 @@ class ModelPanel(QWidget):
         else:
             self.name.setEditText(spec)
 
-    def _on_view(self, name: str, value) -> None:
-        if name == "spec" and value != self.spec():
-            self.set_spec(value)
-        elif name == "device":
-            self.device.setCurrentText(value)
-        elif name == "precision":
-            self.precision.setCurrentText(value)
+    def _on_spec(self, spec: str) -> None:
+        if spec != self.spec():
+            self.set_spec(spec)
 
     def _on_load_clicked(self) -> None:
         if self.spec():
-            self.load_requested.emit(self.spec(), self.state.view.device, self.state.view.precision)
+            self.state.request_model(self.spec())
 
     def set_download_progress(self, done: int, total: int) -> None:
         self.progress.setRange(0, 1000 if total else 0)

@@ -27,8 +27,10 @@ from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import distance_over
+from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS
 
 from .. import workers
+from ..common.bind import bind
 from ..common.map_view import MapView
 from ..viewstate import Field
 from .distance_plot import DistancePlotWidget
@@ -64,13 +66,14 @@ def _folder_job(cancel, model, folder: str):
 
 
 class AttentionPanel(ExplorerPanel):
-    FIELDS = dict(method=Field(None, str, check=registry.is_registered), layer=0, head=0,
-                  fusion=Field("mean", str, choices=tuple(registry.FUSIONS)),
-                  discard=Field(0.0, float, check=lambda v: 0.0 <= v < 1.0, help="0 ≤ discard < 1"),
-                  target=Field(None, int), patch=Field(None, tuple), direction=Field("to", str, choices=("to", "by")),
-                  cmap="inferno", opacity=Field(60, int, check=lambda v: 0 <= v <= 100), smooth=True, depth=0,
-                  head_count=0, folder=Field(None, str),
-                  mask=Field(0, int, check=lambda v: 0 <= v < 100, help="share of the map's mass kept, %; 0 = off"),
+    FIELDS = dict(method=Field(None, str, valid=registry.is_registered), layer=0, head=0,
+                  fusion=registry.get("rollout").param("fusion").spec,
+                  discard=registry.get("rollout").param("discard").spec,
+                  target=Field(None, int), patch=Field(None, tuple),
+                  direction=Field("to", str, choices=SHOWN_DIRECTIONS),
+                  cmap=Field("inferno", str, choices=COLORMAPS), opacity=Field(60, int, range=OPACITY), smooth=True,
+                  depth=0, head_count=0, folder=Field(None, str),
+                  mask=Field(0, int, range=MASS_MASK, help="share of the map's mass kept, %; 0 = off"),
                   text=Field(None, str))  # the text map's text (CLIP-style models)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
@@ -98,17 +101,15 @@ class AttentionPanel(ExplorerPanel):
         self.method = method_combo(self.methods)
         self.layer, self.layer_label, self._layer_row = layer_slider()
         self.head = QSpinBox()
-        self.fusion = QComboBox()
-        self.fusion.addItems(registry.FUSIONS)
-        lo, hi = next(a.param("discard") for a in registry.REGISTRY.values() if a.param("discard")).range
-        self.discard = QDoubleSpinBox(decimals=2, minimum=lo, maximum=hi, singleStep=0.05)
+        self.fusion = QComboBox()  # choices and ranges: from the fields' specs (bind)
+        self.discard = QDoubleSpinBox(decimals=2, singleStep=0.05)
         self.target = QComboBox()
         self.direction = QComboBox()
         self.direction.addItem("attends to", "to")
         self.direction.addItem("attended by", "by")
         self.text = QLineEdit(placeholderText="e.g. a bee (Enter)")
         self.cmap = colormap_combo()
-        self.opacity = QSlider(Qt.Horizontal, minimum=0, maximum=100, value=60)
+        self.opacity = QSlider(Qt.Horizontal)
         self.mask = mask_spin_box()
         self.smooth = smooth_checkbox()
         self.info = wrapping_label()
@@ -148,20 +149,14 @@ class AttentionPanel(ExplorerPanel):
         QVBoxLayout(self).addWidget(outer)
 
     def _connect_controls(self) -> None:
-        """Widgets write into the view state; `_mirror` writes the state back into them."""
-        vs = self.view_state
-        self.method.currentIndexChanged.connect(lambda: vs.update(method=self.method.currentData()))
-        self.layer.valueChanged.connect(lambda v: vs.update(layer=v))
-        self.head.valueChanged.connect(lambda v: vs.update(head=v))
-        self.fusion.currentTextChanged.connect(lambda t: vs.update(fusion=t))
-        self.discard.valueChanged.connect(lambda v: vs.update(discard=round(v, 2)))
-        self.target.currentIndexChanged.connect(lambda: vs.update(target=self.target.currentData()))
-        self.direction.currentIndexChanged.connect(lambda: vs.update(direction=self.direction.currentData()))
-        self.cmap.currentTextChanged.connect(lambda t: vs.update(cmap=t))
-        self.opacity.valueChanged.connect(lambda v: vs.update(opacity=v))
-        self.mask.valueChanged.connect(lambda v: vs.update(mask=v))
-        self.text.editingFinished.connect(lambda: vs.update(text=self.text.text().strip() or None))
-        self.smooth.toggled.connect(lambda on: vs.update(smooth=on))
+        """Every control is bound to its view-state field; the layer and head ranges follow the model."""
+        for name in ("method", "layer", "head", "fusion", "discard", "target", "direction", "cmap", "opacity",
+                     "mask", "text", "smooth"):
+            bind(getattr(self, name), self.view_state, name)
+        events = self.view_state.events
+        events.depth.connect(self._show_depth)
+        events.head_count.connect(self._show_head_count)
+        events.layer.connect(self._show_layer)
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
         self.folder_button.clicked.connect(self._choose_folder)
@@ -185,7 +180,6 @@ class AttentionPanel(ExplorerPanel):
                     head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
 
     def _on_view_state(self, name: str, value) -> None:
-        self._mirror(name, value)
         if name in self._job_fields:  # fusion, discard, class, patch: new work, once the control settles
             self.later(self.reload)
         elif name == "method":
@@ -198,30 +192,16 @@ class AttentionPanel(ExplorerPanel):
         if name not in ("model", "image"):  # those arrive with a reload
             self.refresh_view()
 
-    def _mirror(self, name: str, value) -> None:
-        """Show the state in the widgets without feeding it back."""
-        if name in ("depth", "head_count"):
-            widget, top = (self.layer, value - 1) if name == "depth" else (self.head, value - 1)
-            with QSignalBlocker(widget):
-                widget.setRange(0, max(0, top))
-            return
-        widget = {"method": self.method, "layer": self.layer, "head": self.head, "fusion": self.fusion,
-                  "discard": self.discard, "target": self.target, "direction": self.direction, "cmap": self.cmap,
-                  "opacity": self.opacity, "smooth": self.smooth, "mask": self.mask, "text": self.text}.get(name)
-        if widget is None:
-            return
-        with QSignalBlocker(widget):
-            if isinstance(widget, QComboBox):
-                index = 0 if value is None else widget.findData(value)
-                widget.setCurrentIndex(index if index >= 0 else widget.findText(str(value)))
-            elif widget is self.smooth:
-                widget.setChecked(value)
-            elif widget is self.text:
-                widget.setText(value or "")
-            else:
-                widget.setValue(value)
-        if widget is self.layer:
-            self.layer_label.setText(f"layer {value}")
+    def _show_depth(self, depth: int) -> None:
+        with QSignalBlocker(self.layer):
+            self.layer.setRange(0, max(0, depth - 1))
+
+    def _show_head_count(self, heads: int) -> None:
+        with QSignalBlocker(self.head):
+            self.head.setRange(0, max(0, heads - 1))
+
+    def _show_layer(self, layer: int) -> None:
+        self.layer_label.setText(f"layer {layer}")
 
     def _on_head_clicked(self, head: int) -> None:
         """A click on a head of the grid: that head, in the current view if it shows one head, else head maps."""

@@ -9,12 +9,14 @@ from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPush
 from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import explain
+from vitstudio.core.fields import COLORMAPS
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.openclip import is_clip_style
 from vitstudio.core.models.zeroshot import prompt_of, with_classes
 
 from .. import workers
+from ..common.bind import bind
 from ..common.map_view import MapView
 from ..viewstate import Field
 from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
@@ -59,8 +61,8 @@ def _compare_job(cancel, model, other, image, method: str) -> list:
 
 class ComparePanel(ExplorerPanel):
     # method: the first registered analysis offered in Compare
-    FIELDS = dict(other=Field(None, int), method=Field(None, str, check=registry.is_registered),
-                  other_request=Field(None, tuple))
+    FIELDS = dict(other=Field(None, int), method=Field(None, str, valid=registry.is_registered),
+                  other_request=Field(None, tuple), cmap=Field("inferno", str, choices=COLORMAPS), smooth=True)
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -103,11 +105,13 @@ class ComparePanel(ExplorerPanel):
         layout.addWidget(self.info)
         self.load_button.clicked.connect(self.load_other)
         self.other_name.lineEdit().returnPressed.connect(self.load_other)
-        self.view_kind.currentIndexChanged.connect(
-            lambda: self.view_state.update(method=self.view_kind.currentData()))
-        self.view_state.connect(self._on_view_state)
-        self.cmap.currentIndexChanged.connect(self._show)
-        self.smooth.toggled.connect(self._on_smooth)
+        for widget, name in ((self.view_kind, "method"), (self.cmap, "cmap"), (self.smooth, "smooth")):
+            bind(widget, self.view_state, name)
+        events = self.view_state.events
+        events.other.connect(self._on_context_changed)
+        events.method.connect(self._on_context_changed)
+        events.cmap.connect(self._show)
+        events.smooth.connect(self._on_smooth)
 
     def load_other(self) -> None:
         spec = self.other_name.currentText().strip()
@@ -145,10 +149,6 @@ class ComparePanel(ExplorerPanel):
             if is_clip_style(loaded) and loaded.labels else ""
         self.state.message.emit("info", f"Second model for comparison: {loaded.name}{given}")
         self.view_state.update(other=loaded.uid)
-
-    def _on_view_state(self, name: str, value) -> None:
-        if name in ("other", "method"):
-            self._on_context_changed()
 
     def _on_smooth(self, on: bool) -> None:
         for view in self.views:
@@ -189,7 +189,7 @@ class ComparePanel(ExplorerPanel):
         hi = max(float(r[1].max()) for r in self.results)
         return lo, hi if hi > lo else lo + 1e-12
 
-    def _show(self) -> None:
+    def _show(self, *_changed) -> None:
         models = (self.state.model, self.other)
         results = self.results
         for i, model in enumerate(models):
@@ -197,7 +197,7 @@ class ComparePanel(ExplorerPanel):
             if results:
                 crop, arr, top1 = results[i]
                 self.views[i].set_image(crop)
-                self.views[i].set_map(arr, self.cmap.currentText(), 0.6, self.shared_levels())
+                self.views[i].set_map(arr, self.view_state.cmap, 0.6, self.shared_levels())
                 self.titles[i].setText(f"<b>{name}</b><br>top-1: {top1}")
             else:
                 self.views[i].set_map(None)

@@ -15,9 +15,11 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.analysis import embeddings, registry
+from vitstudio.core.fields import COLORMAPS
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
+from ..common.bind import bind
 from ..common.map_view import MapView
 from ..viewstate import Field
 from .explorer_base import (
@@ -51,13 +53,14 @@ def compute_view(tokens, mode: str, patch, basis, grid):
 
 
 class EmbeddingsPanel(ExplorerPanel):
-    FIELDS = dict(patch=Field(None, tuple), depth=0, layer=0, mode=Field(None, str, check=registry.is_registered),
-                  fixed=False)
+    FIELDS = dict(patch=Field(None, tuple), depth=0, layer=0, mode=Field(None, str, valid=registry.is_registered),
+                  fixed=False, cmap=Field("inferno", str, choices=COLORMAPS), smooth=True)
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.view_state.update(mode=registry.names("embeddings", viewed=True)[0])
         self.crop = None
+        self.unit = "layer"  # what a token layer is called: Swin's are its stages
         self.basis = None  # the fixed PCA basis, when that option is on
         self.displayed = None
         self.jobs = workers.ViewJobs(self.view_state, KEYS)
@@ -88,13 +91,17 @@ class EmbeddingsPanel(ExplorerPanel):
         split.setStretchFactor(2, 2)
         QVBoxLayout(self).addWidget(split)
 
-        self.mode.currentIndexChanged.connect(self._on_mode_changed)
-        self.layer.valueChanged.connect(self._on_layer_changed)
-        self.fixed.toggled.connect(self._on_fixed_toggled)
-        self.cmap.currentIndexChanged.connect(self._show)
-        self.smooth.toggled.connect(self._on_smooth)
+        for name in ("mode", "layer", "fixed", "cmap", "smooth"):
+            bind(getattr(self, name), self.view_state, name)
+        events = self.view_state.events
+        events.depth.connect(self._on_depth)
+        events.mode.connect(self._on_mode)
+        events.layer.connect(self._on_layer)
+        events.fixed.connect(self._on_fixed)
+        events.cmap.connect(self._show)
+        events.smooth.connect(self._on_smooth)
         self.view.patch_clicked.connect(self.select_patch)
-        self._on_mode_changed()
+        self._on_mode(self.view_state.mode)
 
     @property
     def patch(self):
@@ -111,26 +118,24 @@ class EmbeddingsPanel(ExplorerPanel):
         return self.jobs.current("view")
 
     def _layer_name(self) -> str:
-        return f"{self.layer.property('unit')} {self.layer.value()}"
+        return f"{self.unit} {self.view_state.layer}"
 
     def fields_for_model(self, model) -> dict:
-        # the slider changes with the model in the same step, so no old result is indexed with a new layer
-        with QSignalBlocker(self.layer):
-            self.layer.setRange(0, model.token_depth - 1)  # token layers: blocks, or Swin's stages
-            self.layer.setValue(model.token_depth - 1)
-        unit = "stage" if is_windowed(model.model) else "layer"  # Swin's token layers are its stages
-        self.layer.setProperty("unit", unit)
-        self.layer_label.setText(f"{unit} {model.token_depth - 1}")
+        # the depth (the slider's range) changes with the model in the same update, so no old result is indexed
+        # with a new layer
+        self.unit = "stage" if is_windowed(model.model) else "layer"  # Swin's token layers are its stages
         self.basis = None
         return dict(depth=model.token_depth, layer=model.token_depth - 1, patch=None)
 
-    def _on_layer_changed(self, layer: int) -> None:
-        self.view_state.update(layer=layer)
+    def _on_depth(self, depth: int) -> None:
+        with QSignalBlocker(self.layer):
+            self.layer.setRange(0, max(0, depth - 1))  # token layers: blocks, or Swin's stages
+
+    def _on_layer(self, layer: int) -> None:
+        self.layer_label.setText(self._layer_name())
         self.later(self.update_view)
 
-    def _on_mode_changed(self) -> None:
-        mode = self.mode.currentData()
-        self.view_state.update(mode=mode)
+    def _on_mode(self, mode: str) -> None:
         self.form.setRowVisible(self.fixed, "fixed-basis" in registry.get(mode).options)
         self.update_view()
 
@@ -138,17 +143,17 @@ class EmbeddingsPanel(ExplorerPanel):
         self.view.smooth = on
         self._show()
 
-    def _on_fixed_toggled(self) -> None:
+    def _on_fixed(self, _fixed: bool) -> None:
         self.basis = None  # refitted on the current layer and image
-        self.view_state.update(fixed=self.fixed.isChecked())
         self.update_view()
 
     def select_patch(self, row: int, col: int) -> None:
-        self.view_state.update(patch=(row, col))
-        if "patch" not in registry.get(self.mode.currentData()).param_names:  # to the first view of a patch
-            self.mode.setCurrentIndex(self.mode.findData(registry.names("embeddings", viewed=True, param="patch")[0]))
-        else:
+        vs = self.view_state
+        if "patch" in registry.get(vs.mode).param_names:
+            vs.update(patch=(row, col))
             self.update_view()
+        else:  # to the first view of a patch
+            vs.update(patch=(row, col), mode=registry.names("embeddings", viewed=True, param="patch")[0])
 
     def reload(self) -> None:
         ctx = self.context()
@@ -182,13 +187,14 @@ class EmbeddingsPanel(ExplorerPanel):
                         self.state.model.grid_size, on_result=self._on_view, on_error=self.report_error)
 
     def _on_view(self, result) -> None:
-        if self.fixed.isChecked() and self.basis is None and "basis" in result:
+        if self.view_state.fixed and self.basis is None and "basis" in result:
             self.basis = result["basis"]
         self._show()
 
-    def _show(self) -> None:
+    def _show(self, *_changed) -> None:
         r = self.result or {}
-        mode = self.mode.currentData()
+        vs = self.view_state
+        mode = vs.mode
         self.displayed = r.get("map")
         if self.tokens is None:
             self.info.setText("Load a model and select an image." if self.context() is None else "Computing…")
@@ -199,11 +205,11 @@ class EmbeddingsPanel(ExplorerPanel):
             self.info.setText(f"Patch-token norms at {self._layer_name()} (prefix tokens: {prefix}). "
                               "Unusually bright cells are high-norm artifact tokens.")
         else:
-            self.info.setText(f"{self.mode.currentText()}, {self._layer_name()}"
-                              + (", fixed basis" if self.fixed.isChecked() else ""))
+            self.info.setText(f"{registry.get(mode).title}, {self._layer_name()}"
+                              + (", fixed basis" if vs.fixed else ""))
         display = r.get("display", self.displayed)
         rgb = registry.get(mode).renderer == "rgb"  # colours of their own: drawn opaque
-        self.view.set_map(display, self.cmap.currentText(), opacity=1.0 if rgb else 0.7)
+        self.view.set_map(display, vs.cmap, opacity=1.0 if rgb else 0.7)
         self.view.set_marker(self.patch if "patch" in registry.get(mode).param_names else None)
         if "coords" in r:
             brushes = [pg.mkBrush(*(c * 255).astype(int)) for c in r["colors"]]
@@ -212,7 +218,6 @@ class EmbeddingsPanel(ExplorerPanel):
     def export_data(self):
         if self.displayed is None:
             return None
-        mode = self.mode.currentData()
-        params = {k: v for k, v in (("layer", self.layer.value()), ("patch", self.patch))
-                  if k in registry.get(mode).param_names}
-        return mode, self.displayed, self.record(mode, params, fixed_basis=self.fixed.isChecked())
+        vs = self.view_state
+        params = {k: v for k, v in (("layer", vs.layer), ("patch", vs.patch)) if k in registry.get(vs.mode).param_names}
+        return vs.mode, self.displayed, self.record(vs.mode, params, fixed_basis=vs.fixed)

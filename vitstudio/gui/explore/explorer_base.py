@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core import fields
 from vitstudio.core.analysis import registry
 
 from ..state import AppState, ImageEntry
@@ -35,7 +36,7 @@ def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
 
 def colormap_combo() -> QComboBox:
     combo = QComboBox()
-    combo.addItems(registry.COLORMAPS)
+    combo.addItems(fields.COLORMAPS)
     return combo
 
 
@@ -142,7 +143,7 @@ class ExplorerPanel(QWidget):
         self.view_state.update(image=entry.uid if entry is not None else None)
         self._on_context_changed()
 
-    def _on_context_changed(self) -> None:
+    def _on_context_changed(self, *_changed) -> None:
         self._stale = True
         if self.isVisible():
             self._refresh_now()

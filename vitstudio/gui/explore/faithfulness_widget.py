@@ -165,7 +165,7 @@ def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
 
 # -- the map as a mask (DINO's visualize_attention): the panel shows and exports it instead of the map ------------
 def mask_spin_box() -> QSpinBox:
-    box = QSpinBox(minimum=0, maximum=99, singleStep=5, suffix=" % of the mass")
+    box = QSpinBox(singleStep=5, suffix=" % of the mass")  # its range: the mask field's (MASS_MASK), by bind()
     box.setSpecialValueText("off")
     box.setToolTip(f"Show the map as a mask: its highest patches until they hold this share of its mass (DINO's "
                    f"attention masks use {DEFAULT_SHARE:.0%}); exported as the mask. Off shows the map.")

@@ -77,9 +77,9 @@ class FolderSortingMixin:
             self.state.report(exc, "Sort into folders")  # an error, not a question: logged, not a modal box
             return
         selected = bool(self._selected_rows())
-        plan = self.sort_plan(out, self.min_conf.value(), False, selected)
+        plan = self.sort_plan(out, self.view_state.min_conf, False, selected)
         answer = QMessageBox.question(  # the note: when the model does not fit the images, said before they move
-            self, "Sort into folders", sort_question(plan, self.min_conf.value(), self.fit.unreliable_note()),
+            self, "Sort into folders", sort_question(plan, self.view_state.min_conf, self.fit.unreliable_note()),
             QMessageBox.Ok | QMessageBox.Cancel)
         if answer == QMessageBox.Ok:
             self.run_sort(plan)

@@ -1,0 +1,90 @@
+"""One binding for every control (issue 30, item 2): `bind(widget, state, field)` keeps both in step, both ways,
+takes its choices and range from the field's spec and never feeds the state's own change back into it."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSlider, QSpinBox
+
+from vitstudio.core.fields import DISCARD, FUSIONS, MASS_MASK, OPACITY, FieldSpec
+from vitstudio.gui.common.bind import bind
+from vitstudio.gui.viewstate import ViewState
+
+
+class ToyView(ViewState):
+    """A declared view state: annotations are the fields, each with its own event."""
+
+    layer: int = 0
+    fusion: str = FieldSpec("mean", choices=FUSIONS)
+    discard: float = FieldSpec(0.0, range=DISCARD)
+    opacity: int = FieldSpec(60, range=OPACITY)
+    mask: int = FieldSpec(0, range=MASS_MASK)
+    direction: str = FieldSpec("to", choices=("to", "by"))
+    text: str | None = None
+    smooth: bool = True
+
+
+def test_declared_fields_are_typed_and_each_has_its_own_event():
+    state = ToyView()
+    assert state.fields()["layer"].kind is int and state.fields()["text"].kind is str
+    assert state.fields()["fusion"].kind is str and state.fusion == "mean"
+    layers, everything = [], []
+    state.events.layer.connect(layers.append)
+    state.connect(lambda name, value: everything.append(name))
+    state.update(layer=3, fusion="max")
+    assert layers == [3] and everything == ["layer", "fusion"]
+    state.update(fusion="min")
+    assert layers == [3]  # the layer's listeners hear only the layer
+    for bad in (dict(layer="3"), dict(discard=1.0), dict(fusion="median"), dict(mask=100)):
+        try:
+            state.update(**bad)
+        except (TypeError, ValueError):
+            pass
+        else:
+            raise AssertionError(f"{bad} must be refused")
+    assert ToyView().layer == 0  # each instance its own values
+
+
+def test_controls_follow_the_state_and_the_state_follows_the_controls(qtbot):
+    state = ToyView()
+    fusion, discard, opacity, mask = QComboBox(), QDoubleSpinBox(decimals=2, singleStep=0.05), QSlider(Qt.Horizontal), \
+        QSpinBox()
+    direction, text, smooth, layer = QComboBox(), QLineEdit(), QCheckBox(), QSpinBox()
+    direction.addItem("attends to", "to")
+    direction.addItem("attended by", "by")
+    for widget, name in ((fusion, "fusion"), (discard, "discard"), (opacity, "opacity"), (mask, "mask"),
+                         (direction, "direction"), (text, "text"), (smooth, "smooth"), (layer, "layer")):
+        qtbot.addWidget(widget)
+        bind(widget, state, name)
+    # the spec declares the controls: choices, ranges (an open end one step in)
+    assert [fusion.itemText(i) for i in range(fusion.count())] == list(FUSIONS)
+    assert (discard.minimum(), discard.maximum()) == (0.0, 0.99) and (opacity.minimum(), opacity.maximum()) == (0, 100)
+    assert (mask.minimum(), mask.maximum()) == (0, 99)
+    assert (fusion.currentText(), opacity.value(), smooth.isChecked()) == ("mean", 60, True)
+    # the user's changes reach the state
+    fusion.setCurrentText("max")
+    discard.setValue(0.15)
+    direction.setCurrentIndex(1)
+    text.setText("  a bee ")
+    text.editingFinished.emit()
+    smooth.setChecked(False)
+    assert (state.fusion, state.discard, state.direction, state.text, state.smooth) == ("max", 0.15, "by", "a bee",
+                                                                                         False)
+    # the state's changes reach the controls, without coming back as writes
+    heard = []
+    state.connect(lambda name, value: heard.append(name))
+    state.update(fusion="min", direction="to", text=None, layer=4, opacity=10)
+    assert (fusion.currentText(), direction.currentData(), text.text(), layer.value(), opacity.value()) == \
+        ("min", "to", "", 4, 10)
+    assert sorted(heard) == ["direction", "fusion", "layer", "opacity", "text"]  # once each, no echo
+
+
+def test_a_value_the_spec_refuses_is_put_back_from_the_state(qtbot):
+    state = ToyView()
+    box = QSpinBox()
+    box.setRange(0, 1000)
+    qtbot.addWidget(box)
+    bind(box, state, "mask")
+    box.setRange(0, 1000)  # a control wider than its field (set by hand after binding)
+    box.setValue(250)
+    assert state.mask == 0 and box.value() == 0

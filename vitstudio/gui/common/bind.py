@@ -1,0 +1,112 @@
+"""One binding for every control: `bind(widget, state, field)` keeps a Qt control and a view-state field in step
+both ways (as magicgui ties a widget to an annotation), so no panel writes its own mirror or reads back from a
+widget a value the state holds.
+
+- The user's change goes into the state (`state.update(field=value)`), where the field's spec checks it; a value
+  the spec refuses is put back on the control from the state.
+- A change of the state shows on the control without being fed back (the control's signals are blocked).
+- The control takes what the spec declares: a combo box with no items gets the spec's choices, a spin box or slider
+  the spec's range (an open upper end one step below it).
+
+Combo boxes hold a field's value as an item's data (labels for people, values for the state: "attends to" -> "to";
+a placeholder item without data, e.g. "all classes", is None) unless the field has choices and the items carry no
+data (the choices are then the items' texts, as `_declare` adds them). A line edit gives its stripped text, or None
+when empty.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSignalBlocker
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSlider,
+    QComboBox,
+    QDoubleSpinBox,
+    QLineEdit,
+    QSpinBox,
+    QWidget,
+)
+
+
+class Binding:
+    """A control and one field of a view state; kept alive by the state's event it listens to."""
+
+    def __init__(self, widget: QWidget, state, field: str) -> None:
+        self.widget, self.state, self.field = widget, state, field
+        spec = state.fields()[field]
+        _declare(widget, spec)
+        self.by_data = isinstance(widget, QComboBox) and (spec.choices is None or _has_data(widget))
+        self.show(getattr(state, field))
+        getattr(state.events, field).connect(self.show)
+        _changed_signal(widget).connect(self.from_widget)
+
+    def from_widget(self, *_args) -> None:
+        try:
+            self.state.update(**{self.field: _read(self.widget, self.by_data)})
+        except (TypeError, ValueError):
+            self.show(getattr(self.state, self.field))  # refused: the control shows the state again
+
+    def show(self, value) -> None:
+        with QSignalBlocker(self.widget):
+            _write(self.widget, value, self.by_data)
+
+
+def bind(widget: QWidget, state, field: str) -> Binding:
+    """Keep `widget` and `state.<field>` in step both ways (see the module's docstring)."""
+    return Binding(widget, state, field)
+
+
+def _declare(widget, spec) -> None:
+    if isinstance(widget, QComboBox) and widget.count() == 0 and spec.choices:
+        widget.addItems([str(c) for c in spec.choices])
+    elif isinstance(widget, (QSpinBox, QDoubleSpinBox, QAbstractSlider)) and spec.range is not None:
+        r = spec.range
+        step = widget.singleStep() if isinstance(widget, QDoubleSpinBox) else 1
+        lo = r.lo + (step if r.lo_open else 0)
+        hi = r.hi - (step if r.hi_open else 0) if r.hi is not None else widget.maximum()
+        widget.setRange(lo, hi)
+
+
+def _changed_signal(widget):
+    if isinstance(widget, QComboBox):
+        return widget.currentIndexChanged
+    if isinstance(widget, QLineEdit):
+        return widget.editingFinished
+    if isinstance(widget, QAbstractButton):
+        return widget.toggled
+    if isinstance(widget, (QSpinBox, QDoubleSpinBox, QAbstractSlider)):
+        return widget.valueChanged
+    raise TypeError(f"bind() does not know how to follow a {type(widget).__name__}")
+
+
+def _has_data(combo: QComboBox) -> bool:
+    return any(combo.itemData(i) is not None for i in range(combo.count()))
+
+
+def _read(widget, by_data: bool):
+    if isinstance(widget, QComboBox):
+        return widget.currentData() if by_data else widget.currentText()
+    if isinstance(widget, QLineEdit):
+        return widget.text().strip() or None
+    if isinstance(widget, QAbstractButton):
+        return widget.isChecked()
+    if isinstance(widget, QDoubleSpinBox):
+        return round(widget.value(), widget.decimals())  # the value shown, not its binary neighbour
+    return widget.value()
+
+
+def _write(widget, value, by_data: bool) -> None:
+    if isinstance(widget, QComboBox):
+        if not by_data:
+            index = widget.findText(str(value))
+        elif value is None:  # findData cannot look for None: the first item without data ("top-1 prediction")
+            index = next((i for i in range(widget.count()) if widget.itemData(i) is None), 0)
+        else:
+            index = widget.findData(value)
+        widget.setCurrentIndex(max(index, 0))
+    elif isinstance(widget, QLineEdit):
+        widget.setText("" if value is None else str(value))
+    elif isinstance(widget, QAbstractButton):
+        widget.setChecked(bool(value))
+    else:
+        widget.setValue(value)
