@@ -95,7 +95,7 @@ def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(window, qtbot, tin
 def test_only_the_controls_of_the_chosen_method_show(window, qtbot):
     att = window.attention
     window.show_tab("attention")
-    visible = lambda name: att.form.isRowVisible(att.rows[name])  # noqa: E731
+    visible = lambda name: att.form.isRowVisible(att.params.rows[name])  # noqa: E731
     att.method.setCurrentIndex(att.method.findData("rollout"))
     assert visible("fusion") and visible("discard") and not visible("head") and not visible("target")
     att.method.setCurrentIndex(att.method.findData("gradient-rollout"))

@@ -141,7 +141,7 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(windo
     window.show_tab("attention")
     _settle(qtbot)
     gate = gate_for(lambda model: model is a)
-    monkeypatch.setattr(attention_panel, "distance_over", gate.wrap(attention_panel.distance_over))
+    monkeypatch.setattr(attention_panel, "explain_folder", gate.wrap(attention_panel.explain_folder))
     panel.distance_for_folder(str(photos["chelsea"].parent))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
     b = load_in_window(window, qtbot, DEEP_SPEC)

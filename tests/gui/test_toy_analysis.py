@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from tests.conftest import TINY_SPEC
 from tests.core.test_registry import TOY, toy_compute, toy_expected, toy_view
@@ -120,3 +121,74 @@ def test_an_attention_toy_is_drawn_from_the_shared_overview(attention_toy, windo
     assert actions.export_data(window, str(tmp_path / "att-toy.npy"))
     params = json.loads((tmp_path / "att-toy.npy.json").read_text())["params"]
     assert params["method"] == ATT_TOY and params["layer"] == 0
+
+
+# -- a compute-only toy with a float and a choice parameter of its own (issue 30, item 4) --------------------------
+PARAM_TOY = "toy-patch-energy"
+
+
+def patch_energy(loaded, x, params):
+    """Per patch, the mean or max of its patch-embedding channels' magnitudes, raised to `gain`."""
+    with torch.no_grad():
+        tokens = loaded.model.patch_embed(x)  # (1, gh, gw, C) or (1, N, C)
+    magnitude = tokens.abs().reshape(*loaded.grid_size, -1)
+    reduced = magnitude.mean(-1) if params["reduce"] == "mean" else magnitude.amax(-1)
+    return reduced.pow(params["gain"]).numpy(), {}
+
+
+@pytest.fixture
+def param_toy():
+    from vitstudio.core.fields import Range
+
+    registry.register(registry.Analysis(
+        PARAM_TOY, "Toy patch energy", "attention", "patch-embedding magnitude per patch (a test's toy)", "(gh, gw)",
+        "overlay", (registry.Param("gain", "float", 1.0, "exponent of the map", range=Range(0.5, 4.0)),
+                    registry.Param("reduce", "choice", "mean", "how a patch's channels are combined",
+                                   ("mean", "max"))), compare=True, compute=patch_energy))
+    yield
+    registry.unregister(PARAM_TOY)
+
+
+def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and_the_cli(param_toy, window, qtbot,
+                                                                                         tiny_weights, photos,
+                                                                                         tmp_path):
+    """Registered with only a compute function and two new parameters: the Attention panel offers it with a
+    control per parameter (from their specs), changing a control re-runs it with the new value, Compare offers it
+    and `explain` takes --gain and --reduce."""
+    from PySide6.QtWidgets import QComboBox, QDoubleSpinBox
+
+    from vitstudio.cli import main
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    window.add_paths([str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    loaded = window.state.model
+    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    panel = window.attention
+    window.show_tab("attention")
+    assert panel.method.findData(PARAM_TOY) >= 0 and window.compare.view_kind.findData(PARAM_TOY) >= 0
+    gain, reduce = panel.params.controls["gain"], panel.params.controls["reduce"]
+    assert isinstance(gain, QDoubleSpinBox) and (gain.minimum(), gain.maximum(), gain.value()) == (0.5, 4.0, 1.0)
+    assert isinstance(reduce, QComboBox) and [reduce.itemText(i) for i in range(reduce.count())] == ["mean", "max"]
+    panel.method.setCurrentIndex(panel.method.findData(PARAM_TOY))
+    assert panel.form.isRowVisible(panel.params.rows["gain"]) and not panel.form.isRowVisible(panel.params.rows["head"])
+
+    def shown(gain_value, how):
+        expected = patch_energy(loaded, x, dict(gain=gain_value, reduce=how))[0]
+        qtbot.waitUntil(lambda: panel.displayed is not None and panel.displayed.shape == expected.shape
+                        and np.allclose(panel.displayed, expected, rtol=1e-5), timeout=30000)
+        return expected
+
+    first = shown(1.0, "mean")
+    gain.setValue(2.0)  # the control re-runs the analysis with its new value
+    assert panel.view_state.gain == 2.0
+    second = shown(2.0, "mean")
+    reduce.setCurrentText("max")
+    shown(2.0, "max")
+    assert not np.allclose(first, second) and "gain 2.0" in panel.info.text()
+
+    out = tmp_path / "cli.npy"
+    assert main(["explain", str(photos["astronaut"]), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
+                 "--method", PARAM_TOY, "--gain", "2", "--reduce", "max", "--out", str(out)]) == 0
+    np.testing.assert_allclose(np.load(out), panel.displayed, rtol=1e-5)

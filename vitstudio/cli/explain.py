@@ -46,17 +46,8 @@ def register(subparsers) -> None:
     add_model_args(p)
     p.add_argument("--method", required=True, action="append", metavar="METHOD",
                    help=f"one of {', '.join(registry.REGISTRY)}; repeat it or give a comma list for several")
-    p.add_argument("--layer", type=int, default=-1, help=f"0-based block; negative counts from the end (default -1); "
-                   f"used by {used['layer']}")
-    p.add_argument("--head", type=int, help=f"one head instead of all; used by {used['head']}")
-    p.add_argument("--patch", type=_patch, help=f"ROW,COL of the patch; used by {used['patch']}")
-    p.add_argument("--direction", default="both", choices=fields.DIRECTIONS,
-                   help="token maps: what the patch attends to, what attends to it, or both (default)")
-    p.add_argument("--fusion", default="mean", choices=fields.FUSIONS, help="rollout head fusion (default mean)")
-    p.add_argument("--discard", type=float, default=0.0, help="rollout: fraction of smallest entries to drop "
-                   "(0..0.99, default 0)")
-    p.add_argument("--class", dest="target", type=int, help="gradient-rollout target class (default top-1)")
-    p.add_argument("--text", help=f"the text to look for (CLIP-style models), e.g. 'a bee'; used by {used['text']}")
+    for param in registry.all_params().values():  # one option per registry parameter: a new one appears here
+        p.add_argument(param.option, dest=param.name, default=None, help=_param_help(param, used), **_typed(param))
     p.add_argument("--cmap", default="inferno", choices=fields.COLORMAPS, help="colormap for pictures")
     p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
     p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
@@ -70,6 +61,19 @@ def register(subparsers) -> None:
     p.set_defaults(handler=explain_cmd)
 
 
+def _typed(param) -> dict:
+    """argparse's type or choices for a registry parameter of this kind."""
+    if param.kind == "choice":
+        return dict(choices=param.choices)
+    return dict(type={"patch": _patch, "float": float, registry.TEXT_KIND: str}.get(param.kind, int))
+
+
+def _param_help(param, used: dict[str, str]) -> str:
+    default = "" if param.default is None else f" (default {param.default})"
+    bounds = f" in {param.range}" if param.range is not None else ""
+    return f"{param.help}{bounds}{default}; used by {used[param.name]}"
+
+
 def _patch(text: str) -> tuple[int, int]:
     try:
         row, col = (int(v) for v in text.split(","))
@@ -79,7 +83,7 @@ def _patch(text: str) -> tuple[int, int]:
 
 
 def explain_cmd(args) -> int:
-    from ..core.analysis.explain import distance_over, explain, render_figure, validate
+    from ..core.analysis.explain import explain, explain_folder, render_figure, validate
     from ..core.data.images import ImageReadError, expand_paths, read_image
 
     try:
@@ -90,8 +94,7 @@ def explain_cmd(args) -> int:
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
-    given = dict(layer=args.layer, head=args.head, patch=args.patch, direction=args.direction, fusion=args.fusion,
-                 discard=args.discard, target=args.target, text=args.text)
+    given = {name: getattr(args, name) for name in registry.all_params()}  # None: each method's own default
     try:  # every parameter is checked against the model before any image is read
         for method in plan.methods:
             validate(loaded, method, **given)
@@ -115,7 +118,7 @@ def explain_cmd(args) -> int:
         for source, _ in jobs:
             try:
                 if source is not None and analysis.folder and source.is_dir():
-                    exp, skipped = distance_over(loaded, [str(source)], decoder=args.decoder)
+                    exp, skipped = explain_folder(loaded, method, [str(source)], decoder=args.decoder)
                     for path, reason in skipped:
                         print(f"skipped {path}: {reason}", file=sys.stderr)
                     failed += len(skipped)

@@ -35,6 +35,16 @@ class Param:
     choices: tuple = ()
     range: Range | None = None  # for floats; layers/heads/classes depend on the model
     required: bool = False  # no default makes sense (a patch must be picked)
+    label: str = ""  # what a form calls it (default: the name, capitalised)
+    flag: str = ""  # the command line's option (default: --name)
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name.replace("_", " ").capitalize()
+
+    @property
+    def option(self) -> str:
+        return self.flag or "--" + self.name.replace("_", "-")
 
     @property
     def spec(self) -> FieldSpec:
@@ -178,21 +188,23 @@ register(Analysis(
 register(Analysis(
     "token", "Token map", "attention", "what one patch attends to, or what attends to it, in one layer",
     "(heads, gh, gw) for 'to'/'by'; (2, heads, gh, gw) for 'both'; without the heads axis for one head", "overlay",
-    (_LAYER, _HEAD_OR_ALL, _PATCH, Param("direction", "choice", "both", "attends to / attended by / both",
-                                         DIRECTIONS)),
+    (_LAYER, _HEAD_OR_ALL, _PATCH,
+     Param("direction", "choice", "both", "token maps: what the patch attends to, what attends to it, or both",
+           DIRECTIONS, label="Token map")),
     compute=_ATT + "explain_token", applies=(_CHECK + "readable_attention",), view=_VIEW + "view_token",
     view_job=_VIEW + "token_job", view_keys=("patch",)))
 register(Analysis(
     "rollout", "Rollout", "attention", "attention rollout (Abnar & Zuidema 2020): fused heads, +I, renormalised, "
     "multiplied through the layers", "(gh, gw)", "overlay",
-    (Param("fusion", "choice", "mean", "how the heads of a layer are combined", FUSIONS),
+    (Param("fusion", "choice", "mean", "how the heads of a layer are combined", FUSIONS, label="Rollout fusion"),
      Param("discard", "float", 0.0, "fraction of the smallest attention weights dropped per layer",
-           range=DISCARD)), compare=True,
+           range=DISCARD, label="Discard ratio")), compare=True,
     compute=_ATT + "explain_rollout", applies=_GLOBAL, view=_VIEW + "view_rollout", **_OVERVIEW))
 register(Analysis(
     "gradient-rollout", "Gradient rollout", "attention", "class-specific rollout with gradient-weighted attention "
     "(Chefer et al. 2021)", "(gh, gw)", "overlay", (Param("target", "class", None, "class to explain (default: "
-                                                          "the top-1 prediction)"),), compare=True,
+                                                          "the top-1 prediction)", label="Class", flag="--class"),),
+    compare=True,
     compute=_ATT + "explain_gradient_rollout",
     applies=(*_GLOBAL, _CHECK + "has_classifier", _CHECK + "plain_attention"),
     view=_VIEW + "view_gradient_rollout", view_job=_VIEW + "gradient_job", view_keys=("target",)))
@@ -224,7 +236,8 @@ register(Analysis(
 
 # class attributions at the patch grid (attribution.py): each explains the top-1 class unless given one
 _ATTR = "vitstudio.core.analysis.attribution:"
-_TARGET = Param("target", "class", None, "class to explain (default: the top-1 prediction)")
+_TARGET = Param("target", "class", None, "class to explain (default: the top-1 prediction)", label="Class",
+                flag="--class")
 register(Analysis(
     "integrated-gradients", "Integrated gradients", "attention", "integrated gradients of the class logit from a "
     "zero (mean-colour) input, 32 Gauss-Legendre steps (Captum), summed over each patch", "(gh, gw)", "overlay",
@@ -250,6 +263,15 @@ register(Analysis(
     (Param("text", "text", None, "the text to look for, e.g. 'a bee'", required=True),),
     compute=_TEXT + "explain_text", applies=(*_GLOBAL, _CHECK + "plain_attention", _TEXT + "has_text_tower"),
     view=_TEXT + "view_text", view_job=_TEXT + "text_job", view_keys=("text",)))
+
+
+def all_params() -> dict[str, Param]:
+    """Every parameter name any entry takes, with the first entry's Param (for forms and options: one per name)."""
+    out: dict[str, Param] = {}
+    for a in REGISTRY.values():
+        for p in a.params:
+            out.setdefault(p.name, p)
+    return out
 
 
 def params_help() -> dict[str, str]:

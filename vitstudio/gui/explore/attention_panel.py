@@ -10,14 +10,10 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import (
-    QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
-    QLineEdit,
     QPushButton,
     QSlider,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -26,7 +22,7 @@ from PySide6.QtWidgets import (
 from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
-from vitstudio.core.analysis.explain import distance_over
+from vitstudio.core.analysis.explain import explain, explain_folder
 from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS
 
 from .. import workers
@@ -36,17 +32,17 @@ from ..viewstate import Field
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
+    ExplorerView,
     colormap_combo,
     controls_column,
-    layer_slider,
     mark_available,
     method_combo,
-    show_rows_for,
     smooth_checkbox,
     wrapping_label,
 )
 from .faithfulness_widget import FaithfulnessWidget, mask_spin_box, masked
 from .head_grid import HeadGridWidget
+from .param_form import ParamForm, registry_fields
 
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
 # grid, the distance plot and the entries whose view job it is all read it.
@@ -54,37 +50,85 @@ OVERVIEW = "overview"
 OVERVIEW_KEYS = ("fusion", "discard")
 
 
+def _drawn(analysis) -> bool:
+    """Drawn over the image: an entry with a view of its own, or one with only a compute function that returns a
+    map of the patch grid (explained once per request: `_entry_job`)."""
+    return analysis.view is not None or (analysis.renderer == "overlay" and analysis.needs_image
+                                         and not analysis.folder and analysis.compute is not None)
+
+
 def _slot(analysis) -> str:
-    """The job slot an entry's view reads: the overview's, or its own view job's."""
+    """The job slot an entry's view reads: the overview's, its own view job's, or its own name (compute only)."""
+    if analysis.view_job is None:
+        return analysis.name
     job = registry.load(analysis.view_job)
     return OVERVIEW if job is attention_views.overview_job else job.__name__
 
 
+def _keys(analysis) -> tuple[str, ...]:
+    """The view fields an entry's job depends on (besides the model and image)."""
+    return analysis.view_keys if analysis.view_job is not None else analysis.param_names
+
+
 # -- jobs: module-level, every input passed explicitly (run in workers); the entries' view jobs are in core --------
-def _folder_job(cancel, model, folder: str):
-    return distance_over(model, [folder], cancel=cancel)
+def _folder_job(cancel, model, method: str, folder: str):
+    return explain_folder(model, method, [folder], cancel=cancel)
+
+
+def _entry_job(cancel, model, image, method: str, *values):
+    """An entry with only a compute function: `explain()` with the view's values of its parameters."""
+    return explain(model, method, image, **dict(zip(registry.get(method).param_names, values)))
+
+
+def _entry_view(exp, params: dict, model):
+    """(map, text) of an `_entry_job` result: its (gh, gw) array, titled with the parameters it was made with."""
+    analysis = registry.get(exp.method)
+    if exp.array.ndim != 2:
+        return None, f"{analysis.title} returned an array of shape {exp.array.shape}, not a map of the patch grid."
+    shown = ", ".join(f"{p.title.lower()} {exp.params[p.name]}" for p in analysis.params
+                      if exp.params.get(p.name) is not None)
+    return exp.array, analysis.title + (f" ({shown})" if shown else "")
+
+
+class AttentionView(ExplorerView):
+    """The Attention tab's state: a parameter the registry declares takes the registry's spec."""
+
+    method: str | None = Field(None, valid=registry.is_registered)
+    layer: int = 0
+    head: int = 0
+    fusion: str = registry.get("rollout").param("fusion").spec
+    discard: float = registry.get("rollout").param("discard").spec
+    target: int | None = None  # the class explained; None: the top-1 prediction
+    patch: tuple | None = None
+    direction: str = Field("to", choices=SHOWN_DIRECTIONS)
+    text: str | None = None  # the text map's text (CLIP-style models)
+    cmap: str = Field("inferno", choices=COLORMAPS)
+    opacity: int = Field(60, range=OPACITY)
+    mask: int = Field(0, range=MASS_MASK, help="share of the map's mass kept, %; 0 = off")
+    smooth: bool = True
+    folder: str | None = None  # the folder the distance plot averages
 
 
 class AttentionPanel(ExplorerPanel):
-    FIELDS = dict(method=Field(None, str, valid=registry.is_registered), layer=0, head=0,
-                  fusion=registry.get("rollout").param("fusion").spec,
-                  discard=registry.get("rollout").param("discard").spec,
-                  target=Field(None, int), patch=Field(None, tuple),
-                  direction=Field("to", str, choices=SHOWN_DIRECTIONS),
-                  cmap=Field("inferno", str, choices=COLORMAPS), opacity=Field(60, int, range=OPACITY), smooth=True,
-                  depth=0, head_count=0, folder=Field(None, str),
-                  mask=Field(0, int, range=MASS_MASK, help="share of the map's mass kept, %; 0 = off"),
-                  text=Field(None, str))  # the text map's text (CLIP-style models)
+    View = AttentionView
+
+    @classmethod
+    def extra_fields(cls) -> dict:
+        return registry_fields(cls.drawn_methods(), cls.View().fields())
+
+    @staticmethod
+    def drawn_methods() -> tuple[str, ...]:
+        """The registered attention analyses the panel draws over the image (head maps, rollout, …); the folder
+        analysis (attention distance) has its own plot below."""
+        return tuple(n for n in registry.names("attention") if _drawn(registry.get(n)))
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.displayed = None  # the (gh, gw) array on screen
-        # the registered attention analyses the panel draws over the image (head maps, rollout, …); the folder
-        # analysis (attention distance) has its own plot below
-        self.methods = registry.names("attention", viewed=True)
+        self.methods = self.drawn_methods()
         self.folder_method = registry.names("attention", folder=True)[0]
         self.slots = {m: _slot(registry.get(m)) for m in self.methods}
-        keys = {OVERVIEW: OVERVIEW_KEYS, **{self.slots[m]: registry.get(m).view_keys for m in self.methods},
+        keys = {OVERVIEW: OVERVIEW_KEYS, **{self.slots[m]: _keys(registry.get(m)) for m in self.methods},
                 "folder": ("folder",)}
         self.jobs = workers.ViewJobs(self.view_state, keys, long=("folder",))
         self._job_fields = {k for slot, fields in keys.items() if slot != "folder" for k in fields}
@@ -93,21 +137,12 @@ class AttentionPanel(ExplorerPanel):
         self._build_layout()
         self._connect_controls()
         self.view_state.connect(self._on_view_state)
-        show_rows_for(self.form, self.rows, self.view_state.method)
+        self.params.show_for(self.view_state.method)
         self.refresh_view()
 
     # -- construction --------------------------------------------------------------------------------
     def _build_controls(self) -> None:
         self.method = method_combo(self.methods)
-        self.layer, self.layer_label, self._layer_row = layer_slider()
-        self.head = QSpinBox()
-        self.fusion = QComboBox()  # choices and ranges: from the fields' specs (bind)
-        self.discard = QDoubleSpinBox(decimals=2, singleStep=0.05)
-        self.target = QComboBox()
-        self.direction = QComboBox()
-        self.direction.addItem("attends to", "to")
-        self.direction.addItem("attended by", "by")
-        self.text = QLineEdit(placeholderText="e.g. a bee (Enter)")
         self.cmap = colormap_combo()
         self.opacity = QSlider(Qt.Horizontal)
         self.mask = mask_spin_box()
@@ -115,12 +150,14 @@ class AttentionPanel(ExplorerPanel):
         self.info = wrapping_label()
         self.form = QFormLayout()
         self.form.addRow("Method", self.method)
-        self.rows = {"layer": self._layer_row, "head": self.head, "fusion": self.fusion, "discard": self.discard,
-                     "target": self.target, "direction": self.direction, "text": self.text}
-        for label, name in (("Layer", "layer"), ("Head", "head"), ("Rollout fusion", "fusion"),
-                            ("Discard ratio", "discard"), ("Class", "target"), ("Token map", "direction"),
-                            ("Text", "text")):
-            self.form.addRow(label, self.rows[name])
+        # one row per parameter of the methods, from the registry, bound to its view field
+        self.params = ParamForm(self.form, self.view_state, self.methods,
+                                labels={"direction": {"to": "attends to", "by": "attended by"}})
+        controls = self.params.controls
+        self.layer, self.head, self.target = controls["layer"], controls["head"], controls["target"]
+        self.fusion, self.discard = controls["fusion"], controls["discard"]
+        self.direction, self.text = controls["direction"], controls["text"]
+        self.layer_label = self.params.layer_label
         self.form.addRow("Colormap", self.cmap)
         self.form.addRow("Opacity", self.opacity)
         self.form.addRow("Mask", self.mask)
@@ -150,12 +187,10 @@ class AttentionPanel(ExplorerPanel):
 
     def _connect_controls(self) -> None:
         """Every control is bound to its view-state field; the layer and head ranges follow the model."""
-        for name in ("method", "layer", "head", "fusion", "discard", "target", "direction", "cmap", "opacity",
-                     "mask", "text", "smooth"):
+        for name in ("method", "cmap", "opacity", "mask", "smooth"):  # the parameters' controls: ParamForm
             bind(getattr(self, name), self.view_state, name)
         events = self.view_state.events
-        events.depth.connect(self._show_depth)
-        events.head_count.connect(self._show_head_count)
+        events.model.connect(self._show_model_ranges)  # before the layer and head of the same update show
         events.layer.connect(self._show_layer)
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
@@ -176,14 +211,14 @@ class AttentionPanel(ExplorerPanel):
         self.folder_button.setEnabled(no_distance is None)
         self.folder_button.setToolTip(no_distance or "Average the attention distance over every image of a folder")
         method = vs.method if self.method.model().item(self.method.findData(vs.method)).isEnabled() else fallback
-        return dict(depth=model.depth, head_count=model.num_heads, layer=model.depth - 1, method=method or vs.method,
+        return dict(layer=model.depth - 1, method=method or vs.method,
                     head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
 
     def _on_view_state(self, name: str, value) -> None:
         if name in self._job_fields:  # fusion, discard, class, patch: new work, once the control settles
             self.later(self.reload)
         elif name == "method":
-            show_rows_for(self.form, self.rows, value)
+            self.params.show_for(value)
             self.reload()
         elif name == "smooth":
             self.view.smooth = value
@@ -192,13 +227,12 @@ class AttentionPanel(ExplorerPanel):
         if name not in ("model", "image"):  # those arrive with a reload
             self.refresh_view()
 
-    def _show_depth(self, depth: int) -> None:
-        with QSignalBlocker(self.layer):
-            self.layer.setRange(0, max(0, depth - 1))
-
-    def _show_head_count(self, heads: int) -> None:
-        with QSignalBlocker(self.head):
-            self.head.setRange(0, max(0, heads - 1))
+    def _show_model_ranges(self, _uid) -> None:
+        """The layer and head ranges of the model shown (read from it, not kept as fields)."""
+        model = self.state.model
+        for widget, count in ((self.layer, model.depth if model else 1), (self.head, model.num_heads if model else 1)):
+            with QSignalBlocker(widget):
+                widget.setRange(0, max(0, count - 1))
 
     def _show_layer(self, layer: int) -> None:
         self.layer_label.setText(f"layer {layer}")
@@ -229,18 +263,20 @@ class AttentionPanel(ExplorerPanel):
         self._ensure(OVERVIEW, attention_views.overview_job, OVERVIEW_KEYS, model, entry, self._on_overview)
         analysis = registry.get(self.view_state.method)
         if self._missing(analysis) is None and self.slots[analysis.name] != OVERVIEW:
-            self._ensure(self.slots[analysis.name], registry.load(analysis.view_job), analysis.view_keys, model,
-                         entry, self._on_map_result, analysis.title)
+            own = analysis.view_job is not None  # else: explained once per request (compute only)
+            self._ensure(self.slots[analysis.name], registry.load(analysis.view_job) if own else _entry_job,
+                         _keys(analysis), model, entry, self._on_map_result, analysis.title,
+                         () if own else (analysis.name,))
 
-    def _ensure(self, slot, job, keys, model, entry, on_result, name: str = "Attention") -> None:
+    def _ensure(self, slot, job, keys, model, entry, on_result, name: str = "Attention", before=()) -> None:
         if self.jobs.current(slot) is not None or self.jobs.running(slot):
             return
-        self.jobs.start(slot, name, job, model, entry.image, *(getattr(self.view_state, k) for k in keys),
+        self.jobs.start(slot, name, job, model, entry.image, *before, *(getattr(self.view_state, k) for k in keys),
                         on_result=on_result, on_error=self.report_error)
 
     def _missing(self, analysis) -> str | None:
         """A required parameter the view state does not hold yet (the patch of a token map), or None."""
-        return next((k for k in analysis.view_keys if analysis.param(k) is not None and analysis.param(k).required
+        return next((k for k in _keys(analysis) if analysis.param(k) is not None and analysis.param(k).required
                      and getattr(self.view_state, k) is None), None)
 
     def _on_overview(self, value) -> None:
@@ -268,7 +304,7 @@ class AttentionPanel(ExplorerPanel):
             self.state.message.emit("warning", "Load a model first.")
             return
         self.view_state.update(folder=folder)
-        self.jobs.start("folder", "Distance over folder", _folder_job, model, folder,
+        self.jobs.start("folder", "Distance over folder", _folder_job, model, self.folder_method, folder,
                         on_result=self._on_folder_distance, on_error=self.report_error)
 
     def _on_folder_distance(self, result) -> None:
@@ -295,9 +331,8 @@ class AttentionPanel(ExplorerPanel):
         return self.jobs.current(attention_views.token_job.__name__)
 
     def _params(self) -> dict:
-        vs = self.view_state
-        return dict(layer=vs.layer, head=vs.head, fusion=vs.fusion, discard=vs.discard, patch=vs.patch,
-                    direction=vs.direction, target=vs.target, text=vs.text)
+        """The view's value of every parameter its methods take."""
+        return {name: getattr(self.view_state, name) for name in registry_fields(self.methods, {})}
 
     def current_map(self):
         """(array (gh, gw) or None, description) for the current state, from results already computed: the entry's
@@ -314,7 +349,8 @@ class AttentionPanel(ExplorerPanel):
         if value is None:
             return None, "Computing attention…" if self.slots[analysis.name] == OVERVIEW else \
                 f"Computing {analysis.title.lower()}…"
-        return registry.load(analysis.view)(value, self._params(), self.state.model)
+        view = registry.load(analysis.view) if analysis.view is not None else _entry_view
+        return view(value, self._params(), self.state.model)
 
     def refresh_view(self) -> None:
         vs = self.view_state

@@ -19,7 +19,7 @@ from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..viewstate import Field
-from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
+from .explorer_base import ExplorerPanel, ExplorerView, colormap_combo, mark_available, method_combo, smooth_checkbox
 
 # a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
 # prompt templates would keep the text tower busy for minutes on a CPU)
@@ -59,10 +59,16 @@ def _compare_job(cancel, model, other, image, method: str) -> list:
     return [_analyse(m, image, method) for m in (model, other)]
 
 
+class CompareView(ExplorerView):
+    other: int | None = None  # the second model's uid
+    other_request: tuple | None = None  # the second model asked for (latest wins)
+    method: str | None = Field(None, valid=registry.is_registered)  # first: the first analysis offered in Compare
+    cmap: str = Field("inferno", choices=COLORMAPS)
+    smooth: bool = True
+
+
 class ComparePanel(ExplorerPanel):
-    # method: the first registered analysis offered in Compare
-    FIELDS = dict(other=Field(None, int), method=Field(None, str, valid=registry.is_registered),
-                  other_request=Field(None, tuple), cmap=Field("inferno", str, choices=COLORMAPS), smooth=True)
+    View = CompareView
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)

@@ -24,6 +24,7 @@ from ..common.map_view import MapView
 from ..viewstate import Field
 from .explorer_base import (
     ExplorerPanel,
+    ExplorerView,
     colormap_combo,
     controls_column,
     layer_slider,
@@ -33,7 +34,7 @@ from .explorer_base import (
 )
 
 # what each job's result depends on besides the model and image
-KEYS = {"tokens": (), "view": ("depth", "layer", "mode", "patch", "fixed")}
+KEYS = {"tokens": (), "view": ("layer", "mode", "patch", "fixed")}
 
 
 def _tokens_job(cancel, model, image):
@@ -52,9 +53,17 @@ def compute_view(tokens, mode: str, patch, basis, grid):
     return registry.load(registry.get(mode).view)(tokens, {"patch": patch}, grid, basis)
 
 
+class EmbeddingsView(ExplorerView):
+    mode: str | None = Field(None, valid=registry.is_registered)  # the registered token view (PCA, similarity, …)
+    layer: int = 0  # a token layer: a block, or a Swin stage
+    patch: tuple | None = None
+    fixed: bool = False  # one PCA basis across layers and images
+    cmap: str = Field("inferno", choices=COLORMAPS)
+    smooth: bool = True
+
+
 class EmbeddingsPanel(ExplorerPanel):
-    FIELDS = dict(patch=Field(None, tuple), depth=0, layer=0, mode=Field(None, str, valid=registry.is_registered),
-                  fixed=False, cmap=Field("inferno", str, choices=COLORMAPS), smooth=True)
+    View = EmbeddingsView
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
@@ -94,7 +103,7 @@ class EmbeddingsPanel(ExplorerPanel):
         for name in ("mode", "layer", "fixed", "cmap", "smooth"):
             bind(getattr(self, name), self.view_state, name)
         events = self.view_state.events
-        events.depth.connect(self._on_depth)
+        events.model.connect(self._on_model)  # before the layer of the same update shows
         events.mode.connect(self._on_mode)
         events.layer.connect(self._on_layer)
         events.fixed.connect(self._on_fixed)
@@ -125,11 +134,13 @@ class EmbeddingsPanel(ExplorerPanel):
         # with a new layer
         self.unit = "stage" if is_windowed(model.model) else "layer"  # Swin's token layers are its stages
         self.basis = None
-        return dict(depth=model.token_depth, layer=model.token_depth - 1, patch=None)
+        return dict(layer=model.token_depth - 1, patch=None)
 
-    def _on_depth(self, depth: int) -> None:
+    def _on_model(self, _uid) -> None:
+        """The slider spans the token layers of the model shown (blocks, or Swin's stages)."""
+        depth = self.state.model.token_depth if self.state.model is not None else 1
         with QSignalBlocker(self.layer):
-            self.layer.setRange(0, max(0, depth - 1))  # token layers: blocks, or Swin's stages
+            self.layer.setRange(0, max(0, depth - 1))
 
     def _on_layer(self, layer: int) -> None:
         self.layer_label.setText(self._layer_name())

@@ -19,7 +19,7 @@ from vitstudio.core import fields
 from vitstudio.core.analysis import registry
 
 from ..state import AppState, ImageEntry
-from ..viewstate import Field, ViewState
+from ..viewstate import ViewState
 
 
 def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
@@ -92,16 +92,17 @@ def wrapping_label() -> QLabel:
     return label
 
 
-def show_rows_for(form: QFormLayout, rows: dict[str, QWidget], method: str) -> None:
-    """Show the form rows of the parameters `method` takes; hide the others."""
-    used = registry.get(method).param_names
-    for name, widget in rows.items():
-        form.setRowVisible(widget, name in used)
+class ExplorerView(ViewState):
+    """What every explorer's view is keyed by: the model and the image it shows (their uids). A panel's own view
+    subclasses it with the fields of its controls."""
+
+    model: int | None = None
+    image: int | None = None
 
 
 class ExplorerPanel(QWidget):
-    """Subclasses declare their view fields (`FIELDS`), implement `reload()` (start the jobs the current state
-    needs) and `export_data()`.
+    """Subclasses declare their view state (`View`, an ExplorerView subclass), implement `reload()` (start the jobs
+    the current state needs) and `export_data()`.
 
     `self.view_state` always holds the current model's and image's uids together with fields clamped to that
     model (see `fields_for_model`), set in one update, so a result computed for another model or image is never
@@ -110,18 +111,23 @@ class ExplorerPanel(QWidget):
     at costs nothing.
     """
 
-    FIELDS: dict = {}
+    View: type[ExplorerView] = ExplorerView
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.view_state = ViewState(model=Field(None, int), image=Field(None, int), **self.FIELDS)
+        self.view_state = self.View(**self.extra_fields())
         self._stale = True
         self._debounce = QTimer(self, singleShot=True, interval=120)  # slider-driven work is throttled
         self._debounce.timeout.connect(self._debounced)
         self._debounced_fn = None
         state.model_loaded.connect(self._on_model_loaded)
         state.image_selected.connect(self._on_image_selected)
+
+    @classmethod
+    def extra_fields(cls) -> dict:
+        """Fields the view gets beyond its class's (e.g. the registry's parameters of the panel's analyses)."""
+        return {}
 
     # -- what to explain -------------------------------------------------------------------------
     def context(self) -> tuple[object, ImageEntry] | None:

@@ -1,0 +1,78 @@
+"""An explorer's parameter form, generated from the analysis registry (as the Training form is from TrainConfig's
+schema): one row per parameter the panel's analyses take, its control made from the parameter's kind and spec and
+bound to the view field of the same name, shown only while the chosen analysis takes it. A new analysis with a new
+float or choice parameter gets its control here, with no GUI code."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox, QWidget
+
+from vitstudio.core.analysis import registry
+
+from ..common.bind import bind
+from .explorer_base import layer_slider
+
+
+def registry_fields(methods, declared: dict) -> dict:
+    """View fields for the parameters of `methods` that the view does not declare itself: each its Param's spec."""
+    out = {}
+    for name in methods:
+        for p in registry.get(name).params:
+            if p.name not in declared and p.name not in out:
+                out[p.name] = p.spec
+    return out
+
+
+class ParamForm:
+    """The rows of `form` for every parameter of `methods` (a clicked patch has no row: it is picked on the image).
+
+    `controls[name]` is the control bound to `view_state.<name>`; `labels` gives a choice's values the words people
+    read ({"to": "attends to"}); `unbound` names the parameters whose control the panel fills and binds itself
+    (the class list, which changes with the model)."""
+
+    def __init__(self, form: QFormLayout, view_state, methods, labels: dict | None = None) -> None:
+        self.form, self.view_state = form, view_state
+        self.controls: dict[str, QWidget] = {}
+        self.rows: dict[str, object] = {}  # name -> the widget or layout of its form row
+        self.layer_label = None
+        for name in methods:
+            for p in registry.get(name).params:
+                if p.name in self.rows or p.kind == "patch":
+                    continue
+                control, row = self._control(p, (labels or {}).get(p.name))
+                self.controls[p.name], self.rows[p.name] = control, row
+                form.addRow(p.title, row)
+                bind(control, view_state, p.name)
+
+    def _control(self, p, labels: dict | None):
+        if p.kind == "layer":
+            slider, self.layer_label, row = layer_slider()
+            return slider, row
+        if p.kind == "head":
+            box = QSpinBox()
+        elif p.kind == "class":  # filled per model: "top-1 prediction" (None), then the model's classes
+            box = QComboBox()
+            box.addItem("top-1 prediction", None)
+        elif p.kind == "choice":
+            box = QComboBox()
+            for value in p.choices:
+                if labels is None:
+                    break
+                if value in labels:
+                    box.addItem(labels[value], value)
+        elif p.kind == "float":
+            box = QDoubleSpinBox(decimals=2)
+            if p.range is not None and p.range.hi is not None:
+                box.setSingleStep(round((p.range.hi - p.range.lo) / 20, 2) or 0.01)
+        elif p.kind == registry.TEXT_KIND:
+            box = QLineEdit(placeholderText="e.g. a bee (Enter)")
+        else:
+            raise ValueError(f"no control for a parameter of kind {p.kind!r} ({p.name})")
+        box.setToolTip(p.help)
+        return box, box
+
+    def show_for(self, method: str) -> None:
+        """Show the rows of the parameters `method` takes; hide the others."""
+        used = registry.get(method).param_names
+        for name, row in self.rows.items():
+            self.form.setRowVisible(row, name in used)
