@@ -72,6 +72,10 @@ def test_folder_filters_live_in_the_view_state(window, qtbot, tmp_path):
     vs.predicted = label
     assert panel.predicted.currentData() == label
     assert all(results.labels[int(results.predicted[r])] == label for r in panel.visible_rows())
+    shown = sorted(panel.visible_rows())
+    panel.open_folder(str(data))  # the same folder again: the rebuilt class list still shows the filter kept
+    _settle(qtbot)
+    assert vs.predicted == label and panel.predicted.currentData() == label and sorted(panel.visible_rows()) == shown
     panel.reset_filters()
     assert (vs.predicted, vs.min_conf, vs.correct, vs.follow_map) == (None, 0.0, None, False)
     assert panel.predicted.currentIndex() == 0 and panel.min_conf.value() == 0.0

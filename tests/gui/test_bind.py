@@ -88,3 +88,33 @@ def test_a_value_the_spec_refuses_is_put_back_from_the_state(qtbot):
     box.setRange(0, 1000)  # a control wider than its field (set by hand after binding)
     box.setValue(250)
     assert state.mask == 0 and box.value() == 0
+
+
+def test_typing_into_a_bound_spin_box_keeps_what_is_typed(qtbot):
+    """Each keystroke reaches the state (keyboard tracking); the state's echo must not rewrite the text being
+    typed ("0.5" over 0.9 once became 0.00, ".25" over 0.10 became 0.20)."""
+    from PySide6.QtTest import QTest
+
+    from vitstudio.core.fields import Range
+
+    state = ViewState(min_conf=FieldSpec(0.0, float, range=Range(0.0, 1.0)), mask=FieldSpec(0, int, range=MASS_MASK))
+    conf, mask = QDoubleSpinBox(decimals=2, singleStep=0.05), QSpinBox()
+    for widget, name in ((conf, "min_conf"), (mask, "mask")):
+        qtbot.addWidget(widget)
+        bind(widget, state, name)
+        widget.show()
+
+    def type_into(box, text):
+        box.setFocus()
+        box.lineEdit().selectAll()
+        for key in text:
+            QTest.keyClicks(box, key)
+        QTest.keyClick(box, Qt.Key_Return)
+
+    for start, typed, expected in ((0.9, "0.5", 0.5), (0.1, ".25", 0.25)):
+        conf.setValue(start)
+        type_into(conf, typed)
+        assert (conf.value(), state.min_conf) == (expected, expected), (typed, conf.text())
+    mask.setValue(30)
+    type_into(mask, "50")
+    assert (mask.value(), state.mask) == (50, 50)

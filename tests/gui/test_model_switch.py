@@ -173,6 +173,7 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
 
     folder = _save(tmp_path, "swin", "swin_tiny_patch4_window7_224", img_size=40, window_size=4, embed_dim=16,
                    depths=(2, 2), num_heads=(1, 2), num_classes=5)
+    load_in_window(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")  # at layer 1 too
     loaded = load_in_window(window, qtbot, folder)
     window.add_paths([str(photos["coffee"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
@@ -206,7 +207,7 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
     _settle(qtbot)
     qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
     emb = window.embeddings
-    assert emb.layer.maximum() == 1 and emb.layer_label.text() == "stage 1"  # two stages
+    assert emb.layer.maximum() == 1 and emb.layer_label.text() == "stage 1"  # two stages (after a ViT's layer 1)
     tokens = embeddings.layer_tokens(loaded, x)
     np.testing.assert_allclose(emb.displayed, embeddings.upsample_to(embeddings.pca_rgb(tokens[1].patches)[0][0],
                                                                      (10, 10)), atol=1e-4)

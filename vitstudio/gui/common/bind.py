@@ -4,7 +4,9 @@ widget a value the state holds.
 
 - The user's change goes into the state (`state.update(field=value)`), where the field's spec checks it; a value
   the spec refuses is put back on the control from the state.
-- A change of the state shows on the control without being fed back (the control's signals are blocked).
+- A change of the state shows on the control without being fed back (the control's signals are blocked), and
+  only where the control does not show that value already: a spin box being typed into ("0.5", one keystroke at a
+  time) keeps its text.
 - The control takes what the spec declares: a combo box with no items gets the spec's choices, a spin box or slider
   the spec's range (an open upper end one step below it).
 
@@ -47,6 +49,8 @@ class Binding:
             self.show(getattr(self.state, self.field))  # refused: the control shows the state again
 
     def show(self, value) -> None:
+        if _read(self.widget, self.by_data) == value:  # shown already, e.g. being typed: a rewrite would garble it
+            return
         with QSignalBlocker(self.widget):
             _write(self.widget, value, self.by_data)
 

@@ -141,6 +141,7 @@ class EmbeddingsPanel(ExplorerPanel):
         depth = self.state.model.token_depth if self.state.model is not None else 1
         with QSignalBlocker(self.layer):
             self.layer.setRange(0, max(0, depth - 1))
+        self.layer_label.setText(self._layer_name())  # the unit may change with the same layer number
 
     def _on_layer(self, layer: int) -> None:
         self.layer_label.setText(self._layer_name())

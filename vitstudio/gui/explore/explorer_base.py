@@ -23,11 +23,9 @@ from ..viewstate import ViewState
 
 
 def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
-    """A layer slider with its 'layer N' label (the word is the slider's `unit` property: 'stage' for Swin's
-    embedding stages), laid out in a row."""
+    """A layer slider with its 'layer N' label (the panel writes the label when its layer field changes: 'stage N'
+    for Swin's embedding stages), laid out in a row."""
     slider, label = QSlider(Qt.Horizontal), QLabel("layer –")
-    slider.setProperty("unit", "layer")
-    slider.valueChanged.connect(lambda v: label.setText(f"{slider.property('unit')} {v}"))
     row = QHBoxLayout()
     row.addWidget(slider, 1)
     row.addWidget(label)

@@ -238,6 +238,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
             self.predicted.addItem("all classes", None)
             for label in sorted(set(self.results.predicted_labels().tolist()) - {""}):
                 self.predicted.addItem(label, label)
+            kept = self.predicted.findData(self.view_state.predicted) if self.view_state.predicted else 0
+            self.predicted.setCurrentIndex(max(kept, 0))  # the rebuilt list shows the filter the state keeps
         if self.predicted.findData(self.view_state.predicted) < 0:  # a class this folder's results don't have
             self.view_state.predicted = None
         self.map_rows = self.group_rows = None
