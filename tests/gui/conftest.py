@@ -30,3 +30,12 @@ def clip_dir(tmp_path):
     from tests.core.test_openclip import CLIP_CFG, _build
 
     return _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_debounce(monkeypatch):
+    """Debounced work starts on the next turn of the event loop, not 120 ms later: tests wait on `busy()`
+    (tests/gui/helpers.py) rather than sleep out the timer; test_explorers checks the real debounce."""
+    from vitstudio.gui.explore.explorer_base import ExplorerPanel
+
+    monkeypatch.setattr(ExplorerPanel, "DEBOUNCE_MS", 0)

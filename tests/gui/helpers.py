@@ -1,6 +1,12 @@
-"""Small steps the GUI tests share."""
+"""Small steps the GUI tests share: loading a model as the model bar does, waiting until the app has nothing left
+to do."""
 
 from __future__ import annotations
+
+from PySide6.QtWidgets import QApplication
+
+from vitstudio.gui import workers
+from vitstudio.gui.explore.explorer_base import ExplorerPanel
 
 
 def load_in_window(window, qtbot, spec: str, weights: str | None = None, timeout: int = 60000):
@@ -8,3 +14,17 @@ def load_in_window(window, qtbot, spec: str, weights: str | None = None, timeout
     with qtbot.waitSignal(window.state.model_loaded, timeout=timeout):
         window.request_model(spec, "cpu", "fp32", weights)
     return window.state.model
+
+
+def busy() -> bool:
+    """A job runs, or a panel waits to start one (its debounce timer: 0 ms in tests, still a turn of the loop)."""
+    return bool(workers.running_jobs()) or any(
+        isinstance(w, ExplorerPanel) and w.debouncing() for w in QApplication.allWidgets())
+
+
+def settle(qtbot, timeout: int = 60000) -> None:
+    """Until nothing runs or waits to run, then once more after the results queued by the last jobs are delivered
+    (a delivered result may start more work)."""
+    qtbot.waitUntil(lambda: not busy(), timeout=timeout)
+    qtbot.wait(0)
+    qtbot.waitUntil(lambda: not busy(), timeout=timeout)

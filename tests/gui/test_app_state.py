@@ -7,13 +7,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import TINY_SPEC
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.gui import workers
 from vitstudio.gui.notices import Notice
-
-
-def _settle(qtbot, timeout=60000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from tests.conftest import TINY_SPEC
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.analysis import attention, embeddings
 from vitstudio.core.analysis.intrinsic import pos_embed_similarity
 from vitstudio.core.data.images import read_image
-from vitstudio.gui import actions, workers
+from vitstudio.gui import actions
 
 
 @pytest.fixture
@@ -27,9 +28,6 @@ def ready(window, qtbot, tiny_weights, photos):
     return window, loaded, x
 
 
-def _settle(qtbot):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
-    qtbot.wait(200)  # debounced controls
 
 
 def test_attention_panel_follows_controls(ready, qtbot):
@@ -189,3 +187,24 @@ def test_gui_and_cli_write_the_same_parameter_record(ready, qtbot, tmp_path, pho
     cli = json.loads((tmp_path / "cli.npy.json").read_text())
     gui["params"].pop("description")  # the on-screen caption, an extra of the app
     assert gui == cli
+
+
+def test_slider_work_waits_for_the_control_to_stop(qtbot, monkeypatch):
+    """Ten moves of a control within the debounce interval start its work once, after the interval (the suite runs
+    with a 0-ms debounce, tests/gui/conftest.py; this is the app's 120 ms)."""
+    import time
+
+    from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
+    from vitstudio.gui.explore.explorer_base import ExplorerPanel
+    from vitstudio.gui.state import AppState
+
+    monkeypatch.setattr(ExplorerPanel, "DEBOUNCE_MS", 120)
+    panel = EmbeddingsPanel(AppState())
+    qtbot.addWidget(panel)
+    calls, start = [], time.monotonic()
+    for _ in range(10):
+        panel.later(lambda: calls.append(time.monotonic()))
+    assert panel.debouncing() and calls == []
+    qtbot.waitUntil(lambda: bool(calls), timeout=5000)
+    qtbot.wait(150)
+    assert len(calls) == 1 and calls[0] - start >= 0.11

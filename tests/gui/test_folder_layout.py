@@ -15,6 +15,7 @@ import pytest
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QStyleOptionViewItem, QTableView
 
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.folder.label_review import LabelIssue
 from vitstudio.core.folder.results import FolderResults
 from vitstudio.core.models.demo import bundled_demo, render_digits
@@ -23,8 +24,6 @@ from vitstudio.gui import workers
 LONG_NAME = "a-very-long-file-name-that-would-widen-the-side-pane-if-the-hover-line-could-grow-" * 2 + "7.png"
 
 
-def _settle(qtbot, timeout=60000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def _digits(root, per_class):

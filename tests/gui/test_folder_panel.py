@@ -13,14 +13,10 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from tests.core.synthetic_data import tree_state
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.data.images import file_digest
 from vitstudio.core.folder.neighbours import nearest
 from vitstudio.core.models.demo import bundled_demo, render_digits
-from vitstudio.gui import workers
-
-
-def _settle(qtbot, timeout=60000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def _digits(tmp_path, per_class=12):

@@ -11,13 +11,10 @@ from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import QInputDialog
 
 from tests.core.synthetic_data import tree_state
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.core.train.labelling import default_labels_path, load_labels
 from vitstudio.gui import workers
-
-
-def _settle(qtbot, timeout=60000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def _unlabelled_folder(tmp_path):

@@ -8,6 +8,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from tests.conftest import TINY_SPEC
+from tests.gui.helpers import settle as _idle
 from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model
@@ -21,8 +22,6 @@ def _drop(window, paths):
     window.dropEvent(event)
 
 
-def _idle(qtbot, timeout=30000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photos, tmp_path):

@@ -7,19 +7,15 @@ import numpy as np
 
 from tests.conftest import TINY_SPEC
 from tests.gui.helpers import load_in_window
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.analysis import attention, embeddings
 from vitstudio.core.data.images import read_image
 from vitstudio.core.models.loading import load_model
-from vitstudio.gui import workers
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
 
 
 
-def _settle(qtbot):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
-    qtbot.wait(250)  # debounced controls
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
 
 
 def _x(loaded, path):
@@ -44,7 +40,7 @@ def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tin
         att.layer.setValue(layer)
         emb.layer.setValue(layer)
         att.head.setValue(3)
-    qtbot.wait(300)
+    _settle(qtbot)
     x = _x(deep, photos["chelsea"])
 
     window.show_tab("attention")

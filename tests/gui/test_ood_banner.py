@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from tests.core.planted import distinct_photos
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits, sample_images
-from vitstudio.gui import workers
 
 pytestmark = pytest.mark.skipif(bundled_demo() is None, reason="the bundled demo model is not in this checkout")
 COLOUR_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry", "retina",
@@ -20,8 +20,6 @@ COLOUR_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field"
 TRAINED_ON = "don't look like what this model was trained on (32×32 grey digits)"
 
 
-def _settle(qtbot, timeout=60000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def _photos(folder: Path, names=COLOUR_PHOTOS) -> list[Path]:

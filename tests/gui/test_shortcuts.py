@@ -12,13 +12,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QMenu
 
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
-from vitstudio.gui import workers
 from vitstudio.gui.actions import help_text
-
-
-def _settle(qtbot, timeout=60000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def _menu_action(window, text: str) -> QAction:

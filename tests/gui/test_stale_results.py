@@ -13,15 +13,13 @@ from PySide6.QtCore import Qt
 
 from tests.conftest import TINY_SPEC
 from tests.gui.helpers import load_in_window
+from tests.gui.helpers import settle as _settle
 from vitstudio.gui import workers
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
 
 
 
-def _settle(qtbot, timeout=30000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
-    qtbot.wait(50)  # deliveries queued by the last jobs
 
 
 class Gate:

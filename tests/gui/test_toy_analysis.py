@@ -12,6 +12,7 @@ import torch
 
 from tests.conftest import TINY_SPEC
 from tests.core.test_registry import TOY, toy_compute, toy_expected, toy_view
+from tests.gui.helpers import settle as _settle
 from vitstudio.core.analysis import registry
 from vitstudio.core.data.images import read_image
 from vitstudio.gui import actions, workers
@@ -28,9 +29,6 @@ def toy():
     registry.unregister(TOY)
 
 
-def _settle(qtbot):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
-    qtbot.wait(200)  # debounced controls
 
 
 def test_a_toy_analysis_appears_in_the_embeddings_panel_compare_and_export(window, qtbot, tiny_weights, photos,

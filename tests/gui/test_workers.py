@@ -8,11 +8,8 @@ import time
 import weakref
 
 from tests.conftest import TINY_SPEC
+from tests.gui.helpers import settle as _idle
 from vitstudio.gui import workers
-
-
-def _idle(qtbot, timeout=30000):
-    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=timeout)
 
 
 def test_loading_models_in_turn_frees_the_old_ones(window, qtbot, tiny_weights, photos):
@@ -28,10 +25,8 @@ def test_loading_models_in_turn_frees_the_old_ones(window, qtbot, tiny_weights, 
             window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
         refs.append(weakref.ref(window.state.model))
         refs.append(weakref.ref(window.state.model.model))
-        _idle(qtbot)
-        qtbot.wait(300)  # debounced work and queued deliveries
-        _idle(qtbot)
-    qtbot.wait(100)
+        _idle(qtbot)  # debounced work and queued deliveries too
+    qtbot.wait(0)
     gc.collect()
     alive = [r() for r in refs if r() is not None]
     assert alive == [window.state.model, window.state.model.model], f"{len(alive)} objects still alive"

@@ -110,13 +110,14 @@ class ExplorerPanel(QWidget):
     """
 
     View: type[ExplorerView] = ExplorerView
+    DEBOUNCE_MS = 120  # slider-driven work waits this long for the control to stop (tests set 0: tests/gui/conftest)
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
         self.view_state = self.View(**self.extra_fields())
         self._stale = True
-        self._debounce = QTimer(self, singleShot=True, interval=120)  # slider-driven work is throttled
+        self._debounce = QTimer(self, singleShot=True, interval=self.DEBOUNCE_MS)  # slider-driven work is throttled
         self._debounce.timeout.connect(self._debounced)
         self._debounced_fn = None
         state.model_loaded.connect(self._on_model_loaded)
@@ -165,6 +166,10 @@ class ExplorerPanel(QWidget):
         """Run `fn` once the user has stopped moving a control for a moment."""
         self._debounced_fn = fn
         self._debounce.start()
+
+    def debouncing(self) -> bool:
+        """Work is waiting for a control to stop moving."""
+        return self._debounce.isActive()
 
     def _debounced(self) -> None:
         if self._debounced_fn is not None:
