@@ -93,6 +93,8 @@ def _plain(kind, value):
         return int(value)
     if kind is tuple and isinstance(value, list):
         return tuple(value)
+    if getattr(kind, "__name__", "") == "Path" and isinstance(value, str):  # pathlib.Path (torch-free import aside)
+        return kind(value)
     return value
 
 

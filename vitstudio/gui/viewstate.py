@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from vitstudio.core.fields import FieldSpec
@@ -39,7 +40,7 @@ class Keyed:
     value: Any
 
 
-_HINTS = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple}
+_HINTS = {"int": int, "float": float, "str": str, "bool": bool, "tuple": tuple, "Path": Path}
 
 
 def _kind_of(hint: str) -> type | None:
@@ -84,6 +85,9 @@ class Events:
 
 class ViewState:
     _declared: ClassVar[dict[str, FieldSpec]] = {}
+    # what every request is keyed by besides the fields a job names: the model and image shown, where the state has
+    # them (a state whose results do not depend on them, like the Training tab's runs, declares CONTEXT = ())
+    CONTEXT: ClassVar[tuple[str, ...]] = ("model", "image")
 
     def __init_subclass__(cls, **kwargs) -> None:
         """The annotated class attributes become the fields (a subclass adds to its parent's)."""
@@ -161,9 +165,10 @@ class ViewState:
         return changed
 
     def request(self, *names: str, with_context: bool = True) -> tuple:
-        """A frozen snapshot of `names` (with the model and image unless `with_context` is False, e.g. for loading a
+        """A frozen snapshot of `names` (with the CONTEXT fields unless `with_context` is False, e.g. for loading a
         model, which no image selection should cancel): what a job computes for."""
-        keys = ("model", "image", *names) if with_context else names
+        context = tuple(k for k in self.CONTEXT if k in self._fields) if with_context else ()
+        keys = (*context, *names)
         return tuple((k, _frozen(self._values.get(k))) for k in keys)
 
     def current(self, result: Keyed | None, *names: str, with_context: bool = True):

@@ -20,9 +20,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core.analysis import registry
 from vitstudio.core.play import play_methods
 
 from .. import workers
+from ..common.bind import bind
 from ..imaging import pil_to_pixmap
 from ..viewstate import Field, ViewState
 from .explorer_base import method_combo
@@ -58,12 +60,18 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
             writer.close()
 
 
+class PlayView(ViewState):
+    model: int | None = None
+    source: str | None = None  # a video file, or camera:N
+    method: str | None = Field(None, valid=registry.is_registered)  # the map drawn on each frame; None: none
+    record: str | None = None  # the video file the annotated frames go to
+
+
 class PlayPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.view_state = ViewState(model=Field(None, int), image=Field(None, int), source=Field(None, str),
-                                    method=Field(None, str), record=Field(None, str))
+        self.view_state = PlayView()
         self.jobs = workers.ViewJobs(self.view_state, {"play": ("source", "method", "record")}, long=("play",))
         self._shown = threading.Event()
         self._build()
@@ -104,7 +112,8 @@ class PlayPanel(QWidget):
         self.camera_button.clicked.connect(lambda: self.play(self.camera.currentData()))
         self.file_button.clicked.connect(self._choose_file)
         self.stop_button.clicked.connect(self.stop)
-        self.method.currentIndexChanged.connect(self._on_method)
+        bind(self.method, self.view_state, "method")
+        self.view_state.events.method.connect(self._restart)
         self.record_button.toggled.connect(self._on_record)
 
     # -- what to play ----------------------------------------------------------------------------------
@@ -112,10 +121,6 @@ class PlayPanel(QWidget):
         path, _ = QFileDialog.getOpenFileName(self, "Open a video", "", VIDEO_FILES)
         if path:
             self.play(path)
-
-    def _on_method(self) -> None:
-        self.view_state.method = self.method.currentData()
-        self._restart()
 
     def _on_record(self, on: bool) -> None:
         if on:
@@ -151,7 +156,7 @@ class PlayPanel(QWidget):
         self.view_state.source = source
         self._start()
 
-    def _restart(self) -> None:
+    def _restart(self, *_changed) -> None:
         if self.stop_button.isEnabled():  # playing: go on with the new model, map or recording
             self._start()
 

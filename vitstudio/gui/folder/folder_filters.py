@@ -7,15 +7,22 @@ from __future__ import annotations
 from vitstudio.core.fields import Range
 
 from ..common.bind import bind
-from ..viewstate import Field
+from ..viewstate import Field, ViewState
 
-FILTER_FIELDS = dict(
-    predicted=Field(None, str, help="a predicted class shown in the table"),
-    min_conf=Field(0.0, float, range=Range(0.0, 1.0), help="0 ≤ confidence ≤ 1"),
-    correct=Field(None, bool),  # None: all images; True: correct ones; False: mistakes
-    follow_map=False,
-)
-FILTER_DEFAULTS = {name: (spec.default if isinstance(spec, Field) else spec) for name, spec in FILTER_FIELDS.items()}
+
+class FolderView(ViewState):
+    """The Folder tab: the model and the paths its results are for, and the table's filters."""
+
+    model: int | None = None
+    paths: tuple = ()
+    predicted: str | None = Field(None, help="a predicted class shown in the table")
+    min_conf: float = Field(0.0, range=Range(0.0, 1.0), help="0 ≤ confidence ≤ 1")
+    correct: bool | None = None  # None: all images; True: correct ones; False: mistakes
+    follow_map: bool = False
+
+
+FILTER_DEFAULTS = {name: FolderView().fields()[name].default
+                   for name in ("predicted", "min_conf", "correct", "follow_map")}
 
 
 def bind_filters(toolbar, view_state) -> None:

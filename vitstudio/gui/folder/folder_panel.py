@@ -29,8 +29,7 @@ from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.results import FolderResults
 
 from .. import workers
-from ..viewstate import Field, ViewState
-from .folder_filters import FILTER_DEFAULTS, FILTER_FIELDS, bind_filters
+from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_labels import LabelsTab
@@ -66,7 +65,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
         self.report = None  # the label review's AuditReport
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
-        self.view_state = ViewState(model=Field(None, int), image=Field(None, int), paths=(), **FILTER_FIELDS)
+        self.view_state = FolderView()
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
@@ -278,7 +277,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_view_state(self, name: str, _value) -> None:
         if name in ("model", "paths"):
             self._forget_results()
-        elif name in FILTER_FIELDS:
+        elif name in FILTER_DEFAULTS:
             self.apply_filters()
 
     def _forget_results(self) -> None:

@@ -42,6 +42,14 @@ CONTROL_WIDGETS = ("multi_gpu", "start_button", "pause_button", "cancel_button",
                    "status", "warning", "preview_button", "use_button", "export_button")
 
 
+class TrainingView(ViewState):
+    """What the Training tab's jobs are keyed by: the run shown and the dataset chosen (not the model or image)."""
+
+    CONTEXT = ()
+    run: Path | None = None  # the run folder shown (curves, gallery, history)
+    dataset: str | None = None  # the dataset folder chosen in the form
+
+
 class TrainingPanel(TrainingDatasetMixin, QWidget):
     use_model = Signal(str)  # run folder
     export_requested = Signal(str)  # run folder
@@ -58,7 +66,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
         # The run shown and the dataset are the view's requests: a gallery made for another run, a scan or an
         # augmentation preview of another folder is never drawn.
-        self.view_state = ViewState(model=None, image=None, run=None, dataset=None)
+        self.view_state = TrainingView()
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
