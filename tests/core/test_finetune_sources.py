@@ -234,8 +234,8 @@ def test_seed_export_refuses_what_upstream_cannot_hold(tmp_path):
 
     model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
                               depth=1, num_heads=2, reg_tokens=2, num_classes=3)
-    from vitstudio.core.models.loading import _finish
+    from vitstudio.core.models.loading import loaded_module
 
-    loaded = _finish(model, "registers", "timm", "test", None, None)
+    loaded = loaded_module(model, "registers", source="test")
     with pytest.raises(ValueError, match="cannot be written in upstream's vit_model.py format.*reg_token"):
         export_seed(loaded, tmp_path / "x")

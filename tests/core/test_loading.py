@@ -338,3 +338,24 @@ def test_download_progress_is_forwarded():
         bar.update(100)
     bar.close()
     assert seen == [(100, 300, "Downloading x"), (200, 300, "Downloading x"), (300, 300, "Downloading x")]
+
+
+def test_a_loaded_model_is_complete_when_built_and_its_card_goes_with_it():
+    """load_model builds the LoadedModel once, with the device and precision it runs in (issue 30, item 6):
+    nothing finishes it afterwards, so it is frozen; its card is measured once and freed with the model."""
+    import dataclasses
+    import gc
+    import weakref
+
+    from vitstudio.core.models.modelcard import model_card
+
+    loaded = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3", device="cpu", precision="auto")
+    assert loaded.device == torch.device("cpu") and loaded.precision == "fp32"  # 'auto' resolved for the CPU
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        loaded.precision = "bf16"
+    card = model_card(loaded)
+    assert model_card(loaded) is card and card.device == "cpu" and card.precision == "fp32"
+    gone = weakref.ref(loaded)
+    del loaded
+    gc.collect()
+    assert gone() is None  # the card cache does not keep the model alive

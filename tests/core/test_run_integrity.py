@@ -222,14 +222,14 @@ def _loaded(kwargs):
     import timm
 
     from vitstudio.core.models.checkpoints import attach_representation_head
-    from vitstudio.core.models.loading import _finish
+    from vitstudio.core.models.loading import loaded_module
 
     kwargs = dict(kwargs)
     rep = kwargs.pop("rep", None)
     model = timm.create_model("vit_base_patch16_224", pretrained=False, num_classes=3, **kwargs).eval()
     if rep:
         attach_representation_head(model, rep)
-    return _finish(model, "test", "timm", "test", None, None)
+    return loaded_module(model, "test", source="test")
 
 
 @pytest.mark.parametrize("case", list(SEED_SHAPES))

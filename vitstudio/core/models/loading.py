@@ -51,7 +51,7 @@ from vitstudio.core.models.config_check import ConfigError, parse_custom, valida
 from vitstudio.core.models.devices import resolve_device, resolve_precision, validate_precision
 from vitstudio.core.models.hf_transformers import is_transformers_config
 from vitstudio.core.models.labels import resolve_labels
-from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.model import LoadedModel, ModelParts
 from vitstudio.core.models.sizing import ModelTooLarge, check_fits, check_vit_args, forward_bytes, guessed_fields
 
 ProgressFn = hub.ProgressFn
@@ -96,16 +96,21 @@ def load_model(spec: str, weights: str | Path | None = None, device: str = "auto
     try:
         dev = resolve_device(device)
         validate_precision(precision, dev)
-        loaded = _load(str(spec), Path(weights) if weights else None, progress, pretrained)
+        parts = _load(str(spec), Path(weights) if weights else None, progress, pretrained)
     except (CheckpointError, hub.WeightsUnavailable, ValueError) as exc:
         raise ModelLoadError(str(exc)) from None
-    loaded.model.eval().to(dev)
-    loaded.device = dev
-    loaded.precision = resolve_precision(precision, loaded.device)
-    return loaded
+    parts["model"].eval().to(dev)
+    # built once, complete: where it runs and in which precision, with its labels and architecture note
+    return LoadedModel(**parts, device=dev, precision=resolve_precision(precision, dev))
 
 
-def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrained: bool) -> LoadedModel:
+def loaded_module(model: nn.Module, name: str, kind: str = "timm", source: str = "built in code") -> LoadedModel:
+    """A module built in code, as a LoadedModel on the CPU in fp32 (labels and preprocessing as a load finds them)."""
+    return LoadedModel(**_finish(model.eval(), name, kind, source, None, None), device=torch.device("cpu"),
+                       precision="fp32")
+
+
+def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrained: bool) -> ModelParts:
     local = _local_path(spec)
     if local is not None and local.suffix.lower() == ".onnx":
         raise ModelLoadError(f"{local.name} is an ONNX export: it runs in ONNX Runtime (its metadata holds the labels "
@@ -300,12 +305,12 @@ def _transformers_dir(spec: str, folder: Path, source: str) -> LoadedModel:
         raise ModelLoadError(str(exc)) from None
     if labels:
         model.pretrained_cfg = {**dict(getattr(model, "pretrained_cfg", {}) or {}), "label_names": labels}
-    loaded = _finish(model, spec, "transformers", f"{source} (transformers format, converted)", data_config, None)
+    parts = _finish(model, spec, "transformers", f"{source} (transformers format, converted)", data_config, None)
     if labels:
-        loaded.label_set = "transformers config (id2label)"
+        parts["label_set"] = "transformers config (id2label)"
     model_type = json.loads((folder / "config.json").read_text())["model_type"]
-    loaded.architecture = f"{loaded.architecture} (from transformers' {model_type})"
-    return loaded
+    parts["architecture"] = f"{parts['architecture']} (from transformers' {model_type})"
+    return parts
 
 
 def _seed(spec: str, path: Path) -> LoadedModel:
@@ -379,7 +384,7 @@ def _load_file_into(model: nn.Module, weights: Path) -> None:
 
 
 def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: dict | None,
-            label_folder: Path | None) -> LoadedModel:
+            label_folder: Path | None) -> ModelParts:
     supported = supported_classes()
     if not isinstance(model, supported):
         raise ModelLoadError(f"'{spec}' is a {type(model).__name__}; ViT Studio loads "
@@ -400,6 +405,5 @@ def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: di
         shown = {k: v for k, v in args.items() if k in ("img_size", "patch_size", "embed_dim", "depth", "num_heads")}
         if shown:
             arch += " with " + ", ".join(f"{k}={v}" for k, v in shown.items())
-    return LoadedModel(model=model, name=spec, architecture=arch, kind=kind, data_config=dict(data_config),
-                       labels=labels, label_set=label_set, weights_source=source,
-                       device=torch.device("cpu"), precision="fp32")
+    return dict(model=model, name=spec, architecture=arch, kind=kind, data_config=dict(data_config), labels=labels,
+                label_set=label_set, weights_source=source)

@@ -58,7 +58,12 @@ def share_lock(module: nn.Module, like: nn.Module) -> None:
         _locks[module] = lock
 
 
-@dataclass(eq=False)
+# What a loader builds: every LoadedModel field but where it runs (load_model adds the device and precision and
+# builds the LoadedModel once). A dict, so a loader can add to what a shared step (`loading._finish`) made.
+ModelParts = dict
+
+
+@dataclass(eq=False, frozen=True)  # complete at construction: nothing finishes it afterwards
 class LoadedModel:
     model: nn.Module
     name: str  # what the user asked for
@@ -70,7 +75,6 @@ class LoadedModel:
     weights_source: str  # where the weights came from
     device: torch.device
     precision: str
-    _card: object = field(default=None, repr=False)
     # Unique for the life of the process (unlike id(), never reused after a model is freed): results and
     # requests are keyed by it, so a result computed for one model can never be shown for another.
     uid: int = field(default_factory=lambda: next(_uids), repr=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import asdict, dataclass
 
 import torch
@@ -118,9 +119,20 @@ def count_flops(loaded: LoadedModel) -> int:
     return int(counter.get_total_flops())
 
 
+# One card per model, measured once (FLOPs take a forward): a model with other classes is another LoadedModel
+# (zeroshot.with_classes), so a card never goes stale; a model that is freed takes its card with it.
+_cards: weakref.WeakKeyDictionary[LoadedModel, ModelCard] = weakref.WeakKeyDictionary()
+
+
 def model_card(loaded: LoadedModel) -> ModelCard:
-    if loaded._card is not None:
-        return loaded._card
+    """The card of `loaded`."""
+    card = _cards.get(loaded)
+    if card is None:
+        card = _cards[loaded] = _build_card(loaded)
+    return card
+
+
+def _build_card(loaded: LoadedModel) -> ModelCard:
     model = loaded.model
     blocks = trunk_blocks(model)
     gh, gw = loaded.grid_size
@@ -139,5 +151,4 @@ def model_card(loaded: LoadedModel) -> ModelCard:
         weights_source=loaded.weights_source,
         device=str(loaded.device), precision=loaded.precision,
     )
-    loaded._card = card
     return card

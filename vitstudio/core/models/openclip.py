@@ -27,7 +27,7 @@ from torch import nn
 
 from vitstudio.core.models import hub
 from vitstudio.core.models.catalog import cached_hub_file, supported_classes
-from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.models.model import LoadedModel, ModelParts
 from vitstudio.core.models.openclip_catalog import CONFIG_NAME, WEIGHT_NAMES, hub_location, tower_problem
 
 PREFIX = "open_clip:"
@@ -99,8 +99,9 @@ def is_openclip_repo(repo: str) -> bool:
 
 
 # -- loading -------------------------------------------------------------------------------------------------------
-def load(spec: str, progress: hub.ProgressFn | None = None) -> LoadedModel:
-    """Load `spec` (see module doc) on the CPU in eval mode."""
+def load(spec: str, progress: hub.ProgressFn | None = None) -> ModelParts:
+    """The parts of `spec` (see module doc), on the CPU in eval mode (load_model places them and builds the
+    LoadedModel)."""
     target = spec[len(PREFIX):] if is_openclip_spec(spec) else spec
     if target.startswith("hf-hub:"):
         folder = _hub_folder(target.split(":", 1)[1], spec, progress)
@@ -213,9 +214,9 @@ def _assemble(clip: nn.Module, model_cfg: dict, preprocess: dict, tokenizer, spe
     # the timm entry it was built through (what a fine-tuned run's config.json names), not the words shown
     vit.pretrained_cfg = {**own, **data_config, "architecture": own.get("architecture") or architecture}
     kind = "SigLIP-style: sigmoid per class" if side.sigmoid else "CLIP-style: softmax"
-    return LoadedModel(model=vit.eval(), name=spec, architecture=f"{architecture} image tower (OpenCLIP, {kind})",
-                       kind="open_clip", data_config=data_config, labels=[], label_set="none (give classes)",
-                       weights_source=source, device=torch.device("cpu"), precision="fp32")
+    return dict(model=vit.eval(), name=spec, architecture=f"{architecture} image tower (OpenCLIP, {kind})",
+                kind="open_clip", data_config=data_config, labels=[], label_set="none (give classes)",
+                weights_source=source)
 
 
 def _image_tower(clip: nn.Module, model_cfg: dict, spec: str) -> tuple[nn.Module, str]:

@@ -111,7 +111,7 @@ def with_classes(loaded: LoadedModel, names: list[str], prompt: str | None = Non
     output = "sigmoid per class" if side.sigmoid else "softmax over classes"
     new_uid = LoadedModel.__dataclass_fields__["uid"].default_factory()
     return dataclasses.replace(loaded, model=model, labels=list(names),
-                               label_set=f"zero-shot from words ({how}; {output})", uid=new_uid, _card=None)
+                               label_set=f"zero-shot from words ({how}; {output})", uid=new_uid)
 
 
 def image_projection(head: nn.Module) -> nn.Module:
@@ -129,8 +129,7 @@ def without_classes(loaded: LoadedModel) -> LoadedModel:
     share_lock(model, loaded.model)
     attach_text_side(model, text_side(loaded.model))
     new_uid = LoadedModel.__dataclass_fields__["uid"].default_factory()
-    return dataclasses.replace(loaded, model=model, labels=[], label_set="none (give classes)", uid=new_uid,
-                               _card=None)
+    return dataclasses.replace(loaded, model=model, labels=[], label_set="none (give classes)", uid=new_uid)
 
 
 def _with_head(model: nn.Module, head: nn.Module) -> nn.Module:
