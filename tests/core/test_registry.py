@@ -23,14 +23,14 @@ TOY = "toy-mean"
 
 
 # -- the toy analysis: one compute function, one GUI view, one registration ----------------------------------
-def toy_view(tokens, params, grid, basis=None) -> dict:
+def toy_view(tokens, params, grid, basis=None) -> embeddings.TokenView:
     """Mean of every patch token's channels, on the patch grid."""
-    return {"map": embeddings.upsample_to(tokens.patches[0].mean(-1), grid)}
+    return embeddings.TokenView(embeddings.upsample_to(tokens.patches[0].mean(-1), grid))
 
 
 def toy_compute(loaded, x, params):
     tokens = embeddings.layer_tokens(loaded, x, [params["layer"]])[params["layer"]]
-    return toy_view(tokens, params, loaded.grid_size)["map"], {}
+    return toy_view(tokens, params, loaded.grid_size).map, {}
 
 
 def toy_expected(loaded, x, layer: int) -> np.ndarray:

@@ -190,3 +190,57 @@ def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and
     assert main(["explain", str(photos["astronaut"]), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
                  "--method", PARAM_TOY, "--gain", "2", "--reduce", "max", "--out", str(out)]) == 0
     np.testing.assert_allclose(np.load(out), panel.displayed, rtol=1e-5)
+
+
+EMB_PARAM_TOY = "toy-token-power"
+
+
+def token_power_view(tokens, params, grid, basis=None):
+    """Per patch, the mean magnitude of its token's channels raised to `power`."""
+    from vitstudio.core.analysis import embeddings
+
+    return embeddings.TokenView(embeddings.upsample_to(np.abs(tokens.patches[0]).mean(-1) ** params["power"], grid))
+
+
+def test_an_embeddings_toy_with_a_float_parameter_gets_its_control(window, qtbot, tiny_weights, photos):
+    """The Embeddings panel's form is the registry's too: a new float parameter gets a spin box from its spec, and
+    changing it shows the entry's view for the new value."""
+    from PySide6.QtWidgets import QDoubleSpinBox
+
+    from vitstudio.core.analysis import embeddings
+    from vitstudio.core.fields import Range
+
+    registry.register(registry.Analysis(
+        EMB_PARAM_TOY, "Toy token power", "embeddings", "token magnitude to a power (a test's toy)", "(gh, gw)",
+        "overlay", (registry.Param("layer", "layer", -1, "0-based block"),
+                    registry.Param("power", "float", 1.0, "exponent", range=Range(0.5, 3.0))),
+        compute=lambda loaded, x, params: embeddings._explain_view(token_power_view, loaded, x, params),
+        view=token_power_view))
+    try:
+        from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
+
+        panel = EmbeddingsPanel(window.state)  # built after the registration, as the app's panels are
+        qtbot.addWidget(panel)
+        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+            window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+        window.add_paths([str(photos["astronaut"])])
+        qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+        panel.show()
+        power = panel.params.controls["power"]
+        assert isinstance(power, QDoubleSpinBox) and (power.minimum(), power.maximum()) == (0.5, 3.0)
+        panel.mode.setCurrentIndex(panel.mode.findData(EMB_PARAM_TOY))
+        loaded = window.state.model
+        x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+        tokens = embeddings.layer_tokens(loaded, x)
+
+        def shown(value):
+            expected = token_power_view(tokens[panel.view_state.layer], dict(power=value), loaded.grid_size).map
+            qtbot.waitUntil(lambda: panel.displayed is not None and np.allclose(panel.displayed, expected, rtol=1e-5),
+                            timeout=30000)
+
+        shown(1.0)
+        power.setValue(2.0)
+        assert panel.view_state.power == 2.0
+        shown(2.0)
+    finally:
+        registry.unregister(EMB_PARAM_TOY)

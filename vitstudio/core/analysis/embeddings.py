@@ -148,34 +148,49 @@ def pooled_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, n
 
 
 # -- what the registry's embedding entries compute ----------------------------------------------------------
-# A token view fn(LayerTokens, params, grid, basis) -> dict(map=…, …) shows one layer on the model's patch grid
-# `grid` (a Swin stage's coarser grid is repeated up to it, so clicks and markers mean the same patch on every
-# layer); the GUI calls it directly, explain() through `_explain_view`.
-def pca_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> dict:
+@dataclass(frozen=True)
+class TokenView:
+    """What a token view shows of one layer: its map on the patch grid (None with a `message` saying what is
+    missing), and what some views add (PCA: its colours as drawn, the 2-D scatter and the basis it fitted; norms:
+    the prefix tokens' norms)."""
+
+    map: np.ndarray | None
+    message: str = ""
+    display: np.ndarray | None = None  # what is drawn when it is not the map itself (PCA colours in [0, 1])
+    coords: np.ndarray | None = None  # (N, 2) scatter of the patch tokens
+    colors: np.ndarray | None = None  # (N, 3) their colours in [0, 1]
+    basis: PCABasis | None = None
+    prefix_norms: np.ndarray | None = None
+
+
+# A token view fn(LayerTokens, params, grid, basis) -> TokenView shows one layer on the model's patch grid `grid` (a
+# Swin stage's coarser grid is repeated up to it, so clicks and markers mean the same patch on every layer); the GUI
+# calls it directly, explain() through `_explain_view`.
+def pca_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> TokenView:
     from vitstudio.core.analysis.overlays import normalise
 
     rgb, basis = pca_rgb(tokens.patches, basis)
     coords, _ = pca_2d(tokens.patches, basis)
     colors = normalise(rgb[0]).reshape(-1, 3)
     rgb = upsample_to(rgb[0], grid)
-    return {"map": rgb, "display": normalise(rgb), "coords": coords, "colors": colors, "basis": basis}
+    return TokenView(rgb, display=normalise(rgb), coords=coords, colors=colors, basis=basis)
 
 
-def similarity_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> dict:
+def similarity_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> TokenView:
     if params.get("patch") is None:
-        return {"map": None, "message": "Click a patch on the image."}
-    return {"map": upsample_to(cosine_similarity_to(tokens.patches, params["patch"], grid)[0], grid)}
+        return TokenView(None, "Click a patch on the image.")
+    return TokenView(upsample_to(cosine_similarity_to(tokens.patches, params["patch"], grid)[0], grid))
 
 
-def norms_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> dict:
+def norms_view(tokens: LayerTokens, params: dict, grid, basis: PCABasis | None = None) -> TokenView:
     norms, prefix = token_norms(tokens)
-    return {"map": upsample_to(norms[0], grid), "prefix_norms": prefix[0].astype(np.float32)}
+    return TokenView(upsample_to(norms[0], grid), prefix_norms=prefix[0].astype(np.float32))
 
 
 def _explain_view(view, loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
     tokens = layer_tokens(loaded, x, [params["layer"]])[params["layer"]]
     out = view(tokens, params, loaded.grid_size)
-    return out["map"], ({"prefix_norms": out["prefix_norms"]} if "prefix_norms" in out else {})
+    return out.map, ({"prefix_norms": out.prefix_norms} if out.prefix_norms is not None else {})
 
 
 def explain_pca(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:

@@ -62,13 +62,12 @@ class Analysis:
     renderer: str  # 'overlay' (maps over the crop) | 'rgb' (a colour image per patch) | 'plot' | 'mosaic'
     params: tuple[Param, ...] = ()
     needs_image: bool = True
-    folder: bool = False  # a folder means "averaged over its images" rather than "each image"
     compare: bool = False  # offered side by side in the Compare panel
     # -- what runs (each a "module:function" path, imported when used, or a callable) ------------------------
     compute: Ref = None  # fn(loaded, x (1, 3, H, W) or None, params) -> (array, extra dict); may add to params
     applies: tuple[Ref, ...] = ()  # checks fn(model, analysis) -> None or why not; the first reason wins
     over_folder: Ref = None  # folder analyses: fn(loaded, paths, batch_size, cancel, decoder) -> (result, errors)
-    # GUI, by group: embeddings: fn(LayerTokens, params, grid, basis) -> dict(map=…, …); attention: the entry's
+    # GUI, by group: embeddings: fn(LayerTokens, params, grid, basis) -> embeddings.TokenView; attention: the entry's
     # `view_job` fn(cancel, loaded, image, *view_keys values) is run once per request (entries with the same job share
     # its result: the per-(model, image) overview) and fn(job result, params, loaded) -> (map or None, text) reads it
     view: Ref = None
@@ -88,6 +87,11 @@ class Analysis:
             if reason is not None:
                 return reason
         return None
+
+    @property
+    def folder(self) -> bool:
+        """A folder means "averaged over its images" rather than "each image": the entry says how (over_folder)."""
+        return self.over_folder is not None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -210,7 +214,7 @@ register(Analysis(
     view=_VIEW + "view_gradient_rollout", view_job=_VIEW + "gradient_job", view_keys=("target",)))
 register(Analysis(
     "distance", "Attention distance", "attention", "mean attention distance of every head against depth (ViT paper "
-    "Fig. 7 right); a folder averages over its images", "(layers, heads), pixels", "plot", folder=True,
+    "Fig. 7 right); a folder averages over its images", "(layers, heads), pixels", "plot",
     compute=_ATT + "explain_distance", applies=_GLOBAL,
     over_folder="vitstudio.core.analysis.explain:distance_over"))
 register(Analysis(

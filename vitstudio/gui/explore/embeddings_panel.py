@@ -27,14 +27,20 @@ from .explorer_base import (
     ExplorerView,
     colormap_combo,
     controls_column,
-    layer_slider,
     method_combo,
     smooth_checkbox,
     wrapping_label,
 )
+from .param_form import ParamForm, registry_fields
 
-# what each job's result depends on besides the model and image
-KEYS = {"tokens": (), "view": ("layer", "mode", "patch", "fixed")}
+
+def _methods() -> tuple[str, ...]:
+    return registry.names("embeddings", viewed=True)  # pca, similarity, norms, …
+
+
+def _param_names() -> tuple[str, ...]:
+    """Every parameter the panel's views take (layer, patch, and any a new entry brings)."""
+    return tuple(registry_fields(_methods(), {}))
 
 
 def _tokens_job(cancel, model, image):
@@ -43,14 +49,10 @@ def _tokens_job(cancel, model, image):
     return np.asarray(crop), embeddings.layer_tokens(model, model.to_tensor(crop)[None])
 
 
-def _view_job(cancel, layer_tokens, mode: str, patch, basis, grid):
-    return compute_view(layer_tokens, mode, patch, basis, grid)
-
-
-def compute_view(tokens, mode: str, patch, basis, grid):
+def _view_job(cancel, layer_tokens, mode: str, params: dict, basis, grid):
     """Runs in a worker: what the panel shows for one layer: the registered entry's token view, on the model's
     patch grid `grid`."""
-    return registry.load(registry.get(mode).view)(tokens, {"patch": patch}, grid, basis)
+    return registry.load(registry.get(mode).view)(layer_tokens, params, grid, basis)
 
 
 class EmbeddingsView(ExplorerView):
@@ -65,6 +67,10 @@ class EmbeddingsView(ExplorerView):
 class EmbeddingsPanel(ExplorerPanel):
     View = EmbeddingsView
 
+    @classmethod
+    def extra_fields(cls) -> dict:
+        return registry_fields(_methods(), cls.View().fields())
+
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)
         self.view_state.update(mode=registry.names("embeddings", viewed=True)[0])
@@ -72,10 +78,10 @@ class EmbeddingsPanel(ExplorerPanel):
         self.unit = "layer"  # what a token layer is called: Swin's are its stages
         self.basis = None  # the fixed PCA basis, when that option is on
         self.displayed = None
-        self.jobs = workers.ViewJobs(self.view_state, KEYS)
+        # what each job's result depends on besides the model and image
+        self.jobs = workers.ViewJobs(self.view_state, {"tokens": (), "view": ("mode", "fixed", *_param_names())})
 
-        self.mode = method_combo(registry.names("embeddings", viewed=True))  # pca, similarity, norms, …
-        self.layer, self.layer_label, layer_row = layer_slider()
+        self.mode = method_combo(_methods())
         self.fixed = QCheckBox("Fixed PCA basis")
         self.fixed.setToolTip("Fit the basis once (this layer and image) and reuse it across layers and images")
         self.cmap = colormap_combo()
@@ -83,7 +89,8 @@ class EmbeddingsPanel(ExplorerPanel):
         self.info = wrapping_label()
         self.form = form = QFormLayout()
         form.addRow("View", self.mode)
-        form.addRow("Layer", layer_row)
+        self.params = ParamForm(form, self.view_state, _methods())  # the layer, and any a new entry takes
+        self.layer, self.layer_label = self.params.controls["layer"], self.params.layer_label
         form.addRow("", self.fixed)
         form.addRow("Colormap", self.cmap)
         form.addRow("", self.smooth)
@@ -100,7 +107,7 @@ class EmbeddingsPanel(ExplorerPanel):
         split.setStretchFactor(2, 2)
         QVBoxLayout(self).addWidget(split)
 
-        for name in ("mode", "layer", "fixed", "cmap", "smooth"):
+        for name in ("mode", "fixed", "cmap", "smooth"):  # the layer: ParamForm
             bind(getattr(self, name), self.view_state, name)
         events = self.view_state.events
         events.model.connect(self._on_model)  # before the layer of the same update shows
@@ -109,6 +116,9 @@ class EmbeddingsPanel(ExplorerPanel):
         events.fixed.connect(self._on_fixed)
         events.cmap.connect(self._show)
         events.smooth.connect(self._on_smooth)
+        for name in self.params.controls:
+            if name != "layer":  # a parameter a new entry brings: its view again, once the control settles
+                getattr(events, name).connect(self._on_param)
         self.view.patch_clicked.connect(self.select_patch)
         self._on_mode(self.view_state.mode)
 
@@ -148,8 +158,12 @@ class EmbeddingsPanel(ExplorerPanel):
         self.later(self.update_view)
 
     def _on_mode(self, mode: str) -> None:
+        self.params.show_for(mode)
         self.form.setRowVisible(self.fixed, "fixed-basis" in registry.get(mode).options)
         self.update_view()
+
+    def _on_param(self, _value) -> None:
+        self.later(self.update_view)
 
     def _on_smooth(self, on: bool) -> None:
         self.view.smooth = on
@@ -195,41 +209,42 @@ class EmbeddingsPanel(ExplorerPanel):
             return
         vs = self.view_state
         basis = self.basis if vs.fixed else None
-        self.jobs.start("view", "Embedding view", _view_job, tokens[1][vs.layer], vs.mode, vs.patch, basis,
+        params = {name: getattr(vs, name) for name in registry.get(vs.mode).param_names}
+        self.jobs.start("view", "Embedding view", _view_job, tokens[1][vs.layer], vs.mode, params, basis,
                         self.state.model.grid_size, on_result=self._on_view, on_error=self.report_error)
 
     def _on_view(self, result) -> None:
-        if self.view_state.fixed and self.basis is None and "basis" in result:
-            self.basis = result["basis"]
+        if self.view_state.fixed and self.basis is None and result.basis is not None:
+            self.basis = result.basis
         self._show()
 
     def _show(self, *_changed) -> None:
-        r = self.result or {}
+        r = self.result or embeddings.TokenView(None)
         vs = self.view_state
         mode = vs.mode
-        self.displayed = r.get("map")
+        self.displayed = r.map
         if self.tokens is None:
             self.info.setText("Load a model and select an image." if self.context() is None else "Computing…")
-        elif r.get("message"):
-            self.info.setText(r["message"])
-        elif "prefix_norms" in r:
-            prefix = ", ".join(f"{v:.1f}" for v in r["prefix_norms"]) or "none"
+        elif r.message:
+            self.info.setText(r.message)
+        elif r.prefix_norms is not None:
+            prefix = ", ".join(f"{v:.1f}" for v in r.prefix_norms) or "none"
             self.info.setText(f"Patch-token norms at {self._layer_name()} (prefix tokens: {prefix}). "
                               "Unusually bright cells are high-norm artifact tokens.")
         else:
             self.info.setText(f"{registry.get(mode).title}, {self._layer_name()}"
                               + (", fixed basis" if vs.fixed else ""))
-        display = r.get("display", self.displayed)
+        display = r.display if r.display is not None else self.displayed
         rgb = registry.get(mode).renderer == "rgb"  # colours of their own: drawn opaque
         self.view.set_map(display, vs.cmap, opacity=1.0 if rgb else 0.7)
         self.view.set_marker(self.patch if "patch" in registry.get(mode).param_names else None)
-        if "coords" in r:
-            brushes = [pg.mkBrush(*(c * 255).astype(int)) for c in r["colors"]]
-            self.scatter.setData(pos=r["coords"], brush=brushes)
+        if r.coords is not None:
+            brushes = [pg.mkBrush(*(c * 255).astype(int)) for c in r.colors]
+            self.scatter.setData(pos=r.coords, brush=brushes)
 
     def export_data(self):
         if self.displayed is None:
             return None
         vs = self.view_state
-        params = {k: v for k, v in (("layer", vs.layer), ("patch", vs.patch)) if k in registry.get(vs.mode).param_names}
+        params = {name: getattr(vs, name) for name in registry.get(vs.mode).param_names}
         return vs.mode, self.displayed, self.record(vs.mode, params, fixed_basis=vs.fixed)
