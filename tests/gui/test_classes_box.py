@@ -31,9 +31,10 @@ def test_classes_box_turns_words_into_the_models_classes(window, qtbot, clip_dir
     loaded = window.state.model
     assert loaded.labels == ["an astronaut", "a cat", "a cup of coffee"] and loaded.uid != headless.uid
     window.add_paths([str(photos["chelsea"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None and loaded.uid in window.state.selected.predictions,
-                    timeout=60000)
-    shown = window.state.selected.predictions[loaded.uid]
+    qtbot.waitUntil(lambda: window.state.selected is not None
+                    and window.state.prediction_for(window.state.selected) is not None, timeout=60000)
+    shown = window.state.prediction_for(window.state.selected)
+    assert window.state.selected.prediction.request == (loaded.uid,)  # made by the model with the classes
     reference = with_classes(load_model(str(clip_dir)), loaded.labels, "{}")
     expected = classify(reference, [read_image(photos["chelsea"])], topk=len(shown.probs))[0]
     assert shown.labels == expected.labels and shown.probs == pytest.approx(expected.probs, abs=1e-6)

@@ -84,8 +84,8 @@ def test_predictions_of_models_no_longer_loaded_are_dropped():
     state.set_prediction(entry, first, Prediction("a.png", (1,), ("one",), (0.9,), crop))
     assert state.prediction_for(entry).labels == ("one",)
     state.set_model(second)
-    assert entry.predictions == {} and state.prediction_for(entry) is None
+    assert entry.prediction is None and state.prediction_for(entry) is None  # the first model's crop is gone
     state.set_prediction(entry, first, Prediction("a.png", (1,), ("one",), (0.9,), crop))  # a late result
-    assert entry.predictions == {}
+    assert entry.prediction is None
     state.set_prediction(entry, second, Prediction("a.png", (2,), ("two",), (0.8,), crop))
-    assert list(entry.predictions) == [102]
+    assert entry.prediction.request == (102,) and state.prediction_for(entry).labels == ("two",)

@@ -349,7 +349,7 @@ class MainWindow(QMainWindow):
         loaded = self.state.model
         if loaded is None or not loaded.labels:  # a headless model predicts nothing (Predictions says why)
             return
-        todo = [e for e in self.state.images if e.image is not None and loaded.uid not in e.predictions]
+        todo = [e for e in self.state.images if e.image is not None and self.state.prediction_for(e) is None]
         if not todo:
             return
         if self.state.selected in todo:  # the image on screen first

@@ -15,7 +15,7 @@ from vitstudio.core.models.devices import available_devices
 from vitstudio.core.models.model import LoadedModel
 
 from .notices import Notice
-from .viewstate import Field, ViewState
+from .viewstate import Field, Keyed, ViewState
 
 PREVIEW = 640
 _uids = itertools.count(1)
@@ -29,7 +29,8 @@ class ImageEntry:
     image: Image.Image | None = None
     error: str | None = None
     preview: Image.Image | None = None  # at most PREVIEW px, made off the GUI thread for fast display
-    predictions: dict[int, Prediction] = field(default_factory=dict)  # keyed by LoadedModel.uid
+    # the last prediction and the model that made it (request: (LoadedModel.uid,)); shown only for that model
+    prediction: Keyed | None = None
     uid: int = field(default_factory=lambda: next(_uids))  # what view requests are keyed by
 
 
@@ -101,10 +102,10 @@ class AppState(QObject):
         self.model = loaded
         self.view.update(model=loaded.uid)
         # Predictions are shown only for the model loaded (loading again makes a new uid), so the previous model's
-        # are dropped: kept, every image would hold one prediction and crop (150 KB at 224 px) per model ever loaded.
+        # go: kept, every image would hold a prediction and crop (150 KB at 224 px) of a model no longer shown.
         for entry in self.images:
-            if entry.predictions:
-                entry.predictions = {uid: p for uid, p in entry.predictions.items() if uid == loaded.uid}
+            if entry.prediction is not None and entry.prediction.request != (loaded.uid,):
+                entry.prediction = None
         self.model_loaded.emit(loaded)
 
     def add_images(self, entries: list[ImageEntry]) -> None:
@@ -134,10 +135,14 @@ class AppState(QObject):
         self.image_selected.emit(entry)
 
     def prediction_for(self, entry: ImageEntry) -> Prediction | None:
-        return entry.predictions.get(self.model.uid) if self.model is not None else None
+        """The loaded model's prediction of `entry`, or None (not made yet, or made by another model)."""
+        kept = entry.prediction
+        if self.model is None or kept is None or kept.request != (self.model.uid,):
+            return None
+        return kept.value
 
     def set_prediction(self, entry: ImageEntry, model: LoadedModel, prediction: Prediction) -> None:
         if model is not self.model:
             return  # a late result of a model no longer loaded: never shown, so not kept
-        entry.predictions[model.uid] = prediction
+        entry.prediction = Keyed((model.uid,), prediction)
         self.prediction_ready.emit(entry)
