@@ -31,14 +31,19 @@ def toy():
 
 
 
-def test_a_toy_analysis_appears_in_the_embeddings_panel_compare_and_export(window, qtbot, tiny_weights, photos,
-                                                                           tmp_path):
+def _astronaut_in_window(window, qtbot, tiny_weights, photos):
+    """The tiny model loaded through the window and the astronaut selected: (loaded, its input batch)."""
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
     window.add_paths([str(photos["astronaut"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     loaded = window.state.model
-    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    return loaded, loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+
+
+def test_a_toy_analysis_appears_in_the_embeddings_panel_compare_and_export(window, qtbot, tiny_weights, photos,
+                                                                           tmp_path):
+    loaded, x = _astronaut_in_window(window, qtbot, tiny_weights, photos)
 
     panel = window.embeddings
     window.show_tab("embeddings")
@@ -99,12 +104,7 @@ def test_an_attention_toy_is_drawn_from_the_shared_overview(attention_toy, windo
                                                             tmp_path):
     from vitstudio.core.analysis import attention
 
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
-    window.add_paths([str(photos["astronaut"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    loaded = window.state.model
-    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    loaded, x = _astronaut_in_window(window, qtbot, tiny_weights, photos)
     panel = window.attention
     window.show_tab("attention")
     qtbot.waitUntil(lambda: panel.overview is not None, timeout=30000)
@@ -157,12 +157,7 @@ def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and
 
     from vitstudio.cli import main
 
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
-    window.add_paths([str(photos["astronaut"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    loaded = window.state.model
-    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    loaded, x = _astronaut_in_window(window, qtbot, tiny_weights, photos)
     panel = window.attention
     window.show_tab("attention")
     assert panel.method.findData(PARAM_TOY) >= 0 and window.compare.view_kind.findData(PARAM_TOY) >= 0

@@ -126,6 +126,7 @@ class AttentionPanel(ExplorerPanel):
         super().__init__(state, parent)
         self.displayed = None  # the (gh, gw) array on screen
         self.methods = self.drawn_methods()
+        self.param_names = tuple(registry_fields(self.methods, {}))  # every parameter of them, read once
         self.folder_method = registry.names("attention", folder=True)[0]
         self.slots = {m: _slot(registry.get(m)) for m in self.methods}
         keys = {OVERVIEW: OVERVIEW_KEYS, **{self.slots[m]: _keys(registry.get(m)) for m in self.methods},
@@ -332,7 +333,7 @@ class AttentionPanel(ExplorerPanel):
 
     def _params(self) -> dict:
         """The view's value of every parameter its methods take."""
-        return {name: getattr(self.view_state, name) for name in registry_fields(self.methods, {})}
+        return {name: getattr(self.view_state, name) for name in self.param_names}
 
     def current_map(self):
         """(array (gh, gw) or None, description) for the current state, from results already computed: the entry's
