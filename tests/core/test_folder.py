@@ -35,11 +35,7 @@ def demo():
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
     """30 scans per digit: a labelled folder the demo model knows."""
-    root = render_digits(tmp_path_factory.mktemp("digits") / "data")
-    for folder in root.iterdir():
-        for extra in sorted(folder.iterdir())[30:]:
-            extra.unlink()
-    return root
+    return render_digits(tmp_path_factory.mktemp("digits") / "data", per_class=30)
 
 
 def _hashes(root: Path) -> list[str]:

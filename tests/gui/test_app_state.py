@@ -49,10 +49,7 @@ def test_errors_reach_one_notifier_as_exception_objects(window, qtbot):
 
 
 def test_folder_filters_live_in_the_view_state(window, qtbot, tmp_path):
-    data = render_digits(tmp_path / "digits")
-    for folder in data.iterdir():
-        for extra in sorted(folder.iterdir())[6:]:
-            extra.unlink()
+    data = render_digits(tmp_path / "digits", per_class=6)
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(str(bundled_demo()))
     panel = window.folder

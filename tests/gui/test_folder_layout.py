@@ -26,19 +26,11 @@ LONG_NAME = "a-very-long-file-name-that-would-widen-the-side-pane-if-the-hover-l
 
 
 
-def _digits(root, per_class):
-    data = render_digits(root)
-    for folder in data.iterdir():
-        for extra in sorted(folder.iterdir())[per_class:]:
-            extra.unlink()
-    return data
-
-
 @pytest.fixture
 def opened(window, qtbot, tmp_path):
     """The window with the demo model and a folder of 6 digits per class open in the Folder tab (one file with a
     long name, one 3 filed under 5)."""
-    data = _digits(tmp_path / "digits", 6)
+    data = render_digits(tmp_path / "digits", 6)
     os.replace(sorted((data / "7").iterdir())[0], data / "7" / LONG_NAME)
     os.replace(sorted((data / "3").iterdir())[0], data / "5" / "flipped-3.png")
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
@@ -177,7 +169,7 @@ def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
     tab = ReviewTab()
     side.addTab(tab, "Label review")
     side.show()
-    data = _digits(tmp_path / "digits", 2)
+    data = render_digits(tmp_path / "digits", 2)
     paths = sorted(str(p) for p in data.rglob("*.png"))
     # captions of different lengths (flagged ones with ⚑); thumbnails decoded later by a worker
     issues = [LabelIssue(p, os.path.basename(os.path.dirname(p)), "8", k / 40, 0.1, k % 3 == 0)

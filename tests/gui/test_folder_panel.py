@@ -20,11 +20,7 @@ from vitstudio.core.models.demo import bundled_demo, render_digits
 
 
 def _digits(tmp_path, per_class=12):
-    root = render_digits(tmp_path / "digits")
-    for folder in root.iterdir():
-        for extra in sorted(folder.iterdir())[per_class:]:
-            extra.unlink()
-    return root
+    return render_digits(tmp_path / "digits", per_class)
 
 
 def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):

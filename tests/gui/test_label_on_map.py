@@ -19,7 +19,7 @@ from vitstudio.gui import workers
 
 def _unlabelled_folder(tmp_path):
     """Twelve zeros and twelve ones in one flat folder, named so nothing gives their class away."""
-    digits = render_digits(tmp_path / "digits")
+    digits = render_digits(tmp_path / "digits", per_class=12)
     flat = tmp_path / "unlabelled"
     flat.mkdir()
     truth = {}

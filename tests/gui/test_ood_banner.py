@@ -67,14 +67,6 @@ def test_photos_raise_the_banner_and_digits_do_not(window, qtbot, tmp_path):
     assert banner.isHidden() and len(window.state.images) == len(sample_images())
 
 
-def _digits(folder: Path, per_class: int = 6) -> Path:
-    root = render_digits(folder)
-    for cls in root.iterdir():
-        for extra in sorted(cls.iterdir())[per_class:]:
-            extra.unlink()
-    return root
-
-
 def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_classes(window, qtbot, tmp_path,
                                                                                         monkeypatch):
     from vitstudio.gui.folder.folder_map import colour_groups
@@ -83,7 +75,7 @@ def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_clas
     window.show_tab("folder")
     panel = window.folder
 
-    panel.open_folder(str(_digits(tmp_path / "digits")))  # the model's own kind of images, its own classes
+    panel.open_folder(str(render_digits(tmp_path / "digits", 6)))  # the model's own kind of images, its own classes
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel.fit.fit is not None, timeout=20000)
     assert panel.fit.banner.isHidden() and panel.fit.mismatch.isHidden() and not panel.fit.unreliable_note()

@@ -27,11 +27,7 @@ def _menu_action(window, text: str) -> QAction:
 
 @pytest.fixture
 def digits(tmp_path):
-    data = render_digits(tmp_path / "digits")
-    for folder in data.iterdir():
-        for extra in sorted(folder.iterdir())[2:]:
-            extra.unlink()
-    return data  # 2 images of each digit, 20 in all
+    return render_digits(tmp_path / "digits", per_class=2)  # 2 images of each digit, 20 in all
 
 
 @pytest.fixture

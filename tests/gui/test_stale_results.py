@@ -152,23 +152,13 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(windo
     assert "this image" in panel.distance.full_title  # drawn cut with … where the plot is narrow
 
 
-def _digits(folder, per_class):
-    from vitstudio.core.models.demo import render_digits
-
-    root = render_digits(folder)
-    for sub in root.iterdir():
-        for extra in sorted(sub.iterdir())[per_class:]:
-            extra.unlink()
-    return root
-
-
 def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: the label review running for model A, model B loaded: A's review never appears; B's does
     once asked for."""
     import vitstudio.core.folder.audit as audit_module
-    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.core.models.demo import bundled_demo, render_digits
 
-    data = _digits(tmp_path / "digits", per_class=4)
+    data = render_digits(tmp_path / "digits", per_class=4)
     a = load_in_window(window, qtbot, str(bundled_demo()))
     window.show_tab("folder")
     panel = window.folder
@@ -202,11 +192,11 @@ def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeyp
 def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
     would be coloured and box-selected with Y's rows), then Y's map appears."""
-    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.core.models.demo import bundled_demo, render_digits
     from vitstudio.gui.folder import folder_jobs
 
-    x = _digits(tmp_path / "x", per_class=3)
-    y = _digits(tmp_path / "y", per_class=2)
+    x = render_digits(tmp_path / "x", per_class=3)
+    y = render_digits(tmp_path / "y", per_class=2)
     load_in_window(window, qtbot, str(bundled_demo()))
     window.show_tab("folder")
     panel = window.folder

@@ -41,13 +41,18 @@ def sample_images() -> list[Path]:
     return sorted((PROJECT_ROOT / "resources" / "samples").glob("*.png"))
 
 
-def render_digits(folder: str | Path) -> Path:
-    """Write load_digits as 32×32 grey PNGs in one folder per digit (dark ink on white, like a scan)."""
+def render_digits(folder: str | Path, per_class: int | None = None) -> Path:
+    """Write load_digits as 32×32 grey PNGs in one folder per digit (dark ink on white, like a scan); `per_class`:
+    only the first that many of each digit (file names keep their index in the whole set)."""
     from sklearn.datasets import load_digits
 
     folder = Path(folder)
     digits = load_digits()
+    written: dict[int, int] = {}
     for i, (pixels, label) in enumerate(zip(digits.images, digits.target)):
+        if per_class is not None and written.get(int(label), 0) >= per_class:
+            continue
+        written[int(label)] = written.get(int(label), 0) + 1
         ink = (255 - pixels / 16.0 * 255).astype(np.uint8)  # 0..16 ink density -> white paper, dark ink
         img = Image.fromarray(ink, "L").resize((DEMO_SIZE, DEMO_SIZE), Image.BILINEAR).convert("RGB")
         out = folder / str(label)
