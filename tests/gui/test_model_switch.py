@@ -11,11 +11,11 @@ from tests.gui.helpers import settle as _settle
 from vitstudio.core.analysis import attention, embeddings
 from vitstudio.core.data.images import read_image
 from vitstudio.core.models.loading import load_model
+from vitstudio.gui.explore.attention_panel import AttentionPanel
+from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
+from vitstudio.gui.explore.internals_panel import InternalsPanel
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
-
-
-
 
 
 def _x(loaded, path):
@@ -71,15 +71,12 @@ def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tin
     assert window.internals.results["model"] == shallow2.uid
 
 
-def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(window, qtbot, tiny_weights, photos):
+def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(panel, qtbot, tiny_weights, photos):
     from vitstudio.core.analysis.overlays import upsample
 
-    loaded = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
-    window.add_paths([str(photos["rocket"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    window.show_tab("attention")
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
+    att = panel(AttentionPanel, loaded, [photos["rocket"]])
     _settle(qtbot)
-    att = window.attention
     qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
     values = att.view.values
     assert att.smooth.isChecked() and att.view.overlay.image.shape == loaded.input_hw
@@ -88,9 +85,8 @@ def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(window, qtbot, tin
     np.testing.assert_array_equal(att.view.overlay.image, values)
 
 
-def test_only_the_controls_of_the_chosen_method_show(window, qtbot):
-    att = window.attention
-    window.show_tab("attention")
+def test_only_the_controls_of_the_chosen_method_show(panel):
+    att = panel(AttentionPanel)
     visible = lambda name: att.form.isRowVisible(att.params.rows[name])  # noqa: E731
     att.method.setCurrentIndex(att.method.findData("rollout"))
     assert visible("fusion") and visible("discard") and not visible("head") and not visible("target")
@@ -100,7 +96,7 @@ def test_only_the_controls_of_the_chosen_method_show(window, qtbot):
     assert visible("direction") and visible("layer") and visible("head") and not visible("discard")
 
 
-def test_a_dinov3_style_model_in_every_tab(window, qtbot, tmp_path, photos):
+def test_a_dinov3_style_model_in_every_tab(panel, qtbot, tmp_path, photos):
     """RoPE + 4 registers + class token (timm's Eva): attention and embeddings show the core's arrays; the model
     internals say clearly that there is no learned position embedding."""
     import timm
@@ -111,27 +107,25 @@ def test_a_dinov3_style_model_in_every_tab(window, qtbot, tmp_path, photos):
     model = timm.create_model("vit_small_patch16_dinov3", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
                               depth=2, num_heads=2, num_classes=5)
     save_for_hf(model, str(tmp_path / "dinov3"), safe_serialization=True)
-    loaded = load_in_window(window, qtbot, str(tmp_path / "dinov3"))
+    loaded = load_model(str(tmp_path / "dinov3"), device="cpu", precision="fp32")
     assert loaded.num_prefix_tokens == 5
-    window.add_paths([str(photos["astronaut"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
     x = _x(loaded, photos["astronaut"])
-    window.show_tab("attention")
+    att = panel(AttentionPanel, loaded, [photos["astronaut"]])
     _settle(qtbot)
-    qtbot.waitUntil(lambda: window.attention.overview is not None, timeout=30000)
-    np.testing.assert_allclose(window.attention.view.values, attention.head_maps(loaded, x, 1)[0, 0], atol=1e-6)
-    window.show_tab("embeddings")
+    qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
+    np.testing.assert_allclose(att.view.values, attention.head_maps(loaded, x, 1)[0, 0], atol=1e-6)
+    emb = panel(EmbeddingsPanel, loaded, [photos["astronaut"]])
     _settle(qtbot)
-    qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
+    qtbot.waitUntil(lambda: emb.result is not None, timeout=30000)
     tokens = embeddings.layer_tokens(loaded, x)
-    np.testing.assert_allclose(window.embeddings.displayed, embeddings.pca_rgb(tokens[1].patches)[0][0], atol=1e-4)
-    window.show_tab("internals")
+    np.testing.assert_allclose(emb.displayed, embeddings.pca_rgb(tokens[1].patches)[0][0], atol=1e-4)
+    internals = panel(InternalsPanel, loaded, [photos["astronaut"]])
     _settle(qtbot)
-    qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
-    assert "no learned position embedding" in window.internals.label("pos-embed").text()
+    qtbot.waitUntil(lambda: "pos-embed" in internals.results, timeout=30000)
+    assert "no learned position embedding" in internals.label("pos-embed").text()
 
 
-def test_methods_that_do_not_apply_are_greyed_with_the_reason(window, qtbot, tmp_path):
+def test_methods_that_do_not_apply_are_greyed_with_the_reason(panel, tmp_path):
     """Parallel attention branches (ParallelThingsBlock): gradient rollout is greyed out with the reason, and a
     view left on it falls back to head maps; a plain ViT afterwards enables it again."""
     import timm
@@ -140,14 +134,14 @@ def test_methods_that_do_not_apply_are_greyed_with_the_reason(window, qtbot, tmp
     model = timm.create_model("vit_small_patch16_18x2_224", pretrained=False, img_size=32, patch_size=8,
                               embed_dim=32, depth=2, num_heads=2, num_classes=5)
     save_for_hf(model, str(tmp_path / "parallel"), safe_serialization=True)
-    att = window.attention
+    att = panel(AttentionPanel)
     att.method.setCurrentIndex(att.method.findData("gradient-rollout"))
-    load_in_window(window, qtbot, str(tmp_path / "parallel"))
+    att.state.set_model(load_model(str(tmp_path / "parallel"), device="cpu", precision="fp32"))
     index = att.method.findData("gradient-rollout")
     assert not att.method.model().item(index).isEnabled()
     assert "combine several" in att.method.itemData(index, __import__("PySide6.QtCore").QtCore.Qt.ToolTipRole)
     assert att.view_state.method == "heads" and att.method.currentData() == "heads"
-    load_in_window(window, qtbot, TINY_SPEC)
+    att.state.set_model(load_model(TINY_SPEC))
     assert att.method.model().item(index).isEnabled()
 
 
@@ -217,16 +211,13 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
     assert "does not apply" in window.compare.titles[0].text() and window.compare.results is None
 
 
-def test_a_cait_model_in_the_attention_tab(window, qtbot, tmp_path, photos):
+def test_a_cait_model_in_the_attention_tab(panel, qtbot, tmp_path, photos):
     """CaiT: four attention layers (two talking-heads, two class-attention) in the explorer, named by what their
     head maps show; the distance plot leaves out the class-attention layers (no patch queries)."""
     folder = _save(tmp_path, "cait", "cait_xxs24_224", img_size=32, patch_size=8, embed_dim=32, depth=2,
                    num_heads=2, depth_token_only=2, num_classes=5)
-    loaded = load_in_window(window, qtbot, folder)
-    window.add_paths([str(photos["astronaut"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    att = window.attention
-    window.show_tab("attention")
+    loaded = load_model(folder, device="cpu", precision="fp32")
+    att = panel(AttentionPanel, loaded, [photos["astronaut"]])
     att.method.setCurrentIndex(att.method.findData("heads"))
     _settle(qtbot)
     qtbot.waitUntil(lambda: att.overview is not None, timeout=30000)
@@ -239,7 +230,7 @@ def test_a_cait_model_in_the_attention_tab(window, qtbot, tmp_path, photos):
     assert len(att.distance.scatter.data) == 2 * 2  # two self-attention layers × two heads
     att.method.setCurrentIndex(att.method.findData("rollout"))
     np.testing.assert_allclose(att.view.values, attention.rollout(loaded, x)[0], atol=1e-6)
-    window.show_tab("embeddings")
+    emb = panel(EmbeddingsPanel, loaded, [photos["astronaut"]])
     _settle(qtbot)
-    qtbot.waitUntil(lambda: window.embeddings.result is not None, timeout=30000)
-    assert window.embeddings.layer.maximum() == 1
+    qtbot.waitUntil(lambda: emb.result is not None, timeout=30000)
+    assert emb.layer.maximum() == 1

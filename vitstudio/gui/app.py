@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     opened = {}
 
     def open_main_window(_result=None) -> None:
+        workers.freeze_long_lived()  # the libraries are imported; nothing else is loaded yet
         opened["window"] = window = _build_main_window(args)
         if crash_log.previous_crash:
             window.show_warning(crash_log.previous_crash)
