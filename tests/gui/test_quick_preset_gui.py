@@ -7,13 +7,13 @@ import json
 
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset, tree_state
+from vitstudio.gui.training.training_panel import TrainingPanel
 
 
-def test_quick_is_the_first_preset_and_trains_from_the_panel(window, qtbot, tmp_path):
+def test_quick_is_the_first_preset_and_trains_from_the_panel(panel, qtbot, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=16)
     before = tree_state(data)
-    panel = window.training
-    window.show_tab("training")
+    panel = panel(TrainingPanel)
     assert panel.form.preset.itemText(0) == "quick"
     panel.set_dataset(str(data))
     qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)

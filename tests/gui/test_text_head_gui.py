@@ -9,6 +9,7 @@ from tests.core.synthetic_data import make_dataset
 from tests.core.test_openclip import CLIP_CFG
 from tests.core.test_text_head import _taught
 from vitstudio.core.train.text_head import read_head_start
+from vitstudio.gui.training.training_panel import TrainingPanel
 
 
 @pytest.fixture(scope="module")
@@ -16,9 +17,8 @@ def clip_dir(tmp_path_factory):
     return _taught(CLIP_CFG, tmp_path_factory.mktemp("oc") / "tiny-clip", tmp_path_factory)
 
 
-def test_curves_start_at_zero_shot(window, qtbot, tmp_path, clip_dir):
-    panel = window.training
-    window.show_tab("training")
+def test_curves_start_at_zero_shot(panel, qtbot, tmp_path, clip_dir):
+    panel = panel(TrainingPanel)
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=12, size=40)))
     qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
     panel.form.advanced.setChecked(True)

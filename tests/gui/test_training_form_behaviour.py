@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QScroll
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
 from vitstudio.gui import workers
+from vitstudio.gui.training.training_panel import TrainingPanel
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
@@ -33,9 +34,8 @@ def _scroll_area_of(widget) -> QScrollArea:
     return widget
 
 
-def _scanned(window, qtbot, folder):
-    panel = window.training
-    window.show_tab("training")
+def _scanned(panel, qtbot, folder):
+    """The Training panel with `folder` chosen and scanned."""
     panel.set_dataset(str(folder))
     qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
     return panel
@@ -74,11 +74,10 @@ def test_wheel_over_an_unfocused_input_changes_nothing_anywhere_and_scrolls_the_
     assert epochs.value() == before[0] + 1
 
 
-def test_a_preset_change_keeps_the_users_values_and_says_so(window, qtbot):
+def test_a_preset_change_keeps_the_users_values_and_says_so(panel):
     from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, PRESETS
 
-    form = window.training.form
-    window.show_tab("training")
+    form = panel(TrainingPanel).form
     assert set(PRESET_DESCRIPTIONS) == set(PRESETS) and all(PRESET_DESCRIPTIONS.values())
     assert form.inputs["epochs"].isVisible() and not form.advanced.isChecked()  # epochs without Advanced
     assert form.preset_description.text() == f"<i>{PRESET_DESCRIPTIONS['last-blocks']}</i>"
@@ -99,11 +98,10 @@ def test_a_preset_change_keeps_the_users_values_and_says_so(window, qtbot):
     assert not form.preset_note.isVisibleTo(form)
 
 
-def test_start_is_disabled_with_the_reason_as_its_tooltip(window, qtbot, tmp_path):
+def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path):
     from vitstudio.core.models.catalog import models_dir
 
-    panel = window.training
-    window.show_tab("training")
+    panel = panel(TrainingPanel)
     start = panel.start_button
     assert not start.isEnabled() and "dataset folder" in start.toolTip()
     panel.start()  # a direct call refuses too, with the reason
@@ -112,7 +110,7 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(window, qtbot, tmp_pat
     panel.set_dataset(str(tmp_path / "empty"))
     qtbot.waitUntil(lambda: "cannot be used" in start.toolTip(), timeout=10000)
     assert not start.isEnabled()
-    panel = _scanned(window, qtbot, make_dataset(tmp_path / "data", per_class=6))
+    panel = _scanned(panel, qtbot, make_dataset(tmp_path / "data", per_class=6))
     assert "dataset folder" not in panel.status.text()  # the dataset's complaint is over (item 6)
     assert not start.isEnabled() and "base model" in start.toolTip()
     panel.base_model.setEditText(SPEC3)
@@ -134,7 +132,8 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(window, qtbot, tmp_pat
 def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(window, qtbot, tmp_path):
     from vitstudio.core.models.catalog import models_dir
 
-    panel = _scanned(window, qtbot, make_dataset(tmp_path / "data", per_class=12))
+    window.show_tab("training")
+    panel = _scanned(window.training, qtbot, make_dataset(tmp_path / "data", per_class=12))
     panel.base_model.setEditText(SPEC3)
     panel.form.preset.setCurrentText("scratch")
     panel.form.inputs["epochs"].setValue(6)
@@ -175,12 +174,12 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     assert panel.start_button.isEnabled(), panel.start_button.toolTip()
 
 
-def test_the_chance_level_warning_goes_when_the_run_ends_above_chance(window, qtbot, tmp_path):
+def test_the_chance_level_warning_goes_when_the_run_ends_above_chance(panel, qtbot, tmp_path):
     """The warning said during the run (accuracy at chance after two epochs) is cleared by a finish at 71 % of 3
     classes (chance 33 %), and kept by a finish at 36 %; other warnings of the run stay either way."""
     from vitstudio.core.train.engine import RunWarning, TrainResult
 
-    panel = _scanned(window, qtbot, make_dataset(tmp_path / "data", per_class=6))
+    panel = _scanned(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data", per_class=6))
     for best, chance_warning_stays in ((0.36, True), (0.71, False)):
         panel._on_record(RunWarning("Validation accuracy is still at chance level (33.3 % for 3 classes).",
                                     kind="chance"))

@@ -8,13 +8,13 @@ from pathlib import Path
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
 from vitstudio.gui import workers
+from vitstudio.gui.training.training_panel import TrainingPanel
 
 SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 
 
-def _setup(window, qtbot, data, epochs):
-    panel = window.training
-    window.show_tab("training")
+def _setup(panel, qtbot, data, epochs):
+    """The Training panel with `data` scanned, a 3-class tiny model from scratch, `epochs` epochs at batch 8."""
     panel.set_dataset(str(data))
     qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
     panel.base_model.setEditText(SPEC3)
@@ -23,6 +23,11 @@ def _setup(window, qtbot, data, epochs):
     panel.form.inputs["epochs"].setValue(epochs)
     panel.form.inputs["batch_size"].setValue(8)
     return panel
+
+
+def _training_tab(window):
+    window.show_tab("training")
+    return window.training
 
 
 def _runs_in_models_dir(panel) -> list[str]:
@@ -35,9 +40,9 @@ def _runs_in_models_dir(panel) -> list[str]:
     return [f for f in folders if Path(f).parent == models_dir()]
 
 
-def test_train_watch_cancel_and_stay_responsive(window, qtbot, tmp_path):
+def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=16)
-    panel = _setup(window, qtbot, data, epochs=40)
+    panel = _setup(panel(TrainingPanel), qtbot, data, epochs=40)
     assert panel.scan.classes == ("blue", "green", "red")
     assert "3 classes, 48 images" in panel.dataset_info.text()
     panel.start()
@@ -79,7 +84,7 @@ def test_train_watch_cancel_and_stay_responsive(window, qtbot, tmp_path):
 
 def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=16)
-    panel = _setup(window, qtbot, data, epochs=3)
+    panel = _setup(_training_tab(window), qtbot, data, epochs=3)
     panel.start()
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
     qtbot.waitUntil(lambda: panel.results.report is not None, timeout=20000)
@@ -103,13 +108,13 @@ def test_misclassified_image_opens_in_the_attention_explorer(window, qtbot, tiny
     qtbot.waitUntil(lambda: window.attention.overview is not None, timeout=30000)
 
 
-def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, tmp_path):
+def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, tmp_path):
     """Clicking an old run in History while another trains: Cancel/Pause stay on, Start stays off, the old
     run's curves get no live epochs, and clicking the live run shows every epoch it has trained."""
     from vitstudio.core.train.runs import read_metrics
 
     data = make_dataset(tmp_path / "data", per_class=16)
-    panel = _setup(window, qtbot, data, epochs=2)
+    panel = _setup(panel(TrainingPanel), qtbot, data, epochs=2)
     panel.run_name.setText("old-run")
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
@@ -148,16 +153,14 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(window, qtbot, 
     assert panel.curves_data["epoch"] == epochs  # every epoch, once
 
 
-def test_history_replays_attention_over_training_of_any_run(window, qtbot, tmp_path):
+def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_path):
     """Snapshots live in the run folder: a fresh panel (as after restarting the app) replays them and exports
     them as a GIF."""
-    from vitstudio.gui.training.training_panel import TrainingPanel
-
     data = make_dataset(tmp_path / "data", per_class=8)
-    panel = _setup(window, qtbot, data, epochs=3)
+    panel = _setup(panel(TrainingPanel), qtbot, data, epochs=3)
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
-    fresh = TrainingPanel(window.state, [])
+    fresh = TrainingPanel(panel.state, [])
     qtbot.addWidget(fresh)
     assert len(_runs_in_models_dir(fresh)) == 1
     fresh.history.itemClicked.emit(fresh.history.item(0))
@@ -188,7 +191,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
     assert "Saved" in window.log_view.toPlainText()
 
     data = make_dataset(tmp_path / "data", per_class=6)
-    panel = _setup(window, qtbot, data, epochs=1)
+    panel = _setup(_training_tab(window), qtbot, data, epochs=1)
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
     assert panel.export_button.isEnabled()
@@ -197,7 +200,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
                     timeout=60000)
 
 
-def test_augmentation_preview_follows_the_settings(window, qtbot, tmp_path):
+def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):
     """The preview grid is exactly the core's augmented views for the form's settings (here: no flip, mild crops,
     images 32 px), recomputed when the settings change."""
     import numpy as np
@@ -206,7 +209,7 @@ def test_augmentation_preview_follows_the_settings(window, qtbot, tmp_path):
     from vitstudio.core.train.training_data import preview_augmentation
 
     data = make_dataset(tmp_path / "data", per_class=6)
-    panel = _setup(window, qtbot, data, epochs=1)
+    panel = _setup(panel(TrainingPanel), qtbot, data, epochs=1)
     form = panel.form
     form.inputs["img_size"].setValue(32)
     form.inputs["scale_min"].setValue(0.9)
@@ -226,7 +229,7 @@ def test_augmentation_preview_follows_the_settings(window, qtbot, tmp_path):
     assert not np.array_equal(panel.preview_grid, first)
 
 
-def test_resume_from_history_trains_the_run_selected_even_copied(window, qtbot, tmp_path):
+def test_resume_from_history_trains_the_run_selected_even_copied(panel, qtbot, tmp_path):
     """A copied (or renamed) run resumes itself, not the folder recorded inside it; a damaged train_config.json is
     named in the status line."""
     import json
@@ -244,8 +247,7 @@ def test_resume_from_history_trains_the_run_selected_even_copied(window, qtbot, 
             lambda rec: cancel.cancel() if isinstance(rec, EpochMetrics) else None)
     copy = tmp_path / "copy"
     shutil.copytree(first, copy, ignore=shutil.ignore_patterns(".lock"))
-    panel = window.training
-    window.show_tab("training")
+    panel = panel(TrainingPanel)
     panel.shown_run = copy
     panel.resume_run()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
@@ -330,12 +332,12 @@ def test_a_new_field_in_the_schema_becomes_a_control(qtbot):
     assert [after.inputs["new_mode"].itemText(i) for i in range(2)] == ["a", "b"]
 
 
-def test_validation_message_is_the_clis(window, qtbot, tmp_path, capsys):
+def test_validation_message_is_the_clis(panel, qtbot, tmp_path, capsys):
     """A setting out of its range is refused with the same message in the GUI's status line and the CLI."""
     from vitstudio.cli import main
 
     data = make_dataset(tmp_path / "data", per_class=4)
-    panel = _setup(window, qtbot, data, epochs=1)
+    panel = _setup(panel(TrainingPanel), qtbot, data, epochs=1)
     panel.run_name.setText("bad-mean")
     panel.form.controls["mean"].widget.setText("2, 0, 0")
     panel.start()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel
 
 from tests.gui.helpers import load_in_window
+from vitstudio.gui.training.training_panel import TrainingPanel
 
 
 def _clipped_card_labels(window) -> list[tuple[str, int, int]]:
@@ -150,13 +151,13 @@ def _run_folder(name: str, opt: str, lrs: list[float]):
     return folder
 
 
-def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_none(window, qtbot):
+def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_none(panel, qtbot):
     from vitstudio.gui.training.training_curves import NO_SCHEDULE
 
     probe = _run_folder("colours-linear-probe-1", "adamw", [1e-3, 5e-4, 2e-4, 1e-4])
     quick = _run_folder("colours-quick-1", "lbfgs", [1.0] * 23)
-    panel, curves = window.training, window.training.curves
-    window.show_tab("training")
+    panel = panel(TrainingPanel)
+    curves = panel.curves
     panel.progress.setFormat("finished · 4 epochs")  # what the live linear-probe run left on the bar
     panel.show_run(probe)
     x, y = curves.lines["lr"].getData()
