@@ -12,9 +12,10 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.conftest import TINY_SPEC
-from tests.gui.helpers import load_in_window
 from tests.gui.helpers import settle as _settle
+from vitstudio.core.models.loading import load_model
 from vitstudio.gui import workers
+from vitstudio.gui.folder.folder_panel import FolderPanel
 
 DEEP_SPEC = "custom:img=32,patch=8,width=32,depth=4,heads=4,classes=5"
 
@@ -55,7 +56,7 @@ def gate_for(request):
         gate.release()
 
 
-def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkeypatch, gate_for):
+def test_internals_never_show_the_previous_models_pictures(panel, qtbot, monkeypatch, gate_for):
     """(d) Model internals computing for model A, tab hidden, model B loaded: A's pictures never appear."""
     from vitstudio.gui.explore import internals_panel
 
@@ -67,18 +68,18 @@ def test_internals_never_show_the_previous_models_pictures(window, qtbot, monkey
 
     gate = gate_for(is_first_model)
     monkeypatch.setattr(internals_panel, "explain", gate.wrap(internals_panel.explain))
-    panel = window.internals
-    window.show_tab("internals")
-    a = load_in_window(window, qtbot, TINY_SPEC)
+    a = load_model(TINY_SPEC)
+    panel = panel(internals_panel.InternalsPanel, a)
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
-    window.show_tab("predictions")  # the tab hidden: a model switch only marks it stale
-    b = load_in_window(window, qtbot, DEEP_SPEC)
+    panel.hide()  # as when its tab is hidden: a model switch only marks it stale
+    b = load_model(DEEP_SPEC)
+    panel.state.set_model(b)
     gate.release()
     _settle(qtbot)
     assert panel.results.get("model") != a.uid and panel.export_data() is None
     assert all(panel.item(m).image is None for m in panel.methods)
 
-    window.show_tab("internals")
+    panel.show()
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel.results.get("model") == b.uid, timeout=30000)
     from vitstudio.core.analysis.explain import explain, render
@@ -98,17 +99,17 @@ def _run_with_report(folder, classes, photo):
     return folder
 
 
-def test_training_results_show_only_the_run_shown(window, qtbot, monkeypatch, tmp_path, photos, gate_for):
+def test_training_results_show_only_the_run_shown(panel, qtbot, monkeypatch, tmp_path, photos, gate_for):
     """(a) History: run A clicked (its gallery slow), then run B: A's gallery and confusion matrix never appear under
     B, in the view or in File > Export data."""
     from vitstudio.gui.training import training_jobs
+    from vitstudio.gui.training.training_panel import TrainingPanel
 
     run_a = _run_with_report(tmp_path / "run-a", ("a0", "a1"), photos["chelsea"])
     run_b = _run_with_report(tmp_path / "run-b", ("b0", "b1", "b2"), photos["coffee"])
     gate = gate_for(lambda report: report.classes[0] == "a0")
     monkeypatch.setattr(training_jobs, "make_thumbnails", gate.wrap(training_jobs.make_thumbnails))
-    panel = window.training
-    window.show_tab("training")
+    panel = panel(TrainingPanel)
     panel.show_run(run_a)
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
     panel.show_run(run_b)
@@ -125,43 +126,40 @@ def test_training_results_show_only_the_run_shown(window, qtbot, monkeypatch, tm
     assert name == "confusion" and matrix.shape == (3, 3) and meta["run"] == str(run_b)
 
 
-def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(window, qtbot, monkeypatch, photos,
+def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(panel, qtbot, monkeypatch, photos,
                                                                              gate_for):
     """(c) Attention tab: the distance over a folder computing for model A, model B loaded: the plot shows B's
     distance for the image, never A's folder average."""
     from vitstudio.core.analysis import attention
     from vitstudio.gui.explore import attention_panel
 
-    a = load_in_window(window, qtbot, TINY_SPEC)
-    window.add_paths([str(photos["chelsea"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    panel = window.attention
-    window.show_tab("attention")
+    a = load_model(TINY_SPEC)
+    panel = panel(attention_panel.AttentionPanel, a, [photos["chelsea"]])
     _settle(qtbot)
     gate = gate_for(lambda model: model is a)
     monkeypatch.setattr(attention_panel, "explain_folder", gate.wrap(attention_panel.explain_folder))
     panel.distance_for_folder(str(photos["chelsea"].parent))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
-    b = load_in_window(window, qtbot, DEEP_SPEC)
+    b = load_model(DEEP_SPEC)
+    panel.state.set_model(b)
     assert panel.distance.values is None  # A's image distance went with A
     qtbot.waitUntil(lambda: panel.distance.values is not None, timeout=30000)
     gate.release()
     _settle(qtbot)
-    x = b.to_tensor(b.crop(window.state.selected.image))[None]
+    x = b.to_tensor(b.crop(panel.state.selected.image))[None]
     np.testing.assert_allclose(panel.distance.values, attention.attention_stats(b, x).distance, rtol=1e-5)
     assert "this image" in panel.distance.full_title  # drawn cut with … where the plot is narrow
 
 
-def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeypatch, tmp_path, gate_for):
+def test_label_review_of_the_previous_model_never_appears(panel, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: the label review running for model A, model B loaded: A's review never appears; B's does
     once asked for."""
     import vitstudio.core.folder.audit as audit_module
     from vitstudio.core.models.demo import bundled_demo, render_digits
 
     data = render_digits(tmp_path / "digits", per_class=4)
-    a = load_in_window(window, qtbot, str(bundled_demo()))
-    window.show_tab("folder")
-    panel = window.folder
+    a = load_model(str(bundled_demo()))
+    panel = panel(FolderPanel, a)
     panel.open_folder(str(data))
     _settle(qtbot, 60000)
     real = audit_module.audit
@@ -176,7 +174,8 @@ def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeyp
     monkeypatch.setattr(audit_module, "audit", held_for_a)
     panel.start_review()
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
-    b = load_in_window(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    b = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    panel.state.set_model(b)
     gate.release()
     _settle(qtbot, 60000)
     assert panel.review.count() == 0 and panel.duplicates.count() == 0 and panel.report is None
@@ -189,7 +188,7 @@ def test_label_review_of_the_previous_model_never_appears(window, qtbot, monkeyp
     assert panel.report is not None and panel.report.model == b.name
 
 
-def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp_path, gate_for):
+def test_folder_map_shows_only_the_folder_opened(panel, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
     would be coloured and box-selected with Y's rows), then Y's map appears."""
     from vitstudio.core.models.demo import bundled_demo, render_digits
@@ -197,9 +196,7 @@ def test_folder_map_shows_only_the_folder_opened(window, qtbot, monkeypatch, tmp
 
     x = render_digits(tmp_path / "x", per_class=3)
     y = render_digits(tmp_path / "y", per_class=2)
-    load_in_window(window, qtbot, str(bundled_demo()))
-    window.show_tab("folder")
-    panel = window.folder
+    panel = panel(FolderPanel, str(bundled_demo()))
     panel.open_folder(str(x))
     _settle(qtbot, 60000)
     assert len(panel.map.coords) == 30

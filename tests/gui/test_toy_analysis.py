@@ -197,7 +197,7 @@ def token_power_view(tokens, params, grid, basis=None):
     return embeddings.TokenView(embeddings.upsample_to(np.abs(tokens.patches[0]).mean(-1) ** params["power"], grid))
 
 
-def test_an_embeddings_toy_with_a_float_parameter_gets_its_control(window, qtbot, tiny_weights, photos):
+def test_an_embeddings_toy_with_a_float_parameter_gets_its_control(panel, qtbot, tiny_weights, photos):
     """The Embeddings panel's form is the registry's too: a new float parameter gets a spin box from its spec, and
     changing it shows the entry's view for the new value."""
     from PySide6.QtWidgets import QDoubleSpinBox
@@ -212,19 +212,16 @@ def test_an_embeddings_toy_with_a_float_parameter_gets_its_control(window, qtbot
         compute=lambda loaded, x, params: embeddings._explain_view(token_power_view, loaded, x, params),
         view=token_power_view))
     try:
+        from vitstudio.core.models.loading import load_model
         from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
 
-        panel = EmbeddingsPanel(window.state)  # built after the registration, as the app's panels are
-        qtbot.addWidget(panel)
-        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-            window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
-        window.add_paths([str(photos["astronaut"])])
-        qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-        panel.show()
+        # built after the registration, as the app's panels are
+        panel = panel(EmbeddingsPanel, load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"),
+                      [photos["astronaut"]])
         power = panel.params.controls["power"]
         assert isinstance(power, QDoubleSpinBox) and (power.minimum(), power.maximum()) == (0.5, 3.0)
         panel.mode.setCurrentIndex(panel.mode.findData(EMB_PARAM_TOY))
-        loaded = window.state.model
+        loaded = panel.state.model
         x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
         tokens = embeddings.layer_tokens(loaded, x)
 
