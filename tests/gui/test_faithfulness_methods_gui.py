@@ -8,32 +8,27 @@ import numpy as np
 from tests.conftest import TINY_SPEC
 from vitstudio.core.analysis import registry
 from vitstudio.core.data.images import read_image
+from vitstudio.core.models.loading import load_model
 from vitstudio.gui import workers
+from vitstudio.gui.explore.attention_panel import AttentionPanel
+from vitstudio.gui.explore.compare_panel import ComparePanel
 
 NEW = ("integrated-gradients", "occlusion", "lrp")
 
 
-def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(window, qtbot, tiny_weights, photos):
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
-    window.add_paths([str(photos["chelsea"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    loaded = window.state.model
+def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(panel, qtbot, tiny_weights, photos):
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     x = loaded.to_tensor(loaded.crop(read_image(photos["chelsea"])))[None]
-    panel = window.attention
-    window.show_tab("attention")
+    attention = panel(AttentionPanel, loaded, [photos["chelsea"]])
     for name in NEW:
-        assert panel.method.findData(name) >= 0
-        panel.method.setCurrentIndex(panel.method.findData(name))
-        qtbot.waitUntil(lambda: panel.displayed is not None and not workers.running_jobs(), timeout=30000)
+        assert attention.method.findData(name) >= 0
+        attention.method.setCurrentIndex(attention.method.findData(name))
+        qtbot.waitUntil(lambda: attention.displayed is not None and not workers.running_jobs(), timeout=30000)
         expected = registry.get(name).run(loaded, x, {"target": None})[0]
-        np.testing.assert_allclose(panel.view.values, expected, atol=1e-5)
-        assert "for class" in panel.info.text()
+        np.testing.assert_allclose(attention.view.values, expected, atol=1e-5)
+        assert "for class" in attention.info.text()
 
-    from vitstudio.core.models.loading import load_model
-
-    compare = window.compare
-    window.show_tab("compare")
+    compare = panel(ComparePanel, loaded, [photos["chelsea"]])
     other = load_model(TINY_SPEC)  # random weights
     compare.set_other(other)
     compare.view_kind.setCurrentIndex(compare.view_kind.findData("lrp"))
@@ -43,19 +38,14 @@ def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(window
     np.testing.assert_allclose(theirs, registry.get("lrp").run(other, x, {"target": None})[0], atol=1e-5)
 
 
-def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_screen(window, qtbot, tiny_weights,
+def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_screen(panel, qtbot, tiny_weights,
                                                                                      photos):
     from vitstudio.core.analysis import faithfulness as fa
     from vitstudio.core.analysis import faithfulness_sanity as sanity
 
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
-    window.add_paths([str(photos["rocket"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    loaded = window.state.model
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     x = loaded.to_tensor(loaded.crop(read_image(photos["rocket"])))[None]
-    panel = window.attention
-    window.show_tab("attention")
+    panel = panel(AttentionPanel, loaded, [photos["rocket"]])
     panel.method.setCurrentIndex(panel.method.findData("rollout"))
     widget = panel.faithfulness
     assert widget.shown is None
@@ -80,18 +70,13 @@ def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_sc
     assert not widget.curves.getPlotItem().listDataItems()
 
 
-def test_the_attention_tab_shows_the_map_as_a_mass_mask(window, qtbot, tiny_weights, photos):
+def test_the_attention_tab_shows_the_map_as_a_mass_mask(panel, qtbot, tiny_weights, photos):
     from vitstudio.core.analysis import attention
     from vitstudio.core.analysis.masks import mass_mask
 
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
-    window.add_paths([str(photos["astronaut"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    loaded = window.state.model
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
-    panel = window.attention
-    window.show_tab("attention")
+    panel = panel(AttentionPanel, loaded, [photos["astronaut"]])
     panel.method.setCurrentIndex(panel.method.findData("rollout"))
     qtbot.waitUntil(lambda: panel.displayed is not None and not workers.running_jobs(), timeout=30000)
     rollout = attention.rollout(loaded, x)[0]

@@ -9,20 +9,18 @@ import numpy as np
 from tests.conftest import TINY_SPEC
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.data.images import read_image
+from vitstudio.core.models.loading import load_model
+from vitstudio.gui.explore.attention_panel import AttentionPanel
+from vitstudio.gui.state import make_entry
 
 
-def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tiny_weights):
-    panel = window.attention
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+def test_typed_text_draws_the_core_text_map(panel, qtbot, clip_dir, photos, tiny_weights):
+    panel = panel(AttentionPanel, load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"))
     item = panel.method.model().item(panel.method.findData("text"))
     assert not item.isEnabled() and "text tower" in panel.method.itemData(panel.method.findData("text"), 3)
 
-    with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
-        window.request_model(str(clip_dir), "cpu", "fp32")
-    window.add_paths([str(photos["coffee"])])
-    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
-    window.show_tab("attention")
+    panel.state.set_model(load_model(str(clip_dir), device="cpu", precision="fp32"))
+    panel.state.add_images([make_entry(str(photos["coffee"]), read_image(photos["coffee"]))])
     panel.method.setCurrentIndex(panel.method.findData("text"))
     assert panel.text.isVisible() and "Type a text" in panel.info.text()
     image = read_image(photos["coffee"])
@@ -31,7 +29,7 @@ def test_typed_text_draws_the_core_text_map(window, qtbot, clip_dir, photos, tin
         panel.text.setText(text)
         panel.text.editingFinished.emit()
         qtbot.waitUntil(lambda t=text: panel.displayed is not None and "“" + t in panel.info.text(), timeout=60000)
-        expected = explain(window.state.model, "text", image, text=text).array
+        expected = explain(panel.state.model, "text", image, text=text).array
         np.testing.assert_allclose(panel.displayed, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
         maps[text] = panel.displayed.copy()
     assert not np.allclose(maps["a bee"], maps["a cup of coffee"])
