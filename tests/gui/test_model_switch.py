@@ -87,6 +87,10 @@ def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(panel, qtbot, tiny
 
 def test_only_the_controls_of_the_chosen_method_show(panel):
     att = panel(AttentionPanel)
+    # job slots are named by the entry (issue 30, item 5): its own name, or the overview the head maps and rollout
+    # are both drawn from (one forward)
+    assert att.slots["heads"] == att.slots["rollout"] == "overview"
+    assert all(slot == m for m, slot in att.slots.items() if m not in ("heads", "rollout"))
     visible = lambda name: att.form.isRowVisible(att.params.rows[name])  # noqa: E731
     att.method.setCurrentIndex(att.method.findData("rollout"))
     assert visible("fusion") and visible("discard") and not visible("head") and not visible("target")

@@ -58,11 +58,11 @@ def _drawn(analysis) -> bool:
 
 
 def _slot(analysis) -> str:
-    """The job slot an entry's view reads: the overview's, its own view job's, or its own name (compute only)."""
-    if analysis.view_job is None:
-        return analysis.name
-    job = registry.load(analysis.view_job)
-    return OVERVIEW if job is attention_views.overview_job else job.__name__
+    """The job slot an entry's view reads, named by the entry: its own name, or the overview's for the entries
+    drawn from the one forward they share (head maps, rollout, an attention toy)."""
+    if analysis.view_job is not None and registry.load(analysis.view_job) is attention_views.overview_job:
+        return OVERVIEW
+    return analysis.name
 
 
 def _keys(analysis) -> tuple[str, ...]:
@@ -324,12 +324,12 @@ class AttentionPanel(ExplorerPanel):
     @property
     def gradient(self):
         """The current request's gradient rollout result (the view job of that entry), or None."""
-        return self.jobs.current(attention_views.gradient_job.__name__)
+        return self.jobs.current(self.slots["gradient-rollout"])
 
     @property
     def tokens(self):
         """The current request's TokenMaps (the view job of token maps), or None."""
-        return self.jobs.current(attention_views.token_job.__name__)
+        return self.jobs.current(self.slots["token"])
 
     def _params(self) -> dict:
         """The view's value of every parameter its methods take."""
