@@ -4,9 +4,10 @@ window measured in the same run, interleaved.
     python tests/benchmarks/startup.py [--runs 5]
 
 Each launch is a fresh interpreter with QT_QPA_PLATFORM=offscreen and empty settings. ViT Studio prints the
-wall-clock time of its first paints (`VITSTUDIO_STARTUP_PROBE`): the loading window (before torch/timm are
-imported: goal <= 1.5 s here) and the main window with every explorer (after them). The reference imports
-PySide6 and pyqtgraph, shows a QMainWindow and prints its first paint. Printed: medians and ratios.
+wall-clock time of its first paints (`VITSTUDIO_STARTUP_PROBE`): the main window's frame, where images can be
+opened (before torch/timm have loaded: goal <= 2 s here, issue 30 item 7), and its panels (after them). The
+reference imports PySide6 and pyqtgraph, shows a QMainWindow and prints its first paint. Printed: medians and
+ratios.
 """
 
 from __future__ import annotations
@@ -68,16 +69,16 @@ def main() -> int:
     for _ in range(args.runs):
         ours.append(launch([sys.executable, "main.py"]))
         bare.append(launch([sys.executable, "-c", BARE]))
-    loading = statistics.median(m["loading"] for m in ours)
-    main_window = statistics.median(m["main"] for m in ours)
+    usable = statistics.median(m["main"] for m in ours)
+    full = statistics.median(m["panels"] for m in ours)
     reference = statistics.median(m["bare"] for m in bare)
-    torch_before = any(m.get("loading torch") for m in ours)
+    torch_before = any(m.get("main torch") for m in ours)
     print(f"{'first paint (median of ' + str(args.runs) + ')':<44} {'seconds':>8} {'ratio to bare':>14}")
     print(f"{'bare Qt + pyqtgraph window (reference)':<44} {reference:8.2f} {1.0:14.2f}")
-    print(f"{'ViT Studio window (loading…)':<44} {loading:8.2f} {loading / reference:14.2f}")
-    print(f"{'ViT Studio main window, all explorers':<44} {main_window:8.2f} {main_window / reference:14.2f}")
-    print(f"torch imported before the first paint: {torch_before}; goal: window <= 1.5 s -> "
-          f"{'met' if loading <= 1.5 and not torch_before else 'NOT met'}")
+    print(f"{'ViT Studio window, images can be opened':<44} {usable:8.2f} {usable / reference:14.2f}")
+    print(f"{'ViT Studio with every panel':<44} {full:8.2f} {full / reference:14.2f}")
+    print(f"torch loaded before the first paint: {torch_before}; goal: usable window <= 2 s -> "
+          f"{'met' if usable <= 2.0 and not torch_before else 'NOT met'}")
     return 0
 
 

@@ -181,3 +181,38 @@ def test_precision_auto_is_remembered_as_auto(window, qtbot, tiny_weights):
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(TINY_SPEC, "cpu", "bf16", str(weights))
     assert window.settings.value("precision") == "bf16"
+
+
+def test_the_frame_opens_images_before_the_panels_and_they_are_classified_once_a_model_loads(qtbot, tiny_weights,
+                                                                                              photos, tmp_path):
+    """Issue 30, item 7: the window without its panels (as app.py shows it while torch loads) takes images into the
+    strip; a Load and an Open folder asked for meanwhile wait for the panels (which show what the model is), then
+    run: the images are classified as core `classify` does, and the Folder tab opens the folder."""
+    import numpy as np
+
+    from vitstudio.core.models.demo import render_digits
+    from vitstudio.gui.main_window import TABS, MainWindow
+
+    digits_few = render_digits(tmp_path / "digits", per_class=1)
+    window = MainWindow(panels=False)
+    qtbot.addWidget(window)
+    window.show()
+    assert all(getattr(window, attr) is None for attr, _ in TABS) and window.tabs.count() == len(TABS)
+    assert "Loading PyTorch" in window.tabs.currentWidget().text()
+    window.add_paths([str(photos["chelsea"]), str(photos["coffee"])])
+    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
+    window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
+    window.open_folder(str(digits_few))
+    # nothing loads before the panels (the folder's images are being read into the strip)
+    assert window.state.model is None and "Loading model" not in {h.name for h in workers.running_jobs()}
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.attach_panels()
+    assert window.tabs.widget(0) is window.predictions and window.folder.folder == str(digits_few)
+    loaded = window.state.model
+    _idle(qtbot)
+    entries = [e for e in window.state.images if e.path in (str(photos["chelsea"]), str(photos["coffee"]))]
+    expected = classify(loaded, [read_image(e.path) for e in entries], [e.path for e in entries])
+    for entry, reference in zip(entries, expected):
+        np.testing.assert_allclose(window.state.prediction_for(entry).probs, reference.probs, atol=1e-6)
+    window.close()
+    workers.shutdown(5000)

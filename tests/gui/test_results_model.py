@@ -13,7 +13,7 @@ from vitstudio.gui import workers
 
 def test_results_open_in_the_runs_model(window, qtbot, tmp_path, tiny_weights):
     data = make_dataset(tmp_path / "data", per_class=10)
-    panel = _setup(_training_tab(window), qtbot, data, epochs=1)  # a 3-class scratch run, as the Training panel's tests make
+    panel = _setup(_training_tab(window), qtbot, data, epochs=1)  # a 3-class scratch run (the Training tests')
     panel.start()
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
     qtbot.waitUntil(lambda: panel.results.report is not None and not workers.running_jobs(), timeout=30000)

@@ -110,7 +110,8 @@ def export_view(window, path: str | None = None) -> bool:
 
 def export_data(window, path: str | None = None) -> bool:
     """The array behind the current view, with the parameters that produced it."""
-    data = window.tabs.currentWidget().export_data()
+    export = getattr(window.tabs.currentWidget(), "export_data", None)  # None while the panels load
+    data = export() if export is not None else None
     if data is None:
         window.state.message.emit("warning", "Nothing to export in this view yet.")
         return False

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import workers
     from .crash_log import CrashLog
-    from .startup import FirstPaintProbe, LoadingWindow, import_heavy, probing
+    from .startup import FirstPaintProbe, import_heavy, probing
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("ViT Studio")
@@ -66,41 +66,72 @@ def main(argv: list[str] | None = None) -> int:
     crash_log = CrashLog()
     crash_log.begin()
     app.aboutToQuit.connect(crash_log.end)
-    loading = LoadingWindow()  # the window shows now; torch and timm load behind it
+    window = _open_frame(args)  # Qt only: menus, model bar, image strip, tabs; torch and timm load behind it
+    if crash_log.previous_crash:
+        window.show_warning(crash_log.previous_crash)
     if probing():
-        FirstPaintProbe(loading, "loading")
-    loading.show()
-    opened = {}
+        FirstPaintProbe(window, "main")
+    window.show()
 
-    def open_main_window(_result=None) -> None:
-        workers.freeze_long_lived()  # the libraries are imported; nothing else is loaded yet
-        opened["window"] = window = _build_main_window(args)
-        if crash_log.previous_crash:
-            window.show_warning(crash_log.previous_crash)
+    def attach(_result=None) -> None:
+        workers.freeze_long_lived()  # the libraries are imported, no model is loaded yet
+        window.attach_panels()
         if probing():  # a screenshot run quits once it has taken its picture
-            FirstPaintProbe(window, "main", quit_after=not args.screenshot)
-        window.show()
-        loading.close()
+            FirstPaintProbe(window.tabs.currentWidget(), "panels", quit_after=not args.screenshot)
+        _after_panels(window, args)
 
     def failed(exc: BaseException) -> None:
-        loading.message.setText(f"Could not load PyTorch/timm: {workers.describe(exc)}")
+        window.show_warning(f"Could not load PyTorch/timm: {workers.describe(exc)}")
 
-    workers.start_job("Loading libraries", import_heavy, on_result=open_main_window, on_error=failed,
-                      kind=workers.LONG)
+    workers.start_job("Loading libraries", import_heavy, on_result=attach, on_error=failed, kind=workers.LONG)
     return app.exec()
 
 
 def _build_main_window(args):
-    """The main window, with what the command line and the saved settings ask for (runs on the GUI thread)."""
+    """The window main.py ends up with, built in one go (the soak benchmark drives it): the frame, its panels and
+    what the command line asks for."""
+    window = _open_frame(args)
+    window.attach_panels()
+    _after_panels(window, args)
+    return window
+
+
+def _model_spec(args, settings) -> str:
+    """The model to open on: the command line's, the one used last time, else the bundled demo."""
+    from vitstudio.core.models.demo import bundled_demo
+
+    demo = bundled_demo()
+    return args.model or settings.value("model", "") or (str(demo) if demo else "")
+
+
+def _open_frame(args):
+    """The main window's frame with the images the command line or a first start asks for (they open into the
+    strip at once and are classified once a model has loaded), on the tab asked for."""
     from vitstudio.core.models.demo import bundled_demo, sample_images
 
     from .main_window import MainWindow
+
+    window = MainWindow(panels=False)
+    demo = bundled_demo()
+    if args.images:
+        window.add_paths(args.images)
+    elif demo is not None and _model_spec(args, window.settings) == str(demo) and not window.settings.value("recent"):
+        window.add_paths([str(p) for p in sample_images()])  # first start: something to look at at once
+    if args.tab:
+        window.show_tab(args.tab)
+    return window
+
+
+def _after_panels(window, args) -> None:
+    """What needs the panels: the model (on the device asked for or saved, known now that torch can list the GPUs),
+    the second model of Compare, the screenshot."""
+    from vitstudio.core.models.demo import bundled_demo
+
     from .screenshot import screenshot_when_idle
 
-    window = MainWindow()
     settings = window.settings
     demo = bundled_demo()
-    spec = args.model or settings.value("model", "") or (str(demo) if demo else "")
+    spec = _model_spec(args, settings)
     device = args.device or settings.value("device", "auto")
     precision = args.precision or settings.value("precision", "auto")
     if spec:
@@ -112,18 +143,11 @@ def _build_main_window(args):
 
             window.state.model_failed.connect(fall_back)
             window.state.model_loaded.connect(lambda _m: _disconnect(window.state.model_failed, fall_back))
-    if args.images:
-        window.add_paths(args.images)
-    elif demo is not None and spec == str(demo) and not settings.value("recent"):
-        window.add_paths([str(p) for p in sample_images()])  # first start: something to look at at once
     if args.compare:
         window.compare.other_name.setEditText(args.compare)
         window.compare.load_other()
-    if args.tab:
-        window.show_tab(args.tab)
     if args.screenshot:
         screenshot_when_idle(window, args.screenshot)
-    return window
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ class EditMenuActions(QObject):
         self.redo.setText(f"Redo {self.stack.redoText()}" if self.stack.canRedo() else "Redo")
 
 
-def build_edit_menu(window) -> EditMenuActions:
-    """The Edit menu, placed after File (the menu bar's second menu, where people look for it)."""
+def build_edit_menu(window) -> QMenu:
+    """The Edit menu, placed after File (the menu bar's second menu, where people look for it); its actions come
+    with the Folder tab (`fill_edit_menu`)."""
     bar = window.menuBar()
     menu = QMenu("&Edit", window)
     after_file = bar.actions()[1:2]  # the menu after File, if there is one yet
@@ -50,5 +51,11 @@ def build_edit_menu(window) -> EditMenuActions:
         bar.insertMenu(after_file[0], menu)
     else:
         bar.addMenu(menu)
-    window.edit_actions = EditMenuActions(window, menu)
+    window.edit_menu = menu
+    return menu
+
+
+def fill_edit_menu(window) -> EditMenuActions:
+    """Undo and Redo of the Folder tab's stack, in the Edit menu."""
+    window.edit_actions = EditMenuActions(window, window.edit_menu)
     return window.edit_actions

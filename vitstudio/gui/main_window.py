@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import (
     QDockWidget,
     QFormLayout,
@@ -21,10 +21,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
-from vitstudio.core.inference import classify
-from vitstudio.core.models.devices import memory_in_use
-from vitstudio.core.models.loading import load_model
-from vitstudio.core.models.modelcard import model_card
 
 from . import workers
 from .actions import build_menus
@@ -32,57 +28,43 @@ from .common.image_strip import ImageStripWidget
 from .common.model_panel import ModelCardView, ModelPanel
 from .common.scrolling_tabs import ScrollingTabWidget, scrolling
 from .common.wheel_guard import install_wheel_guard
+from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
-from .explore.attention_panel import AttentionPanel
-from .explore.compare_panel import ComparePanel
-from .explore.embeddings_panel import EmbeddingsPanel
-from .explore.internals_panel import InternalsPanel
-from .explore.play_panel import PlayPanel
-from .explore.predictions_panel import PredictionsPanel
-from .folder.folder_panel import FolderPanel
 from .imaging import configure_pyqtgraph
 from .opening import Opened, StripPaths, describe_open, read_new_images, recent_entry, updated_recent
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
-from .training.training_panel import TrainingPanel
+from .window_jobs import Relay, classify_job, is_model_of, load_model_job
 
 log = logging.getLogger("vitstudio.gui")
-CLASSIFY_BATCH = 8
+# The tabs, in order: (the window's attribute for the panel, its title). The window frame (menus, model bar, image
+# strip, tabs, docks) needs Qt only and shows at once; the panels need torch and take their tabs once it has loaded.
+TABS = (("predictions", "Predictions"), ("attention", "Attention"), ("embeddings", "Embeddings"),
+        ("internals", "Model internals"), ("compare", "Compare"), ("folder", "Folder"), ("training", "Training"),
+        ("play", "Play"))
 
 
-def _load_model_job(cancel, spec: str, weights: str | None, device: str, precision: str, relay: _Relay):
-    loaded = load_model(spec, weights, device, precision, progress=lambda d, t, m: relay.download.emit(d, t))
-    model_card(loaded)  # FLOPs need a forward: do it here, not on the GUI thread
-    return loaded
+def panel_classes() -> dict:
+    """The panel class of each tab. Importing them imports torch and timm (~4 s here): app.py does it on a worker
+    while the window frame is already on screen, then `MainWindow.attach_panels` builds them."""
+    from .explore.attention_panel import AttentionPanel
+    from .explore.compare_panel import ComparePanel
+    from .explore.embeddings_panel import EmbeddingsPanel
+    from .explore.internals_panel import InternalsPanel
+    from .explore.play_panel import PlayPanel
+    from .explore.predictions_panel import PredictionsPanel
+    from .folder.folder_panel import FolderPanel
+    from .training.training_panel import TrainingPanel
 
-
-def _classify_job(cancel, loaded, todo: list):
-    """Predictions for `todo` in batches, the first batch (the image on screen first) as soon as it is ready."""
-    for start in range(0, len(todo), CLASSIFY_BATCH):
-        cancel.raise_if_cancelled()
-        chunk = todo[start:start + CLASSIFY_BATCH]
-        preds = classify(loaded, [e.image for e in chunk], [e.path for e in chunk])
-        yield list(zip(chunk, preds))
-
-
-def _is_model_of(loaded, run: str) -> bool:
-    """Whether `loaded` is the model of the run folder `run` (loaded from that folder)."""
-    if loaded is None:
-        return False
-    try:
-        return Path(loaded.name).resolve() == Path(run).resolve()
-    except (OSError, ValueError):
-        return False
-
-
-class _Relay(QObject):
-    """Carries progress callbacks from a worker thread to the GUI thread (signal emission is thread-safe)."""
-
-    download = Signal(int, int)
+    return dict(predictions=PredictionsPanel, attention=AttentionPanel, embeddings=EmbeddingsPanel,
+                internals=InternalsPanel, compare=ComparePanel, folder=FolderPanel, training=TrainingPanel,
+                play=PlayPanel)
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, state: AppState | None = None) -> None:
+    def __init__(self, state: AppState | None = None, panels: bool = True) -> None:
+        """`panels` False: the frame only (Qt, no torch), usable at once: images open into the strip, a Load or an
+        Open folder waits; `attach_panels()` adds the panels once torch has loaded (app.py)."""
         super().__init__()
         configure_pyqtgraph()
         install_wheel_guard()  # app-wide, once: however the window is made (app.main, tests, benchmarks)
@@ -92,49 +74,71 @@ class MainWindow(QMainWindow):
         self.state = state or AppState()
         self.strip_paths = StripPaths(self.state)  # what is in the strip: an open adds only the rest
         self.settings = QSettings("ViT Studio", "ViT Studio")
-        self.relay = _Relay()
+        self.relay = Relay()
         # The model bar's jobs, keyed by the app's view state: a new Load request discards a load still running;
         # predictions are delivered only while the model they were made by is the loaded one.
         self.jobs = workers.ViewJobs(self.state.view, {"load": ("requested",), "classify": ()},
                                      without_context=("load",))
         self._explore_path: str | None = None
         self._explore_after_load: tuple[str, str] | None = None  # (image, run) waiting for the run's model
-        self._build_panels()
+        self.panels_ready = False
+        self._after_panels: list = []  # what was asked before the panels existed (an Open folder), done then
+        self._waiting_load = None  # the latest Load asked for before the panels existed
+        for attr, _title in TABS:
+            setattr(self, attr, None)
+        self.model_panel = ModelPanel(self.state, catalog=False)  # listing the catalog imports timm: later
+        self.strip = ImageStripWidget(self.state)
         self._build_central()
         self._build_docks()
         self.recent_menu = build_menus(self)
         self._connect()
         self._restore_settings()
-        self.memory = SessionMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
         self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
         self._status_timer.start()
         self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
                                  "available offline; others need a network once, or a file in models/.")
+        if panels:
+            self.attach_panels()
 
-    def _build_panels(self) -> None:
-        self.model_panel = ModelPanel(self.state)
-        self.strip = ImageStripWidget(self.state)
-        self.predictions = PredictionsPanel(self.state)
-        self.attention = AttentionPanel(self.state)
-        self.embeddings = EmbeddingsPanel(self.state)
-        self.internals = InternalsPanel(self.state)
-        self.compare = ComparePanel(self.state, self.model_panel.catalog_names())
-        self.training = TrainingPanel(self.state, self.model_panel.catalog_names())
-        self.folder = FolderPanel(self.state)
-        self.play = PlayPanel(self.state)
+    def attach_panels(self) -> None:
+        """The panels in their tabs, and what waited for torch: every device this machine has (with the one saved
+        last time), the model catalog, the Edit menu, the session memory, then a Load or an Open folder asked for
+        meanwhile. Runs on the GUI thread once the panel modules are imported."""
+        classes = panel_classes()
+        self.model_panel.offer_devices()
+        saved = self.settings.value("device", "auto")
+        if saved in self.state.view.fields()["device"].choices:
+            self.state.view.update(device=saved)
+        self.model_panel.fill_catalog()
+        names = self.model_panel.catalog_names()
+        for index, (attr, _title) in enumerate(TABS):
+            kind = classes[attr]
+            panel = kind(self.state, names) if attr in ("compare", "training") else kind(self.state)
+            setattr(self, attr, panel)
+            self.tabs.set_page(index, panel)
         self.folder.open_in_explorer.connect(self.explain_file)
         self.folder.retrain.connect(self._retrain_with_fixes)
         self.folder.labels_tab.train_requested.connect(self._train_on_labels)
+        self.training.use_model.connect(self._use_trained_model)
+        self.training.export_requested.connect(self._export_run)
+        self.training.explore_image.connect(self.explore_image)
+        fill_edit_menu(self)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions
+        self.memory = SessionMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
+        self.panels_ready = True
+        if self._waiting_load is not None:
+            self._load_requested(self._waiting_load)
+        waiting, self._after_panels = self._after_panels, []
+        for step in waiting:
+            step()
 
     def _build_central(self) -> None:
-        """Model bar on top; the image strip beside the tabs."""
+        """Model bar on top; the image strip beside the tabs (each a placeholder until the panels are attached)."""
         self.tabs = ScrollingTabWidget()  # each page scrolls below its minimum: the window fits 1280×720
         self.tabs.setObjectName("tabs")
-        for widget, title in ((self.predictions, "Predictions"), (self.attention, "Attention"),
-                              (self.embeddings, "Embeddings"), (self.internals, "Model internals"),
-                              (self.compare, "Compare"), (self.folder, "Folder"), (self.training, "Training"),
-                              (self.play, "Play")):
-            self.tabs.addTab(widget, title)
+        for _attr, title in TABS:
+            waiting = QLabel("Loading PyTorch and timm…")
+            waiting.setAlignment(Qt.AlignCenter)
+            self.tabs.addTab(waiting, title)
         splitter = QSplitter(Qt.Horizontal)
         splitter.addWidget(self.strip)
         splitter.addWidget(self.tabs)
@@ -170,9 +174,6 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.error_indicator)
 
     def _connect(self) -> None:
-        self.training.use_model.connect(self._use_trained_model)
-        self.training.export_requested.connect(self._export_run)
-        self.training.explore_image.connect(self.explore_image)
         self.state.view.events.requested.connect(self._load_requested)
         self.relay.download.connect(self.model_panel.set_download_progress)
         self.state.model_loaded.connect(self._on_model_loaded)
@@ -231,8 +232,15 @@ class MainWindow(QMainWindow):
         self.remember_recent(paths, opened=bool(opened.readable or opened.already))
 
     def open_folder(self, folder: str) -> None:
-        """File → Open folder: its images in the strip and the folder in the Folder tab (one Open folder)."""
+        """File → Open folder: its images in the strip and the folder in the Folder tab (one Open folder; the tab
+        opens it once it exists)."""
         self.add_paths([folder])
+        if self.panels_ready:
+            self.folder.open_folder(folder)
+        else:
+            self._after_panels.append(functools.partial(self.open_folder_tab, folder))
+
+    def open_folder_tab(self, folder: str) -> None:
         self.folder.open_folder(folder)
 
     def _retrain_with_fixes(self, folder: str, excluded: list) -> None:
@@ -278,10 +286,16 @@ class MainWindow(QMainWindow):
 
     def _load_requested(self, request) -> None:
         """The one place a model load starts: a new request in the app's view state (the model bar's Load, the
-        command line, the session memory, a finished training run)."""
+        command line, the session memory, a finished training run); before the panels exist, the latest one waits
+        for them (they show what the model loaded is)."""
+        if not self.panels_ready:
+            self._waiting_load = request
+            self._on_message("info", f"{request.spec} loads once PyTorch has loaded.")
+            return
+        self._waiting_load = None
         self.state.model_loading.emit(request.spec)
         self._on_message("info", f"Loading {request.spec} on {request.device} ({request.precision})…")
-        self.jobs.start("load", "Loading model", _load_model_job, request.spec, request.weights, request.device,
+        self.jobs.start("load", "Loading model", load_model_job, request.spec, request.weights, request.device,
                         request.precision, self.relay, on_result=self._on_load_done, on_error=self._on_load_failed)
 
     def _on_load_done(self, loaded) -> None:
@@ -297,6 +311,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("device", self.state.view.device)
         # the choice, not what it resolved to here: 'auto' stays auto (bf16 on this GPU, fp32 on the next laptop)
         self.settings.setValue("precision", self.state.view.precision)
+        from vitstudio.core.models.modelcard import model_card
+
         self.card_view.show_card(model_card(loaded))
         if loaded.label_set.startswith("zero-shot"):  # the same model given classes in words, not a new load
             self._on_message("info", f"{loaded.display_name} now classifies into {', '.join(loaded.labels)} "
@@ -306,7 +322,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"ViT Studio — {loaded.display_name}")  # which model every view is showing
         self._classify_pending()
         pending, self._explore_after_load = self._explore_after_load, None
-        if pending is not None and _is_model_of(loaded, pending[1]):
+        if pending is not None and is_model_of(loaded, pending[1]):
             self.explore_image(*pending)
 
     def _on_images_added(self, entries) -> None:
@@ -320,7 +336,7 @@ class MainWindow(QMainWindow):
     def explore_image(self, path: str, run: str = "") -> None:
         """Open `path` (e.g. a misclassified training image) in the attention explorer; with `run`, explained by
         that run's model (loaded first when another one is)."""
-        if run and not _is_model_of(self.state.model, run):
+        if run and not is_model_of(self.state.model, run):
             self._explore_after_load = (path, run)
             self._on_message("info", f"Loading the model of run {Path(run).name} to explain {Path(path).name}…")
             self.request_model(run)
@@ -355,7 +371,7 @@ class MainWindow(QMainWindow):
         if self.state.selected in todo:  # the image on screen first
             todo.remove(self.state.selected)
             todo.insert(0, self.state.selected)
-        self.jobs.start("classify", "Classifying", _classify_job, loaded, todo, on_yield=self._deliver_predictions,
+        self.jobs.start("classify", "Classifying", classify_job, loaded, todo, on_yield=self._deliver_predictions,
                         on_result=self._classified, on_error=self._on_job_error)
 
     def _deliver_predictions(self, pairs) -> None:
@@ -412,7 +428,12 @@ class MainWindow(QMainWindow):
         model = self.state.model
         device = f"{model.device} · {model.precision}" if model else "no model"
         running = ", ".join(sorted({h.name for h in workers.running_jobs()})) or "idle"
-        memory = memory_in_use(model.device if model else None)
+        if self.panels_ready:
+            from vitstudio.core.models.devices import memory_in_use  # torch's (GPU memory)
+
+            memory = memory_in_use(model.device if model else None)
+        else:
+            memory = "loading PyTorch and timm…"
         self.status_jobs.setText(f"{device} · {memory} · {len(self.state.images)} images · {running}")
 
     def closeEvent(self, event) -> None:

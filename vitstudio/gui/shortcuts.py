@@ -62,6 +62,9 @@ def step_image(window, step: int) -> None:
 
 def press_training_button(window, name: str, text: str) -> None:
     """Click the Training panel's button `name` as the user would; a disabled one says why instead."""
+    if window.training is None:
+        window.state.message.emit("info", f"{text}: not yet (PyTorch and timm are loading).")
+        return
     button = getattr(window.training, name)
     if button.isEnabled():
         window.show_tab("training")

@@ -1,50 +1,37 @@
-"""Window first: a light window shows at once while torch, timm and the explorers load on a worker thread.
+"""Window first: the main window's frame shows at once while torch, timm and the panels load on a worker thread.
 
-Importing torch and timm takes ~4 s on a small machine; Qt alone shows a window in ~0.4 s. `LoadingWindow`
-needs only Qt, takes the saved geometry of the main window, and says what is happening; when the imports are
-done the main window is built on the GUI thread and takes its place.
+Importing torch and timm takes ~4 s on a small machine; Qt alone shows a window in ~0.4 s. The frame (menus, model
+bar, image strip, tabs, docks: `MainWindow(panels=False)`) needs only Qt, so images can be opened into it at once;
+when the imports are done the panels are built on the GUI thread and take their tabs (`MainWindow.attach_panels`).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt
-from PySide6.QtWidgets import QLabel, QProgressBar, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QWidget
 
-# benchmarks and tests: print first-paint times, quit when the main window has painted (after the screenshot, with
+# benchmarks and tests: print first-paint times, quit when the panels have painted (after the screenshot, with
 # --screenshot)
 PROBE_ENV = "VITSTUDIO_STARTUP_PROBE"
 
 
-class LoadingWindow(QWidget):
-    def __init__(self) -> None:
-        super().__init__()
-        self.setWindowTitle("ViT Studio")
-        settings = QSettings("ViT Studio", "ViT Studio")
-        if not (settings.value("geometry") and self.restoreGeometry(settings.value("geometry"))):
-            self.resize(1280, 820)
-        title = QLabel("<h2>ViT Studio</h2>")
-        self.message = QLabel("Loading PyTorch and timm…")
-        busy = QProgressBar()
-        busy.setRange(0, 0)
-        busy.setMaximumWidth(320)
-        layout = QVBoxLayout(self)
-        layout.addStretch(1)
-        for widget in (title, self.message, busy):
-            layout.addWidget(widget, 0, Qt.AlignHCenter)
-        layout.addStretch(2)
+_imported = {"panels": False}  # set once import_heavy has finished ('torch' is in sys.modules while it imports)
 
 
 def import_heavy(cancel) -> None:
-    """Runs on a worker: everything the main window needs (torch, timm, the panels)."""
-    import vitstudio.gui.main_window  # noqa: F401
+    """Runs on a worker: the panels' modules, and with them torch and timm."""
+    from .main_window import panel_classes
+
+    panel_classes()
+    _imported["panels"] = True
 
 
 class FirstPaintProbe(QObject):
-    """Prints `first-paint LABEL <epoch seconds> torch=<loaded>` on a widget's first paint (PROBE_ENV only)."""
+    """Prints `first-paint LABEL <epoch seconds> torch=<loaded>` on a widget's first paint (PROBE_ENV only);
+    loaded: torch, timm and the panels' modules have finished importing."""
 
     def __init__(self, widget: QWidget, label: str, quit_after: bool = False) -> None:
         super().__init__(widget)
@@ -54,7 +41,7 @@ class FirstPaintProbe(QObject):
     def eventFilter(self, obj, event) -> bool:
         if event.type() == QEvent.Paint and not self.done:
             self.done = True
-            print(f"first-paint {self.label} {time.time():.4f} torch={'torch' in sys.modules}", flush=True)
+            print(f"first-paint {self.label} {time.time():.4f} torch={_imported['panels']}", flush=True)
             if self.quit_after:
                 from PySide6.QtCore import QTimer
                 from PySide6.QtWidgets import QApplication

@@ -4,15 +4,18 @@ and write through it; errors reach one notifier (`report`) as exception objects.
 from __future__ import annotations
 
 import itertools
+import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from PIL import Image
 from PySide6.QtCore import QObject, Signal
 
-from vitstudio.core.fields import PRECISIONS
-from vitstudio.core.inference import Prediction
-from vitstudio.core.models.devices import available_devices
-from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.fields import DEVICES, PRECISIONS
+
+if TYPE_CHECKING:  # torch-free at import: the window is built from this before torch has loaded
+    from vitstudio.core.inference import Prediction
+    from vitstudio.core.models.model import LoadedModel
 
 from .notices import Notice
 from .viewstate import Field, Keyed, ViewState
@@ -49,6 +52,16 @@ class ModelRequest:
 _requests = itertools.count(1)
 
 
+def devices_here() -> tuple[str, ...]:
+    """'auto', the CPU and the GPUs torch finds; before torch is imported, 'auto' and the CPU only (asking would
+    import it: AppState.offer_devices adds the rest later)."""
+    if "torch" not in sys.modules:
+        return DEVICES[:2]
+    from vitstudio.core.models.devices import available_devices
+
+    return ("auto", *available_devices())
+
+
 def make_entry(path: str, image: Image.Image | None = None, error: str | None = None) -> ImageEntry:
     """An entry with its display preview; call it in a worker (resizing a large photo takes a while)."""
     preview = None
@@ -76,11 +89,14 @@ class AppState(QObject):
         self.selected: ImageEntry | None = None
         # The model bar: what to load and where. `requested` is the ModelRequest of the last Load: the window
         # loads it, and a new one discards a load still running (latest wins); the combos prepare the next one.
-        devices = ("auto", *available_devices())
         self.view = ViewState(model=Field(None, int), spec=Field("", str),
-                              device=Field("auto", str, choices=devices, help="a device this machine has"),
+                              device=Field("auto", str, choices=devices_here(), help="a device this machine has"),
                               precision=Field("auto", str, choices=PRECISIONS),
                               requested=Field(None, ModelRequest))
+
+    def offer_devices(self) -> None:
+        """The GPUs torch finds, once it has loaded (the window may be built before)."""
+        self.view.redeclare("device", choices=devices_here())
 
     def request_model(self, spec: str, device: str | None = None, precision: str | None = None,
                       weights: str | None = None) -> ModelRequest:

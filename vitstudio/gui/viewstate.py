@@ -121,6 +121,15 @@ class ViewState:
     def fields(self) -> dict[str, FieldSpec]:
         return dict(self._fields)
 
+    def redeclare(self, name: str, **spec) -> None:
+        """Change what field `name` accepts (e.g. the devices, known once torch has looked for GPUs); its value
+        stays when still accepted, else it goes back to the default."""
+        self._fields[name] = dataclasses.replace(self._fields[name], **spec)
+        try:
+            self._fields[name].coerce(name, self._values[name])
+        except (TypeError, ValueError):
+            self.update(**{name: self._fields[name].default})
+
     def connect(self, listener: Callable[[str, Any], None]) -> None:
         """`listener(field, value)` is called once per changed field, after every field of the update is set and
         before any field's own event: for listeners that follow every field, like the job keys of a view."""

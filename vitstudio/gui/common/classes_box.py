@@ -14,14 +14,16 @@ from urllib.parse import quote
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
-from vitstudio.core.models.openclip import is_clip_style, text_side
-from vitstudio.core.models.zeroshot import parse_classes, with_classes, without_classes
-
 from .. import workers
 from ..state import AppState
 
+# The core's CLIP helpers (openclip, zeroshot) import torch: they are imported where they are used, so the model bar
+# can be built before torch has loaded (the window shows at once; app.py).
+
 
 def _zero_shot_job(cancel, loaded, names: list[str], prompt: str | None):
+    from vitstudio.core.models.zeroshot import with_classes
+
     return with_classes(loaded, names, prompt)
 
 
@@ -59,6 +61,8 @@ class ClassesWidget(QWidget):
         self.setVisible(False)
 
     def _on_model_loaded(self, loaded) -> None:
+        from vitstudio.core.models.openclip import is_clip_style
+
         self.setVisible(is_clip_style(loaded))
         if not is_clip_style(loaded):
             return
@@ -90,6 +94,9 @@ class ClassesWidget(QWidget):
             self.apply()  # one click: the folder names become the classes
 
     def apply(self) -> None:
+        from vitstudio.core.models.openclip import is_clip_style
+        from vitstudio.core.models.zeroshot import parse_classes, without_classes
+
         loaded = self.state.model
         if loaded is None or not is_clip_style(loaded):
             return
@@ -112,6 +119,8 @@ class ClassesWidget(QWidget):
                                      on_result=self._on_classes, on_error=self._on_failed)
 
     def _on_classes(self, loaded) -> None:
+        from vitstudio.core.models.openclip import text_side
+
         self.job = None
         current = self.state.model
         if current is None or text_side(current.model) is not text_side(loaded.model):

@@ -4,7 +4,7 @@ The device and precision live in `AppState.view`; the combos write into it and m
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSignalBlocker, QStringListModel, Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.models.catalog import list_catalog
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
 
 from ..state import AppState
@@ -26,21 +25,21 @@ from .classes_box import ClassesWidget
 
 
 class ModelPanel(QWidget):
-    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+    def __init__(self, state: AppState, parent: QWidget | None = None, catalog: bool = True) -> None:
+        """`catalog` False: the bundled demo only, until `fill_catalog()` (listing the catalog imports timm; the
+        window is built before it has loaded)."""
         super().__init__(parent)
         self.state = state
         self.name = QComboBox(editable=True)
         self.name.setInsertPolicy(QComboBox.NoInsert)
         self.name.setMinimumContentsLength(40)
         self.name.lineEdit().setPlaceholderText("timm name, hf-hub:…, folder or file under models/")
-        for entry in list_catalog():
-            mark = "●" if entry.local else ("○" if entry.tag else "·")
-            self.name.addItem(f"{mark} {entry.name}", entry.name)
         demo = bundled_demo()
         if demo is not None:
-            self.name.insertItem(0, f"★ {DEMO_TITLE}", str(demo))
+            self.name.addItem(f"★ {DEMO_TITLE}", str(demo))
         self.name.setCurrentIndex(-1)  # nothing chosen until the user (or the saved settings) picks a model
-        completer = QCompleter(self.catalog_names(), self)
+        self.names = QStringListModel(self.catalog_names(), self)  # the completer's list; the panel keeps it
+        completer = QCompleter(self.names, self)
         completer.setFilterMode(Qt.MatchContains)
         completer.setCaseSensitivity(Qt.CaseInsensitive)
         self.name.setCompleter(completer)
@@ -74,6 +73,30 @@ class ModelPanel(QWidget):
         state.model_loading.connect(self._on_model_loading)
         state.model_loaded.connect(self._on_model_loaded)
         state.model_failed.connect(self._on_model_failed)
+        if catalog:
+            self.fill_catalog()
+
+    def fill_catalog(self) -> None:
+        """timm's architectures after the demo, each marked with where its weights are; what was typed stays."""
+        from vitstudio.core.models.catalog import list_catalog
+
+        typed = self.name.currentText()
+        with QSignalBlocker(self.name):
+            for entry in list_catalog():
+                mark = "●" if entry.local else ("○" if entry.tag else "·")
+                self.name.addItem(f"{mark} {entry.name}", entry.name)
+            self.name.setCurrentIndex(self.name.findText(typed) if typed else -1)
+            if typed and self.name.currentIndex() < 0:
+                self.name.setEditText(typed)
+        self.names.setStringList(self.catalog_names())
+
+    def offer_devices(self) -> None:
+        """Every device this machine has, once torch can say (the device field's choices and the combo)."""
+        self.state.offer_devices()
+        with QSignalBlocker(self.device):
+            self.device.clear()
+            self.device.addItems(list(self.state.view.fields()["device"].choices))
+            self.device.setCurrentText(self.state.view.device)
 
     def catalog_names(self) -> list[str]:
         return [self.name.itemData(i) for i in range(self.name.count())]

@@ -30,6 +30,10 @@ class ScrollingTabWidget(QTabWidget):
     def addTab(self, page: QWidget, title: str) -> int:
         return super().addTab(scrolling(page), title)
 
+    def set_page(self, index: int, page: QWidget) -> None:
+        """`page` in place of tab `index`'s page (which is deleted), the tab and its title kept."""
+        super().widget(index).setWidget(page)
+
     def widget(self, index: int) -> QWidget | None:
         area = super().widget(index)
         return area.widget() if isinstance(area, QScrollArea) else area

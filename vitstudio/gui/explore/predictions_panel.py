@@ -68,7 +68,7 @@ class PredictionsPanel(QWidget):
         state.prediction_ready.connect(self._on_prediction_ready)
         state.model_loaded.connect(self._on_model_loaded)
         state.images_removed.connect(lambda _gone: self._update_banner())  # the share is of the images left
-        self._show(None)
+        self._show(state.selected)  # built after images were opened (the window shows before torch has loaded)
 
     def _on_model_loaded(self, _model) -> None:
         self._show(self.state.selected)
