@@ -183,7 +183,7 @@ class Soak:
         w, panel = self.w, self.w.training
         w.show_tab("training")
         panel.set_dataset(str(self.data["digits"]))  # what dropping the folder on the panel does
-        yield Wait("dataset scan", until=lambda: panel.scan is not None and "Scanning" not in
+        yield Wait("dataset scan", until=lambda: panel.dataset_actions.scan is not None and "Scanning" not in
                    panel.dataset_info.text(), timeout=60)
         panel.base_model.setEditText(self.demo)
         panel.form.preset.setCurrentText("last-blocks")

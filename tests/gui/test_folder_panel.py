@@ -109,7 +109,7 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert panel.excluded == {str(flipped)} and "1 excluded" in panel.retrain_button.text()
     panel.retrain_button.click()
     assert "Training" in window.tabs.tabText(window.tabs.currentIndex())
-    assert window.training.exclude == [str(flipped)]
+    assert window.training.dataset_actions.exclude == [str(flipped)]
     qtbot.waitUntil(lambda: "excluded by the label review" in window.training.dataset_info.text(), timeout=20000)
     assert tree_state(data) == before
     window.show_tab("folder")

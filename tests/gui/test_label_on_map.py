@@ -97,8 +97,8 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     assert len(suggested) == 9 and not suggested & set(tab.labels)  # only images not labelled yet
     tab.model_button.click()  # the labels file becomes the Training tab's dataset
     assert window.tabs.currentWidget() is window.training
-    qtbot.waitUntil(lambda: window.training.scan is not None, timeout=20000)
-    assert window.training.scan.classes == ("one", "zero")
+    qtbot.waitUntil(lambda: window.training.dataset_actions.scan is not None, timeout=20000)
+    assert window.training.dataset_actions.scan.classes == ("one", "zero")
     assert tree_state(folder) == before  # the image folder was only read
 
     from vitstudio.gui.main_window import MainWindow

@@ -216,3 +216,23 @@ def test_the_frame_opens_images_before_the_panels_and_they_are_classified_once_a
         np.testing.assert_allclose(window.state.prediction_for(entry).probs, reference.probs, atol=1e-6)
     window.close()
     workers.shutdown(5000)
+
+
+def test_a_model_asked_for_while_torch_loads_is_not_replaced_by_the_startup_model(qtbot, tiny_weights):
+    """main.py's start (app.py): the frame first, the startup model (the remembered one or the demo) once the
+    panels are there — unless the user asked for a model meanwhile: theirs is the one loaded (seen by a walk of the
+    real window: the demo replaced it)."""
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.gui import app
+
+    args = app.parse_args([])
+    window = app._open_frame(args)
+    qtbot.addWidget(window)
+    window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))  # typed into the model bar, Enter
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.attach_panels()
+        app._after_panels(window, args)
+    _idle(qtbot)
+    assert window.state.model.name == TINY_SPEC and bundled_demo() is not None  # not the demo
+    window.close()
+    workers.shutdown(5000)

@@ -16,7 +16,7 @@ def test_quick_is_the_first_preset_and_trains_from_the_panel(panel, qtbot, tmp_p
     panel = panel(TrainingPanel)
     assert panel.form.preset.itemText(0) == "quick"
     panel.set_dataset(str(data))
-    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     panel.base_model.setEditText(TINY_SPEC.replace("classes=5", "classes=3"))
     panel.form.preset.setCurrentText("quick")
     panel.start()

@@ -63,7 +63,7 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     form2, training2 = second.training.form, second.training
     assert form2.preset.currentText() == "full" and form2.controls["epochs"].value() == 37
     assert form2.advanced.isChecked() and training2.folder.text() == str(data)
-    assert training2.exclude == [excluded]  # the review's exclusions go with the dataset
+    assert training2.dataset_actions.exclude == [excluded]  # the review's exclusions go with the dataset
     _load_demo(second, qtbot)  # the remembered folder opens with the first model
     panel2 = second.folder
     _settle(qtbot)

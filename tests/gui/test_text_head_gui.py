@@ -20,7 +20,7 @@ def clip_dir(tmp_path_factory):
 def test_curves_start_at_zero_shot(panel, qtbot, tmp_path, clip_dir):
     panel = panel(TrainingPanel)
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=12, size=40)))
-    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     panel.form.advanced.setChecked(True)
     panel.base_model.setEditText("vit_small_patch16_224.augreg_in21k")  # no text tower: the option is greyed out
     assert not panel.form.inputs["text_head"].isEnabled() and not panel.form.inputs["prompt"].isEnabled()

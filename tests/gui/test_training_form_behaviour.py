@@ -37,7 +37,7 @@ def _scroll_area_of(widget) -> QScrollArea:
 def _scanned(panel, qtbot, folder):
     """The Training panel with `folder` chosen and scanned."""
     panel.set_dataset(str(folder))
-    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     return panel
 
 

@@ -16,7 +16,7 @@ SPEC3 = TINY_SPEC.replace("classes=5", "classes=3")
 def _setup(panel, qtbot, data, epochs):
     """The Training panel with `data` scanned, a 3-class tiny model from scratch, `epochs` epochs at batch 8."""
     panel.set_dataset(str(data))
-    qtbot.waitUntil(lambda: panel.scan is not None, timeout=10000)
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     panel.base_model.setEditText(SPEC3)
     panel.form.preset.setCurrentText("scratch")
     panel.form.advanced.setChecked(True)
@@ -43,7 +43,7 @@ def _runs_in_models_dir(panel) -> list[str]:
 def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=16)
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=40)
-    assert panel.scan.classes == ("blue", "green", "red")
+    assert panel.dataset_actions.scan.classes == ("blue", "green", "red")
     assert "3 classes, 48 images" in panel.dataset_info.text()
     panel.start()
     assert not panel.start_button.isEnabled() and panel.cancel_button.isEnabled()
@@ -214,19 +214,19 @@ def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):
     form.inputs["img_size"].setValue(32)
     form.inputs["scale_min"].setValue(0.9)
     form.inputs["hflip"].setValue(0.0)
-    panel.preview_augmentation()
-    qtbot.waitUntil(lambda: panel.preview_grid is not None, timeout=20000)
+    panel.dataset_actions.preview_augmentation()
+    qtbot.waitUntil(lambda: panel.dataset_actions.preview_grid is not None, timeout=20000)
     config = form.config(str(data), "preview", str(tmp_path / "x"))
     assert config.scale == (0.9, 1.0) and config.hflip == 0.0
-    paths = [p for files in panel.scan.train.values() for p in files]
+    paths = [p for files in panel.dataset_actions.scan.train.values() for p in files]
     expected = mosaic_rgb(preview_augmentation(paths, config, (32, 32), 16, "bicubic"), columns=4, pad=3)
-    np.testing.assert_array_equal(panel.preview_grid, expected)
+    np.testing.assert_array_equal(panel.dataset_actions.preview_grid, expected)
     assert panel.right.currentWidget() is panel.preview.parentWidget()
     form.inputs["scale_min"].setValue(0.1)
-    first = panel.preview_grid
-    panel.preview_augmentation()
-    qtbot.waitUntil(lambda: panel.preview_grid is not first, timeout=20000)
-    assert not np.array_equal(panel.preview_grid, first)
+    first = panel.dataset_actions.preview_grid
+    panel.dataset_actions.preview_augmentation()
+    qtbot.waitUntil(lambda: panel.dataset_actions.preview_grid is not first, timeout=20000)
+    assert not np.array_equal(panel.dataset_actions.preview_grid, first)
 
 
 def test_resume_from_history_trains_the_run_selected_even_copied(panel, qtbot, tmp_path):
@@ -346,3 +346,31 @@ def test_validation_message_is_the_clis(panel, qtbot, tmp_path, capsys):
     message = "mean (normalisation mean) must be in [0, 1] (each value), not (2, 0, 0)."
     assert panel.status.text() == message
     assert capsys.readouterr().err.strip() == f"error: {message}"
+
+
+def test_a_folder_dropped_on_the_tab_becomes_the_dataset(panel, qtbot, tmp_path):
+    """Drag a class folder from the file manager onto the Training tab: it is accepted, scanned and summarised; a
+    dropped file (not a folder) is not taken as a dataset. (Qt delivers drops only within a real drag: the events
+    go to the tab's drop handler directly, as the window's drop test does.)"""
+    from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+    data = make_dataset(tmp_path / "data", per_class=4)
+    panel = panel(TrainingPanel)
+    drops = panel.dataset_actions  # the tab's drop handler (an event filter on the panel)
+    assert panel.acceptDrops()
+
+    def mime(path):
+        m = QMimeData()
+        m.setUrls([QUrl.fromLocalFile(str(path))])
+        return m
+
+    folder, a_file = mime(data), mime(next((data / "red").iterdir()))  # kept: an event does not own its data
+    enter = QDragEnterEvent(QPoint(20, 20), Qt.CopyAction, folder, Qt.LeftButton, Qt.NoModifier)
+    assert drops.eventFilter(panel, enter) and enter.isAccepted()
+    dropped_file = QDropEvent(QPointF(20, 20), Qt.CopyAction, a_file, Qt.LeftButton, Qt.NoModifier)
+    assert not drops.eventFilter(panel, dropped_file) and panel.view_state.dataset is None  # a file is no dataset
+    assert drops.eventFilter(panel, QDropEvent(QPointF(20, 20), Qt.CopyAction, folder, Qt.LeftButton, Qt.NoModifier))
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
+    assert panel.folder.text() == str(data) and "3 classes, 12 images" in panel.dataset_info.text()
+    assert panel.status.text() != ""  # the dataset's state is said (Start's reason or "Ready")

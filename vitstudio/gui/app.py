@@ -134,7 +134,7 @@ def _after_panels(window, args) -> None:
     spec = _model_spec(args, settings)
     device = args.device or settings.value("device", "auto")
     precision = args.precision or settings.value("precision", "auto")
-    if spec:
+    if spec and window.state.view.requested is None:  # a model the user asked for while torch loaded wins
         window.request_model(spec, device, precision, args.weights)
         if demo is not None and spec != str(demo) and not args.model:
             def fall_back(_notice) -> None:  # the remembered model is gone: open on the demo instead

@@ -7,13 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QScrollArea,
-    QSplitter,
-    QTabWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
@@ -26,10 +20,10 @@ from vitstudio.core.train.text_head import read_head_start
 from .. import workers
 from ..viewstate import ViewState
 from .augmentation_preview import AugmentationPreviewView
-from .dataset_actions import TrainingDatasetMixin
+from .dataset_actions import DatasetActions
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
-from .start_readiness import NO_DATASET, start_blocker
+from .start_readiness import SCANNING, start_blocker
 from .training_curves import TrainingCurvesView, lr_note
 from .training_dataset import TrainingDatasetWidget
 from .training_form import TrainingFormWidget
@@ -50,7 +44,7 @@ class TrainingView(ViewState):
     dataset: str | None = None  # the dataset folder chosen in the form
 
 
-class TrainingPanel(TrainingDatasetMixin, QWidget):
+class TrainingPanel(QWidget):
     use_model = Signal(str)  # run folder
     export_requested = Signal(str)  # run folder
     explore_image = Signal(str, str)  # image path, the run folder whose model it belongs to
@@ -58,9 +52,6 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.setAcceptDrops(True)
-        self.scan = None
-        self.exclude: list[str] = []  # files the folder view's label review left out
         self.job = None
         # "The run shown" (curves, results, probe on screen) and "the run in progress" are separate: History can
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
@@ -70,22 +61,24 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
-        self.dataset_problem = NO_DATASET  # why the dataset cannot be trained on ("" once a scan succeeded)
-        self._auto_name = ""  # the run name the panel gave (renewed with the dataset), not one the user typed
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
         self.live_lr_note: str | None = None  # what the lr plot says instead of a curve for the run in progress
-        self.preview_grid = None
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self._build_setup_column(catalog_names))
         split.addWidget(self._build_run_views())
         split.setStretchFactor(1, 1)
         QVBoxLayout(self).addWidget(split)
+        # choose, scan and summarise the dataset, name the run, preview the augmentation (folders dropped on the tab)
+        self.dataset_actions = DatasetActions(self.dataset, self.form, self.preview_box, self.right, self.jobs,
+                                              self.view_state, state, self)
+        self.dataset_actions.changed.connect(self._on_dataset)
+        self.dataset_actions.said.connect(self.status.setText)
+        self.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
         self.base_model.editTextChanged.connect(self.form.follow_base_model)
         self.form.follow_base_model(self.base_model.currentText())
         for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged):
             changed.connect(self._refresh_buttons)  # Start says at once why it cannot run
-        self.form.preset.currentTextChanged.connect(self._rename_unnamed_run)
         self._refresh_buttons()
         self.refresh_history()
         state.model_loaded.connect(self._on_model_loaded)
@@ -98,10 +91,18 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
     def shown_run(self, folder: Path | None) -> None:
         self.view_state.update(run=folder)
 
-    def _rename_unnamed_run(self, _preset: str) -> None:
-        """The name the panel gave says the preset: it follows the preset (one the user typed stays)."""
-        if self.scan is not None and self.run_name.text() == self._auto_name:
-            self._name_next_run()
+    def set_dataset(self, folder: str, exclude: list | None = None) -> None:
+        """Train on `folder` (a labels file too), leaving `exclude` out (the folder view's label review)."""
+        self.dataset_actions.set_dataset(folder, exclude)
+
+    def _on_dataset(self) -> None:
+        """Start says why it cannot run; the status line says what the dataset's new state means, unless a run is
+        in progress or the scan is still running."""
+        self._refresh_buttons()
+        problem = self.dataset_actions.problem
+        if not self.running and problem != SCANNING:
+            self.status.setText(problem or (self.start_button.toolTip() if not self.start_button.isEnabled()
+                                            else "Ready: press Start."))
 
     def _on_model_loaded(self, model) -> None:
         if not self.base_model.currentText():
@@ -138,8 +139,6 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self.dataset = TrainingDatasetWidget(catalog_names)
         for name in DATASET_WIDGETS:  # the panel's, for callers and tests
             setattr(self, name, getattr(self.dataset, name))
-        self.dataset.browse_button.clicked.connect(self._browse)
-        self.folder.editingFinished.connect(lambda: self.set_dataset(self.folder.text()))
 
     def _build_run_controls(self) -> None:
         """Start / Pause / Cancel / Resume, the multi-GPU switch, progress, status and "Use this model"."""
@@ -154,7 +153,6 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         self.start_button.clicked.connect(self.start)
         self.pause_button.toggled.connect(self._on_pause)
         self.cancel_button.clicked.connect(self.cancel)
-        self.preview_button.clicked.connect(self.preview_augmentation)
         self.use_button.clicked.connect(self._use_shown_run)
         self.export_button.clicked.connect(lambda: self.export_requested.emit(str(self.shown_run)))
 
@@ -187,7 +185,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
             self.status.setText(blocker)
             return
         if not self.run_name.text().strip():
-            self._name_next_run()
+            self.dataset_actions.name_next_run()
         self._launch(self._run_config(), resume=False)
 
     def _base_model(self) -> str:
@@ -195,12 +193,13 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
 
     def _run_config(self):
         """The TrainConfig Start would run (a ValueError names a setting typed wrongly)."""
-        return self.form.config(str(self.scan.root), self._base_model(),
+        data = self.dataset_actions
+        return self.form.config(str(data.scan.root), self._base_model(),
                                 str(models_dir() / (self.run_name.text().strip() or "run")),
-                                probe_image=self.probe.text().strip() or None, exclude=tuple(self.exclude))
+                                probe_image=self.probe.text().strip() or None, exclude=tuple(data.exclude))
 
     def _start_blocker(self) -> str:
-        return start_blocker(self.running, self.dataset_problem, self._base_model(), self.run_name.text(),
+        return start_blocker(self.running, self.dataset_actions.problem, self._base_model(), self.run_name.text(),
                              self._run_config)
 
     def resume_run(self) -> None:
@@ -268,7 +267,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         resumable = not running and shown is not None and self._resumable(shown)
         usable = shown is not None and (shown / "config.json").exists()
         self.controls.refresh(running, resumable, usable and not (running and self._showing_live()),
-                              start_blocker=self._start_blocker(), preview_blocker=self.dataset_problem)
+                              start_blocker=self._start_blocker(), preview_blocker=self.dataset_actions.problem)
 
     @staticmethod
     def _resumable(folder: Path) -> bool:
@@ -339,11 +338,11 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
                             f"{result.epochs_done} epochs → {result.out_dir}{skipped}")
         for path, why in result.skipped.items():
             self.state.message.emit("warning", f"skipped {path}: {why}")
-        report = result.report
-        classes = len(report.classes) if report is not None else len(self.scan.classes) if self.scan else 0
+        report, scan = result.report, self.dataset_actions.scan
+        classes = len(report.classes) if report is not None else len(scan.classes) if scan else 0
         if classes and result.best_val_acc > 1.25 / classes:
             self.controls.clear_warnings("chance")  # the run got past chance level after all
-        self._name_next_run()
+        self.dataset_actions.name_next_run()
         self.refresh_history()
         if result.report is not None and showing:
             self._show_results(result.report)
@@ -362,7 +361,7 @@ class TrainingPanel(TrainingDatasetMixin, QWidget):
         message = workers.describe(exc)
         self.active_run = None
         if self.run_name.text().strip() and (models_dir() / self.run_name.text().strip()).exists():
-            self._name_next_run()  # the failed run's folder stays (History can resume it): its name is taken
+            self.dataset_actions.name_next_run()  # the failed run's folder stays: its name is taken
         self._refresh_buttons()
         self.status.setText(f"<b>Training failed:</b> {message}")
         self.state.report(exc, "Training failed")
