@@ -106,8 +106,8 @@ class MainWindow(QMainWindow):
         meanwhile. Runs on the GUI thread once the panel modules are imported."""
         classes = panel_classes()
         self.model_panel.offer_devices()
-        saved = self.settings.value("device", "auto")
-        if saved in self.state.view.fields()["device"].choices:
+        saved = self.settings.value("device", "auto")  # a GPU the frame could not offer yet, unless one was picked
+        if self.state.view.device == "auto" and saved in self.state.view.fields()["device"].choices:
             self.state.view.update(device=saved)
         self.model_panel.fill_catalog()
         names = self.model_panel.catalog_names()
