@@ -89,3 +89,17 @@ def test_no_error_travels_as_a_string():
                  for n, line in enumerate(path.read_text().splitlines(), 1)
                  if re.search(r"""(message\.emit|report)\(\s*["']error["']""", line)]
     assert offenders == []
+
+
+def test_the_model_bar_lists_the_demo_once(qtbot):
+    """The bundled demo is the first entry, by its title; the catalog (which finds its folder under models/ too)
+    does not list it again by its path (issue 29: "the demo listed twice")."""
+    from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
+    from vitstudio.gui.common.model_panel import ModelPanel
+    from vitstudio.gui.state import AppState
+
+    bar = ModelPanel(AppState())
+    qtbot.addWidget(bar)
+    specs = bar.catalog_names()
+    assert bar.name.itemText(0) == f"★ {DEMO_TITLE}" and specs[0] == str(bundled_demo())
+    assert specs.count(str(bundled_demo())) == 1 and len(specs) == len(set(specs)) and len(specs) > 100

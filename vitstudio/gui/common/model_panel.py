@@ -83,6 +83,8 @@ class ModelPanel(QWidget):
         typed = self.name.currentText()
         with QSignalBlocker(self.name):
             for entry in list_catalog():
+                if self.name.findData(entry.name) >= 0:  # the bundled demo, listed first by its title
+                    continue
                 mark = "●" if entry.local else ("○" if entry.tag else "·")
                 self.name.addItem(f"{mark} {entry.name}", entry.name)
             self.name.setCurrentIndex(self.name.findText(typed) if typed else -1)
