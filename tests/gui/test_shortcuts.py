@@ -151,8 +151,11 @@ def test_ctrl_number_switches_tabs_and_ctrl_arrows_walk_the_images(active, qtbot
     qtbot.keyClick(window, Qt.Key_Down, Qt.ControlModifier)
     assert window.state.selected.path == files[1] and window.strip.currentRow() == 1
     qtbot.keyClick(window, Qt.Key_Up, Qt.ControlModifier)
-    qtbot.keyClick(window, Qt.Key_Up, Qt.ControlModifier)  # wraps to the last
-    assert window.state.selected.path == files[3]
+    qtbot.keyClick(window, Qt.Key_Up, Qt.ControlModifier)  # at the first: it stays, and says so (no wrap)
+    assert window.state.selected.path == files[0] and "first image (1 of 4)" in window.statusBar().currentMessage()
+    for _ in range(4):
+        qtbot.keyClick(window, Qt.Key_Down, Qt.ControlModifier)
+    assert window.state.selected.path == files[3] and "last image (4 of 4)" in window.statusBar().currentMessage()
 
 
 def test_training_keys_press_the_training_buttons(active, qtbot):

@@ -50,14 +50,22 @@ def _action(window, menu, text: str, keys: str, slot) -> QAction:
 
 
 def step_image(window, step: int) -> None:
-    """Select the next (step 1) or previous (-1) readable image of the strip, wrapping at the ends."""
+    """Select the next (step 1) or previous (-1) readable image of the strip; at either end the selection stays
+    and the status bar says so (wrapping round took a walk past the last image back to the first unnoticed)."""
     images = [e for e in window.state.images if e.error is None]
     if not images:
         window.state.message.emit("info", "No images yet: open some with File → Open images… (Ctrl+O).")
         return
     current = window.state.selected
-    index = images.index(current) if current in images else -step
-    window.state.select(images[(index + step) % len(images)])
+    if current not in images:
+        window.state.select(images[0 if step > 0 else -1])
+        return
+    index = images.index(current) + step
+    if not 0 <= index < len(images):
+        end = "last" if step > 0 else "first"
+        window.state.message.emit("info", f"This is the {end} image ({images.index(current) + 1} of {len(images)}).")
+        return
+    window.state.select(images[index])
 
 
 def press_training_button(window, name: str, text: str) -> None:
