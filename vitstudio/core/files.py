@@ -25,6 +25,7 @@ from a future version) is set aside as `.bad` and the app starts from defaults r
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import os
@@ -51,6 +52,36 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# A text cell that starts with one of these is run as a formula by a spreadsheet opening the CSV (OWASP's CSV
+# injection rule): a file or class named "=HYPERLINK(…)" must stay a name.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell):
+    """`cell`, with an apostrophe before a text that a spreadsheet would run as a formula (shown as text there,
+    taken off again by `from_spreadsheet`); numbers and other texts as they are."""
+    return "'" + cell if isinstance(cell, str) and cell.startswith(FORMULA_START) else cell
+
+
+def from_spreadsheet(cell: str) -> str:
+    """A cell as written before `spreadsheet_safe` (for the CSVs the app reads back: labels files)."""
+    return cell[1:] if cell.startswith("'") and cell[1:2] in FORMULA_START else cell
+
+
+class SafeCsvWriter:
+    """The one CSV writer of the app: `csv.writer` whose cells go through `spreadsheet_safe`."""
+
+    def __init__(self, file, **options) -> None:
+        self._writer = csv.writer(file, **options)
+
+    def writerow(self, row) -> None:
+        self._writer.writerow([spreadsheet_safe(cell) for cell in row])
+
+    def writerows(self, rows) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
 def atomic_torch_save(obj, path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from PIL import Image
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.fields import DECODERS
+from vitstudio.core.files import SafeCsvWriter
 from vitstudio.core.jobs import CancelToken, prefetched
 from vitstudio.core.models import cuda_graphs, ood, openclip, zeroshot
 from vitstudio.core.models.devices import explain_out_of_memory, stack_for, to_device
@@ -307,7 +307,7 @@ def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk
 def write_csv(predictions: Iterable[Prediction], file, topk: int) -> None:
     """One row per input: path, error, label/prob/index for ranks 1..topk, then the out-of-distribution flag and
     score (the flag empty when the score is uncalibrated)."""
-    writer = csv.writer(file)
+    writer = SafeCsvWriter(file)
     header = ["path", "error"]
     for r in range(1, topk + 1):
         header += [f"label_{r}", f"prob_{r}", f"index_{r}"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import numpy as np
+
+from vitstudio.core.files import SafeCsvWriter
 
 DATA_SUFFIXES = (".npy", ".json", ".csv")
 
@@ -41,7 +42,7 @@ def write_result(path: str | Path, array: np.ndarray, params: dict, extra: dict 
         if array.ndim > 2:
             raise ValueError(f"A CSV holds 1-D or 2-D data; this array is {array.ndim}-D: use .npy or .json.")
         with path.open("w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows(np.atleast_2d(array).tolist())
+            SafeCsvWriter(fh).writerows(np.atleast_2d(array).tolist())
     sidecar = path.with_suffix(path.suffix + ".json")
     sidecar.write_text(json.dumps(doc, indent=1))
     written.append(sidecar)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from vitstudio.core.data.dataset_scan import DatasetError, DatasetScan
 from vitstudio.core.data.images import ImageReadError, image_size
+from vitstudio.core.files import from_spreadsheet
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ def read_labels_file(path: str | Path) -> LabelsFile:
     rows: dict[Path, str | None] = {}
     lines: dict[Path, int] = {}
     for number, row in enumerate(csv.reader(text.splitlines()), 1):
-        cells = [c.strip() for c in row]
+        cells = [from_spreadsheet(c.strip()) for c in row]  # a formula-like name was written quoted
         if not cells or not any(cells) or cells[0].startswith("#"):
             continue
         if number == 1 and [c.lower() for c in cells[:2]] == ["path", "label"]:

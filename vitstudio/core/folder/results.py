@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import csv
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from vitstudio.core.files import SafeCsvWriter
 from vitstudio.core.folder.embedcache import FolderEmbeddings
 
 
@@ -76,7 +76,7 @@ class FolderResults:
         rows = np.arange(len(self)) if rows is None else rows
         correct = self.correct()
         with open(file, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
+            writer = SafeCsvWriter(f)
             writer.writerow(["path", "given", "predicted", "confidence", "margin", "correct"])
             for i in rows:
                 scores = [f"{self.confidence[i]:.6f}", f"{self.margin[i]:.6f}"] if self.has_predictions else ["", ""]

@@ -8,7 +8,6 @@ suggestions are computed from."""
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ import numpy as np
 
 from vitstudio.core.data.dataset_scan import DatasetError
 from vitstudio.core.data.labels_file import read_labels_file
-from vitstudio.core.files import atomic_write_bytes, dataset_dir
+from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, dataset_dir
 
 
 def default_labels_path(folder: str | Path) -> Path:
@@ -35,7 +34,7 @@ def load_labels(path: str | Path) -> dict[str, str]:
 def save_labels(path: str | Path, labels: dict[str, str], paths: Sequence[str]) -> None:
     """Every image of the folder, labelled or not (an empty label), absolute paths; written atomically."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeCsvWriter(out, lineterminator="\n")
     writer.writerow(["path", "label"])
     listed = set()
     for p in list(paths) + [p for p in labels if p not in set(paths)]:

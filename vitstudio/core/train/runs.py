@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitstudio.core.files import atomic_write_bytes, die_at
+from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at
 from vitstudio.core.models.catalog import model_dirs, models_dir
 from vitstudio.core.train.runlock import RunFileError, is_owned
 
@@ -143,7 +143,7 @@ class MetricsLog:
         self.path = folder / "metrics.csv"
         kept = [r for r in read_metrics(folder) if int(r["epoch"]) < keep_epochs] if keep_epochs else []
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = SafeCsvWriter(buffer)
         writer.writerow(METRIC_FIELDS)
         for row in kept:
             writer.writerow([int(row["epoch"]) if k == "epoch" else row[k] for k in METRIC_FIELDS])
@@ -158,7 +158,7 @@ class MetricsLog:
 
     def log(self, row: dict) -> None:
         with self.path.open("a", newline="") as fh:
-            csv.writer(fh).writerow([row[k] for k in METRIC_FIELDS])
+            SafeCsvWriter(fh).writerow([row[k] for k in METRIC_FIELDS])
             fh.flush()
             os.fsync(fh.fileno())
         if self.writer is not None:
