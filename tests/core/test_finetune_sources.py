@@ -194,7 +194,7 @@ def test_chance_level_run_warns(tmp_path):
     assert result.best_val_acc == pytest.approx(1 / 3)
     warnings = [r.message for r in records if isinstance(r, RunWarning)]
     chance = [w for w in warnings if "chance level" in w]
-    assert len(chance) == 1
+    assert len(chance) == 1 and "(try last-blocks or full)" in chance[0]  # linear-probe: the backbone is frozen
     status = json.loads((tmp_path / "run" / "status.json").read_text())
     assert status["warnings"] == warnings
     # every image is a copy of every other: no split can keep copies apart, and the run says so
@@ -239,3 +239,19 @@ def test_seed_export_refuses_what_upstream_cannot_hold(tmp_path):
     loaded = loaded_module(model, "registers", source="test")
     with pytest.raises(ValueError, match="cannot be written in upstream's vit_model.py format.*reg_token"):
         export_seed(loaded, tmp_path / "x")
+
+
+def test_the_chance_level_advice_names_only_what_trains_more():
+    """Issue 29, item 11: under full the warning does not advise "try last-blocks or full" (nothing is frozen);
+    under last-blocks it advises full only; the head-only presets both."""
+    from vitstudio.core.train.engine import chance_message
+    from vitstudio.core.train.recipes import PRESETS
+
+    def advice(preset):
+        return chance_message(1 / 3, 3, 2, PRESETS[preset]["scope"])
+
+    assert "frozen" not in advice("full") and "last-blocks" not in advice("full") and "frozen" not in advice("scratch")
+    assert "(try full)" in advice("last-blocks") and "last-blocks or" not in advice("last-blocks")
+    for preset in ("quick", "linear-probe", "seed"):
+        assert "(try last-blocks or full)" in advice(preset), preset
+    assert advice("full").startswith("Validation accuracy is still at chance level (33.3 % for 3 classes after 2")

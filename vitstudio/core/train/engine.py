@@ -340,13 +340,27 @@ def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | Non
     chance = 1.0 / num_classes
     if epoch != max(1, run.start_epoch) or run.best_acc > 1.25 * chance or any("chance" in w for w in run.warnings):
         return None
-    message = (f"Validation accuracy is still at chance level ({run.best_acc * 100:.1f} % for {num_classes} classes "
-               f"after {epoch + 1} epochs). Likely causes: a learning rate far too high or too low for this preset; "
-               f"augmentation too strong for these images (try a larger minimum scale, no flip); too few images per "
-               f"class; a base model whose features do not fit the data with the backbone frozen (try last-blocks or "
-               f"full); or labels that do not follow the folders.")
+    message = chance_message(run.best_acc, num_classes, epoch + 1, run.config.scope)
     run.warnings.append(message)
     return RunWarning(message, kind="chance")
+
+
+# What to train instead when the base model's features may not fit the data: more of the network than now (advising
+# the preset already chosen, "try last-blocks or full" under full, sent users round in a circle).
+_TRAIN_MORE = {"head": "last-blocks or full", "head+pre_logits": "last-blocks or full", "last-blocks": "full"}
+
+
+def chance_message(best_acc: float, num_classes: int, epochs: int, scope: str) -> str:
+    """Why a run can be at chance level, for what it trains (`scope`): a frozen backbone is a cause only while
+    part of it is frozen, and the advice names only what trains more."""
+    causes = ["a learning rate far too high or too low for this preset",
+              "augmentation too strong for these images (try a larger minimum scale, no flip)",
+              "too few images per class"]
+    if scope in _TRAIN_MORE:
+        causes.append(f"a base model whose features do not fit the data with the backbone frozen (try "
+                      f"{_TRAIN_MORE[scope]})")
+    return (f"Validation accuracy is still at chance level ({best_acc * 100:.1f} % for {num_classes} classes after "
+            f"{epochs} epochs). Likely causes: {'; '.join(causes)}; or labels that do not follow the folders.")
 
 
 def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
