@@ -88,3 +88,18 @@ def test_the_attention_tab_shows_the_map_as_a_mass_mask(panel, qtbot, tiny_weigh
     assert f"mask keeping {float(kept):.0%} of the mass" in panel.info.text()
     panel.mask.setValue(0)  # off: the map again
     np.testing.assert_allclose(panel.displayed, rollout, rtol=1e-5)
+
+
+def test_faithfulness_is_offered_only_for_one_map_on_the_patch_grid(panel, tiny_weights, photos):
+    """Issue 29, item 6: head maps (one per head) and the PCA (three channels) grey Measure faithfulness and Sanity
+    check out with the reason, from the registry's declared output; rollout and the attribution maps offer both."""
+    attention = panel(AttentionPanel, load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"), [photos["chelsea"]])
+    widget = attention.faithfulness
+    for method in ("heads", "rollout", "lrp"):
+        attention.method.setCurrentIndex(attention.method.findData(method))
+        one_map = registry.get(method).one_map
+        assert widget.measure_button.isEnabled() == one_map == widget.sanity_button.isEnabled(), method
+        if not one_map:
+            assert "not one map on the patch grid" in widget.measure_button.toolTip()
+            assert "not one map on the patch grid" in widget.sanity_button.toolTip()
+    assert not registry.get("heads").one_map and not registry.get("pca").one_map and registry.get("rollout").one_map

@@ -26,6 +26,9 @@ _SPEC_KINDS = {"layer": int, "head": int, "class": int, "patch": tuple, "choice"
 Ref = str | Callable | None  # "package.module:function", or the function itself
 
 
+ONE_MAP = "(gh, gw)"  # an entry's `output` when its result is one value per patch
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -92,6 +95,11 @@ class Analysis:
     def folder(self) -> bool:
         """A folder means "averaged over its images" rather than "each image": the entry says how (over_folder)."""
         return self.over_folder is not None
+
+    @property
+    def one_map(self) -> bool:
+        """Its result is one map on the patch grid (what faithfulness ranks, what a mask cuts), as `output` says."""
+        return self.output == ONE_MAP
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -199,14 +207,14 @@ register(Analysis(
     view_job=_VIEW + "token_job", view_keys=("patch",)))
 register(Analysis(
     "rollout", "Rollout", "attention", "attention rollout (Abnar & Zuidema 2020): fused heads, +I, renormalised, "
-    "multiplied through the layers", "(gh, gw)", "overlay",
+    "multiplied through the layers", ONE_MAP, "overlay",
     (Param("fusion", "choice", "mean", "how the heads of a layer are combined", FUSIONS, label="Rollout fusion"),
      Param("discard", "float", 0.0, "fraction of the smallest attention weights dropped per layer",
            range=DISCARD, label="Discard ratio")), compare=True,
     compute=_ATT + "explain_rollout", applies=_GLOBAL, view=_VIEW + "view_rollout", **_OVERVIEW))
 register(Analysis(
     "gradient-rollout", "Gradient rollout", "attention", "class-specific rollout with gradient-weighted attention "
-    "(Chefer et al. 2021)", "(gh, gw)", "overlay", (Param("target", "class", None, "class to explain (default: "
+    "(Chefer et al. 2021)", ONE_MAP, "overlay", (Param("target", "class", None, "class to explain (default: "
                                                           "the top-1 prediction)", label="Class", flag="--class"),),
     compare=True,
     compute=_ATT + "explain_gradient_rollout",
@@ -222,10 +230,10 @@ register(Analysis(
     "(gh, gw, 3)", "rgb", (_LAYER,), compute=_EMB + "explain_pca", view=_EMB + "pca_view", options=("fixed-basis",)))
 register(Analysis(
     "similarity", "Similarity to patch", "embeddings", "cosine similarity of every patch token to one patch's",
-    "(gh, gw)", "overlay", (_LAYER, _PATCH), compute=_EMB + "explain_similarity", view=_EMB + "similarity_view"))
+    ONE_MAP, "overlay", (_LAYER, _PATCH), compute=_EMB + "explain_similarity", view=_EMB + "similarity_view"))
 register(Analysis(
     "norms", "Token norms", "embeddings", "L2 norm of every patch token (high-norm artifact tokens stand out)",
-    "(gh, gw)", "overlay", (_LAYER,), compute=_EMB + "explain_norms", view=_EMB + "norms_view"))
+    ONE_MAP, "overlay", (_LAYER,), compute=_EMB + "explain_norms", view=_EMB + "norms_view"))
 register(Analysis(
     "pos-embed", "Position-embedding similarity", "model", "cosine similarity of each patch's position "
     "embedding to every other's (ViT paper Fig. 7 centre)", "(gh, gw, gh, gw)", "map-mosaic", needs_image=False,
@@ -244,17 +252,17 @@ _TARGET = Param("target", "class", None, "class to explain (default: the top-1 p
                 flag="--class")
 register(Analysis(
     "integrated-gradients", "Integrated gradients", "attention", "integrated gradients of the class logit from a "
-    "zero (mean-colour) input, 32 Gauss-Legendre steps (Captum), summed over each patch", "(gh, gw)", "overlay",
+    "zero (mean-colour) input, 32 Gauss-Legendre steps (Captum), summed over each patch", ONE_MAP, "overlay",
     (_TARGET,), compare=True, compute=_ATTR + "explain_integrated_gradients", applies=(_CHECK + "has_classifier",),
     view=_ATTR + "view_integrated_gradients", view_job=_ATTR + "integrated_gradients_job", view_keys=("target",)))
 register(Analysis(
     "occlusion", "Occlusion", "attention", "drop of the class probability when each patch alone is set to 0 "
-    "(Captum's occlusion, one window per patch)", "(gh, gw)", "overlay", (_TARGET,), compare=True,
+    "(Captum's occlusion, one window per patch)", ONE_MAP, "overlay", (_TARGET,), compare=True,
     compute=_ATTR + "explain_occlusion", applies=(_CHECK + "has_classifier",), view=_ATTR + "view_occlusion",
     view_job=_ATTR + "occlusion_job", view_keys=("target",)))
 register(Analysis(
     "lrp", "Relevance (CP-LRP)", "attention", "conservative relevance propagation for transformers (Ali et al. "
-    "2022): attention and LayerNorm scales held constant, gradient x input at the patch tokens", "(gh, gw)",
+    "2022): attention and LayerNorm scales held constant, gradient x input at the patch tokens", ONE_MAP,
     "overlay", (_TARGET,), compare=True, compute=_ATTR + "explain_relevance",
     applies=(*_GLOBAL, _CHECK + "has_classifier", _CHECK + "plain_attention", _ATTR + "lrp_rules"),
     view=_ATTR + "view_relevance", view_job=_ATTR + "relevance_job", view_keys=("target",)))
@@ -263,7 +271,7 @@ register(Analysis(
 _TEXT = "vitstudio.core.analysis.text_map:"
 register(Analysis(
     "text", "Text map", "attention", "where a CLIP-style model sees a typed text: gradient rollout (Chefer et al. "
-    "2021) of the image-text cosine similarity", "(gh, gw)", "overlay",
+    "2021) of the image-text cosine similarity", ONE_MAP, "overlay",
     (Param("text", "text", None, "the text to look for, e.g. 'a bee'", required=True),),
     compute=_TEXT + "explain_text", applies=(*_GLOBAL, _CHECK + "plain_attention", _TEXT + "has_text_tower"),
     view=_TEXT + "view_text", view_job=_TEXT + "text_job", view_keys=("text",)))

@@ -21,6 +21,9 @@ from .. import workers
 CURVES, SANITY = "faithfulness", "sanity"
 # the view fields a measurement answers (text: the text map's)
 MEASURED_FOR = frozenset({"model", "image", "method", "text"})
+MEASURE_TIP = ("Deletion: the top-1 class's probability as the map's highest patches are zeroed (lower area = more "
+               "faithful). Insertion: restoring them into a blurred copy (higher = more faithful). Dashed: a random "
+               "ranking (mean of 5).")
 SANITY_TIP = ("Re-draw the classifier, then each block from the top, and compare the map with the trained model's "
               "(Spearman ρ): a map that explains the model must change.")
 
@@ -34,9 +37,7 @@ class FaithfulnessWidget(QWidget):
         self.jobs = workers.ViewJobs(view_state, {CURVES: ("method", "text"), SANITY: ("method",)},
                                      long=(CURVES, SANITY))
         self.measure_button = QPushButton("Measure faithfulness")
-        self.measure_button.setToolTip("Deletion: the top-1 class's probability as the map's highest patches are "
-                                       "zeroed (lower area = more faithful). Insertion: restoring them into a blurred "
-                                       "copy (higher = more faithful). Dashed: a random ranking (mean of 5).")
+        self.measure_button.setToolTip(MEASURE_TIP)
         self.sanity_button = QPushButton("Sanity check")
         self.sanity_button.setToolTip(SANITY_TIP)
         self.summary = QLabel("")
@@ -91,6 +92,7 @@ class FaithfulnessWidget(QWidget):
         why = unmeasurable(method, self.view_state.text)
         why_no_sanity = unmeasurable(method, self.view_state.text, sanity=True)
         self.measure_button.setEnabled(why is None)
+        self.measure_button.setToolTip(why or MEASURE_TIP)
         self.sanity_button.setEnabled(why_no_sanity is None)
         self.sanity_button.setToolTip(why_no_sanity or SANITY_TIP)
         self.curves.clear()
@@ -142,8 +144,12 @@ def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> 
 
     if method is None or not registry.is_registered(method):
         return None
-    needed = [p.name for p in registry.get(method).params if p.required]
-    title = registry.get(method).title.lower()
+    analysis = registry.get(method)
+    needed = [p.name for p in analysis.params if p.required]
+    title = analysis.title.lower()
+    if not analysis.one_map:  # head maps: one per head; a PCA: three channels (the registry's declared output)
+        return (f"The {title} is not one map on the patch grid ({analysis.output}): faithfulness ranks the "
+                f"patches of one map.")
     if not needed:
         return None
     if needed != ["text"]:
