@@ -61,10 +61,30 @@ class _Payload:  # a pickled object that would run code on load with weights_onl
         return (print, ("pwned",))
 
 
+def _never_advises_running_it(message: str) -> None:
+    """torch's refusal advises re-loading with weights_only=False ("This file can still be loaded…"): a user must
+    never be told that about a file that may run code (issue 29, item 18)."""
+    assert "pickled Python objects" in message and "\n" not in message and "\x1b" not in message
+    assert "weights_only" not in message and "can still be loaded" not in message, message
+
+
 def test_checkpoint_that_runs_code_is_refused(tmp_path, capsys):
     torch.save({"state_dict": make_tiny_vit().state_dict(), "evil": _Payload()}, tmp_path / "evil.pth")
-    with pytest.raises(ModelLoadError, match="weights_only"):
+    with pytest.raises(ModelLoadError) as refused:
         load_model(TINY_SPEC, weights=tmp_path / "evil.pth")
+    _never_advises_running_it(str(refused.value))
+    assert "pwned" not in capsys.readouterr().out
+
+
+def test_a_run_checkpoint_that_runs_code_is_refused_in_one_line(tmp_path, capsys):
+    """A run's checkpoint-last.pt with pickled objects (resume reads it): refused in one line of ViT Studio's,
+    never torch's message (it was quoted, cut at 120 characters, with its terminal escapes)."""
+    from vitstudio.core.train.runs import CHECKPOINT, RunFileError, read_checkpoint
+
+    torch.save({"model": make_tiny_vit().state_dict(), "evil": _Payload()}, tmp_path / CHECKPOINT)
+    with pytest.raises(RunFileError) as refused:
+        read_checkpoint(tmp_path)
+    _never_advises_running_it(str(refused.value))
     assert "pwned" not in capsys.readouterr().out
 
 

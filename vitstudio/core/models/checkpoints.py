@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,19 @@ class CheckpointError(Exception):
     """A weights file that cannot be read or does not fit; the message is meant for the user."""
 
 
+def refused_pickle(exc: BaseException) -> bool:
+    """torch.load(weights_only=True) refused a file's pickled objects. Its own message then advises loading the file
+    with weights_only=False, the one thing a user must never be told to do with a file that may run code."""
+    text = str(exc)
+    return isinstance(exc, pickle.UnpicklingError) or any(
+        words in text for words in ("Weights only load failed", "Unsupported globals"))
+
+
+def pickle_refusal(path) -> str:
+    return (f"{path} contains pickled Python objects besides tensors. ViT Studio only loads plain weights, so that a "
+            f"checkpoint can never run code.")
+
+
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     """Plain tensors from .safetensors/.pth/.pt/.bin, unwrapping timm train.py checkpoints (EMA first).
 
@@ -41,15 +55,9 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"Weights file not found: {path}")
     try:
         state = timm.models.load_state_dict(str(path), use_ema=True, weights_only=True)
-    except RuntimeError as exc:
-        if "Unsupported globals" in str(exc):  # timm lists the non-tensor objects it refused
-            raise CheckpointError(
-                f"{path} contains pickled Python objects besides tensors. ViT Studio only loads plain "
-                f"weights (torch.load(weights_only=True)) so that a checkpoint can never run code. "
-                f"Re-save it as a state dict or .safetensors."
-            ) from None
-        raise CheckpointError(f"Could not read {path}: {exc}") from None
-    except Exception as exc:  # corrupt zip/pickle/safetensors header, wrong format
+    except Exception as exc:  # pickled objects refused, corrupt zip/pickle/safetensors header, wrong format
+        if refused_pickle(exc):
+            raise CheckpointError(f"{pickle_refusal(path)} Re-save it as a state dict or .safetensors.") from None
         raise CheckpointError(f"Could not read {path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path} does not hold a state dict of tensors.")

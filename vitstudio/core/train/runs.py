@@ -16,6 +16,7 @@ from torch import nn
 
 from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at
 from vitstudio.core.models.catalog import model_dirs, models_dir
+from vitstudio.core.models.checkpoints import pickle_refusal, refused_pickle
 from vitstudio.core.train.runlock import RunFileError, is_owned
 
 
@@ -66,6 +67,8 @@ def read_checkpoint(folder: Path) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # truncated zip, garbage, empty file, pickled objects: all mean "damaged"
+        if refused_pickle(exc):  # never torch's own message: it advises loading the file anyway
+            raise RunFileError(f"{pickle_refusal(path)} Remove it to train the run from the start.") from None
         raise RunFileError(f"{path} is damaged ({one_line(f'{type(exc).__name__}: {exc}', 120)}); remove it to "
                            f"train the run from the start") from None
     if not isinstance(state, dict):
