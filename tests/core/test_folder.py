@@ -409,3 +409,24 @@ def test_exact_copies_are_found_by_hashing_only_files_of_a_shared_size(tmp_path,
     i, j, _ = D.exact_pairs(paths)
     assert {(paths[a], paths[b]) for a, b in zip(i, j)} == {(str(tmp_path / "a" / "one.png"),
                                                              str(tmp_path / "b" / "copy.png"))}
+
+
+def test_distinct_classes_sort_into_distinct_folders(tmp_path):
+    """Issue 29, item 19: "." and "..", "a/b" and "a_b", "Cat" and "cat" (one folder on macOS and Windows) each get a
+    folder of their own, named the same whatever order the images come in; the copies land there."""
+    from vitstudio.core.folder.sorting import class_folders
+
+    labels = [".", "..", "a/b", "a_b", "Cat", "cat", "dog"]
+    sources = []
+    for i in range(len(labels)):
+        sources.append(tmp_path / "src" / f"{i}.png")
+        sources[-1].parent.mkdir(exist_ok=True)
+        sources[-1].write_bytes(b"image %d" % i)
+    plan = plan_sort([(str(p), label, 1.0) for p, label in zip(sources, labels)], tmp_path / "out")
+    folders = [Path(p.target).parent.name for p in plan.placements]
+    assert len({f.casefold() for f in folders}) == len(labels), folders
+    assert folders[-1] == "dog" and all(Path(p.target).parent.parent == tmp_path / "out" for p in plan.placements)
+    assert class_folders(reversed(labels)) == class_folders(labels)  # the same names in any order
+    assert apply_sort(plan).done == len(labels)
+    for placement, source in zip(plan.placements, sources):
+        assert Path(placement.target).read_bytes() == source.read_bytes()

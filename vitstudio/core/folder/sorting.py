@@ -64,6 +64,23 @@ def safe_folder_name(label: str) -> str:
     return name or "_"
 
 
+def class_folders(labels: Iterable[str]) -> dict[str, str]:
+    """A folder name for each class, distinct for distinct classes: "." and "..", "a/b" and "a_b", or "Cat" and "cat"
+    (one folder on macOS and Windows) would share one after `safe_folder_name`; the later one in sorted order gets
+    "-2", "-3", … (sorted, so a rerun names them the same)."""
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for label in sorted(set(labels)):
+        base = safe_folder_name(label)
+        name, n = base, 1
+        while name.casefold() in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name.casefold())
+        names[label] = name
+    return names
+
+
 def journal_dir(folder: str | Path) -> Path:
     """Where the journals of sorts into `folder` (and of label-review moves inside it) are kept: the app's data
     folder, keyed by the folder's resolved path, never the folder itself."""
@@ -99,11 +116,13 @@ def plan_sort(predictions: Iterable[tuple[str, str, float]], out: str | Path, mi
               move: bool = False) -> SortPlan:
     """predictions: (path, top-1 label, its probability). Targets are chosen now, never clashing."""
     out = Path(out)
+    predictions = [(path, label if confidence >= min_confidence else UNSURE, confidence)
+                   for path, label, confidence in predictions]
+    folders = class_folders({label for _, label, _ in predictions})
     taken: dict[str, set[str]] = {}
     placements = []
-    for path, label, confidence in predictions:
-        folder_label = label if confidence >= min_confidence else UNSURE
-        folder = out / safe_folder_name(folder_label)
+    for path, folder_label, confidence in predictions:
+        folder = out / folders[folder_label]
         target = _free_name(folder, Path(path).name, taken.setdefault(str(folder), set()))
         placements.append(Placement(str(path), str(target), folder_label, float(confidence)))
     return SortPlan(tuple(placements), str(out), move)
