@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import shutil
+import sys
 
 import numpy as np
+import pytest
 
 from vitstudio.core.analysis.export import write_result
 from vitstudio.core.data.labels_file import read_labels_file
@@ -47,3 +51,28 @@ def test_numbers_stay_numbers_in_exported_arrays(tmp_path):
     write_result(tmp_path / "map.csv", np.array([[-0.5, 1.0], [2.5, -3.0]]), {"method": "x"})
     assert list(csv.reader((tmp_path / "map.csv").open())) == [["-0.5", "1.0"], ["2.5", "-3.0"]]
     assert spreadsheet_safe(-1.5) == -1.5 and spreadsheet_safe("cat") == "cat"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux file names may be any bytes (macOS and Windows refuse)")
+def test_a_file_name_that_is_not_utf8_keeps_its_row_and_its_bytes(tmp_path):
+    """Issue 29, item 15: `predict --csv` stopped at such a name with a traceback, the CSV cut there (1 of 4 lines);
+    now every row is written, the name as its own bytes (it names the file on disk), and the labels file reads it
+    back as the same name."""
+    from vitstudio.cli import main
+    from vitstudio.core.models.demo import bundled_demo, sample_images
+
+    sample = sample_images()[0]
+    folder = tmp_path / "images"
+    folder.mkdir()
+    odd = os.fsdecode(b"caf\xe9-latin1.png")  # a name written by an old Latin-1 system: not UTF-8
+    for name in ("a.png", odd, "z.png"):
+        shutil.copy(sample, folder / name)
+    assert main(["predict", str(folder), "--model", str(bundled_demo()), "--csv", str(tmp_path / "p.csv"),
+                 "--quiet"]) == 0
+    with open(tmp_path / "p.csv", newline="", encoding="utf-8", errors="surrogateescape") as fh:
+        paths = [row[0] for row in csv.reader(fh)][1:]
+    assert sorted(paths) == sorted(str(folder / n) for n in ("a.png", odd, "z.png"))
+    assert b"caf\xe9-latin1.png" in (tmp_path / "p.csv").read_bytes()
+
+    save_labels(tmp_path / "labels.csv", {str(folder / odd): "cat"}, [str(folder / odd)])
+    assert read_labels_file(tmp_path / "labels.csv").labelled == ((folder / odd, "cat"),)

@@ -85,7 +85,9 @@ def predict_cmd(args) -> int:
                 print(_human(pred))
     bar.close()
     if args.csv:
-        with open(args.csv, "w", newline="", encoding="utf-8") as fh:
+        from ..core.files import open_csv
+
+        with open_csv(args.csv) as fh:
             write_csv(results, fh, args.topk)
     failed = sum(not r.ok for r in results)
     if failed:

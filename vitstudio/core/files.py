@@ -70,6 +70,12 @@ def from_spreadsheet(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:2] in FORMULA_START else cell
 
 
+def open_csv(path: str | os.PathLike):
+    """A CSV file for writing. A file name that is not UTF-8 (held by Python as surrogate escapes) is written as its
+    own bytes, so its row is written whole and names the file on disk (the strict codec stopped mid-file)."""
+    return open(path, "w", newline="", encoding="utf-8", errors="surrogateescape")
+
+
 class SafeCsvWriter:
     """The one CSV writer of the app: `csv.writer` whose cells go through `spreadsheet_safe`."""
 

@@ -42,7 +42,9 @@ def read_labels_file(path: str | Path) -> LabelsFile:
     listed twice with two different labels."""
     path = Path(path).absolute()  # the images' paths are built on it: the same from any working folder
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (spreadsheet exports) is not part of the first path
+        # a BOM (spreadsheet exports) is not part of the first path; a file name that is not UTF-8 was written as its
+        # own bytes (save_labels) and is read back as the same name
+        text = path.read_text(encoding="utf-8-sig", errors="surrogateescape")
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path} cannot be read as a UTF-8 text file: {exc}") from None
     rows: dict[Path, str | None] = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vitstudio.core.files import SafeCsvWriter
+from vitstudio.core.files import SafeCsvWriter, open_csv
 from vitstudio.core.folder.embedcache import FolderEmbeddings
 
 
@@ -75,7 +75,7 @@ class FolderResults:
     def write_csv(self, file: str | Path, rows: np.ndarray | None = None) -> int:
         rows = np.arange(len(self)) if rows is None else rows
         correct = self.correct()
-        with open(file, "w", newline="", encoding="utf-8") as f:
+        with open_csv(file) as f:
             writer = SafeCsvWriter(f)
             writer.writerow(["path", "given", "predicted", "confidence", "margin", "correct"])
             for i in rows:

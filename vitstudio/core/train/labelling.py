@@ -41,7 +41,7 @@ def save_labels(path: str | Path, labels: dict[str, str], paths: Sequence[str]) 
         if p not in listed:
             listed.add(p)
             writer.writerow([p, labels.get(p, "")])
-    atomic_write_bytes(Path(path), out.getvalue().encode("utf-8"))
+    atomic_write_bytes(Path(path), out.getvalue().encode("utf-8", "surrogateescape"))  # a non-UTF-8 name: its bytes
 
 
 def class_order(labels: dict[str, str]) -> list[str]:
