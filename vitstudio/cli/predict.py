@@ -35,7 +35,7 @@ def predict_cmd(args) -> int:
     from tqdm import tqdm
 
     from ..core.data.images import expand_paths
-    from ..core.inference import classify_files, require_classifier, write_csv
+    from ..core.inference import classify_files, require_classifier
 
     if args.topk < 1 or args.batch_size < 1:
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
@@ -85,10 +85,7 @@ def predict_cmd(args) -> int:
                 print(_human(pred))
     bar.close()
     if args.csv:
-        from ..core.files import open_csv
-
-        with open_csv(args.csv) as fh:
-            write_csv(results, fh, args.topk)
+        _write_csv(results, args.csv, args.topk)
     failed = sum(not r.ok for r in results)
     if failed:
         print(f"{failed} of {len(results)} inputs failed", file=sys.stderr)
@@ -108,3 +105,11 @@ def _ood_line(pred) -> str:
                 f"training data)")
     verdict = "NOT like the model's training data" if pred.ood else "like the model's training data"
     return f"  out-of-distribution score {pred.ood_score:.3f}: {verdict}"
+
+
+def _write_csv(results, path: str, topk: int) -> None:
+    from ..core.files import open_csv
+    from ..core.inference import write_csv
+
+    with open_csv(path) as fh:
+        write_csv(results, fh, topk)
