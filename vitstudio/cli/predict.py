@@ -93,10 +93,12 @@ def predict_cmd(args) -> int:
 
 
 def _human(pred) -> str:
+    from ..core.files import shown_path  # a name with a newline or bytes that are not UTF-8 stays on its line
+
     if not pred.ok:
-        return f"{pred.path}\n  error: {pred.error}"
+        return f"{shown_path(pred.path)}\n  error: {pred.error}"
     rows = [f"  {p * 100:6.2f}%  {label}  [{i}]" for i, label, p in zip(pred.indices, pred.labels, pred.probs)]
-    return "\n".join([pred.path, *rows, _ood_line(pred)])
+    return "\n".join([shown_path(pred.path), *rows, _ood_line(pred)])
 
 
 def _ood_line(pred) -> str:

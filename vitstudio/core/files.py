@@ -70,6 +70,25 @@ def from_spreadsheet(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and cell[1:2] in FORMULA_START else cell
 
 
+_CONTROL_NAMES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """A file name as people are shown it (terminal lines, reports): one line, whatever it holds. Control characters
+    are written as escapes (\\n, \\t, \\x1b) and bytes that are not UTF-8 (surrogate escapes) as \\xNN, so a name
+    never breaks a report's line, moves the terminal's cursor or fails to print; everything else as it is."""
+    out = []
+    for ch in os.fspath(path):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as os.fsdecode keeps it
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or code == 0x7F:
+            out.append(_CONTROL_NAMES.get(ch, f"\\x{code:02x}"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def open_csv(path: str | os.PathLike):
     """A CSV file for writing. A file name that is not UTF-8 (held by Python as surrogate escapes) is written as its
     own bytes, so its row is written whole and names the file on disk (the strict codec stopped mid-file)."""

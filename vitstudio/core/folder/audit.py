@@ -21,6 +21,7 @@ import numpy as np
 
 from vitstudio.core.data.datasets import scan_dataset, split_dataset
 from vitstudio.core.data.images import IMAGE_SUFFIXES, UNSUPPORTED_SUFFIXES
+from vitstudio.core.files import shown_path
 from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.fingerprintcache import cached_fingerprints
@@ -53,11 +54,11 @@ def _group_line(g: DuplicateGroup) -> str:
     head = ("LEAK " if g.leak else "") + (f"exact ({len(g.paths)}, identical bytes): " if g.exact else
                                          f"near ({len(g.paths)}, {' + '.join(g.kinds)}): ")
     if g.exact or not g.members:
-        return "  " + head + "  |  ".join(g.paths)
-    parts = [g.members[0].path]
+        return "  " + head + "  |  ".join(shown_path(p) for p in g.paths)
+    parts = [shown_path(g.members[0].path)]
     for m in g.members[1:]:
         cos = "" if m.cosine is None else f", cosine {m.cosine:.5f}"
-        parts.append(f"{m.path} (hash {m.hash_distance}{' mirrored' if m.mirrored else ''}, "
+        parts.append(f"{shown_path(m.path)} (hash {m.hash_distance}{' mirrored' if m.mirrored else ''}, "
                      f"pixels {m.pixels:.4f}{cos})")
     copies = sum(len(v) for v in g.copies.values())
     return "  " + head + "  |  ".join(parts) + (f"  (+{copies} exact copies)" if copies else "")
@@ -100,7 +101,8 @@ class AuditReport:
 
     def describe(self, top: int = 10) -> str:
         exact = sum(g.exact for g in self.groups)
-        lines = [f"{self.images} images in {len(self.classes)} classes ({self.root}); model: {self.model or 'none'}."]
+        lines = [f"{self.images} images in {len(self.classes)} classes ({shown_path(self.root)}); "
+                 f"model: {self.model or 'none'}."]
         if self.thresholds is not None:
             lines.append("Duplicates: exact = identical bytes (SHA-256); near = at least two of these agree:")
             lines += self.thresholds.describe()
@@ -114,13 +116,13 @@ class AuditReport:
                          f"{len(self.label_issues)} are wrong (flagged *, the most doubtful first).")
             lines.append("Most doubtful labels (quality: cleanlab's label-quality score, low = doubtful):")
             for i in self.label_issues[:top]:
-                lines.append(f"{'*' if i.flagged else ' '} {i.quality:.4g}  {i.path}: given {i.given}, "
+                lines.append(f"{'*' if i.flagged else ' '} {i.quality:.4g}  {shown_path(i.path)}: given {i.given}, "
                              f"looks like {i.suggested} (p(given) {i.p_given:.4g})")
             if len(self.label_issues) > top:
                 lines.append(f"  … {len(self.label_issues) - top} more, see --json")
         if self.errors:
             lines.append(f"Unreadable files ({len(self.errors)}):")
-            lines += [f"  {path}: {reason}" for path, reason in self.errors]
+            lines += [f"  {shown_path(path)}: {reason}" for path, reason in self.errors]
         if self.ignored:
             lines.append(f"{len(self.ignored)} other files are not images or not in a class folder (see --json).")
         lines += [f"Note: {n}" for n in self.notes]

@@ -1,0 +1,42 @@
+"""How a file name is shown (issue 29, items 15 and 19): one function (`files.shown_path`) keeps any name the file
+system allows on one line of a report or a terminal: control characters as escapes, bytes that are not UTF-8 as
+\\xNN; the audit report and `predict`'s lines use it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+from vitstudio.core.files import shown_path
+from vitstudio.core.folder.audit import AuditReport
+
+
+def test_control_characters_and_non_utf8_bytes_are_escaped_and_nothing_else():
+    assert shown_path("a\nb\tc\rd\x1be\x7f.png") == "a\\nb\\tc\\rd\\x1be\\x7f.png"
+    assert shown_path(os.fsdecode(b"caf\xe9.png")) == "caf\\xe9.png"
+    assert shown_path("über straße 東京.png") == "über straße 東京.png"
+
+
+def test_a_newline_in_a_file_name_keeps_the_audit_report_one_line_per_file():
+    report = AuditReport("/data", 3, ("a", "b"), "train/val", (), errors=(("/data/a/two\nlines.png", "truncated"),
+                                                                          ("/data/b/ok.png", "not an image")))
+    lines = report.describe().splitlines()
+    assert "  /data/a/two\\nlines.png: truncated" in lines and "  /data/b/ok.png: not an image" in lines
+    assert not any(line.startswith("lines.png") for line in lines)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a newline in a file name: Linux file systems allow it")
+def test_predict_prints_each_image_on_its_own_line_whatever_its_name(tmp_path, capsys):
+    from vitstudio.cli import main
+    from vitstudio.core.models.demo import bundled_demo, sample_images
+
+    folder = tmp_path / "images"
+    folder.mkdir()
+    shutil.copy(sample_images()[0], folder / "two\nlines.png")
+    assert main(["predict", str(folder), "--model", str(bundled_demo()), "--topk", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == shown_path(folder / "two\nlines.png") and out[0].endswith("two\\nlines.png")
+    assert len(out) == 4  # the name, two classes, the out-of-distribution line
