@@ -135,7 +135,8 @@ def pytest_collection_finish(session):
     instead of ~0.3 s. Objects made by the tests are collected as before."""
     import gc
 
-    import vitstudio.gui.main_window  # noqa: F401
+    from vitstudio.gui.main_window import panel_classes
 
+    panel_classes()  # the window module imports no torch (its frame shows first): the panels' modules do
     gc.collect()
     gc.freeze()

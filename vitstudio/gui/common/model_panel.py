@@ -81,9 +81,10 @@ class ModelPanel(QWidget):
         from vitstudio.core.models.catalog import list_catalog
 
         typed = self.name.currentText()
+        listed = set(self.catalog_names())  # the bundled demo, listed first by its title
         with QSignalBlocker(self.name):
             for entry in list_catalog():
-                if self.name.findData(entry.name) >= 0:  # the bundled demo, listed first by its title
+                if entry.name in listed:
                     continue
                 mark = "●" if entry.local else ("○" if entry.tag else "·")
                 self.name.addItem(f"{mark} {entry.name}", entry.name)
