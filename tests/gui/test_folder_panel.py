@@ -90,7 +90,7 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     # sort into folders: every file copied once, byte for byte; the originals stay
     window.show_tab("folder")
     plan = panel.sort_plan(str(tmp_path / "sorted"), 0.0, False, selected_only=False)
-    panel.run_sort(plan)
+    panel.files.run_sort(plan)
     _settle(qtbot)
     copied = sorted(file_digest(p) for p in (tmp_path / "sorted").rglob("*.png"))
     assert copied == sorted(file_digest(p) for p in data.rglob("*.png"))
@@ -102,12 +102,12 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     qtbot.waitUntil(lambda: panel.review.count() > 0, timeout=30000)
     top = [panel.review.item(i).data(Qt.UserRole)[0] for i in range(min(3, panel.review.count()))]
     assert str(flipped) in top
-    assert panel.relabel_button.isEnabled()
+    assert panel.review_tab.relabel_button.isEnabled()
     # exclude the flipped image, then retrain: the Training panel gets the folder minus it (the folder untouched)
     panel.review.setCurrentRow(top.index(str(flipped)))
-    panel.exclude_current()
-    assert panel.excluded == {str(flipped)} and "1 excluded" in panel.retrain_button.text()
-    panel.retrain_button.click()
+    panel.files.exclude_current()
+    assert panel.files.excluded == {str(flipped)} and "1 excluded" in panel.review_tab.retrain_button.text()
+    panel.review_tab.retrain_button.click()
     assert "Training" in window.tabs.tabText(window.tabs.currentIndex())
     assert window.training.dataset_actions.exclude == [str(flipped)]
     qtbot.waitUntil(lambda: "excluded by the label review" in window.training.dataset_info.text(), timeout=20000)

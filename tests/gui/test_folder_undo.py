@@ -58,7 +58,7 @@ def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path
     assert not panel.undo_button.isEnabled() and not window.edit_actions.undo.isEnabled()
 
     out = tmp_path / "sorted"
-    panel.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
+    panel.files.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
     _settle(qtbot)
     copies = sorted(out.rglob("*.png"))
     assert len(copies) == 20 and sorted(map(file_digest, copies)) == sorted(map(file_digest, data.rglob("*.png")))
@@ -86,7 +86,7 @@ def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path
 def _review(panel, data: Path, paths: list[Path]) -> None:
     """The review list as a label review shows it (the review itself is tested in test_folder_panel)."""
     panel.review_tab.show_issues([LabelIssue(str(p), p.parent.name, "5", 0.1, 0.2, True) for p in paths])
-    panel._hide_excluded_from_review()
+    panel.files.hide_excluded_from_review()
     panel._enable()  # as after a review: its buttons on
 
 
@@ -99,7 +99,7 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     _review(panel, data, threes)
 
     panel.review.setCurrentRow(0)
-    panel.relabel_button.click()  # Move to the suggested class (5)
+    panel.review_tab.relabel_button.click()  # Move to the suggested class (5)
     _settle(qtbot)
     moved = data / "5" / threes[0].name
     assert not threes[0].exists() and moved.exists() and panel.review.count() == 1
@@ -110,7 +110,7 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
 
     # a sort right after the move finds every file where it is now
     out = tmp_path / "sorted"
-    panel.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
+    panel.files.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
     _settle(qtbot)
     assert len(list(out.rglob("*.png"))) == 20
     _undo(qtbot, window)  # the sort
@@ -127,13 +127,13 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
 
     panel.review.setCurrentRow(1)
     panel.review_tab.exclude_button.click()  # Exclude from training
-    assert panel.excluded == {str(threes[1])} and panel.review.count() == 1
+    assert panel.files.excluded == {str(threes[1])} and panel.review.count() == 1
     assert window.edit_actions.undo.text() == f"Undo Exclude {threes[1].name} from training"
     _undo(qtbot, window)
-    assert panel.excluded == set() and panel.review.count() == 2
+    assert panel.files.excluded == set() and panel.review.count() == 2
     assert panel.review.item(1).data(Qt.UserRole)[0] == str(threes[1])  # back where it was
     _redo(qtbot, window)
-    assert panel.excluded == {str(threes[1])} and panel.review.count() == 1
+    assert panel.files.excluded == {str(threes[1])} and panel.review.count() == 1
     assert _files(data) == before and not any(".jsonl" in name or "exclu" in name for name in os.listdir(data))
 
 
@@ -159,7 +159,7 @@ def test_the_undo_history_is_bounded(window):
         def undo(self) -> None:
             pass
 
-    stack = window.folder.undo_stack
+    stack = window.folder.files.undo_stack
     first = Payload()
     oldest = weakref.ref(first)
     stack.push(Step(first))

@@ -66,7 +66,7 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("one", True))
     tab.label_button.click()
     assert all(tab.labels[p] == "one" for p in ones[4:6])
-    panel.undo_stack.undo()  # (taken back: the rest of the test counts on the table's labels)
+    panel.files.undo_stack.undo()  # (taken back: the rest of the test counts on the table's labels)
     assert not any(p in tab.labels for p in ones[4:6])
     panel.map_rows = None
     _select(panel, zeros[4:6])
@@ -85,10 +85,10 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     assert "zero" in legend and "one" in legend  # the map recoloured by the head's classes
     assert panel.side.currentWidget() is panel.map_tab
 
-    panel.undo_stack.undo()  # the number key's labelling
+    panel.files.undo_stack.undo()  # the number key's labelling
     assert zeros[4] not in tab.labels and len(tab.labels) == 8
     assert load_labels(default_labels_path(folder)) == tab.labels
-    panel.undo_stack.redo()
+    panel.files.undo_stack.redo()
     assert len(tab.labels) == 10
 
     tab.suggest_button.click()

@@ -49,7 +49,7 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     _review(panel, data, sorted((data / "3").iterdir()))
     panel.review.setCurrentRow(0)
     excluded = panel.review.item(0).data(0x0100)[0]  # Qt.UserRole
-    panel.exclude_current()
+    panel.files.exclude_current()
     form = first.training.form
     form.preset.setCurrentText("full")
     form.controls["epochs"].set_value(37)
@@ -68,7 +68,7 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     panel2 = second.folder
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel2.results is not None and panel2.min_conf.value() == 0.4, timeout=30000)
-    assert panel2.folder == str(data) and panel2.excluded == {excluded}
+    assert panel2.folder == str(data) and panel2.files.excluded == {excluded}
     assert panel2.predicted.currentData() == chosen and panel2.correctness.currentData() is True
     r = panel2.results
     labels = np.asarray(r.labels)[r.predicted]

@@ -17,15 +17,15 @@ class EditMenuActions(QObject):
     def __init__(self, window, menu) -> None:
         super().__init__(window)
         self.panel = window.folder
-        self.stack = self.panel.undo_stack
+        self.stack = self.panel.files.undo_stack
         self.undo = QAction("Undo", window)
         self.undo.setShortcut(QKeySequence.Undo)
         self.redo = QAction("Redo", window)
         redo_keys = [QKeySequence("Ctrl+Shift+Z")]
         redo_keys += [k for k in QKeySequence.keyBindings(QKeySequence.Redo) if k not in redo_keys]  # Ctrl+Y too
         self.redo.setShortcuts(redo_keys)
-        self.undo.triggered.connect(self.panel.undo_last)
-        self.redo.triggered.connect(self.panel.redo_last)
+        self.undo.triggered.connect(self.panel.files.undo_last)
+        self.redo.triggered.connect(self.panel.files.redo_last)
         menu.addAction(self.undo)
         menu.addAction(self.redo)
         for signal in (self.stack.indexChanged, self.stack.cleanChanged, self.stack.undoTextChanged):

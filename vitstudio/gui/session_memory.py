@@ -1,7 +1,7 @@
 """What the window remembers between sessions, in the app's data folder (`core.files.SettingsStore`, JSON written
 atomically): the Training form (preset, every setting, the Advanced switch, the base model) and its dataset, the
 Folder tab's folder and, per folder, its filters. The label review's exclusions are remembered per dataset by the
-Folder tab itself (`folder_sorting.py`); a restored Training dataset gets them back too.
+Folder tab itself (`folder/file_operations.py`); a restored Training dataset gets them back too.
 
 Written shortly after each change (one write per burst of edits, and at close); read once, when the window is
 built. A folder opened before any model is loaded waits for the first model (the Folder tab's own rule)."""

@@ -154,7 +154,7 @@ class LabelsTab(QWidget):
         if self.path is None:
             self.panel.state.message.emit("warning", "Open a folder first.")
             return
-        self.panel.undo_stack.push(LabelCommand(self, paths, label))
+        self.panel.files.undo_stack.push(LabelCommand(self, paths, label))
 
     def apply_labels(self, changes: dict[str, str | None]) -> None:
         for path, label in changes.items():

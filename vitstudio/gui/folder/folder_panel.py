@@ -9,6 +9,7 @@ every pending scan, map, review and similar-images search, and what the previous
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import numpy as np
 from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt, Signal
@@ -29,6 +30,7 @@ from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.results import FolderResults
 
 from .. import workers
+from .file_operations import FileOperations
 from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
@@ -36,7 +38,7 @@ from .folder_labels import LabelsTab
 from .folder_map import colour_groups, describe_image
 from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget, item_path, load_icons
-from .folder_sorting import FolderSortingMixin
+from .folder_sorting import ask_export_csv, ask_move, ask_sort, results_plan
 from .folder_table import ResultsModel
 from .folder_toolbar import FolderToolbarWidget
 
@@ -49,7 +51,7 @@ FILTERS = ("predicted", "min_conf", "correctness", "follow_map", "reset_button")
 EMPTY_FOLDER = ("No images in {source}: open a folder holding .jpg, .png, .bmp, .webp or .tif images (subfolders "
                 "are searched too), e.g. one folder per class.")
 
-class FolderPanel(QWidget, FolderSortingMixin):
+class FolderPanel(QWidget):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
     retrain = Signal(str, list)  # dataset folder, files to leave out: start a run with the review's fixes
 
@@ -69,7 +71,11 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
-        self._init_file_actions()  # the undo stack of sorts, moves and exclusions (folder_sorting.py)
+        self.files = FileOperations(self.review_tab, self.undo_button, self._dataset_shown, self)  # sorts, moves,
+        self.files.said.connect(state.message)  # exclusions and their undo stack
+        self.files.relocated.connect(self.follow_moves)
+        self.files.failed.connect(self._on_failed)
+        self.undo_button.clicked.connect(self.files.undo_last)
         self.view_state.connect(self._on_view_state)
         state.model_loaded.connect(self._on_model)
 
@@ -138,7 +144,6 @@ class FolderPanel(QWidget, FolderSortingMixin):
         self.open_button.clicked.connect(self._choose_folder)
         self.cancel_button.clicked.connect(self._cancel)
         self.sort_button.clicked.connect(self._sort_dialog)
-        self.undo_button.clicked.connect(self.undo_last)
         self.csv_button.clicked.connect(self._export_csv)
         self.review_button.clicked.connect(self.start_review)
         bind_filters(self.toolbar, self.view_state)
@@ -232,14 +237,8 @@ class FolderPanel(QWidget, FolderSortingMixin):
         if not results.has_predictions:  # the map colours by given label: the combo says so
             with QSignalBlocker(self.colour_by):
                 self.colour_by.setCurrentText("given label")
-        with QSignalBlocker(self.predicted):
-            self.predicted.clear()
-            self.predicted.addItem("all classes", None)
-            for label in sorted(set(self.results.predicted_labels().tolist()) - {""}):
-                self.predicted.addItem(label, label)
-            kept = self.predicted.findData(self.view_state.predicted) if self.view_state.predicted else 0
-            self.predicted.setCurrentIndex(max(kept, 0))  # the rebuilt list shows the filter the state keeps
-        if self.predicted.findData(self.view_state.predicted) < 0:  # a class this folder's results don't have
+        classes = sorted(set(self.results.predicted_labels().tolist()) - {""})
+        if not self.toolbar.show_classes(classes, self.view_state.predicted):  # a class these results don't have
             self.view_state.predicted = None
         self.map_rows = self.group_rows = None
         self.duplicates.clear()
@@ -248,7 +247,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
             self.state.message.emit("warning", f"{path}: {reason}")
         self.review_tab.clear()
         self.labels_tab.open_for(self.folder)
-        self._restore_exclusions()
+        self.files.restore_exclusions()
         self._enable()
         if not len(results):
             self.info.setText(EMPTY_FOLDER.format(source=self.source))
@@ -387,7 +386,7 @@ class FolderPanel(QWidget, FolderSortingMixin):
     def _on_review(self, report) -> None:
         self.report = report
         doubtful = self.review_tab.show_issues(report.label_issues)
-        self._hide_excluded_from_review()
+        self.files.hide_excluded_from_review()
         self.side.setCurrentIndex(2)
         self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
                           f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
@@ -407,18 +406,40 @@ class FolderPanel(QWidget, FolderSortingMixin):
             [i for i, p in enumerate(self.results.paths) if p in paths], int)
         self.apply_filters()
 
-    # the review tab's parts, as the panel's (tests and callers drive the panel)
-    @property
-    def excluded(self) -> set[str]:
-        return self.review_tab.excluded
+    # -- file actions: the questions are the panel's (they read its table), `self.files` carries them out -------
+    def _dataset_shown(self) -> tuple[str | None, bool]:
+        return self.folder, self.results is not None
 
-    @property
-    def retrain_button(self):
-        return self.review_tab.retrain_button
+    def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):
+        rows = self._selected_rows() if selected_only else self.visible_rows()
+        return results_plan(self.results, rows, out, min_confidence, move)
 
-    @property
-    def relabel_button(self):
-        return self.review_tab.relabel_button
+    def _selected_rows(self) -> list[int]:
+        return sorted({self.model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
 
-    def exclude_current(self) -> None:
-        self.exclude_with_undo()
+    def _sort_dialog(self) -> None:
+        selected, min_conf = bool(self._selected_rows()), self.view_state.min_conf
+        plan = ask_sort(self, [self.folder] if self.folder else [],
+                        lambda out: self.sort_plan(out, min_conf, False, selected), min_conf,
+                        self.fit.unreliable_note(), self.state.report)
+        if plan is not None:
+            self.files.run_sort(plan)
+
+    def _relabel(self, path: str, suggested: str) -> None:
+        plan = ask_move(self, path, suggested)
+        if plan is not None:
+            self.files.move_reviewed(plan, path, suggested)
+
+    def _export_csv(self) -> None:
+        said = ask_export_csv(self, self.results, self.visible_rows())
+        if said:
+            self.state.message.emit("info", said)
+
+    def follow_moves(self, moves: dict[str, str]) -> None:
+        """The table and the similar-images search follow files a move (or its undo) relocated."""
+        if self.results is not None:
+            self.results = self.results.relocated(moves)
+            self.embedded = replace(self.embedded, paths=self.results.paths)  # same rows, same order
+            self.model.set_results(self.results)
+            self.apply_filters()
+

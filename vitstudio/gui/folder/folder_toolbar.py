@@ -106,6 +106,18 @@ class FolderToolbarWidget(QWidget):
             if self.shown.text():
                 self.filters_for.setText(self.filters_text)
 
+    def show_classes(self, classes: list[str], kept: str | None) -> bool:
+        """The Predicted filter lists these classes (quietly) and shows `kept`; False when `kept` is not one of
+        them (the filter then shows all classes)."""
+        with QSignalBlocker(self.predicted):
+            self.predicted.clear()
+            self.predicted.addItem("all classes", None)
+            for label in classes:
+                self.predicted.addItem(label, label)
+            index = self.predicted.findData(kept) if kept else 0
+            self.predicted.setCurrentIndex(max(index, 0))
+        return index >= 0
+
     def show_count(self, shown: int | None, total: int = 0) -> None:
         """ "N of M shown" and the folder the filters are of; both empty while there are no results (before a
         folder is scanned, after the model changed): "· filters of colours:" was left there alone."""

@@ -3,7 +3,7 @@ a sort into folders, a label-review move, an exclusion from training.
 
 A sort or a move is carried out — and undone — through the same journal the command line uses (`apply_sort`,
 `undo_sort`, kept in the app's data folder): `redo` starts the file job, `undo` starts the journal's undo, both
-as long jobs; the panel refuses another undo or redo while one runs. Undo never destroys a file the user changed
+as long jobs; `FileOperations` (file_operations.py) refuses another undo or redo while one runs. Undo never destroys a file the user changed
 since (the journal checks sizes and hashes). An exclusion only edits the list kept in the data folder."""
 
 from __future__ import annotations
@@ -58,27 +58,27 @@ class ReviewItemMemo:
 class FileOperationCommand(QUndoCommand):
     """A sort (copies) or a label-review move, journalled; `log` is the journal of its last run."""
 
-    def __init__(self, panel, plan, text: str, kind: str = "sort", memo: ReviewItemMemo | None = None) -> None:
+    def __init__(self, operations, plan, text: str, kind: str = "sort", memo: ReviewItemMemo | None = None) -> None:
         super().__init__(text)
-        self.panel, self.plan, self.kind, self.memo = panel, plan, kind, memo
+        self.operations, self.plan, self.kind, self.memo = operations, plan, kind, memo
         self.log: str | None = None
 
     def redo(self) -> None:
-        self.panel.run_file_operation(self, undo=False)
+        self.operations.run_file_operation(self, undo=False)
 
     def undo(self) -> None:
-        self.panel.run_file_operation(self, undo=True)
+        self.operations.run_file_operation(self, undo=True)
 
 
 class ExclusionCommand(QUndoCommand):
     """Leave one image of a dataset out of training (the list in the data folder; the dataset is not touched)."""
 
-    def __init__(self, panel, dataset: str, memo: ReviewItemMemo) -> None:
+    def __init__(self, operations, dataset: str, memo: ReviewItemMemo) -> None:
         super().__init__(f"Exclude {os.path.basename(memo.path)} from training")
-        self.panel, self.dataset, self.memo = panel, dataset, memo
+        self.operations, self.dataset, self.memo = operations, dataset, memo
 
     def redo(self) -> None:
-        self.panel.set_excluded(self.dataset, self.memo, True)
+        self.operations.set_excluded(self.dataset, self.memo, True)
 
     def undo(self) -> None:
-        self.panel.set_excluded(self.dataset, self.memo, False)
+        self.operations.set_excluded(self.dataset, self.memo, False)
