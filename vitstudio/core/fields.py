@@ -4,7 +4,7 @@ checks against them).
 
 A `FieldSpec` says what a value may be: its type, default, choices or range, and a sentence of help. View fields
 (`gui/viewstate.py`) are FieldSpecs; an analysis parameter (`analysis/registry.Param`) gives its FieldSpec with
-`.spec`, and a training setting (`train/schema.Setting`) checks its values against the same `Range`. A choice list
+`.spec`, and so does a training setting (`train/schema.Setting`: the Training form's state is made of them). A choice list
 or a range that two faces share is a name here (tests/core/test_field_spec.py fails on a second copy).
 """
 
@@ -54,9 +54,9 @@ MASS_MASK = Range(0, 100, hi_open=True)  # the share of a map's mass kept, %; 0 
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """A typed field. `kind` is the type its values must have (None is allowed when the default is None);
-    `choices`, `range` and `valid` (value -> True when valid: a vocabulary that grows, like the registry's names)
-    refuse the rest."""
+    """A typed field. `kind` is the type its values must have (None is allowed when the default is None, or when
+    `nullable`); `choices`, `range` and `valid` (value -> True when valid: a vocabulary that grows, like the
+    registry's names, or a tuple's items) refuse the rest."""
 
     default: Any = None
     kind: type | tuple[type, ...] | None = None
@@ -64,11 +64,12 @@ class FieldSpec:
     range: Range | None = None
     valid: Callable[[Any], bool] | None = None
     help: str = ""
+    nullable: bool = False  # None means something ("off", "the model's") though the default is a value
 
     def coerce(self, name: str, value):
         """`value` as the field holds it (numpy scalars as plain numbers, lists as tuples), or TypeError/ValueError
         naming the field."""
-        if value is None and self.default is None:
+        if value is None and (self.default is None or self.nullable):
             return None
         if self.kind is not None:
             value = _plain(self.kind, value)

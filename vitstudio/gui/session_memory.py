@@ -53,10 +53,13 @@ class SessionMemory(QObject):
     def _restore_form(self, saved: dict) -> None:
         form = self.training.form
         if saved.get("preset") and form.preset.findText(saved["preset"]) >= 0:
-            form.preset.setCurrentText(saved["preset"])
+            form.state.preset = saved["preset"]
         for name, value in (saved.get("values") or {}).items():
             if name in form.controls and name != "preset":
-                form.controls[name].set_value(value)
+                try:
+                    form.state.update(**{name: value})
+                except (TypeError, ValueError) as exc:  # another version's range or type: that one stays the preset's
+                    log.warning("the remembered %s was not restored: %s", name, exc)
         form.advanced.setChecked(bool(saved.get("advanced")))
         if saved.get("base_model"):
             self.training.base_model.setEditText(saved["base_model"])
@@ -75,14 +78,10 @@ class SessionMemory(QObject):
             log.warning("could not remember the settings in %s: %s", self.store.path, exc)
 
     def _remember_form(self, *_changed) -> None:
-        form, values = self.training.form, {}
-        for name, control in form.controls.items():
-            try:
-                value = control.value()
-            except ValueError:
-                continue  # typed wrongly just now: the last good value stays remembered
-            values[name] = list(value) if isinstance(value, tuple) else value
-        self._remember("training_form", {"preset": form.preset.currentText(), "values": values,
+        form = self.training.form  # (the state keeps a setting's last good value while it is typed wrongly)
+        values = {name: list(v) if isinstance(v, tuple) else v
+                  for name in form.controls for v in [getattr(form.state, name)]}
+        self._remember("training_form", {"preset": form.state.preset, "values": values,
                                          "advanced": form.advanced.isChecked(),
                                          "base_model": self.training.base_model.currentText().strip()})
 

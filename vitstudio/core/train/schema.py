@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from vitstudio.core.fields import Range
+from vitstudio.core.fields import FieldSpec, Range
 from vitstudio.core.fields import show as _show
 
 RUN, OPTIMISER, REGULARISATION, DATA, AUGMENTATION, PERFORMANCE = (
@@ -60,6 +60,24 @@ class Setting:
         if self.range is not None and any(v not in self.range for v in items):
             each = " (each value)" if self.length else ""
             raise ValueError(f"{self.title} must be in {self.range}{each}, not {_show(value)}.")
+
+    @property
+    def spec(self) -> FieldSpec:
+        """The setting as a field (the Training form's state holds it): a single value's choices and range as the
+        spec's own, a tuple's items checked by `check`."""
+        default = None if self.default is dataclasses.MISSING else self.default
+        kind = tuple if self.length else self.kind
+        whole = self.length == 0
+        return FieldSpec(default, kind, self.choices if whole else None, self.range if whole else None,
+                         valid=None if whole and not self.ordered else self.is_valid, help=self.help,
+                         nullable=self.optional)
+
+    def is_valid(self, value) -> bool:
+        try:
+            self.check(value)
+        except (TypeError, ValueError):
+            return False
+        return True
 
     @property
     def title(self) -> str:

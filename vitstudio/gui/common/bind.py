@@ -14,9 +14,15 @@ Combo boxes hold a field's value as an item's data (labels for people, values fo
 a placeholder item without data, e.g. "all classes", is None) unless the field has choices and the items carry no
 data (the choices are then the items' texts, as `_declare` adds them). A line edit gives its stripped text, or None
 when empty.
+
+A compound control (the Training form's row of one setting: a tuple's spin boxes, a list typed as text) reads and
+writes itself; what it cannot read yet, or what the field refuses, stays on screen as typed and is the binding's
+`problem` (the form names it when the values are used) rather than being overwritten under the user's fingers.
 """
 
 from __future__ import annotations
+
+from contextlib import ExitStack
 
 from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import (
@@ -31,32 +37,62 @@ from PySide6.QtWidgets import (
 
 
 class Binding:
-    """A control and one field of a view state; kept alive by the state's event it listens to."""
+    """A control and one field of a view state; kept alive by the state's event it listens to. `problem`: why
+    what a compound control shows is not the field's value (unreadable, or refused), until it is again."""
 
-    def __init__(self, widget: QWidget, state, field: str) -> None:
+    def __init__(self, widget, state, field: str) -> None:
         self.widget, self.state, self.field = widget, state, field
-        spec = state.fields()[field]
-        _declare(widget, spec)
-        self.by_data = isinstance(widget, QComboBox) and (spec.choices is None or _has_data(widget))
+        self.problem: str | None = None
+        self.compound = not isinstance(widget, QWidget)
+        if self.compound:
+            widget.connect_changed(self.from_widget)
+        else:
+            spec = state.fields()[field]
+            _declare(widget, spec)
+            self.by_data = isinstance(widget, QComboBox) and (spec.choices is None or _has_data(widget))
+            _changed_signal(widget).connect(self.from_widget)
         self.show(getattr(state, field))
         getattr(state.events, field).connect(self.show)
-        _changed_signal(widget).connect(self.from_widget)
 
     def from_widget(self, *_args) -> None:
         try:
-            self.state.update(**{self.field: _read(self.widget, self.by_data)})
-        except (TypeError, ValueError):
-            self.show(getattr(self.state, self.field))  # refused: the control shows the state again
+            value = self._read()
+        except ValueError as exc:  # typed halfway ("0.5," of three numbers): kept as typed, said when used
+            self.problem = str(exc)
+            return
+        try:
+            self.state.update(**{self.field: value})
+            self.problem = None
+        except (TypeError, ValueError) as exc:
+            if self.compound:  # a form's text: the user's typing stays, the field keeps its last good value
+                self.problem = str(exc)
+            else:
+                self.show(getattr(self.state, self.field))  # refused: the control shows the state again
 
     def show(self, value) -> None:
-        if _read(self.widget, self.by_data) == value:  # shown already, e.g. being typed: a rewrite would garble it
+        try:
+            shown = self._read() == value
+        except ValueError:
+            shown = False
+        self.problem = None
+        if shown:  # shown already, e.g. being typed: a rewrite would garble it
             return
-        with QSignalBlocker(self.widget):
-            _write(self.widget, value, self.by_data)
+        with ExitStack() as blocked:
+            for w in self.widget.widgets() if self.compound else (self.widget,):
+                blocked.enter_context(QSignalBlocker(w))
+            if self.compound:
+                self.widget.set_value(value)
+            else:
+                _write(self.widget, value, self.by_data)
+
+    def _read(self):
+        return self.widget.value() if self.compound else _read(self.widget, self.by_data)
 
 
-def bind(widget: QWidget, state, field: str) -> Binding:
-    """Keep `widget` and `state.<field>` in step both ways (see the module's docstring)."""
+def bind(widget, state, field: str) -> Binding:
+    """Keep `widget` and `state.<field>` in step both ways (see the module's docstring). `widget` is a Qt control,
+    or a compound control of several (a form's row: `value()`, `set_value(v)`, `connect_changed(slot)`,
+    `widgets()`), whose `value()` may raise ValueError for what cannot be read yet."""
     return Binding(widget, state, field)
 
 

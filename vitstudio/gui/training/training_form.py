@@ -29,13 +29,16 @@ from PySide6.QtWidgets import (
 from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_config
 from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
+from ..common.bind import bind
+from ..viewstate import ViewState
+
 _INT_MAX = 2**31 - 1  # QSpinBox holds a C int
 _ON_OFF = {"on": True, "off": False}
 
 
 class SettingControl:
-    """The widget(s) of one Setting and its value, both ways. `parts` are the widgets by name (a tuple's items
-    as NAME_PART, e.g. scale_min), which `TrainingFormWidget.inputs` exposes."""
+    """The widget(s) of one Setting, read and written as one value: a compound control for `bind()`. `parts` are
+    the widgets by name (a tuple's items as NAME_PART, e.g. scale_min), which `TrainingFormWidget.inputs` exposes."""
 
     def __init__(self, s: Setting) -> None:
         self.setting = s
@@ -75,11 +78,21 @@ class SettingControl:
             else:
                 w.valueChanged.connect(slot)
 
+    def widgets(self) -> list[QWidget]:
+        return list(self.parts.values())
+
     @property
     def label(self) -> str:
         return "" if isinstance(self.widget, QCheckBox) else self.setting.label
 
     def value(self):
+        """The value shown, or a ValueError naming the setting (typed wrongly, or outside its range: the CLI's
+        message)."""
+        value = self._shown()
+        self.setting.check(value)
+        return value
+
+    def _shown(self):
         s, w = self.setting, self.widget
         if s.kind is bool:
             return w.isChecked() if isinstance(w, QCheckBox) else _ON_OFF.get(w.currentText())
@@ -156,7 +169,10 @@ def _parse_items(s: Setting, text: str):
 
 class TrainingFormWidget(QWidget):
     """Preset + every setting of `schema` (TrainConfig's by default) but the panel's own; `config()` builds the
-    TrainConfig. With Advanced settings folded, the advanced ones keep the preset's values."""
+    TrainConfig. With Advanced settings folded, the advanced ones keep the preset's values.
+
+    `state` holds every setting (a view state of the settings' field specs), each control bound to its field;
+    `values()` and `edited()` read the state, a preset writes it."""
 
     changed = Signal()  # any setting, the preset or the Advanced switch changed
 
@@ -164,6 +180,8 @@ class TrainingFormWidget(QWidget):
         super().__init__(parent)
         self.schema = tuple(s for s in (schema or settings_of(TrainConfig)) if not s.panel)
         self.controls = {s.name: SettingControl(s) for s in self.schema}
+        self.state = ViewState(**{s.name: s.spec for s in self.schema})
+        self.bindings = {name: bind(control, self.state, name) for name, control in self.controls.items()}
         self.inputs: dict[str, QWidget] = {k: w for c in self.controls.values() for k, w in c.parts.items()}
         self.preset: QComboBox = self.controls["preset"].widget
         self.preset_values: dict = {}  # what the last preset set, as the controls read it back
@@ -172,7 +190,7 @@ class TrainingFormWidget(QWidget):
         self.preset_note = QLabel()  # which of the user's values a preset change kept
         self.preset_note.setWordWrap(True)
         self.preset_note.setVisible(False)
-        self.preset_note.linkActivated.connect(lambda _link: self.load_preset(self.preset.currentText(), False))
+        self.preset_note.linkActivated.connect(lambda _link: self.load_preset(self.state.preset, False))
         for i in range(self.preset.count()):
             self.preset.setItemData(i, PRESET_DESCRIPTIONS.get(self.preset.itemText(i), ""), Qt.ToolTipRole)
         self.advanced = QGroupBox("Advanced settings")
@@ -182,11 +200,11 @@ class TrainingFormWidget(QWidget):
         QVBoxLayout(self.advanced).addWidget(self.advanced_body)
         self._lay_out()
         self.advanced.toggled.connect(self.advanced_body.setVisible)
-        self.preset.setCurrentText("last-blocks")
-        self.load_preset(self.preset.currentText())
-        self.preset.currentTextChanged.connect(self.load_preset)
-        for control in self.controls.values():
-            control.connect_changed(self._emit_changed)
+        self.state.preset = "last-blocks"
+        self.load_preset(self.state.preset)
+        self.state.events.preset.connect(self.load_preset)
+        for control in self.controls.values():  # after its binding: the state has the value when `changed` comes
+            control.connect_changed(self._emit_changed)  # (also for text that cannot be read yet)
         self.advanced.toggled.connect(self._emit_changed)
         self.advanced_body.setVisible(False)
 
@@ -228,34 +246,18 @@ class TrainingFormWidget(QWidget):
 
     def edited(self) -> list[str]:
         """The settings whose value is the user's: not the one the last preset set (or not readable)."""
-        out = []
-        for name, before in self.preset_values.items():
-            try:
-                same = _same(self.controls[name].value(), before)
-            except ValueError:  # typed wrongly: certainly the user's
-                same = False
-            if not same:
-                out.append(name)
-        return out
+        return [name for name, before in self.preset_values.items()  # typed wrongly: certainly the user's
+                if self.bindings[name].problem or not _same(getattr(self.state, name), before)]
 
     def load_preset(self, preset: str, keep_edits: bool = True) -> None:
         """Set every setting to `preset`'s value but those the user edited (unless `keep_edits` is False)."""
         kept = self.edited() if keep_edits else []
         defaults = make_config("", "", "", preset)
-        values = {}
-        self.blockSignals(True)  # one `changed` for the whole preset, not one per setting
-        try:
-            for name, control in self.controls.items():
-                if name == "preset" or not hasattr(defaults, name):
-                    continue
-                if name not in kept:
-                    control.set_value(getattr(defaults, name))
-                    values[name] = control.value()
-                else:
-                    values[name] = getattr(defaults, name)
-        finally:
-            self.blockSignals(False)
-        self.preset_values = values
+        values = {name: getattr(defaults, name) for name in self.controls
+                  if name != "preset" and hasattr(defaults, name)}
+        self.state.update(**{name: value for name, value in values.items() if name not in kept})
+        self.preset_values = {name: getattr(self.state, name) if name not in kept else value
+                              for name, value in values.items()}
         self.changed.emit()
         self.preset_description.setText(f"<i>{PRESET_DESCRIPTIONS.get(preset, '')}</i>")
         self.preset_note.setVisible(bool(kept))
@@ -268,12 +270,15 @@ class TrainingFormWidget(QWidget):
         """The settings the form sets: the common ones, and the advanced ones when Advanced settings is open. A
         ValueError names a setting typed wrongly (e.g. a mean with two numbers)."""
         shown = self.advanced.isChecked()
-        return {name: c.value() for name, c in self.controls.items()
-                if name != "preset" and (shown or not c.setting.advanced)}
+        names = [name for name, c in self.controls.items() if name != "preset" and (shown or not c.setting.advanced)]
+        problem = next((self.bindings[name].problem for name in names if self.bindings[name].problem), None)
+        if problem:
+            raise ValueError(problem)
+        return {name: getattr(self.state, name) for name in names}
 
     def config(self, data_dir: str, model: str, out_dir: str, **extra) -> TrainConfig:
         values = self.values()
-        config = make_config(data_dir, model, out_dir, self.preset.currentText(), **values, **extra)
+        config = make_config(data_dir, model, out_dir, self.state.preset, **values, **extra)
         # make_config keeps the preset's value for a None; here None is a choice ("the model's", "off", "auto")
         return dataclasses.replace(config, **{k: None for k, v in values.items() if v is None})
 
