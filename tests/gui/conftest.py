@@ -5,6 +5,8 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path, qapp):
+    """Qt's per-user settings folder points into the test's tmp_path/settings: the app keeps its settings in the
+    data folder (VITSTUDIO_DATA_DIR, per test), and test_window_settings checks that nothing is written here."""
     from PySide6.QtCore import QSettings
 
     for fmt in (QSettings.NativeFormat, QSettings.IniFormat):

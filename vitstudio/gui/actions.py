@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
 
 from vitstudio.core.analysis.export import write_result
 
+from .app_settings import list_value
 from .edit_menu import build_edit_menu
 from .model_export_dialog import choose_model_export
 from .shortcuts import build_shortcut_menus, shortcut_rows
@@ -25,7 +26,7 @@ class RecentMenu(QMenu):
 
     def refresh(self) -> None:
         self.clear()
-        recent = self.window.settings.value("recent") or []
+        recent = list_value(self.window.settings, "recent")
         for entry in recent:  # a file, a folder, or the files of one multi-open joined by newlines
             paths = entry.split("\n")
             action = self.addAction(paths[0] if len(paths) == 1 else

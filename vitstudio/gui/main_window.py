@@ -7,7 +7,7 @@ import logging
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QDockWidget,
     QFormLayout,
@@ -24,6 +24,7 @@ from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 
 from . import workers
 from .actions import build_menus
+from .app_settings import app_settings, list_value
 from .common.image_strip import ImageStripWidget
 from .common.model_panel import ModelCardView, ModelPanel
 from .common.scrolling_tabs import ScrollingTabWidget, scrolling
@@ -32,6 +33,7 @@ from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
 from .imaging import configure_pyqtgraph
 from .opening import Opened, StripPaths, describe_open, read_new_images, recent_entry, updated_recent
+from .screen_fit import fit_to_screen
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
 from .window_jobs import Relay, classify_job, is_model_of, load_model_job
@@ -73,7 +75,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.state = state or AppState()
         self.strip_paths = StripPaths(self.state)  # what is in the strip: an open adds only the rest
-        self.settings = QSettings("ViT Studio", "ViT Studio")
+        self.settings = app_settings()  # in the data folder: one per data folder, not one per user (app_settings.py)
         self.relay = Relay()
         # The model bar's jobs, keyed by the app's view state: a new Load request discards a load still running;
         # predictions are delivered only while the model they were made by is the loaded one.
@@ -192,6 +194,7 @@ class MainWindow(QMainWindow):
             self.restoreState(self.settings.value("window_state"))
         else:
             self.resize(1280, 820)
+        fit_to_screen(self)  # a 1280×720 screen, or a geometry saved on a bigger one
 
     # ----- menus, drag and drop -------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -420,7 +423,7 @@ class MainWindow(QMainWindow):
 
     def remember_recent(self, paths: list[str], opened: bool = True) -> None:
         """One Open recent entry for this open, first; an open that showed nothing is taken out instead."""
-        recent = updated_recent(self.settings.value("recent") or [], recent_entry(paths), opened)
+        recent = updated_recent(list_value(self.settings, "recent"), recent_entry(paths), opened)
         self.settings.setValue("recent", recent)
         self.recent_menu.refresh()
 

@@ -11,10 +11,10 @@ import functools
 from pathlib import Path
 from urllib.parse import quote
 
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from .. import workers
+from ..app_settings import app_settings
 from ..state import AppState
 
 # The core's CLIP helpers (openclip, zeroshot) import torch: they are imported where they are used, so the model bar
@@ -137,16 +137,16 @@ class ClassesWidget(QWidget):
 
 def remembered(spec: str) -> tuple[str, str] | None:
     """(classes, prompt) last set for the model `spec`, or None."""
-    value = QSettings().value(_key(spec))
+    value = app_settings().value(_key(spec))
     return (str(value[0]), str(value[1])) if isinstance(value, (list, tuple)) and len(value) == 2 else None
 
 
 def remember(spec: str, classes: str, prompt: str) -> None:
-    QSettings().setValue(_key(spec), [classes, prompt])
+    app_settings().setValue(_key(spec), [classes, prompt])
 
 
 def forget(spec: str) -> None:
-    QSettings().remove(_key(spec))
+    app_settings().remove(_key(spec))
 
 
 def _key(spec: str) -> str:

@@ -1,0 +1,90 @@
+"""The window's settings are the data folder's, not the user's Qt file (issue 29, item 2), and a window fits its
+screen, the first time and after a restart from a bigger screen (item 3)."""
+
+from __future__ import annotations
+
+import os
+
+SPEC = "vit_tiny_patch16_224"
+
+
+def test_window_settings_live_in_the_data_folder(window, qtbot, tmp_path, monkeypatch):
+    """What the window remembers (model, device, recent files, geometry, a model's classes) is written to the data
+    folder's settings.ini and nowhere in Qt's per-user folder; another data folder starts without it."""
+    from vitstudio.core import files
+    from vitstudio.gui.app_settings import FILE_NAME, app_settings
+    from vitstudio.gui.common.classes_box import remember, remembered
+
+    window.settings.setValue("model", "the user's model")
+    remember(SPEC, "cat, dog", "a photo of a {}")
+    window.close()  # saves the geometry
+    window.settings.sync()
+    assert (files.data_dir() / FILE_NAME).is_file()
+    assert app_settings().value("model") == "the user's model" and app_settings().value("geometry") is not None
+    user_qt = tmp_path / "settings"  # where Qt's default per-user file goes in this test (conftest)
+    assert not user_qt.exists() or not [p for p in user_qt.rglob("*") if p.is_file()]
+    monkeypatch.setenv("VITSTUDIO_DATA_DIR", str(tmp_path / "another instance"))
+    assert app_settings().value("model") is None and remembered(SPEC) is None
+
+
+def test_a_one_item_list_reads_back_as_a_list(tmp_path, monkeypatch, qapp):
+    """INI keeps ["a"] as the line `recent=a`, which a fresh reader (the next start) gets back as the string "a":
+    Open recent must not offer "a" letter by letter."""
+    from PySide6.QtCore import QSettings
+
+    from vitstudio.gui.app_settings import list_value
+
+    path = tmp_path / "s.ini"
+    path.write_text("[General]\nrecent=/images/one folder\nnone=\n")
+    settings = QSettings(str(path), QSettings.IniFormat)
+    assert list_value(settings, "recent") == ["/images/one folder"]
+    assert list_value(settings, "missing") == []
+    settings.setValue("two", ["a", "b"])
+    assert list_value(settings, "two") == ["a", "b"]
+
+
+SCREEN_CHECK = r"""
+import json, sys
+from PySide6.QtWidgets import QApplication
+from vitstudio.gui.main_window import MainWindow
+
+app = QApplication([])
+room = app.primaryScreen().availableGeometry()
+def inside(w):
+    g = w.frameGeometry()
+    return [g.x(), g.y(), g.width(), g.height(), room.contains(g)]
+first = MainWindow(panels=False)  # the frame: built from Qt alone, with the geometry of the settings
+first.show()
+app.processEvents()
+out = {"first": inside(first)}
+first.resize(1900, 1150)
+first.move(300, 200)
+app.processEvents()
+first.close()  # remembered at 1900x1150, as on a bigger screen
+again = MainWindow(panels=False)
+again.show()
+app.processEvents()
+out["restarted"] = inside(again)
+print(json.dumps(out))
+"""
+
+
+def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
+    """The first window was 1280×820 on a 1280×720 screen: its status bar (and the error button) off the screen.
+    Run on an offscreen screen of 1280×720 with window frames (Qt's offscreen config file), in a process of its own:
+    the first window, and one restored from a geometry saved on a bigger screen, lie inside the available area."""
+    import json
+    import subprocess
+    import sys
+
+    config = tmp_path / "screen.json"
+    config.write_text(json.dumps({"windowFrameMargins": True, "screens": [
+        {"name": "s", "x": 0, "y": 0, "width": 1280, "height": 720, "logicalDpi": 96, "logicalBaseDpi": 96,
+         "dpr": 1}]}))
+    env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
+           "VITSTUDIO_DATA_DIR": str(tmp_path / "data")}
+    res = subprocess.run([sys.executable, "-c", SCREEN_CHECK], env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["first"][4] and out["restarted"][4], out
+    assert out["first"][2] >= 1200 and out["first"][3] >= 600, out  # fitted, not shrunk to nothing

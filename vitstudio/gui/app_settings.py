@@ -1,0 +1,26 @@
+"""The window's own settings (last model, device and precision, geometry, recent files, last folder, a CLIP-style
+model's classes): an INI file in the app's data folder (`core.files.data_dir`), so `VITSTUDIO_DATA_DIR` isolates
+them as it isolates the journals, exclusions and session memory. Qt's default per-user file (`ViT Studio/ViT
+Studio.conf` in the desktop's config folder) was shared by every instance: a test run, a second window or a
+screenshot overwrote the user's last model and window geometry.
+
+The file is read and written through QSettings (its INI format), one object per use: each reads the file afresh,
+so two windows of one data folder see each other's last writes."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSettings
+
+from vitstudio.core import files
+
+FILE_NAME = "settings.ini"
+
+
+def app_settings() -> QSettings:
+    return QSettings(str(files.data_dir() / FILE_NAME), QSettings.IniFormat)
+
+
+def list_value(settings: QSettings, key: str) -> list:
+    """A list setting as a list: INI keeps a one-item list as a plain string, which reads back as one."""
+    value = settings.value(key, [])
+    return [value] if isinstance(value, str) else list(value or [])

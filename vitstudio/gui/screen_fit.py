@@ -1,0 +1,30 @@
+"""A window fits its screen: the first window and a restored one (saved on a bigger screen, or on one gone since)
+are shrunk and moved into the screen's available geometry (the desktop's panels left out), so the status bar and
+its error button are never below the screen's edge. Before the window is shown its frame (title bar, borders) is
+not known yet: `FRAME_GUESS` is kept free for it."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QWidget
+
+FRAME_GUESS = (8, 40)  # width, height of a typical title bar and borders
+
+
+def fit_to_screen(window: QWidget) -> None:
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    room = screen.availableGeometry()
+    frame, inner = window.frameGeometry(), window.geometry()
+    extra_w, extra_h = frame.width() - inner.width(), frame.height() - inner.height()
+    if not window.isVisible() and (extra_w, extra_h) == (0, 0):
+        extra_w, extra_h = FRAME_GUESS
+    width = min(window.width(), room.width() - extra_w)
+    height = min(window.height(), room.height() - extra_h)
+    if (width, height) != (window.width(), window.height()):
+        window.resize(max(width, window.minimumWidth()), max(height, window.minimumHeight()))
+    x = min(max(frame.x(), room.left()), room.left() + room.width() - window.width() - extra_w)
+    y = min(max(frame.y(), room.top()), room.top() + room.height() - window.height() - extra_h)
+    if (x, y) != (frame.x(), frame.y()):
+        window.move(max(x, room.left()), max(y, room.top()))
