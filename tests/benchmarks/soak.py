@@ -327,6 +327,8 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
         panel = window.training
         if panel.running:
             panel.cancel()
+        from vitstudio.gui import closing  # closing over a run still cancelling asks:
+        closing.ask_close_during_training = lambda *_: closing.CANCEL  # no one here to answer
         window.close()  # cancels and joins every job (closeEvent)
         app.quit()
 

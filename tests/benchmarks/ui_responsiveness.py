@@ -132,6 +132,8 @@ def main() -> int:
     trained = len(window.training.curves_data["epoch"])
     if window.training.job is not None:
         window.training.job.cancel()
+    from vitstudio.gui import closing  # closing over a run still cancelling asks:
+    closing.ask_close_during_training = lambda *_: closing.CANCEL  # no one here to answer
     window.close()
     workers.shutdown(10000)
 

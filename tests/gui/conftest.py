@@ -4,6 +4,15 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
+def _close_without_asking(monkeypatch):
+    """A window closed at a test's end over a run still training cancels it, as before the question existed (a
+    modal box would wait forever offscreen); test_close_during_training answers the question itself."""
+    from vitstudio.gui import closing
+
+    monkeypatch.setattr(closing, "ask_close_during_training", lambda _parent, _run: closing.CANCEL)
+
+
+@pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path, qapp):
     """Qt's per-user settings folder points into the test's tmp_path/settings: the app keeps its settings in the
     data folder (VITSTUDIO_DATA_DIR, per test), and test_window_settings checks that nothing is written here."""

@@ -24,8 +24,9 @@ def _main_py(args: list[str], tmp: Path, **env: str) -> subprocess.CompletedProc
                           timeout=180)
 
 
-def _conf(tmp: Path) -> Path:
-    return tmp / "cfg" / "ViT Studio" / "ViT Studio.conf"
+def _conf(data_dir: Path) -> Path:
+    """The window's settings: in the data folder (issue 29, item 2), not Qt's per-user file under XDG_CONFIG_HOME."""
+    return data_dir / "settings.ini"
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +48,10 @@ def first_start(tmp_path_factory):
 
 
 def test_first_start_opens_on_the_demo_and_its_samples(first_start):
-    res, tmp, _ = first_start
+    res, tmp, data_dir = first_start
     assert "Loaded Digits demo (bundled)" in res.stderr
-    assert "digit-" in _conf(tmp).read_text()  # the sample digits were opened (they are now recent files)
+    assert "digit-" in _conf(data_dir).read_text()  # the sample digits were opened (they are now recent files)
+    assert not (tmp / "cfg" / "ViT Studio").exists()  # nothing in the user's Qt settings
     shot = Image.open(tmp / "s.png")
     assert shot.width >= 800 and shot.height >= 500
 
@@ -78,12 +80,14 @@ def test_a_crash_is_logged_and_the_next_start_says_so(first_start):
 
 def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_image_given(tmp_path, photos):
     """`main.py IMAGE --screenshot PNG` with a remembered model that no longer exists: the demo, the image."""
-    _conf(tmp_path).parent.mkdir(parents=True)
-    _conf(tmp_path).write_text("[General]\nmodel=/nonexistent/model\n")
-    res = _main_py([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")], tmp_path)
+    data_dir = tmp_path / "data"
+    _conf(data_dir).parent.mkdir(parents=True)
+    _conf(data_dir).write_text("[General]\nmodel=/nonexistent/model\n")
+    res = _main_py([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")], tmp_path,
+                   VITSTUDIO_DATA_DIR=str(data_dir))
     assert res.returncode == 0, res.stderr[-2000:]
     assert "Loaded Digits demo (bundled)" in res.stderr
-    assert "chelsea" in _conf(tmp_path).read_text()
+    assert "chelsea" in _conf(data_dir).read_text()
     shot = Image.open(tmp_path / "s.png")
     assert shot.width >= 800 and shot.height >= 500
 

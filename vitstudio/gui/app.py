@@ -7,6 +7,8 @@ import logging
 import os
 import sys
 
+SCREENSHOT_SIZE = (1280, 720)  # `--screenshot` on the offscreen platform: the screen the app is designed for
+
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="vitstudio-gui", description="ViT Studio desktop app")
@@ -109,9 +111,13 @@ def _open_frame(args):
     strip at once and are classified once a model has loaded), on the tab asked for."""
     from vitstudio.core.models.demo import bundled_demo, sample_images
 
+    from PySide6.QtWidgets import QApplication
+
     from .main_window import MainWindow
 
     window = MainWindow(panels=False)
+    if args.screenshot and QApplication.platformName() == "offscreen":  # no real screen to fit (Qt's is 800×800):
+        window.resize(*SCREENSHOT_SIZE)  # the picture is of the size the app is designed for
     demo = bundled_demo()
     if args.images:
         window.add_paths(args.images)

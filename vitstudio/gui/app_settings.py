@@ -13,6 +13,8 @@ from PySide6.QtCore import QSettings
 
 from vitstudio.core import files
 
+from .screen_fit import fit_to_screen
+
 FILE_NAME = "settings.ini"
 
 
@@ -24,3 +26,19 @@ def list_value(settings: QSettings, key: str) -> list:
     """A list setting as a list: INI keeps a one-item list as a plain string, which reads back as one."""
     value = settings.value(key, [])
     return [value] if isinstance(value, str) else list(value or [])
+
+
+def restore_window(window, settings: QSettings) -> None:
+    """The model bar's device and precision, and the window's geometry, as last saved; the window fitted to the
+    screen it is on now (a geometry saved on a bigger screen, or the first window on a 1280×720 one)."""
+    view, fields = window.state.view, window.state.view.fields()
+    device, precision = settings.value("device", "auto"), settings.value("precision", "auto")
+    # a device saved on another machine (or a GPU gone since) falls back to auto instead of refusing to start
+    view.update(device=device if device in fields["device"].choices else "auto",
+                precision=precision if precision in fields["precision"].choices else "auto")
+    if settings.value("geometry"):
+        window.restoreGeometry(settings.value("geometry"))
+        window.restoreState(settings.value("window_state"))
+    else:
+        window.resize(1280, 820)
+    fit_to_screen(window)

@@ -24,16 +24,16 @@ from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 
 from . import workers
 from .actions import build_menus
-from .app_settings import app_settings, list_value
+from .app_settings import app_settings, list_value, restore_window
 from .common.image_strip import ImageStripWidget
 from .common.model_panel import ModelCardView, ModelPanel
 from .common.scrolling_tabs import ScrollingTabWidget, scrolling
 from .common.wheel_guard import install_wheel_guard
+from .closing import CloseGuard
 from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
 from .imaging import configure_pyqtgraph
 from .opening import Opened, StripPaths, describe_open, read_new_images, recent_entry, updated_recent
-from .screen_fit import fit_to_screen
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
 from .window_jobs import Relay, classify_job, is_model_of, load_model_job
@@ -83,6 +83,7 @@ class MainWindow(QMainWindow):
                                      without_context=("load",))
         self._explore_path: str | None = None
         self._explore_after_load: tuple[str, str] | None = None  # (image, run) waiting for the run's model
+        self.close_guard: CloseGuard | None = None  # asks before closing over a training run (with the panels)
         self.panels_ready = False
         self._after_panels: list = []  # what was asked before the panels existed (an Open folder), done then
         self._waiting_load = None  # the latest Load asked for before the panels existed
@@ -94,7 +95,7 @@ class MainWindow(QMainWindow):
         self._build_docks()
         self.recent_menu = build_menus(self)
         self._connect()
-        self._restore_settings()
+        restore_window(self, self.settings)  # device, precision, geometry (fitted to the screen)
         self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
         self._status_timer.start()
         self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
@@ -124,6 +125,7 @@ class MainWindow(QMainWindow):
         self.training.use_model.connect(self._use_trained_model)
         self.training.export_requested.connect(self._export_run)
         self.training.explore_image.connect(self.explore_image)
+        self.close_guard = CloseGuard(self, self.training)
         fill_edit_menu(self)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions
         self.memory = SessionMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
         self.panels_ready = True
@@ -182,19 +184,6 @@ class MainWindow(QMainWindow):
         self.state.images_added.connect(self._on_images_added)
         self.state.message.connect(self._on_message)
         self.state.error.connect(self._on_error)
-
-    def _restore_settings(self) -> None:
-        view, fields = self.state.view, self.state.view.fields()
-        device, precision = self.settings.value("device", "auto"), self.settings.value("precision", "auto")
-        # a device saved on another machine (or a GPU gone since) falls back to auto instead of refusing to start
-        view.update(device=device if device in fields["device"].choices else "auto",
-                    precision=precision if precision in fields["precision"].choices else "auto")
-        if self.settings.value("geometry"):
-            self.restoreGeometry(self.settings.value("geometry"))
-            self.restoreState(self.settings.value("window_state"))
-        else:
-            self.resize(1280, 820)
-        fit_to_screen(self)  # a 1280×720 screen, or a geometry saved on a bigger one
 
     # ----- menus, drag and drop -------------------------------------------------------------------
     def dragEnterEvent(self, event) -> None:
@@ -440,6 +429,9 @@ class MainWindow(QMainWindow):
         self.status_jobs.setText(f"{device} · {memory} · {len(self.state.images)} images · {running}")
 
     def closeEvent(self, event) -> None:
+        if self.close_guard is not None and not self.close_guard.allows_close():
+            event.ignore()  # staying, or closing when the run has finished
+            return
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self._status_timer.stop()

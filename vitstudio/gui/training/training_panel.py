@@ -48,6 +48,7 @@ class TrainingPanel(QWidget):
     use_model = Signal(str)  # run folder
     export_requested = Signal(str)  # run folder
     explore_image = Signal(str, str)  # image path, the run folder whose model it belongs to
+    run_ended = Signal(bool)  # the run in progress ended: True when it finished (or was cancelled), False: failed
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -347,6 +348,7 @@ class TrainingPanel(QWidget):
         if result.report is not None and showing:
             self._show_results(result.report)
         self._refresh_buttons()
+        self.run_ended.emit(True)
 
     def _show_results(self, report: EvalReport, switch: bool = True) -> None:
         self.results.show_report(report)  # at once; thumbnails follow from a worker, while this run is shown
@@ -365,6 +367,7 @@ class TrainingPanel(QWidget):
         self._refresh_buttons()
         self.status.setText(f"<b>Training failed:</b> {message}")
         self.state.report(exc, "Training failed")
+        self.run_ended.emit(False)
 
     # -- history -----------------------------------------------------------------------------------
     def refresh_history(self) -> None:

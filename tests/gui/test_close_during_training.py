@@ -1,0 +1,53 @@
+"""Closing the window while a run trains asks: stay, keep training and close when done, or cancel and close
+(issue 29, item 4: it cancelled the run without a word)."""
+
+from __future__ import annotations
+
+from tests.core.synthetic_data import make_dataset
+from tests.gui.test_training_panel import _setup, _training_tab
+from vitstudio.core.train.runs import run_status
+from vitstudio.gui import closing
+
+
+def _answering(monkeypatch, answers: list[str], asked: list[str]):
+    def ask(_parent, run):
+        asked.append(run)
+        return answers.pop(0)
+
+    monkeypatch.setattr(closing, "ask_close_during_training", ask)
+
+
+def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_path, monkeypatch):
+    asked: list[str] = []
+    _answering(monkeypatch, [closing.STAY, closing.KEEP], asked)
+    panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
+    panel.start()
+    panel.pause_button.setChecked(True)  # held mid-run while the window is closed
+    assert panel.running
+    window.close()
+    assert window.isVisible() and panel.running and asked  # Stay: nothing changed
+    window.close()
+    assert window.isVisible() and panel.running and "closes when" in panel.status.text()
+    run = panel.active_run
+    panel.pause_button.setChecked(False)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=60000)  # the run finished, then the window closed
+    assert run_status(run) == "finished" and len(asked) == 2
+
+
+def test_cancel_and_close_stops_the_run_resumably(window, qtbot, tmp_path, monkeypatch):
+    asked: list[str] = []
+    _answering(monkeypatch, [closing.CANCEL], asked)
+    panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=3)
+    panel.start()
+    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
+    run = panel.active_run
+    window.close()
+    assert not window.isVisible() and not panel.running and asked == [run.name]
+    assert run_status(run) in ("cancelled", "finished")  # (3 tiny epochs may end before the cancel arrives)
+
+
+def test_closing_without_a_run_asks_nothing(window, monkeypatch):
+    asked: list[str] = []
+    _answering(monkeypatch, [], asked)
+    window.close()
+    assert not window.isVisible() and asked == []
