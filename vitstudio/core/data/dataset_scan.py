@@ -22,6 +22,12 @@ class DatasetScan:
     labels_file: Path | None = None  # the CSV the labels came from (core/data/labels_file.py), None for folders
 
     @property
+    def source(self) -> Path:
+        """What was scanned, as a run's `data_dir` names it: the labels file, or the folder (a labels file's root is
+        its folder, which holds no class folders: a run given the root found nothing to train on)."""
+        return self.labels_file or self.root
+
+    @property
     def counts(self) -> dict[str, int]:
         """Images per class over all splits."""
         return {c: len(self.train.get(c, ())) + len((self.val or {}).get(c, ())) for c in self.classes}

@@ -38,6 +38,14 @@ def read_json_object(path: Path) -> dict:
     return data
 
 
+def recorded_optimizer(folder: Path) -> str | None:
+    """The optimizer a run folder recorded (None when it has no readable train_config.json)."""
+    try:
+        return read_json_object(folder / "train_config.json").get("opt")
+    except RunFileError:
+        return None
+
+
 def read_train_config(folder: Path):
     """The settings a run recorded, for the run in `folder` (wherever it was first written: a renamed or copied
     run is resumed by its own path); a RunFileError naming train_config.json when it is damaged."""

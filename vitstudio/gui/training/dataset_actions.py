@@ -115,7 +115,7 @@ class DatasetActions(QObject):
             self.said.emit(self.problem)
             return
         try:
-            config = self.form.config(str(self.scan.root), "preview", str(models_dir() / ".preview"))
+            config = self.form.config(str(self.scan.source), "preview", str(models_dir() / ".preview"))
             config.validate()
         except ValueError as exc:
             self.said.emit(str(exc))

@@ -14,7 +14,7 @@ from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.probe import read_snapshots
-from vitstudio.core.train.runs import UNFINISHED, read_metrics, run_status
+from vitstudio.core.train.runs import UNFINISHED, read_metrics, recorded_optimizer, run_status
 from vitstudio.core.train.text_head import read_head_start
 
 from .. import workers
@@ -59,6 +59,7 @@ class TrainingPanel(QWidget):
         # The run shown and the dataset are the view's requests: a gallery made for another run, a scan or an
         # augmentation preview of another folder is never drawn.
         self.view_state = TrainingView()
+        self.view_state.events.dataset.connect(self._forget_shown_run)
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
@@ -91,6 +92,14 @@ class TrainingPanel(QWidget):
     @shown_run.setter
     def shown_run(self, folder: Path | None) -> None:
         self.view_state.update(run=folder)
+
+    def _forget_shown_run(self, _dataset) -> None:
+        """Another dataset: no earlier run's accuracy, warnings, progress or confusion axes stay on screen (a run in
+        progress, shown, stays)."""
+        if not (self.running and self._showing_live()):
+            self.shown_run = None
+            self._reset_curves()
+            self.controls.show_no_run()
 
     def set_dataset(self, folder: str, exclude: list | None = None) -> None:
         """Train on `folder` (a labels file too), leaving `exclude` out (the folder view's label review)."""
@@ -195,7 +204,7 @@ class TrainingPanel(QWidget):
     def _run_config(self):
         """The TrainConfig Start would run (a ValueError names a setting typed wrongly)."""
         data = self.dataset_actions
-        return self.form.config(str(data.scan.root), self._base_model(),
+        return self.form.config(str(data.scan.source), self._base_model(),
                                 str(models_dir() / (self.run_name.text().strip() or "run")),
                                 probe_image=self.probe.text().strip() or None, exclude=tuple(data.exclude))
 
@@ -221,6 +230,7 @@ class TrainingPanel(QWidget):
     def _launch(self, config, resume: bool) -> None:
         self.controls.clear_warnings()
         self.shown_run = self.active_run = Path(config.out_dir)
+        self.right.setCurrentWidget(self.curves)  # the new run's curves, not "No results yet" of Results
         self._reset_curves()
         if resume:
             self._load_curves(self.active_run)
@@ -396,7 +406,7 @@ class TrainingPanel(QWidget):
         else:
             self._reset_curves()
             self._load_curves(folder)
-            self.curves.draw_lr(self.lr_data, lr_note(_run_opt(folder)))
+            self.curves.draw_lr(self.lr_data, lr_note(recorded_optimizer(folder)))
             self.snapshots = read_snapshots(folder)  # attention over training, replayed from the run folder
             self._show_last_snapshot()
             eval_file = folder / "eval.json"
@@ -438,12 +448,3 @@ class TrainingPanel(QWidget):
                 self.lr_data.append((row["epoch"] + 1, row["lr"]))
         self._draw_curves()
 
-
-def _run_opt(folder: Path) -> str | None:
-    """The optimizer a run folder recorded (None when it has no readable train_config.json)."""
-    import json
-
-    try:
-        return json.loads((folder / "train_config.json").read_text(encoding="utf-8")).get("opt")
-    except (OSError, ValueError, AttributeError):
-        return None

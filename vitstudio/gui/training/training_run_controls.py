@@ -109,6 +109,13 @@ class RunControlsWidget(QWidget):
         self.warnings.append((kind, message))
         self._show_warnings()
 
+    def show_no_run(self) -> None:
+        """Nothing of a run on screen: no warning, an empty bar (another dataset was chosen)."""
+        self.clear_warnings()
+        self.progress.setRange(0, 1)
+        self.progress.reset()
+        self.progress.setFormat("")
+
     def clear_warnings(self, kind: str | None = None) -> None:
         """Forget the warnings of `kind` (all with None): the state they described is over."""
         self.warnings = [(k, m) for k, m in self.warnings if kind is not None and k != kind]
