@@ -6,6 +6,7 @@ Reproduce with `vitstudio demo-model --out models/digits-vit` (needs scikit-lear
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +16,21 @@ DEMO_NAME = "digits-vit"
 DEMO_SPEC = "custom:img=32,patch=4,width=64,depth=4,heads=4,classes=10"  # 8×8 patch grid, 65 tokens
 DEMO_SIZE = 32
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
+# An installed wheel carries the demo and the sample images as data files (pyproject's data-files), under the
+# prefix it was installed to: share/vitstudio/{models/digits-vit, samples}. That is the environment's (sys.prefix)
+# or, for `pip install --user` / `--prefix`, the one above <prefix>/lib/pythonX.Y/site-packages/vitstudio.
+# A checkout has them at its top level.
+_ABOVE = Path(__file__).resolve().parents
+INSTALLED_SHARES = tuple(dict.fromkeys(prefix / "share" / "vitstudio"
+                                       for prefix in (Path(sys.prefix), *_ABOVE[6:7])))
 
 
 def bundled_demo() -> Path | None:
-    """The demo model folder shipped with the project, if present."""
-    folder = PROJECT_ROOT / "models" / DEMO_NAME
-    return folder if (folder / "model.safetensors").is_file() else None
+    """The demo model folder shipped with the project (a checkout's models/, else the installed copy), if present."""
+    for folder in (PROJECT_ROOT / "models" / DEMO_NAME, *(share / "models" / DEMO_NAME for share in INSTALLED_SHARES)):
+        if (folder / "model.safetensors").is_file():
+            return folder
+    return None
 
 
 DEMO_TITLE = "Digits demo (bundled)"
@@ -38,7 +48,12 @@ def friendly_name(spec: str) -> str:
 
 
 def sample_images() -> list[Path]:
-    return sorted((PROJECT_ROOT / "resources" / "samples").glob("*.png"))
+    """The sample digits a first start opens (a checkout's resources/samples, else the installed copy)."""
+    for folder in (PROJECT_ROOT / "resources" / "samples", *(share / "samples" for share in INSTALLED_SHARES)):
+        found = sorted(folder.glob("*.png"))
+        if found:
+            return found
+    return []
 
 
 def render_digits(folder: str | Path, per_class: int | None = None) -> Path:

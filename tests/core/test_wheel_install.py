@@ -1,0 +1,47 @@
+"""`pip install .` (a wheel, not editable) gives a working ViT Studio away from the checkout: both commands, the
+bundled demo model and the sample images (issue 29, item 20: the demo lived in the checkout's models/ only)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FIND = r"""
+import json, vitstudio
+from vitstudio.core.models.demo import bundled_demo, sample_images
+print(json.dumps({"package": vitstudio.__file__, "demo": str(bundled_demo()), "samples": [str(p) for p in sample_images()]}))
+"""
+
+
+def _run(args, **kw):
+    res = subprocess.run(args, capture_output=True, text=True, timeout=240, **kw)
+    assert res.returncode == 0, (args, res.stdout[-1500:], res.stderr[-3000:])
+    return res
+
+
+def test_a_wheel_installs_the_commands_the_demo_and_the_samples(tmp_path):
+    import json
+
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "w"),
+          str(ROOT)])
+    wheel = next((tmp_path / "w").glob("vitstudio-*.whl"))
+    prefix = tmp_path / "prefix"
+    _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--prefix", str(prefix), str(wheel)])
+    site = next(prefix.glob("lib/python*/site-packages"))
+    assert (prefix / "bin" / "vitstudio").is_file() and (prefix / "bin" / "vitstudio-gui").is_file()
+    elsewhere = tmp_path / "elsewhere"  # no checkout around: the installed package alone
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1"}
+    found = json.loads(_run([sys.executable, "-c", FIND], cwd=elsewhere, env=env).stdout.strip().splitlines()[-1])
+    assert Path(found["package"]).is_relative_to(site), found
+    assert Path(found["demo"]).is_relative_to(prefix / "share" / "vitstudio"), found
+    assert len(found["samples"]) == 6 and all(Path(p).is_relative_to(prefix) for p in found["samples"]), found
+    res = _run([sys.executable, "-m", "vitstudio", "predict", found["samples"][0], "--model", found["demo"],
+                "--top", "1"], cwd=elsewhere, env=env)
+    digit = Path(found["samples"][0]).name.split("-")[1]  # digit-0-0010.png is a 0
+    top = next(line.split() for line in res.stdout.splitlines() if line.strip().endswith("]"))  # "92.45%  0  [0]"
+    assert top[1] == digit, res.stdout
