@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIND = r"""
 import json, vitstudio
 from vitstudio.core.models.demo import bundled_demo, sample_images
-print(json.dumps({"package": vitstudio.__file__, "demo": str(bundled_demo()), "samples": [str(p) for p in sample_images()]}))
+samples = [str(p) for p in sample_images()]
+print(json.dumps({"package": vitstudio.__file__, "demo": str(bundled_demo()), "samples": samples}))
 """
 
 

@@ -92,6 +92,8 @@ def load_model_from_args(args):
     except ModelLoadError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    for note in loaded.notes:  # e.g. a run that did not finish: its weights are not the run's last word
+        print(f"note: {note}", file=sys.stderr)
     return _with_classes(loaded, args)
 
 

@@ -4,10 +4,11 @@ generated from TrainConfig's fields (core/train/schema.py)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_USAGE, add_config_options, drain, one_line
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_config_options, drain, one_line
 
 
 def register(subparsers) -> None:
@@ -73,6 +74,9 @@ def finetune_cmd(args) -> int:
         except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return EXIT_USAGE
+        except OSError as exc:  # the run folder could not be written (a full disk, a read-only one): one line
+            print(f"error: {write_failure(exc, out)}", file=sys.stderr)
+            return EXIT_SOME_FAILED
         except KeyboardInterrupt:  # before the first epoch began (during the epochs the engine handles it)
             interrupted.set()
             die_at("cli-interrupted")
@@ -93,6 +97,16 @@ def finetune_cmd(args) -> int:
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130
     return EXIT_OK
+
+
+def write_failure(exc: OSError, out: Path | None) -> str:
+    """What a failed write of the run means and what to do: the file, the system's reason, and how to go on."""
+    what = f"could not write {exc.filename}" if exc.filename else "could not write the run"
+    reason = exc.strerror or one_line(exc)
+    then = (f" Free some space on that disk, then continue the run: vitstudio finetune --out {out} --resume"
+            if exc.errno == errno.ENOSPC and out is not None else
+            " Free some space on that disk and start again." if exc.errno == errno.ENOSPC else "")
+    return f"{what}: {reason}.{then}"
 
 
 def _name_the_run(args) -> None:

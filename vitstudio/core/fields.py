@@ -4,8 +4,8 @@ checks against them).
 
 A `FieldSpec` says what a value may be: its type, default, choices or range, and a sentence of help. View fields
 (`gui/viewstate.py`) are FieldSpecs; an analysis parameter (`analysis/registry.Param`) gives its FieldSpec with
-`.spec`, and so does a training setting (`train/schema.Setting`: the Training form's state is made of them). A choice list
-or a range that two faces share is a name here (tests/core/test_field_spec.py fails on a second copy).
+`.spec`, and so does a training setting (`train/schema.Setting`: the Training form's state is made of them). A
+choice list or a range that two faces share is a name here (tests/core/test_field_spec.py fails on a second copy).
 """
 
 from __future__ import annotations

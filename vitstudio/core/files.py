@@ -49,9 +49,20 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.chmod(tmp, 0o644)  # mkstemp makes it private; results are ordinary files
         die_at(f"before-rename-{path.name}")
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise naming(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def naming(exc: OSError, path: Path | str) -> OSError:
+    """`exc` with the file it was about: a write that fails on a full disk says only "[Errno 28] No space left on
+    device", not which file (the messages that reach the user name it)."""
+    if exc.filename is not None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(path))
 
 
 # A text cell that starts with one of these is run as a formula by a spreadsheet opening the CSV (OWASP's CSV
@@ -146,16 +157,22 @@ def deferred_interrupt():
 def die_at(point: str) -> None:
     """Fault injection for the kill tests: `VITSTUDIO_DIE_AT=point[:n]` SIGKILLs this process the n-th time
     (default 1st) it passes `point`; `VITSTUDIO_INTERRUPT_AT=point[:n][,point[:n]…]` sends it SIGINT (a Ctrl+C)
-    there instead, once per entry. Off unless one of these variables is set."""
-    if not (os.environ.get("VITSTUDIO_DIE_AT") or os.environ.get("VITSTUDIO_INTERRUPT_AT")):
+    there instead, once per entry; `VITSTUDIO_FULL_AT=point[:n]` raises there the OSError a write raises on a full
+    disk (errno 28, no file name, as the kernel reports it). Off unless one of these variables is set."""
+    if not (os.environ.get("VITSTUDIO_DIE_AT") or os.environ.get("VITSTUDIO_INTERRUPT_AT")
+            or os.environ.get("VITSTUDIO_FULL_AT")):
         return
+    import errno
     import signal
 
     _passes[point] = _passes.get(point, 0) + 1
-    for variable, sig in (("VITSTUDIO_DIE_AT", signal.SIGKILL), ("VITSTUDIO_INTERRUPT_AT", signal.SIGINT)):
+    for variable, sig in (("VITSTUDIO_DIE_AT", signal.SIGKILL), ("VITSTUDIO_INTERRUPT_AT", signal.SIGINT),
+                          ("VITSTUDIO_FULL_AT", None)):
         for wanted in filter(None, os.environ.get(variable, "").split(",")):
             name, _, count = wanted.partition(":")
             if name == point and _passes[point] == int(count or 1):
+                if sig is None:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 os.kill(os.getpid(), sig)
 
 

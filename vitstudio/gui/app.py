@@ -109,9 +109,9 @@ def _model_spec(args, settings) -> str:
 def _open_frame(args):
     """The main window's frame with the images the command line or a first start asks for (they open into the
     strip at once and are classified once a model has loaded), on the tab asked for."""
-    from vitstudio.core.models.demo import bundled_demo, sample_images
-
     from PySide6.QtWidgets import QApplication
+
+    from vitstudio.core.models.demo import bundled_demo, sample_images
 
     from .main_window import MainWindow
 

@@ -25,11 +25,11 @@ from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 from . import workers
 from .actions import build_menus
 from .app_settings import app_settings, list_value, restore_window
+from .closing import CloseGuard
 from .common.image_strip import ImageStripWidget
 from .common.model_panel import ModelCardView, ModelPanel
 from .common.scrolling_tabs import ScrollingTabWidget, scrolling
 from .common.wheel_guard import install_wheel_guard
-from .closing import CloseGuard
 from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
 from .imaging import configure_pyqtgraph
@@ -311,6 +311,8 @@ class MainWindow(QMainWindow):
                                      f"({loaded.label_set}).")
         else:
             self._on_message("info", f"Loaded {loaded.display_name} ({loaded.weights_source}) on {loaded.device}.")
+            for note in loaded.notes:  # a run that did not finish: said where the user is looking (status bar)
+                self._on_message("warning", note)
         self.setWindowTitle(f"ViT Studio — {loaded.display_name}")  # which model every view is showing
         self._classify_pending()
         pending, self._explore_after_load = self._explore_after_load, None

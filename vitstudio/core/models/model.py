@@ -75,6 +75,7 @@ class LoadedModel:
     weights_source: str  # where the weights came from
     device: torch.device
     precision: str
+    notes: tuple[str, ...] = ()  # what the user must know about these weights (a run that did not finish)
     # Unique for the life of the process (unlike id(), never reused after a model is freed): results and
     # requests are keyed by it, so a result computed for one model can never be shown for another.
     uid: int = field(default_factory=lambda: next(_uids), repr=False)

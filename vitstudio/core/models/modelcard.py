@@ -38,6 +38,7 @@ class ModelCard:
     weights_source: str
     device: str
     precision: str
+    notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,6 +61,7 @@ class ModelCard:
             ("Head", self.head),
             ("Weights", self.weights_source),
             ("Device", f"{self.device}, {self.precision}"),
+            *(("Note", note) for note in self.notes),
         ]
 
 
@@ -149,6 +151,6 @@ def _build_card(loaded: LoadedModel) -> ModelCard:
         crop_mode=_crop_mode(cfg), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]),
         num_classes=loaded.num_classes, head=_describe_head(model), label_set=loaded.label_set,
         weights_source=loaded.weights_source,
-        device=str(loaded.device), precision=loaded.precision,
+        device=str(loaded.device), precision=loaded.precision, notes=loaded.notes,
     )
     return card

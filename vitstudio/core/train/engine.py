@@ -325,7 +325,8 @@ def _train_epochs(run: _Run, cancel: CancelToken):
         status = "interrupted"
     except Exception:  # e.g. the model folder could not be written: the run failed, it is not still "running"
         if main:
-            write_status(run, "failed", done)
+            with contextlib.suppress(OSError):  # a full disk may refuse this too: the run then reads as killed
+                write_status(run, "failed", done)
         raise
     finally:
         if log is not None:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 from torch import nn
 
-from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at
+from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at, naming
 from vitstudio.core.models.catalog import model_dirs, models_dir
 from vitstudio.core.models.checkpoints import pickle_refusal, refused_pickle
 from vitstudio.core.train.runlock import RunFileError, is_owned
@@ -138,10 +141,24 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
             os.chmod(staging / name, 0o644)
             die_at(f"before-rename-{name}")
             os.replace(staging / name, folder / name)
+    except OSError as exc:  # a full disk: the file is named (the kernel's message does not)
+        raise naming(exc, folder / "model.safetensors") from None
+    except SafetensorError as exc:  # safetensors' own writer: "I/O error: No space left on device (os error 28)"
+        raise OSError(*_system_error(exc), str(folder / "model.safetensors")) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     atomic_write_bytes(folder / "class_indices.json",
                        json.dumps({str(i): c for i, c in enumerate(classes)}, indent=4).encode())
+
+
+def _system_error(exc: Exception) -> tuple[int, str]:
+    """(errno, its message) of the system error a library's message quotes ("os error 28", "code: 28"), else EIO
+    and the message itself."""
+    found = re.search(r"os error (\d+)|code: (\d+)", str(exc))
+    if found:
+        code = int(found.group(1) or found.group(2))
+        return code, os.strerror(code)
+    return errno.EIO, one_line(exc)
 
 
 class MetricsLog:
@@ -168,10 +185,13 @@ class MetricsLog:
             pass
 
     def log(self, row: dict) -> None:
-        with self.path.open("a", newline="") as fh:
-            SafeCsvWriter(fh).writerow([row[k] for k in METRIC_FIELDS])
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with self.path.open("a", newline="") as fh:
+                SafeCsvWriter(fh).writerow([row[k] for k in METRIC_FIELDS])
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise naming(exc, self.path) from None
         if self.writer is not None:
             for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
                 self.writer.add_scalar(key, row[key], row["epoch"])

@@ -3,8 +3,9 @@ a sort into folders, a label-review move, an exclusion from training.
 
 A sort or a move is carried out — and undone — through the same journal the command line uses (`apply_sort`,
 `undo_sort`, kept in the app's data folder): `redo` starts the file job, `undo` starts the journal's undo, both
-as long jobs; `FileOperations` (file_operations.py) refuses another undo or redo while one runs. Undo never destroys a file the user changed
-since (the journal checks sizes and hashes). An exclusion only edits the list kept in the data folder."""
+as long jobs; `FileOperations` (file_operations.py) refuses another undo or redo while one runs. Undo never
+destroys a file the user changed since (the journal checks sizes and hashes). An exclusion only edits the list
+kept in the data folder."""
 
 from __future__ import annotations
 

@@ -1,0 +1,77 @@
+"""A full disk during `vitstudio finetune` ends in one line naming the file, what happened and how to go on (exit 1),
+never a traceback; the run left behind says it did not finish wherever it is loaded; freed, it resumes to the end
+(issue 29, item 17: a traceback in 4 of 6 fill levels, then `predict` loaded the failed run without a word).
+
+The disk fills at six points of a run (VITSTUDIO_FULL_AT raises the OSError a write gets from a full disk: errno 28
+and no file name), in a process of its own each (forked warm, as the kill tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.core.test_run_survival import EPOCHS, _epochs_logged, _leftovers, _start_args, data  # noqa: F401
+
+FILL_POINTS = [  # (where the disk fills, the file named, whether the run holds weights by then)
+    ("before-rename-split.json", "split.json", False),  # preparing the run folder
+    ("before-rename-model.safetensors", "model.safetensors", False),  # the first best model
+    ("before-rename-checkpoint-last.pt", "checkpoint-last.pt", True),  # the first checkpoint
+    ("before-rename-checkpoint-last.pt:3", "checkpoint-last.pt", True),  # a later one
+    ("before-rename-eval.json", "eval.json", True),  # the final evaluation
+    ("before-rename-status.json:2", "status.json", True),  # the final status: every epoch done
+]
+
+
+@pytest.fixture
+def cli(forked_cli):
+    def run(args, full_at=None):
+        env = {k: v for k, v in os.environ.items() if k != "VITSTUDIO_FULL_AT"}
+        if full_at:
+            env["VITSTUDIO_FULL_AT"] = full_at
+        return forked_cli.run(args, env)
+    return run
+
+
+@pytest.mark.parametrize("point, file, has_weights", FILL_POINTS)
+def test_a_full_disk_is_one_line_and_the_run_says_it_did_not_finish(data, tmp_path, cli, point, file,  # noqa: F811
+                                                                     has_weights):
+    out = tmp_path / "run"
+    res = cli(_start_args(data, out), full_at=point)
+    assert res.returncode == 1, res.stderr[-2000:]
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert lines[0].startswith(f"error: could not write {out / file}: No space left on device."), lines[0]
+    assert f"vitstudio finetune --out {out} --resume" in lines[0]
+    if has_weights:
+        predicted = cli(["predict", str(next(data.rglob("*.png"))), "--model", str(out)])
+        assert predicted.returncode == 0, predicted.stderr[-2000:]
+        assert f"note: The run {out.name} " in predicted.stderr and "best epoch so far" in predicted.stderr
+    again = cli(["finetune", "--out", str(out), "--resume", "--quiet"] if (out / "train_config.json").exists()
+                else _start_args(data, out))  # space freed: the same run goes on to the end
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads((out / "status.json").read_text())["status"] == "finished"
+    assert _epochs_logged(out) == list(range(EPOCHS)) and not _leftovers(out)
+
+
+def test_safetensors_reporting_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    """safetensors' own writer says "I/O error: No space left on device (os error 28)" (measured on a full tmpfs;
+    older releases "IoError(Os { code: 28, … })"): an OSError with errno 28 naming the weights file."""
+    import errno
+
+    import timm.models
+    from safetensors import SafetensorError
+
+    from vitstudio.core.models.loading import load_model
+    from vitstudio.core.train.runs import save_model_folder
+
+    def full(*_args, **_kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(timm.models, "save_for_hf", full)
+    loaded = load_model("custom:img=32,patch=8,width=32,depth=1,heads=2,classes=2", device="cpu")
+    with pytest.raises(OSError) as caught:
+        save_model_folder(loaded.model, tmp_path / "m", ["a", "b"], loaded.data_config)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(tmp_path / "m" / "model.safetensors")
+    assert not [p for p in (tmp_path / "m").iterdir()]  # the staging folder is gone
