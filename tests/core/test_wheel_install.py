@@ -19,6 +19,7 @@ print(json.dumps({"package": vitstudio.__file__, "demo": str(bundled_demo()), "s
 
 
 def _run(args, **kw):
+    kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     res = subprocess.run(args, capture_output=True, text=True, timeout=240, **kw)
     assert res.returncode == 0, (args, res.stdout[-1500:], res.stderr[-3000:])
     return res
@@ -28,10 +29,12 @@ def test_a_wheel_installs_the_commands_the_demo_and_the_samples(tmp_path):
     import json
 
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "w"),
-          str(ROOT)])
+          str(ROOT)], cwd=tmp_path)
     wheel = next((tmp_path / "w").glob("vitstudio-*.whl"))
     prefix = tmp_path / "prefix"
-    _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--prefix", str(prefix), str(wheel)])
+    # --ignore-installed: the checkout's own (editable) vitstudio of the same version must not make pip skip it
+    _run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", "--prefix",
+          str(prefix), str(wheel)], cwd=tmp_path)
     site = next(prefix.glob("lib/python*/site-packages"))
     assert (prefix / "bin" / "vitstudio").is_file() and (prefix / "bin" / "vitstudio-gui").is_file()
     elsewhere = tmp_path / "elsewhere"  # no checkout around: the installed package alone
