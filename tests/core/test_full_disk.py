@@ -8,11 +8,10 @@ and no file name), in a process of its own each (forked warm, as the kill tests)
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from tests.core.test_run_survival import EPOCHS, _epochs_logged, _leftovers, _start_args, data  # noqa: F401
+from tests.core.test_run_survival import EPOCHS, _epochs_logged, _leftovers, _start_args, cli, data  # noqa: F401
 
 FILL_POINTS = [  # (where the disk fills, the file named, whether the run holds weights by then)
     ("before-rename-split.json", "split.json", False),  # preparing the run folder
@@ -22,16 +21,6 @@ FILL_POINTS = [  # (where the disk fills, the file named, whether the run holds 
     ("before-rename-eval.json", "eval.json", True),  # the final evaluation
     ("before-rename-status.json:2", "status.json", True),  # the final status: every epoch done
 ]
-
-
-@pytest.fixture
-def cli(forked_cli):
-    def run(args, full_at=None):
-        env = {k: v for k, v in os.environ.items() if k != "VITSTUDIO_FULL_AT"}
-        if full_at:
-            env["VITSTUDIO_FULL_AT"] = full_at
-        return forked_cli.run(args, env)
-    return run
 
 
 @pytest.mark.parametrize("point, file, has_weights", FILL_POINTS)

@@ -25,11 +25,13 @@ def data(tmp_path_factory):
 
 @pytest.fixture
 def cli(forked_cli):
-    """`vitstudio ARGS [VITSTUDIO_DIE_AT=die_at]` in a process of its own (forked warm: a kill needs a process)."""
-    def run(args, die_at=None):
-        env = {k: v for k, v in os.environ.items() if k != "VITSTUDIO_DIE_AT"}
-        if die_at:
-            env["VITSTUDIO_DIE_AT"] = die_at
+    """`vitstudio ARGS [VITSTUDIO_DIE_AT=die_at] [VITSTUDIO_FULL_AT=full_at]` in a process of its own (forked warm:
+    a kill needs a process; test_full_disk.py fills the disk through the same fixture)."""
+    def run(args, die_at=None, full_at=None):
+        env = {k: v for k, v in os.environ.items() if k not in ("VITSTUDIO_DIE_AT", "VITSTUDIO_FULL_AT")}
+        for name, point in (("VITSTUDIO_DIE_AT", die_at), ("VITSTUDIO_FULL_AT", full_at)):
+            if point:
+                env[name] = point
         return forked_cli.run(args, env)
     return run
 
