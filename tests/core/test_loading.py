@@ -327,7 +327,7 @@ def test_clear_errors(tmp_path):
         load_model("vit_base_patch16_22")
     with pytest.raises(ModelLoadError, match="not found"):
         load_model(TINY_SPEC, weights=tmp_path / "nope.safetensors")
-    (tmp_path / "junk.pth").write_bytes(b"\x00garbage")
+    (tmp_path / "junk.pth").write_bytes(b"PK\x03\x04 a torn zip archive")
     with pytest.raises(ModelLoadError, match="Could not read"):
         load_model(TINY_SPEC, weights=tmp_path / "junk.pth")
     save_file(make_tiny_vit(num_classes=5, embed_dim=64).state_dict(), str(tmp_path / "wide.safetensors"))

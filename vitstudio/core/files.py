@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -68,6 +69,32 @@ def naming(exc: OSError, path: Path | str) -> OSError:
 # A text cell that starts with one of these is run as a formula by a spreadsheet opening the CSV (OWASP's CSV
 # injection rule): a file or class named "=HYPERLINK(…)" must stay a name.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+_SPECIAL_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_kind(mode: int) -> str:
+    """What a stat mode that is no regular file is, in words."""
+    return next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")
+
+
+def not_regular(path: str | os.PathLike) -> str | None:
+    """What stands at `path` when something does but it is no regular file a reader may open ("a character device,
+    through a symbolic link to /dev/zero", "a dangling symbolic link"); None for a regular file or for nothing there.
+    A device or a FIFO is never opened: reading /dev/zero as a config or weights file would never end."""
+    p = os.fspath(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        return f"a dangling symbolic link to {os.readlink(p)}" if os.path.islink(p) else None
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    via = f", through a symbolic link to {os.readlink(p)}" if os.path.islink(p) else ""
+    return special_kind(mode) + via
 
 
 def spreadsheet_safe(cell):

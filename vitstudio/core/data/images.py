@@ -23,6 +23,8 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError, features
 
+from vitstudio.core.files import special_kind
+
 IMAGE_SUFFIXES = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".pbm", ".jfif"}
     | ({".avif"} if features.check("avif") else set())
@@ -56,10 +58,6 @@ def check_pixels(path, width: int, height: int) -> None:
                                    f"the limit is {max_pixels():,})")
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
 def check_file(path: str | os.PathLike) -> os.stat_result:
     """The stat of `path` if it is a regular file a reader may open, else ImageReadError saying what it is: a
     dangling link, a link loop, a folder, a FIFO or device (also behind a link), an unsupported format, empty, or
@@ -84,8 +82,7 @@ def check_file(path: str | os.PathLike) -> os.stat_result:
         named = " (a folder named like an image is not searched)" if _reported_folder(Path(p)) else ""
         raise ImageReadError(p, f"is a folder, not an image file{via}{named}")
     if not stat.S_ISREG(st.st_mode):
-        kind = next((name for test, name in _KINDS if test(st.st_mode)), "a special file")
-        raise ImageReadError(p, f"not a regular file ({kind}{via})")
+        raise ImageReadError(p, f"not a regular file ({special_kind(st.st_mode)}{via})")
     if not os.access(p, os.R_OK):
         raise ImageReadError(p, "permission denied (file is not readable)")
     fmt = UNSUPPORTED_SUFFIXES.get(os.path.splitext(p)[1].lower())

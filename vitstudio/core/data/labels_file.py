@@ -49,7 +49,7 @@ def read_labels_file(path: str | Path) -> LabelsFile:
         raise DatasetError(f"{path} cannot be read as a UTF-8 text file: {exc}") from None
     rows: dict[Path, str | None] = {}
     lines: dict[Path, int] = {}
-    for number, row in enumerate(csv.reader(text.splitlines()), 1):
+    for number, row in _csv_rows(path, text):
         cells = [from_spreadsheet(c.strip()) for c in row]  # a formula-like name was written quoted
         if not cells or not any(cells) or cells[0].startswith("#"):
             continue
@@ -67,6 +67,21 @@ def read_labels_file(path: str | Path) -> LabelsFile:
         if rows.get(image) is None:
             rows[image], lines[image] = label, number
     return LabelsFile(path, tuple(rows.items()))
+
+
+def _csv_rows(path: Path, text: str):
+    """(line number, cells) of each row; a row the csv module refuses (a cell over its 131,072-character limit, a
+    NUL) is a DatasetError naming the line: no path or label is that long, so the file is not a labels file."""
+    reader = csv.reader(text.splitlines())
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DatasetError(f"{path}, line {reader.line_num}: {exc}; a labels file holds 'path,label' rows.") \
+                from None
+        yield reader.line_num, row
 
 
 def scan_labels_file(path: str | Path) -> DatasetScan:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,8 @@ import numpy as np
 import timm
 import torch
 from torch import nn
+
+from vitstudio.core.files import not_regular
 
 # The ViT paper's width -> heads table (Ti, S, B, L, H); other widths fall back to 64-dim heads.
 HEADS_FOR_WIDTH = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
@@ -45,20 +48,63 @@ def pickle_refusal(path) -> str:
             f"checkpoint can never run code.")
 
 
+_SIZE_MISMATCH = re.compile(r"size mismatch for (\S+): copying a param with shape torch\.Size\((\[[^\]]*\])\) from "
+                            r"checkpoint, the shape in current model is torch\.Size\((\[[^\]]*\])\)")
+
+
+def load_failure(exc: BaseException) -> str:
+    """One line for what went wrong loading weights: torch's state-dict report (a line per tensor, 30+ for a width
+    mismatch) counted and one example given; never torch's advice to load a refused pickle anyway."""
+    if refused_pickle(exc):
+        return "the file contains pickled Python objects besides tensors; ViT Studio only loads plain weights."
+    text = str(exc)
+    mismatches = _SIZE_MISMATCH.findall(text)
+    if mismatches:
+        name, saved, built = mismatches[0]
+        return (f"the weights do not fit the architecture: {len(mismatches)} tensors differ in shape (e.g. {name} "
+                f"is {saved} in the file, {built} in the model the config describes).")
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first[:300]}"
+
+
+def _format_problem(path: Path) -> str | None:
+    """Why the file cannot be a weights file, read from its first bytes; None when it may be one. A safetensors file
+    starts with its header's length and '{'; a PyTorch checkpoint is a zip archive or a pickle; .npz is a zip."""
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if len(head) < 9:
+        return f"it is {len(head)} bytes long"
+    if path.suffix.lower() == ".safetensors":
+        return None if head[8:9] == b"{" else "it does not start with a safetensors header"
+    if head.startswith(b"PK") or head[:1] == b"\x80":
+        return None
+    kind = "text" if all(32 <= b < 127 or b in b"\t\r\n" for b in head) else "neither a zip archive nor a pickle"
+    return f"it is {kind}, not a safetensors file or a PyTorch checkpoint"
+
+
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     """Plain tensors from .safetensors/.pth/.pt/.bin, unwrapping timm train.py checkpoints (EMA first).
 
     torch files are read with weights_only=True: a checkpoint is never allowed to run code.
     """
     path = Path(path)
+    what = not_regular(path)
+    if what is not None:
+        raise CheckpointError(f"{path} is not a regular file ({what}); weights must be one.")
     if not path.is_file():
         raise CheckpointError(f"Weights file not found: {path}")
+    try:
+        problem = _format_problem(path)
+    except OSError as exc:
+        raise CheckpointError(f"Could not read {path}: {exc.strerror or exc}") from None
+    if problem:
+        raise CheckpointError(f"{path} is not a weights file: {problem}.")
     try:
         state = timm.models.load_state_dict(str(path), use_ema=True, weights_only=True)
     except Exception as exc:  # pickled objects refused, corrupt zip/pickle/safetensors header, wrong format
         if refused_pickle(exc):
             raise CheckpointError(f"{pickle_refusal(path)} Re-save it as a state dict or .safetensors.") from None
-        raise CheckpointError(f"Could not read {path}: {type(exc).__name__}: {exc}") from None
+        raise CheckpointError(f"Could not read {path}: {load_failure(exc)}") from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise CheckpointError(f"{path} does not hold a state dict of tensors.")
     return state
@@ -213,11 +259,11 @@ def load_into(model: nn.Module, state: dict[str, torch.Tensor], source: str) -> 
     try:
         state = checkpoint_filter_fn(state, model)
     except Exception as exc:  # timm raises assorted errors on shapes it cannot adapt
-        raise CheckpointError(f"{source} does not fit this model: {exc}") from None
+        raise CheckpointError(f"{source} does not fit this model: {load_failure(exc)}") from None
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as exc:  # size mismatches are raised even when strict=False
-        raise CheckpointError(f"{source} does not match the architecture: {exc}") from None
+        raise CheckpointError(f"{source} does not match the architecture: {load_failure(exc)}") from None
     problems = []
     if result.missing_keys:
         problems.append(f"{len(result.missing_keys)} missing (e.g. {', '.join(result.missing_keys[:3])})")

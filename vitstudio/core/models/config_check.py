@@ -5,10 +5,14 @@ config is refused in milliseconds with one line naming the file and the field.""
 from __future__ import annotations
 
 import json
+import os
 from numbers import Real
 from pathlib import Path
 
+from vitstudio.core.files import not_regular
 from vitstudio.core.models.sizing import LIMITS, check_vit_args
+
+MAX_CONFIG_BYTES = 8 << 20  # timm's and transformers' configs are a few KB; with label names, at most a few hundred
 
 
 class ConfigError(ValueError):
@@ -60,6 +64,34 @@ _FIELDS = {
 }
 
 
+def has_config(folder: Path) -> bool:
+    """Something named config.json is in the folder (a regular file or not: read_model_config refuses the rest)."""
+    return os.path.lexists(folder / "config.json")
+
+
+def read_model_config(path: Path):
+    """A model folder's config file parsed, or ConfigError naming the file: not a regular file (a link to /dev/zero
+    is refused, never read), larger than any config, nested too deeply for the parser, not UTF-8 JSON."""
+    path = Path(path)
+    what = not_regular(path)
+    if what is not None:
+        raise ConfigError(f"{path} is not a regular file ({what}); a model folder's config must be one.")
+    try:
+        size = path.stat().st_size
+        text = path.read_text(encoding="utf-8") if size <= MAX_CONFIG_BYTES else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} cannot be read as UTF-8 text: {exc}") from None
+    if text is None:
+        raise ConfigError(f"{path} is {size / 2**20:.0f} MB, larger than any model config "
+                          f"(the limit is {MAX_CONFIG_BYTES >> 20} MB).")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply to be a model config.") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+
+
 def validate_timm_config(config, path: Path | str) -> dict:
     """The config as timm will read it, or ConfigError naming the file and the first wrong field."""
     if not isinstance(config, dict):
@@ -84,12 +116,9 @@ def precheck_spec(spec: str) -> None:
         return
     folder = Path(spec.split(":", 1)[1]) if spec.startswith("local-dir:") else Path(spec)
     config_path = folder / "config.json"
-    if not config_path.is_file():
+    if not has_config(folder):
         return
-    try:
-        config = json.loads(config_path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ConfigError(f"{config_path} is not valid JSON: {exc}") from None
+    config = read_model_config(config_path)
     if isinstance(config, dict) and "model_type" in config and "architecture" not in config:
         return  # a transformers folder: its converter checks its own fields
     config = validate_timm_config(config, config_path)

@@ -23,6 +23,7 @@ import timm
 import torch
 from torch import nn
 
+from vitstudio.core.files import not_regular
 from vitstudio.core.models import hub, openclip
 from vitstudio.core.models.catalog import (
     WEIGHT_SUFFIXES,
@@ -40,6 +41,7 @@ from vitstudio.core.models.checkpoints import (
     attach_representation_head,
     build_inferred,
     infer_vit,
+    load_failure,
     load_into,
     npz_num_classes,
     read_class_indices,
@@ -47,7 +49,13 @@ from vitstudio.core.models.checkpoints import (
     read_state_dict,
     set_layer_norm_eps,
 )
-from vitstudio.core.models.config_check import ConfigError, parse_custom, validate_timm_config
+from vitstudio.core.models.config_check import (
+    ConfigError,
+    has_config,
+    parse_custom,
+    read_model_config,
+    validate_timm_config,
+)
 from vitstudio.core.models.devices import resolve_device, resolve_precision, validate_precision
 from vitstudio.core.models.hf_transformers import is_transformers_config
 from vitstudio.core.models.labels import resolve_labels
@@ -133,7 +141,7 @@ def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrain
             raise ModelLoadError("--weights goes with an architecture name (e.g. vit_base_patch16_224).")
         return _named_with_file(spec, weights)
     if local is not None:
-        if local.is_dir() and (local / "config.json").is_file():
+        if local.is_dir() and has_config(local):  # a config.json that is no regular file is refused, not skipped
             return _timm_local_dir(spec, local)
         return _seed(spec, local)
     if spec.startswith("local-dir:"):
@@ -259,20 +267,18 @@ def _transformers_snapshot(repo: str, spec: str, progress: ProgressFn | None) ->
 
 
 def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
-    if not (folder / "config.json").is_file():
+    if not has_config(folder):
         raise ModelLoadError(f"{folder} has no config.json (a timm model folder needs config.json + weights).")
-    try:
-        config = json.loads((folder / "config.json").read_text())
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ModelLoadError(f"{folder / 'config.json'} is not valid JSON: {exc}") from None
+    config = read_model_config(folder / "config.json")
     if is_transformers_config(config):
         return _transformers_dir(spec, folder, str(folder))
     try:
-        check_config_size(validate_timm_config(config, folder / "config.json"), folder / "config.json")
+        check_config_size(_single_object_checked(validate_timm_config(config, folder / "config.json"),
+                                                 folder / "config.json"), folder / "config.json")
     except (ConfigError, ModelTooLarge) as exc:
         raise ModelLoadError(str(exc)) from None
     rep = (config.get("vitstudio") or {}).get("representation_size")
-    weights = next((folder / n for n in ("model.safetensors", "pytorch_model.bin") if (folder / n).is_file()), None)
+    weights = _folder_weights(folder)
     try:
         if rep:  # a head plain timm cannot express: build the body from the config, attach the head, load strictly
             model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=False)
@@ -286,14 +292,41 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         raise
     except Exception as exc:  # timm and safetensors raise assorted errors on truncated or mismatched files
         where = f"{weights.name} in {folder}" if weights is not None else str(folder)
-        raise ModelLoadError(f"Could not load the model folder {folder} ({where}): "
-                             f"{type(exc).__name__}: {exc}") from None
+        raise ModelLoadError(f"Could not load the model folder {folder} ({where}): {load_failure(exc)}") from None
     eps = (config.get("vitstudio") or {}).get("layer_norm_eps")
     if isinstance(eps, float) and eps > 0:  # e.g. transformers' 1e-12, which timm's arguments cannot carry
         set_layer_norm_eps(model, eps)
     exact = (config.get("vitstudio") or {}).get("hf_size")  # a run fine-tuned from a transformers checkpoint
     data_config = dict(timm.data.resolve_model_data_config(model), hf_size=exact) if exact else None
     return _finish(model, spec, "timm", str(folder), data_config, folder)
+
+
+def _single_object_checked(config: dict, path: Path) -> dict:
+    """Without 'pretrained_cfg', timm reads the whole file as one (its old single-object layout), where only its
+    preprocessing fields may appear: anything else would fail deep inside timm as an unexpected keyword."""
+    if "pretrained_cfg" in config:
+        return config
+    allowed = {f.name for f in dataclasses.fields(timm.models.PretrainedCfg)} | {"architecture", "num_features",
+                                                                                  "labels"}
+    other = sorted(set(config) - allowed)
+    if other:
+        raise ConfigError(f"{path} has no 'pretrained_cfg' object, so timm reads the whole file as one, where "
+                          f"{', '.join(repr(k) for k in other[:4])} cannot appear. A timm model folder's config.json "
+                          f"(save_for_hf) keeps the preprocessing in 'pretrained_cfg' beside 'model_args'.")
+    return config
+
+
+def _folder_weights(folder: Path) -> Path | None:
+    """The weights file timm will pick in a model folder (its own preference order), refused when it is no regular
+    file: a link to /dev/zero would be read forever."""
+    for name in getattr(timm.models._hub, "_PREFERRED_FILES", ("model.safetensors", "pytorch_model.bin")):
+        path = folder / name
+        what = not_regular(path)
+        if what is not None:
+            raise ModelLoadError(f"{path} is not a regular file ({what}); a model folder's weights must be one.")
+        if path.is_file():
+            return path
+    return None
 
 
 def _transformers_dir(spec: str, folder: Path, source: str) -> LoadedModel:
@@ -309,7 +342,7 @@ def _transformers_dir(spec: str, folder: Path, source: str) -> LoadedModel:
     parts = _finish(model, spec, "transformers", f"{source} (transformers format, converted)", data_config, None)
     if labels:
         parts["label_set"] = "transformers config (id2label)"
-    model_type = json.loads((folder / "config.json").read_text())["model_type"]
+    model_type = read_model_config(folder / "config.json")["model_type"]
     parts["architecture"] = f"{parts['architecture']} (from transformers' {model_type})"
     return parts
 
@@ -402,7 +435,7 @@ def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: di
         getattr(model, "pretrained_cfg", {}).get("architecture") or type(model).__name__)
     if label_folder is not None and (label_folder / "config.json").is_file():
         # a saved model built with other sizes than its timm entry point (e.g. a fine-tuned custom ViT)
-        args = json.loads((label_folder / "config.json").read_text()).get("model_args", {})
+        args = read_model_config(label_folder / "config.json").get("model_args", {})
         shown = {k: v for k, v in args.items() if k in ("img_size", "patch_size", "embed_dim", "depth", "num_heads")}
         if shown:
             arch += " with " + ", ".join(f"{k}={v}" for k, v in shown.items())

@@ -1,0 +1,115 @@
+"""Malformed model folders and weights files on the command line (issue 29, item 18): each is one line naming the
+file and the fault, exit code 2, never a traceback, torch's state-dict dump or its advice to load a pickle anyway."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from tests.conftest import TINY_SPEC, make_tiny_vit
+
+
+def _folder(root: Path) -> tuple[Path, dict]:
+    from timm.models import save_for_hf
+
+    folder = root / "model"
+    save_for_hf(make_tiny_vit(), str(folder), safe_serialization=True)
+    return folder, json.loads((folder / "config.json").read_text())
+
+
+def _nested(folder: Path, config: dict) -> None:
+    (folder / "config.json").write_text('{"architecture": "vit_base_patch16_224", "x": ' + "[" * 100_000
+                                        + "]" * 100_000 + "}")
+
+
+def _without_pretrained_cfg(folder: Path, config: dict) -> None:
+    config.pop("pretrained_cfg")
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def _weights_to_dev_zero(folder: Path, config: dict) -> None:
+    (folder / "model.safetensors").unlink()
+    os.symlink("/dev/zero", folder / "model.safetensors")
+
+
+def _config_to_dev_zero(folder: Path, config: dict) -> None:
+    (folder / "config.json").unlink()
+    os.symlink("/dev/zero", folder / "config.json")
+
+
+def _wider_config(folder: Path, config: dict) -> None:
+    config["model_args"]["embed_dim"] = 64
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+class _RunsCode:
+    def __init__(self, witness: Path) -> None:
+        self.witness = witness
+
+    def __reduce__(self):  # unpickling it would create the witness file
+        return (os.system, (f"touch '{self.witness}'",))
+
+
+def _pickled_code(folder: Path, config: dict) -> None:
+    (folder / "model.safetensors").unlink()
+    torch.save({"head.weight": _RunsCode(folder.parent / "ran")}, folder / "pytorch_model.bin")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="links to /dev/zero")
+@pytest.mark.parametrize("spoil, says", [
+    (_nested, "config.json is nested too deeply to be a model config"),
+    (_without_pretrained_cfg, "has no 'pretrained_cfg' object, so timm reads the whole file as one, where "
+                              "'global_pool', 'model_args'"),
+    (_weights_to_dev_zero, "model.safetensors is not a regular file (a character device, through a symbolic link to "
+                           "/dev/zero)"),
+    (_config_to_dev_zero, "config.json is not a regular file (a character device"),
+    (_wider_config, "31 tensors differ in shape (e.g. cls_token is [1, 1, 32] in the file, [1, 1, 64] in the model"),
+    (_pickled_code, "contains pickled Python objects besides tensors"),
+], ids=lambda v: getattr(v, "__name__", "")[1:] if callable(v) else "")
+def test_a_malformed_model_folder_is_one_line(tmp_path, forked_cli, spoil, says):
+    folder, config = _folder(tmp_path)
+    spoil(folder, config)
+    image = tmp_path / "a.png"
+    Image.new("RGB", (40, 40), "red").save(image)
+    result = forked_cli.run(["predict", "--model", str(folder), str(image)])
+    assert result.returncode == 2, result
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
+    assert says in result.stderr
+    assert "weights_only" not in result.stderr and not (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"root:*:19000:0:99999:7:::\n" * 4, "is not a weights file: it is text, not a safetensors file or a PyTorch"),
+    (b"\x00\x01\x02\x03" * 8, "neither a zip archive nor a pickle"),
+    (b"PK", "it is 2 bytes long"),
+])
+def test_weights_that_are_not_a_checkpoint_are_named_from_their_first_bytes(tmp_path, forked_cli, content, says):
+    weights = tmp_path / "shadow"
+    weights.write_bytes(content)
+    image = tmp_path / "a.png"
+    Image.new("RGB", (40, 40), "red").save(image)
+    result = forked_cli.run(["predict", "--model", TINY_SPEC, "--weights", str(weights), str(image)])
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result
+    assert says in result.stderr and "IndexError" not in result.stderr
+
+
+def test_a_labels_file_with_a_giant_cell_is_one_line_for_every_command(tmp_path, forked_cli):
+    Image.new("RGB", (40, 40), "red").save(tmp_path / "a.png")
+    labels = tmp_path / "labels.csv"
+    labels.write_text("path,label\na.png,ok\na.png," + "x" * 200_000 + "\n")
+    for args in (["finetune", "--labels", str(labels), "--out", str(tmp_path / "run"), "--model", TINY_SPEC],
+                 ["audit", "--labels", str(labels), "--model", TINY_SPEC],
+                 ["suggest", "--labels", str(labels), "--model", TINY_SPEC, str(tmp_path)],
+                 ["eval", "--labels", str(labels), "--model", TINY_SPEC]):
+        result = forked_cli.run(args)
+        assert result.returncode != 0 and "Traceback" not in result.stderr, (args, result)
+        error = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+        assert error == [f"error: {labels}, line 3: field larger than field limit (131072); a labels file holds "
+                         f"'path,label' rows."], (args, result.stderr)
+    assert not (tmp_path / "run").exists()
