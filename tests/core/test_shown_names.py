@@ -40,3 +40,32 @@ def test_predict_prints_each_image_on_its_own_line_whatever_its_name(tmp_path, c
     out = capsys.readouterr().out.splitlines()
     assert out[0] == shown_path(folder / "two\nlines.png") and out[0].endswith("two\\nlines.png")
     assert len(out) == 4  # the name, two classes, the out-of-distribution line
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="file names that are not UTF-8: Linux file systems allow them")
+def test_a_name_that_is_not_utf8_goes_through_every_command(tmp_path, forked_cli):
+    """explain draws its figure (matplotlib cannot draw the raw bytes), finetune trains on a folder holding it (its
+    image cache key hashed the name as UTF-8 text), suggest and sort show it escaped like every other report."""
+    from PIL import Image
+
+    from tests.core.synthetic_data import COLOURS, make_dataset
+
+    data = make_dataset(tmp_path / "data", per_class=6, size=40, classes={k: COLOURS[k] for k in ("red", "blue")})
+    odd = os.fsdecode(os.fsencode(str(data / "red")) + b"/caf\xe9\xff.png")
+    shutil.copy(next((data / "red").glob("*.png")), odd)
+    shown = shown_path(odd)
+    assert "\\xe9\\xff" in shown
+    run = tmp_path / "run"
+    result = forked_cli.run(["finetune", str(data), "--model", "custom:img=32,patch=8,width=32,depth=2,heads=2,"
+                             "classes=2", "--out", str(run), "--preset", "scratch", "--epochs", "1", "--quiet"])
+    assert result.returncode == 0, result.stderr
+    for args in (["explain", "--method", "rollout", "--model", str(run), odd, "--out", str(tmp_path / "maps")],
+                 ["suggest", "--model", str(run), str(data), "--n", "100"],
+                 ["sort", "--model", str(run), str(data), "--out", str(tmp_path / "sorted"), "--dry-run"]):
+        result = forked_cli.run(args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result)
+        lines = [line for line in (result.stdout + result.stderr).splitlines() if "caf" in line]
+        assert lines and all(shown in line or shown_path(tmp_path) in line for line in lines), (args, lines)
+        assert not any("\udce9" in line or "\ufffd" in line for line in lines), (args, lines)
+    picture = os.fsencode(str(tmp_path / "maps")) + b"/caf\xe9\xff.png.rollout.png"
+    assert Image.open(os.fsdecode(picture)).size[0] > 300

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..core import fields
 from ..core.analysis import registry
+from ..core.files import shown_path
 from .common import (
     EXIT_OK,
     EXIT_SOME_FAILED,
@@ -120,16 +121,16 @@ def explain_cmd(args) -> int:
                 if source is not None and analysis.folder and source.is_dir():
                     exp, skipped = explain_folder(loaded, method, [str(source)], decoder=args.decoder)
                     for path, reason in skipped:
-                        print(f"skipped {path}: {reason}", file=sys.stderr)
+                        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
                     failed += len(skipped)
                 else:
                     exp = explain(loaded, method, read_image(source) if source is not None else None, **given)
             except ImageReadError as exc:
-                print(f"error: {exc.path}: {exc.reason}", file=sys.stderr)
+                print(f"error: {shown_path(exc.path)}: {exc.reason}", file=sys.stderr)
                 failed += 1
                 continue
             except (ValueError, MemoryError, RuntimeError) as exc:  # one input never takes the command down
-                print(f"error: {source}: {exc or type(exc).__name__}", file=sys.stderr)
+                print(f"error: {shown_path(source or '')}: {exc or type(exc).__name__}", file=sys.stderr)
                 failed += 1
                 continue
             if masks is not None and exp.crop is not None:
@@ -137,7 +138,7 @@ def explain_cmd(args) -> int:
                 continue
             out = plan.target(source, method)
             _write_explanation(exp, out, loaded.name, source, args, render_figure)
-            print(f"{method}: array {tuple(exp.array.shape)} -> {out}", file=sys.stderr)
+            print(f"{method}: array {tuple(exp.array.shape)} -> {shown_path(out)}", file=sys.stderr)
     for export in (masks or {}).values():
         print(f"masks: {export.finish()}", file=sys.stderr)
     return EXIT_SOME_FAILED if failed else EXIT_OK

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..core.files import shown_path
 from .common import (
     EXIT_OK,
     EXIT_SOME_FAILED,
@@ -113,7 +114,7 @@ def embed_cmd(args) -> int:
     if result is None:  # not rank 0
         return EXIT_OK
     for path, reason in result.errors:
-        print(f"{path}: {reason}", file=sys.stderr)
+        print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     print(f"{len(result.paths)} images embedded ({result.computed} computed, "
           f"{len(result.paths) - result.computed} from the cache), {len(result.errors)} unreadable", file=sys.stderr)
     if args.out:
@@ -167,10 +168,10 @@ def sort_cmd(args) -> int:
                      args.out, args.min_confidence, args.move)
     print(plan.describe(), file=sys.stderr)
     for path, reason in result.errors:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
+        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
     if args.dry_run:
         for p in plan.placements:
-            print(f"{p.source} -> {p.target}")
+            print(f"{shown_path(p.source)} -> {shown_path(p.target)}")
         return EXIT_OK
     try:
         return _report_sort(apply_sort(plan), result.errors)
@@ -193,7 +194,7 @@ def _listed_images(labels: str) -> list[str] | None:
 
 def _report_sort(done, read_errors) -> int:
     for path, reason in done.errors:
-        print(f"{path}: {reason}", file=sys.stderr)
+        print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     print(done.describe(), file=sys.stderr)
     return EXIT_SOME_FAILED if done.errors or read_errors else EXIT_OK
 
@@ -204,13 +205,14 @@ def undo_sort_cmd(args) -> int:
     try:
         result = undo_sort(journal_for(args.log))
     except OSError as exc:  # said in words: "PATH: why", not "[Errno 2] …"
-        print(f"error: {exc.filename}: {exc.strerror}" if exc.filename else f"error: {exc}", file=sys.stderr)
+        print(f"error: {shown_path(exc.filename)}: {exc.strerror}" if exc.filename else f"error: {exc}",
+              file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for path, reason in result.problems:
-        print(f"{path}: {reason}", file=sys.stderr)
+        print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     print(result.describe(), file=sys.stderr)
     return EXIT_SOME_FAILED if result.problems else EXIT_OK
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..core.files import shown_path
 from .common import EXIT_OK, EXIT_USAGE, add_model_args, drain, load_model_from_args, print_ignored
 
 
@@ -82,5 +83,5 @@ def suggest_cmd(args) -> int:
     for row in rows:
         reason = (f"margin {row['margin']:.3f}, looks like {row['predicted']}" if row["reason"] == "uncertain"
                   else f"distance {row['distance']:.3f}")
-        print(f"{row['path']}\t{reason}")
+        print(f"{shown_path(row['path'])}\t{reason}")
     return EXIT_OK

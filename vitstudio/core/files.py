@@ -249,7 +249,7 @@ def dataset_key(folder: str | Path) -> str:
     of its resolved path (two datasets called `train` stay apart; a symlinked path finds the same records)."""
     resolved = str(Path(folder).expanduser().resolve())
     name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(resolved).name)[:40] or "root"
-    return f"{name}-{hashlib.sha1(resolved.encode()).hexdigest()[:12]}"
+    return f"{name}-{hashlib.sha1(os.fsencode(resolved)).hexdigest()[:12]}"
 
 
 def dataset_dir(folder: str | Path) -> Path:

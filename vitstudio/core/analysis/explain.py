@@ -16,6 +16,7 @@ from PIL import Image
 from vitstudio.core.analysis import attention, overlays, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import resolve_layers
+from vitstudio.core.files import shown_path
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.models.model import LoadedModel
@@ -164,6 +165,7 @@ def render_figure(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5, t
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    title = shown_path(title or exp.title)  # an image name that is not UTF-8 cannot be drawn by matplotlib's fonts
     renderer = registry.get(exp.method).renderer
     if renderer == "plot":
         return distance_plot(exp.array, title)
@@ -175,7 +177,7 @@ def render_figure(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5, t
         ax = fig.add_subplot()
         ax.imshow(picture, interpolation="nearest")
         ax.set_axis_off()
-        ax.set_title(title or exp.title, fontsize=9)
+        ax.set_title(title, fontsize=9)
         FigureCanvasAgg(fig).draw()
         return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
     maps = exp.array.reshape(-1, *exp.array.shape[-2:])
@@ -198,7 +200,7 @@ def render_figure(exp: Explanation, cmap: str = "inferno", alpha: float = 0.5, t
         if n > 1:
             ax.set_title(_tile_name(exp, i), fontsize=8)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8)
-    fig.suptitle(title or exp.title, fontsize=9)
+    fig.suptitle(title, fontsize=9)
     FigureCanvasAgg(fig).draw()
     return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
 
@@ -226,7 +228,7 @@ def distance_plot(distance: np.ndarray, title: str = "") -> np.ndarray:
         ax.scatter(np.arange(layers), distance[:, h], s=12, label=f"head {h}" if heads <= 16 else None)
     ax.set_xlabel("layer")
     ax.set_ylabel("mean attention distance (pixels)")
-    ax.set_title(title or "Mean attention distance per head", fontsize=9)
+    ax.set_title(shown_path(title or "Mean attention distance per head"), fontsize=9)
     if heads <= 16:
         ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()

@@ -59,7 +59,7 @@ def cache_key(paths: Sequence[Path], short_side: int, decoder: str = "pil") -> s
     digest = hashlib.sha1(f"v1:{short_side}".encode() + (b"" if decoder == "pil" else f":{decoder}".encode()))
     for p in paths:
         st = Path(p).stat()
-        digest.update(f"{Path(p).resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        digest.update(os.fsencode(f"{Path(p).resolve()}|{st.st_size}|{st.st_mtime_ns}\n"))  # any file name
     return digest.hexdigest()[:20]
 
 
