@@ -145,6 +145,11 @@ def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos
     assert len(list((tmp_path / "f").glob("*.rollout.png"))) == 2
     # one file named for several results is a usage error, before the model is loaded
     assert main(["explain", str(folder), *model_args, "--method", "rollout", "--out", str(tmp_path / "x.png")]) == 2
+    # a folder with a dot in its name is a folder, existing or not (issue 29, item 19)
+    for dotted in (tmp_path / "maps.v2", tmp_path / "new.v3"):
+        (tmp_path / "maps.v2").mkdir(exist_ok=True)
+        assert main(["explain", str(photos["chelsea"]), *model_args, "--method", "rollout", "--out", str(dotted)]) == 0
+        assert [p.name for p in dotted.iterdir()] == ["chelsea.png.rollout.png"]
 
 
 def test_pngs_are_readable_with_a_colour_bar(model_args, photos, tmp_path):

@@ -98,6 +98,20 @@ def test_bad_files_give_clear_messages(tmp_path, photos, case, expected):
     assert str(path) in str(info.value)
 
 
+def test_a_format_is_decided_by_content_not_by_name(tmp_path, photos):
+    """A JPEG named .heic (a phone's export) is read as the JPEG it is; a real HEIC is refused naming its format
+    (issue 29, item 19)."""
+    from vitstudio.core.data.images import check_file
+
+    named = tmp_path / "export.heic"
+    named.write_bytes(photos["astronaut"].read_bytes())
+    assert read_image(named).size == Image.open(photos["astronaut"]).size
+    heic = tmp_path / "phone.heic"
+    heic.write_bytes(b"\x00\x00\x00\x18ftypheic" + bytes(64))
+    with pytest.raises(ImageReadError, match="HEIC is not supported; convert to JPEG/PNG"):
+        check_file(heic)
+
+
 def test_decompression_bomb_refused(tmp_path, monkeypatch):
     path = _save(Image.new("RGB", (100, 100)), tmp_path / "big.png")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 5000)

@@ -113,3 +113,41 @@ def test_a_labels_file_with_a_giant_cell_is_one_line_for_every_command(tmp_path,
         assert error == [f"error: {labels}, line 3: field larger than field limit (131072); a labels file holds "
                          f"'path,label' rows."], (args, result.stderr)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_head_of_a_billion_classes_is_refused_before_anything_is_built(tmp_path):
+    """num_classes at the top of config.json (where timm reads the head's size from too), not in model_args."""
+    from vitstudio.core.models.loading import ModelLoadError, load_model
+
+    folder, config = _folder(tmp_path)
+    config["num_classes"] = 1_000_000_000
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="'num_classes'=1000000000 is outside the valid range 0..1000000"):
+        load_model(str(folder))
+
+
+def test_label_names_that_cannot_name_the_outputs_are_said_on_load(tmp_path, capsys):
+    from vitstudio.cli import main
+
+    folder, config = _folder(tmp_path)
+    config["pretrained_cfg"]["label_names"] = ["cat"]
+    (folder / "config.json").write_text(json.dumps(config))
+    assert main(["card", "--model", str(folder)]) == 0
+    said = "The model config's label_names lists 1 name for 5 outputs; they were not used."
+    assert f"Note                    {said}" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="an address-space limit (RLIMIT_AS)")
+def test_pytorch_that_cannot_load_under_a_memory_limit_is_one_line(tmp_path):
+    import resource
+    import subprocess
+
+    image = tmp_path / "a.png"
+    Image.new("RGB", (40, 40), "red").save(image)
+    limit = 300 << 20  # enough for Python and the CLI's parser, not for torch's libraries
+    result = subprocess.run([sys.executable, "-m", "vitstudio", "predict", "--model", TINY_SPEC, str(image)],
+                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[2],
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    assert result.returncode == 1, result
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: PyTorch could not be loaded: "), result
+    assert "memory" in result.stderr

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from . import card, demo, evaluate, explain, export, faithfulness, folder, models, play, predict, suggest, train
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, suggest, card)
@@ -37,14 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     if refused:
         print(f"error: {refused}", file=sys.stderr)
         return EXIT_USAGE
-    from ..core.jobs import GPUOutOfMemory
-
     try:
         return args.handler(args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
-    except (GPUOutOfMemory, *_no_head_error()) as exc:  # one line, no traceback
+    except ImportError as exc:
+        if not _torch_failed(exc):
+            raise
+        print(f"error: {_torch_failure(exc)}", file=sys.stderr)
+        return EXIT_SOME_FAILED
+    except _one_line_errors() as exc:  # one line, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `vitstudio models | head`: the reader left; that is not an error
@@ -67,8 +70,29 @@ def _precheck_model(spec: str | None) -> str | None:
     return None
 
 
-def _no_head_error() -> tuple:
-    """inference.NoClassifierHead, imported only once something was raised (the CLI starts without torch)."""
+def _one_line_errors() -> tuple:
+    """Errors told in one line, imported only once something was raised (the CLI starts without torch)."""
     from ..core.inference import NoClassifierHead
+    from ..core.jobs import GPUOutOfMemory
 
-    return (NoClassifierHead,)
+    return GPUOutOfMemory, NoClassifierHead
+
+
+def _torch_failed(exc: ImportError) -> bool:
+    return (exc.name or "").split(".")[0] == "torch" or "libtorch" in str(exc) or any(
+        "/torch/" in frame.filename for frame in _frames(exc))
+
+
+def _frames(exc: BaseException):
+    import traceback
+
+    return traceback.extract_tb(exc.__traceback__)
+
+
+def _torch_failure(exc: ImportError) -> str:
+    """PyTorch that cannot be imported (a memory limit too low for its libraries, a broken install): one line."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "failed to map segment" in first or "cannot allocate memory" in first.lower():
+        return (f"PyTorch could not be loaded: {first}. Its libraries need more memory than this process may use "
+                f"(a memory limit such as `ulimit -v`, or the machine is out of memory).")
+    return f"PyTorch could not be loaded: {first}. Reinstall it (`make` in the checkout, or pip install torch)."

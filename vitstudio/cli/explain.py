@@ -4,6 +4,8 @@ parameters and help come from the analysis registry: one vocabulary with the GUI
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -202,11 +204,14 @@ def _explain_plan(args) -> _ExplainPlan:
     out = Path(args.out)
     one_input = len(args.inputs) <= 1 and not (args.inputs and Path(args.inputs[0]).is_dir()
                                                and any(not registry.get(m).folder for m in need_image))
-    single = len(methods) == 1 and one_input and out.suffix != ""
-    if out.suffix and not single:
+    # a file when named like one ("x.png", "x.txt"); a folder may have a dot in its name ("maps.v2", "run.final")
+    names_a_file = (re.fullmatch(r"\.[A-Za-z]{1,4}", out.suffix) is not None and not out.is_dir()
+                    and not args.out.endswith(("/", os.sep)))
+    single = len(methods) == 1 and one_input and names_a_file
+    if names_a_file and not single:
         raise ValueError("several images or methods write one file each: give --out a folder (and --format)")
     if single and out.suffix.lower() not in (".npy", ".png", ".json"):
-        raise ValueError("--out must end in .npy, .png or .json")
+        raise ValueError("--out must end in .npy, .png or .json (or name a folder: end it with /)")
     if not single:
         out.mkdir(parents=True, exist_ok=True)
     fmt = out.suffix.lower().lstrip(".") if single else args.format

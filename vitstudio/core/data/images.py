@@ -86,7 +86,7 @@ def check_file(path: str | os.PathLike) -> os.stat_result:
     if not os.access(p, os.R_OK):
         raise ImageReadError(p, "permission denied (file is not readable)")
     fmt = UNSUPPORTED_SUFFIXES.get(os.path.splitext(p)[1].lower())
-    if fmt:
+    if fmt and not _readable_content(p):  # decided by content: a JPEG named .heic (a phone's export) is a JPEG
         raise ImageReadError(p, f"{fmt} is not supported; convert to JPEG/PNG")
     if st.st_size == 0:
         raise ImageReadError(p, "file is empty (0 bytes)")
@@ -94,6 +94,19 @@ def check_file(path: str | os.PathLike) -> os.stat_result:
         raise ImageReadError(p, f"file too large ({st.st_size / 2**30:.1f} GiB; the limit is "
                                 f"{MAX_FILE_BYTES / 2**30:.0f} GiB)")
     return st
+
+
+# the first bytes of the formats Pillow reads here (WebP: RIFF....WEBP)
+_READABLE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+
+
+def _readable_content(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:  # a regular file (checked above): the open cannot block
+            head = fh.read(12)
+    except OSError:
+        return False
+    return head.startswith(_READABLE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
 
 
 def links_to_ancestor(path: str) -> bool:

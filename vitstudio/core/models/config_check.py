@@ -105,6 +105,10 @@ def validate_timm_config(config, path: Path | str) -> dict:
         for key, (meaning, valid) in _FIELDS.items():
             if key in fields and not valid(fields[key]):
                 raise ConfigError(f"{path}: '{where}{key}' must be {meaning}, not {json.dumps(fields[key])[:60]}.")
+        most = LIMITS["num_classes"][1]  # timm takes the head's size from here too: refused before it allocates
+        if fields.get("num_classes", 0) > most:
+            raise ConfigError(f"{path}: '{where}num_classes'={fields['num_classes']} is outside the valid range "
+                              f"0..{most}.")
     return config
 
 

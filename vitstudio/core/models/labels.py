@@ -6,6 +6,18 @@ from timm.data import ImageNetInfo, infer_imagenet_subset
 from torch import nn
 
 
+def label_names_problem(model: nn.Module) -> str | None:
+    """A model config's label_names that cannot name the outputs (one name for ten classes): said on load, since the
+    classes are then shown otherwise (numbered, or ImageNet's names)."""
+    num_classes = int(getattr(model, "num_classes", 0) or 0)
+    names = (getattr(model, "pretrained_cfg", None) or {}).get("label_names")
+    if not num_classes or not names or len(names) == num_classes:
+        return None
+    plural = "s" if len(names) != 1 else ""
+    return (f"The model config's label_names lists {len(names)} name{plural} for {num_classes} outputs; they were "
+            f"not used.")
+
+
 def resolve_labels(model: nn.Module, class_indices: list[str] | None, guess_imagenet: bool = True
                    ) -> tuple[list[str], str]:
     """(one label per output, where the labels came from)."""
@@ -26,7 +38,7 @@ def resolve_labels(model: nn.Module, class_indices: list[str] | None, guess_imag
         labels = [str(descriptions.get(n, n)) for n in names]
         if len(labels) == num_classes:
             return labels, "model config (label_names)"
-    subset = infer_imagenet_subset(model) if guess_imagenet else None
+    subset = infer_imagenet_subset(model) if guess_imagenet else None  # label_names of another length: not used
     if subset:
         info = ImageNetInfo(subset)
         return [info.index_to_description(i) for i in range(num_classes)], subset

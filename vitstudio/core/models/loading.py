@@ -58,7 +58,7 @@ from vitstudio.core.models.config_check import (
 )
 from vitstudio.core.models.devices import resolve_device, resolve_precision, validate_precision
 from vitstudio.core.models.hf_transformers import is_transformers_config
-from vitstudio.core.models.labels import resolve_labels
+from vitstudio.core.models.labels import label_names_problem, resolve_labels
 from vitstudio.core.models.model import LoadedModel, ModelParts
 from vitstudio.core.models.run_record import unfinished_run_note
 from vitstudio.core.models.sizing import ModelTooLarge, check_fits, check_vit_args, forward_bytes, guessed_fields
@@ -439,6 +439,6 @@ def _finish(model: nn.Module, spec: str, kind: str, source: str, data_config: di
         shown = {k: v for k, v in args.items() if k in ("img_size", "patch_size", "embed_dim", "depth", "num_heads")}
         if shown:
             arch += " with " + ", ".join(f"{k}={v}" for k, v in shown.items())
-    note = unfinished_run_note(label_folder)
+    notes = tuple(filter(None, (unfinished_run_note(label_folder), label_names_problem(model))))
     return dict(model=model, name=spec, architecture=arch, kind=kind, data_config=dict(data_config), labels=labels,
-                label_set=label_set, weights_source=source, notes=(note,) if note else ())
+                label_set=label_set, weights_source=source, notes=notes)
