@@ -13,7 +13,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QStyleOptionViewItem, QTableView
+from PySide6.QtWidgets import QDockWidget, QStyleOptionViewItem, QTableView
 
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.folder.label_review import LabelIssue
@@ -308,7 +308,9 @@ def test_the_folder_maps_colour_bar_switches_without_keeping_references(qtbot):
 
 def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     """At 1280×720 with the model card open the Folder tab is about 800 px wide: its two control rows must not
-    make it wider (what does not fit goes behind each row's » button) and the count line stays in sight."""
+    make it wider, and every control stays reachable: a row that does not fit wraps (the QToolBar's » button showed
+    nothing outside a QMainWindow, so Reset filters and the near-duplicate cosine were out of reach: issue 29,
+    item 5); the count line stays in sight."""
     panel = window.folder
     assert panel.toolbar.minimumSizeHint().width() <= 400
     assert panel.minimumSizeHint().width() <= 800
@@ -318,6 +320,17 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     qtbot.wait(50)
     shown = panel.toolbar.shown
     assert shown.isVisible() and shown.mapTo(panel, shown.rect().topRight()).x() <= panel.width()
+    bar = panel.toolbar
+    assert window.findChild(QDockWidget, "model_card_dock").isVisible() and panel.width() < 1000
+    for control in (bar.open_button, bar.sort_button, bar.undo_button, bar.csv_button, bar.review_button,
+                    bar.threshold, bar.predicted, bar.min_conf, bar.correctness, bar.follow_map, bar.reset_button):
+        corner = control.mapTo(panel, control.rect().bottomRight())
+        assert control.isVisible() and corner.x() <= panel.width() and corner.y() <= bar.geometry().bottom(), (
+            control, corner, panel.width())
+    wrapped = bar.height()
+    window.resize(1280 + 900, 720)  # room for one line each: the rows unwrap
+    qtbot.wait(50)
+    assert bar.height() < wrapped
     # nor taller than the room there is: the page scrolls only if it must (pyqtgraph's 640×480 size hint for the
     # map made the page ask for 738 px where 495 were left)
     assert panel.map.sizeHint().height() <= 240

@@ -11,25 +11,37 @@ from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
+    QHBoxLayout,
     QLabel,
     QPushButton,
     QSizePolicy,
-    QToolBar,
     QVBoxLayout,
     QWidget,
 )
 
+from vitstudio.gui.common.flow_layout import FlowLayout
+
 CORRECTNESS = (("all images", None), ("correct", True), ("mistakes", False))
 
 
-def _overflowing_row(widgets) -> QToolBar:
-    """A row that never widens the tab: what does not fit goes behind the toolbar's » button (at 1280×720 with
-    the model card open the Folder tab is about 800 px wide; the two rows want about 950)."""
-    row = QToolBar()
-    row.setMovable(False)
-    row.setFloatable(False)
+def _labelled(text: str, control: QWidget) -> QWidget:
+    """A control with its label, kept on one line when the row wraps."""
+    pair = QWidget()
+    layout = QHBoxLayout(pair)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(4)
+    layout.addWidget(QLabel(text))
+    layout.addWidget(control)
+    return pair
+
+
+def _wrapping_row(widgets) -> QWidget:
+    """A row that never widens the tab and hides nothing: what does not fit wraps onto another line (at 1280×720
+    with the model card open the Folder tab is about 800 px wide; the two rows want about 950)."""
+    row = QWidget()
+    layout = FlowLayout(row)
     for w in widgets:
-        row.addWidget(w)
+        layout.addWidget(w)
     return row
 
 
@@ -63,7 +75,7 @@ class FolderToolbarWidget(QWidget):
         self.predicted = QComboBox()
         self.predicted.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         # never narrower than its longest class: a tight toolbar squeezed it to "all classe" (what does not fit
-        # goes behind the » button instead)
+        # wraps onto another line instead)
         self.predicted.setSizePolicy(QSizePolicy.Fixed, QSizePolicy.Fixed)
         self.min_conf = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
         self.correctness = QComboBox()
@@ -76,16 +88,16 @@ class FolderToolbarWidget(QWidget):
         self.filters_text = ""  # shown with the count only: with no results (a new model) there is nothing to filter
         self.reset_button = QPushButton("Reset filters")
 
-    def _action_row(self) -> QToolBar:
-        return _overflowing_row((self.open_button, self.cancel_button, self.sort_button, self.undo_button,
-                                 self.csv_button, self.review_button, QLabel(" near-duplicate cosine"),
-                                 self.threshold))
+    def _action_row(self) -> QWidget:
+        return _wrapping_row((self.open_button, self.cancel_button, self.sort_button, self.undo_button,
+                                 self.csv_button, self.review_button,
+                                 _labelled(" near-duplicate cosine", self.threshold)))
 
-    def _filter_row(self) -> QToolBar:
+    def _filter_row(self) -> QWidget:
         widgets = [self.shown, self.filters_for]
         for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness)):
-            widgets += [QLabel(f" {label} "), w]
-        return _overflowing_row((*widgets, self.follow_map, self.reset_button))
+            widgets.append(_labelled(f" {label}", w))
+        return _wrapping_row((*widgets, self.follow_map, self.reset_button))
 
     def reset_filters(self, folder: str | None = None) -> None:
         """Every filter back to "show all", quietly (the caller refreshes the table once); `folder`: the one they
