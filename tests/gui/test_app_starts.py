@@ -100,3 +100,32 @@ def test_screenshot_with_a_model_from_the_command_line(tmp_path, photos, tiny_we
     assert "Loaded Digits demo" not in res.stderr
     shot = Image.open(tmp_path / "s.png")
     assert shot.width >= 800 and shot.height >= 500
+
+
+@pytest.mark.parametrize("stacks", ["Fatal Python error: Segmentation fault\n", ""], ids=["segfault", "kill-9"])
+def test_the_crash_notice_is_in_sight_not_modal_with_its_log(window, qtbot, tmp_path, stacks, monkeypatch):
+    """After a segfault the notice was only in the hidden Log dock; after kill -9 a modal box came with its OK button
+    clipped (issue 29, item 9). One notice in the status bar, not modal, linking the log it left (or the folder)."""
+    from PySide6.QtWidgets import QApplication
+
+    from vitstudio.gui import crash_log
+    from vitstudio.gui.crash_log import CrashLog
+
+    for name in ("enable", "disable"):  # pytest's own fault handler stays as it is
+        monkeypatch.setattr(crash_log.faulthandler, name, lambda *a, **k: None)
+    (tmp_path / "session.pid").write_text("999999999")  # a session that is gone
+    (tmp_path / "crash.log").write_text(stacks)
+    crash = CrashLog(tmp_path)
+    crash.begin()
+    try:
+        crash.tell(window)
+        notice = window.notice
+        assert notice.isVisible() and notice.text.startswith("ViT Studio closed unexpectedly last time")
+        assert notice.path == str(tmp_path / "crash.previous.log" if stacks else tmp_path)
+        assert QApplication.activeModalWidget() is None
+        window.resize(1280, 720)
+        qtbot.wait(50)
+        right = notice.close_button.mapTo(window, notice.close_button.rect().bottomRight())
+        assert right.x() <= window.width() and right.y() <= window.height()  # nothing clipped
+    finally:
+        crash.end()

@@ -173,12 +173,15 @@ def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_pa
     assert iio.imread(tmp_path / "attention.gif").shape[0] == 3
 
 
-def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
+def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkeypatch):
     """File → Export model (the current model) and the Training panel's export (a run) write ONNX with metadata
-    and upstream's seed format."""
+    and upstream's seed format; each is told in the status bar with a link to its folder, kept until dismissed
+    (issue 29, item 10: it was in the Log dock only)."""
     import onnx
 
-    from vitstudio.gui import actions
+    from vitstudio.gui import actions, status_notice
+
+    monkeypatch.setattr(status_notice.QDesktopServices, "openUrl", lambda url: True)  # no file manager in tests
 
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
@@ -189,6 +192,16 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
     assert len(__import__("json").loads(meta["labels"])) == 5
     assert (tmp_path / "upstream" / "model.pth").is_file() and (tmp_path / "upstream" / "class_indices.json").is_file()
     assert "Saved" in window.log_view.toPlainText()
+    notice = window.notice
+    assert notice.isVisible() and notice.text.startswith("Saved ") and notice.path in (str(tmp_path),
+                                                                                        str(tmp_path / "upstream"))
+    with qtbot.waitSignal(notice.opened) as opened:
+        notice.label.linkActivated.emit("open")
+    assert opened.args == [notice.path]
+    window.statusBar().showMessage("another message", 50)  # a passing message hides it only while it shows
+    qtbot.waitUntil(lambda: notice.isVisible(), timeout=2000)
+    notice.close_button.click()
+    assert not notice.isVisible()
 
     data = make_dataset(tmp_path / "data", per_class=6)
     panel = _setup(_training_tab(window), qtbot, data, epochs=1)
@@ -198,6 +211,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights):
     actions.export_model(window, "seed", str(tmp_path / "run-upstream"), spec=str(panel.shown_run))
     qtbot.waitUntil(lambda: (tmp_path / "run-upstream" / "model.pth").is_file() and not workers.running_jobs(),
                     timeout=60000)
+    assert notice.isVisible() and notice.path == str(tmp_path / "run-upstream") and "upstream:" in notice.text
 
 
 def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):

@@ -103,7 +103,7 @@ def export_view(window, path: str | None = None) -> bool:
         return False
     ok = window.tabs.currentWidget().grab().save(path)
     if ok:
-        window.state.message.emit("info", f"Saved {path}")
+        window.show_notice(f"Saved {path}", str(Path(path).absolute().parent))
     else:
         window.state.report(OSError(f"Could not save {path}: is the folder writable and the name a .png?"))
     return ok
@@ -127,7 +127,7 @@ def export_data(window, path: str | None = None) -> bool:
     except (ValueError, OSError) as exc:
         window.state.report(exc, "Export failed")
         return False
-    window.state.message.emit("info", "Saved " + ", ".join(str(f) for f in files))
+    window.show_notice("Saved " + ", ".join(str(f) for f in files), str(Path(files[0]).absolute().parent))
     return True
 
 
@@ -177,7 +177,8 @@ def show_help(window, topic: str):
 
 def export_model(window, fmt: str | None = None, path: str | None = None, spec: str | None = None):
     """The current model (or the run `spec`) as ONNX, with labels and preprocessing in its metadata, or in
-    upstream's seed format; written by a worker, reported in the log. Returns the job, or None."""
+    upstream's seed format; written by a worker, reported in the status bar with a link to its folder. Returns the
+    job, or None."""
     from vitstudio.core.models.loading import load_model
 
     from . import workers
@@ -197,13 +198,13 @@ def export_model(window, fmt: str | None = None, path: str | None = None, spec: 
             from vitstudio.core.models.seed_export import export_seed
 
             result = export_seed(loaded, path)
-            return f"Saved {result.folder} (model.pth + class_indices.json); upstream: {result.constructor}. " \
-                   + " ".join(result.notes)
+            return (f"Saved {result.folder} (model.pth + class_indices.json); upstream: {result.constructor}. "
+                    + " ".join(result.notes), str(result.folder))
         from vitstudio.core.models.onnx_export import export_onnx
 
         result = export_onnx(loaded, path)
         checked = "" if result.max_abs_diff is None else f", ONNX Runtime matches ({result.max_abs_diff:.1e})"
-        return f"Saved {result.path}{checked}"
+        return f"Saved {result.path}{checked}", str(Path(result.path).parent)
 
-    return workers.start_job("Exporting model", run, on_result=lambda text: window.state.message.emit("info", text),
+    return workers.start_job("Exporting model", run, on_result=lambda said: window.show_notice(*said),
                              on_error=window._on_job_error)

@@ -69,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     crash_log.begin()
     app.aboutToQuit.connect(crash_log.end)
     window = _open_frame(args)  # Qt only: menus, model bar, image strip, tabs; torch and timm load behind it
-    if crash_log.previous_crash:
-        window.show_warning(crash_log.previous_crash)
+    crash_log.tell(window)
     if probing():
         FirstPaintProbe(window, "main")
     window.show()

@@ -28,6 +28,7 @@ class CrashLog:
         self.marker = self.folder / "session.pid"
         self._file = None
         self.previous_crash: str | None = None
+        self.previous_log: Path | None = None  # the stacks the crashed session left, when it left any
 
     def begin(self) -> None:
         try:
@@ -36,6 +37,8 @@ class CrashLog:
             if self.previous_crash is not None and self.log_path.is_file():
                 # keep the last crash's stacks for the user to read; this session writes a fresh log
                 self.log_path.replace(self.log_path.with_name("crash.previous.log"))
+                kept = self.folder / "crash.previous.log"
+                self.previous_log = kept if kept.stat().st_size > 0 else None
                 self.previous_crash = self.previous_crash.replace(str(self.log_path),
                                                                   str(self.folder / "crash.previous.log"))
             self._file = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 (held for faulthandler)
@@ -43,6 +46,12 @@ class CrashLog:
             self.marker.write_text(str(os.getpid()))
         except OSError:  # a read-only home must not stop the app: it just runs without a crash log
             self._file = None
+
+    def tell(self, window) -> None:
+        """The previous session's crash, if any, as the window's notice: in sight, not modal, with the log it left."""
+        if self.previous_crash:
+            window.show_notice(self.previous_crash, str(self.previous_log or self.folder),
+                               "Open the log" if self.previous_log else "Show folder")
 
     def end(self) -> None:
         """A clean exit: no marker is left, and an empty log is removed."""

@@ -36,6 +36,7 @@ from .imaging import configure_pyqtgraph
 from .opening import Opened, StripPaths, describe_open, read_new_images, recent_entry, updated_recent
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
+from .status_notice import StatusNoticeWidget
 from .window_jobs import Relay, classify_job, is_model_of, load_model_job
 
 log = logging.getLogger("vitstudio.gui")
@@ -176,6 +177,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.status_jobs)
         self.error_indicator = ErrorIndicatorWidget(self)  # errors wait there; nothing pops up by itself
         self.statusBar().addPermanentWidget(self.error_indicator)
+        self.notice = StatusNoticeWidget(self)  # a crash or an export: kept in sight until dismissed
+        self.statusBar().addWidget(self.notice, 1)
 
     def _connect(self) -> None:
         self.state.view.events.requested.connect(self._load_requested)
@@ -391,6 +394,11 @@ class MainWindow(QMainWindow):
         """Logged, in the status bar and in a box that does not block the window."""
         self._on_message("warning", message)
         self._non_modal_box(message)
+
+    def show_notice(self, text: str, path: str | None = None, link: str = "Show folder") -> None:
+        """Logged, and kept in the status bar with a link to `path` until dismissed (a crash, an export)."""
+        self._on_message("info", text)
+        self.notice.show_notice(text, path, link)
 
     def _non_modal_box(self, message: str, details: str = "") -> None:
         box = QMessageBox(QMessageBox.Warning, "ViT Studio", message, QMessageBox.Ok, self)

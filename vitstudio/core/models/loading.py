@@ -273,8 +273,8 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
     if is_transformers_config(config):
         return _transformers_dir(spec, folder, str(folder))
     try:
-        check_config_size(_single_object_checked(validate_timm_config(config, folder / "config.json"),
-                                                 folder / "config.json"), folder / "config.json")
+        check_config_size(validate_timm_config(config, folder / "config.json"), folder / "config.json")
+        _check_single_object(config, folder / "config.json")
     except (ConfigError, ModelTooLarge) as exc:
         raise ModelLoadError(str(exc)) from None
     rep = (config.get("vitstudio") or {}).get("representation_size")
@@ -301,11 +301,11 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
     return _finish(model, spec, "timm", str(folder), data_config, folder)
 
 
-def _single_object_checked(config: dict, path: Path) -> dict:
+def _check_single_object(config: dict, path: Path) -> None:
     """Without 'pretrained_cfg', timm reads the whole file as one (its old single-object layout), where only its
     preprocessing fields may appear: anything else would fail deep inside timm as an unexpected keyword."""
     if "pretrained_cfg" in config:
-        return config
+        return
     allowed = {f.name for f in dataclasses.fields(timm.models.PretrainedCfg)} | {"architecture", "num_features",
                                                                                   "labels"}
     other = sorted(set(config) - allowed)
@@ -313,7 +313,6 @@ def _single_object_checked(config: dict, path: Path) -> dict:
         raise ConfigError(f"{path} has no 'pretrained_cfg' object, so timm reads the whole file as one, where "
                           f"{', '.join(repr(k) for k in other[:4])} cannot appear. A timm model folder's config.json "
                           f"(save_for_hf) keeps the preprocessing in 'pretrained_cfg' beside 'model_args'.")
-    return config
 
 
 def _folder_weights(folder: Path) -> Path | None:

@@ -1,0 +1,63 @@
+"""What the user must not miss, kept where they look: a line in the status bar with a link to the file or folder it
+is about and a × to dismiss it, until they do or another notice takes its place. Not modal, never clipped (elided
+to the room there is, the whole text in its tooltip). Used for the previous session's crash (with its log) and for
+finished exports (with their folder, and the seed format's note on its transform)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFontMetrics
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+
+
+class StatusNoticeWidget(QWidget):
+    opened = Signal(str)  # the path a link opened (tests listen; the desktop opens it)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.text = ""
+        self.path: str | None = None
+        self._link = ""
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.RichText)
+        self.label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # never widens the window
+        self.label.linkActivated.connect(self._open)
+        self.close_button = QToolButton(text="×", autoRaise=True, toolTip="Dismiss")
+        self.close_button.clicked.connect(self.dismiss)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 0, 0, 0)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.close_button)
+        self.setVisible(False)
+
+    def show_notice(self, text: str, path: str | Path | None = None, link: str = "Show folder") -> None:
+        """`text`, with `link` opening `path` (a folder or a file, with the desktop's application) when given."""
+        self.text, self.path, self._link = text, str(path) if path is not None else None, link
+        self.setToolTip(text + (f"\n{self.path}" if self.path else ""))
+        self.setVisible(True)
+        self._layout_text()
+
+    def dismiss(self) -> None:
+        self.text, self.path = "", None
+        self.setVisible(False)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._layout_text()
+
+    def _layout_text(self) -> None:
+        """The link first (always visible), then the text elided to what is left of the width."""
+        metrics = QFontMetrics(self.label.font())
+        link = f'<a href="open">{html.escape(self._link)}</a> · ' if self.path else ""
+        room = max(40, self.label.width() - (metrics.horizontalAdvance(self._link + " · ") if self.path else 0))
+        shown = metrics.elidedText(self.text, Qt.ElideMiddle, room)
+        self.label.setText(link + html.escape(shown))
+
+    def _open(self, _href: str) -> None:
+        if not self.path:
+            return
+        QDesktopServices.openUrl(QUrl.fromLocalFile(self.path))
+        self.opened.emit(self.path)
