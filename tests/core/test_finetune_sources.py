@@ -192,11 +192,13 @@ def test_chance_level_run_warns(tmp_path):
                          batch_size=4)
     result, records = run(fine_tune(config))
     assert result.best_val_acc == pytest.approx(1 / 3)
-    warnings = [r.message for r in records if isinstance(r, RunWarning)]
+    warnings = [r.message for r in records if isinstance(r, RunWarning) and not r.update]
     chance = [w for w in warnings if "chance level" in w]
     assert len(chance) == 1 and "(try last-blocks or full)" in chance[0]  # linear-probe: the backbone is frozen
+    latest = [r.message for r in records if isinstance(r, RunWarning) and r.update]
+    assert len(latest) == 1 and "after 3 epochs" in latest[0]  # the third epoch updated the figure
     status = json.loads((tmp_path / "run" / "status.json").read_text())
-    assert status["warnings"] == warnings
+    assert status["warnings"] == [latest[0] if w in chance else w for w in warnings]
     # every image is a copy of every other: no split can keep copies apart, and the run says so
     assert "no split can keep them apart" in warnings[0]
 
@@ -255,3 +257,47 @@ def test_the_chance_level_advice_names_only_what_trains_more():
     for preset in ("quick", "linear-probe", "seed"):
         assert "(try last-blocks or full)" in advice(preset), preset
     assert advice("full").startswith("Validation accuracy is still at chance level (33.3 % for 3 classes after 2")
+
+
+def test_the_chance_level_warning_is_said_once_then_updated_then_withdrawn():
+    """Issue 29, item 11: from the second epoch at chance the warning is said (printed once by the CLI), then each
+    epoch updates its figure in place (status.json keeps one, the latest), and it is withdrawn once the run does
+    better than chance."""
+    from types import SimpleNamespace
+
+    from vitstudio.core.train.engine import _chance_warning
+
+    run = SimpleNamespace(best_acc=0.30, warnings=["Class red has 6 images"], start_epoch=0,
+                          config=SimpleNamespace(scope="all"))
+    assert _chance_warning(run, 0, 3) is None  # after one epoch: too early to tell
+    said = _chance_warning(run, 1, 3)
+    assert said.kind == "chance level" and not said.update and "33.3 %" not in said.message and "30.0 %" in said.message
+    run.best_acc = 0.36
+    updated = _chance_warning(run, 2, 3)
+    assert updated.update and "36.0 %" in updated.message and "after 3 epochs" in updated.message
+    assert run.warnings == ["Class red has 6 images", updated.message]
+    run.best_acc = 0.71
+    withdrawn = _chance_warning(run, 3, 3)
+    assert withdrawn.update and withdrawn.message == "" and run.warnings == ["Class red has 6 images"]
+    assert _chance_warning(run, 4, 3) is None
+
+
+def test_the_eta_is_the_whole_run_left_including_validation():
+    """Issue 29, item 11: 4 epochs of 8 s of steps and 4 s of validation. From the first validation on the
+    whole-run ETA is the time left; the old one (images left over the current epoch's step rate) left validation
+    out, a third of the run here."""
+    from vitstudio.core.train.records import RunClock
+
+    epochs, train, val, steps = 4, 8.0, 4.0, 10
+    clock = RunClock(started=100.0)
+    for epoch in range(epochs):
+        for step in range(1, steps + 1):
+            now = 100.0 + epoch * (train + val) + step * train / steps
+            left = epochs * (train + val) - (now - 100.0)
+            old = (steps - step + (epochs - epoch - 1) * steps) / (steps / train)
+            ours = clock.eta(now, epoch + step / steps, epochs)
+            if epoch > 0:
+                assert ours == pytest.approx(left), (epoch, step)
+                assert abs(old - left) >= val - 1e-9  # at least this epoch's validation missing
+        clock.validated(val)
+    assert RunClock(started=1.0).eta(5.0, 0.0, 4) == 0.0

@@ -174,21 +174,24 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     assert panel.start_button.isEnabled(), panel.start_button.toolTip()
 
 
-def test_the_chance_level_warning_goes_when_the_run_ends_above_chance(panel, qtbot, tmp_path):
-    """The warning said during the run (accuracy at chance after two epochs) is cleared by a finish at 71 % of 3
-    classes (chance 33 %), and kept by a finish at 36 %; other warnings of the run stay either way."""
-    from vitstudio.core.train.engine import RunWarning, TrainResult
+def test_the_chance_level_warning_follows_the_run(panel, qtbot, tmp_path):
+    """The warning said during the run (accuracy at chance after two epochs) is replaced by each update with the new
+    figure (it kept its first figure for the whole run: issue 29, item 11) and withdrawn once the run does better;
+    other warnings of the run stay."""
+    from vitstudio.core.train.engine import RunWarning
 
     panel = _scanned(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data", per_class=6))
-    for best, chance_warning_stays in ((0.36, True), (0.71, False)):
-        panel._on_record(RunWarning("Validation accuracy is still at chance level (33.3 % for 3 classes).",
-                                    kind="chance"))
-        panel._on_record(RunWarning("Class red has 6 images, class blue 60: the classes are imbalanced."))
-        assert panel.warning.isVisibleTo(panel) and "chance level" in panel.warning.text()
-        panel._on_finished(TrainResult(tmp_path / "run", "finished", 10, best, None))
-        assert ("chance level" in panel.warning.text()) == chance_warning_stays
-        assert "imbalanced" in panel.warning.text() and panel.warning.isVisibleTo(panel)
-        panel.controls.clear_warnings()
+    panel._on_record(RunWarning("Validation accuracy is still at chance level (33.3 % for 3 classes after 2 epochs).",
+                                kind="chance level"))
+    panel._on_record(RunWarning("Class red has 6 images, class blue 60: the classes are imbalanced."))
+    assert panel.warning.isVisibleTo(panel) and "after 2 epochs" in panel.warning.text()
+    panel._on_record(RunWarning("Validation accuracy is still at chance level (35.0 % for 3 classes after 3 epochs).",
+                                kind="chance level", update=True))
+    text = panel.warning.text()
+    assert text.count("chance level") == 1 and "after 3 epochs" in text and "imbalanced" in text
+    panel._on_record(RunWarning("", kind="chance level", update=True))
+    assert "chance level" not in panel.warning.text() and "imbalanced" in panel.warning.text()
+    assert panel.warning.isVisibleTo(panel)
 
 
 def _history_line(panel, name: str) -> str:

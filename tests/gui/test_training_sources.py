@@ -74,7 +74,7 @@ def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_pat
     panel.form.state.update(epochs=1, batch_size=4, img_size=32)
     panel.start()
     qtbot.waitUntil(lambda: panel.results.report is not None, timeout=60000)
-    panel.controls.show_warning("chance level", "chance")  # (whether the tiny run reached chance varies)
+    panel.controls.show_warning("chance level", "chance level")  # (whether the tiny run reached chance varies)
     assert "finished" in panel.progress.format() and panel.right.currentWidget() is panel.results
     panel.set_dataset(str(_labels_file(tmp_path)))  # what the Labels tab's "Train a model…" does
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None

@@ -125,8 +125,10 @@ def drain(gen, quiet: bool):
     try:
         while True:
             rec = next(gen)
-            if isinstance(rec, RunWarning):  # printed even when quiet: the run needs the user's attention
+            if isinstance(rec, RunWarning) and not rec.update:  # printed even when quiet: it needs the user
                 print(f"warning: {rec.message}", file=sys.stderr)
+            elif isinstance(rec, RunWarning) and not rec.message:
+                print(f"note: the {rec.kind} warning above no longer holds", file=sys.stderr)
             if quiet:
                 continue
             if isinstance(rec, StepProgress):

@@ -45,7 +45,7 @@ from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, s
 from vitstudio.core.train.ood_fit import write_ood_bank
 from vitstudio.core.train.probe import ProbeSnapshot, probe_image, probe_snapshot, save_snapshot  # noqa: F401
 from vitstudio.core.train.recipes import TrainConfig
-from vitstudio.core.train.records import EpochMetrics, RunWarning, StepProgress, TrainResult  # noqa: F401
+from vitstudio.core.train.records import EpochMetrics, RunClock, RunWarning, StepProgress, TrainResult  # noqa: F401
 from vitstudio.core.train.run_folder import prepare_run_folder, restore_checkpoint, save_checkpoint, write_status
 from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
@@ -124,6 +124,7 @@ class _Run:
     text: TextInit | None = None  # the head's start from the class names' text embeddings (CLIP-style bases)
     head_note: str = ""
     skipped: dict = field(default_factory=dict)  # path -> why: files the scan or the data path could not use
+    clock: RunClock = field(default_factory=RunClock)  # for the whole-run ETA
 
     @property
     def device(self) -> torch.device:
@@ -292,7 +293,9 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             loss_sum, correct, seen, seconds = yield from _train_one_epoch(run, epoch, cancel)
             run.scheduler.step(epoch + 1)
             loss_sum, correct, seen = sum_across(run.dist_info, loss_sum, correct, seen)
+            began = time.monotonic()
             val_loss, val_acc = validation_pass(run.eval_model, run.loaders.val, run.base.autocast, run.dist_info)
+            run.clock.validated(time.monotonic() - began)
             improved = val_acc > run.best_acc
             run.best_acc, run.stale = (val_acc, 0) if improved else (run.best_acc, run.stale + 1)
             row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
@@ -337,13 +340,22 @@ def _train_epochs(run: _Run, cancel: CancelToken):
 
 
 def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | None:
-    """Once, after the second epoch: a best validation accuracy still at chance level means something is off."""
-    chance = 1.0 / num_classes
-    if epoch != max(1, run.start_epoch) or run.best_acc > 1.25 * chance or any("chance" in w for w in run.warnings):
+    """From the second epoch: a best validation accuracy still at chance level means something is off. Said once
+    (the CLI prints it once), then updated each epoch with the new figure while it lasts, and withdrawn (an empty
+    message) once the run does better; status.json keeps the latest."""
+    at_chance = run.best_acc <= 1.25 / num_classes
+    said = next((i for i, w in enumerate(run.warnings) if "chance level" in w), None)
+    if epoch < max(1, run.start_epoch) or (said is None and not at_chance):
         return None
+    if not at_chance:
+        del run.warnings[said]
+        return RunWarning("", kind="chance level", update=True)
     message = chance_message(run.best_acc, num_classes, epoch + 1, run.config.scope)
-    run.warnings.append(message)
-    return RunWarning(message, kind="chance")
+    if said is None:
+        run.warnings.append(message)
+        return RunWarning(message, kind="chance level")
+    run.warnings[said] = message
+    return RunWarning(message, kind="chance level", update=True)
 
 
 # What to train instead when the base model's features may not fit the data: more of the network than now (advising
@@ -371,6 +383,7 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
     throttle = Throttle(10)
     run.train_model.train()
     started, seen = time.monotonic(), 0
+    run.clock.started = run.clock.started or started
     # sums stay on the device: reading them (a GPU sync) once per progress report, not per step, lets the host
     # queue the next steps while the GPU works
     loss_sum = torch.zeros((), dtype=torch.float64, device=run.base.device)
@@ -411,8 +424,10 @@ def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):
             loss_sum += loss.detach().double() * (config.grad_accum * len(y))
             correct += (logits.argmax(-1) == y).sum()
             if throttle.ready(force=last):
-                rate = seen / max(1e-9, time.monotonic() - started) * world
-                left = (loaders.images - seen + (config.epochs - epoch - 1) * loaders.images) * world
+                now = time.monotonic()
+                rate = seen / max(1e-9, now - started) * world
                 yield StepProgress(epoch, config.epochs, step + 1, loaders.steps, float(loss_sum) / seen,
-                                   optimizer.param_groups[-1]["lr"], rate, left / max(rate, 1e-9))
+                                   optimizer.param_groups[-1]["lr"], rate,
+                                   run.clock.eta(now, epoch - run.start_epoch + seen / loaders.images,
+                                                 config.epochs - run.start_epoch))
     return float(loss_sum), int(correct), seen, time.monotonic() - started  # the training pass alone

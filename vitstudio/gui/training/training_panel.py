@@ -325,7 +325,8 @@ class TrainingPanel(QWidget):
                 self._show_last_snapshot()
         elif isinstance(rec, RunWarning):
             self.controls.show_warning(rec.message, rec.kind)
-            self.state.message.emit("warning", rec.message)
+            if not rec.update:
+                self.state.message.emit("warning", rec.message)
         elif isinstance(rec, Progress) and rec.message:
             self.controls.show_progress(rec)
 
@@ -349,10 +350,6 @@ class TrainingPanel(QWidget):
                             f"{result.epochs_done} epochs → {result.out_dir}{skipped}")
         for path, why in result.skipped.items():
             self.state.message.emit("warning", f"skipped {path}: {why}")
-        report, scan = result.report, self.dataset_actions.scan
-        classes = len(report.classes) if report is not None else len(scan.classes) if scan else 0
-        if classes and result.best_val_acc > 1.25 / classes:
-            self.controls.clear_warnings("chance")  # the run got past chance level after all
         self.dataset_actions.name_next_run()
         self.refresh_history()
         if result.report is not None and showing:

@@ -106,7 +106,12 @@ class RunControlsWidget(QWidget):
             self.progress.setFormat(f"{rec.message}: %v/%m")
 
     def show_warning(self, message: str, kind: str = "") -> None:
-        self.warnings.append((kind, message))
+        """A warning of the run; one of a `kind` replaces the earlier one of that kind (a figure updated each
+        epoch), and an empty message withdraws it (the run got past what it said)."""
+        if kind:
+            self.warnings = [(k, m) for k, m in self.warnings if k != kind]
+        if message:
+            self.warnings.append((kind, message))
         self._show_warnings()
 
     def show_no_run(self) -> None:
