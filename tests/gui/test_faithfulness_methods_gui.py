@@ -56,6 +56,8 @@ def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_sc
                                atol=1e-6)
     assert f"deletion {expected.methods['rollout'].deletion_auc:.3f}" in widget.summary.text()
     assert len(widget.curves.getPlotItem().listDataItems()) == 4  # the map's and random's, deletion and insertion
+    left = widget.curves.getAxis("left")  # probabilities as they are: no "(x0.001)" with ticks 200-600 (item 12)
+    assert left.autoSIPrefixScale == 1.0 and "(x" not in left.labelString(), left.labelString()
 
     widget.sanity_button.click()
     qtbot.waitUntil(lambda: widget.shown_sanity is not None, timeout=60000)

@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QKeyCombination, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QMenu
+from PySide6.QtWidgets import QApplication, QLineEdit, QMenu
 
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
@@ -177,6 +177,39 @@ def test_training_keys_press_the_training_buttons(active, qtbot):
     training.pause_button.setChecked(False)
     start = _menu_action(window, "Start training")
     assert start.shortcut() == QKeySequence("F5")
+
+
+class _LikeX11(QLineEdit):
+    """A line edit claiming Ctrl+E as it does under X11 (QKeySequence.MoveToEndOfLine; the offscreen platform used by
+    the tests has no such binding)."""
+
+    def event(self, event):
+        if event.type() == QEvent.ShortcutOverride and event.keyCombination() == QKeyCombination(
+                Qt.ControlModifier, Qt.Key_E):
+            event.accept()
+            return True
+        return super().event(event)
+
+
+def test_window_keys_work_while_a_spin_box_or_field_has_focus(active, qtbot, tmp_path, monkeypatch):
+    """Issue 29, item 12: Ctrl+E (Export view) was taken by the focused spin box's line edit (its "end of line" on
+    X11); the window's keys fire whatever field has focus, and ordinary typing still goes to the field."""
+    from PySide6.QtWidgets import QFileDialog
+
+    window = active
+    window.show_tab("training")
+    field = _LikeX11(window.training)
+    field.show()
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus, timeout=2000)
+    saved = tmp_path / "view.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(saved), ""))
+    qtbot.keyClick(field, Qt.Key_E, Qt.ControlModifier)
+    assert saved.is_file()
+    qtbot.keyClick(field, Qt.Key_1, Qt.ControlModifier)  # a tab key too
+    assert window.tabs.currentIndex() == 0
+    qtbot.keyClicks(field, "e5")  # typing is the field's
+    assert field.text() == "e5"
 
 
 def test_help_lists_every_shortcut(window):

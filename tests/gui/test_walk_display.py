@@ -173,3 +173,26 @@ def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_
     qtbot.wait(50)  # pyqtgraph ranges its axes when it next paints
     assert not curves.lr_note.isVisible() and curves.lr_plot.getAxis("left").isVisible()
     assert curves.lr_plot.viewRange()[0][1] >= 4  # the axes follow this run's curve again
+
+
+def test_the_wheel_over_the_images_per_class_chart_does_not_zoom_it(qtbot):
+    """Issue 29, item 12: a wheel turned over the chart (scrolling the Training form) zoomed it."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    from vitstudio.gui.training.training_dataset import TrainingDatasetWidget
+
+    widget = TrainingDatasetWidget(["vit_tiny_patch16_224"])
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.show_balance({"ants": 120, "bees": 98})
+    qtbot.wait(50)
+    view = widget.balance.getViewBox()
+    before = view.viewRange()
+    centre = widget.balance.viewport().rect().center()
+    event = QWheelEvent(QPointF(centre), QPointF(widget.balance.viewport().mapToGlobal(centre)), QPoint(0, 0),
+                        QPoint(0, 240), Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)
+    QApplication.sendEvent(widget.balance.viewport(), event)
+    qtbot.wait(50)
+    assert view.viewRange() == before

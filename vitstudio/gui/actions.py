@@ -13,7 +13,7 @@ from vitstudio.core.analysis.export import write_result
 from .app_settings import list_value
 from .edit_menu import build_edit_menu
 from .model_export_dialog import choose_model_export
-from .shortcuts import build_shortcut_menus, shortcut_rows
+from .shortcuts import build_shortcut_menus, keep_window_keys, shortcut_rows
 
 IMAGE_FILTER = "Images (*.jpg *.jpeg *.png *.bmp *.gif *.webp *.tif *.tiff);;All files (*)"
 
@@ -58,7 +58,7 @@ def build_menus(window) -> RecentMenu:
     for topic in HELP_TOPICS:
         _add(window, help_menu, topic, lambda _checked=False, t=topic: show_help(window, t),
              QKeySequence.HelpContents if topic == "Keyboard shortcuts" else None)
-    build_shortcut_menus(window)
+    keep_window_keys(window, build_shortcut_menus(window))
     return recent
 
 

@@ -6,7 +6,9 @@ disabled button would refuse; pressed while the button is disabled, they say why
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QLineEdit
 
 NEXT_IMAGE, PREVIOUS_IMAGE = "Ctrl+Down", "Ctrl+Up"
 # F5 runs, Shift+F5 stops (as in most IDEs); F6 pauses. None of them is taken by Qt's standard keys.
@@ -39,6 +41,17 @@ def build_shortcut_menus(window) -> list[QAction]:
         actions.append(_action(window, training_menu, text, keys,
                                lambda _checked=False, b=button, t=text: press_training_button(window, b, t)))
     return actions
+
+
+# the File menu's keys that a line edit also claims; standard editing keys (copy, paste, undo…) stay the field's
+FIELD_CLAIMED = ("Ctrl+E", "Ctrl+Shift+E")
+
+
+def keep_window_keys(window, actions) -> None:
+    """The window's shortcuts among `actions` (and the File menu's Ctrl+E, Ctrl+Shift+E) fire whatever has focus."""
+    keys = [a for a in window.findChildren(QAction) if a.shortcut().toString() in FIELD_CLAIMED]
+    window.window_keys = WindowKeysFirst(window, [*actions, *keys])
+    QApplication.instance().installEventFilter(window.window_keys)
 
 
 def _action(window, menu, text: str, keys: str, slot) -> QAction:
@@ -97,3 +110,22 @@ def shortcut_rows(window) -> list[tuple[str, str]]:
                 seen.add((name, keys))
                 rows.append((name, keys))
     return rows + list(WIDGET_KEYS)
+
+
+class WindowKeysFirst(QObject):
+    """The window's own shortcuts win over a line edit's: a spin box or a text field claims Ctrl+E (its Emacs "end
+    of line" on X11), so Export view did nothing while the cursor was in a field. Installed on the application
+    (ShortcutOverride goes to the focus widget); keys only, for the window's actions that are not text editing."""
+
+    def __init__(self, window, actions) -> None:
+        super().__init__(window)
+        self.window = window
+        self.keys = {a.shortcut().toString() for a in actions if not a.shortcut().isEmpty()}
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() != QEvent.ShortcutOverride or not isinstance(obj, QLineEdit | QAbstractSpinBox):
+            return False
+        if obj.window() is not self.window or QKeySequence(event.keyCombination()).toString() not in self.keys:
+            return False
+        event.ignore()  # not overridden: the window's shortcut fires
+        return True

@@ -165,6 +165,8 @@ def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
     plot.setMinimumHeight(140)
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
+    for side in ("left", "bottom"):  # a probability axis in SI prefixes read "target probability (x0." at 200-600
+        plot.getAxis(side).enableAutoSIPrefix(False)
     plot.showGrid(x=True, y=True, alpha=0.2)
     return plot
 

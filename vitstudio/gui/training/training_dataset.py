@@ -18,6 +18,9 @@ class TrainingDatasetWidget(QWidget):
         self.dataset_info.setWordWrap(True)
         self.balance = pg.PlotWidget(title="Images per class")
         self.balance.setFixedHeight(120)
+        self.balance.setMouseEnabled(False, False)  # a count per class: the wheel scrolls the form, never zooms it
+        self.balance.setMenuEnabled(False)
+        self.balance.hideButtons()
         self.base_model = QComboBox(editable=True)
         self.base_model.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.base_model.setMinimumContentsLength(18)
