@@ -6,9 +6,10 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QDockWidget, QFileDialog, QMenu
+from PySide6.QtWidgets import QApplication, QDockWidget, QMenu
 
 from vitstudio.core.analysis.export import write_result
+from vitstudio.gui import file_dialogs
 
 from .app_settings import list_value
 from .edit_menu import build_edit_menu
@@ -72,16 +73,14 @@ def _add(window, menu, text, slot, shortcut=None) -> QAction:
 
 
 def open_images(window) -> None:
-    files, _ = QFileDialog.getOpenFileNames(window, "Open images", window.settings.value("last_dir", ""), IMAGE_FILTER)
+    files = file_dialogs.open_files(window, "Open images", IMAGE_FILTER)
     if files:
-        window.settings.setValue("last_dir", str(Path(files[0]).parent))
         window.add_paths(files)
 
 
 def open_folder(window) -> None:
-    folder = QFileDialog.getExistingDirectory(window, "Open folder", window.settings.value("last_dir", ""))
+    folder = file_dialogs.choose_folder(window, "Open folder")
     if folder:
-        window.settings.setValue("last_dir", folder)
         window.open_folder(folder)  # the strip and the Folder tab: one Open folder
 
 
@@ -98,7 +97,7 @@ def paste_image(window) -> None:
 def export_view(window, path: str | None = None) -> bool:
     """The current tab, rendered as it looks on screen."""
     if path is None:
-        path, _ = QFileDialog.getSaveFileName(window, "Export view as PNG", "view.png", "PNG image (*.png)")
+        path = file_dialogs.save_file(window, "Export view as PNG", "view.png", "PNG image (*.png)")
     if not path:
         return False
     ok = window.tabs.currentWidget().grab().save(path)
@@ -118,8 +117,8 @@ def export_data(window, path: str | None = None) -> bool:
         return False
     name, array, params = data
     if path is None:
-        path, _ = QFileDialog.getSaveFileName(window, "Export data", f"{name}.npy",
-                                              "NumPy array (*.npy);;JSON (*.json);;CSV (*.csv)")
+        path = file_dialogs.save_file(window, "Export data", f"{name}.npy",
+                                      "NumPy array (*.npy);;JSON (*.json);;CSV (*.csv)")
     if not path:
         return False
     try:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
+from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+from vitstudio.gui import file_dialogs
 
 MODEL_FORMATS = {"ONNX (*.onnx)": "onnx", "Upstream vit_model.py folder (model.pth + class_indices.json)": "seed"}
 SEED_FILES = ("model.pth", "class_indices.json")
@@ -19,8 +21,7 @@ def choose_model_export(parent, name: str = "model") -> tuple[str | None, str | 
         return None, None
     fmt = MODEL_FORMATS[label]
     if fmt == "seed":
-        folder = QFileDialog.getExistingDirectory(parent, "Export model: the folder for model.pth + "
-                                                          "class_indices.json")
+        folder = file_dialogs.choose_folder(parent, "Export model: the folder for model.pth + class_indices.json")
         if not folder:
             return None, None
         taken = [f for f in SEED_FILES if (Path(folder) / f).exists()]
@@ -29,5 +30,5 @@ def choose_model_export(parent, name: str = "model") -> tuple[str | None, str | 
                 QMessageBox.Yes | QMessageBox.Cancel) != QMessageBox.Yes:
             return None, None
         return fmt, folder
-    path, _ = QFileDialog.getSaveFileName(parent, "Export model", f"{name}.onnx", "ONNX (*.onnx)")
+    path = file_dialogs.save_file(parent, "Export model", f"{name}.onnx", "ONNX (*.onnx)")
     return (fmt, path) if path else (None, None)

@@ -11,7 +11,9 @@ import functools
 from pathlib import Path
 from urllib.parse import quote
 
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..app_settings import app_settings
@@ -89,7 +91,7 @@ class ClassesWidget(QWidget):
         return True
 
     def _choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder of class subfolders")
+        folder = file_dialogs.choose_folder(self, "Folder of class subfolders")
         if folder and self.use_folder(folder):
             self.apply()  # one click: the folder names become the classes
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import (
-    QFileDialog,
     QFormLayout,
     QPushButton,
     QSlider,
@@ -24,6 +23,7 @@ from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import explain, explain_folder
 from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
@@ -294,7 +294,7 @@ class AttentionPanel(ExplorerPanel):
         self.refresh_view()
 
     def _choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Average attention distance over a folder")
+        folder = file_dialogs.choose_folder(self, "Average attention distance over a folder")
         if folder:
             self.distance_for_folder(folder)
 

@@ -11,7 +11,6 @@ import threading
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -22,6 +21,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.analysis import registry
 from vitstudio.core.play import play_methods
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
@@ -118,14 +118,14 @@ class PlayPanel(QWidget):
 
     # -- what to play ----------------------------------------------------------------------------------
     def _choose_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a video", "", VIDEO_FILES)
+        path = file_dialogs.open_file(self, "Open a video", VIDEO_FILES)
         if path:
             self.play(path)
 
     def _on_record(self, on: bool) -> None:
         if on:
-            path, _ = QFileDialog.getSaveFileName(self, "Record the annotated stream", "play.mp4",
-                                                  "MP4 video (*.mp4);;AVI video (*.avi)")
+            path = file_dialogs.save_file(self, "Record the annotated stream", "play.mp4",
+                                          "MP4 video (*.mp4);;AVI video (*.avi)")
             if not path:
                 self.record_button.setChecked(False)
                 return

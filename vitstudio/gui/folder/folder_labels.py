@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.core.train.labelling import class_order, default_labels_path, load_labels, save_labels
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 
@@ -112,8 +113,8 @@ class LabelsTab(QWidget):
         self._refresh()
 
     def _choose_file(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Keep the labels in", self.path or "labels.csv",
-                                              "Labels file (*.csv)", options=QFileDialog.DontConfirmOverwrite)
+        path = file_dialogs.save_file(self, "Keep the labels in", self.path or "labels.csv", "Labels file (*.csv)",
+                                      options=QFileDialog.DontConfirmOverwrite)
         if path:
             self.path = path
             self.labels.update(load_labels(path))  # an existing file's labels join those made here

@@ -15,7 +15,6 @@ import numpy as np
 from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileDialog,
     QLabel,
     QListWidgetItem,
     QProgressBar,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.results import FolderResults
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 from .file_operations import FileOperations
@@ -171,7 +171,7 @@ class FolderPanel(QWidget):
 
     # -- scanning ------------------------------------------------------------------------------------
     def _choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Folder of images (subfolders are searched too)")
+        folder = file_dialogs.choose_folder(self, "Folder of images (subfolders are searched too)")
         if folder:
             self.open_folder(folder)
 

@@ -8,9 +8,10 @@ import os
 from collections.abc import Callable
 
 import numpy as np
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 from vitstudio.core.folder.sorting import UNSURE, NestedFoldersError, check_out_folder, journal_dir, plan_sort
+from vitstudio.gui import file_dialogs
 
 
 def results_plan(results, rows, out: str, min_confidence: float, move: bool):
@@ -23,7 +24,7 @@ def ask_sort(parent: QWidget, sources: list[str], plan_for: Callable[[str], obje
              note: str, report: Callable) -> object | None:
     """Ask for the folder to sort into and show the dry run; the plan to carry out, or None. A folder inside the
     one sorted is refused as an error (logged through `report`), not a modal box."""
-    out = QFileDialog.getExistingDirectory(parent, "Sort into which folder? (class folders are created there)")
+    out = file_dialogs.choose_folder(parent, "Sort into which folder? (class folders are created there)")
     if not out:
         return None
     try:
@@ -49,7 +50,7 @@ def ask_move(parent: QWidget, path: str, label: str) -> object | None:
 
 def ask_export_csv(parent: QWidget, results, rows) -> str | None:
     """Write the rows shown to a CSV the user names; what was written, in words (None when cancelled)."""
-    path, _ = QFileDialog.getSaveFileName(parent, "Export the table (rows shown)", "results.csv", "CSV (*.csv)")
+    path = file_dialogs.save_file(parent, "Export the table (rows shown)", "results.csv", "CSV (*.csv)")
     if not path:
         return None
     n = results.write_csv(path, np.asarray(rows, int))

@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QTabWidget, QWidget
+from PySide6.QtWidgets import QTabWidget, QWidget
 
 from vitstudio.core.models.catalog import models_dir
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 from .augmentation_preview import AugmentationPreviewView
@@ -61,7 +62,7 @@ class DatasetActions(QObject):
         return False
 
     def browse(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self.widget, "Dataset folder (one subfolder per class)")
+        folder = file_dialogs.choose_folder(self.widget, "Dataset folder (one subfolder per class)")
         if folder:
             self.set_dataset(folder)
 

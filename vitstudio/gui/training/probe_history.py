@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QSignalBlocker, Qt
-from PySide6.QtWidgets import QFileDialog, QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
 from vitstudio.core.train.probe import write_animation
+from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.map_view import MapView
@@ -62,8 +63,8 @@ class ProbeHistoryView(QWidget):
         if run is None:
             return
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export attention over training", f"{run.name}-attention.gif",
-                                                  "Animated GIF (*.gif);;MP4 video (*.mp4)")
+            path = file_dialogs.save_file(self, "Export attention over training", f"{run.name}-attention.gif",
+                                          "Animated GIF (*.gif);;MP4 video (*.mp4)")
         if path:
             workers.start_job("Writing animation", lambda cancel: write_animation(run, Path(path)),
                               on_result=lambda out: self.report("info", f"Saved {out}"),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+
+from vitstudio.gui import file_dialogs
 
 
 class TrainingDatasetWidget(QWidget):
@@ -51,7 +53,7 @@ class TrainingDatasetWidget(QWidget):
         form.addRow("Probe image", probe_row)
 
     def _browse_probe(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Probe image", "", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
+        path = file_dialogs.open_file(self, "Probe image", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
         if path:
             self.probe.setText(path)
 
