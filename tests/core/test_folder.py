@@ -430,3 +430,19 @@ def test_distinct_classes_sort_into_distinct_folders(tmp_path):
     assert apply_sort(plan).done == len(labels)
     for placement, source in zip(plan.placements, sources):
         assert Path(placement.target).read_bytes() == source.read_bytes()
+
+
+def test_an_image_in_a_nested_folder_is_given_its_class_folder(tmp_path):
+    """Issue 29, item 12: root/dog/sub/deeper/x.png was given the class "deeper"; it is a dog, as training's scan has
+    it. An image directly in the root has no class; one outside every root keeps its folder's name; a root inside
+    another one is the root of its own images."""
+    from types import SimpleNamespace
+
+    from vitstudio.core.folder.results import folder_results
+
+    root = tmp_path / "pets"
+    paths = [root / "dog" / "sub" / "deeper" / "x.png", root / "cat" / "a.png", root / "loose.png",
+             tmp_path / "elsewhere" / "b.png", root / "cat" / "inner" / "c.png"]
+    embedded = SimpleNamespace(paths=tuple(str(p) for p in paths), labels=())
+    given = folder_results(embedded, [str(root), str(root / "cat" / "inner")]).given
+    assert given == ("dog", "cat", "", "elsewhere", "")

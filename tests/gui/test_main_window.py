@@ -54,15 +54,19 @@ def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photo
 
 
 def test_failed_model_load_keeps_app_running(window, qtbot, photos):
+    """…and while a model loads the image says so, not "No model loaded: choose one above" (issue 29, item 12)."""
+    _drop(window, [photos["rocket"]])
+    qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
     with qtbot.waitSignal(window.state.model_failed, timeout=10000) as blocker:
         window.request_model("vit_tiny_patch16_224.augreg_in21k")
+        assert "Loading vit_tiny_patch16_224.augreg_in21k…" in window.predictions.title.text()
     notice = blocker.args[0]
     assert "not in the local cache" in notice.message and isinstance(notice.exc, Exception)
     assert "Traceback" in notice.details  # the details on demand hold where it failed
     assert "not in the local cache" in window.log_view.toPlainText()
     assert window.model_panel.load_button.isEnabled()
     _drop(window, [photos["coffee"]])
-    qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
+    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
     assert "No model loaded" in window.predictions.title.text()
 
 

@@ -125,6 +125,7 @@ def test_recent_lists_only_what_opened_one_entry_per_open(window, qtbot, digits,
     _settle(qtbot)
     assert window.settings.value("recent") == ["\n".join(files)]
     assert "could not be read" in window.log_view.toPlainText() and "No images in" in window.log_view.toPlainText()
+    assert "could not be read as images: broken.png (" in window.log_view.toPlainText()  # which, and why (item 12)
     # a folder that opened once and is gone now leaves the list when it no longer opens
     gone = tmp_path / "gone"
     shutil.copytree(digits / "5", gone)
@@ -135,6 +136,17 @@ def test_recent_lists_only_what_opened_one_entry_per_open(window, qtbot, digits,
     window.recent_menu.actions()[0].trigger()
     _settle(qtbot)
     assert str(gone) not in window.settings.value("recent")
+
+
+def test_an_open_names_the_files_it_could_not_read():
+    """Issue 29, item 12: "3 unreadable" said how many, not which: the first three are named with their reason."""
+    from vitstudio.gui.opening import Opened, describe_open
+
+    bad = tuple((f"/photos/{n}", why) for n, why in (("a.heic", "HEIC is not supported"), ("b.jpg", "truncated"),
+                                                      ("c\n.png", "empty"), ("d.png", "empty")))
+    level, text = describe_open(["/photos"], Opened(12, bad, 0))
+    assert level == "info" and text == ("Opened 12 images from /photos; 4 unreadable: a.heic (HEIC is not supported), "
+                                        "b.jpg (truncated), c\\n.png (empty) and 1 more (the strip marks each).")
 
 
 def test_ctrl_number_switches_tabs_and_ctrl_arrows_walk_the_images(active, qtbot, digits):

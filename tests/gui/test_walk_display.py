@@ -196,3 +196,30 @@ def test_the_wheel_over_the_images_per_class_chart_does_not_zoom_it(qtbot):
     QApplication.sendEvent(widget.balance.viewport(), event)
     qtbot.wait(50)
     assert view.viewRange() == before
+
+
+def test_every_text_on_screen_is_drawn_with_glyphs_the_font_has(window, qtbot):
+    """Issue 29, item 12: "⏸" came out as a missing glyph. Every label, button, tab, group and action text of the
+    window uses only characters its font draws."""
+    from PySide6.QtGui import QAction, QFontMetrics, QTextDocument
+    from PySide6.QtWidgets import QAbstractButton, QGroupBox, QLabel, QLineEdit, QTabWidget
+
+    def plain(text: str) -> str:
+        doc = QTextDocument()
+        doc.setHtml(text)
+        return doc.toPlainText()
+
+    found = []
+    for widget in window.findChildren(QLabel) + window.findChildren(QAbstractButton) + \
+            window.findChildren(QGroupBox) + window.findChildren(QLineEdit) + window.findChildren(QTabWidget):
+        texts = {QLabel: lambda w: [plain(w.text())], QAbstractButton: lambda w: [w.text()],
+                 QGroupBox: lambda w: [w.title()], QLineEdit: lambda w: [w.placeholderText()],
+                 QTabWidget: lambda w: [w.tabText(i) for i in range(w.count())]}
+        kind = next(k for k in texts if isinstance(widget, k))
+        metrics = QFontMetrics(widget.font())
+        for text in texts[kind](widget):
+            found += [(ch, text) for ch in set(text) if ord(ch) > 127 and not metrics.inFontUcs4(ord(ch))]
+    metrics = QFontMetrics(window.menuBar().font())
+    for action in window.findChildren(QAction):
+        found += [(ch, action.text()) for ch in set(action.text()) if ord(ch) > 127 and not metrics.inFontUcs4(ord(ch))]
+    assert not found, found

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
+from vitstudio.core.files import shown_path
 
 from .state import AppState, make_entry
 
@@ -20,7 +21,7 @@ class Opened:
     """What one open found: images read, files that could not be read, images already in the strip."""
 
     readable: int
-    unreadable: int
+    unreadable: tuple[tuple[str, str], ...]  # (path, why) of each file that could not be read
     already: int
 
 
@@ -31,7 +32,8 @@ def same_path(path) -> str:
 def read_new_images(cancel, paths: list[str], known: frozenset[str]):
     """Runs in a worker: yields an entry per image (or per unreadable file) of `paths` not in `known` (paths made
     by `same_path`); returns the counts."""
-    readable = unreadable = already = 0
+    readable = already = 0
+    unreadable: list[tuple[str, str]] = []
     for path in expand_paths(paths):
         cancel.raise_if_cancelled()
         if same_path(path) in known:
@@ -42,9 +44,16 @@ def read_new_images(cancel, paths: list[str], known: frozenset[str]):
             readable += 1
         except ImageReadError as exc:
             entry = make_entry(str(path), error=exc.reason)
-            unreadable += 1
+            unreadable.append((str(path), exc.reason))
         yield entry
-    return Opened(readable, unreadable, already)
+    return Opened(readable, tuple(unreadable), already)
+
+
+def _which(unreadable: tuple[tuple[str, str], ...], named: int = 3) -> str:
+    """'a.jpg (truncated), b.heic (HEIC is not supported…)' for the first few, and how many more."""
+    shown = ", ".join(f"{shown_path(os.path.basename(p))} ({why})" for p, why in unreadable[:named])
+    more = len(unreadable) - named
+    return shown + (f" and {more} more (the strip marks each)" if more > 0 else "")
 
 
 def describe_open(paths: list[str], opened: Opened) -> tuple[str, str]:
@@ -52,14 +61,15 @@ def describe_open(paths: list[str], opened: Opened) -> tuple[str, str]:
     what = paths[0] if len(paths) == 1 else f"{len(paths)} items"
     if not opened.readable and not opened.already:
         if opened.unreadable:
-            return "warning", f"Nothing opened from {what}: {opened.unreadable} files could not be read as images."
+            return "warning", (f"Nothing opened from {what}: {len(opened.unreadable)} files could not be read as "
+                               f"images: {_which(opened.unreadable)}.")
         return "warning", (f"No images in {what}: choose files or a folder holding .jpg, .png, .bmp, .webp or .tif "
                            "images (subfolders are searched too).")
     parts = [f"Opened {opened.readable} images from {what}"]
     if opened.already:
         parts.append(f"{opened.already} already in the strip")
     if opened.unreadable:
-        parts.append(f"{opened.unreadable} unreadable")
+        parts.append(f"{len(opened.unreadable)} unreadable: {_which(opened.unreadable)}")
     return "info", "; ".join(parts) + "."
 
 

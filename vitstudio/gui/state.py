@@ -85,6 +85,9 @@ class AppState(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.model: LoadedModel | None = None
+        self.loading: str | None = None  # the spec of a load under way (a view says "Loading…", not "No model")
+        self.model_loading.connect(self._load_started)  # methods, not lambdas: a lambda holding self keeps it alive
+        self.model_failed.connect(self._load_failed)
         self.images: list[ImageEntry] = []
         self.selected: ImageEntry | None = None
         # The model bar: what to load and where. `requested` is the ModelRequest of the last Load: the window
@@ -114,8 +117,14 @@ class AppState(QObject):
         self.error.emit(notice)
         return notice
 
+    def _load_started(self, spec: str) -> None:
+        self.loading = spec
+
+    def _load_failed(self, _notice) -> None:
+        self.loading = None
+
     def set_model(self, loaded: LoadedModel) -> None:
-        self.model = loaded
+        self.model, self.loading = loaded, None
         self.view.update(model=loaded.uid)
         # Predictions are shown only for the model loaded (loading again makes a new uid), so the previous model's
         # go: kept, every image would hold a prediction and crop (150 KB at 224 px) of a model no longer shown.

@@ -85,12 +85,24 @@ class FolderResults:
         return len(rows)
 
 
+def _class_folder(path: str, roots: list[str]) -> str:
+    """The class an image is given: the folder right under the root it was opened from (root/dog/sub/deeper/x.jpg
+    is a dog, as training's scan has it, not a "deeper"); none for an image directly in a root; outside every root,
+    its own folder's name."""
+    folder = os.path.normpath(os.path.abspath(os.path.dirname(path)))
+    for root in roots:  # the longest first: a root inside another one wins
+        if folder == root:
+            return ""
+        if folder.startswith(root.rstrip(os.sep) + os.sep):
+            return folder[len(root.rstrip(os.sep)) + 1:].split(os.sep, 1)[0]
+    return os.path.basename(folder)
+
+
 def folder_results(embedded: FolderEmbeddings, roots: list[str] | None = None) -> FolderResults:
-    """Rows for every embedded image; the given label is the image's folder name unless that folder is one of
-    `roots` (images dropped directly, with no class folder)."""
-    plain = {os.path.normpath(os.path.abspath(r)) for r in roots or []}  # string work only: 100k paths, no syscalls
-    given = tuple("" if os.path.normpath(os.path.abspath(os.path.dirname(p))) in plain
-                  else os.path.basename(os.path.dirname(p)) for p in embedded.paths)
+    """Rows for every embedded image; the given label is the class folder it is in under the root it was opened
+    from, none for images directly in a root (dropped, with no class folder)."""
+    plain = sorted({os.path.normpath(os.path.abspath(r)) for r in roots or []}, key=len, reverse=True)
+    given = tuple(_class_folder(p, plain) for p in embedded.paths)  # string work only: 100k paths, no syscalls
     if not embedded.labels:  # a headless model: its "logits" are features, not class scores
         nothing = np.full(len(embedded.paths), np.nan, np.float32)
         return FolderResults(embedded.paths, given, np.full(len(embedded.paths), -1), nothing, nothing, ())

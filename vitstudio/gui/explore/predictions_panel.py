@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
@@ -67,12 +69,17 @@ class PredictionsPanel(QWidget):
         state.image_selected.connect(self._on_image_selected)
         state.prediction_ready.connect(self._on_prediction_ready)
         state.model_loaded.connect(self._on_model_loaded)
+        state.model_loading.connect(self._on_load_changed)
+        state.model_failed.connect(self._on_load_changed)
         state.images_removed.connect(lambda _gone: self._update_banner())  # the share is of the images left
         self._show(state.selected)  # built after images were opened (the window shows before torch has loaded)
 
     def _on_model_loaded(self, _model) -> None:
         self._show(self.state.selected)
         self._update_banner()
+
+    def _on_load_changed(self, _what) -> None:
+        self._show(self.state.selected)
 
     def _on_image_selected(self, entry: ImageEntry | None) -> None:
         self._show(entry)
@@ -111,6 +118,8 @@ class PredictionsPanel(QWidget):
             self.title.setText("Drop images or folders anywhere on the window (or File → Open).")
         elif entry.error:
             self.title.setText(f"<b>Cannot read</b> {entry.path}: {entry.error}")
+        elif self.state.model is None and self.state.loading:
+            self.title.setText(f"{entry.path}<br>Loading {html.escape(self.state.loading)}… (its predictions follow)")
         elif self.state.model is None:
             self.title.setText(f"{entry.path}<br>No model loaded: choose one above and press Load.")
         elif not self.state.model.labels:

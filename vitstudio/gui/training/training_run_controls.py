@@ -29,7 +29,7 @@ class RunControlsWidget(QWidget):
         self.warning.setStyleSheet("color: #b35900;")
         self.warning.setVisible(False)
         self.warnings: list[tuple[str, str]] = []  # (kind, message) of the run in progress or last finished
-        self.paused_label = QLabel("⏸ <b>Paused</b>: the run waits at the next step; press Resume to go on.")
+        self.paused_label = QLabel("<b>Paused</b>: the run waits at the next step; press Resume to go on.")
         self.paused_label.setStyleSheet("background: #fff3cd; color: #7a5300; padding: 4px;")
         self.paused_label.setWordWrap(True)
         self.paused_label.setVisible(False)
