@@ -105,3 +105,19 @@ def test_faithfulness_is_offered_only_for_one_map_on_the_patch_grid(panel, tiny_
             assert "not one map on the patch grid" in widget.measure_button.toolTip()
             assert "not one map on the patch grid" in widget.sanity_button.toolTip()
     assert not registry.get("heads").one_map and not registry.get("pca").one_map and registry.get("rollout").one_map
+
+
+def test_a_click_under_a_class_method_says_it_shows_the_token_map(panel, qtbot, tiny_weights, photos):
+    """Issue 29, item 12: a click on the image under rollout switched to the token map without a word; it says so,
+    and a click under the token map itself says nothing."""
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
+    attention = panel(AttentionPanel, loaded, [photos["rocket"]])
+    attention.method.setCurrentIndex(attention.method.findData("rollout"))
+    said = []
+    attention.state.message.connect(lambda level, text: said.append(text))
+    attention.view.patch_clicked.emit(1, 2)
+    assert attention.view_state.method == "token" and attention.view_state.patch == (1, 2)
+    assert said == ["A click picks a patch: its Token map is shown (the Method box goes back to Rollout)."], said
+    attention.view.patch_clicked.emit(2, 2)
+    assert len(said) == 1 and attention.view_state.patch == (2, 2)
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)

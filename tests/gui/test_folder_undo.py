@@ -103,6 +103,11 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     _settle(qtbot)
     moved = data / "5" / threes[0].name
     assert not threes[0].exists() and moved.exists() and panel.review.count() == 1
+    # nothing selected after it: a second click moved the next doubtful image (issue 29, item 12)
+    assert panel.review.currentRow() == -1 and not panel.review_tab.relabel_button.isEnabled()
+    panel.review_tab.relabel_button.click()
+    _settle(qtbot)
+    assert threes[1].exists() and panel.review.count() == 1
     assert str(moved) in panel.results.paths and str(threes[0]) not in panel.results.paths  # the table follows
     row = panel.results.paths.index(str(moved))
     assert panel.results.given[row] == "5"

@@ -243,8 +243,13 @@ class AttentionPanel(ExplorerPanel):
         self.view_state.update(head=head, method=self._method_taking("head"))
 
     def select_patch(self, row: int, col: int) -> None:
-        """A click on the image: show that patch's token map for the current layer and head."""
-        self.view_state.update(patch=(row, col), method=self._method_taking("patch"))
+        """A click on the image: show that patch's token map for the current layer and head (said when it leaves the
+        method shown: the switch went unexplained)."""
+        method, shown = self._method_taking("patch"), self.view_state.method
+        if method != shown:
+            self.state.message.emit("info", f"A click picks a patch: its {registry.get(method).title} is shown (the "
+                                            f"Method box goes back to {registry.get(shown).title}).")
+        self.view_state.update(patch=(row, col), method=method)
 
     def _method_taking(self, param: str) -> str:
         """The current method if it takes `param`, else the first viewed one that does."""

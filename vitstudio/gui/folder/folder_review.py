@@ -152,6 +152,7 @@ class ReviewTab(QWidget):
             actions.addWidget(w, i // 2, i % 2)
         layout.addLayout(actions)
         self.list.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
+        self.list.currentRowChanged.connect(self._item_buttons)
         self.relabel_button.clicked.connect(self._relabel)
         self.exclude_button.clicked.connect(self.exclude_current)
         self.keep_button.clicked.connect(self.drop_current)
@@ -174,6 +175,7 @@ class ReviewTab(QWidget):
             item.setToolTip(f"{issue.path}\nlabel quality {issue.quality:.3f}, p(given) {issue.p_given:.2f}")
             self.list.addItem(item)
         load_icons(self._icons, self.list, [i.path for i in doubtful])
+        self.list.setCurrentRow(0 if doubtful else -1)  # the most doubtful, ready to act on
         return doubtful
 
     def clear(self) -> None:
@@ -182,10 +184,14 @@ class ReviewTab(QWidget):
         self.excluded.clear()
 
     def refresh_buttons(self, can_retrain: bool) -> None:
-        for w in (self.relabel_button, self.exclude_button, self.keep_button):
-            w.setEnabled(self.list.count() > 0)
+        self._item_buttons()
         self.retrain_button.setEnabled(can_retrain and self.list.count() + len(self.excluded) > 0)
         self.retrain_button.setText(f"Retrain with these fixes ({len(self.excluded)} excluded)…")
+
+    def _item_buttons(self, _row: int = -1) -> None:
+        """Move, exclude and keep act on the image selected: enabled only while one is."""
+        for w in (self.relabel_button, self.exclude_button, self.keep_button):
+            w.setEnabled(self.list.currentItem() is not None)
 
     def exclude_current(self) -> None:
         """Leave the selected image out of the next training run (an exclusion list in the run's config; the
@@ -199,6 +205,7 @@ class ReviewTab(QWidget):
         item = self.list.currentItem()
         if item is not None:
             self.list.takeItem(self.list.row(item))
+            self.list.setCurrentRow(-1)  # the next image is picked, never selected by itself
         self.refresh_buttons(self.retrain_button.isEnabled() or bool(self.excluded))
 
     def _relabel(self) -> None:

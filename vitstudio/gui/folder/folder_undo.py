@@ -42,9 +42,12 @@ class ReviewItemMemo:
         return None
 
     def remove_from(self, widget: QListWidget) -> None:
+        """Out of the list, leaving nothing selected: the next doubtful image selected by itself was moved by a
+        second click on the same button."""
         item = self.find(widget)
         if item is not None:
             widget.takeItem(widget.row(item))
+            widget.setCurrentRow(-1)
 
     def put_back(self, widget: QListWidget) -> None:
         if self.find(widget) is not None:
