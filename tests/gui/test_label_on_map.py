@@ -74,6 +74,14 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     qtbot.keyClick(panel.table, Qt.Key_2)  # classes in order: 1 one, 2 zero
     assert all(tab.labels[p] == "zero" for p in zeros[4:6])
     assert load_labels(default_labels_path(folder)) == tab.labels  # kept in the data folder, at once
+    # the table marks which rows are labelled: their label, in bold, as given (issue 29, item 12)
+    model = panel.model
+    for view_row in range(model.rowCount()):
+        path = panel.results.paths[model.source_row(view_row)]
+        index = model.index(view_row, 4)
+        bold = model.data(index, Qt.FontRole)
+        assert (bold is not None and bold.bold()) == (path in tab.labels), path
+        assert model.data(index) == tab.labels.get(path, panel.results.given[model.source_row(view_row)])
 
     tab.train_button.click()
     qtbot.waitUntil(lambda: tab.head is not None, timeout=30000)

@@ -217,6 +217,7 @@ class LabelsTab(QWidget):
         self.info.setText(f"The table shows the {len(rows)} images to label next (Reset filters shows all).")
 
     def _refresh(self) -> None:
+        self.panel.model.show_labels(self.labels)  # the table marks the labelled rows
         classes = class_order(self.labels)
         counts = {c: 0 for c in classes}
         for label in self.labels.values():

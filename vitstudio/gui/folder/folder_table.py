@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer
-from PySide6.QtGui import QColor, QImage, QPixmap
+from PySide6.QtGui import QColor, QFont, QImage, QPixmap
 
 from vitstudio.core.folder.results import FolderResults
 
@@ -55,6 +55,7 @@ class ResultsModel(QAbstractTableModel):
         self._wanted: dict[str, int] = {}
         self._loader = workers.KeyedSlot(workers.LONG)
         self._timer = QTimer(self, singleShot=True, interval=60, timeout=self._load_wanted)
+        self.labelled: dict[str, str] = {}  # path -> the label given on the Labels tab (shown in bold as "given")
 
     def set_results(self, results: FolderResults | None) -> None:
         self.results = results
@@ -62,6 +63,13 @@ class ResultsModel(QAbstractTableModel):
         self._wanted.clear()
         self._allowed = None
         self._refresh()
+
+    def show_labels(self, labels: dict[str, str]) -> None:
+        """The Labels tab's labels: each labelled row shows its label, in bold, as given (there was no marker of which
+        rows were labelled)."""
+        self.labelled = dict(labels)
+        if len(self.rows):
+            self.dataChanged.emit(self.index(0, 4), self.index(len(self.rows) - 1, 4))
 
     def set_allowed(self, rows) -> None:
         """Show only these source rows (None: all), in the current sort order."""
@@ -129,10 +137,15 @@ class ResultsModel(QAbstractTableModel):
             return self._thumbnail(res.paths[r], index.row())
         if role == Qt.DisplayRole:
             scores = (f"{res.confidence[r]:.1%}", f"{res.margin[r]:.2f}") if res.has_predictions else ("", "")
-            return (None, os.path.basename(res.paths[r]), res.predicted_label(r), scores[0], res.given[r],
-                    scores[1])[col]
+            given = self.labelled.get(res.paths[r], res.given[r])
+            return (None, os.path.basename(res.paths[r]), res.predicted_label(r), scores[0], given, scores[1])[col]
         if role == Qt.ToolTipRole:
-            return res.paths[r]
+            labelled = "\nlabelled on the Labels tab" if col == 4 and res.paths[r] in self.labelled else ""
+            return res.paths[r] + labelled
+        if role == Qt.FontRole and col == 4 and res.paths[r] in self.labelled:
+            font = QFont()
+            font.setBold(True)
+            return font
         if role == Qt.ForegroundRole and col == 4 and self._correct[r] == 0:
             return DISAGREES  # the folder says otherwise
         return None
