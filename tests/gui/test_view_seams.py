@@ -1,0 +1,141 @@
+"""The GUI seam matrix of the explorer views (issue 29): every registry entry a tab offers × what the tab does with
+it (show it, measure its faithfulness, sanity-check it, show it as a mask, export its data) × the kinds of model a
+user brings (a class token, a distilled token, registers without a class token, no class token at all, CLIP-style,
+a run fine-tuned here), through the real window. Each cell works (a finite map, a measurement, a file) or is
+greyed out with the registry's reason; nothing is offered that then fails, as Measure faithfulness did for the head
+maps (item 6). Tiny models (≤ 48 px, depth 2), one window per model kind."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import timm
+import torch
+from PySide6.QtCore import Qt
+from timm.models import save_for_hf
+
+from tests.core.reference_vit import sharpen
+from tests.core.synthetic_data import make_dataset
+from tests.gui.helpers import load_in_window
+from tests.gui.helpers import settle as _settle
+from vitstudio.core.analysis import registry
+from vitstudio.core.analysis.applicability import why_not
+from vitstudio.gui import actions, workers
+
+SMALL = dict(embed_dim=32, depth=2, num_heads=2, num_classes=3, img_size=48)
+TIMM_KINDS = {
+    "class token": ("vit_base_patch16_224", {}),
+    "distilled": ("deit_tiny_distilled_patch16_224", {}),
+    "registers, no class token": ("vit_base_patch16_reg4_gap_256", {}),
+    "no class token": ("vit_base_patch16_224", dict(class_token=False, global_pool="avg")),
+}
+KINDS = (*TIMM_KINDS, "CLIP-style", "fine-tuned run")
+
+
+def _timm_folder(kind: str, folder):
+    arch, extra = TIMM_KINDS[kind]
+    torch.manual_seed(0)
+    model = sharpen(timm.create_model(arch, pretrained=False, **SMALL, **extra), scale=0.6).eval()
+    save_for_hf(model, str(folder), safe_serialization=True)
+    return str(folder)
+
+
+def _clip(folder):
+    from tests.core.test_openclip import CLIP_CFG, _build
+
+    return str(_build(CLIP_CFG, folder, safetensors=True))
+
+
+def _fine_tuned(root):
+    from tests.core.generators import drain
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    base = _timm_folder("class token", root / "base")
+    data = make_dataset(root / "data", per_class=4)
+    drain(fine_tune(make_config(str(data), base, str(root / "run"), "scratch", epochs=1, batch_size=4)))
+    return str(root / "run")
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("kinds")
+    built = {kind: _timm_folder(kind, root / kind.replace(" ", "-").replace(",", "")) for kind in TIMM_KINDS}
+    return {**built, "CLIP-style": _clip(root / "clip"), "fine-tuned run": _fine_tuned(root / "ft")}
+
+
+def _methods(panel) -> list[tuple[int, str]]:
+    return [(i, panel.method.itemData(i)) for i in range(panel.method.count())]
+
+
+def _check_attention_cell(window, qtbot, tmp_path, kind: str, index: int, method: str) -> str:
+    """One cell of the Attention tab; returns what it came to ("works", or the reason it is greyed out)."""
+    panel, model = window.attention, window.state.model
+    item = panel.method.model().item(index)
+    reason = why_not(model.model, method)
+    assert item.isEnabled() == (reason is None), (kind, method, reason)
+    if reason is not None:  # greyed out, with the registry's reason as its tooltip
+        assert panel.method.itemData(index, Qt.ToolTipRole) == reason
+        return reason
+    analysis = registry.get(method)
+    if "text" in analysis.param_names:  # the text map explains a text the user types
+        panel.view_state.update(text="a photo of a cat")
+    panel.method.setCurrentIndex(index)
+    if "patch" in analysis.param_names:  # the token map: a click picks its patch
+        panel.select_patch(1, 1)
+    try:
+        qtbot.waitUntil(lambda: panel.displayed is not None and not workers.running_jobs(), timeout=20000)
+    except Exception:
+        raise AssertionError((kind, method, panel.info.text(), window.log_view.toPlainText()[-800:])) from None
+    assert np.isfinite(panel.displayed).any(), (kind, method)
+    # measure faithfulness / sanity check: offered exactly for one map on the patch grid, else greyed with why
+    widget = panel.faithfulness
+    for button in (widget.measure_button, widget.sanity_button):
+        assert button.isEnabled() == analysis.one_map or bool(button.toolTip()), (kind, method, button.text())
+    if widget.measure_button.isEnabled():
+        widget.measure_button.click()
+        qtbot.waitUntil(lambda: widget.shown is not None or not workers.running_jobs(), timeout=60000)
+        assert widget.shown is not None, (kind, method, window.log_view.toPlainText()[-500:])
+    # the map as a mass mask: a 0/1 map of the same grid
+    if panel.mask.isEnabled():
+        panel.mask.setValue(60)
+        _settle(qtbot)
+        shown = panel.displayed
+        assert shown is not None and set(np.unique(shown[np.isfinite(shown)])) <= {0.0, 1.0}, (kind, method)
+        panel.mask.setValue(0)
+    out = tmp_path / f"{kind}-{method}.npy".replace(" ", "_").replace(",", "")
+    assert actions.export_data(window, str(out)), (kind, method)
+    assert np.load(out).shape == panel.displayed.shape
+    assert json.loads(out.with_suffix(".npy.json").read_text())["params"]["method"] == method
+    return "works"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_view_of_every_method_works_or_says_why_for_every_model_kind(window, qtbot, tmp_path, specs, photos,
+                                                                          kind):
+    load_in_window(window, qtbot, specs[kind])
+    window.add_paths([str(photos["chelsea"])])
+    qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.image is not None,
+                    timeout=10000)
+    window.show_tab("attention")
+    _settle(qtbot)
+    cells = {method: _check_attention_cell(window, qtbot, tmp_path, kind, i, method)
+             for i, method in _methods(window.attention)}
+    assert "works" in cells.values(), cells  # every kind has something to look at
+    # the Embeddings tab: each of its methods shows a finite array (or is greyed out with the reason)
+    window.show_tab("embeddings")
+    emb = window.embeddings
+    for index, method in [(i, emb.mode.itemData(i)) for i in range(emb.mode.count())]:
+        reason = why_not(window.state.model.model, method)
+        assert emb.mode.model().item(index).isEnabled() == (reason is None), (kind, method)
+        if reason is None:
+            emb.mode.setCurrentIndex(index)
+            if "patch" in registry.get(method).param_names:
+                emb.view_state.update(patch=(1, 1))
+            qtbot.waitUntil(lambda: not workers.running_jobs() and emb.export_data() is not None, timeout=60000)
+            assert np.isfinite(np.asarray(emb.export_data()[1], float)).any(), (kind, method)
+    # the tab as it looks, as a PNG
+    assert actions.export_view(window, str(tmp_path / f"{kind}.png".replace(" ", "_").replace(",", "")))
+    assert not window.error_indicator.notices, [n.message for n in window.error_indicator.notices]
