@@ -135,3 +135,19 @@ def test_a_new_model_clears_the_folder_results(window, qtbot, tmp_path):
     assert window.folder.results is None and window.folder.model.rowCount() == 0
     assert "open" in window.folder.info.text().lower()
     shutil.rmtree(data)
+
+
+def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(window, qtbot, tmp_path):
+    """Issue 29, item 12: the switch dropped the folder's job ("open it again"); it goes on through the new model."""
+    from vitstudio.core.models.loading import load_model
+
+    data = _digits(tmp_path, per_class=20)
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    other = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=4")
+    window.folder.open_folder(str(data))
+    qtbot.waitUntil(window.folder.cancel_button.isEnabled, timeout=10000)  # embedding through the demo
+    window.state.set_model(other)
+    _settle(qtbot)
+    qtbot.waitUntil(lambda: window.folder.results is not None, timeout=60000)
+    assert window.folder.results.labels == tuple(other.labels) and len(window.folder.results) == 200

@@ -263,12 +263,13 @@ class FolderPanel(QWidget):
 
     def _on_model(self, model) -> None:
         shown = self.embedded.tower if self.embedded is not None else ""
+        embedding = self.embedded is None and self.cancel_button.isEnabled()  # a folder half through the old model
         self.view_state.update(model=model.uid)  # discards every pending job of the previous model
         if self.waiting_paths:
             self.open_paths(self.waiting_paths)
-        elif self.view_state.paths and shown and shown == model_fingerprint(model):
-            # the same image tower (a quick run of the model shown, a CLIP model given other classes): its features
-            # are cached, so the folder opens again at once, through the new head
+        elif self.view_state.paths and (embedding or shown and shown == model_fingerprint(model)):
+            # a folder being embedded goes on through the new model (the switch dropped it); the same image tower (a
+            # quick run of the model shown, a CLIP model given other classes): cached features, open again at once
             self.open_paths(list(self.view_state.paths))
         elif self.source:
             self.info.setText(f"A new model: open {self.source} again to see it through this one.")
