@@ -301,3 +301,25 @@ def test_the_eta_is_the_whole_run_left_including_validation():
                 assert abs(old - left) >= val - 1e-9  # at least this epoch's validation missing
         clock.validated(val)
     assert RunClock(started=1.0).eta(5.0, 0.0, 4) == 0.0
+
+
+def test_the_whole_learning_rate_schedule_is_drawn_again_from_the_run_folder(tmp_path):
+    """Issue 29, item 12: the learning-rate curve of a run read back (one rate per epoch) or resumed (live steps from
+    the checkpoint) lacked its warm-up. `run_schedule` replays timm's schedule from the folder's settings and the
+    updates per epoch its status.json records: it equals every rate the run reported while it trained."""
+    from vitstudio.core.train.engine import StepProgress
+    from vitstudio.core.train.lr_schedule import run_schedule
+
+    data = make_dataset(tmp_path / "data", per_class=6)
+    config = make_config(str(data), TINY_SPEC, str(tmp_path / "run"), "scratch", epochs=3, batch_size=4,
+                         warmup_epochs=1)
+    _, records = run(fine_tune(config))
+    reported = [(r.epoch + r.step / r.steps, r.lr) for r in records if isinstance(r, StepProgress)]
+    curve = dict(run_schedule(tmp_path / "run"))
+    assert len(curve) == 3 * json.loads((tmp_path / "run" / "status.json").read_text())["steps_per_epoch"]
+    for x, lr in reported:
+        assert curve[x] == pytest.approx(lr, rel=1e-6), x
+    rates = list(curve.values())
+    assert rates[0] < rates[len(rates) // 3 - 1] <= config.lr * 1.0001  # the warm-up: up to the peak in epoch 1
+    assert rates[-1] < rates[len(rates) // 3]  # then the cosine down
+    assert len(run_schedule(tmp_path / "run", 1)) == len(curve) // 3  # the epochs before a resume point

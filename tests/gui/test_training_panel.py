@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
 from vitstudio.gui import workers
@@ -208,6 +210,9 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
     assert panel.export_button.isEnabled()
+    panel.show_run(panel.shown_run)  # read back: the rate after every update, not one per epoch (issue 29, item 12)
+    steps = __import__("json").loads((panel.shown_run / "status.json").read_text())["steps_per_epoch"]
+    assert len(panel.lr_data) == steps and panel.lr_data[0][0] == pytest.approx(1 / steps)
     actions.export_model(window, "seed", str(tmp_path / "run-upstream"), spec=str(panel.shown_run))
     qtbot.waitUntil(lambda: (tmp_path / "run-upstream" / "model.pth").is_file() and not workers.running_jobs(),
                     timeout=60000)

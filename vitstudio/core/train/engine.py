@@ -41,6 +41,7 @@ from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.train.evaluation import evaluate, validation_pass
 from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
+from vitstudio.core.train.lr_schedule import make_scheduler
 from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
 from vitstudio.core.train.ood_fit import write_ood_bank
 from vitstudio.core.train.probe import ProbeSnapshot, probe_image, probe_snapshot, save_snapshot  # noqa: F401
@@ -215,10 +216,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                                       drop_last=mixup is not None, cancel=cancel)
     optimizer = make_optimizer(model, config, base.device)
     steps_per_epoch = math.ceil(loaders.steps / config.grad_accum)
-    scheduler, _ = timm.scheduler.create_scheduler_v2(
-        optimizer, sched="cosine", num_epochs=config.epochs, warmup_epochs=int(config.warmup_epochs),
-        min_lr=config.lr * config.min_lr_ratio, warmup_lr=config.lr * 0.01, step_on_epochs=config.step_on_epochs,
-        updates_per_epoch=steps_per_epoch)
+    scheduler = make_scheduler(optimizer, config, steps_per_epoch)
     run = _Run(config, out, dist_info, split, base, model, model, cfg, loaders, optimizer, scheduler,
                steps_per_epoch, timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None,
                torch.amp.GradScaler("cuda") if base.precision == "fp16" and base.device.type == "cuda" else None,

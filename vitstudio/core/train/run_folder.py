@@ -78,5 +78,6 @@ def write_status(run, status: str, epochs_done: int) -> None:
     atomic_write_bytes(run.out / "status.json", json.dumps(
         {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc, "pid": os.getpid(),
          "processes": run.dist_info.world, "data_path": run.config.data_path,
-         "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings},
+         "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings,
+         "steps_per_epoch": run.steps_per_epoch},  # the learning-rate schedule of the whole run, drawn again
         indent=1).encode())

@@ -13,6 +13,7 @@ from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
+from vitstudio.core.train.lr_schedule import run_schedule
 from vitstudio.core.train.probe import read_snapshots
 from vitstudio.core.train.runs import UNFINISHED, read_metrics, recorded_optimizer, run_status
 from vitstudio.core.train.text_head import read_head_start
@@ -94,8 +95,7 @@ class TrainingPanel(QWidget):
         self.view_state.update(run=folder)
 
     def _forget_shown_run(self, _dataset) -> None:
-        """Another dataset: no earlier run's accuracy, warnings, progress or confusion axes stay on screen (a run in
-        progress, shown, stays)."""
+        """Another dataset: no earlier run's accuracy, warnings, progress or confusion axes stay (a live one does)."""
         if not (self.running and self._showing_live()):
             self.shown_run = None
             self._reset_curves()
@@ -304,6 +304,8 @@ class TrainingPanel(QWidget):
         showing = self._showing_live()
         if isinstance(rec, StepProgress):
             self.controls.show_step(rec, None if showing else self.active_run.name)
+            if not lr_data and rec.epoch:  # a resumed run: the schedule of the epochs before, warm-up and all
+                lr_data.extend(run_schedule(self.active_run, rec.epoch, rec.steps) or [])
             lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
             if showing:
                 self.curves.draw_lr(lr_data)
@@ -443,5 +445,6 @@ class TrainingPanel(QWidget):
                 self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
             if row.get("lr") is not None:  # a run read back: its rate at each epoch's end (live: at every step)
                 self.lr_data.append((row["epoch"] + 1, row["lr"]))
+        self.lr_data[:] = run_schedule(folder, len(self.curves_data["epoch"])) or self.lr_data  # every update's
         self._draw_curves()
 
