@@ -323,3 +323,23 @@ def test_the_whole_learning_rate_schedule_is_drawn_again_from_the_run_folder(tmp
     assert rates[0] < rates[len(rates) // 3 - 1] <= config.lr * 1.0001  # the warm-up: up to the peak in epoch 1
     assert rates[-1] < rates[len(rates) // 3]  # then the cosine down
     assert len(run_schedule(tmp_path / "run", 1)) == len(curve) // 3  # the epochs before a resume point
+
+
+def test_a_tie_in_accuracy_keeps_the_epoch_with_the_lower_validation_loss(tmp_path, monkeypatch):
+    """Seen in the afternoon walk: with 8 validation images, 100 % at epoch 1 tied every later epoch and the run
+    kept epoch 1's model for 40 epochs. Ties go to the lower validation loss; the result, the status line and the
+    model's config say which epoch is kept, and a resume keeps the record."""
+    from vitstudio.core.train import engine
+    from vitstudio.core.train.engine import fine_tune
+
+    scores = iter([(0.9, 1.0), (0.5, 1.0), (0.3, 1.0), (0.4, 1.0)])
+    monkeypatch.setattr(engine, "validation_pass", lambda *a, **k: next(scores))
+    data = make_dataset(tmp_path / "data", per_class=4)
+    config = make_config(str(data), TINY_SPEC, str(tmp_path / "run"), "scratch", epochs=4, batch_size=4)
+    result, _ = run(fine_tune(config))
+    assert result.best_epoch == 2 and result.kept == " (the model of epoch 3)"
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert "epoch 3" in json.dumps(saved) and json.loads((tmp_path / "run" / "status.json").read_text())[
+        "best_epoch"] == 2
+    state = torch.load(tmp_path / "run" / "checkpoint-last.pt", weights_only=False)
+    assert state["best_loss"] == pytest.approx(0.3) and state["best_epoch"] == 2

@@ -86,8 +86,8 @@ def finetune_cmd(args) -> int:
             interrupted.set()
     if not main_process:
         return EXIT_OK
-    print(f"{result.status}: best val accuracy {result.best_val_acc:.4f} after {result.epochs_done} epochs -> "
-          f"{result.out_dir}")
+    print(f"{result.status}: best val accuracy {result.best_val_acc:.4f}{result.kept} after {result.epochs_done} "
+          f"epochs -> {result.out_dir}")
     if result.skipped:
         print(f"{len(result.skipped)} file(s) skipped (listed in status.json):", file=sys.stderr)
         for path, why in list(result.skipped.items())[:10]:

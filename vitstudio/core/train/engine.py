@@ -120,6 +120,8 @@ class _Run:
     trainable: int
     start_epoch: int = 0
     best_acc: float = -1.0
+    best_loss: float = math.inf  # breaks a tie in accuracy: 100 % of 8 validation images at epoch 1 kept epoch 1
+    best_epoch: int = -1  # the epoch whose model is saved
     stale: int = 0
     warnings: list = field(default_factory=list)
     text: TextInit | None = None  # the head's start from the class names' text embeddings (CLIP-style bases)
@@ -164,7 +166,8 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         # last: "finished" promises everything the run writes (model, metrics, eval.json) is on disk
         write_status(run, status, epochs_done)
     barrier(dist_info)
-    return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed})
+    return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed},
+                       run.best_epoch)
 
 
 def _head_start(run: _Run) -> HeadStart:
@@ -294,8 +297,11 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             began = time.monotonic()
             val_loss, val_acc = validation_pass(run.eval_model, run.loaders.val, run.base.autocast, run.dist_info)
             run.clock.validated(time.monotonic() - began)
-            improved = val_acc > run.best_acc
-            run.best_acc, run.stale = (val_acc, 0) if improved else (run.best_acc, run.stale + 1)
+            improved = val_acc > run.best_acc or (val_acc == run.best_acc and val_loss < run.best_loss)
+            if improved:
+                run.best_acc, run.best_loss, run.best_epoch, run.stale = val_acc, val_loss, epoch, 0
+            else:
+                run.stale += 1
             row = dict(epoch=epoch, train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
                        val_loss=val_loss, val_acc=val_acc, lr=run.optimizer.param_groups[-1]["lr"], seconds=seconds)
             with deferred_interrupt():  # Ctrl+C lands before or after this epoch's records, never between them

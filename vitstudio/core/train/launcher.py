@@ -68,4 +68,5 @@ def run_torchrun(config: TrainConfig, processes: int, cancel: CancelToken | None
     eval_file = out / "eval.json"
     report = EvalReport.from_json(json.loads(eval_file.read_text())) if eval_file.exists() else None
     return TrainResult(out, status.get("status", "cancelled" if cancel.cancelled else "unknown"),
-                       int(status.get("epochs_done", reported)), float(status.get("best_val_acc", -1.0)), report)
+                       int(status.get("epochs_done", reported)), float(status.get("best_val_acc", -1.0)), report,
+                       best_epoch=int(status.get("best_epoch", -1)))

@@ -73,3 +73,9 @@ class TrainResult:
     best_val_acc: float
     report: EvalReport | None
     skipped: dict = field(default_factory=dict)  # path -> why, as in status.json
+    best_epoch: int = -1  # the epoch (from 0) whose model the run folder holds; -1: not told
+
+    @property
+    def kept(self) -> str:
+        """' (the model of epoch N)' for the status lines, when told."""
+        return f" (the model of epoch {self.best_epoch + 1})" if self.best_epoch >= 0 else ""

@@ -4,6 +4,7 @@ status written. The engine calls these with its run record (`engine._Run`)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -63,6 +64,7 @@ def restore_checkpoint(run) -> None:
         raise RunFileError(f"{run.out / CHECKPOINT} does not fit this run ({one_line(exc, 160)}); remove it to "
                            f"train the run from the start") from None
     run.start_epoch, run.best_acc, run.stale = state["epoch"] + 1, float(state["best_acc"]), state["stale"]
+    run.best_loss, run.best_epoch = float(state.get("best_loss", math.inf)), int(state.get("best_epoch", -1))
 
 
 def save_checkpoint(run, epoch_done: int) -> None:
@@ -70,13 +72,15 @@ def save_checkpoint(run, epoch_done: int) -> None:
     atomic_torch_save({"model": run.model.state_dict(), "optimizer": run.optimizer.state_dict(),
                        "scheduler": run.scheduler.state_dict(),
                        "ema": run.ema.module.state_dict() if run.ema else None, "epoch": epoch_done,
-                       "best_acc": run.best_acc, "stale": run.stale, "rng": torch.get_rng_state()},
+                       "best_acc": run.best_acc, "best_loss": run.best_loss, "best_epoch": run.best_epoch,
+                       "stale": run.stale, "rng": torch.get_rng_state()},
                       run.out / CHECKPOINT)
 
 
 def write_status(run, status: str, epochs_done: int) -> None:
     atomic_write_bytes(run.out / "status.json", json.dumps(
-        {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc, "pid": os.getpid(),
+        {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc,
+         "best_epoch": getattr(run, "best_epoch", -1), "pid": os.getpid(),
          "processes": run.dist_info.world, "data_path": run.config.data_path,
          "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings,
          "steps_per_epoch": run.steps_per_epoch},  # the learning-rate schedule of the whole run, drawn again
