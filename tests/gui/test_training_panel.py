@@ -180,6 +180,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
     and upstream's seed format; each is told in the status bar with a link to its folder, kept until dismissed
     (issue 29, item 10: it was in the Log dock only)."""
     import onnx
+    from PySide6.QtWidgets import QApplication
 
     from vitstudio.gui import actions, status_notice
 
@@ -201,7 +202,11 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
         notice.label.linkActivated.emit("open")
     assert opened.args == [notice.path]
     window.statusBar().showMessage("another message", 50)  # a passing message hides it only while it shows
+    assert not notice.isVisible()  # (they were drawn over each other)
     qtbot.waitUntil(lambda: notice.isVisible(), timeout=2000)
+    monkeypatch.setattr(status_notice.QDesktopServices, "openUrl", lambda url: False)  # no file manager here
+    notice.label.linkActivated.emit("open")
+    assert QApplication.clipboard().text() == notice.path and "the path is copied" in notice.label.text()
     notice.close_button.click()
     assert not notice.isVisible()
 

@@ -177,8 +177,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.status_jobs)
         self.error_indicator = ErrorIndicatorWidget(self)  # errors wait there; nothing pops up by itself
         self.statusBar().addPermanentWidget(self.error_indicator)
-        self.notice = StatusNoticeWidget(self)  # a crash or an export: kept in sight until dismissed
-        self.statusBar().addWidget(self.notice, 1)
+        self.notice = StatusNoticeWidget.into(self.statusBar())  # a crash or an export: in sight until dismissed
 
     def _connect(self) -> None:
         self.state.view.events.requested.connect(self._load_requested)
@@ -398,6 +397,7 @@ class MainWindow(QMainWindow):
     def show_notice(self, text: str, path: str | None = None, link: str = "Show folder") -> None:
         """Logged, and kept in the status bar with a link to `path` until dismissed (a crash, an export)."""
         self._on_message("info", text)
+        self.statusBar().clearMessage()  # the notice says it, with its link: not both drawn over each other
         self.notice.show_notice(text, path, link)
 
     def _non_modal_box(self, message: str, details: str = "") -> None:

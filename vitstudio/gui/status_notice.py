@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontMetrics
+from PySide6.QtGui import QDesktopServices, QFontMetrics, QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
 
@@ -32,6 +32,18 @@ class StatusNoticeWidget(QWidget):
         layout.addWidget(self.label, 1)
         layout.addWidget(self.close_button)
         self.setVisible(False)
+
+    @classmethod
+    def into(cls, status_bar) -> StatusNoticeWidget:
+        """A notice in `status_bar`, out of the way while it shows a passing message (both were drawn over each
+        other), back after it."""
+        notice = cls(status_bar)
+        status_bar.addWidget(notice, 1)
+        status_bar.messageChanged.connect(notice._on_message)
+        return notice
+
+    def _on_message(self, message: str) -> None:
+        self.setVisible(bool(self.text) and not message)
 
     def show_notice(self, text: str, path: str | Path | None = None, link: str = "Show folder") -> None:
         """`text`, with `link` opening `path` (a folder or a file, with the desktop's application) when given."""
@@ -59,5 +71,7 @@ class StatusNoticeWidget(QWidget):
     def _open(self, _href: str) -> None:
         if not self.path:
             return
-        QDesktopServices.openUrl(QUrl.fromLocalFile(self.path))
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(self.path)):  # no file manager (a bare desktop)
+            QGuiApplication.clipboard().setText(self.path)
+            self.label.setText(f"No program here opens folders: the path is copied ({html.escape(self.path)})")
         self.opened.emit(self.path)
