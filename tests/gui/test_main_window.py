@@ -53,7 +53,7 @@ def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photo
     assert "Cannot read" in window.predictions.title.text() and window.predictions.shown_rows() == []
 
 
-def test_failed_model_load_keeps_app_running(window, qtbot, photos):
+def test_failed_model_load_keeps_app_running(window, qtbot, photos, caplog):
     """…and while a model loads the image says so, not "No model loaded: choose one above" (issue 29, item 12)."""
     _drop(window, [photos["rocket"]])
     qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
@@ -63,6 +63,9 @@ def test_failed_model_load_keeps_app_running(window, qtbot, photos):
     notice = blocker.args[0]
     assert "not in the local cache" in notice.message and isinstance(notice.exc, Exception)
     assert "Traceback" in notice.details  # the details on demand hold where it failed
+    # a message written for the user is logged as that line: no traceback on stderr, twice (the afternoon walk)
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("vitstudio"))
+    assert "not in the local cache" in logged and "Traceback" not in logged
     assert "not in the local cache" in window.log_view.toPlainText()
     assert window.model_panel.load_button.isEnabled()
     _drop(window, [photos["coffee"]])

@@ -384,7 +384,7 @@ class MainWindow(QMainWindow):
     def _on_error(self, notice) -> None:
         """Every error: logged with its details, in the status bar, and counted by the status bar's error button,
         whose click opens it in a box that does not block the window (its "Show Details…" holds the traceback)."""
-        log.error("%s\n%s", notice.message, notice.details)
+        log.error("%s", notice.logged)
         self.log_view.appendPlainText(f"[{time.strftime('%H:%M:%S')}] error: {notice.message}")
         self.statusBar().showMessage(notice.message, 8000)
         self.error_indicator.add(notice)

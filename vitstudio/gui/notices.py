@@ -14,6 +14,17 @@ def describe(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
+# Exceptions whose message is written for the user (a model not in the offline cache, no camera, a damaged file):
+# logged as that one line. Any other exception is a bug, logged with its traceback. By name: this module is Qt- and
+# torch-free, and importing the modules that define them would load torch.
+TOLD = frozenset({"ModelLoadError", "DatasetError", "VideoSourceError", "ImageReadError", "RunFileError",
+                  "ConfigError", "CheckpointError", "WeightsUnavailable", "RunInUse", "GPUOutOfMemory"})
+
+
+def told(exc: BaseException) -> bool:
+    return any(kind.__name__ in TOLD for kind in type(exc).__mro__)
+
+
 @dataclass(frozen=True)
 class Notice:
     """One error for the user. `context` says what was being done ("Loading model"); `exc` is kept so a caller
@@ -26,6 +37,11 @@ class Notice:
     def message(self) -> str:
         text = describe(self.exc)
         return f"{self.context}: {text}" if self.context else text
+
+    @property
+    def logged(self) -> str:
+        """What the log keeps: the message, and the traceback unless the message was written for the user."""
+        return self.message if told(self.exc) else f"{self.message}\n{self.details}"
 
     @property
     def details(self) -> str:

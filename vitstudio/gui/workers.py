@@ -41,6 +41,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QThreadPool, Signal
 
 from vitstudio.core.jobs import Cancelled, CancelToken
+from vitstudio.gui.notices import told
 
 from .viewstate import Keyed, ViewState
 
@@ -164,7 +165,10 @@ class _Task:
             pass
         except Exception as exc:  # every failure reaches the user, never vanishes in a thread
             details = traceback.format_exc()
-            log.error("job %s failed:\n%s", handle.name, details)
+            if told(exc):  # a message for the user (the window shows it): one line, not a traceback on stderr
+                log.info("job %s: %s", handle.name, exc)
+            else:
+                log.error("job %s failed:\n%s", handle.name, details)
             exc.__traceback__ = None  # the frames hold the job's locals (models, tensors); the text stays
             with contextlib.suppress(AttributeError):
                 exc.traceback_text = details  # a Notice's details on demand
