@@ -28,6 +28,9 @@ def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_pa
     assert window.isVisible() and panel.running and asked  # Stay: nothing changed
     window.close()
     assert window.isVisible() and panel.running and "closes when" in panel.status.text()
+    # said where the user looks, whatever the tab (the walk saw the window just stay as it was)
+    assert window.notice.isVisible() and "closes when" in window.notice.text
+    assert window.windowTitle().endswith("closes when the run ends")
     run = panel.active_run
     panel.pause_button.setChecked(False)
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=60000)  # the run finished, then the window closed

@@ -225,3 +225,15 @@ def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
     qtbot.wait(50)
     for button in (window.training.start_button, window.training.pause_button, window.training.cancel_button):
         assert not button.visibleRegion().isEmpty()  # the run controls stay on screen beside a scrolled form
+
+
+def test_the_progress_bar_is_the_whole_run(panel):
+    """The afternoon walk: at "epoch 3/60 · step 3/4" the bar was 75 % full (it counted the epoch's steps)."""
+    from vitstudio.core.train.engine import StepProgress
+
+    panel = panel(TrainingPanel)
+    panel.controls.show_step(StepProgress(epoch=17, epochs=60, step=1, steps=4, loss=0.5, lr=1e-3, img_per_s=10.0,
+                                          eta_s=100.0), None)
+    bar = panel.controls.progress
+    assert bar.value() / bar.maximum() == (17 * 4 + 1) / 240
+    assert bar.text().startswith("epoch 18/60 · step 1/4")

@@ -44,9 +44,11 @@ class CloseGuard(QObject):
         run = self.training.active_run.name if self.training.active_run is not None else "A run"
         answer = ask_close_during_training(self.window, run)
         self.waiting = answer == KEEP
-        if self.waiting:
-            self.training.status.setText(f"ViT Studio closes when {run} has finished (close again to choose "
-                                         "otherwise).")
+        if self.waiting:  # said where the user looks, whatever tab is shown (the window just stayed as it was)
+            said = f"ViT Studio closes when {run} has finished (close again to choose otherwise)."
+            self.training.status.setText(said)
+            self.window.show_notice(said)
+            self.window.setWindowTitle(f"{self.window.windowTitle()} — closes when the run ends")
         return answer == CANCEL
 
     def _on_run_ended(self, finished: bool) -> None:
@@ -55,3 +57,4 @@ class CloseGuard(QObject):
             QTimer.singleShot(0, self.window.close)  # after the panel has shown the run's end
         elif self.waiting:
             self.waiting = False  # failed: the window stays, with the failure on screen
+            self.window.setWindowTitle(self.window.windowTitle().removesuffix(" — closes when the run ends"))

@@ -89,9 +89,9 @@ class RunControlsWidget(QWidget):
 
     def show_step(self, rec: StepProgress, run_name: str | None) -> None:
         """A training step's progress; `run_name` prefixes the status when that run is not the one shown."""
-        self.progress.setRange(0, rec.steps)
-        self.progress.setValue(rec.step)
-        self.progress.setFormat(self._on_bar(f"epoch {rec.epoch + 1}/{rec.epochs} · step %v/%m"))
+        self.progress.setRange(0, rec.steps * rec.epochs)  # the whole run (it filled up again every epoch)
+        self.progress.setValue(rec.epoch * rec.steps + rec.step)
+        self.progress.setFormat(self._on_bar(f"epoch {rec.epoch + 1}/{rec.epochs} · step {rec.step}/{rec.steps}"))
         where = "" if run_name is None else f"{run_name}: "
         self.status.setText(f"{where}loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
                             f"ETA {duration(rec.eta_s)}")
