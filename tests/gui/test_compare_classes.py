@@ -48,3 +48,18 @@ def test_a_headless_second_model_still_shows_its_map(panel, qtbot, clip_dir, pho
     assert _top1(compare, qtbot) == "no classes (a headless model)"
     assert compare.results[1][1].size > 0
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+
+
+def test_a_second_model_that_fails_to_load_leaves_the_one_compared_named(panel, qtbot, tiny_weights, photos):
+    """The afternoon walk: after a failed second load the title said "Second model: not loaded" over the previous
+    second model's map (and an export named it). The model compared stays, its name in the title and the box."""
+    compare = panel(ComparePanel, images=[photos["chelsea"]])
+    compare.state.set_model(load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"))
+    second = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
+    compare.set_other(second)
+    _top1(compare, qtbot)
+    compare.other_name.setEditText("vit_tiny_patch16_224.augreg_in21k")  # not in the offline cache
+    compare.load_other()
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+    assert compare.other is second and second.display_name in compare.titles[1].text()
+    assert "not loaded" not in compare.titles[1].text() and compare.other_name.currentText() == second.name

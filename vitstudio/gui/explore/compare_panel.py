@@ -144,7 +144,11 @@ class ComparePanel(ExplorerPanel):
                             on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_load_error(self, exc: BaseException) -> None:
-        self.titles[1].setText("Second model: not loaded")
+        """A second model that failed to load leaves the one compared before, named as it is (the title said "not
+        loaded" over the old model's map)."""
+        self._show()
+        if self.other is not None:
+            self.other_name.setEditText(self.other.name)
         self.report_error(exc)
 
     def set_other(self, loaded) -> None:
