@@ -69,3 +69,10 @@ def test_a_name_that_is_not_utf8_goes_through_every_command(tmp_path, forked_cli
         assert not any("\udce9" in line or "\ufffd" in line for line in lines), (args, lines)
     picture = os.fsencode(str(tmp_path / "maps")) + b"/caf\xe9\xff.png.rollout.png"
     assert Image.open(os.fsdecode(picture)).size[0] > 300
+
+
+def test_a_count_agrees_with_its_noun():
+    """The afternoon walk: "1 images the model doubts", "Class of the 1 selected images"."""
+    from vitstudio.core.files import counted
+
+    assert [counted(n, "image") for n in (0, 1, 2)] == ["0 images", "1 image", "2 images"]

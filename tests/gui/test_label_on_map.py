@@ -74,6 +74,8 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     qtbot.keyClick(panel.table, Qt.Key_2)  # classes in order: 1 one, 2 zero
     assert all(tab.labels[p] == "zero" for p in zeros[4:6])
     assert load_labels(default_labels_path(folder)) == tab.labels  # kept in the data folder, at once
+    # the keys and the classes told apart (a bold "1" beside a class named "2" read as a class: the walk)
+    assert tab.classes.text() == "key <b>1</b>: one (4 images)   key <b>2</b>: zero (6 images)"
     # the table marks which rows are labelled: their label, in bold, as given (issue 29, item 12)
     model = panel.model
     for view_row in range(model.rowCount()):

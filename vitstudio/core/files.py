@@ -111,6 +111,11 @@ def from_spreadsheet(cell: str) -> str:
 _CONTROL_NAMES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
+def counted(n: int, noun: str) -> str:
+    """'1 image', '3 images' (the app said "1 images the model doubts")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def shown_path(path: str | os.PathLike) -> str:
     """A file name as people are shown it (terminal lines, reports): one line, whatever it holds. Control characters
     are written as escapes (\\n, \\t, \\x1b) and bytes that are not UTF-8 (surrogate escapes) as \\xNN, so a name

@@ -8,6 +8,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QMessageBox, QToolButton
 
+from vitstudio.core.files import counted
+
 
 class ErrorIndicatorWidget(QToolButton):
     def __init__(self, window) -> None:
@@ -25,7 +27,7 @@ class ErrorIndicatorWidget(QToolButton):
         """A Notice (message + details on demand), counted and offered; the caller has logged it."""
         self.notices.append(notice)
         self.unseen += 1
-        self.setText(f"⚠ {self.unseen} error{'s' if self.unseen > 1 else ''}: details…")
+        self.setText(f"⚠ {counted(self.unseen, 'error')}: details…")
         self.setToolTip(f"{notice.message}\n(click for the details)")
         self.setVisible(True)
 

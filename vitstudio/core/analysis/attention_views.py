@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from vitstudio.core.analysis import attention
+from vitstudio.core.files import counted
 from vitstudio.core.models.structure import is_windowed
 
 
@@ -59,7 +60,7 @@ def view_token(value, params: dict, model):
     layer, head = params["layer"], params["head"]
     heads = model.heads_at(layer)
     if head >= heads:  # Swin's early stages have fewer heads than its last
-        return None, f"Layer {layer} has {heads} head{'s' if heads > 1 else ''} (0..{heads - 1}); pick one of them."
+        return None, f"Layer {layer} has {counted(heads, 'head')} (0..{heads - 1}); pick one of them."
     to = params["direction"] == "to"
     arr = (value.attends_to if to else value.attended_by)[0, layer, head]
     text = f"Patch {params['patch']} {'attends to' if to else 'is attended by'}, layer {layer}, head {head}"

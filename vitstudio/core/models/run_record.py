@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from vitstudio.core.files import counted
+
 FINISHED = ("finished", "early-stopped")
 
 
@@ -29,7 +31,7 @@ def unfinished_run_note(folder: Path | None) -> str:
     if status in FINISHED:
         return ""
     epochs = record.get("epochs_done") if isinstance(record, dict) else None
-    done = f" after {epochs} epoch{'s' * (epochs != 1)}" if isinstance(epochs, int) else ""
+    done = f" after {counted(epochs, 'epoch')}" if isinstance(epochs, int) else ""
     state = ("is still training, or was stopped without a word" if status == "running" else
              f"did not finish ({status}{done})")
     return (f"The run {folder.name} {state}: these are the weights of its best epoch so far. Continue it with "

@@ -8,6 +8,7 @@ folder is opened again. "Train a model…" hands the labels file to the Training
 
 from __future__ import annotations
 
+import html
 import os
 
 import numpy as np
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core.files import counted
 from vitstudio.core.train.labelling import class_order, default_labels_path, load_labels, save_labels
 from vitstudio.gui import file_dialogs
 
@@ -52,7 +54,7 @@ class LabelCommand(QUndoCommand):
 
     def __init__(self, tab, paths: list[str], label: str | None) -> None:
         name = f"'{label}'" if label else "no label"
-        super().__init__(f"Label {len(paths)} image{'s' * (len(paths) != 1)} as {name}")
+        super().__init__(f"Label {counted(len(paths), 'image')} as {name}")
         self.tab, self.paths, self.label = tab, list(paths), label
         self.before = {p: tab.labels.get(p) for p in self.paths}
 
@@ -136,7 +138,7 @@ class LabelsTab(QWidget):
         if not paths:
             self.panel.state.message.emit("warning", "Select images first: rows of the table, or the map's box.")
             return
-        label, ok = QInputDialog.getItem(self, "Label as", f"Class of the {len(paths)} selected images:",
+        label, ok = QInputDialog.getItem(self, "Label as", f"Class of the {counted(len(paths), 'image')} selected:",
                                          class_order(self.labels), 0, True)
         if ok and label.strip():
             self.label(paths, label.strip())
@@ -214,7 +216,7 @@ class LabelsTab(QWidget):
     def _show_suggestions(self, rows: list[int]) -> None:
         self.panel.group_rows = np.asarray(rows, np.int64)  # as a picked duplicate group: just these rows
         self.panel.apply_filters()
-        self.info.setText(f"The table shows the {len(rows)} images to label next (Reset filters shows all).")
+        self.info.setText(f"The table shows the {counted(len(rows), 'image')} to label next (Reset filters shows all).")
 
     def _refresh(self) -> None:
         self.panel.model.show_labels(self.labels)  # the table marks the labelled rows
@@ -222,8 +224,9 @@ class LabelsTab(QWidget):
         counts = {c: 0 for c in classes}
         for label in self.labels.values():
             counts[label] += 1
-        self.classes.setText("   ".join(f"<b>{i}</b> {c} ({counts[c]})" for i, c in enumerate(classes, 1))
-                             if classes else "No labels yet.")
+        # "key 1: class 2 (1 image)": a bare bold number beside a class named by a digit read as another class
+        self.classes.setText("   ".join(f"key <b>{i}</b>: {html.escape(c)} ({counted(counts[c], 'image')})"
+                                        for i, c in enumerate(classes, 1)) if classes else "No labels yet.")
         where = os.path.basename(self.path) if self.path else ""
         self.file_button.setToolTip(f"Labels kept in {self.path}" if self.path else "")
         has = self.panel.results is not None and self.path is not None

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.core.files import counted
 from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.results import FolderResults
 from vitstudio.gui import file_dialogs
@@ -389,7 +390,7 @@ class FolderPanel(QWidget):
         doubtful = self.review_tab.show_issues(report.label_issues)
         self.files.hide_excluded_from_review()
         self.side.setCurrentIndex(2)
-        self.info.setText(f"{len(doubtful)} images the model doubts, most doubtful first; "
+        self.info.setText(f"{counted(len(doubtful), 'image')} the model doubts, most doubtful first; "
                           f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
                           f"({report.split}). Double-click an image to explain it.{self.fit.unreliable_note()}")
         self.duplicates.show_groups(report.groups)
