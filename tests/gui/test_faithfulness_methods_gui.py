@@ -102,8 +102,8 @@ def test_faithfulness_is_offered_only_for_one_map_on_the_patch_grid(panel, tiny_
         one_map = registry.get(method).one_map
         assert widget.measure_button.isEnabled() == one_map == widget.sanity_button.isEnabled(), method
         if not one_map:
-            assert "not one map on the patch grid" in widget.measure_button.toolTip()
-            assert "not one map on the patch grid" in widget.sanity_button.toolTip()
+            assert "Pick Rollout or an attribution method" in widget.measure_button.toolTip()
+            assert "Pick Rollout or an attribution method" in widget.sanity_button.toolTip()
     assert not registry.get("heads").one_map and not registry.get("pca").one_map and registry.get("rollout").one_map
 
 

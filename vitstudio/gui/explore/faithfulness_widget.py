@@ -148,8 +148,8 @@ def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> 
     needed = [p.name for p in analysis.params if p.required]
     title = analysis.title.lower()
     if not analysis.one_map:  # head maps: one per head; a PCA: three channels (the registry's declared output)
-        return (f"The {title} is not one map on the patch grid (it gives {analysis.output}): faithfulness ranks "
-                f"the patches of one map.")
+        return (f"Faithfulness ranks the patches of one map of the class; the {title} is not one (it gives "
+                f"{analysis.output}). Pick Rollout or an attribution method (LRP, occlusion…) to measure it.")
     if not needed:
         return None
     if needed != ["text"]:
