@@ -75,6 +75,11 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert panel.follow_map.isChecked() and sorted(panel.visible_rows()) == sorted(inside.tolist())
     panel.follow_map.setChecked(False)
     assert len(panel.visible_rows()) == 120
+    # checked before any drag (as a restart leaves it): the box as drawn filters at once (the walk saw 150 of 150)
+    panel.map_rows = None
+    panel.follow_map.setChecked(True)
+    assert sorted(panel.visible_rows()) == sorted(inside.tolist()) and len(inside) < 120
+    panel.follow_map.setChecked(False)
 
     # similar images of the selected row, as the core finds them
     panel.select_row(5)

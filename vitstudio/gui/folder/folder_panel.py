@@ -303,8 +303,9 @@ class FolderPanel(QWidget):
             return
         vs = self.view_state
         rows = self.results.select(vs.predicted, vs.min_conf, correct=vs.correct)
-        if vs.follow_map and self.map_rows is not None:
-            rows = np.intersect1d(rows, self.map_rows)
+        box = self.map_rows if self.map_rows is not None or self.coords is None else self.map.inside_box()
+        if vs.follow_map and box is not None:  # the box as drawn, before any drag too (a restart kept it checked)
+            rows = np.intersect1d(rows, box)
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
         self.model.set_allowed(rows)
@@ -324,6 +325,8 @@ class FolderPanel(QWidget):
         results, by = self.results, self._colour_key()
         self.map.describe = lambda row: describe_image(results, row)
         self.map.set_points(coords, colour_groups(results, by), method, scale=by == "confidence")
+        if self.view_state.follow_map:
+            self.apply_filters()
 
     def _recolour(self, _by: str) -> None:
         if self.results is not None and self.coords is not None:
