@@ -81,6 +81,16 @@ def test_opening_the_same_files_twice_adds_nothing(window, qtbot, digits):
     assert sorted(_paths(window)) == sorted(str(p) for p in digits.rglob("*.png"))
     assert window.strip.count() == 20
     assert "already in the strip" in window.statusBar().currentMessage()
+    # the first image this open added is selected, in sight (it stayed on an old one: the afternoon walk)
+    first_new = next(p for p in _paths(window) if p not in some)
+    assert window.state.selected.path == first_new and window.strip.currentRow() == 2
+    window.state.select(window.state.images[0])  # picked while an open reads: it stays picked
+    more = digits.parent / "more"
+    shutil.copytree(digits / "4", more)
+    window.add_paths([str(more)])
+    window.state.select(window.state.images[1])
+    _settle(qtbot)
+    assert window.state.selected is window.state.images[1] and window.strip.count() == 22
 
 
 def test_delete_and_the_context_menu_remove_from_the_strip(active, qtbot, digits):

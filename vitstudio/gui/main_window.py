@@ -33,7 +33,7 @@ from .common.wheel_guard import install_wheel_guard
 from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
 from .imaging import configure_pyqtgraph
-from .opening import Opened, StripPaths, describe_open, read_new_images, recent_entry, updated_recent
+from .opening import Opening, StripPaths, read_new_images, recent_entry, updated_recent
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
 from .status_notice import StatusNoticeWidget
@@ -216,14 +216,11 @@ class MainWindow(QMainWindow):
         already in the strip are not added again; Open recent remembers the open once something in it opened."""
         paths = [str(p) for p in paths]
         many = len(paths) > 8 or any(Path(p).is_dir() for p in paths)  # a folder scan must not hold a slider
+        opening = Opening(self, paths)
         workers.start_job("Reading images", functools.partial(read_new_images, paths=paths,
                                                               known=self.strip_paths.snapshot()),
-                          on_yield=self._add_entry, on_result=functools.partial(self._on_opened, paths),
-                          on_error=self._on_job_error, kind=workers.LONG if many else workers.INTERACTIVE)
-
-    def _on_opened(self, paths: list[str], opened: Opened) -> None:
-        self._on_message(*describe_open(paths, opened))
-        self.remember_recent(paths, opened=bool(opened.readable or opened.already))
+                          on_yield=opening.add, on_result=opening.done, on_error=self._on_job_error,
+                          kind=workers.LONG if many else workers.INTERACTIVE)
 
     def open_folder(self, folder: str) -> None:
         """File → Open folder: its images in the strip and the folder in the Folder tab (one Open folder; the tab
@@ -272,6 +269,8 @@ class MainWindow(QMainWindow):
     def _add_entry(self, entry) -> None:
         if entry.path not in self.strip_paths:  # two opens of the same files racing: the first one wins
             self.state.add_images([entry])
+            return True
+        return False
 
     def request_model(self, spec: str, device: str | None = None, precision: str | None = None,
                       weights: str | None = None) -> None:

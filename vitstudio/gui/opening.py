@@ -73,6 +73,28 @@ def describe_open(paths: list[str], opened: Opened) -> tuple[str, str]:
     return "info", "; ".join(parts) + "."
 
 
+class Opening:
+    """One open in progress: its images join the strip as they are read; at its end the window says what it did,
+    remembers it, and selects the first new image (the selection stayed on an old one, the new ones out of
+    sight)."""
+
+    def __init__(self, window, paths: list[str]) -> None:
+        self.window, self.paths, self.first = window, paths, None
+        self.before = window.state.selected  # an image picked meanwhile stays picked
+
+    def add(self, entry) -> None:
+        if self.window._add_entry(entry) and self.first is None and entry.error is None:
+            self.first = entry
+
+    def done(self, opened: Opened) -> None:
+        self.window._on_message(*describe_open(self.paths, opened))
+        self.window.remember_recent(self.paths, opened=bool(opened.readable or opened.already))
+        state = self.window.state
+        if self.first is not None and self.first in state.images and state.selected in (self.before, self.first):
+            state.select(self.first)
+        self.window = None  # the job's callbacks hold this object: it holds no window after the open
+
+
 def recent_entry(paths: list[str]) -> str:
     """One Open recent entry per open: a multi-open is one entry, its paths joined by newlines."""
     return "\n".join(str(p) for p in paths)
