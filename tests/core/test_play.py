@@ -106,3 +106,33 @@ def test_a_frame_with_a_map_runs_one_forward_and_predicts_as_predict(video, demo
     expected = classify(demo, [Image.fromarray(frame)])[0]
     assert result.labels == expected.labels
     np.testing.assert_allclose(result.probs, expected.probs, atol=1e-6)
+
+
+def test_the_annotated_picture_is_the_frame_with_the_map_over_what_the_model_saw(rgb_image):
+    """Issue 29, item 13: Play showed only the model's crop (32 px for the demo), enlarged. The picture is the
+    frame, the map blended over the part the model saw (`crop_box`, read off its resize + centre crop) inside a
+    box; resized back, that part is the model's own crop."""
+    from PIL import Image
+
+    from tests.conftest import TINY_SPEC
+    from vitstudio.core.analysis import overlays
+    from vitstudio.core.play.frames import CAPTION, DISPLAY, annotate, crop_box
+
+    loaded = load_model(TINY_SPEC)  # 32 px, crop_pct 0.9: resize the short side to 35, centre-crop 32
+    frame = np.asarray(rgb_image.resize((300, 200)), dtype=np.uint8)
+    top, left, h, w = crop_box(loaded, frame.shape[:2])
+    assert (h, w) == (round(32 * 200 / 35), round(32 * 200 / 35)) and (top, left) == ((200 - h) // 2, (300 - w) // 2)
+    seen = Image.fromarray(frame[top:top + h, left:left + w]).resize((32, 32), Image.BILINEAR)
+    crop = np.asarray(loaded.crop(Image.fromarray(frame)), np.float32)
+    assert np.abs(np.asarray(seen, np.float32) - crop).mean() < 12  # the same part of the frame, resampled
+    result = analyse_frame(loaded, frame, method="rollout")
+    picture = annotate(result, 10.0, frame=frame)
+    assert picture.shape == (DISPLAY + CAPTION, round(300 * DISPLAY / 200), 3)  # the frame's shape, not the crop's
+    plain = annotate(result, 10.0, frame=frame)[:DISPLAY]
+    scale = DISPLAY / 200
+    inside = plain[round((top + h / 2) * scale), round((left + w / 2) * scale)].astype(int)
+    expected = overlays.overlay(result.map, frame[top:top + h, left:left + w])[h // 2, w // 2].astype(int)
+    assert np.abs(inside - expected).max() <= 40  # the map is blended there
+    outside = plain[5, 5].astype(int)
+    assert np.abs(outside - frame[0, 0].astype(int)).max() <= 40  # the rest is the frame as it is
+    assert annotate(result, 10.0).shape[0] == DISPLAY + CAPTION  # without the frame: the crop, as before

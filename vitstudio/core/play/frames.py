@@ -29,6 +29,7 @@ class FrameResult:
     latency_ms: float  # from the frame taken to its prediction and map ready
     map: np.ndarray | None = None  # (gh, gw)
     crop: np.ndarray | None = None  # (H, W, 3) uint8: what the model saw
+    box: tuple[int, int, int, int] | None = None  # (top, left, height, width) of the crop in the frame
 
     def record(self) -> dict:
         """One line of `--json`: the frame's top-k as `predict --json` gives them."""
@@ -54,7 +55,26 @@ def analyse_frame(loaded, frame: np.ndarray, index: int = 0, time_s: float = 0.0
         pred = classify(loaded, [image], topk=topk)[0]
     crop = np.asarray(pred.crop, dtype=np.uint8) if pred.crop is not None else np.asarray(loaded.crop(image))
     return FrameResult(index, time_s, tuple(pred.labels), tuple(float(p) for p in pred.probs),
-                       (time.perf_counter() - started) * 1000, values, crop)
+                       (time.perf_counter() - started) * 1000, values, crop, crop_box(loaded, frame.shape[:2]))
+
+
+def crop_box(loaded, frame_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+    """Where the model's crop lies in a frame of `frame_hw`: (top, left, height, width), read off its eval
+    transform (resize the short side, centre crop, as timm builds it); the whole frame for anything else."""
+    from torchvision import transforms
+
+    h, w = frame_hw
+    side, crop = None, None
+    for step in loaded._split_transform[0]:
+        if isinstance(step, transforms.Resize):
+            side = step.size if isinstance(step.size, int) else (step.size[0] if len(step.size) == 1 else None)
+        elif isinstance(step, transforms.CenterCrop):
+            crop = step.size
+    if side is None or crop is None:
+        return 0, 0, h, w
+    scale = min(h, w) / side  # the frame's pixels per resized pixel
+    ch, cw = min(h, round(crop[0] * scale)), min(w, round(crop[1] * scale))
+    return (h - ch) // 2, (w - cw) // 2, ch, cw
 
 
 def _tapped(loaded, seen: dict) -> bool:
@@ -64,10 +84,19 @@ def _tapped(loaded, seen: dict) -> bool:
             and bool(loaded.labels))
 
 
-def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno", alpha: float = 0.5) -> np.ndarray:
-    """(DISPLAY + CAPTION, W, 3) uint8: the crop (with the map over it) enlarged, and a caption bar below."""
-    crop = result.crop
-    picture = overlays.overlay(result.map, crop, cmap, alpha) if result.map is not None else crop
+def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno", alpha: float = 0.5,
+             frame: np.ndarray | None = None) -> np.ndarray:
+    """(DISPLAY + CAPTION, W, 3) uint8 with a caption bar below: the frame, the map over the part the model saw
+    and a box around it (`frame` given: what the camera or video shows); else the crop the model saw, enlarged."""
+    picture = result.crop if frame is None or result.box is None else np.array(frame[..., :3], dtype=np.uint8)
+    if frame is not None and result.box is not None:
+        top, left, h, w = result.box
+        seen = picture[top:top + h, left:left + w]
+        if result.map is not None:
+            picture[top:top + h, left:left + w] = overlays.overlay(result.map, seen, cmap, alpha)
+        _outline(picture, result.box)
+    elif result.map is not None:
+        picture = overlays.overlay(result.map, picture, cmap, alpha)
     scale = DISPLAY / min(picture.shape[:2])
     size = (round(picture.shape[1] * scale), round(picture.shape[0] * scale))
     shown = Image.fromarray(picture).resize(size, Image.NEAREST if scale >= 2 else Image.BILINEAR)
@@ -77,6 +106,15 @@ def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno
     speed = f"{fps:.1f} fps · " if fps else ""
     ImageDraw.Draw(canvas).text((6, size[1] + 8), f"{text}    {speed}{result.latency_ms:.0f} ms", fill=(240, 240, 240))
     return np.asarray(canvas)
+
+
+def _outline(picture: np.ndarray, box: tuple[int, int, int, int], width: int = 2) -> None:
+    top, left, h, w = box
+    if (h, w) == picture.shape[:2]:
+        return  # the model sees the whole frame: no box to draw
+    colour = np.array((255, 220, 0), np.uint8)
+    picture[top:top + width, left:left + w] = picture[top + h - width:top + h, left:left + w] = colour
+    picture[top:top + h, left:left + width] = picture[top:top + h, left + w - width:left + w] = colour
 
 
 class Rate:

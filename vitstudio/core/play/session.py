@@ -44,7 +44,7 @@ def play(loaded, source: str, method: str | None = None, params: dict | None = N
             result = analyse_frame(loaded, frame, index, t, method, params)
             fps = rate.tick()
             if out is not None:
-                picture = annotate(result, fps, cmap)
+                picture = annotate(result, fps, cmap, frame=frame)  # the frame, the map over what the model saw
                 if writer is None:
                     writer = VideoWriter(out, src.info.fps, (picture.shape[1], picture.shape[0]))
                 writer.write(picture)

@@ -44,7 +44,7 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
             index, t, frame = taken
             result = analyse_frame(loaded, frame, index, t, method)
             fps = rate.tick()
-            picture = annotate(result, fps)
+            picture = annotate(result, fps, frame=frame)  # the frame with its overlay, not the model's crop
             if record:
                 if writer is None:
                     writer = VideoWriter(record, latest.source.info.fps, (picture.shape[1], picture.shape[0]))
