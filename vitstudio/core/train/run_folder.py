@@ -83,5 +83,5 @@ def write_status(run, status: str, epochs_done: int) -> None:
          "best_epoch": getattr(run, "best_epoch", -1), "pid": os.getpid(),
          "processes": run.dist_info.world, "data_path": run.config.data_path,
          "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings,
-         "steps_per_epoch": run.steps_per_epoch},  # the learning-rate schedule of the whole run, drawn again
+         "steps_per_epoch": getattr(run, "steps_per_epoch", None)},  # its learning-rate schedule, drawn again
         indent=1).encode())

@@ -1,8 +1,9 @@
 """The Play tab: a camera or a video file through the loaded model, live. Frames are read on a worker that keeps
 only the newest one (a slow model skips frames, never queues them); each analysed frame comes back annotated (the
 prediction and, if chosen, a registered attention map over what the model saw) with frames per second and latency,
-and can be recorded to a video file. The job waits for the window to show a frame before it analyses the next, so
-nothing piles up between the worker and the screen."""
+and can be recorded to a video file. At most one analysed frame waits for the window: the job analyses the next
+frame while the window draws one, and hands it over once that one is drawn, so nothing piles up.
+`tests/benchmarks/play.py --window` measures the tab beside `vitstudio play` on one file."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
 
     latest = LatestFrame(FrameSource(source))  # a file is paced at its own frame rate, a camera at its own
     writer, rate, analysed = None, Rate(), 0
+    shown.set()  # nothing on screen to wait for yet
     try:
         while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
             index, t, frame = taken
@@ -50,9 +52,11 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
                     writer = VideoWriter(record, latest.source.info.fps, (picture.shape[1], picture.shape[0]))
                 writer.write(picture)
             analysed += 1
+            # the window has drawn the previous frame (or is busy): at most one frame waits for it, never a
+            # backlog; the model worked on this one while the window drew the last (they took turns before)
+            shown.wait(1.0)
             shown.clear()
             yield picture, result, fps
-            shown.wait(1.0)  # the window has drawn it (or is busy): then the newest frame, never a backlog
         return analysed, latest.read_count, record if writer is not None else None
     finally:
         latest.close()
