@@ -251,6 +251,10 @@ def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):
     panel.dataset_actions.preview_augmentation()
     qtbot.waitUntil(lambda: panel.dataset_actions.preview_grid is not first, timeout=20000)
     assert not np.array_equal(panel.dataset_actions.preview_grid, first)
+    # another dataset: the last one's views go (they stayed on screen: the afternoon walk)
+    panel.set_dataset(str(make_dataset(tmp_path / "other", per_class=4)))
+    assert panel.dataset_actions.preview.grid is None and panel.dataset_actions.preview_grid is None
+    assert "of this dataset" in panel.dataset_actions.preview.label.text()
 
 
 def test_resume_from_history_trains_the_run_selected_even_copied(panel, qtbot, tmp_path):

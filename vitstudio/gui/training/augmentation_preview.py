@@ -22,6 +22,12 @@ class AugmentationPreviewView(QWidget):
         layout.addWidget(self.label)
         layout.addWidget(self.plot, 1)
 
+    def clear(self, text: str) -> None:
+        """No views on screen (another dataset was chosen: the last one's stayed)."""
+        self.grid = None
+        self.item.clear()
+        self.label.setText(text)
+
     def show_grid(self, grid: np.ndarray | None, config) -> None:
         if grid is None:
             self.label.setText("No readable image to preview.")

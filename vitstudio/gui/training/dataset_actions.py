@@ -76,6 +76,8 @@ class DatasetActions(QObject):
         self.exclude = list(exclude or [])
         self.widget.folder.setText(folder)
         self.widget.dataset_info.setText("Scanning…")
+        self.preview.clear("“Preview augmentation” shows 16 training views of this dataset.")
+        self.preview_grid = None
         self.scan, self.problem = None, SCANNING
         self.changed.emit()
         self.view_state.update(dataset=folder)
