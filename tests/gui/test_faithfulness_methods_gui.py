@@ -121,3 +121,30 @@ def test_a_click_under_a_class_method_says_it_shows_the_token_map(panel, qtbot, 
     attention.view.patch_clicked.emit(2, 2)
     assert len(said) == 1 and attention.view_state.patch == (2, 2)
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
+
+
+def test_the_mask_on_screen_exports_as_png_and_coco_rle(panel, qtbot, tiny_weights, photos, tmp_path):
+    """Issue 29, item 12: the Attention tab's mask could be exported only as .npy (PNG and COCO RLE were CLI-only).
+    Its button writes what `explain --mask` writes: the PNG at the size the model saw and the COCO JSON, equal to
+    the core's mask of the same map."""
+    import json
+
+    from PIL import Image
+
+    from vitstudio.core.analysis import attention
+    from vitstudio.core.analysis.masks import mass_mask, rle_decode, to_pixels
+
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
+    view = panel(AttentionPanel, loaded, [photos["astronaut"]])
+    view.method.setCurrentIndex(view.method.findData("rollout"))
+    qtbot.waitUntil(lambda: view.displayed is not None and not workers.running_jobs(), timeout=30000)
+    assert not view.mask_button.isEnabled()  # no mask on screen: nothing to export
+    view.mask.setValue(60)
+    assert view.mask_button.isEnabled()
+    png, coco = view.export_mask(str(tmp_path))
+    assert png.name == "astronaut.jpg.rollout.mask.png" and coco.name == "rollout.masks.json"
+    rollout = attention.rollout(loaded, loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None])[0]
+    expected = to_pixels(mass_mask(rollout, 0.6)[0], loaded.input_hw)
+    np.testing.assert_array_equal(np.asarray(Image.open(png)) > 0, expected)
+    doc = json.loads(coco.read_text())
+    np.testing.assert_array_equal(rle_decode(doc["annotations"][0]["segmentation"]), expected)

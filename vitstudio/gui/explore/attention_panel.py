@@ -7,6 +7,8 @@ folder start new work, and a result is drawn only while its request is current."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import (
@@ -22,6 +24,7 @@ from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import explain, explain_folder
+from vitstudio.core.analysis.masks import MaskExport
 from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS
 from vitstudio.gui import file_dialogs
 
@@ -164,9 +167,11 @@ class AttentionPanel(ExplorerPanel):
         self.form.addRow("Mask", self.mask)
         self.form.addRow("", self.smooth)
         self.folder_button = QPushButton("Distance over a folder…")
+        self.mask_button = QPushButton("Export mask (PNG + COCO)…")  # what `explain --mask` writes
+        self.mask_button.setToolTip("The mask on screen as a PNG at the size the model saw, and its COCO RLE")
 
     def _build_layout(self) -> None:
-        controls = controls_column(self.form, self.info, self.folder_button)
+        controls = controls_column(self.form, self.info, self.mask_button, self.folder_button)
         self.view = MapView()
         self.grid = HeadGridWidget()
         self.distance = DistancePlotWidget()
@@ -196,6 +201,7 @@ class AttentionPanel(ExplorerPanel):
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
         self.folder_button.clicked.connect(self._choose_folder)
+        self.mask_button.clicked.connect(lambda: self.export_mask())
 
     # -- state ---------------------------------------------------------------------------------------
     def fields_for_model(self, model) -> dict:
@@ -364,6 +370,7 @@ class AttentionPanel(ExplorerPanel):
         if arr is not None and vs.mask:
             arr, text = masked(arr, vs.mask, text)
         self.displayed = arr
+        self.mask_button.setEnabled(bool(vs.mask) and arr is not None and arr.ndim == 2)
         self.info.setText(text)
         self.view.set_map(arr, vs.cmap, vs.opacity / 100)
         takes_patch = "patch" in registry.get(vs.method).param_names
@@ -379,6 +386,20 @@ class AttentionPanel(ExplorerPanel):
             if rows.size:
                 maps = maps[:, rows.min():rows.max() + 1, cols.min():cols.max() + 1]
             self.grid.set_maps(maps, vs.cmap, vs.head)
+
+    def export_mask(self, folder: str | None = None) -> list | None:
+        """The mask on screen into `folder`: <image>.<method>.mask.png and <method>.masks.json (COCO, RLE)."""
+        values, _ = self.current_map()
+        entry = self.state.selected
+        if values is None or not self.view_state.mask or entry is None:
+            return None
+        folder = folder or file_dialogs.choose_folder(self, "Export the mask into which folder?")
+        if not folder:
+            return None
+        export = MaskExport(Path(folder), self.view_state.method, self.view_state.mask / 100)
+        written = [*export.add(values, self.state.model.input_hw, Path(entry.path).name), export.finish()]
+        self.state.message.emit("info", "Saved " + ", ".join(str(p) for p in written))
+        return written
 
     def export_data(self):
         if self.displayed is None:
