@@ -200,11 +200,13 @@ class LabelsTab(QWidget):
                 head.confidence < UNSURE)
             groups += [(name, hue, np.flatnonzero(sure)), (f"{name}, unsure", pale, np.flatnonzero(unsure))]
         self.panel.map.set_groups([g for g in groups if len(g[2])])
-        self.panel.map.setTitle(f"Coloured by the quick head of {head.labelled} labels (Colour by restores the "
-                                "model's view)", size="9pt")
+        # short enough for the map's width at 1280×720 (it was cut after "restores the model's"); the rest is
+        # said in the line below the tabs
+        self.panel.map.setTitle(f"The quick head of {head.labelled} labels", size="9pt")
         self.panel.side.setCurrentWidget(self.panel.map_tab)
         self.info.setText(f"The map shows the quick head's predictions from {head.labelled} labelled images "
-                          f"(pale: under {UNSURE:.0%} sure). Label more, or Suggest next.")
+                          f"(pale: under {UNSURE:.0%} sure; Colour by restores the model's). Label more, or "
+                          f"Suggest next.")
 
     def suggest_next(self) -> None:
         inputs = self._inputs()
