@@ -199,6 +199,16 @@ def test_training_keys_press_the_training_buttons(active, qtbot):
     training.pause_button.setChecked(False)
     start = _menu_action(window, "Start training")
     assert start.shortcut() == QKeySequence("F5")
+    # the open menu greys Pause and Cancel with nothing training (the walk found them live); closed, keys stay live
+    menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title().replace("&", "") == "Training")
+    training.cancel_button.setEnabled(False)
+    training.pause_button.setEnabled(False)
+    menu.aboutToShow.emit()
+    assert not _menu_action(window, "Cancel training").isEnabled()
+    assert not _menu_action(window, "Pause / resume training").isEnabled()
+    assert _menu_action(window, "Start training").isEnabled() == training.start_button.isEnabled()
+    menu.aboutToHide.emit()
+    assert _menu_action(window, "Cancel training").isEnabled()
 
 
 class _LikeX11(QLineEdit):

@@ -40,7 +40,18 @@ def build_shortcut_menus(window) -> list[QAction]:
     for text, keys, button in TRAINING_KEYS:
         actions.append(_action(window, training_menu, text, keys,
                                lambda _checked=False, b=button, t=text: press_training_button(window, b, t)))
+    training_actions = actions[-len(TRAINING_KEYS):]
+    # the open menu greys what its buttons would refuse (Pause and Cancel with nothing training); closed, the keys
+    # stay live and say why instead of doing nothing
+    training_menu.aboutToShow.connect(lambda: _follow_buttons(window, training_actions, True))
+    training_menu.aboutToHide.connect(lambda: _follow_buttons(window, training_actions, False))
     return actions
+
+
+def _follow_buttons(window, actions: list[QAction], shown: bool) -> None:
+    for action, (_text, _keys, name) in zip(actions, TRAINING_KEYS):
+        button = getattr(window.training, name, None) if window.training is not None else None
+        action.setEnabled(not shown or (button is not None and button.isEnabled()))
 
 
 # the File menu's keys that a line edit also claims; standard editing keys (copy, paste, undo…) stay the field's
