@@ -139,3 +139,55 @@ def test_every_view_of_every_method_works_or_says_why_for_every_model_kind(windo
     # the tab as it looks, as a PNG
     assert actions.export_view(window, str(tmp_path / f"{kind}.png".replace(" ", "_").replace(",", "")))
     assert not window.error_indicator.notices, [n.message for n in window.error_indicator.notices]
+
+
+SWITCH_TABS = ("predictions", "attention", "embeddings", "internals")
+
+
+def _shape_of(window, tab: str):
+    data = getattr(window, tab).export_data()
+    return None if data is None else np.asarray(data[1], float).shape
+
+
+@pytest.mark.parametrize("switch", ["model", "image"])
+def test_after_a_switch_no_view_shows_what_it_showed_before(window, qtbot, photos, switch):
+    """The switches row of the matrix: a model switch (4×4 patches and 5 classes → 6×6 and 3) or an image switch,
+    with every explorer tab shown once before it. Right after the switch, each tab holds nothing or the new
+    request's result, never the previous one's; once settled, each shows the new one."""
+    from vitstudio.core.analysis import attention
+
+    load_in_window(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=5")
+    window.add_paths([str(photos["chelsea"]), str(photos["rocket"])])
+    qtbot.waitUntil(lambda: len(window.state.images) == 2 and window.state.selected is not None, timeout=10000)
+    window.state.select(window.state.images[0])
+    for tab in SWITCH_TABS:
+        window.show_tab(tab)
+        qtbot.waitUntil(lambda tab=tab: _shape_of(window, tab) is not None and not workers.running_jobs(),
+                        timeout=60000)
+    before = {tab: getattr(window, tab).export_data() for tab in SWITCH_TABS}
+    if switch == "model":
+        loaded = load_in_window(window, qtbot, "custom:img=48,patch=8,width=32,depth=2,heads=2,classes=3")
+        new = {"predictions": (3,), "attention": (6, 6), "embeddings": (6, 6), "internals": (6, 6)}
+        for tab in SWITCH_TABS:  # each tab the moment it is shown: nothing of the 4×4 model (an export is of it)
+            window.show_tab(tab)
+            shape = _shape_of(window, tab)
+            assert shape is None or shape[:2] == new[tab][:2], (tab, shape)
+    else:
+        window.state.select(window.state.images[1])
+    for tab in SWITCH_TABS:
+        window.show_tab(tab)
+        qtbot.waitUntil(lambda tab=tab: _shape_of(window, tab) is not None and not workers.running_jobs(),
+                        timeout=60000)
+        now = getattr(window, tab).export_data()
+        if switch == "model":
+            assert _shape_of(window, tab)[:2] == new[tab][:2], (tab, _shape_of(window, tab))
+        elif tab in ("predictions", "attention"):  # the other image: other numbers
+            assert not np.array_equal(np.asarray(now[1]), np.asarray(before[tab][1])), tab
+    if switch == "image":  # the attention map on screen is the new image's, as the core computes it
+        model = window.state.model
+        window.show_tab("attention")
+        window.attention.method.setCurrentIndex(window.attention.method.findData("rollout"))
+        qtbot.waitUntil(lambda: not workers.running_jobs() and window.attention.displayed is not None,
+                        timeout=60000)
+        x = model.to_tensor(model.crop(window.state.images[1].image))[None]
+        np.testing.assert_allclose(window.attention.displayed, attention.rollout(model, x)[0], rtol=1e-5, atol=1e-7)

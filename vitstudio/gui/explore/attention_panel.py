@@ -401,6 +401,9 @@ class AttentionPanel(ExplorerPanel):
         self.state.message.emit("info", "Saved " + ", ".join(str(p) for p in written))
         return written
 
+    def redraw(self) -> None:
+        self.refresh_view()
+
     def export_data(self):
         if self.displayed is None:
             return None

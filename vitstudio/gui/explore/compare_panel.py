@@ -213,6 +213,9 @@ class ComparePanel(ExplorerPanel):
                 self.views[i].set_map(None)
                 self.titles[i].setText(f"<b>{'Current' if i == 0 else 'Second'} model:</b> {name}")
 
+    def redraw(self) -> None:
+        self._show()
+
     def export_data(self):
         if not self.results:
             return None

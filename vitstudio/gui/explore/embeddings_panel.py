@@ -242,6 +242,9 @@ class EmbeddingsPanel(ExplorerPanel):
             brushes = [pg.mkBrush(*(c * 255).astype(int)) for c in r.colors]
             self.scatter.setData(pos=r.coords, brush=brushes)
 
+    def redraw(self) -> None:
+        self._show()
+
     def export_data(self):
         if self.displayed is None:
             return None

@@ -160,7 +160,11 @@ class ExplorerPanel(QWidget):
 
     def _refresh_now(self) -> None:
         self._stale = False
+        self.redraw()  # first what the new request has (nothing yet): the previous model's map stayed until its job
         self.reload()
+
+    def redraw(self) -> None:
+        """Draw what the view state's results are now (nothing for a request not computed yet); panels override."""
 
     def later(self, fn) -> None:
         """Run `fn` once the user has stopped moving a control for a moment."""

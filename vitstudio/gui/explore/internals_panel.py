@@ -108,6 +108,9 @@ class InternalsPanel(ExplorerPanel):
                 item.clear()
                 label.setText(text)
 
+    def redraw(self) -> None:
+        self._show()
+
     def export_data(self):
         method = self.methods[0]  # the first picture (position-embedding similarity)
         value = self.results.get(method)
