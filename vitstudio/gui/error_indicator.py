@@ -27,7 +27,9 @@ class ErrorIndicatorWidget(QToolButton):
         """A Notice (message + details on demand), counted and offered; the caller has logged it."""
         self.notices.append(notice)
         self.unseen += 1
-        self.setText(f"⚠ {counted(self.unseen, 'error')}: details…")
+        total = len(self.notices)  # "2 errors" after 3 read as a miscount: the first was seen already
+        self.setText(f"⚠ {counted(self.unseen, 'error')}: details…" if total == self.unseen else
+                     f"⚠ {self.unseen} new ({counted(total, 'error')} in all): details…")
         self.setToolTip(f"{notice.message}\n(click for the details)")
         self.setVisible(True)
 
