@@ -1,8 +1,9 @@
 """A minimal Hugging Face hub on 127.0.0.1, enough for huggingface_hub's HEAD + GET of one file.
 
 Run as a script by test_hub_online.py in a fresh interpreter (huggingface_hub reads HF_ENDPOINT at import):
-    python fake_hub.py MODE   with MODE = safetensors | bin-only | broken
-It serves random vit_tiny_patch16_224 weights, loads "vit_tiny_patch16_224.augreg_in21k_ft_in1k" through
+    python fake_hub.py MODE [MODE …]   with MODE = safetensors | bin-only | broken
+For each mode, in turn and each with a cache of its own (one interpreter: torch and timm load once), it serves
+random vit_tiny_patch16_224 weights, loads "vit_tiny_patch16_224.augreg_in21k_ft_in1k" through
 vitstudio.core.models.loading with a progress callback, and prints one JSON line with what happened.
 """
 
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import threading
 
-MODE = sys.argv[1]
+MODES = sys.argv[1:]
 sock = socket.socket()
 sock.bind(("127.0.0.1", 0))
 PORT = sock.getsockname()[1]
@@ -29,18 +30,28 @@ os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp()
 
 import timm  # noqa: E402
 import torch  # noqa: E402
+from huggingface_hub import constants  # noqa: E402
 from safetensors.torch import save as save_safetensors  # noqa: E402
 
 torch.manual_seed(0)
 MODEL = timm.create_model("vit_tiny_patch16_224").eval()
-if MODE == "bin-only":
-    buffer = io.BytesIO()
-    torch.save(MODEL.state_dict(), buffer)
-    BLOB, NAME = buffer.getvalue(), "pytorch_model.bin"
-else:
-    BLOB, NAME = save_safetensors(MODEL.state_dict()), "model.safetensors"
-ETAG = hashlib.sha256(BLOB).hexdigest()
+MODE = BLOB = NAME = ETAG = None
 REQUESTS = []
+
+
+def serve(mode: str) -> None:
+    """What the hub serves from now on, and a fresh cache to download into."""
+    global MODE, BLOB, NAME, ETAG
+    MODE = mode
+    if mode == "bin-only":
+        buffer = io.BytesIO()
+        torch.save(MODEL.state_dict(), buffer)
+        BLOB, NAME = buffer.getvalue(), "pytorch_model.bin"
+    else:
+        BLOB, NAME = save_safetensors(MODEL.state_dict()), "model.safetensors"
+    ETAG = hashlib.sha256(BLOB).hexdigest()
+    REQUESTS.clear()
+    constants.HF_HUB_CACHE = tempfile.mkdtemp()  # read at each download: every mode starts with nothing cached
 
 
 class Hub(http.server.BaseHTTPRequestHandler):
@@ -82,18 +93,25 @@ threading.Thread(target=server.serve_forever, daemon=True).start()
 
 from vitstudio.core.models.loading import ModelLoadError, load_model  # noqa: E402
 
-progress = []
-result = {"mode": MODE}
-try:
-    loaded = load_model("vit_tiny_patch16_224.augreg_in21k_ft_in1k",
-                        progress=lambda done, total, message: progress.append([done, total, message]))
-    x = torch.randn(1, 3, 224, 224)
-    with torch.no_grad():
-        same = bool(torch.allclose(loaded.model(x), MODEL(x), atol=1e-5))
-    result.update(ok=True, same_logits=same, source=loaded.weights_source)
-except ModelLoadError as exc:
-    result.update(ok=False, error=str(exc))
-result.update(progress=progress[-1] if progress else None, updates=len(progress), size=len(BLOB),
-              requests=[f"{m} {p.split('/')[-1]}" for m, p in REQUESTS if "resolve" in p])
-print(json.dumps(result))
+
+def load(mode: str) -> dict:
+    serve(mode)
+    progress = []
+    result = {"mode": mode}
+    try:
+        loaded = load_model("vit_tiny_patch16_224.augreg_in21k_ft_in1k",
+                            progress=lambda done, total, message: progress.append([done, total, message]))
+        x = torch.randn(1, 3, 224, 224)
+        with torch.no_grad():
+            same = bool(torch.allclose(loaded.model(x), MODEL(x), atol=1e-5))
+        result.update(ok=True, same_logits=same, source=loaded.weights_source)
+    except ModelLoadError as exc:
+        result.update(ok=False, error=str(exc))
+    result.update(progress=progress[-1] if progress else None, updates=len(progress), size=len(BLOB),
+                  requests=[f"{m} {p.split('/')[-1]}" for m, p in REQUESTS if "resolve" in p])
+    return result
+
+
+for each in MODES:
+    print(json.dumps(load(each)), flush=True)
 server.shutdown()

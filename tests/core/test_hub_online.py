@@ -13,15 +13,25 @@ import pytest
 SCRIPT = Path(__file__).with_name("fake_hub.py")
 
 
-def _run(mode: str) -> dict:
-    res = subprocess.run([sys.executable, str(SCRIPT), mode], capture_output=True, text=True, timeout=180,
+MODES = ("safetensors", "bin-only", "broken")
+
+
+@pytest.fixture(scope="module")
+def hub_runs() -> dict:
+    """Every mode in one fresh interpreter (torch and timm load once; each mode has a cache of its own)."""
+    res = subprocess.run([sys.executable, str(SCRIPT), *MODES], capture_output=True, text=True, timeout=300,
                          cwd=Path(__file__).resolve().parents[2])
     assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    runs = [json.loads(line) for line in res.stdout.strip().splitlines() if line.startswith("{")]
+    return {run["mode"]: run for run in runs}
 
 
-def test_download_with_progress_then_loads():
-    out = _run("safetensors")
+def _run(mode: str, runs: dict) -> dict:
+    return runs[mode]
+
+
+def test_download_with_progress_then_loads(hub_runs):
+    out = _run("safetensors", hub_runs)
     assert out["ok"] and out["same_logits"]
     assert "snapshots" in out["source"] and out["source"].endswith("model.safetensors)")
     done, total, message = out["progress"]
@@ -29,13 +39,13 @@ def test_download_with_progress_then_loads():
     assert out["requests"][-1] == "GET model.safetensors"
 
 
-def test_falls_back_to_the_next_weight_file_name():
-    out = _run("bin-only")
+def test_falls_back_to_the_next_weight_file_name(hub_runs):
+    out = _run("bin-only", hub_runs)
     assert out["ok"] and out["same_logits"] and out["source"].endswith("pytorch_model.bin)")
     assert "HEAD model.safetensors" in out["requests"]
 
 
 @pytest.mark.timeout(200)
-def test_dropped_connection_is_a_clear_error():
-    out = _run("broken")
+def test_dropped_connection_is_a_clear_error(hub_runs):
+    out = _run("broken", hub_runs)
     assert not out["ok"] and "failed" in out["error"].lower()
