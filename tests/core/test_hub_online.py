@@ -26,12 +26,8 @@ def hub_runs() -> dict:
     return {run["mode"]: run for run in runs}
 
 
-def _run(mode: str, runs: dict) -> dict:
-    return runs[mode]
-
-
 def test_download_with_progress_then_loads(hub_runs):
-    out = _run("safetensors", hub_runs)
+    out = hub_runs["safetensors"]
     assert out["ok"] and out["same_logits"]
     assert "snapshots" in out["source"] and out["source"].endswith("model.safetensors)")
     done, total, message = out["progress"]
@@ -40,12 +36,12 @@ def test_download_with_progress_then_loads(hub_runs):
 
 
 def test_falls_back_to_the_next_weight_file_name(hub_runs):
-    out = _run("bin-only", hub_runs)
+    out = hub_runs["bin-only"]
     assert out["ok"] and out["same_logits"] and out["source"].endswith("pytorch_model.bin)")
     assert "HEAD model.safetensors" in out["requests"]
 
 
 @pytest.mark.timeout(200)
 def test_dropped_connection_is_a_clear_error(hub_runs):
-    out = _run("broken", hub_runs)
+    out = hub_runs["broken"]
     assert not out["ok"] and "failed" in out["error"].lower()

@@ -92,8 +92,11 @@ def _check_attention_cell(window, qtbot, tmp_path, kind: str, index: int, method
     assert np.isfinite(panel.displayed).any(), (kind, method)
     # measure faithfulness / sanity check: offered exactly for one map on the patch grid, else greyed with why
     widget = panel.faithfulness
-    for button in (widget.measure_button, widget.sanity_button):
-        assert button.isEnabled() == analysis.one_map or bool(button.toolTip()), (kind, method, button.text())
+    required = {p.name for p in analysis.params if p.required}
+    measured = analysis.one_map and required <= {"text"}  # one map of a class or a text (a typed one here)
+    for button, offered in ((widget.measure_button, measured), (widget.sanity_button, measured and not required)):
+        assert button.isEnabled() == offered, (kind, method, button.text())
+        assert offered or button.toolTip(), (kind, method, button.text())  # greyed out with the reason
     if widget.measure_button.isEnabled():
         widget.measure_button.click()
         qtbot.waitUntil(lambda: widget.shown is not None or not workers.running_jobs(), timeout=60000)
@@ -166,7 +169,7 @@ def test_after_a_switch_no_view_shows_what_it_showed_before(window, qtbot, photo
                         timeout=60000)
     before = {tab: getattr(window, tab).export_data() for tab in SWITCH_TABS}
     if switch == "model":
-        loaded = load_in_window(window, qtbot, "custom:img=48,patch=8,width=32,depth=2,heads=2,classes=3")
+        load_in_window(window, qtbot, "custom:img=48,patch=8,width=32,depth=2,heads=2,classes=3")
         new = {"predictions": (3,), "attention": (6, 6), "embeddings": (6, 6), "internals": (6, 6)}
         for tab in SWITCH_TABS:  # each tab the moment it is shown: nothing of the 4×4 model (an export is of it)
             window.show_tab(tab)

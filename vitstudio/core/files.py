@@ -97,6 +97,13 @@ def not_regular(path: str | os.PathLike) -> str | None:
     return special_kind(mode) + via
 
 
+def irregular(path: str | os.PathLike, role: str) -> str | None:
+    """"PATH is not a regular file (a character device, …); ROLE must be one." when `not_regular` finds something
+    else there, else None: the one wording for configs and weights refused before they are read."""
+    what = not_regular(path)
+    return None if what is None else f"{path} is not a regular file ({what}); {role} must be one."
+
+
 def spreadsheet_safe(cell):
     """`cell`, with an apostrophe before a text that a spreadsheet would run as a formula (shown as text there,
     taken off again by `from_spreadsheet`); numbers and other texts as they are."""

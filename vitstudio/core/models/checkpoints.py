@@ -20,7 +20,7 @@ import timm
 import torch
 from torch import nn
 
-from vitstudio.core.files import not_regular
+from vitstudio.core.files import irregular
 
 # The ViT paper's width -> heads table (Ti, S, B, L, H); other widths fall back to 64-dim heads.
 HEADS_FOR_WIDTH = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
@@ -88,9 +88,9 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     torch files are read with weights_only=True: a checkpoint is never allowed to run code.
     """
     path = Path(path)
-    what = not_regular(path)
-    if what is not None:
-        raise CheckpointError(f"{path} is not a regular file ({what}); weights must be one.")
+    refused = irregular(path, "weights")
+    if refused:
+        raise CheckpointError(refused)
     if not path.is_file():
         raise CheckpointError(f"Weights file not found: {path}")
     try:

@@ -9,7 +9,7 @@ import os
 from numbers import Real
 from pathlib import Path
 
-from vitstudio.core.files import not_regular
+from vitstudio.core.files import irregular
 from vitstudio.core.models.sizing import LIMITS, check_vit_args
 
 MAX_CONFIG_BYTES = 8 << 20  # timm's and transformers' configs are a few KB; with label names, at most a few hundred
@@ -73,9 +73,9 @@ def read_model_config(path: Path):
     """A model folder's config file parsed, or ConfigError naming the file: not a regular file (a link to /dev/zero
     is refused, never read), larger than any config, nested too deeply for the parser, not UTF-8 JSON."""
     path = Path(path)
-    what = not_regular(path)
-    if what is not None:
-        raise ConfigError(f"{path} is not a regular file ({what}); a model folder's config must be one.")
+    refused = irregular(path, "a model folder's config")
+    if refused:
+        raise ConfigError(refused)
     try:
         size = path.stat().st_size
         text = path.read_text(encoding="utf-8") if size <= MAX_CONFIG_BYTES else None

@@ -23,7 +23,7 @@ import timm
 import torch
 from torch import nn
 
-from vitstudio.core.files import not_regular
+from vitstudio.core.files import irregular
 from vitstudio.core.models import hub, openclip
 from vitstudio.core.models.catalog import (
     WEIGHT_SUFFIXES,
@@ -320,9 +320,9 @@ def _folder_weights(folder: Path) -> Path | None:
     file: a link to /dev/zero would be read forever."""
     for name in getattr(timm.models._hub, "_PREFERRED_FILES", ("model.safetensors", "pytorch_model.bin")):
         path = folder / name
-        what = not_regular(path)
-        if what is not None:
-            raise ModelLoadError(f"{path} is not a regular file ({what}); a model folder's weights must be one.")
+        refused = irregular(path, "a model folder's weights")
+        if refused:
+            raise ModelLoadError(refused)
         if path.is_file():
             return path
     return None

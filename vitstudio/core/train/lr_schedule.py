@@ -4,10 +4,14 @@ one rate per epoch, which hides the warm-up) or resumed (its live steps start at
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import timm.scheduler
 import torch
 
 from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.runs import RunFileError, read_json_object, read_train_config
 
 
 def make_scheduler(optimizer: torch.optim.Optimizer, config: TrainConfig, steps_per_epoch: int):
@@ -38,11 +42,6 @@ def run_schedule(folder, until_epoch: int | None = None, loader_steps: int | Non
     """The schedule of the run in `folder` (from its train_config.json, and the updates per epoch its status.json
     recorded, or `loader_steps` batches of the run in progress), or None when it cannot be told: no readable
     settings, L-BFGS (no schedule), an older run that did not record its steps."""
-    import math
-    from pathlib import Path
-
-    from vitstudio.core.train.runs import RunFileError, read_json_object, read_train_config
-
     try:
         config = read_train_config(Path(folder))
         recorded = read_json_object(Path(folder) / "status.json").get("steps_per_epoch")

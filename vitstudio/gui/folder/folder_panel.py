@@ -190,8 +190,7 @@ class FolderPanel(QWidget):
         self.open_paths([folder])
 
     def open_paths(self, paths: list[str]) -> None:
-        """A folder (the usual case), or any drop of files and folders: every image through the model. The given
-        label is an image's folder name, except for files dropped loose (their folder is not a class)."""
+        """A folder, or any drop of files and folders: every image through the model (labels: `folder_results`)."""
         model = self.state.model
         if model is None:  # kept: the first model loaded opens it (File → Open folder before any model)
             self.waiting_paths = list(paths)
@@ -303,8 +302,9 @@ class FolderPanel(QWidget):
             return
         vs = self.view_state
         rows = self.results.select(vs.predicted, vs.min_conf, correct=vs.correct)
-        box = self.map_rows if self.map_rows is not None or self.coords is None else self.map.inside_box()
-        if vs.follow_map and box is not None:  # the box as drawn, before any drag too (a restart kept it checked)
+        box = None if not vs.follow_map else self.map_rows if self.map_rows is not None or self.coords is None \
+            else self.map.inside_box()  # the box as drawn, before any drag too (a restart kept it checked)
+        if box is not None:
             rows = np.intersect1d(rows, box)
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
