@@ -53,7 +53,10 @@ def register(subparsers) -> None:
         p.add_argument(param.option, dest=param.name, default=None, help=_param_help(param, used), **_typed(param))
     p.add_argument("--cmap", default="inferno", choices=fields.COLORMAPS, help="colormap for pictures")
     p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
-    p.add_argument("--out", required=True, help="FILE.npy (raw float32 array + .json parameters), FILE.png "
+    p.add_argument("--json", action="store_true", help="print each result's parameters as one JSON line per image "
+                   "and method on stdout (the logit lens's classes after every block, a text map's cosine, …); "
+                   "--out is then optional")
+    p.add_argument("--out", help="FILE.npy (raw float32 array + .json parameters), FILE.png "
                    "(picture) or FILE.json for one image and one method; otherwise a folder")
     p.add_argument("--format", default="png", choices=["png", "npy", "json"],
                    help="what to write per result when --out is a folder (default png)")
@@ -138,9 +141,12 @@ def explain_cmd(args) -> int:
             if masks is not None and exp.crop is not None:
                 masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source))
                 continue
-            out = plan.target(source, method)
-            _write_explanation(exp, out, loaded.name, source, args, render_figure)
-            print(f"{method}: array {tuple(exp.array.shape)} -> {shown_path(out)}", file=sys.stderr)
+            if args.json:
+                _print_record(exp, loaded.name, source)
+            if plan.out is not None:
+                out = plan.target(source, method)
+                _write_explanation(exp, out, loaded.name, source, args, render_figure)
+                print(f"{method}: array {tuple(exp.array.shape)} -> {shown_path(out)}", file=sys.stderr)
     for export in (masks or {}).values():
         print(f"masks: {export.finish()}", file=sys.stderr)
     return EXIT_SOME_FAILED if failed else EXIT_OK
@@ -170,7 +176,7 @@ class _ExplainPlan:
     (`small.bmp.rollout.png` beside `small.webp.rollout.png`); a second input of the same name from another folder
     gets `-2` (`small.bmp-2.rollout.png`), and so on in input order, so no result overwrites another."""
 
-    def __init__(self, methods: list[str], out: Path, single: bool, fmt: str) -> None:
+    def __init__(self, methods: list[str], out: Path | None, single: bool, fmt: str) -> None:
         self.methods, self.out, self.single, self.fmt = methods, out, single, fmt
         self._names: dict[str, str] = {}  # input path -> its unique name in the output folder
 
@@ -201,6 +207,12 @@ def _explain_plan(args) -> _ExplainPlan:
     need_image = [m for m in methods if registry.get(m).needs_image]
     if need_image and not args.inputs:
         raise ValueError(f"the '{need_image[0]}' method needs an image (or a folder)")
+    if args.out is None:
+        if not args.json:
+            raise ValueError("give --out (a file or a folder), or --json to print the results")
+        if args.mask is not None:
+            raise ValueError("--mask writes files: give --out a folder")
+        return _ExplainPlan(methods, None, False, args.format)
     out = Path(args.out)
     one_input = len(args.inputs) <= 1 and not (args.inputs and Path(args.inputs[0]).is_dir()
                                                and any(not registry.get(m).folder for m in need_image))
@@ -216,6 +228,14 @@ def _explain_plan(args) -> _ExplainPlan:
         out.mkdir(parents=True, exist_ok=True)
     fmt = out.suffix.lower().lstrip(".") if single else args.format
     return _ExplainPlan(methods, out, single, fmt)
+
+
+def _print_record(exp, model_name: str, source: Path | None) -> None:
+    import json
+
+    record = registry.record(exp.method, exp.params, model=model_name,
+                             image=shown_path(source) if source is not None else None)
+    print(json.dumps(record, default=float, ensure_ascii=False), flush=True)
 
 
 def _write_explanation(exp, out: Path, model_name: str, source: Path | None, args, render_figure) -> None:

@@ -277,6 +277,15 @@ register(Analysis(
     view=_TEXT + "view_text", view_job=_TEXT + "text_job", view_keys=("text",)))
 
 
+# the logit lens (logit_lens.py): every block's tokens read through the final norm and head
+_LENS = "vitstudio.core.analysis.logit_lens:"
+register(Analysis(
+    "logit-lens", "Logit lens", "attention", "every block's tokens read through the model's own final norm and "
+    "head: the classes after each block, and one class's logit per patch at the layer chosen", ONE_MAP, "overlay",
+    (_LAYER, _TARGET), compute=_LENS + "explain_logit_lens", applies=(_CHECK + "has_classifier", _LENS +
+                                                                        "lens_readable"),
+    view=_LENS + "view_logit_lens", view_job=_LENS + "lens_job", view_keys=("target",)))
+
 def all_params() -> dict[str, Param]:
     """Every parameter name any entry takes, with the first entry's Param (for forms and options: one per name)."""
     out: dict[str, Param] = {}
