@@ -1,16 +1,18 @@
-"""The seam matrix (issue 18): every family × every source it comes in × every operation, through the CLI entry as the
-user meets it. A cell either works — and what it computed equals the source's own forward on the same preprocessed
-tensor — or refuses with ONE line (exit 2, no traceback). Rows: tests/core/seam_rows.py (a timm folder saved at a
-non-default image size per timm family, transformers folders, seed checkpoints ± pre_logits, `custom:`, and the run
-folder fine-tuning each of them produces). Columns: load, card, predict, every registered analysis, embed,
-fine-tune (one step, reloaded from the run folder), ONNX export, seed export (loaded by upstream's constructor) and
-its reload in ViT Studio. The analyses are two operation groups, one CLI call each: `explain-each` (every analysis
-that applies at its own defaults; each one that does not, alone, refused with the registry's reason) and
-`explain-all` (every one at the first layer). 25 base rows × 10 + 25 run rows × 8 = 450 cells.
+"""The seam matrix (issue 18): every family × every source it comes in × every operation, through the CLI entry as
+the user meets it. A cell either works — and what it computed equals the source's own forward on the same
+preprocessed tensor — or refuses with ONE line (exit 2, no traceback). Rows: tests/core/seam_rows.py (a timm
+folder saved at a non-default image size per timm family, transformers folders, seed checkpoints ± pre_logits,
+`custom:`, and the run folder fine- tuning each of them produces). Columns: load, card, predict, every registered
+analysis, embed, CKA of every block against itself (compare-layers, base rows), fine-tune (one step, reloaded from
+the run folder), ONNX export, seed export (loaded by upstream's constructor) and its reload in ViT Studio. The
+analyses are two operation groups, one CLI call each: `explain-each` (every analysis that applies at its own
+defaults; each one that does not, alone, refused with the registry's reason) and `explain-all` (every one at the
+first layer). 25 base rows × 11 + 25 run rows × 8 = 475 cells.
 
-The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++ code
-writes) rather than through capsys, because a row's run folder is made once per module and shared by the cells of
-its `run:` row. `--junitxml` with `-o junit_family=legacy` records each named refusal as a `refused` property."""
+The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++
+code writes) rather than through capsys, because a row's run folder is made once per module and shared by the
+cells of its `run:` row. `--junitxml` with `-o junit_family=legacy` records each named refusal as a `refused`
+property."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.core.generators import drain
 from tests.core.seam_rows import BASE_ROWS, Sources
 from vitstudio.cli import main
 from vitstudio.core.analysis import registry
@@ -37,8 +40,8 @@ from vitstudio.core.inference import forward_logits
 from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
-OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "finetune", "export-onnx", "export-seed",
-       "seed-reload")
+OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "export-onnx",
+       "export-seed", "seed-reload")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 
 # Cells known to fail (issue 18: what the matrix found and nobody has fixed yet); strict, so each flips to a failure
@@ -105,8 +108,8 @@ def sources(tmp_path_factory):
 def _cells():
     for row in (*BASE_ROWS, *RUN_ROWS):
         for op in OPS:
-            if row.startswith("run:") and op == "finetune":
-                continue  # fine-tuning a run is fine-tuning its timm folder: the base rows cover it
+            if row.startswith("run:") and op in ("finetune", "compare-layers"):
+                continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
             if row.startswith("run:") and op == "explain-each":
                 continue  # a run's analyses: its explain-all cell runs every one that applies (each equal to
                 # explain()); the refusals and default parameters per method are the base row's (same architecture)
@@ -240,6 +243,23 @@ def _embed(source, op, photo, tmp_path, sources):
     if source.reference is not None:
         loaded = _loaded(source)
         np.testing.assert_allclose(saved["logits"], source.reference(_x(loaded, photo)).numpy(), atol=1e-5)
+
+
+def _compare_layers(source, op, photo, tmp_path, sources):
+    """CKA of the row against itself on four photos: every block's feature read (one forward per batch, whatever the
+    family), the diagonal 1."""
+    from tests.core.test_layers import kornblith_cka
+    from vitstudio.core.folder.layer_cache import embed_layers
+
+    weights = ["--weights", source.weights] * 2 if source.weights else []
+    code, out, err = cli(["compare-layers", *photo.parent.glob("*.*"), "--model", source.spec, "--model",
+                          source.spec, *weights, "--json", "--device", "cpu", "--precision", "fp32"])
+    assert assert_works_or_refuses(code, out, err, may_refuse=False)
+    matrix = np.asarray(json.loads(out)["cka"])
+    np.testing.assert_allclose(np.diag(matrix), 1.0, atol=1e-5)
+    layers = drain(embed_layers(_loaded(source), [str(photo.parent)]))
+    assert matrix.shape == (layers.blocks, layers.blocks) and layers.computed == 0  # the CLI's cache, read back
+    assert abs(matrix[0, -1] - kornblith_cka(layers.block(0), layers.block(layers.blocks - 1))) < 1e-5
 
 
 def _finetune(source, op, photo, tmp_path, sources):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import card, demo, evaluate, explain, export, faithfulness, folder, models, play, predict, suggest, train
+from . import card, demo, evaluate, explain, export, faithfulness, folder, layers, models, play, predict, suggest, train
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, suggest, card)
+COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, layers, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,14 +57,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _precheck_model(spec: str | None) -> str | None:
-    """An absurd or damaged custom spec / model folder is refused from its numbers before torch loads (~5 s)."""
+def _precheck_model(spec: str | list[str] | None) -> str | None:
+    """An absurd or damaged custom spec / model folder is refused from its numbers before torch loads (~5 s);
+    `compare-layers` names two models."""
     if not spec:
         return None
     from ..core.models.config_check import precheck_spec
 
     try:
-        precheck_spec(spec)
+        for one in [spec] if isinstance(spec, str) else spec:
+            precheck_spec(one)
     except ValueError as exc:
         return str(exc)
     return None

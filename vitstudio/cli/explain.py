@@ -141,12 +141,7 @@ def explain_cmd(args) -> int:
             if masks is not None and exp.crop is not None:
                 masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source))
                 continue
-            if args.json:
-                _print_record(exp, loaded.name, source)
-            if plan.out is not None:
-                out = plan.target(source, method)
-                _write_explanation(exp, out, loaded.name, source, args, render_figure)
-                print(f"{method}: array {tuple(exp.array.shape)} -> {shown_path(out)}", file=sys.stderr)
+            _emit(exp, plan, loaded.name, source, args, render_figure)
     for export in (masks or {}).values():
         print(f"masks: {export.finish()}", file=sys.stderr)
     return EXIT_SOME_FAILED if failed else EXIT_OK
@@ -228,6 +223,16 @@ def _explain_plan(args) -> _ExplainPlan:
         out.mkdir(parents=True, exist_ok=True)
     fmt = out.suffix.lower().lstrip(".") if single else args.format
     return _ExplainPlan(methods, out, single, fmt)
+
+
+def _emit(exp, plan, model_name: str, source: Path | None, args, render_figure) -> None:
+    """One result: its record on stdout (--json), its file under --out."""
+    if args.json:
+        _print_record(exp, model_name, source)
+    if plan.out is not None:
+        out = plan.target(source, exp.method)
+        _write_explanation(exp, out, model_name, source, args, render_figure)
+        print(f"{exp.method}: array {tuple(exp.array.shape)} -> {shown_path(out)}", file=sys.stderr)
 
 
 def _print_record(exp, model_name: str, source: Path | None) -> None:

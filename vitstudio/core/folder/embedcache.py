@@ -49,18 +49,18 @@ def head_on_pooled(model: nn.Module) -> nn.Module | None:
     return head if plain and isinstance(head, nn.Module) else None
 
 
-def model_fingerprint(loaded: LoadedModel) -> str:
+def model_fingerprint(loaded: LoadedModel, whole: bool = False) -> str:
     """Stable across runs for the same weights; changes when any weight or the preprocessing does. One pass over
     the parameters (sum and a strided sample of each), ~50 ms for ViT-B on a CPU.
 
     When the logits are the head applied to the pooled features (`head_on_pooled`), the head and the labels are
     left out: models with the same image tower (a base model and its quick runs, a CLIP-style model under any
     classes) share one cache of features, each computing its logits from them with its own head (a matrix
-    product, not a forward). Otherwise the head and labels are part of the key and the logits are cached too."""
+    product, not a forward). Otherwise (or `whole`) the head and labels are part of the key."""
     digest = hashlib.sha1()
     model = loaded.model
     cfg = {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(loaded.data_config.items())}
-    shared = head_on_pooled(model) is not None
+    shared = not whole and head_on_pooled(model) is not None
     header = ([type(model).__name__, str(getattr(model, "global_pool", "")), cfg, "trunk"] if shared
               else [loaded.architecture, cfg, loaded.labels])
     digest.update(json.dumps(header, default=str).encode())
@@ -203,20 +203,28 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     Files of other types the walk met are appended to `ignored` as (path, reason) when it is given."""
     cache = EmbeddingCache(loaded, root)
     files = [Path(p) for p in expand_paths(paths, ignored=ignored)]
+    errors, done = yield from fill(cache, loaded, files, lambda x: pooled_features(loaded, x), batch_size, cancel,
+                                   decoder, "Embedding")
+    good, rows, features, logits = cache.resolve([p for p in files if str(p) not in errors])
+    return FolderEmbeddings(tuple(str(p) for p in good), rows, features, logits, tuple(loaded.labels),
+                            tuple(errors.items()), done - len(errors), cache.folder.name)
+
+
+def fill(cache, loaded: LoadedModel, files: list[Path], compute, batch_size: int, cancel: CancelToken | None,
+         decoder: str, verb: str) -> Generator[Progress, None, tuple[dict[str, str], int]]:
+    """Compute `compute(batch tensor) -> arrays` for the files `cache` does not hold yet and append them (a cache
+    with lookup(path), append(paths, *arrays) and compact()); returns ({path: why unreadable}, files read)."""
     # only regular files are looked up (a lookup stats and may hash the file: a FIFO would block it, a dangling
     # link raise); the rest go to the reader, which reports why
     todo = [p for p in files if not p.is_file() or cache.lookup(p) is None]
     errors: dict[str, str] = {}
     done = 0
-    yield Progress(0, len(todo), f"Embedding {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
+    yield Progress(0, len(todo), f"{verb} {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
     for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel, decoder=decoder):
         errors.update(batch.errors)
         if batch.tensor is not None:
-            features, logits = pooled_features(loaded, batch.tensor)
-            cache.append([Path(p) for p, _ in batch.good], features, logits)
+            cache.append([Path(p) for p, _ in batch.good], *compute(batch.tensor))
         done += len(batch.items)
-        yield Progress(done, len(todo), "Embedding images")
+        yield Progress(done, len(todo), f"{verb} images")
     cache.compact()
-    good, rows, features, logits = cache.resolve([p for p in files if str(p) not in errors])
-    return FolderEmbeddings(tuple(str(p) for p in good), rows, features, logits, tuple(loaded.labels),
-                            tuple(errors.items()), done - len(errors), cache.folder.name)
+    return errors, done

@@ -1,0 +1,113 @@
+"""Linear probes per layer over a labelled folder (Alain & Bengio 2016): at which depth does the class become
+readable? One pass over the folder caches every block's feature (`folder/layer_cache.py`); a k-fold linear probe
+per block is then fitted with the quick preset's own fitter (`head_fit.fit_linear_head`), and the logit lens's
+accuracy at each depth is read from the same cache where the model's classes are the folder's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vitstudio.core.data.datasets import scan_dataset
+from vitstudio.core.folder.layer_cache import FEATURE_NOTE, FolderLayers, embed_layers
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.train.head_fit import fit_linear_head
+
+FOLDS = 5
+
+
+@dataclass(frozen=True)
+class LayerProbes:
+    accuracy: np.ndarray  # (blocks,) mean held-out accuracy of the folds
+    spread: np.ndarray  # (blocks,) standard deviation over the folds
+    lens_accuracy: np.ndarray | None  # (blocks,) the logit lens's accuracy, None when it cannot be scored
+    lens_note: str  # why there is no lens accuracy, or on which images it was scored
+    folds: int
+    images: int
+    classes: tuple[str, ...]
+    errors: tuple[tuple[str, str], ...]
+
+    def to_json(self) -> dict:
+        lens = self.lens_accuracy
+        return {"images": self.images, "classes": list(self.classes), "folds": self.folds, "features": FEATURE_NOTE,
+                "lens_note": self.lens_note,
+                "blocks": [{"block": i, "probe_accuracy": round(float(a), 6), "probe_spread": round(float(s), 6),
+                            "lens_accuracy": None if lens is None else round(float(lens[i]), 6)}
+                           for i, (a, s) in enumerate(zip(self.accuracy, self.spread))]}
+
+
+def labelled_files(source: str | Path) -> tuple[list[tuple[Path, int]], tuple[str, ...]]:
+    """(path, class index) of every image of a folder of class folders (train/ and val/ alike) or a labels CSV."""
+    scan = scan_dataset(source)
+    files = [(p, i) for i, c in enumerate(scan.classes)
+             for split in (scan.train, scan.val or {}) for p in split.get(c, ())]
+    return files, scan.classes
+
+
+def fold_ids(labels: np.ndarray, folds: int, seed: int = 0) -> np.ndarray:
+    """(N,) fold of each image, stratified: each class dealt round-robin over the folds in a seeded order."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(len(labels), np.int64)
+    for c in np.unique(labels):
+        members = np.flatnonzero(labels == c)
+        out[rng.permutation(members)] = np.arange(len(members)) % folds
+    return out
+
+
+def probe_accuracy(features: np.ndarray, labels: np.ndarray, folds: np.ndarray, classes: int,
+                   cancel: CancelToken | None = None) -> np.ndarray:
+    """(folds,) held-out accuracy of a linear probe fitted on the other folds (the quick preset's fitter)."""
+    out = []
+    for k in range(int(folds.max()) + 1):
+        train, held = folds != k, folds == k
+        fit = fit_linear_head(features[train], labels[train], classes, steps=50, cancel=cancel)
+        try:
+            while True:
+                next(fit)
+        except StopIteration as stop:
+            head = stop.value
+        out.append(float((head.logits(features[held]).argmax(1) == labels[held]).mean()))
+    return np.asarray(out)
+
+
+def lens_scores(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ...]) -> tuple[np.ndarray | None, str]:
+    """The lens's accuracy after every block, on the images whose class the model knows by name."""
+    top1 = layers.lens_top1()
+    if top1 is None:
+        return None, "the logit lens does not read this model (see `explain --method logit-lens`)"
+    index = {name: i for i, name in enumerate(layers.labels)}
+    known = np.asarray([classes[c] in index for c in labels])
+    if not known.any():
+        return None, "none of the folder's classes is one of the model's, so the lens's classes cannot be scored"
+    truth = np.asarray([index.get(classes[c], -1) for c in labels])
+    accuracy = (top1[known] == truth[known, None]).mean(0)
+    return accuracy, f"the lens scored on {int(known.sum())} of {len(labels)} images (classes the model knows)"
+
+
+def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, batch_size: int = 32,
+                 cancel: CancelToken | None = None, seed: int = 0) -> Generator[Progress, None, LayerProbes]:
+    """Generator: the folder's layers read once (cached), then a k-fold probe per block. Returns LayerProbes."""
+    files, classes = labelled_files(source)
+    layers = yield from embed_layers(loaded, [str(p) for p, _ in files], batch_size, cancel)
+    label_of = {str(p): c for p, c in files}
+    labels = np.asarray([label_of[p] for p in layers.paths], np.int64)
+    counts = np.bincount(labels, minlength=len(classes))
+    folds = int(min(folds, counts[counts > 0].min()))
+    if folds < 2 or (counts > 0).sum() < 2:
+        raise ValueError("Probes need two classes with at least two readable images each.")
+    ids = fold_ids(labels, folds, seed)
+    accuracy, spread = [], []
+    for block in range(layers.blocks):
+        yield Progress(block, layers.blocks, f"Probing block {block + 1} of {layers.blocks} ({folds} folds)")
+        scores = probe_accuracy(layers.block(block), labels, ids, len(classes), cancel)
+        accuracy.append(scores.mean())
+        spread.append(scores.std())
+    yield Progress(layers.blocks, layers.blocks, "Probes done")
+    lens, note = lens_scores(layers, labels, classes)
+    return LayerProbes(np.asarray(accuracy), np.asarray(spread), lens, note, folds, len(labels), classes,
+                       layers.errors)
