@@ -36,6 +36,7 @@ from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_labels import LabelsTab
+from .folder_layers import LayersTab
 from .folder_map import colour_groups, describe_image
 from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget, item_path, load_icons
@@ -124,7 +125,7 @@ class FolderPanel(QWidget):
             self.table.setColumnWidth(column, width)
 
     def _build_side(self) -> None:
-        """Map (with colour choice and hover preview), similar images, label review, duplicates."""
+        """Map (with colour choice and hover preview), similar images, label review, duplicates, labels, layers."""
         self.map_tab = FolderMapTabWidget()
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
@@ -134,12 +135,11 @@ class FolderPanel(QWidget):
         self.review = self.review_tab.list
         self.duplicates = DuplicatesTab()
         self.side = QTabWidget()
-        self.side.addTab(self.map_tab, "Map")
-        self.side.addTab(self.similar_tab, "Similar images")
-        self.side.addTab(self.review_tab, "Label review")
-        self.side.addTab(self.duplicates, "Duplicates")
-        self.labels_tab = LabelsTab(self)
-        self.side.addTab(self.labels_tab, "Labels")
+        self.labels_tab, self.layers_tab = LabelsTab(self), LayersTab(self)
+        for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar images"),
+                           (self.review_tab, "Label review"), (self.duplicates, "Duplicates"),
+                           (self.labels_tab, "Labels"), (self.layers_tab, "Layers")):
+            self.side.addTab(tab, title)
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
