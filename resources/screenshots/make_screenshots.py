@@ -98,9 +98,35 @@ def main(out: Path) -> None:
             panel.right.setCurrentIndex(j)
             idle(0.5)
             save(f"{i + 1}{chr(97 + j)}-training-{panel.right.tabText(j).lower()}")
+    _layer_views(window, idle, save)
     print(f"window minimum {window.minimumSizeHint().width()}×{window.minimumSizeHint().height()}; saved in {out}")
     window.close()
     workers.shutdown(5000)
+
+
+def _layer_views(window, idle, save) -> None:
+    """Layer by layer: the logit lens in the Attention tab, the Folder tab's probes per block, and CKA between the
+    demo model and an untrained copy of its architecture (where training changed what) in the Compare tab."""
+    window.tabs.setCurrentWidget(window.attention)
+    window.attention.view_state.update(method="logit-lens", layer=2)
+    idle(1)
+    save("9a-logit-lens")
+    window.tabs.setCurrentWidget(window.folder)
+    window.folder.side.setCurrentWidget(window.folder.layers_tab)
+    window.folder.layers_tab.start()
+    idle(1, until=lambda: window.folder.layers_tab.result is not None)
+    save("9b-folder-layers")
+    compare = window.compare
+    window.tabs.setCurrentWidget(compare)
+    compare.pages.setCurrentWidget(compare.layers)
+    compare.other_name.setEditText("custom:img=32,patch=4,width=64,depth=4,heads=4,classes=10")  # untrained
+    compare.load_other()
+    idle(1, until=lambda: compare.other is not None)
+    compare.layers.start()
+    idle(1, until=lambda: compare.layers.result is not None)
+    compare.layers.select_cell(3, 3)
+    idle(1)
+    save("9c-compare-layers")
 
 
 if __name__ == "__main__":

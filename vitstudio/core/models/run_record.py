@@ -36,3 +36,16 @@ def unfinished_run_note(folder: Path | None) -> str:
              f"did not finish ({status}{done})")
     return (f"The run {folder.name} {state}: these are the weights of its best epoch so far. Continue it with "
             f"`vitstudio finetune --out {folder} --resume` or Resume run in the Training tab's History.")
+
+
+def base_model(folder: Path | None) -> str | None:
+    """The model a run folder was fine-tuned from (its train_config.json's `model`), or None for anything else: the
+    default "before" beside a run's "after" when two models are compared."""
+    if folder is None:
+        return None
+    try:
+        record = json.loads((Path(folder) / "train_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    base = record.get("model") if isinstance(record, dict) else None
+    return base if isinstance(base, str) and base else None

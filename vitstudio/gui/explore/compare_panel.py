@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.fields import COLORMAPS
 from vitstudio.core.inference import classify
-from vitstudio.core.models.loading import load_model
+from vitstudio.core.models.loading import load_model, local_folder
 from vitstudio.core.models.openclip import is_clip_style
+from vitstudio.core.models.run_record import base_model
 from vitstudio.core.models.zeroshot import prompt_of, with_classes
 
 from .. import workers
@@ -20,6 +30,7 @@ from ..common.bind import bind
 from ..common.map_view import MapView
 from ..viewstate import Field
 from .explorer_base import ExplorerPanel, ExplorerView, colormap_combo, mark_available, method_combo, smooth_checkbox
+from .layer_cka import LayerCKAWidget
 
 # a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
 # prompt templates would keep the text tower busy for minutes on a CPU)
@@ -105,10 +116,17 @@ class ComparePanel(ExplorerPanel):
             grid.addWidget(self.titles[i], 0, i)
             grid.addWidget(self.views[i], 1, i)
         self.info = QLabel("Both maps share one colour scale, so their intensities compare directly.")
+        same_image = QWidget()
+        page = QVBoxLayout(same_image)
+        page.addLayout(grid, 1)
+        page.addWidget(self.info)
+        self.layers = LayerCKAWidget(self)  # CKA between the two models' blocks
+        self.pages = QTabWidget()
+        self.pages.addTab(same_image, "Same image")
+        self.pages.addTab(self.layers, "Layers (CKA)")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
-        layout.addLayout(grid, 1)
-        layout.addWidget(self.info)
+        layout.addWidget(self.pages, 1)
         self.load_button.clicked.connect(self.load_other)
         self.other_name.lineEdit().returnPressed.connect(self.load_other)
         for widget, name in ((self.view_kind, "method"), (self.cmap, "cmap"), (self.smooth, "smooth")):
@@ -132,7 +150,15 @@ class ComparePanel(ExplorerPanel):
         self.jobs.start("load", "Loading second model", _load_second_model, spec, device, precision, classes,
                         prompt, on_result=self.set_other, on_error=self._on_load_error)
 
+    def _on_context_changed(self, *changed) -> None:
+        self.layers.refresh()  # keyed to both models and the image: their stale work is dropped at once, shown or not
+        super()._on_context_changed(*changed)
+
     def _on_model_loaded(self, model) -> None:
+        base = base_model(local_folder(model.name)) if not self.other_name.currentText().strip() else None
+        if base is not None and not base.startswith("custom:"):  # a run: before vs after fine-tuning, offered first
+            # (a run trained from scratch has no "before" to load: custom: is a new random model)
+            self.other_name.setEditText(base)
         super()._on_model_loaded(model)
         classes, prompt, other = shared_classes(model), prompt_of(model), self.other
         if (other is not None and is_clip_style(other) and classes

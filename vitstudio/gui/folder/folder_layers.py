@@ -44,7 +44,7 @@ class LayersTab(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setLabel("bottom", "block")
         self.plot.setLabel("left", "accuracy")
-        self.plot.addLegend(offset=(-10, 10))
+        self.plot.addLegend(offset=(-10, -10))  # bottom right: the curves rise towards the top right
         self.note = QLabel()
         self.note.setWordWrap(True)
         row = QHBoxLayout()
