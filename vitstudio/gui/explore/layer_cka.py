@@ -24,6 +24,7 @@ from vitstudio.core.files import counted
 
 from .. import workers
 from ..common.map_view import MapView, colour_map
+from ..common.small_plot import SmallPlotWidget
 from ..viewstate import ViewState
 
 MIN_IMAGES = 4  # the fewest images CKA is computed on (the minibatch estimator's n > 3)
@@ -66,7 +67,7 @@ class LayerCKAWidget(QWidget):
         self.run_button = QPushButton("CKA of every block")
         self.cancel_button = QPushButton("Cancel")
         self.progress = QProgressBar()
-        self.plot = pg.PlotWidget()
+        self.plot = SmallPlotWidget()
         self.heat = pg.ImageItem(axisOrder="row-major")
         self.heat.setLookupTable(colour_map("magma").getLookupTable(nPts=256))
         self.plot.addItem(self.heat)

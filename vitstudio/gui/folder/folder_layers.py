@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QV
 from vitstudio.core.folder.layer_cache import FEATURE_NOTE
 
 from .. import workers
+from ..common.small_plot import SmallPlotWidget
 from ..viewstate import ViewState
 
 
@@ -41,7 +42,7 @@ class LayersTab(QWidget):
                                    "logit lens's accuracy at each depth")
         self.cancel_button = QPushButton("Cancel")
         self.progress = QProgressBar()
-        self.plot = pg.PlotWidget()
+        self.plot = SmallPlotWidget()
         self.plot.setLabel("bottom", "block")
         self.plot.setLabel("left", "accuracy")
         self.plot.addLegend(offset=(-10, -10))  # bottom right: the curves rise towards the top right
