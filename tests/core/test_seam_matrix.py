@@ -25,6 +25,7 @@ import os
 import sys
 import tempfile
 import traceback
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,6 +38,7 @@ from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import forward_logits
+from vitstudio.core.models import zeroshot
 from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
@@ -198,6 +200,10 @@ def _explain_each(source, op, photo, tmp_path, sources):
         expected = explain(loaded, method, image if analysis.needs_image else None,
                            **({"patch": (0, 0)} if analysis.param("patch") else {})).array
         np.testing.assert_allclose(array, expected, atol=1e-6, err_msg=method)
+    if "logit-lens" in methods and source.reference is not None:  # the lens's last block is the source's forward
+        sidecar = json.loads(Path(str(_saved(folder, "logit-lens")) + ".json").read_text())
+        expected = zeroshot.probabilities(loaded, source.reference(_x(loaded, photo)))[0].numpy()
+        np.testing.assert_allclose(sidecar["probabilities"][-1], expected, atol=1e-5)
     for method, reason in reasons.items():
         if reason is None:
             continue
