@@ -85,7 +85,8 @@ class LayerCKAWidget(QWidget):
         self.maps = [MapView(), MapView()]
         self.map_titles = [QLabel(), QLabel()]
         for view, title in zip(self.maps, self.map_titles):
-            view.setMaximumSize(200, 200)
+            view.setMinimumSize(160, 160)  # beside the heat map, not over it
+            view.setMaximumSize(220, 220)
             title.setWordWrap(True)
             title.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long model name never widens the tab
         row = QHBoxLayout()
@@ -181,6 +182,8 @@ class LayerCKAWidget(QWidget):
             return
         self.heat.setImage(result.matrix.astype(np.float32), levels=(0.0, 1.0))
         self.heat.setRect(-0.5, -0.5, result.matrix.shape[1], result.matrix.shape[0])
+        for axis, count in (("left", result.matrix.shape[0]), ("bottom", result.matrix.shape[1])):
+            self.plot.getAxis(axis).setTicks([[(i, str(i)) for i in range(count)]])
         self.plot.setRange(xRange=(-0.5, result.matrix.shape[1] - 0.5), yRange=(-0.5, result.matrix.shape[0] - 0.5),
                            padding=0.02)
         diagonal = np.diag(result.matrix) if result.matrix.shape[0] == result.matrix.shape[1] else None

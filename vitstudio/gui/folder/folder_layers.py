@@ -120,6 +120,7 @@ class LayersTab(QWidget):
                 self._idle()
             return
         blocks = np.arange(len(result.accuracy))
+        self.plot.getAxis("bottom").setTicks([[(int(b), str(b)) for b in blocks]])  # whole blocks, not 0.5 steps
         self.plot.addItem(pg.ErrorBarItem(x=blocks, y=result.accuracy, height=2 * result.spread, beam=0.15))
         self.plot.plot(blocks, result.accuracy, pen=pg.mkPen("#1f77b4", width=2), symbol="o", symbolSize=7,
                        symbolBrush="#1f77b4", name=f"linear probe ({result.folds}-fold, ± 1 s.d.)")
