@@ -282,7 +282,7 @@ _LENS = "vitstudio.core.analysis.logit_lens:"
 register(Analysis(
     "logit-lens", "Logit lens", "attention", "every block's tokens read through the model's own final norm and "
     "head: the classes after each block, and one class's logit per patch at the layer chosen", ONE_MAP, "overlay",
-    (_LAYER, _TARGET), compute=_LENS + "explain_logit_lens", applies=(_CHECK + "has_classifier", _LENS +
+    (_LAYER, _TARGET), compare=True, compute=_LENS + "explain_logit_lens", applies=(_CHECK + "has_classifier", _LENS +
                                                                         "lens_readable"),
     view=_LENS + "view_logit_lens", view_job=_LENS + "lens_job", view_keys=("target",)))
 
