@@ -150,3 +150,11 @@ def test_the_cli_prints_the_probes_and_the_matrix_the_core_computes(demo, digits
     assert doc["estimator"].startswith("minibatch")
     assert main(["compare-layers", str(subset), "--model", str(bundled_demo())]) == 2
     assert "give --model twice" in capsys.readouterr().err
+    lone = subset.parent / "lone"  # a class of one image cannot be split into folds: one line, exit 2
+    for c, n in (("3", 4), ("8", 1)):
+        (lone / c).mkdir(parents=True, exist_ok=True)
+        for p in sorted((digits / c).glob("*.png"))[:n]:
+            (lone / c / p.name).write_bytes(p.read_bytes())
+    assert main(["layers", str(lone), "--model", str(bundled_demo())]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "error: Every class needs at least two readable images for the probes' folds; 8 has one."

@@ -24,13 +24,13 @@ def _open(window, qtbot, folder):
 def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(window, qtbot, tmp_path, capsys):
     from vitstudio.cli import main
 
-    data = render_digits(tmp_path / "digits", per_class=12)
+    data = render_digits(tmp_path / "digits", per_class=6)
     tab = _open(window, qtbot, data)
     assert tab.run_button.isEnabled() and tab.result is None
     tab.run_button.click()
     qtbot.waitUntil(lambda: tab.result is not None, timeout=60000)
     result = tab.result
-    assert len(result.accuracy) == window.state.model.depth and result.images == 120
+    assert len(result.accuracy) == window.state.model.depth and result.images == 60
     curve = [item for item in tab.plot.listDataItems() if item.name() and "probe" in item.name()][0]
     np.testing.assert_allclose(curve.getData()[1], result.accuracy)  # what is drawn is the result
     assert any("lens" in (item.name() or "") for item in tab.plot.listDataItems())

@@ -90,7 +90,9 @@ def compare_layers_cmd(args) -> int:
         print("error: give --weights once per --model (twice), or not at all", file=sys.stderr)
         return EXIT_USAGE
     try:
-        a, b = (load_model(spec, w, args.device, args.precision) for spec, w in zip(args.model, weights))
+        a = load_model(args.model[0], weights[0], args.device, args.precision)
+        same = args.model[1] == args.model[0] and weights[1] == weights[0]  # a model against itself: one load
+        b = a if same else load_model(args.model[1], weights[1], args.device, args.precision)
         result = drain(compare_layers(a, b, args.inputs, args.minibatch, args.batch_size), quiet=False)
     except (ModelLoadError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -97,9 +97,13 @@ def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, ba
     label_of = {str(p): c for p, c in files}
     labels = np.asarray([label_of[p] for p in layers.paths], np.int64)
     counts = np.bincount(labels, minlength=len(classes))
-    folds = int(min(folds, counts[counts > 0].min()))
-    if folds < 2 or (counts > 0).sum() < 2:
-        raise ValueError("Probes need two classes with at least two readable images each.")
+    if (counts > 0).sum() < 2:
+        raise ValueError("Probes need at least two classes with readable images.")
+    small = [classes[c] for c in np.flatnonzero((counts > 0) & (counts < 2))]
+    if small:
+        raise ValueError(f"Every class needs at least two readable images for the probes' folds; "
+                         f"{', '.join(small)} has one.")
+    folds = int(min(folds, counts[counts > 0].min()))  # a fold holds at least one image of every class
     ids = fold_ids(labels, folds, seed)
     accuracy, spread = [], []
     for block in range(layers.blocks):
