@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import sys
 
-from ..core.fields import PRECISIONS
+from ..core.fields import LAYER_FEATURES, PRECISIONS
 from ..core.files import shown_path
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_decoder_arg, add_model_args, drain, load_model_from_args
 
-FEATURES = ("Layer features are the prefix token after each block (the mean patch token for models without one), "
-            "before the final norm: the same features for the probes and for CKA.")
+FEATURES = f"{LAYER_FEATURES[0].upper()}{LAYER_FEATURES[1:]}: the same for the probes and for CKA."
 
 
 def register(subparsers) -> None:
@@ -62,17 +61,15 @@ def layers_cmd(args) -> int:
     except (DatasetError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    for path, reason in result.errors:
-        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
-    else:
-        print(f"{result.images} images, {len(result.classes)} classes, {result.folds}-fold probes; {result.lens_note}")
-        print(f"{'block':>5} {'probe':>7} {'±':>6} {'lens':>7}")
-        for row in result.to_json()["blocks"]:
-            lens = "" if row["lens_accuracy"] is None else f"{row['lens_accuracy']:7.4f}"
-            print(f"{row['block']:>5} {row['probe_accuracy']:7.4f} {row['probe_spread']:6.4f} {lens:>7}")
-    return EXIT_SOME_FAILED if result.errors else EXIT_OK
+    return _report(result, args.json, _probe_table)
+
+
+def _probe_table(result) -> None:
+    print(f"{result.images} images, {len(result.classes)} classes, {result.folds}-fold probes; {result.lens_note}")
+    print(f"{'block':>5} {'probe':>7} {'±':>6} {'lens':>7}")
+    for row in result.to_json()["blocks"]:
+        lens = "" if row["lens_accuracy"] is None else f"{row['lens_accuracy']:7.4f}"
+        print(f"{row['block']:>5} {row['probe_accuracy']:7.4f} {row['probe_spread']:6.4f} {lens:>7}")
 
 
 def compare_layers_cmd(args) -> int:
@@ -97,13 +94,22 @@ def compare_layers_cmd(args) -> int:
     except (ModelLoadError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    return _report(result, args.json, _cka_table)
+
+
+def _cka_table(result) -> None:
+    doc = result.to_json()
+    print(f"{doc['estimator']} on {result.images} images; rows: {doc['rows']}, columns: {doc['columns']}")
+    for i, row in enumerate(result.matrix):
+        print(f"{i:>3} " + " ".join(f"{v:6.3f}" for v in row))
+
+
+def _report(result, as_json: bool, table) -> int:
+    """The files skipped (stderr), then the result as JSON or as the command's table; exit 1 if any was skipped."""
     for path, reason in result.errors:
         print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
-    if args.json:
+    if as_json:
         print(json.dumps(result.to_json(), ensure_ascii=False))
     else:
-        doc = result.to_json()
-        print(f"{doc['estimator']} on {result.images} images; rows: {doc['rows']}, columns: {doc['columns']}")
-        for i, row in enumerate(result.matrix):
-            print(f"{i:>3} " + " ".join(f"{v:6.3f}" for v in row))
+        table(result)
     return EXIT_SOME_FAILED if result.errors else EXIT_OK

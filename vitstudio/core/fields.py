@@ -47,6 +47,9 @@ SHOWN_DIRECTIONS = DIRECTIONS[:2]  # the Attention panel draws one of the two; '
 COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis", "gray", "RdBu_r", "jet")
 
 # -- ranges shared by more than one face ---------------------------------------------------------------------------
+# what "a block's feature" means wherever layers are compared (probes, CKA: core/folder/layer_cache.py)
+LAYER_FEATURES = ("layer features: the prefix token after each block (the mean patch token for models without "
+                  "one), before the final norm")
 DISCARD = Range(0.0, 0.99)  # rollout: the share of the smallest attention weights dropped per layer
 OPACITY = Range(0, 100)  # a map over the image, %
 MASS_MASK = Range(0, 100, hi_open=True)  # the share of a map's mass kept, %; 0 = off

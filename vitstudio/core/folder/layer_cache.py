@@ -22,6 +22,7 @@ from vitstudio.core.analysis.capture import has_class_token
 from vitstudio.core.analysis.embeddings import layer_tokens
 from vitstudio.core.analysis.logit_lens import block_sequences, lens_readable, read_blocks
 from vitstudio.core.data.images import expand_paths
+from vitstudio.core.fields import LAYER_FEATURES
 from vitstudio.core.files import cache_dir
 from vitstudio.core.folder.embedcache import fill, model_fingerprint
 from vitstudio.core.folder.keyedstore import KeyedRows
@@ -29,8 +30,7 @@ from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.model import LoadedModel
 
-FEATURE_NOTE = ("layer features: the prefix token after each block (the mean patch token for models without "
-                "one), before the final norm")
+FEATURE_NOTE = LAYER_FEATURES
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,16 @@ class FolderLayers:
         return None if self.lens is None else np.asarray(self.lens[self.rows]).astype(np.int64)
 
 
+def reads_lens(loaded: LoadedModel) -> bool:
+    """The lens's classes are kept beside the features: a model the lens reads, with classes."""
+    return lens_readable(loaded.model, None) is None and loaded.num_classes > 0
+
+
 def layer_features(loaded: LoadedModel, x: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """((B, blocks · D) every block's feature, (B, blocks) the lens's top-1 after each block, or -1 where the lens
     does not read the model)."""
     model = loaded.model
-    if lens_readable(model, None) is None and loaded.num_classes > 0:
+    if reads_lens(loaded):
         with (loaded.lock, torch.inference_mode(), loaded.autocast(),
               explain_out_of_memory(loaded.device, len(x), "while reading the layers")):
             sequences = block_sequences(loaded, x)
@@ -85,7 +90,7 @@ class LayerCache:
     def __init__(self, loaded: LoadedModel, root: Path | None = None) -> None:
         self.folder = (root or cache_dir() / "layers") / model_fingerprint(loaded, whole=True)
         self.blocks = loaded.token_depth
-        self.reads_lens = lens_readable(loaded.model, None) is None and loaded.num_classes > 0
+        self.reads_lens = reads_lens(loaded)
         self.labels = tuple(loaded.labels)
         self.store = KeyedRows(self.folder, {"features.f32": "float32", "lens.f32": "float32"},
                                {"model": loaded.name, "architecture": loaded.architecture, "blocks": self.blocks})

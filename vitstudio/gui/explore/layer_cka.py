@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from vitstudio.core.files import counted
 
 from .. import workers
+from ..common.job_progress import show_progress
 from ..common.map_view import MapView, colour_map
 from ..common.small_plot import SmallPlotWidget
 from ..viewstate import ViewState
@@ -160,9 +161,7 @@ class LayerCKAWidget(QWidget):
         self._enable("Cancelled: the blocks read so far are cached, so the next run starts where this one stopped.")
 
     def _on_progress(self, p) -> None:
-        self.progress.setRange(0, max(1, p.total))
-        self.progress.setValue(p.done)
-        self.note.setText(p.message)
+        show_progress(self.progress, self.note, p)
 
     def _on_result(self, _result) -> None:
         self._show()

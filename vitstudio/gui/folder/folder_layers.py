@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QV
 from vitstudio.core.folder.layer_cache import FEATURE_NOTE
 
 from .. import workers
+from ..common.job_progress import show_progress
 from ..common.small_plot import SmallPlotWidget
 from ..viewstate import ViewState
 
@@ -101,9 +102,7 @@ class LayersTab(QWidget):
         self._idle("Cancelled: the features read so far are cached, so the next run starts where this one stopped.")
 
     def _on_progress(self, p) -> None:
-        self.progress.setRange(0, max(1, p.total))
-        self.progress.setValue(p.done)
-        self.note.setText(p.message)
+        show_progress(self.progress, self.note, p)
 
     def _on_result(self, _result) -> None:
         self._show()
