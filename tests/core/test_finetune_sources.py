@@ -265,21 +265,21 @@ def test_the_chance_level_warning_is_said_once_then_updated_then_withdrawn():
     better than chance."""
     from types import SimpleNamespace
 
-    from vitstudio.core.train.engine import _chance_warning
+    from vitstudio.core.train.records import chance_warning
 
     run = SimpleNamespace(best_acc=0.30, warnings=["Class red has 6 images"], start_epoch=0,
                           config=SimpleNamespace(scope="all"))
-    assert _chance_warning(run, 0, 3) is None  # after one epoch: too early to tell
-    said = _chance_warning(run, 1, 3)
+    assert chance_warning(run, 0, 3) is None  # after one epoch: too early to tell
+    said = chance_warning(run, 1, 3)
     assert said.kind == "chance level" and not said.update and "33.3 %" not in said.message and "30.0 %" in said.message
     run.best_acc = 0.36
-    updated = _chance_warning(run, 2, 3)
+    updated = chance_warning(run, 2, 3)
     assert updated.update and "36.0 %" in updated.message and "after 3 epochs" in updated.message
     assert run.warnings == ["Class red has 6 images", updated.message]
     run.best_acc = 0.71
-    withdrawn = _chance_warning(run, 3, 3)
+    withdrawn = chance_warning(run, 3, 3)
     assert withdrawn.update and withdrawn.message == "" and run.warnings == ["Class red has 6 images"]
-    assert _chance_warning(run, 4, 3) is None
+    assert chance_warning(run, 4, 3) is None
 
 
 def test_the_eta_is_the_whole_run_left_including_validation():

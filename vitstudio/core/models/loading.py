@@ -25,6 +25,7 @@ from torch import nn
 
 from vitstudio.core.files import irregular
 from vitstudio.core.models import hub, openclip
+from vitstudio.core.models.adapter_folder import is_adapter_folder, load_adapter
 from vitstudio.core.models.catalog import (
     WEIGHT_SUFFIXES,
     cached_url_file,
@@ -140,6 +141,10 @@ def _load(spec: str, weights: Path | None, progress: ProgressFn | None, pretrain
         if spec.startswith(("hf-hub:", "local-dir:")) or local is not None:
             raise ModelLoadError("--weights goes with an architecture name (e.g. vit_base_patch16_224).")
         return _named_with_file(spec, weights)
+    if local is not None and is_adapter_folder(local):  # a peft LoRA/DoRA folder: its base model, merged
+        parts, info = load_adapter(local, lambda base, w: _load(base, Path(w) if w else None, progress, pretrained))
+        return _finish(parts["model"], spec, "timm", f"{local} (adapter on {info.base_model})",
+                       info.data_config or parts["data_config"], local)
     if local is not None:
         if local.is_dir() and has_config(local):  # a config.json that is no regular file is refused, not skipped
             return _timm_local_dir(spec, local)

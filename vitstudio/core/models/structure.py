@@ -78,3 +78,13 @@ def token_stages(model: nn.Module) -> int:
     if is_windowed(model):
         return len(model.layers)
     return len(getattr(model, "blocks", ()))
+
+
+def replace_classifier(model: nn.Module, num_classes: int) -> None:
+    """A new classifier for `num_classes` in place of the model's (fine-tuning, an adapter's base model): timm's
+    `reset_classifier`, or the output layer alone of a seed model's representation head (head.fc → head.out)."""
+    if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out"):
+        model.head.out = nn.Linear(model.head.out.in_features, num_classes)
+        model.num_classes = num_classes
+    else:
+        model.reset_classifier(num_classes)

@@ -39,14 +39,29 @@ from vitstudio.core.jobs import Cancelled, CancelToken, Progress, Throttle
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.loading import load_model
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.train.adapters import add_adapters, is_adapter_run, merged_copy, save_adapter_folder, unwrap
 from vitstudio.core.train.evaluation import evaluate, validation_pass
 from vitstudio.core.train.losses import class_weights, loss_fns  # noqa: F401  (class_weights: public API)
 from vitstudio.core.train.lr_schedule import make_scheduler
-from vitstudio.core.train.model_prep import data_config_for, freeze, new_head, set_drop_path
+from vitstudio.core.train.model_prep import (
+    data_config_for,
+    freeze,
+    new_head,
+    set_drop_path,
+    set_grad_checkpointing,
+)
 from vitstudio.core.train.ood_fit import write_ood_bank
 from vitstudio.core.train.probe import ProbeSnapshot, probe_image, probe_snapshot, save_snapshot  # noqa: F401
 from vitstudio.core.train.recipes import TrainConfig
-from vitstudio.core.train.records import EpochMetrics, RunClock, RunWarning, StepProgress, TrainResult  # noqa: F401
+from vitstudio.core.train.records import (  # noqa: F401  (re-exported)
+    EpochMetrics,
+    RunClock,
+    RunWarning,
+    StepProgress,
+    TrainResult,
+    chance_message,
+    chance_warning,
+)
 from vitstudio.core.train.run_folder import prepare_run_folder, restore_checkpoint, save_checkpoint, write_status
 from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
@@ -212,7 +227,12 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         yield RunWarning(why_not_text)
     model, cfg, head_note = _prepare_model(base, config, list(split.classes), text)
     yield Progress(0, 0, f"{base.display_name}: {head_note}")
-    trainable = freeze(model, config)
+    if is_adapter_run(config):  # peft freezes all but the adapters and the head
+        yield Progress(0, 0, f"Adding {config.scope.upper()} adapters (rank {config.lora_r})")
+        model = add_adapters(model, config, tuple(cfg["input_size"][1:]))
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    else:
+        trainable = freeze(model, config)
     mixup, criterion = loss_fns(config, split)
     criterion = criterion.to(base.device)
     loaders = yield from make_loaders(split, cfg, config, base.device, dist_info, generator,
@@ -250,7 +270,8 @@ def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) 
     if fused is None:
         fused = config.opt in ("adamw", "adam")
     return timm.optim.create_optimizer_v2(
-        model, opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
+        # an adapter run's timm model: its parameter names are the ones layer decay groups by
+        unwrap(model), opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
         layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
         **({"fused": True} if fused and device.type == "cuda" else {}))
 
@@ -263,6 +284,8 @@ def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str],
     head_note = new_head(model, classes, base.labels, config.seed, config.reuse_head, text)
     if config.drop_path:
         set_drop_path(model, config.drop_path)
+    if config.grad_checkpointing:
+        set_grad_checkpointing(model)
     cfg = data_config_for(base, config)
     if tuple(cfg["input_size"][1:]) != base.input_hw and hasattr(model, "set_input_size"):
         model.set_input_size(img_size=cfg["input_size"][1:])
@@ -303,20 +326,18 @@ def _train_epochs(run: _Run, cancel: CancelToken):
             with deferred_interrupt():  # Ctrl+C lands before or after this epoch's records, never between them
                 if main:
                     if improved:
-                        save_model_folder(run.eval_model, run.out, list(run.split.classes), run.cfg,
-                                          {"base_model": config.model, "base_weights": run.base.weights_source,
-                                           "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"})
+                        _save_best(run, epoch)
                     log.log(row)
                     die_at("after-metrics-row")
                     save_checkpoint(run, epoch)
                     die_at("after-checkpoint")
                 done = epoch + 1
             yield EpochMetrics(**row, best=improved)
-            warning = _chance_warning(run, epoch, len(run.split.classes))
+            warning = chance_warning(run, epoch, len(run.split.classes))
             if warning is not None:
                 yield warning
             if probe is not None:
-                snapshot = probe_snapshot(run.eval_model, probe, run.cfg, run.base, epoch)
+                snapshot = probe_snapshot(unwrap(run.eval_model), probe, run.cfg, run.base, epoch)
                 save_snapshot(run.out, snapshot)  # History replays it for any run, later
                 yield snapshot
             if broadcast_flag(run.dist_info, bool(config.patience) and run.stale >= config.patience):
@@ -339,6 +360,20 @@ def _train_epochs(run: _Run, cancel: CancelToken):
     return status, done
 
 
+def _save_best(run: _Run, epoch: int) -> None:
+    """The run folder's model (adapters merged into it), and for an adapter run the adapter folder beside it."""
+    config, classes = run.config, list(run.split.classes)
+    provenance = {"base_model": config.model, "base_weights": run.base.weights_source,
+                  "fine_tuned": f"ViT Studio, preset {config.preset}, epoch {epoch + 1}"}
+    save_model_folder(merged_copy(run.eval_model), run.out, classes, run.cfg, provenance)
+    if is_adapter_run(config):
+        local = Path(config.model)  # a base named by path is recorded as an absolute one: the run may be moved
+        save_adapter_folder(run.eval_model, run.out, {
+            "base_model": str(local.resolve()) if local.exists() else config.model, "base_weights": config.weights,
+            "classes": classes, "data_config": {k: v for k, v in run.cfg.items() if k != "hf_size"},
+            "fine_tuned": provenance["fine_tuned"]})
+
+
 def _record_validation(run: _Run, epoch: int, val_loss: float, val_acc: float) -> bool:
     """Whether this epoch's model is the best so far (then it is the one kept): a higher accuracy, or the same one
     with a lower loss (100 % of 8 validation images at epoch 1 tied every later epoch, and epoch 1 was kept)."""
@@ -348,43 +383,6 @@ def _record_validation(run: _Run, epoch: int, val_loss: float, val_acc: float) -
     else:
         run.stale += 1
     return improved
-
-
-def _chance_warning(run: _Run, epoch: int, num_classes: int) -> RunWarning | None:
-    """From the second epoch: a best validation accuracy still at chance level means something is off. Said once
-    (the CLI prints it once), then updated each epoch with the new figure while it lasts, and withdrawn (an empty
-    message) once the run does better; status.json keeps the latest."""
-    at_chance = run.best_acc <= 1.25 / num_classes
-    said = next((i for i, w in enumerate(run.warnings) if "chance level" in w), None)
-    if epoch < max(1, run.start_epoch) or (said is None and not at_chance):
-        return None
-    if not at_chance:
-        del run.warnings[said]
-        return RunWarning("", kind="chance level", update=True)
-    message = chance_message(run.best_acc, num_classes, epoch + 1, run.config.scope)
-    if said is None:
-        run.warnings.append(message)
-        return RunWarning(message, kind="chance level")
-    run.warnings[said] = message
-    return RunWarning(message, kind="chance level", update=True)
-
-
-# What to train instead when the base model's features may not fit the data: more of the network than now (advising
-# the preset already chosen, "try last-blocks or full" under full, sent users round in a circle).
-_TRAIN_MORE = {"head": "last-blocks or full", "head+pre_logits": "last-blocks or full", "last-blocks": "full"}
-
-
-def chance_message(best_acc: float, num_classes: int, epochs: int, scope: str) -> str:
-    """Why a run can be at chance level, for what it trains (`scope`): a frozen backbone is a cause only while
-    part of it is frozen, and the advice names only what trains more."""
-    causes = ["a learning rate far too high or too low for this preset",
-              "augmentation too strong for these images (try a larger minimum scale, no flip)",
-              "too few images per class"]
-    if scope in _TRAIN_MORE:
-        causes.append(f"a base model whose features do not fit the data with the backbone frozen (try "
-                      f"{_TRAIN_MORE[scope]})")
-    return (f"Validation accuracy is still at chance level ({best_acc * 100:.1f} % for {num_classes} classes after "
-            f"{epochs} epochs). Likely causes: {'; '.join(causes)}; or labels that do not follow the folders.")
 
 
 def _train_one_epoch(run: _Run, epoch: int, cancel: CancelToken):

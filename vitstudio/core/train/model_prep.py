@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.models.structure import trunk_blocks
+from vitstudio.core.models.structure import replace_classifier, trunk_blocks
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.text_head import TextInit
 
@@ -44,12 +44,7 @@ def new_head(model: nn.Module, classes: list[str], base_labels: list[str], seed:
     seed got back its old head and fine-tuning to renamed classes learned a permutation."""
     old = [(m.weight.detach().clone(), m.bias.detach().clone() if m.bias is not None else None)
            for m in _classifiers(model)]
-    num_classes = len(classes)
-    if isinstance(model.head, nn.Sequential) and hasattr(model.head, "out"):  # seed pre_logits head
-        model.head.out = nn.Linear(model.head.out.in_features, num_classes)
-        model.num_classes = num_classes
-    else:
-        model.reset_classifier(num_classes)
+    replace_classifier(model, len(classes))
     generator = torch.Generator().manual_seed(0x5EED_4EAD + seed)
     rows = matching_rows(classes, base_labels) if reuse and text is None else None
     for i, layer in enumerate(_classifiers(model)):  # a headless base model (Identity head) has no old rows
@@ -83,6 +78,14 @@ def set_drop_path(model: nn.Module, rate: float) -> None:
         for name in ("drop_path1", "drop_path2", "drop_path"):
             if hasattr(block, name):
                 setattr(block, name, DropPath(p) if p > 0 else nn.Identity())
+
+
+def set_grad_checkpointing(model: nn.Module) -> None:
+    """timm's activation checkpointing of the blocks (recomputed in the backward pass; non-reentrant, so frozen
+    inputs still pass gradients to adapters)."""
+    if not hasattr(model, "set_grad_checkpointing"):
+        raise ValueError(f"{type(model).__name__} has no gradient checkpointing (timm's set_grad_checkpointing).")
+    model.set_grad_checkpointing(True)
 
 
 def freeze(model: nn.Module, config: TrainConfig) -> int:

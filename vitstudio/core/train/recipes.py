@@ -20,7 +20,8 @@ from vitstudio.core.train.schema import (
     settings_of,
 )
 
-TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all")
+TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all", "lora", "dora")
+ADAPTER_SCOPES = ("lora", "dora")  # the backbone frozen, low-rank adapters (peft) on its linears, the head in full
 SPLIT_RULES = ("stratified", "upstream")
 
 
@@ -49,6 +50,11 @@ PRESETS: dict[str, dict] = {
                  filter_bias_and_norm=False, epochs=10, batch_size=8, warmup_epochs=0.0, min_lr_ratio=0.01,
                  step_on_epochs=True, img_size=224, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5),
                  interpolation="bilinear", crop_pct=224 / 256, hflip=0.5, scale=(0.08, 1.0)),
+    # peft's LoRA (Hu et al. 2021) on the blocks' attention qkv (timm hub adapters' target), the head in full; the
+    # adapters start at zero, so the first step is the base model with its new head; adapters want a higher lr
+    "lora": dict(scope="lora", opt="adamw", lr=1e-3, weight_decay=0.05, epochs=10, scale=(0.25, 1.0), hflip=0.5),
+    # DoRA (Liu et al. 2024): LoRA's direction plus a learned magnitude per output channel
+    "dora": dict(scope="dora", opt="adamw", lr=1e-3, weight_decay=0.05, epochs=10, scale=(0.25, 1.0), hflip=0.5),
     # a new ViT trained from random weights (e.g. custom:...)
     "scratch": dict(scope="all", opt="adamw", lr=1e-3, weight_decay=0.05, epochs=50, batch_size=64,
                     warmup_epochs=3.0, label_smoothing=0.1, scale=(0.6, 1.0), hflip=0.0),
@@ -66,6 +72,10 @@ PRESET_DESCRIPTIONS: dict[str, str] = {
             "from the model's pre-training.",
     "seed": "The original seed train.py recipe (SGD, head and pre-logits, batch 8, 224 px): to reproduce its "
             "results.",
+    "lora": "Low-rank adapters (LoRA, peft) on the blocks' linears and the new head learn, the rest stays frozen: "
+            "fine-tunes ViT-L/H on one consumer GPU; the run folder holds the merged model and the adapter.",
+    "dora": "DoRA adapters (LoRA plus a learned magnitude per output, peft): often a little closer to full "
+            "fine-tuning than LoRA at the same rank.",
     "scratch": "A new ViT trained from random weights (e.g. custom:...): needs many images and epochs.",
 }
 
@@ -89,9 +99,20 @@ class TrainConfig:
     weights: str | None = setting(None, label="Weights file", help="weights file for the model when it is an "
                                   "architecture name", none_text="the model's own")
     scope: str = setting("last-blocks", label="Trained parameters", choices=TRAIN_SCOPES, section=OPTIMISER,
-                         help="which parameters train: the head, head and pre-logits, the last blocks, or all")
+                         help="which parameters train: the head, head and pre-logits, the last blocks, all, or "
+                              "LoRA / DoRA adapters with the head (peft)")
     last_blocks: int = setting(2, label="Last blocks trained", range=Range(1, 1000), section=OPTIMISER,
                                help="number of final blocks trained with scope last-blocks")
+    lora_r: int = setting(16, label="Adapter rank", range=Range(1, 4096), section=OPTIMISER,
+                          help="rank r of each LoRA/DoRA adapter (scope lora or dora)")
+    lora_alpha: float = setting(16.0, label="Adapter alpha", range=Range(0, 1e6, lo_open=True), decimals=2,
+                                section=OPTIMISER, help="LoRA scaling alpha: the adapter's update is scaled by "
+                                                        "alpha / r")
+    lora_dropout: float = setting(0.1, label="Adapter dropout", range=Range(0, 1, hi_open=True), decimals=2,
+                                  section=REGULARISATION, help="dropout on each adapter's input")
+    lora_targets: tuple[str, ...] = setting(("qkv",), label="Adapter targets", parts=("NAME",), section=OPTIMISER,
+                                            help="the blocks' linear layers that get adapters, by name: qkv, proj, "
+                                                 "fc1, fc2 in timm ViTs")
     epochs: int = setting(10, label="Epochs", help="number of epochs", range=Range(1, 100_000), advanced=False,
                           section=OPTIMISER)
     batch_size: int = setting(32, label="Batch size", help="images per step", range=Range(1, 65_536),
@@ -193,6 +214,10 @@ class TrainConfig:
                                                                "the app's cache folder")
     channels_last: bool = setting(False, label="Channels-last", section=PERFORMANCE,
                                   help="channels-last memory format for the model")
+    grad_checkpointing: bool = setting(False, label="Gradient checkpointing", section=PERFORMANCE,
+                                       help="recompute each block's activations in the backward pass instead of "
+                                            "keeping them (timm's set_grad_checkpointing): much less memory for about "
+                                            "one more forward pass of time")
     compile: bool = setting(False, label="torch.compile", help="torch.compile the model", section=PERFORMANCE)
     fused_optimizer: bool | None = setting(None, label="Fused optimizer", none_text="auto", section=PERFORMANCE,
                                            help="fused optimizer kernels on CUDA (auto: on for AdamW and Adam)")
@@ -243,6 +268,8 @@ class TrainConfig:
                              f"'{self.prompt}'.")
         if self.data_path == "features":
             _check_features_path(self)
+        if self.scope in ADAPTER_SCOPES:
+            _check_adapter_run(self)
         data, out = Path(self.data_dir).resolve(), Path(self.out_dir).resolve()
         if out == data or data in out.parents:
             raise ValueError("The output folder must not be inside the dataset folder: ViT Studio never writes there.")
@@ -260,6 +287,15 @@ def _check_features_path(config: TrainConfig) -> None:
                          f"not '{config.opt}'.")
     if config.mixup or config.cutmix or config.label_smoothing or config.ema_decay:
         raise ValueError("The features data path (quick preset) has no mixup, cutmix, label smoothing or EMA.")
+
+
+def _check_adapter_run(config: TrainConfig) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("peft") is None:
+        raise ValueError(f"The {config.scope} scope needs peft: pip install 'vitstudio[lora]' (or pip install peft).")
+    if not any(t.strip() for item in config.lora_targets for t in item.split(",")):
+        raise ValueError("An adapter run needs at least one adapter target (--lora-targets), e.g. qkv.")
 
 
 def _has_type(value, annotation: str) -> bool:

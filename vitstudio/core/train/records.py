@@ -79,3 +79,42 @@ class TrainResult:
     def kept(self) -> str:
         """' (the model of epoch N)' for the status lines, when told."""
         return f" (the model of epoch {self.best_epoch + 1})" if self.best_epoch >= 0 else ""
+
+
+def chance_warning(run, epoch: int, num_classes: int) -> RunWarning | None:
+    """From the second epoch: a best validation accuracy still at chance level means something is off. Said once
+    (the CLI prints it once), then updated each epoch with the new figure while it lasts, and withdrawn (an empty
+    message) once the run does better; status.json keeps the latest."""
+    at_chance = run.best_acc <= 1.25 / num_classes
+    said = next((i for i, w in enumerate(run.warnings) if "chance level" in w), None)
+    if epoch < max(1, run.start_epoch) or (said is None and not at_chance):
+        return None
+    if not at_chance:
+        del run.warnings[said]
+        return RunWarning("", kind="chance level", update=True)
+    message = chance_message(run.best_acc, num_classes, epoch + 1, run.config.scope)
+    if said is None:
+        run.warnings.append(message)
+        return RunWarning(message, kind="chance level")
+    run.warnings[said] = message
+    return RunWarning(message, kind="chance level", update=True)
+
+
+# What to train instead when the base model's features may not fit the data: more of the network than now (advising
+# the preset already chosen, "try last-blocks or full" under full, sent users round in a circle).
+_TRAIN_MORE = {"head": "last-blocks or full", "head+pre_logits": "last-blocks or full", "last-blocks": "full",
+               "lora": "a higher adapter rank, more adapter targets, or full",
+               "dora": "a higher adapter rank, more adapter targets, or full"}
+
+
+def chance_message(best_acc: float, num_classes: int, epochs: int, scope: str) -> str:
+    """Why a run can be at chance level, for what it trains (`scope`): a frozen backbone is a cause only while
+    part of it is frozen, and the advice names only what trains more."""
+    causes = ["a learning rate far too high or too low for this preset",
+              "augmentation too strong for these images (try a larger minimum scale, no flip)",
+              "too few images per class"]
+    if scope in _TRAIN_MORE:
+        causes.append(f"a base model whose features do not fit the data with the backbone frozen (try "
+                      f"{_TRAIN_MORE[scope]})")
+    return (f"Validation accuracy is still at chance level ({best_acc * 100:.1f} % for {num_classes} classes after "
+            f"{epochs} epochs). Likely causes: {'; '.join(causes)}; or labels that do not follow the folders.")

@@ -17,7 +17,7 @@ from vitstudio.core.train.runs import CHECKPOINT, one_line, read_checkpoint, rea
 
 # what a run writes before its first finished epoch: a run holding only these can be started over
 RUN_FILES = {".lock", "train_config.json", "split.json", "status.json", "metrics.csv", "tensorboard", "probe",
-             "config.json", "model.safetensors", "class_indices.json", "head_start.json"}
+             "config.json", "model.safetensors", "class_indices.json", "head_start.json", "adapter"}
 
 
 def prepare_run_folder(config: TrainConfig, resume: bool, out: Path, main: bool) -> tuple[TrainConfig, bool]:

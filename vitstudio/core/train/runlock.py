@@ -79,12 +79,19 @@ def is_owned(folder: Path) -> bool:
 
 
 def remove_stale_files(folder: Path) -> list[str]:
-    """Temp files of interrupted atomic writes and staging folders of interrupted model saves."""
+    """Temp files of interrupted atomic writes and staging folders of interrupted model saves; a folder swapped out
+    (`.old-NAME-*/NAME`, core/train/adapters.py) goes back in place when the swap was cut before the new one arrived."""
     import shutil
 
     removed = []
     for path in Path(folder).iterdir():
-        if path.name.startswith(".") and (path.name.endswith(".tmp") or path.name.startswith(".staging-")):
+        if path.name.startswith(".old-") and path.is_dir():
+            for kept in path.iterdir():
+                if not (Path(folder) / kept.name).exists():
+                    os.replace(kept, Path(folder) / kept.name)
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+        elif path.name.startswith(".") and (path.name.endswith(".tmp") or path.name.startswith(".staging-")):
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
             removed.append(path.name)
     return removed

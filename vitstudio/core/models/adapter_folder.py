@@ -1,0 +1,78 @@
+"""A LoRA/DoRA adapter folder as peft saves it (adapter_config.json + adapter_model.safetensors), loaded as a model:
+its base model (named in ViT Studio's note beside it, else in peft's `base_model_name_or_path`) with a classifier
+for its classes, the adapter applied by peft and merged. A missing base model is named in the message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vitstudio.core.models.structure import replace_classifier
+
+ADAPTER_DIR = "adapter"  # inside a run folder
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_INFO = "vitstudio_adapter.json"  # ViT Studio's note: base model, its weights, classes, data config
+
+
+class AdapterError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class AdapterInfo:
+    base_model: str
+    base_weights: str | None
+    classes: list[str]
+    data_config: dict | None
+
+
+def is_adapter_folder(path: Path) -> bool:
+    return path.is_dir() and (path / ADAPTER_CONFIG).is_file()
+
+
+def read_adapter_info(folder: Path) -> AdapterInfo:
+    try:
+        config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        note = json.loads((folder / ADAPTER_INFO).read_text(encoding="utf-8")) if (folder / ADAPTER_INFO).is_file() \
+            else {}
+    except (OSError, ValueError) as exc:
+        raise AdapterError(f"{folder} is an adapter folder that cannot be read ({exc}).") from None
+    base = note.get("base_model") or config.get("base_model_name_or_path")
+    if not base:
+        raise AdapterError(f"{folder} is a peft adapter that does not say which base model it was trained on "
+                           f"(no base_model_name_or_path in {ADAPTER_CONFIG}); load the base model and apply it "
+                           f"with peft.")
+    return AdapterInfo(str(base), note.get("base_weights"), list(note.get("classes") or []), note.get("data_config"))
+
+
+def load_adapter(folder: Path, load_base: Callable[[str, str | None], dict]) -> tuple[dict, AdapterInfo]:
+    """(the base model's parts with the adapter merged into its model, the folder's note); `load_base(spec,
+    weights)` loads the base model's parts (core/models/loading.py)."""
+    info = read_adapter_info(folder)
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise AdapterError(f"{folder} is a LoRA/DoRA adapter; loading it needs peft: pip install 'vitstudio[lora]' "
+                           f"(or pip install peft).") from None
+    try:
+        parts = load_base(info.base_model, info.base_weights)
+    except Exception as exc:  # whatever the base's loader says (offline, missing file), said as this adapter's need
+        raise AdapterError(f"{folder} is an adapter for the base model {info.base_model}"
+                           f"{f' with weights {info.base_weights}' if info.base_weights else ''}, which could not be "
+                           f"loaded: {exc}") from None
+    model = parts["model"]
+    if info.classes:
+        replace_classifier(model, len(info.classes))
+    size = (info.data_config or {}).get("input_size")
+    if size and tuple(size[1:]) != tuple(parts["data_config"]["input_size"][1:]) and hasattr(model, "set_input_size"):
+        model.set_input_size(img_size=tuple(size[1:]))
+    try:
+        model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    except (RuntimeError, ValueError, KeyError, OSError) as exc:
+        raise AdapterError(f"The adapter in {folder} does not fit its base model {info.base_model}: "
+                           f"{str(exc).splitlines()[0][:200]}") from None
+    if info.classes:
+        model.pretrained_cfg = {**dict(getattr(model, "pretrained_cfg", {}) or {}), "label_names": info.classes}
+    return {**parts, "model": model}, info
