@@ -29,6 +29,12 @@ def register(subparsers) -> None:
                    help="text file of image paths (one per line) left out of training and validation, e.g. the "
                         "doubtful labels of `vitstudio audit`; the dataset itself is not touched")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--plan", action="store_true",
+                   help="print the memory plan (weights, gradients, optimizer state, activations, total, the "
+                        "device's free memory) and exit without training or writing a run")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="memory the run may use, e.g. 12GB (GB = 2^30 bytes; default: the device's free memory); "
+                        "a run whose plan exceeds it is refused (exit 2) with the settings that would fit")
     add_config_options(p, settings_of(TrainConfig), PRESETS)
     p.set_defaults(handler=finetune_cmd)
 
@@ -55,6 +61,8 @@ def finetune_cmd(args) -> int:
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # each rank would name its own run: --out is needed
+    if args.plan and args.data_dir and not args.out_dir:  # a plan writes no run: it needs no name
+        args.out_dir = "(planned run)"
     if args.data_dir and args.model and not (args.out_dir or args.config or args.resume or distributed):
         _name_the_run(args)
     given = bool(args.data_dir and args.model and args.out_dir)  # every setting is on the command line
@@ -70,6 +78,10 @@ def finetune_cmd(args) -> int:
         try:
             config, resume = _finetune_config(args, given)
             out = Path(config.out_dir)
+            if args.plan or args.memory_limit:
+                refused = _plan(config, args.memory_limit, args.plan and main_process)
+                if refused or args.plan:
+                    return refused or EXIT_OK
             result = drain(fine_tune(config, resume=resume), args.quiet or not main_process)
         except (DatasetError, ModelLoadError, ValueError, FileExistsError, FileNotFoundError, RunInUse) as exc:
             print(f"error: {one_line(exc)}", file=sys.stderr)
@@ -97,6 +109,21 @@ def finetune_cmd(args) -> int:
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130
     return EXIT_OK
+
+
+def _plan(config, memory_limit: str | None, show: bool) -> int:
+    """The run's memory plan, printed when `show`; EXIT_USAGE (with the settings that would fit) when it will not
+    fit the limit, else 0."""
+    from ..core.train.memory_plan import parse_memory
+    from ..core.train.run_plan import plan_for_dataset
+
+    plan = plan_for_dataset(config, parse_memory(memory_limit) if memory_limit else None)
+    if show:
+        print("\n".join(plan.lines()))
+    if not plan.fits:
+        print(f"error: {plan.refusal}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
 
 
 def write_failure(exc: OSError, out: Path | None) -> str:

@@ -63,6 +63,7 @@ from vitstudio.core.train.records import (  # noqa: F401  (re-exported)
     chance_warning,
 )
 from vitstudio.core.train.run_folder import prepare_run_folder, restore_checkpoint, save_checkpoint, write_status
+from vitstudio.core.train.run_plan import refuse_what_cannot_fit
 from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
     CHECKPOINT,
@@ -96,6 +97,7 @@ def fine_tune(config: TrainConfig, cancel: CancelToken | None = None, resume: bo
         if (out / CHECKPOINT).exists():
             raise FileExistsError(f"{out} already exists; runs are never overwritten (pick another name, or "
                                   f"resume it).")
+        refuse_what_cannot_fit(config)
     dist_info = init_distributed()
     created = not out.exists()
     lock = RunLock(out).acquire() if dist_info.main else None  # one process owns a run; fails at once if taken
