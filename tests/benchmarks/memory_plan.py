@@ -51,8 +51,8 @@ def measure(case: str, device: str) -> dict:
     import timm
 
     from vitstudio.core.train.adapters import add_adapters, is_adapter_run
-    from vitstudio.core.train.engine import make_optimizer
     from vitstudio.core.train.model_prep import freeze, set_grad_checkpointing
+    from vitstudio.core.train.optimizer import make_optimizer
 
     if is_adapter_run(config):
         import peft  # noqa: F401 — its import (transformers) is not the run's memory

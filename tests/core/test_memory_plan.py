@@ -94,8 +94,8 @@ def test_a_run_that_cannot_fit_its_limit_is_refused_with_what_would(data, tmp_pa
 def _real_peak(config, model) -> tuple[int, list[float], list[torch.Tensor]]:
     """(the peak live bytes of two real training steps, their losses, the first step's gradients)."""
     from vitstudio.core.train.adapters import add_adapters, is_adapter_run
-    from vitstudio.core.train.engine import make_optimizer
     from vitstudio.core.train.model_prep import freeze, set_grad_checkpointing
+    from vitstudio.core.train.optimizer import make_optimizer
 
     if config.grad_checkpointing:
         set_grad_checkpointing(model)

@@ -156,8 +156,8 @@ def test_seed_preset_matches_the_recipe(tmp_path):
     """The preset's optimizer is upstream's `optim.SGD(pg, lr, momentum=0.9, weight_decay=5E-5)` (no Nesterov):
     three steps on the same gradients give the same parameters and momentum buffers."""
     from tests.conftest import make_tiny_vit
-    from vitstudio.core.train.engine import make_optimizer
     from vitstudio.core.train.model_prep import freeze as _freeze
+    from vitstudio.core.train.optimizer import make_optimizer
     from vitstudio.core.train.recipes import PRESETS
 
     seed = PRESETS["seed"]

@@ -309,7 +309,8 @@ def test_the_form_has_a_control_for_every_setting(qtbot, tmp_path):
         if not s.panel:
             inside = form.advanced_body.isAncestorOf(form.controls[s.name].widget)
             assert inside == s.advanced, s.name
-    values = dict(weights="w.safetensors", scope="all", last_blocks=3, epochs=4, batch_size=6, grad_accum=2,
+    values = dict(weights="w.safetensors", scope="all", last_blocks=3, lora_r=8, lora_alpha=32.0, lora_dropout=0.2,
+                  lora_targets=("qkv", "fc1"), epochs=4, batch_size=6, grad_accum=2,
                   opt="momentum", lr=0.002, momentum=0.8, weight_decay=0.01, filter_bias_and_norm=False,
                   layer_decay=0.7, warmup_epochs=0.5, min_lr_ratio=0.05, step_on_epochs=True, label_smoothing=0.1,
                   mixup=0.2, cutmix=0.3, drop_path=0.1, ema_decay=0.99, patience=3, precision="fp32", device="cpu",
@@ -317,7 +318,8 @@ def test_the_form_has_a_control_for_every_setting(qtbot, tmp_path):
                   prompt="a photo of a {}", hflip=0.0,
                   scale=(0.5, 0.9), color_jitter=0.4, auto_augment="rand-m9-mstd0.5", balance=True,
                   mean=(0.4, 0.5, 0.6), std=(0.2, 0.3, 0.4), interpolation="bilinear", crop_pct=0.9, workers=2,
-                  data_path="pil", cache_memory_gb=0.5, channels_last=True, compile=True, fused_optimizer=False)
+                  data_path="pil", cache_memory_gb=0.5, channels_last=True, grad_checkpointing=True, compile=True,
+                  fused_optimizer=False)
     assert set(values) == set(form.controls) - {"preset"}
     form.preset.setCurrentText("full")
     form.advanced.setChecked(True)

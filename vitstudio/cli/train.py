@@ -96,8 +96,13 @@ def finetune_cmd(args) -> int:
             return 130
         if result.status in ("cancelled", "interrupted"):
             interrupted.set()
-    if not main_process:
-        return EXIT_OK
+    return _report(result) if main_process else EXIT_OK
+
+
+def _report(result) -> int:
+    """The run's outcome in one line, the files it skipped, and how to continue a stopped run."""
+    from ..core.files import die_at
+
     print(f"{result.status}: best val accuracy {result.best_val_acc:.4f}{result.kept} after {result.epochs_done} "
           f"epochs -> {result.out_dir}")
     if result.skipped:

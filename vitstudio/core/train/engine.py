@@ -51,6 +51,7 @@ from vitstudio.core.train.model_prep import (
     set_grad_checkpointing,
 )
 from vitstudio.core.train.ood_fit import write_ood_bank
+from vitstudio.core.train.optimizer import make_optimizer
 from vitstudio.core.train.probe import ProbeSnapshot, probe_image, probe_snapshot, save_snapshot  # noqa: F401
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.records import (  # noqa: F401  (re-exported)
@@ -262,20 +263,6 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     barrier(dist_info)  # the run folder exists before anyone goes on
     run.train_model = _wrap_for_training(model, config, dist_info, base.device)
     return run
-
-
-def make_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """timm's optimizer factory: parameter groups (no decay on biases/norms unless the recipe says otherwise),
-    layer-wise lr decay; fused kernels on CUDA (by default for AdamW/Adam, whose torch implementations have them:
-    one kernel per parameter group instead of several per tensor)."""
-    fused = config.fused_optimizer
-    if fused is None:
-        fused = config.opt in ("adamw", "adam")
-    return timm.optim.create_optimizer_v2(
-        # an adapter run's timm model: its parameter names are the ones layer decay groups by
-        unwrap(model), opt=config.opt, lr=config.lr, weight_decay=config.weight_decay, momentum=config.momentum,
-        layer_decay=config.layer_decay or None, filter_bias_and_bn=config.filter_bias_and_norm,
-        **({"fused": True} if fused and device.type == "cuda" else {}))
 
 
 def _prepare_model(base: LoadedModel, config: TrainConfig, classes: list[str],

@@ -52,23 +52,27 @@ class MemoryPlan:
         kept = self.activations + self.gradients if self.checkpointing else max(self.activations, self.gradients)
         return self.weights + self.optimizer + kept + self.working + self.images
 
-    def lines(self) -> list[str]:
+    def rows(self) -> list[tuple[str, int, str]]:
+        """(part, bytes, what it is) for each part of the peak."""
         rows = [("weights", self.weights, f"{self.parameters / 1e6:.1f} M parameters"),
                 ("gradients", self.gradients, f"{self.trainable / 1e6:.2f} M trainable"),
                 ("optimizer state", self.optimizer, ""),
-                ("activations", self.activations, f"batch {self.batch_size}, {gib(self.per_image)} an image"),
+                ("activations", self.activations, f"batch {self.batch_size}, {size_text(self.per_image)} an image"),
                 ("working memory", self.working, "one block, in the backward pass"),
                 ("decoded images", self.images, "the cached data path keeps them on the device")]
-        out = [f"  {name:<16} {gib(value):>10}  {note}".rstrip() for name, value, note in rows if value or
-               name != "decoded images"]
+        return [row for row in rows if row[1] or row[0] != "decoded images"]
+
+    def lines(self) -> list[str]:
+        out = [f"  {name:<16} {size_text(value):>10}  {note}".rstrip() for name, value, note in self.rows()]
         kept = "activations + gradients" if self.checkpointing else "the larger of activations and gradients"
-        out.append(f"  {'total (peak)':<16} {gib(self.total):>10}  weights + optimizer + {kept} + working memory"
+        out.append(f"  {'total (peak)':<16} {size_text(self.total):>10}  weights + optimizer + {kept} + working memory"
                    + (" + images" if self.images else ""))
         return out
 
 
-def gib(n: float) -> str:
-    return f"{n / GiB:.2f} GiB"
+def size_text(n: float) -> str:
+    """2.35 GiB, 310.2 MiB, 0.4 MiB: GiB from one on, MiB below."""
+    return f"{n / GiB:.2f} GiB" if n >= GiB else f"{n / (1 << 20):.1f} MiB"
 
 
 def parse_memory(text: str) -> int:
@@ -186,7 +190,7 @@ def _saved_bytes(model: nn.Module, input_hw, batch: int, precision: str) -> tupl
 
 def _optimizer_bytes(model: nn.Module, config: TrainConfig, input_hw) -> int:
     """The optimizer's state after a step on fake gradients, as timm's factory builds it for this run."""
-    from vitstudio.core.train.engine import make_optimizer
+    from vitstudio.core.train.optimizer import make_optimizer
 
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:

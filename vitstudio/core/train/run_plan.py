@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from vitstudio.core.train.memory_plan import MemoryPlan, device_free, gib, plan_memory, skeleton
+from vitstudio.core.train.memory_plan import MemoryPlan, device_free, plan_memory, size_text, skeleton
 from vitstudio.core.train.recipes import ADAPTER_SCOPES, PRESETS, TrainConfig
 
 
@@ -30,20 +30,20 @@ class RunPlan:
         out = [f"Memory plan: {self.model}, scope {self.scope}, batch {p.batch_size}, {p.precision} on {p.device}",
                *p.lines()]
         if self.limit is not None:
-            out.append(f"  {self.limit_source:<16} {gib(self.limit):>10}  "
+            out.append(f"  {self.limit_source:<16} {size_text(self.limit):>10}  "
                        + ("fits" if self.fits else "WILL NOT FIT"))
         if not self.fits:
             out.append("Would fit instead:" if self.suggestions else "Nothing ViT Studio can change makes it fit; "
                                                                       "use a smaller model or a larger device.")
-            out += [f"  {what} ({gib(plan.total)})" for what, plan in self.suggestions]
+            out += [f"  {what} ({size_text(plan.total)})" for what, plan in self.suggestions]
         return out
 
     @property
     def refusal(self) -> str:
         """One line for a run that will not fit."""
         then = "; ".join(what for what, _ in self.suggestions[:3]) or "a smaller model or a larger device"
-        return (f"This run needs about {gib(self.plan.total)} and {self.limit_source} is {gib(self.limit or 0)}: "
-                f"it would run out of memory. Would fit: {then}.")
+        return (f"This run needs about {size_text(self.plan.total)} and {self.limit_source} is "
+                f"{size_text(self.limit or 0)}: it would run out of memory. Would fit: {then}.")
 
 
 def resolved(config: TrainConfig) -> tuple[str, str]:

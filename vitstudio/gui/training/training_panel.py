@@ -22,6 +22,7 @@ from .. import workers
 from ..viewstate import ViewState
 from .augmentation_preview import AugmentationPreviewView
 from .dataset_actions import DatasetActions
+from .memory_plan_view import MemoryPlanView
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
 from .start_readiness import SCANNING, start_blocker
@@ -82,6 +83,8 @@ class TrainingPanel(QWidget):
         self.form.follow_base_model(self.base_model.currentText())
         for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged):
             changed.connect(self._refresh_buttons)  # Start says at once why it cannot run
+        for changed in (self.form.changed, self.base_model.editTextChanged, self.dataset_actions.changed):
+            changed.connect(self.memory_plan.request)
         self._refresh_buttons()
         self.refresh_history()
         state.model_loaded.connect(self._on_model_loaded)
@@ -122,13 +125,16 @@ class TrainingPanel(QWidget):
     def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
         """Dataset, base model and recipe in a scrolling column; the run controls (Start, Pause, progress, status)
         pinned under it, so they stay on screen however far the form is scrolled (a 720 px screen)."""
-        self._build_dataset_form(catalog_names)
+        self.dataset = TrainingDatasetWidget(catalog_names)  # folder, summary, balance, base model, run name, probe
+        for name in DATASET_WIDGETS:  # the panel's, for callers and tests
+            setattr(self, name, getattr(self.dataset, name))
         self.form = TrainingFormWidget()
+        self.memory_plan = MemoryPlanView(self._run_config)  # what the settings will take on the device
         self._build_run_controls()
         form_inner = QWidget()
         side = QVBoxLayout(form_inner)
-        side.addWidget(self.dataset)
-        side.addWidget(self.form)
+        for part in (self.dataset, self.form, self.memory_plan):
+            side.addWidget(part)
         side.addStretch(1)
         form_area = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
         form_area.setWidget(form_inner)
@@ -143,12 +149,6 @@ class TrainingPanel(QWidget):
         left.setMinimumWidth(360)  # with the run views' ~440: the tab fits beside the strip and card at 1280 px
         left.setMaximumWidth(460)
         return left
-
-    def _build_dataset_form(self, catalog_names: list[str]) -> None:
-        """Dataset folder with its summary and class balance, base model, run name, probe image."""
-        self.dataset = TrainingDatasetWidget(catalog_names)
-        for name in DATASET_WIDGETS:  # the panel's, for callers and tests
-            setattr(self, name, getattr(self.dataset, name))
 
     def _build_run_controls(self) -> None:
         """Start / Pause / Cancel / Resume, the multi-GPU switch, progress, status and "Use this model"."""
