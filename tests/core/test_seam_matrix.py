@@ -4,10 +4,11 @@ preprocessed tensor — or refuses with ONE line (exit 2, no traceback). Rows: t
 folder saved at a non-default image size per timm family, transformers folders, seed checkpoints ± pre_logits,
 `custom:`, and the run folder fine- tuning each of them produces). Columns: load, card, predict, every registered
 analysis, embed, CKA of every block against itself (compare-layers, base rows), fine-tune (one step, reloaded from
-the run folder), ONNX export, seed export (loaded by upstream's constructor) and its reload in ViT Studio. The
+the run folder), LoRA (the lora preset's memory plan through the CLI, and its adapters merged exactly, or the one-line
+reason the family cannot take them; base rows), ONNX export, seed export (loaded by upstream's constructor) and its reload in ViT Studio. The
 analyses are two operation groups, one CLI call each: `explain-each` (every analysis that applies at its own
 defaults; each one that does not, alone, refused with the registry's reason) and `explain-all` (every one at the
-first layer). 25 base rows × 11 + 25 run rows × 8 = 475 cells.
+first layer). 25 base rows × 12 + 25 run rows × 8 = 500 cells.
 
 The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++
 code writes) rather than through capsys, because a row's run folder is made once per module and shared by the
@@ -42,8 +43,8 @@ from vitstudio.core.models import zeroshot
 from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
-OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "export-onnx",
-       "export-seed", "seed-reload")
+OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
+       "export-onnx", "export-seed", "seed-reload")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 
 # Cells known to fail (issue 18: what the matrix found and nobody has fixed yet); strict, so each flips to a failure
@@ -110,7 +111,7 @@ def sources(tmp_path_factory):
 def _cells():
     for row in (*BASE_ROWS, *RUN_ROWS):
         for op in OPS:
-            if row.startswith("run:") and op in ("finetune", "compare-layers"):
+            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
             if row.startswith("run:") and op == "explain-each":
                 continue  # a run's analyses: its explain-all cell runs every one that applies (each equal to
@@ -289,6 +290,42 @@ def _finetune(source, op, photo, tmp_path, sources):
     # and the run folder's own forward (plain timm, or upstream's port for a representation layer) agrees
     run_ref = sources[f"run:{source.row}"].reference
     torch.testing.assert_close(forward_logits(reloaded, x), run_ref(x), atol=1e-5, rtol=0)
+
+
+def _lora(source, op, photo, tmp_path, sources):
+    """The lora preset as the user meets it (`finetune --preset lora --plan`: the adapters put on the model, its
+    memory planned on fake tensors), then the adapters themselves on the loaded model: moved off zero, merged into
+    the weights they give the same logits; a family that cannot take them is refused with one line, the core's."""
+    pytest.importorskip("peft")
+    from vitstudio.core.train.adapters import add_adapters, merged_copy
+    from vitstudio.core.train.recipes import make_config
+
+    from tests.core.synthetic_data import make_dataset
+
+    data = make_dataset(tmp_path / "data", per_class=2)
+    code, out, err = cli(["finetune", data, *source.model_args, "--preset", "lora", "--plan", "--memory-limit", "64GB",
+                          "--device", "cpu", "--precision", "fp32"])
+    works = assert_works_or_refuses(code, out, err)
+    loaded = _loaded(source)
+    model = copy.deepcopy(loaded.model)
+    new_head(model, ["a", "b", "c"], [], 0, reuse=False)
+    config = make_config(str(data), source.spec, str(tmp_path / "run"), preset="lora", lora_r=2)
+    if not works:
+        with pytest.raises(ValueError) as refused:
+            add_adapters(model, config, loaded.input_hw)
+        assert str(refused.value) in err
+        return
+    assert "total (peak)" in out and "fits" in out
+    wrapped = add_adapters(model, config, loaded.input_hw)
+    for name, p in wrapped.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.1)
+    x = _x(loaded, photo)
+    with torch.no_grad():
+        adapted = wrapped.eval()(x)
+        torch.testing.assert_close(merged_copy(wrapped)(x), adapted, atol=1e-5, rtol=0)
+        with wrapped.disable_adapter():  # the adapters are used: without them the logits are the base's
+            assert not torch.equal(wrapped(x), adapted)
 
 
 def _export_onnx(source, op, photo, tmp_path, sources):

@@ -91,9 +91,13 @@ def add_adapters(model: nn.Module, config: TrainConfig, input_hw: tuple[int, int
     wrapped.peft_config["default"].base_model_name_or_path = config.model  # peft reads a transformers name only
     unused = _unused_adapters(wrapped, input_hw)
     if unused:
+        named = {n.rsplit(".", 1)[-1] for n in unused}
+        others = sorted({n.rsplit(".", 1)[-1] for n, m in unwrap(wrapped).named_modules()
+                         if isinstance(m, nn.Linear) and any(n.startswith(t.name + ".") for t in trunk_blocks(
+                             unwrap(wrapped)))} - named - {"base_layer", "lora_A", "lora_B", "default"})
         raise ValueError(f"{type(model).__name__} uses the weight of {unused[0]} without calling the layer, so an "
-                         f"adapter there would never be used ({len(unused)} such layer(s)); pick other targets "
-                         f"(--lora-targets) or another preset.")
+                         f"adapter there would never be used ({len(unused)} such layer(s)); pick other targets, "
+                         f"e.g. --lora-targets {','.join(others) or 'NAME'}, or another preset.")
     return wrapped
 
 
