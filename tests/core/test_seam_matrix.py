@@ -297,10 +297,9 @@ def _lora(source, op, photo, tmp_path, sources):
     memory planned on fake tensors), then the adapters themselves on the loaded model: moved off zero, merged into
     the weights they give the same logits; a family that cannot take them is refused with one line, the core's."""
     pytest.importorskip("peft")
+    from tests.core.synthetic_data import make_dataset
     from vitstudio.core.train.adapters import add_adapters, merged_copy
     from vitstudio.core.train.recipes import make_config
-
-    from tests.core.synthetic_data import make_dataset
 
     data = make_dataset(tmp_path / "data", per_class=2)
     code, out, err = cli(["finetune", data, *source.model_args, "--preset", "lora", "--plan", "--memory-limit", "64GB",
