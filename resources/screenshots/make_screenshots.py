@@ -75,7 +75,7 @@ def main(out: Path) -> None:
     idle(3)
     panel = window.training
     panel.set_dataset(str(make_dataset(tmp / "colours", per_class=16)))
-    idle(1, until=lambda: panel.scan is not None)
+    idle(1, until=lambda: panel.dataset_actions.scan is not None)
     panel.base_model.setEditText("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
     panel.form.preset.setCurrentText("scratch")
     panel.form.inputs["epochs"].setValue(8)
@@ -99,6 +99,7 @@ def main(out: Path) -> None:
             idle(0.5)
             save(f"{i + 1}{chr(97 + j)}-training-{panel.right.tabText(j).lower()}")
     _layer_views(window, idle, save)
+    _lora_plan(window, idle, save, tmp / "digits")
     print(f"window minimum {window.minimumSizeHint().width()}×{window.minimumSizeHint().height()}; saved in {out}")
     window.close()
     workers.shutdown(5000)
@@ -127,6 +128,24 @@ def _layer_views(window, idle, save) -> None:
     compare.layers.select_cell(3, 3)
     idle(1)
     save("9c-compare-layers")
+
+
+def _lora_plan(window, idle, save, digits: Path) -> None:
+    """The Training form set for a LoRA run of the demo model on the digits, with its memory plan."""
+    from vitstudio.core.models.demo import bundled_demo
+
+    panel = window.training
+    window.tabs.setCurrentWidget(panel)
+    panel.set_dataset(str(digits))
+    idle(1, until=lambda: panel.dataset_actions.scan is not None)
+    panel.base_model.setEditText(str(bundled_demo()))
+    panel.form.preset.setCurrentText("lora")
+    panel.form.advanced.setChecked(True)
+    panel.form.inputs["batch_size"].setValue(64)
+    idle(2, until=lambda: getattr(panel.memory_plan, "planned", None) is not None
+         and panel.memory_plan.planned.plan.batch_size == 64)
+    idle(0.5)
+    save("7f-training-lora-plan")
 
 
 if __name__ == "__main__":

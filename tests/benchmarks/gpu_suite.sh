@@ -14,6 +14,8 @@
 #             peak extra host memory of the analyses on ViT-L/14 @ 518 (goal ≤ 1.5 GB)
 #   finetune  ViT-B/16 shape, 2,000 generated 500×375 JPEGs, bf16: ceiling / timm-style DataLoader / engine epoch 1 /
 #             epochs ≥ 2 (goals: ≥ 0.9× ceiling, ≥ 1.7× the DataLoader)
+#   memory    the memory plan before Start vs torch.cuda.max_memory_allocated of two real steps (bf16 autocast):
+#             ViT-L/16 full + checkpointing and LoRA, ViT-H/14 LoRA and full + checkpointing (goal: within 15 %)
 #   switches  channels_last, fused AdamW and torch.compile each on the ViT-B training step vs the plain step (which
 #             to make defaults: kept only where they win)
 #   folder    folder classification: GPU JPEG decode vs PIL threads vs the bare model on pre-decoded tensors, and the
@@ -110,11 +112,11 @@ stage() {  # stage NAME SECONDS ARGS...: run "$PY ARGS..." under a time limit (c
 DEVICE=${DEVICE:-cuda}
 if [ "${SMOKE:-0}" = 1 ]; then  # a few seconds per stage on any machine: checks the suite itself, not speed
   B=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=10; L=$B; L518=custom:img=56,patch=14,width=64,depth=2,heads=2
-  B4=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=4; N=64; BATCH=16; PREC=fp32; S=$B
+  B4=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=4; N=64; BATCH=16; PREC=fp32; S=$B; H=$B
 else
   B=vit_base_patch16_224; L=vit_large_patch16_224; L518=vit_large_patch14_dinov2
   B4=custom:img=224,patch=16,width=768,depth=12,heads=12,classes=4; N=2000; BATCH=256; PREC=bf16
-  S=vit_small_patch16_224
+  S=vit_small_patch16_224; H=vit_huge_patch14_224
 fi
 
 # most telling first: under a short budget the last stages are the ones skipped
@@ -128,6 +130,8 @@ stage explain 150 tests/benchmarks/explain.py --device "$DEVICE" --model "$B" "$
 stage play 60 tests/benchmarks/play.py --device "$DEVICE" --models "$S" "$B" --frames 40
 stage tests 60 -m pytest -q -p no:cacheprovider -p no:pytest-qt tests/core/test_tensor_decode.py tests/core/test_cuda_graphs.py \
   tests/core/test_gpu_defaults.py tests/core/test_fast_data.py -k "gpu or pin" -s
+stage memory 120 tests/benchmarks/memory_plan.py --device "$DEVICE" --no-counts --cases "$L:full:32:ckpt" \
+  "$L:lora:32" "$H:lora:16" "$H:full:8:ckpt"
 stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16 --no-pil
 stage predict-vitl-fp32 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision fp32 --no-pil
 stage switches 120 tests/benchmarks/finetune.py --model "$B4" --batch $(( BATCH / 2 )) --precision "$PREC" \

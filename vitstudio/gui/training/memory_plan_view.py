@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
@@ -21,6 +20,7 @@ from ..viewstate import Field, ViewState
 PLANNED = ("data_dir", "model", "weights", "scope", "last_blocks", "batch_size", "img_size", "precision", "device",
            "grad_checkpointing", "lora_r", "lora_targets", "opt", "data_path", "cache_memory_gb", "exclude",
            "val_ratio")
+SHORT = {"gradients": "grads", "optimizer state": "optimizer", "working memory": "working", "decoded images": "images"}
 WAIT_MS = 700  # after the last change: typing a batch size plans once
 
 
@@ -37,8 +37,11 @@ class MemoryPlanView(QWidget):
         self.jobs = workers.ViewJobs(self.view_state, {"plan": ("settings",)}, without_context=("plan",))
         self.summary = QLabel("Memory plan: choose a dataset and a base model.")
         self.summary.setWordWrap(True)
-        self.table = QLabel()
-        self.table.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.table = QLabel()  # the parts of the peak on one wrapped line: the column is pinned on a 720 px screen
+        self.table.setWordWrap(True)
+        small = self.table.font()
+        small.setPointSizeF(small.pointSizeF() * 0.9)
+        self.table.setFont(small)
         self.table.setTextInteractionFlags(Qt.TextSelectableByMouse)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -71,18 +74,18 @@ class MemoryPlanView(QWidget):
     def _show(self, plan: RunPlan) -> None:
         if not isValid(self.summary):  # the window closed while it planned
             return
+        total = size_text(plan.plan.total)
         if plan.limit is None:
-            verdict = f"about {size_text(plan.plan.total)} at its peak ({plan.plan.device}'s free memory is not known)"
+            verdict = f"{total} at its peak ({plan.plan.device}'s free memory is not known)"
         elif plan.fits:
-            verdict = (f"about {size_text(plan.plan.total)} at its peak, of {size_text(plan.limit)} "
-                       f"{plan.limit_source}: fits")
+            verdict = f"{total} at its peak, {size_text(plan.limit)} {plan.limit_source}: fits"
         else:
-            verdict = (f"<b>will not fit</b>: about {size_text(plan.plan.total)}, {plan.limit_source} is "
-                       f"{size_text(plan.limit)}. Would fit: "
+            verdict = (f"<b>will not fit</b>: {total}, {plan.limit_source} {size_text(plan.limit)}. Would fit: "
                        + ("; ".join(what for what, _ in plan.suggestions) or "a smaller model or a larger device"))
         self.summary.setText(f"Memory plan: {verdict}.")
-        rows = [*plan.plan.rows(), ("total (peak)", plan.plan.total, "")]
-        self.table.setText("\n".join(f"{name:<16}{size_text(value):>11}" for name, value, _ in rows))
+        self.table.setText(" · ".join(f"{SHORT.get(name, name)} {size_text(value)}"
+                                      for name, value, _ in plan.plan.rows()))
+        self.table.setToolTip("\n".join(line.strip() for line in plan.lines()))
         self.planned = plan
 
     def _failed(self, exc: BaseException) -> None:

@@ -123,8 +123,8 @@ class TrainingPanel(QWidget):
 
     # -- construction --------------------------------------------------------------------------------
     def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
-        """Dataset, base model and recipe in a scrolling column; the run controls (Start, Pause, progress, status)
-        pinned under it, so they stay on screen however far the form is scrolled (a 720 px screen)."""
+        """Dataset, base model and recipe in a scrolling column; the memory plan and the run controls pinned under
+        it, on screen however far the form is scrolled (a 720 px screen)."""
         self.dataset = TrainingDatasetWidget(catalog_names)  # folder, summary, balance, base model, run name, probe
         for name in DATASET_WIDGETS:  # the panel's, for callers and tests
             setattr(self, name, getattr(self.dataset, name))
@@ -133,8 +133,8 @@ class TrainingPanel(QWidget):
         self._build_run_controls()
         form_inner = QWidget()
         side = QVBoxLayout(form_inner)
-        for part in (self.dataset, self.form, self.memory_plan):
-            side.addWidget(part)
+        side.addWidget(self.dataset)
+        side.addWidget(self.form)
         side.addStretch(1)
         form_area = QScrollArea()  # the advanced settings are long; the column scrolls instead of squeezing
         form_area.setWidget(form_inner)
@@ -145,6 +145,7 @@ class TrainingPanel(QWidget):
         column = QVBoxLayout(left)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(form_area, 1)
+        column.addWidget(self.memory_plan)
         column.addWidget(self.controls)
         left.setMinimumWidth(360)  # with the run views' ~440: the tab fits beside the strip and card at 1280 px
         left.setMaximumWidth(460)
@@ -154,9 +155,8 @@ class TrainingPanel(QWidget):
         """Start / Pause / Cancel / Resume, the multi-GPU switch, progress, status and "Use this model"."""
         import torch
 
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        self.controls = RunControlsWidget(gpus)
-        self.gpus = gpus
+        self.gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        self.controls = RunControlsWidget(self.gpus)
         for name in CONTROL_WIDGETS:  # the panel's, for callers and tests
             setattr(self, name, getattr(self.controls, name))
         self.resume_button.clicked.connect(self.resume_run)
