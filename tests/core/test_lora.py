@@ -116,3 +116,18 @@ def test_dora_merges_exactly_and_blocks_that_bypass_a_layer_are_refused(tmp_path
         add_adapters(beit, make_config("d", "x", "o", preset="lora"), (32, 32))
     with pytest.raises(ValueError, match=r"no linear layer named wq; their linears are fc1, fc2, proj, qkv"):
         add_adapters(make_tiny_vit(), make_config("d", "x", "o", preset="lora", lora_targets=("wq",)), (32, 32))
+
+
+def test_an_adapter_swap_cut_short_puts_the_old_adapter_back(lora_run, tmp_path):
+    """Killed between moving the old adapter folder aside and moving the new one in, the run folder has none: the
+    next start or resume (its stale-file sweep) puts the old one back and removes the staging folder."""
+    from vitstudio.core.train.runlock import remove_stale_files
+
+    run = shutil.copytree(lora_run[1], tmp_path / "run")
+    aside = run / ".old-adapter-x1"
+    aside.mkdir()
+    (run / "adapter").rename(aside / "adapter")
+    (run / ".staging-adapter-y2").mkdir()  # the new one, never swapped in
+    remove_stale_files(run)
+    assert (run / "adapter" / "adapter_model.safetensors").is_file()
+    assert not aside.exists() and not (run / ".staging-adapter-y2").exists()
