@@ -80,12 +80,13 @@ def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys):
 
 
 def test_a_run_that_cannot_fit_its_limit_is_refused_with_what_would(data, tmp_path, capsys):
-    args = ["finetune", str(data), "--model", "vit_base_patch16_224", "--preset", "full", "--batch-size", "64",
-            "--memory-limit", "2.5GB"]
+    args = ["finetune", str(data), "--model", "vit_small_patch16_224", "--preset", "full", "--batch-size", "64",
+            "--memory-limit", "1GB"]
     assert main([*args, "--plan"]) == 2
     captured = capsys.readouterr()
     assert "WILL NOT FIT" in captured.out and "Would fit instead:" in captured.out
-    assert "gradient checkpointing on" in captured.out and "--batch-size" in captured.out
+    assert "gradient checkpointing on" in captured.out
+    assert "--batch-size 8 --grad-accum 8: 64 images per update" in captured.out  # the same images per update
     assert main([*args, "--out", str(tmp_path / "run")]) == 2  # a run, not only a plan, is refused before it starts
     assert "it would run out of memory. Would fit: gradient checkpointing on" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()

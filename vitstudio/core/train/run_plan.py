@@ -112,8 +112,9 @@ def _suggestions(config: TrainConfig, current: MemoryPlan, plan, limit: int, dev
     batch = _largest_batch(current, limit)
     if batch:
         per_update = config.batch_size * config.grad_accum
+        exact = next(d for d in range(batch, 0, -1) if per_update % d == 0)  # the same images per update
+        batch = exact if exact * 2 >= batch else math.ceil(per_update / math.ceil(per_update / batch))
         accum = math.ceil(per_update / batch)
-        batch = math.ceil(per_update / accum)  # the same images per update, as evenly as it goes
         fixed = current.activations - current.per_image * current.batch_size
         out.append((f"batch size {batch} with gradient accumulation {accum} (--batch-size {batch} --grad-accum "
                     f"{accum}: {batch * accum} images per update, as {per_update} now)",
