@@ -5,10 +5,10 @@ folder saved at a non-default image size per timm family, transformers folders, 
 `custom:`, and the run folder fine- tuning each of them produces). Columns: load, card, predict, every registered
 analysis, embed, CKA of every block against itself (compare-layers, base rows), fine-tune (one step, reloaded from
 the run folder), LoRA (the lora preset's memory plan through the CLI, and its adapters merged exactly, or the one-line
-reason the family cannot take them; base rows), ONNX export, seed export (loaded by upstream's constructor) and its reload in ViT Studio. The
-analyses are two operation groups, one CLI call each: `explain-each` (every analysis that applies at its own
-defaults; each one that does not, alone, refused with the registry's reason) and `explain-all` (every one at the
-first layer). 25 base rows × 12 + 25 run rows × 8 = 500 cells.
+reason the family cannot take them; base rows), ONNX export, seed export (loaded by upstream's constructor) and its
+reload in ViT Studio. The analyses are two operation groups, one CLI call each: `explain-each` (every analysis that
+applies at its own defaults; each one that does not, alone, refused with the registry's reason) and `explain-all`
+(every one at the first layer). 25 base rows × 12 + 25 run rows × 8 = 500 cells.
 
 The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++
 code writes) rather than through capsys, because a row's run folder is made once per module and shared by the
