@@ -144,6 +144,10 @@ def _lora_plan(window, idle, save, digits: Path) -> None:
     panel.form.inputs["batch_size"].setValue(64)
     idle(2, until=lambda: getattr(panel.memory_plan, "planned", None) is not None
          and panel.memory_plan.planned.plan.batch_size == 64)
+    area = panel.form.parentWidget()
+    while not hasattr(area, "ensureWidgetVisible"):  # the form's scroll area: show the adapter settings
+        area = area.parentWidget()
+    area.ensureWidgetVisible(panel.form.controls["lora_targets"].widget, 0, 10)
     idle(0.5)
     save("7f-training-lora-plan")
 

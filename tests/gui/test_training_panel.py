@@ -323,6 +323,8 @@ def test_the_form_has_a_control_for_every_setting(qtbot, tmp_path):
     assert set(values) == set(form.controls) - {"preset"}
     form.preset.setCurrentText("full")
     form.advanced.setChecked(True)
+    # open, it fits the setup column (at most 460 px, its scroll bar and margins): 497 px cut its right edge off
+    assert form.minimumSizeHint().width() <= 400
     for name, value in values.items():
         form.controls[name].set_value(value)
     config = form.config(str(tmp_path / "d"), "m", str(tmp_path / "o"))

@@ -216,6 +216,8 @@ class TrainingFormWidget(QWidget):
         by section."""
         grid = QFormLayout(self.advanced_body)  # one grid for every section: the columns line up
         grid.setContentsMargins(0, 0, 0, 0)
+        # a long label beside a wide field (three spin boxes) goes above it: the column is at most 460 px wide
+        grid.setRowWrapPolicy(QFormLayout.WrapLongRows)
         layout = QFormLayout(self)
         for section in [*SECTIONS, *sorted({s.section for s in self.schema} - set(SECTIONS))]:
             rows = [c for c in self.controls.values() if c.setting.section == section]
