@@ -37,12 +37,6 @@ def _peft():
     return peft
 
 
-def peft_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("peft") is not None
-
-
 def target_names(config: TrainConfig) -> list[str]:
     """The adapter targets as given: `--lora-targets qkv proj` or `--lora-targets qkv,proj`."""
     return [t.strip() for item in config.lora_targets for t in item.split(",") if t.strip()]
@@ -92,9 +86,10 @@ def add_adapters(model: nn.Module, config: TrainConfig, input_hw: tuple[int, int
     unused = _unused_adapters(wrapped, input_hw)
     if unused:
         named = {n.rsplit(".", 1)[-1] for n in unused}
+        blocks = tuple(t.name + "." for t in trunk_blocks(unwrap(wrapped)))
         others = sorted({n.rsplit(".", 1)[-1] for n, m in unwrap(wrapped).named_modules()
-                         if isinstance(m, nn.Linear) and any(n.startswith(t.name + ".") for t in trunk_blocks(
-                             unwrap(wrapped)))} - named - {"base_layer", "lora_A", "lora_B", "default"})
+                         if isinstance(m, nn.Linear) and n.startswith(blocks)}
+                        - named - {"base_layer", "lora_A", "lora_B", "default"})
         raise ValueError(f"{type(model).__name__} uses the weight of {unused[0]} without calling the layer, so an "
                          f"adapter there would never be used ({len(unused)} such layer(s)); pick other targets, "
                          f"e.g. --lora-targets {','.join(others) or 'NAME'}, or another preset.")

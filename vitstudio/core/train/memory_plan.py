@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from vitstudio.core.models.structure import replace_classifier, trunk_blocks
+from vitstudio.core.train.adapters import unwrap
 from vitstudio.core.train.recipes import TrainConfig
 
 GiB = 1 << 30
@@ -123,7 +124,7 @@ def plan_memory(skeleton: nn.Module, input_hw: tuple[int, int], config: TrainCon
         trainable = [p for p in params if p.requires_grad]
         measured = _measure(model, input_hw, precision, checkpointing=False)
         if config.grad_checkpointing:
-            set_grad_checkpointing(model.get_base_model() if hasattr(model, "get_base_model") else model)
+            set_grad_checkpointing(unwrap(model))
             ckpt = _measure(model, input_hw, precision, checkpointing=True)
             measured = replace(ckpt, working_per_image=measured.working_per_image)
         optimizer_bytes = _optimizer_bytes(model, config, input_hw)
@@ -161,7 +162,7 @@ def _saved_bytes(model: nn.Module, input_hw, batch: int, precision: str) -> tupl
     params = {p.untyped_storage()._cdata for p in model.parameters()}
     kept: dict[int, int] = {}
     per_block: list[int] = []
-    blocks = [t.block for t in trunk_blocks(model.get_base_model() if hasattr(model, "get_base_model") else model)]
+    blocks = [t.block for t in trunk_blocks(unwrap(model))]
 
     def pack(t):
         storage = t.untyped_storage()
