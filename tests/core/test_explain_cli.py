@@ -61,7 +61,12 @@ def test_json_records_every_parameter(model_args, photos, tmp_path):
 def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
     out = tmp_path / f"{method}.png"
     image = [] if method in ("pos-embed", "filters") else [str(photos["coffee"])]
-    assert main(["explain", *image, *model_args, "--method", method, "--patch", "2,3", "--out", str(out)]) == 0
+    extra = []
+    if method == "concept":  # a concept map reads concepts learned on this model first
+        assert main(["concepts", str(photos["coffee"].parent), *model_args, "--size", "8", "--k", "2", "--epochs", "1",
+                     "--out", str(tmp_path / "c"), "--quiet"]) == 0
+        extra = ["--concepts", str(tmp_path / "c")]
+    assert main(["explain", *image, *model_args, "--method", method, "--patch", "2,3", *extra, "--out", str(out)]) == 0
     picture = Image.open(out)
     assert picture.mode == "RGB" and min(picture.size) >= 32
 

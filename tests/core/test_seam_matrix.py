@@ -44,7 +44,7 @@ from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
-       "export-onnx", "export-seed", "seed-reload")
+       "concepts", "export-onnx", "export-seed", "seed-reload")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 
 # Cells known to fail (issue 18: what the matrix found and nobody has fixed yet); strict, so each flips to a failure
@@ -111,7 +111,7 @@ def sources(tmp_path_factory):
 def _cells():
     for row in (*BASE_ROWS, *RUN_ROWS):
         for op in OPS:
-            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora"):
+            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
             if row.startswith("run:") and op == "explain-each":
                 continue  # a run's analyses: its explain-all cell runs every one that applies (each equal to
@@ -187,7 +187,7 @@ def _explain_each(source, op, photo, tmp_path, sources):
 
     loaded = _loaded(source)
     reasons = {m: why_not(loaded.model, m) for m in registry.REGISTRY}
-    methods = [m for m, reason in reasons.items() if reason is None]
+    methods = [m for m, reason in reasons.items() if reason is None and not _needs_file(m)]
     folder = tmp_path / "each"
     code, out, err = cli(["explain", photo, *source.model_args, "--method", ",".join(methods), "--patch", "0,0",
                           "--out", folder, "--format", "npy", "--device", "cpu", "--precision", "fp32"])
@@ -216,6 +216,41 @@ def _explain_each(source, op, photo, tmp_path, sources):
         assert reason.split(":")[0][:40] in err, (method, reason, err)
 
 
+def _needs_file(method: str) -> bool:
+    """An analysis of a file the user made (the concept map's concepts file): the `concepts` column makes one."""
+    return any(p.kind == registry.FILE_KIND and p.required for p in registry.get(method).params)
+
+
+def _concepts(source, op, photo, tmp_path, sources):
+    """Concepts learned on four photos through the CLI, then the concept map (equal to explain()) and predict
+    through the SAE with nothing switched off (equal to the source's own forward); one line where the family's
+    blocks cannot carry concepts."""
+    from vitstudio.core.analysis.explain import explain
+
+    loaded = _loaded(source)
+    photos = sorted(photo.parent.glob("*.*"))[:4]
+    code, out, err = cli(["concepts", *photos, *source.model_args, "--size", 16, "--k", 2, "--epochs", 1, "--out",
+                          tmp_path / "c", "--json", "--quiet", "--device", "cpu", "--precision", "fp32"])
+    if not assert_works_or_refuses(code, out, err, may_refuse=why_not(loaded.model, "concept") is not None):
+        assert why_not(loaded.model, "concept")[:40] in err
+        return
+    listed = json.loads(out)["concepts"]
+    concept = max(listed, key=lambda c: c["images"])["index"]
+    code, out, err = cli(["explain", photo, *source.model_args, "--method", "concept", "--concepts", tmp_path / "c",
+                          "--concept", concept, "--out", tmp_path / "m.npy", "--device", "cpu", "--precision", "fp32"])
+    assert assert_works_or_refuses(code, out, err, may_refuse=False)
+    expected = explain(loaded, "concept", read_image(photo), concepts=str(tmp_path / "c"), concept=concept).array
+    np.testing.assert_allclose(np.load(tmp_path / "m.npy"), expected, atol=1e-6)
+    if source.reference is None:
+        return
+    code, out, err = cli(["predict", photo, *source.model_args, "--concepts", tmp_path / "c.safetensors", "--json",
+                          "--quiet", "--topk", 3, "--device", "cpu", "--precision", "fp32"])
+    assert assert_works_or_refuses(code, out, err, may_refuse=False)
+    expected = source.reference(_x(loaded, photo))[0].softmax(-1)
+    top = json.loads(out.strip().splitlines()[-1])["top"]
+    np.testing.assert_allclose([t["prob"] for t in top], expected.topk(3).values.numpy(), atol=1e-5)
+
+
 def _saved(folder, method):
     (path,) = [p for p in folder.iterdir() if p.name == f"{method}.npy" or p.name.endswith(f".{method}.npy")]
     return path
@@ -227,7 +262,7 @@ def _explain_all(source, op, photo, tmp_path, sources):
     from vitstudio.core.analysis.explain import explain
 
     loaded = _loaded(source)
-    methods = [m for m in registry.REGISTRY if why_not(loaded.model, m) is None]
+    methods = [m for m in registry.REGISTRY if why_not(loaded.model, m) is None and not _needs_file(m)]
     folder = tmp_path / "all"
     code, out, err = cli(["explain", photo, *source.model_args, "--method", ",".join(methods), "--layer", 0,
                           "--patch", "0,0", "--out", folder, "--format", "npy", "--device", "cpu", "--precision",

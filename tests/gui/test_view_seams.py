@@ -70,6 +70,17 @@ def _methods(panel) -> list[tuple[int, str]]:
     return [(i, panel.method.itemData(i)) for i in range(panel.method.count())]
 
 
+def _learned_concepts(loaded, out) -> str:
+    from tests.core.generators import drain
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.concepts.learn import learn_concepts
+    from vitstudio.core.concepts.settings import ConceptSettings
+
+    data = make_dataset(out.parent / "concept-images", per_class=2) if not (out.parent / "concept-images").exists() \
+        else out.parent / "concept-images"
+    return str(drain(learn_concepts(loaded, [str(data)], ConceptSettings(size=8, k=2, epochs=1), out)).path)
+
+
 def _check_attention_cell(window, qtbot, tmp_path, kind: str, index: int, method: str) -> str:
     """One cell of the Attention tab; returns what it came to ("works", or the reason it is greyed out)."""
     panel, model = window.attention, window.state.model
@@ -82,6 +93,8 @@ def _check_attention_cell(window, qtbot, tmp_path, kind: str, index: int, method
     analysis = registry.get(method)
     if "text" in analysis.param_names:  # the text map explains a text the user types
         panel.view_state.update(text="a photo of a cat")
+    if "concepts" in analysis.param_names:  # the concept map reads concepts learned on this model
+        panel.view_state.update(concepts=_learned_concepts(model, tmp_path / f"{kind}-concepts".replace(" ", "_")))
     panel.method.setCurrentIndex(index)
     if "patch" in analysis.param_names:  # the token map: a click picks its patch
         panel.select_patch(1, 1)

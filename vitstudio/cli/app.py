@@ -12,11 +12,27 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import card, demo, evaluate, explain, export, faithfulness, folder, layers, models, play, predict, suggest, train
+from . import (
+    card,
+    concepts,
+    demo,
+    evaluate,
+    explain,
+    export,
+    faithfulness,
+    folder,
+    layers,
+    models,
+    play,
+    predict,
+    suggest,
+    train,
+)
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, layers, suggest, card)
+COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, layers, concepts,
+            suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

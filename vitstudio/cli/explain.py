@@ -71,7 +71,8 @@ def _typed(param) -> dict:
     """argparse's type or choices for a registry parameter of this kind."""
     if param.kind == "choice":
         return dict(choices=param.choices)
-    return dict(type={"patch": _patch, "float": float, registry.TEXT_KIND: str}.get(param.kind, int))
+    kinds = {"patch": _patch, "float": float, registry.TEXT_KIND: str, registry.FILE_KIND: str}
+    return dict(type=kinds.get(param.kind, int))
 
 
 def _param_help(param, used: dict[str, str]) -> str:

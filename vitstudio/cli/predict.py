@@ -28,6 +28,12 @@ def register(subparsers) -> None:
                      "unlike the model's training data, and \"ood_score\": higher = less like it)")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    c = p.add_argument_group("concepts (a file from `vitstudio concepts`)")
+    c.add_argument("--concepts", metavar="FILE", help="predict through the file's sparse autoencoder at its block "
+                   "(alone: equal to plain predict, the SAE's error term is kept)")
+    c.add_argument("--ablate", metavar="N[,N…]", help="switch these concepts off (with --concepts)")
+    c.add_argument("--scale", metavar="N=F", action="append", help="scale concept N by F (repeatable; with "
+                   "--concepts)")
     p.set_defaults(handler=predict_cmd)
 
 
@@ -35,12 +41,12 @@ def predict_cmd(args) -> int:
     from tqdm import tqdm
 
     from ..core.data.images import expand_paths
-    from ..core.inference import classify_files, require_classifier
+    from ..core.inference import require_classifier
 
     if args.topk < 1 or args.batch_size < 1:
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
         return EXIT_USAGE
-    from ..core.distributed import device_for, finish, init_distributed
+    from ..core.distributed import device_for, init_distributed
 
     info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
     args.device = device_for(info, args.device)
@@ -48,6 +54,11 @@ def predict_cmd(args) -> int:
     if loaded is None:
         return EXIT_USAGE
     require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
+    try:
+        through = _through_concepts(args, loaded)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     from ..core.models.zeroshot import is_sigmoid
 
     if is_sigmoid(loaded) and not args.quiet:
@@ -61,6 +72,40 @@ def predict_cmd(args) -> int:
         return EXIT_SOME_FAILED
     bar = tqdm(total=len(files), unit="img", file=sys.stderr,
                disable=args.quiet or len(files) <= args.batch_size or not info.main)
+    with through:
+        results = _classify(args, loaded, files, info, bar)
+    if results is None:
+        return EXIT_OK
+    if args.csv:
+        _write_csv(results, args.csv, args.topk)
+    failed = sum(not r.ok for r in results)
+    if failed:
+        print(f"{failed} of {len(results)} inputs failed", file=sys.stderr)
+    return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _through_concepts(args, loaded):
+    """--concepts [--ablate/--scale]: every forward goes through the SAE's rewrite (or nothing changes)."""
+    import contextlib
+
+    if not args.concepts:
+        if args.ablate or args.scale:
+            raise ValueError("--ablate and --scale go with --concepts FILE")
+        return contextlib.nullcontext()
+    from ..core.concepts.intervene import intervening, parse_scales
+    from ..core.concepts.maps import concepts_for
+
+    concepts, scales = concepts_for(loaded, args.concepts), parse_scales(args.ablate, args.scale)
+    for index in scales:
+        concepts.check_index(index)
+    return intervening(loaded, concepts, scales)
+
+
+def _classify(args, loaded, files, info, bar) -> list | None:
+    """Every prediction (printed as it comes), or None on the ranks that do not write."""
+    from ..core.distributed import finish
+    from ..core.inference import classify_files
+
     if info.enabled:
         from ..core.folder.sharded import classify_sharded
 
@@ -68,7 +113,7 @@ def predict_cmd(args) -> int:
                                    on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
         finish(info)
         if not info.main:
-            return EXIT_OK
+            return None
         batches = [results]
     else:
         results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
@@ -84,12 +129,7 @@ def predict_cmd(args) -> int:
             for pred in batch:
                 print(_human(pred))
     bar.close()
-    if args.csv:
-        _write_csv(results, args.csv, args.topk)
-    failed = sum(not r.ok for r in results)
-    if failed:
-        print(f"{failed} of {len(results)} inputs failed", file=sys.stderr)
-    return EXIT_SOME_FAILED if failed else EXIT_OK
+    return results
 
 
 def _human(pred) -> str:

@@ -62,6 +62,8 @@ def validate(loaded: LoadedModel, method: str, **given) -> dict:
     _check_patch(loaded, params.get("patch"))
     if params.get("target") is not None and not 0 <= params["target"] < loaded.num_classes:
         raise ValueError(f"Class {params['target']} is out of range: the model has {loaded.num_classes} classes.")
+    if registry.get(method).check is not None:
+        registry.load(registry.get(method).check)(loaded, params)
     return params
 
 

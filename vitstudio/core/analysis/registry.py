@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from vitstudio.core.fields import DIRECTIONS, DISCARD, FUSIONS, FieldSpec, Range
 
 TEXT_KIND = "text"  # a Param typed as words (the text map's text) rather than picked or clicked
-_SPEC_KINDS = {"layer": int, "head": int, "class": int, "patch": tuple, "choice": str, "float": float, "text": str}
+FILE_KIND = "file"  # a Param naming a file (the concept map's concepts file)
+_SPEC_KINDS = {"layer": int, "head": int, "class": int, "patch": tuple, "choice": str, "float": float, "text": str,
+               "file": str, "index": int}
 
 
 Ref = str | Callable | None  # "package.module:function", or the function itself
@@ -32,7 +34,7 @@ ONE_MAP = "(gh, gw)"  # an entry's `output` when its result is one value per pat
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: str  # 'layer' | 'head' | 'patch' | 'class' | 'choice' | 'float' | 'text'
+    kind: str  # 'layer' | 'head' | 'patch' | 'class' | 'choice' | 'float' | 'text' | 'file' | 'index'
     default: object
     help: str
     choices: tuple = ()
@@ -78,6 +80,7 @@ class Analysis:
     view_keys: tuple[str, ...] = ()  # the view-state fields the view job depends on (besides model and image)
     caption: str = ""  # what a model-intrinsic picture shows, in a sentence
     options: tuple[str, ...] = ()  # GUI-only options the view offers (e.g. 'fixed-basis')
+    check: Ref = None  # fn(loaded, params) raising ValueError: parameters only the model can check (a file's model)
 
     def run(self, loaded, x, params: dict):
         """(array, extra): the analysis of the preprocessed batch `x` (None for model-only analyses)."""
@@ -285,6 +288,18 @@ register(Analysis(
     (_LAYER, _TARGET), compare=True, compute=_LENS + "explain_logit_lens", applies=(_CHECK + "has_classifier", _LENS +
                                                                         "lens_readable"),
     view=_LENS + "view_logit_lens", view_job=_LENS + "lens_job", view_keys=("target",)))
+# concepts (core/concepts): one concept of a sparse autoencoder learned on a folder's tokens
+_CONCEPT = "vitstudio.core.concepts.maps:"
+register(Analysis(
+    "concept", "Concept map", "attention", "one concept of a sparse autoencoder learned on a folder's patch tokens "
+    "(vitstudio concepts): its activation on every patch", ONE_MAP, "overlay",
+    (Param("concepts", FILE_KIND, None, "a concepts file (FILE.safetensors, from `vitstudio concepts` or the Concepts "
+           "tab)", required=True, label="Concepts file"),
+     Param("concept", "index", 0, "the concept's number", label="Concept")),
+    compare=True, compute=_CONCEPT + "explain_concept", applies=(_CONCEPT + "has_concept_blocks",),
+    view=_CONCEPT + "view_concept", view_job=_CONCEPT + "concept_job", view_keys=("concepts", "concept"),
+    check=_CONCEPT + "check_concept"))
+
 
 def all_params() -> dict[str, Param]:
     """Every parameter name any entry takes, with the first entry's Param (for forms and options: one per name)."""

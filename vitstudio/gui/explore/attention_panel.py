@@ -354,9 +354,10 @@ class AttentionPanel(ExplorerPanel):
             return None, "Load a model and select an image."
         missing = self._missing(analysis)
         if missing is not None:
-            typed = analysis.param(missing).kind == registry.TEXT_KIND  # a text is typed, a patch is clicked
-            return None, "Type a text to look for (e.g. a bee) and press Enter." if typed else \
-                f"Click a {missing} on the image."
+            kind = analysis.param(missing).kind  # a text is typed, a file chosen, a patch clicked
+            return None, {registry.TEXT_KIND: "Type a text to look for (e.g. a bee) and press Enter.",
+                          registry.FILE_KIND: "Learn concepts or open a concepts file in the Concepts tab."}.get(
+                kind, f"Click a {missing} on the image.")
         value = self.jobs.current(self.slots[analysis.name])
         if value is None:
             return None, "Computing attention…" if self.slots[analysis.name] == OVERVIEW else \

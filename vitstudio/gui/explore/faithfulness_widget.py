@@ -152,8 +152,11 @@ def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> 
                 f"{analysis.output}). Pick Rollout or an attribution method (LRP, occlusion…) to measure it.")
     if not needed:
         return None
-    if needed != ["text"]:
+    if "patch" in needed:
         return f"The {title} explains the patch you picked: faithfulness measures maps of a class or a text."
+    if needed != ["text"]:
+        return (f"The {title} shows where it fires, not why the model predicts a class: faithfulness measures maps "
+                f"of a class or a text.")
     if sanity:
         return (f"The sanity check re-draws the classifier, so it measures maps of the predicted class; the {title} "
                 f"explains the text you typed.")

@@ -48,8 +48,8 @@ class ParamForm:
         if p.kind == "layer":
             slider, self.layer_label, row = layer_slider()
             return slider, row
-        if p.kind == "head":
-            box = QSpinBox()
+        if p.kind in ("head", "index"):
+            box = QSpinBox(maximum=(1 << 20) if p.kind == "index" else 99)
         elif p.kind == "class":  # filled per model: "top-1 prediction" (None), then the model's classes
             box = QComboBox()
             box.addItem("top-1 prediction", None)
@@ -66,6 +66,8 @@ class ParamForm:
                 box.setSingleStep(round((p.range.hi - p.range.lo) / 20, 2) or 0.01)
         elif p.kind == registry.TEXT_KIND:
             box = QLineEdit(placeholderText="e.g. a bee (Enter)")
+        elif p.kind == registry.FILE_KIND:  # the Concepts tab fills it; a path can be typed too
+            box = QLineEdit(placeholderText="learn or open one in the Concepts tab")
         else:
             raise ValueError(f"no control for a parameter of kind {p.kind!r} ({p.name})")
         box.setToolTip(p.help)

@@ -1,0 +1,64 @@
+"""A whole concepts run, as `vitstudio concepts` and the Concepts panel start it: the block's tokens (cached), the
+SAE trained (resumable), what each concept fires on, FILE.safetensors + FILE.json."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vitstudio.core.concepts.sae import Concepts, save_concepts, weights_path
+from vitstudio.core.concepts.settings import ConceptSettings
+from vitstudio.core.concepts.stats import concept_stats
+from vitstudio.core.concepts.tokens import FolderTokens, check_layer, collect_sharded, collect_tokens
+from vitstudio.core.concepts.training import SAEResult, checkpoint_path, train_sae
+from vitstudio.core.distributed import DistInfo
+from vitstudio.core.folder.embedcache import model_fingerprint
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
+
+
+@dataclass(frozen=True)
+class LearnResult:
+    path: Path | None  # the concepts file written (None when cancelled: the checkpoint is kept to resume)
+    concepts: Concepts | None
+    training: SAEResult
+    tokens: FolderTokens
+
+
+def folder_classes(paths: Sequence[str]) -> list[str] | None:
+    """Each image's class, its parent folder's name, when the images sit in two or more folders."""
+    parents = [Path(p).parent.name for p in paths]
+    return parents if len(set(parents)) >= 2 else None
+
+
+def learn_concepts(loaded: LoadedModel, paths: Sequence[str], settings: ConceptSettings, out: str | Path,
+                   cancel: CancelToken | None = None, info: DistInfo | None = None
+                   ) -> Generator[Progress, None, LearnResult | None]:
+    """Yields Progress (the SAE's steps as SAEProgress); returns the LearnResult (None on ranks other than 0)."""
+    settings.check()
+    out = weights_path(out)
+    layer = check_layer(loaded, settings.layer)
+    if info is not None and info.enabled:
+        tokens = yield from collect_sharded(loaded, paths, layer, info, settings.batch_size, cancel)
+        if tokens is None:
+            return None
+    else:
+        tokens = yield from collect_tokens(loaded, paths, layer, settings.batch_size, cancel)
+    if not tokens.paths:
+        raise ValueError("None of the images could be read: there are no tokens to learn concepts from.")
+    trained = yield from train_sae(tokens, settings, out, cancel)
+    if trained.cancelled:
+        return LearnResult(None, None, trained, tokens)
+    meta = dict(model=loaded.name, weights=loaded.weights_source, architecture=loaded.architecture,
+                fingerprint=model_fingerprint(loaded), layer=layer, grid=list(tokens.grid),
+                settings=settings.as_dict() | {"layer": layer},
+                data=dict(paths=[str(p) for p in paths], images=len(tokens.paths), unreadable=len(tokens.errors),
+                          tokens=len(tokens.paths) * tokens.patches),
+                training=dict(r2=round(trained.r2, 5), l0=round(trained.l0, 3), dead=trained.dead,
+                              steps=trained.steps, learning_rate=settings.learning_rate))
+    concepts = Concepts(trained.sae, trained.norm, meta)
+    concepts.stats = yield from concept_stats(concepts, tokens, folder_classes(tokens.paths), cancel)
+    path = save_concepts(concepts, out)
+    checkpoint_path(out).unlink(missing_ok=True)
+    return LearnResult(path, concepts, trained, tokens)
