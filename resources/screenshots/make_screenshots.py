@@ -100,6 +100,7 @@ def main(out: Path) -> None:
             save(f"{i + 1}{chr(97 + j)}-training-{panel.right.tabText(j).lower()}")
     _layer_views(window, idle, save)
     _lora_plan(window, idle, save, tmp / "digits")
+    _concepts(window, idle, save, tmp / "digits")
     print(f"window minimum {window.minimumSizeHint().width()}×{window.minimumSizeHint().height()}; saved in {out}")
     window.close()
     workers.shutdown(5000)
@@ -150,6 +151,29 @@ def _lora_plan(window, idle, save, digits: Path) -> None:
     area.ensureWidgetVisible(panel.form.controls["lora_targets"].widget, 0, 10)
     idle(0.5)
     save("7f-training-lora-plan")
+
+
+def _concepts(window, idle, save, digits: Path) -> None:
+    """The Folder tab's Concepts side tab: concepts of the demo model learned on the digits, one chosen (its top
+    patches), then the same concept on the selected image."""
+    panel = window.folder
+    window.tabs.setCurrentWidget(panel)
+    panel.open_folder(str(digits))
+    idle(2)
+    tab = panel.concepts_tab
+    panel.side.setCurrentWidget(tab)
+    tab.settings_state.update(size=256, k=8, epochs=20)
+    tab.start()
+    idle(2, until=lambda: tab.concepts is not None)
+    row = max(tab.concepts.stats["concepts"], key=lambda c: c["images"] * (c["images"] < 0.5 * len(tab.concepts
+                                                                                                    .stats["map"])))
+    tab.select_concept(row["index"])
+    idle(1.5)
+    save("6b-folder-concepts")
+    window.state.select(window.state.images[0])
+    tab.pages.setCurrentWidget(tab.on_image)
+    idle(1.5)
+    save("6c-folder-concepts-on-image")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
 from .imaging import configure_pyqtgraph
 from .opening import Opening, StripPaths, read_new_images, recent_entry, updated_recent
+from .panel_routes import PanelRoutes
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
 from .status_notice import StatusNoticeWidget
@@ -120,12 +121,7 @@ class MainWindow(QMainWindow):
             panel = kind(self.state, names) if attr in ("compare", "training") else kind(self.state)
             setattr(self, attr, panel)
             self.tabs.set_page(index, panel)
-        self.folder.open_in_explorer.connect(self.explain_file)
-        self.folder.retrain.connect(self._retrain_with_fixes)
-        self.folder.labels_tab.train_requested.connect(self._train_on_labels)
-        self.training.use_model.connect(self._use_trained_model)
-        self.training.export_requested.connect(self._export_run)
-        self.training.explore_image.connect(self.explore_image)
+        self.routes = PanelRoutes(self)  # what one tab hands to another
         self.close_guard = CloseGuard(self, self.training)
         fill_edit_menu(self)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions
         self.memory = SessionMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
@@ -234,16 +230,6 @@ class MainWindow(QMainWindow):
     def open_folder_tab(self, folder: str) -> None:
         self.folder.open_folder(folder)
 
-    def _retrain_with_fixes(self, folder: str, excluded: list) -> None:
-        """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
-        self.training.set_dataset(folder, exclude=excluded)
-        self.show_tab("training")
-
-    def _train_on_labels(self, labels_file: str) -> None:
-        """The Folder tab's labels → the Training tab, with the labels file as its dataset."""
-        self.training.set_dataset(labels_file)
-        self.show_tab("training")
-
     def explain_file(self, path: str) -> None:
         """An image from the folder view, shown in the attention explorer (read, added to the strip, selected)."""
         known = next((e for e in self.state.images if e.path == path), None) if path in self.strip_paths else None
@@ -343,18 +329,6 @@ class MainWindow(QMainWindow):
         else:
             self._explore_path = path
             self.add_paths([path])
-
-    def _export_run(self, folder: str) -> None:
-        from .actions import export_model
-        from .model_export_dialog import choose_model_export
-
-        fmt, path = choose_model_export(self, Path(folder).name)
-        if path:
-            export_model(self, fmt, path, spec=folder)
-
-    def _use_trained_model(self, folder: str) -> None:
-        self.request_model(folder)
-        self.show_tab("predictions")
 
     def _classify_pending(self) -> None:
         loaded = self.state.model

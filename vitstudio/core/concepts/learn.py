@@ -26,6 +26,18 @@ class LearnResult:
     tokens: FolderTokens
 
 
+def default_output(loaded: LoadedModel, folder: str | Path, settings: ConceptSettings) -> Path:
+    """Where the Concepts tab keeps what it learns: the app's records of the dataset (never inside the folder)."""
+    import re
+
+    from vitstudio.core.files import dataset_dir
+
+    model = re.sub(r"[^A-Za-z0-9._-]", "_", loaded.display_name)[-40:]
+    layer = "default" if settings.layer is None else settings.layer
+    return dataset_dir(folder) / "concepts" / (f"{model}-block{layer}-n{settings.size}-k{settings.k}-"
+                                               f"e{settings.epochs}-s{settings.seed}.safetensors")
+
+
 def folder_classes(paths: Sequence[str]) -> list[str] | None:
     """Each image's class, its parent folder's name, when the images sit in two or more folders."""
     parents = [Path(p).parent.name for p in paths]

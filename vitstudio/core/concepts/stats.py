@@ -84,3 +84,20 @@ def _concept_row(c: int, tokens: FolderTokens, fired, images, total, top: _Top, 
     if class_means is not None:
         row["class_means"] = [round(float(v), 5) for v in class_means[:, c]]
     return row
+
+
+def outlined_crop(loaded, path: str, patch: tuple[int, int], colour=(0, 255, 255)) -> np.ndarray:
+    """(H, W, 3) uint8: the model's crop of the image at `path` with the patch outlined (the browser's top patches)."""
+    from vitstudio.core.data.images import read_image
+
+    crop = np.array(loaded.crop(read_image(path)).convert("RGB"))
+    ph, pw = loaded.patch_size
+    gh, gw = loaded.grid_size
+    sy, sx = crop.shape[0] / (gh * ph), crop.shape[1] / (gw * pw)
+    top, left = int(patch[0] * ph * sy), int(patch[1] * pw * sx)
+    bottom, right = int((patch[0] + 1) * ph * sy) - 1, int((patch[1] + 1) * pw * sx) - 1
+    line = max(1, crop.shape[0] // 64)
+    for y0, y1, x0, x1 in ((top, top + line, left, right), (bottom - line + 1, bottom + 1, left, right),
+                           (top, bottom, left, left + line), (top, bottom, right - line + 1, right + 1)):
+        crop[max(0, y0):y1, max(0, x0):x1 + 1] = colour
+    return crop

@@ -31,6 +31,7 @@ from vitstudio.core.folder.results import FolderResults
 from vitstudio.gui import file_dialogs
 
 from .. import workers
+from .concepts.concepts_tab import ConceptsTab
 from .file_operations import FileOperations
 from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters
 from .folder_fit import FolderFitWidget
@@ -48,8 +49,7 @@ NO_CLASSES = (" This model has no classes (features only): no predictions, confi
               "images, duplicates and label review use its features. Give it classes (the Classes box of a "
               "CLIP-style model) or fine-tune a head.")
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
-                   "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")
-FILTERS = ("predicted", "min_conf", "correctness", "follow_map", "reset_button")
+                   "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")  # filters last
 EMPTY_FOLDER = ("No images in {source}: open a folder holding .jpg, .png, .bmp, .webp or .tif images (subfolders "
                 "are searched too), e.g. one folder per class.")
 
@@ -125,7 +125,7 @@ class FolderPanel(QWidget):
             self.table.setColumnWidth(column, width)
 
     def _build_side(self) -> None:
-        """Map (with colour choice and hover preview), similar images, label review, duplicates, labels, layers."""
+        """Map (colour choice, hover preview), similar images, label review, duplicates, labels, layers, concepts."""
         self.map_tab = FolderMapTabWidget()
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
@@ -135,10 +135,10 @@ class FolderPanel(QWidget):
         self.review = self.review_tab.list
         self.duplicates = DuplicatesTab()
         self.side = QTabWidget()
-        self.labels_tab, self.layers_tab = LabelsTab(self), LayersTab(self)
-        for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar images"),
-                           (self.review_tab, "Label review"), (self.duplicates, "Duplicates"),
-                           (self.labels_tab, "Labels"), (self.layers_tab, "Layers")):
+        self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(self), LayersTab(self), ConceptsTab(self)
+        for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar images"), (self.review_tab,
+                           "Label review"), (self.duplicates, "Duplicates"), (self.labels_tab, "Labels"),
+                           (self.layers_tab, "Layers"), (self.concepts_tab, "Concepts")):
             self.side.addTab(tab, title)
 
     def _connect(self) -> None:
@@ -162,7 +162,7 @@ class FolderPanel(QWidget):
     def _enable(self) -> None:
         has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
         predicts = has and self.results.has_predictions
-        for w in (self.csv_button, *(getattr(self, name) for name in FILTERS)):
+        for w in (self.csv_button, *(getattr(self, name) for name in TOOLBAR_WIDGETS[-5:])):
             w.setEnabled(has)
         self.sort_button.setEnabled(predicts)
         self.sort_button.setToolTip("" if predicts or not has else "This model has no classes to sort into.")

@@ -1,0 +1,178 @@
+"""The current image through the concepts: the chosen concept's map over the crop, the concepts strongest on the
+image and at a clicked patch, the prediction with the chosen concept switched off or scaled (the SAE's error kept, so
+nothing switched off is the model itself), and the concepts that drive the predicted class (activation × gradient)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ... import workers
+from ...common.map_view import MapView
+from ...viewstate import ViewState
+
+SHOWN = 8
+
+
+def image_job(cancel, model, image, file: str, scales: tuple):
+    from vitstudio.core.concepts.maps import read_image
+
+    return read_image(cancel, model, image, file, scales)
+
+
+class ImageConceptsView(ViewState):
+    model: int | None = None
+    image: int | None = None
+    file: str | None = None
+    scales: tuple = ()  # ((concept, factor),): what the "after" prediction switches off or scales
+    patch: tuple | None = None
+
+
+class ConceptImageWidget(QWidget):
+    concept_selected = Signal(int)
+    show_requested = Signal()
+
+    def __init__(self, tab, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.tab = tab
+        self.view_state = ImageConceptsView()
+        self.jobs = workers.ViewJobs(self.view_state, {"image": ("file", "scales")})
+        self.map = MapView()
+        self.map.setMinimumSize(180, 180)
+        self.map.setMaximumSize(240, 240)
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+        self.off = QCheckBox("Switch it off")
+        self.scale = QDoubleSpinBox(minimum=0.0, maximum=10.0, singleStep=0.25, value=1.0, prefix="× ")
+        self.scale.setToolTip("Scale the chosen concept at its block (1: unchanged)")
+        self.show_button = QPushButton("Show in the Attention tab")
+        self.prediction = QLabel()
+        self.prediction.setWordWrap(True)
+        self.strongest, self.drivers = QListWidget(), QListWidget()
+        row = QHBoxLayout()
+        row.addWidget(self.off)
+        row.addWidget(self.scale)
+        side = QVBoxLayout()  # beside the map: what it shows, the switch, the prediction
+        side.addWidget(self.caption)
+        side.addLayout(row)
+        side.addWidget(self.show_button)
+        side.addWidget(self.prediction)
+        side.addStretch(1)
+        top = QHBoxLayout()
+        top.addWidget(self.map)
+        top.addLayout(side, 1)
+        lists = QHBoxLayout()
+        for title, widget in (("Strongest here", self.strongest), ("Drive the prediction", self.drivers)):
+            column = QVBoxLayout()
+            column.addWidget(QLabel(title))
+            column.addWidget(widget)
+            lists.addLayout(column)
+        box = QVBoxLayout(self)
+        box.addLayout(top)
+        box.addLayout(lists, 1)
+        self.off.toggled.connect(self._on_factor)
+        self.scale.valueChanged.connect(self._on_factor)
+        self.show_button.clicked.connect(self.show_requested)
+        self.map.patch_clicked.connect(self._on_patch)
+        for widget in (self.strongest, self.drivers):
+            widget.itemClicked.connect(self._on_item)
+        tab.panel.state.image_selected.connect(self._on_image)
+
+    @property
+    def result(self):
+        """The ImageConcepts of the current model, image, file and factors, or None."""
+        return self.jobs.current("image")
+
+    def _on_image(self, _entry) -> None:
+        self.refresh()
+
+    def _on_factor(self, *_args) -> None:
+        self.refresh()
+
+    def _on_patch(self, row: int, col: int) -> None:
+        self.view_state.update(patch=(row, col))
+        self._draw()
+
+    def _on_item(self, item: QListWidgetItem) -> None:
+        if item.data(256) is not None:  # not the "none fire" line
+            self.concept_selected.emit(int(item.data(256)))
+
+    def factors(self) -> tuple:
+        factor = 0.0 if self.off.isChecked() else round(self.scale.value(), 4)
+        return () if factor == 1.0 else ((self.tab.view_state.concept, factor),)
+
+    def refresh(self) -> None:
+        """Ask for the current request (once per model, image, file and factors), then draw what is known."""
+        state, entry = self.tab.panel.state, self.tab.panel.state.selected
+        model, file = state.model, self.tab.view_state.file if self.tab.concepts is not None else None
+        self.view_state.update(model=model.uid if model is not None else None,
+                               image=entry.uid if entry is not None else None, file=file, scales=self.factors())
+        ready = model is not None and file is not None and entry is not None and entry.image is not None
+        if ready and self.result is None and not self.jobs.running("image"):
+            self.jobs.start("image", "Reading concepts", image_job, model, entry.image, file, self.factors(),
+                            on_result=self._on_result, on_error=self._on_error)
+        self._draw()
+
+    def _on_result(self, _value) -> None:
+        self._draw()
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.caption.setText(f"Could not read the concepts of this image: {exc}")
+        self.tab.panel.state.report(exc)
+
+    def _draw(self) -> None:
+        result, concept = self.result, self.tab.view_state.concept
+        self.show_button.setEnabled(self.tab.concepts is not None)
+        if result is None:
+            self.map.set_map(None)
+            self.caption.setText("Select an image (the strip) once concepts are learned or opened."
+                                 if self.tab.concepts is None or self.tab.panel.state.selected is None
+                                 else "Reading the concepts of this image…")
+            return
+        entry, model = self.tab.panel.state.selected, self.tab.panel.state.model
+        self.map.set_image(np.asarray(model.crop(entry.image).convert("RGB")))
+        values = result.maps[..., concept] if concept < result.maps.shape[-1] else None
+        self.map.set_map(values, "inferno", 0.6)
+        self.map.set_marker(self.view_state.patch)
+        top = result.top_at(self.view_state.patch, SHOWN) if self.view_state.patch else result.top_overall(SHOWN)
+        where = f"at patch {self.view_state.patch}" if self.view_state.patch else "on this image"
+        self.caption.setText(f"Concept {concept} (strongest {float(values.max()) if values is not None else 0:.3g}); "
+                             f"click a patch for the concepts there.")
+        self._fill(self.strongest, [(c, f"{c}: {v:.3g}") for c, v in top], f"none fire {where}")
+        drivers = [] if result.drivers is None else [
+            (int(c), f"{int(c)}: {result.drivers[c]:+.3g}") for c in np.argsort(-np.abs(result.drivers))[:SHOWN]
+            if result.drivers[c] != 0]
+        self._fill(self.drivers, drivers, "no class to attribute")
+        self.prediction.setText(self._prediction_text(result, model))
+
+    @staticmethod
+    def _fill(widget: QListWidget, items: list, empty: str) -> None:
+        widget.clear()
+        for concept, text in items:
+            item = QListWidgetItem(text)
+            item.setData(256, concept)
+            widget.addItem(item)
+        if not items:
+            widget.addItem(empty)
+
+    @staticmethod
+    def _prediction_text(result, model) -> str:
+        def top(probs):
+            order = np.argsort(-probs)[:2]
+            return ", ".join(f"{model.labels[i] if i < len(model.labels) else i} {probs[i]:.1%}" for i in order)
+
+        if result.after is None:
+            return f"Predicted: {top(result.before)}."
+        what = ", ".join(f"concept {c} {'off' if f == 0 else f'× {f:g}'}" for c, f in result.scales.items())
+        return f"Predicted: {top(result.before)}; with {what}: {top(result.after)}."

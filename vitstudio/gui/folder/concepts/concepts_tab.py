@@ -1,0 +1,266 @@
+"""The Folder tab's Concepts side tab: learn a sparse autoencoder on the opened folder's patch tokens (in the
+background, with R², L0 and dead concepts as it learns; pause, stop and resume), or open a concepts file; then browse
+the concepts (`concept_browser.py`) and read them on the current image (`concept_image.py`). The twin of
+`vitstudio concepts FOLDER --model M`: the same settings (one schema) give the same concepts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.core.concepts.settings import ConceptSettings
+from vitstudio.core.train.schema import settings_of
+
+from ... import file_dialogs, workers
+from ...common.bind import bind
+from ...common.job_progress import show_progress
+from ...common.setting_control import SettingControl
+from ...common.small_plot import SmallPlotWidget
+from ...viewstate import ViewState
+from .concept_browser import ConceptBrowserWidget
+from .concept_image import ConceptImageWidget
+
+SETTINGS = settings_of(ConceptSettings)
+
+
+def learn_job(cancel, model, folder: str, settings: ConceptSettings):
+    from vitstudio.core.concepts.learn import default_output, learn_concepts
+
+    return (yield from learn_concepts(model, [folder], settings, default_output(model, folder, settings), cancel))
+
+
+def open_job(cancel, model, path: str):
+    from vitstudio.core.concepts.maps import concepts_for
+
+    return concepts_for(model, path)
+
+
+class ConceptsView(ViewState):
+    """The model and folder the concepts are learned on, the file shown, the concept chosen."""
+
+    CONTEXT = ("model",)
+    model: int | None = None
+    folder: str | None = None
+    file: str | None = None
+    concept: int = 0
+
+
+class ConceptsTab(QWidget):
+    show_in_attention = Signal(str, int)  # concepts file, concept: the main window shows it in the Attention tab
+
+    def __init__(self, panel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.panel = panel
+        self.view_state = ConceptsView()
+        self.settings_state = ViewState(**{s.name: s.spec for s in SETTINGS})
+        self.jobs = workers.ViewJobs(self.view_state, {"learn": ("folder",), "open": ("file",)}, long=("learn",))
+        self.learning = None  # the learn job's handle (pause and stop reach its token)
+        self.curve: list[float] = []
+        self._build()
+        self.browser.concept_selected.connect(self.select_concept)
+        self.on_image.concept_selected.connect(self.select_concept)
+        self.on_image.show_requested.connect(self._show_in_attention)
+        panel.state.model_loaded.connect(self._on_model)
+        panel.view_state.events.paths.connect(self._on_paths)
+        self._idle()
+
+    def _build(self) -> None:
+        """Three pages, so that each has the side tab's whole height at 1280×720: Learn (the four main settings on a
+        2 × 2 grid, the others folded, the R² curve), Browse and On the image."""
+        self.controls = {s.name: SettingControl(s) for s in SETTINGS}
+        self.bindings = {n: bind(c, self.settings_state, n) for n, c in self.controls.items()}
+        grid, self.more = QGridLayout(), QCheckBox("More settings")
+        more_body = QWidget()
+        more_form = QFormLayout(more_body)
+        more_form.setContentsMargins(0, 0, 0, 0)
+        self.more.toggled.connect(more_body.setVisible)
+        more_body.setVisible(False)
+        main = [c for c in self.controls.values() if not c.setting.advanced]
+        for i, c in enumerate(main):
+            grid.addWidget(QLabel(c.label), i // 2, 2 * (i % 2))
+            grid.addWidget(c.widget, i // 2, 2 * (i % 2) + 1)
+        for c in self.controls.values():
+            if c.setting.advanced:
+                more_form.addRow(c.label, c.widget)
+        self.learn_button, self.pause_button = QPushButton("Learn concepts"), QPushButton("Pause")
+        self.stop_button, self.open_button = QPushButton("Stop"), QPushButton("Open file…")
+        self.learn_button.setToolTip("A TopK sparse autoencoder on the folder's patch tokens (cached per model and "
+                                     "block); a stopped run resumes where it stopped")
+        self.pause_button.setCheckable(True)
+        self.progress, self.note = QProgressBar(), QLabel()
+        self.note.setWordWrap(True)
+        self.plot = SmallPlotWidget()
+        self.plot.setLabel("left", "R²")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
+        self.plot.setMinimumHeight(90)
+        self.browser, self.on_image = ConceptBrowserWidget(self), ConceptImageWidget(self)
+        self.learn_page, self.pages = QWidget(), QTabWidget()
+        self.pages.addTab(self.learn_page, "Learn")
+        self.pages.addTab(self.browser, "Browse")
+        self.pages.addTab(self.browser.map, "Map")
+        self.pages.addTab(self.on_image, "On the image")
+        buttons = QHBoxLayout()
+        for button in (self.learn_button, self.pause_button, self.stop_button, self.open_button):
+            buttons.addWidget(button)
+        box = QVBoxLayout(self.learn_page)
+        box.addLayout(grid)
+        box.addWidget(self.more)
+        box.addWidget(more_body)
+        box.addLayout(buttons)
+        box.addWidget(self.progress)
+        box.addWidget(self.note)
+        box.addWidget(self.plot, 1)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(2, 2, 2, 2)
+        outer.addWidget(self.pages)
+        self.learn_button.clicked.connect(self.start)
+        self.pause_button.toggled.connect(self._pause)
+        self.stop_button.clicked.connect(self.stop)
+        self.open_button.clicked.connect(self._choose_file)
+
+    # -- what is shown ----------------------------------------------------------------------------------------------
+    @property
+    def concepts(self):
+        """The Concepts of the current model and file, or None."""
+        return self.jobs.current("open")
+
+    def settings(self) -> ConceptSettings:
+        return ConceptSettings(**{s.name: getattr(self.settings_state, s.name) for s in SETTINGS})
+
+    def _on_model(self, model) -> None:
+        self.view_state.update(model=model.uid)  # another model's concepts are not this one's: they go
+        self._show()
+
+    def _on_paths(self, _paths) -> None:
+        self.view_state.update(folder=self.panel.folder)
+        self._idle()
+
+    def _idle(self, text: str | None = None) -> None:
+        model, folder = self.panel.state.model, self.panel.folder
+        self.progress.setVisible(False)
+        self.pause_button.setEnabled(False)
+        self.stop_button.setEnabled(False)
+        self.learn_button.setEnabled(model is not None and folder is not None)
+        self.open_button.setEnabled(model is not None)
+        if text is None and self.concepts is None:
+            text = ("Open a folder to learn what the model sees in it: concepts, each a direction in one block's "
+                    "patch tokens that fires on one thing." if folder is None else
+                    "Learn concepts on this folder, or open a concepts file learned on this model.")
+        if text is not None:
+            self.note.setText(text)
+
+    # -- learning -------------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        model, folder = self.panel.state.model, self.panel.folder
+        try:
+            settings = self.settings()
+            settings.check()
+        except (TypeError, ValueError) as exc:
+            self.note.setText(str(exc))
+            return
+        if model is None or folder is None:
+            return
+        self.view_state.update(model=model.uid, folder=folder)
+        self.curve = []
+        self.learn_button.setEnabled(False)
+        self.pause_button.setEnabled(True)
+        self.stop_button.setEnabled(True)
+        self.progress.setVisible(True)
+        self.progress.setRange(0, 0)
+        self.note.setText("Reading the folder's tokens…")
+        self.learning = self.jobs.start("learn", "Learning concepts", learn_job, model, folder, settings,
+                                        on_yield=self._on_progress, on_result=self._on_learned,
+                                        on_error=self._on_error)
+
+    def _pause(self, paused: bool) -> None:
+        if self.learning is None:
+            return
+        (self.learning.cancel_token.pause if paused else self.learning.cancel_token.resume)()
+        self.pause_button.setText("Resume" if paused else "Pause")
+
+    def stop(self) -> None:
+        """Stop: the training keeps its checkpoint, and Learn with the same settings resumes it."""
+        if self.learning is not None:
+            self.learning.cancel()
+        self.pause_button.setChecked(False)
+
+    def _on_progress(self, p) -> None:
+        show_progress(self.progress, self.note, p)
+        r2 = getattr(p, "r2", None)
+        if r2 is not None and np.isfinite(r2):
+            self.curve.append(r2)
+            self.plot.clear()
+            self.plot.plot(np.arange(1, len(self.curve) + 1), self.curve, pen=pg.mkPen("#1f77b4", width=2))
+
+    def _on_learned(self, result) -> None:
+        self.learning = None
+        self.pause_button.setChecked(False)
+        if result.path is None:
+            self._idle(f"Stopped at step {result.training.steps}: Learn with the same settings resumes it.")
+            return
+        self.open_file(str(result.path))
+
+    def _on_error(self, exc: BaseException) -> None:
+        self.learning = None
+        self._idle(f"Learning concepts failed: {exc}")
+        self.panel.state.report(exc)
+
+    # -- a concepts file ---------------------------------------------------------------------------------------------
+    def _choose_file(self) -> None:
+        path = file_dialogs.open_file(self, "Open a concepts file", "Concepts (*.safetensors)")
+        if path:
+            self.open_file(path)
+
+    def open_file(self, path: str) -> None:
+        model = self.panel.state.model
+        if model is None:
+            return
+        self.view_state.update(model=model.uid, file=path, concept=0)
+        self.jobs.start("open", "Opening concepts", open_job, model, path, on_result=self._on_opened,
+                        on_error=self._on_open_error)
+
+    def _on_opened(self, _concepts) -> None:
+        self._show()
+        self.pages.setCurrentWidget(self.browser)
+
+    def _on_open_error(self, exc: BaseException) -> None:
+        self.view_state.update(file=None)
+        self._idle(str(exc))
+        self.panel.state.report(exc)
+
+    def select_concept(self, index: int) -> None:
+        self.view_state.update(concept=int(index))
+        self.browser.show_concept(index)
+        self.on_image.refresh()
+
+    def _show_in_attention(self) -> None:
+        if self.view_state.file is not None:
+            self.show_in_attention.emit(self.view_state.file, self.view_state.concept)
+
+    def _show(self) -> None:
+        concepts = self.concepts
+        self.browser.set_concepts(concepts)
+        self.on_image.refresh()
+        if concepts is None:
+            if not self.jobs.running("learn"):
+                self._idle()
+            return
+        t = concepts.meta.get("training", {})
+        data = concepts.meta.get("data", {})
+        self._idle(f"{concepts.size} concepts of block {concepts.layer} ({concepts.sae.k} active per patch) "
+                   f"from {data.get('images', '?')} images: R² {t.get('r2', float('nan')):.3f}, "
+                   f"L0 {t.get('l0', float('nan')):.1f}, {t.get('dead', '?')} dead.")
+        self.note.setToolTip(self.view_state.file)

@@ -1,0 +1,49 @@
+"""The joins between panels: what one tab hands to another (a review's fixes to Training, a run to the model bar,
+a concept to the Attention tab). One object owned by the window, so each route is a method, not a closure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject
+
+
+class PanelRoutes(QObject):
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        folder, training = window.folder, window.training
+        folder.open_in_explorer.connect(window.explain_file)
+        folder.retrain.connect(self.retrain_with_fixes)
+        folder.labels_tab.train_requested.connect(self.train_on_labels)
+        folder.concepts_tab.show_in_attention.connect(self.show_concept)
+        training.use_model.connect(self.use_trained_model)
+        training.export_requested.connect(self.export_run)
+        training.explore_image.connect(window.explore_image)
+
+    def retrain_with_fixes(self, folder: str, excluded: list) -> None:
+        """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
+        self.window.training.set_dataset(folder, exclude=excluded)
+        self.window.show_tab("training")
+
+    def train_on_labels(self, labels_file: str) -> None:
+        """The Folder tab's labels → the Training tab, with the labels file as its dataset."""
+        self.window.training.set_dataset(labels_file)
+        self.window.show_tab("training")
+
+    def show_concept(self, concepts: str, concept: int) -> None:
+        """The Concepts tab's concept → the Attention tab's concept map of the current image."""
+        self.window.attention.view_state.update(method="concept", concepts=concepts, concept=concept)
+        self.window.show_tab("attention")
+
+    def export_run(self, folder: str) -> None:
+        from .actions import export_model
+        from .model_export_dialog import choose_model_export
+
+        fmt, path = choose_model_export(self.window, Path(folder).name)
+        if path:
+            export_model(self.window, fmt, path, spec=folder)
+
+    def use_trained_model(self, folder: str) -> None:
+        self.window.request_model(folder)
+        self.window.show_tab("predictions")
