@@ -22,6 +22,8 @@
 #             two paths' top-1 agreement and max |Δ logit| (goal: ≥ 0.9× bare)
 #   play      play mode per frame (prediction + rollout + annotated picture) for ViT-S/16 and ViT-B/16 vs the bare
 #             forward (goal ≥ 25 frames/s with rollout)
+#   concepts  the SAE on the GPU: tokens/s collected and trained on the 1,797 digits (demo model) and 400 photos
+#             (ViT-S/16), beside the bare forward and overcomplete's training where installed
 #   tests     the CUDA-only tests (nvJPEG decode and the GPU-built training cache vs CPU, GPU augmentation vs the
 #             per-image CPU path, CUDA graphs vs eager, pinned copies)
 # Writes OUT_DIR/gpu_suite.json (every stage: command, exit code, seconds, its whole output) and OUT_DIR/gpu_suite.log
@@ -113,10 +115,11 @@ DEVICE=${DEVICE:-cuda}
 if [ "${SMOKE:-0}" = 1 ]; then  # a few seconds per stage on any machine: checks the suite itself, not speed
   B=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=10; L=$B; L518=custom:img=56,patch=14,width=64,depth=2,heads=2
   B4=custom:img=64,patch=16,width=64,depth=2,heads=2,classes=4; N=64; BATCH=16; PREC=fp32; S=$B; H=$B
+  CONCEPTS="--digits 3 --size 32 --k 4 --epochs 1"
 else
   B=vit_base_patch16_224; L=vit_large_patch16_224; L518=vit_large_patch14_dinov2
   B4=custom:img=224,patch=16,width=768,depth=12,heads=12,classes=4; N=2000; BATCH=256; PREC=bf16
-  S=vit_small_patch16_224; H=vit_huge_patch14_224
+  S=vit_small_patch16_224; H=vit_huge_patch14_224; CONCEPTS=""
 fi
 
 # most telling first: under a short budget the last stages are the ones skipped
@@ -132,6 +135,8 @@ stage tests 60 -m pytest -q -p no:cacheprovider -p no:pytest-qt tests/core/test_
   tests/core/test_gpu_defaults.py tests/core/test_fast_data.py -k "gpu or pin" -s
 stage memory 120 tests/benchmarks/memory_plan.py --device "$DEVICE" --no-counts --cases "$L:full:32:ckpt" \
   "$L:lora:32" "$H:lora:16" "$H:full:8:ckpt"
+stage concepts 90 tests/benchmarks/concepts.py --device "$DEVICE" --photos "$(( N / 5 ))" --photo-model "$S" \
+  --skip-planted $CONCEPTS
 stage predict-vitl-bf16 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision bf16 --no-pil
 stage predict-vitl-fp32 90 tests/benchmarks/predict.py --model "$L" --device "$DEVICE" --batch "$BATCH" --precision fp32 --no-pil
 stage switches 120 tests/benchmarks/finetune.py --model "$B4" --batch $(( BATCH / 2 )) --precision "$PREC" \

@@ -135,7 +135,7 @@ def test_cancelled_training_resumes_to_the_same_concepts(planted, tmp_path):
     from vitstudio.core.concepts.training import SAEProgress, checkpoint_path, train_sae
 
     _, _, result = planted
-    settings = ConceptSettings(size=32, k=4, epochs=3, tokens_per_step=256, seed=3)
+    settings = ConceptSettings(size=32, k=4, epochs=3, tokens_per_step=256, seed=3, aux_k=8)  # AuxK on: its path too
     whole = drain(train_sae(result.tokens, settings, tmp_path / "a"))
     cancel, seen = CancelToken(), 0
     gen = train_sae(result.tokens, settings, tmp_path / "b", cancel)
@@ -148,6 +148,30 @@ def test_cancelled_training_resumes_to_the_same_concepts(planted, tmp_path):
     assert resumed.resumed_from == 5 and resumed.steps == whole.steps and not resumed.cancelled
     for a, b in zip(whole.sae.state_dict().values(), resumed.sae.state_dict().values()):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
-    other = drain(train_sae(result.tokens, ConceptSettings(size=32, k=4, epochs=3, tokens_per_step=256, seed=4),
-                            tmp_path / "b"))
+    other = drain(train_sae(result.tokens, ConceptSettings(size=32, k=4, epochs=3, tokens_per_step=256, seed=4,
+                                                           aux_k=8), tmp_path / "b"))
     assert other.resumed_from == 0  # another seed never picks up this checkpoint
+
+
+def test_two_processes_learn_the_concepts_one_does(tmp_path, forked_cli):
+    """`torchrun --nproc-per-node 2 -m vitstudio concepts` (gloo on the CPU, forked with torchrun's environment):
+    the ranks share the images while collecting tokens, rank 0 trains; the same seed gives one process's concepts."""
+    import os
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from vitstudio.cli import main
+    from vitstudio.core.models.demo import bundled_demo, render_digits
+
+    data = render_digits(tmp_path / "digits", per_class=3)
+    args = ["concepts", str(data), "--model", str(bundled_demo()), "--size", "16", "--k", "2", "--epochs", "2",
+            "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    shutil.rmtree(os.environ["VITSTUDIO_CACHE_DIR"])  # the two processes start from an empty token cache
+    ranks = forked_cli.run_ranks([*args, "--out", str(tmp_path / "two")], 2, {**os.environ, "OMP_NUM_THREADS": "1"})
+    assert [r.returncode for r in ranks] == [0, 0], ranks[0].stderr[-2000:] + ranks[1].stderr[-2000:]
+    assert not (tmp_path / "two.partial").exists()
+    one, two = load_file(str(tmp_path / "one.safetensors")), load_file(str(tmp_path / "two.safetensors"))
+    for name in one:
+        torch.testing.assert_close(one[name], two[name], rtol=0, atol=1e-5)

@@ -19,7 +19,7 @@ def test_gpu_suite_is_valid_and_calls_what_exists():
     text = SUITE.read_text().replace("\\\n", " ")
     calls = re.findall(r"^stage \S+ \d+ (tests/benchmarks/\S+\.py)(.*)$", text, flags=re.M)
     assert {Path(c[0]).name for c in calls} == {"predict.py", "explain.py", "finetune.py", "folder_decode.py",
-                                                "play.py", "memory_plan.py"}
+                                                "play.py", "memory_plan.py", "concepts.py"}
     for script, _ in calls:
         assert (ROOT / script).is_file(), script
     # every script's --help, run as `python SCRIPT --help` runs it, in one fresh interpreter (torch imported once)
@@ -60,7 +60,7 @@ def test_stages_over_the_budget_are_skipped_and_recorded(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads((tmp_path / "out" / "gpu_suite.json").read_text())
     names = re.findall(r"^stage (\S+) \d+ ", SUITE.read_text(), flags=re.M)
-    assert list(report["stages"]) == names and len(names) == 11
+    assert list(report["stages"]) == names and len(names) == 12
     assert all(s["exit"] == 125 and s["output"] == ["skipped: over the suite's budget"]
                for s in report["stages"].values())
     assert "skipped" in out.stdout

@@ -59,7 +59,7 @@ def learn_concepts(loaded: LoadedModel, paths: Sequence[str], settings: ConceptS
         tokens = yield from collect_tokens(loaded, paths, layer, settings.batch_size, cancel)
     if not tokens.paths:
         raise ValueError("None of the images could be read: there are no tokens to learn concepts from.")
-    trained = yield from train_sae(tokens, settings, out, cancel)
+    trained = yield from train_sae(tokens, settings, out, cancel, device=loaded.device)
     if trained.cancelled:
         return LearnResult(None, None, trained, tokens)
     meta = dict(model=loaded.name, weights=loaded.weights_source, architecture=loaded.architecture,

@@ -26,8 +26,10 @@ class ConceptSettings:
     lr: float | None = setting(None, label="Learning rate", help="Adam's learning rate",
                                none_text="2e-4·√(16384 / concepts), at most 1e-3", range=Range(0, 1, lo_open=True),
                                decimals=5)
-    aux_k: int = setting(256, label="Dead-concept helpers", help="dead concepts asked to explain what the active "
-                         "ones miss (Gao et al.'s auxiliary loss; 0: off)", range=Range(0))
+    # off by default: with the encoder started as the dictionary's transpose few concepts die, and on the digits the
+    # loss cost 1.7x the time for no fewer dead concepts (tests/benchmarks/concepts.py)
+    aux_k: int = setting(0, label="Dead-concept helpers", help="dead concepts asked to explain what the active "
+                         "ones miss (Gao et al.'s auxiliary loss, e.g. 256; 0: off)", range=Range(0), none_text="off")
     batch_size: int = setting(32, label="Images per forward", help="images read per forward of the model while "
                               "collecting tokens", range=Range(1, 4096))
 

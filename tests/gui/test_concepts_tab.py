@@ -1,0 +1,99 @@
+"""The Folder tab's Concepts page (issue 32): it learns what `vitstudio concepts` learns with the same settings,
+browses it, reads the current image (switched off: the core's numbers), hands a concept to the Attention tab, stops
+and resumes, and lets go of a model switched away."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+from tests.gui.helpers import settle as _settle
+from vitstudio.core.models.demo import bundled_demo, render_digits
+
+SMALL = dict(size=32, k=4, epochs=2, tokens_per_step=512)
+
+
+def _tab(window, qtbot, folder):
+    if window.state.model is None:
+        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+            window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    window.folder.open_folder(str(folder))
+    _settle(qtbot)
+    tab = window.folder.concepts_tab
+    window.folder.side.setCurrentWidget(tab)
+    return tab
+
+
+def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window, qtbot, tmp_path):
+    from vitstudio.cli import main
+    from vitstudio.core.analysis.explain import explain
+    from vitstudio.core.concepts.intervene import logits_with
+    from vitstudio.core.concepts.maps import open_concepts
+
+    data = render_digits(tmp_path / "digits", per_class=5)
+    tab = _tab(window, qtbot, data)
+    assert tab.learn_button.isEnabled() and tab.concepts is None
+    tab.settings_state.update(**SMALL)
+    tab.learn_button.click()
+    qtbot.waitUntil(lambda: tab.concepts is not None, timeout=60000)
+    assert tab.curve and tab.pages.currentWidget() is tab.browser and tab.browser.table.rowCount() == 32
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]
+    assert main(["concepts", str(data), "--model", str(bundled_demo()), *args, "--out", str(tmp_path / "cli"),
+                 "--quiet"]) == 0
+    ours, cli = load_file(tab.view_state.file), load_file(str(tmp_path / "cli.safetensors"))
+    for name in cli:  # the same seed, folder and settings: the same concepts
+        torch.testing.assert_close(ours[name], cli[name], rtol=0, atol=1e-6)
+
+    concept = max(tab.concepts.stats["concepts"], key=lambda c: c["images"])["index"]
+    tab.select_concept(concept)
+    qtbot.waitUntil(lambda: tab.browser.top.count() > 0, timeout=20000)
+    assert tab.browser.top.count() == min(8, len(tab.concepts.stats["concepts"][concept]["top_images"]))
+    window.add_paths([str(next((data / "3").iterdir()))])
+    qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.image is not None,
+                    timeout=10000)
+    tab.pages.setCurrentWidget(tab.on_image)
+    tab.on_image.off.setChecked(True)
+    qtbot.waitUntil(lambda: tab.on_image.result is not None, timeout=20000)
+    loaded, image = window.state.model, window.state.selected.image
+    x = loaded.to_tensor(loaded.crop(image))[None]
+    expected = torch.softmax(torch.from_numpy(logits_with(loaded, open_concepts(tab.view_state.file), x,
+                                                          {concept: 0.0})), -1)[0].numpy()
+    np.testing.assert_allclose(tab.on_image.result.after, expected, atol=1e-6)
+    assert "off" in tab.on_image.prediction.text()
+    tab.on_image.show_button.click()
+    qtbot.waitUntil(lambda: window.attention.displayed is not None, timeout=20000)
+    assert window.attention.view_state.method == "concept"
+    shown = explain(loaded, "concept", image, concepts=tab.view_state.file, concept=concept).array
+    np.testing.assert_allclose(window.attention.displayed, shown, atol=1e-6)
+
+    # stopped mid-way: the checkpoint stays and Learn resumes it; another folder keeps the model's concepts
+    window.show_tab("folder")
+    tab.settings_state.update(epochs=400)
+    tab.learn_button.click()
+    qtbot.waitUntil(lambda: len(tab.curve) >= 3, timeout=60000)
+    tab.stop_button.click()
+    qtbot.waitUntil(lambda: "Stopped at step" in tab.note.text(), timeout=20000)
+    tab.learn_button.click()
+    qtbot.waitUntil(lambda: len(tab.curve) >= 2, timeout=60000)
+    assert tab.learning is not None
+    tab.stop_button.click()
+    qtbot.waitUntil(lambda: tab.learning is None, timeout=20000)
+    learned = tab.jobs.results["learn"].value
+    assert learned.training.resumed_from >= 3 and learned.path is None
+    _tab(window, qtbot, render_digits(tmp_path / "other", per_class=2))
+    assert tab.concepts is not None and tab.learn_button.isEnabled()
+
+    # a model switch drops the old model's concepts and lets the model go
+    gone = weakref.ref(window.state.model)
+    del loaded, x
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    _settle(qtbot)
+    assert tab.concepts is None and tab.browser.table.rowCount() == 0 and tab.on_image.result is None
+    gc.collect()
+    assert gone() is None
