@@ -296,7 +296,7 @@ register(Analysis(
     (Param("concepts", FILE_KIND, None, "a concepts file (FILE.safetensors, from `vitstudio concepts` or the Concepts "
            "tab)", required=True, label="Concepts file"),
      Param("concept", "index", 0, "the concept's number", label="Concept")),
-    compare=True, compute=_CONCEPT + "explain_concept", applies=(_CONCEPT + "has_concept_blocks",),
+    compute=_CONCEPT + "explain_concept", applies=(_CONCEPT + "has_concept_blocks",),
     view=_CONCEPT + "view_concept", view_job=_CONCEPT + "concept_job", view_keys=("concepts", "concept"),
     check=_CONCEPT + "check_concept"))
 
