@@ -171,7 +171,7 @@ def _concepts(window, idle, save, digits: Path) -> None:
     idle(1.5)
     save("6b-folder-concepts")
     window.state.select(window.state.images[0])
-    tab.pages.setCurrentWidget(tab.on_image)
+    tab.show_page(tab.on_image)
     idle(1.5)
     save("6c-folder-concepts-on-image")
 

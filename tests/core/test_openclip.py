@@ -163,8 +163,8 @@ def test_every_image_analysis_runs_on_the_image_tower(which, clip_dir, siglip_di
     given = dict(patch=(1, 1), text="an astronaut")
     ran = set()
     for name, analysis in registry.REGISTRY.items():
-        if analysis.why_not(loaded.model) is not None:
-            continue
+        if analysis.why_not(loaded.model) is not None or any(p.kind == registry.FILE_KIND for p in analysis.params):
+            continue  # a map of a file the user made (concepts): tests/gui/test_view_seams.py learns one for CLIP
         exp = explain(loaded, name, image if analysis.needs_image else None, **given)
         assert np.isfinite(exp.array).all(), name
         ran.add(name)

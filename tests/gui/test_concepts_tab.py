@@ -41,7 +41,7 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     tab.settings_state.update(**SMALL)
     tab.learn_button.click()
     qtbot.waitUntil(lambda: tab.concepts is not None, timeout=60000)
-    assert tab.curve and tab.pages.currentWidget() is tab.browser and tab.browser.table.rowCount() == 32
+    assert tab.curve and tab.pages.currentWidget().widget() is tab.browser and tab.browser.table.rowCount() == 32
     args = [f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]
     assert main(["concepts", str(data), "--model", str(bundled_demo()), *args, "--out", str(tmp_path / "cli"),
                  "--quiet"]) == 0
@@ -56,7 +56,7 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     window.add_paths([str(next((data / "3").iterdir()))])
     qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.image is not None,
                     timeout=10000)
-    tab.pages.setCurrentWidget(tab.on_image)
+    tab.show_page(tab.on_image)
     tab.on_image.off.setChecked(True)
     qtbot.waitUntil(lambda: tab.on_image.result is not None, timeout=20000)
     loaded, image = window.state.model, window.state.selected.image
@@ -70,6 +70,13 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     assert window.attention.view_state.method == "concept"
     shown = explain(loaded, "concept", image, concepts=tab.view_state.file, concept=concept).array
     np.testing.assert_allclose(window.attention.displayed, shown, atol=1e-6)
+    first = tab.on_image.result  # another image: the page never shows the previous one's maps
+    window.add_paths([str(next((data / "7").iterdir()))])
+    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
+    window.state.select(window.state.images[1])
+    assert tab.on_image.result is None
+    qtbot.waitUntil(lambda: tab.on_image.result is not None, timeout=20000)
+    assert not np.array_equal(tab.on_image.result.maps, first.maps)
 
     # stopped mid-way: the checkpoint stays and Learn resumes it; another folder keeps the model's concepts
     window.show_tab("folder")

@@ -49,7 +49,7 @@ class ConceptImageWidget(QWidget):
         self.view_state = ImageConceptsView()
         self.jobs = workers.ViewJobs(self.view_state, {"image": ("file", "scales")})
         self.map = MapView()
-        self.map.setMinimumSize(180, 180)
+        self.map.setMinimumSize(150, 150)
         self.map.setMaximumSize(240, 240)
         self.caption = QLabel()
         self.caption.setWordWrap(True)

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -46,6 +47,15 @@ def open_job(cancel, model, path: str):
     from vitstudio.core.concepts.maps import concepts_for
 
     return concepts_for(model, path)
+
+
+def scrolled(page: QWidget) -> QScrollArea:
+    """A page in a scroll area of its own: its wrapped text never makes the Folder tab ask for more height."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.NoFrame)
+    area.setWidget(page)
+    return area
 
 
 class ConceptsView(ViewState):
@@ -105,13 +115,12 @@ class ConceptsTab(QWidget):
         self.plot = SmallPlotWidget()
         self.plot.setLabel("left", "R²")
         self.plot.getAxis("left").enableAutoSIPrefix(False)
-        self.plot.setMinimumHeight(90)
+        self.plot.setMinimumHeight(70)
         self.browser, self.on_image = ConceptBrowserWidget(self), ConceptImageWidget(self)
         self.learn_page, self.pages = QWidget(), QTabWidget()
-        self.pages.addTab(self.learn_page, "Learn")
-        self.pages.addTab(self.browser, "Browse")
-        self.pages.addTab(self.browser.map, "Map")
-        self.pages.addTab(self.on_image, "On the image")
+        for page, title in ((self.learn_page, "Learn"), (self.browser, "Browse"), (self.browser.map, "Map"),
+                            (self.on_image, "On the image")):
+            self.pages.addTab(scrolled(page), title)
         buttons = QHBoxLayout()
         for button in (self.learn_button, self.pause_button, self.stop_button, self.open_button):
             buttons.addWidget(button)
@@ -234,12 +243,18 @@ class ConceptsTab(QWidget):
 
     def _on_opened(self, _concepts) -> None:
         self._show()
-        self.pages.setCurrentWidget(self.browser)
+        self.show_page(self.browser)
 
     def _on_open_error(self, exc: BaseException) -> None:
         self.view_state.update(file=None)
         self._idle(str(exc))
         self.panel.state.report(exc)
+
+    def show_page(self, page: QWidget) -> None:
+        """The page (Learn, the browser, its map, the image page) in front."""
+        for i in range(self.pages.count()):
+            if self.pages.widget(i).widget() is page:
+                self.pages.setCurrentIndex(i)
 
     def select_concept(self, index: int) -> None:
         self.view_state.update(concept=int(index))
