@@ -175,3 +175,43 @@ def test_two_processes_learn_the_concepts_one_does(tmp_path, forked_cli):
     one, two = load_file(str(tmp_path / "one.safetensors")), load_file(str(tmp_path / "two.safetensors"))
     for name in one:
         torch.testing.assert_close(one[name], two[name], rtol=0, atol=1e-5)
+
+
+def test_bad_inputs_are_one_line_and_nothing_is_written(tiny_weights, tmp_path, capsys):
+    """An empty or missing folder, a file that is not a concepts file, concepts of another model, a concept that
+    does not exist, --ablate without --concepts: exit 2 with one line each, and no concepts file is written."""
+    from tests.conftest import TINY_SPEC, make_tiny_vit
+    from vitstudio.cli import main
+
+    weights, _ = tiny_weights
+    model = ["--model", TINY_SPEC, "--weights", str(weights)]
+    (tmp_path / "empty").mkdir()
+    image = tmp_path / "one" / "a.png"
+    image.parent.mkdir()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (32, 32, 3), dtype=np.uint8)).save(image)
+    (tmp_path / "bad.safetensors").write_bytes(b"junk")
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["concepts", str(image.parent), *model, "--size", "4", "--k", "2", "--epochs", "1", "--out",
+                 str(tmp_path / "good"), "--quiet"]) == 0
+    from safetensors.torch import save_file
+
+    other = tmp_path / "other.safetensors"
+    save_file(make_tiny_vit(seed=1).state_dict(), str(other))
+    capsys.readouterr()
+    cases = {
+        ("concepts", str(tmp_path / "empty"), *model, "--out", str(tmp_path / "x")): "No images in",
+        ("concepts", str(tmp_path / "nope"), *model, "--out", str(tmp_path / "x")): "does not exist",
+        ("concepts", str(image.parent), *model, "--k", "9", "--size", "4", "--out", str(tmp_path / "x")): "k (9",
+        ("predict", str(image), *model, "--concepts", str(tmp_path / "bad")): "not a concepts file",
+        ("predict", str(image), "--model", TINY_SPEC, "--weights", str(other), "--concepts",
+         str(tmp_path / "good")): "was learned on the tokens of",
+        ("predict", str(image), *model, "--concepts", str(tmp_path / "good"), "--ablate", "7"): "Concept 7 does not",
+        ("predict", str(image), *model, "--ablate", "1"): "go with --concepts",
+        ("explain", str(image), *model, "--method", "concept", "--concepts", str(tmp_path / "good"), "--concept",
+         "4", "--out", str(tmp_path / "m.npy")): "Concept 4 does not",
+    }
+    for args, says in cases.items():
+        assert main([*args, "--quiet"] if args[0] != "explain" else list(args)) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], (args, err)
+    assert not list(tmp_path.glob("x*")) and not (tmp_path / "m.npy").exists()

@@ -58,7 +58,14 @@ def learn_concepts(loaded: LoadedModel, paths: Sequence[str], settings: ConceptS
     else:
         tokens = yield from collect_tokens(loaded, paths, layer, settings.batch_size, cancel)
     if not tokens.paths:
-        raise ValueError("None of the images could be read: there are no tokens to learn concepts from.")
+        missing = [str(p) for p in paths if not Path(p).exists()]
+        if missing:
+            raise ValueError(f"{missing[0]} does not exist: there are no images to learn concepts from.")
+        if tokens.errors:
+            path, why = tokens.errors[0]
+            raise ValueError(f"None of the {len(tokens.errors)} images could be read ({Path(path).name}: {why}).")
+        raise ValueError(f"No images in {', '.join(map(str, paths))}: open a folder holding .jpg, .png, .bmp, .webp "
+                         f"or .tif images (subfolders are searched too).")
     trained = yield from train_sae(tokens, settings, out, cancel, device=loaded.device)
     if trained.cancelled:
         return LearnResult(None, None, trained, tokens)
