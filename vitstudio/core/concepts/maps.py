@@ -98,7 +98,7 @@ class ImageConcepts:
 
     maps: np.ndarray  # (gh, gw, n)
     scales: dict  # {concept: factor} the `after` logits were made with
-    before: np.ndarray  # (classes,) probabilities of the model itself
+    before: np.ndarray | None  # (classes,) probabilities of the model itself (None: a model without classes)
     after: np.ndarray | None  # (classes,) with the factors (None without any)
     target: int | None  # the class attributed (the top-1 before)
     drivers: np.ndarray | None  # (n,) activation × gradient of the target's logit
@@ -119,12 +119,13 @@ def read_image(cancel, model: LoadedModel, image, concepts: str, scales: tuple =
     found = concepts_for(model, concepts)
     x = model.to_tensor(model.crop(image))[None]
     maps = concept_maps(model, found, x)
+    if model.num_classes == 0:  # features only: no prediction to change or attribute
+        return ImageConcepts(maps, dict(scales), None, None, None, None)
     with model.lock, torch.inference_mode(), model.autocast():
         before = torch.softmax(model.model(x.to(model.device)).float(), -1)[0].cpu().numpy()
-    after = drivers = target = None
+    after = None
     if scales:
         after = torch.softmax(torch.from_numpy(logits_with(model, found, x, dict(scales))), -1)[0].numpy()
-    if model.num_classes > 0:
-        target = int(before.argmax())
-        drivers, _ = attribute(model, found, x, target)
+    target = int(before.argmax())
+    drivers, _ = attribute(model, found, x, target)
     return ImageConcepts(maps, dict(scales), before, after, target, drivers)

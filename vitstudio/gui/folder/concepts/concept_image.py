@@ -172,6 +172,8 @@ class ConceptImageWidget(QWidget):
             order = np.argsort(-probs)[:2]
             return ", ".join(f"{model.labels[i] if i < len(model.labels) else i} {probs[i]:.1%}" for i in order)
 
+        if result.before is None:
+            return "This model has no classes (features only): nothing to switch a concept off against."
         if result.after is None:
             return f"Predicted: {top(result.before)}."
         what = ", ".join(f"concept {c} {'off' if f == 0 else f'× {f:g}'}" for c, f in result.scales.items())
