@@ -18,6 +18,7 @@ from torch import nn
 from vitstudio.core.jobs import CancelToken
 
 HEAD_OPTIMISERS = ("lbfgs", "adamw", "adam")
+LBFGS_HISTORY = 20  # the curvature pairs L-BFGS keeps (its state: two vectors per pair, each the head's size)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def _scaled_layer(width: int, num_classes: int, init, mean: np.ndarray, std: np.
 
 def _optimiser(layer: nn.Linear, opt: str, lr: float) -> torch.optim.Optimizer:
     if opt == "lbfgs":  # one iteration per step() call, so every step can be reported and cancelled
-        return torch.optim.LBFGS(layer.parameters(), lr=lr, max_iter=1, history_size=20,
+        return torch.optim.LBFGS(layer.parameters(), lr=lr, max_iter=1, history_size=LBFGS_HISTORY,
                                  line_search_fn="strong_wolfe")
     # a plain full-batch gradient method: the L2 term is in the objective, so no decoupled decay
     return (torch.optim.AdamW if opt == "adamw" else torch.optim.Adam)(layer.parameters(), lr=lr, weight_decay=0.0)

@@ -196,6 +196,10 @@ def _optimizer_bytes(model: nn.Module, config: TrainConfig, input_hw) -> int:
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         return 0
+    if config.opt == "lbfgs":  # the quick preset's head fit (train/head_fit.py), not one of timm's optimizers
+        from vitstudio.core.train.head_fit import LBFGS_HISTORY
+
+        return (2 * LBFGS_HISTORY + 3) * 4 * sum(p.numel() for p in trainable)  # pairs, direction, gradients
     for p in trainable:
         p.grad = torch.zeros_like(p)
     optimizer = make_optimizer(model, replace(config, fused_optimizer=False), torch.device("cpu"))
