@@ -1,6 +1,7 @@
 """The Folder tab's Concepts page (issue 32): it learns what `vitstudio concepts` learns with the same settings,
 browses it, reads the current image (switched off: the core's numbers), hands a concept to the Attention tab, stops
-and resumes, and lets go of a model switched away."""
+and resumes, lets go of a model switched away, and opens again what it learned on a folder when the model and the
+folder come back (as after a restart)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,9 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     assert tab.concepts is None and tab.browser.table.rowCount() == 0 and tab.on_image.result is None
     gc.collect()
     assert gone() is None
+    # back to the demo model and the first folder (as after a restart): what was learned there opens again
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    _tab(window, qtbot, data)
+    qtbot.waitUntil(lambda: tab.concepts is not None, timeout=20000)
+    assert tab.browser.table.rowCount() == 32

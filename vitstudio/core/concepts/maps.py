@@ -35,16 +35,39 @@ def open_concepts(path: str | Path) -> Concepts:
         return _files[key]
 
 
-def concepts_for(loaded: LoadedModel, path: str | Path) -> Concepts:
-    """The concepts file at `path`, or a ValueError when it was learned on another model's tokens."""
-    concepts = open_concepts(path)
+def fingerprint_of(loaded: LoadedModel) -> str:
     with _lock:
         fingerprint = _fingerprints.get(loaded.uid)
     if fingerprint is None:
         fingerprint = model_fingerprint(loaded)
         with _lock:
             _fingerprints[loaded.uid] = fingerprint
-    if concepts.meta.get("fingerprint") != fingerprint:
+    return fingerprint
+
+
+def learned_before(loaded: LoadedModel, folder: str | Path) -> Path | None:
+    """The newest concepts file the Concepts tab learned on `folder` for this model (its records in the data
+    folder: `learn.default_output`), or None: what a restart, or a switch back, opens again."""
+    import json
+
+    from vitstudio.core.files import dataset_dir
+
+    fingerprint = fingerprint_of(loaded)
+    found = sorted((dataset_dir(folder) / "concepts").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for sidecar in found:
+        try:
+            meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if meta.get("fingerprint") == fingerprint and weights_path(sidecar).is_file():
+            return weights_path(sidecar)
+    return None
+
+
+def concepts_for(loaded: LoadedModel, path: str | Path) -> Concepts:
+    """The concepts file at `path`, or a ValueError when it was learned on another model's tokens."""
+    concepts = open_concepts(path)
+    if concepts.meta.get("fingerprint") != fingerprint_of(loaded):
         learned = concepts.meta.get("model"), concepts.meta.get("weights")
         raise ValueError(f"{weights_path(path).name} was learned on the tokens of {learned[0]} ({learned[1]}), not "
                          f"of this model ({loaded.display_name}, {loaded.weights_source}): load that model, or "

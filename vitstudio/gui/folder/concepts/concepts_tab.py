@@ -43,6 +43,13 @@ def learn_job(cancel, model, folder: str, settings: ConceptSettings):
     return (yield from learn_concepts(model, [folder], settings, default_output(model, folder, settings), cancel))
 
 
+def earlier_job(cancel, model, folder: str):
+    from vitstudio.core.concepts.maps import learned_before
+
+    found = learned_before(model, folder)
+    return None if found is None else str(found)
+
+
 def open_job(cancel, model, path: str):
     from vitstudio.core.concepts.maps import concepts_for
 
@@ -76,7 +83,8 @@ class ConceptsTab(QWidget):
         self.panel = panel
         self.view_state = ConceptsView()
         self.settings_state = ViewState(**{s.name: s.spec for s in SETTINGS})
-        self.jobs = workers.ViewJobs(self.view_state, {"learn": ("folder",), "open": ("file",)}, long=("learn",))
+        self.jobs = workers.ViewJobs(self.view_state, {"learn": ("folder",), "open": ("file",),
+                                                       "earlier": ("folder",)}, long=("learn",))
         self.learning = None  # the learn job's handle (pause and stop reach its token)
         self.curve: list[float] = []
         self._build()
@@ -152,10 +160,24 @@ class ConceptsTab(QWidget):
     def _on_model(self, model) -> None:
         self.view_state.update(model=model.uid)  # another model's concepts are not this one's: they go
         self._show()
+        self._look_for_earlier()
 
     def _on_paths(self, _paths) -> None:
         self.view_state.update(folder=self.panel.folder)
         self._idle()
+        self._look_for_earlier()
+
+    def _look_for_earlier(self) -> None:
+        """Concepts learned here before on this folder for this model (a restart, a switch back) open again."""
+        model, folder = self.panel.state.model, self.panel.folder
+        if model is not None and folder is not None and self.concepts is None:
+            self.view_state.update(model=model.uid, folder=folder)
+            self.jobs.start("earlier", "Looking for concepts learned before", earlier_job, model, folder,
+                            on_result=self._on_earlier)
+
+    def _on_earlier(self, path: str | None) -> None:
+        if path is not None and self.concepts is None and not self.jobs.running("learn"):
+            self.open_file(path)
 
     def _idle(self, text: str | None = None) -> None:
         model, folder = self.panel.state.model, self.panel.folder
