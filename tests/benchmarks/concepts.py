@@ -30,15 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-
-def drain(gen, on_step=None):
-    while True:
-        try:
-            p = next(gen)
-            if on_step is not None:
-                on_step(p)
-        except StopIteration as stop:
-            return stop.value
+from tests.core.generators import drain  # noqa: E402 (the repository root is on the path first)
 
 
 class PeakRSS:
@@ -182,7 +174,7 @@ def digits_stage(args, tmp):
         peaks.append(peak.mb)
     training.CHUNK_TOKENS = chunk
     print(f"  peak memory while training, streamed in chunks of 8,192 tokens: {peaks[1]:.0f} MB on a quarter of the "
-          f"folder, {peaks[0]:.0f} MB on all of it, ratio {peaks[0] / peaks[1]:.2f} (the first run, chunks of "
+          f"folder, {peaks[0]:.0f} MB on all of it, ratio {peaks[0] / max(peaks[1], 1e-9):.2f} (the first run, chunks of "
           f"{chunk:,}: {whole.mb:.0f} MB)")
 
 

@@ -13,19 +13,12 @@ import torch
 from PIL import Image
 
 from tests.conftest import make_tiny_vit
+from tests.core.generators import drain
 from tests.core.planted_concepts import fine_tuned, planted_folder
 from vitstudio.core.concepts.settings import ConceptSettings
 from vitstudio.core.jobs import CancelToken
 
 SETTINGS = ConceptSettings(size=64, k=4, epochs=12, tokens_per_step=256, seed=0)
-
-
-def drain(gen):
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
 
 
 @pytest.fixture(scope="module")

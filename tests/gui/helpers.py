@@ -28,3 +28,15 @@ def settle(qtbot, timeout: int = 60000) -> None:
     qtbot.waitUntil(lambda: not busy(), timeout=timeout)
     qtbot.wait(0)
     qtbot.waitUntil(lambda: not busy(), timeout=timeout)
+
+
+def open_in_folder_tab(window, qtbot, folder) -> None:
+    """The bundled demo model loaded (unless a model is), the Folder tab shown with `folder` opened, settled."""
+    from vitstudio.core.models.demo import bundled_demo
+
+    if window.state.model is None:
+        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+            window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    window.folder.open_folder(str(folder))
+    settle(qtbot)

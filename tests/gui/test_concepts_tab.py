@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file
 
+from tests.gui.helpers import open_in_folder_tab
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
 
@@ -19,12 +20,7 @@ SMALL = dict(size=32, k=4, epochs=2, tokens_per_step=512)
 
 
 def _tab(window, qtbot, folder):
-    if window.state.model is None:
-        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-            window.request_model(str(bundled_demo()))
-    window.show_tab("folder")
-    window.folder.open_folder(str(folder))
-    _settle(qtbot)
+    open_in_folder_tab(window, qtbot, folder)
     tab = window.folder.concepts_tab
     window.folder.side.setCurrentWidget(tab)
     return tab

@@ -7,17 +7,13 @@ import json
 
 import numpy as np
 
+from tests.gui.helpers import open_in_folder_tab
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
 
 
 def _open(window, qtbot, folder):
-    if window.state.model is None:
-        with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-            window.request_model(str(bundled_demo()))
-    window.show_tab("folder")
-    window.folder.open_folder(str(folder))
-    _settle(qtbot)
+    open_in_folder_tab(window, qtbot, folder)
     return window.folder.layers_tab
 
 

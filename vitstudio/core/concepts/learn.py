@@ -3,6 +3,7 @@ SAE trained (resumable), what each concept fires on, FILE.safetensors + FILE.jso
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from vitstudio.core.concepts.stats import concept_stats
 from vitstudio.core.concepts.tokens import FolderTokens, check_layer, collect_sharded, collect_tokens
 from vitstudio.core.concepts.training import SAEResult, checkpoint_path, train_sae
 from vitstudio.core.distributed import DistInfo
+from vitstudio.core.files import dataset_dir
 from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
@@ -28,9 +30,6 @@ class LearnResult:
 
 def default_output(loaded: LoadedModel, folder: str | Path, settings: ConceptSettings) -> Path:
     """Where the Concepts tab keeps what it learns: the app's records of the dataset (never inside the folder)."""
-    import re
-
-    from vitstudio.core.files import dataset_dir
 
     model = re.sub(r"[^A-Za-z0-9._-]", "_", loaded.display_name)[-40:]
     layer = "default" if settings.layer is None else settings.layer

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 
 import numpy as np
-import torch
 
 from vitstudio.core.analysis.embeddings import fit_pca
 from vitstudio.core.concepts.sae import Concepts
@@ -22,10 +21,8 @@ def image_codes(concepts: Concepts, tokens: np.ndarray) -> tuple[np.ndarray, np.
     """For (B, P, d) raw tokens: ((B, n) strongest activation per image, (B, n) its patch, (B, n) tokens that fired,
     (B, n) sum of activations)."""
     b, p, d = tokens.shape
-    with torch.no_grad():
-        z = torch.from_numpy(concepts.codes(tokens.reshape(-1, d))).reshape(b, p, -1)
-    best, where = z.max(1)
-    return best.numpy(), where.numpy(), (z > 0).sum(1).numpy(), z.sum(1).numpy()
+    z = concepts.codes(tokens.reshape(-1, d)).reshape(b, p, -1)
+    return z.max(1), z.argmax(1), (z > 0).sum(1), z.sum(1)
 
 
 class _Top:

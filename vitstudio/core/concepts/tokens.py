@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from vitstudio.core.analysis.embeddings import layer_tokens
-from vitstudio.core.data.images import ImageReadError, check_file, expand_paths
+from vitstudio.core.data.images import expand_paths
 from vitstudio.core.distributed import DistInfo, barrier
 from vitstudio.core.files import cache_dir
 from vitstudio.core.folder.embedcache import fill, model_fingerprint
@@ -97,11 +97,7 @@ class TokenCache:
                                {"model": loaded.name, "architecture": loaded.architecture, "layer": layer})
 
     def lookup(self, path: Path) -> int | None:
-        try:  # as the folder embeddings: a FIFO, a dangling link or a loop is never hashed
-            check_file(path)
-        except ImageReadError:
-            return None
-        return self.store.lookup(path)
+        return self.store.lookup_readable(path)
 
     def compute(self, x: torch.Tensor) -> tuple[np.ndarray]:
         tokens = patch_tokens(self.loaded, x, self.layer)
@@ -114,15 +110,11 @@ class TokenCache:
         self.store.compact()
 
     def resolve(self, files: list[Path], errors: dict, computed: int) -> FolderTokens:
-        self.store.flush()
-        with self.store.locked():
-            found = [(p, self.store.lookup(p)) for p in files if p.exists()]
-            found = [(p, row) for p, row in found if row is not None]
-            tokens = self.store.arrays()[COLUMN]
-        grid = self.loaded.grid_size
+        found, rows, arrays = self.store.resolve(files)
+        tokens, grid = arrays[COLUMN], self.loaded.grid_size
         width = tokens.shape[1] // (grid[0] * grid[1]) if tokens.shape[1] > 1 else 0
-        return FolderTokens(tuple(str(p) for p, _ in found), np.asarray([r for _, r in found], np.int64), tokens,
-                            grid, width, tuple(errors.items()), computed, self.source)
+        return FolderTokens(tuple(map(str, found)), rows, tokens, grid, width, tuple(errors.items()), computed,
+                            self.source)
 
 
 def collect_tokens(loaded: LoadedModel, paths: Iterable[str], layer: int, batch_size: int = 32,

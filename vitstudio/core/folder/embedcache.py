@@ -156,21 +156,15 @@ class EmbeddingCache:
                     "classes": len(self.loaded.labels), "files": dict(self.store.files)}
 
     def lookup(self, path: Path) -> int | None:
-        from vitstudio.core.data.images import ImageReadError, check_file
-
-        try:  # a FIFO is never hashed (it would block), nor a dangling link or a loop: the reader reports them
-            check_file(path)
-        except ImageReadError:
-            return None
-        return self.store.lookup(path)
+        return self.store.lookup_readable(path)
 
     def append(self, paths: list[Path], features: np.ndarray, logits: np.ndarray) -> None:
         columns = {"features.f32": features} if self.head is not None else {"features.f32": features,
                                                                             "logits.f32": logits}
         self.store.append([str(p) for p in paths], columns)
 
-    def arrays(self) -> tuple[np.memmap, np.memmap | HeadLogits]:
-        arrays = self.store.arrays()
+    def arrays(self, arrays: dict | None = None) -> tuple[np.memmap, np.memmap | HeadLogits]:
+        arrays = self.store.arrays() if arrays is None else arrays
         features = arrays["features.f32"]
         if self.head is not None:
             return features, HeadLogits(features, self.loaded, self.head)
@@ -179,16 +173,8 @@ class EmbeddingCache:
     def resolve(self, files: list[Path]) -> tuple[list[Path], np.ndarray, np.memmap, np.memmap | HeadLogits]:
         """(files the cache holds, their rows, features, logits), consistent with each other: read under the shared
         lock, so a compaction by another process cannot move the rows in between."""
-        self.store.flush()
-        with self.store.locked():
-            good, rows = [], []
-            for p in files:
-                row = self.store.lookup(p) if p.exists() else None
-                if row is not None:
-                    good.append(p)
-                    rows.append(row)
-            features, logits = self.arrays()
-        return good, np.asarray(rows, np.int64), features, logits
+        good, rows, arrays = self.store.resolve(files)
+        return (good, rows, *self.arrays(arrays))
 
     def compact(self) -> None:
         """Drop orphaned rows (files that changed since) when they are the majority."""

@@ -160,6 +160,27 @@ class KeyedRows:
             self._pending[path] = [key, ident, digest, row]
         return row
 
+    def lookup_readable(self, path: str | Path) -> int | None:
+        """`lookup` for a file the reader can open: a FIFO is never hashed (it would block), nor a dangling link or a
+        loop (the reader reports them)."""
+        from vitstudio.core.data.images import ImageReadError, check_file
+
+        try:
+            check_file(path)
+        except ImageReadError:
+            return None
+        return self.lookup(path)
+
+    def resolve(self, files: list[Path]) -> tuple[list[Path], np.ndarray, dict[str, np.ndarray]]:
+        """(the files the store holds, their rows, every column's memory map), consistent with each other: read
+        under the shared lock, so a compaction by another process cannot move the rows in between."""
+        self.flush()
+        with self.locked():
+            found = [(p, self.lookup(p)) for p in files if Path(p).exists()]
+            found = [(p, row) for p, row in found if row is not None]
+            arrays = self.arrays()
+        return [p for p, _ in found], np.asarray([row for _, row in found], np.int64), arrays
+
     def digest(self, path: str, key: str | None = None, ident: str | None = None) -> str:
         if key is None:
             key, ident = stat_keys(path)

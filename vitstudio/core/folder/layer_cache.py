@@ -96,13 +96,7 @@ class LayerCache:
                                {"model": loaded.name, "architecture": loaded.architecture, "blocks": self.blocks})
 
     def lookup(self, path: Path) -> int | None:
-        from vitstudio.core.data.images import ImageReadError, check_file
-
-        try:  # as the folder embeddings: a FIFO, a dangling link or a loop is never hashed
-            check_file(path)
-        except ImageReadError:
-            return None
-        return self.store.lookup(path)
+        return self.store.lookup_readable(path)
 
     def append(self, paths: list[Path], features: np.ndarray, lens: np.ndarray) -> None:
         self.store.append([str(p) for p in paths], {"features.f32": features, "lens.f32": lens})
@@ -111,13 +105,9 @@ class LayerCache:
         self.store.compact()
 
     def resolve(self, files: list[Path], errors: dict, computed: int) -> FolderLayers:
-        self.store.flush()
-        with self.store.locked():
-            found = [(p, self.store.lookup(p)) for p in files if p.exists()]
-            found = [(p, row) for p, row in found if row is not None]
-            arrays = self.store.arrays()
-        return FolderLayers(tuple(str(p) for p, _ in found), np.asarray([r for _, r in found], np.int64),
-                            arrays["features.f32"], arrays["lens.f32"] if self.reads_lens else None, self.blocks,
+        found, rows, arrays = self.store.resolve(files)
+        return FolderLayers(tuple(map(str, found)), rows, arrays["features.f32"],
+                            arrays["lens.f32"] if self.reads_lens else None, self.blocks,
                             self.labels, tuple(errors.items()), computed)
 
 
