@@ -174,8 +174,8 @@ def digits_stage(args, tmp):
         peaks.append(peak.mb)
     training.CHUNK_TOKENS = chunk
     print(f"  peak memory while training, streamed in chunks of 8,192 tokens: {peaks[1]:.0f} MB on a quarter of the "
-          f"folder, {peaks[0]:.0f} MB on all of it, ratio {peaks[0] / max(peaks[1], 1e-9):.2f} (the first run, chunks of "
-          f"{chunk:,}: {whole.mb:.0f} MB)")
+          f"folder, {peaks[0]:.0f} MB on all of it, ratio {peaks[0] / max(peaks[1], 1e-9):.2f} (the first run, "
+          f"chunks of {chunk:,}: {whole.mb:.0f} MB)")
 
 
 def photos_stage(args, tmp):
