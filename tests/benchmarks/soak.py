@@ -153,6 +153,80 @@ def take_sample(t: float, phase: str, app, peaks: Peaks) -> Sample:
                   wrappers=len(shiboken6.getAllValidWrappers()), **peaks.take())
 
 
+BEAT_MS = 20  # the heartbeat: how late each tick fires is how long the GUI thread could not answer
+STALL_LIMIT_S = 0.1  # issue 29 item 14: no stall may pass 100 ms
+
+
+class Stalls:
+    """How late each heartbeat fired (the gap between ticks less the timer's period), and the worst ones with
+    what the user was doing then, so a stall can be traced to the step that caused it."""
+
+    def __init__(self, period_s: float, keep: int = 12) -> None:
+        self.period, self.keep = period_s, keep
+        self.last: float | None = None
+        self.late: list[float] = []
+        self.worst: list[tuple[float, float, str]] = []  # (late s, t s, doing)
+
+    def beat(self, now: float, doing: str, t: float) -> None:
+        if self.last is not None:
+            late = max(0.0, now - self.last - self.period)
+            self.late.append(late)
+            if len(self.worst) < self.keep or late > self.worst[-1][0]:
+                self.worst = sorted([*self.worst, (late, t, doing)], reverse=True)[:self.keep]
+        self.last = now
+
+    def summary(self) -> dict:
+        ordered = sorted(self.late) or [0.0]
+        return {"max_stall_s": round(ordered[-1], 3), "p99_stall_s": round(ordered[int(0.99 * (len(ordered) - 1))], 3),
+                "stalls_over_limit": sum(late > STALL_LIMIT_S for late in ordered),
+                "worst_stalls": [(round(late, 3), round(t, 1), doing) for late, t, doing in self.worst]}
+
+
+class StallTracer:
+    """A watchdog thread: while the heartbeat is late by more than the limit, it samples the GUI thread's Python
+    stack every 20 ms, so each stall can be traced to the code it ran (`--stall-traces N` prints the N stacks
+    seen most). A stack that ends in the event loop means the GUI thread was waiting for the GIL or the OS."""
+
+    def __init__(self, stalls: Stalls, limit_s: float = STALL_LIMIT_S) -> None:
+        import collections
+
+        self.stalls, self.limit = stalls, limit_s
+        self.gui = threading.get_ident()
+        self.seen: collections.Counter = collections.Counter()
+        self.running = True
+        threading.Thread(target=self._watch, name="soak-stall-tracer", daemon=True).start()
+
+    def _watch(self) -> None:
+        while self.running:
+            time.sleep(0.02)
+            last = self.stalls.last
+            if last is None or time.monotonic() - last < self.stalls.period + self.limit:
+                continue
+            stack = self._gui_stack()
+            if stack:
+                self.seen["\n".join(stack[-14:])] += 1
+
+    def _gui_stack(self) -> list[str]:
+        """The GUI thread's frames, outermost first, as faulthandler writes them: walking another thread's frame
+        objects from Python (sys._current_frames) crashed Python 3.11 here, faulthandler reads them safely."""
+        import faulthandler
+        import re
+
+        with tempfile.TemporaryFile("w+") as out:
+            faulthandler.dump_traceback(out, all_threads=True)
+            out.seek(0)
+            text = out.read()
+        for block in text.split("\n\n"):
+            if block.startswith(f"Thread 0x{self.gui:016x}"):
+                frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', block)
+                return [f"{Path(name).name}:{line} {func}" for name, line, func in reversed(frames)]
+        return []
+
+    def top(self, n: int) -> list[tuple[int, str]]:
+        self.running = False
+        return [(count, stack) for stack, count in self.seen.most_common(n)]
+
+
 # ----- analysis -----------------------------------------------------------------------------------------
 def slope_per_minute(ts: list[float], ys: list[float]) -> float:
     """Least-squares slope of ys against ts (seconds), per minute."""
@@ -184,8 +258,12 @@ def analyse(samples: list[dict], run: dict) -> dict:
     alive = bool(run.get("finished")) and not run.get("exceptions") and len(after) >= 2
     checks["alive"] = alive
     notes.append(f"alive: event loop ran to the end={bool(run.get('finished'))}, uncaught exceptions="
-                 f"{len(run.get('exceptions', []))}, longest GUI stall {run.get('max_stall_s', 0):.1f} s, "
+                 f"{len(run.get('exceptions', []))}, "
                  f"{run.get('cycles', 0)} cycles, {run.get('epochs', 0)} epochs trained, {len(samples)} samples")
+    checks["responsive"] = run.get("max_stall_s", 0.0) <= STALL_LIMIT_S
+    notes.append(f"GUI stalls (a {BEAT_MS} ms heartbeat, how late it fired): longest {1000 * run.get('max_stall_s', 0):.0f}"
+                 f" ms, p99 {1000 * run.get('p99_stall_s', 0):.0f} ms, {run.get('stalls_over_limit', 0)} over "
+                 f"{1000 * STALL_LIMIT_S:.0f} ms (limit: none)")
     if NONE_IMMORTAL:
         checks["none_flat"] = True
         notes.append(f"None refcount: Python {sys.version_info.major}.{sys.version_info.minor} makes None immortal "
@@ -226,6 +304,8 @@ def report(samples: list[dict], verdict: dict) -> str:
     for kind, counts in (verdict.get("grew_by_type") or {}).items():
         rows.append(f"  {kind} that grew most after the warm-up: " + (", ".join(
             f"{name} +{n}" for name, n in counts.items()) or "none"))
+    for late, t, doing in verdict.get("worst_stalls") or []:
+        rows.append(f"  stall {1000 * late:6.0f} ms at {t:7.1f} s during {doing}")
     if verdict.get("exceptions"):
         rows.append("uncaught exceptions:\n" + "\n".join(verdict["exceptions"][:5]))
     if verdict.get("stuck"):
@@ -234,14 +314,14 @@ def report(samples: list[dict], verdict: dict) -> str:
         rows.append(f"errors shown to the user: {len(verdict['job_errors'])}, e.g. {verdict['job_errors'][:3]}")
     failed = [k for k, v in verdict["checks"].items() if not v]
     rows.append(f"VERDICT: {'PASS' if verdict['ok'] else 'FAIL'} — " + (
-        "alive, None refcount flat, RSS bounded, threads and fds bounded" if verdict["ok"] else
+        "alive, responsive, None refcount flat, RSS bounded, threads and fds bounded" if verdict["ok"] else
         f"failed: {', '.join(failed)}"))
     return "\n".join(rows)
 
 
 # ----- main ---------------------------------------------------------------------------------------------
 def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3, device: str = "auto",
-             json_path: str | None = None, quiet: bool = False, trace: int = 0) -> dict:
+             json_path: str | None = None, quiet: bool = False, trace: int = 0, stall_traces: int = 0) -> dict:
     """Run the soak; returns the verdict (with the samples under 'samples'). `trace`: print that many of the
     allocation sites that grew most after the warm-up (tracemalloc, started then; slows the rest down)."""
     import tracemalloc
@@ -250,7 +330,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     os.environ["VITSTUDIO_MODELS_DIR"] = str(work / "models")
     os.environ["VITSTUDIO_CACHE_DIR"] = str(work / "cache")
     os.environ["VITSTUDIO_DATA_DIR"] = str(work / "data")  # settings and journals: not the user's, not restored
-    from PySide6.QtCore import QSettings, QTimer
+    from PySide6.QtCore import QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
     for fmt in (QSettings.NativeFormat, QSettings.IniFormat):
@@ -284,21 +364,29 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     data_s = round(made - began, 1)
     driver = Driver(app, soak.script(), t0 + minutes * 60)
     samples: list[dict] = []
-    stall = {"last": time.monotonic(), "max": 0.0}
-
+    stalls = Stalls(BEAT_MS / 1000)
+    tracer = StallTracer(stalls) if stall_traces else None
     peaks = Peaks()
+    polled = {"at": 0.0}
 
     def beat() -> None:
-        peaks.poll()
         now = time.monotonic()
-        stall["max"] = max(stall["max"], now - stall["last"])
-        stall["last"] = now
+        stalls.beat(now, f"{soak.phase}: {driver.wait.label if driver.wait else '-'}", now - t0)
+        if now - polled["at"] >= 0.1:
+            peaks.poll()
+            polled["at"] = now
 
     traced: list = []  # (t, snapshot) with --trace: where the memory that stays was allocated
 
     censuses: list[dict] = []  # at the end of the warm-up and at the end
 
     def sample() -> None:
+        try:
+            measure()
+        finally:
+            stalls.last = None  # the soak's own measuring (a census walks every object) is not the app's stall
+
+    def measure() -> None:
         samples.append(asdict(take_sample(time.monotonic() - t0, soak.phase, app, peaks)))
         t = samples[-1]["t"]
         if not censuses and t >= WARMUP * minutes * 60 and (len(soak.cycle_starts) > 1 or t >= minutes * 30):
@@ -332,7 +420,8 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
         window.close()  # cancels and joins every job (closeEvent)
         app.quit()
 
-    heartbeat = QTimer(interval=100, timeout=beat)
+    heartbeat = QTimer(interval=BEAT_MS, timeout=beat)
+    heartbeat.setTimerType(Qt.PreciseTimer)
     sampler = QTimer(interval=int(interval * 1000), timeout=sample)
     finisher = QTimer(interval=200, timeout=finish)
     for timer in (heartbeat, sampler, finisher):
@@ -347,7 +436,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     closed = time.monotonic()
     heartbeat.stop()
     sys.excepthook = old_hook
-    run = {"finished": driver.finished, "exceptions": exceptions, "max_stall_s": round(stall["max"], 2),
+    run = {"finished": driver.finished, "exceptions": exceptions, **stalls.summary(),
            "cycles": soak.cycle, "cycle_starts_s": [round(c - t0, 1) for c in soak.cycle_starts],
            "epochs": soak.epochs, "model_loads": soak.loads, "stuck": driver.stuck,
            "job_errors": soak.job_errors, "minutes": minutes, "interval_s": interval,
@@ -365,6 +454,10 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
             print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
             for line in stat.traceback.format()[-8:]:
                 print("      " + line)
+    if tracer is not None:
+        print("the GUI thread's stacks seen most during stalls (20 ms samples):")
+        for count, stack in tracer.top(stall_traces):
+            print(f"  {count} samples:\n      " + stack.replace("\n", "\n      "))
     if json_path:
         Path(json_path).write_text(json.dumps(verdict, indent=1))
     import shutil
@@ -383,9 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="write the samples and the verdict here")
     ap.add_argument("--trace", type=int, default=0, metavar="N", help="hunting a leak: print the N allocation "
                     "sites that grew most after the warm-up (tracemalloc, several times slower)")
+    ap.add_argument("--stall-traces", type=int, default=0, metavar="N", help="hunting a stall: print the N "
+                    "stacks of the GUI thread seen most while it was late (a watchdog thread samples them)")
     args = ap.parse_args(argv)
     verdict = run_soak(args.minutes, args.interval, args.images, args.epochs, args.device, args.json,
-                       trace=args.trace)
+                       trace=args.trace, stall_traces=args.stall_traces)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0 if verdict["ok"] else 1)  # the window is closed and every job joined; skip tearing torch/Qt down

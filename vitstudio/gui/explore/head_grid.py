@@ -48,8 +48,9 @@ class HeadGridWidget(pg.GraphicsLayoutWidget):
             cell.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)
             label = _HeadLabel(f"head {h}", size="8pt")
             cell.addItem(label, row=0, col=0)
-            view = cell.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMouse=False)
-            view.setMenuEnabled(False)
+            # no context menu, not even built: a ViewBox's menu is a dozen widgets, and a model switch rebuilds
+            # the grid on the GUI thread (~0.1 s a head)
+            view = cell.addViewBox(row=1, col=0, lockAspect=True, invertY=True, enableMouse=False, enableMenu=False)
             item = pg.ImageItem()
             view.addItem(item)
             self.views.append(view)

@@ -366,7 +366,7 @@ class TrainingPanel(QWidget):
             self.right.setCurrentWidget(self.results)
 
     def _show_gallery(self, found: tuple[EvalReport, dict]) -> None:
-        self.results.show_report(*found)
+        self.results.show_thumbnails(*found)
 
     def _on_failed(self, exc: BaseException) -> None:
         message = workers.describe(exc)

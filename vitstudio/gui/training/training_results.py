@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QIcon
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QIcon
 from PySide6.QtWidgets import (
     QAbstractScrollArea,
     QHBoxLayout,
@@ -40,6 +40,42 @@ def make_thumbnails(report) -> dict:
     return out
 
 
+class CellCounts(pg.GraphicsObject):
+    """Every cell's count written in one paint, at the same size however the matrix is scaled. A TextItem per
+    cell (100 for ten classes) cost the GUI thread ~0.4 s to make and place, the longest stall of the soak."""
+
+    MAX_CLASSES = 20  # more cells than this are too small for their counts
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts = np.zeros((0, 0), np.int64)
+
+    def set_counts(self, counts: np.ndarray) -> None:
+        self.prepareGeometryChange()
+        self.counts = np.asarray(counts, np.int64) if len(counts) <= self.MAX_CLASSES else np.zeros((0, 0))
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt's name)
+        rows, columns = self.counts.shape
+        return QRectF(0, 0, columns, rows)
+
+    def paint(self, painter, *_args) -> None:
+        if not self.counts.size:
+            return
+        to_screen = painter.transform()
+        painter.resetTransform()  # text in screen pixels, centred on each cell
+        half = self.counts.max() / 2
+        cell = to_screen.map(QPointF(1, 1)) - to_screen.map(QPointF(0, 0))
+        digits = len(str(self.counts.max()))
+        font = painter.font()  # as large as fits a cell, at most the UI's own size ("1234" in a 20 px cell)
+        font.setPixelSize(max(6, int(min(abs(cell.y()) * 0.6, abs(cell.x()) / (0.62 * digits + 0.2), 13))))
+        painter.setFont(font)
+        for (r, c), count in np.ndenumerate(self.counts):
+            centre = to_screen.map(QPointF(c + 0.5, r + 0.5))
+            painter.setPen(QColor("white" if count < half else "black"))
+            painter.drawText(QRectF(centre.x() - 40, centre.y() - 10, 80, 20), Qt.AlignCenter, str(count))
+
+
 class RunResultsWidget(QWidget):
     misclassified_clicked = Signal(str)  # image path
 
@@ -56,6 +92,8 @@ class RunResultsWidget(QWidget):
         self.cm_view.setMouseEnabled(False, False)  # a fixed, whole matrix; cells need not be square
         self.cm_item = pg.ImageItem()
         self.cm_view.addItem(self.cm_item)
+        self.cm_counts = CellCounts()
+        self.cm_view.addItem(self.cm_counts)
         self.table = QTableWidget(0, 5)
         # short headers (their full names as tooltips): the five columns fit beside the matrix in a 400 px pane
         for column, (short, full) in enumerate((("class", "class"), ("prec.", "precision"), ("recall", "recall"),
@@ -82,27 +120,20 @@ class RunResultsWidget(QWidget):
         layout.addWidget(QLabel("Misclassified validation images (click one to explore its attention):"))
         layout.addWidget(self.gallery, 1)
 
-    def show_report(self, report, thumbnails: dict | None = None) -> None:
-        """thumbnails: path -> small PIL image, made off the GUI thread (see make_thumbnails)."""
+    def show_report(self, report) -> None:
+        """The matrix, the table and the gallery's captions at once; `show_thumbnails` adds the pictures."""
         self.report = report
-        self.cm_view.clear()
-        self.cm_item = pg.ImageItem()
-        self.cm_view.addItem(self.cm_item)
         self.table.setRowCount(0)
         self.gallery.clear()
         if report is None:
+            self.cm_item.clear()
+            self.cm_counts.set_counts(np.zeros((0, 0)))
             self.summary.setText("No results yet.")
             return
         cm = report.confusion.astype(np.float32)
         self.cm_item.setImage(cm, levels=(0, max(1.0, float(cm.max()))), lut=lookup_table("viridis"))
+        self.cm_counts.set_counts(report.confusion)
         n = len(report.classes)
-        if n <= 20:  # counts written in the cells
-            for r in range(n):
-                for c in range(n):
-                    text = pg.TextItem(str(int(cm[r, c])), anchor=(0.5, 0.5),
-                                       color="w" if cm[r, c] < cm.max() / 2 else "k")
-                    text.setPos(c + 0.5, r + 0.5)
-                    self.cm_view.addItem(text)
         ticks = [(i + 0.5, name[:12]) for i, name in enumerate(report.classes)]
         self.cm_view.getAxis("bottom").setTicks([ticks])
         self.cm_view.getAxis("left").setTicks([ticks])
@@ -123,10 +154,18 @@ class RunResultsWidget(QWidget):
             item = QListWidgetItem(f"{report.classes[wrong.true]} → {report.classes[wrong.predicted]}")
             item.setToolTip(f"{wrong.path}\npredicted {report.classes[wrong.predicted]} ({wrong.prob * 100:.1f}%)")
             item.setData(Qt.UserRole, wrong.path)
-            thumb = (thumbnails or {}).get(wrong.path)
+            self.gallery.addItem(item)
+
+    def show_thumbnails(self, report, thumbnails: dict) -> None:
+        """thumbnails: path -> small PIL image, made off the GUI thread (see make_thumbnails); for `report` only
+        (another shown since keeps its own)."""
+        if report is not self.report:
+            return
+        for i in range(self.gallery.count()):
+            item = self.gallery.item(i)
+            thumb = thumbnails.get(item.data(Qt.UserRole))
             if thumb is not None:
                 item.setIcon(QIcon(pil_to_pixmap(thumb)))
-            self.gallery.addItem(item)
 
     def _on_item(self, item: QListWidgetItem) -> None:
         self.misclassified_clicked.emit(item.data(Qt.UserRole))
