@@ -261,8 +261,9 @@ def analyse(samples: list[dict], run: dict) -> dict:
                  f"{len(run.get('exceptions', []))}, "
                  f"{run.get('cycles', 0)} cycles, {run.get('epochs', 0)} epochs trained, {len(samples)} samples")
     checks["responsive"] = run.get("max_stall_s", 0.0) <= STALL_LIMIT_S
-    notes.append(f"GUI stalls (a {BEAT_MS} ms heartbeat, how late it fired): longest {1000 * run.get('max_stall_s', 0):.0f}"
-                 f" ms, p99 {1000 * run.get('p99_stall_s', 0):.0f} ms, {run.get('stalls_over_limit', 0)} over "
+    notes.append(f"GUI stalls (a {BEAT_MS} ms heartbeat, how late it fired): longest "
+                 f"{1000 * run.get('max_stall_s', 0):.0f} ms, p99 {1000 * run.get('p99_stall_s', 0):.0f} ms, "
+                 f"{run.get('stalls_over_limit', 0)} over "
                  f"{1000 * STALL_LIMIT_S:.0f} ms (limit: none)")
     if NONE_IMMORTAL:
         checks["none_flat"] = True
