@@ -227,6 +227,65 @@ class StallTracer:
         return [(count, stack) for stack, count in self.seen.most_common(n)]
 
 
+class SlowDeliveries:
+    """Times every job result and progress value the GUI thread delivers to a view (the app's own code on the GUI
+    thread, where most stalls come from) and keeps the slowest per job name."""
+
+    def __init__(self, keep_over_s: float = 0.05) -> None:
+        from vitstudio.gui import workers
+
+        self.over, self.slowest = keep_over_s, {}
+        for name in ("_deliver_result", "_deliver_yield"):
+            original = getattr(workers._Dispatcher, name)
+
+            kind = name.removeprefix("_deliver_")
+
+            def timed(dispatcher, handle, value, _original=original, _kind=kind):
+                began = time.perf_counter()
+                try:
+                    _original(dispatcher, handle, value)
+                finally:
+                    took = time.perf_counter() - began
+                    if took > self.over:
+                        key = f"{handle.name} ({_kind})"
+                        self.slowest[key] = (max(took, self.slowest.get(key, (0, 0))[0]),
+                                             self.slowest.get(key, (0, 0))[1] + 1)
+
+            setattr(workers._Dispatcher, name, timed)
+
+    def report(self) -> list[tuple[str, float, int]]:
+        return sorted(((k, round(v[0], 3), v[1]) for k, v in self.slowest.items()), key=lambda r: -r[1])
+
+
+def timed_application():
+    """A QApplication that times every event it hands out from the event loop itself (not those sent inside
+    another's handling) and keeps the slowest by event type and receiver: where a stall is Qt's own work (layout,
+    paint) rather than a Python slot."""
+    from PySide6.QtWidgets import QApplication
+
+    class TimedApplication(QApplication):
+        slowest: dict = {}
+        depth = 0
+
+        def notify(self, receiver, event) -> bool:  # noqa: N802 (Qt's name)
+            kind = event.type()
+            TimedApplication.depth += 1
+            began = time.perf_counter()
+            try:
+                return super().notify(receiver, event)
+            finally:
+                TimedApplication.depth -= 1
+                took = time.perf_counter() - began
+                if TimedApplication.depth == 0 and took > 0.05:
+                    views = receiver.views() if hasattr(receiver, "views") else []  # a scene: whose
+                    owner = f" of {type(views[0]).__name__} in {type(views[0].parent()).__name__}" if views else ""
+                    key = f"{kind.name} → {type(receiver).__name__} {receiver.objectName()}{owner}".strip()
+                    worst, times = self.slowest.get(key, (0.0, 0))
+                    self.slowest[key] = (max(worst, took), times + 1)
+
+    return TimedApplication
+
+
 # ----- analysis -----------------------------------------------------------------------------------------
 def slope_per_minute(ts: list[float], ys: list[float]) -> float:
     """Least-squares slope of ys against ts (seconds), per minute."""
@@ -305,6 +364,11 @@ def report(samples: list[dict], verdict: dict) -> str:
     for kind, counts in (verdict.get("grew_by_type") or {}).items():
         rows.append(f"  {kind} that grew most after the warm-up: " + (", ".join(
             f"{name} +{n}" for name, n in counts.items()) or "none"))
+    for name, took, times in verdict.get("slow_deliveries") or []:
+        rows.append(f"  delivery over 50 ms: {name} {1000 * took:.0f} ms at most, {times} times")
+    for name, took, times in verdict.get("slow_steps") or []:
+        rows.append(f"  user step over 50 ms (a click's own work): before '{name}' {1000 * took:.0f} ms at most, "
+                    f"{times} times")
     for late, t, doing in verdict.get("worst_stalls") or []:
         rows.append(f"  stall {1000 * late:6.0f} ms at {t:7.1f} s during {doing}")
     if verdict.get("exceptions"):
@@ -336,7 +400,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
 
     for fmt in (QSettings.NativeFormat, QSettings.IniFormat):
         QSettings.setPath(fmt, QSettings.UserScope, str(work / "settings"))
-    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app = QApplication.instance() or (timed_application() if stall_traces else QApplication)([sys.argv[0]])
     app.setApplicationName("ViT Studio")
     app.setOrganizationName("ViT Studio")
     from soak_user import Driver, Soak, make_data
@@ -356,6 +420,8 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
 
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.gui.app import _build_main_window, parse_args
+
+    deliveries = SlowDeliveries()  # before the window's first job makes the dispatcher
 
     args = argparse.Namespace(epochs=epochs, device=device)
     window = _build_main_window(parse_args([*data["images"], "--model", str(bundled_demo()), "--device", device]))
@@ -425,7 +491,8 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     heartbeat.setTimerType(Qt.PreciseTimer)
     sampler = QTimer(interval=int(interval * 1000), timeout=sample)
     finisher = QTimer(interval=200, timeout=finish)
-    for timer in (heartbeat, sampler, finisher):
+    for name, timer in (("heartbeat", heartbeat), ("sampler", sampler), ("finisher", finisher)):
+        timer.setObjectName(f"soak-{name}")
         timer.start()
     if not quiet:
         print(f"soak: {minutes:g} min, a sample every {interval:g} s, Python {sys.version.split()[0]}, "
@@ -438,6 +505,9 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     heartbeat.stop()
     sys.excepthook = old_hook
     run = {"finished": driver.finished, "exceptions": exceptions, **stalls.summary(),
+           "slow_deliveries": deliveries.report(),
+           "slow_steps": sorted(((k, round(v[0], 3), v[1]) for k, v in driver.slow_steps.items()),
+                                key=lambda r: -r[1]),
            "cycles": soak.cycle, "cycle_starts_s": [round(c - t0, 1) for c in soak.cycle_starts],
            "epochs": soak.epochs, "model_loads": soak.loads, "stuck": driver.stuck,
            "job_errors": soak.job_errors, "minutes": minutes, "interval_s": interval,
@@ -455,6 +525,8 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
             print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
             for line in stat.traceback.format()[-8:]:
                 print("      " + line)
+    for key, (worst, times) in sorted(getattr(app, "slowest", {}).items(), key=lambda kv: -kv[1][0])[:20]:
+        print(f"  event over 50 ms: {key}: {1000 * worst:.0f} ms at most, {times} times")
     if tracer is not None:
         print("the GUI thread's stacks seen most during stalls (20 ms samples):")
         for count, stack in tracer.top(stall_traces):

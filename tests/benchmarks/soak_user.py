@@ -89,6 +89,8 @@ class Driver:
         self.finished = False  # the deadline came with the script still going: the event loop ran to the end
         self.done = False  # stopped, either way
         self.timer = QTimer(interval=50, timeout=self._tick)
+        self.timer.setObjectName("soak-driver")
+        self.slow_steps: dict[str, tuple[float, int]] = {}  # the user's own actions (a click runs its slots at once)
 
     def start(self) -> None:
         self.timer.start()
@@ -111,6 +113,10 @@ class Driver:
                 self.stuck.append(w.label)
         try:
             self.wait, self.since = next(self.script), now
+            took = time.monotonic() - now
+            if took > 0.05:  # what the step did before this wait: clicks, settings, tab switches
+                worst, times = self.slow_steps.get(self.wait.label, (0.0, 0))
+                self.slow_steps[self.wait.label] = (max(worst, took), times + 1)
         except BaseException:  # the script itself broke: reported as an uncaught exception, the run ends
             self.timer.stop()
             self.done = True
