@@ -286,6 +286,27 @@ def timed_application():
     return TimedApplication
 
 
+class Collections:
+    """Python's cyclic collector: how long each collection of each generation took (it runs on whichever thread
+    allocates, holding the GIL: a full pass over half a million objects stalls the GUI thread too)."""
+
+    def __init__(self) -> None:
+        self.began = 0.0
+        self.took: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self.began = time.perf_counter()
+        else:
+            self.took[info["generation"]].append(time.perf_counter() - self.began)
+
+    def summary(self) -> dict:
+        gc.callbacks.remove(self._callback)
+        return {f"gc_gen{g}": {"count": len(t), "max_ms": round(1000 * max(t, default=0), 1),
+                               "over_50ms": sum(x > 0.05 for x in t)} for g, t in self.took.items()}
+
+
 # ----- analysis -----------------------------------------------------------------------------------------
 def slope_per_minute(ts: list[float], ys: list[float]) -> float:
     """Least-squares slope of ys against ts (seconds), per minute."""
@@ -366,6 +387,9 @@ def report(samples: list[dict], verdict: dict) -> str:
             f"{name} +{n}" for name, n in counts.items()) or "none"))
     for name, took, times in verdict.get("slow_deliveries") or []:
         rows.append(f"  delivery over 50 ms: {name} {1000 * took:.0f} ms at most, {times} times")
+    for generation, seen in (verdict.get("collections") or {}).items():
+        rows.append(f"  garbage collections, {generation}: {seen['count']}, longest {seen['max_ms']} ms, "
+                    f"{seen['over_50ms']} over 50 ms")
     for name, took, times in verdict.get("slow_steps") or []:
         rows.append(f"  user step over 50 ms (a click's own work): before '{name}' {1000 * took:.0f} ms at most, "
                     f"{times} times")
@@ -422,6 +446,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     from vitstudio.gui.app import _build_main_window, parse_args
 
     deliveries = SlowDeliveries()  # before the window's first job makes the dispatcher
+    collections_ = Collections()
 
     args = argparse.Namespace(epochs=epochs, device=device)
     window = _build_main_window(parse_args([*data["images"], "--model", str(bundled_demo()), "--device", device]))
@@ -505,7 +530,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     heartbeat.stop()
     sys.excepthook = old_hook
     run = {"finished": driver.finished, "exceptions": exceptions, **stalls.summary(),
-           "slow_deliveries": deliveries.report(),
+           "slow_deliveries": deliveries.report(), "collections": collections_.summary(),
            "slow_steps": sorted(((k, round(v[0], 3), v[1]) for k, v in driver.slow_steps.items()),
                                 key=lambda r: -r[1]),
            "cycles": soak.cycle, "cycle_starts_s": [round(c - t0, 1) for c in soak.cycle_starts],
