@@ -91,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
 def _build_main_window(args):
     """The window main.py ends up with, built in one go (the soak benchmark drives it): the frame, its panels and
     what the command line asks for."""
+    from . import workers
+    from .startup import import_heavy
+
     window = _open_frame(args)
+    import_heavy(None)
+    workers.freeze_long_lived()  # as main() does once the libraries are in: full collections skip them
     window.attach_panels()
     _after_panels(window, args)
     return window

@@ -226,12 +226,13 @@ _collector = None
 
 
 def collect_garbage_on_gui_thread(interval_s: float = 1.0) -> None:
-    """Turn automatic collection off and collect from a GUI-thread timer instead (pyqtgraph's GarbageCollector)."""
+    """Turn automatic collection off and collect from a GUI-thread timer instead (gui_collector: a full pass only
+    when the oldest generation grew by a quarter, as CPython's own collector decides)."""
     global _collector
     if _collector is None:
-        from pyqtgraph.util.garbage_collector import GarbageCollector
+        from .gui_collector import GuiThreadCollector
 
-        _collector = GarbageCollector(interval=interval_s)
+        _collector = GuiThreadCollector(interval_s)
 
 
 def freeze_long_lived() -> None:
@@ -259,7 +260,7 @@ def shutdown(timeout_ms: int = 5000) -> bool:
         QCoreApplication.sendPostedEvents(_dispatcher)
     global _collector
     if _collector is not None:
-        _collector.timer.stop()
+        _collector.stop()
         _collector = None
         gc.enable()
     gc.collect()
