@@ -212,9 +212,11 @@ def test_overview_is_the_individual_methods_in_one_pass(case):
     layout, loaded, x, _, attns = case
     one = x[:1]
     ov = A.overview(loaded, one, fusion="max", discard=0.3)
+    # two float32 paths through three blocks (one batched pass, one per method): their sums run in different
+    # orders, and on a fresh clone here 2 of 32 probabilities differed by 1.2e-6; 1e-5 is float32's scale there
     for layer in range(3):
-        np.testing.assert_allclose(ov.head_maps[layer], A.head_maps(loaded, one, layer)[0], atol=1e-6)
-    np.testing.assert_allclose(ov.rollout, A.rollout(loaded, one, "max", 0.3)[0], atol=1e-6)
+        np.testing.assert_allclose(ov.head_maps[layer], A.head_maps(loaded, one, layer)[0], atol=1e-5)
+    np.testing.assert_allclose(ov.rollout, A.rollout(loaded, one, "max", 0.3)[0], atol=1e-5)
     stats = A.attention_stats(loaded, one)
     np.testing.assert_allclose(ov.distance, stats.distance, rtol=1e-5)
     np.testing.assert_allclose(ov.entropy, stats.entropy, rtol=1e-5)
