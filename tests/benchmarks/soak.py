@@ -119,31 +119,6 @@ def census() -> dict:
             "objects": collections.Counter(type(o).__name__ for o in gc.get_objects())}
 
 
-def holders(type_names: set[str], since: set[int], depth: int = 4, samples: int = 3) -> dict[str, list[str]]:
-    """For each type named: what holds a few of its objects made after the warm-up (ids not in `since`), as
-    chains of referrer types up to `depth` (a dict is named by the key that holds the object)."""
-    import shiboken6
-
-    found: dict[str, list[str]] = {}
-    pool = [o for o in [*shiboken6.getAllValidWrappers(), *gc.get_objects()] if type(o).__name__ in type_names]
-    for obj in pool:
-        name = type(obj).__name__
-        if id(obj) in since or len(found.setdefault(name, [])) >= samples:
-            continue
-        chain, current = [], obj
-        for _ in range(depth):
-            referrers = [r for r in gc.get_referrers(current) if r is not pool and type(r).__name__ != "frame"
-                         and not (isinstance(r, list) and len(r) >= 10_000)]  # not this census's own lists
-            if not referrers:
-                break
-            current = referrers[0]
-            key = next((k for k, v in current.items() if v is obj), None) if isinstance(current, dict) else None
-            chain.append(f"{type(current).__name__}" + (f"[{key!r}]" if key is not None else ""))
-            obj = current
-        found[name].append(" <- ".join(chain) or "(nothing tracked)")
-    return found
-
-
 def grew(first: dict, last: dict, top: int = 8) -> dict:
     """The types whose counts grew most between two censuses."""
     return {kind: dict((last[kind] - first[kind]).most_common(top)) for kind in first}
@@ -420,8 +395,6 @@ def report(samples: list[dict], verdict: dict) -> str:
                     f"{times} times")
     for late, t, doing in verdict.get("worst_stalls") or []:
         rows.append(f"  stall {1000 * late:6.0f} ms at {t:7.1f} s during {doing}")
-    for name, chains in (verdict.get("held_by") or {}).items():
-        rows += [f"  a {name} made after the warm-up is held by: {chain}" for chain in chains]
     if verdict.get("exceptions"):
         rows.append("uncaught exceptions:\n" + "\n".join(verdict["exceptions"][:5]))
     if verdict.get("stuck"):
@@ -437,8 +410,7 @@ def report(samples: list[dict], verdict: dict) -> str:
 
 # ----- main ---------------------------------------------------------------------------------------------
 def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3, device: str = "auto",
-             json_path: str | None = None, quiet: bool = False, trace: int = 0, stall_traces: int = 0,
-             hold: list[str] | None = None) -> dict:
+             json_path: str | None = None, quiet: bool = False, trace: int = 0, stall_traces: int = 0) -> dict:
     """Run the soak; returns the verdict (with the samples under 'samples'). `trace`: print that many of the
     allocation sites that grew most after the warm-up (tracemalloc, started then; slows the rest down)."""
     import tracemalloc
@@ -499,9 +471,6 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     traced: list = []  # (t, snapshot) with --trace: where the memory that stays was allocated
 
     censuses: list[dict] = []  # at the end of the warm-up and at the end
-    hold = set(hold or ())
-    held_before: set[int] = set()
-    held_after: dict[str, list[str]] = {}
 
     def sample() -> None:
         try:
@@ -514,11 +483,6 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
         t = samples[-1]["t"]
         if not censuses and t >= WARMUP * minutes * 60 and (len(soak.cycle_starts) > 1 or t >= minutes * 30):
             censuses.append(census())
-            if hold:
-                import shiboken6
-
-                held_before.update(id(o) for o in [*shiboken6.getAllValidWrappers(), *gc.get_objects()]
-                                   if type(o).__name__ in hold)
         if trace and samples[-1]["t"] >= WARMUP * minutes * 60:
             if not tracemalloc.is_tracing():  # from the warm-up on: what is allocated after it and stays
                 tracemalloc.start(10)
@@ -540,8 +504,6 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
         sample()  # the last one before closing: what a long session would carry on with
         if censuses:
             censuses.append(census())
-            if hold:
-                held_after.update(holders(hold, held_before))
         panel = window.training
         if panel.running:
             panel.cancel()
@@ -578,8 +540,6 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
                                                                      "close": round(closed - stop["at"], 1)}}
     if len(censuses) == 2:
         run["grew_by_type"] = grew(*censuses)
-    if held_after:
-        run["held_by"] = held_after
     verdict = analyse(samples, run)
     verdict["samples"] = samples
     if not quiet:
@@ -616,11 +576,9 @@ def main(argv: list[str] | None = None) -> int:
                     "sites that grew most after the warm-up (tracemalloc, several times slower)")
     ap.add_argument("--stall-traces", type=int, default=0, metavar="N", help="hunting a stall: print the N "
                     "stacks of the GUI thread seen most while it was late (a watchdog thread samples them)")
-    ap.add_argument("--holders", nargs="*", default=[], metavar="TYPE", help="hunting a leak: what holds the "
-                    "objects of these types made after the warm-up (chains of referrers)")
     args = ap.parse_args(argv)
     verdict = run_soak(args.minutes, args.interval, args.images, args.epochs, args.device, args.json,
-                       trace=args.trace, stall_traces=args.stall_traces, hold=args.holders)
+                       trace=args.trace, stall_traces=args.stall_traces)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0 if verdict["ok"] else 1)  # the window is closed and every job joined; skip tearing torch/Qt down
