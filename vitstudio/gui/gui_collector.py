@@ -1,8 +1,9 @@
 """Python's cyclic garbage collector, run from a GUI-thread timer (workers.collect_garbage_on_gui_thread).
 
 pyqtgraph's GarbageCollector, which this replaces, collects the oldest generation whenever ten collections of
-the middle one have passed: about every 100 s, a walk over every object the app keeps (models, widgets, plots:
-150k-600k objects, 0.1-0.4 s on the GUI thread, the soak's longest stalls). CPython's own collector adds a rule
+the middle one have passed: about every two minutes of use, a walk over every object the app keeps besides the
+frozen imports (~150k in the soak; 600k when nothing is frozen, measured at 0.25-0.43 s a pass on the GUI thread
+here). CPython's own collector adds a rule
 (gcmodule.c, `long_lived_pending < long_lived_total / 4`): a full pass only once the objects that reached the
 oldest generation since the last one are a quarter of those that survived it. With it, a session whose objects
 come and go at a steady rate walks them rarely, and garbage that reached the oldest generation is still freed
