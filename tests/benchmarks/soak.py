@@ -25,7 +25,7 @@ what still grows is what each cycle adds), and a verdict: alive (the event loop 
 exception), None's refcount not falling (Python 3.11; from 3.12 None is immortal and its count means nothing), RSS
 growth after the warm-up < 50 MB, threads and file descriptors not growing. Exit status 1 when the verdict fails;
 `--json FILE` writes the samples and the verdict; `--trace N` lists the N allocation sites that grew most after
-the warm-up (tracemalloc). The driver and its data are in soak_user.py.
+the warm-up (tracemalloc). The driver and its data are in soak_user.py, the stall probes in soak_probes.py.
 """
 
 from __future__ import annotations
@@ -45,6 +45,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # soak_user, also when this file is imported by a test
+from soak_probes import (  # noqa: E402 (found through the path above)
+    BEAT_MS,
+    STALL_LIMIT_S,
+    Collections,
+    SlowDeliveries,
+    Stalls,
+    StallTracer,
+    timed_application,
+)
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -151,160 +161,6 @@ def take_sample(t: float, phase: str, app, peaks: Peaks) -> Sample:
     return Sample(t=round(t, 1), phase=phase, none_refs=sys.getrefcount(None), rss_mb=round(rss_mb(), 1),
                   gc_objects=len(gc.get_objects()), qobjects=live_qobjects(app),
                   wrappers=len(shiboken6.getAllValidWrappers()), **peaks.take())
-
-
-BEAT_MS = 20  # the heartbeat: how late each tick fires is how long the GUI thread could not answer
-STALL_LIMIT_S = 0.1  # issue 29 item 14: no stall may pass 100 ms
-
-
-class Stalls:
-    """How late each heartbeat fired (the gap between ticks less the timer's period), and the worst ones with
-    what the user was doing then, so a stall can be traced to the step that caused it."""
-
-    def __init__(self, period_s: float, keep: int = 12) -> None:
-        self.period, self.keep = period_s, keep
-        self.last: float | None = None
-        self.late: list[float] = []
-        self.worst: list[tuple[float, float, str]] = []  # (late s, t s, doing)
-
-    def beat(self, now: float, doing: str, t: float) -> None:
-        if self.last is not None:
-            late = max(0.0, now - self.last - self.period)
-            self.late.append(late)
-            if len(self.worst) < self.keep or late > self.worst[-1][0]:
-                self.worst = sorted([*self.worst, (late, t, doing)], reverse=True)[:self.keep]
-        self.last = now
-
-    def summary(self) -> dict:
-        ordered = sorted(self.late) or [0.0]
-        return {"max_stall_s": round(ordered[-1], 3), "p99_stall_s": round(ordered[int(0.99 * (len(ordered) - 1))], 3),
-                "stalls_over_limit": sum(late > STALL_LIMIT_S for late in ordered),
-                "worst_stalls": [(round(late, 3), round(t, 1), doing) for late, t, doing in self.worst]}
-
-
-class StallTracer:
-    """A watchdog thread: while the heartbeat is late by more than the limit, it samples the GUI thread's Python
-    stack every 20 ms, so each stall can be traced to the code it ran (`--stall-traces N` prints the N stacks
-    seen most). A stack that ends in the event loop means the GUI thread was waiting for the GIL or the OS."""
-
-    def __init__(self, stalls: Stalls, limit_s: float = STALL_LIMIT_S) -> None:
-        import collections
-
-        self.stalls, self.limit = stalls, limit_s
-        self.gui = threading.get_ident()
-        self.seen: collections.Counter = collections.Counter()
-        self.running = True
-        threading.Thread(target=self._watch, name="soak-stall-tracer", daemon=True).start()
-
-    def _watch(self) -> None:
-        while self.running:
-            time.sleep(0.02)
-            last = self.stalls.last
-            if last is None or time.monotonic() - last < self.stalls.period + self.limit:
-                continue
-            stack = self._gui_stack()
-            if stack:
-                self.seen["\n".join(stack[-14:])] += 1
-
-    def _gui_stack(self) -> list[str]:
-        """The GUI thread's frames, outermost first, as faulthandler writes them: walking another thread's frame
-        objects from Python (sys._current_frames) crashed Python 3.11 here, faulthandler reads them safely."""
-        import faulthandler
-        import re
-
-        with tempfile.TemporaryFile("w+") as out:
-            faulthandler.dump_traceback(out, all_threads=True)
-            out.seek(0)
-            text = out.read()
-        for block in text.split("\n\n"):
-            if block.startswith(f"Thread 0x{self.gui:016x}"):
-                frames = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', block)
-                return [f"{Path(name).name}:{line} {func}" for name, line, func in reversed(frames)]
-        return []
-
-    def top(self, n: int) -> list[tuple[int, str]]:
-        self.running = False
-        return [(count, stack) for stack, count in self.seen.most_common(n)]
-
-
-class SlowDeliveries:
-    """Times every job result and progress value the GUI thread delivers to a view (the app's own code on the GUI
-    thread, where most stalls come from) and keeps the slowest per job name."""
-
-    def __init__(self, keep_over_s: float = 0.05) -> None:
-        from vitstudio.gui import workers
-
-        self.over, self.slowest = keep_over_s, {}
-        for name in ("_deliver_result", "_deliver_yield"):
-            original = getattr(workers._Dispatcher, name)
-
-            kind = name.removeprefix("_deliver_")
-
-            def timed(dispatcher, handle, value, _original=original, _kind=kind):
-                began = time.perf_counter()
-                try:
-                    _original(dispatcher, handle, value)
-                finally:
-                    took = time.perf_counter() - began
-                    if took > self.over:
-                        key = f"{handle.name} ({_kind})"
-                        self.slowest[key] = (max(took, self.slowest.get(key, (0, 0))[0]),
-                                             self.slowest.get(key, (0, 0))[1] + 1)
-
-            setattr(workers._Dispatcher, name, timed)
-
-    def report(self) -> list[tuple[str, float, int]]:
-        return sorted(((k, round(v[0], 3), v[1]) for k, v in self.slowest.items()), key=lambda r: -r[1])
-
-
-def timed_application():
-    """A QApplication that times every event it hands out from the event loop itself (not those sent inside
-    another's handling) and keeps the slowest by event type and receiver: where a stall is Qt's own work (layout,
-    paint) rather than a Python slot."""
-    from PySide6.QtWidgets import QApplication
-
-    class TimedApplication(QApplication):
-        slowest: dict = {}
-        depth = 0
-
-        def notify(self, receiver, event) -> bool:  # noqa: N802 (Qt's name)
-            kind = event.type()
-            TimedApplication.depth += 1
-            began = time.perf_counter()
-            try:
-                return super().notify(receiver, event)
-            finally:
-                TimedApplication.depth -= 1
-                took = time.perf_counter() - began
-                if TimedApplication.depth == 0 and took > 0.05:
-                    views = receiver.views() if hasattr(receiver, "views") else []  # a scene: whose
-                    owner = f" of {type(views[0]).__name__} in {type(views[0].parent()).__name__}" if views else ""
-                    key = f"{kind.name} → {type(receiver).__name__} {receiver.objectName()}{owner}".strip()
-                    worst, times = self.slowest.get(key, (0.0, 0))
-                    self.slowest[key] = (max(worst, took), times + 1)
-
-    return TimedApplication
-
-
-class Collections:
-    """Python's cyclic collector: how long each collection of each generation took (it runs on whichever thread
-    allocates, holding the GIL: a full pass over half a million objects stalls the GUI thread too)."""
-
-    def __init__(self) -> None:
-        self.began = 0.0
-        self.took: dict[int, list[float]] = {0: [], 1: [], 2: []}
-        gc.callbacks.append(self._callback)
-
-    def _callback(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self.began = time.perf_counter()
-        else:
-            self.took[info["generation"]].append(time.perf_counter() - self.began)
-
-    def summary(self) -> dict:
-        gc.callbacks.remove(self._callback)
-        return {f"gc_gen{g}": {"count": len(t), "max_ms": round(1000 * max(t, default=0), 1),
-                               "over_50ms": sum(x > 0.05 for x in t)} for g, t in self.took.items()}
 
 
 # ----- analysis -----------------------------------------------------------------------------------------
