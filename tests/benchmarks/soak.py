@@ -52,6 +52,7 @@ from soak_probes import (  # noqa: E402 (found through the path above)
     SlowDeliveries,
     Stalls,
     StallTracer,
+    slowest_first,
     timed_application,
 )
 
@@ -387,8 +388,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     sys.excepthook = old_hook
     run = {"finished": driver.finished, "exceptions": exceptions, **stalls.summary(),
            "slow_deliveries": deliveries.report(), "collections": collections_.summary(),
-           "slow_steps": sorted(((k, round(v[0], 3), v[1]) for k, v in driver.slow_steps.items()),
-                                key=lambda r: -r[1]),
+           "slow_steps": slowest_first(driver.slow_steps),
            "cycles": soak.cycle, "cycle_starts_s": [round(c - t0, 1) for c in soak.cycle_starts],
            "epochs": soak.epochs, "model_loads": soak.loads, "stuck": driver.stuck,
            "job_errors": soak.job_errors, "minutes": minutes, "interval_s": interval,
@@ -406,7 +406,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
             print(f"  {stat.size_diff / 1024:+9.1f} KiB {stat.count_diff:+7d} blocks")
             for line in stat.traceback.format()[-8:]:
                 print("      " + line)
-    for key, (worst, times) in sorted(getattr(app, "slowest", {}).items(), key=lambda kv: -kv[1][0])[:20]:
+    for key, worst, times in slowest_first(getattr(app, "slowest", {}))[:20]:
         print(f"  event over 50 ms: {key}: {1000 * worst:.0f} ms at most, {times} times")
     if tracer is not None:
         print("the GUI thread's stacks seen most during stalls (20 ms samples):")

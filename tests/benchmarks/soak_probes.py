@@ -10,6 +10,17 @@ import threading
 import time
 from pathlib import Path
 
+
+def keep_slowest(table: dict, key: str, took: float) -> None:
+    """table[key] = (the longest time seen, how many times): the one tally of every probe below."""
+    worst, times = table.get(key, (0.0, 0))
+    table[key] = (max(worst, took), times + 1)
+
+
+def slowest_first(table: dict) -> list[tuple[str, float, int]]:
+    return sorted(((key, round(worst, 3), times) for key, (worst, times) in table.items()), key=lambda r: -r[1])
+
+
 BEAT_MS = 20  # the heartbeat: how late each tick fires is how long the GUI thread could not answer
 STALL_LIMIT_S = 0.1  # issue 29 item 14: no stall may pass 100 ms
 
@@ -105,13 +116,12 @@ class SlowDeliveries:
                     took = time.perf_counter() - began
                     if took > self.over:
                         key = f"{handle.name} ({_kind})"
-                        self.slowest[key] = (max(took, self.slowest.get(key, (0, 0))[0]),
-                                             self.slowest.get(key, (0, 0))[1] + 1)
+                        keep_slowest(self.slowest, key, took)
 
             setattr(workers._Dispatcher, name, timed)
 
     def report(self) -> list[tuple[str, float, int]]:
-        return sorted(((k, round(v[0], 3), v[1]) for k, v in self.slowest.items()), key=lambda r: -r[1])
+        return slowest_first(self.slowest)
 
 
 def timed_application():
@@ -137,8 +147,7 @@ def timed_application():
                     views = receiver.views() if hasattr(receiver, "views") else []  # a scene: whose
                     owner = f" of {type(views[0]).__name__} in {type(views[0].parent()).__name__}" if views else ""
                     key = f"{kind.name} → {type(receiver).__name__} {receiver.objectName()}{owner}".strip()
-                    worst, times = self.slowest.get(key, (0.0, 0))
-                    self.slowest[key] = (max(worst, took), times + 1)
+                    keep_slowest(self.slowest, key, took)
 
     return TimedApplication
 

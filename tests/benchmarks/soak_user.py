@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from soak_probes import keep_slowest
+
 
 # ----- data ---------------------------------------------------------------------------------------------
 def load_digits():
@@ -115,8 +117,7 @@ class Driver:
             self.wait, self.since = next(self.script), now
             took = time.monotonic() - now
             if took > 0.05:  # what the step did before this wait: clicks, settings, tab switches
-                worst, times = self.slow_steps.get(self.wait.label, (0.0, 0))
-                self.slow_steps[self.wait.label] = (max(worst, took), times + 1)
+                keep_slowest(self.slow_steps, self.wait.label, took)
         except BaseException:  # the script itself broke: reported as an uncaught exception, the run ends
             self.timer.stop()
             self.done = True
