@@ -253,3 +253,35 @@ def test_threads_sharing_a_model_do_not_mix_captures():
     for t in threads:
         t.join(60)
     assert not errors, errors[0]
+
+
+def test_attention_modules_are_walked_once_per_block_and_let_go_with_it():
+    """The GUI asks every analysis' applicability on every model switch: a block's attention modules are found
+    once (the same modules as a fresh walk of its tree) and the block is not kept alive by being asked about."""
+    import gc
+    import weakref
+
+    import timm
+
+    from vitstudio.core.models import structure
+
+    model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
+                              depth=2, num_heads=2, num_classes=3)
+    block = model.blocks[1]
+    walked = [m for m in block.modules() if isinstance(getattr(m, "attn_drop", None), torch.nn.Module)
+              and hasattr(m, "num_heads")]
+    assert attention_modules(block) == walked == [block.attn]
+    calls = []
+    original = type(block).modules
+    type(block).modules = lambda self: calls.append(self) or original(self)
+    try:
+        for _ in range(5):
+            assert attention_modules(block) == walked
+        attention_modules(block).clear()  # a caller changing its list does not change the next answer
+        assert attention_modules(block) == walked and calls == []
+    finally:
+        type(block).modules = original
+    gone = weakref.ref(block)
+    del model, block, walked
+    gc.collect()
+    assert gone() is None and all(k is not None for k in structure._attention_modules.keys())

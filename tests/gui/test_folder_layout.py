@@ -228,6 +228,32 @@ def test_head_grid_cells_are_one_size(qtbot):
     assert all(view.sceneBoundingRect().width() > 20 for view in grid.views)
 
 
+def test_head_grid_keeps_its_cells_across_head_counts(qtbot):
+    """A model switch that changes the head count reuses the cells made before (making them took ~70 ms of the GUI
+    thread on every switch), and the grid still splits its space evenly among the heads shown."""
+    from vitstudio.gui.explore.head_grid import HeadGridWidget
+    from vitstudio.gui.imaging import configure_pyqtgraph
+
+    configure_pyqtgraph()
+    grid = HeadGridWidget()
+    qtbot.addWidget(grid)
+    grid.resize(260, 400)
+    grid.show()
+    rng = np.random.default_rng(0)
+    grid.set_maps(rng.random((12, 7, 7), dtype=np.float32), selected=1)
+    first = list(grid.views)
+    for heads in (2, 12, 3):
+        grid.set_maps(rng.random((heads, 7, 7), dtype=np.float32), selected=heads - 1)
+        qtbot.wait(50)
+        assert grid.views == first[:heads] and len(grid.items) == heads  # the same cells, in head order
+        assert all(view.scene() is grid.scene() for view in grid.views)
+        assert all(view.scene() is None for view in first[heads:])  # the others are out of the grid
+        sizes = {(round(v.sceneBoundingRect().width()), round(v.sceneBoundingRect().height())) for v in grid.views}
+        assert len(sizes) == 1 and min(sizes.pop()) > 20, (heads, sizes)
+        assert "head" in grid.labels[-1].text and "▶" in grid.labels[-1].text and "▶" not in grid.labels[0].text
+    np.testing.assert_array_equal(grid.items[0].image.shape, (7, 7))
+
+
 def test_overlay_has_a_colour_bar_of_its_levels(qtbot):
     from vitstudio.gui.common.map_view import MapView, lookup_table
     from vitstudio.gui.imaging import configure_pyqtgraph

@@ -223,3 +223,33 @@ def test_every_text_on_screen_is_drawn_with_glyphs_the_font_has(window, qtbot):
     for action in window.findChildren(QAction):
         found += [(ch, action.text()) for ch in set(action.text()) if ord(ch) > 127 and not metrics.inFontUcs4(ord(ch))]
     assert not found, found
+
+
+def test_the_model_card_keeps_its_rows_and_changes_their_text(qtbot):
+    """A model switch writes the new card into the rows already there (making a selectable label costs ~1 ms, and
+    the card used to make all of them again inside the load's delivery); rows come and go only at the end."""
+    from vitstudio.gui.common.model_panel import ModelCardView
+
+    class Card:
+        def __init__(self, lines):
+            self._lines = lines
+
+        def lines(self):
+            return self._lines
+
+    view = ModelCardView()
+    qtbot.addWidget(view)
+    texts = lambda: [(n.text(), v.text()) for n, v in view.rows]  # noqa: E731
+    view.show_card(Card([("Name", "a"), ("Source", "/data/m"), ("Classes", "3")]))
+    first = [value for _, value in view.rows]
+    view.show_card(Card([("Name", "b"), ("Source", "hub")]))
+    assert [value for _, value in view.rows] == first[:2] and view.form.rowCount() == 2
+    assert texts() == [("Name:", "b"), ("Source:", "hub")]
+    view.show_card(Card([("Name", "c"), ("Source", "x/y"), ("Classes", "5"), ("Heads", "4")]))
+    assert [value for _, value in view.rows][:2] == first[:2] and view.form.rowCount() == 4
+    assert texts()[2:] == [("Classes:", "5"), ("Heads:", "4")] and texts()[1] == ("Source:", "x/\u200by")
+    assert all(v.wordWrap() for _, v in view.rows)
+    view.show_card(None)
+    assert view.form.rowCount() == 1 and view.rows == [] and view.findChildren(QLabel)[-1].text() == "No model loaded."
+    view.show_card(Card([("Name", "d")]))
+    assert view.form.rowCount() == 1 and texts() == [("Name:", "d")]

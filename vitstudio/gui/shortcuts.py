@@ -62,7 +62,6 @@ def keep_window_keys(window, actions) -> None:
     """The window's shortcuts among `actions` (and the File menu's Ctrl+E, Ctrl+Shift+E) fire whatever has focus."""
     keys = [a for a in window.findChildren(QAction) if a.shortcut().toString() in FIELD_CLAIMED]
     window.window_keys = WindowKeysFirst(window, [*actions, *keys])
-    QApplication.instance().installEventFilter(window.window_keys)
 
 
 def _action(window, menu, text: str, keys: str, slot) -> QAction:
@@ -125,13 +124,22 @@ def shortcut_rows(window) -> list[tuple[str, str]]:
 
 class WindowKeysFirst(QObject):
     """The window's own shortcuts win over a line edit's: a spin box or a text field claims Ctrl+E (its Emacs "end
-    of line" on X11), so Export view did nothing while the cursor was in a field. Installed on the application
-    (ShortcutOverride goes to the focus widget); keys only, for the window's actions that are not text editing."""
+    of line" on X11), so Export view did nothing while the cursor was in a field. ShortcutOverride goes to the
+    focus widget, so the filter goes on each field of this window as it takes focus (keys only, for the window's
+    actions that are not text editing). Not on the application: a filter there is a Python call for every event
+    of every object, which made building the window three times slower and taxed every event after."""
 
     def __init__(self, window, actions) -> None:
         super().__init__(window)
         self.window = window
         self.keys = {a.shortcut().toString() for a in actions if not a.shortcut().isEmpty()}
+        app = QApplication.instance()
+        app.focusChanged.connect(self._watch_field)  # a method of a child of the window: gone with it
+        self._watch_field(None, app.focusWidget())
+
+    def _watch_field(self, _old, new) -> None:
+        if isinstance(new, QLineEdit | QAbstractSpinBox) and new.window() is self.window:
+            new.installEventFilter(self)  # once per field: installing again only moves it first
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt's name)
         if event.type() != QEvent.ShortcutOverride or not isinstance(obj, QLineEdit | QAbstractSpinBox):

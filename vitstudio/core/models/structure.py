@@ -10,6 +10,7 @@ Analyses, freezing and stochastic depth all walk the trunk through here, so a ne
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from torch import nn
@@ -56,8 +57,18 @@ def attention_modules(block: nn.Module) -> list[nn.Module]:
     Block/ResPostBlock -> [block.attn]; ParallelScalingBlock -> [block]; ParallelThingsBlock -> one per
     parallel branch (their heads are concatenated); DiffAttention -> [attn] (capture combines its two maps).
     """
-    return [m for m in block.modules()
-            if isinstance(getattr(m, "attn_drop", None), nn.Module) and hasattr(m, "num_heads")]
+    found = _attention_modules.get(block)
+    if found is None:
+        found = [m for m in block.modules()
+                 if isinstance(getattr(m, "attn_drop", None), nn.Module) and hasattr(m, "num_heads")]
+        _attention_modules[block] = found
+    return list(found)
+
+
+# block -> its attention modules: the GUI asks every registry entry's applicability on every model switch (a few
+# hundred walks of the module tree, ~30 ms of the GUI thread); a block's attention modules do not change once it
+# is built (adapters such as LoRA wrap the projections inside them). Weak keys: a model let go is not kept.
+_attention_modules: weakref.WeakKeyDictionary[nn.Module, list[nn.Module]] = weakref.WeakKeyDictionary()
 
 
 def heads_of(block: nn.Module) -> int:

@@ -150,24 +150,37 @@ class ModelPanel(QWidget):
 
 
 class ModelCardView(QWidget):
-    """The model card as a two-column form."""
+    """The model card as a two-column form. Its rows are kept from card to card and only their texts change: a
+    model switch used to rebuild every label (a selectable QLabel costs ~1 ms to make), on the GUI thread, inside
+    the load's delivery."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.form = QFormLayout(self)
+        self.rows: list[tuple[QLabel, QLabel]] = []  # (name, value) of each line of the card shown
         self.show_card(None)
 
     def show_card(self, card) -> None:
-        while self.form.rowCount():
-            self.form.removeRow(0)
+        lines = card.lines() if card is not None else []
+        if card is None or self.form.rowCount() != len(self.rows):  # "No model loaded." is a row of its own
+            while self.form.rowCount():
+                self.form.removeRow(0)
+            self.rows = []
         if card is None:
             self.form.addRow(QLabel("No model loaded."))
             return
-        for key, value in card.lines():
-            text = QLabel(value.replace("/", "/\u200b"))  # long paths may wrap after a slash
-            text.setWordWrap(True)
-            text.setTextInteractionFlags(Qt.TextSelectableByMouse)
-            self.form.addRow(f"{key}:", text)
+        while len(self.rows) > len(lines):
+            self.form.removeRow(len(self.rows) - 1)
+            self.rows.pop()
+        while len(self.rows) < len(lines):
+            value = QLabel()
+            value.setWordWrap(True)
+            value.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            self.rows.append((QLabel(), value))
+            self.form.addRow(*self.rows[-1])
+        for (name_label, value_label), (key, value) in zip(self.rows, lines):
+            name_label.setText(f"{key}:")
+            value_label.setText(value.replace("/", "/\u200b"))  # long paths may wrap after a slash
         # Rebuilt on a card already on screen, the form kept row heights from before the new labels were laid
         # out: a value wrapping to more lines than before lost its last line (35 px for 56). Measured again
         # once the event loop has shown them, every row fits its text.

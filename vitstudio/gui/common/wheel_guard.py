@@ -1,17 +1,31 @@
 """The mouse wheel never changes a value the user is not editing.
 
 Scrolling a long form with the wheel used to change whichever spin box, combo box or slider passed under the
-pointer (30 epochs silently became 27). Installed once on the application, this filter lets such an input take the
-wheel only while it has keyboard focus (a click or Tab gives it); otherwise the wheel event is ignored, so Qt hands
-it to the parent and the scroll area around the form scrolls instead. The inputs also stop taking focus from the
-wheel (Qt.StrongFocus instead of Qt.WheelFocus): scrolling past one never selects it.
+pointer (30 epochs silently became 27). This filter lets such an input take the wheel only while it has keyboard
+focus (a click or Tab gives it); otherwise the wheel event is ignored, so Qt hands it to the parent and the scroll
+area around the form scrolls instead. The inputs also stop taking focus from the wheel (Qt.StrongFocus instead of
+Qt.WheelFocus): scrolling past one never selects it.
+
+The filter sits on each input, put there as the application's style polishes it (every widget is polished once,
+before it is first shown, whoever makes it). It used to sit on the application, where it was a Python call for every
+event of every object: building the main window took three times as long, and every event after paid for it.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QAbstractSlider, QAbstractSpinBox, QApplication, QComboBox, QScrollBar, QWidget
+from PySide6.QtWidgets import (
+    QAbstractSlider,
+    QAbstractSpinBox,
+    QApplication,
+    QComboBox,
+    QProxyStyle,
+    QScrollBar,
+    QStyle,
+    QStyleFactory,
+    QWidget,
+)
 
 _GUARDED = (QAbstractSpinBox, QComboBox, QAbstractSlider)
 _NAME = "vitstudio_wheel_guard"
@@ -23,13 +37,27 @@ def _guarded(obj: QObject) -> bool:
 
 class WheelGuard(QObject):
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        kind = event.type()
-        if kind == QEvent.Wheel and _guarded(obj) and not obj.hasFocus():
+        if event.type() == QEvent.Wheel and _guarded(obj) and not obj.hasFocus():
             _pass_to_parents(obj, event)
             return True
-        if kind == QEvent.Polish and _guarded(obj) and obj.focusPolicy() == Qt.WheelFocus:
-            obj.setFocusPolicy(Qt.StrongFocus)
         return False
+
+
+class GuardingStyle(QProxyStyle):
+    """The application's own style, unchanged, that hands every spin box, combo box and slider to the guard as it
+    polishes it."""
+
+    def __init__(self, base: QStyle, guard: WheelGuard) -> None:
+        super().__init__(base)
+        self.guard = guard
+
+    def polish(self, target):  # one name for Qt's three overloads: a widget, the application, a palette
+        result = super().polish(target)
+        if isinstance(target, QWidget) and _guarded(target):
+            if target.focusPolicy() == Qt.WheelFocus:
+                target.setFocusPolicy(Qt.StrongFocus)
+            target.installEventFilter(self.guard)  # once: installing again only moves it first
+        return result
 
 
 def _pass_to_parents(widget: QWidget, event: QWheelEvent) -> None:
@@ -50,12 +78,16 @@ def _pass_to_parents(widget: QWidget, event: QWheelEvent) -> None:
 
 
 def install_wheel_guard(app: QApplication | None = None) -> WheelGuard:
-    """Install the guard on the application once (a second call returns the one installed); it is a child of the
-    application, so it lives as long as the application does."""
+    """Install the guard once (a second call returns the one installed): the application's style becomes the same
+    style wrapped to guard each input it polishes (setting it polishes the widgets that exist again). The guard is a
+    child of the application, so it lives as long as the application does."""
     app = app or QApplication.instance()
     guard = app.findChild(WheelGuard, _NAME)
     if guard is None:
         guard = WheelGuard(app)
         guard.setObjectName(_NAME)
-        app.installEventFilter(guard)
+        # a fresh instance of the style in use (a proxy takes ownership of its base; the application owns its own)
+        base = QStyleFactory.create(app.style().name()) or QStyleFactory.create("Fusion")
+        guard.style = GuardingStyle(base, guard)
+        app.setStyle(guard.style)
     return guard
