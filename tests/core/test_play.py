@@ -136,3 +136,34 @@ def test_the_annotated_picture_is_the_frame_with_the_map_over_what_the_model_saw
     outside = plain[5, 5].astype(int)
     assert np.abs(outside - frame[0, 0].astype(int)).max() <= 40  # the rest is the frame as it is
     assert annotate(result, 10.0).shape[0] == DISPLAY + CAPTION  # without the frame: the crop, as before
+
+
+def test_a_headless_model_plays_with_a_map_and_prediction_alone_is_refused(video, tmp_path, capsys):
+    """A model without classes (a DINO backbone, CLIP before its classes are named) plays its attention, as DINO's
+    attention videos do, captioned "no prediction"; asked for the prediction alone it is refused in one line."""
+    from tests.core.test_openclip import CLIP_CFG, _build
+    from vitstudio.core.analysis.attention import rollout
+    from vitstudio.core.inference import NoClassifierHead
+
+    spec = str(_build(CLIP_CFG, tmp_path / "clip", safetensors=True))  # CLIP-style, its classes not named yet
+    headless = load_model(spec, device="cpu", precision="fp32")
+    assert headless.labels == []
+    with FrameSource(str(video)) as src:
+        _i, _t, frame = next(iter(src))
+    result = analyse_frame(headless, frame, method="rollout")
+    assert result.labels == () and result.top1 == "no prediction" and result.record()["top"] == []
+    from PIL import Image
+
+    x = headless.to_tensor(headless.crop(Image.fromarray(frame)))[None]
+    np.testing.assert_allclose(result.map, rollout(headless, x)[0], rtol=1e-5, atol=1e-7)
+    with pytest.raises(NoClassifierHead, match="no classes yet"):
+        analyse_frame(headless, frame)
+    records = tmp_path / "frames.jsonl"
+    assert cli_main(["play", str(video), "--model", spec, "--method", "rollout", "--frames", "3", "--json",
+                     str(records)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("no prediction") == 3 and "3 frames analysed" in err
+    assert [json.loads(line)["top"] for line in records.read_text().splitlines()] == [[], [], []]
+    assert cli_main(["play", str(video), "--model", spec]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no classes yet" in err[0] and "Traceback" not in err[0]

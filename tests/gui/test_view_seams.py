@@ -3,7 +3,8 @@ it (show it, measure its faithfulness, sanity-check it, show it as a mask, expor
 user brings (a class token, a distilled token, registers without a class token, no class token at all, CLIP-style,
 a run fine-tuned here), through the real window. Each cell works (a finite map, a measurement, a file) or is
 greyed out with the registry's reason; nothing is offered that then fails, as Measure faithfulness did for the head
-maps (item 6). Tiny models (≤ 48 px, depth 2), one window per model kind."""
+maps (item 6). Compare (against a class-token model) and Play (a two-frame video) are cells of the same rows: every
+analysis each offers, for every kind. Tiny models (≤ 48 px, depth 2), one window per model kind."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch
 from PySide6.QtCore import Qt
 from timm.models import save_for_hf
 
+from tests.core.play_video import moving_digits_video
 from tests.core.reference_vit import sharpen
 from tests.core.synthetic_data import make_dataset
 from tests.gui.helpers import load_in_window
@@ -154,7 +156,59 @@ def test_every_view_of_every_method_works_or_says_why_for_every_model_kind(windo
             assert np.isfinite(np.asarray(emb.export_data()[1], float)).any(), (kind, method)
     # the tab as it looks, as a PNG
     assert actions.export_view(window, str(tmp_path / f"{kind}.png".replace(" ", "_").replace(",", "")))
+    _check_compare(window, qtbot, specs["class token"], kind)
+    _check_play(window, qtbot, moving_digits_video(tmp_path / "two.avi", frames=2, size=48), kind)
     assert not window.error_indicator.notices, [n.message for n in window.error_indicator.notices]
+
+
+def _check_compare(window, qtbot, other_spec: str, kind: str) -> None:
+    """Compare against a class-token model: every analysis it offers shows two finite maps (or each title says why
+    it does not apply to that model); what it greys out carries a reason."""
+    window.show_tab("compare")
+    cmp = window.compare
+    cmp.other_name.setEditText(other_spec)
+    cmp.load_button.click()
+    qtbot.waitUntil(lambda: cmp.other is not None and not workers.running_jobs(), timeout=30000)
+    models = (window.state.model, cmp.other)
+    shown = 0
+    for index in range(cmp.view_kind.count()):
+        method = cmp.view_kind.itemData(index)
+        reasons = [why_not(m.model, method) for m in models]
+        if not cmp.view_kind.model().item(index).isEnabled():
+            assert any(reasons) and cmp.view_kind.itemData(index, Qt.ToolTipRole), (kind, method)
+            continue
+        cmp.view_kind.setCurrentIndex(index)
+        refused = any(reasons)
+        qtbot.waitUntil(lambda refused=refused: not workers.running_jobs() and (cmp.results is not None or refused),
+                        timeout=30000)
+        if refused:  # named on the pane of the model it does not apply to
+            assert all(r is None or "does not apply" in t.text() for r, t in zip(reasons, cmp.titles)), (kind, method)
+            continue
+        assert all(np.isfinite(r[1]).any() for r in cmp.results), (kind, method)
+        assert cmp.export_data() is not None
+        shown += 1
+    assert shown, kind
+
+
+def _check_play(window, qtbot, video, kind: str) -> None:
+    """Play a two-frame video through every map Play offers for this model (and prediction only): each session
+    finishes with its frames on screen; a map that does not apply is greyed out with the reason, and so is the
+    prediction alone for a model without classes (it plays its maps, captioned "no prediction")."""
+    window.show_tab("play")
+    panel, model = window.play, window.state.model
+    for index in range(panel.method.count()):
+        method = panel.method.itemData(index)
+        reason = why_not(model.model, method) if method else None if model.labels else "no classes"
+        assert panel.method.model().item(index).isEnabled() == (reason is None), (kind, method)
+        if reason is not None:
+            assert panel.method.itemData(index, Qt.ToolTipRole), (kind, method)
+            continue
+        panel.method.setCurrentIndex(index)
+        panel.play(str(video))
+        qtbot.waitUntil(lambda: not panel.stop_button.isEnabled(), timeout=60000)
+        assert "Finished: 2 of 2" in panel.stats.text(), (kind, method, panel.screen.text(),
+                                                          [n.message for n in window.error_indicator.notices])
+        assert panel.screen.pixmap() is not None and not panel.screen.pixmap().isNull(), (kind, method)
 
 
 SWITCH_TABS = ("predictions", "attention", "embeddings", "internals")

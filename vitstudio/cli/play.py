@@ -41,15 +41,16 @@ def play_cmd(args) -> int:
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
-    require_classifier(loaded)
+    if not args.method:
+        require_classifier(loaded)  # a headless model plays with a map only (its prediction would be empty)
     done, fps = 0, None
     try:
         for result, rate in play(loaded, args.source, args.method, out=args.out, json_path=args.json,
                                  live=True if args.live else None, max_frames=args.frames):
             done, fps = done + 1, rate or fps
             if not args.quiet:
-                print(f"frame {result.index:5d}  {result.labels[0]:<20} {result.probs[0] * 100:5.1f}%  "
-                      f"{result.latency_ms:6.1f} ms", file=sys.stderr)
+                top1 = f"{result.labels[0]:<20} {result.probs[0] * 100:5.1f}%" if result.labels else "no prediction"
+                print(f"frame {result.index:5d}  {top1}  {result.latency_ms:6.1f} ms", file=sys.stderr)
     except VideoSourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -31,6 +31,11 @@ class FrameResult:
     crop: np.ndarray | None = None  # (H, W, 3) uint8: what the model saw
     box: tuple[int, int, int, int] | None = None  # (top, left, height, width) of the crop in the frame
 
+    @property
+    def top1(self) -> str:
+        """"label  97.1%", or what a headless model (no classes) gives instead."""
+        return f"{self.labels[0]}  {self.probs[0] * 100:.1f}%" if self.labels else "no prediction"
+
     def record(self) -> dict:
         """One line of `--json`: the frame's top-k as `predict --json` gives them."""
         return {"frame": self.index, "time_s": round(self.time_s, 6), "latency_ms": round(self.latency_ms, 3),
@@ -39,23 +44,31 @@ class FrameResult:
 
 def analyse_frame(loaded, frame: np.ndarray, index: int = 0, time_s: float = 0.0, method: str | None = None,
                   params: dict | None = None, topk: int = 5) -> FrameResult:
+    """One frame: its prediction and, with `method`, that map. A headless model (no classes: a DINO backbone, a
+    CLIP-style model before its classes are named) plays with a map only, as DINO's attention videos do; asked for
+    its prediction alone, it is refused with what to do (NoClassifierHead)."""
     started = time.perf_counter()
-    require_classifier(loaded)
+    if not method:
+        require_classifier(loaded)
     image = Image.fromarray(frame)
-    values, pred = None, None
+    values, pred, crop = None, None, None
     if method:
         with forward_tap(loaded) as seen:  # the map's forward gives the prediction too: one forward, not two
             explained = explain(loaded, method, image, **(params or {}))
         array = explained.array
         values = array.mean(axis=0) if array.ndim == 3 else array
+        crop = explained.crop
         if _tapped(loaded, seen):
             pooled = seen["pooled"].numpy() if ood.bank_for(loaded) is not None else None
             pred = predictions_from(loaded, seen["logits"], pooled, ["frame"], topk, [explained.crop])[0]
-    if pred is None:  # no map, or an analysis whose forward is not the model's whole forward
+    if pred is None and loaded.labels:  # no map, or an analysis whose forward is not the model's whole forward
         pred = classify(loaded, [image], topk=topk)[0]
-    crop = np.asarray(pred.crop, dtype=np.uint8) if pred.crop is not None else np.asarray(loaded.crop(image))
-    return FrameResult(index, time_s, tuple(pred.labels), tuple(float(p) for p in pred.probs),
-                       (time.perf_counter() - started) * 1000, values, crop, crop_box(loaded, frame.shape[:2]))
+    if pred is not None and pred.crop is not None:
+        crop = pred.crop
+    crop = np.asarray(crop if crop is not None else loaded.crop(image), dtype=np.uint8)
+    labels, probs = (tuple(pred.labels), tuple(float(p) for p in pred.probs)) if pred is not None else ((), ())
+    return FrameResult(index, time_s, labels, probs, (time.perf_counter() - started) * 1000, values, crop,
+                       crop_box(loaded, frame.shape[:2]))
 
 
 def crop_box(loaded, frame_hw: tuple[int, int]) -> tuple[int, int, int, int]:
@@ -102,9 +115,9 @@ def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno
     shown = Image.fromarray(picture).resize(size, Image.NEAREST if scale >= 2 else Image.BILINEAR)
     canvas = Image.new("RGB", (size[0], size[1] + CAPTION), (20, 20, 20))
     canvas.paste(shown, (0, 0))
-    text = f"{result.labels[0]}  {result.probs[0] * 100:.1f}%" if result.labels else "no prediction"
     speed = f"{fps:.1f} fps · " if fps else ""
-    ImageDraw.Draw(canvas).text((6, size[1] + 8), f"{text}    {speed}{result.latency_ms:.0f} ms", fill=(240, 240, 240))
+    caption = f"{result.top1}    {speed}{result.latency_ms:.0f} ms"
+    ImageDraw.Draw(canvas).text((6, size[1] + 8), caption, fill=(240, 240, 240))
     return np.asarray(canvas)
 
 

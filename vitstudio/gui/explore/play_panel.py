@@ -94,6 +94,8 @@ class PlayPanel(QWidget):
         titled = method_combo(play_methods())
         for i in range(titled.count()):
             self.method.addItem(titled.itemText(i), titled.itemData(i))
+            self.method.setItemData(i + 1, titled.itemData(i, Qt.ToolTipRole), Qt.ToolTipRole)
+        self._help = [self.method.itemData(i, Qt.ToolTipRole) or "" for i in range(self.method.count())]
         self.record_button = QPushButton("Record to…")
         self.record_button.setCheckable(True)
         self.record_button.setToolTip("Write the annotated frames to a video file (.mp4 or .avi) while playing")
@@ -140,14 +142,19 @@ class PlayPanel(QWidget):
 
     def _on_model(self, model) -> None:
         from vitstudio.core.analysis.applicability import why_not
+        from vitstudio.core.inference import NoClassifierHead, require_classifier
 
-        for i in range(1, self.method.count()):  # the maps this model has; the reason as tooltip otherwise
-            reason = why_not(model.model, self.method.itemData(i))
+        try:  # "Prediction only" needs classes: a headless model plays with a map (DINO's attention videos)
+            require_classifier(model)
+            headless = None
+        except NoClassifierHead as exc:
+            headless = str(exc)
+        reasons = [headless] + [why_not(model.model, self.method.itemData(i)) for i in range(1, self.method.count())]
+        for i, reason in enumerate(reasons):  # the maps this model has; the reason as tooltip otherwise
             self.method.model().item(i).setEnabled(reason is None)
-            if reason:
-                self.method.setItemData(i, reason, Qt.ToolTipRole)
-        if self.method.currentIndex() > 0 and not self.method.model().item(self.method.currentIndex()).isEnabled():
-            self.method.setCurrentIndex(0)
+            self.method.setItemData(i, reason or self._help[i], Qt.ToolTipRole)
+        if reasons[self.method.currentIndex()] is not None:
+            self.method.setCurrentIndex(next((i for i, r in enumerate(reasons) if r is None), 0))
         self.view_state.model = model.uid  # discards a session of the previous model …
         self._restart()  # … and carries on with this one
 
@@ -188,8 +195,7 @@ class PlayPanel(QWidget):
         size = self.screen.size()
         self.screen.setPixmap(pixmap.scaled(size, Qt.KeepAspectRatio, Qt.SmoothTransformation))
         speed = f"{fps:.1f} frames/s · " if fps else ""
-        self.stats.setText(f"{speed}latency {result.latency_ms:.0f} ms · frame {result.index} · "
-                           f"{result.labels[0]} {result.probs[0] * 100:.1f}%")
+        self.stats.setText(f"{speed}latency {result.latency_ms:.0f} ms · frame {result.index} · {result.top1}")
         self._shown.set()
 
     def _on_finished(self, summary) -> None:
