@@ -86,6 +86,32 @@ def test_short_jobs_leave_nothing_behind(qtbot, qapp):
     qtbot.waitUntil(lambda: _objects_of_the_workers_module() == before, timeout=5000)
 
 
+def test_jobs_run_below_the_gui_threads_priority(qtbot, qapp):
+    """A job's thread (either pool) is nicer than the GUI thread, so the event loop gets a core first; torch's own
+    threads, started from a job, inherit it."""
+    import os
+    import sys
+
+    import pytest
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("nice values per thread are Linux's")
+
+    def nice_of_this_thread(cancel):
+        import torch
+
+        torch.ones(64, 64) @ torch.ones(64, 64)  # a parallel op, as a model's forward
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    gui = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    got = []
+    for kind in (workers.INTERACTIVE, workers.LONG):
+        workers.start_job(f"nice {kind}", nice_of_this_thread, kind=kind, on_result=got.append)
+    qtbot.waitUntil(lambda: len(got) == 2, timeout=10000)
+    assert all(nice == min(19, gui + workers.BACKGROUND_NICE) for nice in got), (gui, got)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == gui  # the GUI thread is untouched
+
+
 def test_a_slider_job_does_not_wait_behind_long_jobs(qtbot, qapp):
     """Two long jobs fill the long-job pool (a training run and a folder scan); an interactive job still starts
     at once."""
