@@ -103,3 +103,22 @@ def test_the_model_bar_lists_the_demo_once(qtbot):
     specs = bar.catalog_names()
     assert bar.name.itemText(0) == f"★ {DEMO_TITLE}" and specs[0] == str(bundled_demo())
     assert specs.count(str(bundled_demo())) == 1 and len(specs) == len(set(specs)) and len(specs) > 100
+
+
+def test_a_long_error_is_elided_beside_the_error_button_not_cut_under_it(window, qtbot):
+    """Issue 29, item 12: QStatusBar cut a long message at its permanent widgets' edge without a sign. It is elided
+    in the middle to the room they leave (what failed, first, and how, last, stay), the whole text in the tooltip and
+    the log."""
+    window.resize(1280, 720)
+    qtbot.wait(50)
+    whole = "Could not read " + "/very/long/folder/name" * 30 + "/photo.jpg: the file is truncated"
+    window.state.report(OSError(5, whole))
+    qtbot.wait(50)
+    shown = window.statusBar().currentMessage()
+    bar = window.statusBar()
+    assert "…" in shown and shown.startswith("[Errno 5] Could not read /very/long/") and shown.endswith("truncated")
+    assert bar.fontMetrics().horizontalAdvance(shown) <= window.error_indicator.x() - 8
+    assert window.error_indicator.isVisible() and window.error_indicator.geometry().right() <= bar.width()
+    assert whole in bar.toolTip() and whole in window.log_view.toPlainText() and whole in window.passing.text
+    window.state.message.emit("info", "Saved view.png")  # a short one: whole, and no stale tooltip
+    assert bar.currentMessage() == "Saved view.png" and bar.toolTip() == ""

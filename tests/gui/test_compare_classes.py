@@ -63,3 +63,21 @@ def test_a_second_model_that_fails_to_load_leaves_the_one_compared_named(panel, 
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
     assert compare.other is second and second.display_name in compare.titles[1].text()
     assert "not loaded" not in compare.titles[1].text() and compare.other_name.currentText() == second.name
+
+
+def test_both_panes_keep_one_size_whatever_their_titles_say(panel, qtbot, tiny_weights, photos):
+    """Issue 29, item 12: the panes took the widths their titles asked for, so the two maps compared were drawn at
+    different sizes. A long model name wraps in its own half instead."""
+    compare = panel(ComparePanel, images=[photos["chelsea"]])
+    compare.resize(850, 560)  # the tab's room at 1280×720 with the model card docked
+    compare.show()
+    compare.state.set_model(load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"))
+    compare.set_other(load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3"))
+    _top1(compare, qtbot)
+    compare.titles[1].setText("<b>" + "a-very-long-model-name-" * 8 + "</b><br>top-1: x")
+    for width in (850, 1200, 640):
+        compare.resize(width, 560)
+        qtbot.wait(50)
+        sizes = [view.size() for view in compare.views]
+        assert abs(sizes[0].width() - sizes[1].width()) <= 1 and sizes[0].height() == sizes[1].height(), sizes
+        assert sizes[0].width() > width // 3, (width, sizes)  # an odd width splits with one pixel over

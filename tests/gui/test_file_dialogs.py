@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
-from PySide6.QtWidgets import QFileDialog
+import numpy as np
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QFileDialog, QInputDialog, QMessageBox
 
 from vitstudio.gui import actions, file_dialogs
+from vitstudio.gui.folder.folder_sorting import ask_sort
+from vitstudio.gui.model_export_dialog import MODEL_FORMATS, choose_model_export
 
 
 def test_dialogs_open_in_the_last_folder_used(window, tmp_path, monkeypatch):
@@ -50,3 +55,60 @@ def test_a_folder_chosen_is_remembered_itself_and_a_file_by_its_folder(tmp_path)
     assert file_dialogs.last_folder() == str(tmp_path)
     file_dialogs.remember("")  # a cancelled dialog changes nothing
     assert file_dialogs.last_folder() == str(tmp_path)
+
+
+def _type_and_choose(qtbot, monkeypatch, tmp_path, typed: str, answer) -> tuple[str, list[str]]:
+    """The sort's output folder dialog, `typed` into its name field and Choose clicked; the question answered with
+    `answer`. (folder returned, questions asked)."""
+    asked: list[str] = []
+    monkeypatch.setattr(QMessageBox, "question", lambda _p, _t, text, *a, **k: asked.append(text) or answer)
+    file_dialogs.remember(str(tmp_path))
+
+    def type_it():
+        dialog = next(w for w in QApplication.topLevelWidgets()
+                      if isinstance(w, file_dialogs.OutputFolderDialog) and w.isVisible())
+        qtbot.keyClicks(dialog.name_edit, typed)
+        choose = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.Open)
+        assert choose.isEnabled()  # Qt's own dialog greys it out for a path that does not exist
+        choose.click()
+        if dialog.isVisible():  # the question was declined: the dialog stays for another choice
+            dialog.reject()
+
+    QTimer.singleShot(200, type_it)
+    return file_dialogs.choose_folder(None, "Sort into which folder?", create=True), asked
+
+
+def test_a_typed_output_folder_that_does_not_exist_is_offered_and_made(qtbot, tmp_path, monkeypatch):
+    chosen, asked = _type_and_choose(qtbot, monkeypatch, tmp_path, "sorted/by class", QMessageBox.Yes)
+    assert chosen == str(tmp_path / "sorted" / "by class") and Path(chosen).is_dir()
+    assert asked == [f"{tmp_path / 'sorted' / 'by class'} does not exist. Create it?"]
+    assert file_dialogs.last_folder() == chosen
+
+
+def test_a_declined_output_folder_is_not_made(qtbot, tmp_path, monkeypatch):
+    chosen, asked = _type_and_choose(qtbot, monkeypatch, tmp_path, "elsewhere", QMessageBox.Cancel)
+    assert chosen == "" and len(asked) == 1
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_typed_existing_output_folder_is_chosen_without_a_question(qtbot, tmp_path, monkeypatch):
+    (tmp_path / "out").mkdir()
+    chosen, asked = _type_and_choose(qtbot, monkeypatch, tmp_path, str(tmp_path / "out"), QMessageBox.Cancel)
+    assert chosen == str(tmp_path / "out") and asked == []
+
+
+def test_every_folder_the_app_writes_into_offers_a_new_one(window, monkeypatch):
+    """Sort into, seed export and mask export ask with `create`; opening a folder to read does not."""
+    asked: list[tuple[str, bool]] = []
+    monkeypatch.setattr(file_dialogs, "choose_folder", lambda _p, title, create=False: asked.append(
+        (title, create)) or "")
+    monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: (next(
+        label for label, fmt in MODEL_FORMATS.items() if fmt == "seed"), True))
+    ask_sort(window, [], lambda out: None, 0.0, "", lambda *a: None)
+    choose_model_export(window)
+    window.attention.view_state.update(mask=50)
+    monkeypatch.setattr(window.attention, "current_map", lambda: (np.zeros((2, 2)), None))
+    monkeypatch.setattr(window.state, "selected", SimpleNamespace(path="x.png"))
+    window.attention.export_mask()
+    actions.open_folder(window)
+    assert [create for _, create in asked] == [True, True, True, False], asked

@@ -387,7 +387,7 @@ def test_a_refused_sort_is_reported_without_a_modal_box(opened, qtbot, monkeypat
     panel, data = opened
     window = panel.window()
     inside = data / "sorted"  # an output folder inside the opened one is refused
-    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getExistingDirectory", lambda *a, **k: str(inside))
+    monkeypatch.setattr("vitstudio.gui.file_dialogs.choose_folder", lambda *a, **k: str(inside))
     boxes = []
     monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.warning", lambda *a, **k: boxes.append(a))
     monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.question", lambda *a, **k: boxes.append(a))

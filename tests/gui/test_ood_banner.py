@@ -103,7 +103,7 @@ def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_clas
     qtbot.waitUntil(lambda: panel.report is not None, timeout=60000)
     assert "results are unreliable" in panel.info.text()
     asked = []
-    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getExistingDirectory", lambda *a, **k: str(tmp_path / "out"))
+    monkeypatch.setattr("vitstudio.gui.file_dialogs.choose_folder", lambda *a, **k: str(tmp_path / "out"))
     monkeypatch.setattr("PySide6.QtWidgets.QMessageBox.question",
                         lambda _parent, _title, text, *a, **k: asked.append(text) or 0)
     panel._sort_dialog()

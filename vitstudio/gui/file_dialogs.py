@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QLineEdit, QMessageBox
 
 from vitstudio.gui.app_settings import app_settings
 
@@ -46,7 +46,59 @@ def save_file(parent, title: str, name: str, filters: str = "", **options) -> st
     return path
 
 
-def choose_folder(parent, title: str) -> str:
-    folder = QFileDialog.getExistingDirectory(parent, title, last_folder())
+def choose_folder(parent, title: str, create: bool = False) -> str:
+    """An existing folder; with `create` (a folder to write into) a typed path that does not exist yet is offered to
+    be made, as a save dialog offers a new file name."""
+    if create:
+        dialog = OutputFolderDialog(parent, title, last_folder())
+        folder = dialog.selectedFiles()[0] if dialog.exec() else ""
+    else:
+        folder = QFileDialog.getExistingDirectory(parent, title, last_folder())
     remember(folder)
     return folder
+
+
+class OutputFolderDialog(QFileDialog):
+    """Qt's folder dialog greys Choose out while the typed path does not exist, which read as Choose ignoring the
+    typed path, and a new output folder could only be made with its New Folder button. Here Choose stays enabled
+    for a typed path that can be made, and asks before making it. A native dialog (a desktop's own) has no such
+    line edit and offers a new folder itself."""
+
+    def __init__(self, parent, title: str, folder: str) -> None:
+        super().__init__(parent, title, folder)
+        self.setFileMode(QFileDialog.Directory)
+        self.setOption(QFileDialog.ShowDirsOnly, True)
+        self.setLabelText(QFileDialog.Accept, "&Choose")
+        self.name_edit = self.findChild(QLineEdit, "fileNameEdit")
+        if self.name_edit is not None:  # after Qt's own slot, which disables Choose for a missing path
+            self.name_edit.textChanged.connect(self._allow_new)
+
+    def typed_path(self) -> Path | None:
+        text = self.name_edit.text().strip() if self.name_edit is not None else ""
+        return Path(self.directory().absolutePath(), os.path.expanduser(text)) if text else None
+
+    def _allow_new(self) -> None:
+        path = self.typed_path()
+        if path is not None and not path.exists() and _nearest_existing(path).is_dir():
+            self.findChild(QDialogButtonBox).button(QDialogButtonBox.Open).setEnabled(True)
+
+    def accept(self) -> None:  # noqa: D102 (Qt's)
+        path = self.typed_path()
+        if path is not None and not path.exists():
+            title = self.windowTitle()
+            if QMessageBox.question(self, title, f"{path} does not exist. Create it?",
+                                    QMessageBox.Yes | QMessageBox.Cancel) != QMessageBox.Yes:
+                return
+            try:
+                path.mkdir(parents=True)
+            except OSError as exc:
+                QMessageBox.warning(self, title, f"Could not create {path}: {exc.strerror or exc}")
+                return
+            self.name_edit.setText(str(path))
+        super().accept()
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path

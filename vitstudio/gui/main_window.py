@@ -37,7 +37,7 @@ from .opening import Opening, StripPaths, read_new_images, recent_entry, updated
 from .panel_routes import PanelRoutes
 from .session_memory import SessionMemory
 from .state import AppState, make_entry
-from .status_notice import StatusNoticeWidget
+from .status_notice import PassingMessages, StatusNoticeWidget
 from .window_jobs import Relay, classify_job, is_model_of, load_model_job
 
 log = logging.getLogger("vitstudio.gui")
@@ -174,6 +174,7 @@ class MainWindow(QMainWindow):
         self.error_indicator = ErrorIndicatorWidget(self)  # errors wait there; nothing pops up by itself
         self.statusBar().addPermanentWidget(self.error_indicator)
         self.notice = StatusNoticeWidget.into(self.statusBar())  # a crash or an export: in sight until dismissed
+        self.passing = PassingMessages(self.statusBar(), [self.status_jobs, self.error_indicator])
 
     def _connect(self) -> None:
         self.state.view.events.requested.connect(self._load_requested)
@@ -359,8 +360,8 @@ class MainWindow(QMainWindow):
         whose click opens it in a box that does not block the window (its "Show Details…" holds the traceback)."""
         log.error("%s", notice.logged)
         self.log_view.appendPlainText(f"[{time.strftime('%H:%M:%S')}] error: {notice.message}")
-        self.statusBar().showMessage(notice.message, 8000)
-        self.error_indicator.add(notice)
+        self.error_indicator.add(notice)  # first: the message is elided to the room the button leaves
+        self.passing.show(notice.message)
 
     def show_warning(self, message: str) -> None:
         """Logged, in the status bar and in a box that does not block the window."""
@@ -384,7 +385,7 @@ class MainWindow(QMainWindow):
     def _on_message(self, level: str, text: str) -> None:
         getattr(log, level if level != "warning" else "warning")(text)
         self.log_view.appendPlainText(f"[{time.strftime('%H:%M:%S')}] {level}: {text}")
-        self.statusBar().showMessage(text, 8000)
+        self.passing.show(text)
 
     def show_tab(self, name: str) -> None:
         for i in range(self.tabs.count()):

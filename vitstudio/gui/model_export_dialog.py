@@ -21,7 +21,8 @@ def choose_model_export(parent, name: str = "model") -> tuple[str | None, str | 
         return None, None
     fmt = MODEL_FORMATS[label]
     if fmt == "seed":
-        folder = file_dialogs.choose_folder(parent, "Export model: the folder for model.pth + class_indices.json")
+        folder = file_dialogs.choose_folder(parent, "Export model: the folder for model.pth + class_indices.json",
+                                            create=True)
         if not folder:
             return None, None
         taken = [f for f in SEED_FILES if (Path(folder) / f).exists()]

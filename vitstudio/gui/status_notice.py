@@ -1,4 +1,6 @@
-"""What the user must not miss, kept where they look: a line in the status bar with a link to the file or folder it
+"""Messages in the status bar. A passing one (`PassingMessages`) is elided to the room left of the permanent widgets
+(QStatusBar clips it at their edge without a sign: a long error read as cut off), the whole text in the tooltip.
+What the user must not miss, kept where they look: a line in the status bar with a link to the file or folder it
 is about and a × to dismiss it, until they do or another notice takes its place. Not modal, never clipped (elided
 to the room there is, the whole text in its tooltip). Used for the previous session's crash (with its log) and for
 finished exports (with their folder, and the seed format's note on its transform)."""
@@ -10,7 +12,30 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontMetrics, QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
+
+
+class PassingMessages:
+    """`show(text)`: `text` in `status_bar` for a while, elided in the middle to fit beside `permanent` (the
+    widgets added with addPermanentWidget, which QStatusBar draws over the message's end)."""
+
+    MARGINS = 24  # QStatusBar's message rect starts 6 px in and keeps 2 px from a permanent widget; spacing
+
+    def __init__(self, status_bar: QStatusBar, permanent: list[QWidget]) -> None:
+        self.status_bar, self.permanent = status_bar, permanent
+        self.text = ""  # the whole of the latest message
+
+    def room(self) -> int:
+        """Width the message gets: the status bar's less the permanent widgets shown (by their size hints: one just
+        made visible has no place in the layout yet)."""
+        taken = sum(w.sizeHint().width() + 4 for w in self.permanent if not w.isHidden())
+        return max(40, self.status_bar.width() - taken - self.MARGINS)
+
+    def show(self, text: str, timeout: int = 8000) -> None:
+        self.text = text
+        shown = self.status_bar.fontMetrics().elidedText(text, Qt.ElideMiddle, self.room())
+        self.status_bar.setToolTip(text if shown != text else "")
+        self.status_bar.showMessage(shown, timeout)
 
 
 class StatusNoticeWidget(QWidget):

@@ -394,7 +394,7 @@ class AttentionPanel(ExplorerPanel):
         entry = self.state.selected
         if values is None or not self.view_state.mask or entry is None:
             return None
-        folder = folder or file_dialogs.choose_folder(self, "Export the mask into which folder?")
+        folder = folder or file_dialogs.choose_folder(self, "Export the mask into which folder?", create=True)
         if not folder:
             return None
         export = MaskExport(Path(folder), self.view_state.method, self.view_state.mask / 100)

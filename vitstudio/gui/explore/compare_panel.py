@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -110,11 +111,14 @@ class ComparePanel(ExplorerPanel):
         self.titles = [QLabel("Current model"), QLabel("Second model: not loaded")]
         self.views = [MapView(), MapView()]
         grid = QGridLayout()
-        for i in range(2):
+        for i in range(2):  # two equal halves: a long title wraps in its own, it never widens its map
             self.titles[i].setAlignment(Qt.AlignCenter)
             self.titles[i].setWordWrap(True)
+            for widget in (self.titles[i], self.views[i]):
+                widget.setSizePolicy(QSizePolicy.Ignored, widget.sizePolicy().verticalPolicy())
             grid.addWidget(self.titles[i], 0, i)
             grid.addWidget(self.views[i], 1, i)
+            grid.setColumnStretch(i, 1)
         self.info = QLabel("Both maps share one colour scale, so their intensities compare directly.")
         same_image = QWidget()
         page = QVBoxLayout(same_image)

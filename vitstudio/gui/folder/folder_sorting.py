@@ -24,7 +24,8 @@ def ask_sort(parent: QWidget, sources: list[str], plan_for: Callable[[str], obje
              note: str, report: Callable) -> object | None:
     """Ask for the folder to sort into and show the dry run; the plan to carry out, or None. A folder inside the
     one sorted is refused as an error (logged through `report`), not a modal box."""
-    out = file_dialogs.choose_folder(parent, "Sort into which folder? (class folders are created there)")
+    out = file_dialogs.choose_folder(parent, "Sort into which folder? (class folders are created there)",
+                                     create=True)
     if not out:
         return None
     try:
