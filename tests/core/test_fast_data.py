@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -209,25 +207,25 @@ def test_cached_and_pil_paths_learn_alike(tmp_path):
     assert min(accs.values()) >= 0.75 and abs(accs["cached"] - accs["pil"]) <= 0.2, accs
 
 
-def _torchrun_finetune(data, out, *options: str) -> subprocess.CompletedProcess:
-    """`torchrun --nproc-per-node 2 -m vitstudio finetune …` on the CPU (gloo), one thread per process."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "vitstudio", "finetune", str(data), "--model", SPEC3, "--preset", "scratch", *options,
-           "--out", str(out), "--quiet"]
-    res = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
-                         timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return res
+def _ranks_finetune(forked_cli, data, out, *options: str) -> list:
+    """`torchrun --nproc-per-node 2 -m vitstudio finetune …` on the CPU (gloo), one thread per process: the two ranks
+    forked from the warm server with torchrun's environment (the launcher itself, fresh interpreters and all, is run
+    by test_gui_launcher_runs_torchrun_and_follows_the_run, as the Training panel runs it)."""
+    ranks = forked_cli.run_ranks(["finetune", str(data), "--model", SPEC3, "--preset", "scratch", *options,
+                                  "--out", str(out), "--quiet"], 2, {**os.environ, "OMP_NUM_THREADS": "1"})
+    assert [r.returncode for r in ranks] == [0, 0], [r.stderr[-3000:] for r in ranks]
+    return ranks
 
 
-def test_torchrun_two_processes_on_gloo(tmp_path):
+def test_torchrun_two_processes_on_gloo(tmp_path, forked_cli):
     data = make_dataset(tmp_path / "data", per_class=12)
     out = tmp_path / "ddp-run"
-    res = _torchrun_finetune(data, out, "--epochs", "3", "--batch-size", "8")
+    ranks = _ranks_finetune(forked_cli, data, out, "--epochs", "3", "--batch-size", "8")
     status = json.loads((out / "status.json").read_text())
     assert status["status"] == "finished" and status["processes"] == 2
     assert (out / "metrics.csv").read_text().count("\n") == 4  # written once, by rank 0
-    assert res.stdout.count("finished: best val accuracy") == 1  # only rank 0 reports
+    reports = [r.stdout.count("finished: best val accuracy") for r in ranks]
+    assert reports == [1, 0]  # only rank 0 reports
     from vitstudio.core.models.loading import load_model
 
     assert load_model(str(out)).labels == ["blue", "green", "red"]
@@ -276,10 +274,11 @@ def test_prefetching_changes_nothing_but_speed(jpegs):
     assert threading.active_count() == before
 
 
-def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path):
+def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path, forked_cli):
     data = make_dataset(tmp_path / "data", per_class=8)
     out = tmp_path / "ddp-accum"
-    _torchrun_finetune(data, out, "--epochs", "2", "--batch-size", "4", "--grad-accum", "2", "--data-path", "pil")
+    _ranks_finetune(forked_cli, data, out, "--epochs", "2", "--batch-size", "4", "--grad-accum", "2",
+                    "--data-path", "pil")
     status = json.loads((out / "status.json").read_text())
     assert status["processes"] == 2 and status["data_path"] == "pil" and status["epochs_done"] == 2
 

@@ -243,3 +243,35 @@ def test_a_model_asked_for_while_torch_loads_is_not_replaced_by_the_startup_mode
     assert window.state.model.name == TINY_SPEC and bundled_demo() is not None  # not the demo
     window.close()
     workers.shutdown(5000)
+
+
+def test_a_closed_window_is_freed_with_its_panels_state_and_model(qtbot, tiny_weights, photos):
+    """The Predictions panel connected a lambda to the state's images_removed: Qt held it in C++, out of the
+    collector's sight, and it held the panel, so every window ever made stayed alive with its ~11k objects (each
+    test's full collections walked all of them). Used on every tab, then closed: nothing of it is left."""
+    import gc
+    import weakref
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    from tests.gui.helpers import load_in_window
+    from vitstudio.gui.main_window import MainWindow
+
+    window = MainWindow()
+    window.show()
+    model = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
+    window.add_paths([str(photos["chelsea"]), str(photos["astronaut"])])
+    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
+    for index in range(window.tabs.count()):  # every panel shows the image with the model
+        window.tabs.setCurrentIndex(index)
+        _idle(qtbot)
+    window.state.remove_images([window.state.images[1]])
+    _idle(qtbot)
+    alive = [weakref.ref(o) for o in (window, window.state, window.predictions, model)]
+    del model
+    window.close()
+    window.deleteLater()
+    del window
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
+    assert [type(ref()).__name__ for ref in alive] == ["NoneType"] * 4  # what is still alive, by its type

@@ -71,7 +71,9 @@ class PredictionsPanel(QWidget):
         state.model_loaded.connect(self._on_model_loaded)
         state.model_loading.connect(self._on_load_changed)
         state.model_failed.connect(self._on_load_changed)
-        state.images_removed.connect(lambda _gone: self._update_banner())  # the share is of the images left
+        # the share is of the images left. A bound method, never a lambda: the state outlives the panel, and a
+        # lambda it holds (in C++, out of the collector's sight) kept the panel and the whole window alive
+        state.images_removed.connect(self._on_images_removed)
         self._show(state.selected)  # built after images were opened (the window shows before torch has loaded)
 
     def _on_model_loaded(self, _model) -> None:
@@ -80,6 +82,9 @@ class PredictionsPanel(QWidget):
 
     def _on_load_changed(self, _what) -> None:
         self._show(self.state.selected)
+
+    def _on_images_removed(self, _gone) -> None:
+        self._update_banner()
 
     def _on_image_selected(self, entry: ImageEntry | None) -> None:
         self._show(entry)
