@@ -261,7 +261,7 @@ def test_a_closed_window_is_freed_with_its_panels_state_and_model(qtbot, tiny_we
     window.show()
     model = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     window.add_paths([str(photos["chelsea"]), str(photos["astronaut"])])
-    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
+    qtbot.waitUntil(lambda images=window.state.images: len(images) == 2, timeout=10000)
     for index in range(window.tabs.count()):  # every panel shows the image with the model
         window.tabs.setCurrentIndex(index)
         _idle(qtbot)
