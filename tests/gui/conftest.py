@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 
@@ -10,6 +12,38 @@ def _close_without_asking(monkeypatch):
     from vitstudio.gui import closing
 
     monkeypatch.setattr(closing, "ask_close_during_training", lambda _parent, _run: closing.CANCEL)
+
+
+MODAL_LIMIT_S = 10
+
+
+@pytest.fixture(autouse=True)
+def _no_modal_dialog_waits_forever(qapp):
+    """A modal dialog a test forgot to answer waits for a user who never comes: offscreen, the whole run hung at 98 %
+    until CI killed it (a test patched the Qt dialog its code no longer opened). Any modal dialog still up after
+    MODAL_LIMIT_S is rejected and fails the test with its title. A timer on the application fires inside every nested
+    event loop, Qt's static dialogs included; a dialog a test drives itself closes in well under a second."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QDialog
+
+    since: dict[int, float] = {}
+    left_open: list[str] = []
+
+    def check() -> None:
+        modal = QApplication.activeModalWidget()
+        if modal is None:
+            since.clear()
+            return
+        first = since.setdefault(id(modal), time.monotonic())
+        if time.monotonic() - first > MODAL_LIMIT_S:
+            left_open.append(f"{type(modal).__name__} {modal.windowTitle()!r}")
+            modal.reject() if isinstance(modal, QDialog) else modal.close()
+
+    timer = QTimer(interval=1000, timeout=check)
+    timer.start()
+    yield
+    timer.stop()
+    assert not left_open, f"modal dialogs left waiting for a user (rejected after {MODAL_LIMIT_S} s): {left_open}"
 
 
 @pytest.fixture(autouse=True)

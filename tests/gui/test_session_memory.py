@@ -84,7 +84,7 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
 
 def test_seed_export_writes_its_two_files_into_the_chosen_folder(window, qtbot, tmp_path, tiny_weights,
                                                                  monkeypatch):
-    from vitstudio.gui import actions
+    from vitstudio.gui import actions, file_dialogs
     from vitstudio.gui.model_export_dialog import MODEL_FORMATS
 
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
@@ -93,7 +93,7 @@ def test_seed_export_writes_its_two_files_into_the_chosen_folder(window, qtbot, 
     chosen.mkdir()
     seed = next(label for label, fmt in MODEL_FORMATS.items() if fmt == "seed")
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: (seed, True))
-    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(chosen))
+    monkeypatch.setattr(file_dialogs, "choose_folder", lambda *a, **k: str(chosen))
     # what a user typed into the old save dialog: it then made a folder called model.pth
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(chosen / "model.pth"), seed))
     actions.export_model(window)
