@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 # three test processes on two cores, one torch thread each (tests/conftest.py), a test file per process at a time
-# (module fixtures are built once). Measured here, whole suite: 351 s with -n 3, 437-489 s with -n 2, 391 s with
-# -n 4, 1,060 s in one process (many tests wait on subprocesses, timers and sockets); PYTEST_WORKERS= runs in one
+# (module fixtures are built once). Measured here, whole suite: 187 s with -n 3 (2026-12-04, once closed windows were
+# freed; 351-415 s before), 437-489 s with -n 2 and 391 s with -n 4 then, 1,060 s in one process (many tests wait on
+# subprocesses, timers and sockets); PYTEST_WORKERS= runs in one
 PYTEST_WORKERS ?= -n 3 --dist loadfile
 
 .PHONY: run test bench clean
