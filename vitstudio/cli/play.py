@@ -49,8 +49,8 @@ def play_cmd(args) -> int:
                                  live=True if args.live else None, max_frames=args.frames):
             done, fps = done + 1, rate or fps
             if not args.quiet:
-                top1 = f"{result.labels[0]:<20} {result.probs[0] * 100:5.1f}%" if result.labels else "no prediction"
-                print(f"frame {result.index:5d}  {top1}  {result.latency_ms:6.1f} ms", file=sys.stderr)
+                # the window's and the annotated frames' caption, padded so the latencies line up
+                print(f"frame {result.index:5d}  {result.top1:<30}  {result.latency_ms:6.1f} ms", file=sys.stderr)
     except VideoSourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

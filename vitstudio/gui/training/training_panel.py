@@ -65,6 +65,7 @@ class TrainingPanel(QWidget):
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
+        self.warned_run: Path | None = None  # the run the controls' warnings are of (the last one started here)
         self._reset_curves()
         self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
         self.live_lr_note: str | None = None  # what the lr plot says instead of a curve for the run in progress
@@ -228,8 +229,8 @@ class TrainingPanel(QWidget):
         self._launch(config, resume=True)
 
     def _launch(self, config, resume: bool) -> None:
-        self.controls.clear_warnings()
-        self.shown_run = self.active_run = Path(config.out_dir)
+        self.shown_run = self.active_run = self.warned_run = Path(config.out_dir)
+        self.controls.start_warnings()
         self.right.setCurrentWidget(self.curves)  # the new run's curves, not "No results yet" of Results
         self._reset_curves()
         if resume:
@@ -396,6 +397,7 @@ class TrainingPanel(QWidget):
         import json
 
         self.shown_run = folder
+        self.controls.show_warnings_of_shown_run(folder == self.warned_run)
         if self._showing_live():
             self.curves_data, self.lr_data, self.snapshots, self.head_start = self.live
             self.results.show_report(None)

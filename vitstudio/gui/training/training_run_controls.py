@@ -29,6 +29,7 @@ class RunControlsWidget(QWidget):
         self.warning.setStyleSheet("color: #b35900;")
         self.warning.setVisible(False)
         self.warnings: list[tuple[str, str]] = []  # (kind, message) of the run in progress or last finished
+        self.warnings_shown = True  # False while another run (History) is on screen: its warnings are not these
         self.paused_label = QLabel("<b>Paused</b>: the run waits at the next step; press Resume to go on.")
         self.paused_label.setStyleSheet("background: #fff3cd; color: #7a5300; padding: 4px;")
         self.paused_label.setWordWrap(True)
@@ -126,9 +127,24 @@ class RunControlsWidget(QWidget):
         self.warnings = [(k, m) for k, m in self.warnings if kind is not None and k != kind]
         self._show_warnings()
 
+    def start_warnings(self) -> None:
+        """A run starts here, on screen: none of the last run's warnings, and its own shown as they come."""
+        self.warnings_shown = True
+        self.clear_warnings()
+
+    def show_warnings_of_shown_run(self, shown: bool) -> None:
+        """The warnings are of the run trained here last; another run clicked in History hides them until that
+        run is on screen again (they described it, not the one shown)."""
+        self.warnings_shown = shown
+        self._show_warnings()
+
+    def shown_warnings(self) -> list[str]:
+        return [m for _, m in self.warnings] if self.warnings_shown else []
+
     def _show_warnings(self) -> None:
-        self.warning.setText("<br>".join(f"<b>Warning:</b> {m}" for _, m in self.warnings))
-        self.warning.setVisible(bool(self.warnings))
+        shown = self.shown_warnings()
+        self.warning.setText("<br>".join(f"<b>Warning:</b> {m}" for m in shown))
+        self.warning.setVisible(bool(shown))
 
 
 def duration(seconds: float) -> str:

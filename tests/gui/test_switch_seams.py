@@ -1,0 +1,110 @@
+"""The switches row of the GUI seam matrix (issue 29), beyond the model and image switches of test_view_seams: another
+folder on the Folder tab, another run in the Training tab's History. Every view a source fills is filled first, the
+switch is made, and at that moment each view holds nothing of the first source (nothing a user would read as the new
+one's, label, sort or export); once settled, the views that compute by themselves show the new source. The dataset
+switch's cell is test_training_sources.test_another_dataset_shows_nothing_of_the_previous_run."""
+
+from __future__ import annotations
+
+from tests.core.synthetic_data import make_dataset
+from tests.gui.helpers import open_in_folder_tab
+from tests.gui.helpers import settle as _settle
+from tests.gui.test_training_panel import SPEC3
+from vitstudio.core.models.demo import render_digits
+from vitstudio.core.train.runs import read_metrics
+from vitstudio.gui.training.training_panel import TrainingPanel
+
+
+def _folder_views(panel) -> dict[str, object]:
+    """What each view of the Folder tab shows, in one comparable value each (empty: None, 0 or {})."""
+    return {
+        "table": panel.model.rowCount(),
+        "results": None if panel.results is None else tuple(panel.results.paths),
+        "map": len(panel.map.coords),
+        "similar": panel.similar.count(),
+        "review": panel.review.count(),
+        "report": panel.report,
+        "duplicates": panel.duplicates.count(),
+        "fit": panel.fit.fit,
+        "labels": dict(panel.labels_tab.labels),
+        "quick head": panel.labels_tab.head,
+        "layers": panel.layers_tab.result,
+    }
+
+
+def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, qtbot, tmp_path):
+    first = render_digits(tmp_path / "first", per_class=3)
+    second = render_digits(tmp_path / "second", per_class=2)
+    open_in_folder_tab(window, qtbot, first)
+    panel = window.folder
+    panel.select_row(0)  # similar images
+    panel.start_review()  # label review and duplicate groups
+    labelled = list(panel.results.paths[:4])
+    panel.labels_tab.label(labelled[:2], "round")
+    panel.labels_tab.label(labelled[2:], "straight")
+    panel.labels_tab.train()  # the quick head colours the map
+    panel.layers_tab.run_button.click()  # probes of every block
+    _settle(qtbot)
+    filled = _folder_views(panel)
+    assert all(value not in (None, 0, {}) for value in filled.values()), filled
+    first_labels = panel.labels_tab.path
+
+    panel.open_folder(str(second))
+    now = _folder_views(panel)
+    stale = {view: value for view, value in now.items() if value not in (None, 0, {})}
+    assert not stale, f"views still showing {first.name} after {second.name} was opened: {stale}"
+    assert panel.labels_tab.path != first_labels
+
+    _settle(qtbot)
+    assert panel.model.rowCount() == len(panel.results) == len(panel.map.coords) == 20
+    assert all(str(path).startswith(str(second)) for path in panel.results.paths)
+    assert panel.fit.fit is not None and panel.layers_tab.run_button.isEnabled()
+    assert panel.labels_tab.path not in (None, first_labels) and not panel.labels_tab.labels  # the second's own file
+
+
+def _run(root, name: str, epochs: int, classes: dict) -> object:
+    from tests.core.generators import drain
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    data = make_dataset(root / f"data-{name}", per_class=3, classes=classes)
+    config = make_config(str(data), SPEC3, str(root / name), "scratch", epochs=epochs, batch_size=4, img_size=32)
+    drain(fine_tune(config))
+    return root / name
+
+
+def test_another_run_in_the_history_leaves_nothing_of_the_first_on_screen(panel, qtbot, tmp_path):
+    """Run A trained in the panel (with a warning of its own), then run B (other classes, other epochs) clicked in
+    the History: the curves, the learning rate, the results, the progress bar, the status line and the warnings are
+    B's alone."""
+    from tests.core.synthetic_data import COLOURS
+
+    a_classes = dict(list(COLOURS.items())[:3])
+    b_classes = dict(list(COLOURS.items())[:2])
+    run_b = _run(tmp_path, "run-b", 2, b_classes)
+    panel = panel(TrainingPanel)
+    panel.set_dataset(str(make_dataset(tmp_path / "data-a", per_class=3, classes=a_classes)))
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
+    panel.base_model.setEditText(SPEC3)
+    panel.form.preset.setCurrentText("scratch")
+    panel.form.advanced.setChecked(True)
+    panel.form.state.update(epochs=1, batch_size=4, img_size=32)
+    panel.start()
+    qtbot.waitUntil(lambda: panel.job is not None and panel.job.done and panel.results.report is not None,
+                    timeout=60000)
+    run_a = panel.shown_run
+    panel.controls.show_warning("Validation accuracy is at chance level (run A).", "chance level")
+    assert panel.results.report.classes == tuple(a_classes) and len(panel.curves_data["epoch"]) == 1
+
+    panel.show_run(run_b)
+    assert panel.curves_data["epoch"] == [row["epoch"] + 1 for row in read_metrics(run_b)] == [1, 2]
+    assert panel.results.report is None or panel.results.report.classes == tuple(b_classes)
+    assert run_a.name not in panel.progress.format() and run_b.name in panel.progress.format()
+    assert run_b.name in panel.status.text() and run_a.name not in panel.status.text()
+    assert not panel.controls.shown_warnings() and not panel.controls.warning.isVisibleTo(panel)  # A's, not B's
+    assert max(epoch for epoch, _lr in panel.lr_data) <= 2
+    _settle(qtbot)
+    assert panel.results.report.classes == tuple(b_classes)
+    assert panel.export_data()[2]["run"] == str(run_b)
+    panel.show_run(run_a)  # back to A: its warning is there again
+    assert panel.controls.shown_warnings() == ["Validation accuracy is at chance level (run A)."]
