@@ -279,6 +279,22 @@ def test_flipped_labels_rank_at_the_top_of_the_review(demo, digits, tmp_path):
     assert first.path in flipped and first.suggested != first.given and first.quality < 0.5
 
 
+
+def test_labels_given_apart_from_the_folders_are_the_ones_reviewed(demo, digits):
+    """The same 5 % of wrong labels, given apart from the folders (the GUI's Labels tab) with no file moved: the review
+    reads them, not the folders, and ranks them as high."""
+    before = tree_state(digits)
+    rng = np.random.default_rng(0)
+    files = sorted(digits.rglob("*.png"))
+    given = {str(files[i]): str((int(files[i].parent.name) + int(rng.integers(1, 10))) % 10)
+             for i in rng.choice(len(files), 15, replace=False)}
+    report = run(audit(digits, demo, threshold=0.9999, given_apart=given))
+    issues = {i.path: i for i in report.label_issues}
+    assert all(issues[path].given == label for path, label in given.items())
+    assert len(set(given) & {i.path for i in report.label_issues[:30]}) >= 12
+    assert "15 label(s) given apart from the folders" in " ".join(report.notes)
+    assert tree_state(digits) == before
+
 # -- neighbours and maps ------------------------------------------------------------------------------------------
 def test_nearest_neighbours_equal_brute_force():
     rng = np.random.default_rng(0)

@@ -175,3 +175,32 @@ def test_the_undo_history_is_bounded(window):
     assert 0 < stack.count() < 1000 and stack.canUndo()
     assert oldest() is None  # the oldest step was let go, with what it held
     stack.clear()
+
+
+def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_file(window, qtbot, tmp_path,
+                                                                                      monkeypatch):
+    """Walk finding 5: a label given on the Labels tab (shown bold in the table's "given") was ignored by the label
+    review, which read the folder the file is in. The review reads it now; its "suggested class" changes that label
+    (undoable) and leaves the file where it is, in the folder the user never asked to touch."""
+    data = _digits(tmp_path, per_class=6)
+    before = _files(data)
+    panel = _open(window, qtbot, data)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Ok)
+    three = str(sorted((data / "3").iterdir())[0])
+    panel.labels_tab.label([three], "8")  # a wrong label, given on the Labels tab
+    panel.start_review()
+    _settle(qtbot)
+    issue = next(i for i in panel.report.label_issues if i.path == three)
+    assert issue.given == "8"  # not its folder's "3"
+    assert any("apart from the folders" in note for note in panel.report.notes)
+    row = next(r for r in range(panel.review.count()) if panel.review.item(r).data(Qt.UserRole)[0] == three)
+    panel.review.setCurrentRow(row)
+    shown = panel.review.count()
+    suggested = panel.review.item(row).data(Qt.UserRole)[1]
+    panel.review_tab.relabel_button.click()
+    _settle(qtbot)
+    assert panel.labels_tab.labels[three] == suggested and panel.review.count() == shown - 1
+    assert not asked and _files(data) == before  # no move asked, no file touched
+    _undo(qtbot, window)
+    assert panel.labels_tab.labels[three] == "8" and panel.review.count() == shown

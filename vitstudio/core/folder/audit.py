@@ -130,10 +130,12 @@ class AuditReport:
 
 
 def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float | None = None,
-          batch_size: int = 32, cancel: CancelToken | None = None, hash_distance: int = HASH_DISTANCE
-          ) -> Generator[Progress, None, AuditReport]:
+          batch_size: int = 32, cancel: CancelToken | None = None, hash_distance: int = HASH_DISTANCE,
+          given_apart: dict[str, str] | None = None) -> Generator[Progress, None, AuditReport]:
     """Scan `data` (a folder of class folders), hash, embed (with a model), group and review. Reads only.
-    `threshold` fixes the feature cosine cut (None: calibrated on this folder)."""
+    `threshold` fixes the feature cosine cut (None: calibrated on this folder). `given_apart`: labels given apart
+    from the folders (the GUI's Labels tab, path → class); the review reads them instead of the folder a file is in,
+    as the table's "given" column shows them (a class only they name joins the classes)."""
     scan = scan_dataset(data)
     labelled = [(str(p), c) for c in scan.classes for p in scan.train[c]]
     labelled += [(str(p), c) for c in scan.classes for p in (scan.val or {}).get(c, ())]
@@ -161,6 +163,11 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         feature_index = np.asarray([index[p] for p in embedded.paths], np.int64)
         classes = list(scan.classes)
         given = dict(labelled)
+        apart = {p: c for p, c in (given_apart or {}).items() if p in given and c != given[p]}
+        given.update(apart)
+        classes += sorted(set(apart.values()) - set(classes))
+        if apart:
+            notes.append(f"{len(apart)} label(s) given apart from the folders were reviewed instead of their folder.")
         labels = np.asarray([classes.index(given[p]) for p in embedded.paths])
         try:
             issues = tuple(review_labels(list(embedded.paths), features, labels, classes))

@@ -38,7 +38,7 @@ def hover_job(cancel, path: str):
     return list(thumbnails([path], cancel))
 
 
-def review_job(cancel, folder: str, model, threshold: float | None):
+def review_job(cancel, folder: str, model, threshold: float | None, labels: dict[str, str]):
     from vitstudio.core.folder.audit import audit
 
-    return audit(folder, model, threshold, cancel=cancel)
+    return audit(folder, model, threshold, cancel=cancel, given_apart=labels)

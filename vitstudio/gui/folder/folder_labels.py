@@ -25,11 +25,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.files import counted
+from vitstudio.core.files import counted, shown_path
 from vitstudio.core.train.labelling import class_order, default_labels_path, load_labels, save_labels
 from vitstudio.gui import file_dialogs
 
 from .. import workers
+from .folder_undo import ReviewItemMemo
 
 SUGGEST_N = 9
 UNSURE = 0.7  # below this probability a dot is drawn pale
@@ -50,19 +51,24 @@ def suggest_job(cancel, features, paths: list[str], labels: dict[str, str], n: i
 
 
 class LabelCommand(QUndoCommand):
-    """Give `paths` the label `label` (None: unlabel); undo restores each one's previous label."""
+    """Give `paths` the label `label` (None: unlabel); undo restores each one's previous label. With `memo` (a
+    label-review item relabelled), the item leaves the review list and comes back on undo."""
 
-    def __init__(self, tab, paths: list[str], label: str | None) -> None:
+    def __init__(self, tab, paths: list[str], label: str | None, memo: ReviewItemMemo | None = None) -> None:
         name = f"'{label}'" if label else "no label"
         super().__init__(f"Label {counted(len(paths), 'image')} as {name}")
-        self.tab, self.paths, self.label = tab, list(paths), label
+        self.tab, self.paths, self.label, self.memo = tab, list(paths), label, memo
         self.before = {p: tab.labels.get(p) for p in self.paths}
 
     def redo(self) -> None:
         self.tab.apply_labels({p: self.label for p in self.paths})
+        if self.memo is not None:
+            self.memo.remove_from(self.tab.panel.review)
 
     def undo(self) -> None:
         self.tab.apply_labels(self.before)
+        if self.memo is not None:
+            self.memo.put_back(self.tab.panel.review)
 
 
 class LabelsTab(QWidget):
@@ -158,6 +164,18 @@ class LabelsTab(QWidget):
             self.panel.state.message.emit("warning", "Open a folder first.")
             return
         self.panel.files.undo_stack.push(LabelCommand(self, paths, label))
+
+    def relabel_reviewed(self, path: str, suggested: str) -> bool:
+        """The label review's "suggested class" for an image labelled here: its label changes here (undoable) and
+        its file stays where it is. False for an image whose label is its folder (that one is moved)."""
+        if path not in self.labels:
+            return False
+        item = self.panel.review.currentItem()
+        memo = ReviewItemMemo.take(self.panel.review, item) if item is not None else None
+        self.panel.files.undo_stack.push(LabelCommand(self, [path], suggested, memo))
+        self.panel.state.message.emit("info", f"{shown_path(path)} labelled '{suggested}' here (the file stays in "
+                                      "its folder; Edit → Undo takes it back).")
+        return True
 
     def apply_labels(self, changes: dict[str, str | None]) -> None:
         for path, label in changes.items():

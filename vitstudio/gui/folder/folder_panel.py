@@ -1,10 +1,8 @@
 """Folder view: a whole folder through the current model. A results table (sort, filter, export CSV, sort into
 folders), the folder's embedding map (box selection filters the table), similar images of the selected one
-(double-click opens it in the attention explorer) and the label review of a labelled folder.
-
-All work runs in workers over the core's folder modules (embeddings cached per model); the panel only draws. Jobs
-go through `workers.ViewJobs`, keyed by the model and the paths opened: a model switch or another folder discards
-every pending scan, map, review and similar-images search, and what the previous request showed is cleared."""
+(double-click opens it in the attention explorer) and the label review of a labelled folder. All work runs in
+workers over the core's folder modules (embeddings cached per model), through `workers.ViewJobs` keyed by the model
+and the paths opened: another model or folder discards every pending job and clears what the previous one showed."""
 
 from __future__ import annotations
 
@@ -385,8 +383,8 @@ class FolderPanel(QWidget):
         if model is None or folder is None:
             return
         self.info.setText("Reviewing labels and duplicates…")
-        self.jobs.start("review", "Label review", review_job, folder, model, threshold, on_yield=self._on_progress,
-                        on_result=self._on_review, on_error=self._on_failed)
+        self.jobs.start("review", "Label review", review_job, folder, model, threshold, dict(self.labels_tab.labels),
+                        on_yield=self._on_progress, on_result=self._on_review, on_error=self._on_failed)
 
     def _on_review(self, report) -> None:
         self.report = report
@@ -431,6 +429,8 @@ class FolderPanel(QWidget):
             self.files.run_sort(plan)
 
     def _relabel(self, path: str, suggested: str) -> None:
+        if self.labels_tab.relabel_reviewed(path, suggested):  # its label was the Labels tab's: changed there
+            return
         plan = ask_move(self, path, suggested)
         if plan is not None:
             self.files.move_reviewed(plan, path, suggested)
