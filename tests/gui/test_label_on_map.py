@@ -56,11 +56,15 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     zeros = [p for p, c in truth.items() if c == "zero"]
     ones = [p for p, c in truth.items() if c == "one"]
 
+    offered = []  # (options, current) of each Label as…: what the model or the quick head guesses comes first
     for paths, name in ((zeros[:4], "zero"), (ones[:4], "one")):
         _select(panel, paths)
-        monkeypatch.setattr(QInputDialog, "getItem", lambda *a, name=name, **k: (name, True))
+        monkeypatch.setattr(QInputDialog, "getItem", lambda _p, _t, _l, options, current, *a, name=name, **k:
+                            offered.append((list(options), current)) or (name, True))
         tab.label_button.click()
     assert tab.labels == {p: truth[p] for p in zeros[:4] + ones[:4]}
+    assert offered[0] == (["0"], 0)  # no class yet: the demo's top-1 for the four zeros
+    assert offered[1] == (["zero"], 0)  # "1" is no guess among the user's own classes
     _select(panel, [])  # no rows selected: the map's box is the selection
     panel.map_rows = np.asarray([panel.results.paths.index(p) for p in ones[4:6]])
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("one", True))
@@ -91,6 +95,7 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     predicted = {p: head.classes[head.predicted[i]] for i, p in enumerate(panel.results.paths)}
     assert all(predicted[p] == truth[p] for p in tab.labels)
     assert np.mean([predicted[p] == truth[p] for p in truth]) >= 0.9  # the unlabelled ones too
+    assert tab.guess(ones[6:9]) == "one" and tab.guess(zeros[6:9]) == "zero"  # the head's, in the user's classes
     legend = panel.map.legend.text()
     assert "zero" in legend and "one" in legend  # the map recoloured by the head's classes
     window.resize(1280, 720)  # the map's title fits its width there (it was cut: issue 29, item 12)

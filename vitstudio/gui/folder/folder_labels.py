@@ -8,6 +8,7 @@ folder is opened again. "Train a model…" hands the labels file to the Training
 
 from __future__ import annotations
 
+import collections
 import html
 import os
 
@@ -144,10 +145,29 @@ class LabelsTab(QWidget):
         if not paths:
             self.panel.state.message.emit("warning", "Select images first: rows of the table, or the map's box.")
             return
+        classes = class_order(self.labels)
+        guess = self.guess(paths)
+        options = classes + [guess] if guess and guess not in classes else classes
         label, ok = QInputDialog.getItem(self, "Label as", f"Class of the {counted(len(paths), 'image')} selected:",
-                                         class_order(self.labels), 0, True)
+                                         options, options.index(guess) if guess else 0, True)
         if ok and label.strip():
             self.label(paths, label.strip())
+
+    def guess(self, paths: list[str]) -> str | None:
+        """The class `paths` most likely are, offered first by Label as…: the quick head's when it is trained, else
+        the model's top-1 while no class is made yet or when it is one of the classes made (an ImageNet class is no
+        guess among the user's own)."""
+        results, classes = self.panel.results, class_order(self.labels)
+        if results is None or not paths:
+            return None
+        row_of = {path: row for row, path in enumerate(results.paths)}
+        rows = [row_of[p] for p in paths if p in row_of]
+        if self.head is not None:
+            names = [self.head.classes[int(self.head.predicted[r])] for r in rows]
+        else:
+            predicted = results.predicted_labels()
+            names = [str(predicted[r]) for r in rows if predicted[r] and (not classes or predicted[r] in classes)]
+        return collections.Counter(names).most_common(1)[0][0] if names else None
 
     def label_selection_as_number(self, number: int) -> None:
         classes = class_order(self.labels)
