@@ -3,6 +3,8 @@ each member's evidence on hover; picking a group emits its paths."""
 
 from __future__ import annotations
 
+from PySide6.QtGui import QImage
+
 from vitstudio.core.folder.duplicates import DuplicateGroup, Member
 from vitstudio.gui.folder.folder_review import DuplicatesTab
 
@@ -23,3 +25,31 @@ def test_groups_show_kind_and_every_members_evidence(qtbot):
     with qtbot.waitSignal(tab.group_picked) as picked:
         tab.setCurrentRow(2)
     assert picked.args == [near.paths]
+
+
+def _ink(tab) -> int:
+    """Pixels far from the list's background below its items: what is drawn in its empty space."""
+    import numpy as np
+
+    image = tab.viewport().grab().toImage().convertToFormat(QImage.Format_RGB888)
+    pixels = np.frombuffer(image.constBits(), np.uint8, image.sizeInBytes()).reshape(image.height(), -1)
+    background = tab.palette().base().color()
+    below = tab.visualItemRect(tab.item(tab.count() - 1)).bottom() + 2 if tab.count() else 0
+    return int((np.abs(pixels[below:, : image.width() * 3].astype(int) - background.lightness()) > 60).sum())
+
+
+def test_an_empty_duplicates_tab_says_what_to_do_then_that_none_were_found(qtbot):
+    """It showed nothing before a review and a lone "(all images)" when none was found: it read as broken."""
+    from vitstudio.gui.folder.folder_review import DUPLICATES_HINT
+
+    tab = DuplicatesTab()
+    qtbot.addWidget(tab)
+    tab.resize(300, 200)
+    tab.show()
+    assert tab.hint == DUPLICATES_HINT and _ink(tab) > 50  # the hint is drawn
+    tab.show_groups([])
+    assert tab.count() == 1 and tab.hint.startswith("No identical copies") and _ink(tab) > 50
+    tab.show_groups([DuplicateGroup(("/d/a/x.png", "/d/b/x.png"), ("exact",), None, leak=False)])
+    assert _ink(tab) == 0  # a group listed: no hint under it
+    tab.clear()
+    assert tab.hint == DUPLICATES_HINT

@@ -8,7 +8,7 @@ import html
 import os
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtGui import QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
@@ -29,6 +29,10 @@ ICON = 96  # thumbnails decode at most this side (folder_table.thumbnails)
 CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption
 ITEM = CELL - QSize(6, 6)  # a margin inside each cell
 QUERY_ICON = 128
+REVIEW_HINT = ("Review labels and duplicates (the toolbar) lists here the images whose label the model doubts, most "
+               "doubtful first, to move, exclude from training or keep.")
+DUPLICATES_HINT = ("Review labels and duplicates (the toolbar) lists here the groups of identical copies and "
+                   "near-duplicates; picking one shows only its images in the table.")
 
 
 class IconGridWidget(QListWidget):
@@ -136,7 +140,7 @@ class ReviewTab(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.list = icon_list()
-        self.summary = QLabel()  # cleanlab's estimate of how many labels are wrong
+        self.summary = QLabel(REVIEW_HINT)  # cleanlab's estimate of how many labels are wrong (before: what to do)
         self.summary.setWordWrap(True)
         self.relabel_button = QPushButton("Move to the suggested class…")
         self.exclude_button = QPushButton("Exclude from training")
@@ -167,7 +171,8 @@ class ReviewTab(QWidget):
         self.list.clear()
         doubtful = [i for i in issues if i.flagged or i.suggested != i.given][:200]
         self.summary.setText(f"cleanlab estimates {estimated_wrong(issues)} of {len(issues)} labels are wrong "
-                             f"(⚑, most doubtful first)." if issues else "")
+                             f"(⚑, most doubtful first)." if issues else "No labels were reviewed: the review needs "
+                             "a folder of class folders (or labels given on the Labels tab) and a model.")
         for issue in doubtful:
             mark = "⚑ " if issue.flagged else ""
             item = QListWidgetItem(f"{mark}{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
@@ -180,7 +185,7 @@ class ReviewTab(QWidget):
 
     def clear(self) -> None:
         self.list.clear()
-        self.summary.clear()
+        self.summary.setText(REVIEW_HINT)
         self.excluded.clear()
 
     def refresh_buttons(self, can_retrain: bool) -> None:
@@ -227,16 +232,34 @@ def group_evidence(group) -> str:
 
 
 class DuplicatesTab(QListWidget):
-    """Duplicate groups of an audit; picking one emits its paths (the first entry, None: all images)."""
+    """Duplicate groups of an audit; picking one emits its paths (the first entry, None: all images). While it
+    holds no group, what to do (or that none was found) is drawn in its empty space: it looked broken, a lone
+    "(all images)" or nothing at all."""
 
     group_picked = Signal(object)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
+        self.hint = DUPLICATES_HINT
         self.currentRowChanged.connect(self._on_row)
+
+    def clear(self) -> None:
+        super().clear()
+        self.hint = DUPLICATES_HINT
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().paintEvent(event)
+        if self.count() <= 1:  # nothing, or "(all images)" alone
+            painter = QPainter(self.viewport())
+            painter.setPen(self.palette().placeholderText().color())
+            top = self.visualItemRect(self.item(0)).bottom() + 8 if self.count() else 8
+            area = self.viewport().rect().adjusted(8, top, -8, -8)
+            painter.drawText(area, Qt.AlignTop | Qt.AlignLeft | Qt.TextWordWrap, self.hint)
+            painter.end()
 
     def show_groups(self, groups) -> None:
         self.clear()
+        self.hint = "No identical copies or near-duplicates in this folder."
         self.addItem("(all images)")
         for group in groups:
             leak = "LEAK · " if group.leak else ""
