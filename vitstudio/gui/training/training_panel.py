@@ -3,6 +3,7 @@ progress, pause/cancel, attention-over-training probe, results, run history, and
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -394,8 +395,6 @@ class TrainingPanel(QWidget):
 
     def show_run(self, folder: Path) -> None:
         """Show `folder`'s curves and results; the run in progress (if any) goes on and keeps its own buffers."""
-        import json
-
         self.shown_run = folder
         self.controls.show_warnings_of_shown_run(folder == self.warned_run)
         if self._showing_live():
@@ -403,19 +402,18 @@ class TrainingPanel(QWidget):
             self.results.show_report(None)
             self._draw_curves()
             self.curves.draw_lr(self.lr_data, self.live_lr_note)
-            self._show_last_snapshot()
         else:
             self._reset_curves()
             self._load_curves(folder)
             self.curves.draw_lr(self.lr_data, lr_note(recorded_optimizer(folder)))
             self.snapshots = read_snapshots(folder)  # attention over training, replayed from the run folder
-            self._show_last_snapshot()
             eval_file = folder / "eval.json"
             if eval_file.exists():
                 self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
             if not self.running:
                 self.status.setText(f"Run {folder.name}: use it, or look at its curves and results.")
                 self._show_run_progress(folder)
+        self._show_last_snapshot()
         self._refresh_buttons()
 
     def _show_run_progress(self, folder: Path) -> None:
