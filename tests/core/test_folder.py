@@ -5,6 +5,7 @@ flagged and the group-aware split has none; flipped labels rank at the top of th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -280,7 +281,7 @@ def test_flipped_labels_rank_at_the_top_of_the_review(demo, digits, tmp_path):
 
 
 
-def test_labels_given_apart_from_the_folders_are_the_ones_reviewed(demo, digits):
+def test_labels_given_apart_from_the_folders_are_the_ones_reviewed(demo, digits, tmp_path, capsys):
     """The same 5 % of wrong labels, given apart from the folders (the GUI's Labels tab) with no file moved: the review
     reads them, not the folders, and ranks them as high."""
     before = tree_state(digits)
@@ -293,6 +294,16 @@ def test_labels_given_apart_from_the_folders_are_the_ones_reviewed(demo, digits)
     assert all(issues[path].given == label for path, label in given.items())
     assert len(set(given) & {i.path for i in report.label_issues[:30]}) >= 12
     assert "15 label(s) given apart from the folders" in " ".join(report.notes)
+    # the command line: DATA_DIR with --labels (the Labels tab's file) reviews the same labels
+    from vitstudio.cli import main
+    from vitstudio.core.train.labelling import save_labels
+
+    labels_csv = tmp_path / "labels.csv"
+    save_labels(labels_csv, given, [str(p) for p in files])
+    assert main(["audit", str(digits), "--labels", str(labels_csv), "--model", str(bundled_demo()), "--json",
+                 "--threshold", "0.9999", "--quiet", "--top", "1000"]) == 0
+    cli = {i["path"]: i["given"] for i in json.loads(capsys.readouterr().out)["label_issues"]}
+    assert all(cli[path] == label for path, label in given.items())
     assert tree_state(digits) == before
 
 # -- neighbours and maps ------------------------------------------------------------------------------------------

@@ -65,7 +65,9 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
     p.add_argument("data_dir", nargs="?", help="a folder of class folders (optionally train/ and val/)")
-    p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows) instead of DATA_DIR")
+    p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows): alone, the images it "
+                   "lists; with DATA_DIR, labels given apart from its folders (the app's Labels tab keeps them in "
+                   "the data folder), reviewed instead of the folder each file is in")
     add_model_args(p)
     p.add_argument("--threshold", type=float, default=None,
                    help="feature cosine at or above which the model counts two images as near-duplicates "
@@ -223,10 +225,19 @@ def audit_cmd(args) -> int:
     from ..core.folder.audit import audit
     from ..core.folder.duplicates import HASH_DISTANCE
 
-    if bool(args.data_dir) == bool(args.labels):
-        print("error: give DATA_DIR or --labels FILE.csv (one of them)", file=sys.stderr)
+    if not (args.data_dir or args.labels):
+        print("error: give DATA_DIR, --labels FILE.csv, or both", file=sys.stderr)
         return EXIT_USAGE
-    args.data_dir = args.data_dir or args.labels  # a labels file scans like a folder of class folders
+    given_apart = None
+    if args.data_dir and args.labels:  # the labels over the folders, as the Folder tab's review reads them
+        from ..core.train.labelling import load_labels
+
+        try:
+            given_apart = load_labels(args.labels)
+        except DatasetError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    args.data_dir = args.data_dir or args.labels  # a labels file alone scans like a folder of class folders
     hash_distance = HASH_DISTANCE if args.hash_distance is None else args.hash_distance
     if not 0 <= hash_distance <= 64 or (args.threshold is not None and not -1.0 <= args.threshold <= 1.0):
         print("error: --hash-distance is 0-64 bits, --threshold a cosine in [-1, 1]", file=sys.stderr)
@@ -236,7 +247,7 @@ def audit_cmd(args) -> int:
         return EXIT_USAGE
     try:
         report = drain(audit(args.data_dir, loaded, args.threshold, args.batch_size,
-                              hash_distance=hash_distance), args.quiet)
+                              hash_distance=hash_distance, given_apart=given_apart), args.quiet)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
