@@ -107,6 +107,15 @@ def test_onnx_export_matches(trained, tmp_path, capsys):
     assert json.loads(meta["mean"]) == list(loaded.data_config["mean"])
     assert json.loads(meta["input_size"]) == [3, 32, 32] and meta["interpolation"] == "bicubic"
     assert main(["export", str(out), "--format", "onnx", "--out", str(tmp_path / "b.onnx")]) == 0
+    # an output folder that does not exist yet is made (a traceback on its temporary file, exit 0: the walk)
+    assert main(["export", str(out), "--format", "onnx", "--out", str(tmp_path / "new" / "deeper" / "c.onnx")]) == 0
+    assert (tmp_path / "new" / "deeper" / "c.onnx").is_file()
+    (tmp_path / "a-file").write_text("")  # a file where a folder should be: one line, exit 1
+    capsys.readouterr()
+    assert main(["export", str(out), "--format", "onnx", "--out", str(tmp_path / "a-file" / "d.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: could not write {tmp_path / 'a-file' / 'd.onnx'}: {tmp_path / 'a-file'} is a file, not a " \
+                  "folder\n"
 
 
 def test_export_attention_over_training(trained, tmp_path, capsys):

@@ -112,3 +112,19 @@ def test_every_folder_the_app_writes_into_offers_a_new_one(window, monkeypatch):
     window.attention.export_mask()
     actions.open_folder(window)
     assert [create for _, create in asked] == [True, True, True, False], asked
+
+
+def test_a_save_into_a_folder_that_does_not_exist_offers_to_make_it(window, tmp_path, monkeypatch):
+    """The walk: ONNX, view PNG and data exports typed into a new folder failed ('[Errno 2]' on a temporary file, a
+    traceback box; 'is the folder writable?'). Every save dialog now offers to make the folder, as the output-folder
+    dialog does; declined, nothing is made and nothing written."""
+    target = tmp_path / "exports" / "new" / "view.png"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    asked: list[str] = []
+    answer = [QMessageBox.Cancel]
+    monkeypatch.setattr(QMessageBox, "question", lambda _p, _t, text, *a, **k: asked.append(text) or answer[0])
+    assert actions.export_view(window) is False
+    assert asked == [f"{target.parent} does not exist. Create it?"] and not (tmp_path / "exports").exists()
+    answer[0] = QMessageBox.Yes
+    assert actions.export_view(window) is True and target.is_file()
+    assert not window.error_indicator.notices

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 
 
 def register(subparsers) -> None:
@@ -60,6 +60,11 @@ def export_cmd(args) -> int:
     except ImportError as exc:
         print(f"error: ONNX export needs the onnx extra (pip install 'vitstudio[onnx]'): {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as exc:  # a full disk, a folder not writable, a file where a folder should be
+        why = (f"{exc.filename} is a file, not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
+               else exc.strerror or exc)
+        print(f"error: could not write {out}: {why}", file=sys.stderr)
+        return EXIT_SOME_FAILED
     check = ("not checked (onnxruntime not installed)" if result.max_abs_diff is None
              else f"ONNX Runtime matches PyTorch (max |Δlogit| {result.max_abs_diff:.2e})")
     print(f"wrote {result.path} (opset {result.opset}, labels and preprocessing in its metadata); {check}")

@@ -42,8 +42,25 @@ def save_file(parent, title: str, name: str, filters: str = "", **options) -> st
     """`name` proposed in the last folder (a name with a folder of its own keeps it)."""
     proposed = name if os.path.dirname(name) else os.path.join(last_folder(), name)
     path, _ = QFileDialog.getSaveFileName(parent, title, proposed, filters, **options)
+    if path and not made_if_missing(parent, title, Path(path).parent):  # Qt's dialog takes a typed folder that
+        return ""  # does not exist; every export then failed with a raw [Errno 2] on its temporary file
     remember(path)
     return path
+
+
+def made_if_missing(parent, title: str, folder: Path) -> bool:
+    """Whether `folder` exists, after asking to make it when it does not (False: declined, or it could not be)."""
+    if folder.is_dir():
+        return True
+    if QMessageBox.question(parent, title, f"{folder} does not exist. Create it?",
+                            QMessageBox.Yes | QMessageBox.Cancel) != QMessageBox.Yes:
+        return False
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        QMessageBox.warning(parent, title, f"Could not create {folder}: {exc.strerror or exc}")
+        return False
+    return True
 
 
 def choose_folder(parent, title: str, create: bool = False) -> str:
@@ -85,14 +102,7 @@ class OutputFolderDialog(QFileDialog):
     def accept(self) -> None:  # noqa: D102 (Qt's)
         path = self.typed_path()
         if path is not None and not path.exists():
-            title = self.windowTitle()
-            if QMessageBox.question(self, title, f"{path} does not exist. Create it?",
-                                    QMessageBox.Yes | QMessageBox.Cancel) != QMessageBox.Yes:
-                return
-            try:
-                path.mkdir(parents=True)
-            except OSError as exc:
-                QMessageBox.warning(self, title, f"Could not create {path}: {exc.strerror or exc}")
+            if not made_if_missing(self, self.windowTitle(), path):
                 return
             self.name_edit.setText(str(path))
         super().accept()

@@ -25,6 +25,7 @@ def export_onnx(loaded: LoadedModel, path: str | Path, opset: int = 17, atol: fl
     if opset < 17:
         raise ValueError("Use opset 17 or newer (LayerNormalization is native from 17 on).")
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)  # as every writer of the app: an output's folders are made
     model = _fixed_grid(loaded.model.eval(), loaded.grid_size)
     x = torch.randn(2, *loaded.data_config["input_size"], device=loaded.device)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # renamed into place only when complete
