@@ -102,3 +102,20 @@ def test_seed_export_writes_its_two_files_into_the_chosen_folder(window, qtbot, 
     labels = window.state.model.labels
     assert json.loads((chosen / "class_indices.json").read_text()) == {str(i): name for i, name in enumerate(labels)}
     assert [p.name for p in chosen.iterdir() if p.is_dir()] == []  # no folder named like a file
+
+
+def test_a_labels_file_dataset_is_restored_too(qtbot, tmp_path):
+    """The walk: "Train a model…" from the Labels tab sets a labels file as the dataset; after a restart the form said
+    "No dataset chosen." (only folders were restored)."""
+    from tests.gui.test_training_sources import _labels_file
+
+    labels = _labels_file(tmp_path)
+    first = _window(qtbot)
+    first.training.set_dataset(str(labels))
+    qtbot.waitUntil(lambda: first.training.dataset_actions.scan is not None, timeout=10000)
+    first.close()
+    workers.shutdown(5000)
+    second = _window(qtbot)
+    assert second.training.folder.text() == str(labels)
+    qtbot.waitUntil(lambda: second.training.dataset_actions.scan is not None, timeout=10000)
+    assert second.training.dataset_actions.scan.labels_file is not None

@@ -44,7 +44,7 @@ class SessionMemory(QObject):
         except (TypeError, ValueError, KeyError) as exc:  # written by another version: start from the preset
             log.warning("the remembered Training form could not be restored: %s", exc)
         dataset = self.store.get("training_dataset")
-        if isinstance(dataset, str) and os.path.isdir(dataset):
+        if isinstance(dataset, str) and os.path.exists(dataset):  # a folder, or a labels file (the Labels tab)
             self.training.set_dataset(dataset, exclude=read_exclusions(dataset))
         folder = self.store.get("folder")
         if isinstance(folder, str) and os.path.isdir(folder):
