@@ -11,7 +11,7 @@ def _close_without_asking(monkeypatch):
     modal box would wait forever offscreen); test_close_during_training answers the question itself."""
     from vitstudio.gui import closing
 
-    monkeypatch.setattr(closing, "ask_close_during_training", lambda _parent, _run: closing.CANCEL)
+    monkeypatch.setattr(closing, "ask_close_during_training", lambda *_: closing.CANCEL)
 
 
 MODAL_LIMIT_S = 10

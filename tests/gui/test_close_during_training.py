@@ -9,9 +9,11 @@ from vitstudio.core.train.runs import run_status
 from vitstudio.gui import closing
 
 
-def _answering(monkeypatch, answers: list[str], asked: list[str]):
-    def ask(_parent, run):
+def _answering(monkeypatch, answers: list[str], asked: list[str], paused_when_asked: list[bool] | None = None):
+    def ask(_parent, run, paused=False):
         asked.append(run)
+        if paused_when_asked is not None:
+            paused_when_asked.append(paused)
         return answers.pop(0)
 
     monkeypatch.setattr(closing, "ask_close_during_training", ask)
@@ -19,7 +21,8 @@ def _answering(monkeypatch, answers: list[str], asked: list[str]):
 
 def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_path, monkeypatch):
     asked: list[str] = []
-    _answering(monkeypatch, [closing.STAY, closing.KEEP], asked)
+    paused: list[bool] = []  # what each question said of the run
+    _answering(monkeypatch, [closing.STAY, closing.KEEP], asked, paused)
     panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
     panel.start()
     panel.pause_button.setChecked(True)  # held mid-run while the window is closed
@@ -32,9 +35,10 @@ def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_pa
     assert window.notice.isVisible() and "closes when" in window.notice.text
     assert window.windowTitle().endswith("closes when the run ends")
     run = panel.active_run
-    panel.pause_button.setChecked(False)
+    # kept while paused: resumed by the answer, or it would never end and the window never close (the walk)
+    assert not panel.pause_button.isChecked()
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=60000)  # the run finished, then the window closed
-    assert run_status(run) == "finished" and len(asked) == 2
+    assert run_status(run) == "finished" and len(asked) == 2 and paused == [True, True]
 
 
 def test_cancel_and_close_stops_the_run_resumably(window, qtbot, tmp_path, monkeypatch):

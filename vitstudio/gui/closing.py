@@ -14,12 +14,14 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 KEEP, CANCEL, STAY = "keep training, close when done", "cancel the run and close", "stay"
 
 
-def ask_close_during_training(parent: QWidget, run: str) -> str:
-    """KEEP, CANCEL or STAY (also for Escape and the box's close button)."""
+def ask_close_during_training(parent: QWidget, run: str, paused: bool = False) -> str:
+    """KEEP, CANCEL or STAY (also for Escape and the box's close button). A paused run is said to be paused, and
+    keeping it resumes it: paused, it would never end and the window never close (the walk)."""
     box = QMessageBox(QMessageBox.Question, "A run is training",
-                      f"{run} is still training. Closing ViT Studio stops it (the last finished epoch is kept, and "
-                      "Resume run in History continues from there).", parent=parent)
-    keep = box.addButton("Keep training, close when done", QMessageBox.AcceptRole)
+                      f"{run} is {'paused' if paused else 'still training'}. Closing ViT Studio stops it (the last "
+                      "finished epoch is kept, and Resume run in History continues from there).", parent=parent)
+    keep = box.addButton("Resume training, close when done" if paused else "Keep training, close when done",
+                         QMessageBox.AcceptRole)
     cancel = box.addButton("Cancel the run and close", QMessageBox.DestructiveRole)
     stay = box.addButton("Stay", QMessageBox.RejectRole)
     box.setDefaultButton(keep)
@@ -42,8 +44,11 @@ class CloseGuard(QObject):
         if not self.training.running:
             return True
         run = self.training.active_run.name if self.training.active_run is not None else "A run"
-        answer = ask_close_during_training(self.window, run)
+        paused = self.training.pause_button.isChecked()
+        answer = ask_close_during_training(self.window, run, paused)
         self.waiting = answer == KEEP
+        if self.waiting and paused:
+            self.training.pause_button.setChecked(False)  # resumed: a paused run never ends
         if self.waiting:  # said where the user looks, whatever tab is shown (the window just stayed as it was)
             said = f"ViT Studio closes when {run} has finished (close again to choose otherwise)."
             self.training.status.setText(said)
