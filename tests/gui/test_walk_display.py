@@ -115,10 +115,12 @@ def test_dataset_description_has_no_doubled_parenthesis():
     from vitstudio.gui.training.training_form import describe_scan
 
     scan = SimpleNamespace(size_range=((32, 32), (32, 32)), val=None, classes=["blue", "green", "red"], total=60,
-                           skipped=[], too_small=[], imbalance_warning=lambda: None)
+                           skipped=[], too_small=[], imbalance_warning=lambda: None, labels_file=None)
     text = describe_scan(scan, {}, 0)
     assert "((" not in text and "))" not in text
     assert "3 classes, 60 images (class folders, split automatically); sizes 32×32 to 32×32." == text
+    scan.labels_file = "labels.csv"  # the Labels tab's "Train a model…": it said "class folders" (the walk)
+    assert "(a labels file, split automatically)" in describe_scan(scan, {}, 0)
 
 
 def test_history_line_keeps_the_accuracy_and_its_percent_sign_together(qtbot):

@@ -160,7 +160,8 @@ def describe_scan(scan, copies: dict, excluded: int) -> str:
     """The Training panel's summary of a dataset scan (rich text): classes, sizes, skipped files, exclusions,
     exact copies and class imbalance."""
     (lo_w, lo_h), (hi_w, hi_h) = scan.size_range
-    layout = "train/ + val/" if scan.val is not None else "class folders, split automatically"  # said in ( )
+    layout = ("train/ + val/" if scan.val is not None else  # said in ( ); a labels file has no val/ of its own
+              f"{'a labels file' if scan.labels_file is not None else 'class folders'}, split automatically")
     text = f"{len(scan.classes)} classes, {scan.total} images ({layout}); sizes {lo_w}×{lo_h} to {hi_w}×{hi_h}."
     if scan.skipped:
         text += f" {len(scan.skipped)} file(s) skipped: " + "; ".join(
