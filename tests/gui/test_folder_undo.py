@@ -63,6 +63,8 @@ def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path
     copies = sorted(out.rglob("*.png"))
     assert len(copies) == 20 and sorted(map(file_digest, copies)) == sorted(map(file_digest, data.rglob("*.png")))
     assert window.edit_actions.undo.text() == "Undo Sort 20 images into sorted" and panel.undo_button.isEnabled()
+    assert panel.undo_button.toolTip().startswith("Undo Sort 20 images")  # the button "Undo last sort/move" also
+    # undid labels and exclusions (the walk): it says "Undo" and names what in its tooltip
     assert [p for p in out.rglob("*") if p.is_file() and p.suffix != ".png"] == []  # no journal in the output
     assert len(list(journals_dir(out).glob("vitstudio-sort-*.jsonl"))) == 1
 

@@ -61,8 +61,8 @@ class FolderToolbarWidget(QWidget):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.sort_button = QPushButton("Sort into folders…")
-        self.undo_button = QPushButton("Undo last sort/move")
-        self.undo_button.setEnabled(False)  # until a sort or a label-review move has run
+        self.undo_button = QPushButton("Undo")  # sorts, moves, exclusions and labels: the tooltip names which
+        self.undo_button.setEnabled(False)  # until one of them was done
         self.csv_button = QPushButton("Export CSV…")
         self.review_button = QPushButton("Review labels and duplicates")
         self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=0.5)
