@@ -157,6 +157,11 @@ def test_an_open_names_the_files_it_could_not_read():
     level, text = describe_open(["/photos"], Opened(12, bad, 0))
     assert level == "info" and text == ("Opened 12 images from /photos; 4 unreadable: a.heic (HEIC is not supported), "
                                         "b.jpg (truncated), c\\n.png (empty) and 1 more (the strip marks each).")
+    # one broken file alone: it is in the strip, marked; "Nothing opened … 1 files" beside it read as a contradiction
+    level, text = describe_open(["/photos/b.jpg"], Opened(0, bad[1:2], 0))
+    assert level == "warning" and text == ("No image could be read from /photos/b.jpg: b.jpg (truncated). The strip "
+                                           "marks it (right-click → Remove unreadable images).")
+    assert describe_open(["/photos"], Opened(1, (), 0))[1] == "Opened 1 image from /photos."
 
 
 def test_ctrl_number_switches_tabs_and_ctrl_arrows_walk_the_images(active, qtbot, digits):

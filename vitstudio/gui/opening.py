@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
-from vitstudio.core.files import shown_path
+from vitstudio.core.files import counted, shown_path
 
 from .state import AppState, make_entry
 
@@ -60,12 +60,13 @@ def describe_open(paths: list[str], opened: Opened) -> tuple[str, str]:
     """(level, text) telling the user what an open did."""
     what = paths[0] if len(paths) == 1 else f"{len(paths)} items"
     if not opened.readable and not opened.already:
-        if opened.unreadable:
-            return "warning", (f"Nothing opened from {what}: {len(opened.unreadable)} files could not be read as "
-                               f"images: {_which(opened.unreadable)}.")
+        if opened.unreadable:  # they are in the strip, marked: "Nothing opened" beside them read as a contradiction
+            n = len(opened.unreadable)
+            return "warning", (f"No image could be read from {what}: {_which(opened.unreadable)}. The strip marks "
+                               f"{'it' if n == 1 else f'all {n}'} (right-click → Remove unreadable images).")
         return "warning", (f"No images in {what}: choose files or a folder holding .jpg, .png, .bmp, .webp or .tif "
                            "images (subfolders are searched too).")
-    parts = [f"Opened {opened.readable} images from {what}"]
+    parts = [f"Opened {counted(opened.readable, 'image')} from {what}"]
     if opened.already:
         parts.append(f"{opened.already} already in the strip")
     if opened.unreadable:
