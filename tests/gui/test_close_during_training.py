@@ -26,7 +26,9 @@ def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_pa
     panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
     panel.start()
     panel.pause_button.setChecked(True)  # held mid-run while the window is closed
-    assert panel.running
+    assert panel.running and panel.pause_button.text() == "Continue"  # not "Resume", beside "Resume run"
+    window._refresh_status()
+    assert "(paused)" in window.status_jobs.text()  # the status bar said "Training" (the walk)
     window.close()
     assert window.isVisible() and panel.running and asked  # Stay: nothing changed
     window.close()

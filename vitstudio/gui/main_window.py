@@ -403,7 +403,8 @@ class MainWindow(QMainWindow):
     def _refresh_status(self) -> None:
         model = self.state.model
         device = f"{model.device} · {model.precision}" if model else "no model"
-        running = ", ".join(sorted({h.name for h in workers.running_jobs()})) or "idle"
+        running = ", ".join(sorted({h.name + (" (paused)" if h.cancel_token.paused else "")  # a paused run too
+                                    for h in workers.running_jobs()})) or "idle"
         if self.panels_ready:
             from vitstudio.core.models.devices import memory_in_use  # torch's (GPU memory)
 

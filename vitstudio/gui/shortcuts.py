@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QLineEdit
 
 NEXT_IMAGE, PREVIOUS_IMAGE = "Ctrl+Down", "Ctrl+Up"
 # F5 runs, Shift+F5 stops (as in most IDEs); F6 pauses. None of them is taken by Qt's standard keys.
-TRAINING_KEYS = (("Start training", "F5", "start_button"), ("Pause / resume training", "F6", "pause_button"),
+TRAINING_KEYS = (("Start training", "F5", "start_button"), ("Pause / continue training", "F6", "pause_button"),
                  ("Cancel training", "Shift+F5", "cancel_button"))
 # keys that are not QActions of this window (widgets handle them), listed in Help → Keyboard shortcuts too
 WIDGET_KEYS = (("Next / previous image (the image strip focused)", "Down / Up"),

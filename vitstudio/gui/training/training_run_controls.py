@@ -30,7 +30,7 @@ class RunControlsWidget(QWidget):
         self.warning.setVisible(False)
         self.warnings: list[tuple[str, str]] = []  # (kind, message) of the run in progress or last finished
         self.warnings_shown = True  # False while another run (History) is on screen: its warnings are not these
-        self.paused_label = QLabel("<b>Paused</b>: the run waits at the next step; press Resume to go on.")
+        self.paused_label = QLabel("<b>Paused</b>: the run waits at the next step; press Continue to go on.")
         self.paused_label.setStyleSheet("background: #fff3cd; color: #7a5300; padding: 4px;")
         self.paused_label.setWordWrap(True)
         self.paused_label.setVisible(False)
@@ -81,7 +81,7 @@ class RunControlsWidget(QWidget):
     def show_paused(self, paused: bool) -> None:
         """Paused is a state of the run, said beside the buttons and on the bar, not only by the button's label."""
         self.paused = paused
-        self.pause_button.setText("Resume" if paused else "Pause")
+        self.pause_button.setText("Continue" if paused else "Pause")  # "Resume run" is the History one
         self.paused_label.setVisible(paused)
         self.progress.setFormat(self._on_bar(self.progress.format().removeprefix("Paused · ")))
 
