@@ -4,7 +4,7 @@ on the tab, and Stop leaves no thread behind."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from tests.core.play_video import moving_digits_video
 from vitstudio.core.models.demo import bundled_demo
@@ -22,6 +22,7 @@ def test_play_a_video_with_a_map_and_record_it(window, qtbot, tmp_path, monkeypa
 
     record = tmp_path / "out" / "played.mp4"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(record), ""))
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)  # "…/out does not exist. Create it?"
     panel.record_button.setChecked(True)  # before playing: the whole session is recorded
     panel.method.setCurrentIndex(panel.method.findData("rollout"))
     panel.play(str(video))
