@@ -81,3 +81,19 @@ def test_both_panes_keep_one_size_whatever_their_titles_say(panel, qtbot, tiny_w
         sizes = [view.size() for view in compare.views]
         assert abs(sizes[0].width() - sizes[1].width()) <= 1 and sizes[0].height() == sizes[1].height(), sizes
         assert sizes[0].width() > width // 3, (width, sizes)  # an odd width splits with one pixel over
+
+
+def test_before_a_second_model_the_current_models_map_is_shown(panel, qtbot, tiny_weights, photos):
+    """The walk: Compare opened on two blank panes until a second model was loaded. The current model's map is on the
+    left at once (the same analysis the explorer computes), the right pane says what to do; nothing to export yet."""
+    import numpy as np
+
+    from vitstudio.core.analysis.explain import explain
+
+    compare = panel(ComparePanel, images=[photos["chelsea"]])
+    compare.state.set_model(load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"))
+    qtbot.waitUntil(lambda: compare.results is not None, timeout=60000)
+    assert len(compare.results) == 1 and compare.views[0].values is not None
+    expected = explain(compare.state.model, compare.view_state.method, read_image(photos["chelsea"])).array
+    np.testing.assert_allclose(compare.views[0].values, expected, atol=1e-6)
+    assert "load one above to compare" in compare.titles[1].text() and compare.export_data() is None

@@ -68,7 +68,8 @@ def _with_shared_classes(cancel, loaded, classes: tuple[str, ...], prompt: str |
 
 
 def _compare_job(cancel, model, other, image, method: str) -> list:
-    return [_analyse(m, image, method) for m in (model, other)]
+    """The current model's map, and the second model's once there is one (the tab showed two blank panes before)."""
+    return [_analyse(m, image, method) for m in (model, other) if m is not None]
 
 
 class CompareView(ExplorerView):
@@ -197,12 +198,13 @@ class ComparePanel(ExplorerPanel):
 
     @property
     def results(self) -> list | None:
-        """[(crop, map, top-1 text)] for the current model, second model, image and method; else None."""
+        """[(crop, map, top-1 text)] for the current model and the second one (once loaded), the image and the
+        method; else None."""
         return self.jobs.current("compare")
 
     def reload(self) -> None:
         ctx = self.context()
-        if ctx is None or self.other is None:
+        if ctx is None:
             self._show()
             return
         if self.results is not None or self.jobs.running("compare"):
@@ -210,7 +212,7 @@ class ComparePanel(ExplorerPanel):
         model, entry = ctx
         other, method = self.other, self.view_state.method
         self._show()
-        reasons = [why_not(m.model, method) for m in (model, other)]
+        reasons = [why_not(m.model, method) if m is not None else None for m in (model, other)]
         if any(reasons):  # e.g. rollout of a Swin: say why instead of failing in a worker
             for title, reason in zip(self.titles, reasons):
                 if reason:
@@ -233,8 +235,8 @@ class ComparePanel(ExplorerPanel):
         models = (self.state.model, self.other)
         results = self.results
         for i, model in enumerate(models):
-            name = model.display_name if model is not None else "not loaded"
-            if results:
+            name = model.display_name if model is not None else "not loaded: load one above to compare"
+            if results and i < len(results):
                 crop, arr, top1 = results[i]
                 self.views[i].set_image(crop)
                 self.views[i].set_map(arr, self.view_state.cmap, 0.6, self.shared_levels())
@@ -247,7 +249,7 @@ class ComparePanel(ExplorerPanel):
         self._show()
 
     def export_data(self):
-        if not self.results:
+        if not self.results or len(self.results) < 2:  # a comparison: both maps
             return None
         stacked = np.stack([r[1] for r in self.results]) if self.results[0][1].shape == self.results[1][1].shape \
             else self.results[0][1]
