@@ -9,7 +9,7 @@ from __future__ import annotations
 from tests.core.synthetic_data import make_dataset
 from tests.gui.helpers import open_in_folder_tab
 from tests.gui.helpers import settle as _settle
-from tests.gui.test_training_panel import SPEC3
+from tests.gui.test_training_panel import SPEC3, _setup
 from vitstudio.core.models.demo import render_digits
 from vitstudio.core.train.runs import read_metrics
 from vitstudio.gui.training.training_panel import TrainingPanel
@@ -82,13 +82,8 @@ def test_another_run_in_the_history_leaves_nothing_of_the_first_on_screen(panel,
     a_classes = dict(list(COLOURS.items())[:3])
     b_classes = dict(list(COLOURS.items())[:2])
     run_b = _run(tmp_path, "run-b", 2, b_classes)
-    panel = panel(TrainingPanel)
-    panel.set_dataset(str(make_dataset(tmp_path / "data-a", per_class=3, classes=a_classes)))
-    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    panel.base_model.setEditText(SPEC3)
-    panel.form.preset.setCurrentText("scratch")
-    panel.form.advanced.setChecked(True)
-    panel.form.state.update(epochs=1, batch_size=4, img_size=32)
+    panel = _setup(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data-a", per_class=3, classes=a_classes),
+                   epochs=1)
     panel.start()
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done and panel.results.report is not None,
                     timeout=60000)
