@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,7 +164,9 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         feature_index = np.asarray([index[p] for p in embedded.paths], np.int64)
         classes = list(scan.classes)
         given = dict(labelled)
-        apart = {p: c for p, c in (given_apart or {}).items() if p in given and c != given[p]}
+        scanned = {os.path.abspath(p): p for p in given}  # a relative DATA_DIR against a file's absolute paths
+        apart = {scanned[a]: c for a, c in ((os.path.abspath(p), c) for p, c in (given_apart or {}).items())
+                 if a in scanned and c != given[scanned[a]]}
         given.update(apart)
         classes += sorted(set(apart.values()) - set(classes))
         if apart:
