@@ -246,7 +246,7 @@ def report(samples: list[dict], verdict: dict) -> str:
         rows.append(f"  delivery over 50 ms: {name} {1000 * took:.0f} ms at most, {times} times")
     for generation, seen in (verdict.get("collections") or {}).items():
         rows.append(f"  garbage collections, {generation}: {seen['count']}, longest {seen['max_ms']} ms, "
-                    f"{seen['over_50ms']} over 50 ms")
+                    f"{seen['over_50ms']} over 50 ms (and {seen.get('before', 0)} while the window was built)")
     for name, took, times in verdict.get("slow_steps") or []:
         rows.append(f"  user step over 50 ms (a click's own work): before '{name}' {1000 * took:.0f} ms at most, "
                     f"{times} times")
@@ -387,7 +387,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     heartbeat.stop()
     sys.excepthook = old_hook
     run = {"finished": driver.finished, "exceptions": exceptions, **stalls.summary(),
-           "slow_deliveries": deliveries.report(), "collections": collections_.summary(),
+           "slow_deliveries": deliveries.report(), "collections": collections_.summary(since=t0),
            "slow_steps": slowest_first(driver.slow_steps),
            "cycles": soak.cycle, "cycle_starts_s": [round(c - t0, 1) for c in soak.cycle_starts],
            "epochs": soak.epochs, "model_loads": soak.loads, "stuck": driver.stuck,

@@ -158,16 +158,22 @@ class Collections:
 
     def __init__(self) -> None:
         self.began = 0.0
-        self.took: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self.took: dict[int, list[tuple[float, float]]] = {0: [], 1: [], 2: []}  # (when, seconds) per generation
         gc.callbacks.append(self._callback)
 
     def _callback(self, phase: str, info: dict) -> None:
         if phase == "start":
-            self.began = time.perf_counter()
+            self.began = time.monotonic()
         else:
-            self.took[info["generation"]].append(time.perf_counter() - self.began)
+            self.took[info["generation"]].append((self.began, time.monotonic() - self.began))
 
-    def summary(self) -> dict:
+    def summary(self, since: float = 0.0) -> dict:
+        """Per generation, the collections from `since` on (time.monotonic(): the window up, where stalls are
+        counted); those before (imports, the window's build) are only counted."""
         gc.callbacks.remove(self._callback)
-        return {f"gc_gen{g}": {"count": len(t), "max_ms": round(1000 * max(t, default=0), 1),
-                               "over_50ms": sum(x > 0.05 for x in t)} for g, t in self.took.items()}
+        summary = {}
+        for g, seen in self.took.items():
+            took = [t for when, t in seen if when >= since]
+            summary[f"gc_gen{g}"] = {"count": len(took), "max_ms": round(1000 * max(took, default=0), 1),
+                                     "over_50ms": sum(x > 0.05 for x in took), "before": len(seen) - len(took)}
+        return summary
