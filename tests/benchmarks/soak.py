@@ -244,9 +244,14 @@ def report(samples: list[dict], verdict: dict) -> str:
             f"{name} +{n}" for name, n in counts.items()) or "none"))
     for name, took, times in verdict.get("slow_deliveries") or []:
         rows.append(f"  delivery over 50 ms: {name} {1000 * took:.0f} ms at most, {times} times")
-    for generation, seen in (verdict.get("collections") or {}).items():
+    collections_seen = dict(verdict.get("collections") or {})
+    callers = collections_seen.pop("full_pass_callers", [])
+    slow_passes = collections_seen.pop("slow_passes", [])
+    for generation, seen in collections_seen.items():
         rows.append(f"  garbage collections, {generation}: {seen['count']}, longest {seen['max_ms']} ms, "
                     f"{seen['over_50ms']} over 50 ms (and {seen.get('before', 0)} while the window was built)")
+    rows += [f"  slow collection: {seen}" for seen in slow_passes]
+    rows += [f"  full collection asked for {who}" for who in callers]
     for name, took, times in verdict.get("slow_steps") or []:
         rows.append(f"  user step over 50 ms (a click's own work): before '{name}' {1000 * took:.0f} ms at most, "
                     f"{times} times")

@@ -9,6 +9,7 @@ import gc
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 
@@ -162,13 +163,21 @@ class Collections:
     def __init__(self) -> None:
         self.began = 0.0
         self.took: dict[int, list[tuple[float, float]]] = {0: [], 1: [], 2: []}  # (when, seconds) per generation
+        self.full_pass_callers: list[tuple[float, str]] = []  # (when, thread and stack): who asked for a full pass
+        self.slow: list[tuple[float, int, float, int]] = []  # (when, generation, seconds, objects freed) over 50 ms
         gc.callbacks.append(self._callback)
 
     def _callback(self, phase: str, info: dict) -> None:
         if phase == "start":
             self.began = time.monotonic()
+            if info["generation"] == 2:  # rare, so its stack is cheap to keep: names what triggered it
+                stack = "".join(traceback.format_stack(limit=8)[:-1])
+                self.full_pass_callers.append((self.began, f"{threading.current_thread().name}\n{stack}"))
         else:
-            self.took[info["generation"]].append((self.began, time.monotonic() - self.began))
+            took = time.monotonic() - self.began
+            self.took[info["generation"]].append((self.began, took))
+            if took > 0.05:  # a slow pass that freed much was a graph dying (its finalisers), else a long walk
+                self.slow.append((self.began, info["generation"], took, info["collected"]))
 
     def summary(self, since: float = 0.0) -> dict:
         """Per generation, the collections from `since` on (time.monotonic(): the window up, where stalls are
@@ -179,4 +188,8 @@ class Collections:
             took = [t for when, t in seen if when >= since]
             summary[f"gc_gen{g}"] = {"count": len(took), "max_ms": round(1000 * max(took, default=0), 1),
                                      "over_50ms": sum(x > 0.05 for x in took), "before": len(seen) - len(took)}
+        summary["slow_passes"] = [f"gen{g} {1000 * took:.0f} ms at {when - since:.1f} s, {freed} objects freed"
+                                  for when, g, took, freed in self.slow if when >= since]
+        summary["full_pass_callers"] = [f"at {when - since:.1f} s on {who}" for when, who in self.full_pass_callers
+                                        if when >= since]
         return summary

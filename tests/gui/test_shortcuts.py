@@ -228,6 +228,29 @@ class _LikeX11(QLineEdit):
         return super().event(event)
 
 
+def test_shift_f5_asks_before_cancelling_a_run_the_button_does_not(active, qtbot, monkeypatch):
+    """The walk: Shift+F5, a key away from F5, cancelled a run without a word. While a run trains the key asks
+    (No keeps it training); the Cancel button, aimed at, cancels at once."""
+    from PySide6.QtWidgets import QMessageBox
+
+    window, training = active, active.training
+    monkeypatch.setattr(type(training), "running", property(lambda self: True))
+    training.cancel_button.setEnabled(True)
+    asked, answer = [], [QMessageBox.No]
+    monkeypatch.setattr(QMessageBox, "question", lambda _p, title, text, *a: asked.append(text) or answer[0])
+    clicks = []
+    training.cancel_button.clicked.connect(lambda: clicks.append(1))
+    monkeypatch.setattr(training, "cancel", lambda: None)  # nothing really trains
+    qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
+    assert len(asked) == 1 and "epoch in progress is lost" in asked[0] and "Resume run" in asked[0]
+    assert clicks == []  # No: still training
+    answer[0] = QMessageBox.Yes
+    qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
+    assert len(asked) == 2 and clicks == [1]
+    training.cancel_button.click()  # the button itself does not ask
+    assert len(asked) == 2 and clicks == [1, 1]
+
+
 def test_window_keys_work_while_a_spin_box_or_field_has_focus(active, qtbot, tmp_path, monkeypatch):
     """Issue 29, item 12: Ctrl+E (Export view) was taken by the focused spin box's line edit (its "end of line" on
     X11); the window's keys fire whatever field has focus, and ordinary typing still goes to the field."""

@@ -99,10 +99,25 @@ def press_training_button(window, name: str, text: str) -> None:
     button = getattr(window.training, name)
     if button.isEnabled():
         window.show_tab("training")
-        button.click()
+        if name != "cancel_button" or _cancel_confirmed(window):
+            button.click()
         return
     reason = button.toolTip() or ("no run is in progress" if name != "start_button" else "a run is in progress")
     window.state.message.emit("info", f"{text}: not now ({reason}).")
+
+
+def _cancel_confirmed(window) -> bool:
+    """Shift+F5 sits next to F5: a key pressed by mistake must not end an hour's run. The button is aimed at, so
+    it cancels at once; the key asks (No is the default, so Enter keeps training)."""
+    from PySide6.QtWidgets import QMessageBox
+
+    if not window.training.running:
+        return True
+    run = window.training.active_run.name if window.training.active_run is not None else "the run"
+    answer = QMessageBox.question(
+        window, "Cancel training?", f"Cancel {run}? The epoch in progress is lost; the last finished epoch is "
+        "kept, and Resume run in History continues from there.", QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+    return answer == QMessageBox.Yes
 
 
 def shortcut_rows(window) -> list[tuple[str, str]]:
