@@ -136,6 +136,9 @@ def test_the_annotated_picture_is_the_frame_with_the_map_over_what_the_model_saw
     outside = plain[5, 5].astype(int)
     assert np.abs(outside - frame[0, 0].astype(int)).max() <= 40  # the rest is the frame as it is
     assert annotate(result, 10.0).shape[0] == DISPLAY + CAPTION  # without the frame: the crop, as before
+    bar = picture[DISPLAY:].max(axis=2) > 180  # the caption's text: readable once a wide frame is fitted to the tab
+    rows, cols = np.nonzero(bar)
+    assert rows.max() - rows.min() >= 12 and cols.max() - cols.min() >= 150  # was Pillow's 11-px bitmap: 8 rows
 
 
 def test_a_headless_model_plays_with_a_map_and_prediction_alone_is_refused(video, tmp_path, capsys):

@@ -9,7 +9,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 from vitstudio.core.analysis import overlays
 from vitstudio.core.analysis.explain import explain
@@ -18,6 +18,7 @@ from vitstudio.core.models import ood
 
 DISPLAY = 448  # the short side of an annotated frame: small crops (32-px digits) are shown enlarged
 CAPTION = 28
+CAPTION_FONT = 18  # pixels: fits the bar, readable when a wide frame is shown at half its size
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,10 @@ def annotate(result: FrameResult, fps: float | None = None, cmap: str = "inferno
     canvas.paste(shown, (0, 0))
     speed = f"{fps:.1f} fps · " if fps else ""
     caption = f"{result.top1}    {speed}{result.latency_ms:.0f} ms"
-    ImageDraw.Draw(canvas).text((6, size[1] + 8), caption, fill=(240, 240, 240))
+    # a scalable font (Pillow's bundled one): the 11-px bitmap default was unreadable once a wide frame was fitted
+    # to the Play tab (a 16:9 frame is 796 px wide at DISPLAY)
+    font = ImageFont.load_default(size=CAPTION_FONT)
+    ImageDraw.Draw(canvas).text((8, size[1] + CAPTION // 2), caption, fill=(240, 240, 240), font=font, anchor="lm")
     return np.asarray(canvas)
 
 
