@@ -122,3 +122,23 @@ def test_a_long_error_is_elided_beside_the_error_button_not_cut_under_it(window,
     assert whole in bar.toolTip() and whole in window.log_view.toPlainText() and whole in window.passing.text
     window.state.message.emit("info", "Saved view.png")  # a short one: whole, and no stale tooltip
     assert bar.currentMessage() == "Saved view.png" and bar.toolTip() == ""
+
+
+def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window):
+    """The walk: the model bar marks each model ● (weights here) ○ (from the hub) · (none), but the Training tab's
+    base model and Compare's second model listed plain specs, so a user picked a base model with no weights here
+    and learnt it at Start. They carry the same marks as icons with the meaning as tooltip; the text stays the spec
+    (what the fields read and the user types)."""
+    from PySide6.QtCore import Qt
+
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.gui.common.model_marks import MEANINGS
+
+    marks = window.model_panel.catalog_marks()
+    assert marks[str(bundled_demo())] == "★" and {"·", "○"} <= set(marks.values())
+    for combo in (window.training.base_model, window.compare.other_name):
+        assert combo.count() == len(marks)
+        for index in range(combo.count()):
+            spec = combo.itemText(index)
+            assert spec in marks and not combo.itemIcon(index).isNull(), spec
+            assert combo.itemData(index, Qt.ToolTipRole) == MEANINGS[marks[spec]]

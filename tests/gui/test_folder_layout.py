@@ -12,6 +12,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QDockWidget, QStyleOptionViewItem, QTableView
 
@@ -341,6 +342,8 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     assert panel.toolbar.minimumSizeHint().width() <= 400
     assert panel.minimumSizeHint().width() <= 800
     window.resize(1280, 720)
+    card = window.findChild(QDockWidget, "model_card_dock")
+    window.resizeDocks([card], [270], Qt.Horizontal)  # as on a real 1280×720 screen (the test's is 800×600)
     window.show_tab("folder")
     panel.toolbar.show_count(3, 5)
     qtbot.wait(50)

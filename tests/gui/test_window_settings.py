@@ -45,7 +45,7 @@ def test_a_one_item_list_reads_back_as_a_list(tmp_path, monkeypatch, qapp):
 
 SCREEN_CHECK = r"""
 import json, sys
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDockWidget
 from vitstudio.gui.main_window import MainWindow
 
 app = QApplication([])
@@ -53,10 +53,14 @@ room = app.primaryScreen().availableGeometry()
 def inside(w):
     g = w.frameGeometry()
     return [g.x(), g.y(), g.width(), g.height(), room.contains(g)]
+def docks(w):
+    card = w.findChild(QDockWidget, "model_card_dock")
+    return {"log_behind_card": [d.objectName() for d in w.tabifiedDockWidgets(card)] == ["log_dock"],
+            "card_shown": not card.visibleRegion().isEmpty(), "central_h": w.centralWidget().height()}
 first = MainWindow(panels=False)  # the frame: built from Qt alone, with the geometry of the settings
 first.show()
 app.processEvents()
-out = {"first": inside(first)}
+out = {"first": inside(first), "first_docks": docks(first)}
 first.resize(1900, 1150)
 first.move(300, 200)
 app.processEvents()
@@ -65,26 +69,42 @@ again = MainWindow(panels=False)
 again.show()
 app.processEvents()
 out["restarted"] = inside(again)
+out["restarted_docks"] = docks(again)
 print(json.dumps(out))
 """
 
 
-def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
-    """The first window was 1280×820 on a 1280×720 screen: its status bar (and the error button) off the screen.
-    Run on an offscreen screen of 1280×720 with window frames (Qt's offscreen config file), in a process of its own:
-    the first window, and one restored from a geometry saved on a bigger screen, lie inside the available area."""
+def _screen_check(tmp_path, width: int, height: int) -> dict:
+    """SCREEN_CHECK on an offscreen screen of width×height with window frames (Qt's offscreen config file), in a
+    process of its own."""
     import json
     import subprocess
     import sys
 
     config = tmp_path / "screen.json"
     config.write_text(json.dumps({"windowFrameMargins": True, "screens": [
-        {"name": "s", "x": 0, "y": 0, "width": 1280, "height": 720, "logicalDpi": 96, "logicalBaseDpi": 96,
+        {"name": "s", "x": 0, "y": 0, "width": width, "height": height, "logicalDpi": 96, "logicalBaseDpi": 96,
          "dpr": 1}]}))
     env = {**os.environ, "QT_QPA_PLATFORM": f"offscreen:configfile={config}",
            "VITSTUDIO_DATA_DIR": str(tmp_path / "data")}
     res = subprocess.run([sys.executable, "-c", SCREEN_CHECK], env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
+    """The first window was 1280×820 on a 1280×720 screen: its status bar (and the error button) off the screen.
+    The first window, and one restored from a geometry saved on a bigger screen, lie inside the available area.
+    And on such a short screen the Log starts as a tab behind the Model card (along the bottom it took ~110 px from
+    every tab: the walk's "cramped views"); the restart keeps it there."""
+    out = _screen_check(tmp_path, 1280, 720)
     assert out["first"][4] and out["restarted"][4], out
     assert out["first"][2] >= 1200 and out["first"][3] >= 600, out  # fitted, not shrunk to nothing
+    assert out["first_docks"]["log_behind_card"] and out["first_docks"]["card_shown"], out
+    assert out["restarted_docks"]["log_behind_card"] and out["restarted_docks"]["card_shown"], out
+    assert out["first_docks"]["central_h"] >= 560, out  # was ~470 with the Log along the bottom
+
+
+def test_on_a_tall_screen_the_log_stays_along_the_bottom(tmp_path):
+    out = _screen_check(tmp_path, 1920, 1200)
+    assert not out["first_docks"]["log_behind_card"] and out["first_docks"]["card_shown"], out

@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings
 
 from vitstudio.core import files
 
-from .screen_fit import fit_to_screen
+from .screen_fit import fit_to_screen, fold_log_on_a_short_screen
 
 FILE_NAME = "settings.ini"
 
@@ -41,4 +41,5 @@ def restore_window(window, settings: QSettings) -> None:
         window.restoreState(settings.value("window_state"))
     else:
         window.resize(1280, 820)
+        fold_log_on_a_short_screen(window)
     fit_to_screen(window)

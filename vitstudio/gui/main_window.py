@@ -27,6 +27,7 @@ from .actions import build_menus
 from .app_settings import app_settings, list_value, restore_window
 from .closing import CloseGuard
 from .common.image_strip import ImageStripWidget
+from .common.model_marks import mark_like_the_model_bar
 from .common.model_panel import ModelCardView, ModelPanel
 from .common.scrolling_tabs import ScrollingTabWidget, scrolling
 from .common.wheel_guard import install_wheel_guard
@@ -121,6 +122,9 @@ class MainWindow(QMainWindow):
             panel = kind(self.state, names) if attr in ("compare", "training") else kind(self.state)
             setattr(self, attr, panel)
             self.tabs.set_page(index, panel)
+        marks = self.model_panel.catalog_marks()
+        mark_like_the_model_bar(self.training.base_model, marks)
+        mark_like_the_model_bar(self.compare.other_name, marks)
         self.routes = PanelRoutes(self)  # what one tab hands to another
         self.close_guard = CloseGuard(self, self.training)
         fill_edit_menu(self)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions

@@ -28,3 +28,20 @@ def fit_to_screen(window: QWidget) -> None:
     y = min(max(frame.y(), room.top()), room.top() + room.height() - window.height() - extra_h)
     if (x, y) != (frame.x(), frame.y()):
         window.move(max(x, room.left()), max(y, room.top()))
+
+
+SHORT_SCREEN_PX = 900  # available height under which the Log starts as a tab behind the Model card
+
+
+def fold_log_on_a_short_screen(window) -> None:
+    """On a short screen (a 1280×720 laptop, a projector) the Log along the bottom took ~110 px from every tab: it
+    starts as a tab behind the Model card instead, one click away (errors wait in the status bar, whose button
+    brings the Log to the front). The first window only: after a restart the user's own arrangement is restored."""
+    from PySide6.QtWidgets import QDockWidget
+
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    card, log = window.findChild(QDockWidget, "model_card_dock"), window.findChild(QDockWidget, "log_dock")
+    if screen is None or card is None or log is None or screen.availableGeometry().height() >= SHORT_SCREEN_PX:
+        return
+    window.tabifyDockWidget(card, log)
+    card.raise_()

@@ -104,6 +104,10 @@ class ModelPanel(QWidget):
     def catalog_names(self) -> list[str]:
         return [self.name.itemData(i) for i in range(self.name.count())]
 
+    def catalog_marks(self) -> dict[str, str]:
+        """spec → its mark (★ ● ○ ·), for the other lists of these models (model_marks)."""
+        return {self.name.itemData(i): self.name.itemText(i)[:1] for i in range(self.name.count())}
+
     def spec(self) -> str:
         text = self.name.currentText().strip()
         index = self.name.findText(text)

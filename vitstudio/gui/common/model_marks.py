@@ -1,0 +1,36 @@
+"""The model bar's marks (● weights on this machine, ○ downloadable from the hub, · no weights, ★ the bundled demo)
+on the other lists of the same models: the Training tab's base model and Compare's second model. There they are
+icons, so an item's text stays the spec those fields read and the user types (the model bar keeps the glyph in its
+text and maps it back itself)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import QComboBox
+
+MEANINGS = {"★": "the bundled demo model", "●": "weights available offline", "○": "downloadable from the hub once",
+            "·": "no pretrained weights"}
+
+
+def mark_icon(mark: str, size: int = 14) -> QIcon:
+    pixmap = QPixmap(size, size)
+    pixmap.fill(Qt.transparent)
+    painter = QPainter(pixmap)
+    font = QFont()
+    font.setPixelSize(size - 2)
+    painter.setFont(font)
+    painter.drawText(pixmap.rect(), Qt.AlignCenter, mark)
+    painter.end()
+    return QIcon(pixmap)
+
+
+def mark_like_the_model_bar(combo: QComboBox, marks: dict[str, str]) -> None:
+    """Give each item of `combo` (its text a spec) the mark `marks` has for it, as an icon with its meaning as the
+    tooltip."""
+    icons = {mark: mark_icon(mark) for mark in set(marks.values())}
+    for index in range(combo.count()):
+        mark = marks.get(combo.itemText(index))
+        if mark in icons:
+            combo.setItemIcon(index, icons[mark])
+            combo.setItemData(index, MEANINGS.get(mark, ""), Qt.ToolTipRole)
