@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -255,6 +256,31 @@ def test_seed_export_refuses_a_non_square_input_by_name(tmp_path):
     with pytest.raises(ValueError, match="64×96.*square"):
         export_seed(loaded, tmp_path / "upstream")
     assert not (tmp_path / "upstream" / "model.pth").exists()
+
+
+def test_a_seed_export_loads_back_with_its_own_preprocessing_and_a_bad_record_is_one_line(tmp_path):
+    """The walk: a run trained at crop 1.0, exported in upstream's format and loaded back, came back at the seed's
+    crop 0.875 and changed its answers. The export records the model's preprocessing beside model.pth (upstream
+    ignores the file); a folder without the record is read as upstream's; a broken record is one line."""
+    import json
+
+    from vitstudio.core.models.checkpoints import SEED_CROP_PCT, SEED_SHAPE_FILE
+    from vitstudio.core.models.loading import ModelLoadError, load_model
+    from vitstudio.core.models.seed_export import export_seed
+
+    loaded = _loaded(dict(img_size=32, patch_size=8, embed_dim=32, depth=1, num_heads=2))
+    loaded.data_config.update(crop_pct=1.0, mean=(0.1, 0.2, 0.3), std=(0.9, 0.8, 0.7))
+    export_seed(loaded, tmp_path / "upstream")
+    back = load_model(str(tmp_path / "upstream"))
+    for key in ("crop_pct", "mean", "std", "interpolation"):
+        assert tuple(np.ravel(back.data_config[key])) == tuple(np.ravel(loaded.data_config[key])), key
+    record = tmp_path / "upstream" / SEED_SHAPE_FILE
+    record.write_text(json.dumps({"num_heads": 2}))  # an export from before the record: upstream's transform
+    assert load_model(str(tmp_path / "upstream")).data_config["crop_pct"] == pytest.approx(SEED_CROP_PCT)
+    record.write_text(json.dumps({"num_heads": 2, "preprocessing": {"crop_pct": 7}}))
+    with pytest.raises(ModelLoadError, match="preprocessing cannot be read: crop_pct 7 is not in") as caught:
+        load_model(str(tmp_path / "upstream"))
+    assert "\n" not in str(caught.value)
 
 
 # 7 ------------------------------------------------------------------------------------------------------------

@@ -408,3 +408,6 @@ def _seed_reload(source, op, photo, tmp_path, sources):
     x = _x(loaded, photo)
     back = load_model(str(folder), device="cpu", precision="fp32")
     torch.testing.assert_close(forward_logits(back, x), forward_logits(loaded, x), atol=1e-5, rtol=0)
+    # the same answers from the photo itself: its own preprocessing came back, not upstream's Resize(256) →
+    # CenterCrop(224) (a run at crop 1.0 came back at 0.875 and changed its answers: the walk)
+    torch.testing.assert_close(forward_logits(back, _x(back, photo)), forward_logits(loaded, x), atol=1e-5, rtol=0)

@@ -145,6 +145,32 @@ def read_seed_heads(folder: Path) -> int | None:
     return heads
 
 
+SEED_PREPROCESSING = ("crop_pct", "crop_mode", "interpolation", "mean", "std")  # what the export records of it
+
+
+def read_seed_preprocessing(folder: Path) -> dict:
+    """The model's own preprocessing that ViT Studio's seed export recorded beside the weights (crop, mean, std,
+    interpolation): upstream's predict.py has its own and ignores the file, but loading the export back must see
+    what the model was trained on (a run at crop 1.0 came back at the seed's 0.875 and changed its answers: the
+    walk). {} for a file without it (exports before it, or upstream's own folders)."""
+    file = folder / SEED_SHAPE_FILE
+    if not file.is_file():
+        return {}
+    try:
+        recorded = json.loads(file.read_text(encoding="utf-8")).get("preprocessing", {})
+        cfg = {k: recorded[k] for k in SEED_PREPROCESSING if k in recorded}
+        if "crop_pct" in cfg and not 0 < float(cfg["crop_pct"]) <= 1:
+            raise ValueError(f"crop_pct {cfg['crop_pct']!r} is not in (0, 1]")
+        for k in ("mean", "std"):
+            if k in cfg:
+                cfg[k] = tuple(float(v) for v in cfg[k])
+                if len(cfg[k]) != 3 or (k == "std" and min(cfg[k]) <= 0):
+                    raise ValueError(f"{k} {cfg[k]!r} is not three numbers (std above 0)")
+        return cfg
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{file}: its preprocessing cannot be read: {exc}") from None
+
+
 def read_class_indices(folder: Path) -> list[str] | None:
     """Class names from the seed recipe's class_indices.json beside a checkpoint, if present."""
     file = folder / "class_indices.json"

@@ -47,6 +47,7 @@ from vitstudio.core.models.checkpoints import (
     npz_num_classes,
     read_class_indices,
     read_seed_heads,
+    read_seed_preprocessing,
     read_state_dict,
     set_layer_norm_eps,
 )
@@ -369,6 +370,7 @@ def _seed(spec: str, path: Path) -> LoadedModel:
     load_into(model, state, str(path))
     seed_cfg = dict(input_size=(3, inferred.img_size, inferred.img_size), interpolation="bilinear",
                     mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), crop_pct=SEED_CROP_PCT, crop_mode="center")
+    seed_cfg.update(read_seed_preprocessing(path.parent))  # ViT Studio's export: the model's own, not upstream's
     labels_at = next((d for d in (path.parent, path.parent.parent) if (d / "class_indices.json").is_file()),
                      path.parent)
     return _finish(model, spec, "seed", f"{path}{note}", seed_cfg, labels_at)

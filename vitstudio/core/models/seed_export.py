@@ -12,7 +12,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitstudio.core.models.checkpoints import SEED_CROP_PCT, SEED_SHAPE_FILE, representation_size
+from vitstudio.core.models.checkpoints import (
+    SEED_CROP_PCT,
+    SEED_PREPROCESSING,
+    SEED_SHAPE_FILE,
+    representation_size,
+)
 from vitstudio.core.models.model import LoadedModel
 
 # upstream vit_model.py's constructors: (img, patch, width, depth, heads) -> name; `_in21k` ones take has_logits
@@ -74,9 +79,14 @@ def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
         {str(i): label for i, label in enumerate(loaded.labels)}, indent=4).encode())
     # the seed format stores no head count and upstream ignores this file; ViT Studio reads it back so a model whose
     # heads are not the usual ones for its width (e.g. 2 heads of width 32) loads with its own attention again
-    atomic_write_bytes(folder / SEED_SHAPE_FILE, json.dumps({"num_heads": _num_heads(loaded)}).encode())
-    notes = []
+    # and its own preprocessing, so that loading the export back predicts as the model did (upstream's predict.py
+    # has a data_transform of its own: the note below says what to change in it)
     cfg = loaded.data_config
+    preprocessing = {k: (list(cfg[k]) if isinstance(cfg[k], (tuple, list)) else cfg[k])
+                     for k in SEED_PREPROCESSING if k in cfg}
+    atomic_write_bytes(folder / SEED_SHAPE_FILE, json.dumps(
+        {"num_heads": _num_heads(loaded), "preprocessing": preprocessing}).encode())
+    notes = []
     if (tuple(cfg["mean"]) != (0.5, 0.5, 0.5) or tuple(cfg["std"]) != (0.5, 0.5, 0.5)
             or abs(float(cfg.get("crop_pct", 1.0)) - SEED_CROP_PCT) > 1e-6 or img != 224):
         notes.append(f"upstream's predict.py preprocesses with Resize(256) → CenterCrop(224), mean = std = 0.5; this "
