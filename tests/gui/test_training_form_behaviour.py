@@ -166,6 +166,33 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path
     assert not start.isEnabled() and "cannot contain" in start.toolTip()
 
 
+def test_a_typed_dataset_is_scanned_once_so_the_first_click_on_start_counts(panel, qtbot, tmp_path):
+    """The walk: a dataset path typed and entered with Return, then one click on Start did nothing: the click took
+    the focus from the field, whose editingFinished scanned the folder again, and Start was disabled under the
+    mouse until that scan ended. The same folder is not scanned again; another one typed is."""
+    panel = panel(TrainingPanel)
+    panel.base_model.setEditText(SPEC3)
+    data = make_dataset(tmp_path / "data", per_class=6)
+    scans = []
+    real_start = panel.dataset_actions.jobs.start
+    panel.dataset_actions.jobs.start = lambda key, *a, **k: scans.append(key) or real_start(key, *a, **k)
+    field = panel.dataset_actions.widget.folder
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus, timeout=2000)
+    field.setText(str(data))
+    qtbot.keyClick(field, Qt.Key_Return)
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
+    assert scans == ["scan"] and panel.start_button.isEnabled(), panel.start_button.toolTip()
+    panel.start_button.setFocus()  # what the click on Start does first
+    qtbot.waitUntil(lambda: not field.hasFocus(), timeout=2000)
+    assert scans == ["scan"] and panel.start_button.isEnabled()  # no second scan: the click would count
+    other = make_dataset(tmp_path / "other", per_class=6)
+    field.setFocus()
+    field.setText(str(other))
+    panel.start_button.setFocus()  # typed, then left: scanned
+    qtbot.waitUntil(lambda: scans == ["scan", "scan"], timeout=2000)
+
+
 # -- item 6 (training side) and the fresh run name of item 2 ---------------------------------------------------------
 
 def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(window, qtbot, tmp_path):

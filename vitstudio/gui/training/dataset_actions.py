@@ -67,7 +67,13 @@ class DatasetActions(QObject):
             self.set_dataset(folder)
 
     def _typed(self) -> None:
-        self.set_dataset(self.widget.folder.text())
+        """Return, or the field left. Leaving it by a click on Start used to scan the folder entered with Return a
+        second time, and Start, disabled while it scanned, swallowed the click (the walk): the same folder again
+        is not scanned (Browse… or a drop rescans it)."""
+        folder = self.widget.folder.text()
+        if folder == self.view_state.dataset and self.problem in ("", SCANNING):
+            return
+        self.set_dataset(folder)
 
     def set_dataset(self, folder: str, exclude: list | None = None) -> None:
         """Scan `folder`; `exclude` (from the folder view's label review) is left out of the runs started here."""
