@@ -17,7 +17,9 @@ from vitstudio.core.files import SettingsStore, dataset_key
 from vitstudio.core.folder.exclusions import read_exclusions
 
 log = logging.getLogger("vitstudio.gui")
-FILTERS = ("predicted", "min_conf", "correct", "follow_map")
+# the Folder tab's filters kept per folder. Not "Table follows map box": the box is not kept (the map is made
+# again), and the toggle restored alone filtered the table by a box the user never drew (the walk)
+FILTERS = ("predicted", "min_conf", "correct")
 
 
 class SessionMemory(QObject):
