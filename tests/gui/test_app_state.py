@@ -142,3 +142,25 @@ def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window)
             spec = combo.itemText(index)
             assert spec in marks and not combo.itemIcon(index).isNull(), spec
             assert combo.itemData(index, Qt.ToolTipRole) == MEANINGS[marks[spec]]
+
+
+def test_a_run_that_ends_is_listed_in_every_model_list_at_once(window):
+    """The walk: a run trained in this session was missing from the Training tab's base models (and Compare's and
+    the model bar's lists) until a restart. When a run ends, what models/ holds anew is listed after the demo in the
+    three lists, marked ●; what each field holds stays."""
+    import shutil
+
+    from vitstudio.core.models.catalog import models_dir
+    from vitstudio.core.models.demo import bundled_demo
+
+    window.training.base_model.setEditText("typed by the user")
+    run = models_dir() / "my-run"
+    shutil.copytree(bundled_demo(), run)
+    window.training.run_ended.emit(True)
+    bar = window.model_panel
+    assert bar.name.itemText(1) == f"● {run}" and bar.catalog_names().count(str(run)) == 1
+    for combo in (window.training.base_model, window.compare.other_name):
+        assert combo.itemText(1) == str(run) and not combo.itemIcon(1).isNull()
+    assert window.training.base_model.currentText() == "typed by the user"
+    window.training.run_ended.emit(True)  # nothing new: listed once
+    assert [window.compare.other_name.itemText(i) for i in range(3)].count(str(run)) == 1

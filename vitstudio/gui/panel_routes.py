@@ -20,6 +20,7 @@ class PanelRoutes(QObject):
         training.use_model.connect(self.use_trained_model)
         training.export_requested.connect(self.export_run)
         training.explore_image.connect(window.explore_image)
+        training.run_ended.connect(self.list_new_runs)
 
     def retrain_with_fixes(self, folder: str, excluded: list) -> None:
         """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
@@ -47,3 +48,15 @@ class PanelRoutes(QObject):
     def use_trained_model(self, folder: str) -> None:
         self.window.request_model(folder)
         self.window.show_tab("predictions")
+
+    def list_new_runs(self, _finished: bool) -> None:
+        """A run that ended (finished, cancelled or failed with epochs kept) in every list of models at once: the
+        model bar, the Training tab's base model and Compare's second model (it was listed after a restart only)."""
+        from .common.model_marks import list_beside_the_demo
+
+        window = self.window
+        new = window.model_panel.list_new_local_models()
+        if new:
+            marks = window.model_panel.catalog_marks()
+            list_beside_the_demo(window.training.base_model, new, marks)
+            list_beside_the_demo(window.compare.other_name, new, marks)

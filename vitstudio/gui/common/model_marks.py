@@ -34,3 +34,15 @@ def mark_like_the_model_bar(combo: QComboBox, marks: dict[str, str]) -> None:
         if mark in icons:
             combo.setItemIcon(index, icons[mark])
             combo.setItemData(index, MEANINGS.get(mark, ""), Qt.ToolTipRole)
+
+
+def list_beside_the_demo(combo: QComboBox, specs: list[str], marks: dict[str, str]) -> None:
+    """`specs` new to `combo` (a run just trained), after the bundled demo as the model bar lists them, marked; what
+    the field holds stays."""
+    text = combo.currentText()
+    first = 1 if combo.count() and marks.get(combo.itemText(0)) == "★" else 0
+    for spec in specs:
+        if combo.findText(spec) < 0:
+            combo.insertItem(first, spec)
+    mark_like_the_model_bar(combo, marks)
+    combo.setEditText(text)

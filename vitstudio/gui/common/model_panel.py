@@ -104,6 +104,24 @@ class ModelPanel(QWidget):
     def catalog_names(self) -> list[str]:
         return [self.name.itemData(i) for i in range(self.name.count())]
 
+    def list_new_local_models(self) -> list[str]:
+        """Models saved under models/ since the catalog was listed (a run trained in this session), each listed ●
+        after the demo, newest first; their specs. The run was listed only after a restart (the walk)."""
+        from vitstudio.core.models.catalog import local_models, models_dir
+
+        listed = set(self.catalog_names())
+        new = [e.name for e in local_models(models_dir()) if e.name not in listed]
+        first = 1 if self.name.count() and self.name.itemText(0).startswith("★ ") else 0
+        typed = self.name.currentText()
+        with QSignalBlocker(self.name):
+            for spec in new:
+                self.name.insertItem(first, f"● {spec}", spec)
+            self.name.setCurrentIndex(self.name.findText(typed) if typed else -1)
+            if typed and self.name.currentIndex() < 0:
+                self.name.setEditText(typed)
+        self.names.setStringList(self.catalog_names())
+        return new
+
     def catalog_marks(self) -> dict[str, str]:
         """spec → its mark (★ ● ○ ·), for the other lists of these models (model_marks)."""
         return {self.name.itemData(i): self.name.itemText(i)[:1] for i in range(self.name.count())}
