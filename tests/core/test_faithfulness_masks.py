@@ -76,6 +76,30 @@ def test_png_and_rle_round_trip(tmp_path):
     assert uncompressed["counts"].decode() == rle["counts"]
 
 
+def mask_on_the_image(mask: np.ndarray, image, loaded) -> np.ndarray:
+    """The patch mask drawn over the image where the model's crop came from, from timm's eval transform as
+    published (resize the short side to floor(size / crop_pct), centre-crop size), nothing outside it."""
+    import math
+
+    size, crop_pct = loaded.input_hw[0], loaded.data_config["crop_pct"]
+    h, w = image.height, image.width
+    short = math.floor(size / crop_pct)  # torchvision: the short side to this, the long one int(short * long / short)
+    rh, rw = (short, int(short * w / h)) if h <= w else (int(short * h / w), short)
+    sy, sx = h / rh, w / rw  # the image's pixels per resized pixel, each axis its own
+    ch, cw = round(size * sy), round(size * sx)
+    top, left = round(round((rh - size) / 2) * sy), round(round((rw - size) / 2) * sx)  # CenterCrop's corner
+
+    def blocks(picture) -> np.ndarray:  # 8×8 means: resampling detail apart, the same part of the photo
+        return np.asarray(picture.convert("L").resize((8, 8), Image.BOX), float)
+
+    seen = blocks(loaded.crop(image))
+    part = np.abs(blocks(image.crop((left, top, left + cw, top + ch))) - seen).mean()
+    assert part < 10 and part < np.abs(blocks(image) - seen).mean()  # that part is what the model saw
+    out = np.zeros((h, w), dtype=bool)
+    out[top:top + ch, left:left + cw] = masks.to_pixels(mask, (ch, cw))
+    return out
+
+
 def test_explain_mask_writes_png_and_coco_json(tiny_weights, photos, tmp_path):
     out = tmp_path / "masks"
     images = [str(photos["chelsea"]), str(photos["astronaut"])]
@@ -84,9 +108,10 @@ def test_explain_mask_writes_png_and_coco_json(tiny_weights, photos, tmp_path):
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
     doc = json.loads((out / "rollout.masks.json").read_text())
     assert [i["file_name"] for i in doc["images"]] == ["chelsea.png", "astronaut.jpg"]
-    for image, annotation in zip(images, doc["annotations"]):
+    for image, annotation, record in zip(images, doc["annotations"], doc["images"]):
         values = explain(loaded, "rollout", read_image(image)).array
-        expected = masks.to_pixels(masks.mass_mask(values, 0.6)[0], loaded.input_hw)
+        expected = mask_on_the_image(masks.mass_mask(values, 0.6)[0], read_image(image), loaded)
+        assert (record["height"], record["width"]) == expected.shape  # the image named, not the 32-px crop (walk)
         name = image.rsplit("/", 1)[1]
         png = np.asarray(Image.open(out / f"{name}.rollout.mask.png")) > 127
         np.testing.assert_array_equal(png, expected)

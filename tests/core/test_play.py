@@ -121,7 +121,9 @@ def test_the_annotated_picture_is_the_frame_with_the_map_over_what_the_model_saw
     loaded = load_model(TINY_SPEC)  # 32 px, crop_pct 0.9: resize the short side to 35, centre-crop 32
     frame = np.asarray(rgb_image.resize((300, 200)), dtype=np.uint8)
     top, left, h, w = crop_box(loaded, frame.shape[:2])
-    assert (h, w) == (round(32 * 200 / 35), round(32 * 200 / 35)) and (top, left) == ((200 - h) // 2, (300 - w) // 2)
+    # torchvision: 200×300 → 35×52 (the long side int(35 * 300 / 200)), the crop's corner at round((52 - 32) / 2)
+    assert (h, w) == (round(32 * 200 / 35), round(32 * 300 / 52)) and (top, left) == (round(2 * 200 / 35),
+                                                                                       round(10 * 300 / 52))
     seen = Image.fromarray(frame[top:top + h, left:left + w]).resize((32, 32), Image.BILINEAR)
     crop = np.asarray(loaded.crop(Image.fromarray(frame)), np.float32)
     assert np.abs(np.asarray(seen, np.float32) - crop).mean() < 12  # the same part of the frame, resampled

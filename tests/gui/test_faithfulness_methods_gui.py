@@ -125,14 +125,15 @@ def test_a_click_under_a_class_method_says_it_shows_the_token_map(panel, qtbot, 
 
 def test_the_mask_on_screen_exports_as_png_and_coco_rle(panel, qtbot, tiny_weights, photos, tmp_path):
     """Issue 29, item 12: the Attention tab's mask could be exported only as .npy (PNG and COCO RLE were CLI-only).
-    Its button writes what `explain --mask` writes: the PNG at the size the model saw and the COCO JSON, equal to
-    the core's mask of the same map."""
+    Its button writes what `explain --mask` writes: the PNG at the photo's size (the crop's part where the model saw
+    it) and the COCO JSON, equal to the core's mask of the same map."""
     import json
 
     from PIL import Image
 
+    from tests.core.test_faithfulness_masks import mask_on_the_image
     from vitstudio.core.analysis import attention
-    from vitstudio.core.analysis.masks import mass_mask, rle_decode, to_pixels
+    from vitstudio.core.analysis.masks import mass_mask, rle_decode
 
     loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     view = panel(AttentionPanel, loaded, [photos["astronaut"]])
@@ -144,7 +145,9 @@ def test_the_mask_on_screen_exports_as_png_and_coco_rle(panel, qtbot, tiny_weigh
     png, coco = view.export_mask(str(tmp_path))
     assert png.name == "astronaut.jpg.rollout.mask.png" and coco.name == "rollout.masks.json"
     rollout = attention.rollout(loaded, loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None])[0]
-    expected = to_pixels(mass_mask(rollout, 0.6)[0], loaded.input_hw)
+    image = read_image(photos["astronaut"])
+    expected = mask_on_the_image(mass_mask(rollout, 0.6)[0], image, loaded)  # the photo's size (the walk)
     np.testing.assert_array_equal(np.asarray(Image.open(png)) > 0, expected)
     doc = json.loads(coco.read_text())
+    assert (doc["images"][0]["height"], doc["images"][0]["width"]) == (image.height, image.width)
     np.testing.assert_array_equal(rle_decode(doc["annotations"][0]["segmentation"]), expected)

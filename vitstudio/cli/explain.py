@@ -123,6 +123,7 @@ def explain_cmd(args) -> int:
         else:
             jobs = [(f, method) for f in images]
         for source, _ in jobs:
+            image = None
             try:
                 if source is not None and analysis.folder and source.is_dir():
                     exp, skipped = explain_folder(loaded, method, [str(source)], decoder=args.decoder)
@@ -130,7 +131,8 @@ def explain_cmd(args) -> int:
                         print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
                     failed += len(skipped)
                 else:
-                    exp = explain(loaded, method, read_image(source) if source is not None else None, **given)
+                    image = read_image(source) if source is not None else None
+                    exp = explain(loaded, method, image, **given)
             except ImageReadError as exc:
                 print(f"error: {shown_path(exc.path)}: {exc.reason}", file=sys.stderr)
                 failed += 1
@@ -140,7 +142,9 @@ def explain_cmd(args) -> int:
                 failed += 1
                 continue
             if masks is not None and exp.crop is not None:
-                masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source))
+                hw = (image.height, image.width) if image is not None else None  # the image's size, not the crop's
+                masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source),
+                                  (hw, loaded.crop_box(hw)) if hw else None)
                 continue
             _emit(exp, plan, loaded.name, source, args, render_figure)
     for export in (masks or {}).values():

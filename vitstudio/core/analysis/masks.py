@@ -83,17 +83,22 @@ class MaskExport:
     images: list = field(default_factory=list)
     annotations: list = field(default_factory=list)
 
-    def add(self, values: np.ndarray, crop_size: tuple[int, int], name: str) -> list[Path]:
+    def add(self, values: np.ndarray, crop_size: tuple[int, int], name: str,
+            placed: tuple[tuple[int, int], tuple[int, int, int, int]] | None = None) -> list[Path]:
         """Write `name`.<method>.mask.png (one per map: …mask-<k>.png when the result holds several) and remember
-        each as an annotation of the JSON."""
+        each as an annotation of the JSON. `placed`: (the image's (H, W), where the model's crop lies in it as (top,
+        left, h, w)): the mask is the image's size, the crop's part drawn where it lies and nothing outside (what
+        the model never saw), so the PNG and the COCO record describe the image named. Without it, the crop's size
+        (the walk: a 512×512 photo's mask was recorded as a 32×32 image of the same name)."""
         masks, kept = mass_mask(values, self.share)
         flat, shares = masks.reshape(-1, *masks.shape[-2:]), np.ravel(kept)
         image_id = len(self.images) + 1
-        h, w = crop_size
+        (h, w), (top, left, bh, bw) = placed if placed is not None else (crop_size, (0, 0, *crop_size))
         self.images.append({"id": image_id, "file_name": name, "height": h, "width": w})
         written = []
         for k, (mask, share) in enumerate(zip(flat, shares)):
-            pixels = to_pixels(mask, crop_size)
+            pixels = np.zeros((h, w), dtype=bool)
+            pixels[top:top + bh, left:left + bw] = to_pixels(mask, (bh, bw))
             path = self.folder / f"{name}.{self.method}.mask{'' if len(flat) == 1 else f'-{k}'}.png"
             atomic_write_bytes(path, png_bytes(pixels))
             written.append(path)

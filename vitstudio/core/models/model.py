@@ -152,6 +152,28 @@ class LoadedModel:
             image = step(image)
         return image
 
+    def crop_box(self, image_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+        """Where `crop` takes its pixels from in an image of `image_hw`: (top, left, height, width), read off the
+        eval transform (resize the short side, centre crop, as timm builds it); the whole image for anything else."""
+        from torchvision import transforms
+
+        h, w = image_hw
+        side, crop = None, None
+        for step in self._split_transform[0]:
+            if isinstance(step, transforms.Resize):
+                side = step.size if isinstance(step.size, int) else (step.size[0] if len(step.size) == 1 else None)
+            elif isinstance(step, transforms.CenterCrop):
+                crop = step.size
+        if side is None or crop is None:
+            return 0, 0, h, w
+        # torchvision: the short side to `side`, the long one int(side * long / short); then the crop's corner at
+        # int(round((resized - crop) / 2)); both back in the image's pixels
+        rh, rw = (side, int(side * w / h)) if h <= w else (int(side * h / w), side)
+        top, left = int(round((rh - crop[0]) / 2)), int(round((rw - crop[1]) / 2))
+        sy, sx = h / rh, w / rw  # the image's pixels per resized pixel
+        ch, cw = min(h, round(crop[0] * sy)), min(w, round(crop[1] * sx))
+        return min(round(top * sy), h - ch), min(round(left * sx), w - cw), ch, cw
+
     def to_tensor(self, crop: Image.Image) -> torch.Tensor:
         """(3, H, W) normalised tensor from a crop returned by `crop`."""
         out = crop

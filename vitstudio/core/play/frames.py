@@ -73,22 +73,8 @@ def analyse_frame(loaded, frame: np.ndarray, index: int = 0, time_s: float = 0.0
 
 
 def crop_box(loaded, frame_hw: tuple[int, int]) -> tuple[int, int, int, int]:
-    """Where the model's crop lies in a frame of `frame_hw`: (top, left, height, width), read off its eval
-    transform (resize the short side, centre crop, as timm builds it); the whole frame for anything else."""
-    from torchvision import transforms
-
-    h, w = frame_hw
-    side, crop = None, None
-    for step in loaded._split_transform[0]:
-        if isinstance(step, transforms.Resize):
-            side = step.size if isinstance(step.size, int) else (step.size[0] if len(step.size) == 1 else None)
-        elif isinstance(step, transforms.CenterCrop):
-            crop = step.size
-    if side is None or crop is None:
-        return 0, 0, h, w
-    scale = min(h, w) / side  # the frame's pixels per resized pixel
-    ch, cw = min(h, round(crop[0] * scale)), min(w, round(crop[1] * scale))
-    return (h - ch) // 2, (w - cw) // 2, ch, cw
+    """Where the model's crop lies in a frame of `frame_hw`: (top, left, height, width)."""
+    return loaded.crop_box(frame_hw)
 
 
 def _tapped(loaded, seen: dict) -> bool:

@@ -398,7 +398,9 @@ class AttentionPanel(ExplorerPanel):
         if not folder:
             return None
         export = MaskExport(Path(folder), self.view_state.method, self.view_state.mask / 100)
-        written = [*export.add(values, self.state.model.input_hw, Path(entry.path).name), export.finish()]
+        model, hw = self.state.model, (entry.image.height, entry.image.width)  # the image's size, not the crop's
+        placed = (hw, model.crop_box(hw))
+        written = [*export.add(values, model.input_hw, Path(entry.path).name, placed), export.finish()]
         self.state.message.emit("info", "Saved " + ", ".join(str(p) for p in written))
         return written
 
