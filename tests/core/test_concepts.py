@@ -208,3 +208,28 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tiny_weights, tmp_path, 
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and says in err[0], (args, err)
     assert not list(tmp_path.glob("x*")) and not (tmp_path / "m.npy").exists()
+
+
+def test_concepts_that_reconstruct_poorly_say_so_with_what_to_change(capsys, monkeypatch):
+    """The walk: the defaults (4,096 concepts, 32 active) on 300 digits through a 64-wide model ended at R² −1.85
+    and were browsed as if they meant something. Below R² 0.5 one line says so, with what to change; the CLI prints
+    it as a warning after its summary."""
+    from types import SimpleNamespace
+
+    from vitstudio.cli import concepts as cli_concepts
+    from vitstudio.core.concepts.learn import poor_fit_warning
+
+    def made(r2):
+        return SimpleNamespace(size=4096, sae=SimpleNamespace(k=32), meta={
+            "training": {"r2": r2, "steps": 50}, "data": {"tokens": 19200}})
+
+    assert poor_fit_warning(made(0.93)) == "" and poor_fit_warning(made(0.5)) == ""
+    said = poor_fit_warning(made(-1.85))
+    assert said == ("These 4,096 concepts reconstruct the tokens poorly (R² -1.85 after 50 steps on 19,200 tokens): "
+                    "their maps and top patches say little. Learn again with fewer concepts (e.g. 512), more epochs "
+                    "or more images.")
+    result = SimpleNamespace(tokens=SimpleNamespace(errors=[], paths=["a"] * 300, computed=300, patches=64),
+                             training=SimpleNamespace(r2=-1.85, l0=32.0, dead=0, resumed_from=0),
+                             path="/tmp/c.safetensors", concepts=SimpleNamespace(layer=2, **vars(made(-1.85))))
+    assert cli_concepts._report(SimpleNamespace(json=False), result) == 0
+    assert f"warning: {said}" in capsys.readouterr().err

@@ -45,6 +45,13 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     ours, cli = load_file(tab.view_state.file), load_file(str(tmp_path / "cli.safetensors"))
     for name in cli:  # the same seed, folder and settings: the same concepts
         torch.testing.assert_close(ours[name], cli[name], rtol=0, atol=1e-6)
+    fitted = tab.concepts.meta["training"]["r2"]
+    assert ("reconstruct the tokens poorly" in tab.note.text()) == (fitted < 0.5), (fitted, tab.note.text())
+    tab.concepts.meta["training"]["r2"] = -1.85  # as the walk's defaults on 300 digits: said, with what to change
+    tab._show()
+    assert "⚠ These 32 concepts reconstruct the tokens poorly (R² -1.85 after" in tab.note.text()
+    assert "fewer concepts (e.g. 16)" in tab.note.text()
+    tab.concepts.meta["training"]["r2"] = fitted
 
     concept = max(tab.concepts.stats["concepts"], key=lambda c: c["images"])["index"]
     tab.select_concept(concept)

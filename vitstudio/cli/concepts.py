@@ -70,6 +70,7 @@ def concepts_cmd(args) -> int:
 
 
 def _report(args, result) -> int:
+    from ..core.concepts.learn import poor_fit_warning
     from ..core.files import shown_path
 
     tokens, training = result.tokens, result.training
@@ -83,6 +84,9 @@ def _report(args, result) -> int:
           f"{len(tokens.paths) * tokens.patches} tokens of block {result.concepts.layer}: R² {training.r2:.3f}, "
           f"L0 {training.l0:.1f}, {training.dead} of {result.concepts.size} concepts dead{resumed}; wrote "
           f"{shown_path(result.path)} and its .json", file=sys.stderr)
+    warning = poor_fit_warning(result.concepts)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         rows = [{k: c[k] for k in ("index", "frequency", "images", "top_images")}
                 for c in result.concepts.stats["concepts"]]

@@ -80,3 +80,20 @@ def learn_concepts(loaded: LoadedModel, paths: Sequence[str], settings: ConceptS
     path = save_concepts(concepts, out)
     checkpoint_path(out).unlink(missing_ok=True)
     return LearnResult(path, concepts, trained, tokens)
+
+
+POOR_R2 = 0.5  # below it the concepts leave over half the tokens' variance unexplained: their maps say little
+
+
+def poor_fit_warning(concepts) -> str:
+    """One line when the concepts reconstruct their tokens poorly, else "". The defaults (4,096 concepts) on a small
+    folder and a narrow model gave R² −1.85 and were browsed as if they meant something (the walk)."""
+    training, data = concepts.meta.get("training", {}), concepts.meta.get("data", {})
+    r2 = training.get("r2")
+    if r2 is None or r2 >= POOR_R2:
+        return ""
+    tokens = f" on {data['tokens']:,} tokens" if data.get("tokens") else ""
+    fewer = max(concepts.sae.k * 4, concepts.size // 8)
+    return (f"These {concepts.size:,} concepts reconstruct the tokens poorly (R² {r2:.2f} after "
+            f"{training.get('steps', '?')} steps{tokens}): their maps and top patches say little. Learn again with "
+            f"fewer concepts (e.g. {fewer:,}), more epochs or more images.")

@@ -295,9 +295,12 @@ class ConceptsTab(QWidget):
             if not self.jobs.running("learn"):
                 self._idle()
             return
+        from vitstudio.core.concepts.learn import poor_fit_warning
+
         t = concepts.meta.get("training", {})
         data = concepts.meta.get("data", {})
         self._idle(f"{concepts.size} concepts of block {concepts.layer} ({concepts.sae.k} active per patch) "
                    f"from {data.get('images', '?')} images: R² {t.get('r2', float('nan')):.3f}, "
-                   f"L0 {t.get('l0', float('nan')):.1f}, {t.get('dead', '?')} dead.")
+                   f"L0 {t.get('l0', float('nan')):.1f}, {t.get('dead', '?')} dead."
+                   + (f"\n⚠ {warning}" if (warning := poor_fit_warning(concepts)) else ""))
         self.note.setToolTip(self.view_state.file)
