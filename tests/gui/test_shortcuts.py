@@ -305,7 +305,12 @@ def test_errors_wait_in_the_status_bar_with_their_details(window, qtbot):
     assert "no-such-model-anywhere" in window.passing.text
     indicator = window.error_indicator
     assert indicator.isVisible() and "1 error" in indicator.text()
+    for n in range(200):  # a long log, written while the Log is a hidden tab behind the Model card
+        window.log_view.appendPlainText(f"line {n}")
     indicator.click()  # details on click, in a box that does not block the window
+    log = window.log_view
+    qtbot.waitUntil(lambda: log.isVisible() and log.verticalScrollBar().maximum() > 0, timeout=2000)
+    qtbot.waitUntil(lambda: log.verticalScrollBar().value() == log.verticalScrollBar().maximum(), timeout=2000)
     box = indicator.box
     assert box is not None and box.isVisible() and not box.isModal()
     assert "no-such-model-anywhere" in box.text() and "Traceback" in box.detailedText()

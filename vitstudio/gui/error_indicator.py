@@ -5,7 +5,7 @@ user must answer (overwrite? move?) stay dialogs, where the code asks them."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QMessageBox, QToolButton
 
 from vitstudio.core.files import counted
@@ -50,6 +50,15 @@ class ErrorIndicatorWidget(QToolButton):
         if log_dock is not None:
             log_dock.show()
             log_dock.raise_()
+            # the newest line in sight: lines added while the Log was a hidden tab left it scrolled above them (the
+            # walk); its size is known once the tab is laid out, hence again after the event loop's turn
+            self._scroll_log_to_end()
+            QTimer.singleShot(0, self._scroll_log_to_end)
         self.unseen = 0
         self.setVisible(False)
         return box
+
+    def _scroll_log_to_end(self) -> None:
+        view = getattr(self.window, "log_view", None)
+        if view is not None:
+            view.verticalScrollBar().setValue(view.verticalScrollBar().maximum())
