@@ -149,6 +149,13 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path
     panel.set_dataset(str(tmp_path / "empty"))
     qtbot.waitUntil(lambda: "cannot be used" in start.toolTip(), timeout=10000)
     assert not start.isEnabled()
+    lonely = make_dataset(tmp_path / "lonely", per_class=6)
+    for extra in sorted((lonely / sorted(p.name for p in lonely.iterdir())[0]).iterdir())[1:]:
+        extra.unlink()  # one image left in the first class: no split can hold it (the walk: Start stayed enabled)
+    panel = _scanned(panel, qtbot, lonely)
+    panel.base_model.setEditText(SPEC3)
+    assert not start.isEnabled() and "cannot be split" in start.toolTip(), start.toolTip()
+    panel.base_model.setEditText("")
     panel = _scanned(panel, qtbot, make_dataset(tmp_path / "data", per_class=6))
     assert "dataset folder" not in panel.status.text()  # the dataset's complaint is over (item 6)
     assert not start.isEnabled() and "base model" in start.toolTip()

@@ -102,7 +102,10 @@ class DatasetActions(QObject):
         self.scan = scan
         self.widget.dataset_info.setText(describe_scan(scan, copies, len(self.exclude)))
         self.widget.show_balance(scan.counts)
-        self.problem = ""
+        # what the run would refuse at once, Start refuses now (it stayed enabled beside "Too small to split": walk)
+        self.problem = (f"Class(es) with fewer than 2 images cannot be split into train and val: "
+                        f"{', '.join(scan.too_small)}. Add images to them or move them out of the folder."
+                        if scan.too_small else "")
         if not self.widget.run_name.text() or self.widget.run_name.text() == self.auto_name:
             self.name_next_run()
         self.changed.emit()
