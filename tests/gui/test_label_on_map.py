@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QInputDialog
 from tests.core.synthetic_data import tree_state
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
-from vitstudio.core.train.labelling import default_labels_path, load_labels
+from vitstudio.core.train.labelling import class_order, default_labels_path, load_labels
 from vitstudio.gui import workers
 
 
@@ -75,11 +75,13 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     panel.map_rows = None
     _select(panel, zeros[4:6])
     panel.table.setFocus()
-    qtbot.keyClick(panel.table, Qt.Key_2)  # classes in order: 1 one, 2 zero
+    qtbot.keyClick(panel.table, Qt.Key_1)  # classes in the order first given: 1 zero, 2 one
     assert all(tab.labels[p] == "zero" for p in zeros[4:6])
     assert load_labels(default_labels_path(folder)) == tab.labels  # kept in the data folder, at once
     # the keys and the classes told apart (a bold "1" beside a class named "2" read as a class: the walk)
-    assert tab.classes.text() == "key <b>1</b>: one (4 images)   key <b>2</b>: zero (6 images)"
+    assert tab.classes.text() == "key <b>1</b>: zero (6 images)   key <b>2</b>: one (4 images)"
+    # a class given later takes the next key and renumbers none (sorted by name, "one" would have moved: the walk)
+    assert class_order({**tab.labels, "x.png": "a-first-by-name"})[:3] == ["zero", "one", "a-first-by-name"]
     # the table marks which rows are labelled: their label, in bold, as given (issue 29, item 12)
     model = panel.model
     for view_row in range(model.rowCount()):

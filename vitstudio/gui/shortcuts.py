@@ -18,7 +18,8 @@ TRAINING_KEYS = (("Start training", "F5", "start_button"), ("Pause / continue tr
 WIDGET_KEYS = (("Next / previous image (the image strip focused)", "Down / Up"),
                ("Several images in the strip", "Shift+click, Ctrl+click"),
                ("Select a patch (token map, similarity)", "click on the image"),
-               ("Select a head", "click its map in the head grid"))
+               ("Select a head", "click its map in the head grid"),
+               ("Label the selected images with the Labels tab's class N (Folder table focused)", "1 … 9"))
 
 
 def build_shortcut_menus(window) -> list[QAction]:

@@ -45,8 +45,9 @@ def save_labels(path: str | Path, labels: dict[str, str], paths: Sequence[str]) 
 
 
 def class_order(labels: dict[str, str]) -> list[str]:
-    """The classes in a stable order (keys 1–9 follow it): sorted by name."""
-    return sorted(set(labels.values()))
+    """The classes in the order they were first given (keys 1–9 follow it): a new class takes the next key. Sorted
+    by name, adding class 8 moved class 9 from key 1 to key 2 under the user's fingers (the walk)."""
+    return list(dict.fromkeys(labels.values()))
 
 
 @dataclass(frozen=True)
