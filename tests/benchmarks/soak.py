@@ -49,6 +49,7 @@ from soak_probes import (  # noqa: E402 (found through the path above)
     BEAT_MS,
     STALL_LIMIT_S,
     Collections,
+    OtherLoad,
     SlowDeliveries,
     Stalls,
     StallTracer,
@@ -244,19 +245,14 @@ def report(samples: list[dict], verdict: dict) -> str:
             f"{name} +{n}" for name, n in counts.items()) or "none"))
     for name, took, times in verdict.get("slow_deliveries") or []:
         rows.append(f"  delivery over 50 ms: {name} {1000 * took:.0f} ms at most, {times} times")
-    collections_seen = dict(verdict.get("collections") or {})
-    callers = collections_seen.pop("full_pass_callers", [])
-    slow_passes = collections_seen.pop("slow_passes", [])
-    for generation, seen in collections_seen.items():
-        rows.append(f"  garbage collections, {generation}: {seen['count']}, longest {seen['max_ms']} ms, "
-                    f"{seen['over_50ms']} over 50 ms (and {seen.get('before', 0)} while the window was built)")
-    rows += [f"  slow collection: {seen}" for seen in slow_passes]
-    rows += [f"  full collection asked for {who}" for who in callers]
+    rows += Collections.rows(verdict.get("collections") or {})
     for name, took, times in verdict.get("slow_steps") or []:
         rows.append(f"  user step over 50 ms (a click's own work): before '{name}' {1000 * took:.0f} ms at most, "
                     f"{times} times")
     for late, t, doing in verdict.get("worst_stalls") or []:
-        rows.append(f"  stall {1000 * late:6.0f} ms at {t:7.1f} s during {doing}")
+        busy = OtherLoad.at(verdict.get("others_cores") or [], t)
+        rows.append(f"  stall {1000 * late:6.0f} ms at {t:7.1f} s during {doing}"
+                    + (f" (other processes: {busy:.1f} cores)" if busy is not None else ""))
     if verdict.get("exceptions"):
         rows.append("uncaught exceptions:\n" + "\n".join(verdict["exceptions"][:5]))
     if verdict.get("stuck"):
@@ -320,7 +316,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     samples: list[dict] = []
     stalls = Stalls(BEAT_MS / 1000)
     tracer = StallTracer(stalls) if stall_traces else None
-    peaks = Peaks()
+    peaks, others = Peaks(), OtherLoad()
     polled = {"at": 0.0}
 
     def beat() -> None:
@@ -343,6 +339,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     def measure() -> None:
         samples.append(asdict(take_sample(time.monotonic() - t0, soak.phase, app, peaks)))
         t = samples[-1]["t"]
+        others.mark(t)
         if not censuses and t >= WARMUP * minutes * 60 and (len(soak.cycle_starts) > 1 or t >= minutes * 30):
             censuses.append(census())
         if trace and samples[-1]["t"] >= WARMUP * minutes * 60:
@@ -393,6 +390,7 @@ def run_soak(minutes: float, interval: float, images: int = 300, epochs: int = 3
     sys.excepthook = old_hook
     run = {"finished": driver.finished, "exceptions": exceptions, **stalls.summary(),
            "slow_deliveries": deliveries.report(), "collections": collections_.summary(since=t0),
+           "others_cores": others.series,
            "slow_steps": slowest_first(driver.slow_steps),
            "cycles": soak.cycle, "cycle_starts_s": [round(c - t0, 1) for c in soak.cycle_starts],
            "epochs": soak.epochs, "model_loads": soak.loads, "stuck": driver.stuck,

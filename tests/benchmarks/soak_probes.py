@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import array
 import gc
+import os
 import tempfile
 import threading
 import time
@@ -193,3 +194,43 @@ class Collections:
         summary["full_pass_callers"] = [f"at {when - since:.1f} s on {who}" for when, who in self.full_pass_callers
                                         if when >= since]
         return summary
+
+    @staticmethod
+    def rows(summary: dict) -> list[str]:
+        """The report's lines: each generation's collections, the slow ones, and who asked for each full pass."""
+        seen = dict(summary)
+        callers, slow = seen.pop("full_pass_callers", []), seen.pop("slow_passes", [])
+        return [*(f"  garbage collections, {g}: {c['count']}, longest {c['max_ms']} ms, {c['over_50ms']} over 50 ms "
+                  f"(and {c.get('before', 0)} while the window was built)" for g, c in seen.items()),
+                *(f"  slow collection: {line}" for line in slow),
+                *(f"  full collection asked for {who}" for who in callers)]
+
+
+class OtherLoad:
+    """How many cores the machine's other processes used between two samples (/proc/stat's busy time less this
+    process's own): a stall during another program's work is told apart from one of the app's own."""
+
+    def __init__(self) -> None:
+        self.last = self._read()
+        self.series: list[tuple[float, float]] = []  # (t s at the interval's end, cores used by others)
+
+    @staticmethod
+    def _read() -> tuple[int, int, int] | None:
+        try:
+            cpu = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+            own = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+            return sum(cpu), sum(cpu) - cpu[3] - cpu[4], int(own[11]) + int(own[12])  # total, busy, utime+stime
+        except (OSError, IndexError, ValueError):  # not Linux
+            return None
+
+    def mark(self, t: float) -> None:
+        now = self._read()
+        if now is not None and self.last is not None and now[0] > self.last[0]:
+            total, busy, own = (a - b for a, b in zip(now, self.last))
+            self.series.append((t, round(max(0, busy - own) / total * os.cpu_count(), 2)))
+        self.last = now
+
+    @staticmethod
+    def at(series: list, t: float) -> float | None:
+        """Others' cores in the interval holding `t`."""
+        return next((cores for end, cores in series if end >= t), None)

@@ -20,12 +20,28 @@ PROBE_ENV = "VITSTUDIO_STARTUP_PROBE"
 
 _imported = {"panels": False}  # set once import_heavy has finished ('torch' is in sys.modules while it imports)
 
+# libraries a job imports at its first use, each ~50-600k objects that live until exit. Imported here, before
+# workers.freeze_long_lived, they are frozen with torch and timm. Imported by the first label review (cleanlab,
+# scikit-learn, SciPy, pandas: 1,230 modules) they were walked by the GUI thread's collector three times in a row,
+# 62 + 113 + 113 ms, and every full pass after walked them again (soak: the stall at ~31 s, traced with
+# soak_probes.Collections). ~1.2 s more before the panels on 2 slow cores; the frame is on screen meanwhile.
+LAZY_LIBRARIES = ("cleanlab.filter", "cleanlab.rank", "sklearn.linear_model", "sklearn.model_selection",
+                  "captum.attr", "scipy.fftpack", "scipy.ndimage", "scipy.stats",
+                  "torch.utils.tensorboard")  # a run's scalars: 188 modules (absl, protobuf) at the first run
+
 
 def import_heavy(cancel) -> None:
-    """Runs on a worker: the panels' modules, and with them torch and timm."""
+    """Runs on a worker: the panels' modules, and with them torch and timm; then the libraries jobs use."""
+    import importlib
+
     from .main_window import panel_classes
 
     panel_classes()
+    for name in LAZY_LIBRARIES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional one missing: its job says so when used
+            pass
     _imported["panels"] = True
 
 
