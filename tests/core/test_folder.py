@@ -5,6 +5,7 @@ flagged and the group-aware split has none; flipped labels rank at the top of th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -120,6 +121,8 @@ def test_sort_copies_every_file_once_never_overwrites_and_undoes(demo, digits, t
     plan = plan_sort(preds, out, min_confidence=0.9)
     assert len({p.target for p in plan.placements}) == len(plan.placements) == 60
     assert "Would copy 60 images" in plan.describe() and not any(out.glob("*/*.jpg"))
+    one = dataclasses.replace(plan, placements=plan.placements[:1])
+    assert "Would copy 1 image into" in one.describe()  # not "1 images" (the walk)
     assert (out / "3" / "0003.png").read_bytes() == b"the user's own file"  # the plan touched nothing
     done = apply_sort(plan)
     assert done.done == 60 and not done.errors

@@ -138,6 +138,9 @@ def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window)
     assert marks[str(bundled_demo())] == "★" and {"·", "○"} <= set(marks.values())
     for combo in (window.training.base_model, window.compare.other_name):
         assert combo.count() == len(marks)
+        # the open list shows a long timm name whole, however narrow the box is at 1280×720 (the walk: elided)
+        long = combo.view().fontMetrics().horizontalAdvance("aimv2_1b_patch14_224.apple_pt") + 60
+        assert combo.view().minimumWidth() >= long
         for index in range(combo.count()):
             spec = combo.itemText(index)
             assert spec in marks and not combo.itemIcon(index).isNull(), spec

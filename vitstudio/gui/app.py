@@ -147,12 +147,18 @@ def _after_panels(window, args) -> None:
     if spec and window.state.view.requested is None:  # a model the user asked for while torch loaded wins
         window.request_model(spec, device, precision, args.weights)
         if demo is not None and spec != str(demo) and not args.model:
+            state = window.state
+
             def fall_back(_notice) -> None:  # the remembered model is gone: open on the demo instead
-                window.state.model_failed.disconnect(fall_back)
+                settle()
                 window.request_model(str(demo), device, precision)
 
-            window.state.model_failed.connect(fall_back)
-            window.state.model_loaded.connect(lambda _m: _disconnect(window.state.model_failed, fall_back))
+            def settle(_model=None) -> None:  # either outcome ends the watch: each slot disconnected once (a
+                for signal, slot in ((state.model_failed, fall_back), (state.model_loaded, settle)):  # second
+                    _disconnect(signal, slot)  # disconnect printed "libpyside: Failed to disconnect": the walk)
+
+            state.model_failed.connect(fall_back)
+            state.model_loaded.connect(settle)
     if args.compare:
         window.compare.other_name.setEditText(args.compare)
         window.compare.load_other()

@@ -51,7 +51,7 @@ class SortPlan:
     def describe(self) -> str:
         verb = "move" if self.move else "copy"
         parts = ", ".join(f"{label}: {n}" for label, n in self.summary().items())
-        return f"Would {verb} {len(self.placements)} images into {self.out} ({parts})."
+        return f"Would {verb} {files.counted(len(self.placements), 'image')} into {self.out} ({parts})."
 
 
 class NestedFoldersError(ValueError):

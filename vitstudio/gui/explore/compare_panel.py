@@ -29,6 +29,7 @@ from vitstudio.core.models.zeroshot import prompt_of, with_classes
 from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
+from ..common.model_marks import MODEL_LIST_WIDTH
 from ..viewstate import Field
 from .explorer_base import ExplorerPanel, ExplorerView, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .layer_cka import LayerCKAWidget
@@ -97,6 +98,7 @@ class ComparePanel(ExplorerPanel):
         # a catalog name can be 60 characters: the box must not set the tab's (and the window's) minimum width
         self.other_name.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.other_name.setMinimumContentsLength(18)
+        self.other_name.view().setMinimumWidth(MODEL_LIST_WIDTH)  # the open list shows whole names (the box is narrow)
         self.load_button = QPushButton("Load second model")
         self.view_kind = method_combo(registry.names(compare=True))
         self.cmap = colormap_combo()

@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from vitstudio.gui import file_dialogs
+from vitstudio.gui.common.model_marks import MODEL_LIST_WIDTH
 
 
 class TrainingDatasetWidget(QWidget):
@@ -26,6 +27,7 @@ class TrainingDatasetWidget(QWidget):
         self.base_model = QComboBox(editable=True)
         self.base_model.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.base_model.setMinimumContentsLength(18)
+        self.base_model.view().setMinimumWidth(MODEL_LIST_WIDTH)  # the open list shows whole names (the box is narrow)
         self.base_model.addItems(catalog_names)
         self.base_model.setEditText("")
         self.run_name = QLineEdit()
