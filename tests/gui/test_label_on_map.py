@@ -116,6 +116,13 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     qtbot.waitUntil(lambda: panel.group_rows is not None, timeout=30000)
     suggested = {panel.results.paths[r] for r in panel.visible_rows()}
     assert len(suggested) == 9 and not suggested & set(tab.labels)  # only images not labelled yet
+    assert "to label next" in tab.info.text()
+    buttons = tab.layout().itemAt(0).layout()  # the buttons first: the lines below wrap without moving them
+    assert buttons is not None and buttons.indexOf(tab.suggest_button) >= 0
+    panel.reset_button.click()
+    assert "to label next" not in tab.info.text() and "labelled" in tab.info.text()  # said no more (the walk)
+    tab.suggest_button.click()
+    qtbot.waitUntil(lambda: panel.group_rows is not None, timeout=30000)
     tab.model_button.click()  # the labels file becomes the Training tab's dataset
     assert window.tabs.currentWidget() is window.training
     qtbot.waitUntil(lambda: window.training.dataset_actions.scan is not None, timeout=20000)

@@ -98,15 +98,16 @@ class LabelsTab(QWidget):
                                self.model_button)):
             grid.addWidget(w, i // 2, i % 2)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.info)
+        layout.addLayout(grid)  # first: the lines below change length and wrap, and moved the buttons under the
+        layout.addWidget(self.info)  # pointer (a click meant for Suggest next labelled the selection: the walk)
         layout.addWidget(self.classes)
-        layout.addLayout(grid)
         layout.addStretch(1)
         self.label_button.clicked.connect(self.label_selection)
         self.train_button.clicked.connect(self.train)
         self.suggest_button.clicked.connect(self.suggest_next)
         self.file_button.clicked.connect(self._choose_file)
         self.model_button.clicked.connect(lambda: self.train_requested.emit(self.path or ""))
+        panel.reset_button.clicked.connect(self.filters_reset)
         for key in range(1, 10):  # over the table: the selected rows become the key's class
             shortcut = QShortcut(QKeySequence(str(key)), panel.table, context=Qt.WidgetWithChildrenShortcut)
             shortcut.activated.connect(lambda k=key: self.label_selection_as_number(k))
@@ -252,6 +253,10 @@ class LabelsTab(QWidget):
             return
         self.slot.start(("suggest", tuple(sorted(self.labels.items()))), "Suggesting", suggest_job, *inputs,
                         SUGGEST_N, on_result=self._show_suggestions, on_error=self.panel.state.report)
+
+    def filters_reset(self) -> None:
+        """Reset filters shows every row: the line saying the table shows the suggestions goes with them."""
+        self._refresh()
 
     def _show_suggestions(self, rows: list[int]) -> None:
         self.panel.group_rows = np.asarray(rows, np.int64)  # as a picked duplicate group: just these rows
