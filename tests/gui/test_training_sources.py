@@ -81,6 +81,8 @@ def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_pat
                     and panel.dataset_actions.scan.labels_file is not None, timeout=10000)
     assert panel.shown_run is None and panel.results.report is None and not panel.curves_data["epoch"]
     assert "finished" not in panel.progress.format() and not panel.controls.warnings
+    for side in ("bottom", "left"):  # nor the old run's class names on the confusion matrix's axes (the walk)
+        assert panel.results.cm_view.getAxis(side)._tickLevels in (None, [[]]), side
     panel.start()
     assert panel.right.currentWidget() is panel.curves  # the live curves, not the Results tab
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
