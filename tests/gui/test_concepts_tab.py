@@ -106,6 +106,7 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
         window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
     _settle(qtbot)
     assert tab.concepts is None and tab.browser.table.rowCount() == 0 and tab.on_image.result is None
+    assert not tab.curve and not tab.plot.listDataItems()  # nor their learning's R² curve (it stayed: the walk)
     gc.collect()
     assert gone() is None
     # back to the demo model and the first folder (as after a restart): what was learned there opens again
