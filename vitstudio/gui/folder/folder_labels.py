@@ -156,8 +156,9 @@ class LabelsTab(QWidget):
 
     def guess(self, paths: list[str]) -> str | None:
         """The class `paths` most likely are, offered first by Label as…: the quick head's when it is trained, else
-        the model's top-1 while no class is made yet or when it is one of the classes made (an ImageNet class is no
-        guess among the user's own)."""
+        the class folder they are in (a folder of class folders: the walk was offered the model's digit for images
+        in "8"'s folder of another name), else the model's top-1; the last two while no class is made yet or when
+        they are one of the classes made (an ImageNet class is no guess among the user's own)."""
         results, classes = self.panel.results, class_order(self.labels)
         if results is None or not paths:
             return None
@@ -166,8 +167,11 @@ class LabelsTab(QWidget):
         if self.head is not None:
             names = [self.head.classes[int(self.head.predicted[r])] for r in rows]
         else:
+            foldered = len(set(results.given) - {""}) > 1  # one folder of all the images names no class
+            given = [results.given[r] for r in rows] if foldered else []
             predicted = results.predicted_labels()
-            names = [str(predicted[r]) for r in rows if predicted[r] and (not classes or predicted[r] in classes)]
+            names = [g for g in given if g and (not classes or g in classes)] or [
+                str(predicted[r]) for r in rows if predicted[r] and (not classes or predicted[r] in classes)]
         return collections.Counter(names).most_common(1)[0][0] if names else None
 
     def label_selection_as_number(self, number: int) -> None:
