@@ -218,6 +218,7 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
     panel.pause_button.setChecked(True)
     assert panel.controls.paused_label.isVisible() and panel.progress.format().startswith("Paused")
+    assert "ETA" not in panel.status.text()  # nothing counts down while paused (the walk)
     line = _history_line(panel, first)
     assert " · paused · " in line
     qtbot.wait(300)

@@ -84,6 +84,8 @@ class RunControlsWidget(QWidget):
         self.pause_button.setText("Continue" if paused else "Pause")  # "Resume run" is the History one
         self.paused_label.setVisible(paused)
         self.progress.setFormat(self._on_bar(self.progress.format().removeprefix("Paused · ")))
+        if paused:  # no time left is counting down while nothing runs (the ETA stayed on: the walk)
+            self.status.setText(self.status.text().split(" · ETA ", 1)[0])
 
     def _on_bar(self, text: str) -> str:
         return f"Paused · {text}" if self.paused else text
@@ -94,8 +96,8 @@ class RunControlsWidget(QWidget):
         self.progress.setValue(rec.epoch * rec.steps + rec.step)
         self.progress.setFormat(self._on_bar(f"epoch {rec.epoch + 1}/{rec.epochs} · step {rec.step}/{rec.steps}"))
         where = "" if run_name is None else f"{run_name}: "
-        self.status.setText(f"{where}loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s · "
-                            f"ETA {duration(rec.eta_s)}")
+        eta = "" if self.paused else f" · ETA {duration(rec.eta_s)}"  # a step that ends after Pause: no ETA
+        self.status.setText(f"{where}loss {rec.loss:.4f} · lr {rec.lr:.2e} · {rec.img_per_s:.1f} img/s{eta}")
 
     def show_progress(self, rec: Progress) -> None:
         """A message of the run's preparation, with a bar when it counts (e.g. decoding the images into the cache
