@@ -87,7 +87,7 @@ def test_the_attention_tab_shows_the_map_as_a_mass_mask(panel, qtbot, tiny_weigh
     expected, kept = mass_mask(rollout, 0.6)
     np.testing.assert_array_equal(panel.displayed, expected.astype(np.float32))
     np.testing.assert_array_equal(panel.view.values, expected.astype(np.float32))
-    assert f"mask keeping {float(kept):.0%} of the mass" in panel.info.text()
+    assert f"mask: the fewest patches holding 60% of the mass (they hold {float(kept):.0%})" in panel.info.text()
     panel.mask.setValue(0)  # off: the map again
     np.testing.assert_allclose(panel.displayed, rollout, rtol=1e-5)
 
