@@ -356,6 +356,9 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
         corner = control.mapTo(panel, control.rect().bottomRight())
         assert control.isVisible() and corner.x() <= panel.width() and corner.y() <= bar.geometry().bottom(), (
             control, corner, panel.width())
+    tabs = panel.side.tabBar()  # every side tab in sight, none behind scroll arrows (Layers, Concepts were: walk)
+    assert all(0 <= tabs.tabRect(i).left() and tabs.tabRect(i).right() <= tabs.width() for i in range(tabs.count()))
+    assert [panel.side.tabToolTip(i) for i in (1, 2)] == ["Similar images", "Label review"]
     wrapped = bar.height()
     window.resize(1280 + 900, 720)  # room for one line each: the rows unwrap
     qtbot.wait(50)

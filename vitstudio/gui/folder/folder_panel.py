@@ -132,12 +132,12 @@ class FolderPanel(QWidget):
         self.review_tab = ReviewTab()
         self.review = self.review_tab.list
         self.duplicates = DuplicatesTab()
-        self.side = QTabWidget()
+        self.side = QTabWidget(usesScrollButtons=False, elideMode=Qt.ElideRight)  # at 1280×720 Layers and Concepts
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(self), LayersTab(self), ConceptsTab(self)
-        for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar images"), (self.review_tab,
-                           "Label review"), (self.duplicates, "Duplicates"), (self.labels_tab, "Labels"),
-                           (self.layers_tab, "Layers"), (self.concepts_tab, "Concepts")):
-            self.side.addTab(tab, title)
+        for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar|Similar images"), (self.review_tab,
+                           "Review|Label review"), (self.duplicates, "Duplicates"), (self.labels_tab, "Labels"),
+                           (self.layers_tab, "Layers"), (self.concepts_tab, "Concepts")):  # were behind arrows (walk)
+            self.side.setTabToolTip(self.side.addTab(tab, title.split("|")[0]), title.split("|")[-1])
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
