@@ -27,6 +27,28 @@ def test_window_settings_live_in_the_data_folder(window, qtbot, tmp_path, monkey
     assert app_settings().value("model") is None and remembered(SPEC) is None
 
 
+def test_the_strip_opens_again_after_a_restart(window, qtbot, photos, tmp_path):
+    """The walk: after a restart the strip was empty (model, folder, form and runs came back). What was open at the
+    close opens again, less what is gone since; images given on the command line are opened instead."""
+    import shutil
+
+    from vitstudio.gui.app import _open_frame, parse_args
+
+    kept, gone = str(photos["chelsea"]), str(shutil.copy(photos["astronaut"], tmp_path / "gone.jpg"))
+    window.add_paths([kept, gone])
+    qtbot.waitUntil(lambda: len(window.state.images) == 2, timeout=10000)
+    window.close()
+    os.remove(gone)
+    again = _open_frame(parse_args([]))
+    qtbot.addWidget(again)
+    qtbot.waitUntil(lambda: len(again.state.images) == 1, timeout=10000)
+    assert [e.path for e in again.state.images] == [kept]
+    given = _open_frame(parse_args([str(photos["astronaut"])]))
+    qtbot.addWidget(given)
+    qtbot.waitUntil(lambda: len(given.state.images) == 1, timeout=10000)
+    assert [e.path for e in given.state.images] == [str(photos["astronaut"])]
+
+
 def test_a_one_item_list_reads_back_as_a_list(tmp_path, monkeypatch, qapp):
     """INI keeps ["a"] as the line `recent=a`, which a fresh reader (the next start) gets back as the string "a":
     Open recent must not offer "a" letter by letter."""

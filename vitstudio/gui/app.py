@@ -117,14 +117,18 @@ def _open_frame(args):
 
     from vitstudio.core.models.demo import bundled_demo, sample_images
 
+    from .app_settings import list_value
     from .main_window import MainWindow
 
     window = MainWindow(panels=False)
     if args.screenshot and QApplication.platformName() == "offscreen":  # no real screen to fit (Qt's is 800×800):
         window.resize(*SCREENSHOT_SIZE)  # the picture is of the size the app is designed for
     demo = bundled_demo()
+    kept = [p for p in list_value(window.settings, "strip") if os.path.isfile(p)]  # the last session's strip
     if args.images:
         window.add_paths(args.images)
+    elif kept:  # what was open at the last close opens again (the strip was empty after a restart: the walk)
+        window.add_paths(kept)
     elif demo is not None and _model_spec(args, window.settings) == str(demo) and not window.settings.value("recent"):
         window.add_paths([str(p) for p in sample_images()])  # first start: something to look at at once
     if args.tab:

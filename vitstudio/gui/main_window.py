@@ -47,6 +47,7 @@ log = logging.getLogger("vitstudio.gui")
 TABS = (("predictions", "Predictions"), ("attention", "Attention"), ("embeddings", "Embeddings"),
         ("internals", "Model internals"), ("compare", "Compare"), ("folder", "Folder"), ("training", "Training"),
         ("play", "Play"))
+STRIP_KEPT = 500  # images of the strip opened again at the next start (a folder of thousands is the Folder tab's)
 
 
 def panel_classes() -> dict:
@@ -423,6 +424,7 @@ class MainWindow(QMainWindow):
             return
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("strip", [e.path for e in self.state.images if e.error is None][:STRIP_KEPT])
         self._status_timer.stop()
         if not workers.shutdown(timeout_ms=10000):
             log.warning("some jobs did not stop within 10 s")
