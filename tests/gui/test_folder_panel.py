@@ -39,6 +39,10 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert set(results.given) == {str(d) for d in range(10)}
     assert (results.correct() == 1).mean() > 0.8  # the demo model reads digits
     assert tree_state(data) == before  # the dataset is only read
+    header = panel.table.horizontalHeader()  # sorted by file name, ascending, and the arrow says so (it sat on the
+    assert (header.sortIndicatorSection(), header.sortIndicatorOrder()) == (1, Qt.AscendingOrder)  # thumbnails:
+    shown = [results.paths[panel.model.source_row(i)] for i in range(panel.model.rowCount())]  # the walk)
+    assert shown == sorted(shown, key=lambda p: os.path.basename(p)) or shown == sorted(shown)
 
     # filters and sorting: mistakes only, then one predicted class, then a confidence floor
     panel.correctness.setCurrentIndex(2)

@@ -106,15 +106,15 @@ class FolderPanel(QWidget):
             setattr(self, name, getattr(self.toolbar, name))
         self.info = QLabel("Open a folder to see every image through the current model.")
         self.info.setWordWrap(True)
-        self.progress = QProgressBar()
-        self.progress.setVisible(False)
+        self.progress = QProgressBar(visible=False)
         self.fit = FolderFitWidget()
 
     def _build_table(self) -> None:
         self.model = ResultsModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
-        self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSortIndicator(1, Qt.AscendingOrder)  # by file name, said by its arrow (it
+        self.table.setSortingEnabled(True)  # sat on the thumbnails' column over rows in descending name order: walk)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.verticalHeader().setDefaultSectionSize(52)
         self.table.setIconSize(QSize(48, 48))
