@@ -380,7 +380,7 @@ def test_distance_plot_title_is_cut_not_clipped(qtbot):
     plot.set_distance(np.full((3, 2), 16.0), "folder digits-with-a-long-name, 40 images")
     qtbot.wait(20)
     title = plot.plotItem.titleLabel.text
-    whole = "Attention distance per head (folder digits-with-a-long-name, 40 images)"
+    whole = "Folder digits-with-a-long-name, 40 images: attention distance per head"  # the source first (walk)
     assert title.endswith("…") and whole.startswith(title[:-1]) and plot.toolTip() == whole
     label = plot.plotItem.titleLabel  # the text drawn fits the label's box
     assert label.item.boundingRect().width() <= plot.width()

@@ -38,7 +38,9 @@ class DistancePlotWidget(pg.PlotWidget):
         self.scatter.setData(spots)
         step = max(1, layers // 12)  # whole layers only
         self.getAxis("bottom").setTicks([[(i, str(i)) for i in range(0, layers, step)]])
-        self.set_title(f"Attention distance per head ({source})")
+        # what it was measured on first: elided at 1280×720, "(this image" or "(f…" was lost and the plot could be
+        # of either (the walk)
+        self.set_title(f"{source[:1].upper()}{source[1:]}: attention distance per head")
 
     def show_nothing(self) -> None:
         """An empty plot (not `clear`: PlotWidget forwards that name to its PlotItem, which drops every item)."""
