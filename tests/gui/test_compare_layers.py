@@ -35,6 +35,10 @@ def test_a_run_is_compared_with_its_base_block_by_block_as_the_cli_does(panel, q
     page = compare.layers
     compare.pages.setCurrentWidget(page)
     assert not page.run_button.isEnabled() and "second model" in page.note.text()
+    assert page.run_button.toolTip() == page.note.text()  # why it is greyed, on the button and under it (walk)
+    assert page.layout().itemAt(1).widget() is page.note
+    for side in ("left", "bottom"):  # the empty plot's axes count blocks: no "(x0.001)" (the walk)
+        assert not page.plot.getAxis(side).autoSIPrefix
     compare.load_other()
     qtbot.waitUntil(lambda: compare.other is not None, timeout=60000)
     assert page.run_button.isEnabled() and "8 images" in page.run_button.text()

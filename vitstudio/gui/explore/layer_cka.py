@@ -79,6 +79,9 @@ class LayerCKAWidget(QWidget):
         bar.setImageItem(self.heat, insert_in=self.plot.getPlotItem())
         self.plot.setLabel("left", "block of the current model")
         self.plot.setLabel("bottom", "block of the second model")
+        for side in ("left", "bottom"):  # block numbers: never "(x0.001)" over an empty plot's −600…600 (walk)
+            self.plot.getAxis(side).enableAutoSIPrefix(False)
+        self.plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
         self.hover = QLabel()
         self.hover.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.note = QLabel()
@@ -103,8 +106,8 @@ class LayerCKAWidget(QWidget):
         body.addLayout(pair, 2)
         box = QVBoxLayout(self)
         box.addLayout(row)
+        box.addWidget(self.note)  # under the button it explains: below the plot it was out of sight at 1280×720
         box.addLayout(body, 1)
-        box.addWidget(self.note)
         self.run_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel)
         self.plot.scene().sigMouseMoved.connect(self._on_mouse)
@@ -145,6 +148,7 @@ class LayerCKAWidget(QWidget):
                     else "CKA of each block's class token (the mean token without one) on the strip's images.")
         if text is not None:
             self.note.setText(text)
+        self.run_button.setToolTip("" if self.run_button.isEnabled() else self.note.text())  # why it is greyed
 
     def start(self) -> None:
         model, other, paths = self.panel.state.model, self.panel.other, self.strip_paths()
