@@ -118,6 +118,7 @@ def test_a_long_error_is_elided_beside_the_error_button_not_cut_under_it(window,
     bar = window.statusBar()
     assert "…" in shown and shown.startswith("[Errno 5] Could not read /very/long/") and shown.endswith("truncated")
     assert bar.fontMetrics().horizontalAdvance(shown) <= window.error_indicator.x() - 8
+    assert bar.fontMetrics().horizontalAdvance(shown) <= window.status_jobs.x() - 16  # a gap before "cpu · …" (walk)
     assert window.error_indicator.isVisible() and window.error_indicator.geometry().right() <= bar.width()
     assert whole in bar.toolTip() and whole in window.log_view.toPlainText() and whole in window.passing.text
     window.state.message.emit("info", "Saved view.png")  # a short one: whole, and no stale tooltip

@@ -19,7 +19,9 @@ class PassingMessages:
     """`show(text)`: `text` in `status_bar` for a while, elided in the middle to fit beside `permanent` (the
     widgets added with addPermanentWidget, which QStatusBar draws over the message's end)."""
 
-    MARGINS = 24  # QStatusBar's message rect starts 6 px in and keeps 2 px from a permanent widget; spacing
+    # QStatusBar's message rect starts 6 px in and keeps 2 px from a permanent widget; spacing; and a gap of 16 px,
+    # so the message's last word does not run into "cpu · fp32 · RAM…" (it touched it: the walk)
+    MARGINS = 40
 
     def __init__(self, status_bar: QStatusBar, permanent: list[QWidget]) -> None:
         self.status_bar, self.permanent = status_bar, permanent
