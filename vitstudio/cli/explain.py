@@ -142,14 +142,21 @@ def explain_cmd(args) -> int:
                 failed += 1
                 continue
             if masks is not None and exp.crop is not None:
-                hw = (image.height, image.width) if image is not None else None  # the image's size, not the crop's
-                masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source),
-                                  (hw, loaded.crop_box(hw)) if hw else None)
+                masks[method].add(exp.array, exp.crop.shape[:2], plan.name_of(source), _placed(loaded, image))
                 continue
             _emit(exp, plan, loaded.name, source, args, render_figure)
     for export in (masks or {}).values():
         print(f"masks: {export.finish()}", file=sys.stderr)
     return EXIT_SOME_FAILED if failed else EXIT_OK
+
+
+def _placed(loaded, image) -> tuple | None:
+    """(the image's (H, W), where the model's crop lies in it): a mask is the image's size, not the crop's (a 512×512
+    photo's mask was a 32×32 image of the same name: the walk)."""
+    if image is None:
+        return None
+    hw = (image.height, image.width)
+    return hw, loaded.crop_box(hw)
 
 
 def _mask_exports(plan, args) -> dict | None:
