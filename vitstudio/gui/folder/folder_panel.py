@@ -132,7 +132,7 @@ class FolderPanel(QWidget):
         self.review_tab = ReviewTab()
         self.review = self.review_tab.list
         self.duplicates = DuplicatesTab()
-        self.side = QTabWidget(usesScrollButtons=False, elideMode=Qt.ElideRight)  # at 1280×720 Layers and Concepts
+        self.side = QTabWidget(usesScrollButtons=False, elideMode=Qt.ElideNone)  # at 1280×720 Layers and Concepts
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(self), LayersTab(self), ConceptsTab(self)
         for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar|Similar images"), (self.review_tab,
                            "Review|Label review"), (self.duplicates, "Duplicates"), (self.labels_tab, "Labels"),
