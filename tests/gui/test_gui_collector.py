@@ -68,3 +68,30 @@ def test_the_app_collects_with_it(qapp):
     workers.collect_garbage_on_gui_thread()
     assert isinstance(workers._collector, GuiThreadCollector) and not gc.isenabled()
 
+
+
+LABEL_REVIEW_AFTER_STARTUP = r"""
+import sys
+import numpy as np
+from vitstudio.gui.startup import import_heavy
+import_heavy(None)  # what the app's "Loading libraries" job does before it freezes what is alive
+before = set(sys.modules)
+from vitstudio.core.folder.label_review import review_labels
+features = np.random.default_rng(0).normal(size=(40, 8)).astype("float32")
+review_labels([f"{i}.png" for i in range(40)], features, np.repeat([0, 1], 20), ["a", "b"])
+print(sorted(m for m in set(sys.modules) - before if not m.startswith("vitstudio")))
+"""
+
+
+def test_the_first_label_review_imports_nothing_the_startup_did_not_freeze():
+    """The soak's stall at ~31 s: the first label review imported cleanlab, scikit-learn, SciPy and pandas (1,230
+    modules) on its worker, and the GUI thread's collector walked their objects three times in a row (62 + 113 +
+    113 ms) and at every full pass after. The start-up imports them before `freeze_long_lived`; a review after it
+    imports no library module. In a process of its own: this one has imported them long ago."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", LABEL_REVIEW_AFTER_STARTUP], capture_output=True, text=True,
+                         timeout=300, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == "[]", res.stdout[-2000:]
