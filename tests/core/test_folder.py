@@ -25,19 +25,8 @@ from vitstudio.core.folder.audit import audit
 from vitstudio.core.folder.embedcache import EmbeddingCache, embed_folder
 from vitstudio.core.folder.neighbours import nearest, project_2d
 from vitstudio.core.folder.sorting import UNSURE, apply_sort, plan_sort, undo_sort
-from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.models.demo import bundled_demo
 from vitstudio.core.models.loading import load_model
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return load_model(str(bundled_demo()))
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    """30 scans per digit: a labelled folder the demo model knows."""
-    return render_digits(tmp_path_factory.mktemp("digits") / "data", per_class=30)
 
 
 def _hashes(root: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """The label review of a folder (core/folder/audit.py): flipped labels rank at the top, and labels given apart from
 the folders (the GUI's Labels tab, `audit --labels` over DATA_DIR) are the ones reviewed. Split from test_folder.py,
-with the same fixtures (the demo model, 300 digit scans)."""
+with the same fixtures (tests/core/conftest.py: the demo model, 300 digit scans)."""
 
 from __future__ import annotations
 
@@ -9,24 +9,11 @@ import os
 import shutil
 
 import numpy as np
-import pytest
 
 from tests.core.generators import drain as run
 from tests.core.synthetic_data import tree_state
 from vitstudio.core.folder.audit import audit
-from vitstudio.core.models.demo import bundled_demo, render_digits
-from vitstudio.core.models.loading import load_model
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return load_model(str(bundled_demo()))
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    """30 scans per digit: a labelled folder the demo model knows."""
-    return render_digits(tmp_path_factory.mktemp("digits") / "data", per_class=30)
+from vitstudio.core.models.demo import bundled_demo
 
 
 def test_flipped_labels_rank_at_the_top_of_the_review(demo, digits, tmp_path):
