@@ -68,3 +68,26 @@ def test_thumbnails_fill_the_gallery_without_drawing_the_report_again(results, t
     assert results.gallery.item(0).icon().isNull()
     results.show_thumbnails(report, make_thumbnails(report))
     assert results.gallery.item(0) is item and not item.icon().isNull()  # the same line, now with its picture
+
+
+def test_gallery_cells_never_overlap_once_thumbnails_arrive(results, tmp_path, qtbot):
+    """Captions are listed first and pictures of several shapes arrive later: every item keeps a cell of its own
+    (the walk saw icons and captions stacked on each other)."""
+    from vitstudio.core.train.evaluation import EvalReport, Misclassified
+    from vitstudio.gui.training.training_results import make_thumbnails
+
+    wrong = []
+    for i in range(12):
+        path = tmp_path / f"w{i}.png"
+        Image.new("RGB", (40 + 12 * i, 30 + 3 * i), (20 * i, 90, 200)).save(path)
+        wrong.append(Misclassified(str(path), i % 2, 1 - i % 2, 0.9))
+    report = EvalReport(("ants", "bees"), np.array([[5, 6], [6, 5]]), tuple(wrong), ())
+    results.show_report(report)
+    qtbot.wait(10)
+    results.show_thumbnails(report, make_thumbnails(report))
+    qtbot.wait(10)
+    gallery = results.gallery
+    rects = [gallery.visualItemRect(gallery.item(i)) for i in range(gallery.count())]
+    assert len(rects) == 12 and len({(r.x(), r.y()) for r in rects}) == 12
+    assert not [(i, j) for i in range(12) for j in range(i) if rects[i].intersects(rects[j])]
+    assert all(r.height() >= gallery.iconSize().height() for r in rects)  # a picture and its caption fit

@@ -23,6 +23,7 @@ from ..common.map_view import lookup_table
 from ..imaging import pil_to_pixmap
 
 GALLERY_MAX = 200
+THUMB = 64  # px, the gallery's pictures
 
 
 def make_thumbnails(report) -> dict:
@@ -35,7 +36,7 @@ def make_thumbnails(report) -> dict:
             thumb = read_image(wrong.path)
         except ImageReadError:
             continue
-        thumb.thumbnail((64, 64))
+        thumb.thumbnail((THUMB, THUMB))
         out[wrong.path] = thumb
     return out
 
@@ -107,7 +108,15 @@ class RunResultsWidget(QWidget):
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.gallery = QListWidget()
         self.gallery.setViewMode(QListView.IconMode)
-        self.gallery.setIconSize(QSize(64, 64))
+        self.gallery.setIconSize(QSize(THUMB, THUMB))
+        # one fixed cell per image, its picture or not: captions are laid out before the thumbnails arrive, and an
+        # icon view sizes each item from its content once, so a later icon would draw over its neighbours
+        lines = self.gallery.fontMetrics().lineSpacing()
+        self.gallery_cell = QSize(THUMB + 44, THUMB + 2 * lines + 6)
+        self.gallery.setGridSize(self.gallery_cell + QSize(4, 4))
+        self.gallery.setUniformItemSizes(True)
+        self.gallery.setWordWrap(True)  # a long "class → class" wraps inside its cell; the tooltip has it whole
+        self.gallery.setMovement(QListView.Static)
         self.gallery.setResizeMode(QListView.Adjust)
         self.gallery.itemActivated.connect(self._on_item)
         self.gallery.itemClicked.connect(self._on_item)
@@ -156,6 +165,7 @@ class RunResultsWidget(QWidget):
             item = QListWidgetItem(f"{report.classes[wrong.true]} → {report.classes[wrong.predicted]}")
             item.setToolTip(f"{wrong.path}\npredicted {report.classes[wrong.predicted]} ({wrong.prob * 100:.1f}%)")
             item.setData(Qt.UserRole, wrong.path)
+            item.setSizeHint(self.gallery_cell)
             self.gallery.addItem(item)
 
     def show_thumbnails(self, report, thumbnails: dict) -> None:
