@@ -7,8 +7,8 @@ Where ViT Studio keeps its files: the platform's folders (platformdirs), each wi
 - data (`VITSTUDIO_DATA_DIR`, else the user data folder: `~/.local/share/vitstudio`, `%LOCALAPPDATA%\\vitstudio`,
   `~/Library/Application Support/vitstudio`): settings, crash log, undo journals and label-review exclusions.
 - models (`VITSTUDIO_MODELS_DIR`, else `models/` in the data folder): the user's models and fine-tuning runs. Never
-  beside the package, which is read-only in a pip install; the bundled demo and a source checkout's `models/` are
-  listed too (`extra_model_dirs`), read-only.
+  beside the package, which is read-only in a pip install; the bundled demo's folder (a source checkout's `models/`,
+  or share/vitstudio/models where a wheel installed it) is listed too (`extra_model_dirs`), read-only.
 - cache (`VITSTUDIO_CACHE_DIR`, else the user cache folder, which honours `XDG_CACHE_HOME`): decoded images,
   embeddings, fingerprints. Anything there may be deleted at any time.
 
@@ -31,6 +31,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -247,10 +248,29 @@ def checkout_models_dir() -> Path | None:
     return folder if (CHECKOUT_ROOT / "pyproject.toml").is_file() and folder.is_dir() else None
 
 
+def installed_shares(package_root: Path | None = None, prefix: Path | None = None) -> list[Path]:
+    """Where a wheel put its data files (pyproject's data-files: the demo model, the sample images): share/vitstudio
+    under the environment's prefix (sys.prefix), or under the prefix holding the package (`pip install --user` or
+    `--prefix`: <prefix>/lib/pythonX.Y/site-packages, <prefix>/Lib/site-packages on Windows). Existing ones only."""
+    above = (package_root or CHECKOUT_ROOT).parents  # the package's site-packages, then its parents
+    prefixes = (prefix or Path(sys.prefix), *tuple(above)[1:3])
+    shares = (folder / "share" / APP for folder in prefixes)
+    return [share for share in dict.fromkeys(shares) if share.is_dir()]
+
+
+def bundled_models_dir(package_root: Path | None = None, prefix: Path | None = None) -> Path | None:
+    """The folder of the models shipped with ViT Studio (the digits demo): a source checkout's `models/`, else the
+    installed wheel's share/vitstudio/models; None when neither is there."""
+    root = package_root or CHECKOUT_ROOT
+    if (root / "pyproject.toml").is_file() and (root / "models").is_dir():
+        return root / "models"
+    return next((share / "models" for share in installed_shares(root, prefix) if (share / "models").is_dir()), None)
+
+
 def extra_model_dirs() -> list[Path]:
-    """Read-only model folders listed after `models_dir()`: a source checkout's `models/` when it is another
-    folder."""
-    folder = checkout_models_dir()
+    """Read-only model folders listed after `models_dir()`: the bundled models' folder when it is another folder,
+    so the demo is listed and found by its name (`--model digits-vit`) from a checkout and an install alike."""
+    folder = bundled_models_dir()
     if folder is None or _same(folder, models_dir()):
         return []
     return [folder]
@@ -299,6 +319,28 @@ def read_json_file(path: Path) -> dict:
         _set_aside(path)
         return {}
     return value
+
+
+def read_json_value(path: str | os.PathLike, role: str, noun: str, limit: int = 8 << 20):
+    """A small JSON file parsed, or one ValueError line naming it: not a regular file (a link to /dev/zero is never
+    read), over `limit` bytes, not UTF-8, nested too deeply for the parser (a RecursionError), not JSON. `role`
+    says what must be a regular file ("a model folder's config"), `noun` what the file is ("model config")."""
+    refused = irregular(path, role)
+    if refused:
+        raise ValueError(refused)
+    try:
+        size = os.stat(path).st_size
+        text = Path(path).read_text(encoding="utf-8") if size <= limit else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} cannot be read as UTF-8 text: {exc}") from None
+    if text is None:
+        raise ValueError(f"{path} is {size / 2**20:.0f} MB, larger than any {noun} (the limit is {limit >> 20} MB).")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be a {noun}.") from None
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
 def _set_aside(path: Path) -> None:

@@ -8,7 +8,8 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vitstudio.core.concepts.sae import Concepts, save_concepts, weights_path
+from vitstudio.core.concepts.concepts_file import save_concepts, weights_path
+from vitstudio.core.concepts.sae import Concepts
 from vitstudio.core.concepts.settings import ConceptSettings
 from vitstudio.core.concepts.stats import concept_stats
 from vitstudio.core.concepts.tokens import FolderTokens, check_layer, collect_sharded, collect_tokens

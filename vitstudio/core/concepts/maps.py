@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vitstudio.core.concepts.concepts_file import load_concepts, weights_path
 from vitstudio.core.concepts.intervene import attribute, logits_with
-from vitstudio.core.concepts.sae import Concepts, load_concepts, weights_path
+from vitstudio.core.concepts.sae import Concepts
 from vitstudio.core.concepts.tokens import concept_layers_refusal, patch_tokens
 from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.models.model import LoadedModel

@@ -1,4 +1,4 @@
-"""The TopK sparse autoencoder (Gao et al. 2024, "Scaling and evaluating sparse autoencoders") and its file.
+"""The TopK sparse autoencoder (Gao et al. 2024, "Scaling and evaluating sparse autoencoders").
 
     z = TopK(ReLU(W_enc · x + b_enc))     (n,) at most k concepts active
     x̂ = z · D                              D: (n, d), unit rows (each concept's direction)
@@ -9,21 +9,16 @@ on tokens normalised as x = (token − mean) / scale, with scale such that E‖x
 Written by hand rather than imported: overcomplete 0.3.0 requires opencv-python (its Qt plugins clash with
 PySide6's) and its package `__init__` calls `matplotlib.cm.get_cmap`, removed in matplotlib 3.9.
 
-FILE.safetensors holds the weights; FILE.json beside it the model and layer they read, the normalisation, the data
-and how the training went, and every concept's statistics (`stats.py`).
+The file (FILE.safetensors with FILE.json beside it) is read and written by `concepts_file.py`.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
-
-from vitstudio.core.files import atomic_write_bytes
 
 FORMAT = "vitstudio-concepts/1"
 # overcomplete's TopKSAE(encoder_module="linear") state_dict names
@@ -113,55 +108,3 @@ class Concepts:
         """(…, n) concept activations of raw tokens (…, d)."""
         t = torch.as_tensor(np.asarray(tokens, np.float32))
         return self.sae.encode(self.norm.apply(t)).numpy()
-
-
-def weights_path(path: str | Path) -> Path:
-    """FILE.safetensors for FILE, FILE.safetensors or FILE.json."""
-    p = Path(path)
-    return p.with_suffix(".safetensors") if p.suffix in (".json", ".safetensors") else Path(f"{p}.safetensors")
-
-
-def sidecar_path(path: str | Path) -> Path:
-    return weights_path(path).with_suffix(".json")
-
-
-def save_concepts(concepts: Concepts, path: str | Path) -> Path:
-    """FILE.safetensors, then FILE.json (each written whole: a reader sees the old pair or the new one, the
-    sidecar last so that it never names weights not yet there)."""
-    from safetensors.torch import save
-
-    target = weights_path(path)
-    atomic_write_bytes(target, save(concepts.sae.state_for_file(), metadata={"format": FORMAT}))
-    sidecar = dict(format=FORMAT, **concepts.meta, size=concepts.size, k=concepts.sae.k,
-                   width=concepts.sae.width,
-                   normalisation=dict(mean=[float(v) for v in concepts.norm.mean], scale=concepts.norm.scale),
-                   concepts=concepts.stats.get("concepts", []),
-                   **{k: v for k, v in concepts.stats.items() if k != "concepts"})
-    atomic_write_bytes(sidecar_path(target), json.dumps(sidecar, indent=1).encode())
-    return target
-
-
-def load_concepts(path: str | Path) -> Concepts:
-    """A concepts file, or one ValueError line saying what is wrong with it."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    target, sidecar = weights_path(path), sidecar_path(path)
-    for p in (target, sidecar):
-        if not p.is_file():
-            raise ValueError(f"{p} does not exist: a concepts file is FILE.safetensors with FILE.json beside it "
-                             f"(vitstudio concepts FOLDER --model M --out FILE).")
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8"))
-        tensors = load_file(str(target))
-        width, size = tensors[DICT].shape[1], tensors[DICT].shape[0]
-        sae = TopKSAE(width, size, int(meta["k"]))
-        sae.load_from_file(tensors)
-        norm = Normalisation(np.asarray(meta["normalisation"]["mean"], np.float32),
-                             float(meta["normalisation"]["scale"]))
-    except (OSError, KeyError, TypeError, ValueError, SafetensorError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{target} is not a concepts file ViT Studio can read ({type(exc).__name__}: {exc}).") \
-            from None
-    stats_keys = ("concepts", "classes", "map")
-    stats = {k: meta.pop(k) for k in stats_keys if k in meta}
-    return Concepts(sae.eval(), norm, meta, stats)

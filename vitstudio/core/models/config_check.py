@@ -9,13 +9,14 @@ import os
 from numbers import Real
 from pathlib import Path
 
-from vitstudio.core.files import irregular
+from vitstudio.core.errors import UserFacingError
+from vitstudio.core.files import read_json_value
 from vitstudio.core.models.sizing import LIMITS, check_vit_args
 
 MAX_CONFIG_BYTES = 8 << 20  # timm's and transformers' configs are a few KB; with label names, at most a few hundred
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, UserFacingError):
     """A config that cannot describe a model; the message names the file and the field."""
 
 
@@ -72,24 +73,10 @@ def has_config(folder: Path) -> bool:
 def read_model_config(path: Path):
     """A model folder's config file parsed, or ConfigError naming the file: not a regular file (a link to /dev/zero
     is refused, never read), larger than any config, nested too deeply for the parser, not UTF-8 JSON."""
-    path = Path(path)
-    refused = irregular(path, "a model folder's config")
-    if refused:
-        raise ConfigError(refused)
     try:
-        size = path.stat().st_size
-        text = path.read_text(encoding="utf-8") if size <= MAX_CONFIG_BYTES else None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path} cannot be read as UTF-8 text: {exc}") from None
-    if text is None:
-        raise ConfigError(f"{path} is {size / 2**20:.0f} MB, larger than any model config "
-                          f"(the limit is {MAX_CONFIG_BYTES >> 20} MB).")
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ConfigError(f"{path} is nested too deeply to be a model config.") from None
+        return read_json_value(Path(path), "a model folder's config", "model config", MAX_CONFIG_BYTES)
     except ValueError as exc:
-        raise ConfigError(f"{path} is not valid JSON: {exc}") from None
+        raise ConfigError(str(exc)) from None
 
 
 def validate_timm_config(config, path: Path | str) -> dict:
