@@ -233,3 +233,20 @@ def test_concepts_that_reconstruct_poorly_say_so_with_what_to_change(capsys, mon
                              path="/tmp/c.safetensors", concepts=SimpleNamespace(layer=2, **vars(made(-1.85))))
     assert cli_concepts._report(SimpleNamespace(json=False), result) == 0
     assert f"warning: {said}" in capsys.readouterr().err
+
+
+def test_a_run_resumed_after_its_last_step_reports_the_figures_it_ended_with(tmp_path):
+    """A kill after the last epoch's checkpoint and before the concepts file leaves a checkpoint at the last step;
+    the rerun has no step left to take. It reports the R², L0 and dead count of the run it resumes (the epoch's
+    sums are part of the checkpoint), never R² NaN from sums of nothing."""
+    from vitstudio.core.concepts.tokens import FolderTokens
+    from vitstudio.core.concepts.training import checkpoint_path, train_sae
+
+    rows = np.random.default_rng(0).standard_normal((12, 4 * 8)).astype(np.float16)  # 12 images, 4 patches, d 8
+    tokens = FolderTokens(tuple(f"{i}.png" for i in range(12)), np.arange(12), rows, (2, 2), 8, (), 12, "t")
+    settings = ConceptSettings(size=8, k=2, epochs=2, tokens_per_step=16, seed=0)
+    whole = drain(train_sae(tokens, settings, tmp_path / "c"))
+    assert checkpoint_path(tmp_path / "c").is_file() and np.isfinite(whole.r2)
+    again = drain(train_sae(tokens, settings, tmp_path / "c"))
+    assert again.resumed_from == whole.steps == again.steps
+    assert (again.r2, again.l0, again.dead) == (whole.r2, whole.l0, whole.dead)

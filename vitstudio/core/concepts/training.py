@@ -8,13 +8,15 @@ tokens) reconstruct the residual x − x̂, weighted 1/32. Gradients are clipped
 unit length after every step. Everything random comes from
 the seed (initialisation; the order of epoch e from seed + e), so a resumed run ends where an uninterrupted one does.
 
-A checkpoint FILE.partial (weights, optimiser, step, dead-concept counters, the settings and token source it
-belongs to) is written at every epoch's end and on cancel; a run with the same settings and tokens resumes it.
+A checkpoint FILE.partial (weights, optimiser, step, dead-concept counters, the epoch's sums so far, the settings
+and token source it belongs to) is written at every epoch's end and on cancel; a run with the same settings and
+tokens resumes it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,20 +129,27 @@ def checkpoint_path(out: Path) -> Path:
     return Path(f"{out}.partial")
 
 
-def _resume(out: Path, key: dict, sae: TopKSAE, opt, since_fired: torch.Tensor) -> int:
+def _resume(out: Path, key: dict, sae: TopKSAE, opt, since_fired: torch.Tensor) -> tuple[int, int, list]:
+    """(the step to go on from, the epoch it falls in, that epoch's sums so far); (0, 0, zeros) for a fresh start."""
+    fresh = (0, 0, [0.0, 0.0, 0, 0])
     path = checkpoint_path(out)
     if not path.is_file():
-        return 0
+        return fresh
+    start = copy.deepcopy(sae.state_dict()), copy.deepcopy(opt.state_dict())
     try:
         state = torch.load(path, map_location=since_fired.device, weights_only=True)
-    except Exception:  # noqa: BLE001 (a damaged checkpoint is started afresh, never fatal)
-        return 0
-    if state.get("key") != key:
-        return 0
-    sae.load_state_dict(state["sae"])
-    opt.load_state_dict(state["opt"])
-    since_fired.copy_(state["since_fired"])
-    return int(state["step"])
+        if not isinstance(state, dict) or state.get("key") != key:
+            return fresh
+        sae.load_state_dict(state["sae"])
+        opt.load_state_dict(state["opt"])
+        since_fired.copy_(state["since_fired"])
+        sums = [float(state["sums"][0]), float(state["sums"][1]), int(state["sums"][2]), int(state["sums"][3])]
+        return int(state["step"]), int(state["epoch"]), sums
+    except Exception:  # noqa: BLE001 (a damaged checkpoint, or one from before `sums`, is started afresh)
+        sae.load_state_dict(start[0])
+        opt.load_state_dict(start[1])
+        since_fired.zero_()
+        return fresh
 
 
 def train_sae(tokens: FolderTokens, settings: ConceptSettings, out: Path, cancel: CancelToken | None = None,
@@ -156,12 +165,14 @@ def train_sae(tokens: FolderTokens, settings: ConceptSettings, out: Path, cancel
     since_fired = torch.zeros(settings.size, dtype=torch.long, device=device)
     key = dict(settings={k: v for k, v in settings.as_dict().items() if k != "batch_size"}, source=tokens.source,
                files=len(tokens.paths), rows=int(tokens.rows.sum()))
-    start = _resume(out, key, sae, opt, since_fired)
+    start, start_epoch, start_sums = _resume(out, key, sae, opt, since_fired)
     total = per_epoch * settings.epochs
     step, sums = 0, [0.0, 0.0, 0, 0]
     cancelled = False
     for epoch in range(settings.epochs):
-        sums = [0.0, 0.0, 0, 0]
+        # the epoch the checkpoint fell in goes on from its sums: a run resumed after its last step reports the
+        # figures it ended with (zero sums gave R² NaN)
+        sums = list(start_sums) if epoch == start_epoch else [0.0, 0.0, 0, 0]
         for x in epoch_batches(tokens, norm, settings.seed, epoch, settings.tokens_per_step):
             if step < start:  # already done before the checkpoint: the batch is read only to keep the order
                 step += 1
@@ -175,7 +186,7 @@ def train_sae(tokens: FolderTokens, settings: ConceptSettings, out: Path, cancel
             step += 1
             yield _progress(step, total, epoch, settings.epochs, sums, since_fired, dead_after)
         if cancelled or step >= start:
-            _save_checkpoint(out, key, sae, opt, since_fired, step)
+            _save_checkpoint(out, key, sae, opt, since_fired, step, epoch, sums)
         if cancelled:
             break
     r2, l0 = _r2_l0(sums)
@@ -203,6 +214,7 @@ def _progress(step, total, epoch, epochs, sums, since_fired, dead_after) -> SAEP
                        dead, epoch)
 
 
-def _save_checkpoint(out: Path, key: dict, sae: TopKSAE, opt, since_fired: torch.Tensor, step: int) -> None:
+def _save_checkpoint(out: Path, key: dict, sae: TopKSAE, opt, since_fired: torch.Tensor, step: int, epoch: int,
+                     sums: list) -> None:
     atomic_torch_save(dict(key=key, sae=sae.state_dict(), opt=opt.state_dict(), since_fired=since_fired.clone(),
-                           step=step), checkpoint_path(out))
+                           step=step, epoch=epoch, sums=list(sums)), checkpoint_path(out))
