@@ -20,3 +20,24 @@ def test_review_tab_shows_the_estimated_count_and_flags(qtbot, tmp_path):
     assert tab.summary.text() == REVIEW_HINT and tab.list.count() == 0
     tab.show_issues([])
     assert tab.summary.text().startswith("No labels were reviewed")
+
+
+def test_review_tab_states_the_probe_accuracy_and_warns_when_the_count_means_little(qtbot, tmp_path):
+    """The issue's clean ant/bee folder: a probe right on 65 % of the labels and cleanlab flagging 7 of 20. The count
+    is shown with the accuracy behind it and, below 85 %, a warning beside it; an accurate probe gets none."""
+    tab = ReviewTab()
+    qtbot.addWidget(tab)
+
+    def issues(wrong_guesses: int) -> list[LabelIssue]:
+        given = ["ants" if k % 2 else "bees" for k in range(20)]
+        return [LabelIssue(str(tmp_path / f"{k}.png"), g, ({"ants": "bees", "bees": "ants"}[g] if k < wrong_guesses
+                                                            else g), k / 20, k / 20, k < 7)
+                for k, g in enumerate(given)]
+
+    tab.show_issues(issues(7))
+    text = tab.summary.text()
+    assert "cleanlab estimates 7 of 20 labels are wrong" in text
+    assert "out-of-fold accuracy 65 % (ants 70 %, bees 60 %)" in text
+    assert "⚠ The count means little: below 85 % accuracy per class" in text
+    tab.show_issues(issues(1))
+    assert "(ants 100 %, bees 90 %)" in tab.summary.text() and "⚠" not in tab.summary.text()

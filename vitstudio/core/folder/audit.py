@@ -26,7 +26,7 @@ from vitstudio.core.files import shown_path
 from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.fingerprintcache import cached_fingerprints
-from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, review_labels
+from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, probe_accuracy, review_labels
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 
@@ -93,6 +93,7 @@ class AuditReport:
             "label_issues": [i.to_dict() for i in self.label_issues[:top]],
             "label_issues_total": len(self.label_issues),
             "label_issues_estimated_wrong": estimated_wrong(self.label_issues),
+            "label_probe": probe.to_dict() if (probe := probe_accuracy(self.label_issues)) else None,
             "errors": [list(e) for e in self.errors], "ignored": [list(e) for e in self.ignored],
             "notes": list(self.notes)})
 
@@ -113,8 +114,12 @@ class AuditReport:
         if len(self.groups) > top:
             lines.append(f"  … {len(self.groups) - top} more groups, see --json")
         if self.label_issues:
+            probe = probe_accuracy(self.label_issues)
             lines.append(f"Labels: cleanlab estimates {estimated_wrong(self.label_issues)} of "
-                         f"{len(self.label_issues)} are wrong (flagged *, the most doubtful first).")
+                         f"{len(self.label_issues)} are wrong (flagged *, the most doubtful first); the probe's "
+                         f"{probe.describe()}.")
+            if probe.weak:
+                lines.append(f"  The count means little: {probe.caveat()}.")
             lines.append("Most doubtful labels (quality: cleanlab's label-quality score, low = doubtful):")
             for i in self.label_issues[:top]:
                 lines.append(f"{'*' if i.flagged else ' '} {i.quality:.4g}  {shown_path(i.path)}: given {i.given}, "

@@ -130,6 +130,20 @@ class SimilarImagesWidget(QWidget):
         self.list.clear()
 
 
+def review_summary(issues) -> str:
+    """cleanlab's count, how good the predictions behind it are, and when that is too weak for the count to mean
+    much, a warning beside it."""
+    from vitstudio.core.folder.label_review import estimated_wrong, probe_accuracy
+
+    if not issues:
+        return ("No labels were reviewed: the review needs a folder of class folders (or labels given on the Labels "
+                "tab) and a model.")
+    probe = probe_accuracy(issues)
+    text = (f"cleanlab estimates {estimated_wrong(issues)} of {len(issues)} labels are wrong (⚑, most doubtful "
+            f"first); the probe's {probe.describe()}.")
+    return text + (f"\n⚠ The count means little: {probe.caveat()}." if probe.weak else "")
+
+
 class ReviewTab(QWidget):
     """Doubtful labels, most doubtful first. Exclusions are kept here until a retrain takes them."""
 
@@ -166,13 +180,9 @@ class ReviewTab(QWidget):
     def show_issues(self, issues) -> list:
         """The issues cleanlab flags or where the probe suggests another class, most doubtful first (flagged ones
         marked ⚑); the estimate of wrong labels above them. Returns the issues shown."""
-        from vitstudio.core.folder.label_review import estimated_wrong
-
         self.list.clear()
         doubtful = [i for i in issues if i.flagged or i.suggested != i.given][:200]
-        self.summary.setText(f"cleanlab estimates {estimated_wrong(issues)} of {len(issues)} labels are wrong "
-                             f"(⚑, most doubtful first)." if issues else "No labels were reviewed: the review needs "
-                             "a folder of class folders (or labels given on the Labels tab) and a model.")
+        self.summary.setText(review_summary(issues))
         for issue in doubtful:
             mark = "⚑ " if issue.flagged else ""
             item = QListWidgetItem(f"{mark}{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
