@@ -30,8 +30,7 @@ def lora_run(tmp_path_factory):
     base = root / "base"
     timm.models.save_for_hf(make_tiny_vit(seed=3), str(base), safe_serialization=True)
     data = make_dataset(root / "data", per_class=12)
-    config = make_config(str(data), str(base), str(root / "run"), preset="lora", epochs=3, batch_size=8,
-                         lora_r=4, lora_targets=("qkv,fc1",), ema_decay=0.0)
+    config = _config(data, base, root / "run")
     cancel = CancelToken()
 
     def stop_after_first_epoch(record):
@@ -41,6 +40,11 @@ def lora_run(tmp_path_factory):
     first, records = run(fine_tune(config, cancel), stop_after_first_epoch)
     resumed, more = run(fine_tune(config, resume=True))
     return base, root / "run", first, resumed, records + more
+
+
+def _config(data, base, out):
+    return make_config(str(data), str(base), str(out), preset="lora", epochs=3, batch_size=8, lora_r=4,
+                       lora_targets=("qkv,fc1",), ema_decay=0.0)
 
 
 def test_a_lora_run_writes_the_adapter_peft_loads_and_a_merged_model_timm_loads(lora_run):
@@ -131,3 +135,39 @@ def test_an_adapter_swap_cut_short_puts_the_old_adapter_back(lora_run, tmp_path)
     remove_stale_files(run)
     assert (run / "adapter" / "adapter_model.safetensors").is_file()
     assert not aside.exists() and not (run / ".staging-adapter-y2").exists()
+
+
+def test_a_run_whose_adapter_and_merged_model_were_saved_at_different_epochs_says_so(lora_run, tmp_path):
+    """A kill after the merged model of a new best epoch and before its adapter folder is swapped in leaves RUN/ at
+    that epoch and RUN/adapter/ at an earlier one (max |Δlogit| 0.6-1.0). The adapter folder is refused in one line
+    naming both epochs and the resume command; the merged model, a run that did not finish, says its adapter is
+    another epoch's."""
+    from vitstudio.core.models.loading import ModelLoadError, load_model
+
+    run = shutil.copytree(lora_run[1], tmp_path / "run")
+    note = json.loads((run / "adapter" / "vitstudio_adapter.json").read_text())
+    assert note["fine_tuned"].endswith("epoch 3")
+    note["fine_tuned"] = note["fine_tuned"].replace("epoch 3", "epoch 1")  # what the kill leaves
+    (run / "adapter" / "vitstudio_adapter.json").write_text(json.dumps(note))
+    status = json.loads((run / "status.json").read_text())
+    (run / "status.json").write_text(json.dumps({**status, "status": "running"}))  # killed
+    with pytest.raises(ModelLoadError) as caught:
+        load_model(str(run / "adapter"))
+    said = str(caught.value)
+    assert "\n" not in said and "adapter of epoch 1" in said and "is epoch 3" in said
+    assert f"vitstudio finetune --out {run} --resume" in said
+    assert "holds the adapter of epoch 1, not of this model's epoch 3" in " ".join(load_model(str(run)).notes)
+
+
+def test_a_resumed_lora_run_is_the_uninterrupted_run(lora_run, tmp_path):
+    """Stopped after its first epoch and resumed, the run draws the batches, crops and adapter-dropout masks an
+    uninterrupted run draws (the checkpoint holds Python's, numpy's, the loader's and torch's random states): the
+    same losses to the last bit and the same merged weights."""
+    from safetensors.torch import load_file
+
+    base, out, _, _, records = lora_run
+    _, whole = run(fine_tune(_config(out.parent / "data", base, tmp_path / "whole")))
+    losses = lambda rs: [(r.epoch, r.train_loss, r.val_loss) for r in rs if isinstance(r, EpochMetrics)]  # noqa: E731
+    assert len(losses(whole)) == 3 and losses(records) == losses(whole)
+    resumed, uninterrupted = load_file(out / "model.safetensors"), load_file(tmp_path / "whole" / "model.safetensors")
+    assert resumed.keys() == uninterrupted.keys() and all(torch.equal(resumed[k], uninterrupted[k]) for k in resumed)

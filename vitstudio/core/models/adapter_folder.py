@@ -39,12 +39,31 @@ def read_adapter_info(folder: Path) -> AdapterInfo:
             else {}
     except (OSError, ValueError) as exc:
         raise AdapterError(f"{folder} is an adapter folder that cannot be read ({exc}).") from None
+    disagreement = run_faces_disagree(folder.parent) if folder.name == ADAPTER_DIR else None
+    if disagreement:
+        raise AdapterError(f"{folder} holds the adapter of {disagreement[1]} while the run's merged model in "
+                           f"{folder.parent} is {disagreement[0]}: the run stopped while saving its best model; "
+                           f"`vitstudio finetune --out {folder.parent} --resume` saves the two again.")
     base = note.get("base_model") or config.get("base_model_name_or_path")
     if not base:
         raise AdapterError(f"{folder} is a peft adapter that does not say which base model it was trained on "
                            f"(no base_model_name_or_path in {ADAPTER_CONFIG}); load the base model and apply it "
                            f"with peft.")
     return AdapterInfo(str(base), note.get("base_weights"), list(note.get("classes") or []), note.get("data_config"))
+
+
+def run_faces_disagree(run: Path) -> tuple[str, str] | None:
+    """(the merged model's epoch, the adapter's) when a run folder's two faces were saved at different epochs (the
+    merged model is written, then the adapter folder swapped in: a kill between leaves them apart until the run is
+    resumed); None when they agree, or when either does not say (not a run, a run from before the note)."""
+    try:
+        merged = json.loads((run / "config.json").read_text(encoding="utf-8"))["vitstudio"]["fine_tuned"]
+        adapter = json.loads((run / ADAPTER_DIR / ADAPTER_INFO).read_text(encoding="utf-8"))["fine_tuned"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    if not (isinstance(merged, str) and isinstance(adapter, str)) or merged == adapter:
+        return None
+    return merged.rsplit(", ", 1)[-1], adapter.rsplit(", ", 1)[-1]
 
 
 def load_adapter(folder: Path, load_base: Callable[[str, str | None], dict]) -> tuple[dict, AdapterInfo]:

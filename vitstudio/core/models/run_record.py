@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from vitstudio.core.files import counted
+from vitstudio.core.models.adapter_folder import ADAPTER_DIR, run_faces_disagree
 
 FINISHED = ("finished", "early-stopped")
 
@@ -30,12 +31,15 @@ def unfinished_run_note(folder: Path | None) -> str:
     status = record.get("status") if isinstance(record, dict) else None
     if status in FINISHED:
         return ""
+    apart = run_faces_disagree(Path(folder))
+    adapter = (f" Its {ADAPTER_DIR}/ folder holds the adapter of {apart[1]}, not of this model's {apart[0]}, until "
+               f"then." if apart else "")
     epochs = record.get("epochs_done") if isinstance(record, dict) else None
     done = f" after {counted(epochs, 'epoch')}" if isinstance(epochs, int) else ""
     state = ("is still training, or was stopped without a word" if status == "running" else
              f"did not finish ({status}{done})")
     return (f"The run {folder.name} {state}: these are the weights of its best epoch so far. Continue it with "
-            f"`vitstudio finetune --out {folder} --resume` or Resume run in the Training tab's History.")
+            f"`vitstudio finetune --out {folder} --resume` or Resume run in the Training tab's History.{adapter}")
 
 
 def base_model(folder: Path | None) -> str | None:

@@ -146,6 +146,7 @@ class _Run:
     head_note: str = ""
     skipped: dict = field(default_factory=dict)  # path -> why: files the scan or the data path could not use
     clock: RunClock = field(default_factory=RunClock)  # for the whole-run ETA
+    generator: torch.Generator | None = None  # the loader's shuffle: saved and restored with the checkpoint
 
     @property
     def device(self) -> torch.device:
@@ -247,7 +248,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
                steps_per_epoch, timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None,
                torch.amp.GradScaler("cuda") if base.precision == "fp16" and base.device.type == "cuda" else None,
                mixup, criterion, trainable)
-    run.skipped = {**skipped, **loaders.failed}
+    run.skipped, run.generator = {**skipped, **loaders.failed}, generator
     run.text, run.head_note = text, head_note
     run.warnings.extend(data_warnings)
     if resume:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from vitstudio.core.files import atomic_torch_save, atomic_write_bytes
@@ -59,7 +61,7 @@ def restore_checkpoint(run) -> None:
         run.scheduler.load_state_dict(state["scheduler"])
         if run.ema is not None and state.get("ema") is not None:
             run.ema.module.load_state_dict(state["ema"])
-        torch.set_rng_state(state["rng"])
+        _restore_rng(run, state)
     except (RuntimeError, ValueError, KeyError, TypeError) as exc:
         raise RunFileError(f"{run.out / CHECKPOINT} does not fit this run ({one_line(exc, 160)}); remove it to "
                            f"train the run from the start") from None
@@ -73,8 +75,35 @@ def save_checkpoint(run, epoch_done: int) -> None:
                        "scheduler": run.scheduler.state_dict(),
                        "ema": run.ema.module.state_dict() if run.ema else None, "epoch": epoch_done,
                        "best_acc": run.best_acc, "best_loss": run.best_loss, "best_epoch": run.best_epoch,
-                       "stale": run.stale, "rng": torch.get_rng_state()},
+                       "stale": run.stale, **_rng_states(run)},
                       run.out / CHECKPOINT)
+
+
+def _rng_states(run) -> dict:
+    """Every random source the next epoch draws from: torch's (dropout, LoRA's adapter dropout, timm's transforms),
+    Python's (the flips and crops of the transforms), numpy's (mixup), the loader's shuffle, CUDA's: a resumed run
+    draws the batches, crops and dropout masks an uninterrupted one draws."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    cuda = run.base.device.type == "cuda" and torch.cuda.is_available()
+    return {"rng": torch.get_rng_state(), "rng_python": random.getstate(),
+            "rng_numpy": [name, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+            "rng_loader": run.generator.get_state() if run.generator is not None else None,
+            "rng_cuda": torch.cuda.get_rng_state_all() if cuda else None}
+
+
+def _restore_rng(run, state: dict) -> None:
+    """What `_rng_states` saved; a checkpoint from before it holds torch's alone."""
+    torch.set_rng_state(state["rng"])
+    if state.get("rng_python") is not None:
+        version, keys, gauss = state["rng_python"]
+        random.setstate((version, tuple(keys), gauss))
+    if state.get("rng_numpy") is not None:
+        name, keys, pos, has_gauss, gauss = state["rng_numpy"]
+        np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+    if state.get("rng_loader") is not None and run.generator is not None:
+        run.generator.set_state(state["rng_loader"])
+    if state.get("rng_cuda") is not None and run.base.device.type == "cuda" and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["rng_cuda"])
 
 
 def write_status(run, status: str, epochs_done: int) -> None:
