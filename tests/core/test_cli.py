@@ -63,11 +63,25 @@ def test_predict_json_error_record(tmp_path, tiny_weights, capsys):
 def test_usage_and_model_errors_exit_2(folder, capsys):
     assert main(["predict", str(folder), "--model", "no_such_model"]) == 2
     assert "Unknown model" in capsys.readouterr().err
-    assert main(["predict", str(folder)]) == 2  # --model missing
     assert main(["predict", str(folder), "--model", "vit_tiny_patch16_224.augreg_in21k"]) == 2
     assert "not in the local cache" in capsys.readouterr().err
     assert main(["bogus"]) == 2
 
+
+
+def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
+    """No --model: the bundled demo, said in a note (issue 49 item 2: the first command a user types); without the
+    demo installed, one line asking for --model."""
+    from vitstudio.core.models.demo import sample_images
+
+    sample = sample_images()[0]  # digit-0-0010.png: a 0
+    assert main(["predict", str(sample), "--json", "--topk", "1"]) == 0
+    out = capsys.readouterr()
+    assert "note: no --model given: the bundled demo, digits-vit (handwritten digits)" in out.err
+    assert json.loads(out.out)["top"][0]["label"] == sample.name.split("-")[1]
+    monkeypatch.setattr("vitstudio.core.models.demo.bundled_demo", lambda: None)
+    assert main(["predict", str(sample)]) == 2
+    assert capsys.readouterr().err.strip() == "error: give --model (the bundled demo, digits-vit, is not installed)"
 
 def test_models_and_card(capsys):
     assert main(["models", "--filter", "deit_tiny*", "--json"]) == 0

@@ -107,6 +107,33 @@ def test_catalog_lists_the_users_models_and_the_checkouts(tmp_path):
         assert local_folder("digits-vit") == checkout / "digits-vit"  # and found by its name
 
 
+
+@pytest.mark.parametrize("layout", ["lib/python3.11/site-packages", "Lib/site-packages"])
+def test_an_installed_wheels_demo_is_listed_and_named_as_in_a_checkout(tmp_path, monkeypatch, layout):
+    """A wheel's demo sits in <prefix>/share/vitstudio/models (pyproject's data-files) with no checkout around the
+    package (POSIX and Windows site-packages under a `--prefix`/`--user` prefix): listed, and `digits-vit` finds it."""
+    from vitstudio.core.models.catalog import local_models, model_dirs
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.core.models.loading import local_folder
+
+    prefix = tmp_path / "prefix"
+    site = prefix / layout
+    (site / "vitstudio").mkdir(parents=True)  # the installed package; no pyproject.toml beside it
+    demo = prefix / "share" / "vitstudio" / "models" / "digits-vit"
+    demo.mkdir(parents=True)
+    (demo / "config.json").write_text("{}")
+    (demo / "model.safetensors").write_bytes(b"")
+    monkeypatch.setattr(paths, "CHECKOUT_ROOT", site)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "another-env"))  # not the environment's own prefix
+    assert paths.bundled_models_dir() == demo.parent and model_dirs()[1:] == [demo.parent]
+    assert [e.name for f in model_dirs() for e in local_models(f)] == [str(demo)]  # `models --local`
+    assert local_folder("digits-vit") == demo  # `--model digits-vit`
+    monkeypatch.setattr(paths, "CHECKOUT_ROOT", tmp_path / "elsewhere" / "a" / "b" / "c")
+    monkeypatch.setattr(sys, "prefix", str(prefix))  # installed into the environment itself
+    assert model_dirs()[1:] == [demo.parent] and local_folder("digits-vit") == demo
+    monkeypatch.setattr("vitstudio.core.models.demo.PROJECT_ROOT", site)
+    assert bundled_demo() == demo  # what the GUI opens first
+
 def test_settings_are_written_atomically_and_survive_a_bad_file(tmp_path):
     from vitstudio.core.files import SettingsStore
 

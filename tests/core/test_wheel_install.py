@@ -1,5 +1,6 @@
 """`pip install .` (a wheel, not editable) gives a working ViT Studio away from the checkout: both commands, the
-bundled demo model and the sample images (issue 29, item 20: the demo lived in the checkout's models/ only)."""
+bundled demo model and the sample images (issue 29, item 20: the demo lived in the checkout's models/ only), the
+demo listed and named as in a checkout (issue 49, item 2), and the build writes nothing into the checkout (item 14)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,19 @@ def _run(args, **kw):
     return res
 
 
+def _build_leftovers() -> dict:
+    """What setuptools writes into a tree it builds in: build/ and the egg-info, with each file's time."""
+    found = [p for pattern in ("build", "*.egg-info") for p in ROOT.glob(pattern)]
+    return {str(f): f.stat().st_mtime_ns for p in found for f in (p, *p.rglob("*"))}
+
+
 def test_a_wheel_installs_the_commands_the_demo_and_the_samples(tmp_path):
     import json
 
+    before = _build_leftovers()
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "w"),
           str(ROOT)], cwd=tmp_path)
+    assert _build_leftovers() == before  # built out of the tree: no build/, no egg-info written in the checkout
     wheel = next((tmp_path / "w").glob("vitstudio-*.whl"))
     prefix = tmp_path / "prefix"
     # --ignore-installed: the checkout's own (editable) vitstudio of the same version must not make pip skip it
@@ -44,7 +53,10 @@ def test_a_wheel_installs_the_commands_the_demo_and_the_samples(tmp_path):
     assert Path(found["package"]).is_relative_to(site), found
     assert Path(found["demo"]).is_relative_to(prefix / "share" / "vitstudio"), found
     assert len(found["samples"]) == 6 and all(Path(p).is_relative_to(prefix) for p in found["samples"]), found
-    res = _run([sys.executable, "-m", "vitstudio", "predict", found["samples"][0], "--model", found["demo"],
+    listed = _run([sys.executable, "-m", "vitstudio", "models", "--local", "--filter", "digits", "--json"],
+                  cwd=elsewhere, env=env)
+    assert [json.loads(line)["name"] for line in listed.stdout.splitlines()] == [found["demo"]]
+    res = _run([sys.executable, "-m", "vitstudio", "predict", found["samples"][0], "--model", "digits-vit",
                 "--top", "1"], cwd=elsewhere, env=env)
     digit = Path(found["samples"][0]).name.split("-")[1]  # digit-0-0010.png is a 0
     top = next(line.split() for line in res.stdout.splitlines() if line.strip().endswith("]"))  # "92.45%  0  [0]"

@@ -13,9 +13,9 @@ EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="timm name[.tag], hf-hub:ORG/REPO, local-dir:DIR, "
-                   "a folder under models/, a seed checkpoint, or custom:img=..,patch=..,width=..,depth=..,"
-                   "heads=..,classes=..")
+    p.add_argument("--model", help="timm name[.tag], hf-hub:ORG/REPO, local-dir:DIR, a folder under models/, a seed "
+                   "checkpoint, or custom:img=..,patch=..,width=..,depth=..,heads=..,classes=.. (default: the bundled "
+                   "demo, digits-vit, a small ViT for handwritten digits)")
     p.add_argument("--weights", help="weights file for the named architecture (.safetensors/.pth/.pt/.bin/.npz)")
     p.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
     p.add_argument("--precision", default="auto", choices=PRECISIONS,
@@ -82,6 +82,15 @@ def load_model_from_args(args):
     """The model that --model/--weights/--device/--precision name, or None once the error is printed."""
     from ..core.models.loading import ModelLoadError, load_model
 
+    if args.model is None:
+        from ..core.models.demo import DEMO_NAME, bundled_demo
+
+        demo = bundled_demo()
+        if demo is None:
+            print(f"error: give --model (the bundled demo, {DEMO_NAME}, is not installed)", file=sys.stderr)
+            return None
+        print(f"note: no --model given: the bundled demo, {DEMO_NAME} (handwritten digits)", file=sys.stderr)
+        args.model = str(demo)
     progress = None
     if sys.stderr.isatty():
         def progress(done, total, message):

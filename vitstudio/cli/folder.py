@@ -41,7 +41,6 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
     p.add_argument("paths", nargs="*", help="image files and/or folders (searched recursively)")
     add_model_args(p)
-    next(a for a in p._actions if a.dest == "model").required = False  # --resume LOG needs no model
     p.add_argument("--out", help="folder to sort into (created; not inside a source folder); files there are never "
                                  "overwritten; an interrupted sort into it is resumed; its undo log is kept in the "
                                  "app's data folder (`vitstudio undo-sort OUT` finds it)")
@@ -144,7 +143,7 @@ def sort_cmd(args) -> int:
         if listed is None:
             return EXIT_USAGE
         args.paths = [*args.paths, *listed]
-    if not args.paths or not args.out or not args.model:
+    if not args.paths or not args.out or not args.model:  # never the demo by default: a sort files the user's images
         print("error: give the images or folders to sort, --model and --out (or --resume LOG)", file=sys.stderr)
         return EXIT_USAGE
     if not 0.0 <= args.min_confidence <= 1.0:

@@ -6,28 +6,25 @@ Reproduce with `vitstudio demo-model --out models/digits-vit` (needs scikit-lear
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from vitstudio.core.files import installed_shares
+
 DEMO_NAME = "digits-vit"
 DEMO_SPEC = "custom:img=32,patch=4,width=64,depth=4,heads=4,classes=10"  # 8×8 patch grid, 65 tokens
 DEMO_SIZE = 32
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-# An installed wheel carries the demo and the sample images as data files (pyproject's data-files), under the
-# prefix it was installed to: share/vitstudio/{models/digits-vit, samples}. That is the environment's (sys.prefix)
-# or, for `pip install --user` / `--prefix`, the one above <prefix>/lib/pythonX.Y/site-packages/vitstudio.
-# A checkout has them at its top level.
-_ABOVE = Path(__file__).resolve().parents
-INSTALLED_SHARES = tuple(dict.fromkeys(prefix / "share" / "vitstudio"
-                                       for prefix in (Path(sys.prefix), *_ABOVE[6:7])))
+# A checkout has the demo and the sample images at its top level; an installed wheel carries them as data files
+# (pyproject's data-files) under share/vitstudio/{models/digits-vit, samples} of the prefix it was installed to.
 
 
 def bundled_demo() -> Path | None:
     """The demo model folder shipped with the project (a checkout's models/, else the installed copy), if present."""
-    for folder in (PROJECT_ROOT / "models" / DEMO_NAME, *(share / "models" / DEMO_NAME for share in INSTALLED_SHARES)):
+    shipped = (PROJECT_ROOT / "models", *(share / "models" for share in installed_shares()))
+    for folder in (models / DEMO_NAME for models in shipped):
         if (folder / "model.safetensors").is_file():
             return folder
     return None
@@ -49,7 +46,7 @@ def friendly_name(spec: str) -> str:
 
 def sample_images() -> list[Path]:
     """The sample digits a first start opens (a checkout's resources/samples, else the installed copy)."""
-    for folder in (PROJECT_ROOT / "resources" / "samples", *(share / "samples" for share in INSTALLED_SHARES)):
+    for folder in (PROJECT_ROOT / "resources" / "samples", *(share / "samples" for share in installed_shares())):
         found = sorted(folder.glob("*.png"))
         if found:
             return found
