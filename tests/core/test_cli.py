@@ -97,6 +97,29 @@ def test_models_and_card(capsys):
     assert card["gflops"] * 1e9 == pytest.approx(expected, rel=1e-6)
 
 
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the XDG base directory spec is Linux's")
+def test_card_shows_the_three_folders_and_what_moves_each(tmp_path, monkeypatch, capsys):
+    """VITSTUDIO_DATA_DIR moves the data and models folders, not the caches (issue 49 item 15): the card says
+    where each is; the cache folder is the XDG spec's $XDG_CACHE_HOME/vitstudio, written out here."""
+    from vitstudio.core import files
+
+    monkeypatch.setenv(files.DATA_ENV, str(tmp_path / "portable"))
+    monkeypatch.delenv(files.MODELS_ENV)
+    monkeypatch.delenv(files.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    assert main(["card", "--model", TINY_SPEC]) == 0
+    shown = {line.split("  ")[0]: line.split("  ", 1)[1].strip() for line in capsys.readouterr().out.splitlines()}
+    assert shown["Models folder"] == f"{tmp_path / 'portable' / 'models'}  (VITSTUDIO_MODELS_DIR; else models/ in " \
+                                     f"the data folder)"
+    assert shown["Data folder"] == f"{tmp_path / 'portable'}  (VITSTUDIO_DATA_DIR)"
+    assert shown["Cache folder"].startswith(f"{tmp_path / 'xdg-cache' / 'vitstudio'}  (VITSTUDIO_CACHE_DIR;")
+    assert "not moved by VITSTUDIO_DATA_DIR" in shown["Cache folder"]
+    assert main(["card", "--model", TINY_SPEC, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["folders"] == {
+        "models": str(tmp_path / "portable" / "models"), "data": str(tmp_path / "portable"),
+        "cache": str(tmp_path / "xdg-cache" / "vitstudio")}
+
 def test_models_family_choices_are_the_catalogs(capsys):
     """The CLI lists its --family choices without importing timm; they must stay the catalog's families."""
     from vitstudio.cli import build_parser

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
@@ -172,6 +173,22 @@ def test_help_menu(window):
     box = actions.show_help(window, "About ViT Studio")
     assert "timm" in box.text() and not box.isModal()
     box.close()
+
+
+def test_about_names_the_three_folders(tmp_path, monkeypatch):
+    """Help → About says where the models, the data and the caches are and what moves each (issue 49 item 15:
+    VITSTUDIO_DATA_DIR left the caches where they were, and nothing said so)."""
+    from vitstudio.core import files
+    from vitstudio.gui import actions
+
+    monkeypatch.setenv(files.DATA_ENV, str(tmp_path / "portable"))
+    monkeypatch.delenv(files.MODELS_ENV)
+    about = actions.help_text(None, "About ViT Studio")
+    for shown in (f"<b>Models folder:</b> {tmp_path / 'portable' / 'models'} ({files.MODELS_ENV};",
+                  f"<b>Data folder:</b> {tmp_path / 'portable'} ({files.DATA_ENV})",
+                  f"<b>Cache folder:</b> {os.environ[files.CACHE_ENV]} ({files.CACHE_ENV}; else the user cache "
+                  f"folder, not moved by {files.DATA_ENV})"):
+        assert shown in about, about
 
 
 def test_precision_auto_is_remembered_as_auto(window, qtbot, tiny_weights):

@@ -15,16 +15,21 @@ def register(subparsers) -> None:
 
 
 def card_cmd(args) -> int:
+    """The card, then where this installation keeps its files (a user moving one folder sees what moved)."""
+    from ..core.files import app_folders
     from ..core.models.modelcard import model_card
 
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
     card = model_card(loaded)
+    folders = app_folders()
     if args.json:
-        print(json.dumps(card.as_dict()))
+        print(json.dumps({**card.as_dict(), "folders": {what.split()[0].lower(): str(where)
+                                                        for what, where, _ in folders}}))
     else:
-        width = max(len(k) for k, _ in card.lines())
-        for key, value in card.lines():
+        lines = [*card.lines(), *((what, f"{where}  ({moved_by})") for what, where, moved_by in folders)]
+        width = max(len(k) for k, _ in lines)
+        for key, value in lines:
             print(f"{key:<{width}}  {value}")
     return EXIT_OK

@@ -241,6 +241,15 @@ def models_dir() -> Path:
     return Path(env) if env else data_dir() / "models"
 
 
+def app_folders() -> list[tuple[str, Path, str]]:
+    """(what, where, what moves it) for each of the app's three folders, as `vitstudio card` and Help → About show
+    them: VITSTUDIO_DATA_DIR moves the models folder too unless that has its own variable, never the caches."""
+    models = f"{MODELS_ENV}; else models/ in the data folder"
+    cache = f"{CACHE_ENV}; else the user cache folder, not moved by {DATA_ENV}"
+    return [("Models folder", models_dir(), models), ("Data folder", data_dir(), DATA_ENV),
+            ("Cache folder", cache_dir(), cache)]
+
+
 def checkout_models_dir() -> Path | None:
     """`models/` of a source checkout (the bundled demo, runs made before models moved to the data folder):
     listed, never written to. None in a pip install (no pyproject.toml beside the package)."""

@@ -153,13 +153,18 @@ def help_text(window, topic: str) -> str:
                 f"<p><b>Downloaded weights:</b> the Hugging Face cache, {constants.HF_HUB_CACHE}</p>"
                 "<p>Models marked ● in the model list load offline; ○ need a network once; HF_HUB_OFFLINE=1 "
                 "never tries the network.</p>")
+    import html
+
     import timm
     import torch
 
     from vitstudio import __version__
+    from vitstudio.core.files import app_folders
 
+    folders = "<br>".join(f"<b>{what}:</b> {html.escape(str(where))} ({moved_by})" for what, where, moved_by
+                          in app_folders())
     return (f"<p><b>ViT Studio {__version__}</b>: predict with, look inside and fine-tune Vision "
-            f"Transformers.</p><p>torch {torch.__version__} · timm {timm.__version__}</p>"
+            f"Transformers.</p><p>torch {torch.__version__} · timm {timm.__version__}</p><p>{folders}</p>"
             "<p>Rollout: Abnar &amp; Zuidema 2020. Gradient rollout: Chefer et al. 2021. Attention distance: "
             "Dosovitskiy et al. 2021, Fig. 7.</p>")
 
