@@ -135,6 +135,10 @@ def forward_tap(loaded: LoadedModel) -> Iterator[dict]:
                 handle.remove()
 
 
+NOT_FINITE = ("the model's output is not a finite number (NaN or infinity): its weights, or what changes them (an "
+              "adapter, concepts, --scale), hold values that are not finite or too large")
+
+
 def predictions_from(loaded: LoadedModel, logits: torch.Tensor, pooled: np.ndarray | None, names: Sequence[str],
                      topk: int = 5, crops: Sequence[Image.Image] | None = None) -> list[Prediction]:
     """Top-k Prediction records from a forward's logits (and pooled features, for the OOD score)."""
@@ -142,8 +146,12 @@ def predictions_from(loaded: LoadedModel, logits: torch.Tensor, pooled: np.ndarr
     odd = ood.score(loaded, pooled, probs.numpy())
     k = max(1, min(topk, probs.shape[-1]))
     top_p, top_i = probs.topk(k, dim=-1)
+    finite = torch.isfinite(logits.float()).all(-1).tolist()
     out = []
     for row, (name, p_row, i_row) in enumerate(zip(names, top_p.tolist(), top_i.tolist())):
+        if not finite[row]:  # a NaN is never printed as a probability (nor as invalid JSON)
+            out.append(Prediction(path=str(name), error=NOT_FINITE))
+            continue
         crop = np.asarray(crops[row], dtype=np.uint8) if crops is not None else None
         out.append(Prediction(path=str(name), indices=tuple(i_row), labels=tuple(loaded.labels[i] for i in i_row),
                               probs=tuple(p_row), crop=crop, ood=bool(odd.flagged[row]),

@@ -15,6 +15,7 @@ logit's gradient times each activation, summed over the patches (activation × g
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -38,6 +39,9 @@ def parse_scales(ablate: str | None = None, scale: list[str] | None = None) -> d
     except ValueError:
         raise ValueError(f"--ablate takes concept numbers (3,17) and --scale N=F (5=2.5), not {ablate or scale!r}.") \
             from None
+    wrong = next((f for f in out.values() if not math.isfinite(f)), None)
+    if wrong is not None:
+        raise ValueError(f"--scale takes finite factors (5=2.5), not {wrong}.")
     return out
 
 

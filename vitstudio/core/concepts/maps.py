@@ -73,7 +73,23 @@ def concepts_for(loaded: LoadedModel, path: str | Path) -> Concepts:
         raise ValueError(f"{weights_path(path).name} was learned on the tokens of {learned[0]} ({learned[1]}), not "
                          f"of this model ({loaded.display_name}, {loaded.weights_source}): load that model, or "
                          f"learn concepts for this one.")
+    misfit = _misfit(loaded, concepts)
+    if misfit:
+        raise ValueError(f"{weights_path(path).name} does not fit {loaded.display_name}: {misfit}; learn concepts "
+                         f"for this model.")
     return concepts
+
+
+def _misfit(loaded: LoadedModel, concepts: Concepts) -> str | None:
+    """What in the file the model cannot take (a file naming this model's fingerprint may still be edited)."""
+    width = getattr(loaded.model, "embed_dim", None)
+    if concepts.layer >= loaded.token_depth:
+        return f"it reads block {concepts.layer}, the model has blocks 0 to {loaded.token_depth - 1}"
+    if list(concepts.meta["grid"]) != list(loaded.grid_size):
+        return f"it reads a {concepts.meta['grid']} patch grid, the model's is {list(loaded.grid_size)}"
+    if isinstance(width, int) and width != concepts.sae.width:
+        return f"its concepts are {concepts.sae.width} wide, the model's tokens {width}"
+    return None
 
 
 def concept_maps(loaded: LoadedModel, concepts: Concepts, x: torch.Tensor) -> np.ndarray:
