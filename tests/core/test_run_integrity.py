@@ -211,6 +211,32 @@ def test_damaged_run_files_are_named_on_resume(cancelled_run, tmp_path, capsys, 
     assert str(run / name) in err, err
 
 
+
+class _Payload:  # a pickled object that would run code on load with weights_only=False
+    def __reduce__(self):
+        return (print, ("pwned",))
+
+
+def test_a_hostile_checkpoint_is_refused_before_any_work(data, tmp_path, capsys, monkeypatch):
+    """A run folder whose checkpoint-last.pt holds pickled objects: `finetune --resume` refuses it in one line
+    before the dataset is scanned or the model loaded (issue 49 item 17: it scanned, loaded and decoded first)."""
+    from vitstudio.cli import main
+    from vitstudio.core.train import engine
+    from vitstudio.core.train.runs import CHECKPOINT
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train_config.json").write_text(_config(data, run).to_json())
+    torch.save({"model": {}, "evil": _Payload()}, run / CHECKPOINT)
+    started = []
+    for work in ("prepare_split", "load_model", "make_loaders"):
+        monkeypatch.setattr(engine, work, lambda *a, _work=work, **k: started.append(_work) or 1 / 0)
+    assert main(["finetune", "--out", str(run), "--resume", "--quiet"]) == 2
+    err = capsys.readouterr()
+    assert started == [] and "pwned" not in err.out
+    assert err.err.startswith(f"error: {run / CHECKPOINT} contains pickled Python objects") and \
+        len(err.err.strip().splitlines()) == 1, err.err
+
 # 6 ------------------------------------------------------------------------------------------------------------
 SEED_SHAPES = {
     "mlp ratio 2": dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, mlp_ratio=2.0),

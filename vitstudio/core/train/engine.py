@@ -69,6 +69,7 @@ from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
     CHECKPOINT,
     MetricsLog,
+    read_checkpoint,
     save_model_folder,
 )
 from vitstudio.core.train.text_head import HeadStart, TextInit, start_from_text, write_head_start
@@ -163,7 +164,9 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         from vitstudio.core.train.quick import quick_run
 
         return (yield from quick_run(config, cancel, resume, out, dist_info))
-    run = yield from _build_run(config, cancel, resume, out, dist_info)
+    # read first: a damaged or hostile checkpoint is refused before the dataset is scanned and the model loaded
+    checkpoint = read_checkpoint(out) if resume else None
+    run = yield from _build_run(config, cancel, checkpoint, out, dist_info)
     if not resume:
         yield _head_start(run)
     total = sum(p.numel() for p in run.model.parameters())
@@ -213,9 +216,10 @@ def _final_evaluation(run: _Run, cancel: CancelToken):
     return report
 
 
-def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path, dist_info: DistInfo):
-    """Split, base model with its new head, data, optimizer, schedule, EMA; restored from the checkpoint when
-    resuming, else the run folder is created. Yields progress while it works."""
+def _build_run(config: TrainConfig, cancel: CancelToken, checkpoint: dict | None, out: Path, dist_info: DistInfo):
+    """Split, base model with its new head, data, optimizer, schedule, EMA; restored from `checkpoint` (the run's
+    checkpoint-last.pt as read) when resuming, else the run folder is created. Yields progress while it works."""
+    resume = checkpoint is not None
     yield Progress(0, 0, "Scanning the dataset")
     split, skipped, data_warnings = prepare_split(config, out)
     for warning in data_warnings:
@@ -252,7 +256,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     run.text, run.head_note = text, head_note
     run.warnings.extend(data_warnings)
     if resume:
-        restore_checkpoint(run)
+        restore_checkpoint(run, checkpoint)
     if dist_info.main:  # on resume too: the recorded settings name this folder, even for a renamed run
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(out / "train_config.json", config.to_json().encode())

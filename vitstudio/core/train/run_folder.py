@@ -15,7 +15,7 @@ import torch
 from vitstudio.core.files import atomic_torch_save, atomic_write_bytes
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.runlock import RunFileError, remove_stale_files
-from vitstudio.core.train.runs import CHECKPOINT, one_line, read_checkpoint, read_train_config
+from vitstudio.core.train.runs import CHECKPOINT, one_line, read_train_config
 
 # what a run writes before its first finished epoch: a run holding only these can be started over
 RUN_FILES = {".lock", "train_config.json", "split.json", "status.json", "metrics.csv", "tensorboard", "probe",
@@ -52,9 +52,9 @@ def clear_unfinished(out: Path) -> None:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
-def restore_checkpoint(run) -> None:
-    """The run's model, optimizer, schedule, EMA and RNG as of its last checkpoint; where to go on from."""
-    state = read_checkpoint(run.out)
+def restore_checkpoint(run, state: dict) -> None:
+    """The run's model, optimizer, schedule, EMA and RNG as of its last checkpoint (`state`, as read_checkpoint
+    read it); where to go on from."""
     try:
         run.model.load_state_dict(state["model"])
         run.optimizer.load_state_dict(state["optimizer"])
