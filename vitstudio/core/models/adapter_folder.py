@@ -9,15 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitstudio.core.models.adapter_checks import (
+    AdapterError,
+    check_base,
+    check_config,
+    check_note,
+    check_weights,
+    read_note,
+)
 from vitstudio.core.models.structure import replace_classifier
 
 ADAPTER_DIR = "adapter"  # inside a run folder
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_INFO = "vitstudio_adapter.json"  # ViT Studio's note: base model, its weights, classes, data config
-
-
-class AdapterError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,10 @@ def is_adapter_folder(path: Path) -> bool:
 
 
 def read_adapter_info(folder: Path) -> AdapterInfo:
-    try:
-        config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-        note = json.loads((folder / ADAPTER_INFO).read_text(encoding="utf-8")) if (folder / ADAPTER_INFO).is_file() \
-            else {}
-    except (OSError, ValueError) as exc:
-        raise AdapterError(f"{folder} is an adapter folder that cannot be read ({exc}).") from None
+    """The folder's notes, checked (`adapter_checks`) with its weights before peft reads any of it."""
+    config, note = read_note(folder / ADAPTER_CONFIG, "config"), read_note(folder / ADAPTER_INFO, "note")
+    check_config(folder / ADAPTER_CONFIG, config)
+    check_note(folder / ADAPTER_INFO, note)
     disagreement = run_faces_disagree(folder.parent) if folder.name == ADAPTER_DIR else None
     if disagreement:
         raise AdapterError(f"{folder} holds the adapter of {disagreement[1]} while the run's merged model in "
@@ -49,6 +51,10 @@ def read_adapter_info(folder: Path) -> AdapterInfo:
         raise AdapterError(f"{folder} is a peft adapter that does not say which base model it was trained on "
                            f"(no base_model_name_or_path in {ADAPTER_CONFIG}); load the base model and apply it "
                            f"with peft.")
+    if not isinstance(base, str):
+        raise AdapterError(f"{folder / ADAPTER_CONFIG}: 'base_model_name_or_path' must be a path or a model name.")
+    check_base(folder, base)
+    check_weights(folder)
     return AdapterInfo(str(base), note.get("base_weights"), list(note.get("classes") or []), note.get("data_config"))
 
 
@@ -80,7 +86,7 @@ def load_adapter(folder: Path, load_base: Callable[[str, str | None], dict]) -> 
     except Exception as exc:  # whatever the base's loader says (offline, missing file), said as this adapter's need
         raise AdapterError(f"{folder} is an adapter for the base model {info.base_model}"
                            f"{f' with weights {info.base_weights}' if info.base_weights else ''}, which could not be "
-                           f"loaded: {exc}") from None
+                           f"loaded: {_first_line(exc)}") from None
     model = parts["model"]
     if info.classes:
         replace_classifier(model, len(info.classes))
@@ -91,7 +97,12 @@ def load_adapter(folder: Path, load_base: Callable[[str, str | None], dict]) -> 
         model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     except (RuntimeError, ValueError, KeyError, OSError) as exc:
         raise AdapterError(f"The adapter in {folder} does not fit its base model {info.base_model}: "
-                           f"{str(exc).splitlines()[0][:200]}") from None
+                           f"{_first_line(exc)}") from None
     if info.classes:
         model.pretrained_cfg = {**dict(getattr(model, "pretrained_cfg", {}) or {}), "label_names": info.classes}
     return {**parts, "model": model}, info
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

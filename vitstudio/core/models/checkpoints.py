@@ -38,9 +38,17 @@ class CheckpointError(Exception):
 def refused_pickle(exc: BaseException) -> bool:
     """torch.load(weights_only=True) refused a file's pickled objects. Its own message then advises loading the file
     with weights_only=False, the one thing a user must never be told to do with a file that may run code."""
-    text = str(exc)
-    return isinstance(exc, pickle.UnpicklingError) or any(
-        words in text for words in ("Weights only load failed", "Unsupported globals"))
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # timm 1.0.31 raises its own RuntimeError from torch's
+        seen.add(id(exc))
+        if isinstance(exc, pickle.UnpicklingError) or any(words in str(exc) for words in _REFUSALS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+# torch's refusals and timm's ("weights_only=True blocked loading …", raised from torch's UnpicklingError)
+_REFUSALS = ("Weights only load failed", "Unsupported globals", "weights_only=True blocked", "weights_only=False")
 
 
 def pickle_refusal(path) -> str:
