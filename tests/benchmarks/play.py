@@ -63,10 +63,10 @@ def window_stage(model: str, seconds: float, fps: float, method: str | None) -> 
     from PySide6.QtWidgets import QApplication
 
     from tests.core.play_video import moving_digits_video
+    from vitstudio.app.app_state import AppState
     from vitstudio.core.play.session import play
     from vitstudio.gui import workers
     from vitstudio.gui.explore.play_panel import PlayPanel
-    from vitstudio.gui.state import AppState
 
     app = QApplication.instance() or QApplication([])
     video = moving_digits_video(Path(tempfile.mkdtemp()) / "digits.mp4", frames=int(seconds * fps), size=240, fps=fps)

@@ -34,8 +34,9 @@ def test_core_is_grouped_by_layer():
     packages = sorted(p.name for p in root.iterdir() if (p / '__init__.py').exists())
     assert packages == ["analysis", "concepts", "data", "folder", "models", "play", "train"]
     flat = sorted(p.stem for p in root.glob('*.py') if p.stem != "__init__")
-    # the general helpers of the lowest floor (fields: the field spec and vocabularies) and inference
-    assert flat == ["distributed", "fields", "files", "inference", "jobs"], flat
+    # the general helpers of the lowest floor (fields: the field spec and vocabularies; errors: the user-facing kind)
+    # and inference
+    assert flat == ["distributed", "errors", "fields", "files", "inference", "jobs"], flat
 
 
 def test_imports_only_go_down_a_floor():

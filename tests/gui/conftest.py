@@ -77,13 +77,13 @@ def panel(qtbot):
     catalog). `window` stays for what needs the whole window: menus, tabs, the Load path, session memory."""
     import inspect
 
+    from vitstudio.app.app_state import AppState, make_entry
     from vitstudio.core.data.images import read_image
     from vitstudio.core.models.loading import load_model
     from vitstudio.core.models.model import LoadedModel
     from vitstudio.gui import workers
     from vitstudio.gui.common.wheel_guard import install_wheel_guard
     from vitstudio.gui.imaging import configure_pyqtgraph
-    from vitstudio.gui.state import AppState, make_entry
 
     def make(kind, model=None, images=(), catalog=()):
         configure_pyqtgraph()  # what MainWindow sets up app-wide before its panels exist

@@ -8,9 +8,9 @@ import pytest
 
 from tests.conftest import TINY_SPEC
 from tests.gui.helpers import settle as _settle
+from vitstudio.app.notices import Notice
 from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.gui import workers
-from vitstudio.gui.notices import Notice
 
 
 def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):
@@ -94,9 +94,9 @@ def test_no_error_travels_as_a_string():
 def test_the_model_bar_lists_the_demo_once(qtbot):
     """The bundled demo is the first entry, by its title; the catalog (which finds its folder under models/ too)
     does not list it again by its path (issue 29: "the demo listed twice")."""
+    from vitstudio.app.app_state import AppState
     from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
     from vitstudio.gui.common.model_panel import ModelPanel
-    from vitstudio.gui.state import AppState
 
     bar = ModelPanel(AppState())
     qtbot.addWidget(bar)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSlider, QSpinBox
 
+from vitstudio.app.evented import ViewState
 from vitstudio.core.fields import DISCARD, FUSIONS, MASS_MASK, OPACITY, FieldSpec
 from vitstudio.gui.common.bind import bind
-from vitstudio.gui.viewstate import ViewState
 
 
 class ToyView(ViewState):

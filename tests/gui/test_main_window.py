@@ -99,7 +99,7 @@ def test_latest_model_request_wins(window, qtbot, qapp, tiny_weights):
 
 
 def test_a_new_request_discards_the_pending_one(qtbot, qapp):
-    from vitstudio.gui.viewstate import ViewState
+    from vitstudio.app.evented import ViewState
 
     view = ViewState(requested=None)
     jobs = workers.ViewJobs(view, {"load": ("requested",)})

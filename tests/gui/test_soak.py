@@ -72,8 +72,8 @@ def test_predictions_of_models_no_longer_loaded_are_dropped():
 
     import numpy as np
 
+    from vitstudio.app.app_state import AppState, ImageEntry
     from vitstudio.core.inference import Prediction
-    from vitstudio.gui.state import AppState, ImageEntry
 
     state = AppState()
     entry = ImageEntry("a.png")

@@ -224,7 +224,7 @@ def _fails(cancel, event):
 def test_view_jobs_deliver_only_the_current_request(qtbot, qapp):
     """The path itself: a result, a yield-free error and a kept value reach the view only while their request is
     current; a model change discards the pending job (its token cancelled) and frees the old model's results."""
-    from vitstudio.gui.viewstate import ViewState
+    from vitstudio.app.evented import ViewState
 
     state = ViewState(model=1, image=1, layer=0)
     jobs = workers.ViewJobs(state, {"double": ("layer",), "error": ()})

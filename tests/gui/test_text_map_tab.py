@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from tests.conftest import TINY_SPEC
+from vitstudio.app.app_state import make_entry
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.data.images import read_image
 from vitstudio.core.models.loading import load_model
 from vitstudio.gui.explore.attention_panel import AttentionPanel
-from vitstudio.gui.state import make_entry
 
 
 def test_typed_text_draws_the_core_text_map(panel, qtbot, clip_dir, photos, tiny_weights):

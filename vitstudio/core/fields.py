@@ -3,7 +3,7 @@ command line builds its parser from them before torch loads, the GUI's forms and
 checks against them).
 
 A `FieldSpec` says what a value may be: its type, default, choices or range, and a sentence of help. View fields
-(`gui/viewstate.py`) are FieldSpecs; an analysis parameter (`analysis/registry.Param`) gives its FieldSpec with
+(`app/evented.py`) are FieldSpecs; an analysis parameter (`analysis/registry.Param`) gives its FieldSpec with
 `.spec`, and so does a training setting (`train/schema.Setting`: the Training form's state is made of them). A
 choice list or a range that two faces share is a name here (tests/core/test_field_spec.py fails on a second copy).
 """
@@ -68,6 +68,7 @@ class FieldSpec:
     valid: Callable[[Any], bool] | None = None
     help: str = ""
     nullable: bool = False  # None means something ("off", "the model's") though the default is a value
+    labels: tuple[str, ...] | None = None  # what people read for each of `choices` (the values are what is kept)
 
     def coerce(self, name: str, value):
         """`value` as the field holds it (numpy scalars as plain numbers, lists as tuples), or TypeError/ValueError

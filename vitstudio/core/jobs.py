@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from queue import Full, Queue
 from typing import TypeVar
 
+from vitstudio.core.errors import UserFacingError
+
 T = TypeVar("T")
 
 
@@ -81,7 +83,7 @@ class Throttle:
         return False
 
 
-class GPUOutOfMemory(RuntimeError):
+class GPUOutOfMemory(RuntimeError, UserFacingError):
     """The accelerator ran out of memory; the message says which batch size should fit. The job fails, the app
     and the CLI go on (one line, exit 2). Defined here, torch-free, so the CLI can catch it without importing torch."""
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.app_state import AppState, make_entry
 from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 
 from . import workers
@@ -37,7 +38,6 @@ from .imaging import configure_pyqtgraph
 from .opening import Opening, StripPaths, read_new_images, recent_entry, updated_recent
 from .panel_routes import PanelRoutes
 from .session_memory import SessionMemory
-from .state import AppState, make_entry
 from .status_notice import PassingMessages, StatusNoticeWidget
 from .window_jobs import Relay, classify_job, is_model_of, load_model_job
 

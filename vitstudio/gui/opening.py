@@ -8,10 +8,9 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 
+from vitstudio.app.app_state import AppState, make_entry
 from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.files import counted, shown_path
-
-from .state import AppState, make_entry
 
 RECENT_KEPT = 10
 

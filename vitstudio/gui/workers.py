@@ -43,10 +43,9 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, QThreadPool, Signal
 
+from vitstudio.app.evented import Keyed, ViewState
+from vitstudio.app.notices import told
 from vitstudio.core.jobs import Cancelled, CancelToken
-from vitstudio.gui.notices import told
-
-from .viewstate import Keyed, ViewState
 
 log = logging.getLogger("vitstudio.jobs")
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitstudio.core.errors import UserFacingError
 
-class DatasetError(Exception):
+
+class DatasetError(UserFacingError):
     """The folder cannot be used as a dataset; the message says why."""
 
 

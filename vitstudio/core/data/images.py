@@ -23,6 +23,7 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError, features
 
+from vitstudio.core.errors import UserFacingError
 from vitstudio.core.files import special_kind
 
 IMAGE_SUFFIXES = frozenset(
@@ -37,7 +38,7 @@ MAX_FILE_BYTES = 1 << 30  # no photo is larger; a bigger "image" is a mistake or
 MAX_ASPECT = 16  # longer side / shorter side kept; a model sees a square-ish centre crop anyway
 
 
-class ImageReadError(Exception):
+class ImageReadError(UserFacingError):
     """A file that could not be turned into an image; the message is meant for the user."""
 
     def __init__(self, path: str | os.PathLike, reason: str) -> None:

@@ -20,6 +20,7 @@ import timm
 import torch
 from torch import nn
 
+from vitstudio.core.errors import UserFacingError
 from vitstudio.core.files import irregular
 
 # The ViT paper's width -> heads table (Ti, S, B, L, H); other widths fall back to 64-dim heads.
@@ -31,7 +32,7 @@ SEED_CROP_PCT = 224 / 256
 SEED_SHAPE_FILE = "vitstudio_seed.json"  # beside an exported seed model.pth: what the state dict cannot say (heads)
 
 
-class CheckpointError(Exception):
+class CheckpointError(UserFacingError):
     """A weights file that cannot be read or does not fit; the message is meant for the user."""
 
 

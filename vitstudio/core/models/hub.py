@@ -12,12 +12,13 @@ import socket
 from collections.abc import Callable, Iterator
 from urllib.parse import urlparse
 
+from vitstudio.core.errors import UserFacingError
 from vitstudio.core.models.catalog import cached_hub_file, models_dir
 
 ProgressFn = Callable[[int, int, str], None]  # (bytes done, bytes total or 0, message)
 
 
-class WeightsUnavailable(Exception):
+class WeightsUnavailable(UserFacingError):
     """Weights are neither cached nor downloadable right now; the message says what to do."""
 
 

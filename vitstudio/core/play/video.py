@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vitstudio.core.errors import UserFacingError
 
-class VideoSourceError(ValueError):
+
+class VideoSourceError(ValueError, UserFacingError):
     """A source that cannot be opened or read, said in one sentence."""
 
 

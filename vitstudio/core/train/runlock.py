@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from vitstudio.core.errors import UserFacingError
+
 try:
     import fcntl
 except ImportError:  # Windows: no flock; runs are then not protected against a second process
@@ -19,12 +21,12 @@ except ImportError:  # Windows: no flock; runs are then not protected against a 
 LOCK = ".lock"
 
 
-class RunFileError(ValueError):
+class RunFileError(ValueError, UserFacingError):
     """A file of a run folder that cannot be used as it is; the message (one line) names it and says what is
     wrong."""
 
 
-class RunInUse(Exception):
+class RunInUse(UserFacingError):
     """Another process is training this run right now."""
 
 

@@ -13,11 +13,11 @@ from urllib.parse import quote
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
+from vitstudio.app.app_state import AppState
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..app_settings import app_settings
-from ..state import AppState
 
 # The core's CLIP helpers (openclip, zeroshot) import torch: they are imported where they are used, so the model bar
 # can be built before torch has loaded (the window shows at once; app.py).

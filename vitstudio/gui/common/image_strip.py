@@ -9,8 +9,9 @@ from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt
 from PySide6.QtGui import QAction, QColor, QIcon, QKeySequence, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QListView, QListWidget, QListWidgetItem, QWidget
 
+from vitstudio.app.app_state import AppState, ImageEntry
+
 from ..imaging import pil_to_pixmap
-from ..state import AppState, ImageEntry
 
 THUMB = 96
 

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.app_state import AppState
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
 
-from ..state import AppState
 from .bind import bind
 from .classes_box import ClassesWidget
 

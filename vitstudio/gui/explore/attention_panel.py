@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import Field
 from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
@@ -31,7 +32,6 @@ from vitstudio.gui import file_dialogs
 from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
-from ..viewstate import Field
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,

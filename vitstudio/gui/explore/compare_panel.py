@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import Field
 from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import explain
@@ -30,7 +31,6 @@ from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.model_marks import MODEL_LIST_WIDTH
-from ..viewstate import Field
 from .explorer_base import ExplorerPanel, ExplorerView, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .layer_cka import LayerCKAWidget
 

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import Field
 from vitstudio.core.analysis import embeddings, registry
 from vitstudio.core.fields import COLORMAPS
 from vitstudio.core.models.structure import is_windowed
@@ -21,7 +22,6 @@ from vitstudio.core.models.structure import is_windowed
 from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
-from ..viewstate import Field
 from .explorer_base import (
     ExplorerPanel,
     ExplorerView,

@@ -15,11 +15,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.app_state import AppState, ImageEntry
+from vitstudio.app.evented import ViewState
 from vitstudio.core import fields
 from vitstudio.core.analysis import registry
-
-from ..state import AppState, ImageEntry
-from ..viewstate import ViewState
 
 
 def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:

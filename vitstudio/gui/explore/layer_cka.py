@@ -20,13 +20,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import ViewState
 from vitstudio.core.files import counted
 
 from .. import workers
 from ..common.job_progress import show_progress
 from ..common.map_view import MapView, colour_map
 from ..common.small_plot import SmallPlotWidget
-from ..viewstate import ViewState
 
 MIN_IMAGES = 4  # the fewest images CKA is computed on (the minibatch estimator's n > 3)
 

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import Field, ViewState
 from vitstudio.core.analysis import registry
 from vitstudio.core.play import play_methods
 from vitstudio.gui import file_dialogs
@@ -27,7 +28,6 @@ from vitstudio.gui import file_dialogs
 from .. import workers
 from ..common.bind import bind
 from ..imaging import pil_to_pixmap
-from ..viewstate import Field, ViewState
 from .explorer_base import method_combo
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"

@@ -7,9 +7,10 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from vitstudio.app.app_state import AppState, ImageEntry
+
 from ..common.ood_banner import OODBannerWidget
 from ..imaging import pil_to_pixmap, set_scaled_pixmap
-from ..state import AppState, ImageEntry
 
 ROWS = 5
 

@@ -4,10 +4,10 @@ restored and reset as data, and a reset can never leave a widget showing a stale
 
 from __future__ import annotations
 
+from vitstudio.app.evented import Field, ViewState
 from vitstudio.core.fields import Range
 
 from ..common.bind import bind
-from ..viewstate import Field, ViewState
 
 
 class FolderView(ViewState):

@@ -10,12 +10,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from vitstudio.app.evented import ViewState
 from vitstudio.core.folder.layer_cache import FEATURE_NOTE
 
 from .. import workers
 from ..common.job_progress import show_progress
 from ..common.small_plot import SmallPlotWidget
-from ..viewstate import ViewState
 
 
 def probes_job(cancel, model, folder: str):

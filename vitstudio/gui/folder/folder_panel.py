@@ -72,7 +72,7 @@ class FolderPanel(QWidget):
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
         self.files = FileOperations(self.review_tab, self.undo_button, self._dataset_shown, self)  # sorts, moves,
-        self.files.said.connect(state.message)  # exclusions and their undo stack
+        self.files.said.connect(state.message.emit)  # exclusions and their undo stack
         self.files.relocated.connect(self.follow_moves)
         self.files.failed.connect(self._on_failed)
         self.undo_button.clicked.connect(self.files.undo_last)

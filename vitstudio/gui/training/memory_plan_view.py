@@ -10,11 +10,11 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
+from vitstudio.app.evented import Field, ViewState
 from vitstudio.core.train.memory_plan import size_text
 from vitstudio.core.train.run_plan import RunPlan, plan_for_dataset
 
 from .. import workers
-from ..viewstate import Field, ViewState
 
 # what the plan reads of a TrainConfig: a change of anything else (the lr, the epochs) plans nothing again
 PLANNED = ("data_dir", "model", "weights", "scope", "last_blocks", "batch_size", "img_size", "precision", "device",

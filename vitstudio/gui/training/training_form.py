@@ -21,12 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import ViewState
 from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_config
 from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
 from ..common.bind import bind
 from ..common.setting_control import SettingControl
-from ..viewstate import ViewState
 
 
 class TrainingFormWidget(QWidget):

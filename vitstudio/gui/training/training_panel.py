@@ -10,6 +10,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from vitstudio.app.evented import ViewState
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
@@ -20,7 +21,6 @@ from vitstudio.core.train.runs import UNFINISHED, read_metrics, recorded_optimiz
 from vitstudio.core.train.text_head import read_head_start
 
 from .. import workers
-from ..viewstate import ViewState
 from .augmentation_preview import AugmentationPreviewView
 from .dataset_actions import DatasetActions
 from .memory_plan_view import MemoryPlanView

@@ -18,9 +18,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import ViewState
+
 from ... import workers
 from ...common.map_view import MapView
-from ...viewstate import ViewState
 
 SHOWN = 8
 

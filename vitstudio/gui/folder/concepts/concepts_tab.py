@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.evented import ViewState
 from vitstudio.core.concepts.settings import ConceptSettings
 from vitstudio.core.train.schema import settings_of
 
@@ -30,7 +31,6 @@ from ...common.bind import bind
 from ...common.job_progress import show_progress
 from ...common.setting_control import SettingControl
 from ...common.small_plot import SmallPlotWidget
-from ...viewstate import ViewState
 from .concept_browser import ConceptBrowserWidget
 from .concept_image import ConceptImageWidget
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
+from vitstudio.core.errors import UserFacingError
+
 
 def describe(exc: BaseException) -> str:
     """One line for the user: the message, or the exception's type when it has none."""
@@ -14,15 +16,9 @@ def describe(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-# Exceptions whose message is written for the user (a model not in the offline cache, no camera, a damaged file):
-# logged as that one line. Any other exception is a bug, logged with its traceback. By name: this module is Qt- and
-# torch-free, and importing the modules that define them would load torch.
-TOLD = frozenset({"ModelLoadError", "DatasetError", "VideoSourceError", "ImageReadError", "RunFileError",
-                  "ConfigError", "CheckpointError", "WeightsUnavailable", "RunInUse", "GPUOutOfMemory"})
-
-
 def told(exc: BaseException) -> bool:
-    return any(kind.__name__ in TOLD for kind in type(exc).__mro__)
+    """The message was written for the user (the core's `UserFacingError`): logged as that one line."""
+    return isinstance(exc, UserFacingError)
 
 
 @dataclass(frozen=True)

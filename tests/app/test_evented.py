@@ -1,6 +1,9 @@
-"""The view state announces consistent changes and keys results by their request (no Qt needed)."""
+"""The app model's evented state announces consistent changes, keys results by their request and announces what a
+field accepts (no Qt)."""
 
-from vitstudio.gui.viewstate import Keyed, ViewState
+import pytest
+
+from vitstudio.app.evented import Field, Keyed, ViewState
 
 
 def test_update_is_atomic_then_announced_per_field():
@@ -34,8 +37,8 @@ def test_results_answer_only_their_request():
 
 
 def test_fields_are_typed_and_validated_before_anything_changes():
+    from vitstudio.app.evented import Field
     from vitstudio.core.fields import Range
-    from vitstudio.gui.viewstate import Field
 
     state = ViewState(model=Field(None, int), layer=0, discard=Field(0.0, float, range=Range(0, 1, hi_open=True)),
                       fusion=Field("mean", str, choices=("mean", "max", "min")), patch=Field(None, tuple))
@@ -74,13 +77,36 @@ def test_batch_applies_once_and_announces_each_field_once():
     assert state.layer == 5 and len(seen) == 2  # a failed batch applies nothing
 
 
-def test_the_view_fields_are_the_registry_parameters(qapp):
-    """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3)."""
-    from vitstudio.core import fields
-    from vitstudio.core.analysis import registry
-    from vitstudio.gui.explore.attention_panel import AttentionView
+def test_a_new_spec_is_announced_and_applies_with_the_batch_that_uses_it():
+    """A model switch declares the new depth and sets the new layer in one update: the control hears the new range
+    before the value, no listener sees the old model with a layer the new one does not have."""
+    from vitstudio.core.fields import Range
 
-    specs = AttentionView().fields()
-    assert specs["discard"] == registry.get("rollout").param("discard").spec
-    assert specs["discard"].range is fields.DISCARD and specs["fusion"].choices is fields.FUSIONS
-    assert set(specs["direction"].choices) <= set(registry.get("token").param("direction").choices)
+    state = ViewState(model=Field(1, int), layer=Field(0, int, range=Range(0, 1)))
+    heard = []
+    state.spec_events.layer.connect(lambda spec: heard.append(("range", spec.range.hi, state.model, state.layer)))
+    state.events.layer.connect(lambda value: heard.append(("layer", value, state.model)))
+    with pytest.raises(ValueError, match="layer"):
+        state.update(layer=11)  # outside the declared range
+    with state.batch():
+        state.redeclare("layer", range=Range(0, 11))
+        state.update(model=2, layer=11)  # checked against the new range, applied together
+    assert heard == [("range", 11, 2, 11), ("layer", 11, 2)]
+    state.redeclare("layer", range=Range(0, 3))  # a shallower model: a layer it lacks goes back to the default
+    assert state.layer == 0 and heard[-1] == ("layer", 0, 2)
+    state.redeclare("layer", range=Range(0, 5))  # still accepted: the value stays, only the spec is announced
+    assert state.layer == 0 and heard[-1] == ("range", 5, 2, 0)
+    with pytest.raises(ValueError):
+        with state.batch():
+            state.redeclare("layer", range=Range(0, 1))
+            state.update(layer=4)  # refused by the spec declared just before it in the batch
+    assert state.fields()["layer"].range == Range(0, 5)  # an abandoned batch declares nothing
+
+
+def test_choices_carry_labels_and_a_value_set_before_they_change_is_checked_again():
+    state = ViewState(target=Field(None, int, choices=(None, 0, 1), labels=("top-1", "0: cat", "1: dog")))
+    state.target = 1
+    with state.batch():
+        state.update(target=1)  # valid for the old classes, not for the new ones: falls back to the default
+        state.redeclare("target", choices=(None, 0), labels=("top-1", "0: digit"))
+    assert state.target is None and state.fields()["target"].labels == ("top-1", "0: digit")

@@ -1,4 +1,4 @@
-"""Qt-free evented state of one view, and results keyed by the request that made them.
+"""Qt-free evented state, and results keyed by the request that made them: the one event system of the app's model.
 
 As napari's EventedModel: a view's state is a class whose fields are annotations (type, default, and choices or
 range from the core's field spec, `vitstudio.core.fields.FieldSpec`), and each field has its own event:
@@ -12,7 +12,12 @@ range from the core's field spec, `vitstudio.core.fields.FieldSpec`), and each f
 
 A change to several fields is applied at once and then announced field by field, so listeners never see a
 half-updated state (e.g. a new model with the old model's layer). A value of the wrong type or out of range is
-refused before anything changes. `with state.batch():` groups several writes into one update. A job receives a
+refused before anything changes. `with state.batch():` groups several writes into one update.
+
+What a field accepts is state too: `state.redeclare("layer", range=Range(0, depth - 1))` changes its spec and
+announces it on `state.spec_events.layer` (a bound control takes the new range or choices by itself); a value the
+new spec refuses goes back to the default. Inside a batch the new spec applies to the batch's own writes, so a model
+switch declares the new depth and sets the new layer in one update. A job receives a
 frozen request (`state.request(...)`); its result travels as `Keyed(request, value)`; the view uses a result only
 while `state.request(...)` still equals the result's request. Model switches, hidden tabs and late results are then
 correct by construction. `ViewState(name=default_or_spec, ...)` makes a state of the given fields without a class.
@@ -58,7 +63,9 @@ def _as_field(spec, hint: str | None = None) -> FieldSpec:
 
 
 class Emitter:
-    """The listeners of one field: each is called with the new value once per update that changed it."""
+    """The listeners of one event, called in the order they connected with what it carries (a field's new value,
+    once per update that changed it; an app event's arguments). Listeners are held strongly: a binding lives as
+    long as the state it follows."""
 
     def __init__(self) -> None:
         self._listeners: list[Callable[[Any], None]] = []
@@ -70,9 +77,9 @@ class Emitter:
     def disconnect(self, listener: Callable[[Any], None]) -> None:
         self._listeners.remove(listener)
 
-    def emit(self, value) -> None:
+    def emit(self, *args) -> None:
         for listener in list(self._listeners):
-            listener(value)
+            listener(*args)
 
 
 class Events:
@@ -105,9 +112,11 @@ class ViewState:
         specs = {**self._declared, **{name: _as_field(spec) for name, spec in fields.items()}}
         object.__setattr__(self, "_fields", specs)
         object.__setattr__(self, "events", Events(specs))
+        object.__setattr__(self, "spec_events", Events(specs))
         object.__setattr__(self, "_values", {name: spec.default for name, spec in specs.items()})
         object.__setattr__(self, "_listeners", [])
         object.__setattr__(self, "_batch", None)
+        object.__setattr__(self, "_pending_specs", None)
 
     def __getattr__(self, name: str):
         try:
@@ -122,13 +131,15 @@ class ViewState:
         return dict(self._fields)
 
     def redeclare(self, name: str, **spec) -> None:
-        """Change what field `name` accepts (e.g. the devices, known once torch has looked for GPUs); its value
-        stays when still accepted, else it goes back to the default."""
-        self._fields[name] = dataclasses.replace(self._fields[name], **spec)
-        try:
-            self._fields[name].coerce(name, self._values[name])
-        except (TypeError, ValueError):
-            self.update(**{name: self._fields[name].default})
+        """Change what field `name` accepts (its range, choices, labels…) and announce the new spec on
+        `spec_events.<name>`; its value stays when still accepted, else it goes back to the default. In a batch the
+        new spec checks the batch's writes that follow, and everything applies at the batch's end."""
+        with self.batch():
+            self._pending_specs[name] = dataclasses.replace(self._spec(name), **spec)
+
+    def _spec(self, name: str) -> FieldSpec:
+        pending = self._pending_specs or {}
+        return pending.get(name) or self._fields[name]
 
     def connect(self, listener: Callable[[str, Any], None]) -> None:
         """`listener(field, value)` is called once per changed field, after every field of the update is set and
@@ -146,26 +157,40 @@ class ViewState:
             yield
             return
         object.__setattr__(self, "_batch", {})
+        object.__setattr__(self, "_pending_specs", {})
         try:
             yield
-            pending = self._batch
+            pending, specs = self._batch, self._pending_specs
         finally:
             object.__setattr__(self, "_batch", None)
-        self.update(**pending)
+            object.__setattr__(self, "_pending_specs", None)
+        self._apply(pending, specs)
 
     def update(self, **changes) -> list[str]:
         unknown = set(changes) - set(self._values)
         if unknown:
             raise AttributeError(f"no such view field: {', '.join(sorted(unknown))}")
-        checked = {name: self._fields[name].coerce(name, value) for name, value in changes.items()}
+        checked = {name: self._spec(name).coerce(name, value) for name, value in changes.items()}
         if self._batch is not None:
             self._batch.update(checked)
             return []
+        return self._apply(checked, {})
+
+    def _apply(self, checked: dict, specs: dict) -> list[str]:
+        """Set new specs and values, then announce: specs first (a control takes its new range before the value),
+        then the listeners of the whole state (a view's job keys: results made stale are dropped), then each
+        field's own event (the view reacting), so a reaction never finds a stale result still current."""
+        self._fields.update(specs)
+        for name in specs:  # a value the new spec refuses (set before it in the batch, or kept) becomes the default
+            try:
+                checked[name] = self._fields[name].coerce(name, checked.get(name, self._values[name]))
+            except (TypeError, ValueError):
+                checked[name] = self._fields[name].default
         changed = [k for k, v in checked.items() if self._values[k] != v or type(self._values[k]) is not type(v)]
         for name in changed:
             self._values[name] = checked[name]
-        # listeners of the whole state first (a view's job keys: results made stale are dropped), then each field's
-        # own event (the view reacting), so a reaction never finds a stale result still current
+        for name in specs:
+            getattr(self.spec_events, name).emit(self._fields[name])
         for name in changed:
             for listener in list(self._listeners):
                 listener(name, self._values[name])

@@ -1,5 +1,6 @@
-"""AppState: the current model, images and predictions, and the model bar's choices. Widgets watch its signals
-and write through it; errors reach one notifier (`report`) as exception objects."""
+"""AppState: the current model, images and predictions, and the model bar's choices. Qt-free: views connect to its
+events (each an `Emitter`, called on the thread that changes the state: the GUI's) and write through its methods;
+errors reach one notifier (`report`) as exception objects."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from PIL import Image
-from PySide6.QtCore import QObject, Signal
 
 from vitstudio.core.fields import DEVICES, PRECISIONS
 
@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # torch-free at import: the window is built from this before 
     from vitstudio.core.inference import Prediction
     from vitstudio.core.models.model import LoadedModel
 
+from .evented import Emitter, Field, Keyed, ViewState
 from .notices import Notice
-from .viewstate import Field, Keyed, ViewState
 
 PREVIEW = 640
 _uids = itertools.count(1)
@@ -71,19 +71,17 @@ def make_entry(path: str, image: Image.Image | None = None, error: str | None = 
     return ImageEntry(path, image, error, preview)
 
 
-class AppState(QObject):
-    model_loading = Signal(str)  # spec
-    model_loaded = Signal(object)  # LoadedModel
-    model_failed = Signal(object)  # Notice
-    images_added = Signal(list)  # list[ImageEntry]
-    images_removed = Signal(list)  # list[ImageEntry], taken out of the strip by the user
-    image_selected = Signal(object)  # ImageEntry | None
-    prediction_ready = Signal(object)  # ImageEntry
-    message = Signal(str, str)  # level ('info' | 'warning'), text
-    error = Signal(object)  # Notice: every error the user should hear about, as an exception object
-
+class AppState:
     def __init__(self) -> None:
-        super().__init__()
+        self.model_loading = Emitter()  # spec
+        self.model_loaded = Emitter()  # LoadedModel
+        self.model_failed = Emitter()  # Notice
+        self.images_added = Emitter()  # list[ImageEntry]
+        self.images_removed = Emitter()  # list[ImageEntry], taken out of the strip by the user
+        self.image_selected = Emitter()  # ImageEntry | None
+        self.prediction_ready = Emitter()  # ImageEntry
+        self.message = Emitter()  # level ('info' | 'warning'), text
+        self.error = Emitter()  # Notice: every error the user should hear about, as an exception object
         self.model: LoadedModel | None = None
         self.loading: str | None = None  # the spec of a load under way (a view says "Loading…", not "No model")
         self.model_loading.connect(self._load_started)  # methods, not lambdas: a lambda holding self keeps it alive

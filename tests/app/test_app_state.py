@@ -1,0 +1,84 @@
+"""The app's model runs without Qt: the current model, images, selection and predictions, and their events, driven
+from a plain script (no QApplication, no PySide6 imported)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from vitstudio.app.app_state import AppState, make_entry
+
+
+def _entries(n: int):
+    return [make_entry(f"/photos/{i}.png", Image.new("RGB", (40 + i, 30), (i * 40, 0, 0))) for i in range(n)]
+
+
+def test_a_script_drives_the_model_images_and_predictions_without_qt(tiny_weights):
+    from vitstudio.core.inference import classify
+    from vitstudio.core.models.loading import load_model
+
+    state, heard = AppState(), []
+    for name in ("model_loaded", "images_added", "images_removed", "image_selected", "prediction_ready"):
+        getattr(state, name).connect(lambda *args, name=name: heard.append(name))
+    images = _entries(3)
+    state.add_images(images)
+    assert state.selected is images[0] and heard == ["images_added", "image_selected"]
+    weights, _ = tiny_weights
+    first = load_model(TINY_SPEC, weights=str(weights))
+    state.set_model(first)
+    prediction = classify(first, [images[0].image])[0]
+    state.set_prediction(images[0], first, prediction)
+    assert state.prediction_for(images[0]) is prediction
+    second = load_model(TINY_SPEC, weights=str(weights))
+    state.set_prediction(images[1], first, prediction)  # accepted: `first` is still the model
+    state.set_model(second)
+    # what depends on the model goes with it: no image keeps the previous model's prediction
+    assert [state.prediction_for(e) for e in images] == [None, None, None]
+    assert all(e.prediction is None for e in images)
+    state.set_prediction(images[2], first, prediction)  # a late result of the previous model is not kept
+    assert images[2].prediction is None and heard.count("prediction_ready") == 2
+    state.remove_images([images[0]])
+    assert state.selected is images[1] and heard[-2:] == ["images_removed", "image_selected"]
+
+
+def test_the_app_layer_imports_no_qt():
+    """No Qt, and no torch at import either: the window is built from the app's model before torch loads."""
+    code = ("import sys, pkgutil, importlib, vitstudio.app as a\n"
+            "mods = [m.name for m in pkgutil.walk_packages(a.__path__, 'vitstudio.app.')]\n"
+            "for name in mods: importlib.import_module(name)\n"
+            "state = a.app_state.AppState(); state.view.update(precision='fp32')\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'torch')"
+            " or m.startswith('vitstudio.gui')]\n"
+            "print(len(mods), bad)\n"
+            "sys.exit(1 if bad else 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert int(out.stdout.split()[0]) >= 3  # the modules were found and imported
+
+
+def test_devices_offered_later_are_announced_and_a_device_gone_falls_back():
+    state = AppState()
+    offered = []
+    state.view.spec_events.device.connect(lambda spec: offered.append(spec.choices))
+    state.view.update(device="cpu")
+    state.view.redeclare("device", choices=("auto", "cpu", "cuda:0"))
+    state.view.update(device="cuda:0")
+    state.offer_devices()  # this machine has no GPU: the choices shrink and the device falls back
+    assert offered[-1] == ("auto", "cpu") and state.view.device == "auto"
+
+
+def test_errors_written_for_the_user_are_one_line_and_bugs_keep_their_traceback():
+    from vitstudio.app.notices import Notice, told
+    from vitstudio.core.data.dataset_scan import DatasetError
+    from vitstudio.core.models.loading import ModelLoadError
+    from vitstudio.core.train.runlock import RunInUse
+
+    for exc in (ModelLoadError("Unknown model 'x'"), DatasetError("no class folders"), RunInUse("held by pid 7")):
+        assert told(exc) and Notice(exc, "Loading").logged == f"Loading: {exc}"
+    try:
+        raise KeyError("bug")
+    except KeyError as bug:
+        assert not told(bug) and "Traceback" in Notice(bug).logged and "KeyError" in Notice(bug).logged
