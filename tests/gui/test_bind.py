@@ -118,3 +118,34 @@ def test_typing_into_a_bound_spin_box_keeps_what_is_typed(qtbot):
     mask.setValue(30)
     type_into(mask, "50")
     assert (mask.value(), state.mask) == (50, 50)
+
+
+def test_a_control_follows_the_fields_new_range_and_choices_without_feeding_back(qtbot):
+    """A model switch redeclares the layer's range and the class list: the bound slider and combo take them (the
+    only place signals are blocked is the binding), the user's pick reaches the state as the value, not the label."""
+    from vitstudio.core.fields import Range
+
+    state = ViewState(layer=FieldSpec(0, int, range=Range(0, 1)),
+                      target=FieldSpec(None, int, choices=(None,), labels=("top-1 prediction",)))
+    slider, combo = QSlider(Qt.Horizontal), QComboBox()
+    qtbot.addWidget(slider)
+    qtbot.addWidget(combo)
+    bind(slider, state, "layer")
+    bind(combo, state, "target")
+    fed_back = []
+    slider.valueChanged.connect(fed_back.append)
+    combo.currentIndexChanged.connect(fed_back.append)
+    assert (slider.maximum(), combo.count(), combo.currentText()) == (1, 1, "top-1 prediction")
+    with state.batch():
+        state.redeclare("layer", range=Range(0, 11))
+        state.redeclare("target", choices=(None, 0, 1), labels=("top-1 prediction", "0: ant", "1: bee"))
+        state.update(layer=11)
+    assert (slider.maximum(), slider.value()) == (11, 11)
+    assert [combo.itemText(i) for i in range(combo.count())] == ["top-1 prediction", "0: ant", "1: bee"]
+    assert fed_back == []
+    combo.setCurrentIndex(2)  # the user picks "1: bee": the state holds the class index
+    assert state.target == 1
+    state.redeclare("target", choices=(None, 0), labels=("top-1 prediction", "0: digit"))  # a model with one class
+    assert state.target is None and combo.currentText() == "top-1 prediction" and combo.count() == 2
+    state.redeclare("layer", range=Range(0, 3))  # a shallower model: the slider is back at the default layer
+    assert (slider.maximum(), slider.value(), state.layer) == (3, 0, 0)

@@ -112,7 +112,7 @@ class MainWindow(QMainWindow):
         last time), the model catalog, the Edit menu, the session memory, then a Load or an Open folder asked for
         meanwhile. Runs on the GUI thread once the panel modules are imported."""
         classes = panel_classes()
-        self.model_panel.offer_devices()
+        self.state.offer_devices()  # the model bar's device combo follows the field's choices
         saved = self.settings.value("device", "auto")  # a GPU the frame could not offer yet, unless one was picked
         if self.state.view.device == "auto" and saved in self.state.view.fields()["device"].choices:
             self.state.view.update(device=saved)

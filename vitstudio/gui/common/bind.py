@@ -7,8 +7,10 @@ widget a value the state holds.
 - A change of the state shows on the control without being fed back (the control's signals are blocked), and
   only where the control does not show that value already: a spin box being typed into ("0.5", one keystroke at a
   time) keeps its text.
-- The control takes what the spec declares: a combo box with no items gets the spec's choices, a spin box or slider
-  the spec's range (an open upper end one step below it).
+- The control takes what the spec declares: a combo box with no items gets the spec's choices (shown by their
+  `labels` where the spec has them), a spin box or slider the spec's range (an open upper end one step below it);
+  when the state declares a new range or new choices (`state.redeclare`, e.g. a model switch's depth or classes),
+  the control takes them too, here and nowhere else with its signals blocked.
 
 Combo boxes hold a field's value as an item's data (labels for people, values for the state: "attends to" -> "to";
 a placeholder item without data, e.g. "all classes", is None) unless the field has choices and the items carry no
@@ -48,11 +50,27 @@ class Binding:
             widget.connect_changed(self.from_widget)
         else:
             spec = state.fields()[field]
+            self.declared_choices = isinstance(widget, QComboBox) and widget.count() == 0 and bool(spec.choices)
             _declare(widget, spec)
             self.by_data = isinstance(widget, QComboBox) and (spec.choices is None or _has_data(widget))
             _changed_signal(widget).connect(self.from_widget)
+            getattr(state.spec_events, field).connect(self.declare)
         self.show(getattr(state, field))
         getattr(state.events, field).connect(self.show)
+
+    def declare(self, spec) -> None:
+        """The field's new spec: a new range, or new choices where the binding filled the combo from the field's
+        choices (a combo whose items the view wrote itself keeps them)."""
+        with QSignalBlocker(self.widget):
+            if isinstance(self.widget, QComboBox):
+                if not self.declared_choices:
+                    return
+                self.widget.clear()
+                _declare(self.widget, spec)
+                self.by_data = spec.labels is not None
+            else:
+                _declare(self.widget, spec)
+            _write(self.widget, getattr(self.state, self.field), self.by_data)
 
     def from_widget(self, *_args) -> None:
         try:
@@ -98,7 +116,11 @@ def bind(widget, state, field: str) -> Binding:
 
 def _declare(widget, spec) -> None:
     if isinstance(widget, QComboBox) and widget.count() == 0 and spec.choices:
-        widget.addItems([str(c) for c in spec.choices])
+        if spec.labels is not None:  # people read the labels; the state holds the values
+            for label, value in zip(spec.labels, spec.choices, strict=True):
+                widget.addItem(label, value)
+        else:
+            widget.addItems([str(c) for c in spec.choices])
     elif isinstance(widget, (QSpinBox, QDoubleSpinBox, QAbstractSlider)) and spec.range is not None:
         r = spec.range
         step = widget.singleStep() if isinstance(widget, QDoubleSpinBox) else 1

@@ -93,14 +93,6 @@ class ModelPanel(QWidget):
                 self.name.setEditText(typed)
         self.names.setStringList(self.catalog_names())
 
-    def offer_devices(self) -> None:
-        """Every device this machine has, once torch can say (the device field's choices and the combo)."""
-        self.state.offer_devices()
-        with QSignalBlocker(self.device):
-            self.device.clear()
-            self.device.addItems(list(self.state.view.fields()["device"].choices))
-            self.device.setCurrentText(self.state.view.device)
-
     def catalog_names(self) -> list[str]:
         return [self.name.itemData(i) for i in range(self.name.count())]
 

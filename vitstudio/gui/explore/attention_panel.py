@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFormLayout,
     QPushButton,
@@ -26,7 +26,7 @@ from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import explain, explain_folder
 from vitstudio.core.analysis.masks import MaskExport
-from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS
+from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS, Range
 from vitstudio.gui import file_dialogs
 
 from .. import workers
@@ -51,6 +51,7 @@ from .param_form import ParamForm, registry_fields
 # grid, the distance plot and the entries whose view job it is all read it.
 OVERVIEW = "overview"
 OVERVIEW_KEYS = ("fusion", "discard")
+TOP_1, TOP_1_LABEL = (None,), ("top-1 prediction",)  # the target before the model's classes: its top-1 prediction
 
 
 def _drawn(analysis) -> bool:
@@ -97,11 +98,12 @@ class AttentionView(ExplorerView):
     """The Attention tab's state: a parameter the registry declares takes the registry's spec."""
 
     method: str | None = Field(None, valid=registry.is_registered)
-    layer: int = 0
-    head: int = 0
+    # ranges and the class list follow the model shown (fields_for_model redeclares them with the model's uid)
+    layer: int = Field(0, range=Range(0, 0))
+    head: int = Field(0, range=Range(0, 0))
     fusion: str = registry.get("rollout").param("fusion").spec
     discard: float = registry.get("rollout").param("discard").spec
-    target: int | None = None  # the class explained; None: the top-1 prediction
+    target: int | None = Field(None, choices=TOP_1, labels=TOP_1_LABEL)  # the class explained (None: the top-1)
     patch: tuple | None = None
     direction: str = Field("to", choices=SHOWN_DIRECTIONS)
     text: str | None = None  # the text map's text (CLIP-style models)
@@ -192,11 +194,10 @@ class AttentionPanel(ExplorerPanel):
         QVBoxLayout(self).addWidget(outer)
 
     def _connect_controls(self) -> None:
-        """Every control is bound to its view-state field; the layer and head ranges follow the model."""
+        """Every control is bound to its view-state field (the layer and head ranges and the classes with it)."""
         for name in ("method", "cmap", "opacity", "mask", "smooth"):  # the parameters' controls: ParamForm
             bind(getattr(self, name), self.view_state, name)
         events = self.view_state.events
-        events.model.connect(self._show_model_ranges)  # before the layer and head of the same update show
         events.layer.connect(self._show_layer)
         self.view.patch_clicked.connect(self.select_patch)
         self.grid.head_clicked.connect(self._on_head_clicked)
@@ -205,13 +206,12 @@ class AttentionPanel(ExplorerPanel):
 
     # -- state ---------------------------------------------------------------------------------------
     def fields_for_model(self, model) -> dict:
-        self.target.blockSignals(True)
-        self.target.clear()
-        self.target.addItem("top-1 prediction", None)
-        for i, label in enumerate(model.labels):
-            self.target.addItem(f"{i}: {label}", i)
-        self.target.blockSignals(False)
         vs = self.view_state
+        classes = range(len(model.labels))
+        vs.redeclare("target", choices=TOP_1 + tuple(classes),
+                     labels=TOP_1_LABEL + tuple(f"{i}: {label}" for i, label in zip(classes, model.labels)))
+        vs.redeclare("layer", range=Range(0, model.depth - 1))
+        vs.redeclare("head", range=Range(0, model.num_heads - 1))
         same_grid = vs.model is not None and self.view._grid == tuple(model.grid_size)
         fallback = mark_available(self.method, model)  # e.g. gradient rollout on parallel-attention blocks
         no_distance = why_not(model.model, self.folder_method)
@@ -233,13 +233,6 @@ class AttentionPanel(ExplorerPanel):
             self.distance.show_nothing()  # the previous image's or folder's distances are not this request's
         if name not in ("model", "image"):  # those arrive with a reload
             self.refresh_view()
-
-    def _show_model_ranges(self, _uid) -> None:
-        """The layer and head ranges of the model shown (read from it, not kept as fields)."""
-        model = self.state.model
-        for widget, count in ((self.layer, model.depth if model else 1), (self.head, model.num_heads if model else 1)):
-            with QSignalBlocker(widget):
-                widget.setRange(0, max(0, count - 1))
 
     def _show_layer(self, layer: int) -> None:
         self.layer_label.setText(f"layer {layer}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.evented import Field
 from vitstudio.core.analysis import embeddings, registry
-from vitstudio.core.fields import COLORMAPS
+from vitstudio.core.fields import COLORMAPS, Range
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
@@ -57,7 +57,7 @@ def _view_job(cancel, layer_tokens, mode: str, params: dict, basis, grid):
 
 class EmbeddingsView(ExplorerView):
     mode: str | None = Field(None, valid=registry.is_registered)  # the registered token view (PCA, similarity, …)
-    layer: int = 0  # a token layer: a block, or a Swin stage
+    layer: int = Field(0, range=Range(0, 0))  # a token layer: a block, or a Swin stage (the range follows the model)
     patch: tuple | None = None
     fixed: bool = False  # one PCA basis across layers and images
     cmap: str = Field("inferno", choices=COLORMAPS)
@@ -110,7 +110,7 @@ class EmbeddingsPanel(ExplorerPanel):
         for name in ("mode", "fixed", "cmap", "smooth"):  # the layer: ParamForm
             bind(getattr(self, name), self.view_state, name)
         events = self.view_state.events
-        events.model.connect(self._on_model)  # before the layer of the same update shows
+        events.model.connect(self._on_model)  # the unit (layer or stage) changes with the model
         events.mode.connect(self._on_mode)
         events.layer.connect(self._on_layer)
         events.fixed.connect(self._on_fixed)
@@ -144,13 +144,10 @@ class EmbeddingsPanel(ExplorerPanel):
         # with a new layer
         self.unit = "stage" if is_windowed(model.model) else "layer"  # Swin's token layers are its stages
         self.basis = None
+        self.view_state.redeclare("layer", range=Range(0, model.token_depth - 1))
         return dict(layer=model.token_depth - 1, patch=None)
 
     def _on_model(self, _uid) -> None:
-        """The slider spans the token layers of the model shown (blocks, or Swin's stages)."""
-        depth = self.state.model.token_depth if self.state.model is not None else 1
-        with QSignalBlocker(self.layer):
-            self.layer.setRange(0, max(0, depth - 1))
         self.layer_label.setText(self._layer_name())  # the unit may change with the same layer number
 
     def _on_layer(self, layer: int) -> None:

@@ -136,11 +136,13 @@ class ExplorerPanel(QWidget):
         return model, entry
 
     def fields_for_model(self, model) -> dict:
-        """View fields that must change with the model (ranges, defaults); set in the same update as the model."""
+        """View fields that must change with the model (defaults; ranges and choices by `view_state.redeclare`),
+        set in the same update as the model."""
         return {}
 
     def _on_model_loaded(self, model) -> None:
-        self.view_state.update(model=model.uid, **self.fields_for_model(model))
+        with self.view_state.batch():
+            self.view_state.update(model=model.uid, **self.fields_for_model(model))
         self._on_context_changed()
 
     def _on_image_selected(self, entry) -> None:

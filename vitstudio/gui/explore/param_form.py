@@ -27,8 +27,8 @@ class ParamForm:
     """The rows of `form` for every parameter of `methods` (a clicked patch has no row: it is picked on the image).
 
     `controls[name]` is the control bound to `view_state.<name>`; `labels` gives a choice's values the words people
-    read ({"to": "attends to"}); `unbound` names the parameters whose control the panel fills and binds itself
-    (the class list, which changes with the model)."""
+    read ({"to": "attends to"}). A control whose range or choices follow the model (layer, head, class) takes them
+    from the field's spec, which the panel redeclares with the model."""
 
     def __init__(self, form: QFormLayout, view_state, methods, labels: dict | None = None) -> None:
         self.form, self.view_state = form, view_state
@@ -50,9 +50,8 @@ class ParamForm:
             return slider, row
         if p.kind in ("head", "index"):
             box = QSpinBox(maximum=(1 << 20) if p.kind == "index" else 99)
-        elif p.kind == "class":  # filled per model: "top-1 prediction" (None), then the model's classes
+        elif p.kind == "class":  # the binding fills it from the field's choices, which follow the model
             box = QComboBox()
-            box.addItem("top-1 prediction", None)
         elif p.kind == "choice":
             box = QComboBox()
             for value in p.choices:

@@ -7,15 +7,14 @@ import numpy as np
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from .folder_map import COLOUR_BY, FolderMapWidget
+from .folder_map import FolderMapWidget
 
 
 class FolderMapTabWidget(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.map = FolderMapWidget()
-        self.colour_by = QComboBox()
-        self.colour_by.addItems(COLOUR_BY)
+        self.colour_by = QComboBox()  # its items: the colour_by field's choices (bind)
         self.hover = QLabel()
         # a long file name under the pointer is cut, not allowed to widen the pane (and the splitter) for good
         self.hover.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)

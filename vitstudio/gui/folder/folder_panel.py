@@ -10,7 +10,7 @@ import os
 from dataclasses import replace
 
 import numpy as np
-from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QLabel,
@@ -31,7 +31,7 @@ from vitstudio.gui import file_dialogs
 from .. import workers
 from .concepts.concepts_tab import ConceptsTab
 from .file_operations import FileOperations
-from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters
+from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters, offered_classes
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_labels import LabelsTab
@@ -145,11 +145,10 @@ class FolderPanel(QWidget):
         self.sort_button.clicked.connect(self._sort_dialog)
         self.csv_button.clicked.connect(self._export_csv)
         self.review_button.clicked.connect(self.start_review)
-        bind_filters(self.toolbar, self.view_state)
+        bind_filters(self.toolbar, self.colour_by, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
         self.map.selection_changed.connect(self._on_map_selection)
         self.map.hovered.connect(self._on_hover)
-        self.colour_by.currentTextChanged.connect(self._recolour)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
         self.review_tab.open_in_explorer.connect(self.open_in_explorer)
@@ -199,7 +198,7 @@ class FolderPanel(QWidget):
         roots = [p if os.path.isdir(p) else os.path.dirname(p) for p in paths]
         self.source = self.folder or f"{len(paths)} dropped items"
         if tuple(paths) != self.view_state.paths:  # filters belong to a folder: another one starts unfiltered
-            self.toolbar.reset_filters(self.source)
+            self.toolbar.show_filters_of(self.source)
             self.view_state.update(**FILTER_DEFAULTS)
         self.info.setText(f"Embedding {self.source} with {model.display_name}…")
         self.view_state.update(model=model.uid, paths=tuple(paths))
@@ -232,12 +231,11 @@ class FolderPanel(QWidget):
         self.embedded = embedded
         self.results = results
         self.model.set_results(self.results)
-        if not results.has_predictions:  # the map colours by given label: the combo says so
-            with QSignalBlocker(self.colour_by):
-                self.colour_by.setCurrentText("given label")
         classes = sorted(set(self.results.predicted_labels().tolist()) - {""})
-        if not self.toolbar.show_classes(classes, self.view_state.predicted):  # a class these results don't have
-            self.view_state.predicted = None
+        with self.view_state.batch():  # a class these results don't have goes back to all classes
+            self.view_state.redeclare("predicted", **offered_classes(classes))
+            if not results.has_predictions:  # the map colours by given label: the combo says so
+                self.view_state.colour_by = "given label"
         self.map_rows = self.group_rows = None
         self.duplicates.clear()
         self.apply_filters()
@@ -277,6 +275,8 @@ class FolderPanel(QWidget):
             self._forget_results()
         elif name in FILTER_DEFAULTS:
             self.apply_filters()
+        elif name == "colour_by":
+            self._recolour()
 
     def _forget_results(self) -> None:
         """Nothing computed for the previous model or paths stays on screen (or in an export)."""
@@ -326,14 +326,14 @@ class FolderPanel(QWidget):
         if self.view_state.follow_map:
             self.apply_filters()
 
-    def _recolour(self, _by: str) -> None:
+    def _recolour(self) -> None:
         if self.results is not None and self.coords is not None:
             by = self._colour_key()
             self.map.set_groups(colour_groups(self.results, by), scale=by == "confidence")
 
     def _colour_key(self) -> str:
         """The map's colouring; by given label when the model predicts nothing (a headless model)."""
-        by = self.colour_by.currentText()
+        by = self.view_state.colour_by
         return by if self.results is None or self.results.has_predictions else "given label"
 
     def _on_map_selection(self, rows) -> None:

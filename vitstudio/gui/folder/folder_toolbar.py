@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import os
 
-from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -99,36 +98,14 @@ class FolderToolbarWidget(QWidget):
             widgets.append(_labelled(f" {label}", w))
         return _wrapping_row((*widgets, self.follow_map, self.reset_button))
 
-    def reset_filters(self, folder: str | None = None) -> None:
-        """Every filter back to "show all", quietly (the caller refreshes the table once); `folder`: the one they
-        now apply to."""
-        for widget in (self.predicted, self.correctness, self.min_conf, self.follow_map):
-            with QSignalBlocker(widget):
-                if widget is self.min_conf:
-                    widget.setValue(0.0)
-                elif widget is self.follow_map:
-                    widget.setChecked(False)
-                else:
-                    widget.setCurrentIndex(0)
-        if folder is not None:
-            name = os.path.basename(os.path.normpath(folder)) or folder
-            name = name if len(name) <= 28 else name[:12] + "…" + name[-12:]
-            self.filters_text = f" · filters of <b>{html.escape(name)}</b>:"
-            self.filters_for.setToolTip(folder)
-            if self.shown.text():
-                self.filters_for.setText(self.filters_text)
-
-    def show_classes(self, classes: list[str], kept: str | None) -> bool:
-        """The Predicted filter lists these classes (quietly) and shows `kept`; False when `kept` is not one of
-        them (the filter then shows all classes)."""
-        with QSignalBlocker(self.predicted):
-            self.predicted.clear()
-            self.predicted.addItem("all classes", None)
-            for label in classes:
-                self.predicted.addItem(label, label)
-            index = self.predicted.findData(kept) if kept else 0
-            self.predicted.setCurrentIndex(max(index, 0))
-        return index >= 0
+    def show_filters_of(self, folder: str) -> None:
+        """The folder the filters now apply to (their values are the Folder state's)."""
+        name = os.path.basename(os.path.normpath(folder)) or folder
+        name = name if len(name) <= 28 else name[:12] + "…" + name[-12:]
+        self.filters_text = f" · filters of <b>{html.escape(name)}</b>:"
+        self.filters_for.setToolTip(folder)
+        if self.shown.text():
+            self.filters_for.setText(self.filters_text)
 
     def show_count(self, shown: int | None, total: int = 0) -> None:
         """ "N of M shown" and the folder the filters are of; both empty while there are no results (before a
