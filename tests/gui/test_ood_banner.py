@@ -109,3 +109,23 @@ def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_clas
     panel._sort_dialog()
     assert asked and "results are unreliable" in asked[0]
     assert not (tmp_path / "out").exists()  # cancelled: nothing was sorted
+
+
+def test_the_predictions_line_says_cannot_tell_when_the_score_does_not_separate(tmp_path, tiny_weights):
+    """The Predictions tab's line for an image under the threshold of a bank whose score does not separate outside
+    images (lowest AUROC 0.62): 'Cannot tell', with why, never 'Like the model's training data'."""
+    import numpy as np
+
+    from tests.conftest import TINY_SPEC
+    from vitstudio.core.inference import classify
+    from vitstudio.core.models import ood
+    from vitstudio.core.models.loading import load_model
+    from vitstudio.gui.explore.predictions_panel import fit_line
+
+    features = np.random.default_rng(0).normal(size=(20, 32)).astype(np.float16)
+    ood.save_bank(tiny_weights[0].parent, ood.OODBank(features, 10.0, 1, "32×32 colour images of ants, bees",
+                                                       {"noise": 0.62, "digits": 0.97}))
+    model = load_model(TINY_SPEC, str(tiny_weights[0]))
+    line = fit_line(model, classify(model, [Image.new("RGB", (32, 32), (90, 60, 30))])[0])
+    assert line.startswith("Cannot tell whether this is like the model's training data (32×32 colour images of "
+                           "ants, bees)") and "only at AUROC 0.62, under 0.95" in line and "Like the" not in line

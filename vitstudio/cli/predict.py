@@ -145,6 +145,11 @@ def _ood_line(pred) -> str:
     if not pred.ood_calibrated:
         return (f"  out-of-distribution score {pred.ood_score:.3f} (uncalibrated: the model keeps no record of its "
                 f"training data)")
+    if pred.ood_verdict == "cannot tell":
+        from ..core.models.ood import why_cannot_tell
+
+        return (f"  out-of-distribution score {pred.ood_score:.3f}: cannot tell whether it is like the model's "
+                f"training data ({why_cannot_tell(pred.ood_auroc)})")
     verdict = "NOT like the model's training data" if pred.ood else "like the model's training data"
     return f"  out-of-distribution score {pred.ood_score:.3f}: {verdict}"
 

@@ -33,6 +33,12 @@ class Prediction:
     ood: bool = False  # unlike the model's training data (see core/models/ood.py); never set when uncalibrated
     ood_score: float = 0.0  # higher = less like the training data
     ood_calibrated: bool = False  # False: the model keeps no record of its training data, the score is 1 - top prob
+    ood_auroc: float | None = None  # how well the score separates outside images (ood.OODBank.auroc); None: unmeasured
+
+    @property
+    def ood_verdict(self) -> str:
+        """'like', 'unlike', 'cannot tell' (a score that does not separate) or 'uncalibrated' (ood.verdict)."""
+        return ood.verdict(self.ood_calibrated, self.ood, self.ood_auroc)
 
     @property
     def ok(self) -> bool:
@@ -43,7 +49,7 @@ class Prediction:
             return {"path": self.path, "error": self.error}
         top = [{"index": i, "label": lab, "prob": p} for i, lab, p in zip(self.indices, self.labels, self.probs)]
         return {"path": self.path, "top": top, "ood": self.ood, "ood_score": self.ood_score,
-                "ood_calibrated": self.ood_calibrated}
+                "ood_calibrated": self.ood_calibrated, "ood_auroc": self.ood_auroc, "ood_verdict": self.ood_verdict}
 
 
 class NoClassifierHead(ValueError):
@@ -155,7 +161,7 @@ def predictions_from(loaded: LoadedModel, logits: torch.Tensor, pooled: np.ndarr
         crop = np.asarray(crops[row], dtype=np.uint8) if crops is not None else None
         out.append(Prediction(path=str(name), indices=tuple(i_row), labels=tuple(loaded.labels[i] for i in i_row),
                               probs=tuple(p_row), crop=crop, ood=bool(odd.flagged[row]),
-                              ood_score=float(odd.scores[row]), ood_calibrated=odd.calibrated))
+                              ood_score=float(odd.scores[row]), ood_calibrated=odd.calibrated, ood_auroc=odd.auroc))
     return out
 
 
@@ -328,5 +334,6 @@ def write_csv(predictions: Iterable[Prediction], file, topk: int) -> None:
             else:
                 row += ["", "", ""]
         calibrated = pred.ok and pred.ood_calibrated
-        row += [("yes" if pred.ood else "no") if calibrated else "", f"{pred.ood_score:.6f}" if pred.ok else ""]
+        shown = {"like": "no", "unlike": "yes"}.get(pred.ood_verdict, pred.ood_verdict) if calibrated else ""
+        row += [shown, f"{pred.ood_score:.6f}" if pred.ok else ""]
         writer.writerow(row)

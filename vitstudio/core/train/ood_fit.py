@@ -3,6 +3,7 @@ images (the bank) and of its validation images (the threshold), written beside t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from vitstudio.core.inference import decoded_batches, pooled_and_logits
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models import ood
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.train.ood_separation import measure_separation
 
 
 def features_of(loaded: LoadedModel, paths: Sequence[str | Path], batch_size: int = 32,
@@ -48,7 +50,8 @@ def write_ood_bank(loaded: LoadedModel, train: Sequence[tuple[Path, int]], val: 
                    classes: Sequence[str], out: Path, batch_size: int = 32, cancel: CancelToken | None = None,
                    description: str | None = None, seed: int = 0) -> Iterator[Progress]:
     """Generator: the run's bank from (at most ood.MAX_BANK_ROWS of) its training images, thresholded on its
-    validation images; returns the OODBank it wrote to `out`."""
+    validation images, with how well its score separates them from outside images; returns the OODBank it wrote
+    to `out`."""
     train_paths = [p for p, _ in train]
     if len(train_paths) > ood.MAX_BANK_ROWS:  # only the rows the bank keeps are computed
         keep = np.random.default_rng(seed).choice(len(train_paths), ood.MAX_BANK_ROWS, replace=False)
@@ -57,5 +60,9 @@ def write_ood_bank(loaded: LoadedModel, train: Sequence[tuple[Path, int]], val: 
     val_features = yield from features_of(loaded, [p for p, _ in val], batch_size, cancel, "validation images")
     bank = ood.fit_bank(train_features, val_features, description or describe_images(train_paths, classes),
                         seed=seed)
+    val_paths = [p for p, _ in val]
+    separation = yield from measure_separation(loaded, bank, val_paths, bank.scores(val_features), classes, seed,
+                                               cancel)
+    bank = dataclasses.replace(bank, separation=separation)
     ood.save_bank(out, bank)
     return bank

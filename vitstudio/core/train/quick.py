@@ -10,6 +10,7 @@ layout, eval.json, the out-of-distribution bank, the probe, status.json and a ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,6 +31,7 @@ from vitstudio.core.train.evaluation import EvalReport, Misclassified, confusion
 from vitstudio.core.train.head_fit import LinearHead, fit_linear_head
 from vitstudio.core.train.model_prep import data_config_for, new_head
 from vitstudio.core.train.ood_fit import describe_images
+from vitstudio.core.train.ood_separation import measure_separation
 from vitstudio.core.train.probe import probe_image, probe_snapshot, save_snapshot
 from vitstudio.core.train.recipes import TrainConfig
 from vitstudio.core.train.records import EpochMetrics, RunWarning, TrainResult
@@ -219,7 +221,10 @@ def _write_results(run, head: LinearHead, steps: int):
     yield Progress(0, 0, "Out-of-distribution bank")
     bank = ood.fit_bank(run.train_pooled, run.val_pooled, config.extra.get("data_description")
                         or describe_images(run.train_paths, classes), seed=config.seed)
-    ood.save_bank(run.out, bank)
+    # the head does not change the pooled features: the base model scores the outside images as the run would
+    separation = yield from measure_separation(run.base, bank, run.val_paths, bank.scores(run.val_pooled), classes,
+                                               config.seed)
+    ood.save_bank(run.out, dataclasses.replace(bank, separation=separation))
     return report
 
 

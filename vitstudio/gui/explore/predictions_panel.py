@@ -25,6 +25,9 @@ def fit_line(model, pred) -> str:
     bank = ood.bank_for(model)
     trained_on = f" ({bank.description})" if bank is not None and bank.description else ""
     limit = f"{bank.threshold:.2f}" if bank is not None else "?"
+    if pred.ood_verdict == "cannot tell":
+        return (f"Cannot tell whether this is like the model's training data{trained_on}: "
+                f"{html.escape(ood.why_cannot_tell(pred.ood_auroc))} (score {pred.ood_score:.2f}).")
     if pred.ood:
         return (f"<b>⚠ Not like what this model was trained on{trained_on}</b>: out-of-distribution score "
                 f"{pred.ood_score:.2f} &gt; {limit}; the prediction is a guess.")
