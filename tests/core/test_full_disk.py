@@ -64,3 +64,61 @@ def test_safetensors_reporting_a_full_disk_names_the_file(tmp_path, monkeypatch)
         save_model_folder(loaded.model, tmp_path / "m", ["a", "b"], loaded.data_config)
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(tmp_path / "m" / "model.safetensors")
     assert not [p for p in (tmp_path / "m").iterdir()]  # the staging folder is gone
+
+
+@pytest.mark.parametrize("point, file", [
+    ("cache-append", "/layer-0/tokens-0.f16"),  # the token cache (the layers and embedding caches share its store)
+    ("before-rename-c.safetensors.partial", "c.safetensors.partial"),  # the SAE's checkpoint
+    ("before-rename-c.safetensors", "c.safetensors"),
+    ("before-rename-c.json", "c.json"),  # the sidecar, the weights already renamed
+])
+def test_a_full_disk_during_concepts_is_one_line_and_the_same_command_goes_on(tiny_weights, tmp_path, monkeypatch,
+                                                                              capsys, point, file):
+    """`vitstudio concepts` on a disk that fills at each of its writes: exit 1, one line naming the file and saying
+    that the same command goes on (a 27-line traceback before, or, for the cache, an OSError naming no file); the
+    same command then ends with a pair that loads."""
+    from PIL import Image
+
+    from tests.conftest import TINY_SPEC
+    from vitstudio.cli import main
+    from vitstudio.core import files
+    from vitstudio.core.concepts.concepts_file import load_concepts
+
+    for i in range(3):
+        (tmp_path / "images").mkdir(exist_ok=True)
+        Image.new("RGB", (32, 32), (80 * i, 40, 200)).save(tmp_path / "images" / f"{i}.png")
+    args = ["concepts", str(tmp_path / "images"), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--size",
+            "4", "--k", "2", "--epochs", "1", "--out", str(tmp_path / "c"), "--quiet"]
+    monkeypatch.setattr(files, "_passes", {})
+    monkeypatch.setenv("VITSTUDIO_FULL_AT", point)
+    assert main(args) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: could not write ") and file in lines[0], lines
+    assert "No space left on device. Free some space on that disk and run the same command again" in lines[0]
+    monkeypatch.delenv("VITSTUDIO_FULL_AT")
+    assert main(args) == 0, capsys.readouterr().err
+    assert load_concepts(tmp_path / "c").size == 4 and not (tmp_path / "c.safetensors.partial").exists()
+
+
+def test_peft_reporting_a_full_disk_names_the_adapter_file(tmp_path):
+    """peft's save_pretrained writes through safetensors, whose full disk is a SafetensorError quoting "os error 28"
+    (a traceback from adapters.py before): an OSError with errno 28 naming RUN/adapter/adapter_model.safetensors,
+    which `finetune` says in its one line; no staging folder is left and the old adapter stays."""
+    import errno
+
+    from safetensors import SafetensorError
+
+    from vitstudio.core.train.adapters import save_adapter_folder
+
+    class Full:
+        def save_pretrained(self, _folder):
+            raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_model.safetensors").write_bytes(b"old")
+    with pytest.raises(OSError) as caught:
+        save_adapter_folder(Full(), tmp_path, {"classes": ["a"]})
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "adapter" / "adapter_model.safetensors")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter"]
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").read_bytes() == b"old"

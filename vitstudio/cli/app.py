@@ -10,6 +10,7 @@ Exit codes: 0 success, 1 some inputs failed, 2 usage or model error.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 from . import (
@@ -71,6 +72,24 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
         return EXIT_OK
+    except OSError as exc:  # after BrokenPipeError, one of its kind
+        if exc.errno not in FULL_DISK:
+            raise
+        print(f"error: {_full_disk(exc)}", file=sys.stderr)
+        return EXIT_SOME_FAILED
+
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _full_disk(exc: OSError) -> str:
+    """A write any command may meet (caches, a concepts file, its checkpoint) on a full disk: the file, and that the
+    same command goes on from what was written (caches and checkpoints are kept whole, never half-written)."""
+    from ..core.files import shown_path
+
+    what = f"could not write {shown_path(exc.filename)}" if exc.filename else "could not write a file"
+    return (f"{what}: {exc.strerror or 'No space left on device'}. Free some space on that disk and run the same "
+            f"command again: it goes on from what was written.")
 
 
 def _precheck_model(spec: str | list[str] | None) -> str | None:

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vitstudio.core.files import die_at, naming
+
 try:
     import fcntl
 except ImportError:  # Windows: no flock; one writer at a time is then the user's business
@@ -207,10 +209,14 @@ class KeyedRows:
                 array = np.ascontiguousarray(values[name], dtype).reshape(len(paths), -1)
                 if not self.widths.get(name):
                     widths[name] = self.widths[name] = int(array.shape[1])
-                with open(self.path_of(name), "ab") as f:
-                    f.write(array.tobytes())
-                    f.flush()
-                    os.fsync(f.fileno())
+                try:
+                    with open(self.path_of(name), "ab") as f:
+                        die_at("cache-append")
+                        f.write(array.tobytes())
+                        f.flush()
+                        os.fsync(f.fileno())
+                except OSError as exc:  # a full disk: the rows written in part are cut on the next open
+                    raise naming(exc, self.path_of(name)) from None
             start = self.rows
             files = [e + [start + i] for i, e in enumerate(entries)] + self._take_pending()
             self._write_journal({"rows": start + len(paths), "widths": widths, "files": files})

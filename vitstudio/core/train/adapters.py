@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vitstudio.core.files import atomic_write_bytes, die_at
+from vitstudio.core.files import atomic_write_bytes, die_at, naming
 from vitstudio.core.models.adapter_folder import ADAPTER_DIR, ADAPTER_INFO
 from vitstudio.core.models.structure import trunk_blocks
 from vitstudio.core.train.recipes import ADAPTER_SCOPES, TrainConfig
@@ -136,7 +136,7 @@ def save_adapter_folder(model: nn.Module, run_folder: Path, info: dict) -> None:
     target = run_folder / ADAPTER_DIR
     staging = Path(tempfile.mkdtemp(prefix=".staging-adapter-", dir=run_folder))
     try:
-        model.save_pretrained(str(staging))
+        _save_pretrained(model, staging, target)
         atomic_write_bytes(staging / ADAPTER_INFO, json.dumps(info, indent=1).encode())
         atomic_write_bytes(staging / "class_indices.json",  # the labels, as a run folder and the seed layout keep them
                            json.dumps({str(i): c for i, c in enumerate(info["classes"])}, indent=1).encode())
@@ -150,3 +150,19 @@ def save_adapter_folder(model: nn.Module, run_folder: Path, info: dict) -> None:
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _save_pretrained(model: nn.Module, staging: Path, target: Path) -> None:
+    """peft's save_pretrained; a full disk is an OSError naming the adapter's weights (safetensors' writer reports it
+    as a SafetensorError quoting "os error 28", which the run's one-line report would not recognise)."""
+    from safetensors import SafetensorError
+
+    from vitstudio.core.train.runs import system_error
+
+    try:
+        die_at("adapter-save")
+        model.save_pretrained(str(staging))
+    except OSError as exc:
+        raise naming(exc, target / "adapter_model.safetensors") from None
+    except SafetensorError as exc:
+        raise OSError(*system_error(exc), str(target / "adapter_model.safetensors")) from None

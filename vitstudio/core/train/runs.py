@@ -144,14 +144,14 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
     except OSError as exc:  # a full disk: the file is named (the kernel's message does not)
         raise naming(exc, folder / "model.safetensors") from None
     except SafetensorError as exc:  # safetensors' own writer: "I/O error: No space left on device (os error 28)"
-        raise OSError(*_system_error(exc), str(folder / "model.safetensors")) from None
+        raise OSError(*system_error(exc), str(folder / "model.safetensors")) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     atomic_write_bytes(folder / "class_indices.json",
                        json.dumps({str(i): c for i, c in enumerate(classes)}, indent=4).encode())
 
 
-def _system_error(exc: Exception) -> tuple[int, str]:
+def system_error(exc: Exception) -> tuple[int, str]:
     """(errno, its message) of the system error a library's message quotes ("os error 28", "code: 28"), else EIO
     and the message itself."""
     found = re.search(r"os error (\d+)|code: (\d+)", str(exc))
