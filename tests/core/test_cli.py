@@ -6,6 +6,7 @@ import csv
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +83,37 @@ def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
     monkeypatch.setattr("vitstudio.core.models.demo.bundled_demo", lambda: None)
     assert main(["predict", str(sample)]) == 2
     assert capsys.readouterr().err.strip() == "error: give --model (the bundled demo, digits-vit, is not installed)"
+
+
+@pytest.mark.parametrize("args, named", [
+    (["explain", "IMAGE", "--method", "concept", "--concepts", "c.safetensors", "--json"], "--concept N"),
+    (["concepts", "IMAGE", "--out", "/dev/null"], "--out /dev/null is a character device"),
+    (["concepts", "IMAGE", "--out", "OUT", "--seed", "99999999999999999999999"], "seed must be in [0, 4294967295]"),
+    (["layers", "IMAGE", "--batch-size", "0"], "--batch-size is images per forward, at least 1; not 0"),
+    (["compare-layers", "IMAGE", "--model", "a", "--model", "b", "--batch-size", "-2"], "--batch-size is images"),
+], ids=["explain-concept-unnamed", "concepts-out-device", "concepts-seed-overflow", "layers-batch-0",
+        "compare-layers-batch-negative"])
+def test_options_once_taken_silently_are_refused_in_one_line(args, named, tmp_path, capsys):
+    """Issue 49 item 18: each option out of its range is one line naming it and its range, exit 2, before any model
+    loads and with nothing written (concepts --out /dev/null wrote /dev/null.json)."""
+    from vitstudio.core.models.demo import sample_images
+
+    image = str(sample_images()[0])
+    args = [image if a == "IMAGE" else str(tmp_path / "out") if a == "OUT" else a for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and named in err and len(err.splitlines()) == 1, err
+    assert not list(tmp_path.iterdir()) and not Path("/dev/null.json").exists()
+
+
+def test_ablate_names_concepts_or_is_refused():
+    """--ablate ",," named no concept and switched nothing off without a word (issue 49 item 18)."""
+    from vitstudio.core.concepts.intervene import parse_scales
+
+    assert parse_scales("3,,4") == {3: 0.0, 4: 0.0} and parse_scales(None, ["5=2.5"]) == {5: 2.5}
+    for nothing in (",,", "", " , "):
+        with pytest.raises(ValueError, match="--ablate takes concept numbers"):
+            parse_scales(nothing)
 
 def test_models_and_card(capsys):
     assert main(["models", "--filter", "deit_tiny*", "--json"]) == 0

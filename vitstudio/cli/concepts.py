@@ -45,10 +45,15 @@ def _settings(args):
 def concepts_cmd(args) -> int:
     from ..core.concepts.learn import learn_concepts
     from ..core.distributed import device_for, finish, init_distributed
+    from ..core.files import not_regular
     from .common import drain
 
     try:
         settings = _settings(args)
+        what = not_regular(args.out)
+        if what:  # /dev/null: its FILE.json would be written beside it, in /dev
+            raise ValueError(f"--out {args.out} is {what}, not a file name: concepts writes FILE.safetensors and "
+                             f"FILE.json")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -210,7 +210,9 @@ class _ExplainPlan:
 def _explain_plan(args) -> _ExplainPlan:
     methods = [m.strip() for value in args.method for m in value.split(",") if m.strip()]
     for method in methods:
-        registry.get(method)  # unknown names: a clear message listing the known ones
+        for param in registry.get(method).params:  # unknown names: a clear message listing the known ones
+            if param.kind == "index" and getattr(args, param.name) is None:  # one of many: never a silent default
+                raise ValueError(f"the '{method}' method needs {param.option} N ({param.help}, from 0)")
     need_image = [m for m in methods if registry.get(m).needs_image]
     if need_image and not args.inputs:
         raise ValueError(f"the '{need_image[0]}' method needs an image (or a folder)")

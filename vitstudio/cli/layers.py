@@ -53,6 +53,8 @@ def layers_cmd(args) -> int:
     if args.folds < 2:
         print("error: --folds must be at least 2", file=sys.stderr)
         return EXIT_USAGE
+    if _bad_batch_size(args):
+        return EXIT_USAGE
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
@@ -62,6 +64,14 @@ def layers_cmd(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return _report(result, args.json, _probe_table)
+
+
+def _bad_batch_size(args) -> bool:
+    """True once a --batch-size below one has been refused in one line."""
+    if args.batch_size >= 1:
+        return False
+    print(f"error: --batch-size is images per forward, at least 1; not {args.batch_size}", file=sys.stderr)
+    return True
 
 
 def _probe_table(result) -> None:
@@ -81,6 +91,8 @@ def compare_layers_cmd(args) -> int:
         return EXIT_USAGE
     if args.minibatch is not None and args.minibatch < 4:
         print("error: --minibatch must be at least 4 (the unbiased estimator needs n > 3)", file=sys.stderr)
+        return EXIT_USAGE
+    if _bad_batch_size(args):
         return EXIT_USAGE
     weights = args.weights or [None, None]
     if len(weights) != 2:

@@ -39,6 +39,8 @@ def parse_scales(ablate: str | None = None, scale: list[str] | None = None) -> d
     except ValueError:
         raise ValueError(f"--ablate takes concept numbers (3,17) and --scale N=F (5=2.5), not {ablate or scale!r}.") \
             from None
+    if ablate is not None and not ablate.replace(" ", "").strip(","):  # ",,": no concept named, none switched off
+        raise ValueError(f"--ablate takes concept numbers (3,17), not {ablate!r}.")
     wrong = next((f for f in out.values() if not math.isfinite(f)), None)
     if wrong is not None:
         raise ValueError(f"--scale takes finite factors (5=2.5), not {wrong}.")

@@ -20,7 +20,7 @@ class ConceptSettings:
     epochs: int = setting(10, label="Epochs", help="passes over the folder's tokens", range=Range(1, 10_000),
                           advanced=False)
     seed: int = setting(0, label="Seed", help="the same seed, folder and model give the same concepts",
-                        range=Range(0))
+                        range=Range(0, 2**32 - 1))  # as TrainConfig's seed: one range for every seed the user gives
     tokens_per_step: int = setting(4096, label="Tokens per step", help="patch tokens in one optimiser step",
                                    range=Range(16, 1 << 20))
     lr: float | None = setting(None, label="Learning rate", help="Adam's learning rate",
