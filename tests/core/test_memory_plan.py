@@ -144,3 +144,14 @@ def test_the_plan_is_within_15_percent_of_a_measured_step_and_checkpointing_keep
     for a, b in zip(measured[True][2], measured[False][2]):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
     assert measured[True][0] < 0.8 * measured[False][0]
+
+
+@pytest.mark.parametrize("rank", ["5000", "100000000"])
+def test_a_plan_checks_the_settings_a_run_checks(data, capsys, rank):
+    """`finetune --plan` with an adapter rank a run refuses (above 4096): exit 2 and the run's one line, before the
+    adapters are built (5000 planned and exited 0; 100000000 allocated 25.6 GB and gave a 57-line traceback)."""
+    from tests.conftest import TINY_SPEC
+
+    code = main(["finetune", str(data), "--model", TINY_SPEC, "--preset", "lora", "--lora-r", rank, "--plan"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and "4096" in err[0], err

@@ -107,7 +107,9 @@ def plan_memory(skeleton: nn.Module, input_hw: tuple[int, int], config: TrainCon
 
     from vitstudio.core.train.adapters import add_adapters, is_adapter_run
     from vitstudio.core.train.model_prep import freeze, set_grad_checkpointing
+    from vitstudio.core.train.schema import check_settings
 
+    check_settings(config)  # a plan is of a run that may start: --lora-r 100000000 would allocate 25.6 GB here
     model = copy.deepcopy(skeleton)  # on the meta device: nothing to copy but the structure
     replace_classifier(model, num_classes)
     if tuple(input_hw) != _model_hw(model, input_hw) and hasattr(model, "set_input_size"):
