@@ -69,6 +69,7 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
                                                           {concept: 0.0})), -1)[0].numpy()
     np.testing.assert_allclose(tab.on_image.result.after, expected, atol=1e-6)
     assert "off" in tab.on_image.prediction.text()
+    assert window.state.selected.path.endswith(tab.on_image.caption.text().split(" on ", 1)[1].split(" (")[0])
     tab.on_image.show_button.click()
     qtbot.waitUntil(lambda: window.attention.displayed is not None, timeout=20000)
     assert window.attention.view_state.method == "concept"
@@ -106,6 +107,8 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
         window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
     _settle(qtbot)
     assert tab.concepts is None and tab.browser.table.rowCount() == 0 and tab.on_image.result is None
+    on_image = tab.on_image  # nothing the old model read on the image stays: its prediction, its concept lists
+    assert (on_image.prediction.text(), on_image.strongest.count(), on_image.drivers.count()) == ("", 0, 0)
     assert not tab.curve and not tab.plot.listDataItems()  # nor their learning's R² curve (it stayed: the walk)
     gc.collect()
     assert gone() is None

@@ -247,3 +247,26 @@ def test_view_jobs_deliver_only_the_current_request(qtbot, qapp):
     assert jobs.current("double") == 42
     state.update(image=2)  # another image: the kept result is dropped
     assert jobs.results["double"] is None
+
+
+def test_a_failed_map_says_why_until_the_request_changes_and_is_not_asked_again(panel, qtbot, photos, tmp_path):
+    """The Attention tab's concept map with a file that is not this model's: the error, then the reason in the
+    tab (it said "Computing concept map…" forever); the same request is not computed again on a redraw; another
+    request (a file that works, or none) drops the reason."""
+    from vitstudio.gui.explore import attention_panel
+
+    panel = panel(attention_panel.AttentionPanel, TINY_SPEC, [photos["chelsea"]])
+    _settle(qtbot)
+    bad = tmp_path / "other-model.safetensors"
+    bad.write_bytes(b"not a concepts file")
+    errors = []
+    panel.state.error.connect(errors.append)
+    panel.view_state.update(method="concept", concepts=str(bad))
+    qtbot.waitUntil(lambda: bool(errors), timeout=20000)
+    _settle(qtbot)
+    assert panel.info.text().startswith("Could not compute concept map: ") and "Computing" not in panel.info.text()
+    panel.reload()  # a redraw (a tab shown again) does not ask for the failed request again
+    _settle(qtbot)
+    assert len(errors) == 1 and panel.info.text().startswith("Could not compute")
+    panel.view_state.update(concepts=None)
+    assert panel.info.text().startswith("Learn concepts or open a concepts file")

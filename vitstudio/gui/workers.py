@@ -138,6 +138,8 @@ class _Dispatcher(QObject):
     def _deliver_error(self, handle: JobHandle, exc: BaseException) -> None:
         handle.done = True
         if handle.on_error is not None and handle.answers_current():
+            if handle.guard is not None:
+                handle.guard.keep_error(handle, exc)
             handle.on_error(exc)
 
     def _release(self, handle: JobHandle) -> None:
@@ -315,7 +317,8 @@ class ViewJobs:
     Each slot names the view-state fields its result depends on (the model and image always). `start(slot, ...)`
     runs a module-level `fn(cancel, *inputs)` for the slot's current request; the job's yields, result and error
     reach the view only while that request is still the slot's current one, and the result is kept as
-    `Keyed(request, value)` (`current(slot)` answers it while it matches). Any change of the view state that
+    `Keyed(request, value)` (`current(slot)` answers it while it matches); so is an error (`failed(slot)`), so a
+    view says why its request has no result instead of waiting for one, and does not ask for it again. Any change of the view state that
     makes a pending job's request stale discards that job at once, so a model or image change discards every
     pending request, shown tab or hidden."""
 
@@ -328,6 +331,7 @@ class ViewJobs:
         self.kinds = {slot: LONG if slot in long else INTERACTIVE for slot in slots}
         self.pending: dict[str, JobHandle | None] = dict.fromkeys(slots)
         self.results: dict[str, Keyed | None] = dict.fromkeys(slots)
+        self.errors: dict[str, Keyed | None] = dict.fromkeys(slots)
         view_state.connect(self._on_change)
 
     def request(self, slot: str) -> tuple:
@@ -352,7 +356,16 @@ class ViewJobs:
 
     def keep(self, handle: JobHandle, value) -> None:
         self.results[handle.slot] = Keyed(handle.request, value)
+        self.errors[handle.slot] = None
         self.pending[handle.slot] = None
+
+    def keep_error(self, handle: JobHandle, exc: BaseException) -> None:
+        self.errors[handle.slot] = Keyed(handle.request, exc)
+        self.pending[handle.slot] = None
+
+    def failed(self, slot: str) -> BaseException | None:
+        """The error of the slot's current request, if its job failed."""
+        return self.view_state.current(self.errors[slot], *self.keys[slot], with_context=self.contextual[slot])
 
     def current(self, slot: str):
         """The slot's result if it answers the current request, else None."""
@@ -373,7 +386,7 @@ class ViewJobs:
         """Discard the pending job(s) and drop the kept result(s)."""
         self.discard(slot)
         for name in [slot] if slot is not None else list(self.results):
-            self.results[name] = None
+            self.results[name] = self.errors[name] = None
 
     def _on_change(self, _name: str, _value) -> None:
         for slot in self.keys:
@@ -385,6 +398,9 @@ class ViewJobs:
             context = 2 if self.contextual[slot] else len(request)
             if kept is not None and kept.request[:context] != request[:context]:  # another model or image: free it
                 self.results[slot] = None
+            error = self.errors[slot]
+            if error is not None and error.request[:context] != request[:context]:
+                self.errors[slot] = None
 
 
 class KeyedSlot:

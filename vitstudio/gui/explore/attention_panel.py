@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.evented import Field
+from vitstudio.app.notices import describe
 from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
@@ -274,10 +275,14 @@ class AttentionPanel(ExplorerPanel):
                          () if own else (analysis.name,))
 
     def _ensure(self, slot, job, keys, model, entry, on_result, name: str = "Attention", before=()) -> None:
-        if self.jobs.current(slot) is not None or self.jobs.running(slot):
+        if self.jobs.current(slot) is not None or self.jobs.running(slot) or self.jobs.failed(slot) is not None:
             return
         self.jobs.start(slot, name, job, model, entry.image, *before, *(getattr(self.view_state, k) for k in keys),
-                        on_result=on_result, on_error=self.report_error)
+                        on_result=on_result, on_error=self._on_job_failed)
+
+    def _on_job_failed(self, exc: BaseException) -> None:
+        self.report_error(exc)
+        self.refresh_view()  # the reason replaces "Computing…"
 
     def _missing(self, analysis) -> str | None:
         """A required parameter the view state does not hold yet (the patch of a token map), or None."""
@@ -352,6 +357,9 @@ class AttentionPanel(ExplorerPanel):
                           registry.FILE_KIND: "Learn concepts or open a concepts file in the Concepts tab."}.get(
                 kind, f"Click a {missing} on the image.")
         value = self.jobs.current(self.slots[analysis.name])
+        failed = self.jobs.failed(self.slots[analysis.name])
+        if failed is not None:  # said once (the log, the status bar); here until the request changes
+            return None, f"Could not compute {analysis.title.lower()}: {describe(failed)}"
         if value is None:
             return None, "Computing attention…" if self.slots[analysis.name] == OVERVIEW else \
                 f"Computing {analysis.title.lower()}…"

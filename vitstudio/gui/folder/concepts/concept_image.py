@@ -4,6 +4,8 @@ nothing switched off is the model itself), and the concepts that drive the predi
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -135,8 +137,11 @@ class ConceptImageWidget(QWidget):
     def _draw(self) -> None:
         result, concept = self.result, self.tab.view_state.concept
         self.show_button.setEnabled(self.tab.concepts is not None)
-        if result is None:
+        if result is None:  # nothing of another model, image or file stays: the map, the lists, the prediction
             self.map.set_map(None)
+            self.strongest.clear()
+            self.drivers.clear()
+            self.prediction.clear()
             self.caption.setText("Select an image (the strip) once concepts are learned or opened."
                                  if self.tab.concepts is None or self.tab.panel.state.selected is None
                                  else "Reading the concepts of this image…")
@@ -148,8 +153,9 @@ class ConceptImageWidget(QWidget):
         self.map.set_marker(self.view_state.patch)
         top = result.top_at(self.view_state.patch, SHOWN) if self.view_state.patch else result.top_overall(SHOWN)
         where = f"at patch {self.view_state.patch}" if self.view_state.patch else "on this image"
-        self.caption.setText(f"Concept {concept} (strongest {float(values.max()) if values is not None else 0:.3g}); "
-                             f"click a patch for the concepts there.")
+        self.caption.setText(f"Concept {concept} on {os.path.basename(entry.path)} (strongest "
+                             f"{float(values.max()) if values is not None else 0:.3g}); click a patch for the concepts "
+                             f"there.")
         self._fill(self.strongest, [(c, f"{c}: {v:.3g}") for c, v in top], f"none fire {where}")
         drivers = [] if result.drivers is None else [
             (int(c), f"{int(c)}: {result.drivers[c]:+.3g}") for c in np.argsort(-np.abs(result.drivers))[:SHOWN]
