@@ -318,9 +318,9 @@ class ViewJobs:
     runs a module-level `fn(cancel, *inputs)` for the slot's current request; the job's yields, result and error
     reach the view only while that request is still the slot's current one, and the result is kept as
     `Keyed(request, value)` (`current(slot)` answers it while it matches); so is an error (`failed(slot)`), so a
-    view says why its request has no result instead of waiting for one, and does not ask for it again. Any change of the view state that
-    makes a pending job's request stale discards that job at once, so a model or image change discards every
-    pending request, shown tab or hidden."""
+    view says why its request has no result instead of waiting for one, and does not ask for it again. Any change
+    of the view state that makes a pending job's request stale discards that job at once, so a model or image
+    change discards every pending request, shown tab or hidden."""
 
     def __init__(self, view_state: ViewState, slots: dict[str, tuple[str, ...]], long: tuple[str, ...] = (),
                  without_context: tuple[str, ...] = ()) -> None:
