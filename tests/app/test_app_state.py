@@ -73,10 +73,13 @@ def test_devices_offered_later_are_announced_and_a_device_gone_falls_back():
 def test_errors_written_for_the_user_are_one_line_and_bugs_keep_their_traceback():
     from vitstudio.app.notices import Notice, told
     from vitstudio.core.data.dataset_scan import DatasetError
+    from vitstudio.core.models.adapter_checks import AdapterError
+    from vitstudio.core.models.config_check import ConfigError
     from vitstudio.core.models.loading import ModelLoadError
     from vitstudio.core.train.runlock import RunInUse
 
-    for exc in (ModelLoadError("Unknown model 'x'"), DatasetError("no class folders"), RunInUse("held by pid 7")):
+    for exc in (ModelLoadError("Unknown model 'x'"), DatasetError("no class folders"), RunInUse("held by pid 7"),
+                ConfigError("config.json: depth -1"), AdapterError("adapter_config.json: r 'sixteen'")):
         assert told(exc) and Notice(exc, "Loading").logged == f"Loading: {exc}"
     try:
         raise KeyError("bug")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from vitstudio.core.errors import UserFacingError
 from vitstudio.core.files import read_json_value
 
 WEIGHTS = "adapter_model.safetensors"
@@ -19,7 +20,7 @@ MAX_SIDE = 4096  # as a run's --img-size: an adapter's input size comes from the
 MAX_NOTE_BYTES = 8 << 20
 
 
-class AdapterError(ValueError):
+class AdapterError(ValueError, UserFacingError):
     pass
 
 

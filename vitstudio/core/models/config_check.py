@@ -9,13 +9,14 @@ import os
 from numbers import Real
 from pathlib import Path
 
+from vitstudio.core.errors import UserFacingError
 from vitstudio.core.files import read_json_value
 from vitstudio.core.models.sizing import LIMITS, check_vit_args
 
 MAX_CONFIG_BYTES = 8 << 20  # timm's and transformers' configs are a few KB; with label names, at most a few hundred
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, UserFacingError):
     """A config that cannot describe a model; the message names the file and the field."""
 
 
