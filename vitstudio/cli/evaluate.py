@@ -36,6 +36,7 @@ def evaluate_cmd(args) -> int:
         print("error: give DATA_DIR or --labels FILE.csv (one of them)", file=sys.stderr)
         return EXIT_USAGE
     args.data_dir = args.data_dir or args.labels  # a labels file scans like a folder of class folders
+    left_out: tuple = ()
     try:
         loaded = load_model(args.model, args.weights, args.device)
         run = local_folder(args.model)  # a run, named by path or by its name under models/
@@ -44,7 +45,9 @@ def evaluate_cmd(args) -> int:
             split = Split.from_manifest(json.loads(manifest.read_text()), args.data_dir)
             items, which = split.val, f"the run's validation split ({len(split.val)} images)"
         else:
-            split = split_dataset(scan_dataset(args.data_dir))
+            scan = scan_dataset(args.data_dir)
+            left_out = scan.failed  # a labels file's rows that are no readable image, wherever they point
+            split = split_dataset(scan)
             items, which = split.train + split.val, f"every image of {args.data_dir} ({len(split.train + split.val)})"
         if is_clip_style(loaded):  # zero-shot on the dataset's own classes: its folder names as words
             loaded = with_classes(loaded, list(split.classes), args.prompt)
@@ -67,7 +70,9 @@ def evaluate_cmd(args) -> int:
         print(f"  {report.classes[m.true]} -> {report.classes[m.predicted]} ({m.prob * 100:.1f} %)  {m.path}")
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
-    return EXIT_SOME_FAILED if report.skipped else EXIT_OK
+    for path, why in left_out:
+        print(f"skipped {path}: {why}", file=sys.stderr)
+    return EXIT_SOME_FAILED if report.skipped or left_out else EXIT_OK
 
 
 def _print_confusion(report) -> None:

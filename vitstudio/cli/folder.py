@@ -173,7 +173,7 @@ def sort_cmd(args) -> int:
     if args.dry_run:
         for p in plan.placements:
             print(f"{shown_path(p.source)} -> {shown_path(p.target)}")
-        return EXIT_OK
+        return EXIT_SOME_FAILED if result.errors else EXIT_OK  # as the sort itself would end
     try:
         return _report_sort(apply_sort(plan), result.errors)
     except JournalBusy as exc:

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..core.files import shown_path
-from .common import EXIT_OK, EXIT_USAGE, add_model_args, drain, load_model_from_args, print_ignored
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args, print_ignored
 
 
 def register(subparsers) -> None:
@@ -60,6 +60,8 @@ def suggest_cmd(args) -> int:
     # the labelled images teach the head even when they live outside the folders given
     embedded = drain(embed_folder(loaded, [*args.paths, *known], args.batch_size, ignored=ignored), args.quiet)
     print_ignored(ignored)
+    for path, reason in embedded.errors:  # a labels file's rows among them: each named, and the exit is 1
+        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
     first: dict[str, int] = {}  # a labelled image inside the folders was given twice: once is enough
     for row, path in enumerate(embedded.paths):
         first.setdefault(str(Path(path).resolve()), row)
@@ -76,7 +78,7 @@ def suggest_cmd(args) -> int:
     if args.json:
         print(json.dumps({"labelled": int((labels >= 0).sum()), "unlabelled": int((labels < 0).sum()),
                           "classes": classes, "suggestions": rows}, indent=1))
-        return EXIT_OK
+        return EXIT_SOME_FAILED if embedded.errors else EXIT_OK
     how = (f"least sure of a head on {int((labels >= 0).sum())} labelled images ({len(classes)} classes), spread out"
            if len(classes) >= 2 else "nothing labelled in two classes yet: images that cover the folder")
     print(f"{len(rows)} of {int((labels < 0).sum())} unlabelled images to label next ({how}):", file=sys.stderr)
@@ -84,4 +86,4 @@ def suggest_cmd(args) -> int:
         reason = (f"margin {row['margin']:.3f}, looks like {row['predicted']}" if row["reason"] == "uncertain"
                   else f"distance {row['distance']:.3f}")
         print(f"{shown_path(row['path'])}\t{reason}")
-    return EXIT_OK
+    return EXIT_SOME_FAILED if embedded.errors else EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitstudio.core.data.images import IMAGE_SUFFIXES, UNSUPPORTED_SUFFIXES
 from vitstudio.core.errors import UserFacingError
 
 
@@ -30,6 +31,19 @@ class DatasetScan:
         return self.labels_file or self.root
 
     @property
+    def failed(self) -> tuple[tuple[str, str], ...]:
+        """(path, why) of the inputs left out that were meant to be used: every row of a labels file a command
+        cannot read (missing, not an image, anywhere on disk), and the unreadable images of class folders. Each
+        command names every one and exits 1."""
+        return tuple(s for s in self.skipped if self.labels_file is not None or not _only_met(*s))
+
+    @property
+    def ignored(self) -> tuple[tuple[str, str], ...]:
+        """(path, why) of what a folder walk met that is no image to use (notes.txt, a file beside the class
+        folders): counted, not a failure. A labels file names its images, so it has none."""
+        return tuple(s for s in self.skipped if self.labels_file is None and _only_met(*s))
+
+    @property
     def counts(self) -> dict[str, int]:
         """Images per class over all splits."""
         return {c: len(self.train.get(c, ())) + len((self.val or {}).get(c, ())) for c in self.classes}
@@ -48,3 +62,10 @@ class DatasetScan:
                     f"class-balanced loss (--balance, or 'Balance classes' in the advanced settings) weighs each "
                     f"class equally.")
         return None
+
+
+def _only_met(path: str, why: str) -> bool:
+    """A file a folder walk passed over that is no read failure: another type (notes.txt), or outside the classes."""
+    suffix = Path(path).suffix.lower()
+    return why.startswith("not inside a class folder") or (
+        why.startswith("not an image file") and suffix not in IMAGE_SUFFIXES and suffix not in UNSUPPORTED_SUFFIXES)

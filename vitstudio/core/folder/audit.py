@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from vitstudio.core.data.datasets import scan_dataset, split_dataset
-from vitstudio.core.data.images import IMAGE_SUFFIXES, UNSUPPORTED_SUFFIXES
 from vitstudio.core.files import shown_path
 from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
@@ -29,13 +28,6 @@ from vitstudio.core.folder.fingerprintcache import cached_fingerprints
 from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, probe_accuracy, review_labels
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
-
-
-def _not_an_image(path: str, why: str) -> bool:
-    """A file the scan passed over that is no read failure: another type (notes.txt), or outside the classes."""
-    suffix = Path(path).suffix.lower()
-    return why.startswith("not inside a class folder") or (
-        why.startswith("not an image file") and suffix not in IMAGE_SUFFIXES and suffix not in UNSUPPORTED_SUFFIXES)
 
 
 def strict(value):
@@ -155,9 +147,9 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
         split = "a file-level 80/20 split"
     yield Progress(0, len(paths), "Fingerprints (hashes and thumbnails)")
     fp = cached_fingerprints(paths)  # cached by content: a second audit hashes nothing it has seen
-    errors = {p: why for p, why in scan.skipped if not _not_an_image(p, why)}
+    errors = dict(scan.failed)  # a labels file's rows that are no readable image included, wherever they point
     errors.update(dict(fp.errors))
-    ignored = tuple((p, why) for p, why in scan.skipped if _not_an_image(p, why))
+    ignored = scan.ignored
     issues: tuple[LabelIssue, ...] = ()
     notes: list[str] = []
     features = feature_index = None

@@ -44,9 +44,12 @@ class LayerProbes:
 def labelled_files(source: str | Path) -> tuple[list[tuple[Path, int]], tuple[str, ...]]:
     """(path, class index) of every image of a folder of class folders (train/ and val/ alike) or a labels CSV."""
     scan = scan_dataset(source)
-    files = [(p, i) for i, c in enumerate(scan.classes)
-             for split in (scan.train, scan.val or {}) for p in split.get(c, ())]
-    return files, scan.classes
+    return _labelled(scan), scan.classes
+
+
+def _labelled(scan) -> list[tuple[Path, int]]:
+    return [(p, i) for i, c in enumerate(scan.classes) for split in (scan.train, scan.val or {})
+            for p in split.get(c, ())]
 
 
 def fold_ids(labels: np.ndarray, folds: int, seed: int = 0) -> np.ndarray:
@@ -92,7 +95,8 @@ def lens_scores(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ..
 def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, batch_size: int = 32,
                  cancel: CancelToken | None = None, seed: int = 0) -> Generator[Progress, None, LayerProbes]:
     """Generator: the folder's layers read once (cached), then a k-fold probe per block. Returns LayerProbes."""
-    files, classes = labelled_files(source)
+    scan = scan_dataset(source)
+    files, classes = _labelled(scan), scan.classes
     layers = yield from embed_layers(loaded, [str(p) for p, _ in files], batch_size, cancel)
     label_of = {str(p): c for p, c in files}
     labels = np.asarray([label_of[p] for p in layers.paths], np.int64)
@@ -114,4 +118,4 @@ def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, ba
     yield Progress(layers.blocks, layers.blocks, "Probes done")
     lens, note = lens_scores(layers, labels, classes)
     return LayerProbes(np.asarray(accuracy), np.asarray(spread), lens, note, folds, len(labels), classes,
-                       layers.errors)
+                       (*scan.failed, *layers.errors))  # a labels file's rows left out are named too
