@@ -160,3 +160,34 @@ def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(window
     _settle(qtbot)
     qtbot.waitUntil(lambda: window.folder.results is not None, timeout=60000)
     assert window.folder.results.labels == tuple(other.labels) and len(window.folder.results) == 200
+
+
+def test_a_registered_page_is_a_tab_fed_the_folders_results_and_a_row_double_click_explains(window, qtbot, tmp_path):
+    """The Counts page (gui/folder/pages/, no line of the panel names it) is a side tab whose table shows its
+    model's counts of the folder opened and empties with a model switch; double-clicking a table row explains that
+    image in the Attention tab (the review's line says so; the table did nothing)."""
+    from vitstudio.gui.folder.pages.class_counts_page import ClassCountsPage
+
+    data = _digits(tmp_path, per_class=3)
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    panel = window.folder
+    panel.open_folder(str(data))
+    _settle(qtbot)
+    page = next(p for p in panel.side.pages if isinstance(p, ClassCountsPage))
+    assert panel.side.tabText(panel.side.indexOf(page)) == "Counts"
+    given = {page.table.item(r, 0).text(): page.table.item(r, 2).data(Qt.DisplayRole)
+             for r in range(page.table.rowCount())}
+    assert given == {str(d): 3 for d in range(10)} and page.summary.text().startswith("30 images, ")
+    predicted = [page.table.item(r, 1).data(Qt.DisplayRole) for r in range(page.table.rowCount())]
+    assert predicted == sorted(predicted, reverse=True)  # most predicted first, as the header's arrow says
+    row = panel.model.index(4, 1)
+    path = panel.results.paths[panel.model.source_row(4)]
+    with qtbot.waitSignal(window.state.image_selected, timeout=20000):
+        panel.table.doubleClicked.emit(row)
+    assert window.state.selected.path == path and "Attention" in window.tabs.tabText(window.tabs.currentIndex())
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    _settle(qtbot)
+    assert page.table.rowCount() == 0 and page.summary.text().startswith("Open a folder")

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QSplitter,
     QTableView,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -29,16 +28,13 @@ from vitstudio.core.folder.results import FolderResults
 from vitstudio.gui import file_dialogs
 
 from .. import workers
-from .concepts.concepts_tab import ConceptsTab
 from .file_operations import FileOperations
 from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters, offered_classes
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
-from .folder_labels import LabelsTab
-from .folder_layers import LayersTab
 from .folder_map import colour_groups, describe_image
-from .folder_map_tab import FolderMapTabWidget
-from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget, item_path, load_icons
+from .folder_review import item_path, load_icons
+from .folder_side import FolderSideWidget
 from .folder_sorting import ask_export_csv, ask_move, ask_sort, results_plan
 from .folder_table import ResultsModel
 from .folder_toolbar import FolderToolbarWidget
@@ -123,21 +119,16 @@ class FolderPanel(QWidget):
             self.table.setColumnWidth(column, width)
 
     def _build_side(self) -> None:
-        """Map (colour choice, hover preview), similar images, label review, duplicates, labels, layers, concepts."""
-        self.map_tab = FolderMapTabWidget()
+        """Map (colour choice, hover preview), similar images, label review, duplicates, labels, layers, concepts,
+        then the registered pages (folder_side.py)."""
+        self.side = FolderSideWidget(self)
+        side = self.side
+        self.map_tab, self.similar_tab, self.review_tab, self.duplicates = (side.map_tab, side.similar_tab,
+                                                                            side.review_tab, side.duplicates)
+        self.labels_tab, self.layers_tab, self.concepts_tab = side.labels_tab, side.layers_tab, side.concepts_tab
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
-        self.similar_tab = SimilarImagesWidget()
-        self.similar = self.similar_tab.list
-        self.review_tab = ReviewTab()
-        self.review = self.review_tab.list
-        self.duplicates = DuplicatesTab()
-        self.side = QTabWidget(usesScrollButtons=False, elideMode=Qt.ElideNone)  # at 1280×720 Layers and Concepts
-        self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(self), LayersTab(self), ConceptsTab(self)
-        for tab, title in ((self.map_tab, "Map"), (self.similar_tab, "Similar|Similar images"), (self.review_tab,
-                           "Review|Label review"), (self.duplicates, "Duplicates"), (self.labels_tab, "Labels"),
-                           (self.layers_tab, "Layers"), (self.concepts_tab, "Concepts")):  # were behind arrows (walk)
-            self.side.setTabToolTip(self.side.addTab(tab, title.split("|")[0]), title.split("|")[-1])
+        self.similar, self.review = self.similar_tab.list, self.review_tab.list
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
@@ -150,6 +141,7 @@ class FolderPanel(QWidget):
         self.map.selection_changed.connect(self._on_map_selection)
         self.map.hovered.connect(self._on_hover)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
+        self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
         self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
         self.review_tab.open_in_explorer.connect(self.open_in_explorer)
         self.review_tab.relabel_requested.connect(self._relabel)
@@ -231,6 +223,7 @@ class FolderPanel(QWidget):
         self.embedded = embedded
         self.results = results
         self.model.set_results(self.results)
+        self.side.show_results(results)
         classes = sorted(set(self.results.predicted_labels().tolist()) - {""})
         with self.view_state.batch():  # a class these results don't have goes back to all classes
             self.view_state.redeclare("predicted", **offered_classes(classes))
@@ -283,6 +276,7 @@ class FolderPanel(QWidget):
         self.results = self.embedded = self.coords = self.report = None
         self.map_rows = self.group_rows = None
         self.model.set_results(None)
+        self.side.show_results(None)
         self.similar_tab.clear()
         self.review.clear()
         self.labels_tab.open_for(None)
@@ -368,6 +362,9 @@ class FolderPanel(QWidget):
         self.jobs.start("similar", "Similar images", similar_job, self.embedded, row, on_result=self._on_similar,
                         on_error=self._on_failed)
 
+    def _explain_row(self, index) -> None:
+        self.open_in_explorer.emit(self.results.paths[self.model.source_row(index.row())])
+
     def _on_similar(self, found) -> None:
         self.similar.clear()
         for path, sim in found:
@@ -446,5 +443,6 @@ class FolderPanel(QWidget):
             self.results = self.results.relocated(moves)
             self.embedded = replace(self.embedded, paths=self.results.paths)  # same rows, same order
             self.model.set_results(self.results)
+            self.side.show_results(self.results)
             self.apply_filters()
 

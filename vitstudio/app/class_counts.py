@@ -1,0 +1,57 @@
+"""The Folder tab's Counts page, Qt-free: how many images each class has — predicted by the model, given by the
+folders (a class folder's name), and both — so an unbalanced folder or a class the model never predicts shows at a
+glance, before training or sorting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .evented import Emitter
+
+if TYPE_CHECKING:
+    from vitstudio.core.folder.results import FolderResults
+
+
+@dataclass(frozen=True)
+class ClassCount:
+    name: str
+    predicted: int  # images the model puts in this class
+    given: int  # images whose folder names this class
+    agree: int  # both: given this class and predicted as it
+
+
+def count_classes(results: FolderResults) -> tuple[ClassCount, ...]:
+    """One row per class named by the model's predictions or by the folders, most images first."""
+    predicted = np.asarray(results.predicted_labels() if results.has_predictions else [""] * len(results), object)
+    given = np.asarray(results.given, object)
+    names = (set(predicted.tolist()) | set(given.tolist())) - {""}
+    rows = [ClassCount(name, int((predicted == name).sum()), int((given == name).sum()),
+                       int(((predicted == name) & (given == name)).sum())) for name in names]
+    return tuple(sorted(rows, key=lambda r: (-max(r.predicted, r.given), r.name)))
+
+
+class ClassCounts:
+    """The page's model: its rows follow the folder's results (`changed` announces them)."""
+
+    title = "Counts"
+    tooltip = "Images per class: predicted by the model, given by the folders, and both"
+
+    def __init__(self) -> None:
+        self.rows: tuple[ClassCount, ...] = ()
+        self.total = 0
+        self.changed = Emitter()  # rows
+
+    def show(self, results: FolderResults | None) -> None:
+        self.rows = count_classes(results) if results is not None else ()
+        self.total = len(results) if results is not None else 0
+        self.changed.emit(self.rows)
+
+    def summary(self) -> str:
+        if not self.total:
+            return "Open a folder to count its images per class."
+        unfiled = self.total - sum(r.given for r in self.rows)
+        return (f"{self.total} images, {len(self.rows)} classes" +
+                (f"; {unfiled} not in a class folder" if unfiled else "") + ".")

@@ -1,0 +1,21 @@
+"""A Folder-tab side page as a protocol (napari's split: the model here, Qt-free; its widget under
+gui/folder/pages/). The Folder tab lists the registered pages and knows none of them: it hands each page's model the
+folder's results when they arrive, and None when they go (another model, another folder, a failed scan). A new page
+is a model module here, a view module there (its `PAGE`), and their tests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from vitstudio.core.folder.results import FolderResults
+
+
+class FolderPageModel(Protocol):
+    """What the Folder tab needs of a page's model."""
+
+    title: str  # the tab's title: a word or two, as the user sees it
+    tooltip: str  # the tab's whole name and what it shows
+
+    def show(self, results: FolderResults | None) -> None:
+        """The folder's results through the current model, or None: nothing of earlier results may stay."""

@@ -1,0 +1,37 @@
+"""The Folder tab's side: its own pages (map, similar images, label review, duplicates, labels, layers, concepts),
+then every registered page (gui/folder/pages/), each a view of a Qt-free model that is handed the folder's results
+(`show_results`) and knows nothing of the panel."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTabWidget
+
+from .concepts.concepts_tab import ConceptsTab
+from .folder_labels import LabelsTab
+from .folder_layers import LayersTab
+from .folder_map_tab import FolderMapTabWidget
+from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget
+from .pages import page_views
+
+
+class FolderSideWidget(QTabWidget):
+    def __init__(self, panel) -> None:
+        # at 1280×720 every tab stays in sight, titles whole (no scroll arrows, no elision)
+        super().__init__(usesScrollButtons=False, elideMode=Qt.ElideNone)
+        self.map_tab, self.similar_tab = FolderMapTabWidget(), SimilarImagesWidget()
+        self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
+        self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
+        self.pages = [view(view.Model()) for view in page_views()]
+        for tab, title, tooltip in (
+                (self.map_tab, "Map", "Map"), (self.similar_tab, "Similar", "Similar images"),
+                (self.review_tab, "Review", "Label review"), (self.duplicates, "Duplicates", "Duplicates"),
+                (self.labels_tab, "Labels", "Labels"), (self.layers_tab, "Layers", "Layers"),
+                (self.concepts_tab, "Concepts", "Concepts"),
+                *((page, page.model.title, page.model.tooltip) for page in self.pages)):
+            self.setTabToolTip(self.addTab(tab, title), tooltip)
+
+    def show_results(self, results) -> None:
+        """The folder's results to every registered page (None: they go)."""
+        for page in self.pages:
+            page.model.show(results)
