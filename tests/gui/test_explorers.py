@@ -214,9 +214,9 @@ def test_the_view_fields_are_the_registry_parameters(qapp):
     """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3)."""
     from vitstudio.core import fields
     from vitstudio.core.analysis import registry
-    from vitstudio.gui.explore.attention_panel import AttentionView
+    from vitstudio.gui.explore.attention_panel import AttentionState
 
-    specs = AttentionView().fields()
+    specs = AttentionState().fields()
     assert specs["discard"] == registry.get("rollout").param("discard").spec
     assert specs["discard"].range is fields.DISCARD and specs["fusion"].choices is fields.FUSIONS
     assert set(specs["direction"].choices) <= set(registry.get("token").param("direction").choices)

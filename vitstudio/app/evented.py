@@ -3,11 +3,11 @@
 As napari's EventedModel: a view's state is a class whose fields are annotations (type, default, and choices or
 range from the core's field spec, `vitstudio.core.fields.FieldSpec`), and each field has its own event:
 
-    class AttentionView(ViewState):
+    class AttentionState(ViewState):
         layer: int = 0
         fusion: str = FieldSpec("mean", choices=FUSIONS)
 
-    state = AttentionView()
+    state = AttentionState()
     state.events.layer.connect(draw_layer)      # draw_layer(value), once per change
 
 A change to several fields is applied at once and then announced field by field, so listeners never see a

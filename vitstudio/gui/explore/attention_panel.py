@@ -36,7 +36,7 @@ from ..common.map_view import MapView
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
-    ExplorerView,
+    ExplorerState,
     colormap_combo,
     controls_column,
     mark_available,
@@ -95,7 +95,7 @@ def _entry_view(exp, params: dict, model):
     return exp.array, analysis.title + (f" ({shown})" if shown else "")
 
 
-class AttentionView(ExplorerView):
+class AttentionState(ExplorerState):
     """The Attention tab's state: a parameter the registry declares takes the registry's spec."""
 
     method: str | None = Field(None, valid=registry.is_registered)
@@ -116,11 +116,11 @@ class AttentionView(ExplorerView):
 
 
 class AttentionPanel(ExplorerPanel):
-    View = AttentionView
+    State = AttentionState
 
     @classmethod
     def extra_fields(cls) -> dict:
-        return registry_fields(cls.drawn_methods(), cls.View().fields())
+        return registry_fields(cls.drawn_methods(), cls.State().fields())
 
     @staticmethod
     def drawn_methods() -> tuple[str, ...]:

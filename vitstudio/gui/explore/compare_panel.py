@@ -31,7 +31,7 @@ from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.model_marks import MODEL_LIST_WIDTH
-from .explorer_base import ExplorerPanel, ExplorerView, colormap_combo, mark_available, method_combo, smooth_checkbox
+from .explorer_base import ExplorerPanel, ExplorerState, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .layer_cka import LayerCKAWidget
 
 # a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
@@ -73,7 +73,7 @@ def _compare_job(cancel, model, other, image, method: str) -> list:
     return [_analyse(m, image, method) for m in (model, other) if m is not None]
 
 
-class CompareView(ExplorerView):
+class CompareState(ExplorerState):
     other: int | None = None  # the second model's uid
     other_request: tuple | None = None  # the second model asked for (latest wins)
     method: str | None = Field(None, valid=registry.is_registered)  # first: the first analysis offered in Compare
@@ -82,7 +82,7 @@ class CompareView(ExplorerView):
 
 
 class ComparePanel(ExplorerPanel):
-    View = CompareView
+    State = CompareState
 
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(state, parent)

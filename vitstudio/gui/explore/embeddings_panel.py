@@ -24,7 +24,7 @@ from ..common.bind import bind
 from ..common.map_view import MapView
 from .explorer_base import (
     ExplorerPanel,
-    ExplorerView,
+    ExplorerState,
     colormap_combo,
     controls_column,
     method_combo,
@@ -55,7 +55,7 @@ def _view_job(cancel, layer_tokens, mode: str, params: dict, basis, grid):
     return registry.load(registry.get(mode).view)(layer_tokens, params, grid, basis)
 
 
-class EmbeddingsView(ExplorerView):
+class EmbeddingsState(ExplorerState):
     mode: str | None = Field(None, valid=registry.is_registered)  # the registered token view (PCA, similarity, …)
     layer: int = Field(0, range=Range(0, 0))  # a token layer: a block, or a Swin stage (the range follows the model)
     patch: tuple | None = None
@@ -65,11 +65,11 @@ class EmbeddingsView(ExplorerView):
 
 
 class EmbeddingsPanel(ExplorerPanel):
-    View = EmbeddingsView
+    State = EmbeddingsState
 
     @classmethod
     def extra_fields(cls) -> dict:
-        return registry_fields(_methods(), cls.View().fields())
+        return registry_fields(_methods(), cls.State().fields())
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(state, parent)

@@ -89,7 +89,7 @@ def wrapping_label() -> QLabel:
     return label
 
 
-class ExplorerView(ViewState):
+class ExplorerState(ViewState):
     """What every explorer's view is keyed by: the model and the image it shows (their uids). A panel's own view
     subclasses it with the fields of its controls."""
 
@@ -98,7 +98,7 @@ class ExplorerView(ViewState):
 
 
 class ExplorerPanel(QWidget):
-    """Subclasses declare their view state (`View`, an ExplorerView subclass), implement `reload()` (start the jobs
+    """Subclasses declare their view state (`State`, an ExplorerState subclass), implement `reload()` (start the jobs
     the current state needs) and `export_data()`.
 
     `self.view_state` always holds the current model's and image's uids together with fields clamped to that
@@ -108,13 +108,13 @@ class ExplorerPanel(QWidget):
     at costs nothing.
     """
 
-    View: type[ExplorerView] = ExplorerView
+    State: type[ExplorerState] = ExplorerState
     DEBOUNCE_MS = 120  # slider-driven work waits this long for the control to stop (tests set 0: tests/gui/conftest)
 
     def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.view_state = self.View(**self.extra_fields())
+        self.view_state = self.State(**self.extra_fields())
         self._stale = True
         self._debounce = QTimer(self, singleShot=True, interval=self.DEBOUNCE_MS)  # slider-driven work is throttled
         self._debounce.timeout.connect(self._debounced)

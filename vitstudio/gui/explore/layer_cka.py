@@ -49,7 +49,7 @@ def pca_pair_job(cancel, model, other, image, layers: tuple[int, int]) -> list:
     return out
 
 
-class LayerCKAView(ViewState):
+class LayerCKAState(ViewState):
     CONTEXT = ("model",)
     model: int | None = None
     other: int | None = None  # the second model's uid
@@ -62,7 +62,7 @@ class LayerCKAWidget(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.view_state = LayerCKAView()
+        self.view_state = LayerCKAState()
         self.jobs = workers.ViewJobs(self.view_state, {"cka": ("other", "paths"),
                                                        "pair": ("other", "paths", "cell", "image")}, long=("cka",))
         self.run_button = QPushButton("CKA of every block")

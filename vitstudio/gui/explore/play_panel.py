@@ -64,7 +64,7 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
             writer.close()
 
 
-class PlayView(ViewState):
+class PlayState(ViewState):
     model: int | None = None
     source: str | None = None  # a video file, or camera:N
     method: str | None = Field(None, valid=registry.is_registered)  # the map drawn on each frame; None: none
@@ -75,7 +75,7 @@ class PlayPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.view_state = PlayView()
+        self.view_state = PlayState()
         self.jobs = workers.ViewJobs(self.view_state, {"play": ("source", "method", "record")}, long=("play",))
         self._shown = threading.Event()
         self._build()

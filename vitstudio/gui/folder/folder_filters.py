@@ -14,7 +14,7 @@ from .folder_map import COLOUR_BY
 ALL_CLASSES = ((None,), ("all classes",))  # the Predicted filter's choice before any results: no filter
 
 
-class FolderView(ViewState):
+class FolderState(ViewState):
     """The Folder tab: the model and the paths its results are for, and the table's filters."""
 
     model: int | None = None
@@ -32,7 +32,7 @@ def offered_classes(classes) -> dict:
     return dict(choices=ALL_CLASSES[0] + tuple(classes), labels=ALL_CLASSES[1] + tuple(classes))
 
 
-FILTER_DEFAULTS = {name: FolderView().fields()[name].default
+FILTER_DEFAULTS = {name: FolderState().fields()[name].default
                    for name in ("predicted", "min_conf", "correct", "follow_map")}
 
 

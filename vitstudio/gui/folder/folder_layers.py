@@ -24,7 +24,7 @@ def probes_job(cancel, model, folder: str):
     return (yield from probe_layers(model, folder, cancel=cancel))
 
 
-class LayersView(ViewState):
+class LayersState(ViewState):
     """The model and the folder the probes are for (a switch of either drops what is shown)."""
 
     CONTEXT = ("model",)
@@ -36,7 +36,7 @@ class LayersTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.view_state = LayersView()
+        self.view_state = LayersState()
         self.jobs = workers.ViewJobs(self.view_state, {"probes": ("folder",)}, long=("probes",))
         self.run_button = QPushButton("Probe every block")
         self.run_button.setToolTip("A k-fold linear probe on each block's feature (" + FEATURE_NOTE + "), and the "

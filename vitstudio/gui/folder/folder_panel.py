@@ -29,7 +29,7 @@ from vitstudio.gui import file_dialogs
 
 from .. import workers
 from .file_operations import FileOperations
-from .folder_filters import FILTER_DEFAULTS, FolderView, bind_filters, offered_classes
+from .folder_filters import FILTER_DEFAULTS, FolderState, bind_filters, offered_classes
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_map import colour_groups, describe_image
@@ -63,7 +63,7 @@ class FolderPanel(QWidget):
         self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
         self.report = None  # the label review's AuditReport
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
-        self.view_state = FolderView()
+        self.view_state = FolderState()
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()

@@ -39,7 +39,7 @@ CONTROL_WIDGETS = ("multi_gpu", "start_button", "pause_button", "cancel_button",
                    "status", "warning", "preview_button", "use_button", "export_button")
 
 
-class TrainingView(ViewState):
+class TrainingState(ViewState):
     """What the Training tab's jobs are keyed by: the run shown and the dataset chosen (not the model or image)."""
 
     CONTEXT = ()
@@ -61,7 +61,7 @@ class TrainingPanel(QWidget):
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
         # The run shown and the dataset are the view's requests: a gallery made for another run, a scan or an
         # augmentation preview of another folder is never drawn.
-        self.view_state = TrainingView()
+        self.view_state = TrainingState()
         self.view_state.events.dataset.connect(self._forget_shown_run)
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))

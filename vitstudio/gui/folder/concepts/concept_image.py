@@ -34,7 +34,7 @@ def image_job(cancel, model, image, file: str, scales: tuple):
     return read_image(cancel, model, image, file, scales)
 
 
-class ImageConceptsView(ViewState):
+class ImageConceptsState(ViewState):
     model: int | None = None
     image: int | None = None
     file: str | None = None
@@ -49,7 +49,7 @@ class ConceptImageWidget(QWidget):
     def __init__(self, tab, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tab = tab
-        self.view_state = ImageConceptsView()
+        self.view_state = ImageConceptsState()
         self.jobs = workers.ViewJobs(self.view_state, {"image": ("file", "scales")})
         self.map = MapView()
         self.map.setMinimumSize(150, 150)

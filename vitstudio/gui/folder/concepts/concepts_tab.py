@@ -65,7 +65,7 @@ def scrolled(page: QWidget) -> QScrollArea:
     return area
 
 
-class ConceptsView(ViewState):
+class ConceptsState(ViewState):
     """The model and folder the concepts are learned on, the file shown, the concept chosen."""
 
     CONTEXT = ("model",)
@@ -81,7 +81,7 @@ class ConceptsTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.view_state = ConceptsView()
+        self.view_state = ConceptsState()
         self.settings_state = ViewState(**{s.name: s.spec for s in SETTINGS})
         self.jobs = workers.ViewJobs(self.view_state, {"learn": ("folder",), "open": ("file",),
                                                        "earlier": ("folder",)}, long=("learn",))
