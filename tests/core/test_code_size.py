@@ -9,27 +9,17 @@ PACKAGE = ROOT / "vitstudio"
 MAX_FILE_LINES = 450
 MAX_FUNCTION_LINES = 60
 
-# What is not done yet: {"path" or "path:function": "why, and current size"}, paths relative to the repository root.
-# Every entry is temporary; the lead empties this list once the work below lands.
-ALLOWED: dict[str, str] = {}  # "path" or "path:function" -> why it may stay over the limit, and its size
-
-
-def _allowed(rel: str, name: str | None = None) -> bool:
-    """A file entry allows the file and every function in it; a "path:function" entry allows that function."""
-    return rel in ALLOWED or (name is not None and f"{rel}:{name}" in ALLOWED)
-
-
-def _measure() -> tuple[list[str], list[str]]:
+def _measure(package: Path = PACKAGE) -> tuple[list[str], list[str]]:
     """(files over the limit, functions over the limit), each as 'path[:qualified name]: N lines'."""
     files, functions = [], []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package.parent).as_posix()
         source = path.read_text(encoding="utf-8")
         lines = len(source.splitlines())
-        if lines > MAX_FILE_LINES and not _allowed(rel):
+        if lines > MAX_FILE_LINES:
             files.append(f"{rel}: {lines} lines")
         for name, size in _function_sizes(ast.parse(source, filename=rel)):
-            if size > MAX_FUNCTION_LINES and not _allowed(rel, name):
+            if size > MAX_FUNCTION_LINES:
                 functions.append(f"{rel}:{name}: {size} lines")
     return files, functions
 
@@ -56,18 +46,19 @@ def test_no_function_over_the_limit():
     assert not functions, f"functions over {MAX_FUNCTION_LINES} lines (split into named steps): {functions}"
 
 
-def test_allow_list_names_existing_code():
-    """An entry for a file that is gone, or a function that no longer exists, is dropped, not left behind."""
-    for key in ALLOWED:
-        rel, _, name = key.partition(":")
-        path = ROOT / rel
-        if not path.exists():
-            # the CLI package's modules may still be renamed while it settles
-            assert rel.startswith("vitstudio/cli/"), f"allow-list entry for a missing file: {key}"
-            continue
-        if name:
-            names = {n for n, _ in _function_sizes(ast.parse(path.read_text(encoding="utf-8")))}
-            assert name in names, f"allow-list entry for a missing function: {key}"
+def test_the_measure_finds_what_is_over_the_limit(tmp_path):
+    """The two checks above can fail: a package with one file and one method over the limits is reported, by name
+    and size, and nothing else is."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "ok.py").write_text("def f():\n    return 1\n")
+    body = "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (package / "sub" / "big.py").write_text("class A:\n    def long(self):\n" + body
+                                            + "\n" * (MAX_FILE_LINES - MAX_FUNCTION_LINES))
+    files, functions = _measure(package)
+    lines = MAX_FILE_LINES + 2
+    assert files == [f"pkg/sub/big.py: {lines} lines"]
+    assert functions == [f"pkg/sub/big.py:A.long: {MAX_FUNCTION_LINES + 1} lines"]
 
 
 def test_the_measure_counts_what_it_should():

@@ -52,11 +52,12 @@ def test_attention_panel_follows_controls(ready, qtbot):
     np.testing.assert_allclose(shown(), attention.rollout(loaded, x, "max", 0.5)[0], atol=1e-6)
 
     panel.method.setCurrentText("Gradient rollout")
-    qtbot.waitUntil(lambda: panel.gradient is not None, timeout=30000)
+    gradient = lambda: panel.jobs.current(panel.slots["gradient-rollout"])  # noqa: E731 (the view job's result)
+    qtbot.waitUntil(lambda: gradient() is not None, timeout=30000)
     np.testing.assert_allclose(shown(), attention.gradient_rollout(loaded, x).maps[0], atol=1e-6)
     panel.target.setCurrentIndex(panel.target.findData(3))
     _settle(qtbot)
-    qtbot.waitUntil(lambda: panel.gradient is not None and panel.gradient.targets[0] == 3, timeout=10000)
+    qtbot.waitUntil(lambda: gradient() is not None and gradient().targets[0] == 3, timeout=10000)
     np.testing.assert_allclose(shown(), attention.gradient_rollout(loaded, x, 3).maps[0], atol=1e-6)
     assert "class 3" in panel.info.text()
 

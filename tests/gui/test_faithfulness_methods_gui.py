@@ -131,9 +131,9 @@ def test_the_mask_on_screen_exports_as_png_and_coco_rle(panel, qtbot, tiny_weigh
 
     from PIL import Image
 
-    from tests.core.test_faithfulness_masks import mask_on_the_image
+    from tests.core.test_faithfulness_masks import mask_on_the_image, rle_decode
     from vitstudio.core.analysis import attention
-    from vitstudio.core.analysis.masks import mass_mask, rle_decode
+    from vitstudio.core.analysis.masks import mass_mask
 
     loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     view = panel(AttentionPanel, loaded, [photos["astronaut"]])

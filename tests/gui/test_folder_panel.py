@@ -53,7 +53,7 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert all(results.predicted_label(r) == "7" for r in panel.visible_rows()) and panel.visible_rows()
     panel.predicted.setCurrentIndex(0)
     panel.min_conf.setValue(0.9)
-    assert all(results.confidence[r] >= 0.9 for r in panel.visible_rows())
+    assert all(results.confidence[r] >= 0.9 for r in panel.visible_rows()) and panel.visible_rows()
     panel.min_conf.setValue(0.0)
     panel.table.sortByColumn(3, Qt.AscendingOrder)  # confidence, lowest first
     first = panel.model.source_row(0)

@@ -168,7 +168,7 @@ def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_pa
     fresh.history.itemClicked.emit(fresh.history.item(0))
     assert [s.epoch for s in fresh.snapshots] == [0, 1, 2]
     assert fresh.probe_view.values is not None and fresh.animation_button.isEnabled()
-    fresh._export_animation(str(tmp_path / "attention.gif"))
+    fresh.probe_history.export_animation(str(tmp_path / "attention.gif"))
     qtbot.waitUntil(lambda: (tmp_path / "attention.gif").exists() and not workers.running_jobs(), timeout=20000)
     import imageio.v3 as iio
 

@@ -151,8 +151,8 @@ def explain_cmd(args) -> int:
 
 
 def _placed(loaded, image) -> tuple | None:
-    """(the image's (H, W), where the model's crop lies in it): a mask is the image's size, not the crop's (a 512×512
-    photo's mask was a 32×32 image of the same name: the walk)."""
+    """(the image's (H, W), where the model's crop lies in it): a mask is the image's size, not the crop's, so the
+    PNG and its COCO record describe the image they name."""
     if image is None:
         return None
     hw = (image.height, image.width)

@@ -27,13 +27,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _disconnect(signal, slot) -> None:
-    try:
-        signal.disconnect(slot)
-    except (RuntimeError, TypeError):  # already disconnected
-        pass
-
-
 def _no_display() -> bool:
     return (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
             and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM"))
@@ -127,7 +120,7 @@ def _open_frame(args):
     kept = [p for p in list_value(window.settings, "strip") if os.path.isfile(p)]  # the last session's strip
     if args.images:
         window.add_paths(args.images)
-    elif kept:  # what was open at the last close opens again (the strip was empty after a restart: the walk)
+    elif kept:  # what was open at the last close opens again
         window.add_paths(kept)
     elif demo is not None and _model_spec(args, window.settings) == str(demo) and not window.settings.value("recent"):
         window.add_paths([str(p) for p in sample_images()])  # first start: something to look at at once
@@ -157,9 +150,9 @@ def _after_panels(window, args) -> None:
                 settle()
                 window.request_model(str(demo), device, precision)
 
-            def settle(_model=None) -> None:  # either outcome ends the watch: each slot disconnected once (a
-                for signal, slot in ((state.model_failed, fall_back), (state.model_loaded, settle)):  # second
-                    _disconnect(signal, slot)  # disconnect printed "libpyside: Failed to disconnect": the walk)
+            def settle(_model=None) -> None:  # either outcome ends the watch (it runs once: both go here)
+                state.model_failed.disconnect(fall_back)
+                state.model_loaded.disconnect(settle)
 
             state.model_failed.connect(fall_back)
             state.model_loaded.connect(settle)

@@ -16,7 +16,7 @@ KEEP, CANCEL, STAY = "keep training, close when done", "cancel the run and close
 
 def ask_close_during_training(parent: QWidget, run: str, paused: bool = False) -> str:
     """KEEP, CANCEL or STAY (also for Escape and the box's close button). A paused run is said to be paused, and
-    keeping it resumes it: paused, it would never end and the window never close (the walk)."""
+    keeping it resumes it: paused, it would never end and the window never close."""
     box = QMessageBox(QMessageBox.Question, "A run is training",
                       f"{run} is {'paused' if paused else 'still training'}. Closing ViT Studio stops it (the last "
                       "finished epoch is kept, and Resume run in History continues from there).", parent=parent)

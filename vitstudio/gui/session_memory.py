@@ -18,7 +18,7 @@ from vitstudio.core.folder.exclusions import read_exclusions
 
 log = logging.getLogger("vitstudio.gui")
 # the Folder tab's filters kept per folder. Not "Table follows map box": the box is not kept (the map is made
-# again), and the toggle restored alone filtered the table by a box the user never drew (the walk)
+# again), and the toggle restored alone would filter the table by a box the user never drew
 FILTERS = ("predicted", "min_conf", "correct")
 
 

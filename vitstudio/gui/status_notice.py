@@ -20,7 +20,7 @@ class PassingMessages:
     widgets added with addPermanentWidget, which QStatusBar draws over the message's end)."""
 
     # QStatusBar's message rect starts 6 px in and keeps 2 px from a permanent widget; spacing; and a gap of 16 px,
-    # so the message's last word does not run into "cpu · fp32 · RAM…" (it touched it: the walk)
+    # so the message's last word does not run into "cpu · fp32 · RAM…"
     MARGINS = 40
 
     def __init__(self, status_bar: QStatusBar, permanent: list[QWidget]) -> None:

@@ -55,22 +55,12 @@ def png_bytes(mask: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def read_png(path: str | Path) -> np.ndarray:
-    return np.asarray(Image.open(path).convert("L")) > 127
-
-
 def rle_encode(mask: np.ndarray) -> dict:
     """COCO's compressed RLE ({'size': [h, w], 'counts': str}) through pycocotools."""
     from pycocotools import mask as coco
 
     rle = coco.encode(np.asfortranarray(mask.astype(np.uint8)))
     return {"size": [int(s) for s in rle["size"]], "counts": rle["counts"].decode("ascii")}
-
-
-def rle_decode(rle: dict) -> np.ndarray:
-    from pycocotools import mask as coco
-
-    return coco.decode({"size": rle["size"], "counts": rle["counts"].encode("ascii")}).astype(bool)
 
 
 @dataclass
@@ -89,7 +79,7 @@ class MaskExport:
         each as an annotation of the JSON. `placed`: (the image's (H, W), where the model's crop lies in it as (top,
         left, h, w)): the mask is the image's size, the crop's part drawn where it lies and nothing outside (what
         the model never saw), so the PNG and the COCO record describe the image named. Without it, the crop's size
-        (the walk: a 512×512 photo's mask was recorded as a 32×32 image of the same name)."""
+        would be recorded as the image's."""
         masks, kept = mass_mask(values, self.share)
         flat, shares = masks.reshape(-1, *masks.shape[-2:]), np.ravel(kept)
         image_id = len(self.images) + 1

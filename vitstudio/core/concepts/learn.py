@@ -87,8 +87,8 @@ POOR_R2 = 0.5  # below it the concepts leave over half the tokens' variance unex
 
 
 def poor_fit_warning(concepts) -> str:
-    """One line when the concepts reconstruct their tokens poorly, else "". The defaults (4,096 concepts) on a small
-    folder and a narrow model gave R² −1.85 and were browsed as if they meant something (the walk)."""
+    """One line when the concepts reconstruct their tokens poorly, else "": concepts that explain little of the
+    tokens (too many for a small folder and a narrow model) would otherwise be browsed as if they meant something."""
     training, data = concepts.meta.get("training", {}), concepts.meta.get("data", {})
     r2 = training.get("r2")
     if r2 is None or r2 >= POOR_R2:

@@ -33,10 +33,6 @@ class LabelsFile:
         return tuple(p for p, label in self.rows if label is None)
 
 
-def is_labels_file(path: str | Path) -> bool:
-    return Path(path).suffix.lower() == ".csv" and Path(path).is_file()
-
-
 def read_labels_file(path: str | Path) -> LabelsFile:
     """The rows of a labels file; a DatasetError naming the line for a row that cannot be read, or for an image
     listed twice with two different labels."""

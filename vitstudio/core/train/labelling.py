@@ -46,7 +46,7 @@ def save_labels(path: str | Path, labels: dict[str, str], paths: Sequence[str]) 
 
 def class_order(labels: dict[str, str]) -> list[str]:
     """The classes in the order they were first given (keys 1–9 follow it): a new class takes the next key. Sorted
-    by name, adding class 8 moved class 9 from key 1 to key 2 under the user's fingers (the walk)."""
+    by name, adding a class could move another to a new key under the user's fingers."""
     return list(dict.fromkeys(labels.values()))
 
 

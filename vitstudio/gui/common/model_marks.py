@@ -10,7 +10,7 @@ from PySide6.QtGui import QFont, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QComboBox
 
 MODEL_LIST_WIDTH = 460  # px of an open list of models: "aimv2_1b_patch14_224.apple_pt" and run paths whole at
-# 1280×720, where the Compare and Training boxes are ~190 px wide (the walk read "aimv2_1b_p…4.apple_pt")
+# 1280×720, where the Compare and Training boxes are ~190 px wide (elided, names read "aimv2_1b_p…4.apple_pt")
 MEANINGS = {"★": "the bundled demo model", "●": "weights available offline", "○": "downloadable from the hub once",
             "·": "no pretrained weights"}
 

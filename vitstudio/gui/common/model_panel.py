@@ -98,7 +98,7 @@ class ModelPanel(QWidget):
 
     def list_new_local_models(self) -> list[str]:
         """Models saved under models/ since the catalog was listed (a run trained in this session), each listed ●
-        after the demo, newest first; their specs. The run was listed only after a restart (the walk)."""
+        after the demo, newest first; their specs: a run trained now is listed at once, not after a restart."""
         from vitstudio.core.models.catalog import local_models, models_dir
 
         listed = set(self.catalog_names())

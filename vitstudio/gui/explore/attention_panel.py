@@ -331,11 +331,6 @@ class AttentionPanel(ExplorerPanel):
         return value[1] if value is not None else None
 
     @property
-    def gradient(self):
-        """The current request's gradient rollout result (the view job of that entry), or None."""
-        return self.jobs.current(self.slots["gradient-rollout"])
-
-    @property
     def tokens(self):
         """The current request's TokenMaps (the view job of token maps), or None."""
         return self.jobs.current(self.slots["token"])

@@ -99,7 +99,7 @@ class LabelsTab(QWidget):
             grid.addWidget(w, i // 2, i % 2)
         layout = QVBoxLayout(self)
         layout.addLayout(grid)  # first: the lines below change length and wrap, and moved the buttons under the
-        layout.addWidget(self.info)  # pointer (a click meant for Suggest next labelled the selection: the walk)
+        layout.addWidget(self.info)  # pointer (a click meant for Suggest next would label the selection)
         layout.addWidget(self.classes)
         layout.addStretch(1)
         self.label_button.clicked.connect(self.label_selection)
@@ -156,8 +156,8 @@ class LabelsTab(QWidget):
 
     def guess(self, paths: list[str]) -> str | None:
         """The class `paths` most likely are, offered first by Label as…: the quick head's when it is trained, else
-        the class folder they are in (a folder of class folders: the walk was offered the model's digit for images
-        in "8"'s folder of another name), else the model's top-1; the last two while no class is made yet or when
+        the class folder they are in (in a folder of class folders, the folder says more than the model's top-1),
+        else the model's top-1; the last two while no class is made yet or when
         they are one of the classes made (an ImageNet class is no guess among the user's own)."""
         results, classes = self.panel.results, class_order(self.labels)
         if results is None or not paths:

@@ -109,8 +109,8 @@ class FolderPanel(QWidget):
         self.model = ResultsModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
-        self.table.horizontalHeader().setSortIndicator(1, Qt.AscendingOrder)  # by file name, said by its arrow (it
-        self.table.setSortingEnabled(True)  # sat on the thumbnails' column over rows in descending name order: walk)
+        self.table.horizontalHeader().setSortIndicator(1, Qt.AscendingOrder)  # by file name, as its arrow says
+        self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.verticalHeader().setDefaultSectionSize(52)
         self.table.setIconSize(QSize(48, 48))

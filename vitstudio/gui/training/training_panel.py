@@ -341,9 +341,6 @@ class TrainingPanel(QWidget):
     def _show_last_snapshot(self) -> None:
         self.probe_history.show_snapshots(self.snapshots, self.shown_run)
 
-    def _export_animation(self, path: str | None = None) -> None:
-        self.probe_history.export_animation(path)
-
     def _on_finished(self, result) -> None:
         showing = self._showing_live()
         self.active_run = None
