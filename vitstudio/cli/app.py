@@ -29,7 +29,7 @@ from . import (
     suggest,
     train,
 )
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, layers, concepts,
@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with printable_names():  # a class or file name that is not UTF-8 never stops a command at its print
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

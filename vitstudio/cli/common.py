@@ -1,15 +1,50 @@
 """What the `vitstudio` commands share (the lowest floor of the command line): exit codes, the model and decoder
 options, options generated from a core settings schema, loading the model a command names, running a core
-generator with a progress bar, and the note on files a folder walk left alone."""
+generator with a progress bar, the note on files a folder walk left alone, and streams that print any name."""
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import sys
+from collections.abc import Iterator
 
 from ..core.fields import DECODERS, PRECISIONS
+from ..core.files import shown_path
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
+SHOWN = "vitstudio.shown"  # the codecs error handler below
+
+
+def _shown(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start:exc.end]
+    return "".join(shown_path(ch) if 0xDC80 <= ord(ch) <= 0xDCFF else ascii(ch)[1:-1] for ch in bad), exc.end
+
+
+codecs.register_error(SHOWN, _shown)
+
+
+@contextlib.contextmanager
+def printable_names() -> Iterator[None]:
+    """While a command runs, stdout and stderr write a name held as surrogate escapes (a class folder or a file named
+    in bytes that are not UTF-8) as \\xNN, as `shown_path` shows it, instead of stopping the command with a
+    UnicodeEncodeError on a strict UTF-8 stdout (a desktop locale's), and a character the stream's encoding lacks (a
+    Windows pipe's cp1252) as its \\u escape. JSON output stays ASCII (json.dumps' default), so no such escape ends
+    up in a JSON string. A stream set to surrogateescape (the C locale's) keeps writing a name's own bytes."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) in ("strict", "backslashreplace") and hasattr(stream, "reconfigure"):
+            changed.append((stream, stream.errors))
+            stream.reconfigure(errors=SHOWN)
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            with contextlib.suppress(ValueError, OSError):  # a stream the command closed
+                stream.reconfigure(errors=errors)
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:

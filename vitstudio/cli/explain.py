@@ -254,7 +254,7 @@ def _print_record(exp, model_name: str, source: Path | None) -> None:
 
     record = registry.record(exp.method, exp.params, model=model_name,
                              image=shown_path(source) if source is not None else None)
-    print(json.dumps(record, default=float, ensure_ascii=False), flush=True)
+    print(json.dumps(record, default=float), flush=True)
 
 
 def _write_explanation(exp, out: Path, model_name: str, source: Path | None, args, render_figure) -> None:

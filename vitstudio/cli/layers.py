@@ -121,7 +121,7 @@ def _report(result, as_json: bool, table) -> int:
     for path, reason in result.errors:
         print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
     if as_json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(json.dumps(result.to_json()))  # ASCII, as every --json: bytes that are not UTF-8 as \udcNN
     else:
         table(result)
     return EXIT_SOME_FAILED if result.errors else EXIT_OK

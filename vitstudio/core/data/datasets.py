@@ -203,7 +203,9 @@ def _split_files(scan: DatasetScan, val_ratio: float, seed: int, index: dict[str
             sizes[key] = sizes.get(key, 0) + 1
     for c in scan.classes:
         files = list(scan.train[c])  # already sorted
-        random.Random(f"{seed}:{c}").shuffle(files)  # str seeds hash the same on every machine
+        # seeded by the name's bytes: a str seed hashes its UTF-8, the same on every machine, and a folder name
+        # that is not UTF-8 (held as surrogate escapes) seeds by its own bytes instead of failing to encode
+        random.Random(f"{seed}:{c}".encode("utf-8", "surrogateescape")).shuffle(files)
         n_val = min(len(files) - 1, max(1, round(len(files) * val_ratio)))
         if groups is None:
             chosen = set(files[:n_val])

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vitstudio.core.files import shown_path
 from vitstudio.core.models.model import LoadedModel
 
 BANK_FILE = "ood_bank.safetensors"
@@ -240,7 +241,7 @@ def describe(loaded: LoadedModel) -> str:
 
 def name_classes(classes: Sequence[str], most: int = 6) -> str:
     """'0–9' for consecutive numbers, 'ants, bees' for a few names, the first ones and a count for many."""
-    names = [str(c) for c in classes]
+    names = [shown_path(str(c)) for c in classes]  # a class folder named in bytes that are not UTF-8: as \xNN
     if len(names) > 2 and all(n.isdigit() for n in names):
         numbers = sorted(int(n) for n in names)
         if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
