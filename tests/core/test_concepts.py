@@ -226,8 +226,8 @@ def test_concepts_that_reconstruct_poorly_say_so_with_what_to_change(capsys, mon
     assert poor_fit_warning(made(0.93)) == "" and poor_fit_warning(made(0.5)) == ""
     said = poor_fit_warning(made(-1.85))
     assert said == ("These 4,096 concepts reconstruct the tokens poorly (R² -1.85 after 50 steps on 19,200 tokens): "
-                    "their maps and top patches say little. Learn again with fewer concepts (e.g. 512), more epochs "
-                    "or more images.")
+                    "their maps and top patches say little. Learn again with fewer concepts (e.g. 512, 32 active per "
+                    "patch), more epochs or more images.")  # 19,200 tokens / 32 per concept: 2⁹ ≤ 600
     result = SimpleNamespace(tokens=SimpleNamespace(errors=[], paths=["a"] * 300, computed=300, patches=64),
                              training=SimpleNamespace(r2=-1.85, l0=32.0, dead=0, resumed_from=0),
                              path="/tmp/c.safetensors", concepts=SimpleNamespace(layer=2, **vars(made(-1.85))))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from vitstudio.core.concepts.concepts_file import save_concepts, weights_path
 from vitstudio.core.concepts.sae import Concepts
-from vitstudio.core.concepts.settings import ConceptSettings
+from vitstudio.core.concepts.settings import ConceptSettings, fitting_size
 from vitstudio.core.concepts.stats import concept_stats
 from vitstudio.core.concepts.tokens import FolderTokens, check_layer, collect_sharded, collect_tokens
 from vitstudio.core.concepts.training import SAEResult, checkpoint_path, train_sae
@@ -93,8 +93,10 @@ def poor_fit_warning(concepts) -> str:
     r2 = training.get("r2")
     if r2 is None or r2 >= POOR_R2:
         return ""
-    tokens = f" on {data['tokens']:,} tokens" if data.get("tokens") else ""
-    fewer = max(concepts.sae.k * 4, concepts.size // 8)
+    count = data.get("tokens")
+    tokens = f" on {count:,} tokens" if count else ""
+    size, k = fitting_size(count) if count else (max(concepts.sae.k * 4, concepts.size // 8), concepts.sae.k)
+    fewer = (f"fewer concepts (e.g. {size:,}, {min(k, size)} active per patch), " if size < concepts.size else "")
     return (f"These {concepts.size:,} concepts reconstruct the tokens poorly (R² {r2:.2f} after "
             f"{training.get('steps', '?')} steps{tokens}): their maps and top patches say little. Learn again with "
-            f"fewer concepts (e.g. {fewer:,}), more epochs or more images.")
+            f"{fewer}more epochs or more images.")

@@ -73,10 +73,12 @@ class MapView(pg.GraphicsLayoutWidget):
 
     def set_map(self, values: np.ndarray | None, cmap: str = "inferno", opacity: float = 0.6,
                 levels: tuple[float, float] | None = None) -> None:
-        """Show a (gh, gw) map through a colormap, or a (gh, gw, 3) RGB map in [0, 1] as is."""
+        """Show a (gh, gw) map through a colormap, or a (gh, gw, 3) RGB map in [0, 1] as is. A map that is zero
+        everywhere (a concept that does not fire) is drawn empty: a colour bar from 0 to 0 has no meaning."""
         self.values = values
-        self._show_colour_bar(values is not None and values.ndim == 2)
-        if values is None:
+        empty = values is None or values.ndim == 2 and not np.any(np.nan_to_num(values))
+        self._show_colour_bar(not empty and values.ndim == 2)
+        if empty:
             self.overlay.clear()
             return
         h, w = self._size

@@ -5,12 +5,25 @@ float or choice parameter gets its control here, with no GUI code."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QLineEdit, QSpinBox, QWidget
+import functools
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
 
 from vitstudio.core.analysis import registry
 
 from ..common.bind import bind
 from .explorer_base import layer_slider
+
+FILE_FILTERS = {"concepts": "Concepts (*.safetensors)"}  # a file parameter's dialog filter, by its name
 
 
 def registry_fields(methods, declared: dict) -> dict:
@@ -33,6 +46,7 @@ class ParamForm:
     def __init__(self, form: QFormLayout, view_state, methods, labels: dict | None = None) -> None:
         self.form, self.view_state = form, view_state
         self.controls: dict[str, QWidget] = {}
+        self.choosers: dict[str, QToolButton] = {}  # name -> the … button of a file parameter
         self.rows: dict[str, object] = {}  # name -> the widget or layout of its form row
         self.layer_label = None
         for name in methods:
@@ -65,12 +79,34 @@ class ParamForm:
                 box.setSingleStep(round((p.range.hi - p.range.lo) / 20, 2) or 0.01)
         elif p.kind == registry.TEXT_KIND:
             box = QLineEdit(placeholderText="e.g. a bee (Enter)")
-        elif p.kind == registry.FILE_KIND:  # the Concepts tab fills it; a path can be typed too
+        elif p.kind == registry.FILE_KIND:  # the Concepts tab fills it; a path can be typed or chosen too
             box = QLineEdit(placeholderText="learn or open one in the Concepts tab")
+            box.setToolTip(p.help)
+            return box, self._with_chooser(box, p)
         else:
             raise ValueError(f"no control for a parameter of kind {p.kind!r} ({p.name})")
         box.setToolTip(p.help)
         return box, box
+
+    def _with_chooser(self, box: QLineEdit, p) -> QWidget:
+        """The line and a … button whose file dialog sets the field (the binding fills the line)."""
+        row, button = QWidget(), QToolButton(text="…")
+        button.setToolTip(f"Choose the {p.title.lower()}")
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(box, 1)
+        layout.addWidget(button)
+        self.choosers[p.name] = button
+        button.clicked.connect(functools.partial(self._choose_file, p))
+        return row
+
+    def _choose_file(self, p) -> None:
+        from .. import file_dialogs
+
+        path = file_dialogs.open_file(self.form.parentWidget(), f"Open a {p.title.lower()}", FILE_FILTERS.get(
+            p.name, ""))
+        if path:
+            setattr(self.view_state, p.name, path)
 
     def show_for(self, method: str) -> None:
         """Show the rows of the parameters `method` takes; hide the others."""

@@ -127,7 +127,11 @@ class ConceptImageWidget(QWidget):
                             on_result=self._on_result, on_error=self._on_error)
         self._draw()
 
-    def _on_result(self, _value) -> None:
+    def _on_result(self, result) -> None:
+        strongest = result.top_overall(1)
+        if not self.tab.view_state.picked and strongest and strongest[0][0] != self.tab.view_state.concept:
+            self.tab.select_concept(strongest[0][0], picked=False)  # opens on what fires here, not on concept 0
+            return
         self._draw()
 
     def _on_error(self, exc: BaseException) -> None:
@@ -153,9 +157,10 @@ class ConceptImageWidget(QWidget):
         self.map.set_marker(self.view_state.patch)
         top = result.top_at(self.view_state.patch, SHOWN) if self.view_state.patch else result.top_overall(SHOWN)
         where = f"at patch {self.view_state.patch}" if self.view_state.patch else "on this image"
-        self.caption.setText(f"Concept {concept} on {os.path.basename(entry.path)} (strongest "
-                             f"{float(values.max()) if values is not None else 0:.3g}); click a patch for the concepts "
-                             f"there.")
+        peak = float(values.max()) if values is not None else 0.0
+        self.caption.setText(f"Concept {concept} on {os.path.basename(entry.path)} " + (
+            f"(strongest {peak:.3g}); click a patch for the concepts there." if peak > 0 else
+            "does not fire on this image; click a patch for the concepts there."))
         self._fill(self.strongest, [(c, f"{c}: {v:.3g}") for c, v in top], f"none fire {where}")
         drivers = [] if result.drivers is None else [
             (int(c), f"{int(c)}: {result.drivers[c]:+.3g}") for c in np.argsort(-np.abs(result.drivers))[:SHOWN]
