@@ -121,3 +121,34 @@ def test_every_registry_reference_resolves():
     assert registry.load("vitstudio.core.analysis.attention:explain_rollout").__name__ == "explain_rollout"
     with pytest.raises(AttributeError):
         registry.load("vitstudio.core.analysis.attention:no_such_function")
+
+
+NAME_LISTS = ("vitstudio.core.train.records", "vitstudio.core.train.runs", "vitstudio.core.models.run_record",
+              "vitstudio.core.train.recipes", "vitstudio.core.analysis.registry")
+
+
+def test_no_name_list_is_written_twice():
+    """The field-name lists beside the vocabularies (an epoch's metric names, run statuses, training scopes, the
+    keys of the shared attention overview) are named once too: no literal in the core, the command line, the app's
+    model or the GUI copies a run of one in its order, or three or more of its names in any order."""
+    import importlib
+
+    lists = {}
+    for module in NAME_LISTS:
+        source = importlib.import_module(module)
+        defined = {t.id for node in ast.parse(Path(source.__file__).read_text()).body if isinstance(node, ast.Assign)
+                   for t in node.targets if isinstance(t, ast.Name)}  # not the names it imports
+        lists.update({f"{module}.{name}": value for name, value in vars(source).items()
+                      if name.isupper() and name in defined and isinstance(value, tuple) and len(value) >= 2
+                      and all(isinstance(v, str) for v in value)})
+    assert {"vitstudio.core.train.records.EPOCH_CURVES", "vitstudio.core.train.runs.STOPPED",
+            "vitstudio.core.models.run_record.FINISHED", "vitstudio.core.analysis.registry.OVERVIEW_KEYS"} <= set(lists)
+    copies = []
+    for path in sorted((ROOT / "vitstudio").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for line, values in _string_sequences(ast.parse(path.read_text(), str(path))):
+            for name, names in lists.items():
+                if name.rsplit(".", 1)[0] != module and (_is_run(values, names) or (
+                        len(values) >= 3 and set(values) <= set(names))):
+                    copies.append(f"{path.relative_to(ROOT)}:{line} {values} copies {name}")
+    assert not copies, "\n".join(copies)

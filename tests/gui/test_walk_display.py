@@ -85,7 +85,7 @@ def test_folder_toolbar_keeps_all_classes_whole_and_drops_the_folder_label_with_
     qtbot.addWidget(bar)
     bar.resize(800, 80)  # the Folder tab at 1280x720 with the model card open
     bar.show()
-    bar.reset_filters("/data/colours")
+    bar.show_filters_of("/data/colours")
     bar.predicted.addItem("all classes", None)
     bar.predicted.addItem("blue", "blue")
     bar.show_count(60, 60)

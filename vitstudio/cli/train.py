@@ -8,6 +8,7 @@ import errno
 import sys
 from pathlib import Path
 
+from ..core.train.runs import STOPPED
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_config_options, drain, one_line
 
 
@@ -94,7 +95,7 @@ def finetune_cmd(args) -> int:
             die_at("cli-interrupted")
             print(_how_to_continue(out) if out is not None else "Interrupted.", file=sys.stderr)
             return 130
-        if result.status in ("cancelled", "interrupted"):
+        if result.status in STOPPED:
             interrupted.set()
     return _report(result) if main_process else EXIT_OK
 
@@ -109,7 +110,7 @@ def _report(result) -> int:
         print(f"{len(result.skipped)} file(s) skipped (listed in status.json):", file=sys.stderr)
         for path, why in list(result.skipped.items())[:10]:
             print(f"  {path}: {why}", file=sys.stderr)
-    if result.status in ("cancelled", "interrupted"):
+    if result.status in STOPPED:
         die_at("cli-interrupted")
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130

@@ -194,7 +194,8 @@ _EMB = "vitstudio.core.analysis.embeddings:"
 _INT = "vitstudio.core.analysis.intrinsic:"
 _CHECK = "vitstudio.core.analysis.applicability:"
 _GLOBAL = (_CHECK + "global_attention", _CHECK + "readable_attention")  # not inside windows, readable blocks
-_OVERVIEW = dict(view_job=_VIEW + "overview_job", view_keys=("fusion", "discard"))  # one forward, several views
+OVERVIEW_KEYS = ("fusion", "discard")  # what the shared attention overview (one forward, several views) depends on
+_OVERVIEW = dict(view_job=_VIEW + "overview_job", view_keys=OVERVIEW_KEYS)
 
 register(Analysis(
     "heads", "Head map", "attention", "CLS attention of each head of one layer (mean attention received when the "

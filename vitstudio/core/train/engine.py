@@ -68,6 +68,7 @@ from vitstudio.core.train.run_plan import refuse_what_cannot_fit
 from vitstudio.core.train.runlock import RunLock
 from vitstudio.core.train.runs import (
     CHECKPOINT,
+    STOPPED,
     MetricsLog,
     read_checkpoint,
     save_model_folder,
@@ -178,7 +179,7 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
     report = None
     if dist_info.main:
         try:  # stopped during the evaluation, the run resumes to it (every epoch is done)
-            if (out / "model.safetensors").exists() and status not in ("cancelled", "interrupted"):
+            if (out / "model.safetensors").exists() and status not in STOPPED:
                 report = yield from _final_evaluation(run, cancel)
         except Cancelled:
             status = "cancelled"

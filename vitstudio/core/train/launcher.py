@@ -19,6 +19,7 @@ from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.train.engine import EpochMetrics, TrainResult
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.records import METRIC_FIELDS
 from vitstudio.core.train.runs import read_metrics
 
 
@@ -48,9 +49,8 @@ def run_torchrun(config: TrainConfig, processes: int, cancel: CancelToken | None
         for row in rows[reported:]:
             improved = row["val_acc"] > best
             best = max(best, row["val_acc"])
-            yield EpochMetrics(epoch=int(row["epoch"]), train_loss=row["train_loss"], train_acc=row["train_acc"],
-                               val_loss=row["val_loss"], val_acc=row["val_acc"], lr=row["lr"],
-                               seconds=row["seconds"], best=improved)
+            figures = {k: row[k] for k in METRIC_FIELDS}
+            yield EpochMetrics(**{**figures, "epoch": int(figures["epoch"])}, best=improved)
             reported += 1
             yield Progress(reported, config.epochs, f"Epoch {reported}/{config.epochs} done")
         if finished:

@@ -8,7 +8,7 @@ from torch import nn
 
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import replace_classifier, trunk_blocks
-from vitstudio.core.train.recipes import TrainConfig
+from vitstudio.core.train.recipes import HEAD_SCOPES, TrainConfig
 from vitstudio.core.train.text_head import TextInit
 
 
@@ -96,7 +96,7 @@ def freeze(model: nn.Module, config: TrainConfig) -> int:
         top = name.split(".")[0]
         if config.scope == "all":
             train = True
-        elif config.scope in ("head", "head+pre_logits"):
+        elif config.scope in HEAD_SCOPES:
             train = top in head_names[:2]  # head.fc (pre_logits) is inside `head` for seed models
         else:  # last-blocks: the head, the final norm and the last N blocks
             train = top in head_names or top == "norm" or name.startswith(last)

@@ -20,7 +20,8 @@ from vitstudio.core.train.schema import (
     settings_of,
 )
 
-TRAIN_SCOPES = ("head", "head+pre_logits", "last-blocks", "all", "lora", "dora")
+HEAD_SCOPES = ("head", "head+pre_logits")  # the trunk frozen: its features can be computed once
+TRAIN_SCOPES = (*HEAD_SCOPES, "last-blocks", "all", "lora", "dora")
 ADAPTER_SCOPES = ("lora", "dora")  # the backbone frozen, low-rank adapters (peft) on its linears, the head in full
 SPLIT_RULES = ("stratified", "upstream")
 

@@ -20,6 +20,7 @@ from torch import nn
 from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at, naming
 from vitstudio.core.models.catalog import model_dirs, models_dir
 from vitstudio.core.models.checkpoints import pickle_refusal, refused_pickle
+from vitstudio.core.train.records import EPOCH_CURVES, METRIC_FIELDS
 from vitstudio.core.train.runlock import RunFileError, is_owned
 
 
@@ -94,7 +95,6 @@ def read_checkpoint(folder: Path) -> dict:
     return state
 
 
-METRIC_FIELDS = ("epoch", "train_loss", "train_acc", "val_loss", "val_acc", "lr", "seconds")
 CHECKPOINT = "checkpoint-last.pt"
 
 
@@ -193,7 +193,7 @@ class MetricsLog:
         except OSError as exc:
             raise naming(exc, self.path) from None
         if self.writer is not None:
-            for key in ("train_loss", "train_acc", "val_loss", "val_acc"):
+            for key in EPOCH_CURVES:
                 self.writer.add_scalar(key, row[key], row["epoch"])
             self.writer.add_scalar("learning_rate", row["lr"], row["epoch"])
             self.writer.flush()
@@ -238,8 +238,9 @@ def run_status(folder: Path) -> str:
     return status
 
 
+STOPPED = ("cancelled", "interrupted")  # stopped on request, its files whole: the command says how to continue
 # statuses a run can be resumed (or restarted) from
-UNFINISHED = ("cancelled", "interrupted", "killed", "incomplete", "failed")
+UNFINISHED = (*STOPPED, "killed", "incomplete", "failed")
 
 
 @dataclass(frozen=True)

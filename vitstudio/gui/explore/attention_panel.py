@@ -51,7 +51,6 @@ from .param_form import ParamForm, registry_fields
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
 # grid, the distance plot and the entries whose view job it is all read it.
 OVERVIEW = "overview"
-OVERVIEW_KEYS = ("fusion", "discard")
 TOP_1, TOP_1_LABEL = (None,), ("top-1 prediction",)  # the target before the model's classes: its top-1 prediction
 
 
@@ -135,7 +134,7 @@ class AttentionPanel(ExplorerPanel):
         self.param_names = tuple(registry_fields(self.methods, {}))  # every parameter of them, read once
         self.folder_method = registry.names("attention", folder=True)[0]
         self.slots = {m: _slot(registry.get(m)) for m in self.methods}
-        keys = {OVERVIEW: OVERVIEW_KEYS, **{self.slots[m]: _keys(registry.get(m)) for m in self.methods},
+        keys = {OVERVIEW: registry.OVERVIEW_KEYS, **{self.slots[m]: _keys(registry.get(m)) for m in self.methods},
                 "folder": ("folder",)}
         self.jobs = workers.ViewJobs(self.view_state, keys, long=("folder",))
         self._job_fields = {k for slot, fields in keys.items() if slot != "folder" for k in fields}
@@ -266,7 +265,7 @@ class AttentionPanel(ExplorerPanel):
             self.refresh_view()
             return
         model, entry = ctx
-        self._ensure(OVERVIEW, attention_views.overview_job, OVERVIEW_KEYS, model, entry, self._on_overview)
+        self._ensure(OVERVIEW, attention_views.overview_job, registry.OVERVIEW_KEYS, model, entry, self._on_overview)
         analysis = registry.get(self.view_state.method)
         if self._missing(analysis) is None and self.slots[analysis.name] != OVERVIEW:
             own = analysis.view_job is not None  # else: explained once per request (compute only)

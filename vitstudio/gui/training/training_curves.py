@@ -6,7 +6,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-EPOCH_KEYS = ("train_loss", "val_loss", "train_acc", "val_acc")
+from vitstudio.core.train.records import EPOCH_CURVES
+
 TRAIN, VAL = "#1f77b4", "#ff7f0e"
 # L-BFGS takes full-batch steps with no schedule: its lr (1.0) is a line-search scale, not a curve to read
 NO_SCHEDULE = "no learning-rate schedule:\nthe quick preset fits the head full batch (L-BFGS)"  # 2 lines: ~280 px
@@ -52,7 +53,7 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
         acc.addItem(self.start_level, ignoreBounds=True)
 
     def draw_epochs(self, curves: dict[str, list]) -> None:
-        for key in EPOCH_KEYS:
+        for key in EPOCH_CURVES:
             self.lines[key].setData(curves["epoch"], curves[key], symbol="o", symbolSize=5)
 
     def draw_lr(self, lr_data: list[tuple[float, float]], note: str | None = None) -> None:

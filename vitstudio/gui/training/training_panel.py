@@ -13,10 +13,12 @@ from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, Q
 from vitstudio.app.evented import ViewState
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
+from vitstudio.core.models.run_record import FINISHED
 from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.lr_schedule import run_schedule
 from vitstudio.core.train.probe import read_snapshots
+from vitstudio.core.train.records import EPOCH_CURVES
 from vitstudio.core.train.runs import UNFINISHED, read_metrics, recorded_optimizer, run_status
 from vitstudio.core.train.text_head import read_head_start
 
@@ -293,7 +295,7 @@ class TrainingPanel(QWidget):
     def _reset_curves(self) -> None:
         """Fresh buffers for the run about to be shown (the live run's buffers are kept in `self.live`)."""
         self.snapshots: list[ProbeSnapshot] = []
-        self.curves_data = {k: [] for k in ("epoch", "train_loss", "val_loss", "train_acc", "val_acc")}
+        self.curves_data = {k: [] for k in ("epoch", *EPOCH_CURVES)}
         self.lr_data: list[tuple[float, float]] = []
         self.head_start: list[HeadStart] = []  # the run's start from text, once known (a list: shared with `live`)
         if hasattr(self, "curves"):  # not yet while __init__ builds the widgets
@@ -417,7 +419,7 @@ class TrainingPanel(QWidget):
         """The bar says the shown run's state, not the last run trained here ("finished · 4 epochs" of another)."""
         status = run_status(folder)
         self.progress.setRange(0, 1)
-        self.progress.setValue(1 if status in ("finished", "early-stopped") else 0)
+        self.progress.setValue(1 if status in FINISHED else 0)
         self.progress.setFormat(f"{folder.name}: {status} · {len(self.curves_data['epoch'])} epochs")
 
     def export_data(self):
