@@ -88,11 +88,12 @@ def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
 @pytest.mark.parametrize("args, named", [
     (["explain", "IMAGE", "--method", "concept", "--concepts", "c.safetensors", "--json"], "--concept N"),
     (["concepts", "IMAGE", "--out", "/dev/null"], "--out /dev/null is a character device"),
+    (["concepts", "IMAGE", "--out", ""], "'' names no file"),  # it wrote ..safetensors into the working folder
     (["concepts", "IMAGE", "--out", "OUT", "--seed", "99999999999999999999999"], "seed must be in [0, 4294967295]"),
     (["layers", "IMAGE", "--batch-size", "0"], "--batch-size is images per forward, at least 1; not 0"),
     (["compare-layers", "IMAGE", "--model", "a", "--model", "b", "--batch-size", "-2"], "--batch-size is images"),
-], ids=["explain-concept-unnamed", "concepts-out-device", "concepts-seed-overflow", "layers-batch-0",
-        "compare-layers-batch-negative"])
+], ids=["explain-concept-unnamed", "concepts-out-device", "concepts-out-empty", "concepts-seed-overflow",
+        "layers-batch-0", "compare-layers-batch-negative"])
 def test_options_once_taken_silently_are_refused_in_one_line(args, named, tmp_path, capsys):
     """Issue 49 item 18: each option out of its range is one line naming it and its range, exit 2, before any model
     loads and with nothing written (concepts --out /dev/null wrote /dev/null.json)."""

@@ -147,3 +147,38 @@ def test_a_prediction_that_is_not_finite_is_an_error_never_a_row(tiny_weights, t
     out = capsys.readouterr().out
     record = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
     assert set(record) == {"path", "error"} and "not a finite number" in record["error"]
+
+
+def test_what_a_killed_write_left_in_the_concepts_folder_is_removed_by_the_next_run(tiny_weights, tmp_path, capsys):
+    """A kill during an atomic write leaves `.NAME.XXXXXXXX.tmp` (mkstemp's name) beside the file; the next
+    `concepts` run into that name removes those of its own three files (weights, sidecar, checkpoint) that are over
+    a minute old and that no writer holds, and nothing else: a fresh temp (a write under way in another process),
+    an old one a writer holds locked, another file's, a folder of that name, a user's own .tmp stay."""
+    import os
+    import time
+
+    from PIL import Image
+
+    from tests.conftest import TINY_SPEC
+    from vitstudio.cli import main
+
+    fcntl = pytest.importorskip("fcntl")
+    for i in range(3):
+        (tmp_path / "images").mkdir(exist_ok=True)
+        Image.new("RGB", (32, 32), (80 * i, 40, 200)).save(tmp_path / "images" / f"{i}.png")
+    out = tmp_path / "out"
+    out.mkdir()
+    old = time.time() - 2 * files.STALE_TEMP_S
+    stale = [".c.safetensors.k2x_9abc.tmp", ".c.json.00000000.tmp", ".c.safetensors.partial.zzzzzzzz.tmp"]
+    kept = [".c.safetensors.fresh000.tmp", ".c.safetensors.held0000.tmp", ".d.safetensors.abcdefgh.tmp",
+            ".c.json.folder00.tmp", "notes.tmp", ".c.json.short.tmp"]
+    for name in stale + kept:
+        (out / name).mkdir() if "folder" in name else (out / name).write_bytes(b"half a file")
+        if "fresh" not in name:
+            os.utime(out / name, (old, old))
+    with open(out / ".c.safetensors.held0000.tmp", "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        assert main(["concepts", str(tmp_path / "images"), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
+                     "--size", "4", "--k", "2", "--epochs", "1", "--out", str(out / "c"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in out.iterdir()) == sorted([*kept, "c.json", "c.safetensors"])

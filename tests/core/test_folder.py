@@ -21,6 +21,7 @@ from vitstudio.core.analysis.embeddings import pooled_features
 from vitstudio.core.data.datasets import exact_duplicate_groups, scan_dataset, split_dataset
 from vitstudio.core.data.images import file_digest
 from vitstudio.core.folder import duplicates as D
+from vitstudio.core.folder import keyedstore
 from vitstudio.core.folder.audit import audit
 from vitstudio.core.folder.embedcache import EmbeddingCache, embed_folder
 from vitstudio.core.folder.neighbours import nearest, project_2d
@@ -79,7 +80,6 @@ def test_cache_is_per_model_and_compacts(demo, tmp_path):
     run(embed_folder(demo, [str(data)]))
     other = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
     assert EmbeddingCache(other).folder != EmbeddingCache(demo).folder
-    rows = []
     for step in range(12):  # every file changes again and again: orphaned rows pile up until they are dropped
         for p in data.rglob("*.png"):
             image = Image.open(p).transpose(Image.FLIP_LEFT_RIGHT)
@@ -88,9 +88,8 @@ def test_cache_is_per_model_and_compacts(demo, tmp_path):
         result = run(embed_folder(demo, [str(data)]))
         assert result.computed == 6
         index = EmbeddingCache(demo).index
-        rows.append(index["rows"])
-        assert index["rows"] <= 2 * len(index["files"])  # orphans never outnumber live rows
-    assert any(b < a for a, b in zip(rows, rows[1:]))  # a compaction happened
+        assert index["rows"] <= len(index["files"]) / (1 - keyedstore.MAX_ORPHANED)  # orphans stay under a quarter
+    assert EmbeddingCache(demo).store.data > 0  # a compaction happened (each writes the next data generation)
     x = demo.to_tensor(demo.crop(Image.open(result.paths[0]).convert("RGB")))[None]
     np.testing.assert_allclose(result.features_of()[0], pooled_features(demo, x)[0][0], atol=1e-5)
 

@@ -173,6 +173,24 @@ def test_two_concurrent_embed_runs_leave_the_cache_one_run_would(demo, tmp_path,
     shutil.rmtree(tmp_path / "shared")
 
 
+def test_two_runs_on_an_empty_cache_are_compacted_to_one_row_per_content(tmp_path):
+    """Two stores (as two runs) each compute every file of an empty cache and append it: each content's second row
+    orphans the first. The first compaction keeps one row per content, each holding its file's values (a majority
+    rule kept all 2n rows: orphans were exactly half)."""
+    files = tmp_path / "files"
+    files.mkdir()
+    names = [f"{i:03d}" for i in range(40)]
+    first, second = (KeyedRows(tmp_path / "store", {"v.f32": "float32"}) for _ in range(2))
+    _fill(first, files, names)
+    _fill(second, files, names)  # looked up before the first run appended: computed again
+    assert second.rows == 80
+    second.compact()
+    reopened = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
+    assert reopened.rows == 40
+    rows = [reopened.lookup(files / n) for n in names]
+    np.testing.assert_array_equal(reopened.arrays()["v.f32"][rows], [[len(n), sum(n.encode())] for n in names])
+
+
 def test_fingerprints_are_cached_by_content(tmp_path, monkeypatch, photos):
     from vitstudio.core.folder import fingerprintcache
     from vitstudio.core.folder.fingerprints import fingerprints

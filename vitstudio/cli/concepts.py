@@ -43,6 +43,7 @@ def _settings(args):
 
 
 def concepts_cmd(args) -> int:
+    from ..core.concepts.concepts_file import writable_target
     from ..core.concepts.learn import learn_concepts
     from ..core.distributed import device_for, finish, init_distributed
     from ..core.files import not_regular
@@ -54,6 +55,7 @@ def concepts_cmd(args) -> int:
         if what:  # /dev/null: its FILE.json would be written beside it, in /dev
             raise ValueError(f"--out {args.out} is {what}, not a file name: concepts writes FILE.safetensors and "
                              f"FILE.json")
+        writable_target(args.out)  # '' (it wrote ..safetensors here), a folder named FILE.safetensors
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -33,9 +33,15 @@ import re
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import platformdirs
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; a temp is then judged by its age alone
+    fcntl = None
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -43,6 +49,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     crash) sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if fcntl is not None:  # held until the file closes: `remove_stale_temps` never takes a temp being written
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -57,6 +66,40 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+STALE_TEMP_S = 60  # a temp written to this long ago, and closed, is no atomic write's: those rename at once
+
+
+def remove_stale_temps(path: Path) -> list[str]:
+    """Remove what atomic writes of `path` left when they were killed: `.NAME.XXXXXXXX.tmp` (mkstemp's eight
+    characters) beside it, each a regular file no writer holds (an atomic write locks its temp until it closes it)
+    and last written over a minute ago. Nothing else in the folder is touched. Returns the names removed."""
+    pattern = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")
+    try:
+        entries = [e for e in os.scandir(path.parent) if pattern.fullmatch(e.name)]
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and time.time() - st.st_mtime > STALE_TEMP_S and not held(entry.path):
+                os.unlink(entry.path)
+                removed.append(entry.name)
+    return removed
+
+
+def held(path: str | os.PathLike) -> bool:
+    """True while some process holds an flock on the file (never where there is no flock: Windows)."""
+    if fcntl is None:
+        return False
+    with open(path, "rb") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+    return False
 
 
 def naming(exc: OSError, path: Path | str) -> OSError:

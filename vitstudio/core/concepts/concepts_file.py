@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from vitstudio.core.concepts.sae import DICT, ENC_B, ENC_W, FORMAT, MULT, Concepts, Normalisation, TopKSAE
-from vitstudio.core.files import atomic_write_bytes, read_json_value
+from vitstudio.core.files import atomic_write_bytes, not_regular, read_json_value, shown_path
 
 HASH_KEY = "weights_sha256"  # in FILE.json
 PAIRED = "paired"  # in FILE.safetensors' metadata: its sidecar records its hash
@@ -27,13 +28,30 @@ MAX_SIDECAR_BYTES = 256 << 20  # every concept's statistics: a few MB at 16k con
 
 
 def weights_path(path: str | Path) -> Path:
-    """FILE.safetensors for FILE, FILE.safetensors or FILE.json."""
+    """FILE.safetensors for FILE, FILE.safetensors or FILE.json; a ValueError for a name that names no file ('', '.',
+    'folder/': Path('') is '.', whose FILE.safetensors is '..safetensors' in the working folder)."""
+    text = str(path)
+    if not text.strip() or text.endswith(("/", os.sep)) or Path(text).name in ("", ".", ".."):
+        raise ValueError(f"'{shown_path(text)}' names no file: a concepts file is FILE.safetensors with FILE.json "
+                         f"beside it (e.g. concepts/digits).")
     p = Path(path)
     return p.with_suffix(".safetensors") if p.suffix in (".json", ".safetensors") else Path(f"{p}.safetensors")
 
 
 def sidecar_path(path: str | Path) -> Path:
     return weights_path(path).with_suffix(".json")
+
+
+def writable_target(path: str | Path) -> Path:
+    """FILE.safetensors, once FILE names a file and neither of the pair's names holds something that is no regular
+    file (a folder named FILE.safetensors): refused in one line before anything is learned."""
+    target = weights_path(path)
+    for p in (target, sidecar_path(target)):
+        what = not_regular(p)
+        if what:
+            raise ValueError(f"{shown_path(p)} is {what}, not a file: the concepts file FILE.safetensors and its "
+                             f"FILE.json cannot be written there; choose another name.")
+    return target
 
 
 def _finite(value):

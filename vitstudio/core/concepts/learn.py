@@ -8,14 +8,14 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vitstudio.core.concepts.concepts_file import save_concepts, weights_path
+from vitstudio.core.concepts.concepts_file import save_concepts, sidecar_path, writable_target
 from vitstudio.core.concepts.sae import Concepts
 from vitstudio.core.concepts.settings import ConceptSettings, fitting_size
 from vitstudio.core.concepts.stats import concept_stats
 from vitstudio.core.concepts.tokens import FolderTokens, check_layer, collect_sharded, collect_tokens
 from vitstudio.core.concepts.training import SAEResult, checkpoint_path, train_sae
 from vitstudio.core.distributed import DistInfo
-from vitstudio.core.files import dataset_dir
+from vitstudio.core.files import dataset_dir, remove_stale_temps
 from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
@@ -49,7 +49,9 @@ def learn_concepts(loaded: LoadedModel, paths: Sequence[str], settings: ConceptS
                    ) -> Generator[Progress, None, LearnResult | None]:
     """Yields Progress (the SAE's steps as SAEProgress); returns the LearnResult (None on ranks other than 0)."""
     settings.check()
-    out = weights_path(out)
+    out = writable_target(out)
+    for written in (out, sidecar_path(out), checkpoint_path(out)):  # what a kill mid-write left, from an earlier run
+        remove_stale_temps(written)
     layer = check_layer(loaded, settings.layer)
     if info is not None and info.enabled:
         tokens = yield from collect_sharded(loaded, paths, layer, info, settings.batch_size, cancel)

@@ -37,6 +37,7 @@ except ImportError:  # Windows: no flock; one writer at a time is then the user'
     fcntl = None
 
 FOLD_MIN = 4096  # journal entries kept before the first fold into the snapshot
+MAX_ORPHANED = 0.25  # share of the rows left orphaned before a compaction drops them
 
 
 def content_digest(path: str | Path) -> str:
@@ -278,10 +279,13 @@ class KeyedRows:
         return out
 
     def compact(self) -> None:
-        """Drop orphaned rows (contents no path holds any more) when they are the majority."""
+        """Drop orphaned rows (contents no path holds any more, and the second copy two runs computed at once of the
+        same content) once they exceed a quarter of the rows: two runs on an empty cache leave half the rows
+        orphaned, which a majority rule never dropped. Each compaction follows at least rows/3 new orphans:
+        amortised O(1) per row."""
         with self.locked(exclusive=True):
             live = sorted({e[3] for e in self.files.values()})
-            if len(live) * 2 >= self.rows:
+            if self.rows - len(live) <= self.rows * MAX_ORPHANED:
                 return
             self._cut_leftovers()
             for name, values in self.arrays().items():  # the next generation's files; the index still says this one

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from vitstudio.core.errors import UserFacingError
+from vitstudio.core.files import held
 
 try:
     import fcntl
@@ -69,15 +70,7 @@ class RunLock:
 def is_owned(folder: Path) -> bool:
     """True while some process holds the run's lock."""
     path = Path(folder) / LOCK
-    if fcntl is None or not path.is_file():
-        return False
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return False
+    return path.is_file() and held(path)
 
 
 def remove_stale_files(folder: Path) -> list[str]:
