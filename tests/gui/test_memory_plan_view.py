@@ -27,3 +27,23 @@ def test_the_form_plans_memory_and_says_what_would_fit(panel, qtbot, tmp_path, m
     assert view.planned.plan.activations > 3 * first.activations
     assert "will not fit" in view.summary.text() and "Would fit: " in view.summary.text()
     assert "batch size 8 with gradient accumulation 4" in view.summary.text()
+
+
+def test_an_adapter_target_the_model_lacks_greys_start_and_the_fix_clears_it(panel, qtbot, tmp_path):
+    """Issue 49 item 10: a LoRA target the blocks lack left Start enabled while the plan said it could not plan the
+    run ("…(--lora-targets).)."); after the fix the old failure stayed in the status line."""
+    panel = _setup(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
+    view = panel.memory_plan
+    panel.form.preset.setCurrentText("lora")
+    qtbot.waitUntil(lambda: "fits" in view.summary.text(), timeout=20000)
+    assert panel.start_button.isEnabled()
+    panel._on_failed(ValueError("no linear layer named qkvv"))  # as a start of the bad settings once ended
+    panel.form.controls["lora_targets"].widget.setText("qkvv")  # typed, as the user does
+    qtbot.waitUntil(lambda: "cannot plan" in view.summary.text(), timeout=20000)
+    said = "blocks have no linear layer named qkvv; their linears are fc1, fc2, proj, qkv (--lora-targets)."
+    assert view.summary.text() == f"Memory plan: cannot plan this run. VisionTransformer's {said}"
+    assert not panel.start_button.isEnabled() and said in panel.start_button.toolTip()
+    assert said in panel.status.text()
+    panel.form.controls["lora_targets"].widget.setText("qkv,proj")
+    qtbot.waitUntil(lambda: "fits" in view.summary.text(), timeout=20000)
+    assert panel.start_button.isEnabled() and panel.status.text() == "Ready: press Start."

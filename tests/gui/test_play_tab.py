@@ -33,8 +33,8 @@ def test_play_a_video_with_a_map_and_record_it(window, qtbot, tmp_path, monkeypa
     analysed = int(panel.stats.text().split("Finished: ")[1].split(" of ")[0])
     assert 1 <= analysed <= 36
     with FrameSource(str(record)) as src:
-        assert sum(1 for _ in src) == analysed  # the recording holds every frame shown
-    assert not workers.running_jobs()
+        assert sum(1 for _ in src) == 36  # every frame of the source, at its rate (an analysed one held over those
+    assert not workers.running_jobs()  # skipped after it)
 
 
 def test_no_camera_is_said_on_the_tab_and_stop_stops(window, qtbot, tmp_path):
@@ -54,3 +54,53 @@ def test_no_camera_is_said_on_the_tab_and_stop_stops(window, qtbot, tmp_path):
     panel.stop_button.click()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
     assert "stopped" in panel.stats.text()
+
+
+class _BusyFrom3To8:
+    """LatestFrame's part the Play tab uses, handing over every frame but 3 to 8 (they arrive while the model is
+    busy), whatever this machine's speed."""
+
+    def __init__(self, source, paced=None) -> None:
+        self.source, self.read_count, self._frames = source, 0, iter(source)
+
+    def take(self, timeout: float = 5.0):
+        for taken in self._frames:
+            self.read_count += 1
+            if not 3 <= taken[0] <= 8:
+                return taken
+        return None
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def test_a_recording_keeps_the_sources_timing_and_the_next_session_never_writes_over_it(panel, qtbot, tmp_path,
+                                                                                         monkeypatch):
+    """Issue 49 item 10: the recording held only the analysed frames (181 of 200 at 10 fps: a shorter, faster video)
+    and "Record to…" stayed armed, so the next session silently wrote over it."""
+    import numpy as np
+
+    from vitstudio.core.play import video as video_module
+    from vitstudio.gui.explore.play_panel import PlayPanel
+
+    video = moving_digits_video(tmp_path / "digits.avi", frames=12, fps=12.0)
+    play = panel(PlayPanel, model=bundled_demo())
+    monkeypatch.setattr(video_module, "LatestFrame", _BusyFrom3To8)
+    record = tmp_path / "played.avi"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(record), ""))
+    play.record_button.setChecked(True)
+    play.play(str(video))
+    qtbot.waitUntil(lambda: "Finished" in play.stats.text(), timeout=60000)
+    assert play.stats.text().startswith("Finished: 6 of 12 frames analysed")
+    assert f"recorded to {record}: 12 frames at the source's 12 frames/s, each analysed frame held over the 6 " \
+           f"skipped after it" in play.stats.text()
+    with FrameSource(str(record)) as src:
+        frames = [frame for _, _, frame in src]
+    assert len(frames) == 12  # as long as its source
+    same = [float(np.abs(frames[i].astype(int) - frames[2].astype(int)).mean()) for i in range(3, 9)]
+    assert max(same) < 2.0 and float(np.abs(frames[9].astype(int) - frames[2].astype(int)).mean()) > 2.0
+    assert not play.record_button.isChecked() and play.view_state.record is None  # disarmed after its session
+    written = record.stat().st_mtime_ns, record.stat().st_size
+    play.play(str(video))
+    qtbot.waitUntil(lambda: "Finished" in play.stats.text() and "recorded" not in play.stats.text(), timeout=60000)
+    assert (record.stat().st_mtime_ns, record.stat().st_size) == written

@@ -169,3 +169,38 @@ class VideoWriter:
 
     def close(self) -> None:
         self.writer.release()
+
+
+class HeldRecording:
+    """The Play tab's recording at its source's frame rate from the frames it analysed: a live session skips the
+    frames that arrive while the model is busy, and writing only the analysed ones played the video faster than it
+    happened. Each analysed picture stands for every source frame up to the next analysed one (as the screen held
+    it), so the recording lasts as long as its source; `held` counts the frames written as a copy."""
+
+    def __init__(self, path: str | Path, fps: float) -> None:
+        self.path, self.fps = Path(path), fps
+        self.writer: VideoWriter | None = None
+        self.last: tuple[int, np.ndarray] | None = None  # (source index, picture) of the last analysed frame
+        self.held = 0
+
+    def write(self, index: int, picture: np.ndarray) -> None:
+        """The analysed picture of source frame `index` (frames before it not analysed: the previous one, held)."""
+        if self.writer is None:
+            self.writer = VideoWriter(self.path, self.fps, (picture.shape[1], picture.shape[0]))
+        before, held = (self.last[1], index - self.last[0] - 1) if self.last is not None else (picture, index)
+        self._hold(before, held)
+        self.writer.write(picture)
+        self.last = (index, picture)
+
+    def close(self, frames_read: int) -> None:
+        """The frames read after the last analysed one hold it too; then the file is complete."""
+        if self.writer is None:
+            return
+        if self.last is not None:
+            self._hold(self.last[1], frames_read - self.last[0] - 1)
+        self.writer.close()
+
+    def _hold(self, picture: np.ndarray, count: int) -> None:
+        for _ in range(max(0, count)):
+            self.writer.write(picture)
+            self.held += 1

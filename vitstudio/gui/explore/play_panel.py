@@ -31,15 +31,19 @@ from ..imaging import pil_to_pixmap
 from .explorer_base import method_combo
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
+RECORD_HELP = ("Write the next session's annotated frames to a video file (.mp4 or .avi) at the source's frame rate, "
+               "each analysed frame held over the frames skipped after it")
 
 
 def play_job(cancel, loaded, source: str, method: str | None, record: str | None, shown: threading.Event):
-    """Yields (annotated frame, FrameResult, frames/s); returns (frames analysed, frames read, the recording)."""
+    """Yields (annotated frame, FrameResult, frames/s); returns (frames analysed, frames read, the HeldRecording or
+    None)."""
     from vitstudio.core.play.frames import Rate, analyse_frame, annotate
-    from vitstudio.core.play.video import FrameSource, LatestFrame, VideoWriter
+    from vitstudio.core.play.video import FrameSource, HeldRecording, LatestFrame
 
     latest = LatestFrame(FrameSource(source))  # a file is paced at its own frame rate, a camera at its own
-    writer, rate, analysed = None, Rate(), 0
+    writer = HeldRecording(record, latest.source.info.fps) if record else None
+    rate, analysed = Rate(), 0
     shown.set()  # nothing on screen to wait for yet
     try:
         while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
@@ -47,28 +51,26 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
             result = analyse_frame(loaded, frame, index, t, method)
             fps = rate.tick()
             picture = annotate(result, fps, frame=frame)  # the frame with its overlay, not the model's crop
-            if record:
-                if writer is None:
-                    writer = VideoWriter(record, latest.source.info.fps, (picture.shape[1], picture.shape[0]))
-                writer.write(picture)
+            if writer is not None:
+                writer.write(index, picture)
             analysed += 1
             # the window has drawn the previous frame (or is busy): at most one frame waits for it, never a
             # backlog; the model worked on this one while the window drew the last (they took turns before)
             shown.wait(1.0)
             shown.clear()
             yield picture, result, fps
-        return analysed, latest.read_count, record if writer is not None else None
+        return analysed, latest.read_count, writer if writer is not None and writer.writer is not None else None
     finally:
         latest.close()
         if writer is not None:
-            writer.close()
+            writer.close(latest.read_count)
 
 
 class PlayState(ViewState):
     model: int | None = None
     source: str | None = None  # a video file, or camera:N
     method: str | None = Field(None, valid=registry.is_registered)  # the map drawn on each frame; None: none
-    record: str | None = None  # the video file the annotated frames go to
+    record: str | None = None  # the video file the annotated frames go to: one session's (then disarmed)
 
 
 class PlayPanel(QWidget):
@@ -98,7 +100,7 @@ class PlayPanel(QWidget):
         self._help = [self.method.itemData(i, Qt.ToolTipRole) or "" for i in range(self.method.count())]
         self.record_button = QPushButton("Record to…")
         self.record_button.setCheckable(True)
-        self.record_button.setToolTip("Write the annotated frames to a video file (.mp4 or .avi) while playing")
+        self.record_button.setToolTip(RECORD_HELP)
         self.screen = QLabel("Play a camera or a video file through the model: its prediction and, if chosen, "
                              "where it looks, live.")
         self.screen.setAlignment(Qt.AlignCenter)
@@ -120,6 +122,7 @@ class PlayPanel(QWidget):
         self.stop_button.clicked.connect(self.stop)
         bind(self.method, self.view_state, "method")
         self.view_state.events.method.connect(self._restart)
+        self.view_state.events.record.connect(self._show_record)
         self.record_button.toggled.connect(self._on_record)
 
     # -- what to play ----------------------------------------------------------------------------------
@@ -129,6 +132,8 @@ class PlayPanel(QWidget):
             self.play(path)
 
     def _on_record(self, on: bool) -> None:
+        if on == (self.view_state.record is not None):  # the button following the state
+            return
         if on:
             path = file_dialogs.save_file(self, "Record the annotated stream", "play.mp4",
                                           "MP4 video (*.mp4);;AVI video (*.avi)")
@@ -138,7 +143,17 @@ class PlayPanel(QWidget):
             self.view_state.record = path
         else:
             self.view_state.record = None
-        self._restart()
+        if self.stop_button.isEnabled():  # playing: go on, recording or not
+            self._start()
+
+    def _show_record(self, record: str | None) -> None:
+        self.record_button.setChecked(record is not None)
+        self.record_button.setToolTip(f"Recording to {record}" if record else RECORD_HELP)
+
+    def _disarm(self) -> str:
+        """A recording is one session's: the next one never writes over it unasked. Says where it went."""
+        record, self.view_state.record = self.view_state.record, None
+        return f"; recorded to {record}" if record else ""
 
     def _on_model(self, model) -> None:
         from vitstudio.core.analysis.applicability import why_not
@@ -168,7 +183,10 @@ class PlayPanel(QWidget):
         self._start()
 
     def _restart(self, *_changed) -> None:
-        if self.stop_button.isEnabled():  # playing: go on with the new model, map or recording
+        """Another map or model while playing: a new session; a recording ends with the last one, kept."""
+        if self.stop_button.isEnabled():
+            if self.view_state.record is not None:
+                self.stats.setText(f"Recording stopped{self._disarm()}.")
             self._start()
 
     def _start(self) -> None:
@@ -187,7 +205,8 @@ class PlayPanel(QWidget):
         self.jobs.discard("play")
         self._shown.set()
         self.stop_button.setEnabled(False)
-        self.stats.setText(self.stats.text() + " · stopped" if self.stats.text() else "Stopped.")
+        saved = self._disarm()
+        self.stats.setText((self.stats.text() + " · stopped" if self.stats.text() else "Stopped") + saved)
 
     def _on_frame(self, value) -> None:
         picture, result, fps = value
@@ -202,7 +221,11 @@ class PlayPanel(QWidget):
         analysed, read, recording = summary
         self.jobs.clear("play")
         self.stop_button.setEnabled(False)
-        saved = f"; recorded to {recording}" if recording else ""
+        self._disarm()
+        saved = "" if recording is None else (
+            f"; recorded to {recording.path}: {recording.writer.frames} frames at the source's {recording.fps:g} "
+            f"frames/s" + (f", each analysed frame held over the {recording.held} skipped after it"
+                          if recording.held else ""))
         skipped = " (the others arrived while the model was busy)" if analysed < read else ""
         self.stats.setText(f"Finished: {analysed} of {read} frames analysed{skipped}{saved}.")
 
@@ -210,6 +233,7 @@ class PlayPanel(QWidget):
         from vitstudio.core.play.video import VideoSourceError
 
         self.stop_button.setEnabled(False)
+        self._disarm()
         if isinstance(exc, VideoSourceError):  # no camera, not a video: said here, where the user looks
             self.screen.setText(str(exc))
             return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
@@ -29,6 +29,8 @@ def plan_job(cancel, config) -> RunPlan:
 
 
 class MemoryPlanView(QWidget):
+    settled = Signal()  # a plan or its failure arrived: whether Start can run may have changed
+
     def __init__(self, build_config: Callable, parent: QWidget | None = None) -> None:
         """`build_config()`: the TrainConfig Start would run (a ValueError while a setting is typed wrongly)."""
         super().__init__(parent)
@@ -71,6 +73,13 @@ class MemoryPlanView(QWidget):
         self.summary.setText(f"Memory plan: planning {config.model}…")
         self.jobs.start("plan", "Memory plan", plan_job, config, on_result=self._show, on_error=self._failed)
 
+    def problem(self) -> str:
+        """Why the settings planned last cannot run: planning them failed on a setting (a ValueError, as an adapter
+        target the model lacks, which the run refuses too); "" otherwise. An error of another kind (a model the
+        planner cannot size) never stops a run, as in `refuse_what_cannot_fit`."""
+        exc = self.jobs.failed("plan")
+        return workers.describe(exc) if isinstance(exc, ValueError) else ""
+
     def _show(self, plan: RunPlan) -> None:
         if not isValid(self.summary):  # the window closed while it planned
             return
@@ -87,9 +96,11 @@ class MemoryPlanView(QWidget):
                                       for name, value, _ in plan.plan.rows()))
         self.table.setToolTip("\n".join(line.strip() for line in plan.lines()))
         self.planned = plan
+        self.settled.emit()
 
     def _failed(self, exc: BaseException) -> None:
         if not isValid(self.summary):
             return
-        self.summary.setText(f"Memory plan: cannot plan this run ({workers.describe(exc)}).")
+        self.summary.setText(f"Memory plan: cannot plan this run. {workers.describe(exc)}")
         self.table.clear()
+        self.settled.emit()

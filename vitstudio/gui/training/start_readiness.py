@@ -16,9 +16,10 @@ SCANNING = "Scanning the dataset folder…"
 
 
 def start_blocker(running: bool, dataset_problem: str, model: str, run_name: str,
-                  build_config: Callable) -> str:
+                  build_config: Callable, plan_problem: str = "") -> str:
     """"" when a run can start; else the first reason it cannot. `build_config()` makes the run's TrainConfig
-    (a ValueError names a setting typed wrongly)."""
+    (a ValueError names a setting typed wrongly); `plan_problem`: a setting only the model can check (an adapter
+    target it lacks), found by planning the run's memory."""
     if running:
         return "A run is in progress: one run at a time (pause or cancel it first)."
     if dataset_problem:
@@ -32,7 +33,7 @@ def start_blocker(running: bool, dataset_problem: str, model: str, run_name: str
         build_config().validate()
     except ValueError as exc:
         return str(exc)
-    return ""
+    return plan_problem
 
 
 def run_name_problem(name: str) -> str:

@@ -85,8 +85,9 @@ class TrainingPanel(QWidget):
         self.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
         self.base_model.editTextChanged.connect(self.form.follow_base_model)
         self.form.follow_base_model(self.base_model.currentText())
-        for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged):
-            changed.connect(self._refresh_buttons)  # Start says at once why it cannot run
+        for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged,
+                        self.memory_plan.settled):
+            changed.connect(self._say_readiness)
         for changed in (self.form.changed, self.base_model.editTextChanged, self.dataset_actions.changed):
             changed.connect(self.memory_plan.request)
         self._refresh_buttons()
@@ -113,13 +114,13 @@ class TrainingPanel(QWidget):
         self.dataset_actions.set_dataset(folder, exclude)
 
     def _on_dataset(self) -> None:
-        """Start says why it cannot run; the status line says what the dataset's new state means, unless a run is
-        in progress or the scan is still running."""
+        self._say_readiness(always=True)  # what the dataset's new state means, said in any case
+
+    def _say_readiness(self, *_changed, always: bool = False) -> None:
+        """Start, and the status line, say at once why a run cannot start (or that it now can)."""
         self._refresh_buttons()
-        problem = self.dataset_actions.problem
-        if not self.running and problem != SCANNING:
-            self.status.setText(problem or (self.start_button.toolTip() if not self.start_button.isEnabled()
-                                            else "Ready: press Start."))
+        if not self.running and self.dataset_actions.problem != SCANNING:
+            self.controls.say_readiness(self._start_blocker(), always)
 
     def _on_model_loaded(self, model) -> None:
         if not self.base_model.currentText():
@@ -214,7 +215,7 @@ class TrainingPanel(QWidget):
 
     def _start_blocker(self) -> str:
         return start_blocker(self.running, self.dataset_actions.problem, self._base_model(), self.run_name.text(),
-                             self._run_config)
+                             self._run_config, self.memory_plan.problem())
 
     def resume_run(self) -> None:
         """Continue the unfinished run selected in History (cancelled, interrupted or killed) from its last
@@ -375,7 +376,7 @@ class TrainingPanel(QWidget):
         if self.run_name.text().strip() and (models_dir() / self.run_name.text().strip()).exists():
             self.dataset_actions.name_next_run()  # the failed run's folder stays: its name is taken
         self._refresh_buttons()
-        self.status.setText(f"<b>Training failed:</b> {message}")
+        self.controls.show_failed(message)
         self.state.report(exc, "Training failed")
         self.run_ended.emit(False)
 

@@ -9,6 +9,8 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QProgressBar, QPus
 from vitstudio.core.jobs import Progress
 from vitstudio.core.train.engine import StepProgress
 
+FAILED = "<b>Training failed:</b> "
+
 
 class RunControlsWidget(QWidget):
     def __init__(self, gpus: int, parent: QWidget | None = None) -> None:
@@ -30,6 +32,7 @@ class RunControlsWidget(QWidget):
         self.warning.setVisible(False)
         self.warnings: list[tuple[str, str]] = []  # (kind, message) of the run in progress or last finished
         self.warnings_shown = True  # False while another run (History) is on screen: its warnings are not these
+        self.said_blocker = ""  # the reason Start cannot run that the status line says, if it says one
         self.paused_label = QLabel("<b>Paused</b>: the run waits at the next step; press Continue to go on.")
         self.paused_label.setStyleSheet("background: #fff3cd; color: #7a5300; padding: 4px;")
         self.paused_label.setWordWrap(True)
@@ -77,6 +80,18 @@ class RunControlsWidget(QWidget):
         if not running:
             self.pause_button.setChecked(False)
             self.show_paused(False)
+
+    def say_readiness(self, blocker: str, always: bool = False) -> None:
+        """The status line after a change of the settings: why Start cannot run, or that it can where the line
+        said it could not or that the last start failed (`always`: in any case); another line (a finished run's
+        summary) stays."""
+        stale = self.status.text() == self.said_blocker or self.status.text().startswith(FAILED)
+        if blocker or always or stale:
+            self.status.setText(blocker or "Ready: press Start.")
+        self.said_blocker = blocker
+
+    def show_failed(self, message: str) -> None:
+        self.status.setText(f"{FAILED}{message}")
 
     def show_paused(self, paused: bool) -> None:
         """Paused is a state of the run, said beside the buttons and on the bar, not only by the button's label."""
