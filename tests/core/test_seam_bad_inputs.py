@@ -1,0 +1,175 @@
+"""The seam matrix's bad-input rows (issue 53): every command × every hostile input of the kind it takes, through the
+CLI entry in-process, on capsys' strict UTF-8 streams. A cell refuses in exactly one `error:` line (exit 2; exit 1 for
+a full disk, whose line names the file), or, for inputs a command must take (a class folder named in bytes that are
+not UTF-8, a damaged checkpoint it starts afresh from), works; never a traceback.
+
+The hostile inputs are the hostile tests' own generators, imported: adapter folders (test_hostile_adapters.SPOILS),
+concepts files (test_concepts_files.SPOILS), full disks (the fault points of test_full_disk), non-UTF-8 class folders
+(test_non_utf8_classes). The commands are read from the parser: a new command that takes --model gets every adapter
+row on day one, and fails here until MODEL_COMMANDS says what else it needs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from tests.core import test_concepts_files as concepts_files
+from tests.core import test_hostile_adapters as hostile_adapters
+from tests.core.synthetic_data import make_dataset
+from tests.core.test_hostile_adapters import adapter  # noqa: F401 (the fixture: a good adapter folder, spoilt per cell)
+from tests.core.test_non_utf8_classes import non_utf8_dataset
+from vitstudio.cli import main
+from vitstudio.cli.app import build_parser
+
+# command -> its arguments besides the model (IMAGE, DATA and OUT are filled in per cell)
+MODEL_COMMANDS = {
+    "predict": ["IMAGE", "--quiet"], "explain": ["IMAGE", "--method", "rollout", "--json"],
+    "faithfulness": ["IMAGE"], "play": ["IMAGE"], "finetune": ["DATA", "--out", "OUT", "--epochs", "1", "--quiet"],
+    "eval": ["DATA"], "embed": ["IMAGE", "--quiet"], "sort": ["DATA", "--out", "OUT", "--dry-run", "--quiet"],
+    "audit": ["DATA", "--quiet"], "layers": ["DATA"], "compare-layers": ["IMAGE", "--model", TINY_SPEC],
+    "concepts": ["DATA", "--out", "OUT", "--quiet"], "suggest": ["DATA", "--quiet"], "card": [],
+    "export": ["--format", "onnx", "--out", "OUT"],  # export names its model as an argument, not with --model
+}
+# eval needs a model of the dataset's classes: test_non_utf8_classes runs it on a run fine-tuned there
+DATA_COMMANDS = ("audit", "layers", "sort", "suggest", "embed", "concepts", "finetune")
+
+
+def _takes_model() -> set[str]:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    return {name for name, sub in commands.items()
+            if any("--model" in a.option_strings or a.dest == "model" for a in sub._actions)}
+
+
+def test_every_command_that_takes_a_model_has_its_bad_input_cells():
+    assert _takes_model() == set(MODEL_COMMANDS)
+
+
+def _argv(command: str, model: str, image, data, out) -> list[str]:
+    fill = {"IMAGE": str(image), "DATA": str(data), "OUT": str(out)}
+    return [command, *([model] if command == "export" else ["--model", model]),
+            *(fill.get(a, a) for a in MODEL_COMMANDS[command])]
+
+
+def _one_line(capsys, code, expected: int, says: str | tuple[str, ...], progress: bool = False, row: str = "") -> None:
+    """Exactly one line on stderr, or, for a command without --quiet (`progress`), its progress lines and then the
+    one `error:` line last."""
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert "Traceback" not in out.out + out.err, (row, out.err[-3000:])
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert code == expected and errors == lines[-1:] and (progress or len(lines) == 1), (row, code, lines)
+    assert all(piece in errors[0] for piece in ((says,) if isinstance(says, str) else says)), (row, errors)
+
+
+@pytest.mark.parametrize("command", sorted(MODEL_COMMANDS))
+def test_a_hostile_adapter_is_one_line_in_every_command(command, adapter, tmp_path, capsys):  # noqa: F811
+    """A column per command, every adapter row in it (each refused before anything is read: ~10 ms a cell)."""
+    good, image = adapter
+    make_dataset(tmp_path / "data", per_class=2)
+    for spoil, (spoiler, says) in hostile_adapters.SPOILS.items():
+        folder = shutil.copytree(good, tmp_path / spoil / "adapter")
+        spoiler(folder)
+        code = main(_argv(command, str(folder), image, tmp_path / "data", tmp_path / "out"))
+        _one_line(capsys, code, 2, says, row=spoil)
+        assert not (tmp_path / "out").exists() and not (tmp_path / spoil / "ran").exists(), spoil
+
+
+@pytest.fixture
+def concepts_pair(tiny_weights, tmp_path):
+    """(the model's arguments, a good concepts pair made for it, an image)."""
+    from vitstudio.core.concepts.concepts_file import save_concepts
+    from vitstudio.core.folder.embedcache import model_fingerprint
+    from vitstudio.core.models.loading import load_model
+
+    model = ["--model", TINY_SPEC, "--weights", str(tiny_weights[0])]
+    good = concepts_files.made(layer=1)
+    good.meta["fingerprint"] = model_fingerprint(load_model(TINY_SPEC, str(tiny_weights[0]), "cpu"))
+    save_concepts(good, tmp_path / "good")
+    image = tmp_path / "a.png"
+    Image.new("RGB", (32, 32), (200, 30, 90)).save(image)
+    return model, tmp_path / "good", image
+
+
+@pytest.mark.parametrize("command", ["predict", "explain"])
+def test_a_hostile_concepts_file_is_one_line_in_every_command(command, concepts_pair, tmp_path, capsys):
+    model, good, image = concepts_pair
+    out = str(tmp_path / "m.npy")
+    args = {"predict": ["predict", str(image), "--quiet"],
+            "explain": ["explain", str(image), "--method", "concept", "--concept", "0", "--out", out]}[command]
+    for spoil, (spoiler, says) in concepts_files.SPOILS.items():
+        concepts_files._pair(tmp_path / spoil, *concepts_files._spoiled(good, spoiler))
+        _one_line(capsys, main([*args, *model, "--concepts", str(tmp_path / spoil)]), 2, says, row=spoil)
+    assert not (tmp_path / "m.npy").exists()
+
+
+def _images(folder, n: int = 3):
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        Image.new("RGB", (32, 32), (80 * i, 40, 200)).save(folder / f"{i}.png")
+    return folder
+
+
+FULL = [("concepts", "cache-append", "tokens-0.f16"), ("concepts", "before-rename-c.safetensors.partial", "c.safe"),
+        ("concepts", "before-rename-c.safetensors", "c.safetensors"), ("concepts", "before-rename-c.json", "c.json"),
+        ("embed", "cache-append", ".f32"), ("layers", "cache-append", "/layers/")]
+
+
+@pytest.mark.parametrize(("command", "point", "file"), FULL, ids=[f"{c}|{p}" for c, p, _ in FULL])
+def test_a_full_disk_is_one_line_naming_the_file_in_every_command(command, point, file, tiny_weights, tmp_path,
+                                                                   monkeypatch, capsys):
+    from vitstudio.core import files
+
+    data = tmp_path / "data"
+    for name in ("a", "b"):
+        _images(data / name)
+    args = {"concepts": [str(data), "--size", "4", "--k", "2", "--epochs", "1", "--out", str(tmp_path / "c"),
+                         "--quiet"], "embed": [str(data), "--quiet"], "layers": [str(data), "--folds", "2"]}[command]
+    monkeypatch.setattr(files, "_passes", {})  # the fault point counts passes per process
+    monkeypatch.setenv("VITSTUDIO_FULL_AT", point)
+    code = main([command, *args, "--model", TINY_SPEC, "--weights", str(tiny_weights[0])])
+    _one_line(capsys, code, 1, ("error: could not write ", file, "run the same command again"),
+              progress=command == "layers")
+    monkeypatch.delenv("VITSTUDIO_FULL_AT")
+
+
+@pytest.mark.parametrize("command", DATA_COMMANDS)
+def test_a_class_folder_not_named_in_utf8_works_in_every_command(command, tmp_path, capsys):
+    """Exit 0 on capsys' strict UTF-8 stdout; stdout says the name as \\xff\\xfe or, in JSON, as its escapes."""
+    data = non_utf8_dataset(tmp_path / "data", per_class=2)
+    args = {"sort": ["--out", str(tmp_path / "s"), "--dry-run"], "concepts": ["--size", "4", "--k", "2", "--out",
+            str(tmp_path / "c")], "finetune": ["--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "16",
+                                               "--device", "cpu", "--precision", "fp32"],
+            "layers": ["--folds", "2", "--json"], "audit": ["--json"]}.get(command, [])
+    code = main([command, str(data), "--model", TINY_SPEC, *args, *([] if command == "layers" else ["--quiet"])])
+    out = capsys.readouterr()
+    assert code == 0 and "Traceback" not in out.err, out.err[-3000:]
+    if command in ("layers", "audit"):
+        assert "\udcff\udcfe" in json.loads(out.out)["classes"]
+
+
+@pytest.mark.parametrize(("case", "code", "says"), [
+    ("out-empty", 2, "'' names no file"), ("partial-a-list", 0, ""), ("partial-a-folder-name", 2, "is a folder")])
+def test_a_hostile_concepts_output_is_one_line_or_started_afresh(case, code, says, tiny_weights, tmp_path,
+                                                                 monkeypatch, capsys):
+    """--out '' (it wrote ..safetensors here), a checkpoint FILE.safetensors.partial that is a list (started afresh:
+    a traceback before), a folder named FILE.safetensors."""
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    out = "" if case == "out-empty" else str(tmp_path / "c")
+    if case == "partial-a-list":
+        torch.save([1, 2, 3], tmp_path / "c.safetensors.partial")
+    if case == "partial-a-folder-name":
+        (tmp_path / "c.safetensors").mkdir()
+    argv = ["concepts", str(_images(tmp_path / "images")), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
+            "--size", "4", "--k", "2", "--epochs", "1", "--out", out, "--quiet"]
+    if code == 0:
+        assert main(argv) == 0 and "Traceback" not in capsys.readouterr().err
+    else:
+        _one_line(capsys, main(argv), code, says)
+    assert not (tmp_path / "..safetensors").exists()
