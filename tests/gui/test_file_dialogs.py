@@ -100,7 +100,7 @@ def test_a_typed_existing_output_folder_is_chosen_without_a_question(qtbot, tmp_
 def test_every_folder_the_app_writes_into_offers_a_new_one(window, monkeypatch):
     """Sort into, seed export and mask export ask with `create`; opening a folder to read does not."""
     asked: list[tuple[str, bool]] = []
-    monkeypatch.setattr(file_dialogs, "choose_folder", lambda _p, title, create=False: asked.append(
+    monkeypatch.setattr(file_dialogs, "choose_folder", lambda _p, title, create=False, **_start: asked.append(
         (title, create)) or "")
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: (next(
         label for label, fmt in MODEL_FORMATS.items() if fmt == "seed"), True))
@@ -128,3 +128,25 @@ def test_a_save_into_a_folder_that_does_not_exist_offers_to_make_it(window, tmp_
     answer[0] = QMessageBox.Yes
     assert actions.export_view(window) is True and target.is_file()
     assert not window.error_indicator.notices
+
+
+def test_export_model_opens_in_the_models_folder_then_in_the_last_export_folder(qapp, tmp_path, monkeypatch):
+    """Issue 49 item 11: Export model's dialog opened in the dataset folder a dialog chose last, not where runs and
+    exports are. Both formats open in the models folder, then where the last model export went."""
+    from vitstudio.core.files import models_dir
+
+    dataset, exports = tmp_path / "dataset", tmp_path / "exports"
+    dataset.mkdir()
+    exports.mkdir()
+    models_dir().mkdir(parents=True, exist_ok=True)
+    file_dialogs.remember(str(dataset))  # the dataset folder was the last one chosen
+    proposed: list[str] = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda _p, _t, name, *a, **k: proposed.append(name) or (
+        str(exports / "run.onnx"), ""))
+    monkeypatch.setattr(file_dialogs, "OutputFolderDialog", lambda _p, _t, folder: proposed.append(folder) or (
+        SimpleNamespace(exec=lambda: False)))
+    for fmt in ("onnx", "seed", "onnx", "seed"):
+        monkeypatch.setattr(QInputDialog, "getItem", lambda *a, fmt=fmt, **k: (next(
+            label for label, f in MODEL_FORMATS.items() if f == fmt), True))
+        choose_model_export(None, "run")
+    assert proposed == [str(models_dir() / "run.onnx"), str(exports), str(exports / "run.onnx"), str(exports)]

@@ -155,5 +155,29 @@ def test_label_as_offers_the_class_folder_an_image_is_in(window, qtbot, tmp_path
     alphas = [p for p in panel.results.paths if "/alpha/" in p]
     assert panel.results.predicted_labels()[panel.results.paths.index(alphas[0])] == "0"  # the model: a digit
     assert tab.guess(alphas[:3]) == "alpha"
-    tab.label(alphas[:2], "mine")  # a class of the user's own: a folder not among them is no guess
-    assert tab.guess(alphas[2:4]) is None
+    tab.label(alphas[:2], "mine")  # a class of the user's own: the folder still names the others' class
+    assert tab.guess(alphas[2:4]) == "alpha"
+
+
+def test_label_as_prefills_the_rows_folder_not_the_previous_label(panel, qtbot, tmp_path, monkeypatch):
+    """Issue 49 item 11: after labelling two images "mine", Label as… on rows in the folder "beta" pre-filled
+    "mine", the previous label (the folder was no guess once a class of the user's own existed)."""
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    digits = render_digits(tmp_path / "digits", per_class=3)
+    named = tmp_path / "named"
+    for digit, name in (("0", "alpha"), ("1", "beta")):
+        shutil.copytree(digits / digit, named / name)
+    folder = panel(FolderPanel, model=bundled_demo())
+    folder.open_folder(str(named))
+    _settle(qtbot)
+    tab = folder.labels_tab
+    alphas = [p for p in folder.results.paths if "/alpha/" in p]
+    betas = [p for p in folder.results.paths if "/beta/" in p]
+    tab.label(alphas[:2], "mine")
+    _select(folder, betas[:2])
+    offered = []
+    monkeypatch.setattr(QInputDialog, "getItem", lambda _p, _t, _l, options, current, *a, **k:
+                        offered.append(options[current]) or ("", False))
+    tab.label_button.click()
+    assert offered == ["beta"]

@@ -33,9 +33,19 @@ def test_results_open_in_the_runs_model(window, qtbot, tmp_path, tiny_weights):
     qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.path == image, timeout=10000)
     assert window.tabs.currentWidget() is window.attention
 
+    # the switch is said where the user looks, with a way back
+    notice = window.notice
+    assert f"model that misclassified it, run {Path(run).name}, loaded in place of" in notice.text
+    assert notice.action and f'<a href="open">Back to {other.display_name}</a>' in notice.label.text()
+
     # clicking again with the run's model loaded does not reload it
     loads = []
     window.state.model_loading.connect(loads.append)
     panel.results.misclassified_clicked.emit(image)
     qtbot.wait(200)
     assert loads == [] and window.state.model is loaded
+
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):  # Back: the model it replaced, as loaded
+        notice.label.linkActivated.emit("open")
+    back = window.state.model
+    assert back.name == other.name and back.weights_source == other.weights_source and not notice.text

@@ -12,12 +12,29 @@ from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QLineEdit, QMessage
 from vitstudio.gui.app_settings import app_settings
 
 KEY = "last_dir"
+EXPORT_KEY = "last_export_dir"
 
 
 def last_folder() -> str:
     """The folder of the last choice, if it still exists; else the home folder."""
     folder = str(app_settings().value(KEY, "") or "")
     return folder if folder and os.path.isdir(folder) else str(Path.home())
+
+
+def export_folder() -> str:
+    """Where a model export's dialog opens: the folder of the last model export, else the models folder, where
+    the runs being exported are (not the dataset folder a dialog chose last)."""
+    from vitstudio.core.files import models_dir
+
+    folder = str(app_settings().value(EXPORT_KEY, "") or "")
+    return folder if folder and os.path.isdir(folder) else str(models_dir())
+
+
+def remember_export(path: str) -> None:
+    """The folder a model was exported into (a seed export: the folder itself) starts the next export."""
+    if path:
+        app_settings().setValue(EXPORT_KEY, path if os.path.isdir(path) else str(Path(path).parent))
+    remember(path)
 
 
 def remember(path: str) -> None:
@@ -63,14 +80,14 @@ def made_if_missing(parent, title: str, folder: Path) -> bool:
     return True
 
 
-def choose_folder(parent, title: str, create: bool = False) -> str:
+def choose_folder(parent, title: str, create: bool = False, start: str | None = None) -> str:
     """An existing folder; with `create` (a folder to write into) a typed path that does not exist yet is offered to
-    be made, as a save dialog offers a new file name."""
+    be made, as a save dialog offers a new file name. It opens in `start`, else the last folder."""
     if create:
-        dialog = OutputFolderDialog(parent, title, last_folder())
+        dialog = OutputFolderDialog(parent, title, start or last_folder())
         folder = dialog.selectedFiles()[0] if dialog.exec() else ""
     else:
-        folder = QFileDialog.getExistingDirectory(parent, title, last_folder())
+        folder = QFileDialog.getExistingDirectory(parent, title, start or last_folder())
     remember(folder)
     return folder
 

@@ -373,11 +373,12 @@ class MainWindow(QMainWindow):
         self._on_message("warning", message)
         self._non_modal_box(message)
 
-    def show_notice(self, text: str, path: str | None = None, link: str = "Show folder") -> None:
-        """Logged, and kept in the status bar with a link to `path` until dismissed (a crash, an export)."""
+    def show_notice(self, text: str, path: str | None = None, link: str = "Show folder",
+                    action: str | None = None) -> None:
+        """Logged, and kept in the status bar with a link to `path` (or that emits `action`) until dismissed."""
         self._on_message("info", text)
         self.statusBar().clearMessage()  # the notice says it, with its link: not both drawn over each other
-        self.notice.show_notice(text, path, link)
+        self.notice.show_notice(text, path, link, action)
 
     def _non_modal_box(self, message: str, details: str = "") -> None:
         box = QMessageBox(QMessageBox.Warning, "ViT Studio", message, QMessageBox.Ok, self)

@@ -22,7 +22,7 @@ def choose_model_export(parent, name: str = "model") -> tuple[str | None, str | 
     fmt = MODEL_FORMATS[label]
     if fmt == "seed":
         folder = file_dialogs.choose_folder(parent, "Export model: the folder for model.pth + class_indices.json",
-                                            create=True)
+                                            create=True, start=file_dialogs.export_folder())
         if not folder:
             return None, None
         taken = [f for f in SEED_FILES if (Path(folder) / f).exists()]
@@ -30,6 +30,9 @@ def choose_model_export(parent, name: str = "model") -> tuple[str | None, str | 
                 parent, "Export model", f"{folder} already holds {' and '.join(taken)}. Replace them?",
                 QMessageBox.Yes | QMessageBox.Cancel) != QMessageBox.Yes:
             return None, None
+        file_dialogs.remember_export(folder)
         return fmt, folder
-    path = file_dialogs.save_file(parent, "Export model", f"{name}.onnx", "ONNX (*.onnx)")
+    path = file_dialogs.save_file(parent, "Export model", str(Path(file_dialogs.export_folder(), f"{name}.onnx")),
+                                  "ONNX (*.onnx)")
+    file_dialogs.remember_export(path)
     return (fmt, path) if path else (None, None)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject
 
+BACK = "back to the replaced model"  # the notice's action after a run's model replaced the one loaded
+
 
 class PanelRoutes(QObject):
     def __init__(self, window) -> None:
@@ -19,8 +21,10 @@ class PanelRoutes(QObject):
         folder.concepts_tab.show_in_attention.connect(self.show_concept)
         training.use_model.connect(self.use_trained_model)
         training.export_requested.connect(self.export_run)
-        training.explore_image.connect(window.explore_image)
+        training.explore_image.connect(self.explain_with_run)
         training.run_ended.connect(self.list_new_runs)
+        window.notice.acted.connect(self.on_notice_link)
+        self.replaced = None  # the ModelRequest of the model a run's model replaced, for "Back to …"
 
     def retrain_with_fixes(self, folder: str, excluded: list) -> None:
         """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""
@@ -36,6 +40,29 @@ class PanelRoutes(QObject):
         """The Concepts tab's concept → the Attention tab's concept map of the current image."""
         self.window.attention.view_state.update(method="concept", concepts=concepts, concept=concept)
         self.window.show_tab("attention")
+
+    def explain_with_run(self, path: str, run: str) -> None:
+        """A run's misclassified image is explained by that run's model: the mistake is that model's, and another
+        would explain a mistake it may not make. So the switch is made, not asked, but said where the user looks,
+        with a link back to the model it replaced."""
+        from vitstudio.app.app_state import ModelRequest
+
+        from .window_jobs import is_model_of
+
+        window = self.window
+        before, asked = window.state.model, window.state.view.requested
+        if run and before is not None and not is_model_of(before, run):
+            same = asked is not None and asked.spec == before.name
+            self.replaced = asked if same else ModelRequest(before.name, None, None, None, 0)
+            window.show_notice(f"{Path(path).name} is explained by the model that misclassified it, run "
+                               f"{Path(run).name}, loaded in place of {before.display_name}.",
+                               link=f"Back to {before.display_name}", action=BACK)
+        window.explore_image(path, run)
+
+    def on_notice_link(self, action: str) -> None:
+        if action == BACK and self.replaced is not None:
+            request, self.replaced = self.replaced, None
+            self.window.request_model(request.spec, request.device, request.precision, request.weights)
 
     def export_run(self, folder: str) -> None:
         from .actions import export_model

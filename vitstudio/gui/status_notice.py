@@ -42,11 +42,13 @@ class PassingMessages:
 
 class StatusNoticeWidget(QWidget):
     opened = Signal(str)  # the path a link opened (tests listen; the desktop opens it)
+    acted = Signal(str)  # the action a link named (show_notice's `action`), for whoever offered it
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.text = ""
         self.path: str | None = None
+        self.action: str | None = None
         self._link = ""
         self.label = QLabel()
         self.label.setTextFormat(Qt.RichText)
@@ -72,15 +74,18 @@ class StatusNoticeWidget(QWidget):
     def _on_message(self, message: str) -> None:
         self.setVisible(bool(self.text) and not message)
 
-    def show_notice(self, text: str, path: str | Path | None = None, link: str = "Show folder") -> None:
-        """`text`, with `link` opening `path` (a folder or a file, with the desktop's application) when given."""
+    def show_notice(self, text: str, path: str | Path | None = None, link: str = "Show folder",
+                    action: str | None = None) -> None:
+        """`text`, with `link` opening `path` (a folder or a file, with the desktop's application) when given, or
+        emitting `acted(action)` (the notice then goes: it was done)."""
         self.text, self.path, self._link = text, str(path) if path is not None else None, link
+        self.action = action
         self.setToolTip(text + (f"\n{self.path}" if self.path else ""))
         self.setVisible(True)
         self._layout_text()
 
     def dismiss(self) -> None:
-        self.text, self.path = "", None
+        self.text, self.path, self.action = "", None, None
         self.setVisible(False)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
@@ -90,12 +95,18 @@ class StatusNoticeWidget(QWidget):
     def _layout_text(self) -> None:
         """The link first (always visible), then the text elided to what is left of the width."""
         metrics = QFontMetrics(self.label.font())
-        link = f'<a href="open">{html.escape(self._link)}</a> · ' if self.path else ""
-        room = max(40, self.label.width() - (metrics.horizontalAdvance(self._link + " · ") if self.path else 0))
+        linked = bool(self.path or self.action)
+        link = f'<a href="open">{html.escape(self._link)}</a> · ' if linked else ""
+        room = max(40, self.label.width() - (metrics.horizontalAdvance(self._link + " · ") if linked else 0))
         shown = metrics.elidedText(self.text, Qt.ElideMiddle, room)
         self.label.setText(link + html.escape(shown))
 
     def _open(self, _href: str) -> None:
+        if self.action:
+            action = self.action
+            self.dismiss()
+            self.acted.emit(action)
+            return
         if not self.path:
             return
         if not QDesktopServices.openUrl(QUrl.fromLocalFile(self.path)):  # no file manager (a bare desktop)

@@ -155,23 +155,22 @@ class LabelsTab(QWidget):
             self.label(paths, label.strip())
 
     def guess(self, paths: list[str]) -> str | None:
-        """The class `paths` most likely are, offered first by Label as…: the quick head's when it is trained, else
-        the class folder they are in (in a folder of class folders, the folder says more than the model's top-1),
-        else the model's top-1; the last two while no class is made yet or when
-        they are one of the classes made (an ImageNet class is no guess among the user's own)."""
+        """The class `paths` most likely are, offered first by Label as…: the class folder they are in (in a folder
+        of class folders the folder says more than any model, and it names the class whether or not it is one made
+        yet), else the quick head's when it is trained, else the model's top-1 while no class is made yet or when
+        it is one of the classes made (an ImageNet class is no guess among the user's own)."""
         results, classes = self.panel.results, class_order(self.labels)
         if results is None or not paths:
             return None
         row_of = {path: row for row, path in enumerate(results.paths)}
         rows = [row_of[p] for p in paths if p in row_of]
-        if self.head is not None:
+        foldered = len(set(results.given) - {""}) > 1  # one folder of all the images names no class
+        names = [results.given[r] for r in rows if results.given[r]] if foldered else []
+        if not names and self.head is not None:
             names = [self.head.classes[int(self.head.predicted[r])] for r in rows]
-        else:
-            foldered = len(set(results.given) - {""}) > 1  # one folder of all the images names no class
-            given = [results.given[r] for r in rows] if foldered else []
+        elif not names:
             predicted = results.predicted_labels()
-            names = [g for g in given if g and (not classes or g in classes)] or [
-                str(predicted[r]) for r in rows if predicted[r] and (not classes or predicted[r] in classes)]
+            names = [str(predicted[r]) for r in rows if predicted[r] and (not classes or predicted[r] in classes)]
         return collections.Counter(names).most_common(1)[0][0] if names else None
 
     def label_selection_as_number(self, number: int) -> None:
