@@ -1,0 +1,215 @@
+"""Issue 53's hostile table, compact, on today's code: tried / clean / failed per category. A case is clean when the
+command ends as it must (a refusal: its exit code and exactly one `error:` line; an input it must take: exit 0) with no
+traceback, on strict UTF-8 streams (a desktop locale's). The hostile inputs are the tests' generators, imported.
+
+    .venv/bin/python tests/benchmarks/hostile_table.py          (~1 min on 2 busy cores; kills run in subprocesses)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from tests.conftest import TINY_SPEC, make_tiny_vit  # noqa: E402
+from tests.core import test_concepts_files as concepts_files  # noqa: E402
+from tests.core import test_hostile_adapters as hostile_adapters  # noqa: E402
+from tests.core.synthetic_data import make_dataset  # noqa: E402
+from tests.core.test_non_utf8_classes import NAME, non_utf8_dataset  # noqa: E402
+from tests.core.test_seam_bad_inputs import MODEL_COMMANDS, _argv  # noqa: E402
+
+TALLY: dict[str, Counter] = {}
+FAILED: list[str] = []
+
+
+def cli(args: list[str]) -> tuple[object, str, str]:
+    """(exit code, stdout, stderr) of `vitstudio ARGS` in-process on strict UTF-8 streams; 'traceback' if it raised."""
+    from vitstudio.cli import main
+
+    out, err = (io.TextIOWrapper(io.BytesIO(), "utf-8", "strict", write_through=True) for _ in range(2))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except BaseException:  # noqa: BLE001 - the table counts it
+            code = "traceback"
+            err.write(traceback.format_exc().encode("ascii", "backslashreplace").decode())
+    return code, out.buffer.getvalue().decode("utf-8"), err.buffer.getvalue().decode("utf-8")
+
+
+def record(category: str, case: str, result, expected: int, says: str = "") -> None:
+    code, out, err = result
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    clean = code == expected and "Traceback" not in out + err and (
+        expected == 0 or (errors == lines[-1:] and says in errors[0]))
+    TALLY.setdefault(category, Counter())["clean" if clean else "failed"] += 1
+    if not clean:
+        FAILED.append(f"{category} | {case}: exit {code}; {err.strip()[-300:]!r}")
+
+
+def adapters(root: Path) -> None:
+    class Factory:
+        def mktemp(self, name):
+            (root / name).mkdir()
+            return root / name
+
+    good, image = hostile_adapters.adapter.__wrapped__(Factory())
+    make_dataset(root / "data", per_class=2)
+    for spoil, (spoiler, says) in hostile_adapters.SPOILS.items():
+        folder = shutil.copytree(good, root / spoil / "adapter")
+        spoiler(folder)
+        category = "malicious adapter files" if spoil in ("pickled-bin",) else "hostile adapter folders"
+        for command in MODEL_COMMANDS:
+            shutil.rmtree(root / "out", ignore_errors=True)
+            record(category, f"{spoil} × {command}", cli(_argv(command, str(folder), image, root / "data",
+                                                                root / "out")), 2, says)
+    legacy = root / "legacy.pth"
+    torch.save({"head.bias": torch.zeros(5), "x": hostile_adapters._RunsCode(root / "ran")}, legacy,
+               _use_new_zipfile_serialization=False)
+    for command in ("predict", "card", "embed"):
+        args = _argv(command, TINY_SPEC, image, root / "data", root / "out")
+        record("malicious adapter files", f"legacy pickle × {command}", cli([*args, "--weights", legacy]), 2,
+               "contains pickled Python objects")
+    assert not (root / "ran").exists() and not (root / "pickled-bin" / "ran").exists(), "a payload ran"
+
+
+def concepts(root: Path, weights: Path) -> None:
+    from PIL import Image
+
+    from vitstudio.core.concepts.concepts_file import save_concepts
+    from vitstudio.core.folder.embedcache import model_fingerprint
+    from vitstudio.core.models.loading import load_model
+
+    model = ["--model", TINY_SPEC, "--weights", str(weights)]
+    good = concepts_files.made(layer=1)
+    good.meta["fingerprint"] = model_fingerprint(load_model(TINY_SPEC, str(weights), "cpu"))
+    save_concepts(good, root / "good")
+    image = root / "a.png"
+    Image.new("RGB", (32, 32), (200, 30, 90)).save(image)
+    for spoil, (spoiler, says) in concepts_files.SPOILS.items():
+        concepts_files._pair(root / spoil, *concepts_files._spoiled(root / "good", spoiler))
+        for args in (["predict", image, "--quiet"],
+                     ["explain", image, "--method", "concept", "--concept", "0", "--out", root / "m.npy"]):
+            record("hostile concepts files", f"{spoil} × {args[0]}", cli([*args, *model, "--concepts", root / spoil]),
+                   2, says)
+    for scale in ("3=nan", "3=inf"):
+        record("hostile concepts files", f"--scale {scale}", cli(["predict", image, *model, "--concepts",
+                                                                  root / "good", "--scale", scale]), 2, "finite")
+    for out, says in (("", "names no file"), (str(root / "dir"), "is a folder")):
+        (root / "dir.safetensors").mkdir(exist_ok=True)
+        record("concepts outputs", f"--out {out!r}", cli(["concepts", root, *model, "--size", "4", "--k", "2",
+                                                          "--out", out, "--quiet"]), 2, says)
+    torch.save([1, 2, 3], root / "p.safetensors.partial")
+    record("concepts outputs", ".partial a list", cli(["concepts", root, *model, "--size", "4", "--k", "2", "--out",
+                                                        root / "p", "--quiet"]), 0)
+
+
+def full_disks(root: Path, weights: Path) -> None:
+    from vitstudio.core import files
+
+    data = make_dataset(root / "data", per_class=3)
+    points = {"concepts": ["cache-append", "before-rename-c.safetensors.partial", "before-rename-c.safetensors",
+                           "before-rename-c.json"], "embed": ["cache-append"], "layers": ["cache-append"]}
+    for command, where in points.items():
+        for point in where:
+            for n in (1, 2):  # the first write there, then a later one (the disk fills further on)
+                files._passes.clear()
+                os.environ["VITSTUDIO_FULL_AT"] = f"{point}:{n}"
+                os.environ["VITSTUDIO_CACHE_DIR"] = str(root / f"cache-{command}-{point}-{n}")
+                extra = {"concepts": ["--size", "4", "--k", "2", "--epochs", "2", "--out", root / "c", "--quiet"],
+                         "embed": ["--quiet", "--batch-size", "2"], "layers": ["--folds", "2", "--batch-size", "2"]}
+                result = cli([command, data, "--model", TINY_SPEC, "--weights", weights, *extra[command]])
+                os.environ.pop("VITSTUDIO_FULL_AT")
+                if result[0] == 0:  # the point is passed fewer than n times by this command: not a case
+                    continue
+                record("full disks", f"{command} at {point}:{n}", result, 1, "could not write ")
+                record("full disks, then resumed", f"{command} at {point}:{n}",
+                       cli([command, data, "--model", TINY_SPEC, "--weights", weights, *extra[command]]), 0)
+
+
+def non_utf8(root: Path) -> None:
+    data = non_utf8_dataset(root / "data", per_class=4)
+    run = root / "run"
+    record("non-UTF-8 class folders", "finetune", cli(["finetune", data, "--model", TINY_SPEC, "--out", run,
+                                                        "--epochs", "1", "--device", "cpu", "--quiet"]), 0)
+    image = data / NAME / "000.png"
+    cases = {"predict": ["predict", image, "--quiet"], "predict --json": ["predict", image, "--json", "--quiet"],
+             "predict --csv": ["predict", data, "--csv", root / "p.csv", "--quiet"], "eval": ["eval", data],
+             "audit": ["audit", data, "--quiet"], "audit --json": ["audit", data, "--json", "--quiet"],
+             "layers": ["layers", data, "--folds", "2"], "layers --json": ["layers", data, "--folds", "2", "--json"],
+             "sort": ["sort", data, "--out", root / "s", "--quiet"], "suggest": ["suggest", data, "--quiet"],
+             "embed": ["embed", data, "--quiet"], "concepts": ["concepts", data, "--size", "4", "--k", "2", "--out",
+                                                               root / "c", "--quiet"],
+             "explain --json": ["explain", image, "--method", "rollout", "--json"], "card": ["card"]}
+    for case, args in cases.items():
+        record("non-UTF-8 class folders", case, cli([*args, "--model", run]), 0)
+
+
+def kills(root: Path, weights: Path) -> None:
+    """`concepts` killed (SIGKILL) at each of its atomic writes, the leftovers aged past a minute, then run again:
+    clean when the rerun ends with a pair that loads and no temp file of ours is left."""
+    from vitstudio.core.concepts.concepts_file import load_concepts
+
+    data = make_dataset(root / "data", per_class=3)
+    for point in ("before-rename-c.safetensors.partial", "before-rename-c.safetensors", "before-rename-c.json"):
+        out = root / point / "c"
+        out.parent.mkdir()
+        args = [sys.executable, "-m", "vitstudio", "concepts", str(data), "--model", TINY_SPEC, "--weights",
+                str(weights), "--size", "4", "--k", "2", "--epochs", "1", "--out", str(out), "--quiet"]
+        env = dict(os.environ, VITSTUDIO_DIE_AT=point)
+        killed = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True)
+        old = time.time() - 120
+        for leftover in out.parent.glob(".*.tmp"):
+            os.utime(leftover, (old, old))
+        again = cli(args[3:])
+        left = sorted(p.name for p in out.parent.glob(".*.tmp"))
+        ok = killed.returncode == -9 and again[0] == 0 and not left and load_concepts(out).size == 4
+        TALLY.setdefault("kills (concepts)", Counter())["clean" if ok else "failed"] += 1
+        if not ok:
+            FAILED.append(f"kills | {point}: killed {killed.returncode}, rerun {again[0]}, left {left}")
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in ("VITSTUDIO_CACHE_DIR", "VITSTUDIO_DATA_DIR", "VITSTUDIO_MODELS_DIR"):
+            os.environ[name] = str(root / name)
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        weights = root / "tiny.safetensors"
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in make_tiny_vit().state_dict().items()}, str(weights))
+        start = time.time()
+        for name, step in (("adapters", lambda d: adapters(d)), ("concepts", lambda d: concepts(d, weights)),
+                           ("full", lambda d: full_disks(d, weights)), ("utf8", non_utf8),
+                           ("kills", lambda d: kills(d, weights))):
+            (root / name).mkdir()
+            step(root / name)
+        print(f"{'category':30s} {'tried':>6s} {'clean':>6s} {'failed':>7s}")
+        for category, tally in TALLY.items():
+            print(f"{category:30s} {sum(tally.values()):6d} {tally['clean']:6d} {tally['failed']:7d}")
+        total = sum((t for t in TALLY.values()), Counter())
+        print(f"{'all':30s} {sum(total.values()):6d} {total['clean']:6d} {total['failed']:7d}   "
+              f"({time.time() - start:.0f} s)")
+        for line in FAILED:
+            print("FAILED", line)
+        print(json.dumps({c: dict(t) for c, t in TALLY.items()}))
+
+
+if __name__ == "__main__":
+    main()
