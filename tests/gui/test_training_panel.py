@@ -71,6 +71,7 @@ def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
     qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
     assert time.monotonic() - started < 2.5
     assert "cancelled" in panel.status.text()
+    assert panel.progress.value() < panel.progress.maximum()  # where it stopped, not full (issue 49 item 13)
     assert panel.start_button.isEnabled()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
     assert len(_runs_in_models_dir(panel)) == 1 and "cancelled" in panel.history.item(0).text()
@@ -406,3 +407,12 @@ def test_a_folder_dropped_on_the_tab_becomes_the_dataset(panel, qtbot, tmp_path)
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     assert panel.folder.text() == str(data) and "3 classes, 12 images" in panel.dataset_info.text()
     assert panel.status.text() != ""  # the dataset's state is said (Start's reason or "Ready")
+
+
+def test_history_names_every_folder_it_lists(panel):
+    """Issue 49 item 13: History was headed "Runs in DATA/models" while it also listed a source checkout's demo."""
+    from vitstudio.core.models.catalog import model_dirs
+
+    training = panel(TrainingPanel)
+    heading = training.history_view.where.text()
+    assert all(str(folder) in heading for folder in model_dirs()) and len(model_dirs()) >= 2

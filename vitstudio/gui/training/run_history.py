@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyledItemDelegate, QVBoxLayout, QWidget
 
-from vitstudio.core.models.catalog import models_dir
+from vitstudio.core.models.catalog import model_dirs
 from vitstudio.core.train.runs import list_runs
 
 _BASE_ROLE = Qt.UserRole + 1  # the run's base model, kept to rewrite its line
@@ -38,8 +38,11 @@ class RunHistoryView(QWidget):
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.list.setItemDelegate(_GluedUnits(self.list))
         self.list.itemClicked.connect(self._on_clicked)
-        where = QLabel(f"Runs in {models_dir()} (click one to see its curves and results):")
+        mine, *others = model_dirs()  # a source checkout's models/ (the demo) is listed too: said, not hidden
+        also = f", then the read-only {' and '.join(map(str, others))}" if others else ""
+        where = QLabel(f"Runs in {mine} (new runs go there){also}; click one to see its curves and results:")
         where.setWordWrap(True)
+        self.where = where
         layout = QVBoxLayout(self)
         layout.addWidget(where)
         layout.addWidget(self.list)

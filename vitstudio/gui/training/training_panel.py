@@ -347,7 +347,7 @@ class TrainingPanel(QWidget):
     def _on_finished(self, result) -> None:
         showing = self._showing_live()
         self.active_run = None
-        self.progress.setValue(self.progress.maximum())
+        self.progress.setValue(self.progress.maximum() if result.status in FINISHED else self.progress.value())
         self.progress.setFormat(f"{result.status} · {result.epochs_done} epochs")  # not the last step's message
         skipped = f"; {len(result.skipped)} file(s) skipped (see the log)" if result.skipped else ""
         self.status.setText(f"{result.status}: best val accuracy {result.best_val_acc * 100:.2f} %{result.kept} "
