@@ -27,8 +27,11 @@ def test_a_script_drives_the_model_images_and_predictions_without_qt(tiny_weight
     state.add_images(images)
     assert state.selected is images[0] and heard == ["images_added", "image_selected"]
     weights, _ = tiny_weights
+    state.request_model(TINY_SPEC, weights=str(weights))  # asked for: under way until a model (or an error) comes
+    assert state.loading == TINY_SPEC and state.view.requested.spec == TINY_SPEC
     first = load_model(TINY_SPEC, weights=str(weights))
     state.set_model(first)
+    assert (state.loading, state.loaded_spec) == (None, TINY_SPEC)
     prediction = classify(first, [images[0].image])[0]
     state.set_prediction(images[0], first, prediction)
     assert state.prediction_for(images[0]) is prediction

@@ -168,3 +168,34 @@ def test_a_run_that_ends_is_listed_in_every_model_list_at_once(window):
     assert window.training.base_model.currentText() == "typed by the user"
     window.training.run_ended.emit(True)  # nothing new: listed once
     assert [window.compare.other_name.itemText(i) for i in range(3)].count(str(run)) == 1
+
+
+def test_a_model_picked_from_the_list_loads_and_return_on_a_listed_name_asks_once(qtbot):
+    """Picking from the model bar's list requests that model (the name changed while the old model stayed, in the
+    title and Compare, until Load); Return on a listed name (returnPressed arrives twice with the completer):
+    one request; the Load button loads again."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    from vitstudio.app.app_state import AppState
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.gui.common.model_panel import ModelPanel
+
+    state = AppState()
+    requested = []
+    state.view.events.requested.connect(requested.append)
+    bar = ModelPanel(state, catalog=False)
+    qtbot.addWidget(bar)
+    bar.show()
+    bar.name.setCurrentIndex(0)
+    bar.name.activated.emit(0)  # what the list's popup sends when the user picks the demo
+    assert [r.spec for r in requested] == [str(bundled_demo())]
+    bar.name.activated.emit(0)  # picked again while it is the model asked for: nothing new
+    assert len(requested) == 1
+    state.loading = None  # the load failed, say: Return asks again, once
+    requested.clear()
+    bar.name.lineEdit().setText(bar.name.itemText(0))
+    QTest.keyClick(bar.name.lineEdit(), Qt.Key_Return)
+    assert [r.spec for r in requested] == [str(bundled_demo())]
+    bar.load_button.click()  # an explicit Load: again (the files may have changed)
+    assert len(requested) == 2 and requested[0] != requested[1]

@@ -84,6 +84,7 @@ class AppState:
         self.error = Emitter()  # Notice: every error the user should hear about, as an exception object
         self.model: LoadedModel | None = None
         self.loading: str | None = None  # the spec of a load under way (a view says "Loading…", not "No model")
+        self.loaded_spec: str | None = None  # the spec the model loaded was asked for by (None: set directly)
         self.model_loading.connect(self._load_started)  # methods, not lambdas: a lambda holding self keeps it alive
         self.model_failed.connect(self._load_failed)
         self.images: list[ImageEntry] = []
@@ -106,6 +107,7 @@ class AppState:
         view = self.view
         device = device if device in view.fields()["device"].choices else view.device
         request = ModelRequest(spec, device, precision or view.precision, weights, next(_requests))
+        self.loading = spec  # asked for: under way from now on (the window starts it, or a newer request wins)
         view.update(spec=spec, device=request.device, precision=request.precision, requested=request)
         return request
 
@@ -122,7 +124,7 @@ class AppState:
         self.loading = None
 
     def set_model(self, loaded: LoadedModel) -> None:
-        self.model, self.loading = loaded, None
+        self.model, self.loaded_spec, self.loading = loaded, self.loading, None
         self.view.update(model=loaded.uid)
         # Predictions are shown only for the model loaded (loading again makes a new uid), so the previous model's
         # go: kept, every image would hold a prediction and crop (150 KB at 224 px) of a model no longer shown.

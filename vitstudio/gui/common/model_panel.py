@@ -52,7 +52,8 @@ class ModelPanel(QWidget):
         self.precision.setToolTip("auto: bf16 autocast on GPUs that support it, fp32 elsewhere")
         self.load_button = QPushButton("Load")
         self.load_button.clicked.connect(self._on_load_clicked)
-        self.name.lineEdit().returnPressed.connect(self._on_load_clicked)
+        self.name.lineEdit().returnPressed.connect(self._on_return)  # a name typed (listed or not)
+        self.name.activated.connect(self._on_picked)  # an action: a model chosen from the list loads
         self.progress = QProgressBar()
         self.progress.setVisible(False)
         self.progress.setMaximumWidth(180)
@@ -139,6 +140,20 @@ class ModelPanel(QWidget):
     def _on_load_clicked(self) -> None:
         if self.spec():
             self.state.request_model(self.spec())
+
+    def _on_picked(self, index: int) -> None:
+        """A model chosen from the list loads at once: the bar never names a model that is not the one loaded or
+        loading."""
+        self._ask(self.name.itemData(index))
+
+    def _on_return(self) -> None:
+        self._ask(self.spec())
+
+    def _ask(self, spec: str | None) -> None:
+        """Load `spec` unless it is the model loading or loaded (Return with the completer's list open arrives
+        twice, and picking the model shown changes nothing); the Load button always loads again."""
+        if spec and spec not in (self.state.loading, self.state.loaded_spec):
+            self.state.request_model(spec)
 
     def set_download_progress(self, done: int, total: int) -> None:
         self.progress.setRange(0, 1000 if total else 0)
