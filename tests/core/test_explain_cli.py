@@ -65,7 +65,7 @@ def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
     if method == "concept":  # a concept map reads concepts learned on this model first
         assert main(["concepts", str(photos["coffee"].parent), *model_args, "--size", "8", "--k", "2", "--epochs", "1",
                      "--out", str(tmp_path / "c"), "--quiet"]) == 0
-        extra = ["--concepts", str(tmp_path / "c")]
+        extra = ["--concepts", str(tmp_path / "c"), "--concept", "0"]
     assert main(["explain", *image, *model_args, "--method", method, "--patch", "2,3", *extra, "--out", str(out)]) == 0
     picture = Image.open(out)
     assert picture.mode == "RGB" and min(picture.size) >= 32

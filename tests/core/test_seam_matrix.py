@@ -210,7 +210,8 @@ def _explain_each(source, op, photo, tmp_path, sources):
             continue
         analysis = registry.get(method)
         code, out, err = cli(["explain", *([photo] if analysis.needs_image else []), *source.model_args, "--method",
-                              method, *(["--patch", "0,0"] if analysis.param("patch") else []), "--out",
+                              method, *(["--patch", "0,0"] if analysis.param("patch") else []),
+                              *(["--concept", "0"] if analysis.param("concept") else []), "--out",
                               tmp_path / f"{method}.npy", "--device", "cpu", "--precision", "fp32"])
         assert not assert_works_or_refuses(code, out, err), method
         assert reason.split(":")[0][:40] in err, (method, reason, err)

@@ -8,7 +8,6 @@ import errno
 import sys
 from pathlib import Path
 
-from ..core.train.runs import STOPPED
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_config_options, drain, one_line
 
 
@@ -95,9 +94,15 @@ def finetune_cmd(args) -> int:
             die_at("cli-interrupted")
             print(_how_to_continue(out) if out is not None else "Interrupted.", file=sys.stderr)
             return 130
-        if result.status in STOPPED:
+        if result.status in _stopped():
             interrupted.set()
     return _report(result) if main_process else EXIT_OK
+
+
+def _stopped() -> tuple[str, ...]:
+    from ..core.train.runs import STOPPED  # at use: the command line's modules import no torch
+
+    return STOPPED
 
 
 def _report(result) -> int:
@@ -110,7 +115,7 @@ def _report(result) -> int:
         print(f"{len(result.skipped)} file(s) skipped (listed in status.json):", file=sys.stderr)
         for path, why in list(result.skipped.items())[:10]:
             print(f"  {path}: {why}", file=sys.stderr)
-    if result.status in STOPPED:
+    if result.status in _stopped():
         die_at("cli-interrupted")
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130

@@ -18,6 +18,7 @@ LORA_TYPES = ("LORA",)  # DoRA is peft's LORA with use_dora
 MAX_RANK = 4096  # as a run's --lora-r
 MAX_SIDE = 4096  # as a run's --img-size: an adapter's input size comes from the run that trained it
 MAX_NOTE_BYTES = 8 << 20
+ADAPTER_CONFIG = "adapter_config.json"  # what makes a folder a peft adapter
 
 
 class AdapterError(ValueError, UserFacingError):
@@ -66,10 +67,12 @@ def check_note(path: Path, note: dict) -> None:
                            f"most {MAX_SIDE} px.")
 
 
+def is_adapter_folder(path: Path) -> bool:
+    return path.is_dir() and (path / ADAPTER_CONFIG).is_file()
+
+
 def check_base(folder: Path, base: str) -> None:
     """The base is a model: an adapter naming itself or another adapter would load adapters without end."""
-    from vitstudio.core.models.adapter_folder import is_adapter_folder
-
     path = Path(base).expanduser()
     try:
         adapter = path.is_dir() and is_adapter_folder(path)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vitstudio.core.models.adapter_checks import (
+    ADAPTER_CONFIG,
     AdapterError,
     check_base,
     check_config,
@@ -20,7 +21,6 @@ from vitstudio.core.models.adapter_checks import (
 from vitstudio.core.models.structure import replace_classifier
 
 ADAPTER_DIR = "adapter"  # inside a run folder
-ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_INFO = "vitstudio_adapter.json"  # ViT Studio's note: base model, its weights, classes, data config
 
 
@@ -30,10 +30,6 @@ class AdapterInfo:
     base_weights: str | None
     classes: list[str]
     data_config: dict | None
-
-
-def is_adapter_folder(path: Path) -> bool:
-    return path.is_dir() and (path / ADAPTER_CONFIG).is_file()
 
 
 def read_adapter_info(folder: Path) -> AdapterInfo:

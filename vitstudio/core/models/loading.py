@@ -26,7 +26,8 @@ from torch import nn
 from vitstudio.core.errors import UserFacingError
 from vitstudio.core.files import irregular
 from vitstudio.core.models import hub, openclip
-from vitstudio.core.models.adapter_folder import is_adapter_folder, load_adapter
+from vitstudio.core.models.adapter_checks import is_adapter_folder
+from vitstudio.core.models.adapter_folder import load_adapter
 from vitstudio.core.models.catalog import (
     WEIGHT_SUFFIXES,
     cached_url_file,
