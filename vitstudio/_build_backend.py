@@ -3,7 +3,7 @@
 pip builds a checkout in place since 21.3, and setuptools then writes build/ and vitstudio.egg-info beside the code
 on every `pip install .`. Each hook here runs setuptools' with a throwaway folder for both, given through the extra
 config file distutils reads from $DIST_EXTRA_CONFIG ([build] build_base, [egg_info] egg_base): the tree is read,
-never written. pyproject.toml names this module (backend-path) and MANIFEST.in ships it in the sdist.
+never written. pyproject.toml names this module (backend-path "."); as part of the package the sdist carries it.
 """
 
 from __future__ import annotations
