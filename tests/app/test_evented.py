@@ -110,3 +110,15 @@ def test_choices_carry_labels_and_a_value_set_before_they_change_is_checked_agai
         state.update(target=1)  # valid for the old classes, not for the new ones: falls back to the default
         state.redeclare("target", choices=(None, 0), labels=("top-1", "0: digit"))
     assert state.target is None and state.fields()["target"].labels == ("top-1", "0: digit")
+
+
+def test_the_view_fields_are_the_registry_parameters():
+    """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3)."""
+    from vitstudio.app.explore_states import AttentionState
+    from vitstudio.core import fields
+    from vitstudio.core.analysis import registry
+
+    specs = AttentionState().fields()
+    assert specs["discard"] == registry.get("rollout").param("discard").spec
+    assert specs["discard"].range is fields.DISCARD and specs["fusion"].choices is fields.FUSIONS
+    assert set(specs["direction"].choices) <= set(registry.get("token").param("direction").choices)

@@ -209,15 +209,3 @@ def test_slider_work_waits_for_the_control_to_stop(qtbot, monkeypatch):
     qtbot.waitUntil(lambda: bool(calls), timeout=5000)
     qtbot.wait(150)
     assert len(calls) == 1 and calls[0] - start >= 0.11
-
-
-def test_the_view_fields_are_the_registry_parameters(qapp):
-    """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3)."""
-    from vitstudio.core import fields
-    from vitstudio.core.analysis import registry
-    from vitstudio.gui.explore.attention_panel import AttentionState
-
-    specs = AttentionState().fields()
-    assert specs["discard"] == registry.get("rollout").param("discard").spec
-    assert specs["discard"].range is fields.DISCARD and specs["fusion"].choices is fields.FUSIONS
-    assert set(specs["direction"].choices) <= set(registry.get("token").param("direction").choices)

@@ -20,14 +20,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import Field
+from vitstudio.app.explore_states import TOP_1, TOP_1_LABEL, AttentionState, registry_fields
 from vitstudio.app.notices import describe
 from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.capture import TokenMaps
 from vitstudio.core.analysis.explain import explain, explain_folder
 from vitstudio.core.analysis.masks import MaskExport
-from vitstudio.core.fields import COLORMAPS, MASS_MASK, OPACITY, SHOWN_DIRECTIONS, Range
+from vitstudio.core.fields import Range
 from vitstudio.gui import file_dialogs
 
 from .. import workers
@@ -36,7 +36,6 @@ from ..common.map_view import MapView
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
-    ExplorerState,
     colormap_combo,
     controls_column,
     mark_available,
@@ -46,12 +45,11 @@ from .explorer_base import (
 )
 from .faithfulness_widget import FaithfulnessWidget, mask_spin_box, masked
 from .head_grid import HeadGridWidget
-from .param_form import ParamForm, registry_fields
+from .param_form import ParamForm
 
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
 # grid, the distance plot and the entries whose view job it is all read it.
 OVERVIEW = "overview"
-TOP_1, TOP_1_LABEL = (None,), ("top-1 prediction",)  # the target before the model's classes: its top-1 prediction
 
 
 def _drawn(analysis) -> bool:
@@ -92,26 +90,6 @@ def _entry_view(exp, params: dict, model):
     shown = ", ".join(f"{p.title.lower()} {exp.params[p.name]}" for p in analysis.params
                       if exp.params.get(p.name) is not None)
     return exp.array, analysis.title + (f" ({shown})" if shown else "")
-
-
-class AttentionState(ExplorerState):
-    """The Attention tab's state: a parameter the registry declares takes the registry's spec."""
-
-    method: str | None = Field(None, valid=registry.is_registered)
-    # ranges and the class list follow the model shown (fields_for_model redeclares them with the model's uid)
-    layer: int = Field(0, range=Range(0, 0))
-    head: int = Field(0, range=Range(0, 0))
-    fusion: str = registry.get("rollout").param("fusion").spec
-    discard: float = registry.get("rollout").param("discard").spec
-    target: int | None = Field(None, choices=TOP_1, labels=TOP_1_LABEL)  # the class explained (None: the top-1)
-    patch: tuple | None = None
-    direction: str = Field("to", choices=SHOWN_DIRECTIONS)
-    text: str | None = None  # the text map's text (CLIP-style models)
-    cmap: str = Field("inferno", choices=COLORMAPS)
-    opacity: int = Field(60, range=OPACITY)
-    mask: int = Field(0, range=MASS_MASK, help="share of the map's mass kept, %; 0 = off")
-    smooth: bool = True
-    folder: str | None = None  # the folder the distance plot averages
 
 
 class AttentionPanel(ExplorerPanel):

@@ -16,11 +16,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import Field
+from vitstudio.app.explore_states import CompareState
 from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.analysis.explain import explain
-from vitstudio.core.fields import COLORMAPS
 from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import load_model, local_folder
 from vitstudio.core.models.openclip import is_clip_style
@@ -31,7 +30,7 @@ from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.model_marks import MODEL_LIST_WIDTH
-from .explorer_base import ExplorerPanel, ExplorerState, colormap_combo, mark_available, method_combo, smooth_checkbox
+from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .layer_cka import LayerCKAWidget
 
 # a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
@@ -71,14 +70,6 @@ def _with_shared_classes(cancel, loaded, classes: tuple[str, ...], prompt: str |
 def _compare_job(cancel, model, other, image, method: str) -> list:
     """The current model's map, and the second model's once there is one (the tab showed two blank panes before)."""
     return [_analyse(m, image, method) for m in (model, other) if m is not None]
-
-
-class CompareState(ExplorerState):
-    other: int | None = None  # the second model's uid
-    other_request: tuple | None = None  # the second model asked for (latest wins)
-    method: str | None = Field(None, valid=registry.is_registered)  # first: the first analysis offered in Compare
-    cmap: str = Field("inferno", choices=COLORMAPS)
-    smooth: bool = True
 
 
 class ComparePanel(ExplorerPanel):

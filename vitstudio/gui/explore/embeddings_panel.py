@@ -14,9 +14,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import Field
+from vitstudio.app.explore_states import EmbeddingsState, registry_fields
 from vitstudio.core.analysis import embeddings, registry
-from vitstudio.core.fields import COLORMAPS, Range
+from vitstudio.core.fields import Range
 from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
@@ -24,14 +24,13 @@ from ..common.bind import bind
 from ..common.map_view import MapView
 from .explorer_base import (
     ExplorerPanel,
-    ExplorerState,
     colormap_combo,
     controls_column,
     method_combo,
     smooth_checkbox,
     wrapping_label,
 )
-from .param_form import ParamForm, registry_fields
+from .param_form import ParamForm
 
 
 def _methods() -> tuple[str, ...]:
@@ -53,15 +52,6 @@ def _view_job(cancel, layer_tokens, mode: str, params: dict, basis, grid):
     """Runs in a worker: what the panel shows for one layer: the registered entry's token view, on the model's
     patch grid `grid`."""
     return registry.load(registry.get(mode).view)(layer_tokens, params, grid, basis)
-
-
-class EmbeddingsState(ExplorerState):
-    mode: str | None = Field(None, valid=registry.is_registered)  # the registered token view (PCA, similarity, …)
-    layer: int = Field(0, range=Range(0, 0))  # a token layer: a block, or a Swin stage (the range follows the model)
-    patch: tuple | None = None
-    fixed: bool = False  # one PCA basis across layers and images
-    cmap: str = Field("inferno", choices=COLORMAPS)
-    smooth: bool = True
 
 
 class EmbeddingsPanel(ExplorerPanel):

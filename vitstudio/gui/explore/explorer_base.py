@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.app_state import AppState, ImageEntry
-from vitstudio.app.evented import ViewState
+from vitstudio.app.explore_states import ExplorerState
 from vitstudio.core import fields
 from vitstudio.core.analysis import registry
 
@@ -87,14 +87,6 @@ def wrapping_label() -> QLabel:
     label = QLabel()
     label.setWordWrap(True)
     return label
-
-
-class ExplorerState(ViewState):
-    """What every explorer's view is keyed by: the model and the image it shows (their uids). A panel's own view
-    subclasses it with the fields of its controls."""
-
-    model: int | None = None
-    image: int | None = None
 
 
 class ExplorerPanel(QWidget):

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import ViewState
+from vitstudio.app.explore_states import LayerCKAState
 from vitstudio.core.files import counted
 
 from .. import workers
@@ -47,15 +47,6 @@ def pca_pair_job(cancel, model, other, image, layers: tuple[int, int]) -> list:
         exp = explain(loaded, "pca", image, layer=layer)
         out.append((exp.crop, normalise(exp.array)))
     return out
-
-
-class LayerCKAState(ViewState):
-    CONTEXT = ("model",)
-    model: int | None = None
-    other: int | None = None  # the second model's uid
-    paths: tuple = ()  # the images the matrix is for
-    image: int | None = None  # the image the PCA maps show
-    cell: tuple | None = None  # (block of the current model, block of the second) clicked
 
 
 class LayerCKAWidget(QWidget):

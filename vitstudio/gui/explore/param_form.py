@@ -26,16 +26,6 @@ from .explorer_base import layer_slider
 FILE_FILTERS = {"concepts": "Concepts (*.safetensors)"}  # a file parameter's dialog filter, by its name
 
 
-def registry_fields(methods, declared: dict) -> dict:
-    """View fields for the parameters of `methods` that the view does not declare itself: each its Param's spec."""
-    out = {}
-    for name in methods:
-        for p in registry.get(name).params:
-            if p.name not in declared and p.name not in out:
-                out[p.name] = p.spec
-    return out
-
-
 class ParamForm:
     """The rows of `form` for every parameter of `methods` (a clicked patch has no row: it is picked on the image).
 

@@ -20,8 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import Field, ViewState
-from vitstudio.core.analysis import registry
+from vitstudio.app.explore_states import PlayState
 from vitstudio.core.play import play_methods
 from vitstudio.gui import file_dialogs
 
@@ -64,13 +63,6 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
         latest.close()
         if writer is not None:
             writer.close(latest.read_count)
-
-
-class PlayState(ViewState):
-    model: int | None = None
-    source: str | None = None  # a video file, or camera:N
-    method: str | None = Field(None, valid=registry.is_registered)  # the map drawn on each frame; None: none
-    record: str | None = None  # the video file the annotated frames go to: one session's (then disarmed)
 
 
 class PlayPanel(QWidget):

@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from vitstudio.app.evented import ViewState
+from vitstudio.app.folder_states import LayersState
 from vitstudio.core.folder.layer_cache import FEATURE_NOTE
 
 from .. import workers
@@ -22,14 +22,6 @@ def probes_job(cancel, model, folder: str):
     from vitstudio.core.train.layer_probes import probe_layers
 
     return (yield from probe_layers(model, folder, cancel=cancel))
-
-
-class LayersState(ViewState):
-    """The model and the folder the probes are for (a switch of either drops what is shown)."""
-
-    CONTEXT = ("model",)
-    model: int | None = None
-    folder: str | None = None
 
 
 class LayersTab(QWidget):

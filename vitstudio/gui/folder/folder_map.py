@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from vitstudio.core.folder.results import FolderResults
 
-COLOUR_BY = ("prediction", "given label", "correct", "confidence")
 EMPTY = "Open a folder: every image appears here, placed by its features"
 CONFIDENCE_MAP = "viridis"
 

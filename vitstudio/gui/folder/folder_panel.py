@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.folder_states import FILTER_DEFAULTS, FolderState, offered_classes
 from vitstudio.core.files import counted
 from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.results import FolderResults
@@ -29,7 +30,7 @@ from vitstudio.gui import file_dialogs
 
 from .. import workers
 from .file_operations import FileOperations
-from .folder_filters import FILTER_DEFAULTS, FolderState, bind_filters, offered_classes
+from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
 from .folder_map import colour_groups, describe_image

@@ -10,7 +10,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from vitstudio.app.evented import ViewState
+from vitstudio.app.training_states import TrainingState
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.models.run_record import FINISHED
@@ -39,14 +39,6 @@ from .training_run_controls import RunControlsWidget
 DATASET_WIDGETS = ("folder", "dataset_info", "balance", "base_model", "run_name", "probe")
 CONTROL_WIDGETS = ("multi_gpu", "start_button", "pause_button", "cancel_button", "resume_button", "progress",
                    "status", "warning", "preview_button", "use_button", "export_button")
-
-
-class TrainingState(ViewState):
-    """What the Training tab's jobs are keyed by: the run shown and the dataset chosen (not the model or image)."""
-
-    CONTEXT = ()
-    run: Path | None = None  # the run folder shown (curves, gallery, history)
-    dataset: str | None = None  # the dataset folder chosen in the form
 
 
 class TrainingPanel(QWidget):

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import ViewState
+from vitstudio.app.folder_states import ImageConceptsState
 
 from ... import workers
 from ...common.map_view import MapView
@@ -32,14 +32,6 @@ def image_job(cancel, model, image, file: str, scales: tuple):
     from vitstudio.core.concepts.maps import read_image
 
     return read_image(cancel, model, image, file, scales)
-
-
-class ImageConceptsState(ViewState):
-    model: int | None = None
-    image: int | None = None
-    file: str | None = None
-    scales: tuple = ()  # ((concept, factor),): what the "after" prediction switches off or scales
-    patch: tuple | None = None
 
 
 class ConceptImageWidget(QWidget):

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.evented import ViewState
+from vitstudio.app.folder_states import ConceptsState
 from vitstudio.core.concepts.settings import ConceptSettings
 from vitstudio.core.train.schema import settings_of
 
@@ -63,17 +64,6 @@ def scrolled(page: QWidget) -> QScrollArea:
     area.setFrameShape(QScrollArea.NoFrame)
     area.setWidget(page)
     return area
-
-
-class ConceptsState(ViewState):
-    """The model and folder the concepts are learned on, the file shown, the concept chosen."""
-
-    CONTEXT = ("model",)
-    model: int | None = None
-    folder: str | None = None
-    file: str | None = None
-    concept: int = 0
-    picked: bool = False  # the user chose the concept (Browse, a list): until then the image's strongest is shown
 
 
 class ConceptsTab(QWidget):

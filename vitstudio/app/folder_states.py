@@ -1,0 +1,64 @@
+"""The Folder tab's states, Qt-free: the folder opened and its filters (each a field with its range or choices: the
+predicted classes offered are declared from each folder's results), and the states of its Layers and Concepts
+pages. Filters are saved, restored and reset as data; a page's results are keyed by the model (and folder) they
+are of, so a switch drops them."""
+
+from __future__ import annotations
+
+from vitstudio.core.fields import Range
+
+from .evented import Field, ViewState
+
+ALL_CLASSES = ((None,), ("all classes",))  # the Predicted filter's choice before any results: no filter
+COLOUR_BY = ("prediction", "given label", "correct", "confidence")  # what the map can be coloured by
+
+
+class FolderState(ViewState):
+    """The Folder tab: the model and the paths its results are for, the table's filters, the map's colouring."""
+
+    model: int | None = None
+    paths: tuple = ()
+    predicted: str | None = Field(None, choices=ALL_CLASSES[0], labels=ALL_CLASSES[1],
+                                  help="a predicted class shown in the table")
+    min_conf: float = Field(0.0, range=Range(0.0, 1.0), help="0 ≤ confidence ≤ 1")
+    correct: bool | None = None  # None: all images; True: correct ones; False: mistakes
+    follow_map: bool = False
+    colour_by: str = Field(COLOUR_BY[0], choices=COLOUR_BY)  # the map's colours
+
+
+def offered_classes(classes) -> dict:
+    """The Predicted filter's spec for results predicting `classes`: all of them, or one."""
+    return dict(choices=ALL_CLASSES[0] + tuple(classes), labels=ALL_CLASSES[1] + tuple(classes))
+
+
+FILTER_DEFAULTS = {name: FolderState().fields()[name].default
+                   for name in ("predicted", "min_conf", "correct", "follow_map")}
+
+
+class LayersState(ViewState):
+    """The Layers page: the model and the folder the probes are for (a switch of either drops what is shown)."""
+
+    CONTEXT = ("model",)
+    model: int | None = None
+    folder: str | None = None
+
+
+class ConceptsState(ViewState):
+    """The Concepts page: the model and folder the concepts are learned on, the file shown, the concept chosen."""
+
+    CONTEXT = ("model",)
+    model: int | None = None
+    folder: str | None = None
+    file: str | None = None
+    concept: int = 0
+    picked: bool = False  # the user chose the concept (Browse, a list): until then the image's strongest is shown
+
+
+class ImageConceptsState(ViewState):
+    """Concepts → On the image: the image read through the concepts, and what the "after" prediction changes."""
+
+    model: int | None = None
+    image: int | None = None
+    file: str | None = None
+    scales: tuple = ()  # ((concept, factor),): what the "after" prediction switches off or scales
+    patch: tuple | None = None
