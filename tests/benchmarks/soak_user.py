@@ -202,7 +202,7 @@ class Soak:
         panel.right.setCurrentWidget(panel.curves)  # the live curves on screen while it trains
         panel.start_button.click()
         yield Wait("training", until=lambda: panel.job is not None and panel.job.done, timeout=900)
-        self.epochs += len(panel.curves_data["epoch"])
+        self.epochs += len(panel.shown.epochs["epoch"])
         yield Wait("results", until=lambda: panel.results.report is not None, timeout=30)
         panel.right.setCurrentWidget(panel.results)
         yield from self.settle("results")

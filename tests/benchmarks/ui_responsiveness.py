@@ -129,7 +129,7 @@ def main() -> int:
     app.exec()
     probe.stop()
     elapsed = time.perf_counter() - start
-    trained = len(window.training.curves_data["epoch"])
+    trained = len(window.training.shown.epochs["epoch"])
     if window.training.job is not None:
         window.training.job.cancel()
     from vitstudio.gui import closing  # closing over a run still cancelling asks:

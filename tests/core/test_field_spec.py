@@ -123,7 +123,7 @@ def test_every_registry_reference_resolves():
         registry.load("vitstudio.core.analysis.attention:no_such_function")
 
 
-NAME_LISTS = ("vitstudio.core.train.records", "vitstudio.core.train.runs", "vitstudio.core.models.run_record",
+NAME_LISTS = ("vitstudio.core.fields", "vitstudio.core.train.runs", "vitstudio.core.models.run_record",
               "vitstudio.core.train.recipes", "vitstudio.core.analysis.registry")
 
 
@@ -141,7 +141,7 @@ def test_no_name_list_is_written_twice():
         lists.update({f"{module}.{name}": value for name, value in vars(source).items()
                       if name.isupper() and name in defined and isinstance(value, tuple) and len(value) >= 2
                       and all(isinstance(v, str) for v in value)})
-    assert {"vitstudio.core.train.records.EPOCH_CURVES", "vitstudio.core.train.runs.STOPPED",
+    assert {"vitstudio.core.fields.EPOCH_CURVES", "vitstudio.core.train.runs.STOPPED",
             "vitstudio.core.models.run_record.FINISHED", "vitstudio.core.analysis.registry.OVERVIEW_KEYS"} <= set(lists)
     copies = []
     for path in sorted((ROOT / "vitstudio").rglob("*.py")):

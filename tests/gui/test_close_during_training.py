@@ -48,7 +48,7 @@ def test_cancel_and_close_stops_the_run_resumably(window, qtbot, tmp_path, monke
     _answering(monkeypatch, [closing.CANCEL], asked)
     panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=3)
     panel.start()
-    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
+    qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 1, timeout=60000)
     run = panel.active_run
     window.close()
     assert not window.isVisible() and not panel.running and asked == [run.name]

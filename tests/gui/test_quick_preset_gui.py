@@ -27,5 +27,5 @@ def test_quick_is_the_first_preset_and_trains_from_the_panel(panel, qtbot, tmp_p
     run = panel.shown_run
     steps = json.loads((run / "status.json").read_text())["epochs_done"]
     assert json.loads((run / "train_config.json").read_text())["data_path"] == "features"
-    assert steps >= 2 and len(panel.curves_data["epoch"]) == steps  # a curve point per full-batch step
+    assert steps >= 2 and len(panel.shown.epochs["epoch"]) == steps  # a curve point per full-batch step
     assert tree_state(data) == before

@@ -89,15 +89,15 @@ def test_another_run_in_the_history_leaves_nothing_of_the_first_on_screen(panel,
                     timeout=60000)
     run_a = panel.shown_run
     panel.controls.show_warning("Validation accuracy is at chance level (run A).", "chance level")
-    assert panel.results.report.classes == tuple(a_classes) and len(panel.curves_data["epoch"]) == 1
+    assert panel.results.report.classes == tuple(a_classes) and len(panel.shown.epochs["epoch"]) == 1
 
     panel.show_run(run_b)
-    assert panel.curves_data["epoch"] == [row["epoch"] + 1 for row in read_metrics(run_b)] == [1, 2]
+    assert panel.shown.epochs["epoch"] == [row["epoch"] + 1 for row in read_metrics(run_b)] == [1, 2]
     assert panel.results.report is None or panel.results.report.classes == tuple(b_classes)
     assert run_a.name not in panel.progress.format() and run_b.name in panel.progress.format()
     assert run_b.name in panel.status.text() and run_a.name not in panel.status.text()
     assert not panel.controls.shown_warnings() and not panel.controls.warning.isVisibleTo(panel)  # A's, not B's
-    assert max(epoch for epoch, _lr in panel.lr_data) <= 2
+    assert max(epoch for epoch, _lr in panel.shown.lr) <= 2
     _settle(qtbot)
     assert panel.results.report.classes == tuple(b_classes)
     assert panel.export_data()[2]["run"] == str(run_b)

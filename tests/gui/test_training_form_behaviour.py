@@ -215,19 +215,19 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     assert first.startswith("data-scratch-") and panel.start_button.isEnabled()
     panel.start()
     assert not panel.start_button.isEnabled() and "in progress" in panel.start_button.toolTip()
-    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
+    qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 1, timeout=60000)
     panel.pause_button.setChecked(True)
     assert panel.controls.paused_label.isVisible() and panel.progress.format().startswith("Paused")
     assert "ETA" not in panel.status.text()  # nothing counts down while paused (the walk)
     line = _history_line(panel, first)
     assert " · paused · " in line
     qtbot.wait(300)
-    epochs_when_paused = len(panel.curves_data["epoch"])
+    epochs_when_paused = len(panel.shown.epochs["epoch"])
     assert f" · {epochs_when_paused} epochs · " in _history_line(panel, first)
     panel.pause_button.setChecked(False)
     assert not panel.controls.paused_label.isVisible() and not panel.progress.format().startswith("Paused")
-    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= epochs_when_paused + 2, timeout=60000)
-    live = panel.live[0]
+    qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= epochs_when_paused + 2, timeout=60000)
+    live = panel.live.epochs
     line, done = _history_line(panel, first), len(live["epoch"])  # read in one turn of the event loop
     assert f" · training… · {done} epochs · best val {max(live['val_acc']) * 100:.1f} % · " in line  # each epoch
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)

@@ -49,10 +49,10 @@ def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
     assert "3 classes, 48 images" in panel.dataset_info.text()
     panel.start()
     assert not panel.start_button.isEnabled() and panel.cancel_button.isEnabled()
-    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 2, timeout=60000)
+    qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 2, timeout=60000)
     xs, ys = panel.lines["train_loss"].getData()
     assert len(xs) >= 2 and len(ys) == len(xs)  # the curve is drawn from the epoch records
-    assert panel.lines["lr"].getData()[0] is not None and panel.snapshots  # lr per step, probe per epoch
+    assert panel.lines["lr"].getData()[0] is not None and panel.shown.snapshots  # lr per step, probe per epoch
 
     # the GUI thread keeps turning while the run goes on
     gaps, last = [], time.perf_counter()
@@ -78,11 +78,11 @@ def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
 
     # pick the cancelled run in History and resume it: it continues from its checkpoint to the end
     panel.history.itemClicked.emit(panel.history.item(0))
-    done_before = len(panel.curves_data["epoch"])
+    done_before = len(panel.shown.epochs["epoch"])
     assert panel.resume_button.isEnabled() and done_before >= 2
     panel.resume_button.click()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
-    assert "finished" in panel.status.text() and panel.curves_data["epoch"] == list(range(1, 41))
+    assert "finished" in panel.status.text() and panel.shown.epochs["epoch"] == list(range(1, 41))
 
 
 def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
@@ -125,7 +125,7 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
     panel.form.inputs["epochs"].setValue(40)
     panel.run_name.setText("live-run")
     panel.start()
-    qtbot.waitUntil(lambda: len(panel.curves_data["epoch"]) >= 1, timeout=60000)
+    qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 1, timeout=60000)
     live = panel.active_run
     item = next(panel.history.item(i) for i in range(panel.history.count())
                 if panel.history.item(i).text().startswith("old-run"))
@@ -133,8 +133,8 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
     assert panel.shown_run == old and panel.active_run == live
     assert panel.cancel_button.isEnabled() and panel.pause_button.isEnabled()
     assert not panel.start_button.isEnabled()
-    qtbot.waitUntil(lambda: len(panel.live[0]["epoch"]) >= 3, timeout=60000)
-    assert panel.curves_data["epoch"] == [1, 2]  # the old run's two epochs, nothing appended
+    qtbot.waitUntil(lambda: len(panel.live.epochs["epoch"]) >= 3, timeout=60000)
+    assert panel.shown.epochs["epoch"] == [1, 2]  # the old run's two epochs, nothing appended
     assert list(panel.lines["train_loss"].getData()[0]) == [1, 2]
     assert panel.use_button.isEnabled()  # the finished old run can be used while the other trains
     panel.right.setCurrentWidget(panel.results)  # File -> Export data: the confusion matrix of the run shown
@@ -148,12 +148,12 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
     live_item = next(panel.history.item(i) for i in range(panel.history.count())
                      if panel.history.item(i).text().startswith("live-run"))
     panel.history.itemClicked.emit(live_item)
-    assert panel.shown_run == live and len(panel.curves_data["epoch"]) >= 3
+    assert panel.shown_run == live and len(panel.shown.epochs["epoch"]) >= 3
     assert not panel.use_button.isEnabled()  # not while it is still training
     panel.cancel()
     qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
     epochs = [row["epoch"] + 1 for row in read_metrics(live)]
-    assert panel.curves_data["epoch"] == epochs  # every epoch, once
+    assert panel.shown.epochs["epoch"] == epochs  # every epoch, once
 
 
 def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_path):
@@ -167,7 +167,7 @@ def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_pa
     qtbot.addWidget(fresh)
     assert len(_runs_in_models_dir(fresh)) == 1
     fresh.history.itemClicked.emit(fresh.history.item(0))
-    assert [s.epoch for s in fresh.snapshots] == [0, 1, 2]
+    assert [s.epoch for s in fresh.shown.snapshots] == [0, 1, 2]
     assert fresh.probe_view.values is not None and fresh.animation_button.isEnabled()
     fresh.probe_history.export_animation(str(tmp_path / "attention.gif"))
     qtbot.waitUntil(lambda: (tmp_path / "attention.gif").exists() and not workers.running_jobs(), timeout=20000)
@@ -218,7 +218,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
     assert panel.export_button.isEnabled()
     panel.show_run(panel.shown_run)  # read back: the rate after every update, not one per epoch (issue 29, item 12)
     steps = __import__("json").loads((panel.shown_run / "status.json").read_text())["steps_per_epoch"]
-    assert len(panel.lr_data) == steps and panel.lr_data[0][0] == pytest.approx(1 / steps)
+    assert len(panel.shown.lr) == steps and panel.shown.lr[0][0] == pytest.approx(1 / steps)
     actions.export_model(window, "seed", str(tmp_path / "run-upstream"), spec=str(panel.shown_run))
     qtbot.waitUntil(lambda: (tmp_path / "run-upstream" / "model.pth").is_file() and not workers.running_jobs(),
                     timeout=60000)

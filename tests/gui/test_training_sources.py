@@ -79,7 +79,7 @@ def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_pat
     panel.set_dataset(str(_labels_file(tmp_path)))  # what the Labels tab's "Train a model…" does
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None
                     and panel.dataset_actions.scan.labels_file is not None, timeout=10000)
-    assert panel.shown_run is None and panel.results.report is None and not panel.curves_data["epoch"]
+    assert panel.shown_run is None and panel.results.report is None and not panel.shown.epochs["epoch"]
     assert "finished" not in panel.progress.format() and not panel.controls.warnings
     for side in ("bottom", "left"):  # nor the old run's class names on the confusion matrix's axes (the walk)
         assert panel.results.cm_view.getAxis(side)._tickLevels in (None, [[]]), side

@@ -154,7 +154,7 @@ def _run_folder(name: str, opt: str, lrs: list[float]):
 
 
 def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_none(panel, qtbot):
-    from vitstudio.gui.training.training_curves import NO_SCHEDULE
+    from vitstudio.app.run_curves import NO_SCHEDULE
 
     probe = _run_folder("colours-linear-probe-1", "adamw", [1e-3, 5e-4, 2e-4, 1e-4])
     quick = _run_folder("colours-quick-1", "lbfgs", [1.0] * 23)

@@ -46,6 +46,10 @@ SHOWN_DIRECTIONS = DIRECTIONS[:2]  # the Attention panel draws one of the two; '
 # One colour vocabulary for the GUI and the CLI's pictures (both draw through matplotlib's definitions).
 COLORMAPS = ("inferno", "viridis", "magma", "plasma", "turbo", "cividis", "gray", "RdBu_r", "jet")
 
+# The figures of an epoch, by name: metrics.csv's columns, TensorBoard's scalars, the curves drawn
+EPOCH_CURVES = ("train_loss", "train_acc", "val_loss", "val_acc")
+METRIC_FIELDS = ("epoch", *EPOCH_CURVES, "lr", "seconds")
+
 # -- ranges shared by more than one face ---------------------------------------------------------------------------
 # what "a block's feature" means wherever layers are compared (probes, CKA: core/folder/layer_cache.py)
 LAYER_FEATURES = ("layer features: the prefix token after each block (the mean patch token for models without "

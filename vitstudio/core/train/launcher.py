@@ -15,11 +15,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from vitstudio.core.fields import METRIC_FIELDS
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.train.engine import EpochMetrics, TrainResult
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.recipes import TrainConfig
-from vitstudio.core.train.records import METRIC_FIELDS
 from vitstudio.core.train.runs import read_metrics
 
 

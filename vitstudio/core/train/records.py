@@ -44,11 +44,6 @@ class RunClock:
         return steps / done * (total - done) + per_pass * max(0, total - self.passes)
 
 
-# The figures of an epoch, by name: metrics.csv's columns, TensorBoard's scalars, the curves drawn
-EPOCH_CURVES = ("train_loss", "train_acc", "val_loss", "val_acc")
-METRIC_FIELDS = ("epoch", *EPOCH_CURVES, "lr", "seconds")
-
-
 @dataclass(frozen=True)
 class EpochMetrics:
     epoch: int

@@ -17,10 +17,10 @@ import torch
 from safetensors import SafetensorError
 from torch import nn
 
+from vitstudio.core.fields import EPOCH_CURVES, METRIC_FIELDS
 from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at, naming
 from vitstudio.core.models.catalog import model_dirs, models_dir
 from vitstudio.core.models.checkpoints import pickle_refusal, refused_pickle
-from vitstudio.core.train.records import EPOCH_CURVES, METRIC_FIELDS
 from vitstudio.core.train.runlock import RunFileError, is_owned
 
 

@@ -6,18 +6,9 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from vitstudio.core.train.records import EPOCH_CURVES
+from vitstudio.core.fields import EPOCH_CURVES
 
 TRAIN, VAL = "#1f77b4", "#ff7f0e"
-# L-BFGS takes full-batch steps with no schedule: its lr (1.0) is a line-search scale, not a curve to read
-NO_SCHEDULE = "no learning-rate schedule:\nthe quick preset fits the head full batch (L-BFGS)"  # 2 lines: ~280 px
-
-
-def lr_note(opt: str | None) -> str | None:
-    """What the learning-rate plot says instead of a curve for a run with optimizer `opt`, or None (a curve)."""
-    return NO_SCHEDULE if opt == "lbfgs" else None
-
-
 def _keyed(title: str) -> str:
     return (f"{title} &nbsp;<span style='color:{TRAIN}'>━ train</span> "
             f"<span style='color:{VAL}'>━ val</span>")

@@ -10,17 +10,14 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from vitstudio.app.run_curves import RunCurves, lr_note
 from vitstudio.app.training_states import TrainingState
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.models.run_record import FINISHED
 from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
 from vitstudio.core.train.evaluation import EvalReport
-from vitstudio.core.train.lr_schedule import run_schedule
-from vitstudio.core.train.probe import read_snapshots
-from vitstudio.core.train.records import EPOCH_CURVES
-from vitstudio.core.train.runs import UNFINISHED, read_metrics, recorded_optimizer, run_status
-from vitstudio.core.train.text_head import read_head_start
+from vitstudio.core.train.runs import UNFINISHED, run_status
 
 from .. import workers
 from .augmentation_preview import AugmentationPreviewView
@@ -29,7 +26,7 @@ from .memory_plan_view import MemoryPlanView
 from .probe_history import ProbeHistoryView
 from .run_history import RunHistoryView
 from .start_readiness import SCANNING, start_blocker
-from .training_curves import TrainingCurvesView, lr_note
+from .training_curves import TrainingCurvesView
 from .training_dataset import TrainingDatasetWidget
 from .training_form import TrainingFormWidget
 from .training_jobs import gallery_job
@@ -61,9 +58,8 @@ class TrainingPanel(QWidget):
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
         self.warned_run: Path | None = None  # the run the controls' warnings are of (the last one started here)
-        self._reset_curves()
-        self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
-        self.live_lr_note: str | None = None  # what the lr plot says instead of a curve for the run in progress
+        self.shown = RunCurves()  # the curves of the run shown
+        self.live: RunCurves | None = None  # the run in progress's, drawn while it is the run shown
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self._build_setup_column(catalog_names))
         split.addWidget(self._build_run_views())
@@ -98,7 +94,7 @@ class TrainingPanel(QWidget):
         """Another dataset: no earlier run's accuracy, warnings, progress or confusion axes stay (a live one does)."""
         if not (self.running and self._showing_live()):
             self.shown_run = None
-            self._reset_curves()
+            self._show_curves(RunCurves())
             self.controls.show_no_run()
 
     def set_dataset(self, folder: str, exclude: list | None = None) -> None:
@@ -228,12 +224,9 @@ class TrainingPanel(QWidget):
         self.shown_run = self.active_run = self.warned_run = Path(config.out_dir)
         self.controls.start_warnings()
         self.right.setCurrentWidget(self.curves)  # the new run's curves, not "No results yet" of Results
-        self._reset_curves()
-        if resume:
-            self._load_curves(self.active_run)
-        self.live = (self.curves_data, self.lr_data, self.snapshots, self.head_start)
-        self.live_lr_note = lr_note(config.opt)  # the quick preset's L-BFGS has no schedule: said, not drawn
-        self.curves.draw_lr(self.lr_data, self.live_lr_note)
+        self.live = RunCurves.read(self.active_run) if resume else RunCurves()
+        self.live.lr_note = lr_note(config.opt)  # the quick preset's L-BFGS has no schedule: said, not drawn
+        self._show_curves(self.live)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
         if self.multi_gpu.isChecked() and not resume:
             from vitstudio.core.train.launcher import run_torchrun
@@ -285,41 +278,35 @@ class TrainingPanel(QWidget):
         if self.shown_run is not None:
             self.use_model.emit(str(self.shown_run))
 
-    def _reset_curves(self) -> None:
-        """Fresh buffers for the run about to be shown (the live run's buffers are kept in `self.live`)."""
-        self.snapshots: list[ProbeSnapshot] = []
-        self.curves_data = {k: [] for k in ("epoch", *EPOCH_CURVES)}
-        self.lr_data: list[tuple[float, float]] = []
-        self.head_start: list[HeadStart] = []  # the run's start from text, once known (a list: shared with `live`)
-        if hasattr(self, "curves"):  # not yet while __init__ builds the widgets
-            self.curves.clear_curves()
-            self.results.show_report(None)
+    def _show_curves(self, curves: RunCurves) -> None:
+        """Draw `curves` (the live run's or another's: the object itself, so the live one grows on screen)."""
+        self.shown = curves
+        self.curves.clear_curves()
+        self.results.show_report(None)
+        self._draw_curves()
+        self.curves.draw_lr(curves.lr, curves.lr_note)
 
     def _on_record(self, rec) -> None:
         """A record of the run in progress: progress and status always, curves only while that run is shown."""
-        curves, lr_data, snapshots, head_start = self.live
-        showing = self._showing_live()
+        live, showing = self.live, self._showing_live()
         if isinstance(rec, StepProgress):
             self.controls.show_step(rec, None if showing else self.active_run.name)
-            if not lr_data and rec.epoch:  # a resumed run: the schedule of the epochs before, warm-up and all
-                lr_data.extend(run_schedule(self.active_run, rec.epoch, rec.steps) or [])
-            lr_data.append((rec.epoch + rec.step / rec.steps, rec.lr))
+            live.add_step(rec, self.active_run)
             if showing:
-                self.curves.draw_lr(lr_data)
+                self.curves.draw_lr(live.lr)
         elif isinstance(rec, EpochMetrics):
-            for key in curves:
-                curves[key].append(getattr(rec, key) + (1 if key == "epoch" else 0))
+            live.add_epoch(rec)
             if showing:
                 self._draw_curves()
             if self.active_run is not None and str(self.active_run) not in self.history_view.listed:
                 self.refresh_history()  # the run in progress is listed (and can be shown again) from its first epoch
             self._update_live_row()
         elif isinstance(rec, HeadStart):
-            head_start[:] = [rec]
+            live.head_start = rec
             if showing:
                 self._draw_curves()
         elif isinstance(rec, ProbeSnapshot):
-            snapshots.append(rec)
+            live.snapshots.append(rec)
             if showing:
                 self._show_last_snapshot()
         elif isinstance(rec, RunWarning):
@@ -330,11 +317,11 @@ class TrainingPanel(QWidget):
             self.controls.show_progress(rec)
 
     def _draw_curves(self) -> None:
-        self.curves.draw_epochs(self.curves_data)
-        self.curves.draw_start(self.head_start[0] if self.head_start else None)
+        self.curves.draw_epochs(self.shown.epochs)
+        self.curves.draw_start(self.shown.head_start)
 
     def _show_last_snapshot(self) -> None:
-        self.probe_history.show_snapshots(self.snapshots, self.shown_run)
+        self.probe_history.show_snapshots(self.shown.snapshots, self.shown_run)
 
     def _on_finished(self, result) -> None:
         showing = self._showing_live()
@@ -380,25 +367,18 @@ class TrainingPanel(QWidget):
         """The History line of the run in progress: its epochs and best accuracy so far, paused or training."""
         if self.active_run is None:
             return
-        curves = self.live[0]
         paused = self.pause_button.isChecked()
-        self.history_view.update_row(self.active_run, "paused" if paused else "training…", len(curves["epoch"]),
-                                     max(curves["val_acc"], default=None))
+        self.history_view.update_row(self.active_run, "paused" if paused else "training…", self.live.done,
+                                     self.live.best_val_acc)
 
     def show_run(self, folder: Path) -> None:
         """Show `folder`'s curves and results; the run in progress (if any) goes on and keeps its own buffers."""
         self.shown_run = folder
         self.controls.show_warnings_of_shown_run(folder == self.warned_run)
         if self._showing_live():
-            self.curves_data, self.lr_data, self.snapshots, self.head_start = self.live
-            self.results.show_report(None)
-            self._draw_curves()
-            self.curves.draw_lr(self.lr_data, self.live_lr_note)
+            self._show_curves(self.live)
         else:
-            self._reset_curves()
-            self._load_curves(folder)
-            self.curves.draw_lr(self.lr_data, lr_note(recorded_optimizer(folder)))
-            self.snapshots = read_snapshots(folder)  # attention over training, replayed from the run folder
+            self._show_curves(RunCurves.read(folder))  # attention over training replayed from the folder too
             eval_file = folder / "eval.json"
             if eval_file.exists():
                 self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
@@ -413,7 +393,7 @@ class TrainingPanel(QWidget):
         status = run_status(folder)
         self.progress.setRange(0, 1)
         self.progress.setValue(1 if status in FINISHED else 0)
-        self.progress.setFormat(f"{folder.name}: {status} · {len(self.curves_data['epoch'])} epochs")
+        self.progress.setFormat(f"{folder.name}: {status} · {self.shown.done} epochs")
 
     def export_data(self):
         """The curves of the run shown (epochs × columns), or its confusion matrix when Results is on screen."""
@@ -423,20 +403,8 @@ class TrainingPanel(QWidget):
         if self.right.currentWidget() is self.results and report is not None:
             return "confusion", report.confusion, {"run": str(self.shown_run), "classes": list(report.classes),
                                                    "rows": "true class", "columns": "predicted class"}
-        columns = list(self.curves_data)
-        if not self.curves_data["epoch"]:
+        table = self.shown.table()
+        if table is None:
             return None
-        table = np.array([self.curves_data[c] for c in columns], dtype=np.float32).T
-        return "curves", table, {"run": str(self.shown_run), "columns": columns}
-
-    def _load_curves(self, folder: Path) -> None:
-        start = read_head_start(folder)
-        self.head_start[:] = [start] if start is not None else []
-        for row in read_metrics(folder):
-            for key in self.curves_data:
-                self.curves_data[key].append(row[key] + (1 if key == "epoch" else 0))
-            if row.get("lr") is not None:  # a run read back: its rate at each epoch's end (live: at every step)
-                self.lr_data.append((row["epoch"] + 1, row["lr"]))
-        self.lr_data[:] = run_schedule(folder, len(self.curves_data["epoch"])) or self.lr_data  # every update's
-        self._draw_curves()
-
+        columns, rows = table
+        return "curves", np.array(rows, dtype=np.float32), {"run": str(self.shown_run), "columns": columns}
