@@ -126,7 +126,7 @@ def test_map_tooltips_colour_bar_legend_and_hover(opened, qtbot):
     # hovering the long-named image names it and keeps the pane's width
     width = panel.side.minimumSizeHint().width()
     long_row = results.paths.index(next(p for p in results.paths if p.endswith(LONG_NAME)))
-    panel._on_hover(long_row)
+    panel.map_tab.show_pointed(panel.results, long_row)
     qtbot.wait(50)
     assert LONG_NAME in panel.hover.text()
     assert panel.side.minimumSizeHint().width() == width

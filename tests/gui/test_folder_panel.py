@@ -142,8 +142,24 @@ def test_a_new_model_clears_the_folder_results(window, qtbot, tmp_path):
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
     assert window.folder.results is None and window.folder.model.rowCount() == 0
-    assert "open" in window.folder.info.text().lower()
+    assert "open" in window.folder.info.text().lower() and 'href="reopen"' in window.folder.info.text()
+    window.folder.info.linkActivated.emit("reopen")  # one click: the same folder through the new model
+    _settle(qtbot)
+    assert window.folder.results is not None and len(window.folder.results) == 30
     shutil.rmtree(data)
+
+
+def test_open_recent_opens_a_folder_in_the_folder_tab_and_files_in_the_strip(window, monkeypatch, tmp_path):
+    data = _digits(tmp_path, per_class=1)
+    image = str(next((data / "3").iterdir()))
+    window.settings.setValue("recent", [str(data), image])
+    window.recent_menu.refresh()
+    folders, files = [], []
+    monkeypatch.setattr(window, "open_folder", folders.append)
+    monkeypatch.setattr(window, "add_paths", files.append)
+    for action in window.recent_menu.actions():
+        action.trigger()
+    assert folders == [str(data)] and files == [[image]]
 
 
 def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(window, qtbot, tmp_path):

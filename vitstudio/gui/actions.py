@@ -33,7 +33,10 @@ class RecentMenu(QMenu):
             action = self.addAction(paths[0] if len(paths) == 1 else
                                     f"{len(paths)} files: {', '.join(Path(p).name for p in paths[:3])}…")
             action.setToolTip(entry)
-            action.triggered.connect(lambda _checked=False, p=paths: self.window.add_paths(p))
+            if len(paths) == 1 and Path(paths[0]).is_dir():  # a folder: the strip and the Folder tab, as it opened
+                action.triggered.connect(lambda _checked=False, p=paths[0]: self.window.open_folder(p))
+            else:
+                action.triggered.connect(lambda _checked=False, p=paths: self.window.add_paths(p))
         self.setEnabled(bool(recent))
 
 

@@ -9,8 +9,7 @@ from vitstudio.core.folder.results import folder_results
 from .folder_table import thumbnails
 
 # what each job's result depends on besides the model: the paths opened
-KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "hover": ("paths",),
-        "fit": ("paths",)}
+KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "fit": ("paths",)}
 
 
 def scan_job(cancel, model, paths: list[str], roots: list[str]):

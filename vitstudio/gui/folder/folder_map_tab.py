@@ -7,13 +7,16 @@ import numpy as np
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from .folder_map import FolderMapWidget
+from .. import workers
+from .folder_jobs import hover_job
+from .folder_map import FolderMapWidget, describe_image
 
 
 class FolderMapTabWidget(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.map = FolderMapWidget()
+        self._thumbnail = workers.KeyedSlot()
         self.colour_by = QComboBox()  # its items: the colour_by field's choices (bind)
         self.hover = QLabel()
         # a long file name under the pointer is cut, not allowed to widen the pane (and the splitter) for good
@@ -31,6 +34,17 @@ class FolderMapTabWidget(QWidget):
         box.addWidget(self.map, 1)
         box.addWidget(self.map.legend)
 
+    def show_pointed(self, results, row: int) -> None:
+        """The image under the pointer: its name and prediction at once, its thumbnail from a worker (the latest
+        image hovered wins)."""
+        if results is not None and row < len(results):
+            self.show_hover(describe_image(results, row).replace("\n", " · "))
+            self._thumbnail.start(results.paths[row], "Thumbnail", hover_job, results.paths[row],
+                                  on_result=self._on_thumbnail)
+
+    def _on_thumbnail(self, found) -> None:
+        self.show_thumbnail(found[0][1])
+
     def show_hover(self, text: str) -> None:
         self.hover.setText(text)
         self.hover.setToolTip(text)
@@ -44,6 +58,7 @@ class FolderMapTabWidget(QWidget):
         self.hover_image.setPixmap(QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888)))
 
     def clear(self) -> None:
+        self._thumbnail.cancel()  # a thumbnail on its way is of results that are gone
         self.hover.clear()
         self.hover_image.clear()
         self.map.set_points(np.zeros((0, 2)), [], "pca")

@@ -6,6 +6,7 @@ and the paths opened: another model or folder discards every pending job and cle
 
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import replace
 
@@ -32,7 +33,7 @@ from .. import workers
 from .file_operations import FileOperations
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
-from .folder_jobs import KEYS, fit_job, hover_job, map_job, review_job, scan_job, similar_job
+from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, similar_job
 from .folder_map import colour_groups, describe_image
 from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
@@ -68,7 +69,7 @@ class FolderPanel(QWidget):
         self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
-        self.files = FileOperations(self.review_tab, self.undo_button, self._dataset_shown, self)  # sorts, moves,
+        self.files = FileOperations(self.review_tab, self.undo_button, self.dataset_shown, self)  # sorts, moves,
         self.files.said.connect(state.message.emit)  # exclusions and their undo stack
         self.files.relocated.connect(self.follow_moves)
         self.files.failed.connect(self._on_failed)
@@ -140,10 +141,11 @@ class FolderPanel(QWidget):
         bind_filters(self.toolbar, self.colour_by, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
         self.map.selection_changed.connect(self._on_map_selection)
-        self.map.hovered.connect(self._on_hover)
+        self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
         self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
+        self.info.linkActivated.connect(lambda _link: self.open_paths(list(self.view_state.paths)))  # open again
         self.review_tab.open_in_explorer.connect(self.open_in_explorer)
         self.review_tab.relabel_requested.connect(self._relabel)
         self.review_tab.retrain_requested.connect(lambda excluded: self.retrain.emit(self.folder, excluded))
@@ -262,7 +264,8 @@ class FolderPanel(QWidget):
             # quick run of the model shown, a CLIP model given other classes): cached features, open again at once
             self.open_paths(list(self.view_state.paths))
         elif self.source:
-            self.info.setText(f"A new model: open {self.source} again to see it through this one.")
+            self.info.setText(f'A new model: <a href="reopen">open {html.escape(self.source)} again</a> to see it '
+                              'through this one.')  # one click (linkActivated: `_connect`)
 
     def _on_view_state(self, name: str, _value) -> None:
         if name in ("model", "paths"):
@@ -338,15 +341,6 @@ class FolderPanel(QWidget):
         else:
             self.apply_filters()
 
-    def _on_hover(self, row: int) -> None:
-        if self.results is not None and row < len(self.results):
-            r = self.results
-            self.map_tab.show_hover(describe_image(r, row).replace("\n", " · "))
-            self.jobs.start("hover", "Thumbnail", hover_job, r.paths[row], on_result=self._on_hover_thumbnail)
-
-    def _on_hover_thumbnail(self, found) -> None:
-        self.map_tab.show_thumbnail(found[0][1])
-
     def select_row(self, row: int) -> None:
         view_row = self.model.view_row(row)
         if view_row is None:
@@ -408,7 +402,7 @@ class FolderPanel(QWidget):
         self.apply_filters()
 
     # -- file actions: the questions are the panel's (they read its table), `self.files` carries them out -------
-    def _dataset_shown(self) -> tuple[str | None, bool]:
+    def dataset_shown(self) -> tuple[str | None, bool]:  # the folder, and whether its results are shown
         return self.folder, self.results is not None
 
     def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):
