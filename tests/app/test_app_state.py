@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from PIL import Image
 
 from tests.conftest import TINY_SPEC
@@ -88,3 +89,24 @@ def test_errors_written_for_the_user_are_one_line_and_bugs_keep_their_traceback(
         raise KeyError("bug")
     except KeyError as bug:
         assert not told(bug) and "Traceback" in Notice(bug).logged and "KeyError" in Notice(bug).logged
+
+
+def test_a_concepts_switch_off_scale_and_order_are_fields():
+    """Concepts → On the image: switched off or scaled, the "after" prediction's factors follow from the fields;
+    the concept table's orders follow the concepts' classes (an order the new classes lack goes back to the first)."""
+    from vitstudio.app.folder_states import SORTS, ConceptsState, ImageConceptsState, sorts_for
+
+    image = ImageConceptsState()
+    assert image.factors(7) == ()  # nothing changed: the model itself
+    image.update(scale=2.5)
+    assert image.factors(7) == ((7, 2.5),)
+    image.update(off=True)
+    assert image.factors(7) == ((7, 0.0),)
+    with pytest.raises(ValueError, match="scale"):
+        image.update(scale=11.0)
+    concepts = ConceptsState()
+    concepts.redeclare("sort", **sorts_for(["ant", "bee"]))
+    assert concepts.fields()["sort"].labels == (*SORTS, "class: ant", "class: bee")
+    concepts.sort = 4
+    concepts.redeclare("sort", **sorts_for(["digit"]))  # concepts of another folder
+    assert concepts.sort == 0

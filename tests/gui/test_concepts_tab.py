@@ -41,6 +41,11 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     fitted = tab.concepts.meta["training"]["r2"]  # Browse comes to the front only for concepts that fit
     assert tab.curve and (tab.pages.currentWidget().widget() is tab.browser) == (fitted >= 0.5)
     assert tab.browser.table.rowCount() == 32
+    browser = tab.browser  # its order is a field whose choices follow the folder's classes
+    assert browser.sort.count() == 3 + 10
+    browser.sort.setCurrentIndex(3 + 7)
+    assert tab.view_state.sort == 10 and browser.table.horizontalHeaderItem(3).text() == "Mean on 7"
+    browser.sort.setCurrentIndex(0)
     args = [f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]
     assert main(["concepts", str(data), "--model", str(bundled_demo()), *args, "--out", str(tmp_path / "cli"),
                  "--quiet"]) == 0
@@ -62,7 +67,8 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.image is not None,
                     timeout=10000)
     tab.show_page(tab.on_image)
-    tab.on_image.off.setChecked(True)
+    tab.on_image.off.setChecked(True)  # bound to its field, as the × spin box is (its range the field's)
+    assert tab.on_image.view_state.off and tab.on_image.scale.maximum() == 10.0
     qtbot.waitUntil(lambda: tab.on_image.result is not None, timeout=20000)
     loaded, image = window.state.model, window.state.selected.image
     x = loaded.to_tensor(loaded.crop(image))[None]

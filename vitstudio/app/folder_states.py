@@ -11,6 +11,7 @@ from .evented import Field, ViewState
 
 ALL_CLASSES = ((None,), ("all classes",))  # the Predicted filter's choice before any results: no filter
 COLOUR_BY = ("prediction", "given label", "correct", "confidence")  # what the map can be coloured by
+SORTS = ("how often it fires", "on how many images", "mean activation")  # the concept table's orders, then classes
 
 
 class FolderState(ViewState):
@@ -52,6 +53,13 @@ class ConceptsState(ViewState):
     file: str | None = None
     concept: int = 0
     picked: bool = False  # the user chose the concept (Browse, a list): until then the image's strongest is shown
+    sort: int = Field(0, choices=tuple(range(len(SORTS))), labels=SORTS)  # the table's order (`sorts_for`)
+
+
+def sorts_for(classes) -> dict:
+    """The concept table's orders for concepts learned on a folder of `classes`: the three, then by each class."""
+    labels = (*SORTS, *(f"class: {c}" for c in classes))
+    return dict(choices=tuple(range(len(labels))), labels=labels)
 
 
 class ImageConceptsState(ViewState):
@@ -62,3 +70,10 @@ class ImageConceptsState(ViewState):
     file: str | None = None
     scales: tuple = ()  # ((concept, factor),): what the "after" prediction switches off or scales
     patch: tuple | None = None
+    off: bool = False  # the chosen concept switched off for the "after" prediction ...
+    scale: float = Field(1.0, range=Range(0.0, 10.0), help="the chosen concept scaled at its block (1: unchanged)")
+
+    def factors(self, concept: int) -> tuple:
+        """((concept, factor),) for the "after" prediction, or () when nothing changes."""
+        factor = 0.0 if self.off else round(self.scale, 4)
+        return () if factor == 1.0 else ((concept, factor),)

@@ -24,11 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.folder_states import SORTS, sorts_for
+
 from ... import workers
+from ...common.bind import bind
 from ...common.small_plot import SmallPlotWidget
 from ...imaging import pil_to_pixmap
 
-SORTS = ("how often it fires", "on how many images", "mean activation")
 COLUMNS = ("Concept", "Fires", "Images", "Mean", "Top class")
 TOP_SHOWN = 8
 
@@ -67,8 +69,7 @@ class ConceptBrowserWidget(QWidget):
         self.tab = tab
         self.concepts = None
         self.crops = workers.KeyedSlot()
-        self.sort = QComboBox()
-        self.sort.addItems(SORTS)
+        self.sort = QComboBox()  # its items: the sort field's choices (bind), which follow the concepts' classes
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -106,7 +107,8 @@ class ConceptBrowserWidget(QWidget):
         box.addWidget(self.top)
         box.addLayout(row)
         box.addWidget(self.table, 1)
-        self.sort.currentIndexChanged.connect(self._sort)
+        bind(self.sort, tab.view_state, "sort")
+        tab.view_state.events.sort.connect(self._sort)
         self.table.itemSelectionChanged.connect(self._on_row)
         self.points.sigClicked.connect(self._on_point)
 
@@ -114,10 +116,7 @@ class ConceptBrowserWidget(QWidget):
         self.concepts = concepts
         rows = concepts.stats.get("concepts", []) if concepts is not None else []
         classes = concepts.stats.get("classes", []) if concepts is not None else []
-        self.sort.blockSignals(True)
-        self.sort.clear()
-        self.sort.addItems([*SORTS, *(f"class: {c}" for c in classes)])
-        self.sort.blockSignals(False)
+        self.tab.view_state.redeclare("sort", **sorts_for(classes))
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(rows))
         for r, row in enumerate(rows):
@@ -137,7 +136,7 @@ class ConceptBrowserWidget(QWidget):
         if self.concepts is None:
             self.show_concept(None)
             return
-        choice = self.sort.currentIndex()
+        choice = self.tab.view_state.sort
         if choice < len(SORTS):
             self.table.sortItems((1, 2, 3)[choice], Qt.DescendingOrder)
             return
@@ -147,7 +146,8 @@ class ConceptBrowserWidget(QWidget):
             index = int(self.table.item(r, 0).data(Qt.UserRole))
             value = (rows[index].get("class_means") or [0.0] * (choice + 1))[choice - len(SORTS)]
             self.table.setItem(r, 3, _Number(f"{value:.3g}", value))
-        self.table.setHorizontalHeaderItem(3, QTableWidgetItem(f"Mean on {self.sort.currentText()[7:]}"))
+        label = self.tab.view_state.fields()["sort"].labels[choice]
+        self.table.setHorizontalHeaderItem(3, QTableWidgetItem(f"Mean on {label.removeprefix('class: ')}"))
         self.table.setSortingEnabled(True)
         self.table.sortItems(3, Qt.DescendingOrder)
 

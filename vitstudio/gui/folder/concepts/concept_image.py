@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from vitstudio.app.folder_states import ImageConceptsState
 
 from ... import workers
+from ...common.bind import bind
 from ...common.map_view import MapView
 
 SHOWN = 8
@@ -49,7 +50,7 @@ class ConceptImageWidget(QWidget):
         self.caption = QLabel()
         self.caption.setWordWrap(True)
         self.off = QCheckBox("Switch it off")
-        self.scale = QDoubleSpinBox(minimum=0.0, maximum=10.0, singleStep=0.25, value=1.0, prefix="× ")
+        self.scale = QDoubleSpinBox(singleStep=0.25, prefix="× ")  # its range and value: the state's (bind)
         self.scale.setToolTip("Scale the chosen concept at its block (1: unchanged)")
         self.show_button = QPushButton("Show in the Attention tab")
         self.prediction = QLabel()
@@ -76,8 +77,10 @@ class ConceptImageWidget(QWidget):
         box = QVBoxLayout(self)
         box.addLayout(top)
         box.addLayout(lists, 1)
-        self.off.toggled.connect(self._on_factor)
-        self.scale.valueChanged.connect(self._on_factor)
+        bind(self.off, self.view_state, "off")
+        bind(self.scale, self.view_state, "scale")
+        self.view_state.events.off.connect(self._on_factor)
+        self.view_state.events.scale.connect(self._on_factor)
         self.show_button.clicked.connect(self.show_requested)
         self.map.patch_clicked.connect(self._on_patch)
         for widget in (self.strongest, self.drivers):
@@ -104,8 +107,7 @@ class ConceptImageWidget(QWidget):
             self.concept_selected.emit(int(item.data(256)))
 
     def factors(self) -> tuple:
-        factor = 0.0 if self.off.isChecked() else round(self.scale.value(), 4)
-        return () if factor == 1.0 else ((self.tab.view_state.concept, factor),)
+        return self.view_state.factors(self.tab.view_state.concept)
 
     def refresh(self) -> None:
         """Ask for the current request (once per model, image, file and factors), then draw what is known."""
