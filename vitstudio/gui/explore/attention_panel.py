@@ -152,6 +152,7 @@ class AttentionPanel(ExplorerPanel):
 
     def _build_layout(self) -> None:
         controls = controls_column(self.form, self.info, self.mask_button, self.folder_button)
+        self.params.fix_width(controls, self.methods)
         self.view = MapView()
         self.grid = HeadGridWidget()
         self.distance = DistancePlotWidget()

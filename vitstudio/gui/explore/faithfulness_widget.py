@@ -24,6 +24,10 @@ MEASURED_FOR = frozenset({"model", "image", "method", "text"})
 MEASURE_TIP = ("Deletion: the top-1 class's probability as the map's highest patches are zeroed (lower area = more "
                "faithful). Insertion: restoring them into a blurred copy (higher = more faithful). Dashed: a random "
                "ranking (mean of 5).")
+DELETION, INSERTION = "#d62728", "#1f77b4"
+# the key to the curves in the title: a legend box inside a plot this small covers the curves it explains
+CURVES_KEY = (f"<span style='color:{DELETION}'>━ deletion</span> <span style='color:{INSERTION}'>━ insertion</span> "
+              f"<span style='color:#888'>╌ random</span>")
 SANITY_TIP = ("Re-draw the classifier, then each block from the top, and compare the map with the trained model's "
               "(Spearman ρ): a map that explains the model must change.")
 
@@ -42,8 +46,11 @@ class FaithfulnessWidget(QWidget):
         self.sanity_button.setToolTip(SANITY_TIP)
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
+        # room for both verdicts from the start: the splitter sizes the widget by its minimum, so a summary that
+        # grows later would push the plots' x labels out of the panel
+        self.summary.setMinimumHeight(3 * self.summary.fontMetrics().lineSpacing())
         self.curves = _plot("fraction of patches deleted / inserted", "target probability")
-        self.curves.addLegend(offset=(-5, 5), labelTextSize="7pt")
+        self.curves.setTitle(CURVES_KEY, size="8pt")
         self.spearman = _plot("blocks re-drawn from the top", "Spearman ρ")
         self.shown = self.shown_sanity = None  # what the plots draw (tests read them)
         buttons = QHBoxLayout()
@@ -111,10 +118,10 @@ class FaithfulnessWidget(QWidget):
         mine, rand = result.methods[method], result.random
         steps = len(mine.deletion) - 1
         xs = [i / steps for i in range(steps + 1)]
-        for curve, colour, style, name in ((mine.deletion, "#d62728", None, "deletion"),
-                                           (rand.deletion, "#d62728", "dash", "random"),
-                                           (mine.insertion, "#1f77b4", None, "insertion"),
-                                           (rand.insertion, "#1f77b4", "dash", "random")):
+        for curve, colour, style, name in ((mine.deletion, DELETION, None, "deletion"),
+                                           (rand.deletion, DELETION, "dash", "random"),
+                                           (mine.insertion, INSERTION, None, "insertion"),
+                                           (rand.insertion, INSERTION, "dash", "random")):
             pen = pg.mkPen(colour, width=2, style=pg.QtCore.Qt.DashLine if style else pg.QtCore.Qt.SolidLine)
             self.curves.plot(xs, list(curve), pen=pen, name=name)
         what = f"Class {result.target}" if result.score == "probability" else result.score.capitalize()
@@ -130,6 +137,8 @@ class FaithfulnessWidget(QWidget):
                            symbol="o", symbolSize=5)
         self.spearman.getAxis("bottom").setTicks([[(i + 1, s.replace("block ", "b")) for i, s in
                                                    enumerate(check.steps)]])
+        # half a step either side: pyqtgraph drops the label of a tick on the plot's edge (no room for it)
+        self.spearman.setXRange(0.5, len(curve) + 0.5, padding=0)
         if method in check.insensitive:
             return (f"⚠ Sanity check: the map barely changes when every weight is re-drawn (ρ {curve[-1]:.2f} ≥ "
                     f"{INSENSITIVE}): it says little about what this model learned.")
@@ -163,9 +172,12 @@ def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> 
     return None if text else f"Type a text first: the {title}'s curves follow the image's similarity to it."
 
 
+PLOT_HEIGHT = 180  # the curves, their key and both axes' labels
+
+
 def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
     plot = pg.PlotWidget()
-    plot.setMinimumHeight(140)
+    plot.setMinimumHeight(PLOT_HEIGHT)
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
     for side in ("left", "bottom"):  # a probability axis in SI prefixes read "target probability (x0." at 200-600

@@ -103,3 +103,12 @@ class ParamForm:
         used = registry.get(method).param_names
         for name, row in self.rows.items():
             self.form.setRowVisible(row, name in used)
+
+    def fix_width(self, column: QWidget, methods) -> None:
+        """`column` (the form's) fixed at its width with the widest method's rows, so the view beside it keeps its
+        place and size whichever method is chosen."""
+        widest = 0
+        for method in methods:
+            self.show_for(method)
+            widest = max(widest, column.sizeHint().width())
+        column.setFixedWidth(min(widest, column.maximumWidth()))

@@ -46,6 +46,23 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
     def draw_epochs(self, curves: dict[str, list]) -> None:
         for key in EPOCH_CURVES:
             self.lines[key].setData(curves["epoch"], curves[key], symbol="o", symbolSize=5)
+        self._fit_epochs()
+
+    def _fit_epochs(self) -> None:
+        """x spans the epochs drawn (epoch 0 too where the zero-shot start is), never less than one epoch:
+        pyqtgraph ranges a lone point with the width of the range before it (a previous run's 50 epochs)."""
+        xs = [x for key in ("train_loss", "start_loss") for x in self._xs(key)]
+        if not xs:
+            return
+        low, high = min(xs), max(xs)
+        if high - low < 1:
+            low, high = (low + high) / 2 - 0.5, (low + high) / 2 + 0.5
+        for plot in self.plots.values():
+            plot.setXRange(low, high, padding=0.05)
+
+    def _xs(self, key: str) -> list[float]:
+        xs = self.lines[key].getData()[0]
+        return [] if xs is None else list(xs)
 
     def draw_lr(self, lr_data: list[tuple[float, float]], note: str | None = None) -> None:
         """The learning rate per step, or `note` in words where the run has no schedule to draw. With neither,
@@ -71,6 +88,7 @@ class TrainingCurvesView(pg.GraphicsLayoutWidget):
         self.start_level.setVisible(shown)
         if shown:
             self.start_level.setValue(start.val_acc)
+        self._fit_epochs()
 
     def clear_curves(self) -> None:
         for line in self.lines.values():

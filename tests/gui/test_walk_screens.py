@@ -1,0 +1,100 @@
+"""What the third afternoon's walk saw at 1280×720 (issue 49, items 12 and 13): each test measures the geometry or
+the drawing a screenshot showed wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def curves(qtbot):
+    from vitstudio.gui.imaging import configure_pyqtgraph
+    from vitstudio.gui.training.training_curves import TrainingCurvesView
+
+    configure_pyqtgraph()
+    view = TrainingCurvesView()
+    qtbot.addWidget(view)
+    view.resize(420, 560)
+    view.show()
+    return view
+
+
+def _epochs(n: int) -> dict[str, list]:
+    return {"epoch": list(range(1, n + 1)), "train_loss": [1.0] * n, "val_loss": [0.9] * n,
+            "train_acc": [0.5] * n, "val_acc": [0.6] * n}
+
+
+def test_one_epochs_curves_span_about_one_epoch_after_a_long_run(curves, qtbot):
+    """After a 50-epoch run, the next run's first epoch spanned −24…26: a lone point kept the old range's width."""
+    curves.draw_epochs(_epochs(50))
+    qtbot.wait(20)
+    curves.clear_curves()
+    curves.draw_epochs(_epochs(1))
+    qtbot.wait(20)
+    for name, plot in curves.plots.items():
+        low, high = plot.viewRange()[0]
+        assert 0 <= low < 1 < high <= 2, (name, low, high)
+    curves.draw_epochs(_epochs(3))
+    qtbot.wait(20)
+    assert all(plot.viewRange()[0][0] < 1 and 3 < plot.viewRange()[0][1] < 3.5 for plot in curves.plots.values())
+
+
+def _in_sight(widget, top) -> bool:
+    """Whether all of `widget` lies inside each of its parents up to `top` (a parent clips what overflows it)."""
+    rect, child = widget.rect(), widget
+    while child is not top:
+        rect = rect.translated(child.pos())
+        child = child.parentWidget()
+        if not child.rect().contains(rect):
+            return False
+    return True
+
+
+def _tick_labels(axis) -> list[str]:
+    """The tick labels `axis` draws at its present size (pyqtgraph leaves out one with no room for its text)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(400, 400, QImage.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        return [text for _, _, text in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+
+
+def test_the_attention_tabs_faithfulness_plots_keep_their_key_labels_and_first_tick(panel, qtbot):
+    """At the size the Attention tab gets at 1280×720: the curves' key is their title (a legend box covered the
+    curves and was cut off), both plots show their x axis' label, and the sanity plot labels its first step."""
+    from vitstudio.core.models.demo import bundled_demo, sample_images
+    from vitstudio.gui.explore.attention_panel import AttentionPanel
+
+    attention = panel(AttentionPanel, model=bundled_demo(), images=sample_images()[:1])
+    attention.resize(846, 611)
+    attention.view_state.update(method="rollout")
+    widget = attention.faithfulness
+    widget.measure()
+    widget.check_sanity()
+    qtbot.waitUntil(lambda: widget.shown is not None and widget.shown_sanity is not None, timeout=60000)
+    qtbot.wait(50)
+    assert widget.curves.plotItem.legend is None and "insertion" in widget.curves.plotItem.titleLabel.text
+    for plot in (widget.curves, widget.spearman):
+        assert _in_sight(plot, attention)
+        label = plot.getAxis("bottom").label
+        text = label.boundingRect().adjusted(0, 0, 0, -label.document().documentMargin())
+        assert label.isVisible() and label.mapRectToScene(text).bottom() <= plot.height()
+    assert _tick_labels(widget.spearman.getAxis("bottom"))[0] == "head"
+
+
+def test_the_attention_controls_keep_one_width_for_every_method(panel, qtbot):
+    """The controls column followed each method's labels, so the map beside it moved with the method."""
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.gui.explore.attention_panel import AttentionPanel
+
+    attention = panel(AttentionPanel, model=bundled_demo())
+    attention.resize(846, 611)
+    places = set()
+    for method in attention.methods:
+        attention.view_state.update(method=method)
+        qtbot.wait(10)
+        places.add((attention.view.x(), attention.view.width()))
+    assert len(places) == 1, places
