@@ -168,6 +168,10 @@ def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_pa
     assert len(_runs_in_models_dir(fresh)) == 1
     fresh.history.itemClicked.emit(fresh.history.item(0))
     assert [s.epoch for s in fresh.shown.snapshots] == [0, 1, 2]
+    probe = fresh.probe_history  # the slider is bound to the snapshot shown; its range follows the run's
+    assert (probe.slider.maximum(), probe.slider.value()) == (2, 2)
+    probe.slider.setValue(0)
+    assert probe.epoch_state.shown == 0 and "after epoch 1 " in probe.label.text()
     assert fresh.probe_view.values is not None and fresh.animation_button.isEnabled()
     fresh.probe_history.export_animation(str(tmp_path / "attention.gif"))
     qtbot.waitUntil(lambda: (tmp_path / "attention.gif").exists() and not workers.running_jobs(), timeout=20000)

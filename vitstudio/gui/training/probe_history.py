@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSignalBlocker, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
+from vitstudio.app.evented import Field, ViewState
+from vitstudio.core.fields import Range
 from vitstudio.core.train.probe import write_animation
 from vitstudio.gui import file_dialogs
 
 from .. import workers
+from ..common.bind import bind
 from ..common.map_view import MapView
 
 
@@ -24,7 +27,9 @@ class ProbeHistoryView(QWidget):
         self.run: Path | None = None
         self.view = MapView()
         self.slider = QSlider(Qt.Horizontal)
-        self.slider.valueChanged.connect(self._show)
+        self.epoch_state = ViewState(shown=Field(0, int, range=Range(0, 0)))  # the snapshot on screen
+        bind(self.slider, self.epoch_state, "shown")
+        self.epoch_state.events.shown.connect(self._show)
         self.label = QLabel("After each epoch, the probe image's attention rollout is snapshotted here.")
         self.label.setWordWrap(True)
         self.animation_button = QPushButton("Export as animation (GIF / MP4)…")
@@ -44,10 +49,11 @@ class ProbeHistoryView(QWidget):
             self.view.set_image(None)
             self.label.setText("No attention snapshots for this run.")
             return
-        with QSignalBlocker(self.slider):
-            self.slider.setRange(0, len(snapshots) - 1)
-            self.slider.setValue(len(snapshots) - 1)
-        self._show(len(snapshots) - 1)
+        last = len(snapshots) - 1
+        with self.epoch_state.batch():
+            self.epoch_state.redeclare("shown", range=Range(0, last))
+            self.epoch_state.update(shown=last)
+        self._show(last)  # the same index may now be another run's snapshot
 
     def _show(self, index: int) -> None:
         if not 0 <= index < len(self.snapshots):
