@@ -4,7 +4,7 @@ The device and precision live in `AppState.view`; the combos write into it and m
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSignalBlocker, QStringListModel, Qt, QTimer
+from PySide6.QtCore import QStringListModel, Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QCompleter,
@@ -83,16 +83,20 @@ class ModelPanel(QWidget):
 
         typed = self.name.currentText()
         listed = set(self.catalog_names())  # the bundled demo, listed first by its title
-        with QSignalBlocker(self.name):
-            for entry in list_catalog():
-                if entry.name in listed:
-                    continue
-                mark = "●" if entry.local else ("○" if entry.tag else "·")
-                self.name.addItem(f"{mark} {entry.name}", entry.name)
-            self.name.setCurrentIndex(self.name.findText(typed) if typed else -1)
-            if typed and self.name.currentIndex() < 0:
-                self.name.setEditText(typed)
+        # nothing follows the box's own value signals (a pick is `activated`, a load is asked through the state)
+        for entry in list_catalog():
+            if entry.name in listed:
+                continue
+            mark = "●" if entry.local else ("○" if entry.tag else "·")
+            self.name.addItem(f"{mark} {entry.name}", entry.name)
+        self._keep_typed(typed)
         self.names.setStringList(self.catalog_names())
+
+    def _keep_typed(self, typed: str) -> None:
+        """What was in the box stays there: its entry when listed, else the text as typed."""
+        self.name.setCurrentIndex(self.name.findText(typed) if typed else -1)
+        if typed and self.name.currentIndex() < 0:
+            self.name.setEditText(typed)
 
     def catalog_names(self) -> list[str]:
         return [self.name.itemData(i) for i in range(self.name.count())]
@@ -106,12 +110,9 @@ class ModelPanel(QWidget):
         new = [e.name for e in local_models(models_dir()) if e.name not in listed]
         first = 1 if self.name.count() and self.name.itemText(0).startswith("★ ") else 0
         typed = self.name.currentText()
-        with QSignalBlocker(self.name):
-            for spec in new:
-                self.name.insertItem(first, f"● {spec}", spec)
-            self.name.setCurrentIndex(self.name.findText(typed) if typed else -1)
-            if typed and self.name.currentIndex() < 0:
-                self.name.setEditText(typed)
+        for spec in new:
+            self.name.insertItem(first, f"● {spec}", spec)
+        self._keep_typed(typed)
         self.names.setStringList(self.catalog_names())
         return new
 
