@@ -98,3 +98,39 @@ def test_the_attention_controls_keep_one_width_for_every_method(panel, qtbot):
         qtbot.wait(10)
         places.add((attention.view.x(), attention.view.width()))
     assert len(places) == 1, places
+
+
+def _arrow_points_up(header, section: int) -> bool:
+    """Whether the sort arrow drawn in `section` narrows towards its top (▲) rather than its bottom (▼)."""
+    image = header.grab().toImage()
+    right = header.sectionViewportPosition(section) + header.sectionSize(section)
+    widths = []  # dark pixels per row at the section's right end, where the arrow is drawn
+    for y in range(image.height()):
+        dark = sum(image.pixelColor(x, y).lightness() < 140 for x in range(right - 24, right - 2))
+        if dark:
+            widths.append(dark)
+    assert len(widths) >= 3, widths  # an arrow was drawn
+    return widths[0] < widths[-1]
+
+
+def test_a_sort_arrow_reads_as_the_order_shown(qtbot):
+    """Fusion drew a column sorted most-first (the Concepts table's) with ▲ and a least-first one with ▼."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
+
+    from vitstudio.gui.common.wheel_guard import install_wheel_guard
+
+    install_wheel_guard()  # the application's style, as the window sets it
+    table = QTableWidget(4, 2)
+    table.setSortingEnabled(True)  # as the Concepts table: the header shows its sort indicator
+    qtbot.addWidget(table)
+    for row in range(4):
+        item = QTableWidgetItem()
+        item.setData(Qt.DisplayRole, row * 7.5)  # sorted as numbers
+        table.setItem(row, 0, item)
+    table.resize(300, 200)
+    table.show()
+    table.sortItems(0, Qt.DescendingOrder)
+    assert table.item(0, 0).text() == "22.5" and not _arrow_points_up(table.horizontalHeader(), 0)
+    table.sortItems(0, Qt.AscendingOrder)
+    assert table.item(0, 0).text() == "0" and _arrow_points_up(table.horizontalHeader(), 0)

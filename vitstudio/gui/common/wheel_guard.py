@@ -27,6 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from .sort_arrow import SortArrowStyle
+
 _GUARDED = (QAbstractSpinBox, QComboBox, QAbstractSlider)
 _NAME = "vitstudio_wheel_guard"
 
@@ -88,6 +90,6 @@ def install_wheel_guard(app: QApplication | None = None) -> WheelGuard:
         guard.setObjectName(_NAME)
         # a fresh instance of the style in use (a proxy takes ownership of its base; the application owns its own)
         base = QStyleFactory.create(app.style().name()) or QStyleFactory.create("Fusion")
-        guard.style = GuardingStyle(base, guard)
+        guard.style = GuardingStyle(SortArrowStyle(base), guard)  # and header arrows drawn as the column reads
         app.setStyle(guard.style)
     return guard
