@@ -30,6 +30,7 @@ COMMANDS = {
     "layers": ["layers", "--labels", "CSV", "--folds", "2"],
     "suggest": ["suggest", "DIGITS", "--labels", "CSV", "--n", "2"],
     "sort": ["sort", "--labels", "CSV", "--out", "OUT", "--dry-run"],
+    "finetune": ["finetune", "--labels", "CSV", "--out", "OUT", "--epochs", "1", "--quiet"],
 }
 
 
@@ -59,3 +60,27 @@ def test_a_labels_files_rows_are_failures_and_a_folders_strays_are_not(labelled,
         (root / "digits" / "1" / "broken.png").unlink()
     assert [p for p, _ in walked.failed] == [str(root / "digits" / "1" / "broken.png")]
     assert [p for p, _ in walked.ignored] == [str(root / "digits" / "0" / "notes.txt")]
+
+
+def test_finetune_records_its_left_out_rows_apart_from_a_folders_strays(labelled, tmp_path):
+    """status.json, which the Training tab reads back, keeps what the run could not use ('skipped', every row) apart
+    from what a folder walk passed over ('ignored'): a run on class folders with a notes.txt is no failure."""
+    import json
+
+    from tests.core.generators import drain
+    from vitstudio.core.train.engine import fine_tune
+    from vitstudio.core.train.recipes import make_config
+
+    root, left_out = labelled
+    settings = dict(preset="linear-probe", epochs=1, batch_size=8, device="cpu")
+    result = drain(fine_tune(make_config(root / "labels.csv", str(bundled_demo()), tmp_path / "a", **settings)))
+    status = json.loads((tmp_path / "a" / "status.json").read_text())
+    assert sorted(status["skipped"]) == sorted(result.skipped) == sorted(left_out) and status["ignored"] == {}
+    (root / "digits" / "0" / "notes.txt").write_text("a note")
+    try:  # the quick preset: its own run path, the same record
+        result = drain(fine_tune(make_config(root / "digits", str(bundled_demo()), tmp_path / "b", "quick")))
+    finally:
+        (root / "digits" / "0" / "notes.txt").unlink()
+    status = json.loads((tmp_path / "b" / "status.json").read_text())
+    assert result.skipped == status["skipped"] == {}
+    assert list(result.ignored) == list(status["ignored"]) == [str(root / "digits" / "0" / "notes.txt")]

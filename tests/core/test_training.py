@@ -57,9 +57,10 @@ def test_engine_learns_and_writes_a_complete_run(data, tmp_path):
     report = result.report
     assert report.accuracy == pytest.approx(result.best_val_acc)
     assert report.confusion.sum() == 18  # 20 % of 30 readable per class (the broken file is skipped at scan)
-    skipped = json.loads((out / "status.json").read_text())["skipped"]  # and recorded, with the reason
-    assert set(skipped) == {str(data / "red" / "broken.png"), str(data / "green" / "readme.txt")}
-    assert result.skipped == skipped
+    status = json.loads((out / "status.json").read_text())  # and recorded, with the reason
+    assert set(status["skipped"]) == {str(data / "red" / "broken.png")}  # an image it could not read
+    assert set(status["ignored"]) == {str(data / "green" / "readme.txt")}  # no image: counted, no failure
+    assert result.skipped == status["skipped"] and result.ignored == status["ignored"]
     from vitstudio.core.train.probe import read_snapshots
 
     replay = read_snapshots(out)  # attention over training, kept in the run folder

@@ -115,7 +115,7 @@ def test_dataset_description_has_no_doubled_parenthesis():
     from vitstudio.gui.training.training_form import describe_scan
 
     scan = SimpleNamespace(size_range=((32, 32), (32, 32)), val=None, classes=["blue", "green", "red"], total=60,
-                           skipped=[], too_small=[], imbalance_warning=lambda: None, labels_file=None)
+                           failed=[], ignored=[], too_small=[], imbalance_warning=lambda: None, labels_file=None)
     text = describe_scan(scan, {}, 0)
     assert "((" not in text and "))" not in text
     assert "3 classes, 60 images (class folders, split automatically); sizes 32×32 to 32×32." == text

@@ -134,3 +134,18 @@ def test_a_sort_arrow_reads_as_the_order_shown(qtbot):
     assert table.item(0, 0).text() == "22.5" and not _arrow_points_up(table.horizontalHeader(), 0)
     table.sortItems(0, Qt.AscendingOrder)
     assert table.item(0, 0).text() == "0" and _arrow_points_up(table.horizontalHeader(), 0)
+
+
+def test_the_training_forms_dataset_line_names_what_it_cannot_use_and_counts_strays(tmp_path):
+    """The form's line under the dataset said "2 file(s) skipped" for a broken image and a notes.txt alike: the
+    image is named as one the run cannot use, the note only counted (DatasetScan.failed / .ignored)."""
+    from tests.core.synthetic_data import make_dataset
+    from vitstudio.core.data.datasets import scan_dataset
+    from vitstudio.gui.training.training_form import describe_scan
+
+    root = make_dataset(tmp_path / "colours", per_class=4)
+    (root / "red" / "broken.png").write_bytes(b"\x89PNG broken")
+    (root / "blue" / "notes.txt").write_text("a note")
+    text = describe_scan(scan_dataset(root), {}, 0)
+    assert "1 file(s) cannot be used: broken.png" in text and "notes.txt" not in text
+    assert "1 other file(s) are not images or not in a class folder." in text

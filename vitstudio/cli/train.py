@@ -106,20 +106,22 @@ def _stopped() -> tuple[str, ...]:
 
 
 def _report(result) -> int:
-    """The run's outcome in one line, the files it skipped, and how to continue a stopped run."""
+    """The run's outcome in one line, every input it left out (exit 1, as every command that leaves out inputs),
+    the count of files the folder walk ignored, and how to continue a stopped run."""
     from ..core.files import die_at
 
     print(f"{result.status}: best val accuracy {result.best_val_acc:.4f}{result.kept} after {result.epochs_done} "
           f"epochs -> {result.out_dir}")
-    if result.skipped:
-        print(f"{len(result.skipped)} file(s) skipped (listed in status.json):", file=sys.stderr)
-        for path, why in list(result.skipped.items())[:10]:
-            print(f"  {path}: {why}", file=sys.stderr)
+    for path, why in result.skipped.items():
+        print(f"skipped {path}: {why}", file=sys.stderr)
+    if result.ignored:
+        print(f"{len(result.ignored)} other file(s) in the dataset folder are not images or not in a class folder "
+              f"(listed in status.json)", file=sys.stderr)
     if result.status in _stopped():
         die_at("cli-interrupted")
         print(_how_to_continue(Path(result.out_dir)), file=sys.stderr)
         return 130
-    return EXIT_OK
+    return EXIT_SOME_FAILED if result.skipped else EXIT_OK
 
 
 def _plan(config, memory_limit: str | None, show: bool) -> int:

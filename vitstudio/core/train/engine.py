@@ -147,6 +147,7 @@ class _Run:
     text: TextInit | None = None  # the head's start from the class names' text embeddings (CLIP-style bases)
     head_note: str = ""
     skipped: dict = field(default_factory=dict)  # path -> why: files the scan or the data path could not use
+    ignored: dict = field(default_factory=dict)  # path -> why: what the folder walk met that is no image to use
     clock: RunClock = field(default_factory=RunClock)  # for the whole-run ETA
     generator: torch.Generator | None = None  # the loader's shuffle: saved and restored with the checkpoint
 
@@ -190,7 +191,7 @@ def _fine_tune(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path
         write_status(run, status, epochs_done)
     barrier(dist_info)
     return TrainResult(out, status, epochs_done, run.best_acc, report, {**run.skipped, **run.loaders.failed},
-                       run.best_epoch)
+                       run.best_epoch, run.ignored)
 
 
 def _head_start(run: _Run) -> HeadStart:
@@ -222,7 +223,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, checkpoint: dict | None
     checkpoint-last.pt as read) when resuming, else the run folder is created. Yields progress while it works."""
     resume = checkpoint is not None
     yield Progress(0, 0, "Scanning the dataset")
-    split, skipped, data_warnings = prepare_split(config, out)
+    split, skipped, ignored, data_warnings = prepare_split(config, out)
     for warning in data_warnings:
         yield RunWarning(warning)
     if not split.val:
@@ -253,7 +254,7 @@ def _build_run(config: TrainConfig, cancel: CancelToken, checkpoint: dict | None
                steps_per_epoch, timm.utils.ModelEmaV3(model, decay=config.ema_decay) if config.ema_decay else None,
                torch.amp.GradScaler("cuda") if base.precision == "fp16" and base.device.type == "cuda" else None,
                mixup, criterion, trainable)
-    run.skipped, run.generator = {**skipped, **loaders.failed}, generator
+    run.skipped, run.ignored, run.generator = {**skipped, **loaders.failed}, ignored, generator
     run.text, run.head_note = text, head_note
     run.warnings.extend(data_warnings)
     if resume:

@@ -69,4 +69,5 @@ def run_torchrun(config: TrainConfig, processes: int, cancel: CancelToken | None
     report = EvalReport.from_json(json.loads(eval_file.read_text())) if eval_file.exists() else None
     return TrainResult(out, status.get("status", "cancelled" if cancel.cancelled else "unknown"),
                        int(status.get("epochs_done", reported)), float(status.get("best_val_acc", -1.0)), report,
-                       best_epoch=int(status.get("best_epoch", -1)))
+                       dict(status.get("skipped", {})), int(status.get("best_epoch", -1)),
+                       dict(status.get("ignored", {})))

@@ -53,7 +53,8 @@ def quick_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path,
             yield RunWarning(f"{out.name} is a finished quick run: its head was fitted in one go, so there is nothing "
                              f"to resume.")
             return TrainResult(out, "finished", int(status.get("epochs_done", 0)),
-                               float(status.get("best_val_acc", -1.0)), None, dict(status.get("skipped", {})))
+                               float(status.get("best_val_acc", -1.0)), None, dict(status.get("skipped", {})),
+                               ignored=dict(status.get("ignored", {})))
         _start_over(out)  # killed while it wrote its results: fitting again takes seconds
     run = yield from _prepare(config, cancel, out)
     status, steps_done = "finished", 0
@@ -69,7 +70,7 @@ def quick_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path,
         write_status(run, "failed", steps_done)
         raise
     write_status(run, status, steps_done)  # last: "finished" promises everything above is on disk
-    return TrainResult(out, status, steps_done, run.best_acc, report, dict(run.skipped))
+    return TrainResult(out, status, steps_done, run.best_acc, report, dict(run.skipped), ignored=dict(run.ignored))
 
 
 def _start_over(out: Path) -> None:
@@ -94,7 +95,7 @@ def _prepare(config: TrainConfig, cancel: CancelToken, out: Path):
     """The split (same rules as every preset), the base model, the features of every file of the split; the run
     folder's settings written. Returns the run record."""
     yield Progress(0, 0, "Scanning the dataset")
-    split, skipped, warnings = prepare_split(config, out)
+    split, skipped, ignored, warnings = prepare_split(config, out)
     for warning in warnings:
         yield RunWarning(warning)
     if not split.val:
@@ -106,7 +107,8 @@ def _prepare(config: TrainConfig, cancel: CancelToken, out: Path):
     atomic_write_bytes(out / "train_config.json", config.to_json().encode())
     atomic_write_bytes(out / "split.json", json.dumps(split.to_manifest(), indent=1).encode())
     run = SimpleNamespace(config=config, out=out, split=split, base=base, best_acc=-1.0, warnings=list(warnings),
-                          skipped=dict(skipped), dist_info=DistInfo(), loaders=SimpleNamespace(failed={}))
+                          skipped=dict(skipped), ignored=dict(ignored), dist_info=DistInfo(),
+                          loaders=SimpleNamespace(failed={}))
     write_status(run, "running", 0)
     paths = [str(p) for p, _ in split.train + split.val]
     embedded = yield from embed_folder(base, paths, config.batch_size, cancel)  # cached: the Folder tab's too

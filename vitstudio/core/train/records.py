@@ -72,8 +72,9 @@ class TrainResult:
     epochs_done: int
     best_val_acc: float
     report: EvalReport | None
-    skipped: dict = field(default_factory=dict)  # path -> why, as in status.json
+    skipped: dict = field(default_factory=dict)  # path -> why: inputs meant to be used and left out (status.json)
     best_epoch: int = -1  # the epoch (from 0) whose model the run folder holds; -1: not told
+    ignored: dict = field(default_factory=dict)  # path -> why: files the folder walk met that are no image (notes.txt)
 
     @property
     def kept(self) -> str:

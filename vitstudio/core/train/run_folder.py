@@ -111,6 +111,6 @@ def write_status(run, status: str, epochs_done: int) -> None:
         {"status": status, "epochs_done": epochs_done, "best_val_acc": run.best_acc,
          "best_epoch": getattr(run, "best_epoch", -1), "pid": os.getpid(),
          "processes": run.dist_info.world, "data_path": run.config.data_path,
-         "skipped": {**run.skipped, **run.loaders.failed}, "warnings": run.warnings,
+         "skipped": {**run.skipped, **run.loaders.failed}, "ignored": run.ignored, "warnings": run.warnings,
          "steps_per_epoch": getattr(run, "steps_per_epoch", None)},  # its learning-rate schedule, drawn again
         indent=1).encode())

@@ -174,7 +174,7 @@ class _Reiterable:
         return self.make()
 
 
-def _recorded_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
+def _recorded_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], dict[str, str], list[str]]:
     """split.json and what status.json recorded about the data, each checked: a RunFileError names a damaged one."""
     from vitstudio.core.train.runs import RunFileError, one_line, read_json_object
 
@@ -187,15 +187,17 @@ def _recorded_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, st
         raise RunFileError(f"{manifest} is damaged: {type(exc).__name__} {one_line(exc, 120)}") from None
     status = out / "status.json"
     recorded = read_json_object(status) if status.exists() else {}
-    skipped, warnings = recorded.get("skipped", {}), recorded.get("warnings", [])
-    if not isinstance(skipped, dict) or not isinstance(warnings, list):
-        raise RunFileError(f"{status} is damaged: 'skipped' should be an object and 'warnings' a list")
-    return split, skipped, [w for w in warnings if "chance" not in str(w)]
+    skipped, ignored = recorded.get("skipped", {}), recorded.get("ignored", {})
+    warnings = recorded.get("warnings", [])
+    if not isinstance(skipped, dict) or not isinstance(ignored, dict) or not isinstance(warnings, list):
+        raise RunFileError(f"{status} is damaged: 'skipped' and 'ignored' should be objects and 'warnings' a list")
+    return split, skipped, ignored, [w for w in warnings if "chance" not in str(w)]
 
 
-def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], list[str]]:
-    """The split, the files the dataset scan skipped (path -> why) and warnings about the data, which the run
-    records (on resume: as recorded)."""
+def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str], dict[str, str], list[str]]:
+    """The split, the files the scan left out that were meant to be used (path -> why: a labels file's rows, an
+    unreadable image), those a folder walk met that are no image to use (notes.txt: counted, no failure) and
+    warnings about the data, which the run records (on resume: as recorded)."""
     manifest = out / "split.json"
     if manifest.exists():  # resume: exactly the same files on any machine
         return _recorded_split(config, out)
@@ -203,7 +205,7 @@ def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]
     warning = scan.imbalance_warning()
     warnings = [warning] if warning and not config.balance else []
     if config.split_rule == "upstream":
-        return upstream_split(scan, config.val_ratio), dict(scan.skipped), warnings
+        return upstream_split(scan, config.val_ratio), dict(scan.failed), dict(scan.ignored), warnings
     groups = exact_duplicate_groups(scan) if scan.val is None else None
     split = split_dataset(scan, config.val_ratio, config.seed, groups)
     if groups:  # copies are kept on one side, so validation never scores an image the model trained on
@@ -212,4 +214,4 @@ def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]
                 "they are everywhere, so no split can keep them apart: validation scores copies of training images")
         warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); {kept}. "
                         f"`vitstudio audit` also finds near-duplicates.")
-    return split, dict(scan.skipped), warnings
+    return split, dict(scan.failed), dict(scan.ignored), warnings

@@ -163,9 +163,11 @@ def describe_scan(scan, copies: dict, excluded: int) -> str:
     layout = ("train/ + val/" if scan.val is not None else  # said in ( ); a labels file has no val/ of its own
               f"{'a labels file' if scan.labels_file is not None else 'class folders'}, split automatically")
     text = f"{len(scan.classes)} classes, {scan.total} images ({layout}); sizes {lo_w}×{lo_h} to {hi_w}×{hi_h}."
-    if scan.skipped:
-        text += f" {len(scan.skipped)} file(s) skipped: " + "; ".join(
-            f"{Path(p).name} ({why})" for p, why in scan.skipped[:5]) + ("…" if len(scan.skipped) > 5 else "")
+    if scan.failed:  # inputs meant to be used (a labels file's rows, unreadable images): named, as a run names them
+        text += f" {len(scan.failed)} file(s) cannot be used: " + "; ".join(
+            f"{Path(p).name} ({why})" for p, why in scan.failed[:5]) + ("…" if len(scan.failed) > 5 else "")
+    if scan.ignored:  # what the folder walk passed over (notes.txt): counted, no failure
+        text += f" {len(scan.ignored)} other file(s) are not images or not in a class folder."
     if scan.too_small:
         text += f" Too small to split: {', '.join(scan.too_small)}."
     if excluded:
