@@ -149,3 +149,31 @@ def test_a_control_follows_the_fields_new_range_and_choices_without_feeding_back
     assert state.target is None and combo.currentText() == "top-1 prediction" and combo.count() == 2
     state.redeclare("layer", range=Range(0, 3))  # a shallower model: the slider is back at the default layer
     assert (slider.maximum(), slider.value(), state.layer) == (3, 0, 0)
+
+
+def test_the_type_map_makes_each_fields_control_and_bind_declares_it(qtbot):
+    """One map from a field's spec to its control (gui/common/type_map.py): the control carries no range or choice
+    list of its own; bound, it takes the spec's, labels included, and edits the field."""
+    from vitstudio.core.fields import Range
+    from vitstudio.gui.common.type_map import control_for
+
+    state = ViewState(smooth=FieldSpec(True, bool), layer=FieldSpec(0, int, range=Range(0, 11)),
+                      head=FieldSpec(0, int, range=Range(0, 3)), discard=FieldSpec(0.0, float, range=DISCARD),
+                      direction=FieldSpec("to", str, choices=("to", "by"), labels=("attends to", "attended by")),
+                      text=FieldSpec(None, str))
+    made = {name: control_for(spec, title=name, widget="slider" if name == "layer" else None)
+            for name, spec in state.fields().items()}
+    kinds = {name: type(control).__name__ for name, control in made.items()}
+    assert kinds == {"smooth": "QCheckBox", "layer": "QSlider", "head": "QSpinBox", "discard": "QDoubleSpinBox",
+                     "direction": "QComboBox", "text": "QLineEdit"}
+    assert made["direction"].count() == 0 and made["smooth"].isChecked()  # nothing of its own before the binding
+    for name, control in made.items():
+        qtbot.addWidget(control)
+        bind(control, state, name)
+    assert (made["layer"].maximum(), made["head"].maximum(), made["discard"].maximum()) == (11, 3, 0.99)
+    assert [made["direction"].itemText(i) for i in range(2)] == ["attends to", "attended by"]
+    made["direction"].setCurrentIndex(1)
+    made["discard"].setValue(0.5)
+    made["text"].setText("a bee")
+    made["text"].editingFinished.emit()
+    assert (state.direction, state.discard, state.text) == ("by", 0.5, "a bee")

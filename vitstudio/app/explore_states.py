@@ -42,7 +42,7 @@ class AttentionState(ExplorerState):
     discard: float = registry.get("rollout").param("discard").spec
     target: int | None = Field(None, choices=TOP_1, labels=TOP_1_LABEL)  # the class explained (None: the top-1)
     patch: tuple | None = None
-    direction: str = Field("to", choices=SHOWN_DIRECTIONS)
+    direction: str = Field("to", choices=SHOWN_DIRECTIONS, labels=("attends to", "attended by"))
     text: str | None = None  # the text map's text (CLIP-style models)
     cmap: str = Field("inferno", choices=COLORMAPS)
     opacity: int = Field(60, range=OPACITY)

@@ -127,16 +127,15 @@ class AttentionPanel(ExplorerPanel):
     # -- construction --------------------------------------------------------------------------------
     def _build_controls(self) -> None:
         self.method = method_combo(self.methods)
-        self.cmap = colormap_combo()
+        self.cmap = colormap_combo(self.view_state)
         self.opacity = QSlider(Qt.Horizontal)
         self.mask = mask_spin_box()
-        self.smooth = smooth_checkbox()
+        self.smooth = smooth_checkbox(self.view_state)
         self.info = wrapping_label()
         self.form = QFormLayout()
         self.form.addRow("Method", self.method)
         # one row per parameter of the methods, from the registry, bound to its view field
-        self.params = ParamForm(self.form, self.view_state, self.methods,
-                                labels={"direction": {"to": "attends to", "by": "attended by"}})
+        self.params = ParamForm(self.form, self.view_state, self.methods)
         controls = self.params.controls
         self.layer, self.head, self.target = controls["layer"], controls["head"], controls["target"]
         self.fusion, self.discard = controls["fusion"], controls["discard"]

@@ -17,24 +17,23 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.app_state import AppState, ImageEntry
 from vitstudio.app.explore_states import ExplorerState
-from vitstudio.core import fields
 from vitstudio.core.analysis import registry
 
+from ..common.type_map import control_for
 
-def layer_slider() -> tuple[QSlider, QLabel, QHBoxLayout]:
+
+def layer_slider(slider: QSlider) -> tuple[QSlider, QLabel, QHBoxLayout]:
     """A layer slider with its 'layer N' label (the panel writes the label when its layer field changes: 'stage N'
     for Swin's embedding stages), laid out in a row."""
-    slider, label = QSlider(Qt.Horizontal), QLabel("layer –")
+    label = QLabel("layer –")
     row = QHBoxLayout()
     row.addWidget(slider, 1)
     row.addWidget(label)
     return slider, label, row
 
 
-def colormap_combo() -> QComboBox:
-    combo = QComboBox()
-    combo.addItems(fields.COLORMAPS)
-    return combo
+def colormap_combo(state) -> QComboBox:
+    return control_for(state.fields()["cmap"])  # filled from the field's choices (bind)
 
 
 def method_combo(names: tuple[str, ...]) -> QComboBox:
@@ -64,9 +63,8 @@ def mark_available(combo: QComboBox, model) -> str | None:
     return first
 
 
-def smooth_checkbox() -> QCheckBox:
-    box = QCheckBox("Smooth (bilinear)")
-    box.setChecked(True)
+def smooth_checkbox(state) -> QCheckBox:
+    box = control_for(state.fields()["smooth"], title="Smooth (bilinear)")
     box.setToolTip("Interpolate maps over the image as the CLI's pictures do; off shows one cell per patch")
     return box
 

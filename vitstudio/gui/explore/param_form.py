@@ -8,12 +8,9 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtWidgets import (
-    QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
     QLineEdit,
-    QSpinBox,
     QToolButton,
     QWidget,
 )
@@ -21,6 +18,7 @@ from PySide6.QtWidgets import (
 from vitstudio.core.analysis import registry
 
 from ..common.bind import bind
+from ..common.type_map import control_for
 from .explorer_base import layer_slider
 
 FILE_FILTERS = {"concepts": "Concepts (*.safetensors)"}  # a file parameter's dialog filter, by its name
@@ -29,11 +27,11 @@ FILE_FILTERS = {"concepts": "Concepts (*.safetensors)"}  # a file parameter's di
 class ParamForm:
     """The rows of `form` for every parameter of `methods` (a clicked patch has no row: it is picked on the image).
 
-    `controls[name]` is the control bound to `view_state.<name>`; `labels` gives a choice's values the words people
-    read ({"to": "attends to"}). A control whose range or choices follow the model (layer, head, class) takes them
-    from the field's spec, which the panel redeclares with the model."""
+    `controls[name]` is the control bound to `view_state.<name>`, made by the type map from that field's spec (the
+    words people read for a choice are the field's labels). A control whose range or choices follow the model
+    (layer, head, class) takes them from the field's spec, which the panel redeclares with the model."""
 
-    def __init__(self, form: QFormLayout, view_state, methods, labels: dict | None = None) -> None:
+    def __init__(self, form: QFormLayout, view_state, methods) -> None:
         self.form, self.view_state = form, view_state
         self.controls: dict[str, QWidget] = {}
         self.choosers: dict[str, QToolButton] = {}  # name -> the … button of a file parameter
@@ -43,40 +41,22 @@ class ParamForm:
             for p in registry.get(name).params:
                 if p.name in self.rows or p.kind == "patch":
                     continue
-                control, row = self._control(p, (labels or {}).get(p.name))
+                control, row = self._control(p)
                 self.controls[p.name], self.rows[p.name] = control, row
                 form.addRow(p.title, row)
                 bind(control, view_state, p.name)
 
-    def _control(self, p, labels: dict | None):
+    def _control(self, p):
+        """The control of parameter `p`, from the spec of the state's field (the type map), and its form row."""
+        spec = self.view_state.fields()[p.name]
         if p.kind == "layer":
-            slider, self.layer_label, row = layer_slider()
+            slider, self.layer_label, row = layer_slider(control_for(spec, widget="slider"))
             return slider, row
-        if p.kind in ("head", "index"):
-            box = QSpinBox(maximum=(1 << 20) if p.kind == "index" else 99)
-        elif p.kind == "class":  # the binding fills it from the field's choices, which follow the model
-            box = QComboBox()
-        elif p.kind == "choice":
-            box = QComboBox()
-            for value in p.choices:
-                if labels is None:
-                    break
-                if value in labels:
-                    box.addItem(labels[value], value)
-        elif p.kind == "float":
-            box = QDoubleSpinBox(decimals=2)
-            if p.range is not None and p.range.hi is not None:
-                box.setSingleStep(round((p.range.hi - p.range.lo) / 20, 2) or 0.01)
-        elif p.kind == registry.TEXT_KIND:
-            box = QLineEdit(placeholderText="e.g. a bee (Enter)")
-        elif p.kind == registry.FILE_KIND:  # the Concepts tab fills it; a path can be typed or chosen too
-            box = QLineEdit(placeholderText="learn or open one in the Concepts tab")
-            box.setToolTip(p.help)
-            return box, self._with_chooser(box, p)
-        else:
-            raise ValueError(f"no control for a parameter of kind {p.kind!r} ({p.name})")
+        placeholder = {registry.TEXT_KIND: "e.g. a bee (Enter)",
+                       registry.FILE_KIND: "learn or open one in the Concepts tab"}.get(p.kind, "")
+        box = control_for(spec, title=p.title, placeholder=placeholder)
         box.setToolTip(p.help)
-        return box, box
+        return box, self._with_chooser(box, p) if p.kind == registry.FILE_KIND else box
 
     def _with_chooser(self, box: QLineEdit, p) -> QWidget:
         """The line and a … button whose file dialog sets the field (the binding fills the line)."""
