@@ -78,26 +78,28 @@ def cli_run(loaded, video: Path, method: str | None, seconds: float) -> tuple[li
     return stamps, latencies
 
 
-def tab_run(app, panel, video: Path, seconds: float) -> tuple[list[float], list[float]]:
+def tab_run(app, panel, video: Path, seconds: float) -> tuple[list[float], list[float], list[float]]:
     """The Play tab on `video` under Qt's own event loop (no polling) until it finishes or `seconds` pass: the time
-    each annotated frame was put on the screen and its latency."""
+    each annotated frame was put on the screen, its latency and the GUI thread's time for it (ms)."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     from vitstudio.gui import workers
 
-    stamps, latencies, loop = [], [], QEventLoop()
-    draw, finished = type(panel)._on_frame, type(panel)._on_finished
+    stamps, latencies, gui_ms, loop = [], [], [], QEventLoop()
+    draw, finished = type(panel)._show, type(panel)._on_finished
 
-    def on_frame(value):
+    def show(value):
+        started = time.perf_counter()
         draw(panel, value)
         stamps.append(time.perf_counter())
+        gui_ms.append((stamps[-1] - started) * 1000)
         latencies.append(value[1].latency_ms)
 
     def on_finished(summary):
         finished(panel, summary)
         loop.quit()
 
-    panel._on_frame, panel._on_finished = on_frame, on_finished  # read when a session starts
+    panel._show, panel._on_finished = show, on_finished  # the drawing of the newest frame; the end (read at start)
     QTimer.singleShot(int(seconds * 1000) + 2000, loop.quit)
     panel.play(str(video))
     loop.exec()
@@ -105,7 +107,7 @@ def tab_run(app, panel, video: Path, seconds: float) -> tuple[list[float], list[
     while workers.running_jobs():  # the session winds down before the next run
         app.processEvents()
         time.sleep(0.005)
-    return stamps, latencies
+    return stamps, latencies, gui_ms
 
 
 def frames_per_s(stamps: list[float]) -> float:
@@ -141,7 +143,7 @@ def window_stage(model: str, sizes: list[int], seconds: float, fps: float, metho
           f"(faster than either side: neither is paced), {seconds:g} s a run; frames/s = steady rate of annotated "
           "pictures ready (CLI) / drawn (tab)")
     print(f"{'size':>5} {'run':>4} {'cli f/s':>8} {'tab f/s':>8} {'ratio':>6} {'cli ms':>7} {'tab ms':>7} "
-          f"{'tab frames':>10}")
+          f"{'tab frames':>10} {'tab GUI ms':>10}")
     for size in sizes:
         video = moving_digits_video(folder / f"digits{size}.mp4", frames=int(seconds * fps), size=size, fps=fps)
         cli_run(loaded, video, method, 0.5)  # warm: the map's first forward, the font
@@ -149,12 +151,12 @@ def window_stage(model: str, sizes: list[int], seconds: float, fps: float, metho
         cli, tab = [], []
         for r in range(repeats):
             c_stamps, c_lat = cli_run(loaded, video, method, seconds)
-            t_stamps, t_lat = tab_run(app, panel, video, seconds)
+            t_stamps, t_lat, t_gui = tab_run(app, panel, video, seconds)
             cli.append(frames_per_s(c_stamps))
             tab.append(frames_per_s(t_stamps))
             print(f"{size:5d} {r + 1:4d} {cli[-1]:8.1f} {tab[-1]:8.1f} {tab[-1] / cli[-1]:6.2f} "
                   f"{statistics.median(c_lat):7.1f} {statistics.median(t_lat) if t_lat else float('nan'):7.1f} "
-                  f"{len(t_stamps):10d}", flush=True)
+                  f"{len(t_stamps):10d} {statistics.median(t_gui) if t_gui else float('nan'):10.2f}", flush=True)
         ratios = [t / c for t, c in zip(tab, cli)]
         print(f"{size:5d} {'med':>4} {statistics.median(cli):8.1f} {statistics.median(tab):8.1f} "
               f"{statistics.median(tab) / statistics.median(cli):6.2f}   cli {min(cli):.0f}–{max(cli):.0f}, "

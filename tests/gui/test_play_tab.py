@@ -104,3 +104,53 @@ def test_a_recording_keeps_the_sources_timing_and_the_next_session_never_writes_
     play.play(str(video))
     qtbot.waitUntil(lambda: "Finished" in play.stats.text() and "recorded" not in play.stats.text(), timeout=60000)
     assert (record.stat().st_mtime_ns, record.stat().st_size) == written
+
+
+def test_only_the_newest_frame_is_drawn(panel, qtbot, monkeypatch):
+    """Frames handed over while the window was busy are passed over: of three waiting, one pixmap is made, the
+    newest's, and the job is told the screen is free."""
+    import numpy as np
+
+    from vitstudio.core.play.frames import FrameResult
+    from vitstudio.gui.explore import play_panel
+    from vitstudio.gui.explore.play_panel import PlayPanel
+    from vitstudio.gui.imaging import pil_to_pixmap
+
+    play = panel(PlayPanel)
+    made = []
+    monkeypatch.setattr(play_panel, "pil_to_pixmap", lambda picture: made.append(picture) or pil_to_pixmap(picture))
+    colours = ((255, 0, 0), (0, 255, 0), (0, 0, 255))
+    with qtbot.waitSignal(play._draw_timer.timeout, timeout=5000):
+        for i, colour in enumerate(colours):  # three yields queued before the window gets to them
+            result = FrameResult(i, i / 10, ("a",), (1.0,), 5.0)
+            play._on_frame((np.full((40, 60, 3), colour, np.uint8), result, 10.0))
+    assert len(made) == 1 and tuple(made[0][0, 0]) == (0, 0, 255)
+    shown = play.screen.pixmap().toImage()
+    assert shown.pixelColor(shown.width() // 2, shown.height() // 2).getRgb()[:3] == (0, 0, 255)
+    assert "frame 2" in play.stats.text() and play._shown.is_set()
+
+
+def test_frames_are_analysed_and_annotated_off_the_gui_thread(panel, qtbot, tmp_path, monkeypatch):
+    """The GUI thread only turns the annotated picture into a pixmap: the analysis and the annotated picture (map
+    coloured and blended, caption) are made on the job's threads, and the analysis of the next frame overlaps
+    the picture of this one (a thread of its own)."""
+    import threading
+
+    from vitstudio.core.play import frames
+    from vitstudio.gui.explore.play_panel import PlayPanel
+
+    threads = {"analyse_frame": set(), "annotate": set()}
+    for name in threads:
+        real = getattr(frames, name)
+        monkeypatch.setattr(frames, name, lambda *a, _real=real, _name=name, **k: threads[_name].add(
+            threading.current_thread().name) or _real(*a, **k))
+    video = moving_digits_video(tmp_path / "digits.avi", frames=6, fps=12.0)
+    play = panel(PlayPanel, model=bundled_demo())
+    play.view_state.method = "rollout"
+    play.play(str(video))
+    qtbot.waitUntil(lambda: "Finished" in play.stats.text(), timeout=30000)
+    gui = threading.main_thread().name
+    assert threads["analyse_frame"] and threads["annotate"]
+    assert gui not in threads["analyse_frame"] | threads["annotate"]
+    assert not threads["analyse_frame"] & threads["annotate"]  # two stages, two threads
+    assert not workers.running_jobs()

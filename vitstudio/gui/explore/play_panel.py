@@ -2,14 +2,15 @@
 only the newest one (a slow model skips frames, never queues them); each analysed frame comes back annotated (the
 prediction and, if chosen, a registered attention map over what the model saw) with frames per second and latency,
 and can be recorded to a video file. At most one analysed frame waits for the window: the job analyses the next
-frame while the window draws one, and hands it over once that one is drawn, so nothing piles up.
+frame (on a thread of its own) while it draws the annotated picture of this one and the window shows the last, and
+hands it over once that one is shown, so nothing piles up; the window draws only the newest frame it was handed.
 `tests/benchmarks/play.py --window` measures the tab beside `vitstudio play` on one file."""
 
 from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -37,7 +38,8 @@ RECORD_HELP = ("Write the next session's annotated frames to a video file (.mp4 
 def play_job(cancel, loaded, source: str, method: str | None, record: str | None, shown: threading.Event):
     """Yields (annotated frame, FrameResult, frames/s); returns (frames analysed, frames read, the HeldRecording or
     None)."""
-    from vitstudio.core.play.frames import Rate, analyse_frame, annotate
+    from vitstudio.core.jobs import prefetched
+    from vitstudio.core.play.frames import Rate, annotate
     from vitstudio.core.play.video import FrameSource, HeldRecording, LatestFrame
 
     latest = LatestFrame(FrameSource(source))  # a file is paced at its own frame rate, a camera at its own
@@ -45,16 +47,18 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
     rate, analysed = Rate(), 0
     shown.set()  # nothing on screen to wait for yet
     try:
-        while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
-            index, t, frame = taken
-            result = analyse_frame(loaded, frame, index, t, method)
+        # the next frame is analysed on a thread of its own while this one is drawn and handed over: the two
+        # stages overlap on two cores (the CLI runs them one after the other); one analysed frame waits at most
+        for result, frame in prefetched(_analysed(cancel, loaded, latest, method), depth=1, name="vitstudio-play"):
+            if cancel.cancelled:
+                break
             fps = rate.tick()
             picture = annotate(result, fps, frame=frame)  # the frame with its overlay, not the model's crop
             if writer is not None:
-                writer.write(index, picture)
+                writer.write(result.index, picture)
             analysed += 1
             # the window has drawn the previous frame (or is busy): at most one frame waits for it, never a
-            # backlog; the model worked on this one while the window drew the last (they took turns before)
+            # backlog; the model works on the next one meanwhile
             shown.wait(1.0)
             shown.clear()
             yield picture, result, fps
@@ -65,6 +69,15 @@ def play_job(cancel, loaded, source: str, method: str | None, record: str | None
             writer.close(latest.read_count)
 
 
+def _analysed(cancel, loaded, latest, method: str | None):
+    """(FrameResult, frame) for each newest frame until the source ends or the session is cancelled."""
+    from vitstudio.core.play.frames import analyse_frame
+
+    while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
+        index, t, frame = taken
+        yield analyse_frame(loaded, frame, index, t, method), frame
+
+
 class PlayPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -72,6 +85,9 @@ class PlayPanel(QWidget):
         self.view_state = PlayState()
         self.jobs = workers.ViewJobs(self.view_state, {"play": ("source", "method", "record")}, long=("play",))
         self._shown = threading.Event()
+        self._latest = None  # (picture, FrameResult, frames/s) handed over and not drawn yet
+        self._draw_timer = QTimer(self, singleShot=True, interval=0)
+        self._draw_timer.timeout.connect(self._show_latest)
         self._build()
         state.model_loaded.connect(self._on_model)
 
@@ -186,7 +202,7 @@ class PlayPanel(QWidget):
         if vs.source is None or self.state.model is None:
             return
         self._shown.set()  # a session still winding down stops waiting for the screen
-        self._shown = threading.Event()
+        self._shown, self._latest = threading.Event(), None
         self.screen.setText(f"Opening {vs.source}…")
         self.stats.setText("")
         self.stop_button.setEnabled(True)
@@ -196,11 +212,22 @@ class PlayPanel(QWidget):
     def stop(self) -> None:
         self.jobs.discard("play")
         self._shown.set()
+        self._latest = None
         self.stop_button.setEnabled(False)
         saved = self._disarm()
         self.stats.setText((self.stats.text() + " · stopped" if self.stats.text() else "Stopped") + saved)
 
     def _on_frame(self, value) -> None:
+        """Only the newest frame is drawn: frames handed over while the window was busy are passed over."""
+        self._latest = value
+        self._draw_timer.start()  # after the events already waiting: any newer frame among them replaces this one
+
+    def _show_latest(self) -> None:
+        value, self._latest = self._latest, None
+        if value is not None:
+            self._show(value)
+
+    def _show(self, value) -> None:
         picture, result, fps = value
         pixmap = pil_to_pixmap(picture)
         size = self.screen.size()
@@ -210,6 +237,7 @@ class PlayPanel(QWidget):
         self._shown.set()
 
     def _on_finished(self, summary) -> None:
+        self._show_latest()  # the last frame, then what the session did
         analysed, read, recording = summary
         self.jobs.clear("play")
         self.stop_button.setEnabled(False)
@@ -224,6 +252,7 @@ class PlayPanel(QWidget):
     def _on_error(self, exc: BaseException) -> None:
         from vitstudio.core.play.video import VideoSourceError
 
+        self._latest = None
         self.stop_button.setEnabled(False)
         self._disarm()
         if isinstance(exc, VideoSourceError):  # no camera, not a video: said here, where the user looks
