@@ -359,6 +359,9 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     tabs = panel.side.tabBar()  # every side tab in sight, none behind scroll arrows (Layers, Concepts were: walk)
     assert all(0 <= tabs.tabRect(i).left() and tabs.tabRect(i).right() <= tabs.width() for i in range(tabs.count()))
     assert [panel.side.tabToolTip(i) for i in (1, 2)] == ["Similar images", "Label review"]
+    header = panel.table.horizontalHeader()  # beside them the table keeps its confidence column in sight
+    right = header.sectionPosition(3) + header.sectionSize(3)
+    assert tabs.count() >= 8 and right <= panel.table.viewport().width(), (right, panel.table.viewport().width())
     wrapped = bar.height()
     window.resize(1280 + 900, 720)  # room for one line each: the rows unwrap
     qtbot.wait(50)

@@ -44,7 +44,7 @@ class DatasetActions(QObject):
         self.preview_grid = None
         widget.browse_button.clicked.connect(self.browse)
         widget.folder.editingFinished.connect(self._typed)
-        form.preset.currentTextChanged.connect(self._rename_unnamed_run)
+        form.state.events.preset.connect(self._rename_unnamed_run)  # the field, not its combo
         drop_target.setAcceptDrops(True)
         drop_target.installEventFilter(self)
 
@@ -113,7 +113,7 @@ class DatasetActions(QObject):
     def name_next_run(self) -> None:
         """A fresh run name (a finished run's name is taken: the next Start must not fail on it)."""
         root = self.scan.root if self.scan is not None else "run"
-        self.auto_name = fresh_run_name(root, self.form.preset.currentText())
+        self.auto_name = fresh_run_name(root, self.form.state.preset)
         self.widget.run_name.setText(self.auto_name)
 
     def _rename_unnamed_run(self, _preset: str) -> None:
