@@ -14,7 +14,6 @@ from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget
 from .pages import page_views
 
-
 # the style's tabs, drawn with less side padding (a stylesheet that styles padding alone drops the tab shapes)
 TAB_STYLE = ("QTabBar::tab { padding: 4px 6px; margin-right: 1px; border: 1px solid palette(mid); border-bottom: none;"
              " border-top-left-radius: 3px; border-top-right-radius: 3px; background: palette(button); }"
