@@ -38,8 +38,7 @@ class DistancePlotWidget(pg.PlotWidget):
         self.scatter.setData(spots)
         step = max(1, layers // 12)  # whole layers only
         self.getAxis("bottom").setTicks([[(i, str(i)) for i in range(0, layers, step)]])
-        # what it was measured on first: elided at 1280×720, "(this image" or "(f…" was lost and the plot could be
-        # of either (the walk)
+        # what it was measured on first: elided at 1280×720, the end is what goes, and the plot could be of either
         self.set_title(f"{source[:1].upper()}{source[1:]}: attention distance per head")
 
     def show_nothing(self) -> None:

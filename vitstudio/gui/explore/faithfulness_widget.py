@@ -198,7 +198,7 @@ def mask_spin_box() -> QSpinBox:
 def masked(values: np.ndarray, percent: int, text: str) -> tuple[np.ndarray, str]:
     """(mask as 0/1 floats, description) of a map (or of each head's map) keeping `percent` % of its mass."""
     mask, kept = mass_mask(values, percent / 100)
-    # the setting and what the fewest whole patches reaching it hold, both said: "keeping 16 %" under a setting of 15 %
-    # read as a mismatch (the walk)
+    # the setting and what the fewest whole patches reaching it hold, both said: "keeping 16 %" alone under a setting
+    # of 15 % reads as a mismatch
     return mask.astype(np.float32), (f"{text} — mask: the fewest patches holding {percent}% of the mass (they "
                                      f"hold {float(np.mean(kept)):.0%})")

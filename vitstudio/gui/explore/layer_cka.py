@@ -70,7 +70,7 @@ class LayerCKAWidget(QWidget):
         bar.setImageItem(self.heat, insert_in=self.plot.getPlotItem())
         self.plot.setLabel("left", "block of the current model")
         self.plot.setLabel("bottom", "block of the second model")
-        for side in ("left", "bottom"):  # block numbers: never "(x0.001)" over an empty plot's −600…600 (walk)
+        for side in ("left", "bottom"):  # block numbers: never "(x0.001)" over an empty plot's −600…600
             self.plot.getAxis(side).enableAutoSIPrefix(False)
         self.plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
         self.hover = QLabel()

@@ -67,9 +67,8 @@ class DatasetActions(QObject):
             self.set_dataset(folder)
 
     def _typed(self) -> None:
-        """Return, or the field left. Leaving it by a click on Start used to scan the folder entered with Return a
-        second time, and Start, disabled while it scanned, swallowed the click (the walk): the same folder again
-        is not scanned (Browse… or a drop rescans it)."""
+        """Return, or the field left. The same folder again is not scanned (Browse… or a drop rescans it): leaving
+        the field by a click on Start would otherwise rescan it, and Start, disabled meanwhile, swallow the click."""
         folder = self.widget.folder.text()
         if folder == self.view_state.dataset and self.problem in ("", SCANNING):
             return
@@ -102,7 +101,7 @@ class DatasetActions(QObject):
         self.scan = scan
         self.widget.dataset_info.setText(describe_scan(scan, copies, len(self.exclude)))
         self.widget.show_balance(scan.counts)
-        # what the run would refuse at once, Start refuses now (it stayed enabled beside "Too small to split": walk)
+        # what the run would refuse at once, Start refuses now
         self.problem = (f"Class(es) with fewer than 2 images cannot be split into train and val: "
                         f"{', '.join(scan.too_small)}. Add images to them or move them out of the folder."
                         if scan.too_small else "")

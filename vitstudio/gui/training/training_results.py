@@ -137,7 +137,7 @@ class RunResultsWidget(QWidget):
         if report is None:
             self.cm_item.clear()
             self.cm_counts.set_counts(np.zeros((0, 0)))
-            for side in ("bottom", "left"):  # the previous run's class names went with it (the walk saw "8, 9")
+            for side in ("bottom", "left"):  # the previous run's class names go with it
                 self.cm_view.getAxis(side).setTicks([[]])
             self.summary.setText("No results yet.")
             return

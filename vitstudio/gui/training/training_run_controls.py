@@ -99,7 +99,7 @@ class RunControlsWidget(QWidget):
         self.pause_button.setText("Continue" if paused else "Pause")  # "Resume run" is the History one
         self.paused_label.setVisible(paused)
         self.progress.setFormat(self._on_bar(self.progress.format().removeprefix("Paused · ")))
-        if paused:  # no time left is counting down while nothing runs (the ETA stayed on: the walk)
+        if paused:  # no time left is counting down while nothing runs
             self.status.setText(self.status.text().split(" · ETA ", 1)[0])
 
     def _on_bar(self, text: str) -> str:

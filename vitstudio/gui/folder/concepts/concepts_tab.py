@@ -151,7 +151,7 @@ class ConceptsTab(QWidget):
 
     def _on_model(self, model) -> None:
         self.view_state.update(model=model.uid)  # another model's concepts are not this one's: they go
-        self.curve = []  # and so does the R² curve of their learning (it stayed: the walk)
+        self.curve = []  # and so does the R² curve of their learning
         self.plot.clear()
         self._show()
         self._look_for_earlier()
