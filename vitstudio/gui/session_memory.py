@@ -33,7 +33,7 @@ class SessionMemory(QObject):
         self._filters_waiting: dict | None = None  # a reopened folder's filters, set once its results are in
         self.restore()
         self.training.form.changed.connect(self._remember_form)
-        self.training.base_model.editTextChanged.connect(self._remember_form)
+        self.training.view_state.events.base_model.connect(self._remember_form)
         self.training.folder.textChanged.connect(self._remember_dataset)
         self.panel.view_state.connect(self._on_folder_state)
         self.panel.model.modelReset.connect(self._on_folder_table)
@@ -63,8 +63,8 @@ class SessionMemory(QObject):
                 except (TypeError, ValueError) as exc:  # another version's range or type: that one stays the preset's
                     log.warning("the remembered %s was not restored: %s", name, exc)
         form.advanced.setChecked(bool(saved.get("advanced")))
-        if saved.get("base_model"):
-            self.training.base_model.setEditText(saved["base_model"])
+        if isinstance(saved.get("base_model"), str) and saved["base_model"]:
+            self.training.view_state.base_model = saved["base_model"]
 
     # -- remembering ------------------------------------------------------------------------------------------
     def _remember(self, key: str, value) -> None:
@@ -85,7 +85,7 @@ class SessionMemory(QObject):
                   for name in form.controls for v in [getattr(form.state, name)]}
         self._remember("training_form", {"preset": form.state.preset, "values": values,
                                          "advanced": form.advanced.isChecked(),
-                                         "base_model": self.training.base_model.currentText().strip()})
+                                         "base_model": self.training.view_state.base_model or ""})
 
     def _remember_dataset(self, text: str) -> None:
         self._remember("training_dataset", text.strip())

@@ -12,10 +12,12 @@ widget a value the state holds.
   when the state declares a new range or new choices (`state.redeclare`, e.g. a model switch's depth or classes),
   the control takes them too, here and nowhere else with its signals blocked.
 
-Combo boxes hold a field's value as an item's data (labels for people, values for the state: "attends to" -> "to";
+An editable combo box holds a field's text (what is typed, or a listed item's text), followed as it is typed.
+Other combo boxes hold a field's value as an item's data (labels for people, values for the state: "attends to" -> "to";
 a placeholder item without data, e.g. "all classes", is None) unless the field has choices and the items carry no
 data (the choices are then the items' texts, as `_declare` adds them). A line edit gives its stripped text, or None
-when empty.
+when empty, once editing finishes (Return, or the field left), or at every keystroke with `live=True` (for fields
+whose readers are cheap and say something as the user types: a run name that is taken).
 
 A compound control (the Training form's row of one setting: a tuple's spin boxes, a list typed as text) reads and
 writes itself; what it cannot read yet, or what the field refuses, stays on screen as typed and is the binding's
@@ -42,7 +44,7 @@ class Binding:
     """A control and one field of a view state; kept alive by the state's event it listens to. `problem`: why
     what a compound control shows is not the field's value (unreadable, or refused), until it is again."""
 
-    def __init__(self, widget, state, field: str) -> None:
+    def __init__(self, widget, state, field: str, live: bool = False) -> None:
         self.widget, self.state, self.field = widget, state, field
         self.problem: str | None = None
         self.compound = not isinstance(widget, QWidget)
@@ -53,7 +55,7 @@ class Binding:
             self.declared_choices = isinstance(widget, QComboBox) and widget.count() == 0 and bool(spec.choices)
             _declare(widget, spec)
             self.by_data = isinstance(widget, QComboBox) and (spec.choices is None or _has_data(widget))
-            _changed_signal(widget).connect(self.from_widget)
+            _changed_signal(widget, live).connect(self.from_widget)
             getattr(state.spec_events, field).connect(self.declare)
         self.show(getattr(state, field))
         getattr(state.events, field).connect(self.show)
@@ -107,11 +109,11 @@ class Binding:
         return self.widget.value() if self.compound else _read(self.widget, self.by_data)
 
 
-def bind(widget, state, field: str) -> Binding:
+def bind(widget, state, field: str, live: bool = False) -> Binding:
     """Keep `widget` and `state.<field>` in step both ways (see the module's docstring). `widget` is a Qt control,
     or a compound control of several (a form's row: `value()`, `set_value(v)`, `connect_changed(slot)`,
     `widgets()`), whose `value()` may raise ValueError for what cannot be read yet."""
-    return Binding(widget, state, field)
+    return Binding(widget, state, field, live)
 
 
 def _declare(widget, spec) -> None:
@@ -129,11 +131,11 @@ def _declare(widget, spec) -> None:
         widget.setRange(lo, hi)
 
 
-def _changed_signal(widget):
+def _changed_signal(widget, live: bool = False):
     if isinstance(widget, QComboBox):
-        return widget.currentIndexChanged
+        return widget.editTextChanged if widget.isEditable() else widget.currentIndexChanged
     if isinstance(widget, QLineEdit):
-        return widget.editingFinished
+        return widget.textChanged if live else widget.editingFinished
     if isinstance(widget, QAbstractButton):
         return widget.toggled
     if isinstance(widget, (QSpinBox, QDoubleSpinBox, QAbstractSlider)):
@@ -146,6 +148,8 @@ def _has_data(combo: QComboBox) -> bool:
 
 
 def _read(widget, by_data: bool):
+    if isinstance(widget, QComboBox) and widget.isEditable():
+        return widget.currentText().strip() or None
     if isinstance(widget, QComboBox):
         return widget.currentData() if by_data else widget.currentText()
     if isinstance(widget, QLineEdit):
@@ -158,7 +162,9 @@ def _read(widget, by_data: bool):
 
 
 def _write(widget, value, by_data: bool) -> None:
-    if isinstance(widget, QComboBox):
+    if isinstance(widget, QComboBox) and widget.isEditable():
+        widget.setEditText("" if value is None else str(value))
+    elif isinstance(widget, QComboBox):
         if not by_data:
             index = widget.findText(str(value))
         elif value is None:  # findData cannot look for None: the first item without data ("top-1 prediction")

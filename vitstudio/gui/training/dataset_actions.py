@@ -105,7 +105,7 @@ class DatasetActions(QObject):
         self.problem = (f"Class(es) with fewer than 2 images cannot be split into train and val: "
                         f"{', '.join(scan.too_small)}. Add images to them or move them out of the folder."
                         if scan.too_small else "")
-        if not self.widget.run_name.text() or self.widget.run_name.text() == self.auto_name:
+        if not self.view_state.run_name or self.view_state.run_name == self.auto_name:
             self.name_next_run()
         self.changed.emit()
 
@@ -113,11 +113,11 @@ class DatasetActions(QObject):
         """A fresh run name (a finished run's name is taken: the next Start must not fail on it)."""
         root = self.scan.root if self.scan is not None else "run"
         self.auto_name = fresh_run_name(root, self.form.state.preset)
-        self.widget.run_name.setText(self.auto_name)
+        self.view_state.run_name = self.auto_name
 
     def _rename_unnamed_run(self, _preset: str) -> None:
         """The name given here says the preset: it follows the preset (one the user typed stays)."""
-        if self.scan is not None and self.widget.run_name.text() == self.auto_name:
+        if self.scan is not None and self.view_state.run_name == self.auto_name:
             self.name_next_run()
 
     def preview_augmentation(self) -> None:

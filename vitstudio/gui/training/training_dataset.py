@@ -58,6 +58,7 @@ class TrainingDatasetWidget(QWidget):
         path = file_dialogs.open_file(self, "Probe image", "Images (*.jpg *.jpeg *.png *.bmp *.webp)")
         if path:
             self.probe.setText(path)
+            self.probe.editingFinished.emit()  # chosen: as if typed and entered (the field follows, bind)
 
     def show_balance(self, counts: dict[str, int]) -> None:
         """Images per class, as bars (class names cut to 10 characters)."""

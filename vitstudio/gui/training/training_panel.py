@@ -20,6 +20,7 @@ from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.runs import UNFINISHED, run_status
 
 from .. import workers
+from ..common.bind import bind
 from .augmentation_preview import AugmentationPreviewView
 from .dataset_actions import DatasetActions
 from .memory_plan_view import MemoryPlanView
@@ -71,12 +72,16 @@ class TrainingPanel(QWidget):
         self.dataset_actions.changed.connect(self._on_dataset)
         self.dataset_actions.said.connect(self.status.setText)
         self.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
-        self.base_model.editTextChanged.connect(self.form.follow_base_model)
-        self.form.follow_base_model(self.base_model.currentText())
-        for changed in (self.form.changed, self.base_model.editTextChanged, self.run_name.textChanged,
-                        self.memory_plan.settled):
+        vs = self.view_state  # what the next run starts from: fields, each control bound to its own
+        bind(self.base_model, vs, "base_model")
+        bind(self.run_name, vs, "run_name", live=True)  # "already exists" is said as the name is typed
+        bind(self.probe, vs, "probe")
+        bind(self.multi_gpu, vs, "multi_gpu")
+        vs.events.base_model.connect(self._on_base_model)
+        self.form.follow_base_model(vs.base_model or "")
+        for changed in (self.form.changed, self.memory_plan.settled, vs.events.run_name):
             changed.connect(self._say_readiness)
-        for changed in (self.form.changed, self.base_model.editTextChanged, self.dataset_actions.changed):
+        for changed in (self.form.changed, self.dataset_actions.changed):
             changed.connect(self.memory_plan.request)
         self._refresh_buttons()
         self.refresh_history()
@@ -111,8 +116,13 @@ class TrainingPanel(QWidget):
             self.controls.say_readiness(self._start_blocker(), always)
 
     def _on_model_loaded(self, model) -> None:
-        if not self.base_model.currentText():
-            self.base_model.setEditText(model.name)
+        if not self.view_state.base_model:
+            self.view_state.base_model = model.name
+
+    def _on_base_model(self, spec: str | None) -> None:
+        self.form.follow_base_model(spec or "")
+        self.memory_plan.request()
+        self._say_readiness()
 
     # -- construction --------------------------------------------------------------------------------
     def _build_setup_column(self, catalog_names: list[str]) -> QWidget:
@@ -187,23 +197,23 @@ class TrainingPanel(QWidget):
         if blocker:
             self.status.setText(blocker)
             return
-        if not self.run_name.text().strip():
+        if not self.view_state.run_name:
             self.dataset_actions.name_next_run()
         self._launch(self._run_config(), resume=False)
 
     def _base_model(self) -> str:
-        return self.base_model.currentText().strip() or (self.state.model.name if self.state.model else "")
+        return self.view_state.base_model or (self.state.model.name if self.state.model else "")
 
     def _run_config(self):
         """The TrainConfig Start would run (a ValueError names a setting typed wrongly)."""
         data = self.dataset_actions
         return self.form.config(str(data.scan.source), self._base_model(),
-                                str(models_dir() / (self.run_name.text().strip() or "run")),
-                                probe_image=self.probe.text().strip() or None, exclude=tuple(data.exclude))
+                                str(models_dir() / (self.view_state.run_name or "run")),
+                                probe_image=self.view_state.probe, exclude=tuple(data.exclude))
 
     def _start_blocker(self) -> str:
-        return start_blocker(self.running, self.dataset_actions.problem, self._base_model(), self.run_name.text(),
-                             self._run_config, self.memory_plan.problem())
+        return start_blocker(self.running, self.dataset_actions.problem, self._base_model(),
+                             self.view_state.run_name or "", self._run_config, self.memory_plan.problem())
 
     def resume_run(self) -> None:
         """Continue the unfinished run selected in History (cancelled, interrupted or killed) from its last
@@ -228,7 +238,7 @@ class TrainingPanel(QWidget):
         self.live.lr_note = lr_note(config.opt)  # the quick preset's L-BFGS has no schedule: said, not drawn
         self._show_curves(self.live)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
-        if self.multi_gpu.isChecked() and not resume:
+        if self.view_state.multi_gpu and not resume:
             from vitstudio.core.train.launcher import run_torchrun
 
             def job(cancel):
@@ -352,7 +362,7 @@ class TrainingPanel(QWidget):
     def _on_failed(self, exc: BaseException) -> None:
         message = workers.describe(exc)
         self.active_run = None
-        if self.run_name.text().strip() and (models_dir() / self.run_name.text().strip()).exists():
+        if self.view_state.run_name and (models_dir() / self.view_state.run_name).exists():
             self.dataset_actions.name_next_run()  # the failed run's folder stays: its name is taken
         self._refresh_buttons()
         self.controls.show_failed(message)
