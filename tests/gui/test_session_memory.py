@@ -55,6 +55,7 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     form.preset.setCurrentText("full")
     form.controls["epochs"].set_value(37)
     form.advanced.setChecked(True)
+    assert form.state.advanced  # a field of the form's state, remembered as such
     first.training.set_dataset(str(data))
     _settle(qtbot)
     first.close()

@@ -34,7 +34,7 @@ class SessionMemory(QObject):
         self.restore()
         self.training.form.changed.connect(self._remember_form)
         self.training.view_state.events.base_model.connect(self._remember_form)
-        self.training.folder.textChanged.connect(self._remember_dataset)
+        self.training.view_state.events.dataset.connect(self._remember_dataset)  # the dataset chosen
         self.panel.view_state.connect(self._on_folder_state)
         self.panel.model.modelReset.connect(self._on_folder_table)
         window.installEventFilter(self)
@@ -62,7 +62,7 @@ class SessionMemory(QObject):
                     form.state.update(**{name: value})
                 except (TypeError, ValueError) as exc:  # another version's range or type: that one stays the preset's
                     log.warning("the remembered %s was not restored: %s", name, exc)
-        form.advanced.setChecked(bool(saved.get("advanced")))
+        form.state.advanced = bool(saved.get("advanced"))
         if isinstance(saved.get("base_model"), str) and saved["base_model"]:
             self.training.view_state.base_model = saved["base_model"]
 
@@ -84,11 +84,11 @@ class SessionMemory(QObject):
         values = {name: list(v) if isinstance(v, tuple) else v
                   for name in form.controls for v in [getattr(form.state, name)]}
         self._remember("training_form", {"preset": form.state.preset, "values": values,
-                                         "advanced": form.advanced.isChecked(),
+                                         "advanced": form.state.advanced,
                                          "base_model": self.training.view_state.base_model or ""})
 
-    def _remember_dataset(self, text: str) -> None:
-        self._remember("training_dataset", text.strip())
+    def _remember_dataset(self, dataset: str | None) -> None:
+        self._remember("training_dataset", dataset or "")
 
     def _on_folder_state(self, name: str, value) -> None:
         folder = self.panel.folder

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QAbstractSlider,
     QComboBox,
     QDoubleSpinBox,
+    QGroupBox,
     QLineEdit,
     QSpinBox,
     QWidget,
@@ -136,7 +137,7 @@ def _changed_signal(widget, live: bool = False):
         return widget.editTextChanged if widget.isEditable() else widget.currentIndexChanged
     if isinstance(widget, QLineEdit):
         return widget.textChanged if live else widget.editingFinished
-    if isinstance(widget, QAbstractButton):
+    if isinstance(widget, (QAbstractButton, QGroupBox)):  # a check box, a checkable group (Advanced settings)
         return widget.toggled
     if isinstance(widget, (QSpinBox, QDoubleSpinBox, QAbstractSlider)):
         return widget.valueChanged
@@ -154,7 +155,7 @@ def _read(widget, by_data: bool):
         return widget.currentData() if by_data else widget.currentText()
     if isinstance(widget, QLineEdit):
         return widget.text().strip() or None
-    if isinstance(widget, QAbstractButton):
+    if isinstance(widget, (QAbstractButton, QGroupBox)):
         return widget.isChecked()
     if isinstance(widget, QDoubleSpinBox):
         return round(widget.value(), widget.decimals())  # the value shown, not its binary neighbour
@@ -174,7 +175,7 @@ def _write(widget, value, by_data: bool) -> None:
         widget.setCurrentIndex(max(index, 0))
     elif isinstance(widget, QLineEdit):
         widget.setText("" if value is None else str(value))
-    elif isinstance(widget, QAbstractButton):
+    elif isinstance(widget, (QAbstractButton, QGroupBox)):
         widget.setChecked(bool(value))
     else:
         widget.setValue(value)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import ViewState
+from vitstudio.app.evented import Field, ViewState
 from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_config
 from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
@@ -42,7 +42,8 @@ class TrainingFormWidget(QWidget):
         super().__init__(parent)
         self.schema = tuple(s for s in (schema or settings_of(TrainConfig)) if not s.panel)
         self.controls = {s.name: SettingControl(s) for s in self.schema}
-        self.state = ViewState(**{s.name: s.spec for s in self.schema})
+        # the settings, and whether the advanced ones are the user's (open) or the preset's (folded)
+        self.state = ViewState(advanced=Field(False, bool), **{s.name: s.spec for s in self.schema})
         self.bindings = {name: bind(control, self.state, name) for name, control in self.controls.items()}
         self.inputs: dict[str, QWidget] = {k: w for c in self.controls.values() for k, w in c.parts.items()}
         self.preset: QComboBox = self.controls["preset"].widget
@@ -61,13 +62,14 @@ class TrainingFormWidget(QWidget):
         self.advanced_body = QWidget()
         QVBoxLayout(self.advanced).addWidget(self.advanced_body)
         self._lay_out()
-        self.advanced.toggled.connect(self.advanced_body.setVisible)
+        bind(self.advanced, self.state, "advanced")
+        self.state.events.advanced.connect(self.advanced_body.setVisible)
         self.state.preset = "last-blocks"
         self.load_preset(self.state.preset)
         self.state.events.preset.connect(self.load_preset)
         for control in self.controls.values():  # after its binding: the state has the value when `changed` comes
             control.connect_changed(self._emit_changed)  # (also for text that cannot be read yet)
-        self.advanced.toggled.connect(self._emit_changed)
+        self.state.events.advanced.connect(self._emit_changed)
         self.advanced_body.setVisible(False)
 
     def _emit_changed(self, *_value) -> None:
@@ -133,7 +135,7 @@ class TrainingFormWidget(QWidget):
     def values(self) -> dict:
         """The settings the form sets: the common ones, and the advanced ones when Advanced settings is open. A
         ValueError names a setting typed wrongly (e.g. a mean with two numbers)."""
-        shown = self.advanced.isChecked()
+        shown = self.state.advanced
         names = [name for name, c in self.controls.items() if name != "preset" and (shown or not c.setting.advanced)]
         problem = next((self.bindings[name].problem for name in names if self.bindings[name].problem), None)
         if problem:
