@@ -13,6 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from tests.core.synthetic_data import tree_state
+from tests.gui.helpers import open_in_folder_tab
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.data.images import file_digest
 from vitstudio.core.folder.neighbours import nearest
@@ -184,13 +185,8 @@ def test_a_registered_page_is_a_tab_fed_the_folders_results_and_a_row_double_cli
     image in the Attention tab (the review's line says so; the table did nothing)."""
     from vitstudio.gui.folder.pages.class_counts_page import ClassCountsPage
 
-    data = _digits(tmp_path, per_class=3)
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    window.show_tab("folder")
+    open_in_folder_tab(window, qtbot, _digits(tmp_path, per_class=3))
     panel = window.folder
-    panel.open_folder(str(data))
-    _settle(qtbot)
     page = next(p for p in panel.side.pages if isinstance(p, ClassCountsPage))
     assert panel.side.tabText(panel.side.indexOf(page)) == "Counts"
     given = {page.table.item(r, 0).text(): page.table.item(r, 2).data(Qt.DisplayRole)
