@@ -199,3 +199,20 @@ def test_a_model_picked_from_the_list_loads_and_return_on_a_listed_name_asks_onc
     assert [r.spec for r in requested] == [str(bundled_demo())]
     bar.load_button.click()  # an explicit Load: again (the files may have changed)
     assert len(requested) == 2 and requested[0] != requested[1]
+
+
+def test_a_run_warnings_newer_figures_replace_it_in_the_status_bar_not_the_log(window):
+    """A run warning said once (log and status bar) is updated each epoch: the status bar shows the newer figures
+    while it still shows the warning (it kept "53.6 % after 2 epochs" while the panel said 56.9 % after 7), the log
+    is not filled with every update, and a withdrawn warning leaves the status bar."""
+    from vitstudio.core.train.records import RunWarning
+
+    panel = window.training
+    panel._on_record(RunWarning("val accuracy 53.6 % after 2 epochs: near chance", kind="chance level"))
+    assert window.passing.text.startswith("val accuracy 53.6 %")
+    logged = window.log_view.toPlainText().count("near chance")
+    panel._on_record(RunWarning("val accuracy 56.9 % after 7 epochs: near chance", kind="chance level", update=True))
+    assert window.passing.text.startswith("val accuracy 56.9 %") and "56.9" in window.statusBar().currentMessage()
+    assert window.log_view.toPlainText().count("near chance") == logged == 1
+    panel._on_record(RunWarning("", kind="chance level", update=True))  # the run recovered: the warning goes
+    assert window.statusBar().currentMessage() == ""

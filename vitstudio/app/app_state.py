@@ -81,6 +81,7 @@ class AppState:
         self.image_selected = Emitter()  # ImageEntry | None
         self.prediction_ready = Emitter()  # ImageEntry
         self.message = Emitter()  # level ('info' | 'warning'), text
+        self.message_updated = Emitter()  # earlier text, newer text: said again with newer figures (or "": gone)
         self.error = Emitter()  # Notice: every error the user should hear about, as an exception object
         self.model: LoadedModel | None = None
         self.loading: str | None = None  # the spec of a load under way (a view says "Loading…", not "No model")

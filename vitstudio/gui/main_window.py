@@ -187,6 +187,7 @@ class MainWindow(QMainWindow):
         self.state.model_loaded.connect(self._on_model_loaded)
         self.state.images_added.connect(self._on_images_added)
         self.state.message.connect(self._on_message)
+        self.state.message_updated.connect(self._on_message_updated)
         self.state.error.connect(self._on_error)
 
     # ----- menus, drag and drop -------------------------------------------------------------------
@@ -387,6 +388,15 @@ class MainWindow(QMainWindow):
         box.setModal(False)
         box.setAttribute(Qt.WA_DeleteOnClose)
         box.show()
+
+    def _on_message_updated(self, earlier: str, text: str) -> None:
+        """A message's newer figures replace it in the status bar while it is still there (the log keeps the first)."""
+        if self.passing.text != earlier or not self.statusBar().currentMessage():
+            return
+        if text:
+            self.passing.show(text)
+        else:
+            self.statusBar().clearMessage()
 
     def _on_message(self, level: str, text: str) -> None:
         getattr(log, level if level != "warning" else "warning")(text)

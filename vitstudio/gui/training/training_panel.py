@@ -59,6 +59,7 @@ class TrainingPanel(QWidget):
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
         self.warned_run: Path | None = None  # the run the controls' warnings are of (the last one started here)
+        self.said: dict[str, str] = {}  # the latest text of each kind of run warning told the user
         self.shown = RunCurves()  # the curves of the run shown
         self.live: RunCurves | None = None  # the run in progress's, drawn while it is the run shown
         split = QSplitter(Qt.Horizontal)
@@ -323,6 +324,9 @@ class TrainingPanel(QWidget):
             self.controls.show_warning(rec.message, rec.kind)
             if not rec.update:
                 self.state.message.emit("warning", rec.message)
+            elif rec.kind in self.said:  # its figures moved on: not logged again, but not left stale on screen
+                self.state.message_updated.emit(self.said[rec.kind], rec.message)
+            self.said[rec.kind] = rec.message
         elif isinstance(rec, Progress) and rec.message:
             self.controls.show_progress(rec)
 
