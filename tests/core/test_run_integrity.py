@@ -324,3 +324,19 @@ def test_relative_seed_path_inside_weights_keeps_the_labels(tmp_path, monkeypatc
     assert load_model("model-0.pth").labels == names
     monkeypatch.chdir(root)
     assert load_model("weights/model-0.pth").labels == names
+
+
+def test_a_seed_export_keeps_how_to_load_it_beside_its_files(tmp_path):
+    """README.txt in the export names the constructor upstream's predict.py must call (it builds the model that
+    loads model.pth) and the preprocessing note; a status line or terminal that cuts the note loses nothing."""
+    from tests.core.seed_reference import SeedVisionTransformer
+    from vitstudio.core.models.seed_export import README, export_seed
+
+    loaded = _loaded(SEED_SHAPES[next(iter(SEED_SHAPES))])
+    result = export_seed(loaded, tmp_path / "upstream")
+    readme = (tmp_path / "upstream" / README).read_text()
+    line = next(ln.strip() for ln in readme.splitlines() if ln.strip().startswith("model = "))
+    namespace = {"VisionTransformer": SeedVisionTransformer}
+    exec(line, namespace)  # the README's own line builds what loads the file
+    namespace["model"].load_state_dict(torch.load(tmp_path / "upstream" / "model.pth", weights_only=True))
+    assert all(note in readme for note in result.notes) and line == f"model = {result.constructor}"

@@ -203,6 +203,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
     notice = window.notice
     assert notice.isVisible() and notice.text.startswith("Saved ") and notice.path in (str(tmp_path),
                                                                                         str(tmp_path / "upstream"))
+    assert "README.txt" in window.log_view.toPlainText() and (tmp_path / "upstream" / "README.txt").is_file()
     with qtbot.waitSignal(notice.opened) as opened:
         notice.label.linkActivated.emit("open")
     assert opened.args == [notice.path]
@@ -226,7 +227,8 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
     actions.export_model(window, "seed", str(tmp_path / "run-upstream"), spec=str(panel.shown_run))
     qtbot.waitUntil(lambda: (tmp_path / "run-upstream" / "model.pth").is_file() and not workers.running_jobs(),
                     timeout=60000)
-    assert notice.isVisible() and notice.path == str(tmp_path / "run-upstream") and "upstream:" in notice.text
+    assert notice.isVisible() and notice.path == str(tmp_path / "run-upstream") and "README.txt" in notice.text
+    assert "VisionTransformer(" in (tmp_path / "run-upstream" / "README.txt").read_text()  # how upstream builds it
 
 
 def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):

@@ -205,8 +205,9 @@ def export_model(window, fmt: str | None = None, path: str | None = None, spec: 
             from vitstudio.core.models.seed_export import export_seed
 
             result = export_seed(loaded, path)
-            return (f"Saved {result.folder} (model.pth + class_indices.json); upstream: {result.constructor}. "
-                    + " ".join(result.notes), str(result.folder))
+            return (f"Saved {result.folder} (model.pth + class_indices.json): how to load it with upstream's code is "
+                    f"in its README.txt" + (" (its preprocessing differs: see there)." if result.notes else "."),
+                    str(result.folder))
         from vitstudio.core.models.onnx_export import export_onnx
 
         result = export_onnx(loaded, path)

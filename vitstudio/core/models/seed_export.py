@@ -36,6 +36,9 @@ _UPSTREAM_TOP_KEYS = {"cls_token", "dist_token", "pos_embed", "patch_embed.proj.
                       "head.bias", "head_dist.weight", "head_dist.bias"}
 
 
+README = "README.txt"  # how to load the export with upstream's code, beside it
+
+
 @dataclass(frozen=True)
 class SeedExport:
     folder: Path
@@ -65,8 +68,9 @@ def _num_heads(loaded: LoadedModel) -> int:
 
 
 def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
-    """model.pth + class_indices.json in `folder`, and the upstream constructor that loads model.pth strictly; a
-    ValueError naming what upstream's VisionTransformer cannot express (nothing is written then)."""
+    """model.pth + class_indices.json in `folder`, and the upstream constructor that loads model.pth strictly (also
+    in README.txt, with the notes); a ValueError naming what upstream's VisionTransformer cannot express (nothing is
+    written then)."""
     from vitstudio.core.files import atomic_write_bytes
 
     folder = Path(folder)
@@ -92,7 +96,15 @@ def export_seed(loaded: LoadedModel, folder: str | Path) -> SeedExport:
         notes.append(f"upstream's predict.py preprocesses with Resize(256) → CenterCrop(224), mean = std = 0.5; this "
                      f"model expects {img} px, crop {cfg.get('crop_pct')}, mean {tuple(cfg['mean'])}, std "
                      f"{tuple(cfg['std'])}: change its data_transform to match.")
+    # what to do with it, kept with the files (a status line or a terminal cuts it; a folder is copied whole)
+    atomic_write_bytes(folder / README, _readme(loaded, constructor, notes).encode())
     return SeedExport(folder, constructor, tuple(notes))
+
+
+def _readme(loaded: LoadedModel, constructor: str, notes: list[str]) -> str:
+    return "\n".join([f"{loaded.display_name}, exported by ViT Studio in the format of upstream's vit_model.py.", "",
+                      "In upstream's predict.py, build the model with", "", f"    model = {constructor}", "",
+                      "then load model.pth and class_indices.json as it does.", *(["", *notes] if notes else []), ""])
 
 
 def upstream_constructor(loaded: LoadedModel, state: dict[str, torch.Tensor]) -> tuple[str, int]:
