@@ -161,6 +161,10 @@ def test_open_recent_opens_a_folder_in_the_folder_tab_and_files_in_the_strip(win
     for action in window.recent_menu.actions():
         action.trigger()
     assert folders == [str(data)] and files == [[image]]
+    other = str(tmp_path / "other")
+    monkeypatch.setattr("vitstudio.gui.file_dialogs.choose_folder", lambda *_args, **_kw: other)
+    window.folder._choose_folder()  # the Folder tab's own Open folder… is remembered too, first
+    assert window.recent_menu.actions()[0].toolTip() == other
 
 
 def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(window, qtbot, tmp_path):

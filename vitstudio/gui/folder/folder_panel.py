@@ -51,6 +51,7 @@ EMPTY_FOLDER = ("No images in {source}: open a folder holding .jpg, .png, .bmp, 
 
 class FolderPanel(QWidget):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
+    opened_here = Signal(list)  # paths the user opened in this tab (its button, a drop): File → Open recent keeps them
     retrain = Signal(str, list)  # dataset folder, files to leave out: start a run with the review's fixes
 
     def __init__(self, state, parent: QWidget | None = None) -> None:
@@ -167,6 +168,7 @@ class FolderPanel(QWidget):
         folder = file_dialogs.choose_folder(self, "Folder of images (subfolders are searched too)")
         if folder:
             self.open_folder(folder)
+            self.opened_here.emit([folder])
 
     def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         if event.mimeData().hasUrls():
@@ -176,6 +178,7 @@ class FolderPanel(QWidget):
         paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
         if paths:
             self.open_paths(paths)
+            self.opened_here.emit(paths)
             event.acceptProposedAction()
 
     def open_folder(self, folder: str) -> None:
