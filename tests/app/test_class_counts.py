@@ -34,6 +34,6 @@ def test_counts_are_the_folders_and_the_predictions_per_class():
     for name, row in by_name.items():
         assert (row.predicted, row.given, row.agree) == (want_predicted[name], want_given[name], both[name])
     assert [r.name for r in page.rows][0] == "ant" and heard == [page.rows]  # most images first, announced once
-    assert page.summary() == "10 images, 3 classes; 2 not in a class folder."
+    assert page.summary() == "All 10 images of the folder: 3 classes predicted, 2 class folders, 2 images in none."
     page.show(None)  # another model or folder: nothing stays
     assert page.rows == () and heard[-1] == () and page.summary().startswith("Open a folder")

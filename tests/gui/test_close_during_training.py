@@ -60,3 +60,24 @@ def test_closing_without_a_run_asks_nothing(window, monkeypatch):
     _answering(monkeypatch, [], asked)
     window.close()
     assert not window.isVisible() and asked == []
+
+
+def test_a_run_that_ends_while_the_question_is_open_lets_the_window_close(window, monkeypatch):
+    """Answered "keep training, close when done" after the run had finished behind the question, the window
+    stayed open for good (the run's end had come and gone): nothing is left to wait for, so it closes."""
+    from types import SimpleNamespace
+
+    training = window.training
+    training.job = SimpleNamespace(done=False)  # a run in progress, as far as the question is concerned
+
+    def ask(_parent, _run, paused=False):
+        training.job.done = True  # the run ends while the box is open
+        return answers.pop(0)
+
+    answers = [closing.STAY, closing.KEEP]
+    monkeypatch.setattr(closing, "ask_close_during_training", ask)
+    window.close()
+    assert window.isVisible()  # Stay is still Stay
+    training.job.done = False
+    window.close()
+    assert not window.isVisible() and answers == []

@@ -195,7 +195,7 @@ def test_a_registered_page_is_a_tab_fed_the_folders_results_and_a_row_double_cli
     assert panel.side.tabText(panel.side.indexOf(page)) == "Counts"
     given = {page.table.item(r, 0).text(): page.table.item(r, 2).data(Qt.DisplayRole)
              for r in range(page.table.rowCount())}
-    assert given == {str(d): 3 for d in range(10)} and page.summary.text().startswith("30 images, ")
+    assert given == {str(d): 3 for d in range(10)} and page.summary.text().startswith("All 30 images of the folder: ")
     predicted = [page.table.item(r, 1).data(Qt.DisplayRole) for r in range(page.table.rowCount())]
     assert predicted == sorted(predicted, reverse=True)  # most predicted first, as the header's arrow says
     row = panel.model.index(4, 1)

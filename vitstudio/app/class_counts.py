@@ -50,8 +50,12 @@ class ClassCounts:
         self.changed.emit(self.rows)
 
     def summary(self) -> str:
+        """The model's classes and the folders' counted apart (they may be two vocabularies: digits predicted on
+        photos of animals), of the whole folder (the table's filters do not apply here)."""
         if not self.total:
             return "Open a folder to count its images per class."
+        predicted = sum(1 for r in self.rows if r.predicted)
+        folders = sum(1 for r in self.rows if r.given)
         unfiled = self.total - sum(r.given for r in self.rows)
-        return (f"{self.total} images, {len(self.rows)} classes" +
-                (f"; {unfiled} not in a class folder" if unfiled else "") + ".")
+        return (f"All {self.total} images of the folder: {predicted} classes predicted, {folders} class folders" +
+                (f", {unfiled} images in none" if unfiled else "") + ".")

@@ -46,6 +46,8 @@ class CloseGuard(QObject):
         run = self.training.active_run.name if self.training.active_run is not None else "A run"
         paused = self.training.pause_button.isChecked()
         answer = ask_close_during_training(self.window, run, paused)
+        if not self.training.running:  # it ended while the question was open: there is nothing left to wait for
+            return answer != STAY
         self.waiting = answer == KEEP
         if self.waiting and paused:
             self.training.pause_button.setChecked(False)  # resumed: a paused run never ends
