@@ -4,6 +4,8 @@ the window fits a 1280×720 screen, and the Training tab's status, Paused state 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QComboBox, QScrollArea
@@ -311,3 +313,30 @@ def test_the_progress_bar_is_the_whole_run(panel):
     bar = panel.controls.progress
     assert bar.value() / bar.maximum() == (17 * 4 + 1) / 240
     assert bar.text().startswith("epoch 18/60 · step 1/4")
+
+
+def test_what_a_run_starts_from_is_the_tabs_state(panel, qtbot, monkeypatch, tmp_path):
+    """The base model, run name, probe image and multi-GPU switch are fields of the Training state, each bound to its
+    control both ways (they were read from the widgets); a run name is followed as it is typed, a probe chosen in
+    the dialog reaches the field, and the run's config is built from the fields."""
+    from vitstudio.gui import file_dialogs
+
+    panel = panel(TrainingPanel)
+    vs = panel.view_state
+    panel.base_model.setEditText(SPEC3)
+    assert vs.base_model == SPEC3 and panel._base_model() == SPEC3
+    panel.run_name.setText("typed")  # no Return, no focus change: the state has it (F5 starts with it)
+    assert vs.run_name == "typed"
+    vs.update(run_name="from-the-state", base_model=TINY_SPEC)
+    assert (panel.run_name.text(), panel.base_model.currentText()) == ("from-the-state", TINY_SPEC)
+    probe = tmp_path / "probe.png"
+    monkeypatch.setattr(file_dialogs, "open_file", lambda *_args: str(probe))
+    panel.dataset._browse_probe()
+    assert vs.probe == str(probe)
+    panel.multi_gpu.setChecked(True)
+    assert vs.multi_gpu
+    panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=4)))
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=20000)
+    vs.update(run_name="named")
+    config = panel._run_config()
+    assert (config.model, Path(config.out_dir).name, config.probe_image) == (TINY_SPEC, "named", str(probe))
