@@ -17,6 +17,7 @@ from . import (
     card,
     concepts,
     demo,
+    dense,
     evaluate,
     explain,
     export,
@@ -27,13 +28,14 @@ from . import (
     play,
     predict,
     suggest,
+    teach,
     train,
 )
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, faithfulness, play, train, evaluate, export, demo, folder, layers, concepts,
-            suggest, card)
+COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, layers,
+            concepts, dense, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,112 @@
+"""`vitstudio teach PROJECT [--model M] [--recipe quick|teachable-machine] [--export DIR] [--json]`: a head taught on
+a Teach project (or any folder of class subfolders) from its cached features, its per-class accuracy on Teachable
+Machine's 15 % split, and, with --export, the model written as a timm run folder, ONNX and the seed format, each run
+on every sample and checked against the app's prediction (core/teach/)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..core.files import shown_path
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("teach", help="teach a head on a Teach project or class folders (Teachable Machine's "
+                                            "loop), report per-class validation accuracy, export proven equal")
+    p.add_argument("project", help="a Teach project folder (settings.json + images/<class>/) or any folder of class "
+                                    "subfolders; it is only read")
+    add_model_args(p)
+    p.add_argument("--recipe", choices=["quick", "teachable-machine"],
+                   help="the head: quick (a linear head, L-BFGS; the default) or teachable-machine (its Dense 100 → "
+                        "softmax, Adam 1e-3, 50 epochs, batch 16: for comparison, not exported) (default: the "
+                        "project's setting)")
+    p.add_argument("--export", metavar="DIR", help="write DIR/run (plain timm), DIR/model.onnx and DIR/seed, run each "
+                                                   "on every sample and check it against the app (DIR/check.json)")
+    p.add_argument("--json", action="store_true", help="one JSON document: the figures and the export check")
+    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+    p.set_defaults(handler=teach_cmd)
+
+
+def teach_cmd(args) -> int:
+    from ..core.teach.project import open_project
+    from ..core.teach.session import check_teachable, teach
+
+    try:
+        project = open_project(args.project)
+        project.check_trainable()
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args.model = args.model or project.settings.model
+    loaded = load_model_from_args(args)
+    if loaded is None:
+        return EXIT_USAGE
+    recipe = args.recipe or project.settings.recipe
+    if args.export and recipe != "quick":
+        print(f"error: the {recipe} recipe's two-layer head has no place in a timm ViT's head: export with "
+              f"--recipe quick", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        check_teachable(loaded)
+        features, result = drain(teach(loaded, project, recipe, args.batch_size), args.quiet)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    skipped = [*project.skipped, *features.errors]
+    for path, reason in skipped:
+        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
+    exported = None
+    if args.export:
+        from ..core.teach.export import export_taught
+
+        exported = export_taught(loaded, result, args.export)
+    if args.json:
+        print(json.dumps(_figures(project, loaded, features, result, exported, skipped), indent=1))
+    else:
+        _report(loaded, features, result, exported)
+    return EXIT_SOME_FAILED if skipped or (exported is not None and not exported.equal) else EXIT_OK
+
+
+def _report(loaded, features, result, exported) -> None:
+    counts = {c: int((result.labels == i).sum()) for i, c in enumerate(result.classes)}
+    print(f"{loaded.display_name}, {result.head.recipe} head fitted in {result.fit_seconds:.2f} s on "
+          f"{len(result.split.train)} samples ({features.computed} embedded now, the rest from the cache); "
+          f"validation: {len(result.split.val)} samples (15 % of each class, rounded up)")
+    held_out = result.held_out()
+    for name, accuracy in result.per_class_accuracy().items():
+        print(f"{name}\t{accuracy:.1%} of {held_out[name]} held out ({counts[name]} samples)")
+    print(f"validation accuracy {result.val_accuracy:.1%}")
+    for path, true, predicted in result.wrong():
+        print(f"wrong: {shown_path(path)} is {true}, predicted {predicted}", file=sys.stderr)
+    if exported is not None:
+        _print_export(exported)
+
+
+def _print_export(exported) -> None:
+    for check in exported.checks:
+        if check.not_checked:
+            print(f"export {check.artefact}: not written: {check.not_checked}")
+        elif check.equal:
+            print(f"export {check.artefact}: {check.path} predicts as the app on all {check.samples} samples "
+                  f"(same top-1, max |Δp| {check.max_abs_diff:.1e})")
+        else:
+            print(f"export {check.artefact}: {check.path} differs from the app on {len(check.differing)} of "
+                  f"{check.samples} samples")
+            for sample, why in check.differing:
+                print(f"differs: {shown_path(sample)} ({check.artefact}): {why}", file=sys.stderr)
+
+
+def _figures(project, loaded, features, result, exported, skipped) -> dict:
+    return {"project": str(project.root), "model": loaded.name, "recipe": result.head.recipe,
+            "classes": list(result.classes),
+            "samples": {c: int((result.labels == i).sum()) for i, c in enumerate(result.classes)},
+            "train": len(result.split.train), "val": len(result.split.val), "val_accuracy": result.val_accuracy,
+            "per_class_accuracy": result.per_class_accuracy(), "confusion": result.confusion.tolist(),
+            "wrong": [{"path": p, "true": t, "predicted": k} for p, t, k in result.wrong()],
+            "fit_seconds": result.fit_seconds, "embedded_now": features.computed,
+            "skipped": [{"path": p, "reason": r} for p, r in skipped],
+            "export": exported.to_json() if exported is not None else None}
+

@@ -1,0 +1,186 @@
+"""A Teach project on disk: `images/<class>/<file>` + `labels.csv` (path,label rows, paths relative to it: what
+`vitstudio finetune --labels` reads) + `settings.json` (model, head recipe, recording rate). Any folder of class
+subfolders opens as a project too (read-only: nothing is written into it unless a sample is added).
+
+Samples added are copied in under a name made of their content hash, so the same frame added twice is one file and a
+crash mid-write leaves no half file (`atomic_write_bytes`); labels.csv is rewritten whole, atomically, after each
+change, from the folders themselves (the folders are the truth; the CSV is the index the other tools read)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from PIL import Image
+
+from vitstudio.core.data.images import IMAGE_SUFFIXES, ImageReadError, check_file, image_size
+from vitstudio.core.errors import UserFacingError
+from vitstudio.core.files import atomic_write_bytes, read_json_value
+
+SETTINGS = "settings.json"
+LABELS = "labels.csv"
+IMAGES = "images"
+RECIPES = ("quick", "teachable-machine")
+
+
+class ProjectError(UserFacingError, ValueError):
+    """A project that cannot be taught as it stands (one line: the class and what is missing)."""
+
+
+@dataclass(frozen=True)
+class TeachSettings:
+    model: str | None = None  # what the head is taught on: any --model spec (None: the caller's default)
+    recipe: str = "quick"  # the head's fitter: `quick` (head_fit.py) or `teachable-machine` (heads.py)
+    record_fps: float = 24.0  # hold to record: frames added per second (Teachable Machine's web app records 24)
+    record_max: int = 0  # most frames one hold adds (0: no limit)
+    seed: int = 0  # the validation split's shuffle
+
+    def __post_init__(self) -> None:
+        if self.recipe not in RECIPES:
+            raise ProjectError(f"recipe '{self.recipe}' is not one of {', '.join(RECIPES)}.")
+        if not (0 < float(self.record_fps) <= 120):
+            raise ProjectError(f"record_fps {self.record_fps} is outside (0, 120] frames per second.")
+
+
+@dataclass(frozen=True)
+class TeachProject:
+    root: Path  # the project folder
+    images: Path  # where the class folders are (root/images, or root itself for a plain class-folder tree)
+    classes: tuple[str, ...]
+    samples: dict[str, tuple[Path, ...]] = field(default_factory=dict)  # class -> its image files, sorted
+    settings: TeachSettings = TeachSettings()
+    skipped: tuple[tuple[str, str], ...] = ()  # files in class folders that are not readable images, with why
+
+    @property
+    def is_teach_project(self) -> bool:
+        return self.images != self.root
+
+    def labelled(self) -> list[tuple[Path, int]]:
+        """(file, class index) of every sample, class by class."""
+        return [(path, i) for i, name in enumerate(self.classes) for path in self.samples[name]]
+
+    def check_trainable(self) -> None:
+        """A ProjectError naming the classes a head cannot be taught with: fewer than two classes, a class with no
+        sample, or one (Teachable Machine's 15 % rule, rounded up, puts a lone sample in validation: none is left to
+        learn from)."""
+        if len(self.classes) < 2:
+            raise ProjectError(f"{self.root} has {len(self.classes)} class(es); teaching needs at least two (one "
+                               f"folder of images per class under {self.images}).")
+        empty = [c for c in self.classes if not self.samples[c]]
+        if empty:
+            raise ProjectError(f"class {', '.join(empty)} has no samples: add some, or delete the class.")
+        single = [c for c in self.classes if len(self.samples[c]) == 1]
+        if single:
+            raise ProjectError(f"class {', '.join(single)} has one sample: the 15 % validation share (rounded up) "
+                               f"takes it, leaving nothing to learn from; add at least one more.")
+
+
+def open_project(folder: str | Path) -> TeachProject:
+    """The project in `folder`: a Teach project (settings.json + images/), or any folder of class subfolders."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise ProjectError(f"{root} is not a folder (a Teach project, or a folder of class subfolders).")
+    settings = read_settings(root)
+    images = root / IMAGES if (root / IMAGES).is_dir() and (root / SETTINGS).is_file() else root
+    samples, skipped = {}, []
+    for class_dir in sorted(d for d in images.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        samples[class_dir.name] = tuple(_images_in(class_dir, skipped))
+    return TeachProject(root, images, tuple(samples), samples, settings, tuple(skipped))
+
+
+def _images_in(folder: Path, skipped: list) -> list[Path]:
+    found = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or path.is_dir():
+            continue
+        try:
+            if path.suffix.lower() not in IMAGE_SUFFIXES:
+                raise ImageReadError(path, "not an image file")
+            check_file(path)
+            image_size(path)  # the header: a damaged or truncated file is named here, not in the middle of a fit
+            found.append(path)
+        except ImageReadError as exc:
+            skipped.append((str(path), exc.reason))
+    return found
+
+
+def read_settings(root: Path) -> TeachSettings:
+    path = root / SETTINGS
+    if not path.is_file():
+        return TeachSettings()
+    value = read_json_value(path, "project settings", "settings file")
+    if not isinstance(value, dict):
+        raise ProjectError(f"{path} is damaged: it should hold a JSON object.")
+    known = {k: v for k, v in value.items() if k in TeachSettings.__dataclass_fields__}
+    try:
+        return TeachSettings(**known)
+    except TypeError as exc:
+        raise ProjectError(f"{path} is damaged: {exc}") from None
+
+
+def create_project(folder: str | Path, classes: list[str], settings: TeachSettings = TeachSettings()) -> TeachProject:
+    """A new (or reopened) Teach project with these classes' folders, its settings and labels.csv written."""
+    root = Path(folder)
+    for name in classes:
+        _check_class_name(name)
+        (root / IMAGES / name).mkdir(parents=True, exist_ok=True)
+    save_settings(root, settings)
+    project = open_project(root)
+    write_labels(project)
+    return project
+
+
+def save_settings(root: Path, settings: TeachSettings) -> None:
+    atomic_write_bytes(Path(root) / SETTINGS, json.dumps(asdict(settings), indent=1).encode())
+
+
+def _check_class_name(name: str) -> None:
+    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
+        raise ProjectError(f"'{name}' cannot name a class (a folder name: not empty, no slash, not hidden).")
+
+
+def add_images(project: TeachProject, name: str, images: list[Image.Image]) -> TeachProject:
+    """Frames (held to record, pasted) added to class `name` as PNGs named by their content; returns the project
+    as it now is on disk, labels.csv rewritten."""
+    _check_class_name(name)
+    folder = project.images / name
+    for image in images:
+        buffer = io.BytesIO()
+        image.convert("RGB").save(buffer, format="PNG")
+        data = buffer.getvalue()
+        atomic_write_bytes(folder / f"{hashlib.sha1(data).hexdigest()[:16]}.png", data)
+    return _reopened(project)
+
+
+def add_files(project: TeachProject, name: str, files: list[str | Path]) -> TeachProject:
+    """Image files copied into class `name` (named by content, suffix kept); unreadable ones raise before any copy."""
+    _check_class_name(name)
+    for path in files:
+        check_file(path)
+    for path in files:
+        data = Path(path).read_bytes()
+        suffix = Path(path).suffix.lower()
+        atomic_write_bytes(project.images / name / f"{hashlib.sha1(data).hexdigest()[:16]}{suffix}", data)
+    return _reopened(project)
+
+
+def _reopened(project: TeachProject) -> TeachProject:
+    reopened = replace(open_project(project.root), settings=project.settings)
+    write_labels(reopened)
+    return reopened
+
+
+def write_labels(project: TeachProject) -> None:
+    """labels.csv beside settings.json (a Teach project only: a plain class-folder tree is never written to)."""
+    if not project.is_teach_project:
+        return
+    text = io.StringIO()
+    rows = csv.writer(text, lineterminator="\n")
+    rows.writerow(["path", "label"])
+    rows.writerows([path.relative_to(project.root).as_posix(), name]
+                   for name in project.classes for path in project.samples[name])
+    atomic_write_bytes(project.root / LABELS, text.getvalue().encode("utf-8", "surrogateescape"))

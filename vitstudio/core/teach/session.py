@@ -1,0 +1,128 @@
+"""Teaching a head on a project: every sample's features once (the folder-embedding cache, keyed by content and
+model: a refit after adding ten samples computes ten), Teachable Machine's 15 % per-class split, the head fitted by
+the chosen recipe, and what the app then shows: each sample's probabilities, per-class validation accuracy, the
+confusion matrix and the samples it gets wrong. A refit is `fit_features` alone: no forward, the head only."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import numpy as np
+from torch import nn
+
+from vitstudio.core.folder.embedcache import embed_folder, head_on_pooled
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.teach.heads import FITTERS, FittedHead
+from vitstudio.core.teach.project import ProjectError, TeachProject
+from vitstudio.core.teach.split import TeachSplit, teachable_split
+from vitstudio.core.train.quick import classifier_input
+
+
+@dataclass(frozen=True)
+class TeachFeatures:
+    """What a head is fitted on: the classifier's input for every readable sample, in the project's order."""
+
+    classes: tuple[str, ...]
+    paths: tuple[str, ...]
+    labels: np.ndarray  # (N,) int64 class indices
+    features: np.ndarray  # (N, D) float32: what the model's final Linear reads
+    errors: tuple[tuple[str, str], ...] = ()  # samples that could not be read, with why
+    computed: int = 0  # samples run through the model this time (the rest came from the cache)
+
+
+@dataclass(frozen=True)
+class TeachResult:
+    classes: tuple[str, ...]
+    paths: tuple[str, ...]
+    labels: np.ndarray  # (N,)
+    split: TeachSplit
+    head: FittedHead
+    probabilities: np.ndarray  # (N, C) float32: the app's prediction for every sample (what export must match)
+    fit_seconds: float
+
+    @property
+    def confusion(self) -> np.ndarray:
+        """(C, C) int64 on the validation samples: rows the true class, columns the predicted one."""
+        matrix = np.zeros((len(self.classes),) * 2, np.int64)
+        np.add.at(matrix, (self.labels[self.split.val], self.predicted[self.split.val]), 1)
+        return matrix
+
+    @property
+    def predicted(self) -> np.ndarray:
+        return self.probabilities.argmax(1)
+
+    def per_class_accuracy(self) -> dict[str, float]:
+        """Validation accuracy of each class (its held-out samples predicted as it)."""
+        matrix = self.confusion
+        return {name: float(matrix[i, i] / max(1, matrix[i].sum())) for i, name in enumerate(self.classes)}
+
+    def held_out(self) -> dict[str, int]:
+        """Validation samples per class."""
+        counts = np.bincount(self.labels[self.split.val], minlength=len(self.classes))
+        return {name: int(n) for name, n in zip(self.classes, counts)}
+
+    @property
+    def val_accuracy(self) -> float:
+        val = self.split.val
+        return float((self.predicted[val] == self.labels[val]).mean()) if len(val) else float("nan")
+
+    def wrong(self) -> list[tuple[str, str, str]]:
+        """(path, true class, predicted class) of each validation sample the head gets wrong."""
+        return [(self.paths[i], self.classes[self.labels[i]], self.classes[self.predicted[i]])
+                for i in self.split.val if self.predicted[i] != self.labels[i]]
+
+
+def check_teachable(loaded: LoadedModel) -> None:
+    """A ValueError (one line) for a model whose logits are not one Linear on its pooled features: the head taught
+    here replaces that Linear, and the export must compute exactly what the app computed."""
+    model = loaded.model
+    if isinstance(getattr(model, "head_dist", None), nn.Linear):
+        raise ValueError(f"{loaded.display_name} has a distillation head (two heads); teach fits one linear head: "
+                         f"use `vitstudio finetune --preset linear-probe`.")
+    if head_on_pooled(model) is None:
+        raise ValueError(f"{loaded.display_name}'s logits are not a head on its pooled features (timm's plain "
+                         f"forward_head), which teach replaces: use `vitstudio finetune --preset linear-probe`.")
+
+
+def project_features(loaded: LoadedModel, project: TeachProject, batch_size: int = 32,
+                     cancel: CancelToken | None = None) -> Generator[Progress, None, TeachFeatures]:
+    """Generator: Progress while samples are embedded; returns TeachFeatures (from the cache where unchanged)."""
+    check_teachable(loaded)
+    project.check_trainable()
+    labelled = project.labelled()
+    embedded = yield from embed_folder(loaded, [str(p) for p, _ in labelled], batch_size, cancel)
+    row_of = {p: i for i, p in enumerate(embedded.paths)}
+    kept = [(row_of[str(p)], str(p), label) for p, label in labelled if str(p) in row_of]
+    rows = np.asarray([r for r, _, _ in kept], np.int64)
+    features = classifier_input(loaded.model, embedded.features_of(rows))
+    return TeachFeatures(project.classes, tuple(p for _, p, _ in kept),
+                         np.asarray([label for _, _, label in kept], np.int64), features, embedded.errors,
+                         embedded.computed)
+
+
+def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0,
+                 cancel: CancelToken | None = None) -> TeachResult:
+    """The refit: split, fit on the training share, every sample's probabilities under the new head."""
+    counts = np.bincount(features.labels, minlength=len(features.classes))
+    short = [name for name, n in zip(features.classes, counts) if n < 2]
+    if short:  # unreadable samples can leave a class short even when its folder was not
+        raise ProjectError(f"class {', '.join(short)} has fewer than two readable samples: add more.")
+    split = teachable_split(features.labels, seed)
+    started = time.perf_counter()
+    head = FITTERS[recipe](features.features[split.train], features.labels[split.train], len(features.classes),
+                           cancel=cancel)
+    seconds = time.perf_counter() - started
+    return TeachResult(features.classes, features.paths, features.labels, split, head,
+                       head.probabilities(features.features), seconds)
+
+
+def teach(loaded: LoadedModel, project: TeachProject, recipe: str | None = None, batch_size: int = 32,
+          cancel: CancelToken | None = None) -> Generator[Progress, None, tuple[TeachFeatures, TeachResult]]:
+    """Generator: features (Progress), then the head; returns (the features, the result)."""
+    features = yield from project_features(loaded, project, batch_size, cancel)
+    recipe = recipe or project.settings.recipe
+    yield Progress(0, 0, f"Fitting the {recipe} head on {len(features.labels)} samples")
+    return features, fit_features(features, recipe, project.settings.seed, cancel)
