@@ -17,7 +17,6 @@ from . import (
     card,
     concepts,
     demo,
-    dense,
     evaluate,
     explain,
     export,
@@ -35,7 +34,7 @@ from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, layers,
-            concepts, dense, suggest, card)
+            concepts, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:
