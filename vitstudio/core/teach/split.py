@@ -1,8 +1,8 @@
 """Teachable Machine's validation split, transcribed: each class shuffled on its own, its last ⌈15 % · n⌉ samples held
 out (teachablemachine-community, libraries/image/src/teachable-mobilenet.ts:32 VALIDATION_FRACTION = 0.15 and
 :209-243 convertToTfDataset: Fisher-Yates per class, numValidation = Math.ceil(VALIDATION_FRACTION * classLength),
-train = slice(0, numTrain), validation = slice(numTrain)). The fraction is multiplied in float64 as JavaScript does,
-so 20 samples hold out 4 (0.15 · 20 = 3.0000000000000004), as Teachable Machine would: its figures compare."""
+train = slice(0, numTrain), validation = slice(numTrain)), in float64 as JavaScript computes it, so the counts are
+Teachable Machine's and its figures compare: 1 sample holds out 1 (none is left to learn from), 7 hold out 2."""
 
 from __future__ import annotations
 

@@ -1,0 +1,215 @@
+"""Teach (issue 51): Teachable Machine's split and recipe checked against transcriptions written here from its source
+(teachablemachine-community, libraries/image/src/teachable-mobilenet.ts), the quick head beside it on the same
+features, a Teach project as a dataset the other tools read, the export run on every sample (and a differing sample
+named), and `vitstudio teach` end to end and on bad input. One module-scoped digits project on the bundled demo."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from tests.core.generators import drain
+from vitstudio.cli import main
+from vitstudio.core.jobs import Cancelled, CancelToken
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.teach.export import compare
+from vitstudio.core.teach.heads import fit_teachable_machine
+from vitstudio.core.teach.project import add_images, create_project, open_project
+from vitstudio.core.teach.session import fit_features, project_features
+from vitstudio.core.teach.split import teachable_split
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """(the demo model, a class-folder project of 14 digits per class, its features), the cache in tmp."""
+    from vitstudio.core.models.loading import load_model
+
+    root = tmp_path_factory.mktemp("teach")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VITSTUDIO_CACHE_DIR", str(root / "cache"))
+        loaded = load_model(str(bundled_demo()), device="cpu", precision="fp32")
+        project = open_project(render_digits(root / "digits", per_class=14))
+        features = drain(project_features(loaded, project))
+    return loaded, project, features
+
+
+def test_teachable_split_holds_out_ceil_15_percent_of_each_class():
+    """numValidation = Math.ceil(0.15 · n) per class (ts:226); the counts below are node's Math.ceil(0.15 * n)."""
+    expected = {1: 1, 2: 1, 6: 1, 7: 2, 20: 3, 21: 4, 100: 15}
+    labels = np.concatenate([np.full(n, i) for i, n in enumerate(expected)])
+    split = teachable_split(labels, seed=3)
+    assert sorted(np.concatenate([split.train, split.val])) == list(range(len(labels)))
+    for i, n in enumerate(expected.values()):
+        assert (labels[split.val] == i).sum() == n and (labels[split.train] == i).sum() == list(expected)[i] - n
+    again = teachable_split(labels, seed=3)
+    assert np.array_equal(again.val, split.val) and not np.array_equal(teachable_split(labels, 4).val, split.val)
+
+
+def _tfjs_reference(x, y, classes, w1, b1, w2, order, epochs):
+    """Teachable Machine's training in numpy, from ts:311-359 and tfjs' Adam (β 0.9/0.999, ε 1e-7): the dataset in one
+    shuffled order, batches of 16, d(CE∘softmax)/dz = (p − y)/B, backpropagated by hand."""
+    params = [w1.astype(np.float64), b1.astype(np.float64), w2.astype(np.float64)]
+    moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
+    x, y, step = x[order].astype(np.float64), y[order], 0
+    for _ in range(epochs):
+        for start in range(0, len(y), 16):
+            xb, yb = x[start:start + 16], np.eye(classes)[y[start:start + 16]]
+            pre = xb @ params[0].T + params[1]
+            hidden = np.maximum(pre, 0)
+            z = hidden @ params[2].T
+            p = np.exp(z - z.max(1, keepdims=True))
+            dz = (p / p.sum(1, keepdims=True) - yb) / len(yb)
+            dh = (dz @ params[2]) * (pre > 0)
+            grads, step = [dh.T @ xb, dh.sum(0), dz.T @ hidden], step + 1
+            for i, g in enumerate(grads):
+                m, v = moments[i]
+                m[:] = 0.9 * m + 0.1 * g
+                v[:] = 0.999 * v + 0.001 * g * g
+                params[i] -= 1e-3 * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-7)
+    return params
+
+
+def test_teachable_machine_recipe_matches_a_numpy_transcription_and_the_quick_head_beats_it(digits):
+    _, _, features = digits
+    split = teachable_split(features.labels)
+    x, y = features.features[split.train], features.labels[split.train]
+    start = fit_teachable_machine(x, y, 10, epochs=0)  # the VarianceScaling init (ts:303-327)
+    (w1, b1), (w2, no_bias) = start.layers
+    assert w1.shape == (100, x.shape[1]) and w2.shape == (10, 100) and no_bias is None and not b1.any()
+    for w in (w1, w2):  # truncated normal, σ = √(1/fan_in), cut at 2σ
+        sigma = math.sqrt(1 / w.shape[1])
+        assert np.abs(w).max() <= 2 * sigma and 0.75 * sigma < w.std() < 1.0 * sigma
+    generator = torch.Generator().manual_seed(0)  # the order fit_teachable_machine draws: two inits, then the shuffle
+    for shape in (w1.shape, w2.shape):
+        torch.nn.init.trunc_normal_(torch.empty(shape), generator=generator)
+    order = torch.randperm(len(y), generator=generator).numpy()
+    trained = fit_teachable_machine(x, y, 10, epochs=3)
+    reference = _tfjs_reference(x, y, 10, w1, b1, w2, order, epochs=3)
+    for ours, theirs in zip((trained.layers[0][0], trained.layers[0][1], trained.layers[1][0]), reference):
+        np.testing.assert_allclose(ours, theirs, atol=2e-5)
+    quick = fit_features(features, "quick")
+    machine = fit_features(features, "teachable-machine")
+    assert np.array_equal(quick.split.val, machine.split.val) and len(quick.split.val) == 30
+    assert quick.val_accuracy >= machine.val_accuracy > 0.5, (quick.val_accuracy, machine.val_accuracy)
+
+
+def test_a_refit_is_cancellable_and_reports_per_class_accuracy_from_its_confusion(digits):
+    _, _, features = digits
+    cancel = CancelToken()
+    cancel.cancel()
+    with pytest.raises(Cancelled):
+        fit_features(features, "quick", cancel=cancel)
+    result = fit_features(features, "quick")
+    val = result.split.val
+    for i, name in enumerate(result.classes):  # per class: its held-out samples predicted as it
+        mine = val[features.labels[val] == i]
+        assert result.per_class_accuracy()[name] == pytest.approx((result.probabilities[mine].argmax(1) == i).mean())
+    assert result.confusion.sum() == len(val) == sum(result.held_out().values())
+    np.testing.assert_allclose(result.probabilities.sum(1), 1, atol=1e-5)
+
+
+def test_a_teach_project_is_a_dataset_the_other_tools_read_and_a_frame_added_twice_is_one_sample(digits, tmp_path):
+    from vitstudio.core.data.datasets import scan_dataset
+    from vitstudio.core.data.labels_file import read_labels_file
+
+    loaded, _, _ = digits
+    project = create_project(tmp_path / "p", ["cat", "dog"])
+    red, blue = Image.new("RGB", (40, 24), (200, 0, 0)), Image.new("RGB", (24, 40), (0, 0, 200))
+    project = add_images(project, "cat", [red, red, Image.new("RGB", (40, 24), (190, 10, 0))])
+    project = add_images(project, "dog", [blue, Image.new("RGB", (24, 40), (10, 0, 190))])
+    assert {c: len(s) for c, s in project.samples.items()} == {"cat": 2, "dog": 2}
+    rows = read_labels_file(tmp_path / "p" / "labels.csv").labelled
+    assert sorted((p, label) for p, label in rows) == sorted((p, c) for c, s in project.samples.items() for p in s)
+    scan = scan_dataset(tmp_path / "p" / "images")  # what `vitstudio finetune PROJECT/images` trains on
+    assert scan.classes == ("cat", "dog") and sorted(scan.train["cat"]) == sorted(project.samples["cat"])
+    reopened = open_project(tmp_path / "p")
+    assert reopened.samples == project.samples and reopened.settings == project.settings
+    first = drain(project_features(loaded, reopened))
+    again = drain(project_features(loaded, add_images(reopened, "dog", [Image.new("RGB", (30, 30), (0, 90, 90))])))
+    assert first.computed == 4 and again.computed == 1 and len(again.paths) == 5
+
+
+def test_compare_names_the_sample_that_differs_and_how(digits):
+    _, _, features = digits
+    result = fit_features(features, "quick")
+    paths, expected = list(result.paths[:5]), result.probabilities[:5].astype(np.float64)
+    moved = expected.copy()
+    moved[1] = np.roll(moved[1], 1)  # another top-1
+    moved[3] += 1e-3 * np.array([1, -1] + [0] * 8)  # the same top-1, |Δp| 1e-3
+    check = compare("test", "-", lambda batch: moved[[paths.index(p) for p in batch]], paths, expected)
+    assert [p for p, _ in check.differing] == [paths[1], paths[3]] and not check.equal
+    assert "top-1" in check.differing[0][1] and "|Δp| 1.00e-03" in check.differing[1][1]
+    assert compare("test", "-", lambda batch: expected[[paths.index(p) for p in batch]], paths, expected).equal
+
+
+@pytest.fixture(scope="module")
+def cli_export(digits, tmp_path_factory):
+    """(exit code, stdout, the folder) of `vitstudio teach PROJECT --export DIR --json` on 3 classes of the digits."""
+    import contextlib
+    import io
+    import shutil
+
+    _, project, _ = digits
+    root = tmp_path_factory.mktemp("teach-cli")
+    for name in ("3", "5", "8"):
+        shutil.copytree(project.images / name, root / "project" / name)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VITSTUDIO_CACHE_DIR", str(root / "cache"))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["teach", str(root / "project"), "--model", str(bundled_demo()), "--export",
+                         str(root / "out"), "--json", "--quiet"])
+    return code, out.getvalue(), root
+
+
+def test_teach_cli_fits_reports_and_exports_artefacts_that_predict_as_the_app(cli_export):
+    import timm
+
+    from vitstudio.core.data.images import read_image
+
+    code, out, root = cli_export
+    figures = json.loads(out)
+    assert code == 0, figures
+    assert figures["classes"] == ["3", "5", "8"] and figures["val"] == 9 and figures["train"] == 33
+    confusion = np.asarray(figures["confusion"])
+    assert figures["per_class_accuracy"] == {c: confusion[i, i] / confusion[i].sum() for i, c in
+                                             enumerate(figures["classes"])}
+    checks = {c["artefact"]: c for c in figures["export"]["checks"]}
+    assert figures["export"]["equal"] and set(checks) == {"timm", "onnx", "seed"}
+    assert all(c["samples"] == 42 and c["max_abs_diff"] <= 1e-4 and not c["differing"] for c in checks.values())
+    assert json.loads((root / "out" / "check.json").read_text())["equal"]
+    model = timm.create_model(f"local-dir:{root / 'out' / 'run'}", pretrained=True).eval()  # plain timm, here
+    transform = timm.data.create_transform(**timm.data.resolve_model_data_config(model))
+    sample = sorted((root / "project" / "5").iterdir())[0]
+    with torch.no_grad():
+        probs = model(transform(read_image(sample))[None]).softmax(-1)[0]
+    assert probs.argmax() == 1 and not list((root / "project").glob("*.csv"))  # a class-folder tree is only read
+
+
+@pytest.mark.parametrize(("case", "says"), [
+    ("empty-class", "class b has no samples"), ("one-sample", "class b has one sample"),
+    ("one-class", "teaching needs at least two"), ("not-a-folder", "is not a folder"),
+    ("tm-export", "export with --recipe quick"), ("bad-settings", "is not valid JSON")])
+def test_teach_cli_bad_input_is_one_line_and_writes_nothing(case, says, tmp_path, capsys):
+    folder = tmp_path / "p"
+    for name, n in {"a": 3, "b": {"empty-class": 0, "one-sample": 1}.get(case, 3)}.items():
+        if case == "one-class" and name == "b":
+            continue
+        (folder / name).mkdir(parents=True)
+        for i in range(n):
+            Image.new("RGB", (32, 32), (40 * i, 90, 9)).save(folder / name / f"{i}.png")
+    if case == "bad-settings":
+        (folder / "settings.json").write_text("{nope")
+        (folder / "images").mkdir()
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    argv = ["teach", str(folder / "missing" if case == "not-a-folder" else folder), "--export", str(tmp_path / "out"),
+            *(["--recipe", "teachable-machine"] if case == "tm-export" else []), "--model", str(bundled_demo())]
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
