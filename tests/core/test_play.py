@@ -74,6 +74,52 @@ def test_live_source_keeps_only_the_newest_frame(video):
     assert taken[1][0] - taken[0][0] >= 3  # frames were skipped, not queued
 
 
+class _CountedCapture:
+    """cv2.VideoCapture with its calls counted: read() and retrieve() make an RGB picture, grab() only reads."""
+
+    def __init__(self, capture) -> None:
+        self.capture, self.frames, self.pictures = capture, 0, 0
+
+    def read(self):
+        self.frames += 1
+        self.pictures += 1
+        return self.capture.read()
+
+    def grab(self):
+        self.frames += 1
+        return self.capture.grab()
+
+    def retrieve(self):
+        self.pictures += 1
+        return self.capture.retrieve()
+
+    def __getattr__(self, name):
+        return getattr(self.capture, name)
+
+
+def test_a_live_source_makes_pictures_only_of_the_frames_it_hands_over(tmp_path):
+    """A slow analysis takes a few frames of a fast file: every frame is read, only those taken (and the file's
+    last) are made into pictures, each the same picture as reading the file in order gives."""
+    video = moving_digits_video(tmp_path / "fast.avi", frames=40, fps=200.0)  # a frame every 5 ms
+    with FrameSource(str(video)) as src:
+        frames = [frame for _i, _t, frame in src]
+    source = FrameSource(str(video))
+    counted = source.capture = _CountedCapture(source.capture)
+    latest = LatestFrame(source, paced=True)
+    taken = []
+    while (frame := latest.take()) is not None:
+        taken.append(frame)
+        time.sleep(0.03)  # the model at work: ~6 frames arrive meanwhile
+    latest.close()
+    assert latest.read_count == len(frames) == 40 and counted.frames >= 40
+    assert 2 <= len(taken) < 20 and taken[-1][0] == 39  # frames skipped; the last one still handed over
+    assert counted.pictures <= len(taken) + 1  # not one picture per frame read
+    assert latest.picture_count == counted.pictures
+    for index, t, picture in taken:
+        np.testing.assert_array_equal(picture, frames[index])
+        assert t == pytest.approx(index / 200.0)
+
+
 def test_bad_sources_are_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(VideoSourceError, match="camera:N"):
         FrameSource("camera:x")

@@ -4,7 +4,7 @@ back with its VideoWriter. Frames travel as RGB uint8 arrays.
 
 Live sources keep only the newest frame (`LatestFrame`): a reader thread drains the source as fast as it delivers
 (a camera at its rate, a file at its own frame rate) and holds one frame, so an analysis slower than the source
-skips frames instead of falling behind a growing queue."""
+skips frames instead of falling behind a growing queue; it makes a picture only of the frames handed over."""
 
 from __future__ import annotations
 
@@ -79,6 +79,16 @@ class FrameSource:
             return None
         return self._cv2.cvtColor(bgr, self._cv2.COLOR_BGR2RGB)
 
+    def grab(self) -> bool:
+        """Go past the next frame without making a picture of it (`retrieve` makes one of the frame grabbed last);
+        False at the end."""
+        return self.capture.grab()
+
+    def retrieve(self) -> np.ndarray | None:
+        """The frame grabbed last (RGB uint8), or None if it cannot be converted."""
+        ok, bgr = self.capture.retrieve()
+        return self._cv2.cvtColor(bgr, self._cv2.COLOR_BGR2RGB) if ok else None
+
     def __iter__(self):
         """(index, time in s, frame) for every frame, in order."""
         index = 0
@@ -98,7 +108,11 @@ class FrameSource:
 
 class LatestFrame:
     """A reader thread over a FrameSource that keeps only the newest frame. Files are paced at their own frame
-    rate (as a player would show them); `take()` waits for a frame newer than the last one taken."""
+    rate (as a player would show them); `take()` waits for a frame newer than the last one taken.
+
+    Every frame is grabbed (the decoder must see each one to stay in step), but only a frame that will be taken is
+    converted to RGB (`retrieve`): the one grabbed last when a `take()` waits, and a file's last frame. An analysis
+    slower than the source then pays for the pictures it shows, not for the ones it skips."""
 
     def __init__(self, source: FrameSource, paced: bool | None = None) -> None:
         self.source = source
@@ -106,36 +120,62 @@ class LatestFrame:
         self._cond = threading.Condition()
         self._frame: tuple[int, float, np.ndarray] | None = None
         self._taken = -1
+        self._waiting = False  # a take() waits for a frame newer than the last taken
+        self._converted = -1  # the index of the last frame retrieve() was asked for
         self._ended = False
         self._stop = threading.Event()
-        self.read_count = 0
+        self.read_count = 0  # frames read from the source (the index of the next one)
+        self.picture_count = 0  # frames made into RGB pictures (the others only grabbed)
         self._thread = threading.Thread(target=self._run, name="vitstudio-frames", daemon=True)
         self._thread.start()
 
+    def _owed(self) -> bool:
+        """A take() waits and the frame grabbed last is newer than any it took or converted (holding the lock)."""
+        return self._waiting and self.read_count - 1 > max(self._taken, self._converted)
+
     def _run(self) -> None:
-        start = time.perf_counter()
+        start, last = time.perf_counter(), self.source.info.frames
         try:
-            for index, t, frame in self.source:
+            while not self._stop.is_set():
+                with self._cond:  # until the next frame is due, or a take() asks for the one grabbed last
+                    due = start + self.read_count / self.source.info.fps if self.paced else 0.0
+                    self._cond.wait_for(lambda: self._stop.is_set() or self._owed(),
+                                        max(0.0, due - time.perf_counter()))
+                    owed = self._owed()
                 if self._stop.is_set():
                     break
-                if self.paced:
-                    delay = start + t - time.perf_counter()
-                    if delay > 0:
-                        self._stop.wait(delay)
-                with self._cond:
-                    self._frame = (index, t, frame)
-                    self.read_count += 1
-                    self._cond.notify_all()
+                if owed:
+                    self._publish()
+                elif time.perf_counter() >= due:
+                    if not self.source.grab():
+                        break
+                    with self._cond:
+                        self.read_count += 1
+                    if self.read_count == last:  # a file's last frame stays for the take() after the end
+                        self._publish()
         finally:
             with self._cond:
                 self._ended = True
                 self._cond.notify_all()
 
+    def _publish(self) -> None:
+        """The frame grabbed last, converted, becomes the newest frame."""
+        index = self._converted = self.read_count - 1
+        frame = self.source.retrieve()
+        with self._cond:
+            if frame is not None:
+                self._frame = (index, index / self.source.info.fps, frame)
+                self.picture_count += 1
+            self._cond.notify_all()
+
     def take(self, timeout: float = 5.0) -> tuple[int, float, np.ndarray] | None:
         """The newest frame not taken yet; None once the source has ended (or nothing came within `timeout`)."""
         with self._cond:
+            self._waiting = True
+            self._cond.notify_all()
             self._cond.wait_for(lambda: self._ended or (self._frame is not None and self._frame[0] > self._taken),
                                 timeout)
+            self._waiting = False
             if self._frame is None or self._frame[0] <= self._taken:
                 return None
             self._taken = self._frame[0]
@@ -143,6 +183,8 @@ class LatestFrame:
 
     def close(self) -> None:
         self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
         self._thread.join(timeout=5)
         self.source.close()
 
