@@ -113,12 +113,25 @@ def train_transform(cfg: dict, config: TrainConfig, mean=None, std=None):
 
 
 def preview_augmentation(paths: list, config: TrainConfig, input_size: tuple[int, int], count: int = 16,
-                         interpolation: str = "bicubic") -> list[np.ndarray]:
-    """`count` training views as the run will see them (uint8 RGB), from the given files, seeded by the config."""
+                         interpolation: str = "bicubic", crop_pct: float | None = None) -> list[np.ndarray]:
+    """`count` training views as the run will see them (uint8 RGB), from the given files, seeded by the config. The
+    features data path (the quick preset) augments nothing: its views are each image's eval crop (`crop_pct`: the
+    model's), whose features the head is fitted on."""
     import random
 
     cfg = {"input_size": (3, *input_size), "interpolation": interpolation}
-    transform = train_transform(cfg, config, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))  # stays in [0, 1]
+    if config.data_path == "features":
+        pil_steps, _ = split_eval_transform(eval_transform({**cfg, "crop_pct": crop_pct}))
+
+        def view(image):
+            for step in pil_steps:
+                image = step(image)
+            return np.asarray(image.convert("RGB"), dtype=np.uint8)
+    else:
+        transform = train_transform(cfg, config, mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))  # stays in [0, 1]
+
+        def view(image):
+            return (transform(image).clamp(0, 1).permute(1, 2, 0).numpy() * 255 + 0.5).astype(np.uint8)
     rng = random.Random(config.seed)
     saved = random.getstate()
     views = []
@@ -128,10 +141,9 @@ def preview_augmentation(paths: list, config: TrainConfig, input_size: tuple[int
         try:
             for path in (rng.choice(paths) for _ in range(count)):
                 try:
-                    tensor = transform(read_image(path))
+                    views.append(view(read_image(path)))
                 except ImageReadError:
                     continue
-                views.append((tensor.clamp(0, 1).permute(1, 2, 0).numpy() * 255 + 0.5).astype(np.uint8))
         finally:
             random.setstate(saved)
     return views

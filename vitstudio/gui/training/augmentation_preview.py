@@ -35,6 +35,10 @@ class AugmentationPreviewView(QWidget):
         self.grid = grid
         self.item.setImage(grid, levels=(0, 255))
         self.box.autoRange(padding=0.01)
+        if config.data_path == "features":
+            self.label.setText("16 training views: the quick preset fits its head on the features of each image's "
+                               "centre crop as the model sees it, with no augmentation.")
+            return
         self.label.setText(f"16 training views: crops of {config.scale[0]:.2f}–{config.scale[1]:.2f} of the image, "
                            f"flip p={config.hflip:.2f}, colour jitter {config.color_jitter or 'off'}, RandAugment "
                            f"{config.auto_augment or 'off'}. Change the advanced settings and preview again.")

@@ -27,6 +27,7 @@ class DatasetActions(QObject):
     dataset and the preset; one the user typed stays)."""
 
     changed = Signal()  # the dataset's state changed
+    replaced = Signal(str)  # another usable dataset took the last one's place (a folder that cannot be used does not)
     said = Signal(str)  # a line for the panel's status (the preview asked for without a dataset, a bad setting)
 
     def __init__(self, widget: TrainingDatasetWidget, form: TrainingFormWidget, preview: AugmentationPreviewView,
@@ -42,6 +43,7 @@ class DatasetActions(QObject):
         self.exclude: list[str] = []
         self.auto_name = ""
         self.preview_grid = None
+        self.usable: str | None = None  # the last folder scanned that a run can use
         widget.browse_button.clicked.connect(self.browse)
         widget.folder.editingFinished.connect(self._typed)
         form.state.events.preset.connect(self._rename_unnamed_run)  # the field, not its combo
@@ -99,6 +101,9 @@ class DatasetActions(QObject):
     def _on_scan(self, found) -> None:
         scan, copies = found
         self.scan = scan
+        if self.view_state.dataset != self.usable:
+            self.usable = self.view_state.dataset
+            self.replaced.emit(self.usable)
         self.widget.dataset_info.setText(describe_scan(scan, copies, len(self.exclude)))
         self.widget.show_balance(scan.counts)
         # what the run would refuse at once, Start refuses now
@@ -134,10 +139,11 @@ class DatasetActions(QObject):
         model = self.state.model
         size = (config.img_size, config.img_size) if config.img_size else (model.input_hw if model else (224, 224))
         interpolation = model.data_config.get("interpolation", "bicubic") if model else "bicubic"
+        crop_pct = model.data_config.get("crop_pct") if model else None
         paths = [p for files in self.scan.train.values() for p in files]
         self.preview.label.setText("Computing augmented views…")
         self.jobs.start("preview", "Augmentation preview", preview_job, paths, config, size, interpolation,
-                        on_result=self._show_preview, on_error=self._on_preview_error)
+                        crop_pct, on_result=self._show_preview, on_error=self._on_preview_error)
         self.views.setCurrentWidget(self.preview)
 
     def _on_preview_error(self, exc: BaseException) -> None:

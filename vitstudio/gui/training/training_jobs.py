@@ -15,8 +15,8 @@ def scan_job(cancel, folder: str):
     return found, exact_duplicate_groups(found) if found.val is None else {}
 
 
-def preview_job(cancel, paths: list, config, size: tuple[int, int], interpolation: str):
-    views = preview_augmentation(paths, config, size, 16, interpolation)
+def preview_job(cancel, paths: list, config, size: tuple[int, int], interpolation: str, crop_pct: float | None):
+    views = preview_augmentation(paths, config, size, 16, interpolation, crop_pct)
     return mosaic_rgb(views, columns=4, pad=3) if views else None
 
 

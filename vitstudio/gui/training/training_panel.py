@@ -54,7 +54,6 @@ class TrainingPanel(QWidget):
         # The run shown and the dataset are the view's requests: a gallery made for another run, a scan or an
         # augmentation preview of another folder is never drawn.
         self.view_state = TrainingState()
-        self.view_state.events.dataset.connect(self._forget_shown_run)
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
@@ -71,6 +70,7 @@ class TrainingPanel(QWidget):
         self.dataset_actions = DatasetActions(self.dataset, self.form, self.preview_box, self.right, self.jobs,
                                               self.view_state, state, self)
         self.dataset_actions.changed.connect(self._on_dataset)
+        self.dataset_actions.replaced.connect(self._forget_shown_run)  # a path that cannot be used replaces nothing
         self.dataset_actions.said.connect(self.status.setText)
         self.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
         vs = self.view_state  # what the next run starts from: fields, each control bound to its own
@@ -97,7 +97,8 @@ class TrainingPanel(QWidget):
         self.view_state.update(run=folder)
 
     def _forget_shown_run(self, _dataset) -> None:
-        """Another dataset: no earlier run's accuracy, warnings, progress or confusion axes stay (a live one does)."""
+        """Another usable dataset: no earlier run's accuracy, warnings, progress or confusion axes stay (a live one
+        does)."""
         if not (self.running and self._showing_live()):
             self.shown_run = None
             self._show_curves(RunCurves())
@@ -251,6 +252,8 @@ class TrainingPanel(QWidget):
 
         self.job = workers.start_job("Training", job, on_yield=self._on_record, on_result=self._on_finished,
                                      on_error=self._on_failed, kind=workers.LONG)
+        if resume:  # the run name says the run training, the one resumed (the next run is named when it ends)
+            self.view_state.run_name = self.active_run.name
         self._refresh_buttons()
 
     def cancel(self) -> None:

@@ -4,7 +4,16 @@ panel starts, pauses and cancels runs."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from vitstudio.core.jobs import Progress
 from vitstudio.core.train.engine import StepProgress
@@ -45,18 +54,22 @@ class RunControlsWidget(QWidget):
         self._lay_out()
 
     def _lay_out(self) -> None:
+        """The run's buttons sit at the foot of the column, under the lines whose height changes as a run starts
+        and ends (status, warnings, Paused), so they never move; the four share the row equally, so Pause turning
+        into Continue moves none of them either."""
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.preview_button)
         column.addWidget(self.multi_gpu)
-        buttons = QHBoxLayout()
-        for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
-            buttons.addWidget(b)
-        column.addLayout(buttons)
         column.addWidget(self.paused_label)
         column.addWidget(self.progress)
         column.addWidget(self.status)
         column.addWidget(self.warning)
+        buttons = QHBoxLayout()
+        for b in (self.start_button, self.pause_button, self.cancel_button, self.resume_button):
+            b.setSizePolicy(QSizePolicy.Ignored, b.sizePolicy().verticalPolicy())  # widths from the row, not text
+            buttons.addWidget(b, 1)
+        column.addLayout(buttons)
         use_row = QHBoxLayout()
         use_row.addWidget(self.use_button, 1)
         use_row.addWidget(self.export_button)
