@@ -97,3 +97,30 @@ def test_before_a_second_model_the_current_models_map_is_shown(panel, qtbot, tin
     expected = explain(compare.state.model, compare.view_state.method, read_image(photos["chelsea"])).array
     np.testing.assert_allclose(compare.views[0].values, expected, atol=1e-6)
     assert "load one above to compare" in compare.titles[1].text() and compare.export_data() is None
+
+
+def test_a_second_model_picked_from_the_list_loads_and_its_name_is_read_whole(panel, qtbot, monkeypatch):
+    """The walk: a model picked from Compare's list waited for a Load click (the model bar loads a pick), and at
+    1280×720 the box was ~170 px wide, so long names read elided. A pick loads once; picking or entering the model
+    compared again loads nothing; Load loads again; the box shows a long timm name whole."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    second, long_name = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3", "vit_base_patch16_224.augreg2_in21k"
+    compare = panel(ComparePanel, catalog=[long_name, second])
+    compare.resize(850, 560)  # the tab's room at 1280×720 with the model card docked
+    qtbot.wait(1)
+    box = compare.other_name
+    assert box.lineEdit().width() >= box.fontMetrics().horizontalAdvance(long_name)
+    asked, load = [], compare.load_other
+    monkeypatch.setattr(compare, "load_other", lambda: (asked.append(box.currentText()), load()))
+    box.setCurrentIndex(1)
+    box.activated.emit(1)  # what the list's popup sends when the user picks it
+    qtbot.waitUntil(lambda: compare.other is not None, timeout=30000)
+    assert asked == [second] and compare.other.name == second
+    box.activated.emit(1)
+    QTest.keyClick(box.lineEdit(), Qt.Key_Return)  # returnPressed and activated: the model compared already
+    assert asked == [second]
+    compare.load_button.click()
+    assert asked == [second, second]
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)

@@ -89,19 +89,23 @@ class ComparePanel(ExplorerPanel):
         # a catalog name can be 60 characters: the box must not set the tab's (and the window's) minimum width
         self.other_name.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.other_name.setMinimumContentsLength(18)
-        self.other_name.view().setMinimumWidth(MODEL_LIST_WIDTH)  # the open list shows whole names (the box is narrow)
-        self.load_button = QPushButton("Load second model")
+        self.other_name.view().setMinimumWidth(MODEL_LIST_WIDTH)  # the open list shows whole names
+        self.load_button = QPushButton("Load")
+        self.load_button.setToolTip("Load the second model named (again, if it is the one compared)")
         self.view_kind = method_combo(registry.names(compare=True))
         self.cmap = colormap_combo(self.view_state)
         self.smooth = smooth_checkbox(self.view_state)
+        model_row = QHBoxLayout()  # a row of its own: at 1280×720 a long name is read whole (it was ~170 px)
+        model_row.addWidget(QLabel("Second model"))
+        model_row.addWidget(self.other_name, 1)
+        model_row.addWidget(self.load_button)
         top = QHBoxLayout()
-        top.addWidget(self.other_name, 1)
-        top.addWidget(self.load_button)
         top.addWidget(QLabel("View"))
         top.addWidget(self.view_kind)
         top.addWidget(QLabel("Colormap"))
         top.addWidget(self.cmap)
         top.addWidget(self.smooth)
+        top.addStretch(1)
         self.titles = [QLabel("Current model"), QLabel("Second model: not loaded")]
         self.views = [MapView(), MapView()]
         grid = QGridLayout()
@@ -123,10 +127,12 @@ class ComparePanel(ExplorerPanel):
         self.pages.addTab(same_image, "Same image")
         self.pages.addTab(self.layers, "Layers (CKA)")
         layout = QVBoxLayout(self)
+        layout.addLayout(model_row)
         layout.addLayout(top)
         layout.addWidget(self.pages, 1)
         self.load_button.clicked.connect(self.load_other)
-        self.other_name.lineEdit().returnPressed.connect(self.load_other)
+        self.other_name.lineEdit().returnPressed.connect(self._on_return)  # a name typed (listed or not)
+        self.other_name.activated.connect(self._on_picked)  # a model chosen from the list loads, as in the model bar
         for widget, name in ((self.view_kind, "method"), (self.cmap, "cmap"), (self.smooth, "smooth")):
             bind(widget, self.view_state, name)
         events = self.view_state.events
@@ -134,6 +140,21 @@ class ComparePanel(ExplorerPanel):
         events.method.connect(self._on_context_changed)
         events.cmap.connect(self._show)
         events.smooth.connect(self._on_smooth)
+
+    def _on_picked(self, index: int) -> None:
+        self._ask(self.other_name.itemText(index))
+
+    def _on_return(self) -> None:
+        self._ask(self.other_name.currentText().strip())
+
+    def _ask(self, spec: str) -> None:
+        """Load `spec` unless it is the second model loading or compared (Return on a listed name arrives as
+        returnPressed and as activated; picking the model compared changes nothing); Load always loads again."""
+        asked = self.view_state.other_request
+        if asked is not None and asked[0] == spec and (
+                self.jobs.running("load") or (self.other is not None and self.jobs.failed("load") is None)):
+            return
+        self.load_other()
 
     def load_other(self) -> None:
         spec = self.other_name.currentText().strip()
