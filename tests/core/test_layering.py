@@ -32,7 +32,7 @@ def test_core_is_grouped_by_layer():
 
     root = Path(c.__file__).parent
     packages = sorted(p.name for p in root.iterdir() if (p / '__init__.py').exists())
-    assert packages == ["analysis", "concepts", "data", "folder", "models", "play", "teach", "train"]
+    assert packages == ["analysis", "concepts", "data", "dense", "folder", "models", "play", "teach", "train"]
     flat = sorted(p.stem for p in root.glob('*.py') if p.stem != "__init__")
     # the general helpers of the lowest floor (fields: the field spec and vocabularies; errors: the user-facing kind)
     # and inference

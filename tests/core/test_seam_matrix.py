@@ -33,6 +33,7 @@ import pytest
 import torch
 
 from tests.core.generators import drain
+from tests.core.seam_dense import dense_cell
 from tests.core.seam_rows import BASE_ROWS, Sources
 from tests.core.seam_teach import teach_cell
 from vitstudio.cli import main
@@ -45,7 +46,7 @@ from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
-       "concepts", "export-onnx", "export-seed", "seed-reload", "teach")
+       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 # teach's column: the ways a family's logits meet its pooled features (a plain Linear, EVA's, a seed pre-logits layer,
 # a `custom:` spec; a distilled model's two heads and Swin's pooling head, refused): the other rows repeat one of them
@@ -115,7 +116,7 @@ def sources(tmp_path_factory):
 def _cells():
     for row in (*BASE_ROWS, *RUN_ROWS):
         for op in OPS:
-            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "teach"):
+            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "dense", "teach"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
             if op == "teach" and row not in TEACH_ROWS:
                 continue
@@ -256,6 +257,10 @@ def _concepts(source, op, photo, tmp_path, sources):
     expected = source.reference(_x(loaded, photo))[0].softmax(-1)
     top = json.loads(out.strip().splitlines()[-1])["top"]
     np.testing.assert_allclose([t["prob"] for t in top], expected.topk(3).values.numpy(), atol=1e-5)
+
+
+def _dense(source, op, photo, tmp_path, sources):
+    dense_cell(source, photo, tmp_path, cli, assert_works_or_refuses, _loaded(source))
 
 
 def _teach(source, op, photo, tmp_path, sources):

@@ -17,6 +17,7 @@ from . import (
     card,
     concepts,
     demo,
+    dense,
     evaluate,
     explain,
     export,
@@ -34,7 +35,7 @@ from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, layers,
-            concepts, suggest, card)
+            concepts, dense, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,165 @@
+"""Paint a few masks, segment the whole folder: the memory bank from the painted images' patch tokens (one block, the
+last by default), every image of the folder segmented by retrieval (`retrieval.py`), a PNG of class indices per
+image in the output folder at the image's own size.
+
+The tokens are the Concepts cache's (`concepts/tokens.py`: per model and block, keyed by file content), so a folder
+read once for concepts or segmented once is not read again: a second segmentation with other masks, k or
+temperature costs only the retrieval. On a painted image its painted pixels stand (what the person said wins); the
+rest of it is segmented like any other image.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vitstudio.core.concepts.tokens import FolderTokens, check_layer, collect_tokens
+from vitstudio.core.data.images import expand_paths
+from vitstudio.core.dense.painted import (
+    UNPAINTED,
+    PaintedMask,
+    class_names,
+    labels_png,
+    match_painted,
+    patch_shares,
+    upright_size,
+)
+from vitstudio.core.dense.retrieval import (
+    DEFAULT_CAP,
+    DEFAULT_K,
+    DEFAULT_TEMPERATURE,
+    MemoryBank,
+    build_bank,
+    check_retrieval,
+    class_shares,
+    pixel_labels,
+    vote,
+)
+from vitstudio.core.files import atomic_write_bytes
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
+
+CHUNK = 64  # images voted at once
+
+
+@dataclass(frozen=True)
+class SegmentSettings:
+    classes: tuple[str, ...] | None = None  # None: background/object (class-N past two)
+    layer: int | None = None  # None: the last block
+    k: int = DEFAULT_K
+    temperature: float = DEFAULT_TEMPERATURE
+    cap: int = DEFAULT_CAP
+    cap_method: str = "random"
+
+    def check(self) -> None:
+        check_retrieval(self.k, self.temperature, self.cap, self.cap_method)
+
+
+@dataclass(frozen=True)
+class SegmentedImage:
+    file: str
+    mask: str  # the PNG written
+    shares: dict[str, float]  # each class's share of the image's pixels
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    classes: tuple[str, ...]
+    layer: int
+    bank: MemoryBank
+    painted: int
+    images: list[SegmentedImage] = field(default_factory=list)
+    errors: tuple[tuple[str, str], ...] = ()
+    computed: int = 0  # images whose tokens were read (the rest came from the cache)
+
+    def records(self) -> list[dict]:
+        return [{"file": r.file, "mask": r.mask, "shares": r.shares} for r in self.images]
+
+
+def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    a, b = Path(path).resolve(), Path(folder).resolve()
+    return a == b or b in a.parents
+
+
+def checked_out(out: str | os.PathLike, folder: str | os.PathLike, allow_inside: bool) -> Path:
+    """The output folder, refused where it lies inside the dataset folder (unless asked) or is a file."""
+    out = Path(out)
+    if Path(folder).is_dir() and inside(out, folder) and not allow_inside:
+        raise ValueError(f"--out {out} is inside the folder being segmented: its masks would join the folder's "
+                         f"images; give another folder (or --out-inside to mean it)")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder for the masks")
+    return out
+
+
+def unique_stems(files: list[str]) -> None:
+    seen: dict[str, str] = {}
+    for f in files:
+        stem = Path(f).stem
+        if stem in seen:
+            raise ValueError(f"{Path(seen[stem]).name} and {Path(f).name} share the stem '{stem}': each mask is "
+                             f"named by its image's stem, so give them different names")
+        seen[stem] = f
+
+
+def painted_bank(loaded: LoadedModel, tokens: FolderTokens, painted: list[PaintedMask], classes: tuple[str, ...],
+                 settings: SegmentSettings) -> MemoryBank:
+    """The painted images' patches (those painted at least MIN_PAINTED) with their class shares, capped."""
+    where = {p: i for i, p in enumerate(tokens.paths)}
+    feats, labels = [], []
+    for mask in painted:
+        if mask.image not in where:
+            continue  # unreadable: reported with the folder's errors
+        shares, keep = patch_shares(mask.labels, loaded.crop_box(mask.labels.shape), tokens.grid, loaded.patch_size,
+                                    len(classes))
+        feats.append(tokens.of_images(np.array([where[mask.image]]))[0][keep])
+        labels.append(shares[keep])
+    if not feats or not sum(len(f) for f in feats):
+        raise ValueError(f"no patch of the crop the model sees is at least half painted (of {len(painted)} painted "
+                         f"images): paint larger regions")
+    return build_bank(np.concatenate(feats), np.concatenate(labels), classes, settings.cap, settings.cap_method)
+
+
+def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str | os.PathLike,
+                   settings: SegmentSettings = SegmentSettings(), allow_inside: bool = False,
+                   cancel: CancelToken | None = None) -> Generator[Progress, None, SegmentResult]:
+    """Segment every image of `folder` from the masks painted in `painted_dir`, writing OUT/<stem>.png."""
+    settings.check()
+    out = checked_out(out, folder, allow_inside)
+    files = [str(p) for p in expand_paths([folder])]
+    unique_stems(files)
+    painted = match_painted(painted_dir, files)
+    classes = class_names(painted, settings.classes)
+    layer = check_layer(loaded, loaded.token_depth - 1 if settings.layer is None else settings.layer)
+    tokens = yield from collect_tokens(loaded, files, layer, cancel=cancel)
+    bank = painted_bank(loaded, tokens, painted, classes, settings)
+    by_image = {m.image: m.labels for m in painted}
+    done = []
+    for start in range(0, len(tokens.paths), CHUNK):
+        if cancel is not None and cancel.cancelled:
+            break
+        index = np.arange(start, min(start + CHUNK, len(tokens.paths)))
+        feats = tokens.of_images(index)  # (n, P, D)
+        logits = vote(feats.reshape(-1, tokens.width), bank, settings.k, settings.temperature)
+        logits = logits.reshape(len(index), *tokens.grid, len(classes))
+        for i, grid_logits in zip(index, logits):
+            done.append(_write_mask(loaded, tokens.paths[i], grid_logits, by_image.get(tokens.paths[i]), out,
+                                    classes))
+        yield Progress(len(done), len(tokens.paths), "Segmenting images")
+    return SegmentResult(classes, layer, bank, len(painted), done, tokens.errors, tokens.computed)
+
+
+def _write_mask(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None, out: Path,
+                classes: tuple[str, ...]) -> SegmentedImage:
+    hw = upright_size(path)
+    labels = pixel_labels(logits, hw, loaded.crop_box(hw))
+    if painted is not None:
+        labels = np.where(painted != UNPAINTED, painted, labels)
+    target = out / f"{Path(path).stem}.png"
+    atomic_write_bytes(target, labels_png(labels))
+    shares = class_shares(labels, len(classes))
+    return SegmentedImage(path, str(target), {c: round(float(s), 6) for c, s in zip(classes, shares)})
