@@ -136,6 +136,20 @@ def test_match_map_is_the_cosine_of_the_blocks_features(loaded, planted, facet):
         assert (x, y) == pytest.approx((left + (c + 0.5) * w / 8 - 0.5, top + (r + 0.5) * h / 8 - 0.5))
     pairs = matching.mutual_matches(a, a, top=64)
     assert len(pairs) == 64 and all(p["a"] == p["b"] for p in pairs)
+    # refined: B's features upsampled to the crop (F.interpolate, as DIFT), the point's own from A's upsampled map
+    up_a, up_b = (F.interpolate(f.reshape(1, 8, 8, -1).permute(0, 3, 1, 2), size=(64, 64), mode="bilinear",
+                                align_corners=False)[0] for f in (fa, fb))
+    (top, left, h, w), (b_top, b_left, b_h, b_w) = a.box, b.box
+    x, y = left + 20.5 * w / 64 - 0.5, top + 27.5 * h / 64 - 0.5  # the centre of crop pixel (20, 27): patch (3, 2)
+    sim = matching.similarity_map(a, b, (3, 2))
+    r, c = np.unravel_index(sim.argmax(), sim.shape)
+    window = F.cosine_similarity(up_b, up_a[:, 27, 20][:, None, None], dim=0)[max(0, r - 1) * 8:(r + 2) * 8,
+                                                                                max(0, c - 1) * 8:(c + 2) * 8]
+    v, u = np.unravel_index(int(window.argmax()), window.shape)
+    (row,) = matching.match_points(a, b, [(x, y)], refine=True)
+    u, v = max(0, c - 1) * 8 + u + 0.5, max(0, r - 1) * 8 + v + 0.5  # B's crop pixel centre, placed on B below
+    assert row["match"] == pytest.approx([b_left + u * b_w / 64 - 0.5, b_top + v * b_h / 64 - 0.5], abs=0.01)
+    assert row["similarity"] == pytest.approx(float(window.max()), abs=1e-5)
 
 
 def test_a_block_without_separate_keys_refuses_the_key_facet():

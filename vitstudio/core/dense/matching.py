@@ -1,14 +1,15 @@
 """Click a point, find it in another image: the cosine similarity of one patch of image A to every patch of image B,
 its best match, and the mutual nearest neighbours of the two images, from one block's patch features — the block's
 output tokens, or the keys or queries of its attention, the facets Amir et al. compare ("Deep ViT Features as Dense
-Visual Descriptors", `ShirAmir/dino-vit-features`: `extractor.py` hooks the qkv projection and keeps the keys of
-every head side by side).
+Visual Descriptors", `ShirAmir/dino-vit-features`: `extractor.py` `_get_hook` recomputes the block's qkv projection
+and `extract_descriptors` lays every head's keys side by side; their default is the key of block 11 of 12, ours the
+token of the last block).
 
 Points are in the image's own pixels (x to the right, y down, pixel centres at integers). A point is mapped into the
 crop the model sees (`LoadedModel.crop_box`) and to the patch under it; a match goes back to the image through the
-same box. With `refine`, the similarity map (values at patch centres) is upsampled bilinearly to the crop's pixels and
-the match is its highest pixel, not the best patch's centre: sub-patch precision where neighbouring patches both
-resemble the point.
+same box. With `refine`, the features are interpolated bilinearly between patch centres, as DIFT upsamples its
+feature maps (Tang et al., "Emergent Correspondence from Image Diffusion", NeurIPS 2023): the point's own feature in A
+against every pixel around the best patch in B, for a match between patch centres.
 """
 
 from __future__ import annotations
@@ -43,13 +44,18 @@ class Placed:
     def grid(self) -> tuple[int, int]:
         return self.features.shape[:2]
 
-    def to_patch(self, x: float, y: float) -> tuple[int, int]:
-        """The (row, col) of the patch under the image pixel (x, y); ValueError outside the crop."""
+    def to_crop(self, x: float, y: float) -> tuple[float, float]:
+        """The image pixel (x, y) in the crop's continuous coordinates (u, v); ValueError outside the crop."""
         top, left, h, w = self.box
-        u, v = (x + 0.5 - left) * self.input_hw[1] / w, (y + 0.5 - top) * self.input_hw[0] / h  # crop pixels
+        u, v = (x + 0.5 - left) * self.input_hw[1] / w, (y + 0.5 - top) * self.input_hw[0] / h
         if not (0 <= u < self.input_hw[1] and 0 <= v < self.input_hw[0]):
             raise ValueError(f"the point {x:g},{y:g} lies outside the part of the image the model sees (x "
                              f"{left}..{left + w - 1}, y {top}..{top + h - 1})")
+        return u, v
+
+    def to_patch(self, x: float, y: float) -> tuple[int, int]:
+        """The (row, col) of the patch under the image pixel (x, y); ValueError outside the crop."""
+        u, v = self.to_crop(x, y)
         gh, gw = self.grid
         return int(v * gh // self.input_hw[0]), int(u * gw // self.input_hw[1])
 
@@ -109,18 +115,35 @@ def similarity_map(a: Placed, b: Placed, patch: tuple[int, int]) -> np.ndarray:
     return unit_rows(b.features) @ query
 
 
-def best_match(sim: np.ndarray, b: Placed, refine: bool = False) -> tuple[tuple[float, float], float]:
-    """((x, y) in B's image pixels, similarity) of the map's highest patch, or with `refine` of its highest pixel
-    once bilinearly upsampled to the crop (the map's values sit at patch centres)."""
-    if not refine:
-        r, c = np.unravel_index(int(np.argmax(sim)), sim.shape)
-        gh, gw = sim.shape
-        u, v = (c + 0.5) * b.input_hw[1] / gw, (r + 0.5) * b.input_hw[0] / gh
-        return b.to_image(u, v), float(sim[r, c])
-    up = F.interpolate(torch.from_numpy(np.ascontiguousarray(sim, np.float32))[None, None], size=b.input_hw,
-                       mode="bilinear", align_corners=False)[0, 0].numpy()
-    v, u = np.unravel_index(int(np.argmax(up)), up.shape)
-    return b.to_image(u + 0.5, v + 0.5), float(up[v, u])
+def best_match(sim: np.ndarray, b: Placed) -> tuple[tuple[float, float], float]:
+    """((x, y) in B's image pixels, similarity) of the map's highest patch, at its centre."""
+    r, c = np.unravel_index(int(np.argmax(sim)), sim.shape)
+    (gh, gw), (ih, iw) = sim.shape, b.input_hw
+    return b.to_image((c + 0.5) * iw / gw, (r + 0.5) * ih / gh), float(sim[r, c])
+
+
+def sample(features: np.ndarray, uv: np.ndarray, input_hw: tuple[int, int]) -> torch.Tensor:
+    """(n, D) features at crop pixel positions (n, 2) = (u, v), bilinear between patch centres (a patch's feature
+    sits at its centre; beyond the outer centres the edge's), as DIFT upsamples its feature maps."""
+    t = torch.from_numpy(np.ascontiguousarray(features, np.float32)).permute(2, 0, 1)[None]  # (1, D, gh, gw)
+    where = torch.from_numpy(np.asarray(uv, np.float32) / np.asarray(input_hw[::-1], np.float32) * 2 - 1)
+    return F.grid_sample(t, where[None, None], mode="bilinear", padding_mode="border", align_corners=False)[0, :, 0].T
+
+
+def refined_match(a: Placed, b: Placed, uv: tuple[float, float], sim: np.ndarray
+                  ) -> tuple[tuple[float, float], float]:
+    """Sub-patch precision: the point's own feature (A's features interpolated at the point) compared with B's
+    features interpolated at every pixel of the best patch and its eight neighbours; the most similar pixel.
+    Interpolating the similarity map itself would not do: a bilinear surface peaks only at the patch centres."""
+    r, c = np.unravel_index(int(np.argmax(sim)), sim.shape)
+    (gh, gw), (ih, iw) = b.grid, b.input_hw
+    vs = np.arange(int(max(0, (r - 1) * ih / gh)), int(min(ih, (r + 2) * ih / gh))) + 0.5
+    us = np.arange(int(max(0, (c - 1) * iw / gw)), int(min(iw, (c + 2) * iw / gw))) + 0.5
+    grid = np.stack(np.meshgrid(us, vs), -1).reshape(-1, 2)  # (n, 2) pixel centres as (u, v)
+    query = F.normalize(sample(a.features, np.asarray([uv]), a.input_hw), dim=-1)[0]
+    values = F.normalize(sample(b.features, grid, b.input_hw), dim=-1) @ query
+    best = int(values.argmax())
+    return b.to_image(*grid[best]), float(values[best])
 
 
 def mutual_matches(a: Placed, b: Placed, top: int = 10) -> list[dict]:
@@ -147,7 +170,8 @@ def match_points(a: Placed, b: Placed, points: list[tuple[float, float]], refine
     rows = []
     for x, y in points:
         patch = a.to_patch(x, y)
-        (mx, my), value = best_match(similarity_map(a, b, patch), b, refine)
+        sim = similarity_map(a, b, patch)
+        (mx, my), value = refined_match(a, b, a.to_crop(x, y), sim) if refine else best_match(sim, b)
         rows.append({"point": [x, y], "match": [round(mx, 2), round(my, 2)], "similarity": round(value, 6),
                      "patch_a": list(patch)})
     return rows
