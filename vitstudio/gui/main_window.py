@@ -46,7 +46,7 @@ log = logging.getLogger("vitstudio.gui")
 # strip, tabs, docks) needs Qt only and shows at once; the panels need torch and take their tabs once it has loaded.
 TABS = (("predictions", "Predictions"), ("attention", "Attention"), ("embeddings", "Embeddings"),
         ("internals", "Model internals"), ("compare", "Compare"), ("folder", "Folder"), ("training", "Training"),
-        ("play", "Play"))
+        ("play", "Play"), ("teach", "Teach"))
 STRIP_KEPT = 500  # images of the strip opened again at the next start (a folder of thousands is the Folder tab's)
 
 
@@ -60,11 +60,12 @@ def panel_classes() -> dict:
     from .explore.play_panel import PlayPanel
     from .explore.predictions_panel import PredictionsPanel
     from .folder.folder_panel import FolderPanel
+    from .teach.teach_panel import TeachPanel
     from .training.training_panel import TrainingPanel
 
     return dict(predictions=PredictionsPanel, attention=AttentionPanel, embeddings=EmbeddingsPanel,
                 internals=InternalsPanel, compare=ComparePanel, folder=FolderPanel, training=TrainingPanel,
-                play=PlayPanel)
+                play=PlayPanel, teach=TeachPanel)
 
 
 class MainWindow(QMainWindow):

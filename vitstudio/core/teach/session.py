@@ -119,6 +119,18 @@ def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0,
                        head.probabilities(features.features), seconds)
 
 
+def image_probabilities(loaded: LoadedModel, head: FittedHead, images: list) -> np.ndarray:
+    """(n, C) probabilities of the head on PIL images (a preview frame): the model's own eval transform and pooled
+    features, the same path as the cached features the head was fitted on."""
+    import torch
+
+    from vitstudio.core.analysis.embeddings import pooled_features
+
+    batch = torch.stack([loaded.transform(image.convert("RGB")) for image in images])
+    pooled, _ = pooled_features(loaded, batch)
+    return head.probabilities(classifier_input(loaded.model, pooled))
+
+
 def teach(loaded: LoadedModel, project: TeachProject, recipe: str | None = None, batch_size: int = 32,
           cancel: CancelToken | None = None) -> Generator[Progress, None, tuple[TeachFeatures, TeachResult]]:
     """Generator: features (Progress), then the head; returns (the features, the result)."""

@@ -1,0 +1,46 @@
+"""The Teach tab as a user drives it (issue 51): a project of three digit classes refits on its own, a video previews
+the head live, holding a card's record button adds the frames shown to that class and refits, the per-class bars
+follow the frames, and a model switch leaves nothing of the old model's head on screen."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from tests.core.play_video import moving_digits_video
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.models.loading import load_model
+from vitstudio.gui import workers
+from vitstudio.gui.teach.teach_panel import TeachPanel
+
+
+def test_record_from_a_video_refit_preview_and_switch_model(panel, qtbot, tmp_path):
+    teach = panel(TeachPanel, model=bundled_demo())
+    teach.resize(1280, 720)
+    digits = render_digits(tmp_path / "digits", per_class=4)
+    teach.open_project(str(tmp_path / "project"))
+    for name in ("0", "1", "7"):
+        teach._act(teach.teach.add_class, name)
+        teach._act(teach.teach.add_files, name, [str(digits / name)])
+    qtbot.waitUntil(lambda: "validation" in teach.stats.text(), timeout=30000)
+    assert teach.teach.live_head[0] == ("0", "1", "7")
+    teach.preview(str(moving_digits_video(tmp_path / "v.avi", frames=240, fps=12.0)))
+    qtbot.waitUntil(lambda: sum(card.bar.value() for card in teach.cards.values()) > 0, timeout=30000)
+    assert abs(sum(card.bar.value() for card in teach.cards.values()) - 1000) <= 3  # the bars are one softmax
+    card = teach.cards["7"]
+    qtbot.mousePress(card.record, Qt.LeftButton)
+    qtbot.waitUntil(lambda: len(teach.teach.held.frames) >= 2, timeout=30000)
+    before = teach.view_state.revision
+    qtbot.mouseRelease(card.record, Qt.LeftButton)
+    added = int(teach.stats.text().split(" frame")[0])
+    assert added >= 2 and card.count.text() == f"{4 + added} samples" and teach.view_state.revision == before + 1
+    qtbot.waitUntil(lambda: "validation" in teach.stats.text(), timeout=30000)
+    assert teach.grab().size().width() == 1280
+    teach.stop()
+    qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
+    other = load_model(str(bundled_demo()), device="cpu", precision="fp32")
+    teach.state.set_model(other)
+    assert teach.teach.live_head is None and teach.jobs.current("refit") is None  # the old model's head is gone
+    assert teach.stats.text() == "Teaching…"
+    assert not any(card.accuracy.text() or card.bar.value() for card in teach.cards.values())
+    qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
+    assert dict(teach.jobs.request("refit"))["model"] == other.uid and "validation" in teach.stats.text()

@@ -1,0 +1,156 @@
+"""The Teach tab's model, Qt-free (issue 51): the project open, its classes as cards, samples added from files, a
+folder or frames held to record, and the refit each change asks for. The view draws it; a script or a test drives it
+without a QApplication. No torch at import: the project is files (core/teach/project.py imports PIL only).
+
+Every change to the samples bumps `revision`; the refit job is keyed by (model, project, revision, recipe), so a
+refit asked for before the latest change is discarded (latest wins) and its result is never shown for a newer
+project. Hold to record keeps frames at `record_fps` (Teachable Machine's web app records 24 per second), at most
+`record_max` per hold (0: no limit), by the frames' own times: a slow source gives what it has, never duplicates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from vitstudio.core.teach.project import (
+    RECIPES,
+    TeachProject,
+    TeachSettings,
+    add_files,
+    add_images,
+    create_project,
+    open_project,
+    save_settings,
+)
+
+from .evented import Field, ViewState
+
+THUMBNAILS = 6  # the newest samples a card shows
+
+
+class TeachState(ViewState):
+    CONTEXT = ("model",)  # a refit is of the model's features, whatever image the other tabs show
+    model: int | None = None
+    project: str | None = None  # the project folder
+    revision: int = 0  # bumped by every change to the samples: the refit's key
+    recipe: str = Field("quick", choices=RECIPES, labels=("Quick head (L-BFGS)", "Teachable Machine's recipe"))
+    source: str | None = None  # the preview's video file or camera:N
+    record_to: str | None = None  # the card held frames go to
+    record_fps: float = Field(24.0, help="frames added per second while recording is held")
+
+
+@dataclass(frozen=True)
+class Card:
+    name: str
+    count: int
+    thumbnails: tuple[Path, ...]  # the newest samples, newest first
+
+
+class HeldFrames:
+    """Frames offered while record is held, kept at `fps` by their own times and at most `limit` (0: any)."""
+
+    def __init__(self, fps: float, limit: int = 0) -> None:
+        self.gap, self.limit = 1.0 / fps, limit
+        self.frames: list = []
+        self._due: float | None = None  # when the next frame is due: one every `gap` on average, never two at once
+
+    def offer(self, time_s: float, frame) -> bool:
+        """True when the frame is kept."""
+        if self.limit and len(self.frames) >= self.limit:
+            return False
+        if self._due is not None and time_s < self._due - 1e-9:
+            return False
+        self._due = max((self._due or time_s) + self.gap, time_s)  # a source slower than the rate: each frame
+        self.frames.append(frame)
+        return True
+
+
+class TeachModel:
+    """The project behind the Teach tab, and what each user action does to it."""
+
+    def __init__(self, state: TeachState | None = None) -> None:
+        self.state = state or TeachState()
+        self.project: TeachProject | None = None
+        self.held: HeldFrames | None = None
+        # (classes, head) of the newest refit, read by the preview job at each frame (one attribute swapped whole)
+        self.live_head = None
+
+    def open(self, folder: str | Path) -> TeachProject:
+        """Open (or create, when the folder is new or empty) a project; the recipe comes from its settings."""
+        folder = Path(folder)
+        fresh = not folder.exists() or not any(folder.iterdir())
+        self.project = create_project(folder, []) if fresh else open_project(folder)
+        self.live_head = None  # the previous project's head: not one for these samples, even under the same names
+        with self.state.batch():
+            self.state.project = str(folder)
+            self.state.recipe = self.project.settings.recipe
+            self.state.record_fps = self.project.settings.record_fps
+            self.state.revision += 1
+        return self.project
+
+    def cards(self) -> list[Card]:
+        if self.project is None:
+            return []
+        return [Card(name, len(files), tuple(sorted(files, key=_mtime, reverse=True)[:THUMBNAILS]))
+                for name, files in self.project.samples.items()]
+
+    def add_class(self, name: str) -> None:
+        self._changed(create_project(self._root(), [*self.project.classes, name], self.project.settings))
+
+    def add_files(self, name: str, paths: list[str | Path]) -> None:
+        """Files, or every image under the folders given, copied into class `name`."""
+        from vitstudio.core.data.images import expand_paths
+
+        self._changed(add_files(self.project, name, [str(p) for p in expand_paths(paths)]))
+
+    def add_frames(self, name: str, frames: list) -> None:
+        """RGB frames (numpy arrays or PIL images) added to class `name`."""
+        from PIL import Image
+
+        self._changed(add_images(self.project, name, [f if isinstance(f, Image.Image) else Image.fromarray(f)
+                                                      for f in frames]))
+
+    def set_recipe(self, recipe: str) -> None:
+        settings = replace(self.project.settings, recipe=recipe)
+        save_settings(self._root(), settings)
+        self.project = replace(self.project, settings=settings)
+        self.state.recipe = recipe
+
+    def hold(self, name: str) -> None:
+        """Record is pressed on card `name`: frames offered from now on are kept for it."""
+        self.state.record_to = name
+        self.held = HeldFrames(self.state.record_fps, self.project.settings.record_max if self.project else 0)
+
+    def offer(self, time_s: float, frame) -> bool:
+        return self.held is not None and self.held.offer(time_s, frame)
+
+    def release(self) -> int:
+        """Record is released: the kept frames join the card (one change, one refit). Returns how many."""
+        held, self.held = self.held, None
+        name, self.state.record_to = self.state.record_to, None
+        if held is None or not held.frames or name is None:
+            return 0
+        self.add_frames(name, held.frames)
+        return len(held.frames)
+
+    def refit_request(self) -> tuple:
+        return self.state.request("project", "revision", "recipe")
+
+    def _root(self) -> Path:
+        if self.project is None:
+            raise ValueError("Open or create a Teach project first.")
+        return self.project.root
+
+    def _changed(self, project: TeachProject) -> None:
+        self.project = project
+        self.state.revision += 1
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+__all__ = ["Card", "HeldFrames", "TeachModel", "TeachSettings", "TeachState"]

@@ -1,0 +1,79 @@
+"""One class of a Teach project as a card: its name and sample count, the newest samples as thumbnails, the live
+preview's probability for it as a bar, its validation accuracy, and its actions (add files or a folder, hold to
+record from the preview's source)."""
+
+from __future__ import annotations
+
+from PIL import Image
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout
+
+from vitstudio.app.teach_state import THUMBNAILS
+
+from ..imaging import pil_to_pixmap
+
+THUMB = 40
+
+
+class ClassCardWidget(QFrame):
+    add_files = Signal(str)
+    add_folder = Signal(str)
+    record_pressed = Signal(str)
+    record_released = Signal(str)
+
+    def __init__(self, name: str, parent=None) -> None:
+        super().__init__(parent)
+        self.name = name
+        self.setFrameShape(QFrame.StyledPanel)
+        self.title = QLabel(f"<b>{name}</b>")
+        self.count = QLabel("0 samples")
+        self.accuracy = QLabel("")
+        self.bar = QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setFormat(f"{name}: %p%")
+        self.thumbs = [QLabel() for _ in range(THUMBNAILS)]  # made once, refilled: no widget churn per change
+        thumbs = QHBoxLayout()
+        thumbs.setSpacing(2)
+        for label in self.thumbs:
+            label.setFixedSize(THUMB, THUMB)
+            label.setAlignment(Qt.AlignCenter)
+            thumbs.addWidget(label)
+        files, folder = QPushButton("Add files…"), QPushButton("Add folder…")
+        self.record = QPushButton("Hold to record")
+        self.record.setToolTip("Frames of the preview's source join this class while the button is held")
+        files.clicked.connect(lambda: self.add_files.emit(self.name))
+        folder.clicked.connect(lambda: self.add_folder.emit(self.name))
+        self.record.pressed.connect(lambda: self.record_pressed.emit(self.name))
+        self.record.released.connect(lambda: self.record_released.emit(self.name))
+        head = QHBoxLayout()
+        for widget in (self.title, self.count, self.accuracy):
+            head.addWidget(widget)
+        head.addStretch(1)
+        for widget in (files, folder, self.record):
+            head.addWidget(widget)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        layout.addLayout(head)
+        row = QHBoxLayout()
+        row.addLayout(thumbs)
+        row.addWidget(self.bar, 1)
+        layout.addLayout(row)
+
+    def show_card(self, card) -> None:
+        self.count.setText(f"{card.count} sample{'s' if card.count != 1 else ''}")
+        for i, label in enumerate(self.thumbs):
+            label.clear()
+            if i >= len(card.thumbnails):
+                continue
+            try:
+                with Image.open(card.thumbnails[i]) as image:
+                    image.thumbnail((THUMB, THUMB))
+                    label.setPixmap(pil_to_pixmap(image))
+            except OSError:
+                label.setText("?")
+
+    def show_accuracy(self, accuracy: float | None, held_out: int) -> None:
+        self.accuracy.setText("" if accuracy is None else f"validation {accuracy:.0%} of {held_out}")
+
+    def show_probability(self, p: float | None) -> None:
+        self.bar.setValue(0 if p is None else int(round(1000 * p)))

@@ -1,0 +1,44 @@
+"""The Teach tab's jobs, module-level functions run by gui/workers.py (their inputs passed explicitly)."""
+
+from __future__ import annotations
+
+import threading
+
+
+def refit_job(cancel, loaded, root: str, recipe: str):
+    """Generator: Progress while new samples are embedded (the rest come from the cache); returns the TeachResult."""
+    from vitstudio.core.teach.project import open_project
+    from vitstudio.core.teach.session import fit_features, project_features
+
+    project = open_project(root)
+    features = yield from project_features(loaded, project, cancel=cancel)
+    return fit_features(features, recipe, project.settings.seed, cancel)
+
+
+def preview_job(cancel, loaded, source: str, teach, shown: threading.Event):
+    """Yields (frame, its time in s, {class: probability} under the live head or None, frames/s) for the newest frame
+    of a video file or camera (a slow model skips frames, never queues them); returns the frames read. The head is
+    read from `teach.live_head` ((classes, head) of the newest refit) at every frame: a refit that lands mid-preview
+    is used from the next frame on."""
+    from PIL import Image
+
+    from vitstudio.core.play.frames import Rate
+    from vitstudio.core.play.video import FrameSource, LatestFrame
+    from vitstudio.core.teach.session import image_probabilities
+
+    latest, rate = LatestFrame(FrameSource(source)), Rate()
+    shown.set()
+    try:
+        while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
+            _index, time_s, frame = taken
+            classes, head = teach.live_head or ((), None)
+            probs = None
+            if head is not None:
+                probs = dict(zip(classes, image_probabilities(loaded, head, [Image.fromarray(frame)])[0].tolist()))
+            fps = rate.tick()
+            shown.wait(1.0)  # the window drew the previous frame: at most one waits, never a backlog
+            shown.clear()
+            yield frame, time_s, probs, fps
+        return latest.read_count
+    finally:
+        latest.close()

@@ -1,0 +1,258 @@
+"""The Teach tab: a Teach project's classes as cards, samples added from files, a folder or frames held to record
+from a video file or camera (the Play tab's readers), the head refitted on a worker after every change (latest wins:
+the refit is keyed by model, project, revision and recipe), and the live preview's per-class bars. Everything the
+user sets lives in TeachState; what an action does is TeachModel's (vitstudio/app/teach_state.py)."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.app.teach_state import TeachModel, TeachState
+from vitstudio.gui import file_dialogs
+
+from .. import workers
+from ..common.bind import bind
+from ..imaging import pil_to_pixmap
+from .class_card import ClassCardWidget
+from .teach_jobs import preview_job, refit_job
+
+VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
+IMAGE_FILES = "Images (*.png *.jpg *.jpeg *.bmp *.webp *.tif *.tiff);;All files (*)"
+
+
+class TeachPanel(QWidget):
+    def __init__(self, state, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+        self.view_state = TeachState()
+        self.teach = TeachModel(self.view_state)
+        self.jobs = workers.ViewJobs(self.view_state, {"refit": ("project", "revision", "recipe"),
+                                                       "preview": ("source",)}, long=("preview",))
+        self.cards: dict[str, ClassCardWidget] = {}
+        self._shown, self._latest = threading.Event(), None
+        self._draw_timer = QTimer(self, singleShot=True, interval=0, timeout=self._show_latest)
+        self._refit_timer = QTimer(self, singleShot=True, interval=0, timeout=self.refit)
+        self._build()
+        self.view_state.events.revision.connect(lambda _r: self._refit_timer.start())
+        self.view_state.events.recipe.connect(self._on_recipe)
+        state.model_loaded.connect(self._on_model)
+        if state.model is not None:
+            self.view_state.model = state.model.uid
+
+    def _build(self) -> None:
+        self.open_button, self.class_button = QPushButton("Open project…"), QPushButton("Add class…")
+        self.recipe = QComboBox()
+        self.video_button, self.camera = QPushButton("Open video…"), QComboBox()
+        for i in range(4):
+            self.camera.addItem(f"Camera {i}", f"camera:{i}")
+        self.camera_button, self.stop_button = QPushButton("Start camera"), QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        top = QHBoxLayout()
+        for widget in (self.open_button, self.class_button, QLabel("Head"), self.recipe, self.video_button,
+                       self.camera, self.camera_button, self.stop_button):
+            top.addWidget(widget)
+        top.addStretch(1)
+        self.card_list = QVBoxLayout()
+        self.card_list.addStretch(1)
+        holder = QWidget()
+        holder.setLayout(self.card_list)
+        scroll = QScrollArea(widgetResizable=True)
+        scroll.setWidget(holder)
+        self.screen = QLabel("Open a video or a camera to preview the head live, and to record frames into a class "
+                             "by holding its button.")
+        self.screen.setWordWrap(True)
+        self.screen.setAlignment(Qt.AlignCenter)
+        self.screen.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
+        self.screen.setMinimumSize(280, 210)
+        body = QHBoxLayout()
+        body.addWidget(scroll, 3)
+        body.addWidget(self.screen, 2)
+        self.stats = QLabel("Open a Teach project (or any folder of class folders), or a new folder to start one.")
+        self.stats.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addLayout(body, 1)
+        layout.addWidget(self.stats)
+        bind(self.recipe, self.view_state, "recipe")
+        self.open_button.clicked.connect(self._choose_project)
+        self.class_button.clicked.connect(self._ask_class)
+        self.video_button.clicked.connect(self._choose_video)
+        self.camera_button.clicked.connect(lambda: self.preview(self.camera.currentData()))
+        self.stop_button.clicked.connect(self.stop)
+
+    # -- the project ----------------------------------------------------------------------------------
+    def open_project(self, folder: str) -> None:
+        self.teach.open(folder)
+        for name in list(self.cards):  # another project: no card, figure or bar of the previous one stays
+            self.cards.pop(name).deleteLater()
+        self.stats.setText(f"{folder}: teaching…")
+        self._show_cards()
+
+    def _choose_project(self) -> None:
+        folder = file_dialogs.choose_folder(self, "Open or start a Teach project", create=True)
+        if folder:
+            self.open_project(folder)
+
+    def _ask_class(self) -> None:
+        name, ok = QInputDialog.getText(self, "Add a class", "Class name")
+        if ok and name.strip():
+            self._act(self.teach.add_class, name.strip())
+
+    def _act(self, action, *args) -> None:
+        """A change to the project; a refusal (no project, a bad name, an unreadable file) is said in the status."""
+        try:
+            action(*args)
+        except ValueError as exc:
+            self.stats.setText(str(exc))
+            return
+        self._show_cards()
+
+    def _show_cards(self) -> None:
+        cards = self.teach.cards()
+        for name in [n for n in self.cards if n not in {c.name for c in cards}]:
+            self.cards.pop(name).deleteLater()
+        for card in cards:
+            widget = self.cards.get(card.name)
+            if widget is None:
+                widget = self.cards[card.name] = ClassCardWidget(card.name)
+                widget.add_files.connect(self._add_files)
+                widget.add_folder.connect(self._add_folder)
+                widget.record_pressed.connect(self._hold)
+                widget.record_released.connect(self._release)
+                self.card_list.insertWidget(self.card_list.count() - 1, widget)
+            widget.show_card(card)
+
+    def _add_files(self, name: str) -> None:
+        paths = file_dialogs.open_files(self, f"Add images to {name}", IMAGE_FILES)
+        if paths:
+            self._act(self.teach.add_files, name, paths)
+
+    def _add_folder(self, name: str) -> None:
+        folder = file_dialogs.choose_folder(self, f"Add a folder of images to {name}")
+        if folder:
+            self._act(self.teach.add_files, name, [folder])
+
+    def _on_recipe(self, recipe: str) -> None:
+        if self.teach.project is not None and self.teach.project.settings.recipe != recipe:
+            self.teach.set_recipe(recipe)  # saved with the project; the refit key has changed
+            self._refit_timer.start()
+
+    # -- the head -------------------------------------------------------------------------------------
+    def _on_model(self, model) -> None:
+        self.view_state.model = model.uid  # a refit or preview of the previous model is discarded
+        self.teach.live_head = None
+        for widget in self.cards.values():  # figures and bars were the old model's
+            widget.show_accuracy(None, 0)
+            widget.show_probability(None)
+        if self.teach.project is not None:
+            self.stats.setText("Teaching…")
+        self._refit_timer.start()
+        if self.view_state.source is not None and self.stop_button.isEnabled():
+            self.preview(self.view_state.source)
+
+    def refit(self) -> None:
+        if self.state.model is None or self.teach.project is None:
+            return
+        self.stats.setText("Teaching…")
+        self.jobs.start("refit", "Teaching", refit_job, self.state.model, str(self.teach.project.root),
+                        self.view_state.recipe, on_result=self._on_fitted, on_error=self._on_refit_error)
+
+    def _on_fitted(self, result) -> None:
+        self.teach.live_head = (result.classes, result.head)
+        accuracy, held_out = result.per_class_accuracy(), result.held_out()
+        for name, widget in self.cards.items():
+            widget.show_accuracy(accuracy.get(name), held_out.get(name, 0))
+        wrong = len(result.wrong())
+        self.stats.setText(f"{result.head.recipe} head on {len(result.split.train)} samples in "
+                           f"{result.fit_seconds:.2f} s · validation {result.val_accuracy:.1%} of "
+                           f"{len(result.split.val)} held out (15 % of each class)" +
+                           (f" · {wrong} wrong" if wrong else ""))
+
+    def _on_refit_error(self, exc: BaseException) -> None:
+        if isinstance(exc, ValueError):  # a class with too few samples, a model teach cannot take: said here
+            self.stats.setText(str(exc))
+            return
+        self.state.report(exc, "Teach")
+
+    # -- preview and hold to record ---------------------------------------------------------------------
+    def _choose_video(self) -> None:
+        path = file_dialogs.open_file(self, "Open a video", VIDEO_FILES)
+        if path:
+            self.preview(path)
+
+    def preview(self, source: str) -> None:
+        if self.state.model is None:
+            self.state.message.emit("warning", "Load a model first.")
+            return
+        self.view_state.source = source
+        self._shown.set()  # a preview still winding down stops waiting for the screen
+        self._shown, self._latest = threading.Event(), None
+        self.stop_button.setEnabled(True)
+        self.jobs.start("preview", "Teach preview", preview_job, self.state.model, source, self.teach, self._shown,
+                        on_yield=self._on_frame, on_result=self._on_preview_end, on_error=self._on_preview_error)
+
+    def stop(self) -> None:
+        self.jobs.discard("preview")
+        self._shown.set()
+        self.stop_button.setEnabled(False)
+        self._release(self.view_state.record_to)
+
+    def _hold(self, name: str) -> None:
+        if not self.stop_button.isEnabled():
+            self.stats.setText("Open a video or a camera first: held frames come from the preview.")
+            return
+        self.teach.hold(name)
+
+    def _release(self, name: str | None) -> None:
+        if name is None or self.teach.held is None:
+            return
+        added = self.teach.release()
+        self._show_cards()
+        self.stats.setText(f"{added} frame{'s' if added != 1 else ''} added to {name}; teaching…")
+
+    def _on_frame(self, value) -> None:
+        frame, time_s, _probs, _fps = value
+        self.teach.offer(time_s, frame)  # kept only while record is held, at the project's rate
+        self._latest = value
+        self._draw_timer.start()
+
+    def _show_latest(self) -> None:
+        value, self._latest = self._latest, None
+        if value is None:
+            return
+        frame, _time_s, probs, fps = value
+        pixmap = pil_to_pixmap(frame)
+        self.screen.setPixmap(pixmap.scaled(self.screen.size(), Qt.KeepAspectRatio, Qt.SmoothTransformation))
+        for name, widget in self.cards.items():
+            widget.show_probability(None if probs is None else probs.get(name))
+        if fps:
+            self.screen.setToolTip(f"preview: {fps:.1f} frames/s")
+        self._shown.set()
+
+    def _on_preview_end(self, _read: int) -> None:
+        self._show_latest()
+        self.stop_button.setEnabled(False)
+        self._release(self.view_state.record_to)  # the video ended while held: what was recorded is kept
+
+    def _on_preview_error(self, exc: BaseException) -> None:
+        from vitstudio.core.play.video import VideoSourceError
+
+        self.stop_button.setEnabled(False)
+        self._release(self.view_state.record_to)  # a camera gone mid-recording: the frames so far are kept
+        if isinstance(exc, VideoSourceError):
+            self.screen.setText(str(exc))
+            return
+        self.state.report(exc, "Teach")
