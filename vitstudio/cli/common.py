@@ -14,6 +14,7 @@ from ..core.fields import DECODERS, PRECISIONS
 from ..core.files import shown_path
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
+BATCH_HELP = "images per forward pass (default: 32 to 256, as many as keep one block's activations under 512 MB)"
 SHOWN = "vitstudio.shown"  # the codecs error handler below
 
 

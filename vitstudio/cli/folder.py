@@ -16,6 +16,7 @@ import sys
 
 from ..core.files import shown_path
 from .common import (
+    BATCH_HELP,
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     add_decoder_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
@@ -51,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--labels", metavar="FILE.csv", help="also sort every image a labels file (path,label rows) "
                                                          "lists, labelled or not")
     p.add_argument("--resume", metavar="LOG", help="finish an interrupted sort from its log (no model needed)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
     p.set_defaults(handler=sort_cmd)
@@ -76,7 +77,7 @@ def register(subparsers) -> None:
                         "(default 10, measured on real photos; a near pair needs two signals to agree)")
     p.add_argument("--json", action="store_true", help="the whole report as one strict JSON document")
     p.add_argument("--top", type=int, default=20, help="groups and doubtful labels listed (default 20)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=audit_cmd)
 

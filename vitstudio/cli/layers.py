@@ -9,7 +9,16 @@ import sys
 
 from ..core.fields import LAYER_FEATURES, PRECISIONS
 from ..core.files import shown_path
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_decoder_arg, add_model_args, drain, load_model_from_args
+from .common import (
+    BATCH_HELP,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_decoder_arg,
+    add_model_args,
+    drain,
+    load_model_from_args,
+)
 
 FEATURES = f"{LAYER_FEATURES[0].upper()}{LAYER_FEATURES[1:]}: the same for the probes and for CKA."
 
@@ -21,7 +30,7 @@ def register(subparsers) -> None:
     p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows) instead of DATA_DIR")
     add_model_args(p)
     p.add_argument("--folds", type=int, default=5, help="folds of the cross-validation (default 5)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward (default 32)")
+    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     p.set_defaults(handler=layers_cmd)
 
@@ -68,7 +77,7 @@ def layers_cmd(args) -> int:
 
 def _bad_batch_size(args) -> bool:
     """True once a --batch-size below one has been refused in one line."""
-    if args.batch_size >= 1:
+    if args.batch_size is None or args.batch_size >= 1:
         return False
     print(f"error: --batch-size is images per forward, at least 1; not {args.batch_size}", file=sys.stderr)
     return True

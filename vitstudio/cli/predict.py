@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from .common import (
+    BATCH_HELP,
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
@@ -21,7 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     add_decoder_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line (with \"ood\": "
@@ -43,7 +45,7 @@ def predict_cmd(args) -> int:
     from ..core.data.images import expand_paths
     from ..core.inference import require_classifier
 
-    if args.topk < 1 or args.batch_size < 1:
+    if args.topk < 1 or (args.batch_size is not None and args.batch_size < 1):
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     from ..core.distributed import device_for, init_distributed
@@ -70,18 +72,43 @@ def predict_cmd(args) -> int:
     if not files:
         print("error: no image files found in the given paths", file=sys.stderr)
         return EXIT_SOME_FAILED
-    bar = tqdm(total=len(files), unit="img", file=sys.stderr,
-               disable=args.quiet or len(files) <= args.batch_size or not info.main)
+    bar = tqdm(total=len(files), unit="img", file=sys.stderr, disable=args.quiet or len(files) <= 32 or not info.main)
+    counts = {"all": 0, "failed": 0}
     with through:
-        results = _classify(args, loaded, files, info, bar)
-    if results is None:
-        return EXIT_OK
-    if args.csv:
-        _write_csv(results, args.csv, args.topk)
-    failed = sum(not r.ok for r in results)
-    if failed:
-        print(f"{failed} of {len(results)} inputs failed", file=sys.stderr)
-    return EXIT_SOME_FAILED if failed else EXIT_OK
+        batches = _classify(args, loaded, files, info, bar)
+        if batches is None:
+            return EXIT_OK
+        _write(args, _shown(args, batches, counts))
+    bar.close()
+    if counts["failed"]:
+        print(f"{counts['failed']} of {counts['all']} inputs failed", file=sys.stderr)
+    return EXIT_SOME_FAILED if counts["failed"] else EXIT_OK
+
+
+def _shown(args, batches, counts: dict):
+    """Every prediction, printed as its batch comes (--json, or the human lines without --csv) and counted."""
+    for batch in batches:
+        for pred in batch:
+            if args.json:
+                print(json.dumps(pred.to_json()), flush=True)
+            elif not args.csv:
+                print(_human(pred))
+            counts["all"] += 1
+            counts["failed"] += not pred.ok
+            yield pred
+
+
+def _write(args, predictions) -> None:
+    """Into the CSV as they come (a folder's predictions are never all held at once), or only shown."""
+    if not args.csv:
+        for _ in predictions:
+            pass
+        return
+    from ..core.files import open_csv
+    from ..core.inference import write_csv
+
+    with open_csv(args.csv) as fh:
+        write_csv(predictions, fh, args.topk)
 
 
 def _through_concepts(args, loaded):
@@ -101,8 +128,10 @@ def _through_concepts(args, loaded):
     return intervening(loaded, concepts, scales)
 
 
-def _classify(args, loaded, files, info, bar) -> list | None:
-    """Every prediction (printed as it comes), or None on the ranks that do not write."""
+def _classify(args, loaded, files, info, bar):
+    """Batches of predictions in input order, or None on the ranks that do not write. A folder is predicted through
+    the embedding cache (`core/folder/predictions.py`: a file seen before by any folder command runs no forward),
+    except through concepts (their rewrite is not what the cache holds) and under torchrun."""
     from ..core.distributed import finish
     from ..core.inference import classify_files
 
@@ -112,24 +141,33 @@ def _classify(args, loaded, files, info, bar) -> list | None:
         results = classify_sharded(loaded, [str(f) for f in files], info, args.topk, args.batch_size,
                                    on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
         finish(info)
-        if not info.main:
-            return None
-        batches = [results]
-    else:
-        results, batches = [], classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
-                                              decoder=args.decoder)
+        return [results] if info.main else None
+    if not args.concepts and any(os.path.isdir(p) for p in args.paths):
+        return _from_cache(args, loaded, files, bar)
+    return _counted(classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
+                                   decoder=args.decoder), bar)
+
+
+def _from_cache(args, loaded, files, bar):
+    from ..core.folder.predictions import predict_folder
+    from ..core.jobs import Progress
+
+    gen = predict_folder(loaded, files, args.topk, args.batch_size, decoder=args.decoder)
+    try:
+        while True:
+            record = next(gen)
+            if isinstance(record, Progress) and record.total:
+                bar.total = record.total
+                bar.n = record.done
+                bar.refresh()
+    except StopIteration as stop:
+        return stop.value.chunks()
+
+
+def _counted(batches, bar):
     for batch in batches:
-        if not info.enabled:
-            results.extend(batch)
-            bar.update(len(batch))
-        if args.json:
-            for pred in batch:
-                print(json.dumps(pred.to_json()), flush=True)
-        elif not args.csv:
-            for pred in batch:
-                print(_human(pred))
-    bar.close()
-    return results
+        bar.update(len(batch))
+        yield batch
 
 
 def _human(pred) -> str:
@@ -154,9 +192,3 @@ def _ood_line(pred) -> str:
     return f"  out-of-distribution score {pred.ood_score:.3f}: {verdict}"
 
 
-def _write_csv(results, path: str, topk: int) -> None:
-    from ..core.files import open_csv
-    from ..core.inference import write_csv
-
-    with open_csv(path) as fh:
-        write_csv(results, fh, topk)

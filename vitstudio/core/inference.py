@@ -222,14 +222,39 @@ def use_tensor_decoder(loaded: LoadedModel, decoder: str) -> bool:
     return wanted and tensor_decode.supports(loaded.data_config)
 
 
-def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], batch_size: int = 32,
+AUTO_BATCH = (32, 256)  # the range of `folder_batch_size`
+ACTIVATION_BUDGET = 512 << 20  # bytes of one block's activations a folder pass's batch may take
+
+
+def folder_batch_size(loaded: LoadedModel, requested: int | None = None) -> int:
+    """`requested`, or (None) as many images per forward as keep one block's activations (attention matrices and
+    the MLP's hidden layer, float32) under ACTIVATION_BUDGET, within AUTO_BATCH: a forward's fixed costs (a thread
+    barrier per operator on the CPU, kernel launches on a GPU) are paid per batch, and at 32 images of a small model
+    they were most of a folder pass (measured: tests/benchmarks/folder_scale.py)."""
+    if requested is not None:
+        return requested
+    model = loaded.model
+    try:
+        tokens = int(np.prod(loaded.grid_size)) + loaded.num_prefix_tokens
+    except (AttributeError, TypeError, ValueError):
+        return AUTO_BATCH[0]
+    width = int(getattr(model, "num_features", 768) or 768)
+    blocks = getattr(model, "blocks", None)
+    heads = int(getattr(getattr(blocks[0], "attn", None), "num_heads", 12)) if blocks else 12
+    per_image = 4 * tokens * (8 * width + 2 * heads * tokens)
+    return int(min(AUTO_BATCH[1], max(AUTO_BATCH[0], ACTIVATION_BUDGET // max(1, per_image))))
+
+
+def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], batch_size: int | None = 32,
                     cancel: CancelToken | None = None, readers: int | None = None,
                     decoder: str = "auto") -> Iterator[DecodedBatch]:
-    """Files and folders -> batches of `batch_size` readable images (with the unreadable ones in between).
+    """Files and folders -> batches of `batch_size` readable images (with the unreadable ones in between; None: the
+    size `folder_batch_size` picks).
 
     Images are decoded and cropped by `readers` threads (default: up to 8) ahead of the consumer; with the
     tensor decoder (see `use_tensor_decoder`), the threads only read bytes and a batch is decoded and
     preprocessed on the model's device (its items then carry no PIL crops)."""
+    batch_size = folder_batch_size(loaded, batch_size)
     if use_tensor_decoder(loaded, decoder):
         yield from _tensor_batches(loaded, paths, batch_size, cancel, readers)
         return
@@ -301,7 +326,7 @@ def _chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 def classify_files(loaded: LoadedModel, paths: Iterable[str | os.PathLike], topk: int = 5,
-                   batch_size: int = 32, cancel: CancelToken | None = None, keep_crops: bool = False,
+                   batch_size: int | None = 32, cancel: CancelToken | None = None, keep_crops: bool = False,
                    readers: int | None = None, decoder: str = "auto") -> Iterator[list[Prediction]]:
     """Classify files and folders batch by batch; unreadable files become error records, the batch goes on.
 

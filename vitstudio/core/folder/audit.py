@@ -26,6 +26,7 @@ from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thre
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.fingerprintcache import cached_fingerprints
 from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, probe_accuracy, review_labels
+from vitstudio.core.folder.resultcache import load_result, result_key, save_result
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 
@@ -128,15 +129,36 @@ class AuditReport:
 
 
 def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float | None = None,
-          batch_size: int = 32, cancel: CancelToken | None = None, hash_distance: int = HASH_DISTANCE,
+          batch_size: int | None = 32, cancel: CancelToken | None = None, hash_distance: int = HASH_DISTANCE,
           given_apart: dict[str, str] | None = None) -> Generator[Progress, None, AuditReport]:
     """Scan `data` (a folder of class folders), hash, embed (with a model), group and review. Reads only.
     `threshold` fixes the feature cosine cut (None: calibrated on this folder). `given_apart`: labels given apart
     from the folders (the GUI's Labels tab, path → class); the review reads them instead of the folder a file is in,
-    as the table's "given" column shows them (a class only they name joins the classes)."""
+    as the table's "given" column shows them (a class only they name joins the classes).
+
+    With a model, the report is kept (`resultcache.py`) under the files' contents, the model, the labels and the
+    settings: an audit of an unchanged folder reads it back after the cached embedding pass."""
     scan = scan_dataset(data)
     labelled = [(str(p), c) for c in scan.classes for p in scan.train[c]]
     labelled += [(str(p), c) for c in scan.classes for p in (scan.val or {}).get(c, ())]
+    paths = [p for p, _ in labelled]
+    embedded = key = None
+    if loaded is not None:
+        embedded = yield from embed_folder(loaded, paths, batch_size, cancel)
+        key = result_key("audit", embedded.tower, embedded.content, sorted(embedded.errors), labelled,
+                         sorted(scan.failed), sorted(scan.ignored), str(scan.root), scan.val is not None, threshold,
+                         hash_distance, sorted((given_apart or {}).items()), getattr(loaded, "name", None))
+        report = load_result("audit", key)
+        if isinstance(report, AuditReport):
+            return report
+    report = yield from _audited(scan, labelled, loaded, embedded, threshold, hash_distance, given_apart)
+    if key is not None:
+        save_result("audit", key, report)
+    return report
+
+
+def _audited(scan, labelled, loaded, embedded, threshold, hash_distance, given_apart
+             ) -> Generator[Progress, None, AuditReport]:
     paths = [p for p, _ in labelled]
     if scan.val is not None:
         val = {str(p) for files in scan.val.values() for p in files}
@@ -149,30 +171,15 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
     fp = cached_fingerprints(paths)  # cached by content: a second audit hashes nothing it has seen
     errors = dict(scan.failed)  # a labels file's rows that are no readable image included, wherever they point
     errors.update(dict(fp.errors))
-    ignored = scan.ignored
     issues: tuple[LabelIssue, ...] = ()
     notes: list[str] = []
     features = feature_index = None
-    if loaded is not None:
-        embedded = yield from embed_folder(loaded, paths, batch_size, cancel)
+    if embedded is not None:
         errors.update(dict(embedded.errors))
         index = {p: i for i, p in enumerate(paths)}
         features = embedded.features_of()
         feature_index = np.asarray([index[p] for p in embedded.paths], np.int64)
-        classes = list(scan.classes)
-        given = dict(labelled)
-        scanned = {os.path.abspath(p): p for p in given}  # a relative DATA_DIR against a file's absolute paths
-        apart = {scanned[a]: c for a, c in ((os.path.abspath(p), c) for p, c in (given_apart or {}).items())
-                 if a in scanned and c != given[scanned[a]]}
-        given.update(apart)
-        classes += sorted(set(apart.values()) - set(classes))
-        if apart:
-            notes.append(f"{len(apart)} label(s) given apart from the folders were reviewed instead of their folder.")
-        labels = np.asarray([classes.index(given[p]) for p in embedded.paths])
-        try:
-            issues = tuple(review_labels(list(embedded.paths), features, labels, classes))
-        except ValueError as exc:
-            notes.append(str(exc))
+        issues = _reviewed(scan, labelled, embedded, features, given_apart, notes)
     else:
         notes.append("Without a model only exact copies and model-free matches (perceptual hash and thumbnail "
                      "agreeing) are found, and labels are not reviewed (give --model).")
@@ -181,4 +188,23 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
     notes += found_notes
     model = getattr(loaded, "name", None) if loaded is not None else None
     return AuditReport(str(scan.root), len(paths), tuple(scan.classes), split, tuple(groups), issues,
-                       tuple(sorted(errors.items())), tuple(notes), model, thresholds, ignored)
+                       tuple(sorted(errors.items())), tuple(notes), model, thresholds, scan.ignored)
+
+
+def _reviewed(scan, labelled, embedded, features, given_apart, notes: list[str]) -> tuple[LabelIssue, ...]:
+    """The label review of the embedded files, with the labels given apart from the folders read instead."""
+    classes = list(scan.classes)
+    given = dict(labelled)
+    scanned = {os.path.abspath(p): p for p in given}  # a relative DATA_DIR against a file's absolute paths
+    apart = {scanned[a]: c for a, c in ((os.path.abspath(p), c) for p, c in (given_apart or {}).items())
+             if a in scanned and c != given[scanned[a]]}
+    given.update(apart)
+    classes += sorted(set(apart.values()) - set(classes))
+    if apart:
+        notes.append(f"{len(apart)} label(s) given apart from the folders were reviewed instead of their folder.")
+    labels = np.asarray([classes.index(given[p]) for p in embedded.paths])
+    try:
+        return tuple(review_labels(list(embedded.paths), features, labels, classes))
+    except ValueError as exc:
+        notes.append(str(exc))
+        return ()

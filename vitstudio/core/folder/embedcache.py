@@ -118,6 +118,7 @@ class FolderEmbeddings:
     errors: tuple[tuple[str, str], ...]  # unreadable files, with the reason
     computed: int  # how many files were run through the model this time
     tower: str = ""  # the cache's key: another model with the same key reads these features without a forward
+    content: str = ""  # the files' names and contents in one digest (KeyedRows.content_key)
 
     def features_of(self, index: np.ndarray | slice | None = None) -> np.ndarray:
         """Features of the files `index` (all by default) as an in-memory (n, D) array."""
@@ -193,7 +194,8 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
                                    decoder, "Embedding")
     good, rows, features, logits = cache.resolve([p for p in files if str(p) not in errors])
     return FolderEmbeddings(tuple(str(p) for p in good), rows, features, logits, tuple(loaded.labels),
-                            tuple(errors.items()), done - len(errors), cache.folder.name)
+                            tuple(errors.items()), done - len(errors), cache.folder.name,
+                            cache.store.content_key(good))
 
 
 def fill(cache, loaded: LoadedModel, files: list[Path], compute, batch_size: int, cancel: CancelToken | None,

@@ -184,6 +184,15 @@ class KeyedRows:
             arrays = self.arrays()
         return [p for p, _ in found], np.asarray([row for _, row in found], np.int64), arrays
 
+    def content_key(self, paths) -> str:
+        """One digest of these files' names and contents (as their last lookups found them), in order: the key of a
+        result computed from exactly these files (`resultcache.py`)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for p in map(str, paths):
+            entry = self._pending.get(p) or self.files.get(p)  # a file found by content is pending, newer
+            digest.update(os.fsencode(p) + b"\0" + (entry[2] if entry else "?").encode() + b"\n")
+        return digest.hexdigest()
+
     def digest(self, path: str, key: str | None = None, ident: str | None = None) -> str:
         if key is None:
             key, ident = stat_keys(path)

@@ -45,6 +45,7 @@ class FolderLayers:
     labels: tuple[str, ...]  # the model's class names (what the lens's classes index)
     errors: tuple[tuple[str, str], ...]
     computed: int
+    content: str = ""  # the files' names and contents in one digest (KeyedRows.content_key)
 
     @property
     def width(self) -> int:
@@ -108,7 +109,7 @@ class LayerCache:
         found, rows, arrays = self.store.resolve(files)
         return FolderLayers(tuple(map(str, found)), rows, arrays["features.f32"],
                             arrays["lens.f32"] if self.reads_lens else None, self.blocks,
-                            self.labels, tuple(errors.items()), computed)
+                            self.labels, tuple(errors.items()), computed, self.store.content_key(found))
 
 
 def embed_layers(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32, cancel: CancelToken | None = None,

@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from vitstudio.core.data.datasets import scan_dataset
+from vitstudio.core.folder.embedcache import model_fingerprint
 from vitstudio.core.folder.layer_cache import FEATURE_NOTE, FolderLayers, embed_layers
+from vitstudio.core.folder.resultcache import load_result, result_key, save_result
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.train.head_fit import fit_linear_head
@@ -92,14 +94,27 @@ def lens_scores(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ..
     return accuracy, f"the lens scored on {int(known.sum())} of {len(labels)} images (classes the model knows)"
 
 
-def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, batch_size: int = 32,
+def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, batch_size: int | None = 32,
                  cancel: CancelToken | None = None, seed: int = 0) -> Generator[Progress, None, LayerProbes]:
-    """Generator: the folder's layers read once (cached), then a k-fold probe per block. Returns LayerProbes."""
+    """Generator: the folder's layers read once (cached), then a k-fold probe per block. Returns LayerProbes, kept
+    (`folder/resultcache.py`) under the files' contents, the model, the labels and the folds: probing an unchanged
+    folder again reads it back instead of refitting."""
     scan = scan_dataset(source)
     files, classes = _labelled(scan), scan.classes
     layers = yield from embed_layers(loaded, [str(p) for p, _ in files], batch_size, cancel)
     label_of = {str(p): c for p, c in files}
     labels = np.asarray([label_of[p] for p in layers.paths], np.int64)
+    key = result_key("layers", model_fingerprint(loaded, whole=True), layers.content, labels.tolist(), classes,
+                     sorted(layers.errors), sorted(scan.failed), folds, seed)
+    probes = load_result("layers", key)
+    if not isinstance(probes, LayerProbes):
+        probes = yield from _probed(layers, labels, classes, folds, seed, cancel, scan.failed)
+        save_result("layers", key, probes)
+    return probes
+
+
+def _probed(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ...], folds: int, seed: int,
+            cancel: CancelToken | None, failed) -> Generator[Progress, None, LayerProbes]:
     counts = np.bincount(labels, minlength=len(classes))
     if (counts > 0).sum() < 2:
         raise ValueError("Probes need at least two classes with readable images.")
@@ -118,4 +133,4 @@ def probe_layers(loaded: LoadedModel, source: str | Path, folds: int = FOLDS, ba
     yield Progress(layers.blocks, layers.blocks, "Probes done")
     lens, note = lens_scores(layers, labels, classes)
     return LayerProbes(np.asarray(accuracy), np.asarray(spread), lens, note, folds, len(labels), classes,
-                       (*scan.failed, *layers.errors))  # a labels file's rows left out are named too
+                       (*failed, *layers.errors))  # a labels file's rows left out are named too
