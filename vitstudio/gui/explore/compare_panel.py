@@ -82,23 +82,10 @@ class ComparePanel(ExplorerPanel):
         # "load": the second model asked for (latest wins); "compare": both maps for the current request
         self.jobs = workers.ViewJobs(self.view_state, {"load": ("other_request",), "compare": ("other", "method")},
                                      without_context=("load",))
-        self.other_name = QComboBox(editable=True)
-        self.other_name.addItems(catalog_names)
-        self.other_name.setEditText("")
-        self.other_name.lineEdit().setPlaceholderText("second model: name, folder under models/, or hf-hub:…")
-        # a catalog name can be 60 characters: the box must not set the tab's (and the window's) minimum width
-        self.other_name.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.other_name.setMinimumContentsLength(18)
-        self.other_name.view().setMinimumWidth(MODEL_LIST_WIDTH)  # the open list shows whole names
-        self.load_button = QPushButton("Load")
-        self.load_button.setToolTip("Load the second model named (again, if it is the one compared)")
+        model_row = self._second_model_row(catalog_names)
         self.view_kind = method_combo(registry.names(compare=True))
         self.cmap = colormap_combo(self.view_state)
         self.smooth = smooth_checkbox(self.view_state)
-        model_row = QHBoxLayout()  # a row of its own: at 1280×720 a long name is read whole (it was ~170 px)
-        model_row.addWidget(QLabel("Second model"))
-        model_row.addWidget(self.other_name, 1)
-        model_row.addWidget(self.load_button)
         top = QHBoxLayout()
         top.addWidget(QLabel("View"))
         top.addWidget(self.view_kind)
@@ -140,6 +127,25 @@ class ComparePanel(ExplorerPanel):
         events.method.connect(self._on_context_changed)
         events.cmap.connect(self._show)
         events.smooth.connect(self._on_smooth)
+
+    def _second_model_row(self, catalog_names: list[str]) -> QHBoxLayout:
+        """The second model's box and Load, a row of their own: at 1280×720 a long name is read whole (beside the
+        view's controls the box had ~170 px of text)."""
+        self.other_name = QComboBox(editable=True)
+        self.other_name.addItems(catalog_names)
+        self.other_name.setEditText("")
+        self.other_name.lineEdit().setPlaceholderText("second model: name, folder under models/, or hf-hub:…")
+        # a catalog name can be 60 characters: the box must not set the tab's (and the window's) minimum width
+        self.other_name.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.other_name.setMinimumContentsLength(18)
+        self.other_name.view().setMinimumWidth(MODEL_LIST_WIDTH)  # the open list shows whole names
+        self.load_button = QPushButton("Load")
+        self.load_button.setToolTip("Load the second model named (again, if it is the one compared)")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Second model"))
+        row.addWidget(self.other_name, 1)
+        row.addWidget(self.load_button)
+        return row
 
     def _on_picked(self, index: int) -> None:
         self._ask(self.other_name.itemText(index))
