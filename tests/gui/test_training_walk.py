@@ -112,3 +112,22 @@ def test_a_resumed_run_is_named_as_the_run_it_resumes(panel, qtbot, tmp_path, mo
     held.set()
     qtbot.waitUntil(lambda: panel.job.done and not panel.running, timeout=10000)
     assert panel.run_name.text() != "ants-and-bees-3"  # the next run gets a name of its own
+
+
+def test_one_group_of_copies_is_said_in_the_singular(tmp_path):
+    """"2 files are exact copies of each other (1 groups)": the dataset line and the run's warning count groups."""
+    import shutil
+
+    from vitstudio.core.data.datasets import exact_duplicate_groups, scan_dataset
+    from vitstudio.core.train.recipes import make_config
+    from vitstudio.core.train.training_data import prepare_split
+    from vitstudio.gui.training.training_form import describe_scan
+
+    data = make_dataset(tmp_path / "data", per_class=3, size=8)
+    first = sorted((data / "red").iterdir())[0]
+    shutil.copy(first, first.with_name("copy.png"))
+    scan = scan_dataset(str(data))
+    assert "2 files are exact copies of each other (1 group):" in describe_scan(scan, exact_duplicate_groups(scan), 0)
+    config = make_config(str(data), TINY_SPEC, str(tmp_path / "run"), "scratch")
+    warnings = prepare_split(config, tmp_path / "run")[3]
+    assert any("2 files are exact copies of each other (1 group);" in w for w in warnings), warnings

@@ -31,6 +31,7 @@ from vitstudio.core.data.device_augment import DeviceEvalBatches, DeviceTrainBat
 from vitstudio.core.data.imagecache import build_cache, short_side_for
 from vitstudio.core.data.images import ImageReadError, read_image
 from vitstudio.core.distributed import DistInfo
+from vitstudio.core.files import counted
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import eval_transform, split_eval_transform
 from vitstudio.core.train.recipes import TrainConfig
@@ -224,6 +225,6 @@ def prepare_split(config: TrainConfig, out: Path) -> tuple[Split, dict[str, str]
         copies = len(set(groups.values()))
         kept = ("each group was kept on one side of the train/val split" if not split.meta.get("groups") else
                 "they are everywhere, so no split can keep them apart: validation scores copies of training images")
-        warnings.append(f"{len(groups)} files are exact copies of each other ({copies} groups); {kept}. "
-                        f"`vitstudio audit` also finds near-duplicates.")
+        warnings.append(f"{len(groups)} files are exact copies of each other ({counted(copies, 'group')}); "
+                        f"{kept}. `vitstudio audit` also finds near-duplicates.")
     return split, dict(scan.failed), dict(scan.ignored), warnings

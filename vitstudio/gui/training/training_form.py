@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.evented import Field, ViewState
+from vitstudio.core.files import counted
 from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_config
 from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
@@ -175,8 +176,9 @@ def describe_scan(scan, copies: dict, excluded: int) -> str:
     if excluded:
         text += f" {excluded} image(s) excluded by the label review (the folder is not changed)."
     if copies:
-        text += (f" {len(copies)} files are exact copies of each other ({len(set(copies.values()))} groups): "
-                 f"each group stays on one side of the train/val split (the Folder tab finds near-duplicates).")
+        groups = counted(len(set(copies.values())), "group")
+        text += (f" {len(copies)} files are exact copies of each other ({groups}): each group stays on one side "
+                 f"of the train/val split (the Folder tab finds near-duplicates).")
     imbalance = scan.imbalance_warning()
     if imbalance:
         text += f"<br><b>{imbalance}</b>"
