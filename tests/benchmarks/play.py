@@ -20,7 +20,15 @@ real panel under Qt's event loop: reader thread, worker, newest frame only, each
 same work per frame: analyse it and draw the annotated picture (the CLI leaves out only the encoder, the tab adds
 putting the picture on screen). The file's rate is above both sides' speed, so neither is paced: each runs as fast
 as it can (the tab skipping the frames that arrive while it is busy). Prints per run and the median (with the
-spread) of CLI frames/s, tab frames/s and the ratio tab / CLI. Goal: ratio >= 0.80 (issue 49, item 7).
+spread) of CLI frames/s, tab frames/s and the ratio tab / CLI, with each side's CPU time per frame and the load
+(on a shared machine the frames/s swing with the load, the CPU per frame much less). Goal: ratio >= 0.80 (issue 49,
+item 7).
+
+    python tests/benchmarks/play.py --reader [--sizes 240 720] [--seconds 4] [--fps 500] [--repeats 3]
+
+The reader stage: the tab's frame reader (LatestFrame: every frame grabbed, a picture made only of those handed
+over) under a consumer taking a frame every 10 ms, beside reading and converting every frame of the same file in the
+same run; CPU ms per frame of the file and the share of a core at the file's rate.
 """
 
 from __future__ import annotations
@@ -115,6 +123,42 @@ def frames_per_s(stamps: list[float]) -> float:
     return (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
 
 
+def reader_stage(sizes: list[int], seconds: float, fps: float, repeats: int, busy_ms: float = 10.0) -> None:
+    """The Play tab's frame reader (LatestFrame, paced at the file's rate) under a consumer that takes a frame every
+    `busy_ms` (a model at work, sleeping: no CPU of its own), beside the reference in the same run: reading and
+    converting every frame of the file (FrameSource in order, what the reader did before it grabbed the frames it
+    skips). CPU time of the process (FFmpeg's threads included), so the figure holds on a loaded machine."""
+    import tempfile
+
+    from tests.core.play_video import moving_digits_video
+    from vitstudio.core.play.video import FrameSource, LatestFrame
+
+    folder = Path(tempfile.mkdtemp())
+    print(f"a {fps:g} frames/s file, {seconds:g} s; the consumer takes a frame every {busy_ms:g} ms; CPU ms per frame "
+          f"of the file and the share of a core at the file's rate; medians of {repeats}")
+    print(f"{'size':>5} {'every ms':>9} {'reader ms':>9} {'ratio':>6} {'every core':>10} {'reader core':>11} "
+          f"{'taken':>6} {'pictures':>8} {'read':>5}")
+    for size in sizes:
+        video = moving_digits_video(folder / f"digits{size}.mp4", frames=int(seconds * fps), size=size, fps=fps)
+        every, lazy, counts = [], [], None
+        for _ in range(repeats):
+            cpu = time.process_time()
+            with FrameSource(str(video)) as src:
+                frames = sum(1 for _ in src)
+            every.append((time.process_time() - cpu) * 1000 / frames)
+            latest = LatestFrame(FrameSource(str(video)))
+            cpu, taken = time.process_time(), 0
+            while latest.take() is not None:
+                taken += 1
+                time.sleep(busy_ms / 1000)
+            lazy.append((time.process_time() - cpu) * 1000 / latest.read_count)
+            latest.close()
+            counts = (taken, latest.picture_count, latest.read_count)
+        e, r = statistics.median(every), statistics.median(lazy)
+        print(f"{size:5d} {e:9.3f} {r:9.3f} {r / e:6.2f} {e * fps / 1000:9.0%} {r * fps / 1000:10.0%} "
+              f"{counts[0]:6d} {counts[1]:8d} {counts[2]:5d}", flush=True)
+
+
 def window_stage(model: str, sizes: list[int], seconds: float, fps: float, method: str | None,
                  repeats: int) -> None:
     import os
@@ -142,21 +186,27 @@ def window_stage(model: str, sizes: list[int], seconds: float, fps: float, metho
     print(f"{method or 'prediction only'}, {torch.get_num_threads()} torch thread(s), a {fps:g} frames/s file "
           f"(faster than either side: neither is paced), {seconds:g} s a run; frames/s = steady rate of annotated "
           "pictures ready (CLI) / drawn (tab)")
+    print("cpu ms = the process's CPU time per frame (analysed, CLI; drawn, tab: the reader, the threads and the "
+          "window included), a figure that holds on a loaded machine; load = the 1-minute load average")
     print(f"{'size':>5} {'run':>4} {'cli f/s':>8} {'tab f/s':>8} {'ratio':>6} {'cli ms':>7} {'tab ms':>7} "
-          f"{'tab frames':>10} {'tab GUI ms':>10}")
+          f"{'tab frames':>10} {'tab GUI ms':>10} {'cli cpu ms':>10} {'tab cpu ms':>10} {'load':>5}")
     for size in sizes:
         video = moving_digits_video(folder / f"digits{size}.mp4", frames=int(seconds * fps), size=size, fps=fps)
         cli_run(loaded, video, method, 0.5)  # warm: the map's first forward, the font
         tab_run(app, panel, video, 0.5)
         cli, tab = [], []
         for r in range(repeats):
+            cpu = time.process_time()
             c_stamps, c_lat = cli_run(loaded, video, method, seconds)
+            cpu, c_cpu = time.process_time(), (time.process_time() - cpu) * 1000 / max(len(c_stamps), 1)
             t_stamps, t_lat, t_gui = tab_run(app, panel, video, seconds)
+            t_cpu = (time.process_time() - cpu) * 1000 / max(len(t_stamps), 1)
             cli.append(frames_per_s(c_stamps))
             tab.append(frames_per_s(t_stamps))
             print(f"{size:5d} {r + 1:4d} {cli[-1]:8.1f} {tab[-1]:8.1f} {tab[-1] / cli[-1]:6.2f} "
                   f"{statistics.median(c_lat):7.1f} {statistics.median(t_lat) if t_lat else float('nan'):7.1f} "
-                  f"{len(t_stamps):10d} {statistics.median(t_gui) if t_gui else float('nan'):10.2f}", flush=True)
+                  f"{len(t_stamps):10d} {statistics.median(t_gui) if t_gui else float('nan'):10.2f} "
+                  f"{c_cpu:10.2f} {t_cpu:10.2f} {os.getloadavg()[0]:5.1f}", flush=True)
         ratios = [t / c for t, c in zip(tab, cli)]
         print(f"{size:5d} {'med':>4} {statistics.median(cli):8.1f} {statistics.median(tab):8.1f} "
               f"{statistics.median(tab) / statistics.median(cli):6.2f}   cli {min(cli):.0f}–{max(cli):.0f}, "
@@ -168,6 +218,8 @@ def window_stage(model: str, sizes: list[int], seconds: float, fps: float, metho
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--window", action="store_true", help="the Play tab beside the CLI on one video file")
+    ap.add_argument("--reader", action="store_true", help="the Play tab's frame reader's CPU beside reading and "
+                    "converting every frame")
     ap.add_argument("--model", default=None, help="window stage: the model (default: the bundled demo)")
     ap.add_argument("--sizes", type=int, nargs="+", default=[240, 720], help="window stage: frame sizes (px)")
     ap.add_argument("--seconds", type=float, default=4.0, help="window stage: the length of each run")
@@ -182,6 +234,9 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--precision", default="auto")
     args = ap.parse_args()
+    if args.reader:
+        reader_stage(args.sizes, args.seconds, args.fps, args.repeats)
+        return
     if args.window:
         from vitstudio.core.models.demo import bundled_demo
 
