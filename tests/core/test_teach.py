@@ -125,7 +125,7 @@ def test_a_teach_project_is_a_dataset_the_other_tools_read_and_a_frame_added_twi
     assert {c: len(s) for c, s in project.samples.items()} == {"cat": 2, "dog": 2}
     rows = read_labels_file(tmp_path / "p" / "labels.csv").labelled
     assert sorted((p, label) for p, label in rows) == sorted((p, c) for c, s in project.samples.items() for p in s)
-    scan = scan_dataset(tmp_path / "p" / "images")  # what `vitstudio finetune PROJECT/images` trains on
+    scan = scan_dataset(tmp_path / "p")  # what `vitstudio finetune PROJECT` and the Training tab train on
     assert scan.classes == ("cat", "dog") and sorted(scan.train["cat"]) == sorted(project.samples["cat"])
     reopened = open_project(tmp_path / "p")
     assert reopened.samples == project.samples and reopened.settings == project.settings

@@ -99,6 +99,8 @@ def scan_dataset(root: str | Path) -> DatasetScan:
         return scan_labels_file(root)
     if not root.is_dir():
         raise DatasetError(f"{root} is not a folder.")
+    if (root / "settings.json").is_file() and (root / "images").is_dir():  # a Teach project (core/teach/project.py)
+        return scan_dataset(root / "images")
     skipped: list[tuple[str, str]] = []
     sizes: list[tuple[int, int]] = []
     val_dir = next((root / n for n in VAL_NAMES if (root / n).is_dir()), None)

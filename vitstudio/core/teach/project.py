@@ -1,6 +1,7 @@
 """A Teach project on disk: `images/<class>/<file>` + `labels.csv` (path,label rows, paths relative to it: what
-`vitstudio finetune --labels` reads) + `settings.json` (model, head recipe, recording rate). Any folder of class
-subfolders opens as a project too (read-only: nothing is written into it unless a sample is added).
+`vitstudio finetune --labels` reads) + `settings.json` (model, head recipe, recording rate); `vitstudio finetune
+PROJECT` and the Training tab train on it as on its images/ (data/datasets.py). Any folder of class subfolders opens
+as a project too (read-only: nothing is written into it unless a sample is added).
 
 Samples added are copied in under a name made of their content hash, so the same frame added twice is one file and a
 crash mid-write leaves no half file (`atomic_write_bytes`); labels.csv is rewritten whole, atomically, after each
