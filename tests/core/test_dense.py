@@ -270,3 +270,19 @@ def test_bad_dense_inputs_are_one_line_and_write_nothing(case, planted, tmp_path
     lines = [line for line in err if not line.startswith("note: ")]
     assert code == 2 and len(lines) == 1 and BAD[case] in lines[0], (code, err)
     assert not (tmp_path / "out").exists() and not (Path(paths[0]).parent / "o").exists()
+
+
+def test_a_full_disk_while_writing_masks_is_one_line_naming_the_file(planted, tmp_path, monkeypatch, capsys):
+    """The masks are written on several threads: a write that fails still stops the command in one line (exit 1)
+    naming the mask, and the masks written before it are whole."""
+    from vitstudio.core import files
+
+    painted, paths = _painted(planted, tmp_path, 1)
+    monkeypatch.setattr(files, "_passes", {})
+    monkeypatch.setenv("VITSTUDIO_FULL_AT", "before-rename-img-003.png")
+    code = main(["segment", str(Path(paths[0]).parent), "--model", SPEC, "--masks", str(painted), "--out",
+                 str(tmp_path / "out"), "--quiet", "--device", "cpu"])
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("note: ")]
+    assert code == 1 and len(err) == 1 and "could not write" in err[0] and "img-003.png" in err[0], err
+    assert not (tmp_path / "out" / "img-003.png").exists() and not list((tmp_path / "out").glob(".*.tmp"))
+    assert all(Image.open(p).size == (64, 48) for p in (tmp_path / "out").glob("*.png"))

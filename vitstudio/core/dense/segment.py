@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 
 CHUNK = 64  # images voted at once
+WRITERS = 8  # masks written at once
 
 
 @dataclass(frozen=True)
@@ -138,28 +140,32 @@ def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str 
     tokens = yield from collect_tokens(loaded, files, layer, cancel=cancel)
     bank = painted_bank(loaded, tokens, painted, classes, settings)
     by_image = {m.image: m.labels for m in painted}
-    done = []
-    for start in range(0, len(tokens.paths), CHUNK):
-        if cancel is not None and cancel.cancelled:
-            break
-        index = np.arange(start, min(start + CHUNK, len(tokens.paths)))
-        feats = tokens.of_images(index)  # (n, P, D)
-        logits = vote(feats.reshape(-1, tokens.width), bank, settings.k, settings.temperature)
-        logits = logits.reshape(len(index), *tokens.grid, len(classes))
-        for i, grid_logits in zip(index, logits):
-            done.append(_write_mask(loaded, tokens.paths[i], grid_logits, by_image.get(tokens.paths[i]), out,
-                                    classes))
-        yield Progress(len(done), len(tokens.paths), "Segmenting images")
+    done: list[SegmentedImage] = []
+    # each mask is written atomically (fsync'd): the writes overlap on a few threads, or a folder of small images
+    # spends most of its time waiting on the disk
+    with ThreadPoolExecutor(WRITERS) as writers:
+        for start in range(0, len(tokens.paths), CHUNK):
+            if cancel is not None and cancel.cancelled:
+                break
+            index = np.arange(start, min(start + CHUNK, len(tokens.paths)))
+            logits = vote(tokens.of_images(index).reshape(-1, tokens.width), bank, settings.k, settings.temperature)
+            logits = logits.reshape(len(index), *tokens.grid, len(classes))
+            written = [_mask(loaded, tokens.paths[i], grid_logits, by_image.get(tokens.paths[i]), out, classes,
+                             writers) for i, grid_logits in zip(index, logits)]
+            for image, write in written:
+                write.result()  # the chunk's writes done; a failed one raises here, naming its file
+                done.append(image)
+            yield Progress(len(done), len(tokens.paths), "Segmenting images")
     return SegmentResult(classes, layer, bank, len(painted), done, tokens.errors, tokens.computed)
 
 
-def _write_mask(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None, out: Path,
-                classes: tuple[str, ...]) -> SegmentedImage:
+def _mask(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None, out: Path,
+          classes: tuple[str, ...], writers: ThreadPoolExecutor) -> tuple[SegmentedImage, Future]:
     hw = upright_size(path)
     labels = pixel_labels(logits, hw, loaded.crop_box(hw))
     if painted is not None:
         labels = np.where(painted != UNPAINTED, painted, labels)
     target = out / f"{Path(path).stem}.png"
-    atomic_write_bytes(target, labels_png(labels))
+    write = writers.submit(atomic_write_bytes, target, labels_png(labels))
     shares = class_shares(labels, len(classes))
-    return SegmentedImage(path, str(target), {c: round(float(s), 6) for c, s in zip(classes, shares)})
+    return SegmentedImage(path, str(target), {c: round(float(s), 6) for c, s in zip(classes, shares)}), write
