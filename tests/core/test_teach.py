@@ -26,14 +26,14 @@ from vitstudio.core.teach.split import teachable_split
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
-    """(the demo model, a class-folder project of 14 digits per class, its features), the cache in tmp."""
+    """(the demo model, a class-folder project of 10 digits per class, its features), the cache in tmp."""
     from vitstudio.core.models.loading import load_model
 
     root = tmp_path_factory.mktemp("teach")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VITSTUDIO_CACHE_DIR", str(root / "cache"))
         loaded = load_model(str(bundled_demo()), device="cpu", precision="fp32")
-        project = open_project(render_digits(root / "digits", per_class=14))
+        project = open_project(render_digits(root / "digits", per_class=10))
         features = drain(project_features(loaded, project))
     return loaded, project, features
 
@@ -94,7 +94,7 @@ def test_teachable_machine_recipe_matches_a_numpy_transcription_and_the_quick_he
         np.testing.assert_allclose(ours, theirs, atol=2e-5)
     quick = fit_features(features, "quick")
     machine = fit_features(features, "teachable-machine")
-    assert np.array_equal(quick.split.val, machine.split.val) and len(quick.split.val) == 30
+    assert np.array_equal(quick.split.val, machine.split.val) and len(quick.split.val) == 20
     assert quick.val_accuracy >= machine.val_accuracy > 0.5, (quick.val_accuracy, machine.val_accuracy)
 
 
@@ -175,13 +175,13 @@ def test_teach_cli_fits_reports_and_exports_artefacts_that_predict_as_the_app(cl
     code, out, root = cli_export
     figures = json.loads(out)
     assert code == 0, figures
-    assert figures["classes"] == ["3", "5", "8"] and figures["val"] == 9 and figures["train"] == 33
+    assert figures["classes"] == ["3", "5", "8"] and figures["val"] == 6 and figures["train"] == 24
     confusion = np.asarray(figures["confusion"])
     assert figures["per_class_accuracy"] == {c: confusion[i, i] / confusion[i].sum() for i, c in
                                              enumerate(figures["classes"])}
     checks = {c["artefact"]: c for c in figures["export"]["checks"]}
     assert figures["export"]["equal"] and set(checks) == {"timm", "onnx", "seed"}
-    assert all(c["samples"] == 42 and c["max_abs_diff"] <= 1e-4 and not c["differing"] for c in checks.values())
+    assert all(c["samples"] == 30 and c["max_abs_diff"] <= 1e-4 and not c["differing"] for c in checks.values())
     assert json.loads((root / "out" / "check.json").read_text())["equal"]
     model = timm.create_model(f"local-dir:{root / 'out' / 'run'}", pretrained=True).eval()  # plain timm, here
     transform = timm.data.create_transform(**timm.data.resolve_model_data_config(model))
