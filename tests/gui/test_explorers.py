@@ -42,6 +42,9 @@ def test_attention_panel_follows_controls(ready, qtbot):
     np.testing.assert_allclose(shown(), attention.head_maps(loaded, x, 0)[0, 1], atol=1e-6)
     assert len(panel.grid.items) == 2  # one small map per head
     np.testing.assert_allclose(panel.grid.items[1].image, attention.head_maps(loaded, x, 0)[0, 1], atol=1e-6)
+    grid = panel.grid  # its title says what the small maps are, above them (the walk: a grid without a caption)
+    assert grid.title.text == "Layer 0: each head's CLS attention" and grid.title.isVisible()
+    assert grid.title.sceneBoundingRect().bottom() <= min(v.sceneBoundingRect().top() for v in grid.views)
 
     panel.method.setCurrentText("Rollout")
     np.testing.assert_allclose(shown(), attention.rollout(loaded, x)[0], atol=1e-6)

@@ -24,7 +24,7 @@ from vitstudio.app.explore_states import TOP_1, TOP_1_LABEL, AttentionState, reg
 from vitstudio.app.notices import describe
 from vitstudio.core.analysis import attention_views, registry
 from vitstudio.core.analysis.applicability import why_not
-from vitstudio.core.analysis.capture import TokenMaps
+from vitstudio.core.analysis.capture import TokenMaps, has_class_token
 from vitstudio.core.analysis.explain import explain, explain_folder
 from vitstudio.core.analysis.masks import MaskExport
 from vitstudio.core.fields import Range
@@ -352,14 +352,15 @@ class AttentionPanel(ExplorerPanel):
         ov = self.overview
         shown = self.jobs.current(self.slots[vs.method])
         if ov is not None:
-            self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head)
+            seen = "CLS attention" if has_class_token(self.state.model.model) else "attention received"
+            self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head, f"Layer {vs.layer}: each head's {seen}")
         elif isinstance(shown, TokenMaps) and self.state.model is not None:  # windowed models: the token maps
             maps = shown.attends_to if vs.direction == "to" else shown.attended_by
             maps = maps[0, vs.layer, :self.state.model.heads_at(vs.layer)]
             rows, cols = np.nonzero(np.isfinite(maps).any(0))  # the grid shows the window, not the whole image
             if rows.size:
                 maps = maps[:, rows.min():rows.max() + 1, cols.min():cols.max() + 1]
-            self.grid.set_maps(maps, vs.cmap, vs.head)
+            self.grid.set_maps(maps, vs.cmap, vs.head, f"Layer {vs.layer}: each head, the patch's window")
 
     def export_mask(self, folder: str | None = None) -> list | None:
         """The mask on screen into `folder`: <image>.<method>.mask.png and <method>.masks.json (COCO, RLE)."""

@@ -1,4 +1,5 @@
-"""A grid with one small map per attention head, in cells of one size; clicking a head selects it."""
+"""A grid with one small map per attention head, in cells of one size, under a title that says what they show;
+clicking a head selects it."""
 
 from __future__ import annotations
 
@@ -60,29 +61,37 @@ class HeadGridWidget(pg.GraphicsLayoutWidget):
         self.views: list[pg.ViewBox] = []
         self.items: list[pg.ImageItem] = []
         self.labels: list[pg.LabelItem] = []
+        self.title = _HeadLabel("", size="9pt")  # which layer, and that each head has its own colour range
+        self.columns = 0
+        self.setToolTip("Every head of the layer, each map on its own colour range; click a head to show it large")
         self.scene().sigMouseClicked.connect(self._on_click)
 
     def _rebuild(self, count: int) -> None:
         grid = self.ci
+        if self.columns:
+            grid.removeItem(self.title)
         for cell in self.cells[:len(self.views)]:
             grid.removeItem(cell.layout)  # out of the grid, kept for the next model
         while len(self.cells) < count:
             self.cells.append(_Cell())
         shown = self.cells[:count]
-        columns = max(1, math.ceil(math.sqrt(count)))
+        self.columns = columns = max(1, math.ceil(math.sqrt(count)))
+        grid.addItem(self.title, row=0, col=0, colspan=columns)
         for h, cell in enumerate(shown):
             row, col = divmod(h, columns)
-            grid.addItem(cell.layout, row=row, col=col)
+            grid.addItem(cell.layout, row=row + 1, col=col)
         self.views = [c.view for c in shown]
         self.items = [c.item for c in shown]
         self.labels = [c.label for c in shown]
         for col in range(columns):
             grid.layout.setColumnStretchFactor(col, 1)
+        grid.layout.setRowStretchFactor(0, 0)
         for row in range(math.ceil(count / columns)):
-            grid.layout.setRowStretchFactor(row, 1)
+            grid.layout.setRowStretchFactor(row + 1, 1)
 
-    def set_maps(self, maps: np.ndarray, cmap: str = "inferno", selected: int | None = None) -> None:
-        """maps: (heads, gh, gw); each head scaled to its own range."""
+    def set_maps(self, maps: np.ndarray, cmap: str = "inferno", selected: int | None = None,
+                 title: str = "") -> None:
+        """maps: (heads, gh, gw); each head scaled to its own range; `title` above them."""
         if len(maps) != len(self.items):
             self._rebuild(len(maps))
         lut = lookup_table(cmap)
@@ -92,6 +101,8 @@ class HeadGridWidget(pg.GraphicsLayoutWidget):
             cell.item.setImage(maps[h], levels=(lo, hi if hi > lo else lo + 1e-12), lut=lut)
             cell.view.autoRange(padding=0.02)
             cell.set_title(f"{'▶ ' if h == selected else ''}head {h}", bold=h == selected)
+        if title != self.title.text:
+            self.title.setText(title, size="9pt")
 
     def _on_click(self, event) -> None:
         for h, view in enumerate(self.views):
