@@ -4,6 +4,7 @@ here by running the blocks by hand; planted shapes segmented from five painted i
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from PIL import Image
+from pycocotools import mask as coco_mask
 
 from tests.core.generators import drain
 from tests.core.planted_shapes import mean_iou, planted_folder
@@ -213,17 +215,29 @@ def test_segment_and_match_from_the_command_line(loaded, planted, tmp_path, caps
     painted, paths = _painted(planted, tmp_path)
     torch.manual_seed(0)  # the same random weights as the fixture's model
     code = main(["segment", str(root / "images"), "--model", SPEC, "--masks", str(painted), "--classes", "bg,shape",
-                 "--k", "10", "--out", str(tmp_path / "cli"), "--json", "--quiet", "--device", "cpu"])
+                 "--k", "10", "--out", str(tmp_path / "cli"), "--json", "--coco", "--csv", "--quiet", "--device",
+                 "cpu"])
     out = capsys.readouterr()
     assert code == 0, out.err
     records = [json.loads(line) for line in out.out.splitlines()]
     expected = drain(segment_folder(loaded, str(root / "images"), str(painted), tmp_path / "core",
                                     SegmentSettings(("bg", "shape"), k=10)))
-    assert [r["file"] for r in records] == paths and len(list((tmp_path / "cli").iterdir())) == len(paths)
-    for record, core in zip(records, expected.images):
+    assert [r["file"] for r in records] == paths and len(list((tmp_path / "cli").glob("*.png"))) == len(paths)
+    coco = json.loads((tmp_path / "cli" / "masks.coco.json").read_text())
+    with open(tmp_path / "cli" / "areas.csv", newline="") as f:
+        areas = list(csv.reader(f))
+    assert areas[0] == ["file", "bg", "shape"] and [c["name"] for c in coco["categories"]] == ["bg", "shape"]
+    for i, (record, core) in enumerate(zip(records, expected.images)):
         cli_mask, core_mask = np.asarray(Image.open(record["mask"])), np.asarray(Image.open(core.mask))
         assert cli_mask.shape == truth[record["file"]].shape and (cli_mask == core_mask).all()
         assert record["shares"] == core.shares and set(record["shares"]) == {"bg", "shape"}
+        assert areas[i + 1] == [record["file"], *(str(v) for v in record["shares"].values())]
+        annotations = [a for a in coco["annotations"] if a["image_id"] == i + 1]
+        assert sorted(a["category_id"] for a in annotations) == sorted(int(k) + 1 for k in np.unique(cli_mask)
+                                                                        if k < 2)
+        for a in annotations:  # pycocotools' own decoder gives back the class's pixels
+            raw = {"size": a["segmentation"]["size"], "counts": a["segmentation"]["counts"].encode("ascii")}
+            assert (coco_mask.decode(raw) == (cli_mask == a["category_id"] - 1)).all()
     torch.manual_seed(0)
     code = main(["match", paths[0], paths[1], "--model", SPEC, "--points", "20,20;40,30", "--refine", "--json",
                  "--device", "cpu"])

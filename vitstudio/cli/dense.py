@@ -39,6 +39,9 @@ def register(subparsers) -> None:
     p.add_argument("--out-inside", action="store_true", help="allow --out inside FOLDER")
     p.add_argument("--json", action="store_true", help="one JSON line per image: its file, its mask, each class's "
                    "share of the pixels")
+    p.add_argument("--coco", action="store_true", help="also write OUT/masks.coco.json: each image's classes as "
+                   "COCO RLE")
+    p.add_argument("--csv", action="store_true", help="also write OUT/areas.csv: each image's share of every class")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=segment_cmd)
 
@@ -89,8 +92,12 @@ def segment_cmd(args) -> int:
 
 
 def _segment_report(args, result) -> int:
+    from ..core.dense.export import write_exports
     from ..core.files import shown_path
 
+    for path in write_exports(result, args.out, args.coco, args.csv):
+        if not args.quiet:
+            print(f"wrote {shown_path(path)}", file=sys.stderr)
     for path, reason in result.errors:
         print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     if result.bank.note:
