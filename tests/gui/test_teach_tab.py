@@ -1,10 +1,12 @@
 """The Teach tab as a user drives it (issue 51): a project of three digit classes refits on its own, a video previews
 the head live, holding a card's record button adds the frames shown to that class and refits, the per-class bars
-follow the frames, and a model switch leaves nothing of the old model's head on screen."""
+follow the frames, "Add frame" corrects the preview, the export is run on every sample and agrees with the app, and
+a model switch leaves nothing of the old model's head on screen."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPushButton
 
 from tests.core.play_video import moving_digits_video
 from vitstudio.core.models.demo import bundled_demo, render_digits
@@ -13,7 +15,7 @@ from vitstudio.gui import workers
 from vitstudio.gui.teach.teach_panel import TeachPanel
 
 
-def test_record_from_a_video_refit_preview_and_switch_model(panel, qtbot, tmp_path):
+def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel, qtbot, tmp_path):
     teach = panel(TeachPanel, model=bundled_demo())
     teach.resize(1280, 720)
     digits = render_digits(tmp_path / "digits", per_class=4)
@@ -33,7 +35,14 @@ def test_record_from_a_video_refit_preview_and_switch_model(panel, qtbot, tmp_pa
     qtbot.mouseRelease(card.record, Qt.LeftButton)
     added = int(teach.stats.text().split(" frame")[0])
     assert added >= 2 and card.count.text() == f"{4 + added} samples" and teach.view_state.revision == before + 1
-    qtbot.waitUntil(lambda: "validation" in teach.stats.text(), timeout=30000)
+    qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
+    teach.cards["1"].findChild(QPushButton, "add_frame").click()  # Lobe's correction: the frame on screen is a 1
+    assert teach.cards["1"].count.text() == "5 samples"
+    qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
+    samples = len(teach.jobs.current("refit").paths)
+    teach.export(str(tmp_path / "export"))
+    qtbot.waitUntil(lambda: "Exported" in teach.stats.text(), timeout=60000)
+    assert f"predict as the preview on all {samples} samples" in teach.stats.text(), teach.stats.text()
     assert teach.grab().size().width() == 1280
     teach.stop()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)

@@ -133,6 +133,11 @@ class TeachModel:
         self.add_frames(name, held.frames)
         return len(held.frames)
 
+    def reload(self) -> None:
+        """The project as it is on disk after a change that stopped half way (a full disk): what was written stays."""
+        if self.project is not None:
+            self._changed(replace(open_project(self.project.root), settings=self.project.settings))
+
     def refit_request(self) -> tuple:
         return self.state.request("project", "revision", "recipe")
 

@@ -20,6 +20,7 @@ class ClassCardWidget(QFrame):
     add_folder = Signal(str)
     record_pressed = Signal(str)
     record_released = Signal(str)
+    add_frame = Signal(str)
 
     def __init__(self, name: str, parent=None) -> None:
         super().__init__(parent)
@@ -41,6 +42,9 @@ class ClassCardWidget(QFrame):
         files, folder = QPushButton("Add files…"), QPushButton("Add folder…")
         self.record = QPushButton("Hold to record")
         self.record.setToolTip("Frames of the preview's source join this class while the button is held")
+        frame = QPushButton("Add frame", objectName="add_frame")
+        frame.setToolTip("The frame on screen joins this class (correct the preview: it belongs here)")
+        frame.clicked.connect(lambda: self.add_frame.emit(self.name))
         files.clicked.connect(lambda: self.add_files.emit(self.name))
         folder.clicked.connect(lambda: self.add_folder.emit(self.name))
         self.record.pressed.connect(lambda: self.record_pressed.emit(self.name))
@@ -49,7 +53,7 @@ class ClassCardWidget(QFrame):
         for widget in (self.title, self.count, self.accuracy):
             head.addWidget(widget)
         head.addStretch(1)
-        for widget in (files, folder, self.record):
+        for widget in (files, folder, frame, self.record):
             head.addWidget(widget)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)

@@ -42,3 +42,11 @@ def preview_job(cancel, loaded, source: str, teach, shown: threading.Event):
         return latest.read_count
     finally:
         latest.close()
+
+
+def export_job(cancel, loaded, result, folder: str):
+    """The taught model written as a timm run folder, ONNX and the seed format, each run on every sample and
+    compared with the app's prediction (core/teach/export.py); returns the TeachExport."""
+    from vitstudio.core.teach.export import export_taught
+
+    return export_taught(loaded, result, folder)

@@ -6,6 +6,7 @@ user sets lives in TeachState; what an action does is TeachModel's (vitstudio/ap
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
@@ -27,7 +28,7 @@ from .. import workers
 from ..common.bind import bind
 from ..imaging import pil_to_pixmap
 from .class_card import ClassCardWidget
-from .teach_jobs import preview_job, refit_job
+from .teach_jobs import export_job, preview_job, refit_job
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
 IMAGE_FILES = "Images (*.png *.jpg *.jpeg *.bmp *.webp *.tif *.tiff);;All files (*)"
@@ -40,9 +41,11 @@ class TeachPanel(QWidget):
         self.view_state = TeachState()
         self.teach = TeachModel(self.view_state)
         self.jobs = workers.ViewJobs(self.view_state, {"refit": ("project", "revision", "recipe"),
-                                                       "preview": ("source",)}, long=("preview",))
+                                                       "preview": ("source",),
+                                                       "export": ("project", "revision", "recipe")},
+                                     long=("preview", "export"))
         self.cards: dict[str, ClassCardWidget] = {}
-        self._shown, self._latest = threading.Event(), None
+        self._shown, self._latest, self._frame = threading.Event(), None, None
         self._draw_timer = QTimer(self, singleShot=True, interval=0, timeout=self._show_latest)
         self._refit_timer = QTimer(self, singleShot=True, interval=0, timeout=self.refit)
         self._build()
@@ -59,10 +62,13 @@ class TeachPanel(QWidget):
         for i in range(4):
             self.camera.addItem(f"Camera {i}", f"camera:{i}")
         self.camera_button, self.stop_button = QPushButton("Start camera"), QPushButton("Stop")
+        self.export_button = QPushButton("Export…")
+        self.export_button.setToolTip("Write the taught model as a timm run folder, ONNX and the seed format, and "
+                                      "check each predicts as the app on every sample")
         self.stop_button.setEnabled(False)
         top = QHBoxLayout()
         for widget in (self.open_button, self.class_button, QLabel("Head"), self.recipe, self.video_button,
-                       self.camera, self.camera_button, self.stop_button):
+                       self.camera, self.camera_button, self.stop_button, self.export_button):
             top.addWidget(widget)
         top.addStretch(1)
         self.card_list = QVBoxLayout()
@@ -92,6 +98,7 @@ class TeachPanel(QWidget):
         self.video_button.clicked.connect(self._choose_video)
         self.camera_button.clicked.connect(lambda: self.preview(self.camera.currentData()))
         self.stop_button.clicked.connect(self.stop)
+        self.export_button.clicked.connect(self._choose_export)
 
     # -- the project ----------------------------------------------------------------------------------
     def open_project(self, folder: str) -> None:
@@ -112,11 +119,18 @@ class TeachPanel(QWidget):
             self._act(self.teach.add_class, name.strip())
 
     def _act(self, action, *args) -> None:
-        """A change to the project; a refusal (no project, a bad name, an unreadable file) is said in the status."""
+        """A change to the project; a refusal (no project, a bad name, an unreadable file) or a write that failed (a
+        full disk: the samples written before it stay, each file whole) is said in the status."""
         try:
             action(*args)
         except ValueError as exc:
             self.stats.setText(str(exc))
+            return
+        except OSError as exc:
+            self.stats.setText(f"Could not write {exc.filename or 'a sample'}: {exc.strerror or exc}; the samples "
+                               f"written before it are in the project.")
+            self.teach.reload()
+            self._show_cards()
             return
         self._show_cards()
 
@@ -132,6 +146,7 @@ class TeachPanel(QWidget):
                 widget.add_folder.connect(self._add_folder)
                 widget.record_pressed.connect(self._hold)
                 widget.record_released.connect(self._release)
+                widget.add_frame.connect(self._add_frame)
                 self.card_list.insertWidget(self.card_list.count() - 1, widget)
             widget.show_card(card)
 
@@ -144,6 +159,13 @@ class TeachPanel(QWidget):
         folder = file_dialogs.choose_folder(self, f"Add a folder of images to {name}")
         if folder:
             self._act(self.teach.add_files, name, [folder])
+
+    def _add_frame(self, name: str) -> None:
+        """Lobe's correction: the frame on screen joins the class it belongs to."""
+        if self._frame is None:
+            self.stats.setText("Open a video or a camera first: the frame on screen is added.")
+            return
+        self._act(self.teach.add_frames, name, [self._frame])
 
     def _on_recipe(self, recipe: str) -> None:
         if self.teach.project is not None and self.teach.project.settings.recipe != recipe:
@@ -234,6 +256,7 @@ class TeachPanel(QWidget):
         if value is None:
             return
         frame, _time_s, probs, fps = value
+        self._frame = frame
         pixmap = pil_to_pixmap(frame)
         self.screen.setPixmap(pixmap.scaled(self.screen.size(), Qt.KeepAspectRatio, Qt.SmoothTransformation))
         for name, widget in self.cards.items():
@@ -256,3 +279,44 @@ class TeachPanel(QWidget):
             self.screen.setText(str(exc))
             return
         self.state.report(exc, "Teach")
+
+    # -- export, proven equal ---------------------------------------------------------------------------
+    def _choose_export(self) -> None:
+        folder = file_dialogs.choose_folder(self, "Export the taught model to", create=True)
+        if folder:
+            self.export(folder)
+
+    def export(self, folder: str) -> None:
+        result = self.jobs.current("refit")
+        if result is None or self.state.model is None:
+            self.stats.setText("Nothing taught yet for this model and these samples: wait for the refit.")
+            return
+        if result.head.recipe != "quick":
+            self.stats.setText("Teachable Machine's two-layer head has no place in a timm ViT's head: switch the "
+                               "head to the quick one to export.")
+            return
+        self.stats.setText(f"Exporting to {folder} and running every artefact on all {len(result.paths)} samples…")
+        self.jobs.start("export", "Teach export", export_job, self.state.model, result, folder,
+                        on_result=self._on_exported, on_error=self._on_export_error)
+
+    def _on_export_error(self, exc: BaseException) -> None:
+        if isinstance(exc, (ValueError, OSError)):  # an exporter's refusal, a full disk: said where the user looks
+            self.stats.setText(f"Export failed: {exc}")
+            return
+        self.state.report(exc, "Teach export")
+
+    def _on_exported(self, exported) -> None:
+        parts = []
+        for check in exported.checks:
+            if check.not_checked:
+                parts.append(f"{check.artefact}: not written ({check.not_checked})")
+            elif check.equal:
+                parts.append(f"{check.artefact} ✓ (max |Δp| {check.max_abs_diff:.1e})")
+            else:
+                names = ", ".join(Path(p).name for p, _ in check.differing[:3])
+                parts.append(f"{check.artefact} differs on {len(check.differing)} ({names}: "
+                             f"{check.differing[0][1]})")
+        samples = max((c.samples for c in exported.checks), default=0)
+        verdict = "predict as the preview on all" if exported.equal else "checked on"
+        self.stats.setText(f"Exported to {exported.folder}: {'; '.join(parts)} — {verdict} {samples} samples "
+                           f"(check.json beside them).")
