@@ -300,3 +300,25 @@ def test_a_full_disk_while_writing_masks_is_one_line_naming_the_file(planted, tm
     assert code == 1 and len(err) == 1 and "could not write" in err[0] and "img-003.png" in err[0], err
     assert not (tmp_path / "out" / "img-003.png").exists() and not list((tmp_path / "out").glob(".*.tmp"))
     assert all(Image.open(p).size == (64, 48) for p in (tmp_path / "out").glob("*.png"))
+
+
+def test_masks_painted_and_written_inside_the_folder_are_not_its_images(planted, tmp_path, capsys):
+    """PAINTED_DIR inside FOLDER, and --out-inside: neither folder's PNGs are segmented as images (their stems would
+    collide with the images'), and a second run over the same folder gives the same masks."""
+    import shutil
+
+    _, truth = planted
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for p in sorted(truth)[:4]:
+        shutil.copy(p, folder)
+    painted, _ = _painted(planted, folder, 1)  # folder/painted
+    args = ["segment", str(folder), "--model", SPEC, "--masks", str(painted), "--out", str(folder / "masks"),
+            "--out-inside", "--json", "--quiet", "--device", "cpu"]
+    torch.manual_seed(0)  # the spec's random weights, the same both times
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    torch.manual_seed(0)
+    assert main(args) == 0 and capsys.readouterr().out == first
+    assert [Path(json.loads(line)["file"]).name for line in first.splitlines()] == [Path(p).name for p in
+                                                                                     sorted(truth)[:4]]

@@ -132,7 +132,8 @@ def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str 
     """Segment every image of `folder` from the masks painted in `painted_dir`, writing OUT/<stem>.png."""
     settings.check()
     out = checked_out(out, folder, allow_inside)
-    files = [str(p) for p in expand_paths([folder])]
+    # the painted masks and the output may live in the folder (with --out-inside): they are not its images
+    files = [str(p) for p in expand_paths([folder]) if not inside(p, painted_dir) and not inside(p, out)]
     unique_stems(files)
     painted = match_painted(painted_dir, files)
     classes = class_names(painted, settings.classes)
