@@ -1,7 +1,7 @@
 """The Teach tab as a user drives it (issue 51): a project of three digit classes refits on its own, a video previews
 the head live, holding a card's record button adds the frames shown to that class and refits, the per-class bars
 follow the frames, "Add frame" corrects the preview, the export is run on every sample and agrees with the app, and
-a model switch leaves nothing of the old model's head on screen."""
+a model, source or project switch leaves nothing of the old one on screen."""
 
 from __future__ import annotations
 
@@ -53,3 +53,11 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     assert not any(card.accuracy.text() or card.bar.value() for card in teach.cards.values())
     qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
     assert dict(teach.jobs.request("refit"))["model"] == other.uid and "validation" in teach.stats.text()
+    video = moving_digits_video(tmp_path / "w.avi", frames=24, fps=12.0)
+    teach.preview(str(video))
+    first = teach.jobs.pending["preview"]
+    teach.preview("camera:3")  # another source: the first one's frames are never drawn again
+    assert first.cancel_token.cancelled and dict(teach.jobs.request("preview"))["source"] == "camera:3"
+    qtbot.waitUntil(lambda: "No camera 3" in teach.screen.text(), timeout=20000)
+    teach.open_project(str(tmp_path / "another"))  # another project: no card, head or figure of the first
+    assert teach.cards == {} and teach.teach.live_head is None and "another" in teach.stats.text()
