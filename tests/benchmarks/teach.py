@@ -9,6 +9,9 @@
    scikit-learn's LogisticRegression (lbfgs, the same L2) on the same training features, and the ratio.
 2. The same samples and split through the quick head and through Teachable Machine's recipe (core/teach/heads.py,
    transcribed from teachable-mobilenet.ts): validation accuracy and fit time side by side, and the ratio.
+3. Preview frames/s: the Teach preview's work per frame (the head on the frame's pooled features,
+   `image_probabilities`) beside `vitstudio play`'s (core/play/session.py, prediction only) on every frame of the
+   same video, demo model, unpaced; the ratio (goal ≥ 0.8).
 The digits are scikit-learn's (rendered by render_digits, up to 180 per class); caches go to a temporary folder.
 """
 
@@ -86,6 +89,31 @@ def _recipes(features) -> dict:
             "val": len(quick.split.val)}
 
 
+def _preview_rate(loaded, head, video: Path) -> tuple[float, float]:
+    """(Teach preview frames/s, `vitstudio play` frames/s) on every frame of `video`, one after the other."""
+    from PIL import Image
+
+    from vitstudio.core.play.session import play
+    from vitstudio.core.play.video import FrameSource
+    from vitstudio.core.teach.session import image_probabilities
+
+    def teach_frames(limit=None) -> int:
+        with FrameSource(str(video)) as source:
+            for n, (_index, _t, frame) in enumerate(source):
+                if limit is not None and n >= limit:
+                    return n
+                image_probabilities(loaded, head, [Image.fromarray(frame)])
+        return n + 1
+
+    teach_frames(5)  # both warmed up first: the first forwards of a process are slower
+    sum(1 for _ in play(loaded, str(video), live=False, max_frames=5))
+    started = time.perf_counter()
+    teach = teach_frames() / (time.perf_counter() - started)
+    started = time.perf_counter()
+    played = sum(1 for _ in play(loaded, str(video), live=False))
+    return teach, played / (time.perf_counter() - started)
+
+
 def _model(name: str):
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.core.models.loading import load_model
@@ -100,6 +128,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,200,1000")
     parser.add_argument("--vits-sizes", default="50,200,1000")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--preview-frames", type=int, default=120, help="frames of the preview's video (0: skip)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: as the app's refit worker on a "
                         "shared machine; more threads thrash when the cores are busy)")
     args = parser.parse_args()
@@ -118,6 +147,15 @@ def main() -> None:
                 rows.append((name, row, _recipes(row["features"])))
                 _print_row(rows[-1])
         _print_tables(rows)
+        if args.preview_frames:
+            from tests.core.play_video import moving_digits_video
+            from vitstudio.core.teach.session import fit_features
+
+            demo = next(row for name, row, _ in rows if name == "demo")
+            video = moving_digits_video(Path(tmp) / "preview.avi", frames=args.preview_frames, fps=12.0)
+            teach, played = _preview_rate(_model("demo"), fit_features(demo["features"]).head, video)
+            print(f"\nPreview on {args.preview_frames} frames (demo, unpaced): Teach {teach:.1f} frames/s, "
+                  f"vitstudio play {played:.1f} frames/s, ratio {teach / played:.2f} (goal ≥ 0.8)")
 
 
 def _print_row(row) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -34,7 +35,9 @@ class FittedHead:
     layers: tuple[tuple[np.ndarray, np.ndarray | None], ...]
     seconds: float = 0.0
 
+    @cached_property
     def module(self) -> nn.Module:
+        """The head as torch layers, built once (a preview applies it to every frame)."""
         mods: list[nn.Module] = []
         for i, (w, b) in enumerate(self.layers):
             linear = nn.Linear(w.shape[1], w.shape[0], bias=b is not None)
@@ -48,7 +51,7 @@ class FittedHead:
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """(N, C) float32 softmax of the head on `features` (float32 torch, as the exported model computes)."""
         with torch.inference_mode():
-            logits = self.module()(torch.as_tensor(np.asarray(features, np.float32)))
+            logits = self.module(torch.as_tensor(np.asarray(features, np.float32)))
             return logits.softmax(-1).numpy()
 
 

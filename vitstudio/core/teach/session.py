@@ -124,11 +124,13 @@ def image_probabilities(loaded: LoadedModel, head: FittedHead, images: list) -> 
     features, the same path as the cached features the head was fitted on."""
     import torch
 
-    from vitstudio.core.analysis.embeddings import pooled_features
+    from vitstudio.core.models.devices import to_device
 
     batch = torch.stack([loaded.transform(image.convert("RGB")) for image in images])
-    pooled, _ = pooled_features(loaded, batch)
-    return head.probabilities(classifier_input(loaded.model, pooled))
+    model = loaded.model
+    with loaded.lock, torch.inference_mode(), loaded.autocast():  # as pooled_features, without the model's logits
+        pooled = model.forward_head(model.forward_features(to_device(batch, loaded.device)), pre_logits=True)
+    return head.probabilities(classifier_input(model, pooled.float().cpu().numpy()))
 
 
 def teach(loaded: LoadedModel, project: TeachProject, recipe: str | None = None, batch_size: int = 32,
