@@ -17,10 +17,10 @@ from tests.core.generators import drain
 from vitstudio.cli import main
 from vitstudio.core.jobs import Cancelled, CancelToken
 from vitstudio.core.models.demo import bundled_demo, render_digits
-from vitstudio.core.teach.export import compare
+from vitstudio.core.teach.export import compare, export_taught
 from vitstudio.core.teach.heads import fit_teachable_machine
 from vitstudio.core.teach.project import add_images, create_project, open_project
-from vitstudio.core.teach.session import fit_features, project_features
+from vitstudio.core.teach.session import fit_features, image_probabilities, project_features
 from vitstudio.core.teach.split import teachable_split
 
 
@@ -132,6 +132,12 @@ def test_a_teach_project_is_a_dataset_the_other_tools_read_and_a_frame_added_twi
     first = drain(project_features(loaded, reopened))
     again = drain(project_features(loaded, add_images(reopened, "dog", [Image.new("RGB", (30, 30), (0, 90, 90))])))
     assert first.computed == 4 and again.computed == 1 and len(again.paths) == 5
+    # non-square samples: the preview's path and plain timm's export see them as the cached features did
+    result = fit_features(first)
+    frames = [Image.open(p) for p in result.paths]
+    np.testing.assert_allclose(image_probabilities(loaded, result.head, frames), result.probabilities, atol=1e-5)
+    check = export_taught(loaded, result, tmp_path / "export", formats=("timm",)).checks[0]
+    assert check.equal and check.samples == 4, check
 
 
 def test_compare_names_the_sample_that_differs_and_how(digits):
