@@ -33,11 +33,11 @@ MODEL_COMMANDS = {
     "audit": ["DATA", "--quiet"], "layers": ["DATA"], "compare-layers": ["IMAGE", "--model", TINY_SPEC],
     "concepts": ["DATA", "--out", "OUT", "--quiet"], "suggest": ["DATA", "--quiet"], "card": [],
     "export": ["--format", "onnx", "--out", "OUT"],  # export names its model as an argument, not with --model
-    "teach": ["DATA", "--export", "OUT", "--quiet"],
+    "teach": ["DATA", "--export", "OUT", "--quiet"], "scores": ["DATA", "--quiet"],
     "segment": ["DATA", "--masks", "DATA", "--out", "OUT", "--quiet"], "match": ["IMAGE", "IMAGE"],
 }
 # eval needs a model of the dataset's classes: test_non_utf8_classes runs it on a run fine-tuned there
-DATA_COMMANDS = ("audit", "layers", "sort", "suggest", "embed", "concepts", "finetune", "teach")
+DATA_COMMANDS = ("audit", "layers", "sort", "suggest", "embed", "concepts", "finetune", "teach", "scores")
 
 
 def _takes_model() -> set[str]:

@@ -35,6 +35,7 @@ import torch
 from tests.core.generators import drain
 from tests.core.seam_dense import dense_cell
 from tests.core.seam_rows import BASE_ROWS, Sources
+from tests.core.seam_scores import SCORES_ROWS, scores_cell
 from tests.core.seam_teach import teach_cell
 from vitstudio.cli import main
 from vitstudio.core.analysis import registry
@@ -46,7 +47,7 @@ from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
-       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach")
+       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 # teach's column: the ways a family's logits meet its pooled features (a plain Linear, a seed pre-logits layer; a
 # distilled model's two heads and Swin's pooling head, refused): the other rows repeat one of them
@@ -118,7 +119,7 @@ def _cells():
         for op in OPS:
             if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "dense", "teach"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
-            if op == "teach" and row not in TEACH_ROWS:
+            if (op == "teach" and row not in TEACH_ROWS) or (op == "scores" and row not in SCORES_ROWS):
                 continue
             if row.startswith("run:") and op == "explain-each":
                 continue  # a run's analyses: its explain-all cell runs every one that applies (each equal to
@@ -265,6 +266,10 @@ def _dense(source, op, photo, tmp_path, sources):
 
 def _teach(source, op, photo, tmp_path, sources):
     teach_cell(source, tmp_path, cli, assert_works_or_refuses, _loaded(source))
+
+
+def _scores(source, op, photo, tmp_path, sources):
+    scores_cell(source, tmp_path, cli, assert_works_or_refuses, _loaded(source))
 
 
 def _saved(folder, method):

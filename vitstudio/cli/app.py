@@ -27,6 +27,7 @@ from . import (
     models,
     play,
     predict,
+    scores,
     suggest,
     teach,
     train,
@@ -34,8 +35,8 @@ from . import (
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, layers,
-            concepts, dense, suggest, card)
+COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, scores,
+            layers, concepts, dense, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

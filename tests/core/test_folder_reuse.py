@@ -1,0 +1,80 @@
+"""Folder work reuses what it computed (issue 50 item 1): `predict FOLDER` reads the embedding cache (no forward for
+a file seen before, the same records as classifying it), `audit` and `layers` read back their result while nothing
+changed and recompute when a file does, and a folder pass's batch follows the model's size."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vitstudio.cli import main
+from vitstudio.core.folder import audit as audit_module
+from vitstudio.core.folder import embedcache
+from vitstudio.core.inference import classify_files, folder_batch_size
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.train import layer_probes
+
+
+@pytest.fixture(scope="module")
+def small_digits(tmp_path_factory):
+    return render_digits(tmp_path_factory.mktemp("digits") / "data", per_class=4)
+
+
+def _refuse(*_args, **_kwargs):
+    raise AssertionError("recomputed although nothing changed")
+
+
+def test_predict_folder_reads_the_cache_and_equals_classifying(small_digits, demo, tmp_path, monkeypatch):
+    demo_model = str(bundled_demo())
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    assert main(["predict", str(small_digits), "--model", demo_model, "--csv", str(first), "--quiet"]) == 0
+    monkeypatch.setattr(embedcache, "pooled_features", _refuse)  # a second run may not run the model
+    assert main(["predict", str(small_digits), "--model", demo_model, "--csv", str(second), "--quiet"]) == 0
+    rows = list(csv.DictReader(first.open()))
+    assert rows == list(csv.DictReader(second.open())) and len(rows) == 40
+    expected = [p for batch in classify_files(demo, [small_digits], topk=5, batch_size=7) for p in batch]
+    assert [r["path"] for r in rows] == [p.path for p in expected]
+    assert [r["label_1"] for r in rows] == [p.labels[0] for p in expected]
+    np.testing.assert_allclose([float(r["prob_1"]) for r in rows], [p.probs[0] for p in expected], atol=2e-6)
+    np.testing.assert_allclose([float(r["ood_score"]) for r in rows], [p.ood_score for p in expected], atol=2e-5)
+
+
+def _run(gen):
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_audit_and_layers_read_back_their_result_until_a_file_changes(small_digits, demo, monkeypatch):
+    report = _run(audit_module.audit(small_digits, demo))
+    probes = _run(layer_probes.probe_layers(demo, small_digits, folds=2))
+    with monkeypatch.context() as patched:
+        patched.setattr(audit_module, "review_labels", _refuse)
+        patched.setattr(audit_module, "find_groups", _refuse)
+        patched.setattr(layer_probes, "probe_accuracy", _refuse)
+        assert _run(audit_module.audit(small_digits, demo)).to_json() == report.to_json()
+        again = _run(layer_probes.probe_layers(demo, small_digits, folds=2))
+        np.testing.assert_array_equal(again.accuracy, probes.accuracy)
+    changed = next((small_digits / "3").iterdir())
+    Image.new("L", (32, 32), 255).save(changed)  # a blank page where a 3 was
+    calls = []
+    monkeypatch.setattr(audit_module, "review_labels", lambda *a: calls.append("review") or [])
+    monkeypatch.setattr(layer_probes, "probe_accuracy", lambda *a: calls.append("probe") or np.ones(2))
+    _run(audit_module.audit(small_digits, demo))
+    _run(layer_probes.probe_layers(demo, small_digits, folds=2))
+    assert calls.count("review") == 1 and calls.count("probe") == demo.model.blocks.__len__()
+
+
+def test_a_folder_pass_batches_as_many_images_as_the_model_allows(demo):
+    from vitstudio.core.models.loading import load_model
+
+    assert folder_batch_size(demo) == 256  # 65 tokens of width 64: far under the budget
+    assert folder_batch_size(demo, 7) == 7  # asked for: as asked
+    big = load_model("custom:img=224,patch=16,width=768,depth=1,heads=12,classes=3")  # ViT-B's tokens and width
+    per_image = 4 * 197 * (8 * 768 + 2 * 12 * 197)
+    assert folder_batch_size(big) == (512 << 20) // per_image == 62

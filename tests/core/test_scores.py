@@ -1,0 +1,102 @@
+"""The brain's scores (core/folder/scores.py) against transcriptions of fiftyone-brain's own code
+(voxel51/fiftyone-brain at 7238036, fiftyone/brain/internal/core/), run on the same embeddings and logits."""
+
+from __future__ import annotations
+
+from math import exp
+
+import numpy as np
+import pytest
+from scipy.special import softmax
+from scipy.stats import entropy, spearmanr
+
+from vitstudio.core.folder import scores
+
+
+@pytest.fixture(scope="module")
+def embeddings():
+    """120 embeddings in 6 loose clusters, a few far from every other, and one exact pair."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 3, (6, 16))
+    x = centres[rng.integers(0, 6, 120)] + rng.normal(0, 1, (120, 16))
+    x[:4] *= 4.0
+    x[10] = x[11]
+    return x.astype(np.float32)
+
+
+def fiftyone_uniqueness(embeddings):
+    """sklearn.py:814-836 (`_build_neighbors`, metric "cosine") + uniqueness.py:159-192 (its NearestNeighbors path)."""
+    import sklearn.neighbors as skn
+    import sklearn.preprocessing as skp
+
+    embeddings = np.asarray(embeddings).copy()
+    embeddings -= embeddings.mean(axis=0, keepdims=True)
+    embeddings = skp.normalize(embeddings, axis=1)
+    neighbors = skn.NearestNeighbors(metric="euclidean").fit(embeddings)
+    dists, _ = neighbors.kneighbors(X=embeddings, n_neighbors=3 + 1, return_distance=True)
+    dists = np.array(list(dists))
+    weights = [0.6, 0.3, 0.1]
+    sample_dists = np.mean(dists[:, 1:] * weights, axis=1)
+    sample_dists /= sample_dists.max()
+    return sample_dists
+
+
+def fiftyone_representativeness(embeddings):
+    """representativeness.py:186-231 (`_cluster_ranker`, kmeans, N=20, norm_method "local")."""
+    import sklearn.cluster as skc
+
+    clusterer = skc.KMeans(n_clusters=20, random_state=1234).fit(embeddings)
+    cluster_centers = clusterer.cluster_centers_
+    cluster_ids = clusterer.labels_
+    sample_dists = np.linalg.norm(embeddings - cluster_centers[cluster_ids], axis=1)
+    for unique_id in np.unique(cluster_ids):
+        cluster_indices = np.where(cluster_ids == unique_id)[0]
+        cluster_dists = sample_dists[cluster_indices]
+        cluster_dists /= cluster_dists.max()
+        sample_dists[cluster_indices] = cluster_dists
+    return sample_dists
+
+
+def fiftyone_mistakenness(logits, m):
+    """mistakenness.py:529-536 (`_compute_mistakenness_class`)."""
+    m = m * -2.0 + 1.0
+    c = -1.0 * entropy(softmax(np.asarray(logits)))
+    return (m * exp(c) + 1.0) / 2.0
+
+
+def test_uniqueness_is_fiftyone_brains(embeddings):
+    ours, theirs = scores.uniqueness(embeddings), fiftyone_uniqueness(embeddings)
+    keep = np.ones(len(ours), bool)
+    keep[[10, 11]] = False  # an exact pair: which of the two zero distances sklearn calls "itself" is arbitrary
+    np.testing.assert_allclose(ours[keep], theirs[keep], atol=1e-6)
+    assert spearmanr(ours[keep], theirs[keep]).statistic == pytest.approx(1.0)
+    assert ours.max() == 1.0 and ours[:4].mean() > np.median(ours)  # the far ones are the most unique
+    assert scores.uniqueness(embeddings[:3]).tolist() == [1.0, 1.0, 1.0]  # K or fewer images: all 1 (:165)
+
+
+def test_representativeness_is_fiftyone_brains(embeddings):
+    ours = scores.representativeness(embeddings)
+    with np.errstate(invalid="ignore"):  # theirs divides a cluster of identical members by 0: NaN there, 0 here
+        theirs = fiftyone_representativeness(embeddings)
+    alone = np.isnan(theirs)
+    assert (ours[alone] == 0).all() and (~alone).sum() > 100
+    np.testing.assert_allclose(ours[~alone], theirs[~alone], atol=1e-6)
+    assert spearmanr(ours[~alone], theirs[~alone]).statistic == pytest.approx(1.0)
+
+
+def test_hardness_and_mistakenness_are_fiftyone_brains():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(0, 3, (40, 5))
+    labels = ("a", "b", "c", "d", "e")
+    predicted = [labels[i] for i in logits.argmax(1)]
+    given = [labels[i] if k % 3 else predicted[k] for k, i in enumerate(rng.integers(0, 5, 40))]
+    given[7] = None  # outside a class folder: no mistakenness
+    np.testing.assert_allclose(scores.entropy(logits), [entropy(softmax(row)) for row in logits], atol=1e-9)
+    ours = scores.mistakenness(logits, predicted, given)
+    theirs = [fiftyone_mistakenness(row, float(p == g)) for row, p, g in zip(logits, predicted, given)]
+    assert np.isnan(ours[7])
+    keep = np.arange(40) != 7
+    np.testing.assert_allclose(ours[keep], np.asarray(theirs)[keep], atol=1e-9)
+    wrong = np.asarray([p != g for p, g in zip(predicted, given)]) & keep
+    assert wrong.any() and (~wrong & keep).any()
+    assert ours[wrong].min() >= 0.5 >= ours[~wrong & keep].max()  # a mistake always ranks above an agreement

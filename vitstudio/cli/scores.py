@@ -1,0 +1,87 @@
+"""`vitstudio scores FOLDER --model M`: fiftyone-brain's uniqueness, representativeness, hardness and mistakenness of
+every image (core/folder/scores.py), from the embedding cache (a folder embedded before runs no forward)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..core.files import shown_path
+from .common import (
+    BATCH_HELP,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_model_args,
+    drain,
+    load_model_from_args,
+    print_ignored,
+)
+
+TOP = 10  # images listed per score without --json / --csv
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("scores", help="uniqueness, representativeness, hardness and mistakenness of every "
+                              "image (fiftyone-brain's formulas, on the model's features and predictions)")
+    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively); an image's folder "
+                   "name is its given label (for mistakenness)")
+    add_model_args(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON object per image, one per line")
+    out.add_argument("--csv", metavar="FILE", help="write a CSV: path, given, predicted and the four scores")
+    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--quiet", action="store_true", help="no progress messages")
+    p.set_defaults(handler=scores_cmd)
+
+
+def scores_cmd(args) -> int:
+    from ..core.folder.scores import score_folder
+
+    if args.batch_size is not None and args.batch_size < 1:
+        print(f"error: --batch-size is images per forward, at least 1; not {args.batch_size}", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = load_model_from_args(args)
+    if loaded is None:
+        return EXIT_USAGE
+    ignored: list = []
+    scores = drain(score_folder(loaded, args.paths, args.batch_size, ignored=ignored), args.quiet)
+    print_ignored(ignored)
+    for path, reason in scores.errors:
+        print(f"{shown_path(path)}: {reason}", file=sys.stderr)
+    if not scores.paths:
+        print("error: no readable image in the given paths", file=sys.stderr)
+        return EXIT_SOME_FAILED
+    rows = scores.rows()
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    elif args.csv:
+        _write_csv(rows, args.csv)
+    else:
+        _describe(rows)
+    return EXIT_SOME_FAILED if scores.errors else EXIT_OK
+
+
+def _write_csv(rows: list[dict], path: str) -> None:
+    from ..core.files import SafeCsvWriter, open_csv
+
+    with open_csv(path) as fh:
+        writer = SafeCsvWriter(fh)
+        writer.writerow(list(rows[0]))
+        for row in rows:
+            writer.writerow(["" if v is None else (f"{v:.6f}" if isinstance(v, float) else v) for v in row.values()])
+
+
+def _describe(rows: list[dict]) -> None:
+    from ..core.folder.scores import NAMES
+
+    print(f"{len(rows)} images; the {TOP} highest of each score (--json or --csv for all):")
+    for name in NAMES:
+        scored = sorted((r for r in rows if r[name] is not None), key=lambda r: -r[name])[:TOP]
+        if not scored:
+            print(f"{name}: none (the model has no classes, or no image is in a class folder)")
+            continue
+        print(f"{name}:")
+        for r in scored:
+            print(f"  {r[name]:.4f}  {shown_path(r['path'])}")

@@ -1,0 +1,150 @@
+"""The brain's scores of a folder, as fiftyone-brain computes them (voxel51/fiftyone-brain at 7238036,
+`fiftyone/brain/internal/core/*.py`), on the embedding cache's pooled features and logits (`embedcache.py`):
+
+- uniqueness (uniqueness.py:159-192, `_compute_uniqueness`): the distances to the K = 3 nearest other images,
+  weighted 0.6 / 0.3 / 0.1 and averaged, divided by the largest. The distances are the ones its sklearn index
+  measures (sklearn.py:814-836, `_build_neighbors`): Euclidean between the embeddings centred on their mean and
+  scaled to unit length (cosine distance by its "cosine hack"). Below 15,000 images that index instead takes
+  precomputed cosine distances with the diagonal set to NaN (sklearn.py:36, 795-806), so its `dists[:, 1:]` drops
+  the nearest *other* image there; here it is always the nearest three others, as at 100k.
+- representativeness (representativeness.py:155-231, method "cluster-center"): k-means with 20 clusters
+  (random_state 1234) on the raw embeddings, each image's distance to its cluster's centre divided by the largest
+  in that cluster (its "local" normalisation, which returns that normalised distance: 1 = the farthest of its
+  cluster). Fewer than 20 images: one cluster per image at most; a cluster of identical images: 0, not NaN.
+- hardness (hardness.py:116): the entropy (nats) of the softmax of the logits.
+- mistakenness (mistakenness.py:529-536, `_compute_mistakenness_class`, with logits): m = 1 when the predicted
+  class is the given label, else 0; (( 1 - 2m) · exp(-entropy) + 1) / 2. The given label is the image's folder
+  name; images given outside a class folder have none, and no mistakenness (NaN, null in JSON).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vitstudio.core.folder.embedcache import FolderEmbeddings, embed_folder
+from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.models.model import LoadedModel
+
+K = 3  # uniqueness.py:162
+WEIGHTS = np.asarray([0.6, 0.3, 0.1])  # uniqueness.py:186
+CLUSTERS, SEED = 20, 1234  # representativeness.py:187, 198
+SPARE = 8  # candidates past the K-th ranked by the product, whose exact distance is checked too
+BLOCK = 256  # queries per (block × N) product: 100 MB at 100k images
+NAMES = ("uniqueness", "representativeness", "hardness", "mistakenness")
+
+
+@dataclass(frozen=True)
+class FolderScores:
+    paths: tuple[str, ...]
+    given: tuple[str | None, ...]  # the folder each image is in (None: given outside a class folder)
+    predicted: tuple[str, ...]
+    uniqueness: np.ndarray  # (N,) float64 in [0, 1]
+    representativeness: np.ndarray  # (N,) float64 in [0, 1]
+    hardness: np.ndarray  # (N,) float64, nats
+    mistakenness: np.ndarray  # (N,) float64 in [0, 1], NaN without a given label
+    errors: tuple[tuple[str, str], ...] = ()
+
+    def rows(self) -> list[dict]:
+        """One plain record per image (None for NaN)."""
+        columns = [getattr(self, name) for name in NAMES]
+        return [{"path": p, "given": g, "predicted": pred,
+                 **{name: (None if np.isnan(v[i]) else float(v[i])) for name, v in zip(NAMES, columns)}}
+                for i, (p, g, pred) in enumerate(zip(self.paths, self.given, self.predicted))]
+
+
+def nearest_distances(features: np.ndarray, k: int = K) -> np.ndarray:
+    """(N, k) Euclidean distances from each row to its k nearest other rows, ascending. Ranked by one matrix product
+    per block of rows; the distances of the best k + SPARE are then taken from the differences in float64 (a product
+    of near-identical unit rows cancels float32's digits)."""
+    x = torch.from_numpy(np.ascontiguousarray(features, np.float32))
+    x64 = x.double()
+    n = len(x)
+    take = min(n - 1, k + SPARE)
+    out = np.empty((n, k))
+    for start in range(0, n, BLOCK):
+        rows = torch.arange(start, min(n, start + BLOCK))
+        similarity = x[rows] @ x.T  # (b, N)
+        similarity[torch.arange(len(rows)), rows] = -torch.inf  # not itself
+        candidates = similarity.topk(take, dim=1).indices  # (b, take)
+        exact = (x64[rows, None, :] - x64[candidates]).norm(dim=-1)  # (b, take)
+        out[rows.numpy()] = exact.sort(dim=1).values[:, :k].numpy()
+    return out
+
+
+def uniqueness(features: np.ndarray) -> np.ndarray:
+    n = len(features)
+    if n <= K:  # uniqueness.py:165-166
+        return np.ones(n)
+    centred = np.asarray(features, np.float64) - np.asarray(features, np.float64).mean(0, keepdims=True)
+    unit = centred / np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-300)  # sklearn's normalize
+    dists = nearest_distances(unit, K)
+    weighted = np.mean(dists * WEIGHTS, axis=1)  # uniqueness.py:187
+    return weighted / weighted.max() if weighted.max() > 0 else np.ones(n)
+
+
+def representativeness(features: np.ndarray) -> np.ndarray:
+    from sklearn.cluster import KMeans
+
+    x = np.asarray(features)
+    if len(x) == 0:
+        return np.zeros(0)
+    clusterer = KMeans(n_clusters=min(CLUSTERS, len(x)), random_state=SEED).fit(x)
+    dists = np.linalg.norm(x - clusterer.cluster_centers_[clusterer.labels_], axis=1).astype(np.float64)
+    for cluster in np.unique(clusterer.labels_):  # representativeness.py:223-229
+        members = clusterer.labels_ == cluster
+        top = dists[members].max()
+        dists[members] = dists[members] / top if top > 0 else 0.0
+    return dists
+
+
+def entropy(logits: np.ndarray) -> np.ndarray:
+    """(N,) entropy in nats of softmax(logits) per row (scipy.stats.entropy of scipy.special.softmax)."""
+    z = np.asarray(logits, np.float64)
+    z = z - z.max(1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return -(np.exp(log_p) * log_p).sum(1)
+
+
+def mistakenness(logits: np.ndarray, predicted: Sequence[str], given: Sequence[str | None]) -> np.ndarray:
+    m = np.asarray([float(p == g) for p, g in zip(predicted, given)])  # mistakenness.py:248
+    out = ((1.0 - 2.0 * m) * np.exp(-entropy(logits)) + 1.0) / 2.0  # mistakenness.py:531-534
+    out[[g is None for g in given]] = np.nan
+    return out
+
+
+def given_labels(paths: Sequence[str], roots: Sequence[str]) -> tuple[str | None, ...]:
+    """The folder each image is in, for images inside a folder under one of `roots` (None otherwise)."""
+    tops = [Path(r).absolute() for r in roots if Path(r).is_dir()]
+    out = []
+    for p in paths:
+        parent = Path(p).absolute().parent
+        out.append(parent.name if any(parent != top and top in parent.parents for top in tops) else None)
+    return tuple(out)
+
+
+def brain_scores(embedded: FolderEmbeddings, given: Sequence[str | None]) -> FolderScores:
+    """Every score of the embedded images; `given`: their given labels, in the same order."""
+    features = embedded.features_of()
+    n = len(embedded.paths)
+    if not embedded.labels:  # a headless model: no prediction to be hard or mistaken
+        nan = np.full(n, np.nan)
+        return FolderScores(embedded.paths, tuple(given), ("",) * n, uniqueness(features),
+                            representativeness(features), nan, nan.copy(), embedded.errors)
+    logits = np.asarray(embedded.logits[embedded.rows], np.float64).reshape(n, -1)
+    predicted = tuple(embedded.labels[i] for i in logits.argmax(1))
+    return FolderScores(embedded.paths, tuple(given), predicted, uniqueness(features), representativeness(features),
+                        entropy(logits), mistakenness(logits, predicted, given), embedded.errors)
+
+
+def score_folder(loaded: LoadedModel, paths: Sequence[str], batch_size: int | None = None,
+                 cancel: CancelToken | None = None, ignored: list | None = None
+                 ) -> Generator[Progress, None, FolderScores]:
+    """Generator: the folder embedded (from the cache where it can), then its scores."""
+    embedded = yield from embed_folder(loaded, paths, batch_size, cancel, ignored=ignored)
+    yield Progress(0, 0, f"Scoring {len(embedded.paths)} images")
+    return brain_scores(embedded, given_labels(embedded.paths, paths))
