@@ -39,7 +39,12 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     teach.cards["1"].findChild(QPushButton, "add_frame").click()  # Lobe's correction: the frame on screen is a 1
     assert teach.cards["1"].count.text() == "5 samples"
     qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
-    samples = len(teach.jobs.current("refit").paths)
+    result = teach.jobs.current("refit")
+    samples, table = len(result.paths), teach.confusion.table
+    counts = [[int(table.item(i, j).text()) for j in range(3)] for i in range(3)]
+    assert counts == result.confusion.tolist() and sum(map(sum, counts)) == len(result.split.val)
+    teach.confusion.open_cell(1, 1)  # a cell opened: its held-out images
+    assert teach.confusion.images.count() == counts[1][1] > 0
     teach.export(str(tmp_path / "export"))
     qtbot.waitUntil(lambda: "Exported" in teach.stats.text(), timeout=60000)
     assert f"predict as the preview on all {samples} samples" in teach.stats.text(), teach.stats.text()
@@ -51,6 +56,7 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     assert teach.teach.live_head is None and teach.jobs.current("refit") is None  # the old model's head is gone
     assert teach.stats.text() == "Teaching…"
     assert not any(card.accuracy.text() or card.bar.value() for card in teach.cards.values())
+    assert teach.confusion.table.rowCount() == 0 and teach.confusion.images.count() == 0
     qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
     assert dict(teach.jobs.request("refit"))["model"] == other.uid and "validation" in teach.stats.text()
     video = moving_digits_video(tmp_path / "w.avi", frames=24, fps=12.0)

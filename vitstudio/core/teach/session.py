@@ -69,6 +69,11 @@ class TeachResult:
         val = self.split.val
         return float((self.predicted[val] == self.labels[val]).mean()) if len(val) else float("nan")
 
+    def cell_paths(self, true: int, predicted: int) -> list[str]:
+        """The validation samples behind confusion cell (true, predicted): a cell opened shows its images."""
+        val = self.split.val
+        return [self.paths[i] for i in val if self.labels[i] == true and self.predicted[i] == predicted]
+
     def wrong(self) -> list[tuple[str, str, str]]:
         """(path, true class, predicted class) of each validation sample the head gets wrong."""
         return [(self.paths[i], self.classes[self.labels[i]], self.classes[self.predicted[i]])

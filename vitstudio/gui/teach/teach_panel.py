@@ -28,6 +28,7 @@ from .. import workers
 from ..common.bind import bind
 from ..imaging import pil_to_pixmap
 from .class_card import ClassCardWidget
+from .confusion_view import ConfusionView
 from .teach_jobs import export_job, preview_job, refit_job
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
@@ -83,9 +84,13 @@ class TeachPanel(QWidget):
         self.screen.setAlignment(Qt.AlignCenter)
         self.screen.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
         self.screen.setMinimumSize(280, 210)
+        self.confusion = ConfusionView()
+        right = QVBoxLayout()
+        right.addWidget(self.screen, 3)
+        right.addWidget(self.confusion, 2)
         body = QHBoxLayout()
         body.addWidget(scroll, 3)
-        body.addWidget(self.screen, 2)
+        body.addLayout(right, 2)
         self.stats = QLabel("Open a Teach project (or any folder of class folders), or a new folder to start one.")
         self.stats.setWordWrap(True)
         layout = QVBoxLayout(self)
@@ -105,6 +110,7 @@ class TeachPanel(QWidget):
         self.teach.open(folder)
         for name in list(self.cards):  # another project: no card, figure or bar of the previous one stays
             self.cards.pop(name).deleteLater()
+        self.confusion.show_result(None)
         self.stats.setText(f"{folder}: teaching…")
         self._show_cards()
 
@@ -179,6 +185,7 @@ class TeachPanel(QWidget):
         for widget in self.cards.values():  # figures and bars were the old model's
             widget.show_accuracy(None, 0)
             widget.show_probability(None)
+        self.confusion.show_result(None)
         if self.teach.project is not None:
             self.stats.setText("Teaching…")
         self._refit_timer.start()
@@ -194,6 +201,7 @@ class TeachPanel(QWidget):
 
     def _on_fitted(self, result) -> None:
         self.teach.live_head = (result.classes, result.head)
+        self.confusion.show_result(result)
         accuracy, held_out = result.per_class_accuracy(), result.held_out()
         for name, widget in self.cards.items():
             widget.show_accuracy(accuracy.get(name), held_out.get(name, 0))
