@@ -62,7 +62,7 @@ def test_paint_three_segment_correct_one_and_the_cli_agrees(tmp_path, capsys):
     from vitstudio.core.dense.segment import segment_folder
     from vitstudio.core.models.loading import load_model
 
-    truth = planted_folder(tmp_path / "images", 12, seed=11)
+    truth = planted_folder(tmp_path / "images", 7, seed=11)
     paths = sorted(truth)
     torch.manual_seed(0)
     loaded = load_model(SPEC, None, "cpu", "fp32")
