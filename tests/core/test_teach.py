@@ -20,8 +20,8 @@ from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.core.teach.export import compare, export_taught
 from vitstudio.core.teach.heads import fit_teachable_machine
 from vitstudio.core.teach.project import add_images, create_project, open_project
-from vitstudio.core.teach.session import fit_features, image_probabilities, project_features
-from vitstudio.core.teach.split import teachable_split
+from vitstudio.core.teach.session import TeachResult, fit_features, image_probabilities, project_features
+from vitstudio.core.teach.split import TeachSplit, teachable_split
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +110,19 @@ def test_a_refit_is_cancellable_and_reports_per_class_accuracy_from_its_confusio
         mine = val[features.labels[val] == i]
         assert result.per_class_accuracy()[name] == pytest.approx((result.probabilities[mine].argmax(1) == i).mean())
     assert result.confusion.sum() == len(val) == sum(result.held_out().values())
+    matrix = result.confusion
+    off = matrix - np.diag(np.diag(matrix))
+    if off.any():  # the class held out worst, and what it is taken for most
+        rates = [matrix[i, i] / matrix[i].sum() for i in range(len(matrix))]
+        weakest = min(range(len(matrix)), key=lambda i: (rates[i], -off[i].sum()))
+        assert result.record_next() == (result.classes[weakest], result.classes[off[weakest].argmax()])
+    else:
+        assert result.record_next() is None
+    labels = np.array([0, 0, 1, 1, 1, 2, 2])  # class 1: one of three right, two taken for class 2
+    predicted = np.array([0, 0, 2, 2, 1, 2, 0])
+    made = TeachResult(("a", "b", "c"), tuple("pqrstuv"), labels, TeachSplit(np.zeros(0, int), np.arange(7)),
+                       result.head, np.eye(3, dtype=np.float32)[predicted], 0.0)
+    assert made.record_next() == ("b", "c") and made.cell_paths(1, 2) == ["r", "s"]
     np.testing.assert_allclose(result.probabilities.sum(1), 1, atol=1e-5)
 
 

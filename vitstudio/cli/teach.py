@@ -81,6 +81,9 @@ def _report(loaded, features, result, exported) -> None:
     print(f"validation accuracy {result.val_accuracy:.1%}")
     for path, true, predicted in result.wrong():
         print(f"wrong: {shown_path(path)} is {true}, predicted {predicted}", file=sys.stderr)
+    advice = result.record_next()
+    if advice:
+        print(f"record more of {advice[0]}: its held-out samples are taken for {advice[1]}")
     if exported is not None:
         _print_export(exported)
 
@@ -106,6 +109,7 @@ def _figures(project, loaded, features, result, exported, skipped) -> dict:
             "train": len(result.split.train), "val": len(result.split.val), "val_accuracy": result.val_accuracy,
             "per_class_accuracy": result.per_class_accuracy(), "confusion": result.confusion.tolist(),
             "wrong": [{"path": p, "true": t, "predicted": k} for p, t, k in result.wrong()],
+            "record_next": list(result.record_next() or []),
             "fit_seconds": result.fit_seconds, "embedded_now": features.computed,
             "skipped": [{"path": p, "reason": r} for p, r in skipped],
             "export": exported.to_json() if exported is not None else None}

@@ -69,6 +69,17 @@ class TeachResult:
         val = self.split.val
         return float((self.predicted[val] == self.labels[val]).mean()) if len(val) else float("nan")
 
+    def record_next(self) -> tuple[str, str] | None:
+        """What to record more of: (the class with the lowest validation accuracy, the class its held-out samples
+        are most often taken for), or None when every held-out sample is right."""
+        matrix = self.confusion
+        wrong = matrix - np.diag(np.diag(matrix))
+        if not wrong.any():
+            return None
+        accuracy = self.per_class_accuracy()
+        weakest = min(range(len(self.classes)), key=lambda i: (accuracy[self.classes[i]], -wrong[i].sum()))
+        return self.classes[weakest], self.classes[int(wrong[weakest].argmax())]
+
     def cell_paths(self, true: int, predicted: int) -> list[str]:
         """The validation samples behind confusion cell (true, predicted): a cell opened shows its images."""
         val = self.split.val

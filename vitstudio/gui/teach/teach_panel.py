@@ -205,11 +205,12 @@ class TeachPanel(QWidget):
         accuracy, held_out = result.per_class_accuracy(), result.held_out()
         for name, widget in self.cards.items():
             widget.show_accuracy(accuracy.get(name), held_out.get(name, 0))
-        wrong = len(result.wrong())
+        wrong, advice = len(result.wrong()), result.record_next()
         self.stats.setText(f"{result.head.recipe} head on {len(result.split.train)} samples in "
                            f"{result.fit_seconds:.2f} s · validation {result.val_accuracy:.1%} of "
                            f"{len(result.split.val)} held out (15 % of each class)" +
-                           (f" · {wrong} wrong" if wrong else ""))
+                           (f" · {wrong} wrong" if wrong else "") +
+                           (f" · record more of {advice[0]} (taken for {advice[1]})" if advice else ""))
 
     def _on_refit_error(self, exc: BaseException) -> None:
         if isinstance(exc, ValueError):  # a class with too few samples, a model teach cannot take: said here
