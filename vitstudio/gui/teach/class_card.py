@@ -39,7 +39,9 @@ class ClassCardWidget(QFrame):
             label.setFixedSize(THUMB, THUMB)
             label.setAlignment(Qt.AlignCenter)
             thumbs.addWidget(label)
-        files, folder = QPushButton("Add files…"), QPushButton("Add folder…")
+        files, folder = QPushButton("Files…"), QPushButton("Folder…")
+        files.setToolTip(f"Copy image files into {name}")
+        folder.setToolTip(f"Copy every image of a folder into {name}")
         self.record = QPushButton("Hold to record")
         self.record.setToolTip("Frames of the preview's source join this class while the button is held")
         frame = QPushButton("Add frame", objectName="add_frame")
@@ -49,19 +51,21 @@ class ClassCardWidget(QFrame):
         folder.clicked.connect(lambda: self.add_folder.emit(self.name))
         self.record.pressed.connect(lambda: self.record_pressed.emit(self.name))
         self.record.released.connect(lambda: self.record_released.emit(self.name))
-        head = QHBoxLayout()
+        head = QHBoxLayout()  # three short rows: the card fits the tab's ~850 px beside the model card
         for widget in (self.title, self.count, self.accuracy):
             head.addWidget(widget)
         head.addStretch(1)
-        for widget in (files, folder, frame, self.record):
-            head.addWidget(widget)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
-        layout.addLayout(head)
         row = QHBoxLayout()
         row.addLayout(thumbs)
         row.addWidget(self.bar, 1)
-        layout.addLayout(row)
+        actions = QHBoxLayout()
+        for widget in (files, folder, frame, self.record):
+            actions.addWidget(widget)
+        actions.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        for part in (head, row, actions):
+            layout.addLayout(part)
 
     def show_card(self, card) -> None:
         self.count.setText(f"{card.count} sample{'s' if card.count != 1 else ''}")

@@ -62,16 +62,19 @@ class TeachPanel(QWidget):
         self.video_button, self.camera = QPushButton("Open video…"), QComboBox()
         for i in range(4):
             self.camera.addItem(f"Camera {i}", f"camera:{i}")
-        self.camera_button, self.stop_button = QPushButton("Start camera"), QPushButton("Stop")
+        self.camera_button, self.stop_button = QPushButton("Start"), QPushButton("Stop")
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Write the taught model as a timm run folder, ONNX and the seed format, and "
                                       "check each predicts as the app on every sample")
         self.stop_button.setEnabled(False)
-        top = QHBoxLayout()
-        for widget in (self.open_button, self.class_button, QLabel("Head"), self.recipe, self.video_button,
-                       self.camera, self.camera_button, self.stop_button, self.export_button):
+        top = QHBoxLayout()  # the project's actions; the source's sit above the preview
+        for widget in (self.open_button, self.class_button, QLabel("Head"), self.recipe, self.export_button):
             top.addWidget(widget)
         top.addStretch(1)
+        sources = QHBoxLayout()
+        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button):
+            sources.addWidget(widget)
+        sources.addStretch(1)
         self.card_list = QVBoxLayout()
         self.card_list.addStretch(1)
         holder = QWidget()
@@ -86,6 +89,7 @@ class TeachPanel(QWidget):
         self.screen.setMinimumSize(280, 210)
         self.confusion = ConfusionView()
         right = QVBoxLayout()
+        right.addLayout(sources)
         right.addWidget(self.screen, 3)
         right.addWidget(self.confusion, 2)
         body = QHBoxLayout()
