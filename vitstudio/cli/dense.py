@@ -15,8 +15,7 @@ from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain
 
 
 def register(subparsers) -> None:
-    from ..core.dense.matching import FACETS
-    from ..core.dense.retrieval import CAP_METHODS, DEFAULT_CAP, DEFAULT_K, DEFAULT_TEMPERATURE
+    from ..core.dense.settings import CAP_METHODS, DEFAULT_CAP, DEFAULT_K, DEFAULT_TEMPERATURE, FACETS
 
     p = subparsers.add_parser("segment", conflict_handler="resolve", help="segment every image of a folder from a "
                               "few painted masks (retrieval from a block's patch tokens, as Hummingbird)")

@@ -25,10 +25,9 @@ from PIL import Image
 from vitstudio.core.analysis.embeddings import layer_tokens
 from vitstudio.core.concepts.tokens import check_layer
 from vitstudio.core.dense.retrieval import unit_rows
+from vitstudio.core.dense.settings import FACETS
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import attention_modules, trunk_blocks
-
-FACETS = ("token", "key", "query")
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-DEFAULT_K = 30  # hbird/hbird_eval.py:102
-DEFAULT_TEMPERATURE = 0.02  # hbird/hbird_eval.py:576 (beta)
-DEFAULT_CAP = 200_000  # patch rows: 200k × 768 float32 = 0.6 GB, about 1,000 ViT-B/16 images painted whole
-CAP_METHODS = ("random", "farthest")
+from vitstudio.core.dense.settings import CAP_METHODS, DEFAULT_CAP, DEFAULT_K, DEFAULT_TEMPERATURE
+
 _BLOCK = 1 << 25  # similarity entries per chunk (128 MB of float32)
 
 

@@ -30,9 +30,6 @@ from vitstudio.core.dense.painted import (
     upright_size,
 )
 from vitstudio.core.dense.retrieval import (
-    DEFAULT_CAP,
-    DEFAULT_K,
-    DEFAULT_TEMPERATURE,
     MemoryBank,
     build_bank,
     check_retrieval,
@@ -40,6 +37,7 @@ from vitstudio.core.dense.retrieval import (
     pixel_labels,
     vote,
 )
+from vitstudio.core.dense.settings import DEFAULT_CAP, DEFAULT_K, DEFAULT_TEMPERATURE
 from vitstudio.core.files import atomic_write_bytes
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
