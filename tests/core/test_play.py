@@ -112,7 +112,7 @@ def test_a_live_source_makes_pictures_only_of_the_frames_it_hands_over(tmp_path)
         time.sleep(0.03)  # the model at work: ~6 frames arrive meanwhile
     latest.close()
     assert latest.read_count == len(frames) == 40 and counted.frames >= 40
-    assert 2 <= len(taken) < 20 and taken[-1][0] == 39  # frames skipped; the last one still handed over
+    assert len(taken) < 20 and taken[-1][0] == 39  # frames skipped; the last one still handed over
     assert counted.pictures <= len(taken) + 1  # not one picture per frame read
     assert latest.picture_count == counted.pictures
     for index, t, picture in taken:
