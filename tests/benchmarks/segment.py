@@ -95,6 +95,24 @@ def miou_rows(spec: str, folder: Path) -> list[tuple]:
             probed = _pixels(loaded, tokens.grid, probe.predict_proba(queries), test_masks)
             rows.append((spec.split(":")[0], layer, n, len(bank), mean_iou(retrieved, test_masks),
                          mean_iou(probed, test_masks), seconds))
+        rows += _capped(loaded, tokens, masks, queries, test_masks, spec, layer)
+    return rows
+
+
+def _capped(loaded, tokens, masks, queries, test_masks, spec, layer) -> list[tuple]:
+    """The 20 painted images' bank capped to 10 % by random and by farthest-point sampling (the probe column: the
+    uncapped bank's retrieval, for the ratio)."""
+    from vitstudio.core.dense.retrieval import build_bank, vote
+
+    feats, shares, kept = _patches(loaded, tokens, range(20), masks[:20])
+    whole = mean_iou(_pixels(loaded, tokens.grid, vote(queries, build_bank(feats[kept], shares[kept], ("b", "o"))),
+                             test_masks), test_masks)
+    rows = []
+    for method in ("random", "farthest"):
+        bank = build_bank(feats[kept], shares[kept], ("b", "o"), cap=int(kept.sum()) // 10, method=method)
+        ours = mean_iou(_pixels(loaded, tokens.grid, vote(queries, bank), test_masks), test_masks)
+        label = f"20/{'fps' if method == 'farthest' else 'rnd'}"
+        rows.append((spec.split(":")[0], layer, label, len(bank), ours, whole, 0.0))
     return rows
 
 
@@ -197,7 +215,9 @@ def _stroke_ms(loaded, files: list[str], painted: Path) -> float:
 
 
 def _print_miou(rows) -> None:
-    print("\nmIoU on 100 held-out planted images (crop pixels), retrieval (k 30, T 0.02) beside a linear probe")
+    print("\nmIoU on 100 held-out planted images (crop pixels), retrieval (k 30, T 0.02) beside a linear probe "
+          "(rows 20/rnd, 20/fps: the bank capped to 10 % by random or farthest-point sampling, beside the uncapped "
+          "bank's retrieval)")
     print(f"{'model':<8} {'block':>5} {'painted':>7} {'bank':>6} {'retrieval':>9} {'probe':>7} {'ratio':>6}")
     for model, layer, n, bank, ours, probe, _ in rows:
         print(f"{model:<8} {layer:>5} {n:>7} {bank:>6} {ours:9.3f} {probe:7.3f} {ours / max(probe, 1e-9):6.2f}")
