@@ -166,6 +166,7 @@ class LatestFrame:
             if frame is not None:
                 self._frame = (index, index / self.source.info.fps, frame)
                 self.picture_count += 1
+                self._waiting = False  # answered: a frame grabbed before the taker wakes is no longer owed
             self._cond.notify_all()
 
     def take(self, timeout: float = 5.0) -> tuple[int, float, np.ndarray] | None:
