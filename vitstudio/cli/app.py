@@ -31,12 +31,13 @@ from . import (
     suggest,
     teach,
     train,
+    views,
 )
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
 
 # The order of `vitstudio --help`.
-COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, scores,
-            layers, concepts, dense, suggest, card)
+COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, views,
+            scores, layers, concepts, dense, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ import codecs
 import contextlib
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..core.fields import DECODERS, PRECISIONS
 from ..core.files import shown_path
@@ -102,6 +103,37 @@ def _option_help(s, presets: dict | None) -> str:
     if s.suggestions and s.choices is None and not any(v in text for v in s.suggestions):
         text += f"; e.g. {', '.join(s.suggestions)}"
     return f"{text} (default: {describe_default(s, presets)})".replace("%", "%%")
+
+
+def add_view_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--view", metavar="NAME", help="only the images that the view NAME, saved for the folder given, "
+                   "selects now (`vitstudio views FOLDER` lists them)")
+
+
+def apply_view(args, attr: str, dataset: bool = False) -> bool:
+    """--view NAME: `args.<attr>` (one folder) becomes the images the view selects, or (`dataset`) a labels file of
+    them with their class folders (a view is a dataset). False once the reason it cannot is printed."""
+    name = getattr(args, "view", None)
+    if not name:
+        return True
+    from ..core.folder.views import view_files, view_labels_file
+
+    given = getattr(args, attr)
+    folders = given if isinstance(given, list) else [given]
+    try:
+        if len(folders) != 1 or not folders[0] or not Path(folders[0]).is_dir():
+            raise ValueError("--view NAME goes with one folder, the one the view was saved for")
+        if dataset:
+            setattr(args, attr, str(view_labels_file(folders[0], name)))
+            return True
+        files = view_files(folders[0], name)
+        if not files:
+            raise ValueError(f"the view {name!r} selects no image of {folders[0]} now")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return False
+    setattr(args, attr, [str(f) for f in files])
+    return True
 
 
 def print_ignored(ignored: list[tuple[str, str]]) -> None:

@@ -19,6 +19,8 @@ from .common import (
     EXIT_USAGE,
     add_decoder_arg,
     add_model_args,
+    add_view_arg,
+    apply_view,
     load_model_from_args,
     print_ignored,
 )
@@ -47,6 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
                    "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
     add_model_args(p)
+    add_view_arg(p)
     p.add_argument("--method", required=True, action="append", metavar="METHOD",
                    help=f"one of {', '.join(registry.REGISTRY)}; repeat it or give a comma list for several")
     for param in registry.all_params().values():  # one option per registry parameter: a new one appears here
@@ -93,6 +96,8 @@ def explain_cmd(args) -> int:
     from ..core.analysis.explain import explain, explain_folder, render_figure, validate
     from ..core.data.images import ImageReadError, expand_paths, read_image
 
+    if not apply_view(args, "inputs"):
+        return EXIT_USAGE
     try:
         plan = _explain_plan(args)
     except ValueError as exc:

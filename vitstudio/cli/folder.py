@@ -22,6 +22,8 @@ from .common import (
     EXIT_USAGE,
     add_decoder_arg,
     add_model_args,
+    add_view_arg,
+    apply_view,
     drain,
     load_model_from_args,
     print_ignored,
@@ -35,6 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
     p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     add_decoder_arg(p)
+    add_view_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
     p.set_defaults(handler=embed_cmd)
@@ -52,6 +55,7 @@ def register(subparsers) -> None:
     p.add_argument("--labels", metavar="FILE.csv", help="also sort every image a labels file (path,label rows) "
                                                          "lists, labelled or not")
     p.add_argument("--resume", metavar="LOG", help="finish an interrupted sort from its log (no model needed)")
+    add_view_arg(p)
     p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
@@ -77,6 +81,7 @@ def register(subparsers) -> None:
                         "(default 10, measured on real photos; a near pair needs two signals to agree)")
     p.add_argument("--json", action="store_true", help="the whole report as one strict JSON document")
     p.add_argument("--top", type=int, default=20, help="groups and doubtful labels listed (default 20)")
+    add_view_arg(p)
     p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=audit_cmd)
@@ -106,6 +111,8 @@ def embed_cmd(args) -> int:
 
     from ..core.distributed import device_for, finish, init_distributed
 
+    if not apply_view(args, "paths"):
+        return EXIT_USAGE
     info = init_distributed()  # under torchrun: the processes share the files, rank 0 writes
     args.device = device_for(info, args.device)
     loaded = load_model_from_args(args)
@@ -139,6 +146,8 @@ def sort_cmd(args) -> int:
     from ..core.inference import NoClassifierHead, require_classifier
 
     listed: list[str] = []
+    if args.paths and not apply_view(args, "paths"):
+        return EXIT_USAGE
     if args.labels:
         listed = _listed_images(args.labels)
         if listed is None:
@@ -227,6 +236,12 @@ def audit_cmd(args) -> int:
 
     if not (args.data_dir or args.labels):
         print("error: give DATA_DIR, --labels FILE.csv, or both", file=sys.stderr)
+        return EXIT_USAGE
+    if args.view and args.labels:
+        print("error: give --view NAME or --labels FILE.csv, not both (a view's images keep their class folders)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if not apply_view(args, "data_dir", dataset=True):
         return EXIT_USAGE
     given_apart = None
     if args.data_dir and args.labels:  # the labels over the folders, as the Folder tab's review reads them

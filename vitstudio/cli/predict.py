@@ -13,6 +13,8 @@ from .common import (
     EXIT_USAGE,
     add_decoder_arg,
     add_model_args,
+    add_view_arg,
+    apply_view,
     load_model_from_args,
     print_ignored,
 )
@@ -25,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
     p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     add_decoder_arg(p)
+    add_view_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line (with \"ood\": "
                      "unlike the model's training data, and \"ood_score\": higher = less like it)")
@@ -47,6 +50,9 @@ def predict_cmd(args) -> int:
 
     if args.topk < 1 or (args.batch_size is not None and args.batch_size < 1):
         print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    folder_work = bool(args.view) or any(os.path.isdir(p) for p in args.paths)
+    if not apply_view(args, "paths"):
         return EXIT_USAGE
     from ..core.distributed import device_for, init_distributed
 
@@ -75,7 +81,7 @@ def predict_cmd(args) -> int:
     bar = tqdm(total=len(files), unit="img", file=sys.stderr, disable=args.quiet or len(files) <= 32 or not info.main)
     counts = {"all": 0, "failed": 0}
     with through:
-        batches = _classify(args, loaded, files, info, bar)
+        batches = _classify(args, loaded, files, info, bar, folder_work)
         if batches is None:
             return EXIT_OK
         _write(args, _shown(args, batches, counts))
@@ -128,7 +134,7 @@ def _through_concepts(args, loaded):
     return intervening(loaded, concepts, scales)
 
 
-def _classify(args, loaded, files, info, bar):
+def _classify(args, loaded, files, info, bar, folder_work: bool):
     """Batches of predictions in input order, or None on the ranks that do not write. A folder is predicted through
     the embedding cache (`core/folder/predictions.py`: a file seen before by any folder command runs no forward),
     except through concepts (their rewrite is not what the cache holds) and under torchrun."""
@@ -142,7 +148,7 @@ def _classify(args, loaded, files, info, bar):
                                    on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
         finish(info)
         return [results] if info.main else None
-    if not args.concepts and any(os.path.isdir(p) for p in args.paths):
+    if not args.concepts and folder_work:
         return _from_cache(args, loaded, files, bar)
     return _counted(classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
                                    decoder=args.decoder), bar)

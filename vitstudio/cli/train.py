@@ -8,7 +8,16 @@ import errno
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_config_options, drain, one_line
+from .common import (
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_config_options,
+    add_view_arg,
+    apply_view,
+    drain,
+    one_line,
+)
 
 
 def register(subparsers) -> None:
@@ -23,6 +32,7 @@ def register(subparsers) -> None:
     p.add_argument("--labels", metavar="FILE.csv",
                    help="train on a labels file instead of class folders: CSV rows path,label (paths relative to "
                         "the CSV or absolute; rows without a label are ignored); the images are never moved")
+    add_view_arg(p)
     p.add_argument("--config", help="a train_config.json holding every setting (the other options are ignored)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--exclude-list", metavar="FILE",
@@ -57,6 +67,12 @@ def finetune_cmd(args) -> int:
             print("error: give DATA_DIR or --labels FILE.csv, not both", file=sys.stderr)
             return EXIT_USAGE
         args.data_dir = args.labels
+    if args.view and args.labels:
+        print("error: give --view NAME or --labels FILE.csv, not both (a view's images keep their class folders)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if not apply_view(args, "data_dir", dataset=True):
+        return EXIT_USAGE
     import os
 
     main_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun only rank 0 talks (and writes)

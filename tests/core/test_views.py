@@ -1,0 +1,100 @@
+"""Tags and saved views (issue 50 item 4; core/folder/views.py, `vitstudio tag | views`, `--view NAME`): kept in the
+app's records of the folder, a view is its rules (what matches now), and a command given a view sees exactly the
+images it selects."""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import TINY_SPEC
+from tests.core.synthetic_data import make_dataset
+from vitstudio.cli import main
+from vitstudio.core.files import dataset_dir
+from vitstudio.core.folder import views
+
+
+def _tree(folder):
+    return sorted((str(p.relative_to(folder)), p.stat().st_mtime_ns) for p in folder.rglob("*"))
+
+
+def test_a_saved_view_is_its_rules_and_predict_sees_exactly_its_files(tmp_path, tiny_weights, capsys):
+    data = make_dataset(tmp_path / "data", per_class=3)  # 3 class folders of 3 images
+    files = sorted(p for p in data.rglob("*.png"))
+    a, b, c, d = files[0], files[4], files[8], files[1]
+    before = _tree(data)
+    assert main(["tag", str(data), str(a), str(b), str(c), "--add", "keep"]) == 0
+    assert main(["tag", str(data), str(c), "--add", "odd,second look"]) == 0
+    assert main(["views", str(data), "--save", "picked", "--tags", "keep", "--not-tags", "odd"]) == 0
+    model = ["--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--quiet"]
+
+    def predicted(*extra):
+        capsys.readouterr()
+        assert main(["predict", str(data), "--view", "picked", "--json", *model, *extra]) == 0
+        return [json.loads(line)["path"] for line in capsys.readouterr().out.splitlines()]
+
+    assert predicted() == [str(a), str(b)]
+    assert main(["tag", str(data), str(d), "--add", "keep"]) == 0  # a rule, not a list: d joins the view
+    assert predicted() == [str(a), str(d), str(b)]  # in the folder's order
+    capsys.readouterr()
+    assert main(["views", str(data), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"picked": {"images": 3, "rules": [
+        {"field": "tags", "op": "any", "value": ["keep"]}, {"field": "tags", "op": "none", "value": ["odd"]}]}}
+    assert views.read_tags(data)[c.relative_to(data).as_posix()] == ["keep", "odd", "second look"]
+    # a view is a dataset: audit and finetune read it as a labels file of its images and their class folders
+    with views.view_labels_file(data, "picked").open() as fh:
+        assert [tuple(r) for r in csv.reader(fh)][1:] == [(str(p), p.parent.name) for p in (a, d, b)]
+    assert _tree(data) == before  # tags and views live in the app's records, not in the folder
+    assert {p.name for p in dataset_dir(data).iterdir()} >= {"tags.json", "views.json"}
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["predict", "DATA", "--view", "nope"], "No view named 'nope' is saved"),
+    (["predict", "DATA", "DATA", "--view", "picked"], "--view NAME goes with one folder"),
+    (["audit", "DATA", "--view", "picked", "--labels", "x.csv"], "give --view NAME or --labels"),
+    (["views", "DATA", "--tags", "keep"], "describe a view to --save NAME"),
+    (["tag", "DATA", "DATA/red", "--add", " ,"], "give --add and/or --remove with tag names"),
+    (["views", "DATA/missing"], "is not a folder"),
+])
+def test_a_view_or_tag_given_wrong_is_one_line(argv, says, tmp_path, tiny_weights, capsys):
+    data = make_dataset(tmp_path / "data", per_class=1)
+    views.save_view(data, "picked", [{"field": "label", "op": "in", "value": ["red"]}])
+    argv = [a.replace("DATA", str(data)) for a in argv]
+    if argv[0] in ("predict", "audit"):
+        argv += ["--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--quiet"]
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], lines
+
+
+def test_rules_select_what_a_plain_loop_selects():
+    rng = np.random.default_rng(0)
+    names = ["keep", "odd", "blurry"]
+    n = 200
+    columns = {"path": [f"{c}/{i}.{'jpg' if i % 3 else 'png'}" for i, c in enumerate(rng.choice(["a", "b"], n))],
+               "label": list(rng.choice(["a", "b", None], n)),
+               "tags": [set(rng.choice(names, rng.integers(0, 3), replace=False)) for _ in range(n)],
+               "confidence": list(rng.random(n))}
+    rules = [{"field": "tags", "op": "any", "value": ["keep", "blurry"]},
+             {"field": "tags", "op": "none", "value": ["odd"]},
+             {"field": "label", "op": "not in", "value": [None]},
+             {"field": "path", "op": "glob", "value": "a/*.jpg"},
+             {"field": "confidence", "op": ">=", "value": 0.3}]
+    expected = [i for i in range(n) if columns["tags"][i] & {"keep", "blurry"} and "odd" not in columns["tags"][i]
+                and columns["label"][i] is not None and fnmatch.fnmatchcase(columns["path"][i], "a/*.jpg")
+                and columns["confidence"][i] >= 0.3]
+    assert 3 <= len(expected) < n // 4
+    assert np.flatnonzero(views.select(rules, columns)).tolist() == expected
+    all_tags = views.select([{"field": "tags", "op": "all", "value": ["keep", "odd"]}], columns)
+    assert np.flatnonzero(all_tags).tolist() == [i for i in range(n) if {"keep", "odd"} <= columns["tags"][i]]
+    with pytest.raises(ValueError, match="needs a prediction column"):
+        views.select([{"field": "prediction", "op": "in", "value": ["a"]}], {"path": columns["path"]})
+    with pytest.raises(ValueError, match="takes any, all, none"):
+        views.check_rules([{"field": "tags", "op": ">=", "value": 1}])
+    for bad in (" keep", "", "a,b"):
+        with pytest.raises(ValueError, match="non-empty word"):
+            views.check_name(bad, "tag")

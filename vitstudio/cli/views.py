@@ -1,0 +1,114 @@
+"""`vitstudio views FOLDER` (the saved views of a folder: list, save, delete) and `vitstudio tag FOLDER IMAGE…`
+(tags per image): kept in the app's records of the folder, never in it (core/folder/views.py). `--view NAME` on
+predict, embed, sort, explain, audit and finetune restricts them to the images a view selects now."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .common import EXIT_OK, EXIT_USAGE
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("views", help="list, save or delete the saved views of a folder (filter rules over "
+                              "tags, class folders and paths; kept in the app's data folder, not in the folder)")
+    p.add_argument("folder", help="the image folder")
+    p.add_argument("--json", action="store_true", help="the views as one JSON object (name: rules, images)")
+    p.add_argument("--save", metavar="NAME", help="save a view of the rules given by the options below (all must "
+                   "hold); it selects what matches each time it is used, not a fixed list")
+    p.add_argument("--tags", metavar="A[,B…]", help="with --save: images with any of these tags")
+    p.add_argument("--all-tags", metavar="A[,B…]", help="with --save: images with all of these tags")
+    p.add_argument("--not-tags", metavar="A[,B…]", help="with --save: images with none of these tags")
+    p.add_argument("--label", metavar="A[,B…]", help="with --save: images in these class folders")
+    p.add_argument("--path", metavar="GLOB", help="with --save: images whose path in the folder matches (cats/*.jpg)")
+    p.add_argument("--delete", metavar="NAME", help="delete the saved view NAME")
+    p.set_defaults(handler=views_cmd)
+
+    t = subparsers.add_parser("tag", help="add or remove tags on images of a folder (several per image; kept in the "
+                              "app's data folder, not in the folder)")
+    t.add_argument("folder", help="the image folder")
+    t.add_argument("images", nargs="+", help="images of the folder (or subfolders of it: every image inside)")
+    t.add_argument("--add", metavar="A[,B…]", help="tag names to add")
+    t.add_argument("--remove", metavar="A[,B…]", help="tag names to remove")
+    t.set_defaults(handler=tag_cmd)
+
+
+def _names(text: str | None) -> list[str]:
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
+
+
+def _rules(args) -> list[dict]:
+    rules = [{"field": "tags", "op": op, "value": _names(text)}
+             for op, text in (("any", args.tags), ("all", args.all_tags), ("none", args.not_tags)) if text]
+    if args.label:
+        rules.append({"field": "label", "op": "in", "value": _names(args.label)})
+    if args.path:
+        rules.append({"field": "path", "op": "glob", "value": args.path})
+    return rules
+
+
+def _folder(path: str) -> str | None:
+    if not Path(path).is_dir():
+        print(f"error: {path} is not a folder", file=sys.stderr)
+        return None
+    return path
+
+
+def views_cmd(args) -> int:
+    from ..core.folder import views
+
+    if _folder(args.folder) is None:
+        return EXIT_USAGE
+    rules = _rules(args)
+    if rules and not args.save:
+        print("error: --tags, --all-tags, --not-tags, --label and --path describe a view to --save NAME",
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.save:
+            if not rules:
+                raise ValueError("give the view's rules: --tags, --all-tags, --not-tags, --label and/or --path")
+            views.save_view(args.folder, args.save, rules)
+        if args.delete:
+            views.delete_view(args.folder, args.delete)
+        listed = {name: {"rules": rules, "images": len(views.view_files(args.folder, name))}
+                  for name, rules in views.read_views(args.folder).items()}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(listed))
+        return EXIT_OK
+    if not listed:
+        print("no saved views (save one with --save NAME and its rules)")
+    for name, view in listed.items():
+        rules = "; ".join(f"{r['field']} {r['op']} {r['value']}" for r in view["rules"])
+        print(f"{name}: {view['images']} images ({rules})")
+    return EXIT_OK
+
+
+def tag_cmd(args) -> int:
+    from ..core.data.images import expand_paths
+    from ..core.folder.views import tag
+
+    if _folder(args.folder) is None:
+        return EXIT_USAGE
+    add, remove = _names(args.add), _names(args.remove)
+    if not add and not remove:
+        print("error: give --add and/or --remove with tag names", file=sys.stderr)
+        return EXIT_USAGE
+    images = list(expand_paths(args.images))
+    missing = [str(p) for p in images if not p.is_file()]
+    if missing:
+        print(f"error: {missing[0]} is not an image file" + (f" (and {len(missing) - 1} more)" if missing[1:] else ""),
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        tags = tag(args.folder, images, add, remove)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{len(images)} images tagged; {len(tags)} images of the folder have tags", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,203 @@
+"""Tags and saved views of a folder, kept in the app's records of the dataset (`files.dataset_dir`: the data
+folder, keyed by the folder's resolved path), never in the folder itself.
+
+Tags: any names, several per image, keyed by the image's path relative to the folder. A saved view is a list of
+filter rules, not a list of files (as a FiftyOne saved view is its stages): reopened later it selects what matches
+*now* — a new image tagged `keep` joins the view `keep`. Every rule must hold (AND):
+
+    {"field": "tags", "op": "any" | "all" | "none", "value": [names]}   the image's tags
+    {"field": "label", "op": "in" | "not in", "value": [names]}          its class folder (None outside one)
+    {"field": "path", "op": "glob", "value": "cats/*.jpg"}               its path relative to the folder (fnmatch)
+    {"field": F, "op": ">=" | "<=" | "==" | "in" | "not in", "value": v} any other column the caller gives
+                                                                         (the Folder tab's prediction, confidence,
+                                                                          scores; the command line has none)
+
+`select(rules, columns)` evaluates the rules over plain columns (numpy for the numbers) for every image at once,
+so the command line and the app's Folder model share one rule engine. Torch-free.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vitstudio.core.data.images import expand_paths
+from vitstudio.core.files import dataset_dir, read_json_file, write_json_file
+
+
+class UnknownView(ValueError):
+    """No view of that name is saved for the folder; the message lists the saved ones."""
+
+
+FILE_FIELDS = ("tags", "label", "path")  # the columns `file_columns` gives: all the command line can filter on
+OPS = {"tags": ("any", "all", "none"), "label": ("in", "not in"), "path": ("glob",)}
+COLUMN_OPS = (">=", "<=", "==", "in", "not in")
+
+
+def _tags_path(folder) -> Path:
+    return dataset_dir(folder) / "tags.json"
+
+
+def _views_path(folder) -> Path:
+    return dataset_dir(folder) / "views.json"
+
+
+def relative(folder: str | Path, path: str | Path) -> str:
+    """The image's key in the records: its path relative to the folder, with '/' (absolute when outside it)."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+    return os.path.abspath(path) if rel.startswith("..") else Path(rel).as_posix()
+
+
+# -- tags -------------------------------------------------------------------------------------------------------------
+def read_tags(folder: str | Path) -> dict[str, list[str]]:
+    """{relative path: sorted tag names} of the images that have any."""
+    tags = read_json_file(_tags_path(folder)).get("tags", {})
+    return {k: sorted({str(t) for t in v}) for k, v in tags.items() if isinstance(v, list) and v}
+
+
+def tag(folder: str | Path, paths: Sequence[str | Path], add: Sequence[str] = (), remove: Sequence[str] = ()
+        ) -> dict[str, list[str]]:
+    """Add and remove tag names on images of `folder`; returns the tags after (written at once, atomically)."""
+    for name in (*add, *remove):
+        check_name(name, "tag")
+    tags = {k: set(v) for k, v in read_tags(folder).items()}
+    for path in paths:
+        key = relative(folder, path)
+        names = (tags.get(key, set()) | set(add)) - set(remove)
+        if names:
+            tags[key] = names
+        else:
+            tags.pop(key, None)
+    out = {k: sorted(v) for k, v in sorted(tags.items())}
+    write_json_file(_tags_path(folder), {"dataset": str(Path(folder).resolve()), "tags": out})
+    return out
+
+
+def check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
+        raise ValueError(f"A {what} name is a non-empty word or phrase without commas or surrounding spaces, not "
+                         f"{name!r}.")
+
+
+# -- views ------------------------------------------------------------------------------------------------------------
+def read_views(folder: str | Path) -> dict[str, list[dict]]:
+    """{name: rules} of the views saved for `folder` (ones that no longer read as rules are left out)."""
+    views = read_json_file(_views_path(folder)).get("views", {})
+    out = {}
+    for name, rules in views.items():
+        try:
+            out[name] = check_rules(rules)
+        except ValueError:
+            continue
+    return dict(sorted(out.items()))
+
+
+def save_view(folder: str | Path, name: str, rules: list[dict]) -> None:
+    check_name(name, "view")
+    views = read_views(folder)
+    views[name] = check_rules(rules)
+    write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
+
+
+def delete_view(folder: str | Path, name: str) -> None:
+    views = read_views(folder)
+    if name not in views:
+        raise UnknownView(f"No view named {name!r} is saved for {folder}.")
+    del views[name]
+    write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
+
+
+def check_rules(rules) -> list[dict]:
+    """The rules as plain dicts, or a ValueError saying which one is not a rule."""
+    if not isinstance(rules, list):
+        raise ValueError("A view's rules are a list.")
+    out = []
+    for rule in rules:
+        if not isinstance(rule, dict) or set(rule) != {"field", "op", "value"} or not isinstance(rule["field"], str):
+            raise ValueError(f"A rule is {{'field', 'op', 'value'}}, not {rule!r}.")
+        allowed = OPS.get(rule["field"], COLUMN_OPS)
+        if rule["op"] not in allowed:
+            raise ValueError(f"A rule on {rule['field']} takes {', '.join(allowed)}, not {rule['op']!r}.")
+        listed = rule["op"] in ("any", "all", "none", "in", "not in")
+        if listed != isinstance(rule["value"], list):
+            raise ValueError(f"The rule {rule!r} takes {'a list' if listed else 'one value'}.")
+        out.append({"field": rule["field"], "op": rule["op"], "value": rule["value"]})
+    return out
+
+
+# -- evaluation -------------------------------------------------------------------------------------------------------
+def label_of(folder: str | Path, path: str | Path) -> str | None:
+    """The class folder an image is in (its parent's name), None for an image directly in `folder` or outside it."""
+    parent = Path(os.path.abspath(path)).parent
+    top = Path(os.path.abspath(folder))
+    return parent.name if parent != top and top in parent.parents else None
+
+
+def file_columns(folder: str | Path, files: Sequence[str | Path]) -> dict[str, list]:
+    """The columns every caller has: each file's relative path, class folder and tags."""
+    tags = read_tags(folder)
+    paths = [relative(folder, f) for f in files]
+    return {"path": paths, "label": [label_of(folder, f) for f in files],
+            "tags": [set(tags.get(p, ())) for p in paths]}
+
+
+def select(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
+    """(N,) bool: the images every rule holds for. `columns`: field -> N values (tags: N sets of names)."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    keep = np.ones(n, bool)
+    for rule in check_rules(rules):
+        field, op, value = rule["field"], rule["op"], rule["value"]
+        if field not in columns:
+            raise ValueError(f"The rule on {field!r} needs a {field} column, which is not at hand here (the command "
+                             f"line has {', '.join(FILE_FIELDS)}).")
+        keep &= _holds(op, value, columns[field])
+    return keep
+
+
+def _holds(op: str, value, column: Sequence) -> np.ndarray:
+    if op in ("any", "all", "none"):
+        wanted = set(value)
+        test = {"any": lambda t: bool(t & wanted), "all": lambda t: wanted <= t, "none": lambda t: not t & wanted}[op]
+        return np.fromiter((test(t) for t in column), bool, len(column))
+    if op == "glob":
+        return np.fromiter((fnmatch.fnmatchcase(p, value) for p in column), bool, len(column))
+    if op in ("in", "not in"):
+        inside = np.fromiter((v in value for v in column), bool, len(column))
+        return inside if op == "in" else ~inside
+    numbers = np.asarray(column, dtype=float if not isinstance(value, str) else object)
+    return {">=": numbers >= value, "<=": numbers <= value, "==": numbers == value}[op]
+
+
+def view_files(folder: str | Path, name: str) -> list[Path]:
+    """The images of `folder` the saved view `name` selects now, in the folder's order."""
+    views = read_views(folder)
+    if name not in views:
+        known = ", ".join(views) or "none yet"
+        raise UnknownView(f"No view named {name!r} is saved for {folder} (saved: {known}).")
+    files = list(expand_paths([folder]))
+    keep = select(views[name], file_columns(folder, files))
+    return [f for f, k in zip(files, keep) if k]
+
+
+def view_labels_file(folder: str | Path, name: str) -> Path:
+    """The view as a labels file (`core/data/labels_file.py`: absolute path, class folder; empty outside one) in the
+    app's records of the folder, for the commands that take a dataset (audit, finetune): written afresh at each use
+    from the rules, so it is never a stale list."""
+    import csv
+    import io
+
+    from vitstudio.core.files import atomic_write_bytes
+
+    rows = [(os.path.abspath(f), label_of(folder, f) or "") for f in view_files(folder, name)]
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["path", "label"])
+    writer.writerows(rows)
+    target = dataset_dir(folder) / "views" / f"{''.join(c if c.isalnum() or c in '-_' else '_' for c in name)}.csv"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(target, text.getvalue().encode("utf-8", "surrogateescape"))
+    return target
