@@ -22,8 +22,8 @@ Latest request wins, errors included (as Orange3's `concurrent.py`): `discard()`
 callbacks, so a superseded job delivers nothing at all. `cancel()` alone (a user pressing Cancel) still delivers
 the job's final result, e.g. a cancelled training run's report.
 
-Views start their work through `ViewJobs`, the one request-keyed path: a module-level function with explicit
-inputs, run for the view state's current request (model, image, parameters); its yields, result and error are
+Views start their work through `ViewJobs`, the app layer's request-keyed path (vitstudio/app/jobs.py, whose
+delivery rules this module's dispatcher applies) run on these pools: a module-level function with explicit inputs, run for the view state's current request (model, image, parameters); its yields, result and error are
 delivered only while that request is still current, and a change of the view state discards every job whose
 request it made stale (a model or image change: all of them).
 """
@@ -43,13 +43,22 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, QThreadPool, Signal
 
-from vitstudio.app.evented import Keyed, ViewState
+from vitstudio.app.evented import ViewState
+from vitstudio.app.jobs import (
+    INTERACTIVE,
+    LONG,
+    JobHandle,
+    KeyedJobs,
+    deliver_error,
+    deliver_result,
+    deliver_yield,
+    release,
+)
 from vitstudio.app.notices import told
-from vitstudio.core.jobs import Cancelled, CancelToken
+from vitstudio.core.jobs import Cancelled
 
 log = logging.getLogger("vitstudio.jobs")
 
-INTERACTIVE, LONG = "interactive", "long"
 BACKGROUND_NICE = 5  # how much nicer than the GUI thread a pool thread is (Linux; 19 is the nicest)
 # the process's nice value when the window started (this module is imported on the GUI thread)
 _GUI_NICE = os.getpriority(os.PRIO_PROCESS, 0) if sys.platform.startswith("linux") else 0
@@ -71,43 +80,6 @@ def run_in_background() -> None:
             QThread.currentThread().setPriority(QThread.LowPriority)
 
 
-class JobHandle:
-    """A job: cancel or discard it, ask whether it is done. Callbacks run on the GUI thread."""
-
-    def __init__(self, name: str, kind: str, on_result=None, on_yield=None, on_error=None) -> None:
-        self.name, self.kind = name, kind
-        self.cancel_token = CancelToken()
-        self.on_result, self.on_yield, self.on_error = on_result, on_yield, on_error
-        self.done = False
-        # set by ViewJobs: the request the job answers, and who decides whether it is still the current one
-        self.slot: str | None = None
-        self.request: tuple | None = None
-        self.guard: ViewJobs | None = None
-        self.queued_at = time.perf_counter()
-        self.started_at: float | None = None  # when a pool thread picked it up (waits are measured from these)
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel_token.cancelled
-
-    def cancel(self) -> None:
-        """Ask the job to stop; its final result (if it returns one) is still delivered."""
-        self.cancel_token.cancel()
-
-    def discard(self) -> None:
-        """Cancel and forget: nothing this job produces from now on reaches its callbacks."""
-        self.cancel_token.cancel()
-        self._drop_callbacks()
-
-    def answers_current(self) -> bool:
-        """False once the view that started the job has moved on to another request."""
-        return self.guard is None or self.guard.is_current(self)
-
-    def _drop_callbacks(self) -> None:
-        self.on_result = self.on_yield = self.on_error = None
-        self.guard = None
-
-
 class _Dispatcher(QObject):
     """Lives on the GUI thread; worker threads emit its signals (queued), its own methods deliver them."""
 
@@ -125,26 +97,16 @@ class _Dispatcher(QObject):
         self.finished.connect(self._release)
 
     def _deliver_yield(self, handle: JobHandle, value) -> None:
-        if handle.on_yield is not None and not handle.cancelled and handle.answers_current():
-            handle.on_yield(value)
+        deliver_yield(handle, value)
 
     def _deliver_result(self, handle: JobHandle, value) -> None:
-        handle.done = True  # the last delivery: callbacks may ask whether their job is still running
-        if handle.on_result is not None and handle.answers_current():
-            if handle.guard is not None:
-                handle.guard.keep(handle, value)
-            handle.on_result(value)
+        deliver_result(handle, value)
 
     def _deliver_error(self, handle: JobHandle, exc: BaseException) -> None:
-        handle.done = True
-        if handle.on_error is not None and handle.answers_current():
-            if handle.guard is not None:
-                handle.guard.keep_error(handle, exc)
-            handle.on_error(exc)
+        deliver_error(handle, exc)
 
     def _release(self, handle: JobHandle) -> None:
-        handle.done = True
-        handle._drop_callbacks()
+        release(handle)
         if handle in self.active:
             self.active.remove(handle)
 
@@ -297,110 +259,22 @@ def describe(exc: BaseException) -> str:
     return text if text else type(exc).__name__
 
 
-class _Call:
-    """A job's function and its explicit inputs: `fn(cancel, *inputs)`. What a job uses is named here, never
-    captured from a widget (a closure over `self` would keep the panel, and through it the model, alive)."""
+class QtRunner:
+    """The window's runner of the app's jobs: a thread of the job's pool, deliveries queued to the GUI thread."""
 
-    __slots__ = ("fn", "inputs")
-
-    def __init__(self, fn: Callable, inputs: tuple) -> None:
-        self.fn, self.inputs = fn, inputs
-
-    def __call__(self, cancel: CancelToken):
-        return self.fn(cancel, *self.inputs)
+    def submit(self, handle: JobHandle, call) -> None:
+        _submit(handle, call)
 
 
-class ViewJobs:
-    """The one request-keyed job path of a view (Orange3's `concurrent.py`: inputs passed explicitly, a result
-    accepted only from the current task).
+QT_RUNNER = QtRunner()
 
-    Each slot names the view-state fields its result depends on (the model and image always). `start(slot, ...)`
-    runs a module-level `fn(cancel, *inputs)` for the slot's current request; the job's yields, result and error
-    reach the view only while that request is still the slot's current one, and the result is kept as
-    `Keyed(request, value)` (`current(slot)` answers it while it matches); so is an error (`failed(slot)`), so a
-    view says why its request has no result instead of waiting for one, and does not ask for it again. Any change
-    of the view state that makes a pending job's request stale discards that job at once, so a model or image
-    change discards every pending request, shown tab or hidden."""
+
+class ViewJobs(KeyedJobs):
+    """The app layer's `KeyedJobs` run on the window's pools (see vitstudio/app/jobs.py for the rules)."""
 
     def __init__(self, view_state: ViewState, slots: dict[str, tuple[str, ...]], long: tuple[str, ...] = (),
                  without_context: tuple[str, ...] = ()) -> None:
-        """`without_context`: slots keyed by their own fields only, not the model and image (loading a model)."""
-        self.view_state = view_state
-        self.keys = dict(slots)
-        self.contextual = {slot: slot not in without_context for slot in slots}
-        self.kinds = {slot: LONG if slot in long else INTERACTIVE for slot in slots}
-        self.pending: dict[str, JobHandle | None] = dict.fromkeys(slots)
-        self.results: dict[str, Keyed | None] = dict.fromkeys(slots)
-        self.errors: dict[str, Keyed | None] = dict.fromkeys(slots)
-        view_state.connect(self._on_change)
-
-    def request(self, slot: str) -> tuple:
-        return self.view_state.request(*self.keys[slot], with_context=self.contextual[slot])
-
-    def start(self, slot: str, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
-              on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
-        """Run `fn(cancel, *inputs)` for the slot's current request; the slot's previous job is discarded.
-        `fn` must be a module-level function: a closure or a bound method would carry the widget (and the model)
-        into the worker, hidden from the reader and alive as long as the job."""
-        if inspect.ismethod(fn) or getattr(fn, "__closure__", None) or "<" in getattr(fn, "__qualname__", "<"):
-            raise TypeError(f"{fn!r}: a view's job is a module-level function taking its inputs explicitly")
-        self.discard(slot)
-        handle = JobHandle(name, self.kinds[slot], on_result, on_yield, on_error)
-        handle.slot, handle.request, handle.guard = slot, self.request(slot), self
-        self.pending[slot] = handle
-        _submit(handle, _Call(fn, inputs))
-        return handle
-
-    def is_current(self, handle: JobHandle) -> bool:
-        return self.pending.get(handle.slot) is handle and handle.request == self.request(handle.slot)
-
-    def keep(self, handle: JobHandle, value) -> None:
-        self.results[handle.slot] = Keyed(handle.request, value)
-        self.errors[handle.slot] = None
-        self.pending[handle.slot] = None
-
-    def keep_error(self, handle: JobHandle, exc: BaseException) -> None:
-        self.errors[handle.slot] = Keyed(handle.request, exc)
-        self.pending[handle.slot] = None
-
-    def failed(self, slot: str) -> BaseException | None:
-        """The error of the slot's current request, if its job failed."""
-        return self.view_state.current(self.errors[slot], *self.keys[slot], with_context=self.contextual[slot])
-
-    def current(self, slot: str):
-        """The slot's result if it answers the current request, else None."""
-        return self.view_state.current(self.results[slot], *self.keys[slot], with_context=self.contextual[slot])
-
-    def running(self, slot: str) -> bool:
-        handle = self.pending[slot]
-        return handle is not None and not handle.done
-
-    def discard(self, slot: str | None = None) -> None:
-        """Forget the pending job of `slot` (every slot when None): nothing it produces is delivered."""
-        for name in [slot] if slot is not None else list(self.pending):
-            handle, self.pending[name] = self.pending[name], None
-            if handle is not None:
-                handle.discard()
-
-    def clear(self, slot: str | None = None) -> None:
-        """Discard the pending job(s) and drop the kept result(s)."""
-        self.discard(slot)
-        for name in [slot] if slot is not None else list(self.results):
-            self.results[name] = self.errors[name] = None
-
-    def _on_change(self, _name: str, _value) -> None:
-        for slot in self.keys:
-            request = self.request(slot)
-            handle = self.pending[slot]
-            if handle is not None and handle.request != request:
-                self.discard(slot)
-            kept = self.results[slot]
-            context = 2 if self.contextual[slot] else len(request)
-            if kept is not None and kept.request[:context] != request[:context]:  # another model or image: free it
-                self.results[slot] = None
-            error = self.errors[slot]
-            if error is not None and error.request[:context] != request[:context]:
-                self.errors[slot] = None
+        super().__init__(view_state, slots, QT_RUNNER, long=long, without_context=without_context)
 
 
 class KeyedSlot:
