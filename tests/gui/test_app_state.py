@@ -29,7 +29,7 @@ def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):
     assert (view.requested.spec, view.requested.device, view.requested.precision, view.requested.weights) == \
         (TINY_SPEC, "cpu", "bf16", str(weights))
     assert view.model == window.state.model.uid
-    assert window.jobs.results["load"] is None  # the model is held by AppState only
+    assert window.loader.jobs.results["load"] is None  # the model is held by AppState only
 
 
 def test_errors_reach_one_notifier_as_exception_objects(window, qtbot):

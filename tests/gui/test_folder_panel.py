@@ -75,13 +75,13 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     # the map: PCA (umap-learn is optional), and its box filters the table
     qtbot.waitUntil(lambda: panel.coords is not None, timeout=20000)
     assert panel.coords.shape == (120, 2)
-    inside = panel.map.inside_box()
-    panel._on_map_selection(inside)
+    panel.map.box.setPos(panel.map.box.pos(), finish=True)  # as the end of a drag: the box says where it is
+    inside = panel.folder_model.rows_in_box()
     assert panel.follow_map.isChecked() and sorted(panel.visible_rows()) == sorted(inside.tolist())
     panel.follow_map.setChecked(False)
     assert len(panel.visible_rows()) == 120
     # checked before any drag (as a restart leaves it): the box as drawn filters at once (the walk saw 150 of 150)
-    panel.map_rows = None
+    panel.folder_model.map_rows = None
     panel.follow_map.setChecked(True)
     assert sorted(panel.visible_rows()) == sorted(inside.tolist()) and len(inside) < 120
     panel.follow_map.setChecked(False)

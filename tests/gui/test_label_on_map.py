@@ -66,13 +66,13 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     assert offered[0] == (["0"], 0)  # no class yet: the demo's top-1 for the four zeros
     assert offered[1] == (["zero"], 0)  # "1" is no guess among the user's own classes
     _select(panel, [])  # no rows selected: the map's box is the selection
-    panel.map_rows = np.asarray([panel.results.paths.index(p) for p in ones[4:6]])
+    panel.folder_model.map_rows = np.asarray([panel.results.paths.index(p) for p in ones[4:6]])
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("one", True))
     tab.label_button.click()
     assert all(tab.labels[p] == "one" for p in ones[4:6])
     panel.files.undo_stack.undo()  # (taken back: the rest of the test counts on the table's labels)
     assert not any(p in tab.labels for p in ones[4:6])
-    panel.map_rows = None
+    panel.folder_model.map_rows = None
     _select(panel, zeros[4:6])
     panel.table.setFocus()
     qtbot.keyClick(panel.table, Qt.Key_1)  # classes in the order first given: 1 zero, 2 one
@@ -97,7 +97,8 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     predicted = {p: head.classes[head.predicted[i]] for i, p in enumerate(panel.results.paths)}
     assert all(predicted[p] == truth[p] for p in tab.labels)
     assert np.mean([predicted[p] == truth[p] for p in truth]) >= 0.9  # the unlabelled ones too
-    assert tab.guess(ones[6:9]) == "one" and tab.guess(zeros[6:9]) == "zero"  # the head's, in the user's classes
+    # the head's guess, in the user's classes
+    assert tab.model.guess(ones[6:9]) == "one" and tab.model.guess(zeros[6:9]) == "zero"
     legend = panel.map.legend.text()
     assert "zero" in legend and "one" in legend  # the map recoloured by the head's classes
     window.resize(1280, 720)  # the map's title fits its width there (it was cut: issue 29, item 12)
@@ -154,9 +155,9 @@ def test_label_as_offers_the_class_folder_an_image_is_in(window, qtbot, tmp_path
     tab = panel.labels_tab
     alphas = [p for p in panel.results.paths if "/alpha/" in p]
     assert panel.results.predicted_labels()[panel.results.paths.index(alphas[0])] == "0"  # the model: a digit
-    assert tab.guess(alphas[:3]) == "alpha"
+    assert tab.model.guess(alphas[:3]) == "alpha"
     tab.label(alphas[:2], "mine")  # a class of the user's own: the folder still names the others' class
-    assert tab.guess(alphas[2:4]) == "alpha"
+    assert tab.model.guess(alphas[2:4]) == "alpha"
 
 
 def test_label_as_prefills_the_rows_folder_not_the_previous_label(panel, qtbot, tmp_path, monkeypatch):

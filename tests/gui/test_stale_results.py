@@ -191,8 +191,8 @@ def test_label_review_of_the_previous_model_never_appears(panel, qtbot, monkeypa
 def test_folder_map_shows_only_the_folder_opened(panel, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
     would be coloured and box-selected with Y's rows), then Y's map appears."""
+    from vitstudio.core.folder import neighbours
     from vitstudio.core.models.demo import bundled_demo, render_digits
-    from vitstudio.gui.folder import folder_jobs
 
     x = render_digits(tmp_path / "x", per_class=3)
     y = render_digits(tmp_path / "y", per_class=2)
@@ -201,7 +201,7 @@ def test_folder_map_shows_only_the_folder_opened(panel, qtbot, monkeypatch, tmp_
     _settle(qtbot, 60000)
     assert len(panel.map.coords) == 30
     gate = gate_for(lambda features: len(features) == 20)
-    monkeypatch.setattr(folder_jobs, "project_2d", gate.wrap(folder_jobs.project_2d))
+    monkeypatch.setattr(neighbours, "project_2d", gate.wrap(neighbours.project_2d))
     panel.open_folder(str(y))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=30000)
     assert len(panel.results) == 20

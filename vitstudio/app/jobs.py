@@ -250,3 +250,23 @@ class KeyedJobs:
             error = self.errors[slot]
             if error is not None and error.request[:context] != request[:context]:
                 self.errors[slot] = None
+
+
+class KeyedSlot:
+    """A one-slot `KeyedJobs` for work keyed by an explicit request rather than a state's fields (the thumbnails a
+    list wants now, the quick head of these labels): starting a new request discards the pending job, and only the
+    current request's yields, result and error are delivered."""
+
+    def __init__(self, runner: Runner, kind: str = INTERACTIVE) -> None:
+        self.view_state = ViewState(request=None)
+        self.jobs = KeyedJobs(self.view_state, {"job": ("request",)}, runner,
+                              long=("job",) if kind == LONG else (), without_context=("job",))
+
+    def start(self, request, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
+              on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
+        self.view_state.update(request=request)
+        return self.jobs.start("job", name, fn, *inputs, on_result=on_result, on_yield=on_yield, on_error=on_error)
+
+    def cancel(self) -> None:
+        self.jobs.clear()
+        self.view_state.update(request=None)

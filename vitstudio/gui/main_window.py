@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.app_state import AppState, make_entry
+from vitstudio.app.model_loader import ModelLoader
 from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 
 from . import workers
@@ -39,7 +40,7 @@ from .opening import Opening, StripPaths, read_new_images, recent_entry, updated
 from .panel_routes import PanelRoutes
 from .session_memory import SessionMemory
 from .status_notice import PassingMessages, StatusNoticeWidget
-from .window_jobs import Relay, classify_job, is_model_of, load_model_job
+from .window_jobs import Relay, classify_job, is_model_of
 
 log = logging.getLogger("vitstudio.gui")
 # The tabs, in order: (the window's attribute for the panel, its title). The window frame (menus, model bar, image
@@ -84,8 +85,8 @@ class MainWindow(QMainWindow):
         self.relay = Relay()
         # The model bar's jobs, keyed by the app's view state: a new Load request discards a load still running;
         # predictions are delivered only while the model they were made by is the loaded one.
-        self.jobs = workers.ViewJobs(self.state.view, {"load": ("requested",), "classify": ()},
-                                     without_context=("load",))
+        self.jobs = workers.ViewJobs(self.state.view, {"classify": ()})
+        self.loader = ModelLoader(self.state, workers.QT_RUNNER, self.relay.download.emit, follow=False)
         self._explore_path: str | None = None
         self._explore_after_load: tuple[str, str] | None = None  # (image, run) waiting for the run's model
         self.close_guard: CloseGuard | None = None  # asks before closing over a training run (with the panels)
@@ -280,18 +281,8 @@ class MainWindow(QMainWindow):
             self._on_message("info", f"{request.spec} loads once PyTorch has loaded.")
             return
         self._waiting_load = None
-        self.state.model_loading.emit(request.spec)
         self._on_message("info", f"Loading {request.spec} on {request.device} ({request.precision})…")
-        self.jobs.start("load", "Loading model", load_model_job, request.spec, request.weights, request.device,
-                        request.precision, self.relay, on_result=self._on_load_done, on_error=self._on_load_failed)
-
-    def _on_load_done(self, loaded) -> None:
-        self.jobs.clear("load")  # the model lives in AppState; the slot must not keep a second reference
-        self.state.set_model(loaded)
-
-    def _on_load_failed(self, exc: BaseException) -> None:
-        notice = self.state.report(exc, "Loading model")
-        self.state.model_failed.emit(notice)
+        self.loader.load(request)
 
     def _on_model_loaded(self, loaded) -> None:
         self.settings.setValue("model", loaded.name)

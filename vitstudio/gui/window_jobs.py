@@ -1,5 +1,6 @@
-"""The main window's work off the GUI thread: loading a model (with download progress carried back by a signal)
-and classifying the strip's images; torch is imported inside them (the window itself is built without it)."""
+"""The main window's work off the GUI thread: classifying the strip's images, torch imported inside (the window is
+built without it). Loading a model is the app layer's (vitstudio/app/model_loader.py); `Relay` carries a download's
+progress back to the GUI thread."""
 
 from __future__ import annotations
 
@@ -8,15 +9,6 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 CLASSIFY_BATCH = 8
-
-
-def load_model_job(cancel, spec: str, weights: str | None, device: str, precision: str, relay: Relay):
-    from vitstudio.core.models.loading import load_model
-    from vitstudio.core.models.modelcard import model_card
-
-    loaded = load_model(spec, weights, device, precision, progress=lambda d, t, m: relay.download.emit(d, t))
-    model_card(loaded)  # FLOPs need a forward: do it here, not on the GUI thread
-    return loaded
 
 
 def classify_job(cancel, loaded, todo: list):

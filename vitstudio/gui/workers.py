@@ -23,7 +23,8 @@ callbacks, so a superseded job delivers nothing at all. `cancel()` alone (a user
 the job's final result, e.g. a cancelled training run's report.
 
 Views start their work through `ViewJobs`, the app layer's request-keyed path (vitstudio/app/jobs.py, whose
-delivery rules this module's dispatcher applies) run on these pools: a module-level function with explicit inputs, run for the view state's current request (model, image, parameters); its yields, result and error are
+delivery rules this module's dispatcher applies) run on these pools: a module-level function with explicit
+inputs, run for the view state's current request (model, image, parameters); its yields, result and error are
 delivered only while that request is still current, and a change of the view state discards every job whose
 request it made stale (a model or image change: all of them).
 """
@@ -43,6 +44,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, QThreadPool, Signal
 
+from vitstudio.app import jobs
 from vitstudio.app.evented import ViewState
 from vitstudio.app.jobs import (
     INTERACTIVE,
@@ -54,7 +56,7 @@ from vitstudio.app.jobs import (
     deliver_yield,
     release,
 )
-from vitstudio.app.notices import told
+from vitstudio.app.notices import describe, told  # noqa: F401 (describe: the views' one line)
 from vitstudio.core.jobs import Cancelled
 
 log = logging.getLogger("vitstudio.jobs")
@@ -253,12 +255,6 @@ def shutdown(timeout_ms: int = 5000) -> bool:
     return ok
 
 
-def describe(exc: BaseException) -> str:
-    """One line for the user: the message, or the exception's type when it has none."""
-    text = str(exc).strip()
-    return text if text else type(exc).__name__
-
-
 class QtRunner:
     """The window's runner of the app's jobs: a thread of the job's pool, deliveries queued to the GUI thread."""
 
@@ -277,21 +273,8 @@ class ViewJobs(KeyedJobs):
         super().__init__(view_state, slots, QT_RUNNER, long=long, without_context=without_context)
 
 
-class KeyedSlot:
-    """A one-slot `ViewJobs` for work keyed by an explicit request rather than a view's fields (the thumbnails a
-    list wants now): starting a new request discards the pending job, and only the current request's yields,
-    result and error are delivered."""
+class KeyedSlot(jobs.KeyedSlot):
+    """The app layer's one-slot keyed jobs run on the window's pools."""
 
     def __init__(self, kind: str = INTERACTIVE) -> None:
-        self.view_state = ViewState(request=None)
-        self.jobs = ViewJobs(self.view_state, {"job": ("request",)}, long=("job",) if kind == LONG else (),
-                             without_context=("job",))
-
-    def start(self, request, name: str, fn: Callable, *inputs, on_result: Callable | None = None,
-              on_yield: Callable | None = None, on_error: Callable | None = None) -> JobHandle:
-        self.view_state.update(request=request)
-        return self.jobs.start("job", name, fn, *inputs, on_result=on_result, on_yield=on_yield, on_error=on_error)
-
-    def cancel(self) -> None:
-        self.jobs.clear()
-        self.view_state.update(request=None)
+        super().__init__(QT_RUNNER, kind)

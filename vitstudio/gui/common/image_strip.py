@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QItemSelectionModel, QSignalBlocker, QSize, Qt
+from PySide6.QtCore import QItemSelectionModel, QSize, Qt
 from PySide6.QtGui import QAction, QColor, QIcon, QKeySequence, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QListView, QListWidget, QListWidgetItem, QWidget
 
@@ -52,6 +52,7 @@ class ImageStripWidget(QListWidget):
         state.image_selected.connect(self._on_image_selected)
         state.prediction_ready.connect(self._on_prediction_ready)
         state.model_loaded.connect(self._on_model_loaded)
+        self._removing = False
         self.currentRowChanged.connect(self._on_row_changed)
 
     def _build_actions(self) -> None:
@@ -83,13 +84,16 @@ class ImageStripWidget(QListWidget):
 
     def _on_images_removed(self, entries: list[ImageEntry]) -> None:
         gone = {id(e) for e in entries}
-        with QSignalBlocker(self):  # rows shifting under the cursor are not the user's choice of image
+        self._removing = True  # rows shifting under the cursor are not the user's choice of image
+        try:
             for row in reversed(range(len(self._entries))):
                 if id(self._entries[row]) in gone:
                     del self._entries[row]
                     self.takeItem(row)
             if self.state.selected in self._entries:
                 self.setCurrentRow(self._entries.index(self.state.selected), QItemSelectionModel.ClearAndSelect)
+        finally:
+            self._removing = False
 
     def _on_images_added(self, entries: list[ImageEntry]) -> None:
         for entry in entries:
@@ -125,7 +129,7 @@ class ImageStripWidget(QListWidget):
             self.item(row).setText(self._caption(entry))
 
     def _on_row_changed(self, row: int) -> None:
-        if 0 <= row < len(self._entries) and self._entries[row] is not self.state.selected:
+        if not self._removing and 0 <= row < len(self._entries) and self._entries[row] is not self.state.selected:
             self.state.select(self._entries[row])
 
     def _on_image_selected(self, entry: ImageEntry | None) -> None:

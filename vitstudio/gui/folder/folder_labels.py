@@ -8,7 +8,6 @@ folder is opened again. "Train a model…" hands the labels file to the Training
 
 from __future__ import annotations
 
-import collections
 import html
 import os
 
@@ -26,29 +25,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.folder_labels import FolderLabels
 from vitstudio.core.files import counted, shown_path
-from vitstudio.core.train.labelling import class_order, default_labels_path, load_labels, save_labels
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from .folder_undo import ReviewItemMemo
 
-SUGGEST_N = 9
 UNSURE = 0.7  # below this probability a dot is drawn pale
-
-
-def label_head_job(cancel, features, paths: list[str], labels: dict[str, str]):
-    from vitstudio.core.train.labelling import fit_label_head
-
-    return fit_label_head(features, paths, labels)
-
-
-def suggest_job(cancel, features, paths: list[str], labels: dict[str, str], n: int):
-    from vitstudio.core.train.suggest import suggest
-
-    classes = {c: i for i, c in enumerate(class_order(labels))}
-    y = np.asarray([classes.get(labels.get(p), -1) for p in paths], np.int64)
-    return [s.index for s in suggest(features, y, n, num_classes=max(len(classes), 1))]
 
 
 class LabelCommand(QUndoCommand):
@@ -62,12 +46,12 @@ class LabelCommand(QUndoCommand):
         self.before = {p: tab.labels.get(p) for p in self.paths}
 
     def redo(self) -> None:
-        self.tab.apply_labels({p: self.label for p in self.paths})
+        self.tab.model.apply({p: self.label for p in self.paths})
         if self.memo is not None:
             self.memo.remove_from(self.tab.panel.review)
 
     def undo(self) -> None:
-        self.tab.apply_labels(self.before)
+        self.tab.model.apply(self.before)
         if self.memo is not None:
             self.memo.put_back(self.tab.panel.review)
 
@@ -78,10 +62,12 @@ class LabelsTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.path: str | None = None  # the labels file
-        self.labels: dict[str, str] = {}
-        self.head = None
-        self.slot = workers.KeyedSlot(workers.INTERACTIVE)
+        self.model = FolderLabels(panel.folder_model, workers.QT_RUNNER)  # the labels, their file, the quick head
+        self.model.changed.connect(self._refresh)
+        self.model.head_ready.connect(self.show_head)
+        self.model.suggested.connect(lambda rows: self.info.setText(
+            f"The table shows the {counted(len(rows), 'image')} to label next (Reset filters shows all)."))
+        self.model.warned.connect(lambda text: panel.state.message.emit("warning", text))
         self.info = QLabel("Open a folder: label its images here (select rows or the map's box, then Label as… "
                            "or keys 1–9), then Train.")
         self.info.setWordWrap(True)
@@ -114,22 +100,16 @@ class LabelsTab(QWidget):
         self._refresh()
 
     # -- the folder and its file -------------------------------------------------------------------------
-    def open_for(self, folder: str | None) -> None:
-        """The labels of `folder` (its default file in the data folder), read again after a restart."""
-        self.head = None
-        self.slot.cancel()
-        self.path = str(default_labels_path(folder)) if folder else None
-        self.labels = load_labels(self.path) if self.path else {}
-        self._refresh()
+    # what the model holds, read where the panel and tests look for it
+    labels = property(lambda self: self.model.labels)
+    path = property(lambda self: self.model.path)
+    head = property(lambda self: self.model.head)
 
     def _choose_file(self) -> None:
         path = file_dialogs.save_file(self, "Keep the labels in", self.path or "labels.csv", "Labels file (*.csv)",
                                       options=QFileDialog.DontConfirmOverwrite)
         if path:
-            self.path = path
-            self.labels.update(load_labels(path))  # an existing file's labels join those made here
-            self._save()
-            self._refresh()
+            self.model.use_file(path)
 
     # -- labelling --------------------------------------------------------------------------------------
     def selected_paths(self) -> list[str]:
@@ -146,35 +126,16 @@ class LabelsTab(QWidget):
         if not paths:
             self.panel.state.message.emit("warning", "Select images first: rows of the table, or the map's box.")
             return
-        classes = class_order(self.labels)
-        guess = self.guess(paths)
+        classes = self.model.classes()
+        guess = self.model.guess(paths)
         options = classes + [guess] if guess and guess not in classes else classes
         label, ok = QInputDialog.getItem(self, "Label as", f"Class of the {counted(len(paths), 'image')} selected:",
                                          options, options.index(guess) if guess else 0, True)
         if ok and label.strip():
             self.label(paths, label.strip())
 
-    def guess(self, paths: list[str]) -> str | None:
-        """The class `paths` most likely are, offered first by Label as…: the class folder they are in (in a folder
-        of class folders the folder says more than any model, and it names the class whether or not it is one made
-        yet), else the quick head's when it is trained, else the model's top-1 while no class is made yet or when
-        it is one of the classes made (an ImageNet class is no guess among the user's own)."""
-        results, classes = self.panel.results, class_order(self.labels)
-        if results is None or not paths:
-            return None
-        row_of = {path: row for row, path in enumerate(results.paths)}
-        rows = [row_of[p] for p in paths if p in row_of]
-        foldered = len(set(results.given) - {""}) > 1  # one folder of all the images names no class
-        names = [results.given[r] for r in rows if results.given[r]] if foldered else []
-        if not names and self.head is not None:
-            names = [self.head.classes[int(self.head.predicted[r])] for r in rows]
-        elif not names:
-            predicted = results.predicted_labels()
-            names = [str(predicted[r]) for r in rows if predicted[r] and (not classes or predicted[r] in classes)]
-        return collections.Counter(names).most_common(1)[0][0] if names else None
-
     def label_selection_as_number(self, number: int) -> None:
-        classes = class_order(self.labels)
+        classes = self.model.classes()
         if number > len(classes):
             self.panel.state.message.emit("warning", f"There are {len(classes)} classes: keys 1–{len(classes)} "
                                           "label the selected rows; Label selection as… adds a class.")
@@ -201,39 +162,12 @@ class LabelsTab(QWidget):
                                       "its folder; Edit → Undo takes it back).")
         return True
 
-    def apply_labels(self, changes: dict[str, str | None]) -> None:
-        for path, label in changes.items():
-            if label is None:
-                self.labels.pop(path, None)
-            else:
-                self.labels[path] = label
-        self.head = None  # the colours were of the previous labels
-        self._save()
-        self._refresh()
-
-    def _save(self) -> None:
-        if self.path is not None:
-            paths = list(self.panel.results.paths) if self.panel.results is not None else []
-            save_labels(self.path, self.labels, paths)
-
     # -- train, suggest ------------------------------------------------------------------------------------
-    def _inputs(self):
-        embedded, results = self.panel.embedded, self.panel.results
-        if embedded is None or results is None:
-            return None
-        return embedded.features_of(), list(results.paths), dict(self.labels)
-
     def train(self) -> None:
-        inputs = self._inputs()
-        if inputs is None or len(class_order(self.labels)) < 2:
-            self.panel.state.message.emit("warning", "Label images of at least two classes first.")
-            return
-        self.info.setText("Fitting the quick head…")
-        self.slot.start(("train", tuple(sorted(self.labels.items()))), "Quick head", label_head_job, *inputs,
-                        on_result=self.show_head, on_error=self.panel.state.report)
+        if self.model.train():
+            self.info.setText("Fitting the quick head…")
 
     def show_head(self, head) -> None:
-        self.head = head
         groups = []
         for i, name in enumerate(head.classes):
             hue = pg.intColor(i, hues=max(len(head.classes), 1)).getRgb()[:3]
@@ -251,24 +185,15 @@ class LabelsTab(QWidget):
                           f"Suggest next.")
 
     def suggest_next(self) -> None:
-        inputs = self._inputs()
-        if inputs is None:
-            return
-        self.slot.start(("suggest", tuple(sorted(self.labels.items()))), "Suggesting", suggest_job, *inputs,
-                        SUGGEST_N, on_result=self._show_suggestions, on_error=self.panel.state.report)
+        self.model.suggest_next()
 
     def filters_reset(self) -> None:
         """Reset filters shows every row: the line saying the table shows the suggestions goes with them."""
         self._refresh()
 
-    def _show_suggestions(self, rows: list[int]) -> None:
-        self.panel.group_rows = np.asarray(rows, np.int64)  # as a picked duplicate group: just these rows
-        self.panel.apply_filters()
-        self.info.setText(f"The table shows the {counted(len(rows), 'image')} to label next (Reset filters shows all).")
-
     def _refresh(self) -> None:
         self.panel.model.show_labels(self.labels)  # the table marks the labelled rows
-        classes = class_order(self.labels)
+        classes = self.model.classes()
         counts = {c: 0 for c in classes}
         for label in self.labels.values():
             counts[label] += 1
@@ -277,7 +202,7 @@ class LabelsTab(QWidget):
                                         for i, c in enumerate(classes, 1)) if classes else "No labels yet.")
         where = os.path.basename(self.path) if self.path else ""
         self.file_button.setToolTip(f"Labels kept in {self.path}" if self.path else "")
-        has = self.panel.results is not None and self.path is not None
+        has = self.model.ready()
         for w in (self.label_button, self.suggest_button, self.file_button):
             w.setEnabled(has)
         self.train_button.setEnabled(has and len(classes) >= 2)

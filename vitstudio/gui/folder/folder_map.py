@@ -60,7 +60,7 @@ def describe_image(results: FolderResults, row: int) -> str:
 
 class FolderMapWidget(pg.PlotWidget):
     hovered = Signal(int)  # image index
-    selection_changed = Signal(object)  # np.ndarray of image indices inside the box
+    box_moved = Signal(float, float, float, float)  # the user's drag: x, y, width, height (the model selects)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -86,7 +86,9 @@ class FolderMapWidget(pg.PlotWidget):
         sized by height-for-width, from what its parts ask for); the map grows into whatever room there is."""
         return QSize(300, 200)
 
-    def set_points(self, coords: np.ndarray, groups: list, method: str, scale: bool = False) -> None:
+    def set_points(self, coords: np.ndarray, groups: list, method: str, scale: bool = False,
+                   box: tuple | None = None) -> None:
+        """The points, coloured by `groups`, and the box where the Folder model placed it (x, y, width, height)."""
         self.coords = np.asarray(coords, np.float32)
         self.set_groups(groups, scale)
         if not len(self.coords):
@@ -94,12 +96,10 @@ class FolderMapWidget(pg.PlotWidget):
             self.setTitle(EMPTY, size="9pt")
             return
         self.setTitle(f"{len(self.coords)} images ({method.upper()}); drag the box to select", size="9pt")
-        lo, hi = self.coords.min(0), self.coords.max(0)
-        span = np.maximum(hi - lo, 1e-6)
-        # placed without 'finished' signals: only the user's drags select
-        self.box.setPos(lo + 0.25 * span, update=False, finish=False)
-        self.box.setSize(0.5 * span, finish=False)
-        self.box.setVisible(True)
+        if box is not None:  # placed without 'finished' signals: only the user's drags select
+            self.box.setPos(box[:2], update=False, finish=False)
+            self.box.setSize(box[2:], finish=False)
+        self.box.setVisible(box is not None)
         self.autoRange()
 
     def set_groups(self, groups: list, scale: bool = False) -> None:
@@ -131,13 +131,9 @@ class FolderMapWidget(pg.PlotWidget):
     def _tip(self, x: float, y: float, data) -> str:
         return self.describe(int(data)) if self.describe is not None else ""
 
-    def inside_box(self) -> np.ndarray:
-        (x, y), (w, h) = self.box.pos(), self.box.size()
-        c = self.coords
-        return np.nonzero((c[:, 0] >= x) & (c[:, 0] <= x + w) & (c[:, 1] >= y) & (c[:, 1] <= y + h))[0]
-
     def _on_box(self, *_):
-        self.selection_changed.emit(self.inside_box())
+        (x, y), (w, h) = self.box.pos(), self.box.size()
+        self.box_moved.emit(float(x), float(y), float(w), float(h))
 
     def _on_hover(self, _item, points, _event):
         if len(points):

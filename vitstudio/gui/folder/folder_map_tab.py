@@ -8,8 +8,8 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import workers
-from .folder_jobs import hover_job
 from .folder_map import FolderMapWidget, describe_image
+from .folder_table import thumbnails
 
 
 class FolderMapTabWidget(QWidget):
@@ -62,3 +62,7 @@ class FolderMapTabWidget(QWidget):
         self.hover.clear()
         self.hover_image.clear()
         self.map.set_points(np.zeros((0, 2)), [], "pca")
+
+
+def hover_job(cancel, path: str):
+    return list(thumbnails([path], cancel))

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import html
 import os
-from dataclasses import replace
 
-import numpy as np
 from PySide6.QtCore import QItemSelectionModel, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -23,17 +21,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.folder_states import FILTER_DEFAULTS, FolderState, offered_classes
+from vitstudio.app.folder_model import FolderModel
 from vitstudio.core.files import counted
-from vitstudio.core.folder.embedcache import model_fingerprint
-from vitstudio.core.folder.results import FolderResults
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from .file_operations import FileOperations
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
-from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, similar_job
 from .folder_map import colour_groups, describe_image
 from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
@@ -41,13 +36,8 @@ from .folder_sorting import ask_export_csv, ask_move, ask_sort, results_plan
 from .folder_table import ResultsModel
 from .folder_toolbar import FolderToolbarWidget
 
-NO_CLASSES = (" This model has no classes (features only): no predictions, confidence or sorting; the map, similar "
-              "images, duplicates and label review use its features. Give it classes (the Classes box of a "
-              "CLIP-style model) or fine-tune a head.")
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
                    "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")  # filters last
-EMPTY_FOLDER = ("No images in {source}: open a folder holding .jpg, .png, .bmp, .webp or .tif images (subfolders "
-                "are searched too), e.g. one folder per class.")
 
 class FolderPanel(QWidget):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
@@ -57,26 +47,40 @@ class FolderPanel(QWidget):
     def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
-        self.folder: str | None = None  # the folder opened (label review and retraining need one)
-        self.source = ""  # what the table shows, in words
-        self.embedded = None
-        self.results: FolderResults | None = None
-        self.coords: np.ndarray | None = None
-        self.map_rows: np.ndarray | None = None  # the map's box selection, when the table follows it
-        self.group_rows: np.ndarray | None = None  # a duplicate group picked in the Duplicates tab
-        self.report = None  # the label review's AuditReport
-        self.waiting_paths: list[str] | None = None  # opened before any model was loaded
-        self.view_state = FolderState()
-        self.jobs = workers.ViewJobs(self.view_state, KEYS, long=("scan", "map", "review", "fit"))
+        self.folder_model = FolderModel(state, workers.QT_RUNNER)  # the folder, its results, filters, map, review
+        self.view_state, self.jobs = self.folder_model.state, self.folder_model.jobs
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
         self.files = FileOperations(self.review_tab, self.undo_button, self.dataset_shown, self)  # sorts, moves,
         self.files.said.connect(state.message.emit)  # exclusions and their undo stack
-        self.files.relocated.connect(self.follow_moves)
-        self.files.failed.connect(self._on_failed)
+        self.files.relocated.connect(self.folder_model.follow_moves)
+        self.files.failed.connect(self.folder_model._on_failed)
         self.undo_button.clicked.connect(self.files.undo_last)
-        self.view_state.connect(self._on_view_state)
-        state.model_loaded.connect(self._on_model)
+        self._follow_model()
+
+    # what the model holds, read where the panel's pages and tests look for it
+    results = property(lambda self: self.folder_model.results)
+    embedded = property(lambda self: self.folder_model.embedded)
+    coords = property(lambda self: self.folder_model.coords)
+    folder = property(lambda self: self.folder_model.folder)
+    source = property(lambda self: self.folder_model.source)
+    report = property(lambda self: self.folder_model.report)
+    map_rows = property(lambda self: self.folder_model.map_rows)
+    group_rows = property(lambda self: self.folder_model.group_rows)
+
+    def _follow_model(self) -> None:
+        fm = self.folder_model
+        fm.said.connect(self._say)
+        fm.busy.connect(self._busy)
+        fm.progress.connect(self._on_progress)
+        fm.results_changed.connect(self._show_results)
+        fm.rows_changed.connect(self._show_rows)
+        fm.map_ready.connect(self._on_map)
+        fm.fit_ready.connect(self.fit.show_fit)
+        fm.similar_ready.connect(self._on_similar)
+        fm.review_ready.connect(self._on_review)
+        fm.relocated.connect(self._on_relocated)
+        self.view_state.events.colour_by.connect(lambda _by: self._recolour())
 
     # -- construction --------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -141,7 +145,7 @@ class FolderPanel(QWidget):
         self.review_button.clicked.connect(self.start_review)
         bind_filters(self.toolbar, self.colour_by, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
-        self.map.selection_changed.connect(self._on_map_selection)
+        self.map.box_moved.connect(self.folder_model.move_box)
         self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
@@ -185,31 +189,24 @@ class FolderPanel(QWidget):
         self.open_paths([folder])
 
     def open_paths(self, paths: list[str]) -> None:
-        """A folder, or any drop of files and folders: every image through the model (labels: `folder_results`)."""
-        model = self.state.model
-        if model is None:  # kept: the first model loaded opens it (File → Open folder before any model)
-            self.waiting_paths = list(paths)
-            self.info.setText(f"Load a model (the bar above) and {', '.join(paths)} opens here.")
-            return
-        self.waiting_paths = None
-        self.folder = paths[0] if len(paths) == 1 and os.path.isdir(paths[0]) else None
-        roots = [p if os.path.isdir(p) else os.path.dirname(p) for p in paths]
-        self.source = self.folder or f"{len(paths)} dropped items"
-        if tuple(paths) != self.view_state.paths:  # filters belong to a folder: another one starts unfiltered
+        """A folder, or any drop of files and folders: every image through the model (`FolderModel.open_paths`)."""
+        another = tuple(paths) != self.view_state.paths
+        self.folder_model.open_paths(paths)
+        if another and self.folder_model.waiting_paths is None:  # filters belong to a folder: say whose they are
             self.toolbar.show_filters_of(self.source)
-            self.view_state.update(**FILTER_DEFAULTS)
-        self.info.setText(f"Embedding {self.source} with {model.display_name}…")
-        self.view_state.update(model=model.uid, paths=tuple(paths))
-        self.progress.setVisible(True)
-        self.cancel_button.setEnabled(True)
-        self.jobs.start("scan", "Folder embeddings", scan_job, model, list(paths), roots,
-                        on_yield=self._on_progress, on_result=self._on_embedded, on_error=self._on_failed)
 
     def _cancel(self) -> None:
-        self.jobs.discard("scan")
-        self.progress.setVisible(False)
-        self.cancel_button.setEnabled(False)
-        self.info.setText("Cancelled; what was computed is cached and will not be computed again.")
+        self.folder_model.cancel()
+
+    def _say(self, line: str, reopen: bool) -> None:
+        if reopen:  # one click opens it again (linkActivated: `_connect`)
+            line = (f'A new model: <a href="reopen">open {html.escape(self.source)} again</a> to see it through '
+                    'this one.')
+        self.info.setText(line)
+
+    def _busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setEnabled(busy)
 
     def _on_progress(self, p) -> None:
         self.progress.setRange(0, max(1, p.total))
@@ -217,115 +214,47 @@ class FolderPanel(QWidget):
         self.progress.setFormat(f"{p.message}: %v / %m")
 
     def _on_failed(self, exc) -> None:
-        self.progress.setVisible(False)
-        self.cancel_button.setEnabled(False)
-        self.info.setText(f"Failed: {workers.describe(exc)}")  # replaces "Embedding…" / "Reviewing labels…"
-        self.state.report(exc)
+        self.folder_model._on_failed(exc)
 
-    def _on_embedded(self, done: tuple) -> None:
-        embedded, results = done
-        self.progress.setVisible(False)
-        self.cancel_button.setEnabled(False)
-        self.embedded = embedded
-        self.results = results
-        self.model.set_results(self.results)
+    def _show_results(self, results) -> None:
+        """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
+        self.model.set_results(results)
         self.side.show_results(results)
-        classes = sorted(set(self.results.predicted_labels().tolist()) - {""})
-        with self.view_state.batch():  # a class these results don't have goes back to all classes
-            self.view_state.redeclare("predicted", **offered_classes(classes))
-            if not results.has_predictions:  # the map colours by given label: the combo says so
-                self.view_state.colour_by = "given label"
-        self.map_rows = self.group_rows = None
-        self.duplicates.clear()
-        self.apply_filters()
-        for path, reason in embedded.errors:
-            self.state.message.emit("warning", f"{path}: {reason}")
-        self.review_tab.clear()
-        self.labels_tab.open_for(self.folder)
-        self.files.restore_exclusions()
-        self._enable()
-        if not len(results):
-            self.info.setText(EMPTY_FOLDER.format(source=self.source))
-            return
-        self.info.setText(f"{len(self.results)} images of {self.source} ({embedded.computed} computed now, "
-                          f"{len(self.results) - embedded.computed} from the cache, {len(embedded.errors)} "
-                          f"unreadable). Select a row for similar images." + ("" if results.has_predictions else
-                                                                              NO_CLASSES))
-        self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
-        if results.has_predictions:  # a headless model predicts nothing whose fit could be judged
-            self.jobs.start("fit", "Model fit", fit_job, self.state.model, embedded, results,
-                            on_result=self.fit.show_fit, on_error=self._on_failed)
-
-    def _on_model(self, model) -> None:
-        shown = self.embedded.tower if self.embedded is not None else ""
-        embedding = self.embedded is None and self.cancel_button.isEnabled()  # a folder half through the old model
-        self.view_state.update(model=model.uid)  # discards every pending job of the previous model
-        if self.waiting_paths:
-            self.open_paths(self.waiting_paths)
-        elif self.view_state.paths and (embedding or shown and shown == model_fingerprint(model)):
-            # a folder being embedded goes on through the new model (the switch dropped it); the same image tower (a
-            # quick run of the model shown, a CLIP model given other classes): cached features, open again at once
-            self.open_paths(list(self.view_state.paths))
-        elif self.source:
-            self.info.setText(f'A new model: <a href="reopen">open {html.escape(self.source)} again</a> to see it '
-                              'through this one.')  # one click (linkActivated: `_connect`)
-
-    def _on_view_state(self, name: str, _value) -> None:
-        if name in ("model", "paths"):
-            self._forget_results()
-        elif name in FILTER_DEFAULTS:
-            self.apply_filters()
-        elif name == "colour_by":
-            self._recolour()
-
-    def _forget_results(self) -> None:
-        """Nothing computed for the previous model or paths stays on screen (or in an export)."""
-        self.results = self.embedded = self.coords = self.report = None
-        self.map_rows = self.group_rows = None
-        self.model.set_results(None)
-        self.side.show_results(None)
         self.similar_tab.clear()
-        self.review.clear()
-        self.labels_tab.open_for(None)
+        self.review_tab.clear()
         self.duplicates.clear()
         self.map_tab.clear()
-        self.fit.clear()
-        self.progress.setVisible(False)
-        self.cancel_button.setEnabled(False)
-        self.toolbar.show_count(None)
+        if results is None:
+            self.fit.clear()
+            self.toolbar.show_count(None)
+        if results is not None:
+            self.files.restore_exclusions()
         self._enable()
 
-    # -- filters, map, similar -----------------------------------------------------------------------
-    def apply_filters(self) -> None:
-        if self.results is None:
-            return
-        vs = self.view_state
-        rows = self.results.select(vs.predicted, vs.min_conf, correct=vs.correct)
-        box = None if not vs.follow_map else self.map_rows if self.map_rows is not None or self.coords is None \
-            else self.map.inside_box()  # the box as drawn, before any drag too (a restart kept it checked)
-        if box is not None:
-            rows = np.intersect1d(rows, box)
-        if self.group_rows is not None:
-            rows = np.intersect1d(rows, self.group_rows)
+    def _on_relocated(self, results) -> None:
+        """Files a move (or its undo) relocated: the same rows under their new paths, the review kept."""
+        self.model.set_results(results)
+        self.side.show_results(results)
+
+    def _show_rows(self, rows) -> None:
         self.model.set_allowed(rows)
         self.toolbar.show_count(len(rows), len(self.results))
 
+    # -- filters, map, similar -----------------------------------------------------------------------
+    def apply_filters(self) -> None:
+        self.folder_model.apply_filters()
+
     def reset_filters(self) -> None:
-        self.map_rows = self.group_rows = None
-        if not self.view_state.update(**FILTER_DEFAULTS):
-            self.apply_filters()  # nothing was set, but the map box is gone
+        self.folder_model.reset_filters()
 
     def visible_rows(self) -> list[int]:
         return self.model.rows.tolist()
 
-    def _on_map(self, projected) -> None:
-        coords, method = projected
-        self.coords = coords
+    def _on_map(self, coords, method) -> None:
         results, by = self.results, self._colour_key()
         self.map.describe = lambda row: describe_image(results, row)
-        self.map.set_points(coords, colour_groups(results, by), method, scale=by == "confidence")
-        if self.view_state.follow_map:
-            self.apply_filters()
+        self.map.set_points(coords, colour_groups(results, by), method, scale=by == "confidence",
+                            box=self.folder_model.box)
 
     def _recolour(self) -> None:
         if self.results is not None and self.coords is not None:
@@ -333,16 +262,7 @@ class FolderPanel(QWidget):
             self.map.set_groups(colour_groups(self.results, by), scale=by == "confidence")
 
     def _colour_key(self) -> str:
-        """The map's colouring; by given label when the model predicts nothing (a headless model)."""
-        by = self.view_state.colour_by
-        return by if self.results is None or self.results.has_predictions else "given label"
-
-    def _on_map_selection(self, rows) -> None:
-        self.map_rows = rows
-        if not self.view_state.follow_map:
-            self.view_state.follow_map = True  # the box is a filter: it is what the user is doing
-        else:
-            self.apply_filters()
+        return self.folder_model.colour_key()
 
     def select_row(self, row: int) -> None:
         view_row = self.model.view_row(row)
@@ -357,13 +277,12 @@ class FolderPanel(QWidget):
             return
         row = self.model.source_row(current.row())
         self.similar_tab.show_query(self.results.paths[row], describe_image(self.results, row).split("\n", 1)[1])
-        self.jobs.start("similar", "Similar images", similar_job, self.embedded, row, on_result=self._on_similar,
-                        on_error=self._on_failed)
+        self.folder_model.find_similar(row)
 
     def _explain_row(self, index) -> None:
         self.open_in_explorer.emit(self.results.paths[self.model.source_row(index.row())])
 
-    def _on_similar(self, found) -> None:
+    def _on_similar(self, _row: int, found) -> None:
         self.similar.clear()
         for path, sim in found:
             item = QListWidgetItem(f"{sim:.3f}\n{os.path.basename(path)}")
@@ -374,35 +293,21 @@ class FolderPanel(QWidget):
 
     # -- review ------------------------------------------------------------------------------------
     def start_review(self) -> None:
-        model, folder, threshold = self.state.model, self.folder, self.toolbar.review_threshold()
-        if model is None or folder is None:
-            return
-        self.info.setText("Reviewing labels and duplicates…")
-        self.jobs.start("review", "Label review", review_job, folder, model, threshold, dict(self.labels_tab.labels),
-                        on_yield=self._on_progress, on_result=self._on_review, on_error=self._on_failed)
+        self.folder_model.start_review(self.toolbar.review_threshold(), self.labels_tab.labels)
 
     def _on_review(self, report) -> None:
-        self.report = report
         doubtful = self.review_tab.show_issues(report.label_issues)
         self.files.hide_excluded_from_review()
         self.side.setCurrentIndex(2)
         self.info.setText(f"{counted(len(doubtful), 'image')} the model doubts, most doubtful first; "
-                          f"{len(report.groups)} duplicate groups, {len(report.leaks)} across train/val "
+                          f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} across train/val "
                           f"({report.split}). Double-click an image to explain it.{self.fit.unreliable_note()}")
         self.duplicates.show_groups(report.groups)
-        if report.leaks:
-            self.state.message.emit("warning", f"{len(report.leaks)} duplicate groups straddle train/val "
-                                    f"({report.split}): see the Duplicates tab, or `vitstudio audit --json`.")
-        for note in report.notes:
-            self.state.message.emit("info", note)
         self._enable()
 
     def _on_group(self, paths) -> None:
         """Picking a group shows just its images in the table (the first entry shows all again)."""
-        paths = set(paths) if paths is not None else None
-        self.group_rows = None if paths is None else np.asarray(
-            [i for i, p in enumerate(self.results.paths) if p in paths], int)
-        self.apply_filters()
+        self.folder_model.pick_group(paths)
 
     # -- file actions: the questions are the panel's (they read its table), `self.files` carries them out -------
     def dataset_shown(self) -> tuple[str | None, bool]:  # the folder, and whether its results are shown
@@ -434,13 +339,3 @@ class FolderPanel(QWidget):
         said = ask_export_csv(self, self.results, self.visible_rows())
         if said:
             self.state.message.emit("info", said)
-
-    def follow_moves(self, moves: dict[str, str]) -> None:
-        """The table and the similar-images search follow files a move (or its undo) relocated."""
-        if self.results is not None:
-            self.results = self.results.relocated(moves)
-            self.embedded = replace(self.embedded, paths=self.results.paths)  # same rows, same order
-            self.model.set_results(self.results)
-            self.side.show_results(self.results)
-            self.apply_filters()
-

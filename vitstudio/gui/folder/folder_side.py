@@ -41,7 +41,6 @@ class FolderSideWidget(QTabWidget):
             self.setTabToolTip(self.addTab(tab, title), tooltip)
 
     def show_results(self, results) -> None:
-        """The folder's results to every registered page (None: they go), and their count to Concepts."""
-        self.concepts_tab.show_results(results)
+        """The folder's results to every registered page (None: they go)."""
         for page in self.pages:
             page.model.show(results)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSignalBlocker, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyledItemDelegate, QVBoxLayout, QWidget
 
 from vitstudio.core.models.catalog import model_dirs
@@ -51,18 +51,18 @@ class RunHistoryView(QWidget):
     def refresh(self, active_run: Path | None, shown_run: Path | None) -> None:
         """Reads every run folder: called when the list changes (a run starts or ends), not on every epoch."""
         self.listed = set()
-        with QSignalBlocker(self.list):
-            self.list.clear()
-            for run in list_runs():
-                status = "training…" if active_run is not None and run.folder == active_run else run.status
-                item = QListWidgetItem(row_text(run.name, status, run.epochs, run.best_val_acc, run.base_model))
-                item.setToolTip(item.text())
-                item.setData(Qt.UserRole, str(run.folder))
-                item.setData(_BASE_ROLE, run.base_model)
-                self.list.addItem(item)
-                self.listed.add(str(run.folder))
-                if shown_run is not None and run.folder == shown_run:
-                    item.setSelected(True)
+        # only a click (itemClicked) shows a run: rebuilding the list asks for nothing
+        self.list.clear()
+        for run in list_runs():
+            status = "training…" if active_run is not None and run.folder == active_run else run.status
+            item = QListWidgetItem(row_text(run.name, status, run.epochs, run.best_val_acc, run.base_model))
+            item.setToolTip(item.text())
+            item.setData(Qt.UserRole, str(run.folder))
+            item.setData(_BASE_ROLE, run.base_model)
+            self.list.addItem(item)
+            self.listed.add(str(run.folder))
+            if shown_run is not None and run.folder == shown_run:
+                item.setSelected(True)
 
     def update_row(self, folder: Path, status: str, epochs: int, best_val_acc: float | None) -> None:
         """Rewrite the line of `folder` (the run in progress) from what the GUI already knows."""

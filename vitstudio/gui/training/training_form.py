@@ -27,7 +27,7 @@ from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_
 from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
 from ..common.bind import bind
-from ..common.setting_control import SettingControl
+from ..common.type_map import SettingControl
 
 
 class TrainingFormWidget(QWidget):

@@ -11,11 +11,12 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from vitstudio.app.run_curves import RunCurves, lr_note
+from vitstudio.app.training_run import TrainingRun
 from vitstudio.app.training_states import TrainingState
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.models.run_record import FINISHED
-from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress, fine_tune
+from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress
 from vitstudio.core.train.evaluation import EvalReport
 from vitstudio.core.train.runs import UNFINISHED, run_status
 
@@ -48,6 +49,10 @@ class TrainingPanel(QWidget):
     def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state
+        self.run = TrainingRun(workers.QT_RUNNER)  # the run in progress (one at a time)
+        self.run.record.connect(self._on_record)
+        self.run.finished.connect(self._on_finished)
+        self.run.failed.connect(self._on_failed)
         self.job = None
         # "The run shown" (curves, results, probe on screen) and "the run in progress" are separate: History can
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
@@ -240,18 +245,7 @@ class TrainingPanel(QWidget):
         self.live.lr_note = lr_note(config.opt)  # the quick preset's L-BFGS has no schedule: said, not drawn
         self._show_curves(self.live)
         self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
-        if self.view_state.multi_gpu and not resume:
-            from vitstudio.core.train.launcher import run_torchrun
-
-            def job(cancel):
-                return run_torchrun(config, self.gpus, cancel)
-
-        else:
-            def job(cancel):
-                return fine_tune(config, cancel, resume=resume)
-
-        self.job = workers.start_job("Training", job, on_yield=self._on_record, on_result=self._on_finished,
-                                     on_error=self._on_failed, kind=workers.LONG)
+        self.job = self.run.start(config, resume, self.gpus if self.view_state.multi_gpu else None)
         if resume:  # the run name says the run training, the one resumed (the next run is named when it ends)
             self.view_state.run_name = self.active_run.name
         self._refresh_buttons()

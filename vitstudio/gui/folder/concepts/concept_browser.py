@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QSignalBlocker, QSize, Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -66,6 +66,7 @@ class ConceptBrowserWidget(QWidget):
 
     def __init__(self, tab, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.shown: int | None = None  # the concept whose patches are shown (a row selected for it asks nothing)
         self.tab = tab
         self.concepts = None
         self.crops = workers.KeyedSlot()
@@ -153,8 +154,8 @@ class ConceptBrowserWidget(QWidget):
 
     def _on_row(self) -> None:
         rows = self.table.selectionModel().selectedRows()
-        if rows:
-            self.concept_selected.emit(int(self.table.item(rows[0].row(), 0).data(Qt.UserRole)))
+        if rows and (index := int(self.table.item(rows[0].row(), 0).data(Qt.UserRole))) != self.shown:
+            self.concept_selected.emit(index)
 
     def _on_point(self, _item, points, *_args) -> None:
         if len(points):
@@ -164,13 +165,13 @@ class ConceptBrowserWidget(QWidget):
         """The table's row of concept `index` selected, without asking for it again."""
         for r in range(self.table.rowCount()):
             if int(self.table.item(r, 0).data(Qt.UserRole)) == index:
-                with QSignalBlocker(self.table):
-                    self.table.selectRow(r)
+                self.table.selectRow(r)  # `_on_row` hears it: the concept shown already, nothing asked again
                 self.table.scrollToItem(self.table.item(r, 0))
                 return
 
     def show_concept(self, index: int | None) -> None:
         """The concept's top patches and its place on the map (None: nothing chosen)."""
+        self.shown = index
         self.top.clear()
         if self.concepts is None or index is None or not 0 <= index < self.concepts.size:
             self.chosen.setData(pos=np.zeros((0, 2)))

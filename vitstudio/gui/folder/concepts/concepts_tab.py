@@ -22,39 +22,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.evented import ViewState
-from vitstudio.app.folder_states import ConceptsState
-from vitstudio.core.concepts.settings import ConceptSettings
-from vitstudio.core.train.schema import settings_of
+from vitstudio.app.folder_concepts import SETTINGS, FolderConcepts
 
 from ... import file_dialogs, workers
 from ...common.bind import bind
 from ...common.job_progress import show_progress
-from ...common.setting_control import SettingControl
 from ...common.small_plot import SmallPlotWidget
+from ...common.type_map import SettingControl
 from .concept_browser import ConceptBrowserWidget
 from .concept_image import ConceptImageWidget
-
-SETTINGS = settings_of(ConceptSettings)
-
-
-def learn_job(cancel, model, folder: str, settings: ConceptSettings):
-    from vitstudio.core.concepts.learn import default_output, learn_concepts
-
-    return (yield from learn_concepts(model, [folder], settings, default_output(model, folder, settings), cancel))
-
-
-def earlier_job(cancel, model, folder: str):
-    from vitstudio.core.concepts.maps import learned_before
-
-    found = learned_before(model, folder)
-    return None if found is None else str(found)
-
-
-def open_job(cancel, model, path: str):
-    from vitstudio.core.concepts.maps import concepts_for
-
-    return concepts_for(model, path)
 
 
 def scrolled(page: QWidget) -> QScrollArea:
@@ -72,19 +48,16 @@ class ConceptsTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.view_state = ConceptsState()
-        self.settings_state = ViewState(**{s.name: s.spec for s in SETTINGS})
-        self.jobs = workers.ViewJobs(self.view_state, {"learn": ("folder",), "open": ("file",),
-                                                       "earlier": ("folder",)}, long=("learn",))
-        self.learning = None  # the learn job's handle (pause and stop reach its token)
-        self.curve: list[float] = []
-        self.sized = (self.settings_state.size, self.settings_state.k)  # the size and k last chosen for the user
+        self.model = FolderConcepts(panel.folder_model, workers.QT_RUNNER)  # settings, learning, the concepts shown
+        self.view_state, self.settings_state, self.jobs = self.model.state, self.model.settings_state, self.model.jobs
         self._build()
         self.browser.concept_selected.connect(self.select_concept)
         self.on_image.concept_selected.connect(self.select_concept)
         self.on_image.show_requested.connect(self._show_in_attention)
-        panel.state.model_loaded.connect(self._on_model)
-        panel.view_state.events.paths.connect(self._on_paths)
+        self.model.changed.connect(self._show)
+        self.model.progress.connect(self._on_progress)
+        self.model.stopped.connect(self._on_stopped)
+        self.model.opened.connect(self._on_opened)
         self._idle()
 
     def _build(self) -> None:
@@ -144,55 +117,21 @@ class ConceptsTab(QWidget):
     @property
     def concepts(self):
         """The Concepts of the current model and file, or None."""
-        return self.jobs.current("open")
+        return self.model.concepts
 
-    def settings(self) -> ConceptSettings:
-        return ConceptSettings(**{s.name: getattr(self.settings_state, s.name) for s in SETTINGS})
+    learning = property(lambda self: self.model.learning)
+    curve = property(lambda self: self.model.curve)
 
-    def _on_model(self, model) -> None:
-        self.view_state.update(model=model.uid)  # another model's concepts are not this one's: they go
-        self.curve = []  # and so does the R² curve of their learning
-        self.plot.clear()
-        self._show()
-        self._look_for_earlier()
-
-    def show_results(self, results) -> None:
-        """The folder's images are counted: the concepts' size and k fit its token count (4,096 on 245 images fitted
-        to R² −3.2), unless the user set their own."""
-        model = self.panel.state.model
-        if results is None or not len(results) or model is None:
-            return
-        from vitstudio.core.concepts.settings import fitting_size
-
-        rows, cols = model.grid_size
-        if (self.settings_state.size, self.settings_state.k) == self.sized:
-            self.sized = fitting_size(len(results) * rows * cols)
-            self.settings_state.update(size=self.sized[0], k=self.sized[1])
-
-    def _on_paths(self, _paths) -> None:
-        self.view_state.update(folder=self.panel.folder)
-        self._idle()
-        self._look_for_earlier()
-
-    def _look_for_earlier(self) -> None:
-        """Concepts learned here before on this folder for this model (a restart, a switch back) open again."""
-        model, folder = self.panel.state.model, self.panel.folder
-        if model is not None and folder is not None and self.concepts is None:
-            self.view_state.update(model=model.uid, folder=folder)
-            self.jobs.start("earlier", "Looking for concepts learned before", earlier_job, model, folder,
-                            on_result=self._on_earlier)
-
-    def _on_earlier(self, path: str | None) -> None:
-        if path is not None and self.concepts is None and not self.jobs.running("learn"):
-            self.open_file(path)
+    def settings(self):
+        return self.model.settings()
 
     def _idle(self, text: str | None = None) -> None:
-        model, folder = self.panel.state.model, self.panel.folder
+        folder = self.panel.folder
         self.progress.setVisible(False)
         self.pause_button.setEnabled(False)
         self.stop_button.setEnabled(False)
-        self.learn_button.setEnabled(model is not None and folder is not None)
-        self.open_button.setEnabled(model is not None)
+        self.learn_button.setEnabled(self.model.can_learn())
+        self.open_button.setEnabled(self.panel.state.model is not None)
         if text is None and self.concepts is None:
             text = ("Open a folder to learn what the model sees in it: concepts, each a direction in one block's "
                     "patch tokens that fires on one thing." if folder is None else
@@ -202,59 +141,37 @@ class ConceptsTab(QWidget):
 
     # -- learning -------------------------------------------------------------------------------------------------
     def start(self) -> None:
-        model, folder = self.panel.state.model, self.panel.folder
-        try:
-            settings = self.settings()
-            settings.check()
-        except (TypeError, ValueError) as exc:
-            self.note.setText(str(exc))
+        refused = self.model.start()
+        if refused is not None:
+            self.note.setText(refused)
             return
-        if model is None or folder is None:
-            return
-        self.view_state.update(model=model.uid, folder=folder)
-        self.curve = []
         self.learn_button.setEnabled(False)
         self.pause_button.setEnabled(True)
         self.stop_button.setEnabled(True)
         self.progress.setVisible(True)
         self.progress.setRange(0, 0)
         self.note.setText("Reading the folder's tokens…")
-        self.learning = self.jobs.start("learn", "Learning concepts", learn_job, model, folder, settings,
-                                        on_yield=self._on_progress, on_result=self._on_learned,
-                                        on_error=self._on_error)
 
     def _pause(self, paused: bool) -> None:
-        if self.learning is None:
+        if self.model.learning is None:
             return
-        (self.learning.cancel_token.pause if paused else self.learning.cancel_token.resume)()
+        self.model.pause(paused)
         self.pause_button.setText("Resume" if paused else "Pause")
 
     def stop(self) -> None:
         """Stop: the training keeps its checkpoint, and Learn with the same settings resumes it."""
-        if self.learning is not None:
-            self.learning.cancel()
+        self.model.stop()
         self.pause_button.setChecked(False)
 
     def _on_progress(self, p) -> None:
         show_progress(self.progress, self.note, p)
-        r2 = getattr(p, "r2", None)
-        if r2 is not None and np.isfinite(r2):
-            self.curve.append(r2)
+        if self.model.curve:
             self.plot.clear()
             self.plot.plot(np.arange(1, len(self.curve) + 1), self.curve, pen=pg.mkPen("#1f77b4", width=2))
 
-    def _on_learned(self, result) -> None:
-        self.learning = None
+    def _on_stopped(self, line: str) -> None:
         self.pause_button.setChecked(False)
-        if result.path is None:
-            self._idle(f"Stopped at step {result.training.steps}: Learn with the same settings resumes it.")
-            return
-        self.open_file(str(result.path))
-
-    def _on_error(self, exc: BaseException) -> None:
-        self.learning = None
-        self._idle(f"Learning concepts failed: {exc}")
-        self.panel.state.report(exc)
+        self._idle(line)
 
     # -- a concepts file ---------------------------------------------------------------------------------------------
     def _choose_file(self) -> None:
@@ -263,12 +180,7 @@ class ConceptsTab(QWidget):
             self.open_file(path)
 
     def open_file(self, path: str) -> None:
-        model = self.panel.state.model
-        if model is None:
-            return
-        self.view_state.update(model=model.uid, file=path, concept=0, picked=False)
-        self.jobs.start("open", "Opening concepts", open_job, model, path, on_result=self._on_opened,
-                        on_error=self._on_open_error)
+        self.model.open_file(path)
 
     def _on_opened(self, concepts) -> None:
         from vitstudio.core.concepts.learn import poor_fit_warning
@@ -277,11 +189,6 @@ class ConceptsTab(QWidget):
         if not poor_fit_warning(concepts):  # a poor fit stays on Learn, where its warning says what to change
             self.show_page(self.browser)
 
-    def _on_open_error(self, exc: BaseException) -> None:
-        self.view_state.update(file=None)
-        self._idle(str(exc))
-        self.panel.state.report(exc)
-
     def show_page(self, page: QWidget) -> None:
         """The page (Learn, the browser, its map, the image page) in front."""
         for i in range(self.pages.count()):
@@ -289,7 +196,7 @@ class ConceptsTab(QWidget):
                 self.pages.setCurrentIndex(i)
 
     def select_concept(self, index: int, picked: bool = True) -> None:
-        self.view_state.update(concept=int(index), picked=picked or self.view_state.picked)
+        self.model.select(index, picked)
         self.browser.show_concept(index)
         self.on_image.refresh()
 
@@ -299,6 +206,8 @@ class ConceptsTab(QWidget):
 
     def _show(self) -> None:
         concepts = self.concepts
+        if not self.model.curve:  # another model's learning curve goes with its concepts
+            self.plot.clear()
         self.browser.set_concepts(concepts)
         self.on_image.refresh()
         if concepts is None:

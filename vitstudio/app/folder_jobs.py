@@ -1,18 +1,17 @@
-"""The Folder tab's jobs: module-level, every input passed explicitly (run in workers through `ViewJobs`)."""
+"""The Folder model's jobs: module-level, every input passed explicitly, run by whichever runner the face gives
+`KeyedJobs` (the window's pools, or a script's own thread). The core is imported inside each job: the app layer
+loads no torch until a job runs."""
 
 from __future__ import annotations
-
-from vitstudio.core.folder.embedcache import embed_folder
-from vitstudio.core.folder.neighbours import nearest, project_2d
-from vitstudio.core.folder.results import folder_results
-
-from .folder_table import thumbnails
 
 # what each job's result depends on besides the model: the paths opened
 KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "fit": ("paths",)}
 
 
 def scan_job(cancel, model, paths: list[str], roots: list[str]):
+    from vitstudio.core.folder.embedcache import embed_folder
+    from vitstudio.core.folder.results import folder_results
+
     embedded = yield from embed_folder(model, paths, cancel=cancel)
     return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
 
@@ -25,16 +24,16 @@ def fit_job(cancel, model, embedded, results):
 
 
 def map_job(cancel, embedded):
+    from vitstudio.core.folder.neighbours import project_2d
+
     return project_2d(embedded.view())
 
 
 def similar_job(cancel, embedded, row: int):
+    from vitstudio.core.folder.neighbours import nearest
+
     found = nearest(embedded.features, [row], k=12, rows=embedded.rows)
     return [(embedded.paths[i], float(s)) for i, s in zip(found.indices[0], found.similarities[0])]
-
-
-def hover_job(cancel, path: str):
-    return list(thumbnails([path], cancel))
 
 
 def review_job(cancel, folder: str, model, threshold: float | None, labels: dict[str, str]):

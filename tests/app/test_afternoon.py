@@ -1,0 +1,31 @@
+"""Issue 48's script: the afternoon's path through the app's model in a fresh process that never imports Qt
+(tests/app/afternoon.py), every step checked against what it must leave behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import TINY_SPEC
+
+
+def test_an_afternoon_without_a_window(tmp_path):
+    from vitstudio.core.models.demo import render_digits
+
+    folder = render_digits(tmp_path / "digits", per_class=6)
+    out = subprocess.run([sys.executable, "-m", "tests.app.afternoon", str(folder), str(tmp_path / "runs"), TINY_SPEC],
+                         capture_output=True, text=True, timeout=300, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["qt"] == [] and seen["errors"] == []  # no Qt module was ever imported, nothing went wrong
+    assert seen["images"] == 60 and seen["map"] == [60, 2] and seen["fit"]  # scanned, mapped, judged
+    assert seen["filtered_all_threes"] and seen["follows_box"]  # a filter, then the map's box, leave their rows
+    assert seen["labelled"] > 0 and seen["head"] and seen["suggested"] == 4  # labelled on the map, head fitted
+    assert seen["learn_refused"] is None and seen["concepts"] == 32  # learned and opened
+    # another model: every result of the demo's is gone, the box with its map, and the folder is offered again
+    assert seen["after_switch"] == {"results": False, "coords": False, "fit": False, "rows": 0, "head": False,
+                                    "concepts": False, "curve": 0, "offers_reopen": True, "follows_box": False,
+                                    "box": False}
+    # a quick run under way, cancelled: it stops and still hands back its report
+    assert seen["records_before_cancel"] >= 1 and seen["report"] == "TrainResult"
+    assert seen["status"] == "cancelled" and not seen["running"]
