@@ -92,8 +92,8 @@ def test_the_run_buttons_keep_their_place_as_a_run_starts_and_ends(panel, qtbot)
 
 def test_a_resumed_run_is_named_as_the_run_it_resumes(panel, qtbot, tmp_path, monkeypatch):
     """History → Resume run trained the run selected while the run name still said a fresh name."""
+    from vitstudio.core.train import engine
     from vitstudio.core.train.engine import TrainResult
-    from vitstudio.gui.training import training_panel
 
     held = threading.Event()
 
@@ -102,7 +102,7 @@ def test_a_resumed_run_is_named_as_the_run_it_resumes(panel, qtbot, tmp_path, mo
         return TrainResult(config.out_dir, "cancelled", 1, 0.5, None)
         yield
 
-    monkeypatch.setattr(training_panel, "fine_tune", fine_tune)
+    monkeypatch.setattr(engine, "fine_tune", fine_tune)  # what the app layer's training job runs
     panel = panel(TrainingPanel)
     run = _run_folder(tmp_path / "ants-and-bees-3", "cancelled")
     panel.show_run(run)
