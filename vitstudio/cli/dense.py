@@ -45,8 +45,8 @@ def register(subparsers) -> None:
     p.set_defaults(handler=segment_cmd)
 
     m = subparsers.add_parser("match", help="find points of image A in image B by the similarity of patch features")
-    m.add_argument("image_a", metavar="A")
-    m.add_argument("image_b", metavar="B")
+    m.add_argument("image_a", metavar="A", help="the image whose points are matched (points in its pixels)")
+    m.add_argument("image_b", metavar="B", help="the image the points are found in")
     add_model_args(m)
     m.add_argument("--points", metavar="x,y;x,y", help="points in A's pixels (default: none, the mutual matches only)")
     m.add_argument("--layer", type=int, help="the block whose features are compared (default: the last)")

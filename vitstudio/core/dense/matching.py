@@ -29,6 +29,8 @@ from vitstudio.core.dense.settings import FACETS
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.models.structure import attention_modules, trunk_blocks
 
+TOKENS = FACETS[0]  # the block's output tokens (a facet, not the token-map analysis of the registry)
+
 
 @dataclass(frozen=True)
 class Placed:
@@ -68,7 +70,7 @@ def facet_refusal(loaded: LoadedModel, layer: int, facet: str) -> str | None:
     """None when block `layer` gives `facet`; else why not, in one sentence."""
     if facet not in FACETS:
         return f"the facet is one of {', '.join(FACETS)}, not '{facet}'"
-    if facet == "token":
+    if facet == TOKENS:
         return None
     modules = attention_modules(trunk_blocks(loaded.model)[layer].block)
     if len(modules) != 1 or not hasattr(modules[0], f"{facet[0]}_norm"):
@@ -97,9 +99,9 @@ def facet_features(loaded: LoadedModel, images: list[Image.Image], layer: int | 
         raise ValueError(refusal)
     x = torch.stack([loaded.to_tensor(loaded.crop(im)) for im in images])
     sink: list[torch.Tensor] = []
-    with _facet_hook(loaded, layer, facet, sink) if facet != "token" else contextlib.nullcontext():
+    with _facet_hook(loaded, layer, facet, sink) if facet != TOKENS else contextlib.nullcontext():
         tokens = layer_tokens(loaded, x, [layer])[layer].patches  # (B, gh, gw, C)
-    if facet != "token":
+    if facet != TOKENS:
         b, heads, n, d = sink[0].shape
         gh, gw = tokens.shape[1:3]
         per_token = sink[0].float().permute(0, 2, 1, 3).reshape(b, n, heads * d)[:, n - gh * gw:]  # prefix first
