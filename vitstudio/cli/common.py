@@ -111,29 +111,34 @@ def add_view_arg(p: argparse.ArgumentParser) -> None:
 
 
 def apply_view(args, attr: str, dataset: bool = False) -> bool:
+    """`resolve_view`; False once the reason it cannot is printed."""
+    try:
+        resolve_view(args, attr, dataset)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def resolve_view(args, attr: str, dataset: bool = False) -> None:
     """--view NAME: `args.<attr>` (one folder) becomes the images the view selects, or (`dataset`) a labels file of
-    them with their class folders (a view is a dataset). False once the reason it cannot is printed."""
+    them with their class folders (a view is a dataset); a ValueError says why it cannot."""
     name = getattr(args, "view", None)
     if not name:
-        return True
+        return
     from ..core.folder.views import view_files, view_labels_file
 
     given = getattr(args, attr)
     folders = given if isinstance(given, list) else [given]
-    try:
-        if len(folders) != 1 or not folders[0] or not Path(folders[0]).is_dir():
-            raise ValueError("--view NAME goes with one folder, the one the view was saved for")
-        if dataset:
-            setattr(args, attr, str(view_labels_file(folders[0], name)))
-            return True
-        files = view_files(folders[0], name)
-        if not files:
-            raise ValueError(f"the view {name!r} selects no image of {folders[0]} now")
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return False
+    if len(folders) != 1 or not folders[0] or not Path(folders[0]).is_dir():
+        raise ValueError("--view NAME goes with one folder, the one the view was saved for")
+    if dataset:
+        setattr(args, attr, str(view_labels_file(folders[0], name)))
+        return
+    files = view_files(folders[0], name)
+    if not files:
+        raise ValueError(f"the view {name!r} selects no image of {folders[0]} now")
     setattr(args, attr, [str(f) for f in files])
-    return True
 
 
 def print_ignored(ignored: list[tuple[str, str]]) -> None:

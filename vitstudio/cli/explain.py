@@ -20,9 +20,9 @@ from .common import (
     add_decoder_arg,
     add_model_args,
     add_view_arg,
-    apply_view,
     load_model_from_args,
     print_ignored,
+    resolve_view,
 )
 
 
@@ -96,8 +96,6 @@ def explain_cmd(args) -> int:
     from ..core.analysis.explain import explain, explain_folder, render_figure, validate
     from ..core.data.images import ImageReadError, expand_paths, read_image
 
-    if not apply_view(args, "inputs"):
-        return EXIT_USAGE
     try:
         plan = _explain_plan(args)
     except ValueError as exc:
@@ -213,6 +211,7 @@ class _ExplainPlan:
 
 
 def _explain_plan(args) -> _ExplainPlan:
+    resolve_view(args, "inputs")  # --view NAME: the images it selects
     methods = [m.strip() for value in args.method for m in value.split(",") if m.strip()]
     for method in methods:
         for param in registry.get(method).params:  # unknown names: a clear message listing the known ones
