@@ -39,10 +39,13 @@ class ClassCounts:
     title = "Counts"
     tooltip = "Images per class: predicted by the model, given by the folders, and both"
 
-    def __init__(self) -> None:
+    def __init__(self, folder=None) -> None:
         self.rows: tuple[ClassCount, ...] = ()
         self.total = 0
         self.changed = Emitter()  # rows
+        if folder is not None:  # the Folder model's results, and the same rows after a move (their folders changed)
+            folder.results_changed.connect(self.show)
+            folder.relocated.connect(self.show)
 
     def show(self, results: FolderResults | None) -> None:
         self.rows = count_classes(results) if results is not None else ()

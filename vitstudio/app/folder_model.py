@@ -35,7 +35,7 @@ OPEN_FIRST = "Open a folder to see every image through the current model."
 
 class FolderModel:
     def __init__(self, app: AppState, runner: Runner) -> None:
-        self.app = app
+        self.app, self.runner = app, runner  # the runner: the registered pages ask for their work through it too
         self.state = FolderState()
         self.jobs = KeyedJobs(self.state, KEYS, runner, long=("scan", "map", "review", "fit"))
         self.folder: str | None = None  # the folder opened (label review and retraining need one)

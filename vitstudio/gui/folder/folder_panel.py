@@ -219,7 +219,6 @@ class FolderPanel(QWidget):
     def _show_results(self, results) -> None:
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
         self.model.set_results(results)
-        self.side.show_results(results)
         self.similar_tab.clear()
         self.review_tab.clear()
         self.duplicates.clear()
@@ -234,7 +233,6 @@ class FolderPanel(QWidget):
     def _on_relocated(self, results) -> None:
         """Files a move (or its undo) relocated: the same rows under their new paths, the review kept."""
         self.model.set_results(results)
-        self.side.show_results(results)
 
     def _show_rows(self, rows) -> None:
         self.model.set_allowed(rows)

@@ -1,6 +1,6 @@
 """The Folder tab's side: its own pages (map, similar images, label review, duplicates, labels, layers, concepts),
-then every registered page (gui/folder/pages/), each a view of a Qt-free model that is handed the folder's results
-(`show_results`) and knows nothing of the panel."""
+then every registered page (gui/folder/pages/), each a view of a Qt-free model built on the Folder model (it follows
+the folder's results itself) that knows nothing of the panel."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class FolderSideWidget(QTabWidget):
         self.map_tab, self.similar_tab = FolderMapTabWidget(), SimilarImagesWidget()
         self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
-        self.pages = [view(view.Model()) for view in page_views()]
+        self.pages = [view(view.Model(panel.folder_model)) for view in page_views()]  # each follows the folder
         for tab, title, tooltip in (
                 (self.map_tab, "Map", "Map"), (self.similar_tab, "Similar", "Similar images"),
                 (self.review_tab, "Review", "Label review"), (self.duplicates, "Duplicates", "Duplicates"),
@@ -39,8 +39,3 @@ class FolderSideWidget(QTabWidget):
                 (self.concepts_tab, "Concepts", "Concepts"),
                 *((page, page.model.title, page.model.tooltip) for page in self.pages)):
             self.setTabToolTip(self.addTab(tab, title), tooltip)
-
-    def show_results(self, results) -> None:
-        """The folder's results to every registered page (None: they go)."""
-        for page in self.pages:
-            page.model.show(results)
