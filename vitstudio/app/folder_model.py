@@ -48,6 +48,7 @@ class FolderModel:
         self.map_rows: np.ndarray | None = None  # what the user selected on the map (a drag of the box, a lasso)
         self.group_rows: np.ndarray | None = None  # a duplicate group (or suggestions) picked: just these rows
         self.rows: np.ndarray = np.zeros(0, np.int64)  # what the filters leave, in results order
+        self.selected: int | None = None  # the row the user selected (the table, the gallery): the current image
         self.report = None  # the label review's AuditReport
         self.fit = None  # the folder's fit to the model (out-of-distribution flags, folders vs classes)
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
@@ -63,6 +64,7 @@ class FolderModel:
         self.similar_ready = Emitter()  # row, [(path, similarity)]
         self.review_ready = Emitter()  # AuditReport
         self.relocated = Emitter()  # FolderResults: the same rows, files moved (a sort, a move, their undo)
+        self.row_selected = Emitter()  # the row selected, or None
         self.state.connect(self._on_state)
         app.model_loaded.connect(self._on_model)
 
@@ -156,7 +158,7 @@ class FolderModel:
 
     def forget(self) -> None:
         """Nothing computed for the previous model or paths stays (on screen, or in an export)."""
-        self.results = self.embedded = self.coords = self.report = self.fit = self.box = None
+        self.results = self.embedded = self.coords = self.report = self.fit = self.box = self.selected = None
         self.map_rows = self.group_rows = None
         self.rows = np.zeros(0, np.int64)
         self.busy.emit(False)
@@ -228,6 +230,13 @@ class FolderModel:
         """The map's colouring; by given label when the model predicts nothing (a headless model)."""
         by = self.state.colour_by
         return by if self.results is None or self.results.has_predictions else "given label"
+
+    def select(self, row: int | None) -> None:
+        """The current image of the folder; its similar images are looked for at once."""
+        self.selected = row
+        self.row_selected.emit(row)
+        if row is not None:
+            self.find_similar(row)
 
     def find_similar(self, row: int) -> None:
         if self.embedded is None:

@@ -275,7 +275,7 @@ class FolderPanel(QWidget):
             return
         row = self.model.source_row(current.row())
         self.similar_tab.show_query(self.results.paths[row], describe_image(self.results, row).split("\n", 1)[1])
-        self.folder_model.find_similar(row)
+        self.folder_model.select(row)
 
     def _explain_row(self, index) -> None:
         self.open_in_explorer.emit(self.results.paths[self.model.source_row(index.row())])
