@@ -52,7 +52,8 @@ def test_the_quick_presets_preview_shows_the_crops_its_head_is_fitted_on(panel, 
 
 
 def test_a_dataset_path_that_cannot_be_used_leaves_the_run_shown(panel, qtbot, tmp_path):
-    """A mistyped dataset path hid the finished run's Results; only another usable dataset replaces them."""
+    """A mistyped dataset path hid the finished run's Results; only another usable dataset replaces them (not a
+    run picked while it was scanned)."""
     panel = panel(TrainingPanel)
     run = _run_folder(tmp_path / "run", "finished")
     panel.show_run(run)
@@ -64,6 +65,10 @@ def test_a_dataset_path_that_cannot_be_used_leaves_the_run_shown(panel, qtbot, t
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=2, size=8)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     assert panel.shown_run is None and panel.results.report is None
+    panel.set_dataset(str(make_dataset(tmp_path / "more", per_class=2, size=8)))
+    panel.show_run(run)  # picked in History while the dataset is scanned: it stays
+    qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
+    assert panel.shown_run == run and panel.results.report is not None
 
 
 def test_the_run_buttons_keep_their_place_as_a_run_starts_and_ends(panel, qtbot):

@@ -62,6 +62,7 @@ class TrainingPanel(QWidget):
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None
+        self.run_at_dataset: Path | None = None  # the run shown when the dataset being scanned was chosen
         self.warned_run: Path | None = None  # the run the controls' warnings are of (the last one started here)
         self.said: dict[str, str] = {}  # the latest text of each kind of run warning told the user
         self.shown = RunCurves()  # the curves of the run shown
@@ -76,6 +77,7 @@ class TrainingPanel(QWidget):
                                               self.view_state, state, self)
         self.dataset_actions.changed.connect(self._on_dataset)
         self.dataset_actions.replaced.connect(self._forget_shown_run)  # a path that cannot be used replaces nothing
+        self.view_state.events.dataset.connect(self._note_run_shown_at_dataset)
         self.dataset_actions.said.connect(self.status.setText)
         self.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
         vs = self.view_state  # what the next run starts from: fields, each control bound to its own
@@ -101,10 +103,13 @@ class TrainingPanel(QWidget):
     def shown_run(self, folder: Path | None) -> None:
         self.view_state.update(run=folder)
 
+    def _note_run_shown_at_dataset(self, _dataset) -> None:
+        self.run_at_dataset = self.shown_run  # what the dataset, once scanned, replaces
+
     def _forget_shown_run(self, _dataset) -> None:
         """Another usable dataset: no earlier run's accuracy, warnings, progress or confusion axes stay (a live one
-        does)."""
-        if not (self.running and self._showing_live()):
+        does, and one picked in History while the dataset was scanned)."""
+        if self.shown_run == self.run_at_dataset and not (self.running and self._showing_live()):
             self.shown_run = None
             self._show_curves(RunCurves())
             self.controls.show_no_run()
@@ -123,8 +128,7 @@ class TrainingPanel(QWidget):
             self.controls.say_readiness(self._start_blocker(), always)
 
     def _on_model_loaded(self, model) -> None:
-        if not self.view_state.base_model:
-            self.view_state.base_model = model.name
+        self.view_state.follow_loaded(model.name)
 
     def _on_base_model(self, spec: str | None) -> None:
         self.form.follow_base_model(spec or "")
