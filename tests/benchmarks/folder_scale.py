@@ -10,9 +10,10 @@ the bundled demo (digits-vit, 32 px), so the app's own work shows rather than th
 
 Reference: a bare script (below, ~20 lines): PIL decode + timm's eval transform + forward in batches of 256, in a
 fresh process like the commands. Each command runs cold (an empty cache folder) then warm (the same cache, nothing
-changed). Printed per size: seconds, the ratio to the reference, peak RSS of the process; then the growth exponent
-of each figure between consecutive sizes (1.0 = linear). The load average is printed beside each size: this
-machine is shared, so compare ratios from the same run.
+changed). The reference runs again right before each command (on a shared machine the load moves within minutes)
+and each ratio is to that run. Printed per size: wall seconds, the ratio to the reference (warm: and to cold), CPU
+seconds and peak RSS of the process; then the growth exponent of each wall time between consecutive sizes (1.0 =
+linear). The load average at the start of each size is printed beside it.
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ def make_images(root: Path, n: int, seed: int = 0) -> Path:
     return folder
 
 
-def timed(argv: list[str], env: dict) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one process."""
+def timed(argv: list[str], env: dict) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one process."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=env["PYTHONPATH"])
     _, status, usage = os.wait4(proc.pid, 0)
@@ -86,40 +87,43 @@ def timed(argv: list[str], env: dict) -> tuple[float, float]:
     err = proc.stderr.read().decode(errors="replace")
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv[2:4])} failed ({proc.returncode}):\n{err[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def measure(n: int, work: Path, commands: list[str], checkout: Path) -> dict:
+    """Per command: the bare reference, then the command cold, then warm, back to back (the machine is shared: a
+    reference run right beside each command keeps its ratio meaningful when the load moves)."""
     folder = make_images(work, n)
     env = {**os.environ, "VITSTUDIO_DATA_DIR": str(work / "data"), "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": str(checkout)}
-    figures = {"bare": timed([sys.executable, "-c", BARE, str(folder)], env)}
+    figures = {}
     for name in commands:
         cache = work / f"cache-{n}-{name}"
         shutil.rmtree(cache, ignore_errors=True)
         argv = [sys.executable, "-m", "vitstudio", *COMMANDS[name](folder, work)]
         run_env = {**env, "VITSTUDIO_CACHE_DIR": str(cache)}
+        figures[f"{name} bare"] = timed([sys.executable, "-c", BARE, str(folder)], env)
         figures[f"{name} cold"] = timed(argv, run_env)
         figures[f"{name} warm"] = timed(argv, run_env)
         shutil.rmtree(cache, ignore_errors=True)
     return figures
 
 
+def _cell(figures: dict, name: str) -> str:
+    seconds, cpu, rss = figures[name]
+    command = name.rsplit(" ", 1)[0]
+    bare, cold = figures[f"{command} bare"][0], figures[f"{command} cold"][0]
+    extra = f" ({seconds / cold:.2f}× cold)" if name.endswith("warm") else ""
+    return f"{seconds:6.1f} s {seconds / bare:5.2f}×{extra:<13} cpu {cpu:6.1f} s {rss:5.0f} MB"
+
+
 def report(sizes: list[int], results: dict[int, dict], loads: dict[int, float]) -> None:
     names = list(results[sizes[0]])
-    print(f"\n{'step':<14}" + "".join(f"{f'{n} images':>30}" for n in sizes))
-    print(f"{'(load avg)':<14}" + "".join(f"{loads[n]:>30.1f}" for n in sizes))
+    print(f"\n{'step':<14}" + "".join(f"{f'{n} images (load {loads[n]:.1f})':>52}" for n in sizes))
     for name in names:
-        cells = []
-        for n in sizes:
-            seconds, rss = results[n][name]
-            bare = results[n]["bare"][0]
-            cold = results[n].get(name.replace("warm", "cold"), (seconds,))[0]
-            extra = f" {seconds / cold:.2f}× cold" if name.endswith("warm") else ""
-            cells.append(f"{seconds:7.1f} s {seconds / bare:4.2f}×{extra} {rss:5.0f} MB")
-        print(f"{name:<14}" + "".join(f"{c:>30}" for c in cells))
+        print(f"{name:<14}" + "".join(f"{_cell(results[n], name):>52}" for n in sizes))
     if len(sizes) > 1:
-        print("\ngrowth exponent (log time ratio / log size ratio; 1.0 = linear):")
+        print("\ngrowth exponent of the wall time (log time ratio / log size ratio; 1.0 = linear):")
         for name in names:
             slopes = [math.log(results[b][name][0] / results[a][name][0]) / math.log(b / a)
                       for a, b in zip(sizes, sizes[1:])]
