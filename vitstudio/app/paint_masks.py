@@ -101,6 +101,20 @@ class PaintMasks:
         self.changed.emit(path)
         return True
 
+    def join_last(self, count: int) -> None:
+        """The last `count` undo steps (one drag of the pointer, painted as it moved) become one step: the box
+        around them all holding the pixels from before the first."""
+        steps = self.undo_steps[len(self.undo_steps) - min(count, len(self.undo_steps)):]
+        if len(steps) < 2 or len({s.path for s in steps}) != 1:
+            return
+        top, left = min(s.box[0] for s in steps), min(s.box[1] for s in steps)
+        bottom, right = max(s.box[2] for s in steps), max(s.box[3] for s in steps)
+        before = self.masks[steps[0].path][top:bottom, left:right].copy()
+        for step in reversed(steps):  # unwound from the last: what each step found is what the one before left
+            t, lt, b, r = step.box
+            before[t - top:b - top, lt - left:r - left] = step.before
+        self.undo_steps[-len(steps):] = [Stroke(steps[0].path, (top, left, bottom, right), before)]
+
     def undo(self) -> str | None:
         return self._swap(self.undo_steps, self.redo_steps)
 

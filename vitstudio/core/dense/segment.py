@@ -158,12 +158,16 @@ def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str 
     return SegmentResult(classes, layer, bank, len(painted), done, tokens.errors, tokens.computed)
 
 
-def _mask(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None, out: Path,
-          classes: tuple[str, ...], writers: ThreadPoolExecutor) -> tuple[SegmentedImage, Future]:
+def image_labels(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None) -> np.ndarray:
+    """(H, W) uint8 classes of the image `path` from its (gh, gw, C) patch logits, its painted pixels standing."""
     hw = upright_size(path)
     labels = pixel_labels(logits, hw, loaded.crop_box(hw))
-    if painted is not None:
-        labels = np.where(painted != UNPAINTED, painted, labels)
+    return labels if painted is None else np.where(painted != UNPAINTED, painted, labels)
+
+
+def _mask(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None, out: Path,
+          classes: tuple[str, ...], writers: ThreadPoolExecutor) -> tuple[SegmentedImage, Future]:
+    labels = image_labels(loaded, path, logits, painted)
     target = out / f"{Path(path).stem}.png"
     write = writers.submit(atomic_write_bytes, target, labels_png(labels))
     shares = class_shares(labels, len(classes))

@@ -1,0 +1,291 @@
+"""The Folder tab's Paint page, Qt-free (issue 52): paint a few masks on images of the folder, segment the whole folder
+from them by retrieval from the model's patch tokens, correct any image by painting on it, export the masks.
+
+The current image is the Folder model's selected row. A drag of the pointer paints as it moves and is one undo step
+(`press`, `drag`, `release`, in the image's own pixels); when it ends, the image on screen is segmented again from
+every painted image (latest request wins: a stroke made meanwhile discards the pending one), and a folder already
+segmented is segmented again in the background. Everything computed is of (model, folder): another model drops the
+segmentations and keeps the paint (it is the person's, not the model's); another folder drops the paint too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .evented import Emitter, ViewState
+from .jobs import KeyedJobs
+from .notices import describe
+from .paint_jobs import FOLDER_SLOTS, SLOTS, Segmented, current_job, export_job, folder_job, picture_job
+from .paint_masks import UNPAINTED, PaintMasks
+
+if TYPE_CHECKING:
+    from vitstudio.core.dense.segment import SegmentResult
+    from vitstudio.core.folder.results import FolderResults
+
+SELECT_FIRST = "Select an image in the table to paint on it."
+
+
+class PaintPageState(ViewState):
+    """What the page's results are of: the model and the image shown (the context), the folder's paths and the
+    paint's revision (every stroke, undo, redo or class rename makes a new one)."""
+
+    model: int | None = None
+    image: str | None = None
+    paths: tuple = ()
+    revision: int = 0
+
+
+class PaintPage:
+    title = "Paint"
+    tooltip = ("Paint a few masks (brush, eraser, classes), segment every image of the folder from them by the "
+               "model's patch tokens, correct any image, export the masks (PNG, COCO, areas CSV)")
+
+    def __init__(self, folder) -> None:
+        self.folder = folder
+        self.state = PaintPageState(model=folder.state.model, paths=folder.state.paths)
+        self.paint = PaintMasks()
+        self.jobs = KeyedJobs(self.state, SLOTS, folder.runner, long=FOLDER_SLOTS, without_context=FOLDER_SLOTS)
+        self.files: tuple[str, ...] = ()
+        self.picture: np.ndarray | None = None  # (H, W, 3) uint8, the current image
+        self.shown: Segmented | None = None  # the current image's latest segmentation
+        self.segmented: SegmentResult | None = None  # the whole folder's, of `segmented_revision`
+        self.segmented_revision = -1
+        self.line = "Open a folder, then select an image to paint on it."
+        self._moves = 0  # paint steps of the drag under way
+        self._last: tuple[float, float] | None = None
+        self.changed = Emitter()  # what to draw again: "picture", "paint", "segmentation", "folder"
+        self.said = Emitter()  # the page's line
+        self.busy = Emitter()  # True while the folder is segmented or exported
+        self.progress = Emitter()  # the folder job's Progress
+        self.exported = Emitter()  # (SegmentResult, [files written])
+        self.paint.changed.connect(lambda _path: self.changed.emit("paint"))
+        folder.results_changed.connect(self.show)
+        folder.relocated.connect(self._on_relocated)
+        folder.row_selected.connect(self._on_row)
+        folder.state.connect(self._on_folder_state)
+        self.state.events.image.connect(self._on_image)
+
+    @property
+    def image(self) -> str | None:
+        return self.state.image
+
+    # -- following the folder ----------------------------------------------------------------------------------
+    def show(self, results: FolderResults | None) -> None:
+        self.files = tuple(results.paths) if results is not None else ()
+        if results is None:
+            self.state.image = None
+            self._drop_segmentations()
+            self._say("Open a folder, then select an image to paint on it.")
+        else:
+            self._say(SELECT_FIRST if self.image is None else self._summary())
+
+    def _on_folder_state(self, name: str, value) -> None:
+        if name == "model":
+            self.state.model = value  # the jobs' context: every pending request of the old model is discarded
+            self._drop_segmentations()
+        elif name == "paths":
+            self.state.update(paths=value, image=None)
+            self.paint.masks, self.paint.undo_steps, self.paint.redo_steps = {}, [], []
+            self._drop_segmentations()
+
+    def _drop_segmentations(self) -> None:
+        self.jobs.clear()
+        self.shown, self.segmented, self.segmented_revision = None, None, -1
+        self.busy.emit(False)
+        self.changed.emit("segmentation")
+        self.changed.emit("folder")
+
+    def _on_relocated(self, results: FolderResults) -> None:
+        """Files moved (a sort, its undo): the same rows under new paths; the paint follows its images."""
+        moves = {old: new for old, new in zip(self.files, results.paths) if old != new}
+        self.files = tuple(results.paths)
+        self.paint.masks = {moves.get(p, p): m for p, m in self.paint.masks.items()}
+        if self.image in moves:
+            self.state.image = moves[self.image]
+
+    def _on_row(self, row: int | None) -> None:
+        results = self.folder.results
+        self.state.image = results.paths[row] if row is not None and results is not None else None
+
+    def _on_image(self, path: str | None) -> None:
+        self.picture, self.shown, self._moves = None, None, 0
+        self.changed.emit("picture")
+        if path is None:
+            self._say(SELECT_FIRST if self.files else "Open a folder, then select an image to paint on it.")
+            return
+        self.jobs.start("picture", "Picture to paint", picture_job, path, on_result=self._on_picture,
+                        on_error=self._on_failed)
+
+    def _on_picture(self, picture: np.ndarray) -> None:
+        self.picture = picture
+        self.changed.emit("picture")
+        self.resegment()
+
+    # -- painting --------------------------------------------------------------------------------------------
+    def press(self, x: float, y: float) -> None:
+        """The pointer went down at (x, y) of the image's pixels: a stroke starts (one undo step, however long)."""
+        self._moves, self._last = 0, (x, y)
+        self._paint([(x, y)])
+
+    def drag(self, x: float, y: float) -> None:
+        if self._last is not None:
+            self._paint([self._last, (x, y)])
+            self._last = (x, y)
+
+    def release(self) -> None:
+        """The stroke ended: it becomes one undo step, and the image (and a segmented folder) is segmented again."""
+        if self._last is None:
+            return
+        self._last = None
+        self.paint.join_last(self._moves)
+        if self._moves:
+            self._revised()
+
+    def _paint(self, points: list[tuple[float, float]]) -> None:
+        if self.picture is None or self.image is None:
+            return
+        try:
+            self._moves += self.paint.stroke(self.image, self.picture.shape[:2], points)
+        except ValueError as exc:  # painted at another size: the file changed since
+            self._last = None
+            self._say(str(exc))
+
+    def undo(self) -> None:
+        if self.paint.undo() is not None:
+            self._revised()
+
+    def redo(self) -> None:
+        if self.paint.redo() is not None:
+            self._revised()
+
+    def set_classes(self, names: tuple[str, ...]) -> None:
+        """Rename or add classes (index order); a class painted somewhere cannot go."""
+        names = tuple(n.strip() for n in names)
+        if len(names) < 2 or not all(names) or len(set(names)) != len(names):
+            raise ValueError("the classes are two or more different names")
+        used = max((int(m[m != UNPAINTED].max()) for m in self.paint.masks.values() if (m != UNPAINTED).any()),
+                   default=-1)
+        if used >= len(names):
+            raise ValueError(f"class '{self.paint.state.classes[used]}' is painted: erase it before removing it")
+        with self.paint.state.batch():
+            self.paint.state.classes = names
+            self.paint.state.brush_class = min(self.paint.state.brush_class, len(names) - 1)
+        self._revised()
+
+    def unpainted_classes(self) -> list[str]:
+        """The classes no image paints yet: the bank could never vote for them."""
+        counts = np.zeros(256, np.int64)
+        for labels in self.paint.masks.values():
+            counts += np.bincount(labels.ravel(), minlength=256)
+        return [name for i, name in enumerate(self.paint.state.classes) if not counts[i]]
+
+    def _revised(self) -> None:
+        self.state.revision += 1  # a pending segmentation of the older paint is discarded
+        self.resegment()
+        if self.segmented is not None or self.jobs.running("folder"):
+            self.segment_folder()  # the correction joins the bank: the folder follows in the background
+
+    # -- segmenting ------------------------------------------------------------------------------------------
+    def _painted(self) -> dict[str, np.ndarray]:
+        """Copies of the painted masks: a job reads them while the page goes on painting."""
+        return {p: m.copy() for p, m in self.paint.masks.items() if (m != UNPAINTED).any()}
+
+    def ready(self) -> str:
+        """'' when the folder can be segmented; else what is missing, in one line."""
+        if self.folder.app.model is None or not self.files:
+            return "Open a folder first."
+        missing = self.unpainted_classes()
+        if missing:
+            return f"Paint some {' and some '.join(missing)} (on one image or several) to segment the others."
+        return ""
+
+    def resegment(self) -> None:
+        """The image on screen segmented again from the paint as it is now (latest request wins)."""
+        if self.image is None or self.picture is None or self.ready():
+            self.jobs.discard("current")
+            if self.shown is not None:  # of paint that no longer holds every class: nothing would vote like it
+                self.shown = None
+                self.changed.emit("segmentation")
+            self._say(self.ready() if self.image is not None else SELECT_FIRST)
+            return
+        self.jobs.start("current", "Segment the image", current_job, self.folder.app.model, self.image,
+                        self._painted(), tuple(self.paint.state.classes), on_result=self._on_current,
+                        on_error=self._on_failed)
+
+    def _on_current(self, segmented: Segmented) -> None:
+        self.shown = segmented
+        self.changed.emit("segmentation")
+        self._say(self._summary())
+
+    def segment_folder(self) -> bool:
+        """Every image of the opened folder segmented in the background; False (and why, on the line) if not now."""
+        why = self.ready() or ("" if self.folder.folder else "Segmenting needs a folder opened (File → Open "
+                                                              "folder), not dropped files.")
+        if why:
+            self._say(why)
+            return False
+        self.busy.emit(True)
+        revision = self.state.revision
+        self.jobs.start("folder", "Segment the folder", folder_job, self.folder.app.model, self.folder.folder,
+                        self._painted(), tuple(self.paint.state.classes), on_yield=self.progress.emit,
+                        on_result=lambda result: self._on_folder(result, revision), on_error=self._on_failed)
+        return True
+
+    def cancel(self) -> None:
+        """Stop segmenting (or exporting) the folder; what it read is cached and not read again."""
+        self.jobs.discard("folder")
+        self.jobs.discard("export")
+        self.busy.emit(False)
+        self._say("Cancelled; the tokens read so far are cached and will not be read again.")
+
+    def _on_folder(self, result: SegmentResult, revision: int) -> None:
+        self.segmented, self.segmented_revision = result, revision
+        self.busy.emit(False)
+        self.changed.emit("folder")
+        self._say(self._summary())
+
+    def export(self, out: str, inside: bool = False) -> bool:
+        """OUT/<stem>.png per image, OUT/masks.coco.json, OUT/areas.csv and OUT/painted/ (the painted masks, which
+        `vitstudio segment FOLDER --masks OUT/painted` reads); never inside the dataset folder unless `inside`."""
+        why = self.ready() or ("" if self.folder.folder else "Exporting needs a folder opened, not dropped files.")
+        if why:
+            self._say(why)
+            return False
+        self.busy.emit(True)
+        self._say(f"Exporting the masks to {out}…")
+        self.jobs.start("export", "Export masks", export_job, self.folder.app.model, self.folder.folder,
+                        self._painted(), tuple(self.paint.state.classes), str(out), inside,
+                        on_yield=self.progress.emit, on_result=self._on_exported, on_error=self._on_failed)
+        return True
+
+    def _on_exported(self, done: tuple) -> None:
+        result, written = done
+        self.busy.emit(False)
+        self._say(f"Exported {len(result.images)} masks, {', '.join(w.rsplit('/', 1)[-1] for w in written)} and "
+                  f"the painted masks (painted/).")
+        self.exported.emit(result, written)
+
+    def _on_failed(self, exc: BaseException) -> None:
+        self.busy.emit(False)
+        self._say(f"Failed: {describe(exc)}")
+
+    # -- what the page says ------------------------------------------------------------------------------------
+    def areas(self) -> dict[str, float]:
+        """Each class's share of the current image's pixels (its latest segmentation), else {}."""
+        return dict(self.shown.shares) if self.shown is not None and self.shown.image == self.image else {}
+
+    def _summary(self) -> str:
+        painted = len(self._painted())
+        line = self.ready() or (f"Segmented from {painted} painted image{'s' * (painted != 1)}"
+                                + (f" ({self.shown.bank:,} patches of block {self.shown.layer})" if self.shown else "")
+                                + ".")
+        if self.segmented is not None:
+            stale = " (before the last strokes: segmenting again…)" * (self.segmented_revision != self.state.revision)
+            line += f" The folder: {len(self.segmented.images)} images segmented{stale}."
+        return line
+
+    def _say(self, line: str) -> None:
+        self.line = line
+        self.said.emit(line)
