@@ -98,3 +98,20 @@ def test_rules_select_what_a_plain_loop_selects():
     for bad in (" keep", "", "a,b"):
         with pytest.raises(ValueError, match="non-empty word"):
             views.check_name(bad, "tag")
+
+
+def test_a_view_is_exported_by_class_folder_and_undone(tmp_path, capsys):
+    data = make_dataset(tmp_path / "data", per_class=2)
+    chosen = [p for p in sorted(data.rglob("*.png")) if p.parent.name != "green"]
+    views.save_view(data, "not green", [{"field": "label", "op": "not in", "value": ["green"]}])
+    out, labels = tmp_path / "out", tmp_path / "labels.csv"
+    assert main(["views", str(data), "--export", "not green", "--out", str(out), "--labels-csv", str(labels)]) == 0
+    copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.png"))
+    assert copied == sorted(p.relative_to(data).as_posix() for p in chosen) and len(copied) == 4
+    assert all((out / c).read_bytes() == (data / c).read_bytes() for c in copied)
+    with labels.open() as fh:
+        assert [tuple(r) for r in csv.reader(fh)][1:] == [(str(p), p.parent.name) for p in chosen]
+    assert main(["undo-sort", str(out)]) == 0  # the sort's journal: undone like a sort
+    assert not list(out.rglob("*.png")) and len(list(data.rglob("*.png"))) == 6
+    assert main(["views", str(data), "--export", "not green", "--out", str(data / "red")]) == 2  # inside: refused
+    assert "inside the source folder" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
 
 
 def register(subparsers) -> None:
@@ -24,6 +24,13 @@ def register(subparsers) -> None:
     p.add_argument("--label", metavar="A[,B…]", help="with --save: images in these class folders")
     p.add_argument("--path", metavar="GLOB", help="with --save: images whose path in the folder matches (cats/*.jpg)")
     p.add_argument("--delete", metavar="NAME", help="delete the saved view NAME")
+    e = p.add_argument_group("exporting a view's images")
+    e.add_argument("--export", metavar="NAME", help="the view whose images --out or --labels-csv export")
+    e.add_argument("--out", metavar="DIR", help="with --export: copy them into DIR/<class folder>/ (images outside "
+                   "a class folder into DIR/unlabelled/), journalled: `vitstudio undo-sort DIR` reverses it")
+    e.add_argument("--move", action="store_true", help="with --out: move instead of copy")
+    e.add_argument("--labels-csv", metavar="FILE", help="with --export: write a labels file of them (path, class "
+                   "folder), which finetune, audit and eval take as a dataset")
     p.set_defaults(handler=views_cmd)
 
     t = subparsers.add_parser("tag", help="add or remove tags on images of a folder (several per image; kept in the "
@@ -62,6 +69,8 @@ def views_cmd(args) -> int:
     if _folder(args.folder) is None:
         return EXIT_USAGE
     rules = _rules(args)
+    if args.export:
+        return _export(args)
     if rules and not args.save:
         print("error: --tags, --all-tags, --not-tags, --label and --path describe a view to --save NAME",
               file=sys.stderr)
@@ -112,3 +121,34 @@ def tag_cmd(args) -> int:
         return EXIT_USAGE
     print(f"{len(images)} images tagged; {len(tags)} images of the folder have tags", file=sys.stderr)
     return EXIT_OK
+
+
+def _export(args) -> int:
+    """--export NAME: its images copied (or moved) into --out by class folder, journalled as a sort, and/or their
+    labels file written to --labels-csv."""
+    import shutil
+
+    from ..core.folder import views
+    from ..core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort
+
+    if not (args.out or args.labels_csv) or (args.move and not args.out):
+        print("error: --export NAME needs --out DIR and/or --labels-csv FILE (--move goes with --out)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        files = views.view_files(args.folder, args.export)
+        if args.out:
+            check_out_folder([args.folder], args.out)
+        if args.labels_csv:
+            shutil.copyfile(views.view_labels_file(args.folder, args.export), args.labels_csv)
+    except (ValueError, NestedFoldersError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.out:
+        print(f"wrote {args.labels_csv} ({len(files)} images)", file=sys.stderr)
+        return EXIT_OK
+    labelled = [(str(f), views.label_of(args.folder, f) or "unlabelled", 1.0) for f in files]
+    done = apply_sort(plan_sort(labelled, args.out, move=args.move))
+    for path, reason in done.errors:
+        print(f"{path}: {reason}", file=sys.stderr)
+    print(done.describe(), file=sys.stderr)
+    return EXIT_SOME_FAILED if done.errors else EXIT_OK
