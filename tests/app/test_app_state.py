@@ -110,3 +110,17 @@ def test_a_concepts_switch_off_scale_and_order_are_fields():
     concepts.sort = 4
     concepts.redeclare("sort", **sorts_for(["digit"]))  # concepts of another folder
     assert concepts.sort == 0
+
+
+def test_the_base_model_follows_the_model_loaded_until_the_user_picks_one():
+    """After a model switch the Training tab's base model still named the first model loaded (seen at 1280×720):
+    it follows the model loaded, and a base model the user chose stays."""
+    from vitstudio.app.training_states import TrainingState
+
+    state = TrainingState()
+    state.follow_loaded("digits-vit")
+    state.follow_loaded("vit_small_patch16_224")
+    assert state.base_model == "vit_small_patch16_224"
+    state.base_model = "my-run"  # the user's choice
+    state.follow_loaded("vit_base_patch16_224")
+    assert state.base_model == "my-run"

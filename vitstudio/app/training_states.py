@@ -18,3 +18,11 @@ class TrainingState(ViewState):
     run_name: str | None = None  # its folder's name under models/; None: named after the dataset and preset
     probe: str | None = None  # the image whose attention is snapshotted each epoch; None: the first validation one
     multi_gpu: bool = False  # DDP over every GPU, through torchrun
+    followed: str | None = None  # the model loaded that the base model follows (until the user picks another)
+
+    def follow_loaded(self, name: str) -> None:
+        """A model was loaded: the base model follows it unless the user chose another (typed or picked one)."""
+        with self.batch():
+            if not self.base_model or self.base_model == self.followed:
+                self.base_model = name
+            self.followed = name
