@@ -46,6 +46,7 @@ class PaintPage:
         self.folder = folder
         self.state = PaintPageState(model=folder.state.model, paths=folder.state.paths)
         self.paint = PaintMasks()
+        self._declare_classes(tuple(self.paint.state.classes))
         self.jobs = KeyedJobs(self.state, SLOTS, folder.runner, long=FOLDER_SLOTS, without_context=FOLDER_SLOTS)
         self.files: tuple[str, ...] = ()
         self.picture: np.ndarray | None = None  # (H, W, 3) uint8, the current image
@@ -169,10 +170,24 @@ class PaintPage:
                    default=-1)
         if used >= len(names):
             raise ValueError(f"class '{self.paint.state.classes[used]}' is painted: erase it before removing it")
+        self._declare_classes(names)
+        self._revised()
+
+    def rename_classes(self, text: str) -> bool:
+        """The classes as typed ("background, object, sky"); False (and why, on the line) when refused."""
+        try:
+            self.set_classes(tuple(text.split(",")))
+        except ValueError as exc:
+            self._say(f"{str(exc)[0].upper()}{str(exc)[1:]}.")
+            return False
+        return True
+
+    def _declare_classes(self, names: tuple[str, ...]) -> None:
+        """The brush paints one of the classes: its field offers their indices, shown by name (a class picker
+        follows by itself); a brush on a class that went takes the object class back."""
         with self.paint.state.batch():
             self.paint.state.classes = names
-            self.paint.state.brush_class = min(self.paint.state.brush_class, len(names) - 1)
-        self._revised()
+            self.paint.state.redeclare("brush_class", choices=tuple(range(len(names))), labels=names)
 
     def unpainted_classes(self) -> list[str]:
         """The classes no image paints yet: the bank could never vote for them."""

@@ -26,7 +26,7 @@ class FolderSideWidget(QTabWidget):
         # at 1280×720 every tab stays in sight, titles whole (no scroll arrows, no elision)
         super().__init__(usesScrollButtons=False, elideMode=Qt.ElideNone)
         # a tab's side padding halved: eight whole titles kept the side ~550 px wide at 1280×720, and the table
-        # beside it cut its confidence column
+        # beside it cut its confidence column; with the Paint page, 'Duplicates' is 'Copies' (its tooltip whole)
         self.tabBar().setStyleSheet(TAB_STYLE)
         self.map_tab, self.similar_tab = FolderMapTabWidget(), SimilarImagesWidget()
         self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
@@ -34,7 +34,7 @@ class FolderSideWidget(QTabWidget):
         self.pages = [view(view.Model(panel.folder_model)) for view in page_views()]  # each follows the folder
         for tab, title, tooltip in (
                 (self.map_tab, "Map", "Map"), (self.similar_tab, "Similar", "Similar images"),
-                (self.review_tab, "Review", "Label review"), (self.duplicates, "Duplicates", "Duplicates"),
+                (self.review_tab, "Review", "Label review"), (self.duplicates, "Copies", "Duplicates"),
                 (self.labels_tab, "Labels", "Labels"), (self.layers_tab, "Layers", "Layers"),
                 (self.concepts_tab, "Concepts", "Concepts"),
                 *((page, page.model.title, page.model.tooltip) for page in self.pages)):

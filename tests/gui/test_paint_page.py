@@ -1,0 +1,75 @@
+"""The Folder tab's Paint page as a widget (issue 52): mouse drags on the canvas paint the current image at its own
+pixels (widget coordinates mapped to the image's), the overlay shows the paint and then the segmentation, Ctrl+Z
+takes a drag back. The page's model runs its jobs in the test's thread (ScriptRunner): what the model does is tested
+in tests/app/test_paint_page.py; here only what the widget shows and how the mouse reaches the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from vitstudio.app.app_state import AppState
+from vitstudio.app.folder_model import FolderModel
+from vitstudio.app.jobs import ScriptRunner
+from vitstudio.app.paint_masks import UNPAINTED
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.gui.folder.pages.paint_page import PAINTED_ALPHA, PALETTE, SEGMENTED_ALPHA, PaintPage
+
+
+@pytest.fixture
+def page(qtbot, tmp_path):
+    from vitstudio.core.models.loading import load_model
+
+    app = AppState()
+    app.set_model(load_model(str(bundled_demo()), None, "cpu", "fp32"))
+    folder = FolderModel(app, ScriptRunner())
+    view = PaintPage(PaintPage.Model(folder))
+    qtbot.addWidget(view)
+    view.canvas.setFixedSize(320, 320)  # a 32 px digit drawn 10 screen pixels a pixel: centres at whole points
+    view.show()
+    folder.open_paths([str(render_digits(tmp_path / "digits", 1))])
+    folder.select(folder.results.paths.index(sorted(folder.results.paths)[0]))
+    return view
+
+
+def _drag(canvas, pixels: list[tuple[int, int]]) -> None:
+    """A left-button drag through these image pixels, as the mouse sends it (press, moves holding, release)."""
+    points = [QPointF(QPoint(round(x * 10 + 5), round(y * 10 + 5))) for x, y in pixels]
+    kinds = [(QEvent.MouseButtonPress, Qt.LeftButton, Qt.LeftButton)]
+    kinds += [(QEvent.MouseMove, Qt.NoButton, Qt.LeftButton)] * (len(points) - 2)
+    kinds += [(QEvent.MouseMove, Qt.NoButton, Qt.LeftButton), (QEvent.MouseButtonRelease, Qt.LeftButton, Qt.NoButton)]
+    for point, (kind, button, buttons) in zip([*points[:-1], points[-1], points[-1]], kinds):
+        offset = QPointF(canvas.image_rect().topLeft())
+        event = QMouseEvent(kind, point + offset, canvas.mapToGlobal(point + offset), button, buttons,
+                            Qt.NoModifier)
+        QApplication.sendEvent(canvas, event)
+
+
+def test_a_mouse_drag_paints_the_image_pixels_under_it_and_the_overlay_shows_them(page, qtbot):
+    model, canvas = page.model, page.canvas
+    assert canvas.picture is not None and (canvas.picture.width(), canvas.picture.height()) == (32, 32)
+    page.radius.setValue(2)
+    page.brush_class.setCurrentIndex(page.brush_class.findText("object"))
+    _drag(canvas, [(10, 16), (15, 16), (20, 16)])
+    yy, xx = np.mgrid[:32, :32]
+    under = np.hypot(xx - np.clip(xx, 10, 20), yy - 16) <= 2  # within the brush of the path, in image pixels
+    mask = model.paint.mask(model.image)
+    assert ((mask == 1) == under).all() and (mask[~under] == UNPAINTED).all()
+    painted = canvas.overlay.pixelColor(15, 16)
+    assert (painted.red(), painted.green(), painted.blue(), painted.alpha()) == (*PALETTE[1], PAINTED_ALPHA)
+    assert canvas.overlay.pixelColor(15, 25).alpha() == 0 and page.areas.text() == ""  # no background yet
+
+    page.brush_class.setCurrentIndex(page.brush_class.findText("background"))
+    _drag(canvas, [(0, 0), (31, 0)])
+    assert len(model.paint.undo_steps) == 2 and model.shown is not None  # segmented from the paint
+    segmented = canvas.overlay.pixelColor(20, 28)  # not painted: the segmentation's faint colour
+    assert segmented.alpha() == SEGMENTED_ALPHA and "object" in page.areas.text()
+
+    page.activateWindow()
+    canvas.setFocus()
+    qtbot.keyClick(canvas, Qt.Key_Z, Qt.ControlModifier)  # the page's Ctrl+Z: the background drag goes
+    assert set(np.unique(model.paint.mask(model.image))) == {1, UNPAINTED}
+    assert canvas.overlay.pixelColor(15, 0).alpha() == 0 and model.shown is None

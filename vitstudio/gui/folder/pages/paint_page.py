@@ -1,0 +1,183 @@
+"""The Paint page: the folder's current image with its classes over it — painted pixels strong, the segmentation
+from the painted images faint — a brush (class, size) and an eraser, undo and redo (and Ctrl+Z, Ctrl+Shift+Z within
+the page), the classes' names, "Segment folder" with its progress and Cancel, and Export…; drawn from its model
+(`vitstudio.app.paint_page.PaintPage`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vitstudio.app.paint_masks import UNPAINTED
+from vitstudio.app.paint_page import PaintPage as PaintPageModel
+from vitstudio.gui import file_dialogs
+from vitstudio.gui.common.bind import bind
+from vitstudio.gui.common.paint_canvas import PaintCanvas
+
+# one colour per class index (background first: a cool blue the image shows through), cycled past eight
+PALETTE = np.array([(40, 110, 230), (235, 60, 45), (40, 185, 80), (245, 200, 30), (170, 70, 210), (30, 200, 210),
+                    (240, 130, 30), (150, 150, 150)], np.uint8)
+PAINTED_ALPHA, SEGMENTED_ALPHA = 190, 95  # what the person painted stands out from what was inferred
+
+
+def overlay(painted: np.ndarray | None, segmented: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray | None:
+    """(H, W, 4) uint8: each pixel's class colour, strong where painted, faint where segmented, clear elsewhere."""
+    if painted is None and segmented is None:
+        return None
+    rgba = np.zeros((*shape, 4), np.uint8)
+    for labels, alpha in ((segmented, SEGMENTED_ALPHA), (painted, PAINTED_ALPHA)):
+        if labels is None or labels.shape != tuple(shape):
+            continue
+        known = labels != UNPAINTED
+        rgba[known, :3] = PALETTE[labels[known] % len(PALETTE)]
+        rgba[known, 3] = alpha
+    return rgba
+
+
+class PaintPage(QWidget):
+    Model = PaintPageModel
+
+    def __init__(self, model: PaintPageModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.canvas = PaintCanvas()
+        self.canvas.pressed.connect(model.press)
+        self.canvas.dragged.connect(model.drag)
+        self.canvas.released.connect(model.release)
+        self.areas = QLabel()
+        self.line = QLabel(model.line)
+        self.line.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self._brush_row())
+        layout.addLayout(self._classes_row())
+        layout.addWidget(self.canvas, 1)
+        layout.addWidget(self.areas)
+        layout.addWidget(self.line)
+        layout.addLayout(self._folder_row())
+        model.changed.connect(self.draw)
+        model.said.connect(self.line.setText)
+        model.busy.connect(self._on_busy)
+        model.progress.connect(self._on_progress)
+        model.paint.state.events.radius.connect(self.canvas.set_brush_radius)
+        model.paint.state.events.classes.connect(lambda names: self.classes.setText(", ".join(names)))
+        self.canvas.set_brush_radius(model.paint.state.radius)
+        self._on_busy(False)
+
+    def _brush_row(self) -> QHBoxLayout:
+        state = self.model.paint.state
+        self.brush_class, self.erase, self.radius = QComboBox(), QCheckBox("Eraser"), QSpinBox()
+        self.brush_class.setToolTip("The class the brush paints")
+        self.radius.setToolTip("The brush's radius in the image's own pixels")
+        self.radius.setPrefix("size ")
+        for widget, field in ((self.brush_class, "brush_class"), (self.erase, "erase"), (self.radius, "radius")):
+            bind(widget, state, field)
+        self.undo_button, self.redo_button = QPushButton("Undo"), QPushButton("Redo")
+        self.undo_button.setToolTip("Undo the last stroke (Ctrl+Z)")
+        self.redo_button.setToolTip("Redo the stroke undone (Ctrl+Shift+Z)")
+        self.undo_button.clicked.connect(self.model.undo)
+        self.redo_button.clicked.connect(self.model.redo)
+        row = QHBoxLayout()
+        for widget in (self.brush_class, self.erase, self.radius, self.undo_button, self.redo_button):
+            row.addWidget(widget)
+        row.addStretch(1)
+        return row
+
+    def _classes_row(self) -> QHBoxLayout:
+        self.classes = QLineEdit(", ".join(self.model.paint.state.classes))
+        self.classes.setToolTip("The classes' names in index order, comma-separated (index 0 first: the masks' "
+                                "pixel values); Return applies them")
+        self.classes.editingFinished.connect(self._on_classes)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Classes"))
+        row.addWidget(self.classes, 1)
+        return row
+
+    def _folder_row(self) -> QHBoxLayout:
+        self.segment_button, self.cancel_button = QPushButton("Segment folder"), QPushButton("Cancel")
+        self.export_button = QPushButton("Export…")
+        self.segment_button.setToolTip("Segment every image of the folder from the painted ones (in the background; "
+                                       "painting again segments it again)")
+        self.export_button.setToolTip("Write a mask PNG per image, masks.coco.json, areas.csv and the painted masks "
+                                      "(painted/, what `vitstudio segment --masks` reads) into a folder you choose")
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(False)
+        self.segment_button.clicked.connect(self.model.segment_folder)
+        self.cancel_button.clicked.connect(self.model.cancel)
+        self.export_button.clicked.connect(self._export)
+        row = QHBoxLayout()
+        for widget in (self.segment_button, self.progress, self.cancel_button, self.export_button):
+            row.addWidget(widget)
+        return row
+
+    # -- drawing the model ---------------------------------------------------------------------------------------
+    def draw(self, what: str) -> None:
+        model = self.model
+        if what == "picture":
+            self.canvas.set_picture(model.picture)
+        if model.picture is None:
+            self.areas.clear()
+            return
+        shown = model.shown if model.shown is not None and model.shown.image == model.image else None
+        self.canvas.set_overlay(overlay(model.paint.mask(model.image), shown.labels if shown else None,
+                                        model.picture.shape[:2]))
+        self.areas.setText("  ·  ".join(f"{name} {share:.0%}" for name, share in model.areas().items()))
+
+    # -- Ctrl+Z and Ctrl+Shift+Z within the page: its strokes, not the Edit menu's sorts -----------------------
+    @staticmethod
+    def _history_key(event: QKeyEvent) -> str | None:
+        if event.matches(QKeySequence.Undo):
+            return "undo"
+        redo = event.matches(QKeySequence.Redo) or event.keyCombination() == QKeySequence("Ctrl+Shift+Z")[0]
+        return "redo" if redo else None
+
+    def event(self, event) -> bool:
+        """The keys are claimed before the window's Edit → Undo sees them (as a text field claims its own), while
+        the focus is in the page: a window-wide shortcut and a page's for the same keys would be ambiguous to Qt,
+        and neither would fire."""
+        if event.type() == QEvent.ShortcutOverride and self._history_key(event):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        step = self._history_key(event)
+        if step is None:
+            super().keyPressEvent(event)
+        else:
+            getattr(self.model, step)()
+
+    def _on_classes(self) -> None:
+        if not self.model.rename_classes(self.classes.text()):
+            self.classes.setText(", ".join(self.model.paint.state.classes))  # refused: the names in use again
+
+    def _on_busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        self.segment_button.setEnabled(not busy)
+        self.export_button.setEnabled(not busy)
+        self.progress.setRange(0, 0)
+
+    def _on_progress(self, progress) -> None:
+        self.progress.setRange(0, max(progress.total, 0))
+        self.progress.setValue(progress.done)
+
+    def _export(self) -> None:
+        out = file_dialogs.choose_folder(self, "Export the masks into which folder?", create=True)
+        if out:
+            self.model.export(out)
+
+
+PAGE = PaintPage
