@@ -22,7 +22,9 @@ from .common import (
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("predict", help="classify images and folders")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
+    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively; a folder goes through "
+                   "the embedding cache, shared with embed, audit and the Folder tab: a second run computes only new "
+                   "or changed files)")
     add_model_args(p)
     p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
     p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
