@@ -75,9 +75,12 @@ def test_paint_segment_correct_export_and_the_cli_agrees(demo, tmp_path, capsys)
     assert page.segmented_revision == page.state.revision
     _paint_digit(page, folder, paths[5])  # a correction: the folder is segmented again from four painted images
     assert page.segmented.painted == 4 and page.segmented_revision == page.state.revision
+    mean_object = np.mean([image.shares["object"] for image in page.segmented.images])
+    assert f"object {mean_object:.0%} of the pixels on average" in page.line
 
-    page.export(str(data / "masks"))  # the core's rule: masks inside the folder would join its images
+    assert not page.export(str(data / "masks"))  # the core's rule: masks inside the folder would join its images
     assert "inside the folder" in page.line and not (data / "masks").exists()
+    assert page.line.endswith("Choose a folder outside it.")
     assert page.export(str(tmp_path / "out"))
     assert page.line.startswith(f"Exported {len(paths)} masks")
     assert {p.name for p in (tmp_path / "out").iterdir()} >= {"masks.coco.json", "areas.csv", "painted"}

@@ -68,6 +68,13 @@ def test_a_mouse_drag_paints_the_image_pixels_under_it_and_the_overlay_shows_the
     segmented = canvas.overlay.pixelColor(20, 28)  # not painted: the segmentation's faint colour
     assert segmented.alpha() == SEGMENTED_ALPHA and "object" in page.areas.text()
 
+    page.classes.setText("paper, ink, smudge")  # renamed and one added: the brush's picker follows
+    page.classes.editingFinished.emit()
+    assert [page.brush_class.itemText(i) for i in range(page.brush_class.count())] == ["paper", "ink", "smudge"]
+    page.classes.setText("paper")  # refused: the names in use come back
+    page.classes.editingFinished.emit()
+    assert page.classes.text() == "paper, ink, smudge" and model.line.startswith("The classes are two or more")
+
     page.activateWindow()
     canvas.setFocus()
     qtbot.keyClick(canvas, Qt.Key_Z, Qt.ControlModifier)  # the page's Ctrl+Z: the background drag goes

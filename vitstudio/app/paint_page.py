@@ -10,6 +10,7 @@ segmentations and keeps the paint (it is the person's, not the model's); another
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -265,6 +266,9 @@ class PaintPage:
         """OUT/<stem>.png per image, OUT/masks.coco.json, OUT/areas.csv and OUT/painted/ (the painted masks, which
         `vitstudio segment FOLDER --masks OUT/painted` reads); never inside the dataset folder unless `inside`."""
         why = self.ready() or ("" if self.folder.folder else "Exporting needs a folder opened, not dropped files.")
+        if not why and not inside and _within(out, self.folder.folder):  # the core refuses it too, in CLI words
+            why = (f"{out} is inside the folder being segmented: its masks would join the folder's images. Choose "
+                   f"a folder outside it.")
         if why:
             self._say(why)
             return False
@@ -298,9 +302,17 @@ class PaintPage:
                                 + ".")
         if self.segmented is not None:
             stale = " (before the last strokes: segmenting again…)" * (self.segmented_revision != self.state.revision)
-            line += f" The folder: {len(self.segmented.images)} images segmented{stale}."
+            images = self.segmented.images
+            mean = {c: np.mean([i.shares[c] for i in images]) for c in self.segmented.classes} if images else {}
+            line += (f" The folder: {len(images)} images segmented{stale}"
+                     + "".join(f", {c} {share:.0%}" for c, share in mean.items()) + " of the pixels on average.")
         return line
 
     def _say(self, line: str) -> None:
         self.line = line
         self.said.emit(line)
+
+
+def _within(path: str, folder: str) -> bool:
+    inner, outer = Path(path).resolve(), Path(folder).resolve()
+    return inner == outer or outer in inner.parents
