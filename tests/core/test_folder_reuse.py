@@ -5,6 +5,7 @@ changed and recompute when a file does, and a folder pass's batch follows the mo
 from __future__ import annotations
 
 import csv
+import errno
 
 import numpy as np
 import pytest
@@ -40,6 +41,14 @@ def test_predict_folder_reads_the_cache_and_equals_classifying(small_digits, dem
     assert [r["label_1"] for r in rows] == [p.labels[0] for p in expected]
     np.testing.assert_allclose([float(r["prob_1"]) for r in rows], [p.probs[0] for p in expected], atol=2e-6)
     np.testing.assert_allclose([float(r["ood_score"]) for r in rows], [p.ood_score for p in expected], atol=2e-5)
+
+    def unwritable(*_args, **_kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", "cache")
+
+    monkeypatch.setattr(embedcache.EmbeddingCache, "__init__", unwritable)  # a cache folder it may not write
+    third = tmp_path / "third.csv"
+    assert main(["predict", str(small_digits), "--model", demo_model, "--csv", str(third), "--quiet"]) == 0
+    assert [r["label_1"] for r in csv.DictReader(third.open())] == [r["label_1"] for r in rows]  # without the cache
 
 
 def _run(gen):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -151,23 +152,39 @@ def _classify(args, loaded, files, info, bar, folder_work: bool):
         finish(info)
         return [results] if info.main else None
     if not args.concepts and folder_work:
-        return _from_cache(args, loaded, files, bar)
+        cached = _from_cache(args, loaded, files, bar)
+        if cached is not None:
+            return cached
     return _counted(classify_files(loaded, files, topk=args.topk, batch_size=args.batch_size,
                                    decoder=args.decoder), bar)
 
 
+UNWRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
 def _from_cache(args, loaded, files, bar):
+    """The predictions' chunks, or None when the cache folder cannot be written (predicted without it then)."""
     from ..core.folder.predictions import predict_folder
     from ..core.jobs import Progress
 
     gen = predict_folder(loaded, files, args.topk, args.batch_size, decoder=args.decoder)
     try:
+        record = next(gen)  # opens the cache
+    except StopIteration as stop:
+        return stop.value.chunks()
+    except OSError as exc:
+        if exc.errno not in UNWRITABLE:
+            raise
+        print(f"note: the embedding cache cannot be written ({exc.strerror}: {exc.filename}); predicting without "
+              f"it", file=sys.stderr)
+        return None
+    try:
         while True:
-            record = next(gen)
             if isinstance(record, Progress) and record.total:
                 bar.total = record.total
                 bar.n = record.done
                 bar.refresh()
+            record = next(gen)
     except StopIteration as stop:
         return stop.value.chunks()
 
