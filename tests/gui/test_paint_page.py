@@ -50,6 +50,7 @@ def _drag(canvas, pixels: list[tuple[int, int]]) -> None:
 
 def test_a_mouse_drag_paints_the_image_pixels_under_it_and_the_overlay_shows_them(page, qtbot):
     model, canvas = page.model, page.canvas
+    assert not page.undo_button.isEnabled() and not page.redo_button.isEnabled()  # nothing painted yet
     assert canvas.picture is not None and (canvas.picture.width(), canvas.picture.height()) == (32, 32)
     page.radius.setValue(2)
     page.brush_class.setCurrentIndex(page.brush_class.findText("object"))
@@ -78,5 +79,5 @@ def test_a_mouse_drag_paints_the_image_pixels_under_it_and_the_overlay_shows_the
     page.activateWindow()
     canvas.setFocus()
     qtbot.keyClick(canvas, Qt.Key_Z, Qt.ControlModifier)  # the page's Ctrl+Z: the background drag goes
-    assert set(np.unique(model.paint.mask(model.image))) == {1, UNPAINTED}
+    assert set(np.unique(model.paint.mask(model.image))) == {1, UNPAINTED} and page.redo_button.isEnabled()
     assert canvas.overlay.pixelColor(15, 0).alpha() == 0 and model.shown is None

@@ -74,8 +74,7 @@ class PaintCanvas(QWidget):
     # -- drawing and the mouse ---------------------------------------------------------------------------------
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)
-        if self.picture is None:
-            painter.drawText(self.rect(), Qt.AlignCenter | Qt.TextWordWrap, "Select an image in the table.")
+        if self.picture is None:  # the page's line says what to do
             return
         rect = self.image_rect()
         painter.drawImage(rect, self.picture)  # no smoothing: each pixel a block, the paint where it falls

@@ -75,6 +75,7 @@ class PaintPage(QWidget):
         model.paint.state.events.classes.connect(lambda names: self.classes.setText(", ".join(names)))
         self.canvas.set_brush_radius(model.paint.state.radius)
         self._on_busy(False)
+        self.draw("picture")
 
     def _brush_row(self) -> QHBoxLayout:
         state = self.model.paint.state
@@ -125,6 +126,8 @@ class PaintPage(QWidget):
     # -- drawing the model ---------------------------------------------------------------------------------------
     def draw(self, what: str) -> None:
         model = self.model
+        self.undo_button.setEnabled(bool(model.paint.undo_steps))
+        self.redo_button.setEnabled(bool(model.paint.redo_steps))
         if what == "picture":
             self.canvas.set_picture(model.picture)
         if model.picture is None:
