@@ -29,7 +29,29 @@ def _folder_views(panel) -> dict[str, object]:
         "labels": dict(panel.labels_tab.labels),
         "quick head": panel.labels_tab.head,
         "layers": panel.layers_tab.result,
+        "paint": len(_paint_page(panel).model.paint.masks),
+        "painted image": _paint_page(panel).canvas.picture is not None,
+        "its segmentation": _paint_page(panel).model.shown,
     }
+
+
+def _paint_page(panel):
+    from vitstudio.gui.folder.pages.paint_page import PaintPage
+
+    return next(p for p in panel.side.pages if isinstance(p, PaintPage))
+
+
+def _paint_selected(panel) -> None:
+    """Background along the selected image's top row, object across its middle: it is segmented from them."""
+    model = _paint_page(panel).model
+    model.paint.state.update(radius=1, brush_class=0)
+    model.press(0, 0)
+    model.drag(31, 0)
+    model.release()
+    model.paint.state.update(brush_class=1)
+    model.press(8, 16)
+    model.drag(24, 16)
+    model.release()
 
 
 def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, qtbot, tmp_path):
@@ -44,6 +66,8 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     panel.labels_tab.label(labelled[2:], "straight")
     panel.labels_tab.train()  # the quick head colours the map
     panel.layers_tab.run_button.click()  # probes of every block
+    _settle(qtbot)
+    _paint_selected(panel)  # the Paint page: the selected image painted and segmented
     _settle(qtbot)
     filled = _folder_views(panel)
     assert all(value not in (None, 0, {}) for value in filled.values()), filled
