@@ -6,6 +6,7 @@ folder come back (as after a restart)."""
 from __future__ import annotations
 
 import gc
+import os
 import weakref
 
 import numpy as np
@@ -89,6 +90,12 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
     assert tab.on_image.result is not first
     qtbot.waitUntil(lambda: tab.on_image.result is not None, timeout=20000)
     assert not np.array_equal(tab.on_image.result.maps, first.maps)
+    # a row selected in the Folder table is the image read next (it followed the strip only), and is named
+    panel = window.folder
+    panel.select_row(5)
+    qtbot.waitUntil(lambda: tab.on_image.result is not None and tab.on_image.view_state.path == panel.results.paths[5],
+                    timeout=20000)
+    assert os.path.basename(panel.results.paths[5]) in tab.on_image.caption.text()
 
     # stopped mid-way: the checkpoint stays and Learn resumes it; another folder keeps the model's concepts
     window.show_tab("folder")

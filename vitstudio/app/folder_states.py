@@ -66,7 +66,8 @@ class ImageConceptsState(ViewState):
     """Concepts → On the image: the image read through the concepts, and what the "after" prediction changes."""
 
     model: int | None = None
-    image: int | None = None
+    image: int | None = None  # the strip's image (its uid), when no row of the folder is selected
+    path: str | None = None  # the folder's row selected (its file): the Folder tab's current image wins
     file: str | None = None
     scales: tuple = ()  # ((concept, factor),): what the "after" prediction switches off or scales
     patch: tuple | None = None

@@ -29,10 +29,13 @@ from ...common.map_view import MapView
 SHOWN = 8
 
 
-def image_job(cancel, model, image, file: str, scales: tuple):
+def image_job(cancel, model, image, path: str, file: str, scales: tuple):
+    """The concepts read on `image` (None: the file at `path`, a row of the folder), and the picture read."""
     from vitstudio.core.concepts.maps import read_image
+    from vitstudio.core.data.images import read_image as read_file
 
-    return read_image(cancel, model, image, file, scales)
+    image = image if image is not None else read_file(path)
+    return read_image(cancel, model, image, file, scales), image
 
 
 class ConceptImageWidget(QWidget):
@@ -43,7 +46,7 @@ class ConceptImageWidget(QWidget):
         super().__init__(parent)
         self.tab = tab
         self.view_state = ImageConceptsState()
-        self.jobs = workers.ViewJobs(self.view_state, {"image": ("file", "scales")})
+        self.jobs = workers.ViewJobs(self.view_state, {"image": ("path", "file", "scales")})
         self.map = MapView()
         self.map.setMinimumSize(150, 150)
         self.map.setMaximumSize(240, 240)
@@ -85,14 +88,32 @@ class ConceptImageWidget(QWidget):
         self.map.patch_clicked.connect(self._on_patch)
         for widget in (self.strongest, self.drivers):
             widget.itemClicked.connect(self._on_item)
+        self.from_table = False  # the image read is the last one selected: the table's row, or the strip's image
         tab.panel.state.image_selected.connect(self._on_image)
+        tab.panel.folder_model.row_selected.connect(self._on_row)
 
     @property
     def result(self):
         """The ImageConcepts of the current model, image, file and factors, or None."""
-        return self.jobs.current("image")
+        done = self.jobs.current("image")
+        return done[0] if done is not None else None
+
+    def current_image(self):
+        """(uid, path, picture) of the image read: the one selected last of the Folder table's row and the strip's
+        image (the table's row also when the strip has none)."""
+        folder, entry = self.tab.panel.folder_model, self.tab.panel.state.selected
+        if (self.from_table or entry is None) and folder.selected is not None and folder.results is not None:
+            return None, folder.results.paths[folder.selected], None
+        if entry is not None and entry.image is not None:
+            return entry.uid, entry.path, entry.image
+        return None, None, None
 
     def _on_image(self, _entry) -> None:
+        self.from_table = False
+        self.refresh()
+
+    def _on_row(self, row) -> None:
+        self.from_table = row is not None
         self.refresh()
 
     def _on_factor(self, *_args) -> None:
@@ -111,18 +132,18 @@ class ConceptImageWidget(QWidget):
 
     def refresh(self) -> None:
         """Ask for the current request (once per model, image, file and factors), then draw what is known."""
-        state, entry = self.tab.panel.state, self.tab.panel.state.selected
-        model, file = state.model, self.tab.view_state.file if self.tab.concepts is not None else None
-        self.view_state.update(model=model.uid if model is not None else None,
-                               image=entry.uid if entry is not None else None, file=file, scales=self.factors())
-        ready = model is not None and file is not None and entry is not None and entry.image is not None
+        model, file = self.tab.panel.state.model, self.tab.view_state.file if self.tab.concepts is not None else None
+        uid, path, picture = self.current_image()
+        self.view_state.update(model=model.uid if model is not None else None, image=uid, path=path, file=file,
+                               scales=self.factors())
+        ready = model is not None and file is not None and path is not None
         if ready and self.result is None and not self.jobs.running("image"):
-            self.jobs.start("image", "Reading concepts", image_job, model, entry.image, file, self.factors(),
+            self.jobs.start("image", "Reading concepts", image_job, model, picture, path, file, self.factors(),
                             on_result=self._on_result, on_error=self._on_error)
         self._draw()
 
-    def _on_result(self, result) -> None:
-        strongest = result.top_overall(1)
+    def _on_result(self, done) -> None:
+        strongest = done[0].top_overall(1)
         if not self.tab.view_state.picked and strongest and strongest[0][0] != self.tab.view_state.concept:
             self.tab.select_concept(strongest[0][0], picked=False)  # opens on what fires here, not on concept 0
             return
@@ -140,19 +161,19 @@ class ConceptImageWidget(QWidget):
             self.strongest.clear()
             self.drivers.clear()
             self.prediction.clear()
-            self.caption.setText("Select an image (the strip) once concepts are learned or opened."
-                                 if self.tab.concepts is None or self.tab.panel.state.selected is None
+            self.caption.setText("Select an image (a row of the table, or the strip) once concepts are learned or "
+                                 "opened." if self.tab.concepts is None or self.view_state.path is None
                                  else "Reading the concepts of this image…")
             return
-        entry, model = self.tab.panel.state.selected, self.tab.panel.state.model
-        self.map.set_image(np.asarray(model.crop(entry.image).convert("RGB")))
+        picture, model = self.jobs.current("image")[1], self.tab.panel.state.model
+        self.map.set_image(np.asarray(model.crop(picture).convert("RGB")))
         values = result.maps[..., concept] if concept < result.maps.shape[-1] else None
         self.map.set_map(values, "inferno", 0.6)
         self.map.set_marker(self.view_state.patch)
         top = result.top_at(self.view_state.patch, SHOWN) if self.view_state.patch else result.top_overall(SHOWN)
         where = f"at patch {self.view_state.patch}" if self.view_state.patch else "on this image"
         peak = float(values.max()) if values is not None else 0.0
-        self.caption.setText(f"Concept {concept} on {os.path.basename(entry.path)} " + (
+        self.caption.setText(f"Concept {concept} on {os.path.basename(self.view_state.path)} " + (
             f"(strongest {peak:.3g}); click a patch for the concepts there." if peak > 0 else
             "does not fire on this image; click a patch for the concepts there."))
         self._fill(self.strongest, [(c, f"{c}: {v:.3g}") for c, v in top], f"none fire {where}")
