@@ -96,6 +96,14 @@ def test_paint_segment_correct_export_and_the_cli_agrees(demo, tmp_path, capsys)
     exported = np.asarray(Image.open(tmp_path / "out" / f"{Path(paths[5]).stem}.png"))
     assert (exported == page.shown.labels).all()  # the page showed what it exported
 
+    reopened = PaintPage(folder)  # the exported paint opened again (a later session): the same masks
+    (tmp_path / "stray").mkdir()
+    Image.new("L", (32, 32)).save(tmp_path / "stray" / "not-in-the-folder.png")
+    assert not reopened.open_painted(str(tmp_path / "stray")) and "names no image" in reopened.line
+    assert reopened.open_painted(str(tmp_path / "out" / "painted"))
+    assert sorted(reopened.paint.painted()) == sorted(page.paint.painted())
+    assert all((reopened.paint.mask(p) == page.paint.mask(p)).all() for p in page.paint.painted())
+
     app.set_model(load_other(demo))  # another model: no segmentation of the demo's stays, the paint does
     assert page.shown is None and page.segmented is None and page.state.image is None
     assert sorted(page.paint.painted()) == sorted([*paths[:3], paths[5]])

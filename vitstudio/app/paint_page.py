@@ -49,7 +49,7 @@ class PaintPage:
         self.paint = PaintMasks()
         self._declare_classes(tuple(self.paint.state.classes))
         self.jobs = KeyedJobs(self.state, SLOTS, folder.runner, long=FOLDER_SLOTS, without_context=FOLDER_SLOTS)
-        self.files: tuple[str, ...] = ()
+        self.files: tuple[str, ...] = tuple(folder.results.paths) if folder.results is not None else ()
         self.picture: np.ndarray | None = None  # (H, W, 3) uint8, the current image
         self.shown: Segmented | None = None  # the current image's latest segmentation
         self.segmented: SegmentResult | None = None  # the whole folder's, of `segmented_revision`
@@ -189,6 +189,21 @@ class PaintPage:
         with self.paint.state.batch():
             self.paint.state.classes = names
             self.paint.state.redeclare("brush_class", choices=tuple(range(len(names))), labels=names)
+
+    def open_painted(self, folder: str) -> bool:
+        """The masks painted earlier into `folder` (an export's painted/, or any masks in `vitstudio segment`'s
+        format) replace the paint, undo starting afresh; False (and why, on the line) when refused."""
+        try:
+            self.paint.load(folder, list(self.files))
+        except ValueError as exc:
+            self._say(f"Not opened: {exc}.")
+            return False
+        used = max((int(m[m != UNPAINTED].max()) for m in self.paint.masks.values() if (m != UNPAINTED).any()),
+                   default=-1)
+        names = tuple(self.paint.state.classes)
+        self._declare_classes(names + tuple(f"class-{i}" for i in range(len(names), used + 1)))
+        self._revised()
+        return True
 
     def unpainted_classes(self) -> list[str]:
         """The classes no image paints yet: the bank could never vote for them."""

@@ -101,9 +101,14 @@ class PaintPage(QWidget):
         self.classes.setToolTip("The classes' names in index order, comma-separated (index 0 first: the masks' "
                                 "pixel values); Return applies them")
         self.classes.editingFinished.connect(self._on_classes)
+        self.open_button = QPushButton("Open painted…")
+        self.open_button.setToolTip("Paint saved earlier: a folder of one PNG per painted image, named by the image's "
+                                    "stem (an export's painted/, what `vitstudio segment --masks` reads)")
+        self.open_button.clicked.connect(self._open_painted)
         row = QHBoxLayout()
         row.addWidget(QLabel("Classes"))
         row.addWidget(self.classes, 1)
+        row.addWidget(self.open_button)
         return row
 
     def _folder_row(self) -> QHBoxLayout:
@@ -176,6 +181,11 @@ class PaintPage(QWidget):
     def _on_progress(self, progress) -> None:
         self.progress.setRange(0, max(progress.total, 0))
         self.progress.setValue(progress.done)
+
+    def _open_painted(self) -> None:
+        folder = file_dialogs.choose_folder(self, "Open the masks painted in which folder?")
+        if folder:
+            self.model.open_painted(folder)
 
     def _export(self) -> None:
         out = file_dialogs.choose_folder(self, "Export the masks into which folder?", create=True)
