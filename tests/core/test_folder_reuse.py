@@ -13,7 +13,7 @@ from PIL import Image
 
 from vitstudio.cli import main
 from vitstudio.core.folder import audit as audit_module
-from vitstudio.core.folder import embedcache
+from vitstudio.core.folder import embedcache, scores
 from vitstudio.core.inference import classify_files, folder_batch_size
 from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.core.train import layer_probes
@@ -59,24 +59,29 @@ def _run(gen):
         return stop.value
 
 
-def test_audit_and_layers_read_back_their_result_until_a_file_changes(small_digits, demo, monkeypatch):
+def test_audit_layers_and_scores_read_back_their_result_until_a_file_changes(small_digits, demo, monkeypatch):
     report = _run(audit_module.audit(small_digits, demo))
     probes = _run(layer_probes.probe_layers(demo, small_digits, folds=2))
+    scored = _run(scores.score_folder(demo, [str(small_digits)]))
     with monkeypatch.context() as patched:
         patched.setattr(audit_module, "review_labels", _refuse)
         patched.setattr(audit_module, "find_groups", _refuse)
         patched.setattr(layer_probes, "probe_accuracy", _refuse)
+        patched.setattr(scores, "brain_scores", _refuse)
         assert _run(audit_module.audit(small_digits, demo)).to_json() == report.to_json()
         again = _run(layer_probes.probe_layers(demo, small_digits, folds=2))
         np.testing.assert_array_equal(again.accuracy, probes.accuracy)
+        assert _run(scores.score_folder(demo, [str(small_digits)])).rows() == scored.rows()
     changed = next((small_digits / "3").iterdir())
     Image.new("L", (32, 32), 255).save(changed)  # a blank page where a 3 was
     calls = []
+    monkeypatch.setattr(scores, "brain_scores", lambda *a: calls.append("scores") or scored)
     monkeypatch.setattr(audit_module, "review_labels", lambda *a: calls.append("review") or [])
     monkeypatch.setattr(layer_probes, "probe_accuracy", lambda *a: calls.append("probe") or np.ones(2))
     _run(audit_module.audit(small_digits, demo))
     _run(layer_probes.probe_layers(demo, small_digits, folds=2))
-    assert calls.count("review") == 1 and calls.count("probe") == demo.model.blocks.__len__()
+    _run(scores.score_folder(demo, [str(small_digits)]))
+    assert calls.count("scores") == calls.count("review") == 1 and calls.count("probe") == len(demo.model.blocks)
 
 
 def test_a_folder_pass_batches_as_many_images_as_the_model_allows(demo):

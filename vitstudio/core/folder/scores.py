@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vitstudio.core.folder.embedcache import FolderEmbeddings, embed_folder
+from vitstudio.core.folder.embedcache import FolderEmbeddings, embed_folder, model_fingerprint
+from vitstudio.core.folder.resultcache import load_result, result_key, save_result
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 
@@ -144,7 +145,15 @@ def brain_scores(embedded: FolderEmbeddings, given: Sequence[str | None]) -> Fol
 def score_folder(loaded: LoadedModel, paths: Sequence[str], batch_size: int | None = None,
                  cancel: CancelToken | None = None, ignored: list | None = None
                  ) -> Generator[Progress, None, FolderScores]:
-    """Generator: the folder embedded (from the cache where it can), then its scores."""
+    """Generator: the folder embedded (from the cache where it can), then its scores, kept (`resultcache.py`) under
+    the files' contents, the whole model (its head makes the logits) and the given labels."""
     embedded = yield from embed_folder(loaded, paths, batch_size, cancel, ignored=ignored)
-    yield Progress(0, 0, f"Scoring {len(embedded.paths)} images")
-    return brain_scores(embedded, given_labels(embedded.paths, paths))
+    given = given_labels(embedded.paths, paths)
+    key = result_key("scores", model_fingerprint(loaded, whole=True), embedded.content, given,
+                     sorted(embedded.errors))
+    scores = load_result("scores", key)
+    if not isinstance(scores, FolderScores):
+        yield Progress(0, 0, f"Scoring {len(embedded.paths)} images")
+        scores = brain_scores(embedded, given)
+        save_result("scores", key, scores)
+    return scores
