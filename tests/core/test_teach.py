@@ -232,3 +232,41 @@ def test_teach_cli_bad_input_is_one_line_and_writes_nothing(case, says, tmp_path
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and says in err[0], err
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(tmp_path):
+    """Classes from words: with no samples the refit gives the card names' zero-shot head, whose logits are OpenCLIP's
+    own `build_zero_shot_classifier` ones (written here from its loading of the folder); two samples a class and the
+    fitted head takes over; a model without a text tower says what is missing."""
+    import open_clip
+
+    from tests.core.test_openclip import CLIP_CFG, _build
+    from vitstudio.core.models.loading import load_model
+    from vitstudio.core.teach.session import image_features, refit
+    from vitstudio.core.teach.words import WordsHead
+
+    folder = _build(CLIP_CFG, tmp_path / "tiny-clip", safetensors=True)
+    templates = ["a photo of a {}.", "{}"]  # the model's own prompts (OpenCLIP's 80 cost seconds here)
+    config = json.loads((folder / "open_clip_config.json").read_text())
+    (folder / "open_clip_config.json").write_text(json.dumps(dict(config, zero_shot_templates=templates)))
+    loaded = load_model(str(folder), device="cpu", precision="fp32")
+    project = create_project(tmp_path / "p", ["red_square", "blue_disc", "green"])
+    start = drain(refit(loaded, project))
+    assert isinstance(start, WordsHead) and start.classes == project.classes and start.templates == tuple(templates)
+    frame = Image.new("RGB", (48, 32), (200, 40, 30))
+    clip = open_clip.create_model(f"local-dir:{folder}").eval()
+    with torch.no_grad():
+        classifier = open_clip.build_zero_shot_classifier(  # (D, C); the folder names as words
+            clip, open_clip.get_tokenizer(f"local-dir:{folder}"), ["blue disc", "green", "red square"], templates,
+            device="cpu")
+        image = clip.encode_image(loaded.transform(frame)[None], normalize=True)
+        reference = (clip.logit_scale.exp() * image @ classifier).numpy()
+    np.testing.assert_allclose(start.logits(image_features(loaded, [frame])), reference, atol=1e-5, rtol=0)
+    colours = {"red_square": (200, 40, 30), "blue_disc": (20, 40, 210), "green": (30, 200, 40)}
+    for name, (r, g, b) in colours.items():
+        project = add_images(project, name, [Image.new("RGB", (32, 32), (r, g + 9 * i, b)) for i in range(2)])
+    fitted = drain(refit(loaded, project))
+    assert isinstance(fitted, TeachResult) and fitted.head.recipe == "quick" and len(fitted.paths) == 6
+    demo = load_model(str(bundled_demo()), device="cpu", precision="fp32")
+    with pytest.raises(ValueError, match="has no samples"):
+        drain(refit(demo, create_project(tmp_path / "q", ["a", "b"])))

@@ -18,6 +18,7 @@ from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.teach.heads import FITTERS, FittedHead
 from vitstudio.core.teach.project import ProjectError, TeachProject
 from vitstudio.core.teach.split import TeachSplit, teachable_split
+from vitstudio.core.teach.words import WordsHead, words_head
 from vitstudio.core.train.quick import classifier_input
 
 
@@ -135,9 +136,9 @@ def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0,
                        head.probabilities(features.features), seconds)
 
 
-def image_probabilities(loaded: LoadedModel, head: FittedHead, images: list) -> np.ndarray:
-    """(n, C) probabilities of the head on PIL images (a preview frame): the model's own eval transform and pooled
-    features, the same path as the cached features the head was fitted on."""
+def image_features(loaded: LoadedModel, images: list) -> np.ndarray:
+    """(n, D) what a head reads for PIL images (a preview frame): the model's own eval transform and pooled features,
+    the same path as the cached features the head was fitted on."""
     import torch
 
     from vitstudio.core.models.devices import to_device
@@ -146,7 +147,27 @@ def image_probabilities(loaded: LoadedModel, head: FittedHead, images: list) -> 
     model = loaded.model
     with loaded.lock, torch.inference_mode(), loaded.autocast():  # as pooled_features, without the model's logits
         pooled = model.forward_head(model.forward_features(to_device(batch, loaded.device)), pre_logits=True)
-    return head.probabilities(classifier_input(model, pooled.float().cpu().numpy()))
+    return classifier_input(model, pooled.float().cpu().numpy())
+
+
+def image_probabilities(loaded: LoadedModel, head, images: list) -> np.ndarray:
+    """(n, C) probabilities of `head` (a FittedHead or a WordsHead) on PIL images."""
+    return head.probabilities(image_features(loaded, images))
+
+
+def refit(loaded: LoadedModel, project: TeachProject, recipe: str | None = None, cancel: CancelToken | None = None
+          ) -> Generator[Progress, None, TeachResult | WordsHead]:
+    """The Teach tab's refit after a change: the fitted head (a TeachResult) once every class has two readable
+    samples; before that, for a model with a text tower, the zero-shot head of the card names (words.py); otherwise
+    the ProjectError saying what is missing."""
+    try:
+        features = yield from project_features(loaded, project, cancel=cancel)
+        return fit_features(features, recipe or project.settings.recipe, project.settings.seed, cancel)
+    except ProjectError:
+        start = words_head(loaded, project.classes)
+        if start is None:
+            raise
+        return start
 
 
 def teach(loaded: LoadedModel, project: TeachProject, recipe: str | None = None, batch_size: int = 32,

@@ -6,13 +6,12 @@ import threading
 
 
 def refit_job(cancel, loaded, root: str, recipe: str):
-    """Generator: Progress while new samples are embedded (the rest come from the cache); returns the TeachResult."""
+    """Generator: Progress while new samples are embedded (the rest come from the cache); returns the TeachResult, or
+    for a CLIP-style model whose classes lack samples the zero-shot head of the card names (core/teach/words.py)."""
     from vitstudio.core.teach.project import open_project
-    from vitstudio.core.teach.session import fit_features, project_features
+    from vitstudio.core.teach.session import refit
 
-    project = open_project(root)
-    features = yield from project_features(loaded, project, cancel=cancel)
-    return fit_features(features, recipe, project.settings.seed, cancel)
+    return (yield from refit(loaded, open_project(root), recipe, cancel))
 
 
 def preview_job(cancel, loaded, source: str, teach, shown: threading.Event):

@@ -204,6 +204,9 @@ class TeachPanel(QWidget):
                         self.view_state.recipe, on_result=self._on_fitted, on_error=self._on_refit_error)
 
     def _on_fitted(self, result) -> None:
+        if _from_words(result):
+            self._on_words(result)
+            return
         self.teach.live_head = (result.classes, result.head)
         self.confusion.show_result(result)
         accuracy, held_out = result.per_class_accuracy(), result.held_out()
@@ -215,6 +218,15 @@ class TeachPanel(QWidget):
                            f"{len(result.split.val)} held out (15 % of each class)" +
                            (f" · {wrong} wrong" if wrong else "") +
                            (f" · record more of {advice[0]} (taken for {advice[1]})" if advice else ""))
+
+    def _on_words(self, head) -> None:
+        """A CLIP-style model before every class has two samples: the preview shows the card names' zero-shot head."""
+        self.teach.live_head = (head.classes, head)
+        self.confusion.show_result(None)
+        for widget in self.cards.values():
+            widget.show_accuracy(None, 0)
+        self.stats.setText(f"Showing {head.how}; the head taught on your samples takes over once every class has "
+                           f"two.")
 
     def _on_refit_error(self, exc: BaseException) -> None:
         if isinstance(exc, ValueError):  # a class with too few samples, a model teach cannot take: said here
@@ -301,7 +313,7 @@ class TeachPanel(QWidget):
 
     def export(self, folder: str) -> None:
         result = self.jobs.current("refit")
-        if result is None or self.state.model is None:
+        if result is None or self.state.model is None or _from_words(result):
             self.stats.setText("Nothing taught yet for this model and these samples: wait for the refit.")
             return
         if result.head.recipe != "quick":
@@ -333,3 +345,8 @@ class TeachPanel(QWidget):
         verdict = "predict as the preview on all" if exported.equal else "checked on"
         self.stats.setText(f"Exported to {exported.folder}: {'; '.join(parts)} — {verdict} {samples} samples "
                            f"(check.json beside them).")
+
+
+def _from_words(result) -> bool:
+    """The refit gave the card names' zero-shot head (no samples to fit on yet), not a TeachResult."""
+    return getattr(result, "recipe", None) == "words"
