@@ -5,6 +5,8 @@ a model, source or project switch leaves nothing of the old one on screen."""
 
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
@@ -67,3 +69,46 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     qtbot.waitUntil(lambda: "No camera 3" in teach.screen.text(), timeout=20000)
     teach.open_project(str(tmp_path / "another"))  # another project: no card, head or figure of the first
     assert teach.cards == {} and teach.teach.live_head is None and "another" in teach.stats.text()
+
+
+def test_a_teach_project_graduates_to_the_full_preset_in_the_training_tab(panel, qtbot, tmp_path):
+    """"Graduate": the Training tab's dataset set to a Teach project, the full preset for one epoch on the demo; the
+    run finishes on the project's classes and its run folder predicts as plain timm computes it from the folder."""
+    import timm
+    import torch
+
+    from vitstudio.app.teach_state import TeachModel
+    from vitstudio.core.data.images import read_image
+    from vitstudio.core.inference import classify
+    from vitstudio.gui.training.training_panel import TrainingPanel
+
+    digits = render_digits(tmp_path / "digits", per_class=4)
+    teach = TeachModel()
+    teach.open(tmp_path / "project")
+    for name in ("0", "1", "7"):
+        teach.add_class(name)
+        teach.add_files(name, [str(digits / name)])
+    training = panel(TrainingPanel)
+    training.set_dataset(str(tmp_path / "project"))
+    qtbot.waitUntil(lambda: training.dataset_actions.scan is not None, timeout=10000)
+    assert training.dataset_actions.scan.classes == ("0", "1", "7")
+    training.base_model.setEditText(str(bundled_demo()))
+    training.form.preset.setCurrentText("full")
+    training.form.advanced.setChecked(True)
+    training.form.inputs["epochs"].setValue(1)
+    training.form.inputs["batch_size"].setValue(8)
+    training.start()
+    qtbot.waitUntil(lambda: training.job is not None and training.job.done, timeout=60000)
+    assert "finished" in training.status.text(), training.status.text()
+    run = training.shown_run
+    assert run is not None and json.loads((run / "train_config.json").read_text())["preset"] == "full"
+    graduated = load_model(str(run), device="cpu", precision="fp32")
+    sample = teach.project.samples["7"][0]
+    ours = classify(graduated, [read_image(sample)], topk=3)[0]
+    plain = timm.create_model(f"local-dir:{run}", pretrained=True).eval()
+    transform = timm.data.create_transform(**timm.data.resolve_model_data_config(plain))
+    with torch.no_grad():
+        reference = plain(transform(read_image(sample))[None]).softmax(-1)[0]
+    assert graduated.labels == ["0", "1", "7"]
+    torch.testing.assert_close(torch.tensor([dict(zip(ours.indices, ours.probs))[i] for i in range(3)]), reference,
+                               atol=1e-5, rtol=0)
