@@ -99,7 +99,8 @@ def facet_features(loaded: LoadedModel, images: list[Image.Image], layer: int | 
         raise ValueError(refusal)
     x = torch.stack([loaded.to_tensor(loaded.crop(im)) for im in images])
     sink: list[torch.Tensor] = []
-    with _facet_hook(loaded, layer, facet, sink) if facet != TOKENS else contextlib.nullcontext():
+    # the hook sits on the shared module: under the model's lock, or another thread's forward fills the sink first
+    with loaded.lock, _facet_hook(loaded, layer, facet, sink) if facet != TOKENS else contextlib.nullcontext():
         tokens = layer_tokens(loaded, x, [layer])[layer].patches  # (B, gh, gw, C)
     if facet != TOKENS:
         b, heads, n, d = sink[0].shape
