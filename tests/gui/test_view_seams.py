@@ -219,6 +219,19 @@ def _shape_of(window, tab: str):
     return None if data is None else np.asarray(data[1], float).shape
 
 
+def _matched(window, qtbot):
+    """Compare → Match with the strip's second image as B and a point clicked on A: its map over B on screen."""
+    window.show_tab("compare")
+    page = window.compare.match
+    window.compare.pages.setCurrentWidget(page)
+    page.model.set_b(window.state.images[1].path)
+    qtbot.waitUntil(lambda: page.model.features is not None, timeout=60000)
+    page.model.click_crop(12.0, 20.0)
+    qtbot.waitUntil(lambda: page.views[1].values is not None and not workers.running_jobs(), timeout=60000)
+    assert page.views[1].values.shape == (4, 4)
+    return page
+
+
 @pytest.mark.parametrize("switch", ["model", "image"])
 def test_after_a_switch_no_view_shows_what_it_showed_before(window, qtbot, photos, switch):
     """The switches row of the matrix: a model switch (4×4 patches and 5 classes → 6×6 and 3) or an image switch,
@@ -235,6 +248,7 @@ def test_after_a_switch_no_view_shows_what_it_showed_before(window, qtbot, photo
         qtbot.waitUntil(lambda tab=tab: _shape_of(window, tab) is not None and not workers.running_jobs(),
                         timeout=60000)
     before = {tab: getattr(window, tab).export_data() for tab in SWITCH_TABS}
+    match = _matched(window, qtbot)
     if switch == "model":
         load_in_window(window, qtbot, "custom:img=48,patch=8,width=32,depth=2,heads=2,classes=3")
         new = {"predictions": (3,), "attention": (6, 6), "embeddings": (6, 6), "internals": (6, 6)}
@@ -242,8 +256,17 @@ def test_after_a_switch_no_view_shows_what_it_showed_before(window, qtbot, photo
             window.show_tab(tab)
             shape = _shape_of(window, tab)
             assert shape is None or shape[:2] == new[tab][:2], (tab, shape)
+        window.show_tab("compare")  # Compare → Match: the 6×6 map or none, never the 4×4 one
+        assert match.views[1].values is None or match.views[1].values.shape == (6, 6)
     else:
         window.state.select(window.state.images[1])
+        assert match.model.state.point is None and match.views[1].values is None  # a point of the previous A
+    window.show_tab("compare")
+    qtbot.waitUntil(lambda: match.model.features is not None and not workers.running_jobs(), timeout=60000)
+    assert match.model.features.placed[0].grid == ((6, 6) if switch == "model" else (4, 4))
+    if switch == "model":  # the point is A's: matched again with the new model
+        qtbot.waitUntil(lambda: match.views[1].values is not None, timeout=60000)
+        assert match.views[1].values.shape == (6, 6)
     for tab in SWITCH_TABS:
         window.show_tab(tab)
         qtbot.waitUntil(lambda tab=tab: _shape_of(window, tab) is not None and not workers.running_jobs(),

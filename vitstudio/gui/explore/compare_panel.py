@@ -32,6 +32,7 @@ from ..common.map_view import MapView
 from ..common.model_marks import MODEL_LIST_WIDTH
 from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
 from .layer_cka import LayerCKAWidget
+from .match_page import MatchPage
 
 # a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
 # prompt templates would keep the text tower busy for minutes on a CPU)
@@ -113,6 +114,8 @@ class ComparePanel(ExplorerPanel):
         self.pages = QTabWidget()
         self.pages.addTab(same_image, "Same image")
         self.pages.addTab(self.layers, "Layers (CKA)")
+        self.match = MatchPage(self)  # a point of one image found in another (issue 52)
+        self.pages.addTab(self.match, "Match")
         layout = QVBoxLayout(self)
         layout.addLayout(model_row)
         layout.addLayout(top)

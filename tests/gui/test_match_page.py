@@ -1,0 +1,55 @@
+"""Compare → Match (issue 52): a click on image A maps its patch's similarity over image B (the cosine computed here
+from the core's features), marks the best match and draws the mutual matches; block and facet are bound controls."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from PIL import Image
+from PySide6.QtCore import QPointF, Qt
+
+from vitstudio.core.data.images import read_image
+from vitstudio.core.dense import matching
+from vitstudio.core.models.loading import load_model
+from vitstudio.gui.explore.compare_panel import ComparePanel
+
+SPEC = "custom:img=64,patch=8,width=32,depth=2,heads=2,classes=2"  # an 8×8 grid
+
+
+def test_a_click_on_a_shows_the_cosine_over_b_and_marks_its_best_match(panel, qtbot, tmp_path):
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(2):
+        path = tmp_path / f"im{i}.png"
+        Image.fromarray(np.kron(rng.integers(0, 256, (12, 16, 3)), np.ones((4, 4, 1))).astype(np.uint8)).save(path)
+        paths.append(str(path))
+    torch.manual_seed(0)
+    loaded = load_model(SPEC, None, "cpu", "fp32")
+    compare = panel(ComparePanel, model=loaded, images=paths)
+    page = compare.match
+    compare.pages.setCurrentWidget(page)
+    assert [page.other.itemData(i) for i in range(page.other.count())] == paths  # B from the strip
+    assert page.block.maximum() == 1 and page.block.value() == 1  # the model's blocks, the last one chosen
+    page.block.setValue(0)
+    page.facet.setCurrentIndex(page.facet.findText("query"))
+    page.other.setCurrentIndex(1)
+    page.other.activated.emit(1)
+    assert (page.model.state.block, page.model.state.facet, page.model.state.other) == (0, "query", paths[1])
+    qtbot.waitUntil(lambda: page.model.features is not None, timeout=30000)
+    assert len(page.dots[1].data) == page.model.state.top == 10  # the mutual matches, on both images
+
+    view = page.views[0]  # a click at the centre of A's patch (2, 6) of the crop it shows
+    scene = view.view.mapViewToScene(QPointF(6.5 * 8, 2.5 * 8))
+    qtbot.mouseClick(view.viewport(), Qt.LeftButton, pos=view.mapFromScene(scene))
+    qtbot.waitUntil(lambda: page.model.match is not None, timeout=30000)
+
+    a, b = matching.facet_features(loaded, [read_image(p) for p in paths], 0, "query")
+    fa, fb = a.features[2, 6], b.features.reshape(64, -1)
+    expected = (fb @ fa / (np.linalg.norm(fb, axis=1) * np.linalg.norm(fa))).reshape(8, 8)
+    np.testing.assert_allclose(page.views[1].values, expected, atol=1e-5)  # the map drawn over B
+    r, c = np.unravel_index(expected.argmax(), expected.shape)
+    assert page.views[1].marker.isVisible() and page.views[1].marker.rect().topLeft() == QPointF(c * 8, r * 8)
+    assert len(page.dots[0].data) == 11 and f"{expected.max():.3f}" in page.line.text()  # matches + the point
+
+    page.top.setValue(3)  # fewer matches drawn, nothing computed again
+    assert len(page.dots[1].data) == 4 and page.model.match is not None
