@@ -9,9 +9,10 @@
    scikit-learn's LogisticRegression (lbfgs, the same L2) on the same training features, and the ratio.
 2. The same samples and split through the quick head and through Teachable Machine's recipe (core/teach/heads.py,
    transcribed from teachable-mobilenet.ts): validation accuracy and fit time side by side, and the ratio.
-3. Preview frames/s: the Teach preview's work per frame (the head on the frame's pooled features,
-   `image_probabilities`) beside `vitstudio play`'s (core/play/session.py, prediction only) on every frame of the
-   same video, demo model, unpaced; the ratio (goal ≥ 0.8).
+3. Preview frames/s: the Teach preview's work per frame (the head on the frame's pooled features, the map if one,
+   the annotated picture: core/teach/preview.py + annotate) beside `vitstudio play`'s (core/play/session.py, its
+   prediction and the same map, no picture) on every frame of the same video, demo model, unpaced, without a map and
+   with rollout; the ratio (goal ≥ 0.8).
 The digits are scikit-learn's (rendered by render_digits, up to 180 per class); caches go to a temporary folder.
 """
 
@@ -89,29 +90,38 @@ def _recipes(features) -> dict:
             "val": len(quick.split.val)}
 
 
-def _preview_rate(loaded, head, video: Path) -> tuple[float, float]:
-    """(Teach preview frames/s, `vitstudio play` frames/s) on every frame of `video`, one after the other."""
-    from PIL import Image
-
+def _preview_rate(loaded, head, video: Path, method: str | None) -> tuple[float, float, float]:
+    """Frames/s on every frame of `video`, one after the other, with the same map (None: none): the Teach preview's
+    work (the tab's job: the head's bars, the map, the annotated picture), the Play tab's (its job: analyse_frame and
+    the annotated picture) and `vitstudio play`'s (prediction and map, no --out: no picture)."""
+    from vitstudio.core.play.frames import analyse_frame, annotate
     from vitstudio.core.play.session import play
     from vitstudio.core.play.video import FrameSource
-    from vitstudio.core.teach.session import image_probabilities
+    from vitstudio.core.teach.preview import preview_frame
 
-    def teach_frames(limit=None) -> int:
+    live = (tuple(str(i) for i in range(10)), head)
+
+    def frames(work, limit=None) -> int:
         with FrameSource(str(video)) as source:
-            for n, (_index, _t, frame) in enumerate(source):
+            for n, (index, t, frame) in enumerate(source):
                 if limit is not None and n >= limit:
                     return n
-                image_probabilities(loaded, head, [Image.fromarray(frame)])
+                annotate(work(frame, index, t), 12.0, frame=frame)
         return n + 1
 
-    teach_frames(5)  # both warmed up first: the first forwards of a process are slower
-    sum(1 for _ in play(loaded, str(video), live=False, max_frames=5))
-    started = time.perf_counter()
-    teach = teach_frames() / (time.perf_counter() - started)
-    started = time.perf_counter()
-    played = sum(1 for _ in play(loaded, str(video), live=False))
-    return teach, played / (time.perf_counter() - started)
+    def teach(frame, index, t):
+        return preview_frame(loaded, live, frame, index, t, method)
+
+    def play_tab(frame, index, t):
+        return analyse_frame(loaded, frame, index, t, method)
+
+    rates = []
+    for run in (lambda limit=None: frames(teach, limit), lambda limit=None: frames(play_tab, limit),
+                lambda limit=None: sum(1 for _ in play(loaded, str(video), method, live=False, max_frames=limit))):
+        run(5)  # warmed up first: the first forwards of a process are slower
+        started = time.perf_counter()
+        rates.append(run() / (time.perf_counter() - started))
+    return tuple(rates)
 
 
 def _model(name: str):
@@ -153,10 +163,11 @@ def main() -> None:
 
             demo = next(row for name, row, _ in rows if name == "demo")
             video = moving_digits_video(Path(tmp) / "preview.avi", frames=args.preview_frames, fps=12.0)
-            teach, played = _preview_rate(_model("demo"), fit_features(demo["features"]).head, video)
-            print(f"\nPreview on {args.preview_frames} frames (demo, unpaced): Teach {teach:.1f} frames/s, "
-                  f"vitstudio play {played:.1f} frames/s, ratio {teach / played:.2f} (goal ≥ 0.8)")
-
+            for method in (None, "rollout"):
+                teach, tab, played = _preview_rate(_model("demo"), fit_features(demo["features"]).head, video, method)
+                print(f"\nPreview on {args.preview_frames} frames (demo, unpaced, map {method or 'none'}): Teach "
+                      f"{teach:.1f} frames/s; the Play tab's work {tab:.1f} frames/s, ratio {teach / tab:.2f} (goal "
+                      f"≥ 0.8); vitstudio play (no picture) {played:.1f} frames/s, ratio {teach / played:.2f}")
 
 def _print_row(row) -> None:
     name, lat, rec = row

@@ -270,3 +270,33 @@ def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(t
     demo = load_model(str(bundled_demo()), device="cpu", precision="fp32")
     with pytest.raises(ValueError, match="has no samples"):
         drain(refit(demo, create_project(tmp_path / "q", ["a", "b"])))
+
+
+def test_the_preview_frame_has_the_heads_bars_and_the_registrys_map_drawn_over_what_the_model_sees(digits):
+    """The live preview: the head's probabilities most likely first (as image_probabilities), the Attention tab's
+    rollout through the registry (`explain`) only when asked, drawn inside the model's crop of a non-square frame and
+    nowhere else (the caption bar below aside)."""
+    from vitstudio.core.analysis.explain import explain
+    from vitstudio.core.play.frames import CAPTION, annotate
+    from vitstudio.core.teach.preview import preview_frame
+
+    loaded, project, features = digits
+    result = fit_features(features)
+    digit = Image.open(project.samples["4"][0]).convert("RGB")
+    frame = np.full((40, 64, 3), 255, np.uint8)
+    frame[4:36, 16:48] = np.asarray(digit)  # a 4 in the middle of a wide frame
+    plain = preview_frame(loaded, (result.classes, result.head), frame)
+    mapped = preview_frame(loaded, (result.classes, result.head), frame, method="rollout")
+    expected = image_probabilities(loaded, result.head, [Image.fromarray(frame)])[0]
+    order = np.argsort(-expected)
+    assert plain.labels == mapped.labels == tuple(result.classes[i] for i in order) and plain.map is None
+    np.testing.assert_allclose(mapped.probs, expected[order], atol=1e-6)
+    np.testing.assert_allclose(mapped.map, explain(loaded, "rollout", Image.fromarray(frame)).array, atol=1e-6)
+    assert preview_frame(loaded, None, frame).labels == ()
+    top, left, h, w = mapped.box
+    assert h == w <= 40 and abs(left - (64 - w) / 2) <= 1 and abs(top - (40 - h) / 2) <= 1  # a centre crop, square
+    with_map, without = annotate(mapped, 12.0, frame=frame), annotate(plain, 12.0, frame=frame)
+    scale = with_map.shape[1] / frame.shape[1]
+    differs = np.any(with_map[:-CAPTION] != without[:-CAPTION], axis=(0, 2))  # which columns the map touched
+    columns = np.flatnonzero(differs)
+    assert columns.min() >= round(left * scale) and columns.max() < round((left + w) * scale) and len(columns) > 0

@@ -51,6 +51,11 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     qtbot.waitUntil(lambda: "Exported" in teach.stats.text(), timeout=60000)
     assert f"predict as the preview on all {samples} samples" in teach.stats.text(), teach.stats.text()
     assert teach.grab().size().width() == 1280
+    assert teach.view_state.method is None  # the map is off by default; chosen, the preview goes on with it
+    shown = teach.screen.pixmap().cacheKey()
+    teach.method.setCurrentIndex(teach.method.findData("rollout"))
+    assert dict(teach.jobs.request("preview"))["method"] == "rollout"
+    qtbot.waitUntil(lambda: teach.screen.pixmap().cacheKey() != shown, timeout=30000)
     teach.stop()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
     other = load_model(str(bundled_demo()), device="cpu", precision="fp32")

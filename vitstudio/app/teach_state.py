@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from vitstudio.core.analysis import registry
 from vitstudio.core.teach.project import (
     RECIPES,
     TeachProject,
@@ -35,6 +36,7 @@ class TeachState(ViewState):
     revision: int = 0  # bumped by every change to the samples: the refit's key
     recipe: str = Field("quick", choices=RECIPES, labels=("Quick head (L-BFGS)", "Teachable Machine's recipe"))
     source: str | None = None  # the preview's video file or camera:N
+    method: str | None = Field(None, valid=registry.is_registered)  # the map over the preview (None: none, the default)
     record_to: str | None = None  # the card held frames go to
     record_fps: float = Field(24.0, help="frames added per second while recording is held")
 

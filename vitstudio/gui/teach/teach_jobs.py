@@ -14,30 +14,28 @@ def refit_job(cancel, loaded, root: str, recipe: str):
     return (yield from refit(loaded, open_project(root), recipe, cancel))
 
 
-def preview_job(cancel, loaded, source: str, teach, shown: threading.Event):
-    """Yields (frame, its time in s, {class: probability} under the live head or None, frames/s) for the newest frame
-    of a video file or camera (a slow model skips frames, never queues them); returns the frames read. The head is
-    read from `teach.live_head` ((classes, head) of the newest refit) at every frame: a refit that lands mid-preview
-    is used from the next frame on."""
-    from PIL import Image
-
-    from vitstudio.core.play.frames import Rate
+def preview_job(cancel, loaded, source: str, method: str | None, teach, shown: threading.Event):
+    """Yields (frame, its time in s, {class: probability} under the live head or None, frames/s, the picture drawn:
+    the frame with `method`'s map over what the model sees and a caption with the top class and frames/s) for the
+    newest frame of a video file or camera (a slow model skips frames, never queues them); returns the frames read.
+    The head is read from `teach.live_head` ((classes, head) of the newest refit) at every frame: a refit that lands
+    mid-preview is used from the next frame on."""
+    from vitstudio.core.play.frames import Rate, annotate
     from vitstudio.core.play.video import FrameSource, LatestFrame
-    from vitstudio.core.teach.session import image_probabilities
+    from vitstudio.core.teach.preview import preview_frame
 
     latest, rate = LatestFrame(FrameSource(source)), Rate()
     shown.set()
     try:
         while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
-            _index, time_s, frame = taken
-            classes, head = teach.live_head or ((), None)
-            probs = None
-            if head is not None:
-                probs = dict(zip(classes, image_probabilities(loaded, head, [Image.fromarray(frame)])[0].tolist()))
+            index, time_s, frame = taken
+            result = preview_frame(loaded, teach.live_head, frame, index, time_s, method)
+            probs = dict(zip(result.labels, result.probs)) if result.labels else None
             fps = rate.tick()
+            picture = annotate(result, fps, frame=frame)  # off the GUI thread, as the Play tab's
             shown.wait(1.0)  # the window drew the previous frame: at most one waits, never a backlog
             shown.clear()
-            yield frame, time_s, probs, fps
+            yield frame, time_s, probs, fps, picture
         return latest.read_count
     finally:
         latest.close()

@@ -22,10 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.teach_state import TeachModel, TeachState
+from vitstudio.core.analysis import registry
+from vitstudio.core.play import play_methods
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
+from ..explore.explorer_base import method_combo
 from ..imaging import pil_to_pixmap
 from .class_card import ClassCardWidget
 from .confusion_view import ConfusionView
@@ -42,7 +45,7 @@ class TeachPanel(QWidget):
         self.view_state = TeachState()
         self.teach = TeachModel(self.view_state)
         self.jobs = workers.ViewJobs(self.view_state, {"refit": ("project", "revision", "recipe"),
-                                                       "preview": ("source",),
+                                                       "preview": ("source", "method"),
                                                        "export": ("project", "revision", "recipe")},
                                      long=("preview", "export"))
         self.cards: dict[str, ClassCardWidget] = {}
@@ -63,6 +66,11 @@ class TeachPanel(QWidget):
         for i in range(4):
             self.camera.addItem(f"Camera {i}", f"camera:{i}")
         self.camera_button, self.stop_button = QPushButton("Start"), QPushButton("Stop")
+        self.method = QComboBox()  # the map over the preview: off, or one the Play tab draws (the registry's)
+        self.method.addItem("No map", None)
+        titled = method_combo(play_methods())
+        for i in range(titled.count()):
+            self.method.addItem(titled.itemText(i), titled.itemData(i))
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Write the taught model as a timm run folder, ONNX and the seed format, and "
                                       "check each predicts as the app on every sample")
@@ -72,7 +80,8 @@ class TeachPanel(QWidget):
             top.addWidget(widget)
         top.addStretch(1)
         sources = QHBoxLayout()
-        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button):
+        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button, QLabel("Map"),
+                       self.method):
             sources.addWidget(widget)
         sources.addStretch(1)
         self.card_list = QVBoxLayout()
@@ -102,6 +111,8 @@ class TeachPanel(QWidget):
         layout.addLayout(body, 1)
         layout.addWidget(self.stats)
         bind(self.recipe, self.view_state, "recipe")
+        bind(self.method, self.view_state, "method")
+        self.view_state.events.method.connect(self._restart_preview)
         self.open_button.clicked.connect(self._choose_project)
         self.class_button.clicked.connect(self._ask_class)
         self.video_button.clicked.connect(self._choose_video)
@@ -193,6 +204,11 @@ class TeachPanel(QWidget):
         if self.teach.project is not None:
             self.stats.setText("Teaching…")
         self._refit_timer.start()
+        mark_maps(self.method, model)
+        self._restart_preview()
+
+    def _restart_preview(self, *_changed) -> None:
+        """Another model or map while previewing: the preview goes on with them."""
         if self.view_state.source is not None and self.stop_button.isEnabled():
             self.preview(self.view_state.source)
 
@@ -248,7 +264,8 @@ class TeachPanel(QWidget):
         self._shown.set()  # a preview still winding down stops waiting for the screen
         self._shown, self._latest = threading.Event(), None
         self.stop_button.setEnabled(True)
-        self.jobs.start("preview", "Teach preview", preview_job, self.state.model, source, self.teach, self._shown,
+        self.jobs.start("preview", "Teach preview", preview_job, self.state.model, source, self.view_state.method,
+                        self.teach, self._shown,
                         on_yield=self._on_frame, on_result=self._on_preview_end, on_error=self._on_preview_error)
 
     def stop(self) -> None:
@@ -271,7 +288,7 @@ class TeachPanel(QWidget):
         self.stats.setText(f"{added} frame{'s' if added != 1 else ''} added to {name}; teaching…")
 
     def _on_frame(self, value) -> None:
-        frame, time_s, _probs, _fps = value
+        frame, time_s = value[:2]
         self.teach.offer(time_s, frame)  # kept only while record is held, at the project's rate
         self._latest = value
         self._draw_timer.start()
@@ -280,9 +297,9 @@ class TeachPanel(QWidget):
         value, self._latest = self._latest, None
         if value is None:
             return
-        frame, _time_s, probs, fps = value
+        frame, _time_s, probs, fps, picture = value
         self._frame = frame
-        pixmap = pil_to_pixmap(frame)
+        pixmap = pil_to_pixmap(picture)  # the frame, the map if one is chosen, the top class and frames/s
         self.screen.setPixmap(pixmap.scaled(self.screen.size(), Qt.KeepAspectRatio, Qt.SmoothTransformation))
         for name, widget in self.cards.items():
             widget.show_probability(None if probs is None else probs.get(name))
@@ -350,3 +367,16 @@ class TeachPanel(QWidget):
 def _from_words(result) -> bool:
     """The refit gave the card names' zero-shot head (no samples to fit on yet), not a TeachResult."""
     return getattr(result, "recipe", None) == "words"
+
+
+def mark_maps(combo: QComboBox, model) -> None:
+    """The maps `model` has enabled (the reason as tooltip otherwise); "No map" always; a map it lacks falls back to
+    none."""
+    from vitstudio.core.analysis.applicability import why_not
+
+    for i in range(1, combo.count()):
+        reason = why_not(model.model, combo.itemData(i))
+        combo.model().item(i).setEnabled(reason is None)
+        combo.setItemData(i, reason or registry.get(combo.itemData(i)).help, Qt.ToolTipRole)
+    if not combo.model().item(combo.currentIndex()).isEnabled():
+        combo.setCurrentIndex(0)
