@@ -18,6 +18,7 @@ from .evented import Emitter
 from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, similar_job
 from .folder_states import FILTER_DEFAULTS, FolderState, offered_classes
 from .jobs import KeyedJobs, Runner
+from .map_selection import rows_in_polygon
 from .notices import describe
 
 if TYPE_CHECKING:
@@ -150,10 +151,13 @@ class FolderModel:
     def open_again(self) -> None:
         self.open_paths(list(self.state.paths))
 
-    def _on_state(self, name: str, _value) -> None:
+    def _on_state(self, name: str, value) -> None:
         if name in ("model", "paths"):
             self.forget()
         elif name in FILTER_DEFAULTS:
+            self.apply_filters()
+        elif name == "lasso" and not value and self.map_rows is not None:
+            self.map_rows = None  # back to the box: what it holds is the selection again
             self.apply_filters()
 
     def forget(self) -> None:
@@ -172,8 +176,8 @@ class FolderModel:
             return
         s = self.state
         rows = self.results.select(s.predicted, s.min_conf, correct=s.correct)
-        inside = self.map_rows if self.map_rows is not None else self.rows_in_box()
-        if s.follow_map and inside is not None:
+        inside = self.selected_on_map()
+        if inside is not None:
             rows = np.intersect1d(rows, inside)
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
@@ -184,6 +188,13 @@ class FolderModel:
         self.map_rows = self.group_rows = None
         if not self.state.update(**FILTER_DEFAULTS):
             self.apply_filters()  # nothing was set, but the map box is gone
+
+    def selected_on_map(self) -> np.ndarray | None:
+        """What the table follows on the map: the rows selected there (a box drag, a lasso), else the box as placed;
+        None while the table does not follow the map."""
+        if not self.state.follow_map:
+            return None
+        return self.map_rows if self.map_rows is not None else self.rows_in_box()
 
     def rows_in_box(self) -> np.ndarray | None:
         if self.box is None or self.coords is None:
@@ -203,6 +214,11 @@ class FolderModel:
             self.state.follow_map = True  # the box is a filter: it is what the user is doing
         else:
             self.apply_filters()
+
+    def select_lasso(self, polygon) -> None:
+        """A free-form outline drawn on the map, (M, 2) in the map's coordinates: the points inside it."""
+        if self.coords is not None:
+            self.select_on_map(rows_in_polygon(self.coords, polygon))
 
     def show_only(self, rows) -> None:
         """Just these rows (a duplicate group, the suggestions to label next); None shows all again."""

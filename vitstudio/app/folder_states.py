@@ -25,6 +25,8 @@ class FolderState(ViewState):
     correct: bool | None = None  # None: all images; True: correct ones; False: mistakes
     follow_map: bool = False
     colour_by: str = Field(COLOUR_BY[0], choices=COLOUR_BY)  # the map's colours
+    lasso: bool = False  # a drag on the map draws an outline that selects (else it pans the map)
+    gallery: bool = False  # the folder shown as a grid of thumbnails instead of the table
 
 
 def offered_classes(classes) -> dict:

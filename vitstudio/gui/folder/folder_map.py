@@ -1,6 +1,7 @@
 """The embedding map of a folder: one dot per image (pyqtgraph), coloured by given label, prediction, correctness
-or confidence; hovering names the image in a tooltip, a box (drag its corners) selects the images inside it.
-Categories are named in a legend beside the plot (never over the dots); confidence gets a colour bar."""
+or confidence; hovering names the image in a tooltip, a box (drag its corners) or a lasso (map_lasso.py) selects
+the images inside it. Categories are named in a legend beside the plot (never over the dots), with how many of each
+the selection holds; confidence gets a colour bar."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from PySide6.QtCore import QSize, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
+from vitstudio.app.map_selection import counts_inside
 from vitstudio.core.folder.results import FolderResults
+
+from .map_lasso import LassoViewBox
 
 EMPTY = "Open a folder: every image appears here, placed by its features"
 CONFIDENCE_MAP = "viridis"
@@ -61,9 +65,14 @@ def describe_image(results: FolderResults, row: int) -> str:
 class FolderMapWidget(pg.PlotWidget):
     hovered = Signal(int)  # image index
     box_moved = Signal(float, float, float, float)  # the user's drag: x, y, width, height (the model selects)
+    lasso_drawn = Signal(object)  # the outline drawn, (M, 2) in the map's coordinates (the model selects)
 
     def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+        self.lasso = LassoViewBox()
+        super().__init__(parent, viewBox=self.lasso)
+        self.lasso.lasso_drawn.connect(self.lasso_drawn)
+        self.groups: list = []  # what the legend names: (name, RGB, rows) per colour
+        self.selected: np.ndarray | None = None  # the rows selected on the map, counted in the legend
         self.setMinimumSize(240, 200)
         self.items: list[pg.ScatterPlotItem] = []
         self.coords = np.zeros((0, 2), np.float32)
@@ -90,16 +99,19 @@ class FolderMapWidget(pg.PlotWidget):
                    box: tuple | None = None) -> None:
         """The points, coloured by `groups`, and the box where the Folder model placed it (x, y, width, height)."""
         self.coords = np.asarray(coords, np.float32)
+        self.selected = None  # a selection on another map selects nothing here
+        self.lasso.clear_outline()
         self.set_groups(groups, scale)
         if not len(self.coords):
             self.box.setVisible(False)
             self.setTitle(EMPTY, size="9pt")
             return
-        self.setTitle(f"{len(self.coords)} images ({method.upper()}); drag the box to select", size="9pt")
+        self.setTitle(f"{len(self.coords)} images ({method.upper()}); drag the box, or draw with Lasso, to select",
+                      size="9pt")
         if box is not None:  # placed without 'finished' signals: only the user's drags select
             self.box.setPos(box[:2], update=False, finish=False)
             self.box.setSize(box[2:], finish=False)
-        self.box.setVisible(box is not None)
+        self.box.setVisible(box is not None and not self.lasso.lasso_on)
         self.autoRange()
 
     def set_groups(self, groups: list, scale: bool = False) -> None:
@@ -109,8 +121,8 @@ class FolderMapWidget(pg.PlotWidget):
             self.removeItem(item)
         self.items = []
         self._show_colour_bar(scale and bool(len(self.coords)))
-        self.legend.setText("" if scale or not len(self.coords) else "   ".join(
-            f"<span style='color: rgb{tuple(rgb)}'>●</span>&nbsp;{name} ({len(idx)})" for name, rgb, idx in groups))
+        self.groups = [] if scale else list(groups)
+        self._write_legend()
         if not len(self.coords):
             return
         for name, rgb, idx in groups:
@@ -119,6 +131,31 @@ class FolderMapWidget(pg.PlotWidget):
             item.sigHovered.connect(self._on_hover)
             self.addItem(item)
             self.items.append(item)
+
+    def set_lasso(self, on: bool) -> None:
+        """The lasso or the box: one tool on the map at a time (the box hidden while the lasso draws)."""
+        self.lasso.set_lasso(on)
+        self.box.setVisible(not on and bool(len(self.coords)))
+        if not on:
+            self.lasso.clear_outline()
+
+    def show_selected(self, rows: np.ndarray | None) -> None:
+        """The rows selected on the map (None: none); the legend counts them per colour. No rows: the outline goes."""
+        self.selected = None if rows is None else np.asarray(rows)
+        if rows is None:
+            self.lasso.clear_outline()
+        self._write_legend()
+
+    def _write_legend(self) -> None:
+        """Each colour's name and count: "7 (12 of 40)" while a selection holds 12 of its 40 images."""
+        if not len(self.coords) or not self.groups:
+            self.legend.setText("")
+            return
+        inside = counts_inside([idx for _n, _rgb, idx in self.groups], self.selected)
+        self.legend.setText("   ".join(
+            f"<span style='color: rgb{tuple(rgb)}'>●</span>&nbsp;{name} "
+            f"({len(idx) if self.selected is None else f'{k} of {len(idx)}'})"
+            for (name, rgb, idx), k in zip(self.groups, inside)))
 
     def _show_colour_bar(self, shown: bool) -> None:
         """Hidden, the layout gives the plot its width back. Not taken out of the layout: every move in or out of
@@ -132,6 +169,7 @@ class FolderMapWidget(pg.PlotWidget):
         return self.describe(int(data)) if self.describe is not None else ""
 
     def _on_box(self, *_):
+        self.lasso.clear_outline()  # the box selects now
         (x, y), (w, h) = self.box.pos(), self.box.size()
         self.box_moved.emit(float(x), float(y), float(w), float(h))
 

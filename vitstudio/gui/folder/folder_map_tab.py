@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtGui import QImage, QPixmap
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from .. import workers
 from .folder_map import FolderMapWidget, describe_image
-from .folder_table import thumbnails
+from .thumbnail_cache import thumbnails
 
 
 class FolderMapTabWidget(QWidget):
@@ -18,6 +18,9 @@ class FolderMapTabWidget(QWidget):
         self.map = FolderMapWidget()
         self._thumbnail = workers.KeyedSlot()
         self.colour_by = QComboBox()  # its items: the colour_by field's choices (bind)
+        self.lasso_button = QPushButton("Lasso", checkable=True)  # bound to the Folder state's `lasso`
+        self.lasso_button.setToolTip("On: a drag on the map draws round the images to select (the table and gallery "
+                                     "follow). Off: a drag pans the map.")
         self.hover = QLabel()
         # a long file name under the pointer is cut, not allowed to widen the pane (and the splitter) for good
         self.hover.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
@@ -28,6 +31,7 @@ class FolderMapTabWidget(QWidget):
         row = QHBoxLayout()
         row.addWidget(QLabel("Colour by"))
         row.addWidget(self.colour_by)
+        row.addWidget(self.lasso_button)
         row.addWidget(self.hover, 1)
         row.addWidget(self.hover_image)
         box.addLayout(row)

@@ -29,6 +29,7 @@ from .. import workers
 from .file_operations import FileOperations
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
+from .folder_gallery import TableOrGalleryWidget
 from .folder_map import colour_groups, describe_image
 from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
@@ -80,6 +81,7 @@ class FolderPanel(QWidget):
         fm.similar_ready.connect(self._on_similar)
         fm.review_ready.connect(self._on_review)
         fm.relocated.connect(self._on_relocated)
+        fm.row_selected.connect(self._on_selected)
         self.view_state.events.colour_by.connect(lambda _by: self._recolour())
 
     # -- construction --------------------------------------------------------------------------------
@@ -88,7 +90,7 @@ class FolderPanel(QWidget):
         self._build_table()
         self._build_side()
         split = QSplitter(Qt.Horizontal)
-        split.addWidget(self.table)
+        split.addWidget(self.browse)
         split.addWidget(self.side)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
@@ -124,6 +126,8 @@ class FolderPanel(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         for column, width in enumerate((52, 112, 64, 76, 56, 56)):  # at 1280×720 confidence stays in sight
             self.table.setColumnWidth(column, width)
+        self.browse = TableOrGalleryWidget(self.table, self.model)  # the same rows as a grid of thumbnails
+        self.gallery = self.browse.gallery
 
     def _build_side(self) -> None:
         """Map (colour choice, hover preview), similar images, label review, duplicates, labels, layers, concepts,
@@ -143,12 +147,15 @@ class FolderPanel(QWidget):
         self.sort_button.clicked.connect(self._sort_dialog)
         self.csv_button.clicked.connect(self._export_csv)
         self.review_button.clicked.connect(self.start_review)
-        bind_filters(self.toolbar, self.colour_by, self.view_state)
+        bind_filters(self.toolbar, self.map_tab, self.browse, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
         self.map.box_moved.connect(self.folder_model.move_box)
+        self.map.lasso_drawn.connect(self.folder_model.select_lasso)
         self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
+        self.gallery.row_picked.connect(self._pick)  # one selection: the Folder model's, the table and grid follow
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
+        self.gallery.doubleClicked.connect(self._explain_row)  # its rows are the table's, in the table's order
         self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
         self.info.linkActivated.connect(lambda _link: self.open_paths(list(self.view_state.paths)))  # open again
         self.review_tab.open_in_explorer.connect(self.open_in_explorer)
@@ -237,6 +244,7 @@ class FolderPanel(QWidget):
     def _show_rows(self, rows) -> None:
         self.model.set_allowed(rows)
         self.toolbar.show_count(len(rows), len(self.results))
+        self.map.show_selected(self.folder_model.selected_on_map())
 
     # -- filters, map, similar -----------------------------------------------------------------------
     def apply_filters(self) -> None:
@@ -271,11 +279,23 @@ class FolderPanel(QWidget):
             index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
 
     def _on_row(self, current, _previous) -> None:
-        if self.embedded is None or not current.isValid():
+        if current.isValid():
+            self._pick(self.model.source_row(current.row()))
+
+    def _pick(self, row: int) -> None:
+        """A row made current in the table or the gallery: the Folder model's selection (`_on_selected` follows)."""
+        if self.embedded is not None and row != self.folder_model.selected:
+            self.folder_model.select(row)
+
+    def _on_selected(self, row: int | None) -> None:
+        """The folder's current image, wherever it was chosen: the table, the gallery and the similar images show it."""
+        if row is None or self.results is None:
             return
-        row = self.model.source_row(current.row())
         self.similar_tab.show_query(self.results.paths[row], describe_image(self.results, row).split("\n", 1)[1])
-        self.folder_model.select(row)
+        current = self.table.currentIndex()
+        if not current.isValid() or self.model.source_row(current.row()) != row:  # keeps a table's multi-selection
+            self.select_row(row)
+        self.gallery.show_row(row)
 
     def _explain_row(self, index) -> None:
         self.open_in_explorer.emit(self.results.paths[self.model.source_row(index.row())])

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
 
 from .. import workers
 from ..common.image_strip import letterboxed
-from .folder_table import thumbnail_job
+from .thumbnail_cache import thumbnail_job
 
-ICON = 96  # thumbnails decode at most this side (folder_table.thumbnails)
+ICON = 96  # thumbnails decode at most this side (thumbnail_cache.thumbnails)
 CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption
 ITEM = CELL - QSize(6, 6)  # a margin inside each cell
 QUERY_ICON = 128

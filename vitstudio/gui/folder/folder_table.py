@@ -7,36 +7,15 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QImage, QPixmap
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QColor, QFont
 
 from vitstudio.core.folder.results import FolderResults
 
-from .. import workers
+from .thumbnail_cache import THUMB, ThumbnailCache
 
 COLUMNS = ("", "file", "predicted", "confidence", "given", "margin")
-THUMB = 48
-THUMBS_KEPT = 4000  # about 37 MB of pixmaps
 DISAGREES = QColor(200, 30, 30)  # a QColor: a bare Qt.red is not converted to the brush the view asks for
-
-
-def thumbnail_job(cancel, paths: list[str], side: int = THUMB):
-    """The keyed-job form of `thumbnails` (inputs after the cancel token)."""
-    return thumbnails(paths, cancel, side)
-
-
-def thumbnails(paths: list[str], cancel, side: int = THUMB):
-    """Runs in a worker: (path, RGB uint8 array ≤ `side` px) per file, None for unreadable ones."""
-    from vitstudio.core.data.images import ImageReadError, read_image
-
-    for path in paths:
-        cancel.raise_if_cancelled()
-        try:
-            img = read_image(path)
-            img.thumbnail((side, side))
-            yield path, np.asarray(img.convert("RGB"))
-        except ImageReadError:
-            yield path, None
 
 
 class ResultsModel(QAbstractTableModel):
@@ -51,16 +30,14 @@ class ResultsModel(QAbstractTableModel):
         self._allowed: np.ndarray | None = None
         self._sort: tuple[int, Qt.SortOrder] | None = None
         self._correct = np.zeros(0, int)
-        self._pixmaps: dict[str, QPixmap | None] = {}
-        self._wanted: dict[str, int] = {}
-        self._loader = workers.KeyedSlot(workers.LONG)
-        self._timer = QTimer(self, singleShot=True, interval=60, timeout=self._load_wanted)
+        self.thumbs = ThumbnailCache(THUMB, self)
+        self.thumbs.ready.connect(self._on_thumbnail)
         self.labelled: dict[str, str] = {}  # path -> the label given on the Labels tab (shown in bold as "given")
 
     def set_results(self, results: FolderResults | None) -> None:
         self.results = results
         self._correct = results.correct() if results is not None else np.zeros(0, int)
-        self._wanted.clear()
+        self.thumbs.forget_wanted()
         self._allowed = None
         self._refresh()
 
@@ -152,27 +129,8 @@ class ResultsModel(QAbstractTableModel):
 
     # thumbnails: asked for by the view as rows come on screen, decoded off the GUI thread
     def _thumbnail(self, path: str, view_row: int):
-        if path in self._pixmaps:
-            return self._pixmaps[path]
-        self._wanted[path] = view_row
-        if not self._timer.isActive():
-            self._timer.start()
-        return None
+        return self.thumbs.get(path, view_row)
 
-    def _load_wanted(self) -> None:
-        wanted = list(self._wanted)[-256:]  # the latest rows scrolled to
-        self._loader.start(tuple(wanted), "Thumbnails", thumbnail_job, wanted, THUMB, on_yield=self._on_thumbnail)
-
-    def _on_thumbnail(self, item) -> None:
-        path, array = item
-        pixmap = None
-        if array is not None:
-            h, w, _ = array.shape
-            pixmap = QPixmap.fromImage(QImage(array.tobytes(), w, h, 3 * w, QImage.Format_RGB888))
-        self._pixmaps[path] = pixmap
-        if len(self._pixmaps) > THUMBS_KEPT:  # scrolling through 100k rows must not keep 100k pixmaps
-            for old in list(self._pixmaps)[:len(self._pixmaps) - THUMBS_KEPT]:
-                del self._pixmaps[old]
-        row = self._wanted.pop(path, None)
-        if row is not None and row < len(self.rows) and self.results.paths[self.rows[row]] == path:
+    def _on_thumbnail(self, path: str, row: int) -> None:
+        if row < len(self.rows) and self.results.paths[self.rows[row]] == path:
             self.dataChanged.emit(self.index(row, 0), self.index(row, 0), [Qt.DecorationRole])

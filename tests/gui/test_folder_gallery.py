@@ -1,0 +1,88 @@
+"""The Folder tab's gallery and the map's lasso (issue 50 items 2 and 3), driven by the mouse on one panel: an outline
+drawn on the map filters the table and the gallery to the points inside it (matplotlib's Path on the outline drawn),
+the legend counts them per colour, the gallery shows the table's rows in the table's order, and one selection runs
+through the gallery, the table and the Folder model."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pyqtgraph as pg
+from matplotlib.path import Path
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from tests.gui.helpers import settle
+from vitstudio.core.models.demo import bundled_demo, render_digits
+
+
+def _drag(plot, view_points) -> None:
+    """A left-button drag through `view_points` (map coordinates), as the mouse sends it to the plot's viewport."""
+    viewport = plot.viewport()
+    pixels = [plot.mapFromScene(plot.lasso.mapViewToScene(pg.Point(*p))) for p in view_points]
+
+    def send(kind, pos, button, buttons):
+        QApplication.sendEvent(viewport, QMouseEvent(kind, QPointF(pos), QPointF(viewport.mapToGlobal(pos)), button,
+                                                     buttons, Qt.NoModifier))
+
+    send(QEvent.MouseButtonPress, pixels[0], Qt.LeftButton, Qt.LeftButton)
+    for pos in pixels[1:]:
+        send(QEvent.MouseMove, pos, Qt.NoButton, Qt.LeftButton)
+    send(QEvent.MouseButtonRelease, pixels[-1], Qt.LeftButton, Qt.NoButton)
+
+
+def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(panel, qtbot, tmp_path, monkeypatch):
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", -1)  # a synthetic drag's moves come in microseconds
+    folder = panel(FolderPanel, model=bundled_demo())
+    folder.resize(1280, 720)
+    folder.open_folder(str(render_digits(tmp_path / "digits", per_class=4)))
+    settle(qtbot)
+    results, coords = folder.results, folder.coords
+    assert coords is not None and len(coords) == 40
+    folder.side.setCurrentWidget(folder.map_tab)
+    folder.map_tab.lasso_button.click()
+    assert folder.view_state.lasso and not folder.map.box.isVisible()  # one tool at a time
+    centre, spread = coords.mean(0), coords.std(0)
+    circle = [centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 30)]
+    _drag(folder.map, circle)
+    outline = np.asarray(folder.map.lasso._drawn)
+    inside = np.flatnonzero(Path(outline).contains_points(coords.astype(np.float64)))
+    assert 3 < len(inside) < 40 and folder.view_state.follow_map
+    assert sorted(folder.visible_rows()) == inside.tolist()
+    # the legend: per predicted class, how many the outline holds of how many there are
+    held, total = Counter(results.predicted_labels()[inside].tolist()), Counter(results.predicted_labels().tolist())
+    legend = dict((name, (int(k), int(n))) for name, k, n in
+                  re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.map.legend.text()))
+    assert legend == {name: (held[name], total[name]) for name in total}
+
+    # the gallery: the table's rows, in its order; the sort chosen in the gallery is the table's
+    folder.browse.gallery_button.click()
+    assert folder.view_state.gallery and folder.browse.stack.currentWidget() is folder.gallery
+    gallery = folder.gallery.model()
+    assert [gallery.source_row(i) for i in range(gallery.rowCount())] == folder.visible_rows()
+    folder.browse.sort.setCurrentIndex(folder.browse.sort.findText("confidence ↓"))
+    folder.browse.sort.activated.emit(folder.browse.sort.currentIndex())
+    header = folder.table.horizontalHeader()
+    assert (header.sortIndicatorSection(), header.sortIndicatorOrder()) == (3, Qt.DescendingOrder)
+    order = [gallery.source_row(i) for i in range(gallery.rowCount())]
+    assert order == folder.visible_rows() and np.all(np.diff(results.confidence[order]) <= 0)
+    first = gallery.index(0, 0)
+    assert gallery.data(first) == f"{results.predicted_label(order[0])} {results.confidence[order[0]]:.0%}"
+    qtbot.waitUntil(lambda: gallery.data(first, Qt.DecorationRole) is not None, timeout=20000)  # decoded for it
+
+    # one selection: a click in the grid is the Folder model's row and the table's current row
+    rect = folder.gallery.visualRect(gallery.index(2, 0))
+    qtbot.mouseClick(folder.gallery.viewport(), Qt.LeftButton, pos=rect.center())
+    assert folder.folder_model.selected == order[2]
+    assert folder.model.source_row(folder.table.currentIndex().row()) == order[2]
+    folder.select_row(order[1])  # and the table's choice is the grid's
+    assert folder.folder_model.selected == order[1] and folder.gallery.currentIndex().row() == 1
+
+    folder.map_tab.lasso_button.click()  # back to the box: it selects again, the outline goes
+    assert folder.map.box.isVisible() and sorted(folder.visible_rows()) == folder.folder_model.rows_in_box().tolist()
+    assert not len(folder.map.lasso._drawn)

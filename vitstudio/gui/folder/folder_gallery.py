@@ -1,0 +1,179 @@
+"""The Folder tab's gallery: the rows the table shows — the same filters, in the same order (it reads the table's
+rows) — as a grid of thumbnails with each image's prediction and confidence under it (red where its folder says
+otherwise). Virtualised: a QListView in icon mode over a list model asks only for the cells on screen, and only
+their thumbnails are decoded, in the background (thumbnail_cache.py). Beside it, a Table | Gallery switch (bound to
+the Folder state's `gallery`) and, for the gallery, the table's sort as a list (the table's header is hidden)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QAbstractListModel, QItemSelectionModel, QModelIndex, QSize, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QButtonGroup,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListView,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .folder_map import describe_image
+from .folder_table import COLUMNS, DISAGREES
+from .thumbnail_cache import ThumbnailCache
+
+ICON = 96  # a 32-px digit is scaled up to it, a photo's thumbnail decoded at it
+CELL = QSize(ICON + 14, ICON + 26)  # the thumbnail and one line of caption
+ITEM = CELL - QSize(6, 6)  # every item's size, given before its thumbnail arrives (else it is laid out text-high)
+SORTS = [(column, order, f"{COLUMNS[column]} {'↑' if order == Qt.AscendingOrder else '↓'}")
+         for column in range(1, len(COLUMNS)) for order in (Qt.AscendingOrder, Qt.DescendingOrder)]
+
+
+def caption(results, row: int) -> str:
+    """What a cell says under its picture: the prediction and its confidence (the given label without a head)."""
+    if not results.has_predictions:
+        return results.given[row] or "–"
+    return f"{results.predicted_label(row)} {results.confidence[row]:.0%}"
+
+
+class GalleryModel(QAbstractListModel):
+    """One item per row the table shows (`table_model.rows`, in its order); reset with the table's model."""
+
+    def __init__(self, table_model, parent=None) -> None:
+        super().__init__(parent)
+        self.table_model = table_model
+        self.thumbs = ThumbnailCache(ICON, self, letterbox=True)
+        self.thumbs.ready.connect(self._on_thumbnail)
+        self._results, self._correct = None, np.zeros(0, int)
+        table_model.modelAboutToBeReset.connect(self.beginResetModel)
+        table_model.modelReset.connect(self._reset)
+
+    def _reset(self) -> None:
+        self.thumbs.forget_wanted()
+        results = self.table_model.results
+        if results is not self._results:
+            self._results = results
+            self._correct = results.correct() if results is not None else np.zeros(0, int)
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex | None = None) -> int:  # noqa: N802 (Qt's name)
+        return 0 if (parent is not None and parent.isValid()) else len(self.table_model.rows)
+
+    def source_row(self, view_row: int) -> int:
+        return self.table_model.source_row(view_row)
+
+    def data(self, index: QModelIndex, role=Qt.DisplayRole):
+        res, rows = self.table_model.results, self.table_model.rows
+        if res is None or not 0 <= index.row() < len(rows):
+            return None
+        r = int(rows[index.row()])
+        if role == Qt.DecorationRole:
+            return self.thumbs.get(res.paths[r], index.row())
+        if role == Qt.DisplayRole:
+            return caption(res, r)
+        if role == Qt.ToolTipRole:
+            return describe_image(res, r)
+        if role == Qt.SizeHintRole:
+            return ITEM
+        if role == Qt.ForegroundRole and self._correct[r] == 0:
+            return DISAGREES
+        return None
+
+    def _on_thumbnail(self, path: str, row: int) -> None:
+        res, rows = self.table_model.results, self.table_model.rows
+        if res is not None and row < len(rows) and res.paths[rows[row]] == path:
+            index = self.index(row, 0)
+            self.dataChanged.emit(index, index, [Qt.DecorationRole])
+
+
+class FolderGalleryView(QListView):
+    row_picked = Signal(int)  # the source row the user made current
+
+    def __init__(self, table_model, parent=None) -> None:
+        super().__init__(parent)
+        self.setViewMode(QListView.IconMode)
+        self.setFlow(QListView.LeftToRight)
+        self.setWrapping(True)
+        self.setResizeMode(QListView.Adjust)
+        self.setMovement(QListView.Static)
+        self.setUniformItemSizes(True)  # one size for every cell: 100k items are laid out without asking each
+        self.setGridSize(CELL)
+        self.setIconSize(QSize(ICON, ICON))
+        self.setTextElideMode(Qt.ElideRight)
+        self.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.gallery_model = GalleryModel(table_model, self)
+        self.setModel(self.gallery_model)
+        self.selectionModel().currentChanged.connect(self._on_current)
+
+    def _on_current(self, current, _previous) -> None:
+        if current.isValid():
+            self.row_picked.emit(self.gallery_model.source_row(current.row()))
+
+    def show_row(self, source_row: int) -> None:
+        """Make `source_row` current (the row selected elsewhere: the table, the map), scrolled to; nothing when the
+        filters hide it."""
+        view_row = self.gallery_model.table_model.view_row(source_row)
+        if view_row is None:
+            return
+        index = self.gallery_model.index(view_row, 0)
+        if index != self.currentIndex():
+            self.selectionModel().setCurrentIndex(index, QItemSelectionModel.ClearAndSelect)
+        self.scrollTo(index)
+
+
+class TableOrGalleryWidget(QWidget):
+    """The table or the gallery of the same rows; `gallery_button` is bound to the Folder state's `gallery`."""
+
+    def __init__(self, table, table_model, parent=None) -> None:
+        super().__init__(parent)
+        self.table = table
+        self.gallery = FolderGalleryView(table_model)
+        self.table_button = QPushButton("Table", checkable=True, checked=True)
+        self.gallery_button = QPushButton("Gallery", checkable=True)
+        self.gallery_button.setToolTip("The images shown as a grid of thumbnails, with the prediction and its "
+                                       "confidence under each: the table's rows, filters and order")
+        group = QButtonGroup(self)  # exclusive: checking one unchecks the other (the bound one says which)
+        group.addButton(self.table_button)
+        group.addButton(self.gallery_button)
+        self.sort = QComboBox()
+        for _column, _order, text in SORTS:
+            self.sort.addItem(text)
+        self.sort.activated.connect(self._sort_chosen)  # the user's choice only: the header's changes show below
+        table.horizontalHeader().sortIndicatorChanged.connect(self._show_sort)
+        self.sort_label = QLabel("Sort by")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(table)
+        self.stack.addWidget(self.gallery)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        for w in (self.table_button, self.gallery_button, self.sort_label, self.sort):
+            row.addWidget(w)
+        row.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(row)
+        layout.addWidget(self.stack, 1)
+        self._show_sort(*self._indicator())
+        self.show_gallery(False)
+
+    def show_gallery(self, shown: bool) -> None:
+        self.stack.setCurrentWidget(self.gallery if shown else self.table)
+        self.table_button.setChecked(not shown)
+        for w in (self.sort_label, self.sort):  # the table sorts by its header
+            w.setVisible(shown)
+
+    def _indicator(self):
+        header = self.table.horizontalHeader()
+        return header.sortIndicatorSection(), header.sortIndicatorOrder()
+
+    def _sort_chosen(self, index: int) -> None:
+        column, order, _text = SORTS[index]
+        self.table.sortByColumn(column, order)  # one sort: the table's (its header shows it too)
+
+    def _show_sort(self, column: int, order) -> None:
+        found = [i for i, (c, o, _t) in enumerate(SORTS) if (c, o) == (column, order)]
+        if found:
+            self.sort.setCurrentIndex(found[0])
