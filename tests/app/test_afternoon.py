@@ -13,12 +13,12 @@ from tests.conftest import TINY_SPEC
 def test_an_afternoon_without_a_window(tmp_path):
     from vitstudio.core.models.demo import render_digits
 
-    folder = render_digits(tmp_path / "digits", per_class=6)
+    folder = render_digits(tmp_path / "digits", per_class=4)
     out = subprocess.run([sys.executable, "-m", "tests.app.afternoon", str(folder), str(tmp_path / "runs"), TINY_SPEC],
                          capture_output=True, text=True, timeout=300, check=True)
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["qt"] == [] and seen["errors"] == []  # no Qt module was ever imported, nothing went wrong
-    assert seen["images"] == 60 and seen["map"] == [60, 2] and seen["fit"]  # scanned, mapped, judged
+    assert seen["images"] == 40 and seen["map"] == [40, 2] and seen["fit"]  # scanned, mapped, judged
     assert seen["filtered_all_threes"] and seen["follows_box"]  # a filter, then the map's box, leave their rows
     assert seen["labelled"] > 0 and seen["head"] and seen["suggested"] == 4  # labelled on the map, head fitted
     assert seen["learn_refused"] is None and seen["concepts"] == 32  # learned and opened
