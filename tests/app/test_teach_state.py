@@ -32,11 +32,15 @@ def test_each_change_is_a_new_refit_and_the_project_reopens_as_left(tmp_path):
     requests.append(teach.refit_request())
     teach.set_recipe("teachable-machine")
     requests.append(teach.refit_request())
+    assert teach.state.augment is False  # augmentation off by default, as the anchors
+    teach.set_augment(True)
+    requests.append(teach.refit_request())
     assert len(set(requests)) == len(requests)  # every change asks for its own refit: an older one is discarded
     assert [(c.name, c.count) for c in teach.cards()] == [("cat", 12), ("dog", 0)]
     again = TeachModel()  # after a restart
     again.open(tmp_path / "p")
     assert again.state.recipe == "teachable-machine" and again.project.samples == teach.project.samples
+    assert again.state.augment is True and again.project.settings.augment is True
     assert len(again.cards()[0].thumbnails) == 6
     again.live_head = ("cat", "dog"), object()
     again.open(tmp_path / "other")  # another project: the head taught on the previous one is dropped

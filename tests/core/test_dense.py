@@ -19,6 +19,7 @@ from pycocotools import mask as coco_mask
 from tests.core.generators import drain
 from tests.core.planted_shapes import mean_iou, planted_folder
 from vitstudio.cli import main
+from vitstudio.core.analysis.applicability import why_not
 from vitstudio.core.concepts.tokens import collect_tokens
 from vitstudio.core.dense import matching
 from vitstudio.core.dense.painted import UNPAINTED
@@ -163,6 +164,20 @@ def test_a_block_without_separate_keys_refuses_the_key_facet():
     vit = SimpleNamespace(model=beit)
     assert "no separate keys" in matching.facet_refusal(vit, 0, "key")
     assert matching.facet_refusal(vit, 0, "token") is None and "not 'value'" in matching.facet_refusal(vit, 0, "value")
+    assert "no separate keys" in why_not(beit, "facet-similarity")  # the registry's entry is greyed with it
+
+
+def test_the_key_query_similarity_entry_is_the_cosine_within_one_image(loaded, planted):
+    """The registry's facet-similarity (what Attention and explain show): one patch's key or query against every
+    patch's of the same image, equal to the cosine of the block's own qkv computed here."""
+    from vitstudio.core.analysis.explain import explain
+
+    image = Image.open(sorted(planted[1])[0]).convert("RGB")
+    for facet in ("key", "query"):
+        f = _by_hand(loaded, image, 0)[facet]
+        expected = F.cosine_similarity(f[3 * 8 + 5][None], f, dim=-1).reshape(8, 8).numpy()
+        exp = explain(loaded, "facet-similarity", image, layer=0, patch=(3, 5), facet=facet)
+        np.testing.assert_allclose(exp.array, expected, atol=1e-5)
 
 
 def test_five_painted_images_segment_planted_shapes(loaded, planted, tmp_path):

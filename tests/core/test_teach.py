@@ -300,3 +300,40 @@ def test_the_preview_frame_has_the_heads_bars_and_the_registrys_map_drawn_over_w
     differs = np.any(with_map[:-CAPTION] != without[:-CAPTION], axis=(0, 2))  # which columns the map touched
     columns = np.flatnonzero(differs)
     assert columns.min() >= round(left * scale) and columns.max() < round((left + w) * scale) and len(columns) > 0
+
+
+def test_augmentation_is_off_by_default_and_fits_on_views_of_the_training_samples(digits, monkeypatch):
+    """The head is fitted on the training samples' own features unless the project asks for augmentation; then also on
+    two views of each: with every view flipped and uncropped, each equals the mirrored sample's features computed here
+    through the eval path (PIL's mirror), and the head moves; with the real crop and flip most views differ from their
+    sample. Validation is never augmented."""
+    from dataclasses import replace
+
+    from PIL import ImageOps
+
+    from vitstudio.core.teach import augment, heads
+    from vitstudio.core.teach.session import fit_project, image_features
+
+    loaded, project, features = digits
+    fitted, quick = [], heads.FITTERS["quick"]
+    monkeypatch.setitem(heads.FITTERS, "quick", lambda x, y, n, cancel=None: fitted.append((x, y)) or
+                        quick(x, y, n, cancel))
+    plain = fit_project(loaded, project, features)
+    train, labels = plain.split.train, features.labels
+    assert project.settings.augment is False and np.array_equal(fitted[-1][0], features.features[train])
+    on = replace(project, settings=replace(project.settings, augment=True))
+    view = augment.VIEW
+    monkeypatch.setattr(augment, "VIEW", dict(scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=1.0))
+    flipped = fit_project(loaded, on, features)
+    x, y = fitted[-1]
+    n = len(train)
+    assert x.shape == (3 * n, features.features.shape[1]) and np.array_equal(flipped.split.val, plain.split.val)
+    assert np.array_equal(y, np.concatenate([labels[train], np.repeat(labels[train], 2)]))
+    np.testing.assert_array_equal(x[:n], features.features[train])
+    mirrored = image_features(loaded, [ImageOps.mirror(Image.open(features.paths[i]).convert("RGB"))
+                                       for i in train[:4]])
+    np.testing.assert_allclose(x[n:n + 8].reshape(4, 2, -1), np.stack([mirrored, mirrored], 1), atol=1e-5)
+    assert not np.allclose(flipped.head.layers[0][0], plain.head.layers[0][0])
+    monkeypatch.setattr(augment, "VIEW", view)  # the real crop and flip: most views differ from their sample
+    views = augment.augmented_features(loaded, list(features.paths[:10])).reshape(10, 2, -1)
+    assert (np.abs(views - features.features[:10, None]).max(-1) > 1e-3).mean() > 0.8

@@ -40,7 +40,10 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
     teach.cards["1"].findChild(QPushButton, "add_frame").click()  # Lobe's correction: the frame on screen is a 1
     assert teach.cards["1"].count.text() == "5 samples"
+    teach.augment.click()  # augmentation on: saved with the project, the refit (and the export) with it
+    assert teach.teach.project.settings.augment is True
     qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
+    assert dict(teach.jobs.request("refit"))["augment"] is True
     result = teach.jobs.current("refit")
     samples, table = len(result.paths), teach.confusion.table
     counts = [[int(table.item(i, j).text()) for j in range(3)] for i in range(3)]

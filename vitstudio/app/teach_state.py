@@ -27,6 +27,7 @@ from vitstudio.core.teach.project import (
 from .evented import Field, ViewState
 
 THUMBNAILS = 6  # the newest samples a card shows
+REFIT_KEY = ("project", "revision", "recipe", "augment")  # what a refit depends on, besides the model
 
 
 class TeachState(ViewState):
@@ -35,6 +36,8 @@ class TeachState(ViewState):
     project: str | None = None  # the project folder
     revision: int = 0  # bumped by every change to the samples: the refit's key
     recipe: str = Field("quick", choices=RECIPES, labels=("Quick head (L-BFGS)", "Teachable Machine's recipe"))
+    augment: bool = Field(False, help="also fit the head on two augmented views (crop, flip) of each training "
+                                      "sample; off, as Teachable Machine")
     source: str | None = None  # the preview's video file or camera:N
     method: str | None = Field(None, valid=registry.is_registered)  # the map over the preview (None: none, the default)
     record_to: str | None = None  # the card held frames go to
@@ -86,6 +89,7 @@ class TeachModel:
         with self.state.batch():
             self.state.project = str(folder)
             self.state.recipe = self.project.settings.recipe
+            self.state.augment = self.project.settings.augment
             self.state.record_fps = self.project.settings.record_fps
             self.state.revision += 1
         return self.project
@@ -113,10 +117,17 @@ class TeachModel:
                                                       for f in frames]))
 
     def set_recipe(self, recipe: str) -> None:
-        settings = replace(self.project.settings, recipe=recipe)
+        self._set(recipe=recipe)
+
+    def set_augment(self, augment: bool) -> None:
+        """Augmentation on or off: saved with the project, a new refit (its key has changed)."""
+        self._set(augment=augment)
+
+    def _set(self, **setting) -> None:
+        settings = replace(self.project.settings, **setting)
         save_settings(self._root(), settings)
         self.project = replace(self.project, settings=settings)
-        self.state.recipe = recipe
+        self.state.update(**setting)
 
     def hold(self, name: str) -> None:
         """Record is pressed on card `name`: frames offered from now on are kept for it."""
@@ -141,7 +152,7 @@ class TeachModel:
             self._changed(replace(open_project(self.project.root), settings=self.project.settings))
 
     def refit_request(self) -> tuple:
-        return self.state.request("project", "revision", "recipe")
+        return self.state.request(*REFIT_KEY)
 
     def _root(self) -> Path:
         if self.project is None:

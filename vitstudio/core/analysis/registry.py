@@ -301,6 +301,15 @@ register(Analysis(
     view=_CONCEPT + "view_concept", view_job=_CONCEPT + "concept_job", view_keys=("concepts", "concept"),
     check=_CONCEPT + "check_concept"))
 
+# a patch's key or query against the same image's (core/dense/matching.py: the facets `vitstudio match` compares)
+_DENSE = "vitstudio.core.dense.matching:"
+register(Analysis(
+    "facet-similarity", "Key/query similarity", "attention", "cosine similarity of one patch's key (or query) to "
+    "every patch's of the same image in one block (Amir et al.'s facets; the token's: Similarity to patch)", ONE_MAP,
+    "overlay", (_LAYER, _PATCH, Param("facet", "choice", "key", "the attention's keys or queries of the block",
+                                      ("key", "query"), label="Facet")),
+    compute=_DENSE + "explain_facet_similarity", applies=(*_GLOBAL, _DENSE + "separate_facets")))
+
 
 def all_params() -> dict[str, Param]:
     """Every parameter name any entry takes, with the first entry's Param (for forms and options: one per name)."""

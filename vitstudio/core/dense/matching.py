@@ -97,18 +97,42 @@ def facet_features(loaded: LoadedModel, images: list[Image.Image], layer: int | 
     refusal = facet_refusal(loaded, layer, facet)
     if refusal:
         raise ValueError(refusal)
-    x = torch.stack([loaded.to_tensor(loaded.crop(im)) for im in images])
+    tokens = facet_tokens(loaded, torch.stack([loaded.to_tensor(loaded.crop(im)) for im in images]), layer, facet)
+    return [Placed(t, (im.height, im.width), loaded.crop_box((im.height, im.width)), loaded.input_hw)
+            for t, im in zip(tokens, images)]
+
+
+def facet_tokens(loaded: LoadedModel, x: torch.Tensor, layer: int, facet: str) -> np.ndarray:
+    """(B, gh, gw, D) patch features of the batch `x` at block `layer` in `facet` (checked by the caller); keys and
+    queries lay every head's side by side (D = heads × head_dim), as Amir et al.'s `extract_descriptors`."""
     sink: list[torch.Tensor] = []
     # the hook sits on the shared module: under the model's lock, or another thread's forward fills the sink first
     with loaded.lock, _facet_hook(loaded, layer, facet, sink) if facet != TOKENS else contextlib.nullcontext():
         tokens = layer_tokens(loaded, x, [layer])[layer].patches  # (B, gh, gw, C)
-    if facet != TOKENS:
-        b, heads, n, d = sink[0].shape
-        gh, gw = tokens.shape[1:3]
-        per_token = sink[0].float().permute(0, 2, 1, 3).reshape(b, n, heads * d)[:, n - gh * gw:]  # prefix first
-        tokens = per_token.reshape(b, gh, gw, heads * d).cpu().numpy()
-    return [Placed(t, (im.height, im.width), loaded.crop_box((im.height, im.width)), loaded.input_hw)
-            for t, im in zip(tokens, images)]
+    if facet == TOKENS:
+        return tokens
+    b, heads, n, d = sink[0].shape
+    gh, gw = tokens.shape[1:3]
+    per_token = sink[0].float().permute(0, 2, 1, 3).reshape(b, n, heads * d)[:, n - gh * gw:]  # prefix first
+    return per_token.reshape(b, gh, gw, heads * d).cpu().numpy()
+
+
+def separate_facets(model, analysis) -> str | None:
+    """The registry's check: None when every block's attention gives its keys and queries apart."""
+    for i, trunk in enumerate(trunk_blocks(model)):
+        modules = attention_modules(trunk.block)
+        if len(modules) != 1 or not hasattr(modules[0], "k_norm"):
+            return (f"{type(model).__name__}'s block {i} has no separate keys and queries ViT Studio can read "
+                    f"(timm's Attention and EVA's expose them), so {analysis.title.lower()} is not defined for it; "
+                    f"Similarity to patch (Embeddings) compares its tokens.")
+    return None
+
+
+def explain_facet_similarity(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
+    """The registry's compute: (gh, gw) cosine similarity of one patch's key (or query) to every patch's key (or
+    query) of the same image at block `layer` (Amir et al.'s facets within one image)."""
+    features = facet_tokens(loaded, x[:1], params["layer"], params["facet"])[0]  # (gh, gw, D)
+    return unit_rows(features) @ unit_rows(features[tuple(params["patch"])]), {}  # explain() checked the patch
 
 
 def similarity_map(a: Placed, b: Placed, patch: tuple[int, int]) -> np.ndarray:

@@ -39,6 +39,7 @@ class TeachSettings:
     record_fps: float = 24.0  # hold to record: frames added per second (Teachable Machine's web app records 24)
     record_max: int = 0  # most frames one hold adds (0: no limit)
     seed: int = 0  # the validation split's shuffle
+    augment: bool = False  # also fit on augmented views of the training samples (core/teach/augment.py)
 
     def __post_init__(self) -> None:
         if self.recipe not in RECIPES:

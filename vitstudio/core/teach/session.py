@@ -15,6 +15,7 @@ from torch import nn
 from vitstudio.core.folder.embedcache import embed_folder, head_on_pooled
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.teach.augment import augmenter
 from vitstudio.core.teach.heads import FITTERS, FittedHead
 from vitstudio.core.teach.project import ProjectError, TeachProject
 from vitstudio.core.teach.split import TeachSplit, teachable_split
@@ -120,17 +121,21 @@ def project_features(loaded: LoadedModel, project: TeachProject, batch_size: int
                          embedded.computed)
 
 
-def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0,
-                 cancel: CancelToken | None = None) -> TeachResult:
-    """The refit: split, fit on the training share, every sample's probabilities under the new head."""
+def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0, cancel: CancelToken | None = None,
+                 augment=None) -> TeachResult:
+    """The refit: split, fit on the training share (and, with `augment` (augment.augmenter), its augmented views'
+    features), every sample's probabilities under the new head."""
     counts = np.bincount(features.labels, minlength=len(features.classes))
     short = [name for name, n in zip(features.classes, counts) if n < 2]
     if short:  # unreadable samples can leave a class short even when its folder was not
         raise ProjectError(f"class {', '.join(short)} has fewer than two readable samples: add more.")
     split = teachable_split(features.labels, seed)
     started = time.perf_counter()
-    head = FITTERS[recipe](features.features[split.train], features.labels[split.train], len(features.classes),
-                           cancel=cancel)
+    x, y = features.features[split.train], features.labels[split.train]
+    if augment is not None:
+        views, view_labels = augment(split.train)
+        x, y = np.concatenate([x, views]), np.concatenate([y, view_labels])
+    head = FITTERS[recipe](x, y, len(features.classes), cancel=cancel)
     seconds = time.perf_counter() - started
     return TeachResult(features.classes, features.paths, features.labels, split, head,
                        head.probabilities(features.features), seconds)
@@ -162,7 +167,7 @@ def refit(loaded: LoadedModel, project: TeachProject, recipe: str | None = None,
     the ProjectError saying what is missing."""
     try:
         features = yield from project_features(loaded, project, cancel=cancel)
-        return fit_features(features, recipe or project.settings.recipe, project.settings.seed, cancel)
+        return fit_project(loaded, project, features, recipe, cancel)
     except ProjectError:
         start = words_head(loaded, project.classes)
         if start is None:
@@ -174,6 +179,13 @@ def teach(loaded: LoadedModel, project: TeachProject, recipe: str | None = None,
           cancel: CancelToken | None = None) -> Generator[Progress, None, tuple[TeachFeatures, TeachResult]]:
     """Generator: features (Progress), then the head; returns (the features, the result)."""
     features = yield from project_features(loaded, project, batch_size, cancel)
-    recipe = recipe or project.settings.recipe
-    yield Progress(0, 0, f"Fitting the {recipe} head on {len(features.labels)} samples")
-    return features, fit_features(features, recipe, project.settings.seed, cancel)
+    yield Progress(0, 0, f"Fitting the {recipe or project.settings.recipe} head on {len(features.labels)} samples")
+    return features, fit_project(loaded, project, features, recipe, cancel)
+
+
+def fit_project(loaded: LoadedModel, project: TeachProject, features: TeachFeatures, recipe: str | None = None,
+                cancel: CancelToken | None = None) -> TeachResult:
+    """fit_features as the project's settings say: its recipe (unless given), split seed and augmentation."""
+    settings = project.settings
+    augment = augmenter(loaded, features.paths, features.labels, settings.seed) if settings.augment else None
+    return fit_features(features, recipe or settings.recipe, settings.seed, cancel, augment)

@@ -21,13 +21,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.teach_state import TeachModel, TeachState
+from vitstudio.app.teach_state import REFIT_KEY, TeachModel, TeachState
 from vitstudio.core.analysis import registry
 from vitstudio.core.play import play_methods
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
+from ..common.type_map import control_for
 from ..explore.explorer_base import method_combo
 from ..imaging import pil_to_pixmap
 from .class_card import ClassCardWidget
@@ -44,9 +45,8 @@ class TeachPanel(QWidget):
         self.state = state
         self.view_state = TeachState()
         self.teach = TeachModel(self.view_state)
-        self.jobs = workers.ViewJobs(self.view_state, {"refit": ("project", "revision", "recipe"),
-                                                       "preview": ("source", "method"),
-                                                       "export": ("project", "revision", "recipe")},
+        self.jobs = workers.ViewJobs(self.view_state, {"refit": REFIT_KEY, "preview": ("source", "method"),
+                                                       "export": REFIT_KEY},
                                      long=("preview", "export"))
         self.cards: dict[str, ClassCardWidget] = {}
         self._shown, self._latest, self._frame = threading.Event(), None, None
@@ -62,28 +62,16 @@ class TeachPanel(QWidget):
     def _build(self) -> None:
         self.open_button, self.class_button = QPushButton("Open project…"), QPushButton("Add class…")
         self.recipe = QComboBox()
-        self.video_button, self.camera = QPushButton("Open video…"), QComboBox()
-        for i in range(4):
-            self.camera.addItem(f"Camera {i}", f"camera:{i}")
-        self.camera_button, self.stop_button = QPushButton("Start"), QPushButton("Stop")
-        self.method = QComboBox()  # the map over the preview: off, or one the Play tab draws (the registry's)
-        self.method.addItem("No map", None)
-        titled = method_combo(play_methods())
-        for i in range(titled.count()):
-            self.method.addItem(titled.itemText(i), titled.itemData(i))
+        self.augment = control_for(self.view_state.fields()["augment"], title="Augment")
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Write the taught model as a timm run folder, ONNX and the seed format, and "
                                       "check each predicts as the app on every sample")
-        self.stop_button.setEnabled(False)
         top = QHBoxLayout()  # the project's actions; the source's sit above the preview
-        for widget in (self.open_button, self.class_button, QLabel("Head"), self.recipe, self.export_button):
+        for widget in (self.open_button, self.class_button, QLabel("Head"), self.recipe, self.augment,
+                       self.export_button):
             top.addWidget(widget)
         top.addStretch(1)
-        sources = QHBoxLayout()
-        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button, QLabel("Map"),
-                       self.method):
-            sources.addWidget(widget)
-        sources.addStretch(1)
+        sources = self._build_sources()
         self.card_list = QVBoxLayout()
         self.card_list.addStretch(1)
         holder = QWidget()
@@ -111,6 +99,8 @@ class TeachPanel(QWidget):
         layout.addLayout(body, 1)
         layout.addWidget(self.stats)
         bind(self.recipe, self.view_state, "recipe")
+        bind(self.augment, self.view_state, "augment")
+        self.view_state.events.augment.connect(self._on_augment)
         bind(self.method, self.view_state, "method")
         self.view_state.events.method.connect(self._restart_preview)
         self.open_button.clicked.connect(self._choose_project)
@@ -119,6 +109,25 @@ class TeachPanel(QWidget):
         self.camera_button.clicked.connect(lambda: self.preview(self.camera.currentData()))
         self.stop_button.clicked.connect(self.stop)
         self.export_button.clicked.connect(self._choose_export)
+
+    def _build_sources(self) -> QHBoxLayout:
+        """The preview's row: a video or a camera, start and stop, and the map drawn over it."""
+        self.video_button, self.camera = QPushButton("Open video…"), QComboBox()
+        for i in range(4):
+            self.camera.addItem(f"Camera {i}", f"camera:{i}")
+        self.camera_button, self.stop_button = QPushButton("Start"), QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        self.method = QComboBox()  # the map over the preview: off, or one the Play tab draws (the registry's)
+        self.method.addItem("No map", None)
+        titled = method_combo(play_methods())
+        for i in range(titled.count()):
+            self.method.addItem(titled.itemText(i), titled.itemData(i))
+        sources = QHBoxLayout()
+        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button, QLabel("Map"),
+                       self.method):
+            sources.addWidget(widget)
+        sources.addStretch(1)
+        return sources
 
     # -- the project ----------------------------------------------------------------------------------
     def open_project(self, folder: str) -> None:
@@ -191,6 +200,11 @@ class TeachPanel(QWidget):
     def _on_recipe(self, recipe: str) -> None:
         if self.teach.project is not None and self.teach.project.settings.recipe != recipe:
             self.teach.set_recipe(recipe)  # saved with the project; the refit key has changed
+            self._refit_timer.start()
+
+    def _on_augment(self, augment: bool) -> None:
+        if self.teach.project is not None and self.teach.project.settings.augment != augment:
+            self.teach.set_augment(augment)
             self._refit_timer.start()
 
     # -- the head -------------------------------------------------------------------------------------
