@@ -1,7 +1,7 @@
-"""The Folder tab's gallery and the map's lasso (issue 50 items 2 and 3), driven by the mouse on one panel: an outline
-drawn on the map filters the table and the gallery to the points inside it (matplotlib's Path on the outline drawn),
-the legend counts them per colour, the gallery shows the table's rows in the table's order, and one selection runs
-through the gallery, the table and the Folder model."""
+"""The Folder tab's gallery, the map's lasso, tags and views (issue 50 items 2-4), driven by the mouse on one panel:
+an outline drawn on the map filters the table and the gallery to the points inside it (matplotlib's Path on the
+outline drawn), the legend counts them per colour, the Tag and Views menus tag it and save the filters, the gallery
+shows the table's rows in the table's order, and one selection runs through the gallery, the table and the model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from matplotlib.path import Path
 from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QInputDialog
 
 from tests.gui.helpers import settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
@@ -60,6 +60,21 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
                   re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.map.legend.text()))
     assert legend == {name: (held[name], total[name]) for name in total}
 
+    # tagged through the Tag menu (the map's selection: no row selected), filtered by the bound Tag list, saved as a
+    # view through the Views menu and restored from it after a reset
+    monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("keep", True))
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("kept", True))
+    folder.tag_menus.tag_selection()
+    folder.follow_map.click()  # the map no longer filters: the tag does
+    folder.toolbar.tag_filter.setCurrentIndex(folder.toolbar.tag_filter.findText("keep"))
+    assert folder.view_state.tag == "keep" and sorted(folder.visible_rows()) == inside.tolist()
+    folder.tag_menus.save_view()
+    folder.reset_button.click()
+    assert len(folder.visible_rows()) == 40 and folder.toolbar.tag_filter.currentText() == "any tags"
+    folder.tag_menus.views_menu.aboutToShow.emit()
+    next(a for a in folder.tag_menus.views_menu.actions() if a.text() == "kept").trigger()
+    assert folder.toolbar.tag_filter.currentText() == "keep" and sorted(folder.visible_rows()) == inside.tolist()
+
     # the gallery: the table's rows, in its order; the sort chosen in the gallery is the table's
     folder.browse.gallery_button.click()
     assert folder.view_state.gallery and folder.browse.stack.currentWidget() is folder.gallery
@@ -83,6 +98,8 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     folder.select_row(order[1])  # and the table's choice is the grid's
     assert folder.folder_model.selected == order[1] and folder.gallery.currentIndex().row() == 1
 
+    folder.reset_button.click()
+    folder.follow_map.click()
     folder.map_tab.lasso_button.click()  # back to the box: it selects again, the outline goes
     assert folder.map.box.isVisible() and sorted(folder.visible_rows()) == folder.folder_model.rows_in_box().tolist()
     assert not len(folder.map.lasso._drawn)

@@ -49,6 +49,7 @@ class FolderModel:
         self.map_rows: np.ndarray | None = None  # what the user selected on the map (a drag of the box, a lasso)
         self.group_rows: np.ndarray | None = None  # a duplicate group (or suggestions) picked: just these rows
         self.rows: np.ndarray = np.zeros(0, np.int64)  # what the filters leave, in results order
+        self.narrowers: list = []  # () -> rows or None: filters over columns kept elsewhere (tags, a view's rules)
         self.selected: int | None = None  # the row the user selected (the table, the gallery): the current image
         self.report = None  # the label review's AuditReport
         self.fit = None  # the folder's fit to the model (out-of-distribution flags, folders vs classes)
@@ -181,6 +182,10 @@ class FolderModel:
             rows = np.intersect1d(rows, inside)
         if self.group_rows is not None:
             rows = np.intersect1d(rows, self.group_rows)
+        for narrow in self.narrowers:
+            kept = narrow()
+            if kept is not None:
+                rows = np.intersect1d(rows, kept)
         self.rows = rows
         self.rows_changed.emit(rows)
 

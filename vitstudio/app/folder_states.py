@@ -10,6 +10,7 @@ from vitstudio.core.fields import Range
 from .evented import Field, ViewState
 
 ALL_CLASSES = ((None,), ("all classes",))  # the Predicted filter's choice before any results: no filter
+ALL_TAGS = ((None,), ("any tags",))  # the Tag filter's choice before any tag: no filter
 COLOUR_BY = ("prediction", "given label", "correct", "confidence")  # what the map can be coloured by
 SORTS = ("how often it fires", "on how many images", "mean activation")  # the concept table's orders, then classes
 
@@ -25,6 +26,8 @@ class FolderState(ViewState):
     correct: bool | None = None  # None: all images; True: correct ones; False: mistakes
     follow_map: bool = False
     colour_by: str = Field(COLOUR_BY[0], choices=COLOUR_BY)  # the map's colours
+    tag: str | None = Field(None, choices=ALL_TAGS[0], labels=ALL_TAGS[1], help="a tag the images shown carry")
+    rules: tuple = ()  # a restored view's rules the fields above cannot hold (core/folder/views.py): all must hold
     lasso: bool = False  # a drag on the map draws an outline that selects (else it pans the map)
     gallery: bool = False  # the folder shown as a grid of thumbnails instead of the table
 
@@ -35,7 +38,7 @@ def offered_classes(classes) -> dict:
 
 
 FILTER_DEFAULTS = {name: FolderState().fields()[name].default
-                   for name in ("predicted", "min_conf", "correct", "follow_map")}
+                   for name in ("predicted", "min_conf", "correct", "follow_map", "tag", "rules")}
 
 
 class LayersState(ViewState):

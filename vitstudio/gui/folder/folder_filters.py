@@ -12,6 +12,7 @@ def bind_filters(toolbar, map_tab, browse, view_state) -> None:
     (gui/common/bind.py); the map's view box and the table-or-gallery stack follow their switches."""
     for widget, name in ((toolbar.predicted, "predicted"), (toolbar.correctness, "correct"),
                          (toolbar.min_conf, "min_conf"), (toolbar.follow_map, "follow_map"),
+                         (toolbar.tag_filter, "tag"),
                          (map_tab.colour_by, "colour_by"), (map_tab.lasso_button, "lasso"),
                          (browse.gallery_button, "gallery")):
         bind(widget, view_state, name)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.folder_model import FolderModel
+from vitstudio.app.folder_tags import FolderTags
 from vitstudio.core.files import counted
 from vitstudio.gui import file_dialogs
 
@@ -35,6 +36,7 @@ from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
 from .folder_sorting import ask_export_csv, ask_move, ask_sort, results_plan
 from .folder_table import ResultsModel
+from .folder_tags import FolderTagMenus
 from .folder_toolbar import FolderToolbarWidget
 
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
@@ -50,6 +52,7 @@ class FolderPanel(QWidget):
         self.state = state
         self.folder_model = FolderModel(state, workers.QT_RUNNER)  # the folder, its results, filters, map, review
         self.view_state, self.jobs = self.folder_model.state, self.folder_model.jobs
+        self.folder_tags = FolderTags(self.folder_model)  # tags and saved views of the folder (the app's records)
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
         self.files = FileOperations(self.review_tab, self.undo_button, self.dataset_shown, self)  # sorts, moves,
@@ -149,6 +152,8 @@ class FolderPanel(QWidget):
         self.review_button.clicked.connect(self.start_review)
         bind_filters(self.toolbar, self.map_tab, self.browse, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
+        self.tag_menus = FolderTagMenus(self.toolbar, self.folder_tags, self._tag_selection, self.state.message.emit,
+                                        self)
         self.map.box_moved.connect(self.folder_model.move_box)
         self.map.lasso_drawn.connect(self.folder_model.select_lasso)
         self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
@@ -334,6 +339,11 @@ class FolderPanel(QWidget):
     def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):
         rows = self._selected_rows() if selected_only else self.visible_rows()
         return results_plan(self.results, rows, out, min_confidence, move)
+
+    def _tag_selection(self) -> list[int]:
+        """What a tag goes on: the table's (and gallery's) selected rows, else what is selected on the map."""
+        on_map = self.folder_model.selected_on_map()
+        return self._selected_rows() or ([] if on_map is None else on_map.tolist())
 
     def _selected_rows(self) -> list[int]:
         return sorted({self.model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})

@@ -1,6 +1,6 @@
-"""The Folder tab's two control rows: actions (open, cancel, sort, undo, CSV, review + its threshold) and the
-table's filters (predicted class, minimum confidence, correctness, follow the map's box), with the folder they
-apply to and how many rows they let through. Only widgets: the panel connects them."""
+"""The Folder tab's two control rows: actions (open, cancel, sort, undo, CSV, review, tags and views + the review's
+threshold) and the table's filters (predicted class, minimum confidence, correctness, tag, follow the map's box),
+with the folder they apply to and how many rows they let through. Only widgets: the panel connects them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSizePolicy,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -64,6 +65,8 @@ class FolderToolbarWidget(QWidget):
         self.undo_button.setEnabled(False)  # until one of them was done
         self.csv_button = QPushButton("Export CSV…")
         self.review_button = QPushButton("Review labels and duplicates")
+        self.tag_button = QToolButton(text="Tag", popupMode=QToolButton.InstantPopup)  # menus: folder_tags.py
+        self.views_button = QToolButton(text="Views", popupMode=QToolButton.InstantPopup)
         self.threshold = QDoubleSpinBox(minimum=0.5, maximum=1.0, singleStep=0.005, decimals=3, value=0.5)
         self.threshold.setSpecialValueText("auto")  # the minimum: calibrated on the folder (None)
         self.threshold.setToolTip("Cosine similarity of two images' features at or above which the model counts "
@@ -80,6 +83,8 @@ class FolderToolbarWidget(QWidget):
         self.correctness = QComboBox()
         for text, value in CORRECTNESS:
             self.correctness.addItem(text, value)
+        self.tag_filter = QComboBox()  # its items: the tag field's choices, the folder's tags (bind)
+        self.tag_filter.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.follow_map = QPushButton("Table follows map box")
         self.follow_map.setCheckable(True)
         self.shown = QLabel()  # "N of M shown"
@@ -89,12 +94,13 @@ class FolderToolbarWidget(QWidget):
 
     def _action_row(self) -> QWidget:
         return _wrapping_row((self.open_button, self.cancel_button, self.sort_button, self.undo_button,
-                                 self.csv_button, self.review_button,
+                                 self.csv_button, self.review_button, self.tag_button, self.views_button,
                                  _labelled(" near-duplicate cosine", self.threshold)))
 
     def _filter_row(self) -> QWidget:
         widgets = [self.shown, self.filters_for]
-        for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness)):
+        for label, w in (("Predicted", self.predicted), ("Min confidence", self.min_conf), ("Show", self.correctness),
+                         ("Tag", self.tag_filter)):
             widgets.append(_labelled(f" {label}", w))
         return _wrapping_row((*widgets, self.follow_map, self.reset_button))
 
