@@ -40,3 +40,28 @@ def open_in_folder_tab(window, qtbot, folder) -> None:
     window.show_tab("folder")
     window.folder.open_folder(str(folder))
     settle(qtbot)
+
+
+def drag_on_map(plot, view_points) -> None:
+    """A left-button drag through `view_points` (the map's coordinates) on a Folder map, as the mouse sends it to the
+    plot's viewport (pyqtgraph's rate limit off meanwhile: a synthetic drag's moves come microseconds apart)."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QEvent, QPointF, Qt
+    from PySide6.QtGui import QMouseEvent
+
+    viewport = plot.viewport()
+    pixels = [plot.mapFromScene(plot.getViewBox().mapViewToScene(pg.Point(*p))) for p in view_points]
+
+    def send(kind, pos, button, buttons):
+        QApplication.sendEvent(viewport, QMouseEvent(kind, QPointF(pos), QPointF(viewport.mapToGlobal(pos)), button,
+                                                     buttons, Qt.NoModifier))
+
+    limit = pg.getConfigOption("mouseRateLimit")
+    pg.setConfigOptions(mouseRateLimit=-1)
+    try:
+        send(QEvent.MouseButtonPress, pixels[0], Qt.LeftButton, Qt.LeftButton)
+        for pos in pixels[1:]:
+            send(QEvent.MouseMove, pos, Qt.NoButton, Qt.LeftButton)
+        send(QEvent.MouseButtonRelease, pixels[-1], Qt.LeftButton, Qt.NoButton)
+    finally:
+        pg.setConfigOptions(mouseRateLimit=limit)

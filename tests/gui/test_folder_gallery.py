@@ -9,35 +9,17 @@ import re
 from collections import Counter
 
 import numpy as np
-import pyqtgraph as pg
 from matplotlib.path import Path
-from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication, QInputDialog
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QInputDialog
 
-from tests.gui.helpers import settle
+from tests.gui.helpers import drag_on_map, settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
-
-
-def _drag(plot, view_points) -> None:
-    """A left-button drag through `view_points` (map coordinates), as the mouse sends it to the plot's viewport."""
-    viewport = plot.viewport()
-    pixels = [plot.mapFromScene(plot.lasso.mapViewToScene(pg.Point(*p))) for p in view_points]
-
-    def send(kind, pos, button, buttons):
-        QApplication.sendEvent(viewport, QMouseEvent(kind, QPointF(pos), QPointF(viewport.mapToGlobal(pos)), button,
-                                                     buttons, Qt.NoModifier))
-
-    send(QEvent.MouseButtonPress, pixels[0], Qt.LeftButton, Qt.LeftButton)
-    for pos in pixels[1:]:
-        send(QEvent.MouseMove, pos, Qt.NoButton, Qt.LeftButton)
-    send(QEvent.MouseButtonRelease, pixels[-1], Qt.LeftButton, Qt.NoButton)
 
 
 def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(panel, qtbot, tmp_path, monkeypatch):
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
-    monkeypatch.setitem(pg.CONFIG_OPTIONS, "mouseRateLimit", -1)  # a synthetic drag's moves come in microseconds
     folder = panel(FolderPanel, model=bundled_demo())
     folder.resize(1280, 720)
     folder.open_folder(str(render_digits(tmp_path / "digits", per_class=4)))
@@ -49,7 +31,7 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     assert folder.view_state.lasso and not folder.map.box.isVisible()  # one tool at a time
     centre, spread = coords.mean(0), coords.std(0)
     circle = [centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 30)]
-    _drag(folder.map, circle)
+    drag_on_map(folder.map, circle)
     outline = np.asarray(folder.map.lasso._drawn)
     inside = np.flatnonzero(Path(outline).contains_points(coords.astype(np.float64)))
     assert 3 < len(inside) < 40 and folder.view_state.follow_map

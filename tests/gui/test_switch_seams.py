@@ -6,8 +6,10 @@ switch's cell is test_training_sources.test_another_dataset_shows_nothing_of_the
 
 from __future__ import annotations
 
+import numpy as np
+
 from tests.core.synthetic_data import make_dataset
-from tests.gui.helpers import open_in_folder_tab
+from tests.gui.helpers import drag_on_map, open_in_folder_tab
 from tests.gui.helpers import settle as _settle
 from tests.gui.test_training_panel import SPEC3, _setup
 from vitstudio.core.models.demo import render_digits
@@ -29,6 +31,11 @@ def _folder_views(panel) -> dict[str, object]:
         "labels": dict(panel.labels_tab.labels),
         "quick head": panel.labels_tab.head,
         "layers": panel.layers_tab.result,
+        "gallery": panel.gallery.model().rowCount(),
+        "lasso": len(panel.map.lasso._drawn),
+        "legend's selection": 0 if panel.map.selected is None else len(panel.map.selected),
+        "tags": sum(map(bool, panel.folder_tags.tags)),
+        "tag filter": panel.view_state.tag,
         "paint": len(_paint_page(panel).model.paint.masks),
         "painted image": _paint_page(panel).canvas.picture is not None,
         "its segmentation": _paint_page(panel).model.shown,
@@ -54,6 +61,16 @@ def _paint_selected(panel) -> None:
     model.release()
 
 
+def _lasso_and_tag(panel) -> None:
+    """An outline drawn on the map round the middle of the points, its images tagged, the table filtered by the tag."""
+    panel.side.setCurrentWidget(panel.map_tab)
+    panel.map_tab.lasso_button.click()
+    centre, spread = panel.coords.mean(0), panel.coords.std(0)
+    drag_on_map(panel.map, [centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 24)])
+    panel.folder_tags.tag(panel.folder_model.selected_on_map(), "seen")
+    panel.view_state.tag = "seen"
+
+
 def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, qtbot, tmp_path):
     first = render_digits(tmp_path / "first", per_class=3)
     second = render_digits(tmp_path / "second", per_class=2)
@@ -69,6 +86,7 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     _settle(qtbot)
     _paint_selected(panel)  # the Paint page: the selected image painted and segmented
     _settle(qtbot)
+    _lasso_and_tag(panel)
     filled = _folder_views(panel)
     assert all(value not in (None, 0, {}) for value in filled.values()), filled
     first_labels = panel.labels_tab.path
