@@ -61,6 +61,12 @@ def test_a_click_maps_the_patchs_cosine_over_b_and_matches_as_the_cli(tmp_path, 
     (row,) = json.loads(out.out)["points"]
     assert row["patch_a"] == [3, 5] and row["match"] == pytest.approx(match.best, abs=0.005)
     assert row["similarity"] == pytest.approx(match.value, abs=1e-6) and f"{match.value:.3f}" in view.line()
+    view.state.update(refine=True)  # sub-patch: the core's refined match (what --refine prints), the map unchanged
+    (refined,) = matching.match_points(a, b, [(x, y)], refine=True)
+    assert refined["match"] != row["match"]  # a pixel between patch centres
+    assert view.match.best == pytest.approx(refined["match"], abs=0.005) and view.match.similarity is not None
+    assert view.match.value == pytest.approx(refined["similarity"], abs=1e-6)
+    np.testing.assert_allclose(view.match.similarity, expected, atol=1e-5)
 
     deeper = load_model("custom:img=64,patch=8,width=32,depth=4,heads=2,classes=2", None, "cpu", "fp32")
     view.set_model(deeper)

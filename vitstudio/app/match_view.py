@@ -23,7 +23,7 @@ from vitstudio.core.fields import Range
 from .evented import Emitter, Field, ViewState
 from .jobs import KeyedJobs
 
-SLOTS = {"features": ("other", "block", "facet"), "point": ("other", "block", "facet", "point")}
+SLOTS = {"features": ("other", "block", "facet"), "point": ("other", "block", "facet", "point", "refine")}
 MAX_TOP = 50  # the most mutual matches drawn
 
 
@@ -37,6 +37,8 @@ class MatchState(ViewState):
                                                        "queries (Amir et al.'s facets)")
     point: tuple | None = None  # (x, y) in A's pixels
     top: int = Field(10, range=Range(0, MAX_TOP), help="mutual nearest neighbours drawn, most similar first; 0: none")
+    refine: bool = Field(False, help="sub-patch precision: the most similar pixel around the best patch, the "
+                                     "features interpolated between patch centres (vitstudio match --refine)")
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class PointMatch:
 
     patch: tuple[int, int]  # (row, col) of A's patch under the point
     similarity: np.ndarray  # (gh, gw) cosine of that patch to every patch of B
-    best: tuple[float, float]  # (x, y) in B's pixels, the best patch's centre
+    best: tuple[float, float]  # (x, y) in B's pixels: the best patch's centre, or the best pixel when refined
     best_patch: tuple[int, int]
     value: float  # its similarity
 
@@ -70,13 +72,13 @@ def features_job(cancel, loaded, image_a, path_b: str, block: int, facet: str) -
     return MatchFeatures(crops, tuple(placed), mutual_matches(*placed, top=MAX_TOP))
 
 
-def point_job(cancel, features: MatchFeatures, point: tuple[float, float]) -> PointMatch:
-    from vitstudio.core.dense.matching import best_match, similarity_map
+def point_job(cancel, features: MatchFeatures, point: tuple[float, float], refine: bool) -> PointMatch:
+    from vitstudio.core.dense.matching import best_match, refined_match, similarity_map
 
     a, b = features.placed
     patch = a.to_patch(*point)
     sim = similarity_map(a, b, patch)
-    best, value = best_match(sim, b)
+    best, value = refined_match(a, b, a.to_crop(*point), sim) if refine else best_match(sim, b)
     best_patch = np.unravel_index(int(np.argmax(sim)), sim.shape)
     return PointMatch(patch, sim, best, (int(best_patch[0]), int(best_patch[1])), value)
 
@@ -151,8 +153,8 @@ class MatchView:
                            s.block, s.facet, on_result=self._on_result, on_error=self._on_result)
             return
         if s.point is not None and self.match is None and not jobs.running("point") and jobs.failed("point") is None:
-            jobs.start("point", "Match: a point", point_job, self.features, s.point, on_result=self._on_result,
-                       on_error=self._on_result)
+            jobs.start("point", "Match: a point", point_job, self.features, s.point, s.refine,
+                       on_result=self._on_result, on_error=self._on_result)
 
     def _on_result(self, _value) -> None:
         self.changed.emit()

@@ -46,6 +46,7 @@ class MatchPage(QWidget):
         self.model = MatchView(workers.QT_RUNNER)
         fields = self.model.state.fields()
         self.block, self.facet, self.top = (control_for(fields[name]) for name in ("block", "facet", "top"))
+        self.refine = control_for(fields["refine"], title="Sub-patch")
         self.other = QComboBox()
         self.other.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.other.setMinimumContentsLength(14)
@@ -53,7 +54,7 @@ class MatchPage(QWidget):
         self.open_button = QPushButton("Open…")
         row = QHBoxLayout()
         for label, widget in (("Image B", self.other), (None, self.open_button), ("Block", self.block),
-                              ("Facet", self.facet), ("Matches", self.top)):
+                              ("Facet", self.facet), ("Matches", self.top), (None, self.refine)):
             if label:
                 row.addWidget(QLabel(label))
             row.addWidget(widget)
@@ -76,7 +77,8 @@ class MatchPage(QWidget):
         layout.addLayout(row)
         layout.addLayout(grid, 1)
         layout.addWidget(self.line)
-        for widget, name in ((self.block, "block"), (self.facet, "facet"), (self.top, "top")):
+        for widget, name in ((self.block, "block"), (self.facet, "facet"), (self.top, "top"),
+                             (self.refine, "refine")):
             bind(widget, self.model.state, name)
         self.other.activated.connect(self._on_other_picked)
         self.open_button.clicked.connect(self.open_b)
