@@ -45,3 +45,51 @@ def test_each_change_is_a_new_refit_and_the_project_reopens_as_left(tmp_path):
     again.live_head = ("cat", "dog"), object()
     again.open(tmp_path / "other")  # another project: the head taught on the previous one is dropped
     assert again.live_head is None and again.cards() == [] and again.refit_request() != requests[-1]
+
+
+def test_a_full_disk_or_a_camera_gone_while_recording_is_one_line_and_loses_nothing(tmp_path, monkeypatch):
+    """The disk fills on the fifth of ten frames held (the real atomic write's fault point: the kernel's ENOSPC after
+    the temporary file, before its rename): one line says 4 of 10 were added; the class keeps its earlier samples and
+    the four, each a whole PNG, no temporary file left, labels.csv listing them. A camera gone mid-recording: the
+    frames so far join the class, said in one line with why."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    from vitstudio.core.data.labels_file import read_labels_file
+
+    def frame(i: int) -> np.ndarray:
+        return np.full((12, 16, 3), (7 * i, 90, 200 - 9 * i), np.uint8)
+
+    def png_name(array: np.ndarray) -> str:  # the name add_images gives a frame: its PNG's content hash
+        buffer = io.BytesIO()
+        Image.fromarray(array).save(buffer, format="PNG")
+        return hashlib.sha1(buffer.getvalue()).hexdigest()[:16] + ".png"
+
+    teach = TeachModel()
+    teach.open(tmp_path / "p")
+    teach.add_class("cat")
+    teach.add_frames("cat", [frame(i) for i in range(20, 23)])
+    earlier = set(teach.project.samples["cat"])
+    teach.hold("cat")
+    assert all(teach.offer(float(i), frame(i)) for i in range(10))
+    monkeypatch.setenv("VITSTUDIO_FULL_AT", f"before-rename-{png_name(frame(4))}")
+    said = teach.finish_hold()
+    monkeypatch.delenv("VITSTUDIO_FULL_AT")
+    assert "\n" not in said and said.startswith("4 of 10 frames held were added to cat") and "No space left" in said
+    cat = teach.project.root / "images" / "cat"
+    assert earlier <= set(teach.project.samples["cat"]) and teach.cards()[0].count == 7
+    assert sorted(p.name for p in cat.iterdir()) == sorted([png_name(frame(i)) for i in range(4)] +
+                                                           [p.name for p in earlier])  # no .tmp left
+    assert all(Image.open(p).size == (16, 12) for p in cat.iterdir())  # each a whole picture
+    rows = read_labels_file(teach.project.root / "labels.csv").labelled
+    assert sorted(p for p, _ in rows) == sorted(teach.project.samples["cat"])
+    teach.add_class("dog")
+    teach.hold("dog")
+    for i in range(5):
+        teach.offer(float(i), frame(40 + i))
+    said = teach.finish_hold("The camera stopped sending frames (unplugged, or taken by another program)")
+    assert said == "The camera stopped sending frames (unplugged, or taken by another program); 5 frames added to " \
+                   "dog; teaching…"
+    assert [c.count for c in teach.cards()] == [7, 5] and teach.finish_hold() is None

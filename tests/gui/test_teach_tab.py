@@ -6,7 +6,10 @@ a model, source or project switch leaves nothing of the old one on screen."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 
+import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
@@ -17,7 +20,7 @@ from vitstudio.gui import workers
 from vitstudio.gui.teach.teach_panel import TeachPanel
 
 
-def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel, qtbot, tmp_path):
+def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel, qtbot, tmp_path, monkeypatch):
     teach = panel(TeachPanel, model=bundled_demo())
     teach.resize(1280, 720)
     digits = render_digits(tmp_path / "digits", per_class=4)
@@ -75,8 +78,51 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     teach.preview("camera:3")  # another source: the first one's frames are never drawn again
     assert first.cancel_token.cancelled and dict(teach.jobs.request("preview"))["source"] == "camera:3"
     qtbot.waitUntil(lambda: "No camera 3" in teach.screen.text(), timeout=20000)
+    gone = _camera_that_vanishes(monkeypatch)  # unplugged while record is held: the frames so far are kept
+    teach.preview("camera:9")
+    qtbot.waitUntil(lambda: teach._frame is not None and teach.stop_button.isEnabled(), timeout=10000)
+    qtbot.mousePress(teach.cards["0"].record, Qt.LeftButton)
+    qtbot.waitUntil(lambda: teach.teach.held is not None and len(teach.teach.held.frames) >= 2, timeout=10000)
+    held = teach.teach.held.frames
+    gone.set()
+    qtbot.waitUntil(lambda: not teach.stop_button.isEnabled(), timeout=10000)
+    kept = len(held)  # every frame held, none lost; the notice stays on the screen (the status goes on to the refit)
+    assert teach.cards["0"].count.text() == f"{4 + kept} samples" and "camera stopped" in teach.screen.text()
+    qtbot.mouseRelease(teach.cards["0"].record, Qt.LeftButton)  # released after: nothing more, nothing twice
+    assert teach.cards["0"].count.text() == f"{4 + kept} samples"
     teach.open_project(str(tmp_path / "another"))  # another project: no card, head or figure of the first
     assert teach.cards == {} and teach.teach.live_head is None and "another" in teach.stats.text()
+
+
+def _camera_that_vanishes(monkeypatch) -> threading.Event:
+    """camera:9 gives a frame every 1/30 s until the event returned is set, then nothing more (unplugged)."""
+    from vitstudio.core.play import video
+
+    gone, real = threading.Event(), video.FrameSource
+
+    class Unplugged:
+        def __init__(self, source: str) -> None:
+            if source != "camera:9":
+                self.__dict__["real"] = real(source)
+                return
+            self.info, self.shown = video.VideoInfo(source, 30.0, None, (48, 32), True), 0
+
+        def __getattr__(self, name):
+            return getattr(self.__dict__["real"], name)
+
+        def grab(self) -> bool:
+            time.sleep(1 / 30)
+            return not gone.is_set()
+
+        def retrieve(self) -> np.ndarray:
+            self.shown += 1  # each frame its own picture (one file per content)
+            return np.full((32, 48, 3), self.shown % 250, np.uint8)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(video, "FrameSource", Unplugged)
+    return gone
 
 
 def test_a_teach_project_graduates_to_the_full_preset_in_the_training_tab(panel, qtbot, tmp_path):

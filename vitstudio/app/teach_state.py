@@ -22,6 +22,7 @@ from vitstudio.core.teach.project import (
     create_project,
     open_project,
     save_settings,
+    write_labels,
 )
 
 from .evented import Field, ViewState
@@ -146,10 +147,47 @@ class TeachModel:
         self.add_frames(name, held.frames)
         return len(held.frames)
 
+    def finish_hold(self, why: str | None = None) -> str | None:
+        """Record released, or its source gone (`why`: a camera unplugged, a video that ended): the frames kept so far
+        join the card. Returns the one line to show (None: nothing was held); a write that fails half way (a full
+        disk) keeps the frames written before it, each file whole, and says how many."""
+        name, before = self.state.record_to, self._count(self.state.record_to)
+        if name is None or self.held is None:
+            self.held, self.state.record_to = None, None
+            return None
+        held = len(self.held.frames)
+        failed = self.attempt(self.release)
+        added = self._count(name) - before
+        said = f"{why}; " if why else ""
+        if failed:
+            return f"{said}{added} of {held} frames held were added to {name} before a write failed: {failed}"
+        return f"{said}{held} frame{'s' if held != 1 else ''} added to {name}; teaching…"
+
+    def attempt(self, action, *args) -> str | None:
+        """A change to the project; None when done, else the one line to show: a refusal (a bad name, an unreadable
+        file: ValueError) or a write that failed (OSError: a full disk), after which the project is as on disk."""
+        try:
+            action(*args)
+        except ValueError as exc:
+            return " ".join(str(exc).split())
+        except OSError as exc:
+            self.reload()
+            return (f"could not write {Path(exc.filename).name if exc.filename else 'a sample'} "
+                    f"({exc.strerror or exc}); the samples written before it are in the project.")
+        return None
+
     def reload(self) -> None:
-        """The project as it is on disk after a change that stopped half way (a full disk): what was written stays."""
+        """The project as it is on disk after a change that stopped half way (a full disk): what was written stays;
+        labels.csv is rewritten when the disk allows (the folders are the truth, the next change rewrites it too)."""
         if self.project is not None:
             self._changed(replace(open_project(self.project.root), settings=self.project.settings))
+            try:
+                write_labels(self.project)
+            except OSError:
+                pass
+
+    def _count(self, name: str | None) -> int:
+        return len(self.project.samples.get(name, ())) if self.project is not None and name else 0
 
     def refit_request(self) -> tuple:
         return self.state.request(*REFIT_KEY)

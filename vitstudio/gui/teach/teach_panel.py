@@ -150,18 +150,10 @@ class TeachPanel(QWidget):
 
     def _act(self, action, *args) -> None:
         """A change to the project; a refusal (no project, a bad name, an unreadable file) or a write that failed (a
-        full disk: the samples written before it stay, each file whole) is said in the status."""
-        try:
-            action(*args)
-        except ValueError as exc:
-            self.stats.setText(str(exc))
-            return
-        except OSError as exc:
-            self.stats.setText(f"Could not write {exc.filename or 'a sample'}: {exc.strerror or exc}; the samples "
-                               f"written before it are in the project.")
-            self.teach.reload()
-            self._show_cards()
-            return
+        full disk: the samples written before it stay, each file whole) is said in the status, in one line."""
+        failed = self.teach.attempt(action, *args)
+        if failed:
+            self.stats.setText(failed[0].upper() + failed[1:])
         self._show_cards()
 
     def _show_cards(self) -> None:
@@ -294,12 +286,11 @@ class TeachPanel(QWidget):
             return
         self.teach.hold(name)
 
-    def _release(self, name: str | None) -> None:
-        if name is None or self.teach.held is None:
-            return
-        added = self.teach.release()
-        self._show_cards()
-        self.stats.setText(f"{added} frame{'s' if added != 1 else ''} added to {name}; teaching…")
+    def _release(self, _name: str | None = None, why: str | None = None) -> None:
+        said = self.teach.finish_hold(why)
+        if said is not None:
+            self._show_cards()
+            self.stats.setText(said)
 
     def _on_frame(self, value) -> None:
         frame, time_s = value[:2]
@@ -324,13 +315,17 @@ class TeachPanel(QWidget):
     def _on_preview_end(self, _read: int) -> None:
         self._show_latest()
         self.stop_button.setEnabled(False)
-        self._release(self.view_state.record_to)  # the video ended while held: what was recorded is kept
+        camera = (self.view_state.source or "").startswith("camera:")
+        why = "The camera stopped sending frames (unplugged, or taken by another program)" if camera else None
+        if why:
+            self.screen.setText(why + ".")
+        self._release(why=why or "The video ended")  # while held: what was recorded is kept
 
     def _on_preview_error(self, exc: BaseException) -> None:
         from vitstudio.core.play.video import VideoSourceError
 
         self.stop_button.setEnabled(False)
-        self._release(self.view_state.record_to)  # a camera gone mid-recording: the frames so far are kept
+        self._release(why=" ".join(str(exc).split()).rstrip("."))  # a source gone mid-recording: frames kept
         if isinstance(exc, VideoSourceError):
             self.screen.setText(str(exc))
             return
