@@ -339,7 +339,11 @@ class TeachPanel(QWidget):
 
     def export(self, folder: str) -> None:
         result = self.jobs.current("refit")
-        if result is None or self.state.model is None or _from_words(result):
+        if result is not None and _from_words(result):
+            self.stats.setText("The preview shows the card names' zero-shot head, which no file can hold as it is: "
+                               "add two samples to every class to teach a head to export.")
+            return
+        if result is None or self.state.model is None:
             self.stats.setText("Nothing taught yet for this model and these samples: wait for the refit.")
             return
         if result.head.recipe != "quick":
