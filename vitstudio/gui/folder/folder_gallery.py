@@ -1,6 +1,6 @@
 """The Folder tab's gallery: the rows the table shows — the same filters, in the same order (it reads the table's
-rows) — as a grid of thumbnails with each image's prediction and confidence under it (red where its folder says
-otherwise). Virtualised: a QListView in icon mode over a list model asks only for the cells on screen, and only
+rows) — as a grid of thumbnails with each image's prediction, confidence and tags under it (red where its folder
+says otherwise). Virtualised: a QListView in icon mode over a list model asks only for the cells on screen, and only
 their thumbnails are decoded, in the background (thumbnail_cache.py). Beside it, a Table | Gallery switch (bound to
 the Folder state's `gallery`) and, for the gallery, the table's sort as a list (the table's header is hidden)."""
 
@@ -25,18 +25,20 @@ from .folder_map import describe_image
 from .folder_table import COLUMNS, DISAGREES
 from .thumbnail_cache import ThumbnailCache
 
-ICON = 96  # a 32-px digit is scaled up to it, a photo's thumbnail decoded at it
+ICON = 72  # a 32-px digit is scaled up to it, a photo's thumbnail decoded at it: 3 columns in the ~320 px the
+# Folder tab leaves the grid at 1280×720 with the model card open
 CELL = QSize(ICON + 14, ICON + 26)  # the thumbnail and one line of caption
 ITEM = CELL - QSize(6, 6)  # every item's size, given before its thumbnail arrives (else it is laid out text-high)
 SORTS = [(column, order, f"{COLUMNS[column]} {'↑' if order == Qt.AscendingOrder else '↓'}")
          for column in range(1, len(COLUMNS)) for order in (Qt.AscendingOrder, Qt.DescendingOrder)]
 
 
-def caption(results, row: int) -> str:
-    """What a cell says under its picture: the prediction and its confidence (the given label without a head)."""
-    if not results.has_predictions:
-        return results.given[row] or "–"
-    return f"{results.predicted_label(row)} {results.confidence[row]:.0%}"
+def caption(results, row: int, tags=()) -> str:
+    """What a cell says under its picture: the prediction and its confidence (the given label without a head), then
+    the image's tags."""
+    said = (results.given[row] or "–") if not results.has_predictions else (
+        f"{results.predicted_label(row)} {results.confidence[row]:.0%}")
+    return " ".join((said, *(f"#{t}" for t in sorted(tags))))
 
 
 class GalleryModel(QAbstractListModel):
@@ -48,6 +50,7 @@ class GalleryModel(QAbstractListModel):
         self.thumbs = ThumbnailCache(ICON, self, letterbox=True)
         self.thumbs.ready.connect(self._on_thumbnail)
         self._results, self._correct = None, np.zeros(0, int)
+        self.tags: list[set[str]] = []  # per row of the results (FolderTags.tags): shown in the captions
         table_model.modelAboutToBeReset.connect(self.beginResetModel)
         table_model.modelReset.connect(self._reset)
 
@@ -73,7 +76,7 @@ class GalleryModel(QAbstractListModel):
         if role == Qt.DecorationRole:
             return self.thumbs.get(res.paths[r], index.row())
         if role == Qt.DisplayRole:
-            return caption(res, r)
+            return caption(res, r, self.tags[r] if r < len(self.tags) else ())
         if role == Qt.ToolTipRole:
             return describe_image(res, r)
         if role == Qt.SizeHintRole:
@@ -81,6 +84,12 @@ class GalleryModel(QAbstractListModel):
         if role == Qt.ForegroundRole and self._correct[r] == 0:
             return DISAGREES
         return None
+
+    def show_tags(self, tags: list[set[str]]) -> None:
+        """The folder's tags per row (the captions name them)."""
+        self.tags = tags
+        if self.rowCount():
+            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, 0), [Qt.DisplayRole])
 
     def _on_thumbnail(self, path: str, row: int) -> None:
         res, rows = self.table_model.results, self.table_model.rows

@@ -154,6 +154,7 @@ class FolderPanel(QWidget):
         self.reset_button.clicked.connect(self.reset_filters)
         self.tag_menus = FolderTagMenus(self.toolbar, self.folder_tags, self._tag_selection, self.state.message.emit,
                                         self)
+        self.folder_tags.changed.connect(lambda: self.gallery.gallery_model.show_tags(self.folder_tags.tags))
         self.map.box_moved.connect(self.folder_model.move_box)
         self.map.lasso_drawn.connect(self.folder_model.select_lasso)
         self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
