@@ -237,7 +237,8 @@ def test_teach_cli_bad_input_is_one_line_and_writes_nothing(case, says, tmp_path
 def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(tmp_path):
     """Classes from words: with no samples the refit gives the card names' zero-shot head, whose logits are OpenCLIP's
     own `build_zero_shot_classifier` ones (written here from its loading of the folder); two samples a class and the
-    fitted head takes over; a model without a text tower says what is missing."""
+    fitted head takes over, the zero-shot head's accuracy on its held-out samples beside it; a model without a text
+    tower says what is missing."""
     import open_clip
 
     from tests.core.test_openclip import CLIP_CFG, _build
@@ -267,6 +268,9 @@ def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(t
         project = add_images(project, name, [Image.new("RGB", (32, 32), (r, g + 9 * i, b)) for i in range(2)])
     fitted = drain(refit(loaded, project))
     assert isinstance(fitted, TeachResult) and fitted.head.recipe == "quick" and len(fitted.paths) == 6
+    val = fitted.split.val  # the prior beside it: the names' zero-shot head on the same held-out samples
+    logits = start.logits(image_features(loaded, [Image.open(fitted.paths[i]) for i in val]))
+    assert len(val) == 3 and fitted.words_accuracy == np.mean(logits.argmax(1) == fitted.labels[val])
     demo = load_model(str(bundled_demo()), device="cpu", precision="fp32")
     with pytest.raises(ValueError, match="has no samples"):
         drain(refit(demo, create_project(tmp_path / "q", ["a", "b"])))

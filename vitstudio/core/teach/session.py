@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from torch import nn
@@ -44,6 +44,7 @@ class TeachResult:
     head: FittedHead
     probabilities: np.ndarray  # (N, C) float32: the app's prediction for every sample (what export must match)
     fit_seconds: float
+    words_accuracy: float | None = None  # the card names' zero-shot head on the same held-out samples (CLIP-style)
 
     @property
     def confusion(self) -> np.ndarray:
@@ -163,11 +164,18 @@ def image_probabilities(loaded: LoadedModel, head, images: list) -> np.ndarray:
 def refit(loaded: LoadedModel, project: TeachProject, recipe: str | None = None, cancel: CancelToken | None = None
           ) -> Generator[Progress, None, TeachResult | WordsHead]:
     """The Teach tab's refit after a change: the fitted head (a TeachResult) once every class has two readable
-    samples; before that, for a model with a text tower, the zero-shot head of the card names (words.py); otherwise
-    the ProjectError saying what is missing."""
+    samples, with the zero-shot head's accuracy on the same held-out samples beside it (the prior it replaces);
+    before that, for a model with a text tower, the zero-shot head of the card names (words.py); otherwise the
+    ProjectError saying what is missing."""
     try:
         features = yield from project_features(loaded, project, cancel=cancel)
-        return fit_project(loaded, project, features, recipe, cancel)
+        result = fit_project(loaded, project, features, recipe, cancel)
+        words = words_head(loaded, features.classes)
+        if words is None:
+            return result
+        val = result.split.val
+        right = words.probabilities(features.features[val]).argmax(1) == features.labels[val]
+        return replace(result, words_accuracy=float(right.mean()) if len(val) else None)
     except ProjectError:
         start = words_head(loaded, project.classes)
         if start is None:

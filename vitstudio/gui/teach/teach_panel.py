@@ -238,6 +238,8 @@ class TeachPanel(QWidget):
         self.stats.setText(f"{result.head.recipe} head on {len(result.split.train)} samples in "
                            f"{result.fit_seconds:.2f} s · validation {result.val_accuracy:.1%} of "
                            f"{len(result.split.val)} held out (15 % of each class)" +
+                           (f" · the card names alone (zero-shot): {result.words_accuracy:.1%}"
+                            if result.words_accuracy is not None else "") +
                            (f" · {wrong} wrong" if wrong else "") +
                            (f" · record more of {advice[0]} (taken for {advice[1]})" if advice else ""))
 
