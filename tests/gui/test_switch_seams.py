@@ -85,14 +85,19 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     panel.layers_tab.run_button.click()  # probes of every block
     _settle(qtbot)
     _paint_selected(panel)  # the Paint page: the selected image painted and segmented
+    window.add_paths([panel.results.paths[1]])  # the Attention tab's image: the paint's segmentation over it
+    qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
+    over_attention = window.attention.paint_segmentation
+    over_attention.toggle.setChecked(True)
     _settle(qtbot)
+    assert over_attention.model.result[0].image == window.state.selected.path
     _lasso_and_tag(panel)
-    filled = _folder_views(panel)
+    filled = {**_folder_views(panel), "paint over attention": over_attention.item.image is not None}
     assert all(value not in (None, 0, {}) for value in filled.values()), filled
     first_labels = panel.labels_tab.path
 
     panel.open_folder(str(second))
-    now = _folder_views(panel)
+    now = {**_folder_views(panel), "paint over attention": over_attention.item.image is not None}
     stale = {view: value for view, value in now.items() if value not in (None, 0, {})}
     assert not stale, f"views still showing {first.name} after {second.name} was opened: {stale}"
     assert panel.labels_tab.path != first_labels

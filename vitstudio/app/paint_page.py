@@ -219,7 +219,7 @@ class PaintPage:
             self.segment_folder()  # the correction joins the bank: the folder follows in the background
 
     # -- segmenting ------------------------------------------------------------------------------------------
-    def _painted(self) -> dict[str, np.ndarray]:
+    def painted(self) -> dict[str, np.ndarray]:
         """Copies of the painted masks: a job reads them while the page goes on painting."""
         return {p: m.copy() for p, m in self.paint.masks.items() if (m != UNPAINTED).any()}
 
@@ -242,7 +242,7 @@ class PaintPage:
             self._say(self.ready() if self.image is not None else SELECT_FIRST)
             return
         self.jobs.start("current", "Segment the image", current_job, self.folder.app.model, self.image,
-                        self._painted(), tuple(self.paint.state.classes), on_result=self._on_current,
+                        self.painted(), tuple(self.paint.state.classes), on_result=self._on_current,
                         on_error=self._on_failed)
 
     def _on_current(self, segmented: Segmented) -> None:
@@ -260,7 +260,7 @@ class PaintPage:
         self.busy.emit(True)
         revision = self.state.revision
         self.jobs.start("folder", "Segment the folder", folder_job, self.folder.app.model, self.folder.folder,
-                        self._painted(), tuple(self.paint.state.classes), on_yield=self.progress.emit,
+                        self.painted(), tuple(self.paint.state.classes), on_yield=self.progress.emit,
                         on_result=lambda result: self._on_folder(result, revision), on_error=self._on_failed)
         return True
 
@@ -290,7 +290,7 @@ class PaintPage:
         self.busy.emit(True)
         self._say(f"Exporting the masks to {out}…")
         self.jobs.start("export", "Export masks", export_job, self.folder.app.model, self.folder.folder,
-                        self._painted(), tuple(self.paint.state.classes), str(out), inside,
+                        self.painted(), tuple(self.paint.state.classes), str(out), inside,
                         on_yield=self.progress.emit, on_result=self._on_exported, on_error=self._on_failed)
         return True
 
@@ -311,7 +311,7 @@ class PaintPage:
         return dict(self.shown.shares) if self.shown is not None and self.shown.image == self.image else {}
 
     def _summary(self) -> str:
-        painted = len(self._painted())
+        painted = len(self.painted())
         line = self.ready() or (f"Segmented from {painted} painted image{'s' * (painted != 1)}"
                                 + (f" ({self.shown.bank:,} patches of block {self.shown.layer})" if self.shown else "")
                                 + ".")

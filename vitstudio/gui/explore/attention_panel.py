@@ -45,6 +45,7 @@ from .explorer_base import (
 )
 from .faithfulness_widget import FaithfulnessWidget, mask_spin_box, masked
 from .head_grid import HeadGridWidget
+from .paint_segmentation import PaintSegmentationWidget
 from .param_form import ParamForm
 
 # The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
@@ -150,9 +151,11 @@ class AttentionPanel(ExplorerPanel):
         self.mask_button.setToolTip("The mask on screen as a PNG at the size the model saw, and its COCO RLE")
 
     def _build_layout(self) -> None:
-        controls = controls_column(self.form, self.info, self.mask_button, self.folder_button)
-        self.params.fix_width(controls, self.methods)
         self.view = MapView()
+        self.paint_segmentation = PaintSegmentationWidget(self.view)  # the Paint page's classes over the image
+        controls = controls_column(self.form, self.info, self.mask_button, self.folder_button,
+                                   self.paint_segmentation)
+        self.params.fix_width(controls, self.methods)
         self.grid = HeadGridWidget()
         self.distance = DistancePlotWidget()
         top = QSplitter(Qt.Horizontal)
