@@ -28,6 +28,7 @@ from .thumbnail_cache import ThumbnailCache
 ICON = 72  # a 32-px digit is scaled up to it, a photo's thumbnail decoded at it: 3 columns in the ~320 px the
 # Folder tab leaves the grid at 1280×720 with the model card open
 CELL = QSize(ICON + 14, ICON + 26)  # the thumbnail and one line of caption
+BATCH = 2000  # cells laid out per turn of the event loop (~15 ms)
 ITEM = CELL - QSize(6, 6)  # every item's size, given before its thumbnail arrives (else it is laid out text-high)
 SORTS = [(column, order, f"{COLUMNS[column]} {'↑' if order == Qt.AscendingOrder else '↓'}")
          for column in range(1, len(COLUMNS)) for order in (Qt.AscendingOrder, Qt.DescendingOrder)]
@@ -50,12 +51,14 @@ class GalleryModel(QAbstractListModel):
         self.thumbs = ThumbnailCache(ICON, self, letterbox=True)
         self.thumbs.ready.connect(self._on_thumbnail)
         self._results, self._correct = None, np.zeros(0, int)
+        self._count = 0  # rows: asked once per item by the view's layout (QAbstractListModel.index → hasIndex)
         self.tags: list[set[str]] = []  # per row of the results (FolderTags.tags): shown in the captions
-        table_model.modelAboutToBeReset.connect(self.beginResetModel)
+        table_model.modelAboutToBeReset.connect(self.beginResetModel)  # then `_reset`
         table_model.modelReset.connect(self._reset)
 
     def _reset(self) -> None:
         self.thumbs.forget_wanted()
+        self._count = len(self.table_model.rows)
         results = self.table_model.results
         if results is not self._results:
             self._results = results
@@ -63,7 +66,7 @@ class GalleryModel(QAbstractListModel):
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex | None = None) -> int:  # noqa: N802 (Qt's name)
-        return 0 if (parent is not None and parent.isValid()) else len(self.table_model.rows)
+        return self._count if parent is None or not parent.isValid() else 0
 
     def source_row(self, view_row: int) -> int:
         return self.table_model.source_row(view_row)
@@ -109,6 +112,8 @@ class FolderGalleryView(QListView):
         self.setResizeMode(QListView.Adjust)
         self.setMovement(QListView.Static)
         self.setUniformItemSizes(True)  # one size for every cell: 100k items are laid out without asking each
+        self.setLayoutMode(QListView.Batched)  # 100k cells placed a batch per turn of the event loop: the first
+        self.setBatchSize(BATCH)  # screen is drawn at once, the scroll bar grows as the rest are placed
         self.setGridSize(CELL)
         self.setIconSize(QSize(ICON, ICON))
         self.setTextElideMode(Qt.ElideRight)

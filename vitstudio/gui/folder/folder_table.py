@@ -30,6 +30,7 @@ class ResultsModel(QAbstractTableModel):
         self._allowed: np.ndarray | None = None
         self._sort: tuple[int, Qt.SortOrder] | None = None
         self._correct = np.zeros(0, int)
+        self._ranks: dict[int, np.ndarray] = {}  # column -> each row's place in the whole folder sorted by it
         self.thumbs = ThumbnailCache(THUMB, self)
         self.thumbs.ready.connect(self._on_thumbnail)
         self.labelled: dict[str, str] = {}  # path -> the label given on the Labels tab (shown in bold as "given")
@@ -38,6 +39,7 @@ class ResultsModel(QAbstractTableModel):
         self.results = results
         self._correct = results.correct() if results is not None else np.zeros(0, int)
         self.thumbs.forget_wanted()
+        self._ranks = {}
         self._allowed = None
         self._refresh()
 
@@ -66,12 +68,20 @@ class ResultsModel(QAbstractTableModel):
             rows = np.arange(len(res)) if self._allowed is None else self._allowed
             if self._sort is not None and len(rows):
                 column, order = self._sort
-                keys = self._sort_keys(column)[rows]
-                rows = rows[np.argsort(keys, kind="stable")]
+                rows = rows[np.argsort(self._rank(column)[rows])]  # ints: a stable sort by the column's keys
                 if order == Qt.DescendingOrder:
                     rows = rows[::-1]
             self.rows = rows
         self.endResetModel()
+
+    def _rank(self, column: int) -> np.ndarray:
+        """(N,) each row's place when the whole folder is sorted by `column` (stable), made once per results: a filter
+        or a sort then orders its rows by these ints (100k file names: 0.45 s to make, every refresh before)."""
+        if column not in self._ranks:
+            rank = np.empty(len(self.results), np.int64)
+            rank[np.argsort(self._sort_keys(column), kind="stable")] = np.arange(len(self.results))
+            self._ranks[column] = rank
+        return self._ranks[column]
 
     def _sort_keys(self, column: int) -> np.ndarray:
         res = self.results
