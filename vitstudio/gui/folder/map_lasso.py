@@ -19,6 +19,7 @@ class LassoViewBox(pg.ViewBox):
         super().__init__()
         self.lasso_on = False
         self.outline = pg.PlotCurveItem(pen=pg.mkPen(LASSO_PEN, width=2))
+        self.outline.setZValue(1000)  # over the points (added later): at 100k they cover the whole map
         self.addItem(self.outline, ignoreBounds=True)  # never counted in autoRange
         self._drawn: list[tuple[float, float]] = []
         self._last_px = None
