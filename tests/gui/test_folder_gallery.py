@@ -47,6 +47,10 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("keep", True))
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("kept", True))
     folder.tag_menus.tag_selection()
+    folder.colour_by.setCurrentIndex(folder.colour_by.findText("tag"))  # a group per tag, then the untagged ones
+    legend = re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.map.legend.text())
+    k = len(inside)
+    assert legend == [("keep", str(k), str(k)), ("untagged", "0", str(40 - k))]
     folder.follow_map.click()  # the map no longer filters: the tag does
     folder.toolbar.tag_filter.setCurrentIndex(folder.toolbar.tag_filter.findText("keep"))
     assert folder.view_state.tag == "keep" and sorted(folder.visible_rows()) == inside.tolist()

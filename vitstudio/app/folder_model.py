@@ -250,7 +250,7 @@ class FolderModel:
     def colour_key(self) -> str:
         """The map's colouring; by given label when the model predicts nothing (a headless model)."""
         by = self.state.colour_by
-        return by if self.results is None or self.results.has_predictions else "given label"
+        return by if by == "tag" or self.results is None or self.results.has_predictions else "given label"
 
     def select(self, row: int | None) -> None:
         """The current image of the folder; its similar images are looked for at once."""

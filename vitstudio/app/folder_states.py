@@ -11,7 +11,7 @@ from .evented import Field, ViewState
 
 ALL_CLASSES = ((None,), ("all classes",))  # the Predicted filter's choice before any results: no filter
 ALL_TAGS = ((None,), ("any tags",))  # the Tag filter's choice before any tag: no filter
-COLOUR_BY = ("prediction", "given label", "correct", "confidence")  # what the map can be coloured by
+COLOUR_BY = ("prediction", "given label", "correct", "confidence", "tag")  # what the map can be coloured by
 SORTS = ("how often it fires", "on how many images", "mean activation")  # the concept table's orders, then classes
 
 

@@ -23,9 +23,13 @@ EMPTY = "Open a folder: every image appears here, placed by its features"
 CONFIDENCE_MAP = "viridis"
 
 
-def colour_groups(results: FolderResults, by: str) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
+def colour_groups(results: FolderResults, by: str, tags: list[set[str]] | None = None
+                  ) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
     """(name, RGB, image indices) per colour: a few groups, each drawn as one scatter item with one brush, so
-    20k points cost a few draw calls and no per-point QBrush (that stalled the GUI thread for ~0.3 s)."""
+    20k points cost a few draw calls and no per-point QBrush (that stalled the GUI thread for ~0.3 s). By tag: a
+    group per tag name (an image with two tags is in both), then the untagged ones; `tags`: per row (FolderTags)."""
+    if by == "tag":
+        return tag_groups(tags or [set()] * len(results))
     if by == "confidence":
         cmap = pg.colormap.get(CONFIDENCE_MAP)
         bins = np.minimum((results.confidence * 10).astype(int), 9)
@@ -40,6 +44,15 @@ def colour_groups(results: FolderResults, by: str) -> list[tuple[str, tuple[int,
     keys = np.asarray(results.labels)[results.predicted] if by == "prediction" else np.asarray(results.given)
     colours = class_colours(list(results.labels) + sorted(set(results.given) - set(results.labels)))
     return [(n or "–", colours[n], np.nonzero(keys == n)[0]) for n in sorted(set(keys.tolist()))]
+
+
+def tag_groups(tags: list[set[str]]) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
+    names = sorted(set().union(*tags)) if tags else []
+    colours = class_colours(names)
+    groups = [(name, colours[name], np.array([i for i, t in enumerate(tags) if name in t], np.int64))
+              for name in names]
+    untagged = np.array([i for i, t in enumerate(tags) if not t], np.int64)
+    return groups + ([("untagged", (150, 150, 150), untagged)] if len(untagged) else [])
 
 
 def class_colours(names: list[str]) -> dict[str, tuple[int, int, int]]:

@@ -154,7 +154,7 @@ class FolderPanel(QWidget):
         self.reset_button.clicked.connect(self.reset_filters)
         self.tag_menus = FolderTagMenus(self.toolbar, self.folder_tags, self._tag_selection, self.state.message.emit,
                                         self)
-        self.folder_tags.changed.connect(lambda: self.gallery.gallery_model.show_tags(self.folder_tags.tags))
+        self.folder_tags.changed.connect(self._on_tags)
         self.map.box_moved.connect(self.folder_model.move_box)
         self.map.lasso_drawn.connect(self.folder_model.select_lasso)
         self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
@@ -265,13 +265,19 @@ class FolderPanel(QWidget):
     def _on_map(self, coords, method) -> None:
         results, by = self.results, self._colour_key()
         self.map.describe = lambda row: describe_image(results, row)
-        self.map.set_points(coords, colour_groups(results, by), method, scale=by == "confidence",
+        self.map.set_points(coords, colour_groups(results, by, self.folder_tags.tags), method, scale=by == "confidence",
                             box=self.folder_model.box)
 
     def _recolour(self) -> None:
         if self.results is not None and self.coords is not None:
             by = self._colour_key()
-            self.map.set_groups(colour_groups(self.results, by), scale=by == "confidence")
+            self.map.set_groups(colour_groups(self.results, by, self.folder_tags.tags), scale=by == "confidence")
+
+    def _on_tags(self) -> None:
+        """Tags put on or taken off: the gallery's captions, and the map when it is coloured by tag."""
+        self.gallery.gallery_model.show_tags(self.folder_tags.tags)
+        if self._colour_key() == "tag":
+            self._recolour()
 
     def _colour_key(self) -> str:
         return self.folder_model.colour_key()
