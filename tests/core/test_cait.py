@@ -170,10 +170,11 @@ def test_cait_loads_predicts_and_explains_like_the_formulas(cait, photos):
     assert all(m.fused_attn for t in trunk_blocks(loaded.model) for m in attention_modules(t.block)
                if hasattr(m, "fused_attn"))
     refused = {m: why for m, why in available(loaded.model).items() if why is not None}
-    # every image analysis applies but two that say why: the text map needs a CLIP-style text tower, and the logit
-    # lens a token that runs through every block (CaiT's class token enters only in its class-attention blocks)
-    assert set(refused) == {"text", "logit-lens"} and "text tower" in refused["text"], refused
-    assert "class-attention" in refused["logit-lens"]
+    # every image analysis applies but three that say why: the text map needs a CLIP-style text tower, the logit
+    # lens a token that runs through every block (CaiT's class token enters only in its class-attention blocks), and
+    # key/query similarity separate keys and queries (CaiT's talking-heads attention does not expose them)
+    assert set(refused) == {"text", "logit-lens", "facet-similarity"} and "text tower" in refused["text"], refused
+    assert "class-attention" in refused["logit-lens"] and "key/query similarity" in refused["facet-similarity"]
 
 
 def test_cait_embeddings_and_fine_tuning(cait, tmp_path, photos):
