@@ -107,18 +107,24 @@ def forked_cli():
 # The longest test files first (from `--durations`): under `make test` each process takes a whole file at a time,
 # so a long file collected last would run alone at the end while the other processes idle. Files not listed keep
 # their order after these; the order of tests inside a file never changes.
-LONGEST_FIRST = (
-    "tests/core/test_folder.py",  # torchrun predict and embed
-    "tests/gui/test_soak.py",  # half a minute of the real window
-    "tests/core/test_seam_matrix.py",
-    "tests/gui/test_app_starts.py",  # main.py starts
-    "tests/gui/test_main_window.py",
-    "tests/core/test_fast_data.py",  # torchrun trainings
-    "tests/core/test_run_survival.py",
+LONGEST_FIRST = (  # the files' summed test times in a fresh clone's `make test`, longest first (2026-12-06)
+    "tests/core/test_seam_matrix.py",  # 81 s
+    "tests/gui/test_soak.py",  # 40 s: half a minute of the real window
+    "tests/gui/test_app_starts.py",  # 38 s: main.py starts
+    "tests/gui/test_view_seams.py",  # 34 s
+    "tests/core/test_run_survival.py",  # 29 s
+    "tests/gui/test_training_panel.py",  # 25 s
+    "tests/core/test_fast_data.py",  # 22 s: torchrun trainings
+    "tests/core/test_full_disk.py",
+    "tests/core/test_finetune_sources.py",
     "tests/core/test_hostile_inputs.py",
-    "tests/gui/test_folder_layout.py",
+    "tests/core/test_memory_plan.py",
+    "tests/core/test_folder_cache.py",
     "tests/gui/test_shortcuts.py",
-    "tests/gui/test_training_panel.py",
+    "tests/gui/test_folder_layout.py",
+    "tests/core/test_ood.py",
+    "tests/core/test_folder.py",  # torchrun predict and embed
+    "tests/gui/test_main_window.py",
 )
 
 
