@@ -128,6 +128,8 @@ def resolve_view(args, attr: str, dataset: bool = False) -> None:
         return
     from ..core.folder.views import view_files, view_labels_file
 
+    if dataset and getattr(args, "labels", None):
+        raise ValueError("give --view NAME or --labels FILE.csv, not both (a view's images keep their class folders)")
     given = getattr(args, attr)
     folders = given if isinstance(given, list) else [given]
     if len(folders) != 1 or not folders[0] or not Path(folders[0]).is_dir():

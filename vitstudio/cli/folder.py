@@ -237,10 +237,6 @@ def audit_cmd(args) -> int:
     if not (args.data_dir or args.labels):
         print("error: give DATA_DIR, --labels FILE.csv, or both", file=sys.stderr)
         return EXIT_USAGE
-    if args.view and args.labels:
-        print("error: give --view NAME or --labels FILE.csv, not both (a view's images keep their class folders)",
-              file=sys.stderr)
-        return EXIT_USAGE
     if not apply_view(args, "data_dir", dataset=True):
         return EXIT_USAGE
     given_apart = None

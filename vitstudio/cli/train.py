@@ -67,10 +67,6 @@ def finetune_cmd(args) -> int:
             print("error: give DATA_DIR or --labels FILE.csv, not both", file=sys.stderr)
             return EXIT_USAGE
         args.data_dir = args.labels
-    if args.view and args.labels:
-        print("error: give --view NAME or --labels FILE.csv, not both (a view's images keep their class folders)",
-              file=sys.stderr)
-        return EXIT_USAGE
     if not apply_view(args, "data_dir", dataset=True):
         return EXIT_USAGE
     import os
