@@ -6,24 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.app.test_paint_page import _paint_digit, demo  # noqa: F401 (a module fixture)
-from vitstudio.app.app_state import AppState, make_entry
-from vitstudio.app.folder_model import FolderModel
-from vitstudio.app.jobs import ScriptRunner
+from tests.app.test_paint_page import _paint_digit, demo, paint_page_on_digits  # noqa: F401 (demo: a module fixture)
+from vitstudio.app.app_state import make_entry
 from vitstudio.app.paint_overlay import PaintOverlay
-from vitstudio.app.paint_page import PaintPage
 from vitstudio.core.data.images import read_image
-from vitstudio.core.models.demo import render_digits
 
 
 def test_the_strip_image_is_segmented_as_the_paint_page_segments_it(demo, tmp_path):  # noqa: F811
-    data = render_digits(tmp_path / "digits", 1)
-    app, runner = AppState(), ScriptRunner()
-    app.set_model(demo)
-    folder = FolderModel(app, runner)
-    page = PaintPage(folder)
-    folder.open_paths([str(data)])
-    paths = sorted(folder.results.paths)
+    app, folder, page, paths = paint_page_on_digits(demo, tmp_path)
     overlay = PaintOverlay(page)
     app.add_images([make_entry(paths[7], read_image(paths[7]))])
     app.select(app.images[0])

@@ -45,14 +45,20 @@ def _paint_digit(page: PaintPage, folder: FolderModel, path: str) -> None:
     _drag(page, [(0, 0), (31, 0), (31, 31), (0, 31), (0, 0)], 0, 1)
 
 
-def test_paint_segment_correct_export_and_the_cli_agrees(demo, tmp_path, capsys):
+def paint_page_on_digits(demo, tmp_path):
+    """A Paint page on a digits folder (one per class) opened through the demo, run in the caller's thread."""
     data = render_digits(tmp_path / "digits", 1)
-    app, runner = AppState(), ScriptRunner()
+    app = AppState()
     app.set_model(demo)
-    folder = FolderModel(app, runner)
+    folder = FolderModel(app, ScriptRunner())
     page = PaintPage(folder)
     folder.open_paths([str(data)])
-    paths = sorted(folder.results.paths)
+    return app, folder, page, sorted(folder.results.paths)
+
+
+def test_paint_segment_correct_export_and_the_cli_agrees(demo, tmp_path, capsys):
+    app, folder, page, paths = paint_page_on_digits(demo, tmp_path)
+    data = Path(folder.folder)
     assert page.line.startswith("Select an image")
 
     _paint_digit(page, folder, paths[0])
