@@ -24,6 +24,7 @@ from tests.core.test_hostile_adapters import adapter  # noqa: F401 (the fixture:
 from tests.core.test_non_utf8_classes import non_utf8_dataset
 from vitstudio.cli import main
 from vitstudio.cli.app import build_parser
+from vitstudio.core.folder import views
 
 # command -> its arguments besides the model (IMAGE, DATA and OUT are filled in per cell)
 MODEL_COMMANDS = {
@@ -35,6 +36,7 @@ MODEL_COMMANDS = {
     "export": ["--format", "onnx", "--out", "OUT"],  # export names its model as an argument, not with --model
     "teach": ["DATA", "--export", "OUT", "--quiet"], "scores": ["DATA", "--quiet"],
     "segment": ["DATA", "--masks", "DATA", "--out", "OUT", "--quiet"], "match": ["IMAGE", "IMAGE"],
+    "views": ["DATA", "--export", "any", "--coco", "OUT", "--masks", "DATA"],  # the model is loaded before the view
 }
 # eval needs a model of the dataset's classes: test_non_utf8_classes runs it on a run fine-tuned there
 DATA_COMMANDS = ("audit", "layers", "sort", "suggest", "embed", "concepts", "finetune", "teach", "scores")
@@ -118,7 +120,8 @@ def _images(folder, n: int = 3):
 
 FULL = [("concepts", "cache-append", "tokens-0.f16"), ("concepts", "before-rename-c.safetensors.partial", "c.safe"),
         ("concepts", "before-rename-c.safetensors", "c.safetensors"), ("concepts", "before-rename-c.json", "c.json"),
-        ("embed", "cache-append", ".f32"), ("layers", "cache-append", "/layers/")]
+        ("embed", "cache-append", ".f32"), ("layers", "cache-append", "/layers/"),
+        ("views", "before-rename-t.csv", "t.csv")]
 
 
 @pytest.mark.parametrize(("command", "point", "file"), FULL, ids=[f"{c}|{p}" for c, p, _ in FULL])
@@ -130,7 +133,9 @@ def test_a_full_disk_is_one_line_naming_the_file_in_every_command(command, point
     for name in ("a", "b"):
         _images(data / name)
     args = {"concepts": [str(data), "--size", "4", "--k", "2", "--epochs", "1", "--out", str(tmp_path / "c"),
-                         "--quiet"], "embed": [str(data), "--quiet"], "layers": [str(data), "--folds", "2"]}[command]
+                         "--quiet"], "embed": [str(data), "--quiet"], "layers": [str(data), "--folds", "2"],
+            "views": [str(data), "--export", "all", "--csv", str(tmp_path / "t.csv")]}[command]
+    views.save_view(data, "all", [{"field": "path", "op": "glob", "value": "*"}])
     monkeypatch.setattr(files, "_passes", {})  # the fault point counts passes per process
     monkeypatch.setenv("VITSTUDIO_FULL_AT", point)
     code = main([command, *args, "--model", TINY_SPEC, "--weights", str(tiny_weights[0])])

@@ -37,6 +37,7 @@ from tests.core.seam_dense import dense_cell
 from tests.core.seam_rows import BASE_ROWS, Sources
 from tests.core.seam_scores import SCORES_ROWS, scores_cell
 from tests.core.seam_teach import teach_cell
+from tests.core.seam_view_export import VIEW_EXPORT_ROWS, view_export_cell
 from vitstudio.cli import main
 from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.applicability import why_not
@@ -46,8 +47,10 @@ from vitstudio.core.models import zeroshot
 from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
+pytestmark = pytest.mark.usefixtures("few_ig_steps")  # the wiring, not the integral (tests/conftest.py)
+
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
-       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores")
+       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores", "view-export")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 # teach's column: the ways a family's logits meet its pooled features (a plain Linear, a seed pre-logits layer; a
 # distilled model's two heads and Swin's pooling head, refused): the other rows repeat one of them
@@ -120,6 +123,8 @@ def _cells():
             if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "dense", "teach"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
             if (op == "teach" and row not in TEACH_ROWS) or (op == "scores" and row not in SCORES_ROWS):
+                continue
+            if op == "view-export" and row not in VIEW_EXPORT_ROWS:  # the dense column covers each family's masks
                 continue
             if row.startswith("run:") and op == "explain-each":
                 continue  # a run's analyses: its explain-all cell runs every one that applies (each equal to
@@ -270,6 +275,10 @@ def _teach(source, op, photo, tmp_path, sources):
 
 def _scores(source, op, photo, tmp_path, sources):
     scores_cell(source, tmp_path, cli, assert_works_or_refuses, _loaded(source))
+
+
+def _view_export(source, op, photo, tmp_path, sources):
+    view_export_cell(source, photo, tmp_path, cli, assert_works_or_refuses, _loaded(source))
 
 
 def _saved(folder, method):

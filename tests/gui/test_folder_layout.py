@@ -351,8 +351,9 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     assert shown.isVisible() and shown.mapTo(panel, shown.rect().topRight()).x() <= panel.width()
     bar = panel.toolbar
     assert window.findChild(QDockWidget, "model_card_dock").isVisible() and panel.width() < 1000
-    for control in (bar.open_button, bar.sort_button, bar.undo_button, bar.csv_button, bar.review_button,
-                    bar.threshold, bar.predicted, bar.min_conf, bar.correctness, bar.follow_map, bar.reset_button):
+    for control in (bar.open_button, bar.sort_button, bar.undo_button, bar.csv_button, bar.export_button,
+                    bar.review_button, bar.threshold, bar.predicted, bar.min_conf, bar.correctness, bar.follow_map,
+                    bar.reset_button):
         corner = control.mapTo(panel, control.rect().bottomRight())
         assert control.isVisible() and corner.x() <= panel.width() and corner.y() <= bar.geometry().bottom(), (
             control, corner, panel.width())

@@ -39,6 +39,7 @@ def _folder_views(panel) -> dict[str, object]:
         "paint": len(_paint_page(panel).model.paint.masks),
         "painted image": _paint_page(panel).canvas.picture is not None,
         "its segmentation": _paint_page(panel).model.shown,
+        "export": panel.export_menu.count,  # what Export… would take (its label counts it)
     }
 
 

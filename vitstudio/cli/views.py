@@ -4,11 +4,14 @@ predict, embed, sort, explain, audit and finetune restricts them to the images a
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # as cli/app.py's (a command module imports no other)
 
 
 def register(subparsers) -> None:
@@ -31,6 +34,14 @@ def register(subparsers) -> None:
     e.add_argument("--move", action="store_true", help="with --out: move instead of copy")
     e.add_argument("--labels-csv", metavar="FILE", help="with --export: write a labels file of them (path, class "
                    "folder), which finetune, audit and eval take as a dataset")
+    e.add_argument("--csv", metavar="FILE", help="with --export: a CSV of every column for them (path, file, class "
+                   "folder, tags; with --model, its prediction, confidence, margin and correctness too), spreadsheet-"
+                   "safe, UTF-8 with a byte-order mark")
+    e.add_argument("--coco", metavar="FILE", help="with --export and --masks: their masks as COCO JSON (RLE), "
+                   "segmented from the painted masks as `vitstudio segment` segments (the model: --model)")
+    e.add_argument("--masks", metavar="PAINTED_DIR", help="with --coco: the painted masks (one PNG per painted image "
+                   "of the folder, named by its stem, as `vitstudio segment --masks` takes)")
+    add_model_args(e)
     p.set_defaults(handler=views_cmd)
 
     t = subparsers.add_parser("tag", help="add or remove tags on images of a folder (several per image; kept in the "
@@ -125,26 +136,36 @@ def tag_cmd(args) -> int:
 
 def _export(args) -> int:
     """--export NAME: its images copied (or moved) into --out by class folder, journalled as a sort, and/or their
-    labels file written to --labels-csv."""
-    import shutil
-
-    from ..core.folder import views
+    labels file written to --labels-csv, every column to --csv, their masks to --coco."""
+    from ..core.folder import selection_export, views
+    from ..core.folder.selection_export import write_labels_csv
     from ..core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort
 
-    if not (args.out or args.labels_csv) or (args.move and not args.out):
-        print("error: --export NAME needs --out DIR and/or --labels-csv FILE (--move goes with --out)", file=sys.stderr)
+    if not (args.out or args.labels_csv or args.csv or args.coco) or (args.move and not args.out) or \
+            bool(args.coco) != bool(args.masks):
+        print("error: --export NAME needs --out DIR, --labels-csv FILE, --csv FILE and/or --coco FILE (--move goes "
+              "with --out, --masks with --coco)", file=sys.stderr)
         return EXIT_USAGE
     try:
+        loaded = _export_model(args)
+        if loaded is False:
+            return EXIT_USAGE
         files = views.view_files(args.folder, args.export)
         if args.out:
             check_out_folder([args.folder], args.out)
+        documents = _export_tables(args, files, loaded)  # computed first: a refusal leaves no file written
         if args.labels_csv:
-            shutil.copyfile(views.view_labels_file(args.folder, args.export), args.labels_csv)
+            write_labels_csv(args.labels_csv, [(str(f), views.label_of(args.folder, f)) for f in files])
+        for path, data in documents:
+            selection_export.write_whole(path, data)
     except (ValueError, NestedFoldersError, OSError) as exc:
+        if getattr(exc, "errno", None) in FULL_DISK:
+            raise  # the entry's one line for a full disk (cli/app.py), exit 1
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not args.out:
-        print(f"wrote {args.labels_csv} ({len(files)} images)", file=sys.stderr)
+        written = ", ".join(f for f in (args.labels_csv, args.csv, args.coco) if f)
+        print(f"wrote {written} ({len(files)} images)", file=sys.stderr)
         return EXIT_OK
     labelled = [(str(f), views.label_of(args.folder, f) or "unlabelled", 1.0) for f in files]
     done = apply_sort(plan_sort(labelled, args.out, move=args.move))
@@ -152,3 +173,54 @@ def _export(args) -> int:
         print(f"{path}: {reason}", file=sys.stderr)
     print(done.describe(), file=sys.stderr)
     return EXIT_SOME_FAILED if done.errors else EXIT_OK
+
+
+def _export_model(args):
+    """The model --coco segments with (and --csv predicts with, when --model is given); None when neither needs
+    one; False once a refusal is printed. Loaded before the view is read: a model refused is said first."""
+    if not args.coco and not (args.csv and args.model):
+        return None
+    loaded = load_model_from_args(args)
+    return False if loaded is None else loaded
+
+
+def _export_tables(args, files, loaded) -> list[tuple[str, bytes]]:
+    """(file, its bytes) of --csv (every column: the files', and the model's prediction when it was given) and
+    --coco (the view's images segmented from the painted masks)."""
+    import json
+    import os
+
+    from ..core.data.images import expand_paths
+    from ..core.folder import selection_export, views
+
+    documents = []
+    if args.csv:
+        names = [str(f) for f in files]
+        tags = views.read_tags(args.folder)
+        if args.model:
+            from ..core.folder.embedcache import embed_folder
+            from ..core.folder.results import folder_results
+
+            results = folder_results(drain(embed_folder(loaded, names), quiet=True), [args.folder])
+            rows = range(len(results))
+            picked = [set(tags.get(views.relative(args.folder, results.paths[r]), ())) for r in rows]
+            columns = selection_export.selection_columns(results, rows, picked, {})
+        else:
+            columns = selection_export.file_columns(names, [views.label_of(args.folder, f) or "" for f in files],
+                                                    [set(tags.get(views.relative(args.folder, f), ())) for f in files],
+                                                    {})
+        documents.append((args.csv, selection_export.csv_bytes(tuple(columns), selection_export.table_rows(columns))))
+    if args.coco:
+        from ..core.dense.export import coco_from_labels
+        from ..core.dense.painted import match_painted
+        from ..core.dense.segment import segment_images
+
+        painted = match_painted(args.masks, [str(p) for p in expand_paths([args.folder])])
+        done = drain(segment_images(loaded, [str(f) for f in files], painted), quiet=True)
+        for path, reason in done.errors:
+            print(f"{path}: {reason}", file=sys.stderr)
+        named = [(os.path.relpath(path, args.folder), labels) for path, labels in done.images]
+        document = coco_from_labels(named, done.classes, f"view {args.export}: segmented by retrieval from "
+                                                         f"{len(painted)} painted images, block {done.layer}")
+        documents.append((args.coco, json.dumps(document).encode("utf-8")))
+    return documents

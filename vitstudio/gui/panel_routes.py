@@ -19,6 +19,7 @@ class PanelRoutes(QObject):
         folder.opened_here.connect(window.remember_recent)
         folder.retrain.connect(self.retrain_with_fixes)
         folder.labels_tab.train_requested.connect(self.train_on_labels)
+        folder.folder_export.train_requested.connect(self.train_on_labels)  # an export's "Train on them"
         folder.concepts_tab.show_in_attention.connect(self.show_concept)
         training.use_model.connect(self.use_trained_model)
         training.export_requested.connect(self.export_run)

@@ -9,6 +9,7 @@ The images are only ever read: nothing is moved, renamed or written next to them
 from __future__ import annotations
 
 import csv
+import io
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ def read_labels_file(path: str | Path) -> LabelsFile:
 def _csv_rows(path: Path, text: str):
     """(line number, cells) of each row; a row the csv module refuses (a cell over its 131,072-character limit, a
     NUL) is a DatasetError naming the line: no path or label is that long, so the file is not a labels file."""
-    reader = csv.reader(text.splitlines())
+    reader = csv.reader(io.StringIO(text, newline=""))  # a quoted name holding a newline stays one name
     while True:
         try:
             row = next(reader)

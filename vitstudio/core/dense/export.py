@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -21,23 +22,28 @@ COCO_NAME, AREAS_NAME = "masks.coco.json", "areas.csv"
 
 def coco_document(result: SegmentResult) -> dict:
     """COCO instances: category k + 1 is class k; a mask's 255 (outside the crop) belongs to none."""
+    return coco_from_labels(((image.file, np.asarray(Image.open(image.mask))) for image in result.images),
+                            result.classes, f"segmented by retrieval from {result.painted} painted images, block "
+                                            f"{result.layer}")
+
+
+def coco_from_labels(images: Iterable[tuple[str, np.ndarray]], classes: tuple[str, ...], description: str) -> dict:
+    """COCO instances of (file, (H, W) class indices) pairs: an image record each at its size, an annotation per class
+    present in it (compressed RLE, `iscrowd` 1 as COCO's RLE annotations are), category k + 1 for class k."""
     from pycocotools import mask as coco
 
-    images, annotations = [], []
-    for image_id, image in enumerate(result.images, start=1):
-        labels = np.asarray(Image.open(image.mask))
-        images.append({"id": image_id, "file_name": image.file, "height": labels.shape[0],
-                       "width": labels.shape[1]})
-        for k in np.unique(labels[labels < len(result.classes)]):
+    records, annotations = [], []
+    for image_id, (file, labels) in enumerate(images, start=1):
+        records.append({"id": image_id, "file_name": file, "height": int(labels.shape[0]),
+                        "width": int(labels.shape[1])})
+        for k in np.unique(labels[labels < len(classes)]):
             rle = rle_encode(labels == k)
             raw = {"size": rle["size"], "counts": rle["counts"].encode("ascii")}
             annotations.append({"id": len(annotations) + 1, "image_id": image_id, "category_id": int(k) + 1,
                                 "segmentation": rle, "area": int(coco.area(raw)),
                                 "bbox": [float(v) for v in coco.toBbox(raw)], "iscrowd": 1})
-    return {"info": {"description": f"segmented by retrieval from {result.painted} painted images, block "
-                                    f"{result.layer}"},
-            "images": images, "annotations": annotations,
-            "categories": [{"id": k + 1, "name": name} for k, name in enumerate(result.classes)]}
+    return {"info": {"description": description}, "images": records, "annotations": annotations,
+            "categories": [{"id": k + 1, "name": name} for k, name in enumerate(classes)]}
 
 
 def write_exports(result: SegmentResult, out: str | Path, coco: bool, areas: bool) -> list[Path]:

@@ -11,7 +11,7 @@ rest of it is segmented like any other image.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +80,16 @@ class SegmentResult:
         return [{"file": r.file, "mask": r.mask, "shares": r.shares} for r in self.images]
 
 
+@dataclass(frozen=True)
+class SegmentedLabels:
+    """Images segmented without writing their masks (`segment_images`)."""
+
+    classes: tuple[str, ...]
+    layer: int
+    images: tuple[tuple[str, np.ndarray], ...]  # (path, (H, W) uint8 class indices; 255 outside the crop)
+    errors: tuple[tuple[str, str], ...] = ()
+
+
 def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
     a, b = Path(path).resolve(), Path(folder).resolve()
     return a == b or b in a.parents
@@ -143,19 +153,49 @@ def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str 
     # each mask is written atomically (fsync'd): the writes overlap on a few threads, or a folder of small images
     # spends most of its time waiting on the disk
     with ThreadPoolExecutor(WRITERS) as writers:
-        for start in range(0, len(tokens.paths), CHUNK):
-            if cancel is not None and cancel.cancelled:
-                break
-            index = np.arange(start, min(start + CHUNK, len(tokens.paths)))
-            logits = vote(tokens.of_images(index).reshape(-1, tokens.width), bank, settings.k, settings.temperature)
-            logits = logits.reshape(len(index), *tokens.grid, len(classes))
-            written = [_mask(loaded, tokens.paths[i], grid_logits, by_image.get(tokens.paths[i]), out, classes,
-                             writers) for i, grid_logits in zip(index, logits)]
+        for chunk in _labelled(loaded, tokens, np.arange(len(tokens.paths)), bank, settings, by_image, cancel):
+            written = [_mask(path, labels, out, classes, writers) for path, labels in chunk]
             for image, write in written:
                 write.result()  # the chunk's writes done; a failed one raises here, naming its file
                 done.append(image)
             yield Progress(len(done), len(tokens.paths), "Segmenting images")
     return SegmentResult(classes, layer, bank, len(painted), done, tokens.errors, tokens.computed)
+
+
+def segment_images(loaded: LoadedModel, files: list[str], painted: list[PaintedMask],
+                   settings: SegmentSettings = SegmentSettings(), cancel: CancelToken | None = None
+                   ) -> Generator[Progress, None, SegmentedLabels]:
+    """Some images (a selection of a folder) segmented from painted masks (the Paint page's, or a painted folder's,
+    which may be of images outside `files`), nothing written: each image's (H, W) class indices, for an export."""
+    settings.check()
+    classes = class_names(painted, settings.classes)
+    layer = check_layer(loaded, loaded.token_depth - 1 if settings.layer is None else settings.layer)
+    wanted = list(dict.fromkeys(map(str, files)))
+    tokens = yield from collect_tokens(loaded, list(dict.fromkeys([*wanted, *(m.image for m in painted)])), layer,
+                                       cancel=cancel)
+    bank = painted_bank(loaded, tokens, painted, classes, settings)
+    chosen = set(wanted)
+    index = np.array([i for i, p in enumerate(tokens.paths) if p in chosen], np.int64)
+    done: list[tuple[str, np.ndarray]] = []
+    for chunk in _labelled(loaded, tokens, index, bank, settings, {m.image: m.labels for m in painted}, cancel):
+        done.extend(chunk)
+        yield Progress(len(done), len(index), "Segmenting the selection")
+    errors = tuple((p, why) for p, why in tokens.errors if p in chosen)
+    return SegmentedLabels(classes, layer, tuple(done), errors)
+
+
+def _labelled(loaded: LoadedModel, tokens: FolderTokens, index: np.ndarray, bank: MemoryBank,
+              settings: SegmentSettings, by_image: dict[str, np.ndarray], cancel: CancelToken | None
+              ) -> Iterator[list[tuple[str, np.ndarray]]]:
+    """[(path, (H, W) uint8 classes)] of the images `index` of `tokens`, CHUNK at a time, until cancelled."""
+    for start in range(0, len(index), CHUNK):
+        if cancel is not None and cancel.cancelled:
+            return
+        chunk = index[start:start + CHUNK]
+        logits = vote(tokens.of_images(chunk).reshape(-1, tokens.width), bank, settings.k, settings.temperature)
+        logits = logits.reshape(len(chunk), *tokens.grid, len(bank.classes))
+        yield [(tokens.paths[i], image_labels(loaded, tokens.paths[i], grid_logits, by_image.get(tokens.paths[i])))
+               for i, grid_logits in zip(chunk, logits)]
 
 
 def image_labels(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None) -> np.ndarray:
@@ -165,9 +205,8 @@ def image_labels(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np
     return labels if painted is None else np.where(painted != UNPAINTED, painted, labels)
 
 
-def _mask(loaded: LoadedModel, path: str, logits: np.ndarray, painted: np.ndarray | None, out: Path,
-          classes: tuple[str, ...], writers: ThreadPoolExecutor) -> tuple[SegmentedImage, Future]:
-    labels = image_labels(loaded, path, logits, painted)
+def _mask(path: str, labels: np.ndarray, out: Path, classes: tuple[str, ...], writers: ThreadPoolExecutor
+          ) -> tuple[SegmentedImage, Future]:
     target = out / f"{Path(path).stem}.png"
     write = writers.submit(atomic_write_bytes, target, labels_png(labels))
     shares = class_shares(labels, len(classes))

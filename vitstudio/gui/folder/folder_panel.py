@@ -61,6 +61,7 @@ class FolderPanel(QWidget):
         self.files.failed.connect(self.folder_model._on_failed)
         self.undo_button.clicked.connect(self.files.undo_last)
         self._follow_model()
+        self._build_export()
 
     # what the model holds, read where the panel's pages and tests look for it
     results = property(lambda self: self.folder_model.results)
@@ -86,6 +87,28 @@ class FolderPanel(QWidget):
         fm.relocated.connect(self._on_relocated)
         fm.row_selected.connect(self._on_selected)
         self.view_state.events.colour_by.connect(lambda _by: self._recolour())
+
+    def _build_export(self) -> None:
+        """The toolbar's Export… menu: the selection copied or moved (the undo stack's sort), as CSVs, COCO masks, or
+        the Training tab's dataset; an export job's progress and Cancel are the tab's."""
+        from vitstudio.app.folder_export import FolderExport
+        from vitstudio.app.paint_page import PaintPage
+
+        from .folder_export import FolderExportMenu
+
+        self.folder_export = FolderExport(self.folder_model, lambda: self.folder_tags.tags,
+                                          lambda: self.labels_tab.labels)
+        paint = next((p.model for p in self.side.pages if isinstance(p.model, PaintPage)), None)
+        self.export_menu = FolderExportMenu(self.toolbar.export_button, self.folder_export, self._selected_rows,
+                                            self.files, lambda: paint, self)
+        export = self.folder_export
+        export.said.connect(self.state.message.emit)
+        export.busy.connect(self._busy)
+        export.progress.connect(self._on_progress)
+        self.cancel_button.clicked.connect(export.cancel)
+        self.folder_model.rows_changed.connect(self.export_menu.refresh)
+        self.folder_model.results_changed.connect(self.export_menu.refresh)
+        self.table.selectionModel().selectionChanged.connect(self.export_menu.refresh)
 
     # -- construction --------------------------------------------------------------------------------
     def _build(self) -> None:

@@ -1,0 +1,61 @@
+"""The Folder toolbar's Export… menu (issue 50 item 6) on one panel: its label counts what an export takes (the rows
+the filters leave, or a multi-selection of the table), a copy into class folders through it is a sort on the tab's
+undo stack (the toolbar's Undo takes the copies away), every column is written by a background job, and "Train on
+them" hands a labels file of exactly those images to the Training tab."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from PySide6.QtCore import QItemSelectionModel
+from PySide6.QtWidgets import QMessageBox
+
+from tests.gui.helpers import settle
+from vitstudio.core.data.labels_file import read_labels_file
+from vitstudio.core.models.demo import bundled_demo, render_digits
+
+
+def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_training(panel, qtbot, tmp_path,
+                                                                                        monkeypatch):
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    folder = panel(FolderPanel, model=bundled_demo())
+    button = folder.toolbar.export_button
+    assert button.text() == "Export…" and not button.isEnabled()  # nothing opened: nothing to export
+    data = render_digits(tmp_path / "digits", per_class=2)
+    folder.open_folder(str(data))
+    settle(qtbot)
+    assert button.text() == "Export 20 images…" and button.isEnabled()
+    folder.view_state.predicted = folder.results.predicted_label(0)  # a filter: the count follows the rows shown
+    shown = folder.visible_rows()
+    assert 0 < len(shown) < 20 and button.text() == f"Export {len(shown)} image{'s' * (len(shown) > 1)}…"
+    folder.view_state.predicted = None
+    selection = folder.table.selectionModel()
+    for view_row in (1, 4, 6):  # three rows picked in the table: they are what is exported
+        selection.select(folder.model.index(view_row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+    picked = sorted(folder.model.source_row(r) for r in (1, 4, 6))
+    assert button.text() == "Export 3 images…" and "3 images selected in the table" in button.toolTip()
+    assert [a.text() for a in button.menu().actions()][:2] == ["Copy into class folders…", "Move into class folders…"]
+
+    out = tmp_path / "out"
+    monkeypatch.setattr("vitstudio.gui.file_dialogs.choose_folder", lambda *a, **k: str(out))
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Ok)
+    folder.export_menu.actions["copy"].trigger()
+    settle(qtbot)
+    copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.png"))
+    assert copied == sorted(f"{folder.results.given[r]}/{Path(folder.results.paths[r]).name}" for r in picked)
+    assert folder.undo_button.isEnabled() and folder.undo_button.toolTip().startswith("Undo Sort 3 images into out")
+    folder.undo_button.click()
+    settle(qtbot)
+    assert not list(out.rglob("*.png")) and len(list(data.rglob("*.png"))) == 20
+
+    monkeypatch.setattr("vitstudio.gui.file_dialogs.save_file", lambda *a, **k: str(tmp_path / "all.csv"))
+    folder.export_menu.actions["table"].trigger()
+    settle(qtbot)
+    with open(tmp_path / "all.csv", encoding="utf-8-sig", newline="") as fh:
+        assert [r["path"] for r in csv.DictReader(fh)] == [folder.results.paths[r] for r in picked]
+    handed = []
+    folder.folder_export.train_requested.connect(handed.append)
+    folder.export_menu.actions["training"].trigger()
+    assert [str(p) for p, _ in read_labels_file(handed[0]).labelled] == [folder.results.paths[r] for r in picked]
