@@ -25,11 +25,12 @@ class ClassCount:
 
 def count_classes(results: FolderResults) -> tuple[ClassCount, ...]:
     """One row per class named by the model's predictions or by the folders, most images first."""
-    predicted = np.asarray(results.predicted_labels() if results.has_predictions else [""] * len(results), object)
-    given = np.asarray(results.given, object)
-    names = (set(predicted.tolist()) | set(given.tolist())) - {""}
-    rows = [ClassCount(name, int((predicted == name).sum()), int((given == name).sum()),
-                       int(((predicted == name) & (given == name)).sum())) for name in names]
+    predicted = results.predicted_labels() if results.has_predictions else np.full(len(results), "")
+    names, codes = np.unique(np.concatenate([predicted.astype(str), np.asarray(results.given, str)]),
+                             return_inverse=True)  # one pass over 2N strings, then integer counts per class
+    p, g, k = codes[:len(results)], codes[len(results):], len(names)
+    counts = zip(np.bincount(p, minlength=k), np.bincount(g, minlength=k), np.bincount(p[p == g], minlength=k))
+    rows = [ClassCount(str(name), int(a), int(b), int(c)) for name, (a, b, c) in zip(names, counts) if name]
     return tuple(sorted(rows, key=lambda r: (-max(r.predicted, r.given), r.name)))
 
 

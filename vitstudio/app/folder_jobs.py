@@ -13,7 +13,9 @@ def scan_job(cancel, model, paths: list[str], roots: list[str]):
     from vitstudio.core.folder.results import folder_results
 
     embedded = yield from embed_folder(model, paths, cancel=cancel)
-    return embedded, folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
+    results = folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
+    results.name_rank  # noqa: B018 (the table's first order, made here too)
+    return embedded, results
 
 
 def fit_job(cancel, model, embedded, results):

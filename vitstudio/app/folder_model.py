@@ -125,9 +125,6 @@ class FolderModel:
                   f"{len(results) - embedded.computed} from the cache, {len(embedded.errors)} unreadable). Select a "
                   f"row for similar images." + ("" if results.has_predictions else NO_CLASSES))
         self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)
-        if results.has_predictions:  # a headless model predicts nothing whose fit could be judged
-            self.jobs.start("fit", "Model fit", fit_job, self.app.model, embedded, results,
-                            on_result=self._on_fit, on_error=self._on_failed)
 
     def _on_fit(self, fit) -> None:
         self.fit = fit
@@ -246,6 +243,9 @@ class FolderModel:
         self.map_ready.emit(self.coords, self.map_method)
         if self.state.follow_map:
             self.apply_filters()
+        if self.results.has_predictions:  # after the map: at 100k its kNN took the CPU the map was waiting for
+            self.jobs.start("fit", "Model fit", fit_job, self.app.model, self.embedded, self.results,
+                            on_result=self._on_fit, on_error=self._on_failed)
 
     def colour_key(self) -> str:
         """The map's colouring; by given label when the model predicts nothing (a headless model)."""

@@ -174,24 +174,45 @@ class KeyedRows:
             return None
         return self.lookup(path)
 
-    def resolve(self, files: list[Path]) -> tuple[list[Path], np.ndarray, dict[str, np.ndarray]]:
+    def lookup_many(self, paths: list) -> np.ndarray:
+        """(N,) `lookup_readable` of each path, -1 where the store holds none: one stat per file whose stat matches
+        its entry exactly (an opening from the cache: 100k files in ~0.3 s, where check_file + lookup stat each file
+        five times); the rest go through `lookup_readable` (a FIFO never hashed, a changed file hashed)."""
+        out = np.full(len(paths), -1, np.int64)
+        files, pending = self.files, self._pending
+        for i, p in enumerate(map(str, paths)):
+            entry = files.get(p) or pending.get(p)
+            try:
+                st = os.stat(p) if entry else None
+            except OSError:
+                continue  # missing, a dangling link, a loop: nothing to serve
+            if st is not None and stat.S_ISREG(st.st_mode) and entry[0] == f"{st.st_size}:{st.st_mtime_ns}" \
+                    and entry[1] == f"{st.st_ino}:{st.st_ctime_ns}":
+                out[i] = entry[3]  # readable when it was cached; a chmod since would have changed its ctime
+            else:
+                row = self.lookup_readable(p)
+                out[i] = -1 if row is None else row
+        return out
+
+    def resolve(self, files: list[Path], known: tuple[int, np.ndarray] | None = None
+                ) -> tuple[list[Path], np.ndarray, dict[str, np.ndarray]]:
         """(the files the store holds, their rows, every column's memory map), consistent with each other: read
-        under the shared lock, so a compaction by another process cannot move the rows in between."""
+        under the shared lock, so a compaction by another process cannot move the rows in between. `known`: (the
+        data generation, `lookup_many(files)`) looked up just before: kept when no compaction has moved rows since
+        (opening from the cache then stats each file once)."""
         self.flush()
         with self.locked():
-            found = [(p, self.lookup(p)) for p in files if Path(p).exists()]
-            found = [(p, row) for p, row in found if row is not None]
+            rows = known[1] if known is not None and known[0] == self.data else self.lookup_many(files)
             arrays = self.arrays()
-        return [p for p, _ in found], np.asarray([row for _, row in found], np.int64), arrays
+        held = np.flatnonzero(rows >= 0)
+        return [files[i] for i in held], rows[held], arrays
 
     def content_key(self, paths) -> str:
         """One digest of these files' names and contents (as their last lookups found them), in order: the key of a
         result computed from exactly these files (`resultcache.py`)."""
-        digest = hashlib.blake2b(digest_size=16)
-        for p in map(str, paths):
-            entry = self._pending.get(p) or self.files.get(p)  # a file found by content is pending, newer
-            digest.update(os.fsencode(p) + b"\0" + (entry[2] if entry else "?").encode() + b"\n")
-        return digest.hexdigest()
+        pending, files = self._pending, self.files  # a file found by content is pending, newer
+        text = "".join(f"{p}\0{(pending.get(p) or files.get(p) or (0, 0, '?'))[2]}\n" for p in map(str, paths))
+        return hashlib.blake2b(os.fsencode(text), digest_size=16).hexdigest()  # one update: the same digest
 
     def digest(self, path: str, key: str | None = None, ident: str | None = None) -> str:
         if key is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,14 @@ class FolderResults:
         """False for a headless model (features only, e.g. a CLIP-style model before it is given classes): its
         rows have no prediction, confidence or margin, but the map, similar images and duplicates still work."""
         return bool(self.labels)
+
+    @cached_property
+    def name_rank(self) -> np.ndarray:
+        """(N,) each row's place in the folder sorted by file name (stable): the table's default order, made once
+        per results (the scan job makes it: 100k names sorted are ~0.3 s the GUI thread does not spend)."""
+        rank = np.empty(len(self), np.int64)
+        rank[np.argsort(np.asarray([os.path.basename(p) for p in self.paths]), kind="stable")] = np.arange(len(self))
+        return rank
 
     def predicted_label(self, i: int) -> str:
         return self.labels[int(self.predicted[i])] if self.has_predictions else ""
@@ -85,11 +94,11 @@ class FolderResults:
         return len(rows)
 
 
-def _class_folder(path: str, roots: list[str]) -> str:
-    """The class an image is given: the folder right under the root it was opened from (root/dog/sub/deeper/x.jpg
-    is a dog, as training's scan has it, not a "deeper"); none for an image directly in a root; outside every root,
-    its own folder's name."""
-    folder = os.path.normpath(os.path.abspath(os.path.dirname(path)))
+def _class_folder(parent: str, roots: list[str]) -> str:
+    """The class an image in folder `parent` is given: the folder right under the root it was opened from
+    (root/dog/sub/deeper/x.jpg is a dog, as training's scan has it, not a "deeper"); none for an image directly in a
+    root; outside every root, its own folder's name."""
+    folder = os.path.normpath(os.path.abspath(parent))
     for root in roots:  # the longest first: a root inside another one wins
         if folder == root:
             return ""
@@ -102,7 +111,9 @@ def folder_results(embedded: FolderEmbeddings, roots: list[str] | None = None) -
     """Rows for every embedded image; the given label is the class folder it is in under the root it was opened
     from, none for images directly in a root (dropped, with no class folder)."""
     plain = sorted({os.path.normpath(os.path.abspath(r)) for r in roots or []}, key=len, reverse=True)
-    given = tuple(_class_folder(p, plain) for p in embedded.paths)  # string work only: 100k paths, no syscalls
+    parents = [os.path.dirname(p) for p in embedded.paths]
+    classes = {d: _class_folder(d, plain) for d in set(parents)}  # once per folder: 100k paths, a few folders
+    given = tuple(classes[d] for d in parents)
     if not embedded.labels:  # a headless model: its "logits" are features, not class scores
         nothing = np.full(len(embedded.paths), np.nan, np.float32)
         return FolderResults(embedded.paths, given, np.full(len(embedded.paths), -1), nothing, nothing, ())
