@@ -53,7 +53,8 @@ def test_the_selection_exports_every_way_and_the_folder_is_never_written(demo, t
     assert "out of distribution" in table[0] and said[-1] == ("info", f"Wrote {len(rows)} rows of "
                                                                       f"{len(table[0])} columns to {tmp_path}/"
                                                                       "table.csv")
-    assert export.labels_csv(rows, str(tmp_path / "labels.csv"))
+    export.labels_csv(rows, str(tmp_path / "labels.csv"))
+    assert said[-1] == ("info", f"Wrote {len(rows)} rows to {tmp_path}/labels.csv")
     assert read_labels_file(tmp_path / "labels.csv").rows == tuple((Path(p), label) for p, label in export.items(rows))
 
     try:  # into class folders: a sort's plan (never into the folder), undone from its journal
@@ -67,11 +68,12 @@ def test_the_selection_exports_every_way_and_the_folder_is_never_written(demo, t
     undo_sort(done.log)
     assert not list((tmp_path / "out").rglob("*.png"))
 
-    trained = export.to_training(rows)  # the Training tab's dataset: a labels file in the app's data folder
-    assert handed == [trained] and Path(trained).parent.parent == data_dir() / "selections"
+    assert export.to_training(rows)  # the Training tab's dataset: a labels file in the app's data folder
+    (trained,) = handed
+    assert Path(trained).parent.parent == data_dir() / "selections"
     assert Path(trained).parent.name.startswith("digits-selection-")  # a run trained on it is named after it
     assert read_labels_file(trained).labelled == tuple((Path(p), label) for p, label in export.items(rows))
-    assert export.to_training(rows[:1]) is None and "fewer than two classes" in said[-1][1]
+    assert not export.to_training(rows[:1]) and "fewer than two classes" in said[-1][1] and len(handed) == 1
 
     few = rows[:3]
     export.coco(few, str(tmp_path / "masks.json"), page.painted(), tuple(page.paint.state.classes))
@@ -91,7 +93,9 @@ def test_the_selection_exports_every_way_and_the_folder_is_never_written(demo, t
     export.busy.connect(busy.append)
     export.coco(few, str(tmp_path / "cancelled.json"), page.painted(), tuple(page.paint.state.classes))
     export.jobs.runner.step(export.jobs.pending["coco"])
+    assert export.running()  # the tab's Cancel stops the export, not the scan
     export.cancel()
     export.jobs.runner.run()
-    assert busy == [True, False] and not (tmp_path / "cancelled.json").exists()
+    assert busy == [True, False] and not (tmp_path / "cancelled.json").exists() and not export.running()
+    assert said[-1] == ("info", "Export cancelled: nothing written.")
     assert _tree(data) == before

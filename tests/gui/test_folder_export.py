@@ -58,4 +58,5 @@ def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_tr
     handed = []
     folder.folder_export.train_requested.connect(handed.append)
     folder.export_menu.actions["training"].trigger()
+    qtbot.waitUntil(lambda: bool(handed), timeout=10000)  # written in the background, then handed on
     assert [str(p) for p, _ in read_labels_file(handed[0]).labelled] == [folder.results.paths[r] for r in picked]

@@ -27,7 +27,7 @@ from .notices import describe
 if TYPE_CHECKING:
     from .folder_model import FolderModel
 
-SLOTS = {"table": ("paths",), "coco": ("paths",)}  # besides the model: the folder opened
+SLOTS = {slot: ("paths",) for slot in ("labels", "table", "coco", "training")}  # besides the model
 PAINT_FIRST = "Paint some masks on the Paint page first: the COCO export holds the masks segmented from them."
 
 
@@ -48,7 +48,7 @@ class FolderExport:
         self.jobs = KeyedJobs(self.state, SLOTS, folder_model.runner, long=tuple(SLOTS))
         self.said = Emitter()  # level ("info", "warning"), one line
         self.busy = Emitter()  # True while an export job runs (progress shown, Cancel offered)
-        self.progress = Emitter()  # the COCO export's Progress
+        self.progress = Emitter()  # an export job's Progress
         self.train_requested = Emitter()  # a labels file: the Training tab takes it as its dataset
         folder_model.state.connect(self._follow)
 
@@ -67,13 +67,9 @@ class FolderExport:
         n = len(self.chosen(picked))
         return f"{counted(n, 'image')} {'selected in the table' if len(picked) > 1 else 'shown'}"
 
-    def label(self, row: int) -> str | None:
-        """An image's label: the one given on the Labels tab, else its class folder; None without either."""
-        path = self.folder.results.paths[row]
-        return self._labels().get(path) or self.folder.results.given[row] or None
-
     def items(self, rows) -> list[tuple[str, str | None]]:
-        return [(self.folder.results.paths[r], self.label(r)) for r in rows]
+        """(path, label) of the rows: the label given on the Labels tab, else the class folder; None without."""
+        return labelled_items(self.folder.results, rows, self._labels())
 
     def _inputs(self, rows) -> tuple:
         """What the every-column job reads, as plain values (the job builds the columns off the GUI thread)."""
@@ -90,11 +86,11 @@ class FolderExport:
         check_out_folder([p for p in self.folder.state.paths if os.path.isdir(p)], out)
         return class_folder_plan(self.items(rows), out, move)
 
-    def labels_csv(self, rows, file: str) -> bool:
-        """The rows as a labels file (path,label), which finetune, audit and the Training tab read back."""
-        from vitstudio.core.folder.selection_export import write_labels_csv
-
-        return self._written(lambda: write_labels_csv(file, self.items(rows)), file)
+    def labels_csv(self, rows, file: str) -> None:
+        """The rows as a labels file (path,label), which finetune, audit and the Training tab read back (in the
+        background: 100k rows take half a second)."""
+        self._start("labels", "Export a labels file", labels_job, self.folder.results, np.asarray(rows, np.int64),
+                    self._labels(), file)
 
     def table_csv(self, rows, file: str) -> None:
         """Every column of the rows (the table's, the tags, the Labels tab's label, out-of-distribution and the label
@@ -111,56 +107,79 @@ class FolderExport:
                     [self.folder.results.paths[r] for r in rows], painted, tuple(classes), root, file)
         return True
 
-    def to_training(self, rows) -> str | None:
+    def to_training(self, rows) -> bool:
         """The rows as the Training tab's dataset: a labels file in the app's data folder (nothing in the user's
-        folder), handed on by `train_requested`."""
-        from vitstudio.core.folder.selection_export import selection_labels_file
-
-        items = self.items(rows)
-        if len({label for _, label in items if label}) < 2:
-            self.said.emit("warning", f"The {counted(len(items), 'image')} chosen have labels of fewer than two "
+        folder), handed on by `train_requested` once written; False (and why) with labels of fewer than two classes."""
+        results, labels = self.folder.results, self._labels()
+        if len({labels.get(results.paths[r]) or results.given[r] for r in rows} - {""}) < 2:
+            self.said.emit("warning", f"The {counted(len(rows), 'image')} chosen have labels of fewer than two "
                                       "classes: a classifier needs two (label them on the Labels tab).")
-            return None
+            return False
         named = os.path.basename(os.path.normpath(self.folder.folder)) if self.folder.folder else "dropped"
-        path = str(selection_labels_file(items, named))
-        self.train_requested.emit(path)
-        return path
+        self._start("training", "Dataset for training", training_job, results, np.asarray(rows, np.int64), labels,
+                    named)
+        return True
+
+    def running(self) -> bool:
+        return any(self.jobs.running(slot) for slot in SLOTS)
 
     def cancel(self) -> None:
+        """Stop the export under way: a file is written whole when the job ends, so nothing is written."""
         for slot in SLOTS:
             self.jobs.discard(slot)
         self.busy.emit(False)
+        self.said.emit("info", "Export cancelled: nothing written.")
 
     # -- carrying them out -------------------------------------------------------------------------------------
-    def _written(self, write: Callable[[], int], file: str) -> bool:
-        try:
-            n = write()
-        except (OSError, ValueError) as exc:
-            self.said.emit("warning", f"Nothing written: {describe(exc)}")
-            return False
-        self.said.emit("info", f"Wrote {counted(n, 'row')} to {file}")
-        return True
-
     def _start(self, slot: str, name: str, fn, *inputs) -> None:
+        from vitstudio.core.jobs import Progress
+
         self.busy.emit(True)
-        self.jobs.start(slot, name, fn, *inputs, on_yield=self.progress.emit, on_result=self._on_done,
+        self.progress.emit(Progress(0, 1, name))  # what the bar says until the job's own progress comes
+        done = self._on_training if slot == "training" else self._on_done
+        self.jobs.start(slot, name, fn, *inputs, on_yield=self.progress.emit, on_result=done,
                         on_error=self._on_failed)
 
     def _on_done(self, said: str) -> None:
         self.busy.emit(False)
         self.said.emit("info", said)
 
+    def _on_training(self, path: str) -> None:
+        self.busy.emit(False)
+        self.train_requested.emit(path)
+
     def _on_failed(self, exc: BaseException) -> None:
         self.busy.emit(False)
         self.said.emit("warning", f"Nothing written: {describe(exc)}")
 
 
+def labelled_items(results, rows, labels: dict) -> list[tuple[str, str | None]]:
+    return [(results.paths[r], labels.get(results.paths[r]) or results.given[r] or None) for r in rows]
+
+
+def labels_job(cancel, results, rows, labels: dict, file: str) -> str:
+    from vitstudio.core.folder.selection_export import write_labels_csv
+
+    n = write_labels_csv(file, labelled_items(results, rows, labels))
+    return f"Wrote {counted(n, 'row')} to {file}"
+
+
+def training_job(cancel, results, rows, labels: dict, name: str) -> str:
+    from vitstudio.core.folder.selection_export import selection_labels_file
+
+    return str(selection_labels_file(labelled_items(results, rows, labels), name))
+
+
 def table_job(cancel, results, rows, tags, labels: dict, fit, report, file: str) -> str:
-    from vitstudio.core.folder.selection_export import selection_columns, write_table_csv
+    from vitstudio.core.folder.selection_export import csv_bytes, selection_columns, table_rows, write_whole
+    from vitstudio.core.jobs import Cancelled
 
     columns = selection_columns(results, rows, tags, labels, fit, report)
-    n = write_table_csv(file, columns)
-    return f"Wrote {counted(n, 'row')} of {len(columns)} columns to {file}"
+    cells = table_rows(columns)  # 100k rows: seconds; a cancel meanwhile writes nothing
+    if cancel.cancelled:
+        raise Cancelled
+    write_whole(file, csv_bytes(tuple(columns), cells))
+    return f"Wrote {counted(len(cells), 'row')} of {len(columns)} columns to {file}"
 
 
 def coco_job(cancel, loaded, files: list[str], painted: dict[str, np.ndarray], classes: tuple[str, ...], root: str,

@@ -105,7 +105,6 @@ class FolderPanel(QWidget):
         export.said.connect(self.state.message.emit)
         export.busy.connect(self._busy)
         export.progress.connect(self._on_progress)
-        self.cancel_button.clicked.connect(export.cancel)
         self.folder_model.rows_changed.connect(self.export_menu.refresh)
         self.folder_model.results_changed.connect(self.export_menu.refresh)
         self.table.selectionModel().selectionChanged.connect(self.export_menu.refresh)
@@ -232,7 +231,10 @@ class FolderPanel(QWidget):
             self.toolbar.show_filters_of(self.source)
 
     def _cancel(self) -> None:
-        self.folder_model.cancel()
+        if self.folder_export.running():  # Cancel stops what the progress bar shows: an export, else the scan
+            self.folder_export.cancel()
+        else:
+            self.folder_model.cancel()
 
     def _say(self, line: str, reopen: bool) -> None:
         if reopen:  # one click opens it again (linkActivated: `_connect`)
