@@ -22,7 +22,7 @@ def fit_job(cancel, model, embedded, results):
     """Out-of-distribution flags of the folder (from the cached features) and its folders vs the model's classes."""
     from vitstudio.core.folder.model_fit import folder_fit
 
-    return folder_fit(model, embedded, results)
+    return folder_fit(model, embedded, results, cancel)  # stops between blocks once discarded (a closed window)
 
 
 def map_job(cancel, embedded):

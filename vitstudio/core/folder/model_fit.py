@@ -45,9 +45,10 @@ class FolderFit:
                 f"model to learn them.")
 
 
-def folder_fit(loaded: LoadedModel, embedded: FolderEmbeddings, results: FolderResults) -> FolderFit:
-    """The fit of `results` (rows in `embedded`'s order) to the model that made them."""
-    scores = ood.score(loaded, embedded.features_of(), embedded.probabilities())
+def folder_fit(loaded: LoadedModel, embedded: FolderEmbeddings, results: FolderResults, cancel=None) -> FolderFit:
+    """The fit of `results` (rows in `embedded`'s order) to the model that made them; `cancel` (a CancelToken)
+    stops it between blocks of images."""
+    scores = ood.score(loaded, embedded.features_of(), embedded.probabilities(), cancel)
     folders = tuple(sorted({g for g in results.given if g}))
     known = set(results.labels)
     return FolderFit(scores, ood.describe(loaded), folders, tuple(f for f in folders if f not in known),

@@ -66,9 +66,9 @@ class OODBank:
         """Whether the score tells the training data from outside images well enough to say so; None: unmeasured."""
         return None if self.auroc is None else self.auroc >= MIN_AUROC
 
-    def scores(self, features: np.ndarray) -> np.ndarray:
+    def scores(self, features: np.ndarray, cancel=None) -> np.ndarray:
         """(n,) distance from each row of `features` (n, D) to its k-th nearest bank row (both normalised)."""
-        return knn_distance(self.features, features, self.k)
+        return knn_distance(self.features, features, self.k, cancel=cancel)
 
 
 @dataclass(frozen=True)
@@ -96,26 +96,35 @@ def normalise(features: np.ndarray) -> np.ndarray:
 # distance 0.02; one ulp of the batch-dependent matrix product moved a score by 0.24 % between one process and two).
 # The product only ranks the bank; the distances to the best few are computed from the differences themselves.
 SPARE_CANDIDATES = 8  # bank rows ranked past the k-th whose exact distance is checked too (near-ties in a·b)
+BLOCK_QUERIES = 1024  # queries per block (at most; fewer where the bank is large): the cancel token is checked between
 
 
-def knn_distance(bank: np.ndarray, features: np.ndarray, k: int, skip_self: bool = False) -> np.ndarray:
+def knn_distance(bank: np.ndarray, features: np.ndarray, k: int, skip_self: bool = False,
+                 cancel=None) -> np.ndarray:
     """(n,) Euclidean distance between each normalised query and its k-th nearest bank row. One matrix product
     ranks the bank (for unit vectors ‖a − b‖² = 2 − 2 a·b); the exact ‖a − b‖ of the best k + a few candidates
-    picks the k-th. `skip_self`: the queries are the bank's rows."""
+    picks the k-th. `skip_self`: the queries are the bank's rows. `cancel` (a CancelToken) is checked between
+    blocks of queries: 100k images take seconds, and a closed window must not wait for them."""
     bank = np.asarray(bank, np.float32)
     queries = normalise(features)
     kth = min(k + int(skip_self), len(bank))
     spare = min(kth + SPARE_CANDIDATES, len(bank))
     out = np.empty(len(queries), np.float32)
-    step = max(1, min(1024, 2 ** 24 // max(1, spare * bank.shape[1])))  # bounded memory for the differences
+    step = max(1, min(BLOCK_QUERIES, 2 ** 24 // max(1, spare * bank.shape[1])))  # bounded memory for the differences
     for start in range(0, len(queries), step):
-        chunk = queries[start:start + step]
-        sims = chunk @ bank.T
-        best = np.argpartition(-sims, spare - 1, axis=1)[:, :spare] if spare < len(bank) else \
-            np.broadcast_to(np.arange(len(bank)), sims.shape)
-        exact = np.sqrt(np.square(chunk[:, None, :] - bank[best]).sum(axis=2))
-        out[start:start + step] = np.partition(exact, kth - 1, axis=1)[:, kth - 1]
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        out[start:start + step] = _kth_distances(queries[start:start + step], bank, kth, spare)
     return out
+
+
+def _kth_distances(chunk: np.ndarray, bank: np.ndarray, kth: int, spare: int) -> np.ndarray:
+    """(b,) one block of `knn_distance`: the bank ranked by the product, the best `spare` measured exactly."""
+    sims = chunk @ bank.T  # (b, bank)
+    best = np.argpartition(-sims, spare - 1, axis=1)[:, :spare] if spare < len(bank) else \
+        np.broadcast_to(np.arange(len(bank)), sims.shape)
+    exact = np.sqrt(np.square(chunk[:, None, :] - bank[best]).sum(axis=2))  # (b, spare)
+    return np.partition(exact, kth - 1, axis=1)[:, kth - 1]
 
 
 def fit_bank(train_features: np.ndarray, held_out_features: np.ndarray, description: str, k: int | None = None,
@@ -206,12 +215,12 @@ def _model_folders(loaded: LoadedModel) -> list[Path]:
     return folders
 
 
-def score(loaded: LoadedModel, features: np.ndarray | None, probs: np.ndarray) -> OODScores:
+def score(loaded: LoadedModel, features: np.ndarray | None, probs: np.ndarray, cancel=None) -> OODScores:
     """Scores of images from their pooled features (n, D) and class probabilities (n, C): kNN against the model's
-    bank when it has one, else the uncalibrated 1 − max softmax probability."""
+    bank when it has one, else the uncalibrated 1 − max softmax probability. `cancel`: see knn_distance."""
     bank = bank_for(loaded)
     if bank is not None and features is not None:
-        scores = bank.scores(features)
+        scores = bank.scores(features, cancel)
         flagged = scores > bank.threshold if bank.separates is not False else np.zeros(len(scores), bool)
         return OODScores(scores, flagged, True, bank.description, bank.auroc)
     scores = (1.0 - np.asarray(probs, np.float32).max(axis=1)).astype(np.float32)
