@@ -47,8 +47,6 @@ from vitstudio.core.models import zeroshot
 from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
-pytestmark = pytest.mark.usefixtures("few_ig_steps")  # the wiring, not the integral (tests/conftest.py)
-
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
        "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores", "view-export")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
