@@ -186,19 +186,20 @@ def coco_job(cancel, loaded, files: list[str], painted: dict[str, np.ndarray], c
              file: str):
     """The files segmented from the painted masks (as the Paint page segments), written as COCO JSON, file names
     relative to `root`; nothing is written when cancelled."""
-    from vitstudio.core.dense.export import coco_from_labels
+    from vitstudio.core.dense.export import coco_assembled, coco_masks
     from vitstudio.core.dense.painted import PaintedMask
     from vitstudio.core.dense.segment import SegmentSettings, segment_images
     from vitstudio.core.folder.selection_export import write_whole
     from vitstudio.core.jobs import Cancelled
 
     masks = [PaintedMask(path, "", labels) for path, labels in painted.items()]
-    done = yield from segment_images(loaded, files, masks, SegmentSettings(classes=tuple(classes)), cancel=cancel)
+    done = yield from segment_images(loaded, files, masks, SegmentSettings(classes=tuple(classes)), cancel=cancel,
+                                     keep=coco_masks)  # each mask's RLE as it comes: memory flat in the images
     if cancel.cancelled:
         raise Cancelled
-    named = [(os.path.relpath(path, root), labels) for path, labels in done.images]
-    document = coco_from_labels(named, done.classes, f"segmented by retrieval from {len(masks)} painted images, "
-                                                     f"block {done.layer}")
+    named = [(os.path.relpath(path, root), kept) for path, kept in done.images]
+    document = coco_assembled(named, done.classes, f"segmented by retrieval from {len(masks)} painted images, "
+                                                   f"block {done.layer}")
     write_whole(file, json.dumps(document).encode("utf-8"))
     skipped = f"; {counted(len(done.errors), 'image')} unreadable" if done.errors else ""
     return f"Wrote the masks of {counted(len(named), 'image')} to {file}{skipped}"

@@ -211,16 +211,16 @@ def _export_tables(args, files, loaded) -> list[tuple[str, bytes]]:
                                                     {})
         documents.append((args.csv, selection_export.csv_bytes(tuple(columns), selection_export.table_rows(columns))))
     if args.coco:
-        from ..core.dense.export import coco_from_labels
+        from ..core.dense.export import coco_assembled, coco_masks
         from ..core.dense.painted import match_painted
         from ..core.dense.segment import segment_images
 
         painted = match_painted(args.masks, [str(p) for p in expand_paths([args.folder])])
-        done = drain(segment_images(loaded, [str(f) for f in files], painted), quiet=True)
+        done = drain(segment_images(loaded, [str(f) for f in files], painted, keep=coco_masks), quiet=True)
         for path, reason in done.errors:
             print(f"{path}: {reason}", file=sys.stderr)
-        named = [(os.path.relpath(path, args.folder), labels) for path, labels in done.images]
-        document = coco_from_labels(named, done.classes, f"view {args.export}: segmented by retrieval from "
-                                                         f"{len(painted)} painted images, block {done.layer}")
+        named = [(os.path.relpath(path, args.folder), kept) for path, kept in done.images]
+        document = coco_assembled(named, done.classes, f"view {args.export}: segmented by retrieval from "
+                                                       f"{len(painted)} painted images, block {done.layer}")
         documents.append((args.coco, json.dumps(document).encode("utf-8")))
     return documents

@@ -14,6 +14,7 @@ import numpy as np
 from PIL import Image
 
 from vitstudio.core.analysis.masks import rle_encode
+from vitstudio.core.dense.painted import UNPAINTED
 from vitstudio.core.dense.segment import SegmentResult
 from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes
 
@@ -30,18 +31,31 @@ def coco_document(result: SegmentResult) -> dict:
 def coco_from_labels(images: Iterable[tuple[str, np.ndarray]], classes: tuple[str, ...], description: str) -> dict:
     """COCO instances of (file, (H, W) class indices) pairs: an image record each at its size, an annotation per class
     present in it (compressed RLE, `iscrowd` 1 as COCO's RLE annotations are), category k + 1 for class k."""
+    return coco_assembled(((file, coco_masks(labels, len(classes))) for file, labels in images), classes,
+                          description)
+
+
+def coco_masks(labels: np.ndarray, classes: int = UNPAINTED) -> tuple[tuple[int, int], list[dict]]:
+    """((H, W), an annotation without ids per class below `classes` present in the (H, W) class indices): what COCO
+    keeps of an image's mask, a few hundred bytes where the mask is H·W (an export of 100k images keeps these)."""
     from pycocotools import mask as coco
 
+    found = []
+    for k in np.unique(labels[labels < classes]):
+        rle = rle_encode(labels == k)
+        raw = {"size": rle["size"], "counts": rle["counts"].encode("ascii")}
+        found.append({"category_id": int(k) + 1, "segmentation": rle, "area": int(coco.area(raw)),
+                      "bbox": [float(v) for v in coco.toBbox(raw)], "iscrowd": 1})
+    return (int(labels.shape[0]), int(labels.shape[1])), found
+
+
+def coco_assembled(images: Iterable[tuple[str, tuple[tuple[int, int], list[dict]]]], classes: tuple[str, ...],
+                   description: str) -> dict:
+    """The COCO document of (file, `coco_masks`) pairs: images and annotations numbered from 1 in order."""
     records, annotations = [], []
-    for image_id, (file, labels) in enumerate(images, start=1):
-        records.append({"id": image_id, "file_name": file, "height": int(labels.shape[0]),
-                        "width": int(labels.shape[1])})
-        for k in np.unique(labels[labels < len(classes)]):
-            rle = rle_encode(labels == k)
-            raw = {"size": rle["size"], "counts": rle["counts"].encode("ascii")}
-            annotations.append({"id": len(annotations) + 1, "image_id": image_id, "category_id": int(k) + 1,
-                                "segmentation": rle, "area": int(coco.area(raw)),
-                                "bbox": [float(v) for v in coco.toBbox(raw)], "iscrowd": 1})
+    for image_id, (file, ((height, width), found)) in enumerate(images, start=1):
+        records.append({"id": image_id, "file_name": file, "height": height, "width": width})
+        annotations += [{"id": len(annotations) + i + 1, "image_id": image_id, **a} for i, a in enumerate(found)]
     return {"info": {"description": description}, "images": records, "annotations": annotations,
             "categories": [{"id": k + 1, "name": name} for k, name in enumerate(classes)]}
 

@@ -11,7 +11,7 @@ rest of it is segmented like any other image.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +86,7 @@ class SegmentedLabels:
 
     classes: tuple[str, ...]
     layer: int
-    images: tuple[tuple[str, np.ndarray], ...]  # (path, (H, W) uint8 class indices; 255 outside the crop)
+    images: tuple[tuple[str, object], ...]  # (path, (H, W) uint8 class indices, 255 outside the crop; or `keep`'s)
     errors: tuple[tuple[str, str], ...] = ()
 
 
@@ -163,10 +163,11 @@ def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str 
 
 
 def segment_images(loaded: LoadedModel, files: list[str], painted: list[PaintedMask],
-                   settings: SegmentSettings = SegmentSettings(), cancel: CancelToken | None = None
-                   ) -> Generator[Progress, None, SegmentedLabels]:
+                   settings: SegmentSettings = SegmentSettings(), cancel: CancelToken | None = None,
+                   keep: Callable[[np.ndarray], object] | None = None) -> Generator[Progress, None, SegmentedLabels]:
     """Some images (a selection of a folder) segmented from painted masks (the Paint page's, or a painted folder's,
-    which may be of images outside `files`), nothing written: each image's (H, W) class indices, for an export."""
+    which may be of images outside `files`), nothing written: each image's (H, W) class indices, or what `keep`
+    makes of them as they come (an export's RLE: memory then stays flat in the number of images)."""
     settings.check()
     classes = class_names(painted, settings.classes)
     layer = check_layer(loaded, loaded.token_depth - 1 if settings.layer is None else settings.layer)
@@ -176,9 +177,9 @@ def segment_images(loaded: LoadedModel, files: list[str], painted: list[PaintedM
     bank = painted_bank(loaded, tokens, painted, classes, settings)
     chosen = set(wanted)
     index = np.array([i for i, p in enumerate(tokens.paths) if p in chosen], np.int64)
-    done: list[tuple[str, np.ndarray]] = []
+    done: list[tuple[str, object]] = []
     for chunk in _labelled(loaded, tokens, index, bank, settings, {m.image: m.labels for m in painted}, cancel):
-        done.extend(chunk)
+        done.extend((path, labels if keep is None else keep(labels)) for path, labels in chunk)
         yield Progress(len(done), len(index), "Segmenting the selection")
     errors = tuple((p, why) for p, why in tokens.errors if p in chosen)
     return SegmentedLabels(classes, layer, tuple(done), errors)
