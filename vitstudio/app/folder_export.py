@@ -3,11 +3,11 @@ as an undoable sort), a labels file, a CSV of every column, the masks of the Pai
 or the Training tab's dataset in one click.
 
 What is exported, as FiftyOne exports the view the App shows unless samples are selected in it: the rows picked in
-the table or the gallery when two or more are (a deliberate multi-selection), else every row the filters leave —
-the predicted class, confidence, correctness, tag and saved-view filters, the map's box or lasso. One click on a row
-to look at it does not shrink an export to that image. The files are written by the core (`core/folder/
-selection_export.py`, `core/dense/export.py`): whole or not at all; the user's folder is written only by a copy or a
-move into class folders, which the user asked for."""
+the table when two or more are (a deliberate multi-selection; the gallery picks one at a time), else every row the
+filters leave — the predicted class, confidence, correctness, tag and saved-view filters, the map's box or lasso. One
+click on a row to look at it does not shrink an export to that image. The files are written by the core
+(`core/folder/selection_export.py`, `core/dense/export.py`): whole or not at all; the user's folder is written only by a
+copy or a move into class folders, which the user asked for."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class FolderExport:
 
     # -- what is exported --------------------------------------------------------------------------------------
     def chosen(self, picked: Sequence[int] = ()) -> np.ndarray:
-        """The rows an export takes: `picked` (the table's or gallery's selection) when two or more, else every row
+        """The rows an export takes: `picked` (the table's selected rows) when two or more, else every row
         the filters leave."""
         return np.asarray(sorted(picked) if len(picked) > 1 else self.folder.rows, np.int64)
 

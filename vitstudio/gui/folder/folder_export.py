@@ -1,5 +1,5 @@
 """The Folder toolbar's Export… button (issue 50 item 6) over the app's `FolderExport`: its label counts what an export
-takes ("Export 312 images…": the rows shown, or the rows selected in the table or gallery when two or more are); its
+takes ("Export 312 images…": the rows shown, or the rows selected in the table when two or more are); its
 menu copies or moves them into class folders (an undoable sort: Edit → Undo, the toolbar's Undo), writes a labels
 CSV, a CSV of every column, the Paint page's masks of them as COCO JSON, or hands them to the Training tab."""
 
@@ -15,7 +15,7 @@ from vitstudio.core.files import counted
 from vitstudio.gui import file_dialogs
 
 WHAT = ("Exports the rows shown (the filters, the map's box or lasso, the tag and view filters), or the rows selected "
-        "in the table or gallery when two or more are")
+        "in the table when two or more are (Ctrl+click, Shift+click)")
 
 
 class FolderExportMenu(QObject):
