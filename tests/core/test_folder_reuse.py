@@ -66,7 +66,7 @@ def test_audit_layers_and_scores_read_back_their_result_until_a_file_changes(sma
     with monkeypatch.context() as patched:
         patched.setattr(audit_module, "review_labels", _refuse)
         patched.setattr(audit_module, "find_groups", _refuse)
-        patched.setattr(layer_probes, "probe_accuracy", _refuse)
+        patched.setattr(layer_probes, "fold_accuracies", _refuse)
         patched.setattr(scores, "brain_scores", _refuse)
         assert _run(audit_module.audit(small_digits, demo)).to_json() == report.to_json()
         again = _run(layer_probes.probe_layers(demo, small_digits, folds=2))
@@ -77,11 +77,17 @@ def test_audit_layers_and_scores_read_back_their_result_until_a_file_changes(sma
     calls = []
     monkeypatch.setattr(scores, "brain_scores", lambda *a: calls.append("scores") or scored)
     monkeypatch.setattr(audit_module, "review_labels", lambda *a: calls.append("review") or [])
-    monkeypatch.setattr(layer_probes, "probe_accuracy", lambda *a: calls.append("probe") or np.ones(2))
+    monkeypatch.setattr(layer_probes, "fold_accuracies", lambda *a: _probed(calls, len(demo.model.blocks)))
     _run(audit_module.audit(small_digits, demo))
     _run(layer_probes.probe_layers(demo, small_digits, folds=2))
     _run(scores.score_folder(demo, [str(small_digits)]))
-    assert calls.count("scores") == calls.count("review") == 1 and calls.count("probe") == len(demo.model.blocks)
+    assert calls.count("scores") == calls.count("review") == calls.count("probe") == 1  # every block in one fit
+
+
+def _probed(calls: list, blocks: int):
+    calls.append("probe")
+    return np.ones((blocks, 2))
+    yield  # a generator, as fold_accuracies
 
 
 def test_a_folder_pass_batches_as_many_images_as_the_model_allows(demo):

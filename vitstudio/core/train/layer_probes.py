@@ -1,6 +1,7 @@
 """Linear probes per layer over a labelled folder (Alain & Bengio 2016): at which depth does the class become
 readable? One pass over the folder caches every block's feature (`folder/layer_cache.py`); a k-fold linear probe
-per block is then fitted with the quick preset's own fitter (`head_fit.fit_linear_head`), and the logit lens's
+per block is then fitted with the quick preset's objective, every block and fold as one problem
+(`stacked_probes.fold_accuracies`), and the logit lens's
 accuracy at each depth is read from the same cache where the model's classes are the folder's.
 """
 
@@ -18,7 +19,7 @@ from vitstudio.core.folder.layer_cache import FEATURE_NOTE, FolderLayers, embed_
 from vitstudio.core.folder.resultcache import load_result, result_key, save_result
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.train.head_fit import fit_linear_head
+from vitstudio.core.train.stacked_probes import fold_accuracies
 
 FOLDS = 5
 
@@ -66,18 +67,26 @@ def fold_ids(labels: np.ndarray, folds: int, seed: int = 0) -> np.ndarray:
 
 def probe_accuracy(features: np.ndarray, labels: np.ndarray, folds: np.ndarray, classes: int,
                    cancel: CancelToken | None = None) -> np.ndarray:
-    """(folds,) held-out accuracy of a linear probe fitted on the other folds (the quick preset's fitter)."""
-    out = []
-    for k in range(int(folds.max()) + 1):
-        train, held = folds != k, folds == k
-        fit = fit_linear_head(features[train], labels[train], classes, steps=50, cancel=cancel)
-        try:
-            while True:
-                next(fit)
-        except StopIteration as stop:
-            head = stop.value
-        out.append(float((head.logits(features[held]).argmax(1) == labels[held]).mean()))
-    return np.asarray(out)
+    """(folds,) held-out accuracy of a linear probe fitted on the other folds (the quick preset's objective)."""
+    fit = fold_accuracies([features], labels, folds, classes, cancel)
+    try:
+        while True:
+            next(fit)
+    except StopIteration as stop:
+        return stop.value[0]
+
+
+class _Blocks:
+    """The blocks' features as a sequence read one block at a time (a big model's blocks need not be held at once)."""
+
+    def __init__(self, layers: FolderLayers) -> None:
+        self.layers = layers
+
+    def __len__(self) -> int:
+        return self.layers.blocks
+
+    def __getitem__(self, block: int) -> np.ndarray:
+        return self.layers.block(block)
 
 
 def lens_scores(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ...]) -> tuple[np.ndarray | None, str]:
@@ -124,13 +133,7 @@ def _probed(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ...], 
                          f"{', '.join(small)} has one.")
     folds = int(min(folds, counts[counts > 0].min()))  # a fold holds at least one image of every class
     ids = fold_ids(labels, folds, seed)
-    accuracy, spread = [], []
-    for block in range(layers.blocks):
-        yield Progress(block, layers.blocks, f"Probing block {block + 1} of {layers.blocks} ({folds} folds)")
-        scores = probe_accuracy(layers.block(block), labels, ids, len(classes), cancel)
-        accuracy.append(scores.mean())
-        spread.append(scores.std())
-    yield Progress(layers.blocks, layers.blocks, "Probes done")
+    scores = yield from fold_accuracies(_Blocks(layers), labels, ids, len(classes), cancel)  # (blocks, folds)
     lens, note = lens_scores(layers, labels, classes)
-    return LayerProbes(np.asarray(accuracy), np.asarray(spread), lens, note, folds, len(labels), classes,
+    return LayerProbes(scores.mean(1), scores.std(1), lens, note, folds, len(labels), classes,
                        (*failed, *layers.errors))  # a labels file's rows left out are named too
