@@ -141,5 +141,8 @@ def test_a_views_masks_and_columns_export_from_the_command_line(tmp_path, capsys
     with torch.no_grad():  # timm's own eval transform and a bare forward
         logits = loaded.model(torch.stack([loaded.transform(Image.open(p).convert("RGB")) for p in chosen]))
     np.testing.assert_allclose([float(r[6]) for r in rows[1:]], logits.softmax(-1).max(-1).values, atol=1e-5)
+    assert rows[0][9:] == ["uniqueness", "representativeness", "hardness", "mistakenness"]  # the brain's, of the view
+    p = logits.double().softmax(-1).numpy()
+    np.testing.assert_allclose([float(r[11]) for r in rows[1:]], -(p * np.log(p)).sum(1), atol=1e-4)  # entropy
     assert main(["views", str(tmp_path / "images"), "--export", "look", "--coco", str(coco)]) == 2  # no --masks
     assert len(capsys.readouterr().err.strip().splitlines()) == 1

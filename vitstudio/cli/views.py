@@ -35,8 +35,8 @@ def register(subparsers) -> None:
     e.add_argument("--labels-csv", metavar="FILE", help="with --export: write a labels file of them (path, class "
                    "folder), which finetune, audit and eval take as a dataset")
     e.add_argument("--csv", metavar="FILE", help="with --export: a CSV of every column for them (path, file, class "
-                   "folder, tags; with --model, its prediction, confidence, margin and correctness too), spreadsheet-"
-                   "safe, UTF-8 with a byte-order mark")
+                   "folder, tags; with --model, the prediction, confidence, margin, correctness and the brain's "
+                   "scores among the view's images too), spreadsheet-safe, UTF-8 with a byte-order mark")
     e.add_argument("--coco", metavar="FILE", help="with --export and --masks: their masks as COCO JSON (RLE), "
                    "segmented from the painted masks as `vitstudio segment` segments (the model: --model)")
     e.add_argument("--masks", metavar="PAINTED_DIR", help="with --coco: the painted masks (one PNG per painted image "
@@ -200,11 +200,15 @@ def _export_tables(args, files, loaded) -> list[tuple[str, bytes]]:
         if args.model:
             from ..core.folder.embedcache import embed_folder
             from ..core.folder.results import folder_results
+            from ..core.folder.scores import NAMES, brain_scores, given_labels
 
-            results = folder_results(drain(embed_folder(loaded, names), quiet=True), [args.folder])
+            embedded = drain(embed_folder(loaded, names), quiet=True)
+            results = folder_results(embedded, [args.folder])
+            scores = brain_scores(embedded, given_labels(embedded.paths, [args.folder]))  # over the view's images
             rows = range(len(results))
             picked = [set(tags.get(views.relative(args.folder, results.paths[r]), ())) for r in rows]
-            columns = selection_export.selection_columns(results, rows, picked, {})
+            columns = selection_export.selection_columns(results, rows, picked, {},
+                                                         extra={n: getattr(scores, n) for n in NAMES})
         else:
             columns = selection_export.file_columns(names, [views.label_of(args.folder, f) or "" for f in files],
                                                     [set(tags.get(views.relative(args.folder, f), ())) for f in files],

@@ -95,11 +95,11 @@ def file_columns(paths: Sequence[str], given: Sequence[str], tags: Sequence, lab
             "label": [labels.get(p) or g for p, g in zip(paths, given)], "tags": list(tags)}
 
 
-def selection_columns(results, rows, tags: Sequence, labels: Mapping[str, str], fit=None, report=None
-                      ) -> dict[str, list]:
+def selection_columns(results, rows, tags: Sequence, labels: Mapping[str, str], fit=None, report=None,
+                      extra: Mapping[str, Sequence] | None = None) -> dict[str, list]:
     """Every column of the rows of a folder's results: `file_columns`, the prediction, confidence, margin and
-    correctness, then the out-of-distribution score and flag (when the fit was computed) and the label review's
-    (when it ran)."""
+    correctness, then the out-of-distribution score and flag (when the fit was computed), the label review's (when it
+    ran) and any `extra` columns of the results (one value per results row: the brain's scores)."""
     rows = np.asarray(rows, np.int64)
     paths = [results.paths[r] for r in rows]
     predicts = results.has_predictions
@@ -117,6 +117,8 @@ def selection_columns(results, rows, tags: Sequence, labels: Mapping[str, str], 
         columns["label quality"] = [None if i is None else i.quality for i in found]
         columns["suggested label"] = [None if i is None else i.suggested for i in found]
         columns["label doubtful"] = [None if i is None else i.flagged for i in found]
+    for name, values in (extra or {}).items():
+        columns[name] = [values[r] for r in rows]
     return columns
 
 
