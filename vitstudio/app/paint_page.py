@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from vitstudio.core.dense.segment import SegmentResult
     from vitstudio.core.folder.results import FolderResults
 
-SELECT_FIRST = "Select an image in the table to paint on it."
+SELECT_FIRST = "Select an image in the table or the gallery to paint on it."
 
 
 class PaintPageState(ViewState):
