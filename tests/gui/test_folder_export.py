@@ -6,6 +6,7 @@ them" hands a labels file of exactly those images to the Training tab."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelectionModel
@@ -31,7 +32,9 @@ def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_tr
     shown = folder.visible_rows()
     assert 0 < len(shown) < 20 and button.text() == f"Export {len(shown)} image{'s' * (len(shown) > 1)}…"
     folder.view_state.predicted = None
+    _paint_first_digit(folder, qtbot)  # for the COCO export: both classes painted on one digit
     selection = folder.table.selectionModel()
+    selection.clearSelection()
     for view_row in (1, 4, 6):  # three rows picked in the table: they are what is exported
         selection.select(folder.model.index(view_row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
     picked = sorted(folder.model.source_row(r) for r in (1, 4, 6))
@@ -55,8 +58,30 @@ def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_tr
     settle(qtbot)
     with open(tmp_path / "all.csv", encoding="utf-8-sig", newline="") as fh:
         assert [r["path"] for r in csv.DictReader(fh)] == [folder.results.paths[r] for r in picked]
+    monkeypatch.setattr("vitstudio.gui.file_dialogs.save_file", lambda *a, **k: str(tmp_path / "masks.json"))
+    folder.export_menu.actions["coco"].trigger()  # the Paint page's segmentation of the three
+    settle(qtbot)
+    doc = json.loads((tmp_path / "masks.json").read_text())
+    assert [i["file_name"] for i in doc["images"]] == [str(Path(folder.results.paths[r]).relative_to(data))
+                                                         for r in picked]
+    assert [c["name"] for c in doc["categories"]] == ["background", "object"] and doc["annotations"]
     handed = []
     folder.folder_export.train_requested.connect(handed.append)
     folder.export_menu.actions["training"].trigger()
     qtbot.waitUntil(lambda: bool(handed), timeout=10000)  # written in the background, then handed on
     assert [str(p) for p, _ in read_labels_file(handed[0]).labelled] == [folder.results.paths[r] for r in picked]
+
+
+def _paint_first_digit(folder, qtbot) -> None:
+    """The first row selected and painted on the Paint page: background along its top, object across its middle."""
+    from vitstudio.app.paint_page import PaintPage
+
+    page = next(p.model for p in folder.side.pages if isinstance(p.model, PaintPage))
+    folder.select_row(0)
+    qtbot.waitUntil(lambda: page.picture is not None, timeout=10000)
+    for brush, (start, end) in ((0, ((0, 0), (31, 0))), (1, ((8, 16), (24, 16)))):
+        page.paint.state.update(radius=1, brush_class=brush)
+        page.press(*start)
+        page.drag(*end)
+        page.release()
+    settle(qtbot)
