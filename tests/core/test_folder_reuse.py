@@ -84,6 +84,33 @@ def test_audit_layers_and_scores_read_back_their_result_until_a_file_changes(sma
     assert calls.count("scores") == calls.count("review") == calls.count("probe") == 1  # every block in one fit
 
 
+def test_an_audit_decodes_every_image_once_and_keeps_the_fingerprints_a_separate_pass_computes(small_digits, demo,
+                                                                                                monkeypatch):
+    from vitstudio.core import inference
+    from vitstudio.core.folder import fingerprintcache
+    from vitstudio.core.folder import fingerprints as fingerprints_module
+
+    decoded = []
+    read = inference.read_image
+
+    def counted(path):
+        decoded.append(str(path))
+        return read(path)
+
+    monkeypatch.setattr(inference, "read_image", counted)  # the embedding pass's decode
+    monkeypatch.setattr(fingerprints_module, "read_image", counted)  # the fingerprints' own (a file not ridden)
+    report = _run(audit_module.audit(small_digits, demo))
+    paths = sorted(str(p) for p in small_digits.rglob("*.png"))
+    assert sorted(decoded) == paths and report.images == 40  # each image once, every one of them
+    decoded.clear()
+    kept = fingerprintcache.cached_fingerprints(paths)
+    assert decoded == []  # all from the cache the embedding pass filled
+    monkeypatch.setattr(fingerprints_module, "read_image", read)
+    separate = fingerprints_module.fingerprints(paths)  # the model-free pass on its own decode
+    for field in ("index", "bits", "mirror_bits", "thumbs", "mirror_thumbs"):
+        np.testing.assert_array_equal(getattr(kept, field), getattr(separate, field))
+
+
 def _probed(calls: list, blocks: int):
     calls.append("probe")
     return np.ones((blocks, 2))

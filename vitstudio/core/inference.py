@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -165,16 +165,24 @@ def predictions_from(loaded: LoadedModel, logits: torch.Tensor, pooled: np.ndarr
     return out
 
 
-def _decode_and_crop(loaded: LoadedModel, path) -> tuple[str, Image.Image | None, torch.Tensor | None, str | None]:
-    """(path, the crop the model sees, its normalised tensor, None) or (path, None, None, why it failed): runs on
-    reader threads, so the tensor conversion is spread over them too rather than done by the consumer."""
+def _decode_and_crop(loaded: LoadedModel, path, also=None
+                     ) -> tuple[str, Image.Image | None, torch.Tensor | None, str | None, object]:
+    """(path, the crop the model sees, its normalised tensor, None, also(path, image)) or (path, None, None, why it
+    failed, None): runs on reader threads, so the tensor conversion is spread over them too rather than done by the
+    consumer."""
     try:
-        crop = loaded.crop(read_image(path))
-        return str(path), crop, loaded.to_tensor(crop), None
+        image = read_image(path)
+        crop = loaded.crop(image)
+        tensor = loaded.to_tensor(crop)
     except ImageReadError as exc:
-        return str(path), None, None, exc.reason
+        return str(path), None, None, exc.reason, None
     except (MemoryError, RuntimeError, ValueError, OSError) as exc:  # one file never takes the batch down
-        return str(path), None, None, f"could not be preprocessed ({type(exc).__name__}: {str(exc)[:200]})"
+        return str(path), None, None, f"could not be preprocessed ({type(exc).__name__}: {str(exc)[:200]})", None
+    try:
+        extra = also(str(path), image) if also is not None else None
+    except (MemoryError, RuntimeError, ValueError, OSError):  # the rider's failure is not the model's: it redoes it
+        extra = None
+    return str(path), crop, tensor, None, extra
 
 
 def _read_ahead(fn, items: Iterable, ahead: int, workers: int) -> Iterator:
@@ -201,6 +209,7 @@ class DecodedBatch:
 
     items: list[tuple[str, Image.Image | None, str | None]]
     tensor: torch.Tensor | None
+    extra: dict[str, object] = field(default_factory=dict)  # path -> `also(path, image)` (decoded_batches)
 
     @property
     def good(self) -> list[tuple[str, Image.Image]]:
@@ -247,9 +256,11 @@ def folder_batch_size(loaded: LoadedModel, requested: int | None = None) -> int:
 
 def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], batch_size: int | None = 32,
                     cancel: CancelToken | None = None, readers: int | None = None,
-                    decoder: str = "auto") -> Iterator[DecodedBatch]:
+                    decoder: str = "auto", also=None) -> Iterator[DecodedBatch]:
     """Files and folders -> batches of `batch_size` readable images (with the unreadable ones in between; None: the
-    size `folder_batch_size` picks).
+    size `folder_batch_size` picks). `also(path, image)`, when given, is computed on the reader threads from each
+    decoded image before its crop, so other per-image work rides the same decode (the batch's `extra`; the tensor
+    decoder has no PIL image, and leaves `extra` empty).
 
     Images are decoded and cropped by `readers` threads (default: up to 8) ahead of the consumer; with the
     tensor decoder (see `use_tensor_decoder`), the threads only read bytes and a batch is decoded and
@@ -259,13 +270,15 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
         yield from _tensor_batches(loaded, paths, batch_size, cancel, readers)
         return
     workers = readers or min(8, os.cpu_count() or 1)
-    decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path), expand_paths(paths), 2 * batch_size, workers)
-    pending: list[tuple[str, Image.Image | None, torch.Tensor | None, str | None]] = []
+    decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path, also), expand_paths(paths), 2 * batch_size,
+                          workers)
+    pending: list[tuple[str, Image.Image | None, torch.Tensor | None, str | None, object]] = []
 
     def batch() -> DecodedBatch:
-        tensors = [t for _, _, t, _ in pending if t is not None]
-        out = DecodedBatch([(p, crop, err) for p, crop, _, err in pending],
-                           stack_for(tensors, loaded.device) if tensors else None)
+        tensors = [t for _, _, t, _, _ in pending if t is not None]
+        out = DecodedBatch([(p, crop, err) for p, crop, _, err, _ in pending],
+                           stack_for(tensors, loaded.device) if tensors else None,
+                           {p: extra for p, _, t, _, extra in pending if t is not None and also is not None})
         pending.clear()
         return out
 
@@ -273,7 +286,7 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
         if cancel is not None:
             cancel.raise_if_cancelled()
         pending.append(item)
-        if sum(t is not None for _, _, t, _ in pending) >= batch_size:
+        if sum(t is not None for _, _, t, _, _ in pending) >= batch_size:
             yield batch()
     if pending:
         yield batch()

@@ -24,7 +24,7 @@ from vitstudio.core.data.datasets import scan_dataset, split_dataset
 from vitstudio.core.files import shown_path
 from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
-from vitstudio.core.folder.fingerprintcache import cached_fingerprints
+from vitstudio.core.folder.fingerprintcache import FingerprintRider, cached_fingerprints
 from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, probe_accuracy, review_labels
 from vitstudio.core.folder.resultcache import load_result, result_key, save_result
 from vitstudio.core.jobs import CancelToken, Progress
@@ -144,7 +144,11 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
     paths = [p for p, _ in labelled]
     embedded = key = None
     if loaded is not None:
-        embedded = yield from embed_folder(loaded, paths, batch_size, cancel)
+        rider = FingerprintRider()  # the fingerprints from the embedding pass's decode: each image decoded once
+        try:
+            embedded = yield from embed_folder(loaded, paths, batch_size, cancel, alongside=rider)
+        finally:
+            rider.close()
         key = result_key("audit", embedded.tower, embedded.content, sorted(embedded.errors), labelled,
                          sorted(scan.failed), sorted(scan.ignored), str(scan.root), scan.val is not None, threshold,
                          hash_distance, sorted((given_apart or {}).items()), getattr(loaded, "name", None))

@@ -184,16 +184,17 @@ class EmbeddingCache:
 
 
 def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32, cancel: CancelToken | None = None,
-                 root: Path | None = None, decoder: str = "auto", ignored: list | None = None
+                 root: Path | None = None, decoder: str = "auto", ignored: list | None = None, alongside=None
                  ) -> Generator[Progress, None, FolderEmbeddings]:
     """Pooled features and logits of every image under `paths` (files and folders, recursively), from the cache
     where the file is unchanged, computed (and cached) otherwise. Yields Progress; returns FolderEmbeddings.
-    Files of other types the walk met are appended to `ignored` as (path, reason) when it is given."""
+    Files of other types the walk met are appended to `ignored` as (path, reason) when it is given. `alongside`:
+    other per-image work riding the same decode (`fill`)."""
     cache = EmbeddingCache(loaded, root)
     files = list(expand_path_names(paths, ignored=ignored))  # strings: 100k Path objects cost ~0.3 s
     known = cache.store.data, cache.store.lookup_many(files)
     errors, done = yield from fill(cache, loaded, files, lambda x: pooled_features(loaded, x), batch_size, cancel,
-                                   decoder, "Embedding", known[1])
+                                   decoder, "Embedding", known[1], alongside)
     good, rows, features, logits = cache.resolve([p for p in files if p not in errors] if errors else files,
                                                  None if done else known)  # all cached: no second stat per file
     return FolderEmbeddings(tuple(good), rows, features, logits, tuple(loaded.labels),
@@ -202,21 +203,28 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
 
 
 def fill(cache, loaded: LoadedModel, files: list[Path], compute, batch_size: int, cancel: CancelToken | None,
-         decoder: str, verb: str, rows: np.ndarray | None = None
+         decoder: str, verb: str, rows: np.ndarray | None = None, alongside=None
          ) -> Generator[Progress, None, tuple[dict[str, str], int]]:
     """Compute `compute(batch tensor) -> arrays` for the files `cache` does not hold yet and append them (a cache
     with store (KeyedRows), append(paths, *arrays) and compact()); returns ({path: why unreadable}, files read).
-    `rows`: `cache.store.lookup_many(files)` when the caller has it."""
+    `rows`: `cache.store.lookup_many(files)` when the caller has it. `alongside` (e.g.
+    `fingerprintcache.FingerprintRider`): told the files to be decoded (`expect`), called on each decoded image
+    (`decoded_batches(also=...)`) and handed each batch's values (`take`)."""
     # a FIFO is never hashed, a dangling link never raises (lookup_many): they go to the reader, which says why
     rows = cache.store.lookup_many(files) if rows is None else rows
     todo = [files[i] for i in np.flatnonzero(rows < 0)]
     errors: dict[str, str] = {}
     done = 0
     yield Progress(0, len(todo), f"{verb} {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
-    for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel, decoder=decoder):
+    if alongside is not None:
+        alongside.expect(todo)
+    for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel, decoder=decoder,
+                                 also=alongside):
         errors.update(batch.errors)
         if batch.tensor is not None:
             cache.append([Path(p) for p, _ in batch.good], *compute(batch.tensor))
+        if alongside is not None:
+            alongside.take(batch.extra)
         done += len(batch.items)
         yield Progress(done, len(todo), f"{verb} images")
     cache.compact()
