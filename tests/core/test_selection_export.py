@@ -72,8 +72,12 @@ def test_csvs_are_spreadsheet_safe_round_trip_any_name_and_are_whole_or_absent(t
     assert caught.value.filename == str(out) and out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "every column.csv", "labels.csv"]
     monkeypatch.delenv("VITSTUDIO_FULL_AT")
-    with pytest.raises(IsADirectoryError):
-        selection_export.write_labels_csv(folder, items)
+    (tmp_path / "a file").write_text("")
+    for target, why in ((folder, "a folder is there"), (tmp_path / "a file" / "x.csv", "")):  # one line, the target
+        with pytest.raises(OSError) as caught:
+            selection_export.write_labels_csv(target, items)
+        assert str(caught.value).startswith(f"could not write {target}: {why}") and "\n" not in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file", "data", "every column.csv", "labels.csv"]
     with pytest.raises(ValueError, match="differ in length"):
         selection_export.table_rows({"a": [1, 2], "b": [1]})
 

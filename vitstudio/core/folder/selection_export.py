@@ -12,6 +12,7 @@ that are not UTF-8 — quoted by `csv` so that it reads back as the same name.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import math
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, data_dir
+from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, data_dir, shown_path
 from vitstudio.core.folder.sorting import SortPlan, plan_sort, safe_folder_name
 
 UNLABELLED = "unlabelled"  # the class folder of images that have no label (as `vitstudio views --export --out`)
@@ -38,12 +39,23 @@ def csv_bytes(header: Sequence[str], rows, bom: bool = True) -> bytes:
     return ((BOM if bom else "") + text.getvalue()).encode("utf-8", "surrogateescape")
 
 
+class ExportWriteError(OSError):
+    """A file of an export that could not be written, said in one line naming it (not the temporary beside it, nor
+    a parent folder); its errno is the system's (a full disk is still told apart)."""
+
+    def __str__(self) -> str:
+        return f"could not write {shown_path(self.filename)}: {self.strerror}"
+
+
 def write_whole(path: str | os.PathLike, data: bytes) -> Path:
-    """`data` into `path` atomically (never half-written); a folder there is refused in one sentence."""
+    """`data` into `path` atomically (never half-written), or an `ExportWriteError`."""
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(21, "a folder is there, not a file to write", str(path))
-    atomic_write_bytes(path, data)
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "a folder is there, not a file")
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise ExportWriteError(exc.errno, exc.strerror or str(exc), str(path)) from None
     return path
 
 
