@@ -27,7 +27,9 @@ def test_a_click_on_a_shows_the_cosine_over_b_and_marks_its_best_match(panel, qt
     loaded = load_model(SPEC, None, "cpu", "fp32")
     compare = panel(ComparePanel, model=loaded, images=paths)
     page = compare.match
+    assert compare.view_kind.isVisible()  # the Same image page's view controls, on that page only
     compare.pages.setCurrentWidget(page)
+    assert not compare.view_kind.isVisible() and not compare.cmap.isVisible()
     assert [page.other.itemData(i) for i in range(page.other.count())] == paths  # B from the strip
     assert page.block.maximum() == 1 and page.block.value() == 1  # the model's blocks, the last one chosen
     page.block.setValue(0)

@@ -108,6 +108,7 @@ class ComparePanel(ExplorerPanel):
         self.info = QLabel("Both maps share one colour scale, so their intensities compare directly.")
         same_image = QWidget()
         page = QVBoxLayout(same_image)
+        page.addLayout(top)  # the view's controls are this page's: the Layers and Match pages have their own
         page.addLayout(grid, 1)
         page.addWidget(self.info)
         self.layers = LayerCKAWidget(self)  # CKA between the two models' blocks
@@ -118,7 +119,6 @@ class ComparePanel(ExplorerPanel):
         self.pages.addTab(self.match, "Match")
         layout = QVBoxLayout(self)
         layout.addLayout(model_row)
-        layout.addLayout(top)
         layout.addWidget(self.pages, 1)
         self.load_button.clicked.connect(self.load_other)
         self.other_name.lineEdit().returnPressed.connect(self._on_return)  # a name typed (listed or not)
