@@ -111,6 +111,23 @@ def test_an_audit_decodes_every_image_once_and_keeps_the_fingerprints_a_separate
         np.testing.assert_array_equal(getattr(kept, field), getattr(separate, field))
 
 
+def test_the_label_review_reads_its_report_back_until_a_given_label_changes(small_digits, demo, monkeypatch):
+    from vitstudio.app.folder_jobs import review_job  # the Folder tab's review (its Labels tab's labels given apart)
+
+    three = sorted(str(p) for p in (small_digits / "3").glob("*.png"))[-1]
+    first = _run(review_job(None, str(small_digits), demo, None, {three: "8"}))
+    assert any(i.path == three and i.given == "8" for i in first.label_issues)
+    with monkeypatch.context() as patched:
+        patched.setattr(audit_module, "review_labels", _refuse)
+        patched.setattr(audit_module, "find_groups", _refuse)
+        assert _run(review_job(None, str(small_digits), demo, None, {three: "8"})).to_json() == first.to_json()
+    given = []
+    monkeypatch.setattr(audit_module, "review_labels", lambda paths, f, labels, classes: given.append(
+        classes[labels[list(paths).index(three)]]) or [])
+    _run(review_job(None, str(small_digits), demo, None, {three: "5"}))  # another label given: reviewed again
+    assert given == ["5"]
+
+
 def _probed(calls: list, blocks: int):
     calls.append("probe")
     return np.ones((blocks, 2))
