@@ -11,8 +11,12 @@ plain reference measured in the same run:
   gallery and the map repainted; reference: matplotlib's `Path.contains_points` on the same points. Box: the box
   moved → repainted.
 - sort: the table sorted by confidence (the gallery follows) → repainted; reference: `np.argsort` of the column.
-- pan: the map translated once per turn of the event loop for 3 s, frames painted per second; reference: a bare
-  pyqtgraph PlotWidget of the same points in one ScatterPlotItem, the same loop.
+- pan: the map translated once per turn of the event loop for 3 s, frames painted per second (over 20k points the
+  map is one raster: map_density.py); reference: a bare pyqtgraph PlotWidget of the same points in one
+  ScatterPlotItem, the same loop.
+- stalls: the longest gap between the beats of a 5-ms QTimer on the GUI thread while the folder opens from the cache
+  and while it is embedded in the background with an empty cache (`--embed-seconds`, then cancelled); reference:
+  the same heartbeat with nothing running.
 
 Each open is timed twice: first with the thumbnails decoded (the embedding cache warm: run `vitstudio embed FOLDER`
 with the same VITSTUDIO_CACHE_DIR first, or a first run fills it), then again with the thumbnails kept too.
@@ -41,6 +45,35 @@ def _until(app, done, timeout: float = 600.0) -> float:
             raise TimeoutError("the Folder tab did not finish")
         time.sleep(0.001)
     return time.perf_counter() - start
+
+
+class Heartbeat:
+    """The longest gap between the beats of a QTimer on the GUI thread (a stall: nothing else can run)."""
+
+    def __init__(self, interval_ms: int = 5) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.timer = QTimer(interval=interval_ms, timeout=self._beat)
+        self.last, self.longest = 0.0, 0.0
+
+    def _beat(self) -> None:
+        now = time.perf_counter()
+        self.longest = max(self.longest, now - self.last)
+        self.last = now
+
+    def __enter__(self):
+        self.last, self.longest = time.perf_counter(), 0.0
+        self.timer.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.timer.stop()
+
+
+def _idle(app) -> float:
+    from vitstudio.gui import workers
+
+    return _until(app, lambda: not workers.running_jobs())
 
 
 def _painted(app, *widgets) -> None:
@@ -85,18 +118,46 @@ def _fps(app, plot, seconds: float = 3.0) -> float:
 def _open(app, panel, folder: str) -> dict:
     fm, t = panel.folder_model, {}
     start = time.perf_counter()
-    panel.open_folder(folder)
-    _until(app, lambda: fm.results is not None and panel.model.rowCount() == len(fm.results))
-    t["table"] = time.perf_counter() - start
-    _until(app, lambda: fm.coords is not None and bool(panel.map.items))
-    _painted(app, panel.map.viewport(), panel.gallery.viewport())
-    t["map + grid drawn"] = time.perf_counter() - start
-    gallery = panel.gallery.model()
-    shown = [i for i in range(min(gallery.rowCount(), 60))
-             if panel.gallery.viewport().rect().intersects(panel.gallery.visualRect(gallery.index(i, 0)))]
-    _until(app, lambda: all(gallery.data(gallery.index(i, 0), 1) is not None for i in shown))
-    t["grid's thumbnails"] = time.perf_counter() - start
+    with Heartbeat() as beat:
+        panel.open_folder(folder)
+        _until(app, lambda: fm.results is not None and panel.model.rowCount() == len(fm.results))
+        t["table"] = time.perf_counter() - start
+        _until(app, lambda: fm.coords is not None and panel.map.drawn())
+        _painted(app, panel.map.viewport(), panel.gallery.viewport())
+        t["map + grid drawn"] = time.perf_counter() - start
+        gallery = panel.gallery.model()
+        shown = [i for i in range(min(gallery.rowCount(), 60))
+                 if panel.gallery.viewport().rect().intersects(panel.gallery.visualRect(gallery.index(i, 0)))]
+        _until(app, lambda: all(gallery.data(gallery.index(i, 0), 1) is not None for i in shown))
+        t["grid's thumbnails"] = time.perf_counter() - start
+        _idle(app)
+        t["model fit (OOD) done"] = time.perf_counter() - start
+    t["longest GUI stall"] = beat.longest
     return t
+
+
+def _embedding_stall(app, panel, folder: str, seconds: float, work: Path) -> tuple[float, float, int]:
+    """(longest GUI-thread gap while `folder` is embedded with an empty cache for `seconds`, the same with nothing
+    running, images embedded by then)."""
+    with Heartbeat() as idle:
+        end = time.perf_counter() + 1.0
+        while time.perf_counter() < end:
+            app.processEvents()
+            time.sleep(0.001)
+    os.environ["VITSTUDIO_CACHE_DIR"] = tempfile.mkdtemp(prefix="cold-", dir=work)
+    panel.folder_model.forget()
+    panel.view_state.paths = ()
+    done = [0]
+    panel.folder_model.progress.connect(lambda p: done.__setitem__(0, p.done))
+    with Heartbeat() as beat:
+        panel.open_folder(folder)
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            app.processEvents()
+            time.sleep(0.001)
+    panel.folder_model.cancel()
+    _idle(app)
+    return beat.longest, idle.longest, done[0]
 
 
 def _reference_open(folder: str, model) -> float:
@@ -160,6 +221,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=10000)
     parser.add_argument("--work", help="images and caches (kept between runs); default: a temporary folder")
+    parser.add_argument("--embed-seconds", type=float, default=30.0, help="how long the background embedding is "
+                        "watched for GUI stalls (0: not measured)")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="vitstudio-tab-"))
     os.environ.setdefault("VITSTUDIO_CACHE_DIR", str(work / "cache"))
@@ -195,7 +258,12 @@ def main() -> int:
     rows += [(f"open again: {k}", v, ref_name, reference) for k, v in again.items()]
     rows += _interactions(app, panel)
     pan, bare = _fps(app, panel.map), _reference_fps(app, panel.folder_model.coords)
-    rows.append(("map panning, frames/s (a group per colour)", pan, "bare PlotWidget, one ScatterPlotItem", bare))
+    drawn = "one raster" if panel.map.density.shown else "a group per colour"
+    rows.append((f"map panning, frames/s ({drawn})", pan, "bare PlotWidget, one ScatterPlotItem", bare))
+    if args.embed_seconds:
+        stall, idle, done = _embedding_stall(app, panel, folder, args.embed_seconds, work)
+        rows.append((f"longest GUI stall, embedding ({done} in {args.embed_seconds:.0f} s)", stall,
+                     "the same heartbeat, nothing running", idle))
     print(f"{args.images} images, the Folder tab at 1280×720 (offscreen)")
     print(f"{'step':<48} {'s or fps':>9}   {'reference':<52} {'s or fps':>9}  ratio")
     for name, t, ref_name, ref in rows:

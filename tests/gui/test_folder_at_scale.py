@@ -1,12 +1,71 @@
-"""The Folder tab's safeguards for large folders (issue 50, the tab at 100k images), checked on small ones: a model
-fit that stops between blocks when the panel closes."""
+"""The Folder tab's safeguards for large folders (issue 50, the tab at 100k images), checked on small ones: the map
+drawn as one raster past a number of points, a model fit that stops between blocks when the panel closes."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+import numpy as np
+from matplotlib.path import Path
+
+from tests.gui.helpers import drag_on_map
 from vitstudio.core.models.demo import bundled_demo, render_digits
+
+
+def _pixels(item, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) of the image pixels under map points: the ImageItem's rect, row 0 at its bottom edge."""
+    rect, (h, w) = item.mapRectToParent(item.boundingRect()), item.image.shape[:2]
+    return (np.floor((xy[:, 1] - rect.top()) / rect.height() * h).astype(int),
+            np.floor((xy[:, 0] - rect.left()) / rect.width() * w).astype(int))
+
+
+def test_a_map_of_many_points_is_one_raster_that_the_lasso_selects_through(qtbot, monkeypatch):
+    from vitstudio.app.app_state import AppState
+    from vitstudio.app.folder_model import FolderModel
+    from vitstudio.app.jobs import ScriptRunner
+    from vitstudio.core.folder.results import FolderResults
+    from vitstudio.gui.folder import folder_map
+    from vitstudio.gui.folder.map_density import MIN_ALPHA
+
+    monkeypatch.setattr(folder_map, "DENSE_ABOVE", 100)  # 400 points stand for 100k
+    coords = np.random.default_rng(0).normal(size=(400, 2)).astype(np.float32)
+    left = np.flatnonzero(coords[:, 0] < 0)
+    right = np.flatnonzero(coords[:, 0] >= 0)
+    red, blue = (220, 0, 0), (0, 0, 220)
+    plot = folder_map.FolderMapWidget()
+    qtbot.addWidget(plot)
+    plot.resize(600, 460)
+    plot.show()
+    plot.set_points(coords, [("left", red, left), ("right", blue, right)], "pca")
+    qtbot.waitUntil(plot.drawn)
+    assert not plot.items and plot.density.shown  # no scatter item: one image
+    image = plot.density.image.image
+    rows, cols = _pixels(plot.density.image, coords)
+    on_screen = np.hypot(*((coords[:, None] - coords[None]) / plot.getViewBox().viewPixelSize()).transpose(2, 0, 1))
+    alone = (on_screen + np.eye(len(coords)) * 1e9).min(1) > 8  # no other dot within its own 7 px
+    for group, rgb in ((left, red), (right, blue)):
+        assert (image[rows[group], cols[group], :3] == rgb).all(1)[alone[group]].all()
+        assert (image[rows[group], cols[group], 3][alone[group]] == MIN_ALPHA).all()  # one dot: the least opaque
+    assert (image[rows[right], cols[right], :3] == blue).all()  # drawn last: on top, alone or not
+    assert alone.sum() > 20 and (image[..., 3] > MIN_ALPHA).any()  # some dots pile up: more opaque there
+
+    plot.set_groups([("left", blue, left), ("right", red, right)])  # coloured by another field
+    qtbot.waitUntil(lambda: plot.drawn() and plot.density.image.image is not image)
+    rows, cols = _pixels(plot.density.image, coords)
+    assert (plot.density.image.image[rows[right], cols[right], :3] == red).all()
+
+    # the lasso drawn on the raster selects among all 400 points (the Folder model's), not what is drawn
+    fm = FolderModel(AppState(), ScriptRunner())
+    fm.results = FolderResults(tuple(f"/f/{i}.png" for i in range(400)), ("",) * 400, np.zeros(400, int),
+                               np.ones(400, np.float32), np.ones(400, np.float32), ("x",))
+    fm.coords = coords
+    plot.lasso_drawn.connect(fm.select_lasso)
+    plot.set_lasso(True)
+    drag_on_map(plot, [(np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 40)])
+    outline = np.asarray(plot.lasso._drawn)
+    inside = np.flatnonzero(Path(outline).contains_points(coords.astype(np.float64)))
+    assert 100 < len(inside) < 300 and fm.rows.tolist() == inside.tolist()
 
 
 def test_closing_the_panel_mid_fit_stops_the_fit_between_blocks(panel, qtbot, tmp_path, monkeypatch, capfd):

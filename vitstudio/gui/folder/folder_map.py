@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy
 from vitstudio.app.map_selection import counts_inside
 from vitstudio.core.folder.results import FolderResults
 
+from .map_density import DENSE_ABOVE, DensityLayer
 from .map_lasso import LassoViewBox
 
 EMPTY = "Open a folder: every image appears here, placed by its features"
@@ -87,7 +88,9 @@ class FolderMapWidget(pg.PlotWidget):
         self.groups: list = []  # what the legend names: (name, RGB, rows) per colour
         self.selected: np.ndarray | None = None  # the rows selected on the map, counted in the legend
         self.setMinimumSize(240, 200)
-        self.items: list[pg.ScatterPlotItem] = []
+        self.items: list[pg.ScatterPlotItem] = []  # up to DENSE_ABOVE points: a scatter item per colour
+        self.density = DensityLayer(self.lasso)  # more: one raster (map_density.py)
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)  # hovering the raster names the point under it
         self.coords = np.zeros((0, 2), np.float32)
         self.describe: Callable[[int], str] | None = None  # row -> tooltip text, set by the panel
         self.legend = QLabel()  # a widget beside the plot (placed by the map tab): it never covers a dot
@@ -136,6 +139,10 @@ class FolderMapWidget(pg.PlotWidget):
         self._show_colour_bar(scale and bool(len(self.coords)))
         self.groups = [] if scale else list(groups)
         self._write_legend()
+        if len(self.coords) > DENSE_ABOVE:  # the raster stays up until drawn again: no blank frame between
+            self.density.show(self.coords, list(groups))
+            return
+        self.density.hide()
         if not len(self.coords):
             return
         for name, rgb, idx in groups:
@@ -144,6 +151,10 @@ class FolderMapWidget(pg.PlotWidget):
             item.sigHovered.connect(self._on_hover)
             self.addItem(item)
             self.items.append(item)
+
+    def drawn(self) -> bool:
+        """The points are on the map (as scatter items, or as the raster once it is drawn)."""
+        return bool(self.items) or (self.density.shown and self.density.image.image is not None)
 
     def set_lasso(self, on: bool) -> None:
         """The lasso or the box: one tool on the map at a time (the box hidden while the lasso draws)."""
@@ -185,6 +196,15 @@ class FolderMapWidget(pg.PlotWidget):
         self.lasso.clear_outline()  # the box selects now
         (x, y), (w, h) = self.box.pos(), self.box.size()
         self.box_moved.emit(float(x), float(y), float(w), float(h))
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        if not self.density.shown:
+            return  # the scatter items hover by themselves
+        point = self.lasso.mapSceneToView(scene_pos)
+        row = self.density.nearest(point.x(), point.y())
+        self.setToolTip(self.describe(row) if row is not None and self.describe is not None else "")
+        if row is not None:
+            self.hovered.emit(row)
 
     def _on_hover(self, _item, points, _event):
         if len(points):
