@@ -40,10 +40,12 @@ class ForkedCli:
         assert self._server.stdout.readline().strip() == "ready"
         self._scratch = Path(tempfile.mkdtemp(prefix="vitstudio-forked-"))
 
-    def start(self, args: list[str], env: dict[str, str] | None = None) -> int:
-        """Fork a child running `vitstudio ARGS` (with `env`, default this process's); returns its pid."""
+    def start(self, args: list[str], env: dict[str, str] | None = None, address_space: int | None = None) -> int:
+        """Fork a child running `vitstudio ARGS` (with `env`, default this process's; its address space capped at
+        `address_space` bytes, RLIMIT_AS, where given); returns its pid."""
         request = dict(args=[str(a) for a in args], env=dict(os.environ if env is None else env), cwd=str(ROOT),
-                       stdout=str(self._scratch / "out"), stderr=str(self._scratch / "err"))
+                       stdout=str(self._scratch / "out"), stderr=str(self._scratch / "err"),
+                       address_space=address_space)
         self._server.stdin.write(json.dumps(request) + "\n")
         self._server.stdin.flush()
         return json.loads(self._server.stdout.readline())["pid"]
@@ -54,9 +56,9 @@ class ForkedCli:
         read = lambda name: (self._scratch / name).read_text(errors="replace")  # noqa: E731
         return Result(code, read("out"), read("err"))
 
-    def run(self, args: list[str], env: dict[str, str] | None = None) -> Result:
+    def run(self, args: list[str], env: dict[str, str] | None = None, address_space: int | None = None) -> Result:
         """Like `subprocess.run([python, -m, vitstudio, *args], env=env, capture_output=True, text=True)`."""
-        self.start(args, env)
+        self.start(args, env, address_space)
         return self.wait()
 
     def run_ranks(self, args: list[str], world: int, env: dict[str, str] | None = None) -> list[Result]:
@@ -96,6 +98,10 @@ def _child(request: dict) -> None:
             os.dup2(target, fd)
             os.close(target)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a Ctrl+C is a KeyboardInterrupt, as in a shell
+        if request.get("address_space"):  # as a capped `python -m vitstudio` after its imports: they count too
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (request["address_space"],) * 2)
         from vitstudio.cli import main
 
         sys.argv = ["vitstudio", *request["args"]]

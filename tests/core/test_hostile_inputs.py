@@ -1,16 +1,13 @@
 """Issue 18: every input reported, none takes the command down. A folder of hostile files beside good photos goes
-through predict, embed and explain with both decoders in a subprocess capped at 4 GiB of address space: the good
-images get their results, every bad one is reported with its reason, the exit code is 1, never a traceback. The
-safe reader, the folder walk and the dataset scan are checked one by one below."""
+through predict, embed and explain with both decoders, each in a process of its own capped at 4 GiB of address
+space: the good images get their results, every bad one is reported with its reason, the exit code is 1, never a
+traceback. The safe reader, the folder walk and the dataset scan are checked one by one below."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
-import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +22,7 @@ from vitstudio.core.data.images import MAX_ASPECT, ImageReadError, expand_paths,
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs and RLIMIT_AS are POSIX")
 
 SPEC = "custom:img=224,patch=16,width=32,depth=2,heads=2,classes=5"  # real-size preprocessing (resize to 248)
-LIMIT = 4 << 30  # address space of the CLI subprocess; the old code needed 3.5–5 GB for one hostile file
+LIMIT = 4 << 30  # address space of each CLI process; the old code needed 3.5–5 GB for one hostile file
 
 # hostile entry -> a piece of the reason every command must print for it
 BAD = {
@@ -87,37 +84,12 @@ def make_hostile(folder: Path, photos: dict) -> Path:
     return folder
 
 
-# The three commands run one after another in one capped interpreter per decoder (each as `python -m vitstudio`
-# runs it, its own stdout/stderr and exit code): memory one command leaves behind counts against the next, and the
-# suite pays for two interpreters instead of six.
-_COMMANDS = r"""
-import json, os, sys, traceback
-from vitstudio.cli import main
-codes = []
-for args, out, err in json.loads(sys.argv[1]):
-    saved = os.dup(1), os.dup(2)
-    for fd, name in ((1, out), (2, err)):
-        os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
-    try:
-        code = main(args)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(saved[0], 1)
-    os.dup2(saved[1], 2)
-    codes.append(code)
-print(json.dumps(codes))
-"""
-
-
 @pytest.fixture(scope="module", params=["pil", "tensor"])
-def hostile(request, tmp_path_factory, photos) -> dict[str, subprocess.CompletedProcess]:
+def hostile(request, tmp_path_factory, photos, forked_cli) -> dict:
     """predict, embed and explain over the hostile folder with one decoder: command -> its result (and the files
-    it wrote under `root`)."""
+    it wrote under `root`). Each command in a process of its own capped at LIMIT (forked from the warm server of
+    tests/core/forked_cli.py: what `python -m vitstudio` runs, its torch and timm already in the address space the
+    cap counts, without importing them again per command)."""
     import timm
     from safetensors.torch import save_file
 
@@ -132,23 +104,9 @@ def hostile(request, tmp_path_factory, photos) -> dict[str, subprocess.Completed
     commands = dict(predict=["predict", *common, "--json"],
                     embed=["embed", *common, "--out", str(root / "e.npz"), "--quiet"],
                     explain=["explain", *common, "--method", "rollout", "--out", str(root / "out"), "--format", "npy"])
-    plan = [(args, str(root / f"{name}.out"), str(root / f"{name}.err")) for name, args in commands.items()]
-    done = _capped([sys.executable, "-c", _COMMANDS, json.dumps(plan)])
-    assert done.returncode == 0, done.stderr[-3000:]
-    codes = json.loads(done.stdout.splitlines()[-1])
-    results = {name: subprocess.CompletedProcess(args, code, (root / f"{name}.out").read_text(),
-                                                 (root / f"{name}.err").read_text())
-               for (name, args), code in zip(commands.items(), codes)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    results = {name: forked_cli.run(args, env, address_space=LIMIT) for name, args in commands.items()}
     return dict(results, root=root)
-
-
-def _capped(cmd: list[str]) -> subprocess.CompletedProcess:
-    def cap():
-        resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
-
-    env = {**os.environ, "MALLOC_ARENA_MAX": "2", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, preexec_fn=cap,
-                          cwd=Path(__file__).parents[2])
 
 
 def _assert_reported(lines: dict[str, str]) -> None:
