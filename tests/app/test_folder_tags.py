@@ -55,7 +55,7 @@ def test_a_tagged_lasso_saved_as_a_view_comes_back_after_a_restart_and_the_cli_s
     tags_again.restore_view("kept and sure")
     assert (again.state.tag, again.state.min_conf, again.state.rules) == ("keep", 0.3, ())
     assert again.rows.tolist() == expected
-    # the command line's --view resolves a view of tags to the same files; one on the tab's columns is refused there
+    # the command line's --view resolves a view of tags to the same files; one on the tab's columns needs a model
     assert [str(p) for p in views.view_files(data, "kept")] == [files[i] for i in lassoed]
     with pytest.raises(ValueError, match="confidence"):
         views.view_files(data, "kept and sure")

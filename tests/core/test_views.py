@@ -52,6 +52,33 @@ def test_a_saved_view_is_its_rules_and_predict_sees_exactly_its_files(tmp_path, 
     assert {p.name for p in dataset_dir(data).iterdir()} >= {"tags.json", "views.json"}
 
 
+def test_a_view_on_prediction_and_confidence_selects_what_predict_says(tmp_path, tiny_weights, capsys):
+    """The Folder tab's rules on its model columns (as `FolderTags.current_rules` writes them) on the command line,
+    computed through the embedding cache: the same files as filtering `predict --json`'s records by hand."""
+    data = make_dataset(tmp_path / "data", per_class=3)
+    model = ["--model", TINY_SPEC, "--weights", str(tiny_weights[0])]
+    assert main(["predict", str(data), "--json", "--quiet", *model]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    top = [(r["path"], r["top"][0]["label"], r["top"][0]["prob"]) for r in records]
+    label = top[0][1]
+    probs = sorted(p for _, _, p in top)
+    cut = (probs[3] + probs[4]) / 2  # between two images' confidences: no tie to round either way
+    views.save_view(data, "sure", [{"field": "prediction", "op": "in", "value": [label]},
+                                   {"field": "confidence", "op": ">=", "value": cut}])
+    expected = [path for path, name, p in top if name == label and p >= cut]
+    assert 0 < len(expected) < len(top)
+    assert main(["predict", str(data), "--view", "sure", "--json", "--quiet", *model]) == 0
+    assert [json.loads(line)["path"] for line in capsys.readouterr().out.splitlines()] == expected
+    assert main(["views", str(data), "--json", *model]) == 0
+    assert json.loads(capsys.readouterr().out)["sure"]["images"] == len(expected)
+    assert main(["views", str(data), "--json"]) == 0  # no model: the count says what it needs
+    assert json.loads(capsys.readouterr().out)["sure"] == {
+        "rules": views.read_views(data)["sure"], "images": None, "needs": "--model (rules on prediction, confidence)"}
+    views.save_view(data, "odd", [{"field": "uniqueness", "op": ">=", "value": 0.5}])  # no face computes it
+    assert main(["predict", str(data), "--view", "odd", "--quiet", *model]) == 2
+    assert "needs a uniqueness column" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, says", [
     (["predict", "DATA", "--view", "nope"], "No view named 'nope' is saved"),
     (["predict", "DATA", "DATA", "--view", "picked"], "--view NAME goes with one folder"),

@@ -122,7 +122,9 @@ def apply_view(args, attr: str, dataset: bool = False) -> bool:
 
 def resolve_view(args, attr: str, dataset: bool = False) -> None:
     """--view NAME: `args.<attr>` (one folder) becomes the images the view selects, or (`dataset`) a labels file of
-    them with their class folders (a view is a dataset); a ValueError says why it cannot."""
+    them with their class folders (a view is a dataset); a ValueError says why it cannot. A view with rules on the
+    model's columns (prediction, confidence: saved on the Folder tab) reads them with --model's model, loaded here
+    once (`load_model_from_args` hands the command the same one)."""
     name = getattr(args, "view", None)
     if not name:
         return
@@ -134,13 +136,28 @@ def resolve_view(args, attr: str, dataset: bool = False) -> None:
     folders = given if isinstance(given, list) else [given]
     if len(folders) != 1 or not folders[0] or not Path(folders[0]).is_dir():
         raise ValueError("--view NAME goes with one folder, the one the view was saved for")
+    loaded = view_model(args, folders[0], name)
     if dataset:
-        setattr(args, attr, str(view_labels_file(folders[0], name)))
+        setattr(args, attr, str(view_labels_file(folders[0], name, loaded)))
         return
-    files = view_files(folders[0], name)
+    files = view_files(folders[0], name, loaded)
     if not files:
         raise ValueError(f"the view {name!r} selects no image of {folders[0]} now")
     setattr(args, attr, [str(f) for f in files])
+
+
+def view_model(args, folder: str, name: str):
+    """The model a view's rules on prediction or confidence need (--model, loaded once), or None when its rules
+    read only the folder's columns or no --model was given (`view_files` then says to give it)."""
+    from ..core.folder.views import model_fields, read_views
+
+    rules = read_views(folder).get(name, [])
+    if not model_fields(rules) or not getattr(args, "model", None):
+        return None
+    loaded = load_model_from_args(args)
+    if loaded is None:
+        raise ValueError(f"the view {name!r} needs the model's predictions, and the model could not be loaded")
+    return loaded
 
 
 def print_ignored(ignored: list[tuple[str, str]]) -> None:
@@ -154,7 +171,15 @@ def one_line(exc: BaseException) -> str:
 
 
 def load_model_from_args(args):
-    """The model that --model/--weights/--device/--precision name, or None once the error is printed."""
+    """The model that --model/--weights/--device/--precision name, or None once the error is printed. Loaded once
+    per command: a second call (after --view needed it) returns the same model."""
+    if getattr(args, "loaded_model", None) is not None:
+        return args.loaded_model
+    args.loaded_model = _model_from_args(args)
+    return args.loaded_model
+
+
+def _model_from_args(args):
     from ..core.models.loading import ModelLoadError, load_model
 
     if args.model is None:

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args, view_model
 
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # as cli/app.py's (a command module imports no other)
 
@@ -93,8 +93,7 @@ def views_cmd(args) -> int:
             views.save_view(args.folder, args.save, rules)
         if args.delete:
             views.delete_view(args.folder, args.delete)
-        listed = {name: {"rules": rules, "images": len(views.view_files(args.folder, name))}
-                  for name, rules in views.read_views(args.folder).items()}
+        listed = {name: _listed(args, name, rules) for name, rules in views.read_views(args.folder).items()}
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -105,8 +104,21 @@ def views_cmd(args) -> int:
         print("no saved views (save one with --save NAME and its rules)")
     for name, view in listed.items():
         rules = "; ".join(f"{r['field']} {r['op']} {r['value']}" for r in view["rules"])
-        print(f"{name}: {view['images']} images ({rules})")
+        count = f"{view['images']} images" if view["images"] is not None else f"images counted with {view['needs']}"
+        print(f"{name}: {count} ({rules})")
     return EXIT_OK
+
+
+def _listed(args, name: str, rules: list[dict]) -> dict:
+    """A view's rules and how many images it selects now; a view with rules on the model's columns is counted with
+    --model's model, and without one says what it needs ("images": null)."""
+    from ..core.folder import views
+
+    needed = views.model_fields(rules)
+    loaded = view_model(args, args.folder, name)
+    if needed and loaded is None:
+        return {"rules": rules, "images": None, "needs": f"--model (rules on {', '.join(needed)})"}
+    return {"rules": rules, "images": len(views.view_files(args.folder, name, loaded))}
 
 
 def tag_cmd(args) -> int:

@@ -10,7 +10,11 @@ filter rules, not a list of files (as a FiftyOne saved view is its stages): reop
     {"field": "path", "op": "glob", "value": "cats/*.jpg"}               its path relative to the folder (fnmatch)
     {"field": F, "op": ">=" | "<=" | "==" | "in" | "not in", "value": v} any other column the caller gives
                                                                          (the Folder tab's prediction, confidence,
-                                                                          scores; the command line has none)
+                                                                          correct, given: MODEL_FIELDS)
+
+The model's columns are what the Folder tab shows (`results.folder_results` on the folder's embeddings), computed
+where a view needs them through the embedding cache (`model_columns`): no forward for a file any folder command or
+the tab has seen with that model.
 
 `select(rules, columns)` evaluates the rules over plain columns (numpy for the numbers) for every image at once,
 so the command line and the app's Folder model share one rule engine. Torch-free.
@@ -33,7 +37,8 @@ class UnknownView(ValueError):
     """No view of that name is saved for the folder; the message lists the saved ones."""
 
 
-FILE_FIELDS = ("tags", "label", "path")  # the columns `file_columns` gives: all the command line can filter on
+FILE_FIELDS = ("tags", "label", "path")  # the columns `file_columns` gives, from the folder and its records
+MODEL_FIELDS = ("prediction", "confidence", "correct", "given")  # the Folder tab's columns from a model's outputs
 OPS = {"tags": ("any", "all", "none"), "label": ("in", "not in"), "path": ("glob",)}
 COLUMN_OPS = (">=", "<=", "==", "in", "not in")
 
@@ -153,7 +158,7 @@ def select(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
         field, op, value = rule["field"], rule["op"], rule["value"]
         if field not in columns:
             raise ValueError(f"The rule on {field!r} needs a {field} column, which is not at hand here (the command "
-                             f"line has {', '.join(FILE_FIELDS)}).")
+                             f"line has {', '.join(FILE_FIELDS)} and, with a model, {', '.join(MODEL_FIELDS)}).")
         keep &= _holds(op, value, columns[field])
     return keep
 
@@ -172,18 +177,56 @@ def _holds(op: str, value, column: Sequence) -> np.ndarray:
     return {">=": numbers >= value, "<=": numbers <= value, "==": numbers == value}[op]
 
 
-def view_files(folder: str | Path, name: str) -> list[Path]:
-    """The images of `folder` the saved view `name` selects now, in the folder's order."""
+def model_fields(rules: list[dict]) -> list[str]:
+    """The model's columns (MODEL_FIELDS) the rules read, in their order."""
+    return list(dict.fromkeys(r["field"] for r in rules if r["field"] in MODEL_FIELDS))
+
+
+def model_columns(loaded, folder: str | Path, files: Sequence[str | Path]) -> dict[str, list]:
+    """The Folder tab's prediction, confidence, correct (1, 0, or -1 for a class folder the model does not know)
+    and given (the class folder) of each file, from the embedding cache (computed there for the files it lacks);
+    an unreadable file has None (no rule on these columns holds for it)."""
+    from vitstudio.core.folder.embedcache import embed_folder
+    from vitstudio.core.folder.results import folder_results
+
+    names = [str(f) for f in files]
+    embedding = embed_folder(loaded, names)
+    try:
+        while True:
+            next(embedding)
+    except StopIteration as stop:
+        embedded = stop.value
+    results = folder_results(embedded, [str(folder)])
+    if not results.has_predictions:
+        raise ValueError(f"{loaded.display_name} has no classes: no prediction, confidence or correct column.")
+    at = {p: i for i, p in enumerate(results.paths)}
+    values = {"prediction": results.predicted_labels().tolist(), "confidence": results.confidence.tolist(),
+              "correct": results.correct().tolist(), "given": list(results.given)}
+    return {field: [column[at[n]] if n in at else None for n in names] for field, column in values.items()}
+
+
+def view_files(folder: str | Path, name: str, loaded=None) -> list[Path]:
+    """The images of `folder` the saved view `name` selects now, in the folder's order. A view with rules on the
+    model's columns needs `loaded` (a ValueError says so)."""
     views = read_views(folder)
     if name not in views:
         known = ", ".join(views) or "none yet"
         raise UnknownView(f"No view named {name!r} is saved for {folder} (saved: {known}).")
     files = list(expand_paths([folder]))
-    keep = select(views[name], file_columns(folder, files))
+    columns = file_columns(folder, files)
+    needed = model_fields(views[name])
+    if needed and loaded is None:
+        raise ValueError(f"the view {name!r} has rules on {', '.join(needed)}, which a model's predictions give: "
+                         f"give --model")
+    if needed:
+        columns |= model_columns(loaded, folder, files)
+    keep = select(views[name], columns)
+    if needed:  # as on the Folder tab, whose rows are the images the model read
+        keep &= np.asarray([v is not None for v in columns["prediction"]], bool)
     return [f for f, k in zip(files, keep) if k]
 
 
-def view_labels_file(folder: str | Path, name: str) -> Path:
+def view_labels_file(folder: str | Path, name: str, loaded=None) -> Path:
     """The view as a labels file (`core/data/labels_file.py`: absolute path, class folder; empty outside one) in the
     app's records of the folder, for the commands that take a dataset (audit, finetune): written afresh at each use
     from the rules, so it is never a stale list."""
@@ -192,7 +235,7 @@ def view_labels_file(folder: str | Path, name: str) -> Path:
 
     from vitstudio.core.files import atomic_write_bytes
 
-    rows = [(os.path.abspath(f), label_of(folder, f) or "") for f in view_files(folder, name)]
+    rows = [(os.path.abspath(f), label_of(folder, f) or "") for f in view_files(folder, name, loaded)]
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(["path", "label"])
