@@ -28,12 +28,20 @@ def ready(window, qtbot, tiny_weights, photos):
     return window, loaded, x
 
 
+@pytest.fixture
+def astronaut(tiny_weights, photos):
+    """(the tiny model loaded as the model bar loads it, the astronaut, its input batch) for a test of one panel."""
+    from vitstudio.core.models.loading import load_model
+
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
+    return loaded, photos["astronaut"], loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
 
 
-def test_attention_panel_follows_controls(ready, qtbot):
-    window, loaded, x = ready
-    panel = window.attention
-    window.show_tab("attention")
+def test_attention_panel_follows_controls(panel, astronaut, qtbot):
+    from vitstudio.gui.explore.attention_panel import AttentionPanel
+
+    loaded, image, x = astronaut
+    panel = panel(AttentionPanel, loaded, [image])
     qtbot.waitUntil(lambda: panel.overview is not None, timeout=30000)
     shown = lambda: panel.view.values  # noqa: E731  (the map the view draws)
     np.testing.assert_allclose(shown(), attention.head_maps(loaded, x, 1)[0, 0], atol=1e-6)
@@ -78,10 +86,11 @@ def test_attention_panel_follows_controls(ready, qtbot):
     np.testing.assert_allclose(panel.distance.values, attention.attention_stats(loaded, x).distance, rtol=1e-5)
 
 
-def test_embeddings_panel(ready, qtbot):
-    window, loaded, x = ready
-    panel = window.embeddings
-    window.show_tab("embeddings")
+def test_embeddings_panel(panel, astronaut, qtbot):
+    from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
+
+    loaded, image, x = astronaut
+    panel = panel(EmbeddingsPanel, loaded, [image])
     qtbot.waitUntil(lambda: panel.result is not None, timeout=30000)
     tokens = embeddings.layer_tokens(loaded, x)
     np.testing.assert_allclose(panel.displayed, embeddings.pca_rgb(tokens[1].patches)[0][0], atol=1e-4)

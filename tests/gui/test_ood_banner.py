@@ -67,13 +67,12 @@ def test_photos_raise_the_banner_and_digits_do_not(window, qtbot, tmp_path):
     assert banner.isHidden() and len(window.state.images) == len(sample_images())
 
 
-def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_classes(window, qtbot, tmp_path,
+def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_classes(panel, qtbot, tmp_path,
                                                                                         monkeypatch):
     from vitstudio.gui.folder.folder_map import colour_groups
+    from vitstudio.gui.folder.folder_panel import FolderPanel
 
-    _load_demo(window, qtbot)
-    window.show_tab("folder")
-    panel = window.folder
+    panel = panel(FolderPanel, model=bundled_demo())  # the Folder tab alone on the demo
 
     panel.open_folder(str(render_digits(tmp_path / "digits", 6)))  # the model's own kind of images, its own classes
     _settle(qtbot)

@@ -12,13 +12,12 @@ from vitstudio.core.play.video import FrameSource
 from vitstudio.gui import workers
 
 
-def test_play_a_video_with_a_map_and_record_it(window, qtbot, tmp_path, monkeypatch):
+def test_play_a_video_with_a_map_and_record_it(panel, qtbot, tmp_path, monkeypatch):
+    # the Play tab alone on the demo (the window's show_tab("play") showing this panel: test_the_window_fits_1280_…)
+    from vitstudio.gui.explore.play_panel import PlayPanel
+
     video = moving_digits_video(tmp_path / "digits.avi", frames=36, fps=12.0)
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    window.show_tab("play")
-    panel = window.play
-    assert window.tabs.currentWidget() is panel
+    panel = panel(PlayPanel, model=bundled_demo())
 
     record = tmp_path / "out" / "played.mp4"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(record), ""))
@@ -37,11 +36,10 @@ def test_play_a_video_with_a_map_and_record_it(window, qtbot, tmp_path, monkeypa
     assert not workers.running_jobs()  # skipped after it)
 
 
-def test_no_camera_is_said_on_the_tab_and_stop_stops(window, qtbot, tmp_path):
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    panel = window.play
-    window.show_tab("play")
+def test_no_camera_is_said_on_the_tab_and_stop_stops(panel, qtbot, tmp_path):
+    from vitstudio.gui.explore.play_panel import PlayPanel
+
+    panel = panel(PlayPanel, model=bundled_demo())
     panel.camera.setCurrentIndex(3)  # camera:3: none on this machine
     panel.camera_button.click()
     qtbot.waitUntil(lambda: "No camera 3" in panel.screen.text(), timeout=20000)

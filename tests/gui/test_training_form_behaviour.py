@@ -296,8 +296,12 @@ def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
         # the page is never squeezed below what it needs: it scrolls instead (and shows no bar when it fits)
         assert page.width() >= page.minimumSizeHint().width() and page.height() >= page.minimumSizeHint().height()
         assert area.viewport().width() > 700, window.tabs.tabText(i)
+    from vitstudio.gui.main_window import TABS
+
+    for attr, _ in TABS:  # callers still see the panels, not the scroll areas (test_play_tab's panel: this tab's)
+        window.show_tab(attr)
+        assert window.tabs.currentWidget() is getattr(window, attr), attr
     window.show_tab("training")
-    assert window.tabs.currentWidget() is window.training  # callers still see the panels, not the scroll areas
     qtbot.wait(50)
     for button in (window.training.start_button, window.training.pause_button, window.training.cancel_button):
         assert not button.visibleRegion().isEmpty()  # the run controls stay on screen beside a scrolled form
