@@ -79,6 +79,31 @@ def test_a_view_on_prediction_and_confidence_selects_what_predict_says(tmp_path,
     assert "needs a uniqueness column" in capsys.readouterr().err
 
 
+def test_tags_follow_a_move_inside_the_folder_and_out_of_it_and_come_back_on_undo(tmp_path):
+    from vitstudio.core.folder.sorting import apply_sort, plan_sort
+    from vitstudio.core.folder.undo import undo_sort
+
+    data, out = make_dataset(tmp_path / "data", per_class=2), tmp_path / "out"
+    files = sorted(str(p) for p in data.rglob("*.png"))
+    a, b = files[0], files[-1]
+    views.tag(data, [a], add=["keep"])
+    views.tag(data, [b], add=["odd", "second look"])
+    before = views.read_tags(data)
+    relabelled = plan_sort([(a, "green", 1.0)], data, move=True)  # the label review's move to another class folder
+    inside = apply_sort(relabelled, kind="review-move")
+    moved_a = relabelled.placements[0].target
+    assert views.read_tags(data) == {views.relative(data, moved_a): ["keep"], views.relative(data, b): before[
+        views.relative(data, b)]}
+    sorted_out = plan_sort([(b, "unsure", 0.1)], out, move=True)  # `sort --move` out of the folder
+    outside = apply_sort(sorted_out)
+    assert views.read_tags(data) == {views.relative(data, moved_a): ["keep"]}
+    assert views.read_tags(out) == {views.relative(out, sorted_out.placements[0].target): ["odd", "second look"]}
+    undo_sort(outside.log)
+    assert views.read_tags(out) == {} and views.read_tags(data)[views.relative(data, b)] == ["odd", "second look"]
+    undo_sort(inside.log)
+    assert views.read_tags(data) == before
+
+
 @pytest.mark.parametrize("argv, says", [
     (["predict", "DATA", "--view", "nope"], "No view named 'nope' is saved"),
     (["predict", "DATA", "DATA", "--view", "picked"], "--view NAME goes with one folder"),

@@ -261,6 +261,10 @@ def run_sort(log: str | Path, cancel=None) -> SortResult:
             done += 1
         else:
             record.write("end")
+    if action == "move":  # the moved files' tags go with them (views.carry_tags; an undo carries them back)
+        from vitstudio.core.folder.views import carry_tags
+
+        carry_tags(journal.relocations(path), state.header.get("out"))
     return SortResult(done, str(path), tuple(errors), already, resumed and already > 0, action == "move")
 
 

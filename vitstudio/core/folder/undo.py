@@ -90,6 +90,10 @@ def undo_sort(log: str | Path) -> UndoResult:
                 record.write(outcome[0], i=i, **outcome[1])
         removed, kept_dirs = _remove_folders(state.mkdirs)
         record.write("undo-end")
+    if state.action == "move":  # the tags the sort carried go back with the files (views.carry_tags)
+        from vitstudio.core.folder.views import carry_tags
+
+        carry_tags(journal.relocations(log))
     if not tally["problems"]:
         log.rename(log.with_suffix(".undone"))
         log = log.with_suffix(".undone")

@@ -82,6 +82,48 @@ def tag(folder: str | Path, paths: Sequence[str | Path], add: Sequence[str] = ()
     return out
 
 
+def carry_tags(moves: dict[str, str], out: str | Path | None = None) -> int:
+    """Tags follow the files a move (or its undo) relocated, {old path: new path}: a file's tags leave the records
+    of the folder that holds them (the nearest folder above it with tag records and an entry for it) for the
+    records of the same folder when the new place is inside it, else of the nearest folder above the new place with
+    tag records, else of `out` (a sort's output folder). Returns how many files' tags moved."""
+    records: dict[str, dict[str, list[str]]] = {}
+    has_records: dict[str, bool] = {}
+    changed: set[str] = set()
+
+    def holders(path: str):  # the folders above `path` that keep tag records, nearest first
+        for folder in Path(os.path.abspath(path)).parents:
+            key = str(folder)
+            if key not in has_records:
+                has_records[key] = _tags_path(folder).is_file()
+            if has_records[key]:
+                yield key
+
+    def tags_of(folder: str) -> dict[str, list[str]]:
+        if folder not in records:
+            records[folder] = read_tags(folder)
+        return records[folder]
+
+    carried = 0
+    for old, new in moves.items():
+        home = next((f for f in holders(old) if relative(f, old) in tags_of(f)), None)
+        if home is None:
+            continue
+        inside = not os.path.isabs(relative(home, new))  # relative() is absolute outside the folder
+        there = home if inside else next(holders(new), None) or (os.path.abspath(out) if out else None)
+        if there is None:
+            continue
+        names = tags_of(home).pop(relative(home, old))
+        merged = set(tags_of(there).get(relative(there, new), ())) | set(names)
+        tags_of(there)[relative(there, new)] = sorted(merged)
+        changed |= {home, there}
+        carried += 1
+    for folder in changed:
+        write_json_file(_tags_path(folder), {"dataset": str(Path(folder).resolve()),
+                                             "tags": dict(sorted(records[folder].items()))})
+    return carried
+
+
 def check_name(name: str, what: str) -> None:
     if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
         raise ValueError(f"A {what} name is a non-empty word or phrase without commas or surrounding spaces, not "
