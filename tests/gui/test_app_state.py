@@ -48,11 +48,11 @@ def test_errors_reach_one_notifier_as_exception_objects(window, qtbot):
     assert "No space left" in window.statusBar().currentMessage()
 
 
-def test_folder_filters_live_in_the_view_state(window, qtbot, tmp_path):
+def test_folder_filters_live_in_the_view_state(panel, qtbot, tmp_path):
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
     data = render_digits(tmp_path / "digits", per_class=6)
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    panel = window.folder
+    panel = panel(FolderPanel, model=bundled_demo())  # the Folder tab alone
     panel.open_folder(str(data))
     _settle(qtbot)
     results, vs = panel.results, panel.view_state

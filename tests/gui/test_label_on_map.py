@@ -143,15 +143,19 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
         workers.shutdown(5000)
 
 
-def test_label_as_offers_the_class_folder_an_image_is_in(window, qtbot, tmp_path):
+def test_label_as_offers_the_class_folder_an_image_is_in(panel, qtbot, tmp_path):
     """The walk: in a folder of class folders, Label as… offered the model's guess, not the folder the images are
     in. The folder's class comes first (the model reads these digits as digits, the folders say otherwise); a flat
     folder names no class, so there the model's guess stays (test_label_train_undo_and_restore)."""
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
     digits = render_digits(tmp_path / "digits", per_class=6)
     named = tmp_path / "named"
     for digit, name in (("0", "alpha"), ("1", "beta")):
         shutil.copytree(digits / digit, named / name)
-    panel = _open(window, qtbot, named)
+    panel = panel(FolderPanel, model=bundled_demo())  # the Folder tab alone
+    panel.open_folder(str(named))
+    _settle(qtbot)
     tab = panel.labels_tab
     alphas = [p for p in panel.results.paths if "/alpha/" in p]
     assert panel.results.predicted_labels()[panel.results.paths.index(alphas[0])] == "0"  # the model: a digit

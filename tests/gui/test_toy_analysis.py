@@ -147,7 +147,7 @@ def param_toy():
     registry.unregister(PARAM_TOY)
 
 
-def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and_the_cli(param_toy, window, qtbot,
+def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and_the_cli(param_toy, panel, qtbot,
                                                                                          tiny_weights, photos,
                                                                                          tmp_path):
     """Registered with only a compute function and two new parameters: the Attention panel offers it with a
@@ -156,11 +156,16 @@ def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and
     from PySide6.QtWidgets import QComboBox, QDoubleSpinBox
 
     from vitstudio.cli import main
+    from vitstudio.core.models.loading import load_model
+    from vitstudio.gui.explore.attention_panel import AttentionPanel
+    from vitstudio.gui.explore.compare_panel import ComparePanel
 
-    loaded, x = _astronaut_in_window(window, qtbot, tiny_weights, photos)
-    panel = window.attention
-    window.show_tab("attention")
-    assert panel.method.findData(PARAM_TOY) >= 0 and window.compare.view_kind.findData(PARAM_TOY) >= 0
+    # the two panels it is offered in, built after the registration as the window builds them (no window needed)
+    loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
+    x = loaded.to_tensor(loaded.crop(read_image(photos["astronaut"])))[None]
+    compare = panel(ComparePanel)
+    panel = panel(AttentionPanel, loaded, [photos["astronaut"]])
+    assert panel.method.findData(PARAM_TOY) >= 0 and compare.view_kind.findData(PARAM_TOY) >= 0
     gain, reduce = panel.params.controls["gain"], panel.params.controls["reduce"]
     assert isinstance(gain, QDoubleSpinBox) and (gain.minimum(), gain.maximum(), gain.value()) == (0.5, 4.0, 1.0)
     assert isinstance(reduce, QComboBox) and [reduce.itemText(i) for i in range(reduce.count())] == ["mean", "max"]
