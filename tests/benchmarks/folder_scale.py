@@ -102,10 +102,13 @@ def measure(n: int, work: Path, commands: list[str], checkout: Path) -> dict:
         shutil.rmtree(cache, ignore_errors=True)
         argv = [sys.executable, "-m", "vitstudio", *COMMANDS[name](folder, work)]
         run_env = {**env, "VITSTUDIO_CACHE_DIR": str(cache)}
+        load = os.getloadavg()[0]
         figures[f"{name} bare"] = timed([sys.executable, "-c", BARE, str(folder)], env)
         figures[f"{name} cold"] = timed(argv, run_env)
         figures[f"{name} warm"] = timed(argv, run_env)
         shutil.rmtree(cache, ignore_errors=True)
+        print(f"{n} {name} (load {load:.1f} at its start): " + "; ".join(  # as it comes: a long run cut short
+            f"{kind} {_cell(figures, f'{name} {kind}')}" for kind in ("bare", "cold", "warm")), flush=True)
     return figures
 
 
