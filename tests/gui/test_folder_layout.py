@@ -68,13 +68,13 @@ def test_count_line_and_filters_reset_with_the_folder(opened, qtbot, tmp_path):
 
 def test_empty_folder_says_what_to_do_and_disables_the_buttons(opened, qtbot, tmp_path):
     panel, _data = opened
-    assert panel.sort_button.isEnabled() and panel.csv_button.isEnabled() and panel.review_button.isEnabled()
+    assert panel.sort_button.isEnabled() and panel.export_button.isEnabled() and panel.review_button.isEnabled()
     empty = tmp_path / "empty"
     (empty / "nothing here").mkdir(parents=True)
     panel.open_folder(str(empty))
     _settle(qtbot)
     assert "No images" in panel.info.text() and ".png" in panel.info.text()
-    for button in (panel.sort_button, panel.csv_button, panel.review_button, panel.predicted, panel.correctness,
+    for button in (panel.sort_button, panel.export_button, panel.review_button, panel.predicted, panel.correctness,
                    panel.min_conf):
         assert not button.isEnabled()
     assert panel.open_button.isEnabled()
@@ -351,7 +351,7 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     assert shown.isVisible() and shown.mapTo(panel, shown.rect().topRight()).x() <= panel.width()
     bar = panel.toolbar
     assert window.findChild(QDockWidget, "model_card_dock").isVisible() and panel.width() < 1000
-    for control in (bar.open_button, bar.sort_button, bar.undo_button, bar.csv_button, bar.export_button,
+    for control in (bar.open_button, bar.sort_button, bar.undo_button, bar.export_button,
                     bar.review_button, bar.threshold, bar.predicted, bar.min_conf, bar.correctness, bar.follow_map,
                     bar.reset_button):
         corner = control.mapTo(panel, control.rect().bottomRight())

@@ -64,11 +64,13 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     qtbot.waitUntil(lambda: panel.model.data(panel.model.index(first, 0), Qt.DecorationRole) is not None,
                     timeout=20000)
 
-    # CSV of the rows shown
+    # CSV of the rows shown: Export N images… → CSV of every column
     monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName",
                         lambda *a, **k: (str(tmp_path / "rows.csv"), ""))
-    panel._export_csv()
-    with open(tmp_path / "rows.csv") as f:
+    assert panel.export_menu.button.text() == "Export 120 images…"
+    panel.export_menu.actions["table"].trigger()
+    _settle(qtbot)
+    with open(tmp_path / "rows.csv", encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 120 and {r["path"] for r in rows} == set(results.paths)
 

@@ -13,7 +13,7 @@ from tests.gui.helpers import load_in_window
 from vitstudio.gui import workers
 
 
-def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot, clip_dir, tmp_path):
+def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot, clip_dir, tmp_path, monkeypatch):
     data = make_dataset(tmp_path / "colours", per_class=6, size=40)
     loaded = load_in_window(window, qtbot, str(clip_dir))
     assert loaded.labels == []
@@ -26,9 +26,12 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
     row = [panel.model.data(panel.model.index(0, c)) for c in range(1, 6)]
     assert row[1] == "" and row[2] == "" and row[3] in ("blue", "green", "red")  # no prediction, the given label
     assert "no classes" in panel.info.text() and not panel.sort_button.isEnabled()
-    assert panel.csv_button.isEnabled()
-    results.write_csv(tmp_path / "rows.csv")
-    rows = list(csv.DictReader(open(tmp_path / "rows.csv")))
+    assert panel.export_button.isEnabled()  # Export 18 images… → CSV of every column: no prediction in it
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName",
+                        lambda *a, **k: (str(tmp_path / "rows.csv"), ""))
+    panel.export_menu.actions["table"].trigger()
+    qtbot.waitUntil(lambda: (tmp_path / "rows.csv").exists(), timeout=30000)
+    rows = list(csv.DictReader(open(tmp_path / "rows.csv", encoding="utf-8-sig")))
     assert len(rows) == 18 and all(r["predicted"] == "" and r["confidence"] == "" for r in rows)
     assert len(panel.visible_rows()) == 18  # the confidence floor has nothing to hide
     assert panel._colour_key() == "given label" == panel.colour_by.currentText()  # no prediction to colour by

@@ -14,6 +14,7 @@ from tests.gui.helpers import settle as _settle
 from tests.gui.test_training_panel import SPEC3, _setup
 from vitstudio.core.models.demo import render_digits
 from vitstudio.core.train.runs import read_metrics
+from vitstudio.gui.folder.folder_table import FIRST_SCORE
 from vitstudio.gui.training.training_panel import TrainingPanel
 
 
@@ -40,6 +41,10 @@ def _folder_views(panel) -> dict[str, object]:
         "painted image": _paint_page(panel).canvas.picture is not None,
         "its segmentation": _paint_page(panel).model.shown,
         "export": panel.export_menu.count,  # what Export… would take (its label counts it)
+        "scores": panel.folder_model.scores,
+        "score columns": sum(bool(panel.model.data(panel.model.index(i, FIRST_SCORE)))
+                             for i in range(panel.model.rowCount())),
+        "score colour bar": panel.map.colour_bar.isVisible(),
     }
 
 
@@ -93,6 +98,7 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     _settle(qtbot)
     assert over_attention.model.result[0].image == window.state.selected.path
     _lasso_and_tag(panel)
+    panel.view_state.colour_by = "uniqueness"  # the brain's scores: the table's columns, the map's colours
     filled = {**_folder_views(panel), "paint over attention": over_attention.item.image is not None}
     assert all(value not in (None, 0, {}) for value in filled.values()), filled
     first_labels = panel.labels_tab.path
@@ -107,6 +113,8 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     assert panel.model.rowCount() == len(panel.results) == len(panel.map.coords) == 20
     assert all(str(path).startswith(str(second)) for path in panel.results.paths)
     assert panel.fit.fit is not None and panel.layers_tab.run_button.isEnabled()
+    assert panel.folder_model.scores.paths == panel.results.paths and panel.map.colour_bar.isVisible()
+    assert all(panel.model.data(panel.model.index(i, FIRST_SCORE)) for i in range(20))  # the second's own scores
     assert panel.labels_tab.path not in (None, first_labels) and not panel.labels_tab.labels  # the second's own file
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from vitstudio.core.files import counted
 
 from .evented import Emitter, ViewState
+from .folder_scores import score_columns
 from .jobs import KeyedJobs
 from .notices import describe
 
@@ -75,7 +76,7 @@ class FolderExport:
         """What the every-column job reads, as plain values (the job builds the columns off the GUI thread)."""
         tags = self._tags()
         return (self.folder.results, np.asarray(rows, np.int64), [tags[r] if r < len(tags) else set() for r in rows],
-                self._labels(), self.folder.fit, self.folder.report)
+                self._labels(), self.folder.fit, self.folder.report, score_columns(self.folder.scores))
 
     # -- the exports -------------------------------------------------------------------------------------------
     def class_folders(self, rows, out: str, move: bool = False):
@@ -93,8 +94,8 @@ class FolderExport:
                     self._labels(), file)
 
     def table_csv(self, rows, file: str) -> None:
-        """Every column of the rows (the table's, the tags, the Labels tab's label, out-of-distribution and the label
-        review's flags where computed) to FILE, in the background."""
+        """Every column of the rows (the table's, the tags, the Labels tab's label, out-of-distribution, the label
+        review's flags and the brain's scores where computed) to FILE, in the background."""
         self._start("table", "Export every column", table_job, *self._inputs(rows), file)
 
     def coco(self, rows, file: str, painted: dict[str, np.ndarray], classes: tuple[str, ...]) -> bool:
@@ -170,11 +171,11 @@ def training_job(cancel, results, rows, labels: dict, name: str) -> str:
     return str(selection_labels_file(labelled_items(results, rows, labels), name))
 
 
-def table_job(cancel, results, rows, tags, labels: dict, fit, report, file: str) -> str:
+def table_job(cancel, results, rows, tags, labels: dict, fit, report, scores: dict, file: str) -> str:
     from vitstudio.core.folder.selection_export import csv_bytes, selection_columns, table_rows, write_whole
     from vitstudio.core.jobs import Cancelled
 
-    columns = selection_columns(results, rows, tags, labels, fit, report)
+    columns = selection_columns(results, rows, tags, labels, fit, report, extra=scores)
     cells = table_rows(columns)  # 100k rows: seconds; a cancel meanwhile writes nothing
     if cancel.cancelled:
         raise Cancelled

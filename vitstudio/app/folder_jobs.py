@@ -5,7 +5,8 @@ loads no torch until a job runs."""
 from __future__ import annotations
 
 # what each job's result depends on besides the model: the paths opened
-KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "fit": ("paths",)}
+KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": ("paths",), "fit": ("paths",),
+        "scores": ("paths",)}
 
 
 def scan_job(cancel, model, paths: list[str], roots: list[str]):
@@ -23,6 +24,13 @@ def fit_job(cancel, model, embedded, results):
     from vitstudio.core.folder.model_fit import folder_fit
 
     return folder_fit(model, embedded, results, cancel)  # stops between blocks once discarded (a closed window)
+
+
+def scores_job(cancel, model, embedded, paths: list[str]):
+    """The brain's four scores of the folder embedded (`vitstudio scores`'s core function and result cache)."""
+    from vitstudio.core.folder.scores import embedded_scores
+
+    return (yield from embedded_scores(model, embedded, paths))
 
 
 def map_job(cancel, embedded):

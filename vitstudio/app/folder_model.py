@@ -15,7 +15,7 @@ import numpy as np
 from vitstudio.core.files import counted
 
 from .evented import Emitter
-from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, similar_job
+from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, scores_job, similar_job
 from .folder_states import FILTER_DEFAULTS, FolderState, offered_classes
 from .jobs import KeyedJobs, Runner
 from .map_selection import rows_in_polygon
@@ -38,7 +38,7 @@ class FolderModel:
     def __init__(self, app: AppState, runner: Runner) -> None:
         self.app, self.runner = app, runner  # the runner: the registered pages ask for their work through it too
         self.state = FolderState()
-        self.jobs = KeyedJobs(self.state, KEYS, runner, long=("scan", "map", "review", "fit"))
+        self.jobs = KeyedJobs(self.state, KEYS, runner, long=("scan", "map", "review", "fit", "scores"))
         self.folder: str | None = None  # the folder opened (label review and retraining need one)
         self.source = ""  # what is shown, in words
         self.embedded = None
@@ -53,6 +53,7 @@ class FolderModel:
         self.selected: int | None = None  # the row the user selected (the table, the gallery): the current image
         self.report = None  # the label review's AuditReport
         self.fit = None  # the folder's fit to the model (out-of-distribution flags, folders vs classes)
+        self.scores = None  # the brain's scores of the results' rows (core/folder/scores.py), once computed
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
         self.line = OPEN_FIRST  # what the tab says about the folder now
         self.reopen = False  # the line offers to open the folder again through a new model
@@ -63,6 +64,7 @@ class FolderModel:
         self.rows_changed = Emitter()  # the rows the filters leave
         self.map_ready = Emitter()  # coords, method
         self.fit_ready = Emitter()  # FolderFit
+        self.scores_ready = Emitter()  # FolderScores, row for row with the results
         self.similar_ready = Emitter()  # row, [(path, similarity)]
         self.review_ready = Emitter()  # AuditReport
         self.relocated = Emitter()  # FolderResults: the same rows, files moved (a sort, a move, their undo)
@@ -108,6 +110,8 @@ class FolderModel:
         embedded, results = done
         self.busy.emit(False)
         self.embedded, self.results = embedded, results
+        self.scores = None  # of the previous scan: recomputed after the map
+        self.jobs.discard("scores")
         classes = sorted(set(results.predicted_labels().tolist()) - {""})
         with self.state.batch():  # a class these results don't have goes back to all classes
             self.state.redeclare("predicted", **offered_classes(classes))
@@ -161,6 +165,7 @@ class FolderModel:
     def forget(self) -> None:
         """Nothing computed for the previous model or paths stays (on screen, or in an export)."""
         self.results = self.embedded = self.coords = self.report = self.fit = self.box = self.selected = None
+        self.scores = None
         self.map_rows = self.group_rows = None
         self.rows = np.zeros(0, np.int64)
         self.busy.emit(False)
@@ -246,11 +251,18 @@ class FolderModel:
         if self.results.has_predictions:  # after the map: at 100k its kNN took the CPU the map was waiting for
             self.jobs.start("fit", "Model fit", fit_job, self.app.model, self.embedded, self.results,
                             on_result=self._on_fit, on_error=self._on_failed)
+        self.jobs.start("scores", "Brain scores", scores_job, self.app.model, self.embedded, list(self.state.paths),
+                        on_result=self._on_scores, on_error=self._on_failed)
+
+    def _on_scores(self, scores) -> None:
+        self.scores = scores
+        self.scores_ready.emit(scores)
 
     def colour_key(self) -> str:
         """The map's colouring; by given label when the model predicts nothing (a headless model)."""
         by = self.state.colour_by
-        return by if by == "tag" or self.results is None or self.results.has_predictions else "given label"
+        colours = by in ("tag", "uniqueness", "representativeness") or self.results is None  # scores of features
+        return by if colours or self.results.has_predictions else "given label"
 
     def select(self, row: int | None) -> None:
         """The current image of the folder; its similar images are looked for at once."""

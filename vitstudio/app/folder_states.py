@@ -6,12 +6,14 @@ are of, so a switch drops them."""
 from __future__ import annotations
 
 from vitstudio.core.fields import Range
+from vitstudio.core.folder.score_names import NAMES
 
 from .evented import Field, ViewState
 
 ALL_CLASSES = ((None,), ("all classes",))  # the Predicted filter's choice before any results: no filter
 ALL_TAGS = ((None,), ("any tags",))  # the Tag filter's choice before any tag: no filter
-COLOUR_BY = ("prediction", "given label", "correct", "confidence", "tag")  # what the map can be coloured by
+COLOUR_BY = ("prediction", "given label", "correct", "confidence", "tag", *NAMES)  # the map's colours; the brain's
+# scores last
 SORTS = ("how often it fires", "on how many images", "mean activation")  # the concept table's orders, then classes
 
 

@@ -28,6 +28,7 @@ import torch
 
 from vitstudio.core.folder.embedcache import FolderEmbeddings, embed_folder, model_fingerprint
 from vitstudio.core.folder.resultcache import load_result, result_key, save_result
+from vitstudio.core.folder.score_names import NAMES
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 
@@ -36,7 +37,6 @@ WEIGHTS = np.asarray([0.6, 0.3, 0.1])  # uniqueness.py:186
 CLUSTERS, SEED = 20, 1234  # representativeness.py:187, 198
 SPARE = 8  # candidates past the K-th ranked by the product, whose exact distance is checked too
 BLOCK = 256  # queries per (block × N) product: 100 MB at 100k images
-NAMES = ("uniqueness", "representativeness", "hardness", "mistakenness")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,13 @@ def score_folder(loaded: LoadedModel, paths: Sequence[str], batch_size: int | No
     """Generator: the folder embedded (from the cache where it can), then its scores, kept (`resultcache.py`) under
     the files' contents, the whole model (its head makes the logits) and the given labels."""
     embedded = yield from embed_folder(loaded, paths, batch_size, cancel, ignored=ignored)
+    return (yield from embedded_scores(loaded, embedded, paths))
+
+
+def embedded_scores(loaded: LoadedModel, embedded: FolderEmbeddings, paths: Sequence[str]
+                    ) -> Generator[Progress, None, FolderScores]:
+    """Generator: the scores of a folder already embedded through `loaded` from `paths` (the Folder tab's, after its
+    scan), read from or kept in the result cache under the same key as `score_folder`'s."""
     given = given_labels(embedded.paths, paths)
     key = result_key("scores", model_fingerprint(loaded, whole=True), embedded.content, given,
                      sorted(embedded.errors))

@@ -22,6 +22,7 @@ from .map_lasso import LassoViewBox
 
 EMPTY = "Open a folder: every image appears here, placed by its features"
 CONFIDENCE_MAP = "viridis"
+CONFIDENCE_SCALE = ("confidence %", 0.0, 100.0)  # the colour bar's label and range (a score's: score_colours.py)
 
 
 def colour_groups(results: FolderResults, by: str, tags: list[set[str]] | None = None
@@ -132,11 +133,11 @@ class FolderMapWidget(pg.PlotWidget):
 
     def set_groups(self, groups: list, scale: bool = False) -> None:
         """One scatter item per colour group: (name, RGB, indices). `scale`: the groups are bins of a continuous
-        value (confidence), named by the colour bar instead of the legend."""
+        value, named by the colour bar instead of the legend: True for confidence, else (label, low, high)."""
         for item in self.items:
             self.removeItem(item)
         self.items = []
-        self._show_colour_bar(scale and bool(len(self.coords)))
+        self._show_colour_bar(scale if len(self.coords) else False)
         self.groups = [] if scale else list(groups)
         self._write_legend()
         if len(self.coords) > DENSE_ABOVE:  # the raster stays up until drawn again: no blank frame between
@@ -185,8 +186,11 @@ class FolderMapWidget(pg.PlotWidget):
         """Hidden, the layout gives the plot its width back. Not taken out of the layout: every move in or out of
         the scene reconnected pyqtgraph's view signals to the bar's button, and PySide6 kept a weak reference per
         connection for the window's lifetime (seen in the soak)."""
-        self.colour_bar.setVisible(shown)
+        self.colour_bar.setVisible(bool(shown))
         if shown:  # the axis measures its label's room only while the label is visible: measure it again now
+            label, low, high = CONFIDENCE_SCALE if shown is True else shown
+            self.colour_bar.setLevels(values=(low, high))
+            self.colour_bar.setLabel("left", label)
             self.colour_bar.getAxis("left").showLabel()
 
     def _tip(self, x: float, y: float, data) -> str:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.folder_tags import FolderTags
 from vitstudio.core.files import counted
+from vitstudio.core.folder.score_names import NAMES as SCORES
 from vitstudio.gui import file_dialogs
 
 from .. import workers
@@ -34,12 +35,13 @@ from .folder_gallery import TableOrGalleryWidget
 from .folder_map import colour_groups, describe_image
 from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
-from .folder_sorting import ask_export_csv, ask_move, ask_sort, results_plan
+from .folder_sorting import ask_move, ask_sort, results_plan
 from .folder_table import ResultsModel
 from .folder_tags import FolderTagMenus
 from .folder_toolbar import FolderToolbarWidget
+from .score_colours import score_groups
 
-TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "csv_button", "review_button",
+TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "export_button", "review_button",
                    "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")  # filters last
 
 class FolderPanel(QWidget):
@@ -82,6 +84,7 @@ class FolderPanel(QWidget):
         fm.rows_changed.connect(self._show_rows)
         fm.map_ready.connect(self._on_map)
         fm.fit_ready.connect(self.fit.show_fit)
+        fm.scores_ready.connect(self._on_scores)
         fm.similar_ready.connect(self._on_similar)
         fm.review_ready.connect(self._on_review)
         fm.relocated.connect(self._on_relocated)
@@ -170,7 +173,6 @@ class FolderPanel(QWidget):
         self.open_button.clicked.connect(self._choose_folder)
         self.cancel_button.clicked.connect(self._cancel)
         self.sort_button.clicked.connect(self._sort_dialog)
-        self.csv_button.clicked.connect(self._export_csv)
         self.review_button.clicked.connect(self.start_review)
         bind_filters(self.toolbar, self.map_tab, self.browse, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
@@ -194,7 +196,7 @@ class FolderPanel(QWidget):
     def _enable(self) -> None:
         has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
         predicts = has and self.results.has_predictions
-        for w in (self.csv_button, *(getattr(self, name) for name in TOOLBAR_WIDGETS[-5:])):
+        for w in (getattr(self, name) for name in TOOLBAR_WIDGETS[-5:]):
             w.setEnabled(has)
         self.sort_button.setEnabled(predicts)
         self.sort_button.setToolTip("" if predicts or not has else "This model has no classes to sort into.")
@@ -256,7 +258,7 @@ class FolderPanel(QWidget):
 
     def _show_results(self, results) -> None:
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
-        self.model.set_results(results)
+        self.model.set_results(results, self.folder_model.scores)
         self.similar_tab.clear()
         self.review_tab.clear()
         self.duplicates.clear()
@@ -269,8 +271,8 @@ class FolderPanel(QWidget):
         self._enable()
 
     def _on_relocated(self, results) -> None:
-        """Files a move (or its undo) relocated: the same rows under their new paths, the review kept."""
-        self.model.set_results(results)
+        """Files a move (or its undo) relocated: the same rows under their new paths, the review and scores kept."""
+        self.model.set_results(results, self.folder_model.scores)
 
     def _show_rows(self, rows) -> None:
         self.model.set_allowed(rows)
@@ -288,15 +290,27 @@ class FolderPanel(QWidget):
         return self.model.rows.tolist()
 
     def _on_map(self, coords, method) -> None:
-        results, by = self.results, self._colour_key()
+        results = self.results
         self.map.describe = lambda row: describe_image(results, row)
-        self.map.set_points(coords, colour_groups(results, by, self.folder_tags.tags), method, scale=by == "confidence",
-                            box=self.folder_model.box)
+        groups, scale = self._colour_groups()
+        self.map.set_points(coords, groups, method, scale=scale, box=self.folder_model.box)
 
     def _recolour(self) -> None:
         if self.results is not None and self.coords is not None:
-            by = self._colour_key()
-            self.map.set_groups(colour_groups(self.results, by, self.folder_tags.tags), scale=by == "confidence")
+            self.map.set_groups(*self._colour_groups())
+
+    def _colour_groups(self) -> tuple[list, object]:
+        """The map's colour groups and its colour bar (False: none, True: confidence's, or a score's scale)."""
+        by, results = self._colour_key(), self.results
+        if by in SCORES:  # the brain's scores
+            return score_groups(self.folder_model.scores, by, len(results), len(results.labels))
+        return colour_groups(results, by, self.folder_tags.tags), by == "confidence"
+
+    def _on_scores(self, scores) -> None:
+        """The brain's scores arrived: their columns, and the map when it is coloured by one."""
+        self.model.set_scores(scores)
+        if self._colour_key() in SCORES:
+            self._recolour()
 
     def _on_tags(self) -> None:
         """Tags put on or taken off: the gallery's captions, and the map when it is coloured by tag."""
@@ -394,8 +408,3 @@ class FolderPanel(QWidget):
         plan = ask_move(self, path, suggested)
         if plan is not None:
             self.files.move_reviewed(plan, path, suggested)
-
-    def _export_csv(self) -> None:
-        said = ask_export_csv(self, self.results, self.visible_rows())
-        if said:
-            self.state.message.emit("info", said)

@@ -1,13 +1,12 @@
 """The Folder tab's questions before files move: which folder to sort into (and the sort's dry run in words), a
-label-review move to another class, where to export the table. Plain functions over what they are given; the panel
-passes its results and rows, and hands the plan the user accepted to its `FileOperations` (file_operations.py)."""
+label-review move to another class. Plain functions over what they are given; the panel passes its results and rows,
+and hands the plan the user accepted to its `FileOperations` (file_operations.py)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 
-import numpy as np
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from vitstudio.core.folder.sorting import UNSURE, NestedFoldersError, check_out_folder, journal_dir, plan_sort
@@ -47,15 +46,6 @@ def ask_move(parent: QWidget, path: str, label: str) -> object | None:
                                   "Edit → Undo (Ctrl+Z) puts it back; the undo log is kept in "
                                   f"{journal_dir(target_root)}.", QMessageBox.Ok | QMessageBox.Cancel)
     return plan if answer == QMessageBox.Ok else None
-
-
-def ask_export_csv(parent: QWidget, results, rows) -> str | None:
-    """Write the rows shown to a CSV the user names; what was written, in words (None when cancelled)."""
-    path = file_dialogs.save_file(parent, "Export the table (rows shown)", "results.csv", "CSV (*.csv)")
-    if not path:
-        return None
-    n = results.write_csv(path, np.asarray(rows, int))
-    return f"Wrote {n} rows to {path}"
 
 
 def sort_question(plan, min_confidence: float, note: str = "") -> str:

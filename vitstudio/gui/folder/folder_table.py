@@ -1,6 +1,6 @@
 """The folder results table: a virtualised Qt model over `core.folder.results.FolderResults` (100k rows cost the
 view only what is on screen), sorted and filtered with numpy, thumbnails decoded in the background for the rows
-shown."""
+shown; the brain's four scores (uniqueness … mistakenness) as columns once the Folder model has them."""
 
 from __future__ import annotations
 
@@ -10,11 +10,14 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
+from vitstudio.app.folder_scores import about, missing
 from vitstudio.core.folder.results import FolderResults
+from vitstudio.core.folder.score_names import NAMES
 
 from .thumbnail_cache import THUMB, ThumbnailCache
 
-COLUMNS = ("", "file", "predicted", "confidence", "given", "margin")
+COLUMNS = ("", "file", "predicted", "confidence", "given", "margin", *NAMES)
+FIRST_SCORE = COLUMNS.index(NAMES[0])
 DISAGREES = QColor(200, 30, 30)  # a QColor: a bare Qt.red is not converted to the brush the view asks for
 
 
@@ -26,6 +29,7 @@ class ResultsModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.results: FolderResults | None = None
+        self.scores = None  # FolderScores of the results' rows, or None (not computed yet)
         self.rows = np.zeros(0, int)
         self._allowed: np.ndarray | None = None
         self._sort: tuple[int, Qt.SortOrder] | None = None
@@ -35,13 +39,25 @@ class ResultsModel(QAbstractTableModel):
         self.thumbs.ready.connect(self._on_thumbnail)
         self.labelled: dict[str, str] = {}  # path -> the label given on the Labels tab (shown in bold as "given")
 
-    def set_results(self, results: FolderResults | None) -> None:
-        self.results = results
+    def set_results(self, results: FolderResults | None, scores=None) -> None:
+        self.results, self.scores = results, scores
         self._correct = results.correct() if results is not None else np.zeros(0, int)
         self.thumbs.forget_wanted()
         self._ranks = {}
         self._allowed = None
         self._refresh()
+
+    def set_scores(self, scores) -> None:
+        """The brain's scores of these results arrived (or went): sorted by one, the rows are ordered again; else
+        only the score columns are drawn again (the selection stays)."""
+        self.scores = scores
+        for column in range(FIRST_SCORE, len(COLUMNS)):
+            self._ranks.pop(column, None)
+        if self._sort is not None and self._sort[0] >= FIRST_SCORE:
+            self._refresh()
+        elif len(self.rows):
+            self.dataChanged.emit(self.index(0, FIRST_SCORE), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+        self.headerDataChanged.emit(Qt.Horizontal, FIRST_SCORE, len(COLUMNS) - 1)
 
     def show_labels(self, labels: dict[str, str]) -> None:
         """The Labels tab's labels: each labelled row shows its label, in bold, as given (there was no marker of which
@@ -95,6 +111,9 @@ class ResultsModel(QAbstractTableModel):
             return np.asarray(res.given)
         if column == 5:
             return res.margin
+        if column >= FIRST_SCORE:  # no score (NaN, or none yet) sorts below every score
+            values = getattr(self.scores, COLUMNS[column]) if self.scores is not None else np.zeros(len(res))
+            return np.where(np.isnan(values), -np.inf, values)
         return np.arange(len(res))
 
     def source_row(self, view_row: int) -> int:
@@ -113,6 +132,8 @@ class ResultsModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return COLUMNS[section]
+        if orientation == Qt.Horizontal and role == Qt.ToolTipRole and section >= FIRST_SCORE:
+            return about(self.scores, COLUMNS[section])  # what it measures, and why it is empty where it is
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
@@ -120,6 +141,8 @@ class ResultsModel(QAbstractTableModel):
         if res is None or index.row() >= len(self.rows):
             return None
         r, col = int(self.rows[index.row()]), index.column()
+        if col >= FIRST_SCORE:
+            return self._score(r, COLUMNS[col], role)
         if role == Qt.DecorationRole and col == 0:
             return self._thumbnail(res.paths[r], index.row())
         if role == Qt.DisplayRole:
@@ -135,6 +158,16 @@ class ResultsModel(QAbstractTableModel):
             return font
         if role == Qt.ForegroundRole and col == 4 and self._correct[r] == 0:
             return DISAGREES  # the folder says otherwise
+        return None
+
+    def _score(self, row: int, name: str, role):
+        value = np.nan if self.scores is None else float(getattr(self.scores, name)[row])
+        if role == Qt.DisplayRole:
+            return "" if np.isnan(value) else f"{value:.3f}"
+        if role == Qt.ToolTipRole:
+            return f"{name} {value:.6f}" if not np.isnan(value) else f"No {name}: {missing(self.scores, name)}"
+        if role == Qt.TextAlignmentRole:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
 
     # thumbnails: asked for by the view as rows come on screen, decoded off the GUI thread

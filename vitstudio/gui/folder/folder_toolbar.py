@@ -1,4 +1,4 @@
-"""The Folder tab's two control rows: actions (open, cancel, sort, undo, CSV, review, tags and views + the review's
+"""The Folder tab's two control rows: actions (open, cancel, sort, undo, export, review, tags and views + the review's
 threshold) and the table's filters (predicted class, minimum confidence, correctness, tag, follow the map's box),
 with the folder they apply to and how many rows they let through. Only widgets: the panel connects them."""
 
@@ -63,7 +63,6 @@ class FolderToolbarWidget(QWidget):
         self.sort_button = QPushButton("Sort into folders…")
         self.undo_button = QPushButton("Undo")  # sorts, moves, exclusions and labels: the tooltip names which
         self.undo_button.setEnabled(False)  # until one of them was done
-        self.csv_button = QPushButton("Export CSV…")
         self.export_button = QToolButton(text="Export…", popupMode=QToolButton.InstantPopup)  # folder_export.py
         self.review_button = QPushButton("Review labels and duplicates")
         self.tag_button = QToolButton(text="Tag", popupMode=QToolButton.InstantPopup)  # menus: folder_tags.py
@@ -95,8 +94,8 @@ class FolderToolbarWidget(QWidget):
 
     def _action_row(self) -> QWidget:
         return _wrapping_row((self.open_button, self.cancel_button, self.sort_button, self.undo_button,
-                                 self.csv_button, self.export_button, self.review_button, self.tag_button,
-                                 self.views_button, _labelled(" near-duplicate cosine", self.threshold)))
+                                 self.export_button, self.review_button, self.tag_button, self.views_button,
+                                 _labelled(" near-duplicate cosine", self.threshold)))
 
     def _filter_row(self) -> QWidget:
         widgets = [self.shown, self.filters_for]

@@ -1,0 +1,95 @@
+"""The brain's scores on the Folder tab (issue 50 item 5): computed in the background once a folder is open, they are
+the table's last four columns (sortable, in the gallery's sort list), a colouring of the map on a continuous scale,
+and columns of the export of every column — each the number `vitstudio scores --json` gives for the same folder;
+another folder or model drops them and they are computed again for it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from tests.gui.helpers import settle
+from vitstudio.core.folder.score_names import NAMES
+from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.models.loading import load_model
+from vitstudio.gui.folder.folder_table import FIRST_SCORE
+
+
+def _cli_scores(folder, capsys) -> dict[str, dict]:
+    from vitstudio.cli import main
+
+    capsys.readouterr()
+    assert main(["scores", str(folder), "--model", str(bundled_demo()), "--json", "--quiet", "--device", "cpu",
+                 "--precision", "fp32"]) == 0
+    return {row["path"]: row for row in map(json.loads, capsys.readouterr().out.splitlines())}
+
+
+def _column(folder, name: str) -> dict[str, str]:
+    table = folder.model
+    return {folder.results.paths[table.source_row(i)]: table.data(table.index(i, FIRST_SCORE + NAMES.index(name)))
+            for i in range(table.rowCount())}
+
+
+def _open(folder, qtbot, path) -> None:
+    folder.open_folder(str(path))
+    settle(qtbot)
+    qtbot.waitUntil(lambda: folder.folder_model.scores is not None, timeout=30000)
+
+
+def test_score_columns_are_the_clis_and_sort_colour_and_export(panel, qtbot, tmp_path, capsys, monkeypatch):
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    data = render_digits(tmp_path / "digits", 2)
+    folder = panel(FolderPanel, model=bundled_demo())
+    _open(folder, qtbot, data)
+    cli = _cli_scores(data, capsys)
+    assert len(cli) == len(folder.results) == 20
+    for name in NAMES:  # each column shows the command line's number, row for row
+        assert _column(folder, name) == {path: f"{row[name]:.3f}" for path, row in cli.items()}, name
+
+    browse = folder.browse  # the gallery's sort list: "uniqueness ↓" orders the table (and grid) by it
+    choice = browse.sort.findText("uniqueness ↓")
+    assert choice >= 0 and browse.sort.findText("mistakenness ↓") >= 0
+    browse.sort.activated.emit(choice)
+    shown = [cli[folder.results.paths[folder.model.source_row(i)]]["uniqueness"] for i in range(20)]
+    assert shown == sorted(shown, reverse=True) and shown[0] == 1.0
+
+    folder.view_state.colour_by = "hardness"  # a colour bar from 0 to ln(10 classes), a step of it per colour
+    bar, top = folder.map.colour_bar, math.log(10)
+    assert bar.isVisible() and np.allclose(bar.levels(), (0.0, top))
+    drawn = [item.data["data"] for item in folder.map.items]
+    steps = [{min(int(cli[folder.results.paths[r]]["hardness"] / top * 10), 9) for r in rows} for rows in drawn]
+    assert all(len(s) == 1 for s in steps) and len({s.pop() for s in steps}) == len(drawn) > 1
+    assert sorted(np.concatenate(drawn).tolist()) == list(range(20))
+
+    out = tmp_path / "every column.csv"  # the export of every column holds the four scores
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName", lambda *a, **k: (str(out), ""))
+    folder.export_menu.actions["table"].trigger()
+    settle(qtbot)
+    with open(out, encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 20
+    for name in NAMES:
+        np.testing.assert_allclose([float(r[name]) for r in rows], [cli[r["path"]][name] for r in rows], atol=1e-6)
+
+    loose = tmp_path / "loose"  # files outside any class folder: no mistakenness, and the column says why
+    loose.mkdir()
+    for path in list(cli)[:4]:
+        shutil.copy(path, loose / f"{len(list(loose.iterdir()))}.png")
+    _open(folder, qtbot, loose)
+    assert set(_column(folder, "mistakenness").values()) == {""} and "" not in _column(folder, "hardness").values()
+    why = folder.model.headerData(FIRST_SCORE + 3, Qt.Horizontal, Qt.ToolTipRole)
+    assert "no image is in a class folder" in why
+
+    before = folder.folder_model.scores  # another model (the same weights): its scores go at once, and come again
+    folder.state.set_model(load_model(str(bundled_demo()), device="cpu", precision="fp32"))
+    assert folder.folder_model.scores is None and folder.model.scores is None and folder.model.rowCount() == 0
+    settle(qtbot)
+    qtbot.waitUntil(lambda: folder.folder_model.scores is not None, timeout=30000)
+    assert folder.folder_model.scores is not before and folder.model.scores is folder.folder_model.scores
+    assert _column(folder, "hardness") == {p: f"{h:.3f}" for p, h in zip(before.paths, before.hardness)}
