@@ -240,6 +240,7 @@ def main() -> int:
 
     app = QApplication.instance() or QApplication([])
     configure_pyqtgraph()
+    workers.collect_garbage_on_gui_thread()  # as the window does (else a worker's collection lands anywhere)
     folder = str(make_images(work, args.images))
     model = load_model(str(bundled_demo()), device="cpu", precision="fp32")
     state = AppState()

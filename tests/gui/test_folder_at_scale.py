@@ -87,9 +87,8 @@ def test_closing_the_panel_mid_fit_stops_the_fit_between_blocks(panel, qtbot, tm
     folder.open_folder(str(render_digits(tmp_path / "digits", per_class=1)))
     qtbot.waitUntil(started.is_set, timeout=30000)  # the fit runs (after the map)
     folder.close()
-    start = time.perf_counter()
     assert workers.shutdown(1000)  # every thread done within the second: the fit left at its next block
-    assert time.perf_counter() - start < 0.5 and not workers.running_jobs()
+    assert not workers.running_jobs()
     assert 1 <= len(blocks) < 5 and set(blocks) == {1}  # stopped after a block or two of its 10
     assert folder.folder_model.fit is None  # nothing delivered from the cancelled fit
     err = capfd.readouterr().err

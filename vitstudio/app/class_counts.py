@@ -25,12 +25,15 @@ class ClassCount:
 
 def count_classes(results: FolderResults) -> tuple[ClassCount, ...]:
     """One row per class named by the model's predictions or by the folders, most images first."""
-    predicted = results.predicted_labels() if results.has_predictions else np.full(len(results), "")
-    names, codes = np.unique(np.concatenate([predicted.astype(str), np.asarray(results.given, str)]),
-                             return_inverse=True)  # one pass over 2N strings, then integer counts per class
-    p, g, k = codes[:len(results)], codes[len(results):], len(names)
+    given_names, given = results.given_codes  # ints per row, made in the scan job
+    names = np.asarray(sorted(set(results.labels) | set(given_names.tolist()) | {""}), str)  # "": none, not listed
+    index = {name: i for i, name in enumerate(names.tolist())}
+    g = np.asarray([index[n] for n in given_names.tolist()], np.int64)[given]
+    p = (np.asarray([index[n] for n in results.labels], np.int64)[results.predicted] if results.has_predictions
+         else np.full(len(results), index[""], np.int64))
+    k = len(names)
     counts = zip(np.bincount(p, minlength=k), np.bincount(g, minlength=k), np.bincount(p[p == g], minlength=k))
-    rows = [ClassCount(str(name), int(a), int(b), int(c)) for name, (a, b, c) in zip(names, counts) if name]
+    rows = [ClassCount(str(name), int(a), int(b), int(c)) for name, (a, b, c) in zip(names, counts) if name and a + b]
     return tuple(sorted(rows, key=lambda r: (-max(r.predicted, r.given), r.name)))
 
 

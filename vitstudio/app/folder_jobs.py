@@ -15,7 +15,7 @@ def scan_job(cancel, model, paths: list[str], roots: list[str]):
 
     embedded = yield from embed_folder(model, paths, cancel=cancel)
     results = folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
-    results.name_rank  # noqa: B018 (the table's first order, made here too)
+    results.name_rank, results.given_codes  # noqa: B018 (the table's first order and the labels as ints: here too)
     return embedded, results
 
 

@@ -29,7 +29,7 @@ from vitstudio.core.data.images import expand_path_names
 from vitstudio.core.files import cache_dir as app_cache_dir
 from vitstudio.core.folder.keyedstore import KeyedRows
 from vitstudio.core.inference import decoded_batches
-from vitstudio.core.jobs import CancelToken, Progress
+from vitstudio.core.jobs import CancelToken, Progress, Throttle
 from vitstudio.core.models.model import LoadedModel
 
 
@@ -214,7 +214,7 @@ def fill(cache, loaded: LoadedModel, files: list[Path], compute, batch_size: int
     rows = cache.store.lookup_many(files) if rows is None else rows
     todo = [files[i] for i in np.flatnonzero(rows < 0)]
     errors: dict[str, str] = {}
-    done = 0
+    done, throttle = 0, Throttle(10)  # a GPU's batches come faster than a window needs to hear of them
     yield Progress(0, len(todo), f"{verb} {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
     if alongside is not None:
         alongside.expect(todo)
@@ -226,6 +226,7 @@ def fill(cache, loaded: LoadedModel, files: list[Path], compute, batch_size: int
         if alongside is not None:
             alongside.take(batch.extra)
         done += len(batch.items)
-        yield Progress(done, len(todo), f"{verb} images")
+        if throttle.ready(force=done == len(todo)):
+            yield Progress(done, len(todo), f"{verb} images")
     cache.compact()
     return errors, done

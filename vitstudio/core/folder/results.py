@@ -51,8 +51,16 @@ class FolderResults:
         """(N,) 1 where the given label is the prediction, 0 where it is another class the model knows, -1 where
         the folder name is not one of the model's classes (nothing to compare)."""
         known = {name: i for i, name in enumerate(self.labels)}
-        given = np.asarray([known.get(g, -1) for g in self.given])
+        names, codes = self.given_codes
+        given = np.asarray([known.get(g, -1) for g in names.tolist()], np.int64)[codes]  # per folder, then per row
         return np.where(given < 0, -1, (given == self.predicted).astype(int))
+
+    @cached_property
+    def given_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct given labels sorted, each row's index into them): per-row strings compared once, in the
+        scan job (the table, the gallery and Counts then work on ints: 100k rows, ~40 ms each before)."""
+        names, codes = np.unique(np.asarray(self.given, str), return_inverse=True)
+        return names, codes.reshape(-1).astype(np.int64)
 
     def select(self, predicted: str | None = None, min_confidence: float = 0.0, max_confidence: float = 1.0,
                correct: bool | None = None, given: str | None = None) -> np.ndarray:

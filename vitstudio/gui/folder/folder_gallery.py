@@ -90,8 +90,8 @@ class GalleryModel(QAbstractListModel):
 
     def show_tags(self, tags: list[set[str]]) -> None:
         """The folder's tags per row (the captions name them)."""
-        self.tags = tags
-        if self.rowCount():
+        had, self.tags = any(self.tags), tags
+        if self.rowCount() and (had or any(tags)):  # untagged before and after: 100k cells need no repaint
             self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, 0), [Qt.DisplayRole])
 
     def _on_thumbnail(self, path: str, row: int) -> None:
