@@ -18,6 +18,7 @@ from .thumbnail_cache import THUMB, ThumbnailCache
 
 COLUMNS = ("", "file", "predicted", "confidence", "given", "margin", *NAMES)
 FIRST_SCORE = COLUMNS.index(NAMES[0])
+ROLES = {Qt.DisplayRole, Qt.DecorationRole, Qt.ToolTipRole, Qt.FontRole, Qt.ForegroundRole, Qt.TextAlignmentRole}
 DISAGREES = QColor(200, 30, 30)  # a QColor: a bare Qt.red is not converted to the brush the view asks for
 
 
@@ -84,7 +85,12 @@ class ResultsModel(QAbstractTableModel):
             rows = np.arange(len(res)) if self._allowed is None else self._allowed
             if self._sort is not None and len(rows):
                 column, order = self._sort
-                rows = rows[np.argsort(self._rank(column)[rows])]  # ints: a stable sort by the column's keys
+                rank = self._rank(column)
+                if self._allowed is None:  # the whole folder: the ranks' inverse permutation, no sort at all
+                    rows = np.empty_like(rank)
+                    rows[rank] = np.arange(len(rank))
+                else:
+                    rows = rows[np.argsort(rank[rows])]  # ints: a stable sort by the column's keys
                 if order == Qt.DescendingOrder:
                     rows = rows[::-1]
             self.rows = rows
@@ -138,8 +144,8 @@ class ResultsModel(QAbstractTableModel):
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
         res = self.results
-        if res is None or index.row() >= len(self.rows):
-            return None
+        if res is None or role not in ROLES or index.row() >= len(self.rows):
+            return None  # a view asks ~10 roles per cell it paints: those it draws nothing for cost nothing
         r, col = int(self.rows[index.row()]), index.column()
         if col >= FIRST_SCORE:
             return self._score(r, COLUMNS[col], role)
@@ -161,14 +167,14 @@ class ResultsModel(QAbstractTableModel):
         return None
 
     def _score(self, row: int, name: str, role):
+        if role == Qt.TextAlignmentRole:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role not in (Qt.DisplayRole, Qt.ToolTipRole):
+            return None
         value = np.nan if self.scores is None else float(getattr(self.scores, name)[row])
         if role == Qt.DisplayRole:
             return "" if np.isnan(value) else f"{value:.3f}"
-        if role == Qt.ToolTipRole:
-            return f"{name} {value:.6f}" if not np.isnan(value) else f"No {name}: {missing(self.scores, name)}"
-        if role == Qt.TextAlignmentRole:
-            return int(Qt.AlignRight | Qt.AlignVCenter)
-        return None
+        return f"{name} {value:.6f}" if not np.isnan(value) else f"No {name}: {missing(self.scores, name)}"
 
     # thumbnails: asked for by the view as rows come on screen, decoded off the GUI thread
     def _thumbnail(self, path: str, view_row: int):
