@@ -8,9 +8,10 @@ import time
 
 import numpy as np
 from matplotlib.path import Path
+from PIL import Image
 
 from tests.gui.helpers import drag_on_map
-from vitstudio.core.models.demo import bundled_demo, render_digits
+from vitstudio.core.models.demo import bundled_demo
 
 
 def _pixels(item, xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,21 +76,67 @@ def test_closing_the_panel_mid_fit_stops_the_fit_between_blocks(panel, qtbot, tm
 
     started, blocks, real = threading.Event(), [], ood._kth_distances
 
-    def slow(*args):  # one query per block, 0.2 s each: the fit of 10 images would take 2 s (100k images: seconds)
+    def slow(*args):  # one query per block, 0.4 s each: the fit of 10 images would take 4 s (100k images: seconds)
         blocks.append(len(args[0]))
         started.set()
-        time.sleep(0.2)
+        time.sleep(0.4)
         return real(*args)
 
     monkeypatch.setattr(ood, "BLOCK_QUERIES", 1)
     monkeypatch.setattr(ood, "_kth_distances", slow)
     folder = panel(FolderPanel, model=bundled_demo())
-    folder.open_folder(str(render_digits(tmp_path / "digits", per_class=1)))
+    for i in range(10):  # ten images in two class folders (render_digits would import scikit-learn: 2 s)
+        (tmp_path / "f" / str(i % 2)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.random.default_rng(i).integers(0, 255, (32, 32, 3), np.uint8)).save(
+            tmp_path / "f" / str(i % 2) / f"{i}.png")
+    folder.open_folder(str(tmp_path / "f"))
     qtbot.waitUntil(started.is_set, timeout=30000)  # the fit runs (after the map)
+    qtbot.waitUntil(lambda: folder.folder_model.scores is not None, timeout=30000)  # the job beside it is done
+    assert folder.folder_model.fit is None and len(blocks) < 10  # the fit is not
     folder.close()
+    at_close = len(blocks)
     assert workers.shutdown(1000)  # every thread done within the second: the fit left at its next block
     assert not workers.running_jobs()
-    assert 1 <= len(blocks) < 5 and set(blocks) == {1}  # stopped after a block or two of its 10
+    assert len(blocks) <= at_close + 1 < 10 and set(blocks) == {1}  # the block under way ended it
     assert folder.folder_model.fit is None  # nothing delivered from the cancelled fit
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Signal source has been deleted" not in err
+
+
+def test_gallery_cells_carry_the_fit_and_review_flags(qtbot, tmp_path):
+    from types import SimpleNamespace
+
+    from PySide6.QtCore import Qt
+
+    from vitstudio.core.folder.label_review import LabelIssue
+    from vitstudio.core.folder.results import FolderResults
+    from vitstudio.gui.folder.folder_gallery import FLAGS, FLAGS_ROLE, FolderGalleryView
+    from vitstudio.gui.folder.folder_table import ResultsModel
+
+    paths = [str(tmp_path / f"{i}.png") for i in range(6)]
+    for p in paths:
+        Image.new("RGB", (8, 8), (200, 200, 200)).save(p)
+    table = ResultsModel()
+    view = FolderGalleryView(table)
+    qtbot.addWidget(view)
+    view.resize(400, 300)
+    view.show()
+    table.set_results(FolderResults(tuple(paths), ("a",) * 6, np.zeros(6, int), np.full(6, 0.9, np.float32),
+                                    np.full(6, 0.5, np.float32), ("a", "b")))
+    cells = view.gallery_model
+    cells.show_fit(SimpleNamespace(scores=SimpleNamespace(flagged=np.array([1, 0, 1, 0, 0, 0], bool))))
+    cells.show_review(SimpleNamespace(label_issues=[  # flagged; another class suggested; neither (not doubted)
+        LabelIssue(paths[2], "a", "b", 0.1, 0.2, True), LabelIssue(paths[3], "a", "b", 0.3, 0.4),
+        LabelIssue(paths[4], "a", "a", 0.9, 0.9)]))
+    expected = {0: ("unlike",), 2: ("unlike", "doubted"), 3: ("doubted",)}
+    assert [cells.data(cells.index(r, 0), FLAGS_ROLE) for r in range(6)] == [expected.get(r, ()) for r in range(6)]
+    assert cells.data(cells.index(3, 0), Qt.ToolTipRole).endswith("doubts its label: looks like b")
+    image = view.viewport().grab().toImage()
+    for r in range(6):  # each flag a disc in its colour over the cell's top-left corner, in order; none elsewhere
+        rect = view.visualRect(cells.index(r, 0))
+        drawn = [image.pixelColor(rect.left() + 5 + 17 * i, rect.top() + 10).getRgb()[:3] for i in range(2)]
+        wanted = [FLAGS[f][1].getRgb()[:3] for f in expected.get(r, ())]
+        assert drawn[:len(wanted)] == wanted and not {c for c in drawn[len(wanted):]} & {
+            f[1].getRgb()[:3] for f in FLAGS.values()}
+    table.set_results(None)  # another folder: its flags go
+    assert not len(cells.unlike) and not cells.doubted

@@ -1,13 +1,17 @@
 """The Folder tab's gallery: the rows the table shows — the same filters, in the same order (it reads the table's
 rows) — as a grid of thumbnails with each image's prediction, confidence and tags under it (red where its folder
-says otherwise). Virtualised: a QListView in icon mode over a list model asks only for the cells on screen, and only
-their thumbnails are decoded, in the background (thumbnail_cache.py). Beside it, a Table | Gallery switch (bound to
-the Folder state's `gallery`) and, for the gallery, the table's sort as a list (the table's header is hidden)."""
+says otherwise) and its flags over the thumbnail's corner: ⚠ unlike the model's training data (the model fit's
+out-of-distribution flag), ? a label the review doubts (the review list's rule: flagged by cleanlab, or the probe
+suggests another class). Virtualised: a QListView in icon mode over a list model asks only for the cells on
+screen, and only their thumbnails are decoded, in the background (thumbnail_cache.py). Beside it, a Table | Gallery
+switch (bound to the Folder state's `gallery`) and, for the gallery, the table's sort as a list (the table's header
+is hidden)."""
 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QAbstractListModel, QItemSelectionModel, QModelIndex, QSize, Qt, Signal
+from PySide6.QtCore import QAbstractListModel, QItemSelectionModel, QModelIndex, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QButtonGroup,
@@ -17,6 +21,7 @@ from PySide6.QtWidgets import (
     QListView,
     QPushButton,
     QStackedWidget,
+    QStyledItemDelegate,
     QVBoxLayout,
     QWidget,
 )
@@ -30,6 +35,9 @@ ICON = 72  # a 32-px digit is scaled up to it, a photo's thumbnail decoded at it
 CELL = QSize(ICON + 14, ICON + 26)  # the thumbnail and one line of caption
 BATCH = 2000  # cells laid out per turn of the event loop (~15 ms)
 ITEM = CELL - QSize(6, 6)  # every item's size, given before its thumbnail arrives (else it is laid out text-high)
+FLAGS_ROLE = Qt.UserRole + 1  # a cell's flags: a tuple of FLAGS' keys
+FLAGS = {"unlike": ("⚠", QColor(230, 120, 0), "unlike the model's training data (out of distribution)"),
+         "doubted": ("?", QColor(130, 60, 200), "the label review doubts its label")}
 SORTS = [(column, order, f"{COLUMNS[column]} {'↑' if order == Qt.AscendingOrder else '↓'}")
          for column in range(1, len(COLUMNS)) for order in (Qt.AscendingOrder, Qt.DescendingOrder)]
 
@@ -53,6 +61,8 @@ class GalleryModel(QAbstractListModel):
         self._results, self._correct = None, np.zeros(0, int)
         self._count = 0  # rows: asked once per item by the view's layout (QAbstractListModel.index → hasIndex)
         self.tags: list[set[str]] = []  # per row of the results (FolderTags.tags): shown in the captions
+        self.unlike = np.zeros(0, bool)  # per row of the results: the model fit's out-of-distribution flag
+        self.doubted: dict[int, str] = {}  # row -> the class the label review suggests instead of its given one
         table_model.modelAboutToBeReset.connect(self.beginResetModel)  # then `_reset`
         table_model.modelReset.connect(self._reset)
 
@@ -63,6 +73,8 @@ class GalleryModel(QAbstractListModel):
         if results is not self._results:
             self._results = results
             self._correct = results.correct() if results is not None else np.zeros(0, int)
+            if results is None:  # another folder or model: its flags go with it (a move keeps rows and flags)
+                self.unlike, self.doubted = np.zeros(0, bool), {}
         self.endResetModel()
 
     def rowCount(self, parent: QModelIndex | None = None) -> int:  # noqa: N802 (Qt's name)
@@ -80,8 +92,13 @@ class GalleryModel(QAbstractListModel):
             return self.thumbs.get(res.paths[r], index.row())
         if role == Qt.DisplayRole:
             return caption(res, r, self.tags[r] if r < len(self.tags) else ())
+        if role == FLAGS_ROLE:
+            return tuple(f for f, on in (("unlike", r < len(self.unlike) and self.unlike[r]),
+                                         ("doubted", r in self.doubted)) if on)
         if role == Qt.ToolTipRole:
-            return describe_image(res, r)
+            flags = [FLAGS[f][2] + (f": looks like {self.doubted[r]}" if f == "doubted" else "")
+                     for f in self.data(index, FLAGS_ROLE)]
+            return "\n".join([describe_image(res, r), *flags])
         if role == Qt.SizeHintRole:
             return ITEM
         if role == Qt.ForegroundRole and self._correct[r] == 0:
@@ -94,11 +111,48 @@ class GalleryModel(QAbstractListModel):
         if self.rowCount() and (had or any(tags)):  # untagged before and after: 100k cells need no repaint
             self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, 0), [Qt.DisplayRole])
 
+    def show_fit(self, fit) -> None:
+        """The model fit's out-of-distribution flags (FolderFit, per row of the results)."""
+        self.unlike = np.asarray(fit.scores.flagged, bool)
+        self._repaint()
+
+    def show_review(self, report) -> None:
+        """The label review's doubted images (AuditReport.label_issues, by path)."""
+        rows = {p: i for i, p in enumerate(self._results.paths)} if self._results is not None else {}
+        self.doubted = {rows[i.path]: i.suggested for i in report.label_issues
+                        if (i.flagged or i.suggested != i.given) and i.path in rows}
+        self._repaint()
+
+    def _repaint(self) -> None:
+        if self.rowCount():
+            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, 0), [FLAGS_ROLE])
+
     def _on_thumbnail(self, path: str, row: int) -> None:
         res, rows = self.table_model.results, self.table_model.rows
         if res is not None and row < len(rows) and res.paths[rows[row]] == path:
             index = self.index(row, 0)
             self.dataChanged.emit(index, index, [Qt.DecorationRole])
+
+
+class FlagsDelegate(QStyledItemDelegate):
+    """A cell as the view draws it, then its flags as small discs over the thumbnail's top-left corner."""
+
+    def paint(self, painter, option, index) -> None:
+        super().paint(painter, option, index)
+        flags = index.data(FLAGS_ROLE)
+        if not flags:
+            return
+        painter.save()
+        painter.setRenderHint(painter.RenderHint.Antialiasing)
+        for i, flag in enumerate(flags):
+            glyph, colour, _words = FLAGS[flag]
+            disc = QRect(option.rect.left() + 3 + i * 17, option.rect.top() + 3, 15, 15)
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(colour)
+            painter.drawEllipse(disc)
+            painter.setPen(Qt.white)
+            painter.drawText(disc, Qt.AlignCenter, glyph)
+        painter.restore()
 
 
 class FolderGalleryView(QListView):
@@ -120,6 +174,7 @@ class FolderGalleryView(QListView):
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.gallery_model = GalleryModel(table_model, self)
         self.setModel(self.gallery_model)
+        self.setItemDelegate(FlagsDelegate(self))
         self.selectionModel().currentChanged.connect(self._on_current)
 
     def _on_current(self, current, _previous) -> None:
@@ -153,6 +208,8 @@ class TableOrGalleryWidget(QWidget):
         group.addButton(self.table_button)
         group.addButton(self.gallery_button)
         self.sort = QComboBox()
+        self.sort.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # "representativeness ↓"
+        self.sort.setMinimumContentsLength(8)  # widened the tab at 1280×720; the list shows every name whole
         for _column, _order, text in SORTS:
             self.sort.addItem(text)
         self.sort.activated.connect(self._sort_chosen)  # the user's choice only: the header's changes show below

@@ -84,6 +84,8 @@ class FolderPanel(QWidget):
         fm.rows_changed.connect(self._show_rows)
         fm.map_ready.connect(self._on_map)
         fm.fit_ready.connect(self.fit.show_fit)
+        fm.fit_ready.connect(self.gallery.gallery_model.show_fit)  # flags on the cells too
+        fm.review_ready.connect(self.gallery.gallery_model.show_review)
         fm.scores_ready.connect(self._on_scores)
         fm.similar_ready.connect(self._on_similar)
         fm.review_ready.connect(self._on_review)
