@@ -100,3 +100,22 @@ def test_hardness_and_mistakenness_are_fiftyone_brains():
     wrong = np.asarray([p != g for p, g in zip(predicted, given)]) & keep
     assert wrong.any() and (~wrong & keep).any()
     assert ours[wrong].min() >= 0.5 >= ours[~wrong & keep].max()  # a mistake always ranks above an agreement
+
+
+def test_a_cancel_stops_the_scores_between_blocks(embeddings, monkeypatch):
+    from vitstudio.core.jobs import Cancelled, CancelToken
+
+    monkeypatch.setattr(scores, "BLOCK", 16)  # 120 embeddings: 8 blocks
+    token, seen = CancelToken(), []
+    real = scores.torch.Tensor.topk
+
+    def counted(self, *args, **kwargs):  # the second block's search cancels: the third never starts
+        seen.append(len(self))
+        if len(seen) == 2:
+            token.cancel()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(scores.torch.Tensor, "topk", counted)
+    with pytest.raises(Cancelled):
+        scores.uniqueness(embeddings, token)
+    assert seen == [16, 16]  # stopped before the third block's search

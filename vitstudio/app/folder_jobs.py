@@ -30,7 +30,7 @@ def scores_job(cancel, model, embedded, paths: list[str]):
     """The brain's four scores of the folder embedded (`vitstudio scores`'s core function and result cache)."""
     from vitstudio.core.folder.scores import embedded_scores
 
-    return (yield from embedded_scores(model, embedded, paths))
+    return (yield from embedded_scores(model, embedded, paths, cancel))  # stops between blocks once discarded
 
 
 def map_job(cancel, embedded):

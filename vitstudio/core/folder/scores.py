@@ -58,7 +58,7 @@ class FolderScores:
                 for i, (p, g, pred) in enumerate(zip(self.paths, self.given, self.predicted))]
 
 
-def nearest_distances(features: np.ndarray, k: int = K) -> np.ndarray:
+def nearest_distances(features: np.ndarray, k: int = K, cancel: CancelToken | None = None) -> np.ndarray:
     """(N, k) Euclidean distances from each row to its k nearest other rows, ascending. Ranked by one matrix product
     per block of rows; the distances of the best k + SPARE are then taken from the differences in float64 (a product
     of near-identical unit rows cancels float32's digits)."""
@@ -68,6 +68,8 @@ def nearest_distances(features: np.ndarray, k: int = K) -> np.ndarray:
     take = min(n - 1, k + SPARE)
     out = np.empty((n, k))
     for start in range(0, n, BLOCK):
+        if cancel is not None:  # between blocks: a closed window or another folder stops it (~400 blocks at 100k)
+            cancel.raise_if_cancelled()
         rows = torch.arange(start, min(n, start + BLOCK))
         similarity = x[rows] @ x.T  # (b, N)
         similarity[torch.arange(len(rows)), rows] = -torch.inf  # not itself
@@ -77,13 +79,13 @@ def nearest_distances(features: np.ndarray, k: int = K) -> np.ndarray:
     return out
 
 
-def uniqueness(features: np.ndarray) -> np.ndarray:
+def uniqueness(features: np.ndarray, cancel: CancelToken | None = None) -> np.ndarray:
     n = len(features)
     if n <= K:  # uniqueness.py:165-166
         return np.ones(n)
     centred = np.asarray(features, np.float64) - np.asarray(features, np.float64).mean(0, keepdims=True)
     unit = centred / np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-300)  # sklearn's normalize
-    dists = nearest_distances(unit, K)
+    dists = nearest_distances(unit, K, cancel)
     weighted = np.mean(dists * WEIGHTS, axis=1)  # uniqueness.py:187
     return weighted / weighted.max() if weighted.max() > 0 else np.ones(n)
 
@@ -128,18 +130,23 @@ def given_labels(paths: Sequence[str], roots: Sequence[str]) -> tuple[str | None
     return tuple(out)
 
 
-def brain_scores(embedded: FolderEmbeddings, given: Sequence[str | None]) -> FolderScores:
-    """Every score of the embedded images; `given`: their given labels, in the same order."""
+def brain_scores(embedded: FolderEmbeddings, given: Sequence[str | None], cancel: CancelToken | None = None
+                 ) -> FolderScores:
+    """Every score of the embedded images; `given`: their given labels, in the same order. `cancel` stops it
+    between blocks of the nearest-neighbour search and before the k-means (`Cancelled`)."""
     features = embedded.features_of()
     n = len(embedded.paths)
+    unique = uniqueness(features, cancel)
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    central = representativeness(features)
     if not embedded.labels:  # a headless model: no prediction to be hard or mistaken
         nan = np.full(n, np.nan)
-        return FolderScores(embedded.paths, tuple(given), ("",) * n, uniqueness(features),
-                            representativeness(features), nan, nan.copy(), embedded.errors)
+        return FolderScores(embedded.paths, tuple(given), ("",) * n, unique, central, nan, nan.copy(), embedded.errors)
     logits = np.asarray(embedded.logits[embedded.rows], np.float64).reshape(n, -1)
     predicted = tuple(embedded.labels[i] for i in logits.argmax(1))
-    return FolderScores(embedded.paths, tuple(given), predicted, uniqueness(features), representativeness(features),
-                        entropy(logits), mistakenness(logits, predicted, given), embedded.errors)
+    return FolderScores(embedded.paths, tuple(given), predicted, unique, central, entropy(logits),
+                        mistakenness(logits, predicted, given), embedded.errors)
 
 
 def score_folder(loaded: LoadedModel, paths: Sequence[str], batch_size: int | None = None,
@@ -148,11 +155,11 @@ def score_folder(loaded: LoadedModel, paths: Sequence[str], batch_size: int | No
     """Generator: the folder embedded (from the cache where it can), then its scores, kept (`resultcache.py`) under
     the files' contents, the whole model (its head makes the logits) and the given labels."""
     embedded = yield from embed_folder(loaded, paths, batch_size, cancel, ignored=ignored)
-    return (yield from embedded_scores(loaded, embedded, paths))
+    return (yield from embedded_scores(loaded, embedded, paths, cancel))
 
 
-def embedded_scores(loaded: LoadedModel, embedded: FolderEmbeddings, paths: Sequence[str]
-                    ) -> Generator[Progress, None, FolderScores]:
+def embedded_scores(loaded: LoadedModel, embedded: FolderEmbeddings, paths: Sequence[str],
+                    cancel: CancelToken | None = None) -> Generator[Progress, None, FolderScores]:
     """Generator: the scores of a folder already embedded through `loaded` from `paths` (the Folder tab's, after its
     scan), read from or kept in the result cache under the same key as `score_folder`'s."""
     given = given_labels(embedded.paths, paths)
@@ -161,6 +168,6 @@ def embedded_scores(loaded: LoadedModel, embedded: FolderEmbeddings, paths: Sequ
     scores = load_result("scores", key)
     if not isinstance(scores, FolderScores):
         yield Progress(0, 0, f"Scoring {len(embedded.paths)} images")
-        scores = brain_scores(embedded, given)
+        scores = brain_scores(embedded, given, cancel)
         save_result("scores", key, scores)
     return scores

@@ -18,6 +18,8 @@ class FolderMapTabWidget(QWidget):
         self.map = FolderMapWidget()
         self._thumbnail = workers.KeyedSlot()
         self.colour_by = QComboBox()  # its items: the colour_by field's choices (bind)
+        self.colour_by.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # not as wide as
+        self.colour_by.setMinimumContentsLength(10)  # "representativeness": the map keeps the room
         self.lasso_button = QPushButton("Lasso", checkable=True)  # bound to the Folder state's `lasso`
         self.lasso_button.setToolTip("On: a drag on the map draws round the images to select (the table and gallery "
                                      "follow). Off: a drag pans the map.")
