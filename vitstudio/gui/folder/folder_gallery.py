@@ -53,6 +53,10 @@ def caption(results, row: int, tags=()) -> str:
 class GalleryModel(QAbstractListModel):
     """One item per row the table shows (`table_model.rows`, in its order); reset with the table's model."""
 
+    # captions or flags changed, not the items: the view repaints the cells on screen (a dataChanged over 100k rows
+    # made the view walk all of them: ~0.1 s of the GUI thread per tag or flag update)
+    repaint_cells = Signal()
+
     def __init__(self, table_model, parent=None) -> None:
         super().__init__(parent)
         self.table_model = table_model
@@ -108,24 +112,20 @@ class GalleryModel(QAbstractListModel):
     def show_tags(self, tags: list[set[str]]) -> None:
         """The folder's tags per row (the captions name them)."""
         had, self.tags = any(self.tags), tags
-        if self.rowCount() and (had or any(tags)):  # untagged before and after: 100k cells need no repaint
-            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, 0), [Qt.DisplayRole])
+        if had or any(tags):  # untagged before and after: nothing to repaint
+            self.repaint_cells.emit()
 
     def show_fit(self, fit) -> None:
         """The model fit's out-of-distribution flags (FolderFit, per row of the results)."""
         self.unlike = np.asarray(fit.scores.flagged, bool)
-        self._repaint()
+        self.repaint_cells.emit()
 
     def show_review(self, report) -> None:
         """The label review's doubted images (AuditReport.label_issues, by path)."""
         rows = {p: i for i, p in enumerate(self._results.paths)} if self._results is not None else {}
         self.doubted = {rows[i.path]: i.suggested for i in report.label_issues
                         if (i.flagged or i.suggested != i.given) and i.path in rows}
-        self._repaint()
-
-    def _repaint(self) -> None:
-        if self.rowCount():
-            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, 0), [FLAGS_ROLE])
+        self.repaint_cells.emit()
 
     def _on_thumbnail(self, path: str, row: int) -> None:
         res, rows = self.table_model.results, self.table_model.rows
@@ -175,6 +175,7 @@ class FolderGalleryView(QListView):
         self.gallery_model = GalleryModel(table_model, self)
         self.setModel(self.gallery_model)
         self.setItemDelegate(FlagsDelegate(self))
+        self.gallery_model.repaint_cells.connect(self.viewport().update)
         self.selectionModel().currentChanged.connect(self._on_current)
 
     def _on_current(self, current, _previous) -> None:
