@@ -2,7 +2,7 @@
 QTableView beside its gallery, 1280×720, offscreen) over synthetic results and scores of N images, each step beside a
 plain numpy reference measured in the same run:
 
-    python tests/benchmarks/folder_scores_sort.py [--images 100000]
+    python tests/benchmarks/folder_scores_sort.py [--images 100000] [--grab table.png]
 
 - scores arrive: `set_scores` while the table is sorted by file name (only the score columns redrawn) → repainted.
 - sort by uniqueness ↓ (its header): the first time (the column's ranks made) and again ↑ (ranks kept) → repainted;
@@ -64,6 +64,7 @@ def _reference(fn) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=100_000)
+    parser.add_argument("--grab", metavar="PNG", help="save the table and the grid as drawn at the end (two PNGs)")
     args = parser.parse_args()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import Qt
@@ -108,6 +109,12 @@ def main() -> int:
     ref_bins = _reference(lambda: np.digitize(scores.uniqueness, edges))
     groups = _reference(lambda: score_groups(scores, "uniqueness", len(results), len(results.labels)))
     rows.append(("map colour groups by uniqueness", groups, "np.digitize into the same 10 steps", ref_bins))
+    if args.grab:
+        browse.grab().save(args.grab.replace(".png", "-gallery.png"))
+        browse.show_gallery(False)
+        table.horizontalScrollBar().setValue(table.horizontalScrollBar().maximum())
+        app.processEvents()
+        browse.grab().save(args.grab)
     print(f"{args.images} images, load {load:.1f} at the start (2 cores shared)")
     print(f"{'step':44s} {'ms':>8s}   {'reference':36s} {'ms':>8s} {'ratio':>7s}")
     for name, took, ref_name, ref in rows:

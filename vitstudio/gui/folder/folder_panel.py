@@ -154,7 +154,8 @@ class FolderPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(52)
         self.table.setIconSize(QSize(48, 48))
         self.table.horizontalHeader().setStretchLastSection(True)
-        for column, width in enumerate((52, 112, 64, 76, 56, 56)):  # at 1280×720 confidence stays in sight
+        for column, width in enumerate((52, 112, 64, 76, 56, 56, 80, 128, 72, 96)):  # at 1280×720 confidence stays
+            # in sight; the scores' headers whole, "representativeness" too
             self.table.setColumnWidth(column, width)
         self.browse = TableOrGalleryWidget(self.table, self.model)  # the same rows as a grid of thumbnails
         self.gallery = self.browse.gallery
