@@ -208,14 +208,15 @@ class TableOrGalleryWidget(QWidget):
         group = QButtonGroup(self)  # exclusive: checking one unchecks the other (the bound one says which)
         group.addButton(self.table_button)
         group.addButton(self.gallery_button)
-        self.sort = QComboBox()
+        self.sort = QComboBox()  # narrow: its longest entry ("representativeness ↓") made the Folder tab wider
+        self.sort.setMaximumWidth(110)  # than 1280 px in gallery mode; the list opens as wide as its entries
         self.sort.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # "representativeness ↓"
         self.sort.setMinimumContentsLength(8)  # widened the tab at 1280×720; the list shows every name whole
         for _column, _order, text in SORTS:
             self.sort.addItem(text)
         self.sort.activated.connect(self._sort_chosen)  # the user's choice only: the header's changes show below
         table.horizontalHeader().sortIndicatorChanged.connect(self._show_sort)
-        self.sort_label = QLabel("Sort by")
+        self.sort_label = QLabel("Sort")  # short: the row fits the ~320 px the grid gets at 1280×720
         self.stack = QStackedWidget()
         self.stack.addWidget(table)
         self.stack.addWidget(self.gallery)
