@@ -26,6 +26,7 @@ def test_a_map_of_many_points_is_one_raster_that_the_lasso_selects_through(qtbot
     from vitstudio.app.folder_model import FolderModel
     from vitstudio.app.jobs import ScriptRunner
     from vitstudio.core.folder.results import FolderResults
+    from vitstudio.gui import workers
     from vitstudio.gui.folder import folder_map
     from vitstudio.gui.folder.map_density import MIN_ALPHA
 
@@ -67,6 +68,7 @@ def test_a_map_of_many_points_is_one_raster_that_the_lasso_selects_through(qtbot
     outline = np.asarray(plot.lasso._drawn)
     inside = np.flatnonzero(Path(outline).contains_points(coords.astype(np.float64)))
     assert 100 < len(inside) < 300 and fm.rows.tolist() == inside.tolist()
+    assert workers.shutdown(5000)  # the rasters are drawn off the GUI thread
 
 
 def test_closing_the_panel_mid_fit_stops_the_fit_between_blocks(panel, qtbot, tmp_path, monkeypatch, capfd):

@@ -2,8 +2,10 @@
 ScatterPlotItem spends ~0.5 s building its per-point symbol keys and paints every dot on every frame of a pan (14
 frames/s on a loaded machine). Here each point is a disc of the scatter's size splatted into an RGBA raster at the
 screen's resolution, in the groups' order (the last group on top, as the scatter items stack), its opacity rising
-with how many points overlap there (a density layer, datashader's idea). The raster covers the view and half a view
-around it, so a pan moves one image; it is drawn again once the view rests (zoomed in: finer). Selection is not
+with how many points overlap there (a density layer, datashader's idea). The raster covers the view and a quarter
+of a view around it, so a pan moves one image; it is drawn again once the view rests (zoomed in: finer), off the GUI
+thread (an interactive job: ~35 ms alone, 0.2-0.5 s while the model fit and the brain's scores ran beside it,
+all of it a stall when it ran here); the last raster stays on screen until the next arrives. Selection is not
 drawn here: the box and the lasso select the full-resolution points (FolderModel.select_lasso, rows_in_box)."""
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QTimer
+
+from vitstudio.gui import workers
 
 DENSE_ABOVE = 20000  # points: more are drawn as this raster (10k as scatter items pan at 160 frames/s)
 DOT_PX = 7  # the scatter's symbol size
@@ -63,6 +67,10 @@ def splat(coords: np.ndarray, groups: list, extent: tuple[float, float, float, f
     return np.dstack([palette[group], alpha])
 
 
+def raster_job(cancel, coords: np.ndarray, groups: list, extent: tuple, size: tuple[int, int]):
+    return extent, splat(coords, groups, extent, size)
+
+
 class DensityLayer:
     """The raster of a map's points on its view box, drawn again for the view's range once the view rests."""
 
@@ -74,7 +82,8 @@ class DensityLayer:
         self.bounds = pg.PlotCurveItem(pen=None)  # two invisible corners: autoRange sees the points' extent
         view.addItem(self.bounds)
         self.coords, self.groups = np.zeros((0, 2), np.float32), []
-        self.drawn_for = None  # what the raster shows: (range, pixel size, groups)
+        self.drawn_for = None  # what the raster shows or is being drawn for: (range, pixel size, groups)
+        self.raster = workers.KeyedSlot()  # the latest view's raster, made off the GUI thread
         self.timer = QTimer(singleShot=True, interval=REST_MS, timeout=self.draw)
         view.sigRangeChanged.connect(self._on_range)
 
@@ -92,6 +101,7 @@ class DensityLayer:
 
     def hide(self) -> None:
         self.timer.stop()
+        self.raster.cancel()
         self.coords, self.groups = np.zeros((0, 2), np.float32), []
         self.drawn_for = None
         self.image.setVisible(False)
@@ -113,7 +123,12 @@ class DensityLayer:
         w, h = (x1 - x0) * (1 + 2 * MARGIN), (y1 - y0) * (1 + 2 * MARGIN)
         size = (max(1, min(4096, round(w / px[0]))), max(1, min(4096, round(h / px[1]))))
         extent = (x0 - (x1 - x0) * MARGIN, y0 - (y1 - y0) * MARGIN, w, h)
-        self.image.setImage(splat(self.coords, self.groups, extent, size), autoLevels=False, levels=(0, 255))
+        self.raster.start(key, "Map raster", raster_job, self.coords, self.groups, extent, size,
+                          on_result=self._on_raster)
+
+    def _on_raster(self, drawn: tuple) -> None:
+        extent, image = drawn
+        self.image.setImage(image, autoLevels=False, levels=(0, 255))
         self.image.setRect(QRectF(*extent))
 
     def nearest(self, x: float, y: float, radius_px: float = DOT_PX / 2 + 1) -> int | None:
