@@ -209,7 +209,7 @@ class TableOrGalleryWidget(QWidget):
         group.addButton(self.table_button)
         group.addButton(self.gallery_button)
         self.sort = QComboBox()  # narrow: its longest entry ("representativeness ↓") made the Folder tab wider
-        self.sort.setMaximumWidth(110)  # than 1280 px in gallery mode; the list opens as wide as its entries
+        self.sort.setMaximumWidth(96)  # than 1280 px in gallery mode; the list opens as wide as its entries
         self.sort.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # "representativeness ↓"
         self.sort.setMinimumContentsLength(8)  # widened the tab at 1280×720; the list shows every name whole
         for _column, _order, text in SORTS:
