@@ -42,6 +42,19 @@ def open_in_folder_tab(window, qtbot, folder) -> None:
     settle(qtbot)
 
 
+def folder_panel(panel, qtbot, folder=None):
+    """The Folder panel alone on its own AppState (the `panel` fixture) with the bundled demo model, and `folder`
+    opened and settled if one is given: for the Folder tab's tests that need no other part of the window."""
+    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    widget = panel(FolderPanel, model=bundled_demo())
+    if folder is not None:
+        widget.open_folder(str(folder))
+        settle(qtbot)
+    return widget
+
+
 def drag_on_map(plot, view_points) -> None:
     """A left-button drag through `view_points` (the map's coordinates) on a Folder map, as the mouse sends it to the
     plot's viewport (pyqtgraph's rate limit off meanwhile: a synthetic drag's moves come microseconds apart)."""

@@ -7,26 +7,23 @@ import json
 
 import numpy as np
 
-from tests.gui.helpers import open_in_folder_tab
+from tests.gui.helpers import folder_panel
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.models.demo import bundled_demo, render_digits
 
 
-def _open(window, qtbot, folder):
-    open_in_folder_tab(window, qtbot, folder)
-    return window.folder.layers_tab
-
-
-def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(window, qtbot, tmp_path, capsys):
+def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(panel, qtbot, tmp_path, capsys):
     from vitstudio.cli import main
+    from vitstudio.core.models.loading import load_model
 
     data = render_digits(tmp_path / "digits", per_class=6)
-    tab = _open(window, qtbot, data)
+    folder = folder_panel(panel, qtbot, data)
+    tab = folder.layers_tab
     assert tab.run_button.isEnabled() and tab.result is None
     tab.run_button.click()
     qtbot.waitUntil(lambda: tab.result is not None, timeout=60000)
     result = tab.result
-    assert len(result.accuracy) == window.state.model.depth and result.images == 60
+    assert len(result.accuracy) == folder.state.model.depth and result.images == 60
     curve = [item for item in tab.plot.listDataItems() if item.name() and "probe" in item.name()][0]
     np.testing.assert_allclose(curve.getData()[1], result.accuracy)  # what is drawn is the result
     assert any("lens" in (item.name() or "") for item in tab.plot.listDataItems())
@@ -37,7 +34,8 @@ def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(wi
 
     # another folder: what was shown goes (it was the other folder's); a cancel leaves the page usable
     other = render_digits(tmp_path / "other", per_class=3)
-    _open(window, qtbot, other)
+    folder.open_folder(str(other))
+    _settle(qtbot)
     assert tab.result is None and not tab.plot.listDataItems()
     tab.run_button.click()
     tab.cancel_button.click()
@@ -48,17 +46,16 @@ def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(wi
     # a model switch drops the probes of the old model
     tab.run_button.click()
     qtbot.waitUntil(lambda: tab.result is not None, timeout=60000)
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
+    folder.state.set_model(load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10"))
     assert tab.result is None and not tab.plot.listDataItems()
 
 
-def test_without_a_folder_of_class_folders_the_page_says_what_it_needs(window, qtbot, tmp_path):
+def test_without_a_folder_of_class_folders_the_page_says_what_it_needs(panel, qtbot, tmp_path):
     from PIL import Image
 
     loose = tmp_path / "loose"
     loose.mkdir()
     for i in range(3):
         Image.new("RGB", (32, 32), (i * 60, 0, 0)).save(loose / f"{i}.png")
-    tab = _open(window, qtbot, loose / "0.png")  # a dropped file, not a folder
+    tab = folder_panel(panel, qtbot, loose / "0.png").layers_tab  # a dropped file, not a folder
     assert not tab.run_button.isEnabled() and "folder of class folders" in tab.note.text()

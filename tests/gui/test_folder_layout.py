@@ -1,4 +1,5 @@
-"""The Folder tab's layout and state lines, driven through the real window with the bundled digits model: "N of M
+"""The Folder tab's layout and state lines, driven through the Folder panel (the whole window where a test is about
+it: the 1280×720 toolbar, a refusal in the status bar) with the bundled digits model: "N of M
 shown", filters that belong to a folder (reset when another opens), an empty folder that says what to do and
 disables the buttons, a failed review that replaces "Reviewing labels…", grids of equal cells (review, similar
 images with the query), map tooltips in words, a colour bar for confidence, a legend beside the plot, the *given*
@@ -27,20 +28,30 @@ LONG_NAME = "a-very-long-file-name-that-would-widen-the-side-pane-if-the-hover-l
 
 
 
-@pytest.fixture
-def opened(window, qtbot, tmp_path):
-    """The window with the demo model and a folder of 6 digits per class open in the Folder tab (one file with a
-    long name, one 3 filed under 5)."""
-    data = render_digits(tmp_path / "digits", 6)
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """A folder of 6 digits per class (one file with a long name, one 3 filed under 5), rendered once: the tests
+    only read it (another folder they need is a copy or a folder of their own)."""
+    data = render_digits(tmp_path_factory.mktemp("layout") / "digits", 6)
     os.replace(sorted((data / "7").iterdir())[0], data / "7" / LONG_NAME)
     os.replace(sorted((data / "3").iterdir())[0], data / "5" / "flipped-3.png")
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    window.show_tab("folder")
-    window.folder.open_folder(str(data))
+    return data
+
+
+def _open(folder, qtbot, data) -> None:
+    folder.open_folder(str(data))
     _settle(qtbot)
-    qtbot.waitUntil(lambda: window.folder.coords is not None, timeout=20000)
-    return window.folder, data
+    qtbot.waitUntil(lambda: folder.coords is not None, timeout=20000)
+
+
+@pytest.fixture
+def opened(panel, qtbot, digits):
+    """The Folder panel alone (its own AppState) with the demo model and the digits folder open."""
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    folder = panel(FolderPanel, model=bundled_demo())
+    _open(folder, qtbot, digits)
+    return folder, digits
 
 
 def test_count_line_and_filters_reset_with_the_folder(opened, qtbot, tmp_path):
@@ -393,9 +404,13 @@ def test_distance_plot_title_is_cut_not_clipped(qtbot):
     assert plot.plotItem.titleLabel.text == whole
 
 
-def test_a_refused_sort_is_reported_without_a_modal_box(opened, qtbot, monkeypatch):
-    panel, data = opened
-    window = panel.window()
+def test_a_refused_sort_is_reported_without_a_modal_box(window, qtbot, monkeypatch, digits):
+    """The refusal goes to the window's status bar and error indicator: the whole window."""
+    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
+        window.request_model(str(bundled_demo()))
+    window.show_tab("folder")
+    panel, data = window.folder, digits
+    _open(panel, qtbot, data)
     inside = data / "sorted"  # an output folder inside the opened one is refused
     monkeypatch.setattr("vitstudio.gui.file_dialogs.choose_folder", lambda *a, **k: str(inside))
     boxes = []

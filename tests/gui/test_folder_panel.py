@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from tests.core.synthetic_data import tree_state
-from tests.gui.helpers import open_in_folder_tab
+from tests.gui.helpers import folder_panel, open_in_folder_tab
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.data.images import file_digest
 from vitstudio.core.folder.neighbours import nearest
@@ -135,20 +135,18 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
         assert len(panel.visible_rows()) == 120
 
 
-def test_a_new_model_clears_the_folder_results(window, qtbot, tmp_path):
+def test_a_new_model_clears_the_folder_results(panel, qtbot, tmp_path):
+    from vitstudio.core.models.loading import load_model
+
     data = _digits(tmp_path, per_class=3)
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
-    window.folder.open_folder(str(data))
+    folder = folder_panel(panel, qtbot, data)
+    assert folder.results is not None
+    folder.state.set_model(load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10"))
+    assert folder.results is None and folder.model.rowCount() == 0
+    assert "open" in folder.info.text().lower() and 'href="reopen"' in folder.info.text()
+    folder.info.linkActivated.emit("reopen")  # one click: the same folder through the new model
     _settle(qtbot)
-    assert window.folder.results is not None
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10")
-    assert window.folder.results is None and window.folder.model.rowCount() == 0
-    assert "open" in window.folder.info.text().lower() and 'href="reopen"' in window.folder.info.text()
-    window.folder.info.linkActivated.emit("reopen")  # one click: the same folder through the new model
-    _settle(qtbot)
-    assert window.folder.results is not None and len(window.folder.results) == 30
+    assert folder.results is not None and len(folder.results) == 30
     shutil.rmtree(data)
 
 
@@ -169,20 +167,19 @@ def test_open_recent_opens_a_folder_in_the_folder_tab_and_files_in_the_strip(win
     assert window.recent_menu.actions()[0].toolTip() == other
 
 
-def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(window, qtbot, tmp_path):
+def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(panel, qtbot, tmp_path):
     """Issue 29, item 12: the switch dropped the folder's job ("open it again"); it goes on through the new model."""
     from vitstudio.core.models.loading import load_model
 
     data = _digits(tmp_path, per_class=20)
-    with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        window.request_model(str(bundled_demo()))
+    folder = folder_panel(panel, qtbot)
     other = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=4")
-    window.folder.open_folder(str(data))
-    qtbot.waitUntil(window.folder.cancel_button.isEnabled, timeout=10000)  # embedding through the demo
-    window.state.set_model(other)
+    folder.open_folder(str(data))
+    qtbot.waitUntil(folder.cancel_button.isEnabled, timeout=10000)  # embedding through the demo
+    folder.state.set_model(other)
     _settle(qtbot)
-    qtbot.waitUntil(lambda: window.folder.results is not None, timeout=60000)
-    assert window.folder.results.labels == tuple(other.labels) and len(window.folder.results) == 200
+    qtbot.waitUntil(lambda: folder.results is not None, timeout=60000)
+    assert folder.results.labels == tuple(other.labels) and len(folder.results) == 200
 
 
 def test_a_registered_page_is_a_tab_fed_the_folders_results_and_a_row_double_click_explains(window, qtbot, tmp_path):

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from tests.core.synthetic_data import tree_state
+from tests.gui.helpers import folder_panel
 from tests.gui.test_folder_panel import _digits, _settle
 from vitstudio.core.files import journals_dir
 from vitstudio.core.folder.label_review import LabelIssue
@@ -144,7 +145,7 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     assert _files(data) == before and not any(".jsonl" in name or "exclu" in name for name in os.listdir(data))
 
 
-def test_the_undo_history_is_bounded(window):
+def test_the_undo_history_is_bounded(panel):
     """Each step keeps what it needs to undo (a sort's whole plan, a review item with its thumbnail); the soak saw
     them pile up, one per exclusion, for as long as the window lived. The last UNDO_LIMIT steps stay undoable."""
     import gc
@@ -166,7 +167,9 @@ def test_the_undo_history_is_bounded(window):
         def undo(self) -> None:
             pass
 
-    stack = window.folder.files.undo_stack
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    stack = panel(FolderPanel).files.undo_stack
     first = Payload()
     oldest = weakref.ref(first)
     stack.push(Step(first))
@@ -179,14 +182,15 @@ def test_the_undo_history_is_bounded(window):
     stack.clear()
 
 
-def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_file(window, qtbot, tmp_path,
+def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_file(panel, qtbot, tmp_path,
                                                                                       monkeypatch):
     """Walk finding 5: a label given on the Labels tab (shown bold in the table's "given") was ignored by the label
     review, which read the folder the file is in. The review reads it now; its "suggested class" changes that label
-    (undoable) and leaves the file where it is, in the folder the user never asked to touch."""
+    (undoable: the Folder tab's Undo button) and leaves the file where it is, in the folder the user never asked to
+    touch. The Folder panel alone: Ctrl+Z through the window is the tests above."""
     data = _digits(tmp_path, per_class=6)
     before = _files(data)
-    panel = _open(window, qtbot, data)
+    panel = folder_panel(panel, qtbot, data)
     asked = []
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Ok)
     three = str(sorted((data / "3").iterdir())[0])
@@ -204,5 +208,6 @@ def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_f
     _settle(qtbot)
     assert panel.labels_tab.labels[three] == suggested and panel.review.count() == shown - 1
     assert not asked and _files(data) == before  # no move asked, no file touched
-    _undo(qtbot, window)
+    panel.undo_button.click()
+    _settle(qtbot)
     assert panel.labels_tab.labels[three] == "8" and panel.review.count() == shown
