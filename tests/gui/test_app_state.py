@@ -146,6 +146,9 @@ def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window)
             spec = combo.itemText(index)
             assert spec in marks and not combo.itemIcon(index).isNull(), spec
             assert combo.itemData(index, Qt.ToolTipRole) == MEANINGS[marks[spec]]
+    # marking the items leaves what each field holds: Compare's second model stays empty, not the first model listed
+    # (an editable combo shows its current item's text again when that item's icon is set)
+    assert window.compare.other_name.currentText() == ""
 
 
 def test_a_run_that_ends_is_listed_in_every_model_list_at_once(window):

@@ -29,13 +29,17 @@ def mark_icon(mark: str, size: int = 14) -> QIcon:
 
 def mark_like_the_model_bar(combo: QComboBox, marks: dict[str, str]) -> None:
     """Give each item of `combo` (its text a spec) the mark `marks` has for it, as an icon with its meaning as the
-    tooltip."""
+    tooltip. What the field holds stays: an editable combo shows its current item's text again when that item's data
+    changes (Compare's empty second-model field showed the first model listed, as if chosen)."""
+    text = combo.currentText()
     icons = {mark: mark_icon(mark) for mark in set(marks.values())}
     for index in range(combo.count()):
         mark = marks.get(combo.itemText(index))
         if mark in icons:
             combo.setItemIcon(index, icons[mark])
             combo.setItemData(index, MEANINGS.get(mark, ""), Qt.ToolTipRole)
+    if combo.isEditable():
+        combo.setEditText(text)
 
 
 def list_beside_the_demo(combo: QComboBox, specs: list[str], marks: dict[str, str]) -> None:
