@@ -13,7 +13,7 @@ patch logits upsampled bilinearly to the image and the argmax taken per pixel.
 
 The inner product of an unnormalised query with unit memory rows ranks them as the cosine does (the query's norm is
 one positive factor per query), so the neighbours are the cosine's; here the query is made unit first, so the top-k
-values are the cosines the softmax weighs. faiss is not a dependency here: an exact top-k of
+values are the cosines the softmax weighs. faiss is not used here: an exact top-k of
 a matrix product (torch.topk) is what faiss's flat index computes, chunked so the similarity block stays ~128 MB.
 
 A bank too large for memory is capped (`cap_bank`): by random choice or by farthest-point sampling (each next row the

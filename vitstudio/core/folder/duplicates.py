@@ -27,6 +27,16 @@ import torch
 
 from vitstudio.core.data.images import ImageReadError, copy_candidate_digests, read_image
 from vitstudio.core.folder.fingerprints import Fingerprints, detail, fingerprints
+from vitstudio.core.folder.pair_search import (
+    CALIBRATION_SAMPLE,
+    Pairs,
+    concat_pairs,
+    cosine_pairs,
+    hamming_pairs,
+    nearest_similarity,
+    pairs_of,
+    unit_rows,
+)
 
 # Of 64 bits. Measured on real photos (skimage.data photos, tiles and LFW faces, with planted copies): JPEG q60,
 # resize to 80 % and mirrored (with the mirrored hash) differ by ≤ 6, +15 % brightness by ≤ 10, a 5 % border crop by
@@ -34,7 +44,6 @@ from vitstudio.core.folder.fingerprints import Fingerprints, detail, fingerprint
 # 10 is imagededup's default too; a hash match still needs a second signal to agree.
 HASH_DISTANCE = 10
 CLOSER = 10.0  # a duplicate's distance (1 - similarity) is ≤ the folder's median nearest-neighbour distance / 10
-CALIBRATION_SAMPLE = 4000  # images whose nearest neighbour is searched to calibrate (all, in smaller folders)
 MIN_CALIBRATION = 8  # fewer distinct images than this: fixed cuts instead of the folder's distribution
 FIXED_PIXELS, FIXED_COSINE = 0.99, 0.99  # the fixed cuts (small folders)
 # A mirrored match must also agree in fine detail (32×32 high-pass correlation): layouts that are mirror images of
@@ -109,19 +118,6 @@ class Thresholds:
         return lines
 
 
-Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (i, j, value): i < j
-
-
-def _pairs(i, j, value) -> Pairs:
-    return np.asarray(i, np.int64), np.asarray(j, np.int64), np.asarray(value, np.float32)
-
-
-def _concat(parts: list[Pairs]) -> Pairs:
-    if not parts:
-        return _pairs([], [], [])
-    return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
-
-
 # -- exact copies ---------------------------------------------------------------------------------------------------
 def exact_groups(paths: Sequence[str]) -> list[list[int]]:
     """Indices of files with identical bytes (full SHA-256), one list per group of two or more."""
@@ -140,66 +136,7 @@ def exact_pairs(paths: Sequence[str]) -> Pairs:
     for group in exact_groups(paths):
         i += [group[0]] * (len(group) - 1)
         j += group[1:]
-    return _pairs(i, j, np.ones(len(i)))
-
-
-# -- pair searches (exact, blocked) ------------------------------------------------------------------------------
-def _unit(features: np.ndarray) -> torch.Tensor:
-    x = torch.from_numpy(np.array(features, np.float32))
-    return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
-
-
-def _above(x: torch.Tensor, y: torch.Tensor, cut: float, block: int | None = None) -> Pairs:
-    """Pairs i < j with x[i]·y[j] ≥ cut (or x[j]·y[i]: y may be x mirrored), in (block × N) products against the
-    rows from the block on (the upper triangle only)."""
-    block = block or max(64, ((64 if y is x else 24) << 20) // max(1, len(x)))  # ≤ ~256 MB of products alive
-    parts = []
-    for start in range(0, len(x), block):
-        sims = x[start:start + block] @ y[start:].T  # (block, N - start): columns start + c
-        if y is not x:  # y a transform of x (mirrored): a pair matches either way round
-            sims = torch.maximum(sims, y[start:start + block] @ x[start:].T)
-        rows, cols = torch.nonzero(sims >= cut, as_tuple=True)
-        keep = rows < cols
-        rows, cols = rows[keep], cols[keep]
-        parts.append(_pairs((start + rows).numpy(), (start + cols).numpy(), sims[rows, cols].numpy()))
-    return _concat(parts)
-
-
-def cosine_pairs(features: np.ndarray, threshold: float = COSINE_THRESHOLD, block: int | None = None) -> Pairs:
-    """All pairs i < j with cosine similarity ≥ threshold, exact, in (block × N) products: the block is sized so
-    one product stays near 256 MB (100k images: 640 rows at a time)."""
-    x = _unit(features)
-    return _above(x, x, threshold, block)
-
-
-def nearest_similarity(x: torch.Tensor, y: torch.Tensor | None = None, block: int | None = None,
-                       sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
-    """Each row's highest similarity to another row (x[i]·x[j] or x[i]·y[j], j ≠ i), in (block × N) products of
-    ~128 MB; for at most `sample` rows (a fixed random subset beyond that: the median needs no more)."""
-    rows = np.arange(len(x))
-    if len(x) > sample:
-        rows = np.sort(np.random.default_rng(0).choice(len(x), sample, replace=False))
-    block = block or max(64, (32 << 20) // max(1, len(x)))
-    best = []
-    for start in range(0, len(rows), block):
-        index = torch.from_numpy(rows[start:start + block])
-        sims = x[index] @ x.T
-        if y is not None:
-            sims = torch.maximum(sims, x[index] @ y.T)
-        sims[torch.arange(len(index)), index] = -np.inf
-        best.append(sims.max(1).values)
-    return torch.cat(best).numpy() if best else np.zeros(0, np.float32)
-
-
-def hamming_pairs(bits: np.ndarray, mirror_bits: np.ndarray, max_distance: int) -> Pairs:
-    """Pairs i < j whose hashes (or one against the other's mirror) differ in ≤ max_distance bits."""
-    a = torch.from_numpy(np.asarray(bits)).float() * 2 - 1  # ±1: a·b = 64 - 2 · distance
-    m = torch.from_numpy(np.asarray(mirror_bits)).float() * 2 - 1
-    i, j, agree = _above(a, m, bits.shape[1] - 2 * max_distance - 1e-3) if len(a) else _pairs([], [], [])
-    direct = _above(a, a, bits.shape[1] - 2 * max_distance - 1e-3) if len(a) else _pairs([], [], [])
-    i, j = np.concatenate([i, direct[0]]), np.concatenate([j, direct[1]])
-    key = np.unique(i * len(bits) + j)
-    return _pairs(key // max(1, len(bits)), key % max(1, len(bits)), np.zeros(len(key)))
+    return pairs_of(i, j, np.ones(len(i)))
 
 
 def perceptual_pairs(paths: Sequence[str], max_distance: int = HASH_DISTANCE) -> Pairs:
@@ -208,7 +145,7 @@ def perceptual_pairs(paths: Sequence[str], max_distance: int = HASH_DISTANCE) ->
     fp = fingerprints(paths)
     i, j, _ = hamming_pairs(fp.bits, fp.mirror_bits, max_distance)
     distance, _ = _hash_distance(fp, i, j)
-    return _pairs(fp.index[i], fp.index[j], distance)
+    return pairs_of(fp.index[i], fp.index[j], distance)
 
 
 def _hash_distance(fp: Fingerprints, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -299,19 +236,20 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     duplicate = {k for g in exact for k in g[1:]}
     keep = np.asarray([k not in duplicate for k in fp.index.tolist()], bool)
     rows = fp.index[keep]  # one image per exact group, (n,) into paths
-    bits, mbits, thumbs, mthumbs = fp.bits[keep], fp.mirror_bits[keep], fp.thumbs[keep], fp.mirror_thumbs[keep]
+    bits, mbits, thumbs, mthumbs = (a if keep.all() else a[keep]  # no copy without exact copies (100k: 200 MB)
+                                    for a in (fp.bits, fp.mirror_bits, fp.thumbs, fp.mirror_thumbs))
     t, mt = torch.from_numpy(thumbs), torch.from_numpy(mthumbs)
     signs = [torch.from_numpy(b).float() * 2 - 1 for b in (bits, mbits)]  # ±1: a·b = 64 - 2 · distance
     hash_distance, hash_why = hash_cut(hash_distance, (bits.shape[1] - nearest_similarity(*signs)) / 2)
     pixels_cut, pixels_why = calibrate(nearest_similarity(t, mt), "thumbnail correlation", FIXED_PIXELS)
-    # candidates: any one signal (mirrored thumbnails only where the mirrored hash found the pair: a mirrored copy
-    # is re-found by its hash, and features are not mirror-invariant)
-    parts = [hamming_pairs(bits, mbits, hash_distance), _above(t, t, pixels_cut)]
+    # candidates: the pairs the hash or the features find. A near pair needs two of the three signals, so one of
+    # these two always finds it: no search of the thumbnails (of 256 floats, the dearest) is needed
+    parts = [hamming_pairs(bits, mbits, hash_distance)]
     f, cosine_cut, cosine_why, notes, packed = None, None, "", [], False
     if features is not None:
         f, cosine_cut, cosine_why, notes, packed = _feature_signal(rows, features, feature_index, threshold)
-        parts.append(_above(f, f, cosine_cut))
-    i, j, _ = _concat(parts)
+        parts.append(cosine_pairs(f, cosine_cut))
+    i, j, _ = concat_pairs(parts)
     key = np.unique(i * max(1, len(rows)) + j)
     i, j = key // max(1, len(rows)), key % max(1, len(rows))
     distance, mirrored = _hash_distance(Fingerprints(rows, bits, mbits, thumbs, mthumbs), i, j)
@@ -340,7 +278,7 @@ def _feature_signal(rows: np.ndarray, features: np.ndarray, feature_index: np.nd
     where = {int(k): r for r, k in enumerate(np.asarray(feature_index).tolist())}
     f = torch.zeros(len(rows), features.shape[1])
     have = [r for r, k in enumerate(rows.tolist()) if k in where]
-    f[have] = _unit(np.asarray(features)[[where[rows[r]] for r in have]])
+    f[have] = unit_rows(np.asarray(features)[[where[rows[r]] for r in have]])
     nearest = nearest_similarity(f[have]) if len(have) > 1 else np.zeros(0, np.float32)
     if threshold is None:
         cosine_cut, cosine_why = calibrate(nearest, "feature cosine", FIXED_COSINE)
