@@ -273,6 +273,7 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
     decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path, also), expand_paths(paths), 2 * batch_size,
                           workers)
     pending: list[tuple[str, Image.Image | None, torch.Tensor | None, str | None, object]] = []
+    readable = 0  # of pending (counted as they come: a sum per item was quadratic in the batch size)
 
     def batch() -> DecodedBatch:
         tensors = [t for _, _, t, _, _ in pending if t is not None]
@@ -286,8 +287,10 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
         if cancel is not None:
             cancel.raise_if_cancelled()
         pending.append(item)
-        if sum(t is not None for _, _, t, _, _ in pending) >= batch_size:
+        readable += item[2] is not None
+        if readable >= batch_size:
             yield batch()
+            readable = 0
     if pending:
         yield batch()
 

@@ -15,6 +15,7 @@ import json
 import math
 import os
 from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,21 +176,25 @@ def _audited(scan, labelled, loaded, embedded, threshold, hash_distance, given_a
     fp = cached_fingerprints(paths)  # cached by content: a second audit hashes nothing it has seen
     errors = dict(scan.failed)  # a labels file's rows that are no readable image included, wherever they point
     errors.update(dict(fp.errors))
-    issues: tuple[LabelIssue, ...] = ()
     notes: list[str] = []
-    features = feature_index = None
-    if embedded is not None:
-        errors.update(dict(embedded.errors))
-        index = {p: i for i, p in enumerate(paths)}
-        features = embedded.features_of()
-        feature_index = np.asarray([index[p] for p in embedded.paths], np.int64)
-        issues = _reviewed(scan, labelled, embedded, features, given_apart, notes)
-    else:
-        notes.append("Without a model only exact copies and model-free matches (perceptual hash and thumbnail "
-                     "agreeing) are found, and labels are not reviewed (give --model).")
-    yield Progress(0, len(paths), "Grouping duplicates")
-    groups, thresholds, found_notes = find_groups(paths, fp, features, feature_index, hash_distance, threshold, val)
-    notes += found_notes
+    features = feature_index = review = None
+    with ThreadPoolExecutor(1, thread_name_prefix="vitstudio-review") as pool:
+        if embedded is not None:
+            errors.update(dict(embedded.errors))
+            index = {p: i for i, p in enumerate(paths)}
+            features = embedded.features_of()
+            feature_index = np.asarray([index[p] for p in embedded.paths], np.int64)
+            # the label review (one thread: see label_review) beside the duplicate search (faiss's threads):
+            # at 100k images each takes ~25 s, and neither needs the other
+            review = pool.submit(_reviewed, scan, labelled, embedded, features, given_apart, notes)
+        else:
+            notes.append("Without a model only exact copies and model-free matches (perceptual hash and thumbnail "
+                         "agreeing) are found, and labels are not reviewed (give --model).")
+        yield Progress(0, len(paths), "Grouping duplicates")
+        groups, thresholds, found_notes = find_groups(paths, fp, features, feature_index, hash_distance, threshold,
+                                                      val)
+        issues: tuple[LabelIssue, ...] = review.result() if review is not None else ()
+    notes += found_notes  # after the review's own notes (its thread has ended): the same order every run
     model = getattr(loaded, "name", None) if loaded is not None else None
     return AuditReport(str(scan.root), len(paths), tuple(scan.classes), split, tuple(groups), issues,
                        tuple(sorted(errors.items())), tuple(notes), model, thresholds, scan.ignored)
