@@ -90,6 +90,14 @@ def test_nearest_similarity_skips_the_image_itself_and_its_own_mirror(monkeypatc
         full.fill_diagonal_(-np.inf)
         np.testing.assert_allclose(best, full.max(1).values.numpy(), atol=1e-5)
     assert P.nearest_similarity(x)[4] == pytest.approx(1.0, abs=1e-5)
+    # the hashes' calibration, in bits: the ±1 signs' nearest similarity, from popcounts where faiss is there
+    bits, mirror = rng.random((300, 64)) < 0.5, rng.random((300, 64)) < 0.5
+    bits[9] = bits[8] ^ (np.arange(64) < 2)
+    mirror[3] = bits[3]  # its own mirror: not its neighbour
+    signs = [torch.from_numpy(b).float() * 2 - 1 for b in (bits, mirror)]
+    want = (64 - torch.maximum(signs[0] @ signs[0].T, signs[0] @ signs[1].T).fill_diagonal_(-np.inf).max(1).values) / 2
+    np.testing.assert_array_equal(P.nearest_hamming(bits, mirror), want.numpy())
+    assert P.nearest_hamming(bits, mirror)[8] == 2
 
 
 def test_two_signals_find_every_group_without_a_thumbnail_search(tmp_path):

@@ -33,6 +33,7 @@ from vitstudio.core.folder.pair_search import (
     concat_pairs,
     cosine_pairs,
     hamming_pairs,
+    nearest_hamming,
     nearest_similarity,
     pairs_of,
     unit_rows,
@@ -239,8 +240,7 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     bits, mbits, thumbs, mthumbs = (a if keep.all() else a[keep]  # no copy without exact copies (100k: 200 MB)
                                     for a in (fp.bits, fp.mirror_bits, fp.thumbs, fp.mirror_thumbs))
     t, mt = torch.from_numpy(thumbs), torch.from_numpy(mthumbs)
-    signs = [torch.from_numpy(b).float() * 2 - 1 for b in (bits, mbits)]  # ±1: a·b = 64 - 2 · distance
-    hash_distance, hash_why = hash_cut(hash_distance, (bits.shape[1] - nearest_similarity(*signs)) / 2)
+    hash_distance, hash_why = hash_cut(hash_distance, nearest_hamming(bits, mbits))
     pixels_cut, pixels_why = calibrate(nearest_similarity(t, mt), "thumbnail correlation", FIXED_PIXELS)
     # candidates: the pairs the hash or the features find. A near pair needs two of the three signals, so one of
     # these two always finds it: no search of the thumbnails (of 256 floats, the dearest) is needed

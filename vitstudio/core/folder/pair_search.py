@@ -77,9 +77,7 @@ def nearest_similarity(x: torch.Tensor, y: torch.Tensor | None = None, block: in
                        sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
     """Each row's highest similarity to another row (x[i]·x[j] or x[i]·y[j], j ≠ i), in (block × N) products of
     ~128 MB; for at most `sample` rows (a fixed random subset beyond that: the median needs no more)."""
-    rows = np.arange(len(x))
-    if len(x) > sample:
-        rows = np.sort(np.random.default_rng(0).choice(len(x), sample, replace=False))
+    rows = _calibration_rows(len(x), sample)
     faiss = _faiss()
     if faiss is not None and len(x) > 1:
         return _faiss_nearest(faiss, x, y, rows)
@@ -93,6 +91,29 @@ def nearest_similarity(x: torch.Tensor, y: torch.Tensor | None = None, block: in
         sims[torch.arange(len(index)), index] = -np.inf
         best.append(sims.max(1).values)
     return torch.cat(best).numpy() if best else np.zeros(0, np.float32)
+
+
+def _calibration_rows(n: int, sample: int) -> np.ndarray:
+    """Every row, or a fixed random `sample` of them (the median needs no more)."""
+    return np.arange(n) if n <= sample else np.sort(np.random.default_rng(0).choice(n, sample, replace=False))
+
+
+def nearest_hamming(bits: np.ndarray, mirror_bits: np.ndarray, sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
+    """Each row's Hamming distance to the nearest other row's hash or its mirror's (`nearest_similarity` of the
+    ±1 signs, in bits), for the same rows: by faiss's binary index (popcounts) where it is installed."""
+    faiss = _faiss()
+    if faiss is None or len(bits) < 2 or bits.shape[1] % 8:
+        signs = [torch.from_numpy(np.asarray(b)).float() * 2 - 1 for b in (bits, mirror_bits)]  # a·b = bits - 2d
+        return (bits.shape[1] - nearest_similarity(*signs, sample=sample)) / 2
+    rows = _calibration_rows(len(bits), sample)
+    packed = np.packbits(bits, axis=1)
+    best = np.full(len(rows), np.inf)
+    for against in (packed, np.packbits(mirror_bits, axis=1)):
+        index = faiss.IndexBinaryFlat(bits.shape[1])
+        index.add(against)
+        distance, found = index.search(packed[rows], 2)
+        best = np.minimum(best, np.where(found[:, 0] == rows, distance[:, 1], distance[:, 0]))
+    return best.astype(np.float32)
 
 
 def _faiss_nearest(faiss, x: torch.Tensor, y: torch.Tensor | None, rows: np.ndarray) -> np.ndarray:
