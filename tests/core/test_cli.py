@@ -172,6 +172,26 @@ def test_entry_point_runs_as_module(tmp_path):
     assert out.returncode == 0 and "vit_tiny_patch16_224.augreg_in21k_ft_in1k" in out.stdout
 
 
+def test_a_command_lets_the_models_idle_threads_sleep_unless_the_user_says(monkeypatch):
+    """OMP_WAIT_POLICY=PASSIVE is set before torch loads (OpenMP reads it once); a user's own value is kept; in a
+    process that already holds torch nothing changes (no one would read it)."""
+    import os
+
+    from vitstudio.cli import app
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with monkeypatch.context() as fresh:
+        fresh.delitem(sys.modules, "torch")  # as in a new `vitstudio` process: nothing has imported torch yet
+        app._quiet_idle_threads()
+        assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+        fresh.setenv("OMP_WAIT_POLICY", "ACTIVE")
+        app._quiet_idle_threads()
+        assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    app._quiet_idle_threads()  # torch is loaded in this process
+    assert "OMP_WAIT_POLICY" not in os.environ
+
+
 @pytest.mark.parametrize("spec", ["custom:img=32,patch=8,width=32,depth=2,heads=2,classes=0", "custom:img=1000000",
                                   "custom:depth=100000"])
 def test_bad_model_inputs_exit_2_with_one_line(spec, capsys, tmp_path):

@@ -59,6 +59,7 @@ def _main(argv: list[str] | None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    _quiet_idle_threads()
     refused = _precheck_model(getattr(args, "model", None))
     if refused:
         print(f"error: {refused}", file=sys.stderr)
@@ -89,6 +90,17 @@ def _main(argv: list[str] | None) -> int:
 
 
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _quiet_idle_threads() -> None:
+    """Before torch loads (its OpenMP runtime reads this once): the model's threads sleep between operations instead
+    of spinning, so a folder pass's reader threads get the cores they wait on. Measured on 2 cores, the demo model
+    over 50k images (decode, fingerprints and forward overlapped): the pass 76 → 58 s; a single ViT-S image ~15 %
+    slower (a thread wakes per operation), which a command's seconds of start-up hide. The user's own setting wins."""
+    import os
+
+    if "torch" not in sys.modules:  # in a process that has it already (tests calling main) it would change nothing
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _full_disk(exc: OSError) -> str:
