@@ -26,7 +26,7 @@ L2 = 1e-4  # the quick preset's decay (`fit_linear_head`'s default)
 STEPS = 100  # L-BFGS iterations at most (it stops once the gradient or the loss no longer moves)
 GTOL = 1e-4  # the largest gradient entry at which the probes count as fitted (scikit-learn's default tol for lbfgs)
 FTOL = 64 * np.finfo(float).eps  # relative loss change at which they do (scikit-learn's)
-STACK_BYTES = 256 << 20  # features stacked at once; more blocks than fit are fitted in groups
+STACK_BYTES = 512 << 20  # what a group of sets holds at once (features, logits, autograd's); more are fitted in groups
 
 
 def fold_accuracies(features: Sequence[np.ndarray], labels: np.ndarray, folds: np.ndarray, classes: int,
@@ -38,13 +38,16 @@ def fold_accuracies(features: Sequence[np.ndarray], labels: np.ndarray, folds: n
     cancel = cancel or CancelToken()
     labels = np.asarray(labels, np.int64)
     n, width = len(labels), features[0].shape[1]
-    group = max(1, STACK_BYTES // max(1, n * width * 8))
+    # per set and image: the features read, centred and stacked (float32, three times) and the (folds × classes)
+    # logits with what autograd keeps for logsumexp and gather (~4 copies): the budget bounds them all
+    per_set = n * 4 * (3 * width + 4 * (int(folds.max()) + 1) * classes)
+    group = max(1, STACK_BYTES // max(1, per_set))
     out = []
     for start in range(0, len(features), group):
         stop = min(start + group, len(features))
         yield Progress(start, len(features), f"Probing blocks {start + 1}–{stop} of {len(features)} "
                        f"({int(folds.max()) + 1} folds each, fitted together)")
-        chunk = [np.asarray(features[i], np.float64) for i in range(start, stop)]  # read one group at a time
+        chunk = [np.asarray(features[i], np.float32) for i in range(start, stop)]  # read one group at a time
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # this thread only (OpenMP's count is per thread): see the module's note
         try:
@@ -103,9 +106,9 @@ def _standardising(chunk: list[np.ndarray], train: np.ndarray) -> tuple[torch.Te
     centred features) and standard deviation (1 where a feature is constant), as `head_fit._scaling`."""
     centred, means, stds = [], [], []
     for x in chunk:
-        x = x - x.mean(0)
-        mean = np.stack([x[train[:, f]].mean(0) for f in range(train.shape[1])])
-        std = np.stack([x[train[:, f]].std(0) for f in range(train.shape[1])])
+        x = x - x.mean(0, dtype=np.float64).astype(np.float32)  # float32 as the fit reads it; sums in float64
+        mean = np.stack([x[train[:, f]].mean(0, dtype=np.float64) for f in range(train.shape[1])])
+        std = np.stack([x[train[:, f]].std(0, dtype=np.float64) for f in range(train.shape[1])])
         centred.append(x)
         means.append(mean)
         stds.append(np.where(std > 1e-6, std, 1.0))
