@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from vitstudio.core.folder.embedcache import RowView
+from vitstudio.core.folder.pair_search import unit_rows  # a copy: memory-mapped blocks are read-only
 
 EXACT_LIMIT = 50_000
 
@@ -22,11 +23,6 @@ EXACT_LIMIT = 50_000
 class Neighbours:
     indices: np.ndarray  # (queries, k) positions in the folder, most similar first (the image itself excluded)
     similarities: np.ndarray  # (queries, k) cosine similarities
-
-
-def _unit(x: np.ndarray) -> torch.Tensor:
-    t = torch.from_numpy(np.array(x, np.float32))  # a copy: memory-mapped blocks are read-only
-    return t / t.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
 def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8192,
@@ -38,7 +34,7 @@ def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8
     k = min(k, n - 1)
     if k <= 0:
         return Neighbours(np.zeros((len(queries), 0), np.int64), np.zeros((len(queries), 0), np.float32))
-    q = _unit(features[np.asarray(queries)])
+    q = unit_rows(features[np.asarray(queries)])
     if n > EXACT_LIMIT:
         try:
             return _faiss_nearest(features, q, queries, k)
@@ -47,7 +43,7 @@ def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8
     best_sim = torch.full((len(queries), k), -2.0)
     best_idx = torch.zeros((len(queries), k), dtype=torch.long)
     for start in range(0, n, block):
-        sims = q @ _unit(features[start:start + block]).T  # (queries, block)
+        sims = q @ unit_rows(features[start:start + block]).T  # (queries, block)
         for row, qi in enumerate(queries):  # an image is not its own neighbour
             if start <= qi < start + sims.shape[1]:
                 sims[row, qi - start] = -2.0
@@ -63,7 +59,7 @@ def _faiss_nearest(features, q: torch.Tensor, queries: list[int], k: int) -> Nei
 
     index = faiss.IndexFlatIP(features.shape[1])
     for start in range(0, len(features), 8192):
-        index.add(_unit(features[start:start + 8192]).numpy())
+        index.add(unit_rows(features[start:start + 8192]).numpy())
     sims, idx = index.search(q.numpy(), k + 1)
     keep = [[j for j in range(k + 1) if idx[r, j] != queries[r]][:k] for r in range(len(queries))]
     return Neighbours(np.take_along_axis(idx, np.asarray(keep), 1), np.take_along_axis(sims, np.asarray(keep), 1))
