@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -264,3 +265,31 @@ def test_a_fifo_or_a_vanished_file_is_never_opened_by_a_lookup(tmp_path):
     fifo = tmp_path / "pipe.png"
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes
     assert store.lookup(fifo) is None and store.lookup(tmp_path / "missing.png") is None
+
+
+def _mapped_kb(path: Path) -> int:
+    """Resident kB of this process's mappings of `path` (Linux's /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if re.match(r"[0-9a-f]+-[0-9a-f]+ ", line):  # a mapping's header: its address range … its file
+            inside = line.endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+def test_reading_a_column_of_every_row_leaves_the_map_unresident(tmp_path, monkeypatch):
+    """`read_rows` equals the memory map's own indexing, and the pages it touched are no longer in the process's
+    resident set (plain indexing of a block of every row keeps the whole file resident while the map lives)."""
+    path = tmp_path / "features.f32"
+    data = np.random.default_rng(0).random((8192, 1024), dtype=np.float32)  # 32 MB, 4 blocks of 256
+    data.tofile(path)
+    array = np.memmap(path, np.float32, "r", shape=data.shape)
+    rows = np.random.default_rng(1).permutation(len(data))[:6000]
+    monkeypatch.setattr(keyedstore, "READ_BYTES", 1 << 20)
+    ours = keyedstore.read_rows(array, rows, slice(256, 512))
+    assert np.array_equal(ours, data[rows, 256:512]) and ours.flags.writeable
+    assert _mapped_kb(path) < 2048
+    plain = np.asarray(array[rows, 256:512])
+    assert np.array_equal(plain, ours) and _mapped_kb(path) > 16 * 1024  # what it avoids

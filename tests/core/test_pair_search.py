@@ -13,6 +13,7 @@ from PIL import Image
 from vitstudio.core.folder import duplicates as D
 from vitstudio.core.folder import pair_search as P
 from vitstudio.core.folder.fingerprints import Fingerprints
+from vitstudio.core.folder.keyedstore import RowView
 
 faiss = pytest.importorskip("faiss")  # a dependency; the exact fallbacks are tested by taking it away below
 
@@ -74,8 +75,11 @@ def test_cosine_pairs_without_faiss_are_the_exact_ones(monkeypatch):
 
 @pytest.mark.parametrize("with_faiss", [True, False])
 def test_nearest_similarity_skips_the_image_itself_and_its_own_mirror(monkeypatch, with_faiss):
+    """In parts of 256 searched rows (the 300 rows' self matches fall in either part), from tensors or from a
+    cache's row views: the best similarity to another row, as the whole product says."""
     if not with_faiss:
         monkeypatch.setattr(P, "_faiss", lambda: None)
+    monkeypatch.setattr(P, "SEARCHED_BYTES", 1)  # the smallest part: 256 rows
     rng = np.random.default_rng(2)
     x = P.unit_rows(rng.normal(size=(300, 16)))
     x[5] = x[4]  # a tie with the image itself: the best other is that twin
@@ -90,6 +94,9 @@ def test_nearest_similarity_skips_the_image_itself_and_its_own_mirror(monkeypatc
         full.fill_diagonal_(-np.inf)
         np.testing.assert_allclose(best, full.max(1).values.numpy(), atol=1e-5)
     assert P.nearest_similarity(x)[4] == pytest.approx(1.0, abs=1e-5)
+    viewed = P.nearest_similarity(RowView(np.concatenate([x, y], 1), None, slice(0, 16)),
+                                  RowView(np.concatenate([x, y], 1), None, slice(16, 32)))
+    np.testing.assert_array_equal(viewed, P.nearest_similarity(x, y))
     # the hashes' calibration, in bits: the ±1 signs' nearest similarity, from popcounts where faiss is there
     bits, mirror = rng.random((300, 64)) < 0.5, rng.random((300, 64)) < 0.5
     bits[9] = bits[8] ^ (np.arange(64) < 2)

@@ -27,6 +27,7 @@ import torch
 
 from vitstudio.core.data.images import ImageReadError, copy_candidate_digests, read_image
 from vitstudio.core.folder.fingerprints import Fingerprints, detail, fingerprints
+from vitstudio.core.folder.keyedstore import RowView
 from vitstudio.core.folder.pair_search import (
     CALIBRATION_SAMPLE,
     Pairs,
@@ -206,6 +207,18 @@ def _cliques(n: int, i: np.ndarray, j: np.ndarray, strength: np.ndarray) -> list
     return groups
 
 
+def _correlations(thumbs: RowView, mirrors: RowView, i: np.ndarray, j: np.ndarray, part: int = 16384
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(thumbnail i · thumbnail j, thumbnail i · mirrored thumbnail j) of each pair, a part of the pairs read at a
+    time (a loose cut's 370k pairs would be 1.5 GB of thumbnails at once)."""
+    direct, mirrored = np.zeros(len(i), np.float32), np.zeros(len(i), np.float32)
+    for lo in range(0, len(i), part):
+        a, b = thumbs[i[lo:lo + part]], j[lo:lo + part]
+        direct[lo:lo + part] = (a * thumbs[b]).sum(1)
+        mirrored[lo:lo + part] = (a * mirrors[b]).sum(1)
+    return direct, mirrored
+
+
 def _mirror_detail_agrees(paths: list[str], rows: np.ndarray, i: np.ndarray, j: np.ndarray, which: np.ndarray
                           ) -> np.ndarray:
     """For the pairs `which`: does the fine detail of one match the other's mirror (≥ MIRROR_DETAIL)?"""
@@ -237,11 +250,11 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     duplicate = {k for g in exact for k in g[1:]}
     keep = np.asarray([k not in duplicate for k in fp.index.tolist()], bool)
     rows = fp.index[keep]  # one image per exact group, (n,) into paths
-    bits, mbits, thumbs, mthumbs = (a if keep.all() else a[keep]  # no copy without exact copies (100k: 200 MB)
-                                    for a in (fp.bits, fp.mirror_bits, fp.thumbs, fp.mirror_thumbs))
-    t, mt = torch.from_numpy(thumbs), torch.from_numpy(mthumbs)
+    bits, mbits = (a if keep.all() else a[keep] for a in (fp.bits, fp.mirror_bits))
+    # the thumbnails (2 KB an image) as views, read where the calibration and the pairs ask
+    thumbs, mthumbs = ((a if isinstance(a, RowView) else RowView(a)).take(keep) for a in (fp.thumbs, fp.mirror_thumbs))
     hash_distance, hash_why = hash_cut(hash_distance, nearest_hamming(bits, mbits))
-    pixels_cut, pixels_why = calibrate(nearest_similarity(t, mt), "thumbnail correlation", FIXED_PIXELS)
+    pixels_cut, pixels_why = calibrate(nearest_similarity(thumbs, mthumbs), "thumbnail correlation", FIXED_PIXELS)
     # candidates: the pairs the hash or the features find. A near pair needs two of the three signals, so one of
     # these two always finds it: no search of the thumbnails (of 256 floats, the dearest) is needed
     parts = [hamming_pairs(bits, mbits, hash_distance)]
@@ -253,11 +266,12 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     key = np.unique(i * max(1, len(rows)) + j)
     i, j = key // max(1, len(rows)), key % max(1, len(rows))
     distance, mirrored = _hash_distance(Fingerprints(rows, bits, mbits, thumbs, mthumbs), i, j)
-    pixels = np.maximum((thumbs[i] * thumbs[j]).sum(1), (thumbs[i] * mthumbs[j]).sum(1))
+    direct, against_mirror = _correlations(thumbs, mthumbs, i, j)
+    pixels = np.maximum(direct, against_mirror)
     cosine = (f[i] * f[j]).sum(1).numpy() if f is not None else np.full(len(i), np.nan)
     votes = np.stack([distance <= hash_distance, pixels >= pixels_cut, cosine >= (cosine_cut or 2.0)])
     ok = votes.sum(0) >= 2
-    flipped = mirrored | ((thumbs[i] * mthumbs[j]).sum(1) > (thumbs[i] * thumbs[j]).sum(1))
+    flipped = mirrored | (against_mirror > direct)
     ok &= ~flipped | _mirror_detail_agrees(paths, rows, i, j, ok & flipped)
     strength = votes.sum(0) * 100.0 - distance + pixels
     evidence = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(i.tolist(), j.tolist())) if ok[k]}

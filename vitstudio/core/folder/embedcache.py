@@ -27,7 +27,7 @@ from torch import nn
 from vitstudio.core.analysis.embeddings import pooled_features
 from vitstudio.core.data.images import expand_path_names
 from vitstudio.core.files import cache_dir as app_cache_dir
-from vitstudio.core.folder.keyedstore import KeyedRows
+from vitstudio.core.folder.keyedstore import KeyedRows, RowView, read_rows
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress, Throttle
 from vitstudio.core.models.model import LoadedModel
@@ -85,25 +85,12 @@ class HeadLogits:
 
     def __getitem__(self, rows) -> np.ndarray:
         param = next(self.head.parameters(), None)  # where and in what the head computes (an Identity: as given)
-        x = torch.tensor(np.asarray(self.features[rows]), dtype=torch.float32)  # a copy: the memmap is read-only
+        x = torch.from_numpy(read_rows(self.features, rows) if isinstance(rows, np.ndarray) else
+                             np.array(self.features[rows]))  # a copy: the memmap is read-only
         if param is not None:
             x = x.to(param.device, param.dtype)
         with self.lock, torch.inference_mode():  # a few MB at a time (no rows: one empty chunk, (0, classes) out)
             return torch.cat([self.head(chunk).float().cpu() for chunk in x.split(8192)]).numpy()
-
-
-class RowView:
-    """features[rows] without copying them all: a memory-mapped cache read block by block (len, shape, slicing)."""
-
-    def __init__(self, features, rows: np.ndarray | None = None) -> None:
-        self.features, self.rows = features, rows
-        self.shape = (len(rows) if rows is not None else len(features), features.shape[1])
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, index) -> np.ndarray:
-        return np.asarray(self.features[index] if self.rows is None else self.features[self.rows[index]])
 
 
 @dataclass(frozen=True)
@@ -122,15 +109,15 @@ class FolderEmbeddings:
 
     def features_of(self, index: np.ndarray | slice | None = None) -> np.ndarray:
         """Features of the files `index` (all by default) as an in-memory (n, D) array."""
-        rows = self.rows if index is None else self.rows[index]
-        return np.asarray(self.features[rows])
+        return read_rows(self.features, self.rows if index is None else self.rows[index])
 
     def view(self) -> RowView:
         """The features of these files, in order, read from the memory map on demand."""
         return RowView(self.features, self.rows)
 
     def probabilities(self) -> np.ndarray:
-        logits = np.asarray(self.logits[self.rows], np.float64)
+        logits = (read_rows(self.logits, self.rows) if isinstance(self.logits, np.memmap) else
+                  self.logits[self.rows]).astype(np.float64)
         logits -= logits.max(1, keepdims=True)
         p = np.exp(logits)
         return (p / p.sum(1, keepdims=True)).astype(np.float32)

@@ -18,7 +18,7 @@ import numpy as np
 from vitstudio.core.data.images import ImageReadError, check_file
 from vitstudio.core.folder.embedcache import embeddings_root
 from vitstudio.core.folder.fingerprints import HASH_BITS, Fingerprints, fingerprint, fingerprints
-from vitstudio.core.folder.keyedstore import KeyedRows
+from vitstudio.core.folder.keyedstore import KeyedRows, RowView, read_rows
 
 FORMAT = "v1"
 CHUNK = 256  # images fingerprinted between two appends: an interrupted audit keeps what it computed
@@ -97,15 +97,15 @@ def cached_fingerprints(paths: Sequence[str], root: Path | None = None) -> Finge
                 if row is not None:
                     index.append(k)
                     rows.append(row)
-            arrays = store.arrays()
-            bits = np.unpackbits(np.asarray(arrays["bits.u8"][rows]), axis=1).astype(bool)
-            thumbs = np.asarray(arrays["thumbs.f32"][rows])
+            arrays = store.arrays()  # the maps keep the files they opened: a compaction elsewhere cannot move them
+            bits = np.unpackbits(read_rows(arrays["bits.u8"], rows), axis=1).astype(bool)
+            thumbs = arrays["thumbs.f32"]
     finally:
         store.close()
     listed = tuple((p, errors[p]) for p in paths if p in errors)
     if not rows:
         empty = fingerprints([])
         return Fingerprints(empty.index, empty.bits, empty.mirror_bits, empty.thumbs, empty.mirror_thumbs, listed)
-    half = thumbs.shape[1] // 2
-    return Fingerprints(np.asarray(index, np.int64), bits[:, :HASH_BITS], bits[:, HASH_BITS:], thumbs[:, :half],
-                        thumbs[:, half:], listed)
+    half = thumbs.shape[1] // 2  # the thumbnails stay on disk, read as the pairs and the calibration ask (2 KB each)
+    return Fingerprints(np.asarray(index, np.int64), bits[:, :HASH_BITS], bits[:, HASH_BITS:],
+                        RowView(thumbs, rows, slice(0, half)), RowView(thumbs, rows, slice(half, None)), listed)

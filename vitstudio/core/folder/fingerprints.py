@@ -25,7 +25,7 @@ class Fingerprints:
     index: np.ndarray  # (n,) int64: the row of each fingerprinted image in the paths given (unreadable skipped)
     bits: np.ndarray  # (n, 64) bool, imagehash.phash(image).hash flattened
     mirror_bits: np.ndarray  # (n, 64) bool, the same of the left-right mirrored image
-    thumbs: np.ndarray  # (n, 256) float32, zero mean, unit norm
+    thumbs: np.ndarray  # (n, 256) float32, zero mean, unit norm (from the cache: a `RowView` of its file)
     mirror_thumbs: np.ndarray  # (n, 256) float32
     errors: tuple[tuple[str, str], ...] = ()  # (path, reason) of the files that could not be read
 

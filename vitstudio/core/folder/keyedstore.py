@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import stat
 from pathlib import Path
@@ -59,6 +60,46 @@ def stat_keys(path: str | Path) -> tuple[str, str] | None:
     if not stat.S_ISREG(st.st_mode):
         return None
     return f"{st.st_size}:{st.st_mtime_ns}", f"{st.st_ino}:{st.st_ctime_ns}"
+
+
+READ_BYTES = 16 << 20  # what `read_rows` maps at once
+
+
+def read_rows(array: np.ndarray, rows: np.ndarray, columns: slice = slice(None)) -> np.ndarray:
+    """array[rows, columns] in memory, read from a column's read-only memory map (`KeyedRows.arrays`) a few MB at
+    a time, each step's pages let go once copied: reading some columns of every row touches every page of the file,
+    and mapped pages stay in the process's resident set while the map lives (100k images × 4 blocks: +117 MB)."""
+    rows = np.asarray(rows, np.int64)
+    width = len(range(*columns.indices(array.shape[1])))
+    out = np.empty((len(rows), width), array.dtype)
+    step = max(1, READ_BYTES // max(1, array.shape[1] * array.itemsize))
+    pages = array.base if isinstance(array, np.memmap) and isinstance(array.base, mmap.mmap) else None
+    for lo in range(0, len(rows), step):
+        out[lo:lo + step] = array[rows[lo:lo + step], columns]
+        if pages is not None and hasattr(mmap, "MADV_DONTNEED"):  # a read-only shared map: pages refault from file
+            pages.madvise(mmap.MADV_DONTNEED)
+    return out
+
+
+class RowView:
+    """array[rows, columns] without copying them all: a memory-mapped cache read a few MB at a time, as asked
+    (len, shape, slicing, index arrays; `take` narrows the rows without reading)."""
+
+    def __init__(self, array: np.ndarray, rows: np.ndarray | None = None, columns: slice = slice(None)) -> None:
+        self.array, self.columns = array, columns
+        self.rows = np.arange(len(array)) if rows is None else np.asarray(rows, np.int64)
+        self.shape = (len(self.rows), len(range(*columns.indices(array.shape[1]))))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index) -> np.ndarray:
+        if isinstance(index, (int, np.integer)):
+            return np.asarray(self.array[self.rows[index], self.columns])
+        return read_rows(self.array, self.rows[index], self.columns)  # a whole pass leaves the file unmapped
+
+    def take(self, index) -> RowView:
+        return RowView(self.array, self.rows[index], self.columns)
 
 
 class KeyedRows:

@@ -25,7 +25,7 @@ from vitstudio.core.data.images import expand_paths
 from vitstudio.core.fields import LAYER_FEATURES
 from vitstudio.core.files import cache_dir
 from vitstudio.core.folder.embedcache import fill, model_fingerprint
-from vitstudio.core.folder.keyedstore import KeyedRows
+from vitstudio.core.folder.keyedstore import KeyedRows, read_rows
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.model import LoadedModel
@@ -54,11 +54,11 @@ class FolderLayers:
     def block(self, layer: int, index: np.ndarray | None = None) -> np.ndarray:
         """(n, D) float32 features of block `layer` for the files `index` (all by default), read from the map."""
         rows = self.rows if index is None else self.rows[index]
-        return np.asarray(self.features[rows, layer * self.width:(layer + 1) * self.width])
+        return read_rows(self.features, rows, slice(layer * self.width, (layer + 1) * self.width))
 
     def lens_top1(self) -> np.ndarray | None:
         """(N, blocks) int64: the lens's class after each block, or None for models the lens does not read."""
-        return None if self.lens is None else np.asarray(self.lens[self.rows]).astype(np.int64)
+        return None if self.lens is None else read_rows(self.lens, self.rows).astype(np.int64)
 
 
 def reads_lens(loaded: LoadedModel) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from vitstudio.core.folder.embedcache import RowView
+from vitstudio.core.folder.keyedstore import RowView
 from vitstudio.core.folder.pair_search import unit_rows  # a copy: memory-mapped blocks are read-only
 
 EXACT_LIMIT = 50_000

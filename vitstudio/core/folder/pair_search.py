@@ -23,6 +23,7 @@ EXACT_LIMIT = 20_000  # images; above, cosine pairs come from the IVF index (whe
 NPROBE = 8  # IVF cells searched per image, of about √N
 QUERY_CHUNK = 8192  # queries per range search: the result arrays of one call stay small
 CALIBRATION_SAMPLE = 4000  # images whose nearest neighbour is searched to calibrate (all, in smaller folders)
+SEARCHED_BYTES = 32 << 20  # the searched rows read (and their similarities to the queries computed) at a time
 
 Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (i, j, value): i < j
 
@@ -73,24 +74,33 @@ def pairs_above(x: torch.Tensor, y: torch.Tensor, cut: float, block: int | None 
     return concat_pairs(parts)
 
 
-def nearest_similarity(x: torch.Tensor, y: torch.Tensor | None = None, block: int | None = None,
-                       sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
-    """Each row's highest similarity to another row (x[i]·x[j] or x[i]·y[j], j ≠ i), in (block × N) products of
-    ~128 MB; for at most `sample` rows (a fixed random subset beyond that: the median needs no more)."""
+def nearest_similarity(x, y=None, sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
+    """Each row's highest similarity to another row (x[i]·x[j] or x[i]·y[j], j ≠ i), for at most `sample` rows (a
+    fixed random subset beyond that: the median needs no more). `x`, `y`: (N, D) tensors, arrays or a cache's
+    `RowView`s: the rows searched are read SEARCHED_BYTES at a time, never held whole (100k thumbnails and their
+    mirrors are 200 MB); each part's top two by faiss (BLAS in blocks) where installed, by a product otherwise."""
     rows = _calibration_rows(len(x), sample)
     faiss = _faiss()
-    if faiss is not None and len(x) > 1:
-        return _faiss_nearest(faiss, x, y, rows)
-    block = block or max(64, (32 << 20) // max(1, len(x)))
-    best = []
-    for start in range(0, len(rows), block):
-        index = torch.from_numpy(rows[start:start + block])
-        sims = x[index] @ x.T
-        if y is not None:
-            sims = torch.maximum(sims, x[index] @ y.T)
-        sims[torch.arange(len(index)), index] = -np.inf
-        best.append(sims.max(1).values)
-    return torch.cat(best).numpy() if best else np.zeros(0, np.float32)
+    queries = _dense(x, rows)
+    best = np.full(len(rows), -np.inf, np.float32)
+    step = max(256, SEARCHED_BYTES // (4 * max(1, len(rows), x.shape[1])))
+    for against in (x,) if y is None else (x, y):
+        for start in range(0, len(x), step):
+            part = _dense(against, slice(start, start + step))
+            if faiss is not None and len(part) > 1:
+                sims, found = faiss.knn(queries, part, 2, faiss.METRIC_INNER_PRODUCT)
+            else:
+                top = torch.from_numpy(queries @ part.T).topk(min(2, len(part)), 1)
+                sims, found = top.values.numpy(), top.indices.numpy()
+            second = sims[:, 1] if sims.shape[1] > 1 else np.full(len(rows), -np.inf, np.float32)
+            own = found[:, 0] + start == rows  # the row itself (against y: its own mirror) is not its neighbour
+            best = np.maximum(best, np.where(own, second, sims[:, 0]))
+    return best
+
+
+def _dense(x, index) -> np.ndarray:
+    part = x[index]
+    return np.ascontiguousarray(part.numpy() if isinstance(part, torch.Tensor) else part, np.float32)
 
 
 def _calibration_rows(n: int, sample: int) -> np.ndarray:
@@ -114,17 +124,6 @@ def nearest_hamming(bits: np.ndarray, mirror_bits: np.ndarray, sample: int = CAL
         distance, found = index.search(packed[rows], 2)
         best = np.minimum(best, np.where(found[:, 0] == rows, distance[:, 1], distance[:, 0]))
     return best.astype(np.float32)
-
-
-def _faiss_nearest(faiss, x: torch.Tensor, y: torch.Tensor | None, rows: np.ndarray) -> np.ndarray:
-    """`nearest_similarity` by faiss's brute-force top-2 by inner product (BLAS in blocks, no (rows × N) matrix kept,
-    no copy of the rows): the best that is not the row itself (nor, against y, the row's own mirror)."""
-    queries = np.ascontiguousarray(x[torch.from_numpy(rows)].numpy())
-    best = np.full(len(rows), -np.inf, np.float32)
-    for against in (x,) if y is None else (x, y):
-        sims, found = faiss.knn(queries, np.ascontiguousarray(against.numpy()), 2, faiss.METRIC_INNER_PRODUCT)
-        best = np.maximum(best, np.where(found[:, 0] == rows, sims[:, 1], sims[:, 0]))
-    return best
 
 
 # -- perceptual hashes --------------------------------------------------------------------------------------------
