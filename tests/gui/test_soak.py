@@ -1,6 +1,8 @@
-"""A minute of the real window driven through the user's path (tests/benchmarks/soak.py): it stays alive, None's
-reference count does not fall (issue 18: PySide6 6.12.0 on Python 3.11 aborted after ~3 minutes of live training),
-threads and file descriptors stay bounded. The full 10-minute soak is `python tests/benchmarks/soak.py`."""
+"""A quarter of a minute of the real window driven through the user's path (tests/benchmarks/soak.py): the first
+cycle trains and walks on into the explorers, the window stays alive, None's reference count does not fall (issue 18:
+PySide6 6.12.0 on Python 3.11 aborted after ~3 minutes of live training), threads and file descriptors stay bounded.
+The model switches, the Folder tab and the cycles after the first are the benchmark's, not the suite's: the full
+10-minute soak is `python tests/benchmarks/soak.py`."""
 
 from __future__ import annotations
 
@@ -23,11 +25,14 @@ def _soak_module():
     return sys.modules["soak"]
 
 
-def test_half_a_minute_of_the_real_window(tmp_path):
-    """In a subprocess: a fatal error in the binding (none_dealloc) must fail this test, not kill pytest."""
+def test_a_quarter_minute_of_the_real_window_training_and_exploring(tmp_path):
+    """In a subprocess: a fatal error in the binding (none_dealloc) must fail this test, not kill pytest. 15 s, not
+    the 30 s it was: the first cycle's two epochs end within ~5 s and the explorers follow, and the 30-s run only
+    reached the model switches and the Folder tab's scan in its last 3 s; sampling every 1.25 s keeps the ≥ 10
+    samples (and the 20 % warm-up: training) that the slopes and peaks are read from."""
     out = tmp_path / "soak.json"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
-    res = subprocess.run([sys.executable, str(SOAK), "--minutes", "0.5", "--interval", "2.5", "--images", "100",
+    res = subprocess.run([sys.executable, str(SOAK), "--minutes", "0.25", "--interval", "1.25", "--images", "100",
                           "--epochs", "2", "--json", str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=240)
     noise = "This plugin does not support propagateSizeHints()"  # the offscreen platform, once per window
