@@ -109,12 +109,12 @@ def forked_cli():
 # their order after these; the order of tests inside a file never changes.
 LONGEST_FIRST = (  # the files' summed test times in a fresh clone's `make test`, longest first (2026-12-06)
     "tests/core/test_seam_matrix.py",  # 81 s
-    "tests/gui/test_soak.py",  # 40 s: half a minute of the real window
-    "tests/gui/test_app_starts.py",  # 38 s: main.py starts
     "tests/gui/test_view_seams.py",  # 34 s
     "tests/core/test_run_survival.py",  # 29 s
+    "tests/gui/test_soak.py",  # ~26 s: a quarter of a minute of the real window (40 s for half a minute)
     "tests/gui/test_training_panel.py",  # 25 s
     "tests/core/test_fast_data.py",  # 22 s: torchrun trainings
+    "tests/gui/test_app_starts.py",  # ~15 s: one main.py start (38 s for three)
     "tests/core/test_full_disk.py",
     "tests/core/test_finetune_sources.py",
     "tests/core/test_hostile_inputs.py",

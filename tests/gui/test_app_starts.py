@@ -1,6 +1,9 @@
-"""`main.py` as people start it, each start a process of its own (~10 s here): the first start (the demo and its
-samples, the window before torch, a crash left by the last session), a remembered model that is gone, and a
-screenshot with a model given on the command line. The first start is one process that three tests read."""
+"""`main.py` as people start it: the first start is one process of its own (~10 s here) that three tests read (the
+demo and its samples, the window before torch, a crash left by the last session). A remembered model that is gone
+and a model given on the command line are the same start's window built in this process, from main()'s own steps
+(gui/app.py: the frame with the command line's images, the panels, then the model and the screenshot asked for):
+what they check is which model and images the window opens on, not the process around it, and a process more
+would add only importing torch and Qt again."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 from PIL import Image
 
 from tests.conftest import TINY_SPEC
+from vitstudio.core.models.demo import bundled_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,27 +82,53 @@ def test_a_crash_is_logged_and_the_next_start_says_so(first_start):
     assert CrashLog(data_dir)._read_previous() is None  # the next start (what it reads first) says nothing
 
 
-def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_image_given(tmp_path, photos):
-    """`main.py IMAGE --screenshot PNG` with a remembered model that no longer exists: the demo, the image."""
-    data_dir = tmp_path / "data"
-    _conf(data_dir).parent.mkdir(parents=True)
+def _start_in_process(argv: list[str], qtbot):
+    """The window main.py ARGV opens, built here as main() builds it once the libraries are in (this process has
+    them): `_open_frame`, `attach_panels`, `_after_panels`; returns it after its `--screenshot` was saved (the
+    window closed, its settings written)."""
+    from vitstudio.gui import workers
+    from vitstudio.gui.app import _after_panels, _open_frame, parse_args
+
+    args = parse_args(argv)
+    window = _open_frame(args)
+    qtbot.addWidget(window)
+    window.show()
+    window.attach_panels()
+    _after_panels(window, args)
+    try:
+        qtbot.waitUntil(lambda: Path(args.screenshot).is_file() and not window.isVisible(), timeout=120_000)
+    finally:
+        workers.shutdown(5000)
+    window.settings.sync()
+    return window
+
+
+def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_image_given(qtbot, tmp_path, photos,
+                                                                                          recwarn, capfd):
+    """main.py IMAGE --screenshot PNG with a remembered model that no longer exists: the demo, the image."""
+    data_dir = Path(os.environ["VITSTUDIO_DATA_DIR"])  # this test's own (tests/conftest.py)
+    _conf(data_dir).parent.mkdir(parents=True, exist_ok=True)
     _conf(data_dir).write_text("[General]\nmodel=/nonexistent/model\n")
-    res = _main_py([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")], tmp_path,
-                   VITSTUDIO_DATA_DIR=str(data_dir))
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "Loaded Digits demo (bundled)" in res.stderr
-    assert "Failed to disconnect" not in res.stderr  # the fallback's watch ends once (libpyside said so: walk)
+    window = _start_in_process([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")], qtbot)
+    log = window.log_view.toPlainText()
+    assert "Loaded Digits demo (bundled)" in log and window.state.model.name == str(bundled_demo()), log
+    assert [Path(e.path).name for e in window.state.images] == [photos["chelsea"].name]
+    # the fallback's watch ends once (libpyside said so, as a RuntimeWarning and on stderr: walk)
+    assert not [w for w in recwarn if "Failed to disconnect" in str(w.message)]
+    assert "Failed to disconnect" not in capfd.readouterr().err
     assert "chelsea" in _conf(data_dir).read_text()
     shot = Image.open(tmp_path / "s.png")
     assert shot.width >= 800 and shot.height >= 500
 
 
-def test_screenshot_with_a_model_from_the_command_line(tmp_path, photos, tiny_weights):
-    """`main.py IMAGES --model ... --weights ... --screenshot PNG` renders once everything finished, then exits."""
-    res = _main_py([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png"), "--model", TINY_SPEC,
-                    "--weights", str(tiny_weights[0])], tmp_path)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "Loaded Digits demo" not in res.stderr
+def test_screenshot_with_a_model_from_the_command_line(qtbot, tmp_path, photos, tiny_weights):
+    """main.py IMAGES --model ... --weights ... --screenshot PNG renders once everything finished (that main.py
+    then exits: the first start's process)."""
+    window = _start_in_process([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png"), "--model",
+                                TINY_SPEC, "--weights", str(tiny_weights[0])], qtbot)
+    log = window.log_view.toPlainText()
+    assert "Loaded Digits demo" not in log and window.state.model.name == TINY_SPEC, log
+    assert window.state.model.weights_source == str(tiny_weights[0])
     shot = Image.open(tmp_path / "s.png")
     assert shot.width >= 800 and shot.height >= 500
 
