@@ -11,11 +11,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-FIND = r"""
-import json, vitstudio
+INSTALLED = r"""
+import contextlib, io, json, runpy, sys
+import vitstudio
 from vitstudio.core.models.demo import bundled_demo, sample_images
+
+
+def command(*args):  # `python -m vitstudio ARGS` as -m runs it: the installed package's __main__, its stdout
+    out, sys.argv = io.StringIO(), ["vitstudio", *args]
+    with contextlib.redirect_stdout(out):
+        try:
+            runpy.run_module("vitstudio", run_name="__main__", alter_sys=True)
+        except SystemExit as exc:
+            assert exc.code == 0, (args, exc.code)
+    return out.getvalue()
+
+
 samples = [str(p) for p in sample_images()]
-print(json.dumps({"package": vitstudio.__file__, "demo": str(bundled_demo()), "samples": samples}))
+found = {"package": vitstudio.__file__, "demo": str(bundled_demo()), "samples": samples,
+         "listed": command("models", "--local", "--filter", "digits", "--json"),
+         "predicted": command("predict", samples[0], "--model", "digits-vit", "--top", "1")}
+print(json.dumps(found))
 """
 
 
@@ -49,15 +65,14 @@ def test_a_wheel_installs_the_commands_the_demo_and_the_samples(tmp_path):
     elsewhere = tmp_path / "elsewhere"  # no checkout around: the installed package alone
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1"}
-    found = json.loads(_run([sys.executable, "-c", FIND], cwd=elsewhere, env=env).stdout.strip().splitlines()[-1])
+    # one process for the installed package (importing torch again per command adds nothing): where it finds
+    # itself, the demo and the samples, then `models` and `predict` run through its own `python -m vitstudio`
+    found = json.loads(_run([sys.executable, "-c", INSTALLED], cwd=elsewhere, env=env).stdout.strip().splitlines()[-1])
     assert Path(found["package"]).is_relative_to(site), found
     assert Path(found["demo"]).is_relative_to(prefix / "share" / "vitstudio"), found
     assert len(found["samples"]) == 6 and all(Path(p).is_relative_to(prefix) for p in found["samples"]), found
-    listed = _run([sys.executable, "-m", "vitstudio", "models", "--local", "--filter", "digits", "--json"],
-                  cwd=elsewhere, env=env)
-    assert [json.loads(line)["name"] for line in listed.stdout.splitlines()] == [found["demo"]]
-    res = _run([sys.executable, "-m", "vitstudio", "predict", found["samples"][0], "--model", "digits-vit",
-                "--top", "1"], cwd=elsewhere, env=env)
+    assert [json.loads(line)["name"] for line in found["listed"].splitlines()] == [found["demo"]]
     digit = Path(found["samples"][0]).name.split("-")[1]  # digit-0-0010.png is a 0
-    top = next(line.split() for line in res.stdout.splitlines() if line.strip().endswith("]"))  # "92.45%  0  [0]"
-    assert top[1] == digit, res.stdout
+    predicted = found["predicted"].splitlines()
+    top = next(line.split() for line in predicted if line.strip().endswith("]"))  # "92.45%  0  [0]"
+    assert top[1] == digit, found["predicted"]
