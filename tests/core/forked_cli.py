@@ -10,7 +10,8 @@ status (a negative signal number when it was killed) comes back as from `subproc
 `run_ranks(ARGS, world)` forks `world` children at once with the environment torchrun gives its processes (RANK,
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/PORT): what `torchrun --standalone --nproc-per-node N -m
 vitstudio ARGS` runs, without the launcher and N fresh interpreters (~15 s of imports per launch on 2 cores). The
-launcher itself is exercised by the finetune tests in test_fast_data.py.
+launcher itself is exercised by the finetune tests in test_fast_data.py. `run_together([ARGS, …])` forks one child
+per command at once with no such environment: independent commands racing on the same files.
 """
 
 from __future__ import annotations
@@ -64,16 +65,24 @@ class ForkedCli:
     def run_ranks(self, args: list[str], world: int, env: dict[str, str] | None = None) -> list[Result]:
         """`vitstudio ARGS` in `world` processes joined as torchrun joins them; each rank's Result, rank 0 first."""
         base = dict(os.environ if env is None else env)
-        requests = [dict(args=[str(a) for a in args], cwd=str(ROOT), stdout=str(self._scratch / f"out{rank}"),
-                         stderr=str(self._scratch / f"err{rank}"),
-                         env={**base, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-                              "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1"})
-                    for rank in range(world)]
+        return self._at_once([args] * world, [
+            {**base, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+             "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1"} for rank in range(world)])
+
+    def run_together(self, runs: list[list[str]], env: dict[str, str] | None = None) -> list[Result]:
+        """Each `vitstudio ARGS` of `runs` in a process of its own, all forked at once and knowing nothing of each
+        other (two terminals started together); each one's Result, in order."""
+        return self._at_once(runs, [dict(os.environ if env is None else env)] * len(runs))
+
+    def _at_once(self, runs: list[list[str]], envs: list[dict[str, str]]) -> list[Result]:
+        requests = [dict(args=[str(a) for a in args], cwd=str(ROOT), stdout=str(self._scratch / f"out{i}"),
+                         stderr=str(self._scratch / f"err{i}"), env=env)
+                    for i, (args, env) in enumerate(zip(runs, envs, strict=True))]
         self._server.stdin.write(json.dumps(dict(ranks=requests)) + "\n")
         self._server.stdin.flush()
         codes = json.loads(self._server.stdout.readline())["returncodes"]
         read = lambda name: (self._scratch / name).read_text(errors="replace")  # noqa: E731
-        return [Result(code, read(f"out{rank}"), read(f"err{rank}")) for rank, code in enumerate(codes)]
+        return [Result(code, read(f"out{i}"), read(f"err{i}")) for i, code in enumerate(codes)]
 
     def close(self) -> None:
         import shutil
@@ -151,7 +160,8 @@ def _serve_ranks(requests: list[dict]) -> None:
         port = str(probe.getsockname()[1])
     pids = []
     for request in requests:
-        request["env"]["MASTER_PORT"] = port
+        if "RANK" in request["env"]:  # torchrun's ranks; runs started together know nothing of each other
+            request["env"]["MASTER_PORT"] = port
         pid = os.fork()
         if pid == 0:
             _child(request)

@@ -143,24 +143,13 @@ def test_two_writer_processes_interleaving_leave_every_row_right(tmp_path):
     assert store.path_of("v.f32").stat().st_size == store.rows * 2 * 4
 
 
-EMBED = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, sys.argv[1])
-    from tests.core.generators import drain
-    from vitstudio.core.folder.embedcache import embed_folder
-    from vitstudio.core.models.loading import load_model
-    drain(embed_folder(load_model(sys.argv[2]), [sys.argv[3]], batch_size=2))
-""")
-
-
-def test_two_concurrent_embed_runs_leave_the_cache_one_run_would(demo, tmp_path, monkeypatch):
+def test_two_concurrent_embed_runs_leave_the_cache_one_run_would(demo, tmp_path, monkeypatch, forked_cli):
+    """Two `vitstudio embed` processes started together on one cache (forked from a warm interpreter: two fresh ones
+    spent ~10 s importing torch, the race is the same), batches of 2 so that their appends interleave."""
     data = make_dataset(tmp_path / "data", per_class=12)
-    script = tmp_path / "embed.py"
-    script.write_text(EMBED)
     env = dict(os.environ, VITSTUDIO_CACHE_DIR=str(tmp_path / "shared"))
-    procs = [subprocess.Popen([sys.executable, str(script), str(ROOT), str(bundled_demo()), str(data)], env=env)
-             for _ in range(2)]
-    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    runs = forked_cli.run_together([["embed", data, "--model", bundled_demo(), "--batch-size", 2, "--quiet"]] * 2, env)
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr[-2000:] for r in runs]
     single = run(embed_folder(demo, [str(data)], root=tmp_path / "single"))
     monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path / "shared"))
     shared = run(embed_folder(demo, [str(data)]))
