@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import timm
 import torch
 from timm.models import save_for_hf
@@ -218,3 +219,15 @@ class Sources:
             run = self.root / "runs" / row
             self._runs[row] = (*self._finetune(self[row], run), run)
         return self._runs[row]
+
+
+@pytest.fixture(scope="module")
+def one_parser():
+    """`vitstudio.cli.main` builds the whole command line's parser on every call (~7 ms, once per process for a
+    user); the matrix's ~560 in-process calls share one (each parse_args makes a Namespace of its own)."""
+    from vitstudio.cli import app
+
+    parser = app.build_parser()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(app, "build_parser", lambda: parser)
+        yield parser

@@ -34,7 +34,7 @@ import torch
 
 from tests.core.generators import drain
 from tests.core.seam_dense import dense_cell
-from tests.core.seam_rows import BASE_ROWS, Sources
+from tests.core.seam_rows import BASE_ROWS, Sources, one_parser  # noqa: F401 - a fixture
 from tests.core.seam_scores import SCORES_ROWS, scores_cell
 from tests.core.seam_teach import teach_cell
 from tests.core.seam_view_export import VIEW_EXPORT_ROWS, view_export_cell
@@ -58,6 +58,7 @@ TEACH_ROWS = ("vit", "seed-prelogits", "deit-distilled", "swin")
 # once fixed and its mark can go.
 KNOWN: dict[tuple[str, str], str] = {}  # (row, operation) -> reason, for a cell marked xfail(strict=True)
 REFUSALS: list[str] = []  # the named refusals met, for the summary line
+pytestmark = pytest.mark.usefixtures("one_parser")
 
 
 def cli(args: list[str]) -> tuple[object, str, str]:
