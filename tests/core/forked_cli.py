@@ -40,12 +40,16 @@ class ForkedCli:
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self._server.stdout.readline().strip() == "ready"
         self._scratch = Path(tempfile.mkdtemp(prefix="vitstudio-forked-"))
+        self._stdout: Path | None = None
 
-    def start(self, args: list[str], env: dict[str, str] | None = None, address_space: int | None = None) -> int:
+    def start(self, args: list[str], env: dict[str, str] | None = None, address_space: int | None = None,
+              stdout: Path | None = None) -> int:
         """Fork a child running `vitstudio ARGS` (with `env`, default this process's; its address space capped at
-        `address_space` bytes, RLIMIT_AS, where given); returns its pid."""
+        `address_space` bytes, RLIMIT_AS, where given; its stdout into `stdout` where given, e.g. a FIFO the caller
+        reads as `| head` would, and then `wait()` gives '' for it); returns its pid."""
+        self._stdout = stdout
         request = dict(args=[str(a) for a in args], env=dict(os.environ if env is None else env), cwd=str(ROOT),
-                       stdout=str(self._scratch / "out"), stderr=str(self._scratch / "err"),
+                       stdout=str(stdout or self._scratch / "out"), stderr=str(self._scratch / "err"),
                        address_space=address_space)
         self._server.stdin.write(json.dumps(request) + "\n")
         self._server.stdin.flush()
@@ -55,7 +59,7 @@ class ForkedCli:
         """The started child's exit status (negative: the signal that killed it) and what it printed."""
         code = json.loads(self._server.stdout.readline())["returncode"]
         read = lambda name: (self._scratch / name).read_text(errors="replace")  # noqa: E731
-        return Result(code, read("out"), read("err"))
+        return Result(code, "" if self._stdout else read("out"), read("err"))
 
     def run(self, args: list[str], env: dict[str, str] | None = None, address_space: int | None = None) -> Result:
         """Like `subprocess.run([python, -m, vitstudio, *args], env=env, capture_output=True, text=True)`."""
@@ -121,9 +125,19 @@ def _child(request: dict) -> None:
         traceback.print_exc()
         code = 1
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        code = _flushed(code)
         os._exit(code if isinstance(code, int) else 1)
+
+
+def _flushed(code):
+    """Flush as Python does at exit: a stdout it cannot flush (its reader left) is reported and exits 120."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        print(f"Exception ignored in: {sys.stdout!r}\n{type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 120
+    sys.stderr.flush()
+    return code
 
 
 def _serve() -> None:

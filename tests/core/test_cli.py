@@ -167,8 +167,8 @@ def test_models_family_choices_are_the_catalogs(capsys):
 
 def test_entry_point_runs_as_module(monkeypatch, capsys):
     """`python -m vitstudio` runs vitstudio/__main__.py as `-m` does (runpy, `__main__`, sys.argv), in this process:
-    a fresh interpreter would add only the ~4 s of importing torch again; test_explain_cli's broken-pipe check starts
-    `python -m vitstudio` as a process of its own."""
+    a fresh interpreter would add only the ~4 s of importing torch again; test_sorting_faults.py starts
+    `python -m vitstudio` as processes of their own."""
     import runpy
 
     monkeypatch.setattr(sys, "argv", ["vitstudio", "models", "--filter", "vit_tiny_patch16_224.aug*"])
