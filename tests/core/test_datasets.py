@@ -69,3 +69,43 @@ def test_too_small_class_cannot_be_split(tmp_path):
     assert scan.too_small == ("red",)
     with pytest.raises(DatasetError, match="fewer than 2 images"):
         split_dataset(scan)
+
+
+def test_a_second_scan_reads_no_header_it_has_seen_and_a_rewrite_is_read_again(tmp_path, monkeypatch):
+    """Headers are remembered per file under the cache folder (nothing written to the dataset): a second scan opens
+    no image; a file rewritten with its size and mtime restored (its ctime moved) is read again and skipped as what
+    it now is; a file that failed is checked every time; a lowered pixel limit holds for remembered sizes too."""
+    import os
+
+    from PIL import Image
+
+    from vitstudio.core.data import headers
+    from vitstudio.core.data.images import image_size
+
+    root = make_dataset(tmp_path / "d", per_class=4)
+    broken, big = root / "red" / "broken.png", root / "red" / "big.png"
+    broken.write_bytes(b"not an image")
+    Image.new("RGB", (40, 40)).save(big)
+    listing = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
+    read = []
+    monkeypatch.setattr(headers, "image_size", lambda p: read.append(str(p)) or image_size(p))
+    first = scan_dataset(root)
+    assert len(read) == 14 and first.counts == {"blue": 4, "green": 4, "red": 5}
+    read.clear()
+    second = scan_dataset(root)
+    assert read == [str(broken)]  # only the file that failed, again
+    assert (second.train, second.skipped, second.size_range) == (first.train, first.skipped, first.size_range)
+    assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*")) == listing  # the dataset untouched
+    victim = root / "blue" / "001.png"
+    st = victim.stat()
+    victim.write_bytes(b"x" * st.st_size)  # the same size, then the same mtime: only its ctime tells
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    read.clear()
+    third = scan_dataset(root)
+    assert sorted(read) == sorted([str(victim), str(broken)])
+    assert third.counts["blue"] == 3 and "not an image" in dict(third.skipped)[str(victim)]
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 32 * 32)
+    read.clear()
+    fourth = scan_dataset(root)
+    assert str(big) not in read and "image too large" in dict(fourth.skipped)[str(big)]
+    assert fourth.size_range == ((32, 32), (32, 32))

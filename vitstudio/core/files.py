@@ -119,6 +119,18 @@ _SPECIAL_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pip
                   (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+def stat_keys(path: str | Path) -> tuple[str, str] | None:
+    """(size:mtime, inode:ctime) of a regular file (the first is what a user sees, the second changes with every
+    write); None for anything else (missing, a FIFO, a device, a folder: never opened here, a FIFO would block)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}", f"{st.st_ino}:{st.st_ctime_ns}"
+
+
 def special_kind(mode: int) -> str:
     """What a stat mode that is no regular file is, in words."""
     return next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vitstudio.core.data.dataset_scan import DatasetError, DatasetScan  # noqa: F401  (imported from here too)
+from vitstudio.core.data.headers import HeaderCache
 from vitstudio.core.data.images import (
     IMAGE_SUFFIXES,
     ImageReadError,
     check_file,
     copy_candidate_digests,
     expand_paths,
-    image_size,
     links_to_ancestor,
 )
 from vitstudio.core.data.labels_file import scan_labels_file
@@ -45,7 +45,7 @@ def _class_dirs(folder: Path, skipped: list) -> list[Path]:
     return dirs
 
 
-def _scan_classes(folder: Path, skipped: list, sizes: list) -> dict[str, tuple[Path, ...]]:
+def _scan_classes(folder: Path, skipped: list, sizes: list, headers: HeaderCache) -> dict[str, tuple[Path, ...]]:
     """class -> its usable image files (sorted): what `read_image` checks before decoding holds (a regular file,
     links only to one, a supported format, a header within the pixel limit). Every other path met is listed in
     `skipped` with its reason, whichever data path the run then takes."""
@@ -56,7 +56,7 @@ def _scan_classes(folder: Path, skipped: list, sizes: list) -> dict[str, tuple[P
             if f.name.startswith("."):
                 continue
             try:
-                sizes.append(image_size(f))  # the header only: fast, catches non-images, bombs, links, FIFOs
+                sizes.append(headers.size(f))  # the header only (remembered): catches non-images, bombs, links, FIFOs
                 files.append(f)
             except ImageReadError as exc:
                 skipped.append((str(f), exc.reason))
@@ -103,10 +103,12 @@ def scan_dataset(root: str | Path) -> DatasetScan:
         return scan_dataset(root / "images")
     skipped: list[tuple[str, str]] = []
     sizes: list[tuple[int, int]] = []
+    headers = HeaderCache(root)
     val_dir = next((root / n for n in VAL_NAMES if (root / n).is_dir()), None)
     if (root / "train").is_dir() and val_dir is not None:
-        train = _scan_classes(root / "train", skipped, sizes)
-        val = _scan_classes(val_dir, skipped, sizes)
+        train = _scan_classes(root / "train", skipped, sizes, headers)
+        val = _scan_classes(val_dir, skipped, sizes, headers)
+        headers.save()
         extra = sorted(set(val) - set(train))
         if extra:
             raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(extra)}.")
@@ -114,7 +116,8 @@ def scan_dataset(root: str | Path) -> DatasetScan:
         nested = _nested_layout(root)
         if nested:
             raise DatasetError(nested)
-        train, val = _scan_classes(root, skipped, sizes), None
+        train, val = _scan_classes(root, skipped, sizes, headers), None
+        headers.save()
     classes = tuple(sorted(train))
     if not classes:
         raise DatasetError(f"{root} has no class subfolders (expected one folder of images per class).")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vitstudio.core.data.dataset_scan import DatasetError, DatasetScan
-from vitstudio.core.data.images import ImageReadError, image_size
+from vitstudio.core.data.headers import HeaderCache
+from vitstudio.core.data.images import ImageReadError
 from vitstudio.core.files import from_spreadsheet
 
 
@@ -88,13 +89,15 @@ def scan_labels_file(path: str | Path) -> DatasetScan:
     skipped: list[tuple[str, str]] = []
     sizes: list[tuple[int, int]] = []
     by_class: dict[str, list[Path]] = {}
+    headers = HeaderCache(labels.path)
     for image, label in labels.labelled:
         try:
-            sizes.append(image_size(image))  # the header only: fast, catches missing files and non-images
+            sizes.append(headers.size(image))  # the header only (remembered): catches missing files and non-images
         except ImageReadError as exc:
             skipped.append((str(image), exc.reason))
             continue
         by_class.setdefault(label, []).append(image)
+    headers.save()
     classes = tuple(sorted(by_class))
     if len(classes) < 2:
         found = f"only {classes[0]!r}" if classes else "none"

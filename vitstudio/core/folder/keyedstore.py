@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vitstudio.core.files import die_at, naming
+from vitstudio.core.files import die_at, naming, stat_keys
 
 try:
     import fcntl
@@ -48,18 +48,6 @@ def content_digest(path: str | Path) -> str:
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def stat_keys(path: str | Path) -> tuple[str, str] | None:
-    """(size:mtime, inode:ctime) of a regular file (the first is what a user sees, the second changes with every
-    write); None for anything else (missing, a FIFO, a device, a folder: never opened here, a FIFO would block)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return f"{st.st_size}:{st.st_mtime_ns}", f"{st.st_ino}:{st.st_ctime_ns}"
 
 
 READ_BYTES = 16 << 20  # what `read_rows` maps at once
