@@ -92,6 +92,7 @@ class ForkedCli:
         import shutil
 
         self._server.stdin.close()
+        self._server.kill()  # it holds nothing to save; its own exit, torch's teardown included, took ~1 s
         self._server.wait(timeout=30)
         shutil.rmtree(self._scratch, ignore_errors=True)
 
