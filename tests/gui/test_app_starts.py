@@ -82,34 +82,46 @@ def test_a_crash_is_logged_and_the_next_start_says_so(first_start):
     assert CrashLog(data_dir)._read_previous() is None  # the next start (what it reads first) says nothing
 
 
-def _start_in_process(argv: list[str], qtbot):
-    """The window main.py ARGV opens, built here as main() builds it once the libraries are in (this process has
-    them): `_open_frame`, `attach_panels`, `_after_panels`; returns it after its `--screenshot` was saved (the
-    window closed, its settings written)."""
+@pytest.fixture
+def main_py_window(qtbot):
+    """`main_py_window(ARGV)`: the window main.py ARGV opens, built here as main() builds it once the libraries are
+    in (this process has them): `_open_frame`, `attach_panels`, `_after_panels`; returned after its `--screenshot`
+    was saved (the window closed, its settings written). Deleted at the test's end while it is whole: the
+    screenshot's timer holds it in a cycle, and a later test's collection tore it down half-way (a hideEvent into a
+    MatchPage whose attributes were already cleared, reported in that test)."""
+    from PySide6.QtCore import QCoreApplication, QEvent
+
     from vitstudio.gui import workers
     from vitstudio.gui.app import _after_panels, _open_frame, parse_args
 
-    args = parse_args(argv)
-    window = _open_frame(args)
-    qtbot.addWidget(window)
-    window.show()
-    window.attach_panels()
-    _after_panels(window, args)
-    try:
+    windows = []
+
+    def start(argv: list[str]):
+        args = parse_args(argv)
+        window = _open_frame(args)
+        windows.append(window)
+        window.show()
+        window.attach_panels()
+        _after_panels(window, args)
         qtbot.waitUntil(lambda: Path(args.screenshot).is_file() and not window.isVisible(), timeout=120_000)
-    finally:
-        workers.shutdown(5000)
-    window.settings.sync()
-    return window
+        window.settings.sync()
+        return window
+
+    yield start
+    workers.shutdown(5000)
+    for window in windows:
+        window.close()
+        window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
 
 
-def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_image_given(qtbot, tmp_path, photos,
-                                                                                          recwarn, capfd):
+def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_image_given(main_py_window, tmp_path,
+                                                                                          photos, recwarn, capfd):
     """main.py IMAGE --screenshot PNG with a remembered model that no longer exists: the demo, the image."""
     data_dir = Path(os.environ["VITSTUDIO_DATA_DIR"])  # this test's own (tests/conftest.py)
     _conf(data_dir).parent.mkdir(parents=True, exist_ok=True)
     _conf(data_dir).write_text("[General]\nmodel=/nonexistent/model\n")
-    window = _start_in_process([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")], qtbot)
+    window = main_py_window([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png")])
     log = window.log_view.toPlainText()
     assert "Loaded Digits demo (bundled)" in log and window.state.model.name == str(bundled_demo()), log
     assert [Path(e.path).name for e in window.state.images] == [photos["chelsea"].name]
@@ -121,11 +133,11 @@ def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_im
     assert shot.width >= 800 and shot.height >= 500
 
 
-def test_screenshot_with_a_model_from_the_command_line(qtbot, tmp_path, photos, tiny_weights):
+def test_screenshot_with_a_model_from_the_command_line(main_py_window, tmp_path, photos, tiny_weights):
     """main.py IMAGES --model ... --weights ... --screenshot PNG renders once everything finished (that main.py
     then exits: the first start's process)."""
-    window = _start_in_process([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png"), "--model",
-                                TINY_SPEC, "--weights", str(tiny_weights[0])], qtbot)
+    window = main_py_window([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png"), "--model", TINY_SPEC,
+                             "--weights", str(tiny_weights[0])])
     log = window.log_view.toPlainText()
     assert "Loaded Digits demo" not in log and window.state.model.name == TINY_SPEC, log
     assert window.state.model.weights_source == str(tiny_weights[0])
