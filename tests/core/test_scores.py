@@ -105,7 +105,9 @@ def test_hardness_and_mistakenness_are_fiftyone_brains():
 def test_a_cancel_stops_the_scores_between_blocks(embeddings, monkeypatch):
     from vitstudio.core.jobs import Cancelled, CancelToken
 
-    monkeypatch.setattr(scores, "BLOCK", 16)  # 120 embeddings: 8 blocks
+    whole = scores.uniqueness(embeddings)  # 120 embeddings: one block
+    monkeypatch.setattr(scores, "BLOCK_BYTES", 1)  # the smallest block, 16 rows: 8 blocks, the same scores
+    np.testing.assert_array_equal(scores.uniqueness(embeddings), whole)
     token, seen = CancelToken(), []
     real = scores.torch.Tensor.topk
 

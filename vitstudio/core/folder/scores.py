@@ -36,7 +36,7 @@ K = 3  # uniqueness.py:162
 WEIGHTS = np.asarray([0.6, 0.3, 0.1])  # uniqueness.py:186
 CLUSTERS, SEED = 20, 1234  # representativeness.py:187, 198
 SPARE = 8  # candidates past the K-th ranked by the product, whose exact distance is checked too
-BLOCK = 256  # queries per (block × N) product: 100 MB at 100k images
+BLOCK_BYTES = 16 << 20  # the (block × N) float32 product at once: 256 queries up to 16k images, fewer beyond
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,11 @@ def nearest_distances(features: np.ndarray, k: int = K, cancel: CancelToken | No
     n = len(x)
     take = min(n - 1, k + SPARE)
     out = np.empty((n, k))
-    for start in range(0, n, BLOCK):
-        if cancel is not None:  # between blocks: a closed window or another folder stops it (~400 blocks at 100k)
+    block = int(np.clip(BLOCK_BYTES // (4 * max(1, n)), 16, 256))  # 100k images: 41 rows (was 256: 100 MB)
+    for start in range(0, n, block):
+        if cancel is not None:  # between blocks: a closed window or another folder stops it
             cancel.raise_if_cancelled()
-        rows = torch.arange(start, min(n, start + BLOCK))
+        rows = torch.arange(start, min(n, start + block))
         similarity = x[rows] @ x.T  # (b, N)
         similarity[torch.arange(len(rows)), rows] = -torch.inf  # not itself
         candidates = similarity.topk(take, dim=1).indices  # (b, take)
@@ -83,8 +84,9 @@ def uniqueness(features: np.ndarray, cancel: CancelToken | None = None) -> np.nd
     n = len(features)
     if n <= K:  # uniqueness.py:165-166
         return np.ones(n)
-    centred = np.asarray(features, np.float64) - np.asarray(features, np.float64).mean(0, keepdims=True)
-    unit = centred / np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-300)  # sklearn's normalize
+    unit = np.array(features, np.float64)  # one copy, centred and normalised in place
+    unit -= unit.mean(0, keepdims=True)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-300)  # sklearn's normalize
     dists = nearest_distances(unit, K, cancel)
     weighted = np.mean(dists * WEIGHTS, axis=1)  # uniqueness.py:187
     return weighted / weighted.max() if weighted.max() > 0 else np.ones(n)
