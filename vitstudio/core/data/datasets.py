@@ -108,16 +108,15 @@ def scan_dataset(root: str | Path) -> DatasetScan:
     if (root / "train").is_dir() and val_dir is not None:
         train = _scan_classes(root / "train", skipped, sizes, headers)
         val = _scan_classes(val_dir, skipped, sizes, headers)
-        headers.save()
-        extra = sorted(set(val) - set(train))
-        if extra:
-            raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(extra)}.")
     else:
         nested = _nested_layout(root)
         if nested:
             raise DatasetError(nested)
         train, val = _scan_classes(root, skipped, sizes, headers), None
-        headers.save()
+    headers.save()
+    extra = sorted(set(val or {}) - set(train))
+    if extra:
+        raise DatasetError(f"{val_dir.name}/ has classes that train/ lacks: {', '.join(extra)}.")
     classes = tuple(sorted(train))
     if not classes:
         raise DatasetError(f"{root} has no class subfolders (expected one folder of images per class).")

@@ -86,7 +86,7 @@ class HeadLogits:
     def __getitem__(self, rows) -> np.ndarray:
         param = next(self.head.parameters(), None)  # where and in what the head computes (an Identity: as given)
         x = torch.from_numpy(read_rows(self.features, rows) if isinstance(rows, np.ndarray) else
-                             np.array(self.features[rows]))  # a copy: the memmap is read-only
+                             np.array(self.features[rows]))  # a copy: the memmap is read-only (rows: or one row)
         if param is not None:
             x = x.to(param.device, param.dtype)
         with self.lock, torch.inference_mode():  # a few MB at a time (no rows: one empty chunk, (0, classes) out)

@@ -53,28 +53,15 @@ def fold_accuracies(features: Sequence[np.ndarray], labels: np.ndarray, folds: n
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # this thread only (OpenMP's count is per thread): see the module's note
         try:
-            out.append(_fit(_Group(features, start, stop), labels, folds, classes, l2, steps, cancel, rows))
+            out.append(_fit(features, range(start, stop), labels, folds, classes, l2, steps, cancel, rows))
         finally:
             torch.set_num_threads(threads)
     yield Progress(len(features), len(features), "Probes done")
     return np.concatenate(out, 0)
 
 
-class _Group:
-    """Sets start … stop of `features`, each read only when asked for (a memory-mapped block is read once)."""
-
-    def __init__(self, features: Sequence[np.ndarray], start: int, stop: int) -> None:
-        self.features, self.start, self.stop = features, start, stop
-
-    def __len__(self) -> int:
-        return self.stop - self.start
-
-    def __getitem__(self, s: int) -> np.ndarray:
-        return self.features[self.start + s]
-
-
-def _fit(group: Sequence[np.ndarray], labels: np.ndarray, folds: np.ndarray, classes: int, l2: float, steps: int,
-         cancel: CancelToken, rows: int | None) -> np.ndarray:
+def _fit(features: Sequence[np.ndarray], group: range, labels: np.ndarray, folds: np.ndarray, classes: int,
+         l2: float, steps: int, cancel: CancelToken, rows: int | None) -> np.ndarray:
     """(sets, folds) held-out accuracy; the probes' weights found by scipy's L-BFGS-B (sklearn's solver for the
     same loss) on the summed objective, its gradient from autograd: the weights in float64, the logits in float32
     (half the time of float64; the loss summed in float64, so the line search still sees its changes)."""
@@ -83,7 +70,7 @@ def _fit(group: Sequence[np.ndarray], labels: np.ndarray, folds: np.ndarray, cla
 
     k, n, sets = int(folds.max()) + 1, len(labels), len(group)
     train = np.stack([folds != f for f in range(k)], 1)  # (N, F) bool
-    x, mu, sd = _standardising(group, train)
+    x, mu, sd = _standardising(features, group, train)
     weights = torch.as_tensor(train / train.sum(0), dtype=torch.float32)  # (N, F): the mean over each training split
     y = torch.as_tensor(labels).view(1, -1, 1, 1)
     shape = (sets, k, classes, x.shape[2] + 1)  # per set, fold and class: the weights (standardised) and bias
@@ -125,13 +112,14 @@ def _fit(group: Sequence[np.ndarray], labels: np.ndarray, folds: np.ndarray, cla
     return (right & held[None]).sum(1) / held.sum(0)
 
 
-def _standardising(group: Sequence[np.ndarray], train: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _standardising(features: Sequence[np.ndarray], group: range, train: np.ndarray
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(sets, N, D) features less their mean over all images; (sets, F, D) each training split's mean (on the same
-    centred features) and standard deviation (1 where a feature is constant), as `head_fit._scaling`. The sets are
-    read one at a time into the group's one float32 array and centred there."""
+    centred features) and standard deviation (1 where a feature is constant), as `head_fit._scaling`. The sets
+    `group` of `features` are read one at a time (a memory-mapped block once) into one float32 array, centred there."""
     x = means = stds = None
-    for s in range(len(group)):
-        read = np.asarray(group[s])
+    for s, index in enumerate(group):
+        read = np.asarray(features[index])
         if x is None:
             x = np.empty((len(group), *read.shape), np.float32)
             means, stds = np.empty((2, len(group), train.shape[1], read.shape[1]))
