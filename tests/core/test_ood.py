@@ -242,8 +242,9 @@ def test_a_score_that_does_not_separate_says_cannot_tell_and_flags_nothing(tmp_p
                                                                             threshold):
     """The issue's photo run: digits under its threshold were called 'like the model's training data'. A bank whose
     score separated outside images poorly (lowest AUROC 0.70) gives no verdict either way: `predict` says 'cannot
-    tell' with the AUROC, JSON `ood_verdict` 'cannot tell' and `ood` false, CSV 'cannot tell'; measured as
-    separating (0.99, rotated copies not deciding), the same scores say like / unlike."""
+    tell' with the AUROC, JSON `ood_verdict` 'cannot tell' and `ood` null (a reader filtering on `ood` must not take
+    it for 'like'), CSV 'cannot tell'; measured as separating (0.99, rotated copies not deciding), the same scores
+    say like / unlike (`ood` false / true)."""
     folder = _write(tmp_path / "imgs", {"a": np.asarray(Image.open(photos["astronaut"]))})
     features = np.random.default_rng(0).normal(size=(20, 32)).astype(np.float16)
     args = ["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--quiet"]
@@ -253,7 +254,8 @@ def test_a_score_that_does_not_separate_says_cannot_tell_and_flags_nothing(tmp_p
         assert main(args + ["--json"]) == 0
         record = json.loads(capsys.readouterr().out.splitlines()[0])
         assert record["ood_verdict"] == verdict and record["ood_calibrated"] is True
-        assert record["ood"] is (verdict == "unlike") and record["ood_auroc"] == min(separation["noise"], 0.99)
+        assert record["ood"] is {"cannot tell": None, "like": False, "unlike": True}[verdict]
+        assert record["ood_auroc"] == min(separation["noise"], 0.99)
         assert main(args) == 0
         text = capsys.readouterr().out
         assert ("cannot tell whether it is like the model's training data" in text) is (verdict == "cannot tell")

@@ -33,7 +33,8 @@ def register(subparsers) -> None:
     add_view_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line (with \"ood\": "
-                     "unlike the model's training data, and \"ood_score\": higher = less like it)")
+                     "unlike the model's training data, null when it cannot tell, and \"ood_score\": higher = less "
+                     "like it)")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     c = p.add_argument_group("concepts (a file from `vitstudio concepts`)")

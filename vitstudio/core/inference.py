@@ -48,7 +48,9 @@ class Prediction:
         if self.error is not None:
             return {"path": self.path, "error": self.error}
         top = [{"index": i, "label": lab, "prob": p} for i, lab, p in zip(self.indices, self.labels, self.probs)]
-        return {"path": self.path, "top": top, "ood": self.ood, "ood_score": self.ood_score,
+        # null, not false, where the bank gives no verdict: a reader filtering on `ood` must not take it for "like"
+        ood_flag = None if self.ood_verdict == "cannot tell" else self.ood
+        return {"path": self.path, "top": top, "ood": ood_flag, "ood_score": self.ood_score,
                 "ood_calibrated": self.ood_calibrated, "ood_auroc": self.ood_auroc, "ood_verdict": self.ood_verdict}
 
 
