@@ -1,5 +1,5 @@
 """The window's settings are the data folder's, not the user's Qt file (issue 29, item 2), and a window fits its
-screen, the first time and after a restart from a bigger screen (item 3)."""
+screen, the first time and after a restart from a bigger screen (item 3), growing when it was saved on another."""
 
 from __future__ import annotations
 
@@ -92,6 +92,20 @@ again.show()
 app.processEvents()
 out["restarted"] = inside(again)
 out["restarted_docks"] = docks(again)
+again.resize(1030, 480)  # a small window on a bigger screen
+again.close()
+again.settings.setValue("geometry_screen", "1920x1040")
+small = MainWindow(panels=False)
+small.show()
+app.processEvents()
+out["small_elsewhere"] = inside(small)
+small.resize(1030, 480)
+small.close()  # small on this very screen: the user's choice, kept
+kept = MainWindow(panels=False)
+kept.show()
+app.processEvents()
+out["small_here"] = inside(kept)
+out["room"] = [room.width(), room.height()]
 print(json.dumps(out))
 """
 
@@ -118,13 +132,24 @@ def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
     """The first window was 1280×820 on a 1280×720 screen: its status bar (and the error button) off the screen.
     The first window, and one restored from a geometry saved on a bigger screen, lie inside the available area.
     And on such a short screen the Log starts as a tab behind the Model card (along the bottom it took ~110 px from
-    every tab: the walk's "cramped views"); the restart keeps it there."""
+    every tab: the walk's "cramped views"); the restart keeps it there. A geometry saved on another screen, bigger
+    or smaller, fills this one."""
+    from vitstudio.gui.screen_fit import FRAME_GUESS
+
     out = _screen_check(tmp_path, 1280, 720)
     assert out["first"][4] and out["restarted"][4], out
     assert out["first"][2] >= 1200 and out["first"][3] >= 600, out  # fitted, not shrunk to nothing
     assert out["first_docks"]["log_behind_card"] and out["first_docks"]["card_shown"], out
     assert out["restarted_docks"]["log_behind_card"] and out["restarted_docks"]["card_shown"], out
     assert out["first_docks"]["central_h"] >= 560, out  # was ~470 with the Log along the bottom
+    # A window saved on a bigger screen reopened at 1030×480 here, its tabs scrolling: a geometry saved bigger than
+    # the screen, or small on another screen, fills the available area (less the frame kept free before the window
+    # is shown); a window made small on this very screen stays the size its user chose.
+    room_w, room_h = out["room"]
+    for key in ("restarted", "small_elsewhere"):
+        x, y, w, h, inside = out[key]
+        assert inside and w >= room_w - FRAME_GUESS[0] and h >= room_h - FRAME_GUESS[1], (key, out)
+    assert out["small_here"][4] and out["small_here"][2] < 1100 and out["small_here"][3] < 520, out
 
 
 def test_on_a_tall_screen_the_log_stays_along_the_bottom(tmp_path):

@@ -114,6 +114,7 @@ def _open_frame(args):
     from .main_window import MainWindow
 
     window = MainWindow(panels=False)
+    window.remembers_geometry = not args.screenshot  # the picture's size is not the user's window
     if args.screenshot and QApplication.platformName() == "offscreen":  # no real screen to fit (Qt's is 800×800):
         window.resize(*SCREENSHOT_SIZE)  # the picture is of the size the app is designed for
     demo = bundled_demo()

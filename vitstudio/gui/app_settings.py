@@ -13,7 +13,7 @@ from PySide6.QtCore import QSettings
 
 from vitstudio.core import files
 
-from .screen_fit import fit_to_screen, fold_log_on_a_short_screen
+from .screen_fit import DESIGN_SIZE, fit_to_screen, fold_log_on_a_short_screen, screen_size
 
 FILE_NAME = "settings.ini"
 
@@ -36,10 +36,23 @@ def restore_window(window, settings: QSettings) -> None:
     # a device saved on another machine (or a GPU gone since) falls back to auto instead of refusing to start
     view.update(device=device if device in fields["device"].choices else "auto",
                 precision=precision if precision in fields["precision"].choices else "auto")
+    grow = False
     if settings.value("geometry"):
         window.restoreGeometry(settings.value("geometry"))
         window.restoreState(settings.value("window_state"))
+        grow = settings.value("geometry_screen", "") != screen_size(window)  # saved on another screen (or unknown)
     else:
-        window.resize(1280, 820)
+        window.resize(*DESIGN_SIZE)
         fold_log_on_a_short_screen(window)
-    fit_to_screen(window)
+    fit_to_screen(window, grow)
+
+
+def save_window(window, settings: QSettings) -> None:
+    """The window's geometry and docks, with the screen they were saved on (a restore on another screen fits them to
+    it); not for a window that asks not to (`window.remembers_geometry` False: a `--screenshot` run's window, sized
+    for the picture, not by the user)."""
+    if not getattr(window, "remembers_geometry", True):
+        return
+    settings.setValue("geometry", window.saveGeometry())
+    settings.setValue("window_state", window.saveState())
+    settings.setValue("geometry_screen", screen_size(window))

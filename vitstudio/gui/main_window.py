@@ -26,7 +26,7 @@ from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 
 from . import workers
 from .actions import build_menus
-from .app_settings import app_settings, list_value, restore_window
+from .app_settings import app_settings, list_value, restore_window, save_window
 from .closing import CloseGuard
 from .common.image_strip import ImageStripWidget
 from .common.model_marks import mark_like_the_model_bar
@@ -425,8 +425,7 @@ class MainWindow(QMainWindow):
         if self.close_guard is not None and not self.close_guard.allows_close():
             event.ignore()  # staying, or closing when the run has finished
             return
-        self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState())
+        save_window(self, self.settings)  # geometry and docks, unless a --screenshot run's
         self.settings.setValue("strip", [e.path for e in self.state.images if e.error is None][:STRIP_KEPT])
         self._status_timer.stop()
         if not workers.shutdown(timeout_ms=10000):
