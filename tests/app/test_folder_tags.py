@@ -27,6 +27,13 @@ def _opened(folder, results, coords):
 
 
 def test_a_tagged_lasso_saved_as_a_view_comes_back_after_a_restart_and_the_cli_sees_its_files(tmp_path):
+    """A lasso's rows tagged `keep` (the Tag filter offers it), the tag and a confidence floor leave exactly the lassoed
+    rows above it (computed in the test) and are saved as a view; Reset filters drops the tag filter; a new session
+    reads the tags back and restores the view by name (tag, floor, rows); the core's `view_files` (what `--view`
+    resolves) gives the tagged files of a tags-only view and, without a model, refuses one on the tab's columns naming
+    the column; a view the command line saved on class folders is restored as rules the filters cannot hold and filters
+    all the same, and an image tagged now leaves a `tags none` view at once.
+    """
     data = make_dataset(tmp_path / "data", per_class=8)
     files = sorted(str(p) for p in data.rglob("*.png"))
     rng = np.random.default_rng(0)
@@ -69,3 +76,28 @@ def test_a_tagged_lasso_saved_as_a_view_comes_back_after_a_restart_and_the_cli_s
     assert again.rows.tolist() == [i for i, f in enumerate(files) if "/red/" in f and i not in set(lassoed)]
     tags_again.tag([again.rows[0]], "keep")  # tagged now, it leaves the view at once: the view is its rules
     assert again.rows.tolist() == [i for i, f in enumerate(files) if "/red/" in f and i not in set(lassoed)][1:]
+
+
+def test_a_moved_file_keeps_its_tags_in_the_tab_and_a_file_outside_the_folder_is_refused(tmp_path):
+    """The Folder tab reads the tags by content when the folder's results come again: a file moved to another
+    class folder behind the app's back shows its tags on its new row. A row outside the opened folder is refused
+    as the command line refuses it (one line; nothing written)."""
+    data = make_dataset(tmp_path / "data", per_class=2)
+    files = sorted(str(p) for p in data.rglob("*.png"))
+    stray = make_dataset(tmp_path / "stray", per_class=1) / "red" / "000.png"
+
+    def results_of(paths):
+        n = len(paths)
+        return FolderResults(paths=tuple(paths), given=tuple(p.split("/")[-2] for p in paths),
+                             predicted=np.zeros(n, np.int64), confidence=np.ones(n), margin=np.ones(n),
+                             labels=("blue", "green", "red"))
+
+    model, tags = _opened(data, results_of([*files, str(stray)]), np.zeros((len(files) + 1, 2)))
+    tags.tag([0], "keep")
+    with pytest.raises(ValueError, match="is not inside"):
+        tags.tag([len(files)], "keep")
+    moved = str(data / "red" / "was-blue.png")
+    (data / files[0]).rename(moved)
+    now = sorted([moved, *files[1:]])
+    _, again = _opened(data, results_of(now), np.zeros((len(now), 2)))
+    assert [now[i] for i, t in enumerate(again.tags) if t] == [moved] and again.tags[now.index(moved)] == {"keep"}

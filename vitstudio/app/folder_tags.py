@@ -47,7 +47,7 @@ class FolderTags:
         if results is None or self.folder is None:
             self.tags, self.views = [], {}
         else:
-            kept = read_tags(self.folder)
+            kept = read_tags(self.folder, results.paths)  # a tagged file moved in the folder: found by content
             self.tags = [NO_TAGS] * len(results.paths) if not kept else self._tags_of(results.paths, kept)
             self.views = read_views(self.folder)
         self._offer()

@@ -1,7 +1,8 @@
 """Tags and saved views of a folder, kept in the app's records of the dataset (`files.dataset_dir`: the data
 folder, keyed by the folder's resolved path), never in the folder itself.
 
-Tags: any names, several per image, keyed by the image's path relative to the folder. A saved view is a list of
+Tags: any names, several per image, of the folder's own images, keyed by the image's path relative to the folder
+and by its content (a file moved inside the folder keeps them; `read_tags`). A saved view is a list of
 filter rules, not a list of files (as a FiftyOne saved view is its stages): reopened later it selects what matches
 *now* — a new image tagged `keep` joins the view `keep`. Every rule must hold (AND):
 
@@ -22,15 +23,23 @@ so the command line and the app's Folder model share one rule engine. Torch-free
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import hashlib
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from vitstudio.core.data.images import expand_paths
-from vitstudio.core.files import dataset_dir, read_json_file, write_json_file
+from vitstudio.core.files import data_dir, dataset_dir, read_json_file, write_json_file
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; the thread lock alone (one process at a time is the user's business)
+    fcntl = None
 
 
 class UnknownView(ValueError):
@@ -58,28 +67,109 @@ def relative(folder: str | Path, path: str | Path) -> str:
 
 
 # -- tags -------------------------------------------------------------------------------------------------------------
-def read_tags(folder: str | Path) -> dict[str, list[str]]:
-    """{relative path: sorted tag names} of the images that have any."""
-    tags = read_json_file(_tags_path(folder)).get("tags", {})
-    return {k: sorted({str(t) for t in v}) for k, v in tags.items() if isinstance(v, list) and v}
+# tags.json: {"tags": {relative path: [names]}, "content": {relative path: [size, digest]}, "searched": listing}.
+# "tags" alone is what the first version wrote and read (it reads this file still); "content" is each tagged file's
+# size and `keyedstore.content_digest` (what the folder caches key a file by), so a file moved or renamed inside the
+# folder by anything (a label-review move, `sort --move`, the file manager) is found again by its bytes when the
+# folder is read; "searched" is the listing a search for the tagged files that are gone last failed on.
+def read_tags(folder: str | Path, files: Sequence[str | Path] | None = None) -> dict[str, list[str]]:
+    """{relative path: sorted tag names} of the images that have any. With `files` (the folder's images now), a
+    tagged file that is gone is looked for among them by its content (moved: its tags move to its new path) and
+    each tagged file without a recorded digest gets one (records of the first version, migrated), written back."""
+    with records_locked():
+        tags, content, searched = _read_records(folder)
+        if files is not None:
+            changed, searched = _follow_content(folder, tags, content, files, searched)
+            if changed:
+                _write_records(folder, tags, content, searched)
+    return {k: sorted(v) for k, v in sorted(tags.items())}
 
 
 def tag(folder: str | Path, paths: Sequence[str | Path], add: Sequence[str] = (), remove: Sequence[str] = ()
         ) -> dict[str, list[str]]:
-    """Add and remove tag names on images of `folder`; returns the tags after (written at once, atomically)."""
+    """Add and remove tag names on images of `folder`; returns the tags after (written at once, atomically, under
+    the records' lock). A file outside `folder` is refused (ValueError, nothing written): tags are the folder's."""
     for name in (*add, *remove):
         check_name(name, "tag")
-    tags = {k: set(v) for k, v in read_tags(folder).items()}
-    for path in paths:
-        key = relative(folder, path)
-        names = (tags.get(key, set()) | set(add)) - set(remove)
-        if names:
-            tags[key] = names
-        else:
-            tags.pop(key, None)
-    out = {k: sorted(v) for k, v in sorted(tags.items())}
-    write_json_file(_tags_path(folder), {"dataset": str(Path(folder).resolve()), "tags": out})
-    return out
+    keys = [relative(folder, path) for path in paths]
+    outside = [str(p) for p, k in zip(paths, keys) if os.path.isabs(k)]
+    if outside:
+        more = f" (and {len(outside) - 1} more)" if outside[1:] else ""
+        raise ValueError(f"{outside[0]}{more} is not inside {folder}: tags are kept per folder, for its own images")
+    with records_locked():
+        tags, content, searched = _read_records(folder)
+        for path, key in zip(paths, keys):
+            names = (tags.get(key, set()) | set(add)) - set(remove)
+            if names:
+                tags[key] = names
+                content[key] = _content_of(path) or content.get(key)
+            else:
+                tags.pop(key, None)
+        _write_records(folder, tags, content, searched)
+    return {k: sorted(v) for k, v in sorted(tags.items())}
+
+
+def _read_records(folder) -> tuple[dict[str, set[str]], dict[str, list], str | None]:
+    data = read_json_file(_tags_path(folder))
+    tags = {k: {str(t) for t in v} for k, v in data.get("tags", {}).items() if isinstance(v, list) and v}
+    content = {k: v for k, v in data.get("content", {}).items()
+               if k in tags and isinstance(v, list) and len(v) == 2 and isinstance(v[1], str)}
+    return tags, content, data.get("searched") if isinstance(data.get("searched"), str) else None
+
+
+def _write_records(folder, tags: dict[str, set[str]], content: dict[str, list], searched: str | None) -> None:
+    record = {"dataset": str(Path(folder).resolve()), "tags": {k: sorted(v) for k, v in sorted(tags.items())},
+              "content": {k: content[k] for k in sorted(tags) if content.get(k)}}
+    if searched:
+        record["searched"] = searched
+    write_json_file(_tags_path(folder), record)
+
+
+def _content_of(path) -> list | None:
+    """[size, digest] of a file as the folder caches key it; None when it cannot be read."""
+    from vitstudio.core.folder.keyedstore import content_digest
+
+    try:
+        return [os.stat(path).st_size, content_digest(path)]
+    except OSError:
+        return None
+
+
+def _follow_content(folder, tags: dict[str, set[str]], content: dict[str, list], files, searched: str | None
+                    ) -> tuple[bool, str | None]:
+    """Re-key the tags of files that are gone to the file of `files` with the same bytes; digest the tagged files
+    that have none. Returns (whether the records changed, the listing a search failed on: None when none did)."""
+    top = os.path.abspath(folder)
+    here = {k for k in tags if os.path.isfile(os.path.join(top, k))}
+    changed = False
+    for key in here - set(content):
+        content[key] = _content_of(os.path.join(top, key))
+        changed = changed or content[key] is not None
+    gone = {k: content[k] for k in tags if k not in here and content.get(k)}
+    if not gone:
+        return changed or searched is not None, None
+    names = [str(f) for f in files]
+    listing = hashlib.blake2b(os.fsencode("\n".join(names)), digest_size=16).hexdigest()
+    if listing == searched:  # nothing came or went since the last search: the files are still gone
+        return changed, searched
+    by_content = {tuple(v): k for k, v in gone.items()}
+    sizes = {size for size, _ in by_content}
+    bases = {os.path.basename(k) for k in gone}  # a move keeps the name: those first, the rest stat'ed for size
+    for name in dict.fromkeys([*(n for n in names if os.path.basename(n) in bases), *names]):
+        try:
+            size = os.stat(name).st_size
+        except OSError:
+            continue
+        if size not in sizes or (key := relative(folder, name)) in tags or os.path.isabs(key):
+            continue
+        found = _content_of(name)
+        old = by_content.pop(tuple(found), None) if found else None
+        if old is not None:
+            tags[key], content[key] = tags.pop(old), content.pop(old)
+            sizes = {s for s, _ in by_content}
+            if not by_content:
+                break
+    return True, listing if by_content else None
 
 
 def carry_tags(moves: dict[str, str], out: str | Path | None = None) -> int:
@@ -87,7 +177,7 @@ def carry_tags(moves: dict[str, str], out: str | Path | None = None) -> int:
     of the folder that holds them (the nearest folder above it with tag records and an entry for it) for the
     records of the same folder when the new place is inside it, else of the nearest folder above the new place with
     tag records, else of `out` (a sort's output folder). Returns how many files' tags moved."""
-    records: dict[str, dict[str, list[str]]] = {}
+    records: dict[str, tuple[dict[str, set[str]], dict[str, list], str | None]] = {}
     has_records: dict[str, bool] = {}
     changed: set[str] = set()
 
@@ -99,29 +189,56 @@ def carry_tags(moves: dict[str, str], out: str | Path | None = None) -> int:
             if has_records[key]:
                 yield key
 
-    def tags_of(folder: str) -> dict[str, list[str]]:
+    def tags_of(folder: str) -> dict[str, set[str]]:
         if folder not in records:
-            records[folder] = read_tags(folder)
-        return records[folder]
+            records[folder] = _read_records(folder)
+        return records[folder][0]
 
     carried = 0
-    for old, new in moves.items():
-        home = next((f for f in holders(old) if relative(f, old) in tags_of(f)), None)
-        if home is None:
-            continue
-        inside = not os.path.isabs(relative(home, new))  # relative() is absolute outside the folder
-        there = home if inside else next(holders(new), None) or (os.path.abspath(out) if out else None)
-        if there is None:
-            continue
-        names = tags_of(home).pop(relative(home, old))
-        merged = set(tags_of(there).get(relative(there, new), ())) | set(names)
-        tags_of(there)[relative(there, new)] = sorted(merged)
-        changed |= {home, there}
-        carried += 1
-    for folder in changed:
-        write_json_file(_tags_path(folder), {"dataset": str(Path(folder).resolve()),
-                                             "tags": dict(sorted(records[folder].items()))})
+    with records_locked():
+        for old, new in moves.items():
+            home = next((f for f in holders(old) if relative(f, old) in tags_of(f)), None)
+            if home is None:
+                continue
+            inside = not os.path.isabs(relative(home, new))  # relative() is absolute outside the folder
+            there = home if inside else next(holders(new), None) or (os.path.abspath(out) if out else None)
+            if there is None:
+                continue
+            names = tags_of(home).pop(relative(home, old))
+            digest = records[home][1].pop(relative(home, old), None)
+            tags_of(there).setdefault(relative(there, new), set()).update(names)
+            if digest:
+                records[there][1][relative(there, new)] = digest
+            changed |= {home, there}
+            carried += 1
+        for folder in changed:
+            _write_records(folder, *records[folder])
     return carried
+
+
+@contextlib.contextmanager
+def records_locked():
+    """Every read-modify-write of the tags and views records runs under one lock (an `flock` on a file beside the
+    records, and a lock between this process's threads): two writers at once, two processes or the window and a
+    command, each see the other's change instead of writing over it. Re-entrant within a thread."""
+    with _THREAD_LOCK:
+        _HELD[0] += 1
+        try:
+            if _HELD[0] == 1 and fcntl is not None:
+                lock = data_dir() / "datasets" / "records.lock"
+                lock.parent.mkdir(parents=True, exist_ok=True)
+                _HELD[1] = open(lock, "a+b")  # noqa: SIM115 (closed when the outermost hold ends)
+                fcntl.flock(_HELD[1].fileno(), fcntl.LOCK_EX)
+            yield
+        finally:
+            _HELD[0] -= 1
+            if _HELD[0] == 0 and _HELD[1] is not None:
+                _HELD[1].close()  # closing the file releases its flock
+                _HELD[1] = None
+
+
+_THREAD_LOCK = threading.RLock()
+_HELD: list = [0, None]  # how deep this process holds the records' lock, and the locked file
 
 
 def check_name(name: str, what: str) -> None:
@@ -145,17 +262,19 @@ def read_views(folder: str | Path) -> dict[str, list[dict]]:
 
 def save_view(folder: str | Path, name: str, rules: list[dict]) -> None:
     check_name(name, "view")
-    views = read_views(folder)
-    views[name] = check_rules(rules)
-    write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
+    with records_locked():
+        views = read_views(folder)
+        views[name] = check_rules(rules)
+        write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
 
 
 def delete_view(folder: str | Path, name: str) -> None:
-    views = read_views(folder)
-    if name not in views:
-        raise UnknownView(f"No view named {name!r} is saved for {folder}.")
-    del views[name]
-    write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
+    with records_locked():
+        views = read_views(folder)
+        if name not in views:
+            raise UnknownView(f"No view named {name!r} is saved for {folder}.")
+        del views[name]
+        write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
 
 
 def check_rules(rules) -> list[dict]:
@@ -185,8 +304,9 @@ def label_of(folder: str | Path, path: str | Path) -> str | None:
 
 
 def file_columns(folder: str | Path, files: Sequence[str | Path]) -> dict[str, list]:
-    """The columns every caller has: each file's relative path, class folder and tags."""
-    tags = read_tags(folder)
+    """The columns every caller has: each file's relative path, class folder and tags (`files`: the folder's images
+    now, among which a tagged file that moved is found by its content)."""
+    tags = read_tags(folder, files)
     paths = [relative(folder, f) for f in files]
     return {"path": paths, "label": [label_of(folder, f) for f in files],
             "tags": [set(tags.get(p, ())) for p in paths]}
