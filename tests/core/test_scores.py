@@ -121,3 +121,67 @@ def test_a_cancel_stops_the_scores_between_blocks(embeddings, monkeypatch):
     with pytest.raises(Cancelled):
         scores.uniqueness(embeddings, token)
     assert seen == [16, 16]  # stopped before the third block's search
+
+
+def _embedded(given_names, labels=("0", "1", "2")):
+    """A stand-in for FolderEmbeddings: 12 images, confident logits over `labels`."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(2)
+    logits = rng.normal(0, 4, (12, len(labels))).astype(np.float32)
+    return SimpleNamespace(paths=tuple(f"/f/{g}/{i}.png" for i, g in enumerate(given_names)), rows=np.arange(12),
+                           features_of=lambda: rng.normal(0, 1, (12, 8)).astype(np.float32), logits=logits,
+                           labels=labels, errors=())
+
+
+def test_folders_the_model_cannot_know_have_no_mistakenness():
+    """Folders named for classes the model does not have (ant photos through a digits model) get no mistakenness
+    (NaN), not a score of 0.5 or more for every image, and the result names those folders; images in folders the
+    model knows keep fiftyone-brain's score."""
+    given = ["ants"] * 6 + ["bees"] * 6
+    out = scores.brain_scores(_embedded(given), given)
+    assert np.isnan(out.mistakenness).all() and np.isfinite(out.hardness).all()
+    assert out.unknown == ("ants", "bees")
+    assert "ants, bees are not among the model's classes (0, 1, 2)" in out.mistakenness_note
+    assert set(out.mistakenness_notes()) == {out.mistakenness_note}
+    assert [r["mistakenness"] for r in out.rows()] == [None] * 12
+
+    mixed = ["0"] * 4 + ["1"] * 4 + ["other"] * 4  # one unknown folder: only its images lose the score
+    out = scores.brain_scores(_embedded(mixed), mixed)
+    assert np.isnan(out.mistakenness[8:]).all() and np.isfinite(out.mistakenness[:8]).all()
+    assert out.unknown == ("other",) and "class folder other is not among" in out.mistakenness_note
+    known = scores.brain_scores(_embedded(["0", "1", "2"] * 4), ["0", "1", "2"] * 4)
+    assert known.unknown == () and known.mistakenness_note == "" and np.isfinite(known.mistakenness).all()
+
+
+def test_scores_command_says_why_mistakenness_is_empty(tmp_path, capsys):
+    """`vitstudio scores` on folders the model has no class for: an empty CSV cell and null in --json (with the
+    reason beside it), and the reason printed once as a note; the other scores are there."""
+    import csv
+    import json
+
+    from vitstudio.cli import main
+    from vitstudio.core.models.demo import bundled_demo, render_digits
+
+    data = render_digits(tmp_path / "photos", 2)
+    for digit, name in (("0", "ants"), ("1", "bees")):
+        (data / digit).rename(data / name)
+    model = ["--model", str(bundled_demo()), "--quiet", "--device", "cpu", "--precision", "fp32"]
+    capsys.readouterr()
+    assert main(["scores", str(data), *model, "--json"]) == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 20 and all(r["hardness"] is not None for r in rows)
+    odd = [r for r in rows if r["given"] in ("ants", "bees")]
+    assert len(odd) == 4 and all(r["mistakenness"] is None for r in odd)
+    assert all("ants, bees are not among the model's classes" in r["mistakenness_note"] for r in odd)
+    digits = [r for r in rows if r["given"] not in ("ants", "bees")]
+    assert all(r["mistakenness"] is not None and "mistakenness_note" not in r for r in digits)
+    assert err.count("note: class folders ants, bees are not among the model's classes") == 1
+
+    assert main(["scores", str(data), *model, "--csv", str(tmp_path / "s.csv")]) == 0
+    with open(tmp_path / "s.csv", encoding="utf-8-sig", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert {r["mistakenness"] for r in table if r["given"] in ("ants", "bees")} == {""}
+    assert all(float(r["mistakenness"]) >= 0 for r in table if r["given"] not in ("ants", "bees"))
+    assert "mistakenness_note" not in table[0]

@@ -93,3 +93,39 @@ def test_score_columns_are_the_clis_and_sort_colour_and_export(panel, qtbot, tmp
     qtbot.waitUntil(lambda: folder.folder_model.scores is not None, timeout=30000)
     assert folder.folder_model.scores is not before and folder.model.scores is folder.folder_model.scores
     assert _column(folder, "hardness") == {p: f"{h:.3f}" for p, h in zip(before.paths, before.hardness)}
+
+
+def test_table_leaves_mistakenness_empty_for_classes_the_model_cannot_know(qtbot):
+    """Folders named for classes the model does not have: the table's mistakenness column is empty (the other
+    scores are not), its header tooltip, each cell's tooltip and the gallery's sort entry give the reason."""
+    from PySide6.QtWidgets import QTableView
+
+    from vitstudio.core.folder.results import FolderResults
+    from vitstudio.core.folder.scores import FolderScores, mistakenness
+    from vitstudio.gui.folder.folder_gallery import SORTS, TableOrGalleryWidget
+    from vitstudio.gui.folder.folder_table import ResultsModel
+
+    given = ("ants", "ants", "bees", "bees")
+    results = FolderResults(tuple(f"/f/{g}/{i}.png" for i, g in enumerate(given)), given, np.array([0, 1, 1, 0]),
+                            np.full(4, 0.9), np.full(4, 0.8), ("0", "1"))
+    logits = np.array([[3.0, 0.0], [0.0, 3.0], [0.0, 3.0], [3.0, 0.0]])
+    value = np.linspace(0.2, 0.8, 4)
+    scores = FolderScores(results.paths, given, ("0", "1", "1", "0"), value, value, value,
+                          mistakenness(logits, ("0", "1", "1", "0"), [None] * 4), (), ("ants", "bees"), ("0", "1"))
+    table_model = ResultsModel()
+    view = QTableView()
+    view.setModel(table_model)
+    qtbot.addWidget(view)
+    both = TableOrGalleryWidget(view, table_model)
+    qtbot.addWidget(both)
+    table_model.set_results(results, None)
+    table_model.set_scores(scores)
+    column = FIRST_SCORE + NAMES.index("mistakenness")
+    cells = [table_model.index(i, column) for i in range(4)]
+    assert [table_model.data(c) for c in cells] == [""] * 4
+    assert all(table_model.data(table_model.index(i, FIRST_SCORE)) for i in range(4))  # uniqueness is there
+    why = "ants, bees are not among the model's classes"
+    assert why in table_model.headerData(column, Qt.Horizontal, Qt.ToolTipRole)
+    assert all(why in table_model.data(c, Qt.ToolTipRole) for c in cells)
+    entry = next(i for i, (c, _o, _t) in enumerate(SORTS) if c == column)
+    assert why in both.sort.itemData(entry, Qt.ToolTipRole)

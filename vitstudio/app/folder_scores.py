@@ -26,6 +26,8 @@ def missing(scores, name: str) -> str:
         return ""
     if not any(scores.predicted):
         return NO_CLASSES
+    if name == "mistakenness" and scores.mistakenness_note:
+        return scores.mistakenness_note  # folders named for classes the model does not know
     return NO_FOLDERS if np.isnan(values).all() else LOOSE
 
 

@@ -28,7 +28,8 @@ def register(subparsers) -> None:
                    "name is its given label (for mistakenness)")
     add_model_args(p)
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="one JSON object per image, one per line")
+    out.add_argument("--json", action="store_true", help="one JSON object per image, one per line (a null score "
+                     "with no value; mistakenness_note says why one is null)")
     out.add_argument("--csv", metavar="FILE", help="write a CSV: path, given, predicted and the four scores")
     p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
@@ -50,16 +51,18 @@ def scores_cmd(args) -> int:
     for path, reason in scores.errors:
         print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     if not scores.paths:
+    if scores.mistakenness_note:  # said whatever the output: a JSON reader sees null, a person sees why
+        print(f"note: {scores.mistakenness_note}", file=sys.stderr)
         print("error: no readable image in the given paths", file=sys.stderr)
         return EXIT_SOME_FAILED
     rows = scores.rows()
     if args.json:
-        for row in rows:
-            print(json.dumps(row))
+        for row, note in zip(rows, scores.mistakenness_notes()):
+            print(json.dumps({**row, "mistakenness_note": note} if note else row))
     elif args.csv:
         _write_csv(rows, args.csv)
     else:
-        _describe(rows)
+        _describe(rows, scores.mistakenness_note)
     return EXIT_SOME_FAILED if scores.errors else EXIT_OK
 
 
@@ -73,14 +76,16 @@ def _write_csv(rows: list[dict], path: str) -> None:
             writer.writerow(["" if v is None else (f"{v:.6f}" if isinstance(v, float) else v) for v in row.values()])
 
 
-def _describe(rows: list[dict]) -> None:
+def _describe(rows: list[dict], unknown: str = "") -> None:
     from ..core.folder.scores import NAMES
 
     print(f"{len(rows)} images; the {TOP} highest of each score (--json or --csv for all):")
     for name in NAMES:
         scored = sorted((r for r in rows if r[name] is not None), key=lambda r: -r[name])[:TOP]
         if not scored:
-            print(f"{name}: none (the model has no classes, or no image is in a class folder)")
+            why = unknown if name == "mistakenness" and unknown else (
+                "the model has no classes, or no image is in a class folder")
+            print(f"{name}: none ({why})")
             continue
         print(f"{name}:")
         for r in scored:

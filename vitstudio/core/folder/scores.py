@@ -14,7 +14,10 @@
 - hardness (hardness.py:116): the entropy (nats) of the softmax of the logits.
 - mistakenness (mistakenness.py:529-536, `_compute_mistakenness_class`, with logits): m = 1 when the predicted
   class is the given label, else 0; (( 1 - 2m) · exp(-entropy) + 1) / 2. The given label is the image's folder
-  name; images given outside a class folder have none, and no mistakenness (NaN, null in JSON).
+  name; images given outside a class folder have none, and no mistakenness (NaN, null in JSON). Nor have images
+  whose folder name is not one of the model's classes: the model cannot predict that class, so m would be 0 for
+  every one of them and the score would only measure confidence (ant photos through a digits model: 0.57-0.68
+  each); `FolderScores.unknown` names those folders and `mistakenness_note` says why the score is empty.
 """
 
 from __future__ import annotations
@@ -47,8 +50,30 @@ class FolderScores:
     uniqueness: np.ndarray  # (N,) float64 in [0, 1]
     representativeness: np.ndarray  # (N,) float64 in [0, 1]
     hardness: np.ndarray  # (N,) float64, nats
-    mistakenness: np.ndarray  # (N,) float64 in [0, 1], NaN without a given label
+    mistakenness: np.ndarray  # (N,) float64 in [0, 1], NaN without a given label the model knows
     errors: tuple[tuple[str, str], ...] = ()
+    unknown: tuple[str, ...] = ()  # given labels (folder names) that are not among the model's classes
+    known: tuple[str, ...] = ()  # the model's classes, when some given label is unknown (to say what it knows)
+
+    @property
+    def mistakenness_note(self) -> str:
+        """Why mistakenness is empty for the images of unknown classes ('' when every given label is the model's)."""
+        if not self.unknown:
+            return ""
+        shown = ", ".join(self.unknown[:5]) + (f" and {len(self.unknown) - 5} more" if len(self.unknown) > 5 else "")
+        known = ", ".join(self.known[:5]) + (", …" if len(self.known) > 5 else "")
+        every = set(self.unknown) >= {g for g in self.given if g is not None}
+        many = len(self.unknown) > 1
+        whose = ("the folder's class name" if every else "class folder") + ("s" if many else "")
+        return (f"{whose} {shown} {'are' if many else 'is'} not among the model's classes ({known}): the model "
+                f"cannot predict {'them' if many else 'it'}, so mistakenness (the prediction against the folder's "
+                f"name) is empty for {'every image' if every else 'those images'}")
+
+    def mistakenness_notes(self) -> list[str]:
+        """Per image, why it has no mistakenness ('' where it has one)."""
+        unknown = set(self.unknown)
+        return ["" if not np.isnan(m) else self.mistakenness_note if g in unknown else
+                "outside a class folder" if g is None else "" for g, m in zip(self.given, self.mistakenness)]
 
     def rows(self) -> list[dict]:
         """One plain record per image (None for NaN)."""
@@ -147,8 +172,12 @@ def brain_scores(embedded: FolderEmbeddings, given: Sequence[str | None], cancel
         return FolderScores(embedded.paths, tuple(given), ("",) * n, unique, central, nan, nan.copy(), embedded.errors)
     logits = np.asarray(embedded.logits[embedded.rows], np.float64).reshape(n, -1)
     predicted = tuple(embedded.labels[i] for i in logits.argmax(1))
+    classes = set(embedded.labels)
+    unknown = tuple(sorted({g for g in given if g is not None and g not in classes}))
+    scored = [None if g in unknown else g for g in given]  # the model cannot predict them: no score, not 0.5+
     return FolderScores(embedded.paths, tuple(given), predicted, unique, central, entropy(logits),
-                        mistakenness(logits, predicted, given), embedded.errors)
+                        mistakenness(logits, predicted, scored), embedded.errors, unknown,
+                        tuple(embedded.labels) if unknown else ())
 
 
 def score_folder(loaded: LoadedModel, paths: Sequence[str], batch_size: int | None = None,
@@ -166,7 +195,7 @@ def embedded_scores(loaded: LoadedModel, embedded: FolderEmbeddings, paths: Sequ
     scan), read from or kept in the result cache under the same key as `score_folder`'s."""
     given = given_labels(embedded.paths, paths)
     key = result_key("scores", model_fingerprint(loaded, whole=True), embedded.content, given,
-                     sorted(embedded.errors))
+                     sorted(embedded.errors), "unknown classes")  # kept before those had no score: computed again
     scores = load_result("scores", key)
     if not isinstance(scores, FolderScores):
         yield Progress(0, 0, f"Scoring {len(embedded.paths)} images")

@@ -215,6 +215,9 @@ class TableOrGalleryWidget(QWidget):
         for _column, _order, text in SORTS:
             self.sort.addItem(text)
         self.sort.activated.connect(self._sort_chosen)  # the user's choice only: the header's changes show below
+        self.table_model = table_model
+        table_model.headerDataChanged.connect(self._sort_tips)  # a score's entry says why its column is empty
+        self._sort_tips()
         table.horizontalHeader().sortIndicatorChanged.connect(self._show_sort)
         self.sort_label = QLabel("Sort")  # short: the row fits the ~320 px the grid gets at 1280×720
         self.stack = QStackedWidget()
@@ -237,6 +240,11 @@ class TableOrGalleryWidget(QWidget):
         self.table_button.setChecked(not shown)
         for w in (self.sort_label, self.sort):  # the table sorts by its header
             w.setVisible(shown)
+
+    def _sort_tips(self, *_changed) -> None:
+        """Each entry's tooltip: its column header's (for a score, what it measures and why it is empty where it is)."""
+        for i, (column, _order, _text) in enumerate(SORTS):
+            self.sort.setItemData(i, self.table_model.headerData(column, Qt.Horizontal, Qt.ToolTipRole), Qt.ToolTipRole)
 
     def _indicator(self):
         header = self.table.horizontalHeader()
