@@ -51,11 +51,11 @@ def scores_cmd(args) -> int:
     for path, reason in scores.errors:
         print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     if not scores.paths:
-    if scores.mistakenness_note:  # said whatever the output: a JSON reader sees null, a person sees why
-        print(f"note: {scores.mistakenness_note}", file=sys.stderr)
         print("error: no readable image in the given paths", file=sys.stderr)
         return EXIT_SOME_FAILED
     rows = scores.rows()
+    if scores.mistakenness_note:  # said whatever the output: a JSON reader sees null, a person sees why
+        print(f"note: {scores.mistakenness_note}", file=sys.stderr)
     if args.json:
         for row, note in zip(rows, scores.mistakenness_notes()):
             print(json.dumps({**row, "mistakenness_note": note} if note else row))
