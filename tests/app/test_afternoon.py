@@ -11,6 +11,11 @@ from tests.conftest import TINY_SPEC
 
 
 def test_an_afternoon_without_a_window(tmp_path):
+    """Load the demo through the request path, open a folder (scan, map, fit), filter by a class, follow the map's box,
+    label what it holds, fit the quick head, suggest 4, learn and open concepts; switching to another model drops
+    results, map, box (and "follow the box"), fit, rows, head and concepts and offers the folder again; a quick run
+    stepped to its first record and cancelled returns a `cancelled` report; no Qt module loaded, no error reported.
+    """
     from vitstudio.core.models.demo import render_digits
 
     folder = render_digits(tmp_path / "digits", per_class=4)

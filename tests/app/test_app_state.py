@@ -18,6 +18,10 @@ def _entries(n: int):
 
 
 def test_a_script_drives_the_model_images_and_predictions_without_qt(tiny_weights):
+    """AppState's events (images added/removed, selection, model, prediction) fire in order without a QApplication; a
+    model switch drops every image's previous-model prediction and a late result of the old model is not kept. A request
+    makes the spec `loading` until the model comes, then `loaded_spec`.
+    """
     from vitstudio.core.inference import classify
     from vitstudio.core.models.loading import load_model
 
@@ -49,7 +53,11 @@ def test_a_script_drives_the_model_images_and_predictions_without_qt(tiny_weight
 
 
 def test_the_app_layer_imports_no_qt():
-    """No Qt, and no torch at import either: the window is built from the app's model before torch loads."""
+    """No Qt, and no torch at import either: the window is built from the app's model before torch loads.
+
+    Importing every vitstudio.app module (≥ 3) and using AppState loads no PySide6/shiboken6/pyqtgraph/vitstudio.gui and
+    no torch. [subprocess]
+    """
     code = ("import sys, pkgutil, importlib, vitstudio.app as a\n"
             "mods = [m.name for m in pkgutil.walk_packages(a.__path__, 'vitstudio.app.')]\n"
             "for name in mods: importlib.import_module(name)\n"
@@ -64,6 +72,9 @@ def test_the_app_layer_imports_no_qt():
 
 
 def test_devices_offered_later_are_announced_and_a_device_gone_falls_back():
+    """`offer_devices` announces the device field's new choices on its spec event; a chosen device this machine lacks
+    falls back to 'auto'.
+    """
     state = AppState()
     offered = []
     state.view.spec_events.device.connect(lambda spec: offered.append(spec.choices))
@@ -75,6 +86,9 @@ def test_devices_offered_later_are_announced_and_a_device_gone_falls_back():
 
 
 def test_errors_written_for_the_user_are_one_line_and_bugs_keep_their_traceback():
+    """ModelLoadError, DatasetError, RunInUse are `UserFacingError`s logged as one line; a KeyError is logged with its
+    traceback (by class, not by class-name strings).
+    """
     from vitstudio.app.notices import Notice, told
     from vitstudio.core.data.dataset_scan import DatasetError
     from vitstudio.core.models.adapter_checks import AdapterError
@@ -93,7 +107,12 @@ def test_errors_written_for_the_user_are_one_line_and_bugs_keep_their_traceback(
 
 def test_a_concepts_switch_off_scale_and_order_are_fields():
     """Concepts → On the image: switched off or scaled, the "after" prediction's factors follow from the fields;
-    the concept table's orders follow the concepts' classes (an order the new classes lack goes back to the first)."""
+    the concept table's orders follow the concepts' classes (an order the new classes lack goes back to the first).
+
+    On the image's switch-off and scale are fields whose factors the "after" prediction uses (a scale outside [0, 10]
+    refused); the concept table's orders are a field whose choices follow the concepts' classes, falling back to the
+    first.
+    """
     from vitstudio.app.folder_states import SORTS, ConceptsState, ImageConceptsState, sorts_for
 
     image = ImageConceptsState()

@@ -20,6 +20,10 @@ def _results(given, predicted, labels=("ant", "bee", "wasp")):
 
 
 def test_counts_are_the_folders_and_the_predictions_per_class():
+    """Per class, predicted / given / both equal collections.Counter over the same labels; most images first; the
+    summary names images outside class folders; `show(None)` leaves nothing; the model has every member
+    `FolderPageModel` declares. The summary counts predicted classes and class folders apart, of the whole folder.
+    """
     given = ["ant"] * 5 + ["bee"] * 3 + ["", ""]
     predicted = ["ant", "ant", "ant", "bee", "wasp", "bee", "bee", "ant", "wasp", "ant"]
     page, heard = ClassCounts(), []

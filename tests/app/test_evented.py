@@ -7,6 +7,9 @@ from vitstudio.app.evented import Field, Keyed, ViewState
 
 
 def test_update_is_atomic_then_announced_per_field():
+    """`update` returns changed fields, every listener sees the whole update, no event without a change, unknown fields
+    raise.
+    """
     state = ViewState(model=None, image=None, layer=0, head=0)
     seen = []
     state.connect(lambda name, value: seen.append((name, value, state.model, state.layer)))
@@ -24,6 +27,8 @@ def test_update_is_atomic_then_announced_per_field():
 
 
 def test_results_answer_only_their_request():
+    """A Keyed result stays current across display-only changes and is dropped when its key fields or the model change.
+    """
     state = ViewState(model=1, image=5, fusion="mean", layer=3)
     result = Keyed(state.request("fusion"), "overview of model 1")
     assert state.current(result, "fusion") == "overview of model 1"
@@ -37,6 +42,9 @@ def test_results_answer_only_their_request():
 
 
 def test_fields_are_typed_and_validated_before_anything_changes():
+    """Wrong type/range/choice raises naming the field and applies nothing; numpy ints, 0 and lists are coerced to
+    int/float/tuple.
+    """
     from vitstudio.app.evented import Field
     from vitstudio.core.fields import Range
 
@@ -59,6 +67,9 @@ def test_fields_are_typed_and_validated_before_anything_changes():
 
 
 def test_batch_applies_once_and_announces_each_field_once():
+    """A batch shows nothing until it ends, then announces each field once with final values; a failed batch applies
+    nothing.
+    """
     state = ViewState(model=None, image=None, layer=0, head=0)
     seen = []
     state.connect(lambda name, value: seen.append((name, value, state.layer, state.head)))
@@ -79,7 +90,12 @@ def test_batch_applies_once_and_announces_each_field_once():
 
 def test_a_new_spec_is_announced_and_applies_with_the_batch_that_uses_it():
     """A model switch declares the new depth and sets the new layer in one update: the control hears the new range
-    before the value, no listener sees the old model with a layer the new one does not have."""
+    before the value, no listener sees the old model with a layer the new one does not have.
+
+    `redeclare` in a batch checks the batch's writes against the new range, announces the spec before the value, with
+    model and layer already consistent; a value the new spec refuses goes back to the default; an abandoned batch
+    declares nothing.
+    """
     from vitstudio.core.fields import Range
 
     state = ViewState(model=Field(1, int), layer=Field(0, int, range=Range(0, 1)))
@@ -104,6 +120,9 @@ def test_a_new_spec_is_announced_and_applies_with_the_batch_that_uses_it():
 
 
 def test_choices_carry_labels_and_a_value_set_before_they_change_is_checked_again():
+    """Choices carry labels; a value written in a batch before its choices shrink is checked again and falls back to the
+    default.
+    """
     state = ViewState(target=Field(None, int, choices=(None, 0, 1), labels=("top-1", "0: cat", "1: dog")))
     state.target = 1
     with state.batch():
@@ -113,7 +132,11 @@ def test_choices_carry_labels_and_a_value_set_before_they_change_is_checked_agai
 
 
 def test_the_view_fields_are_the_registry_parameters():
-    """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3)."""
+    """The Attention view's fields that show an analysis parameter hold that parameter's spec (issue 30, item 3).
+
+    (moved from gui/test_explorers.py, now without Qt) the Attention state's discard and fusion fields are the rollout
+    parameter's spec (DISCARD, FUSIONS objects); its directions are the token map's.
+    """
     from vitstudio.app.explore_states import AttentionState
     from vitstudio.core import fields
     from vitstudio.core.analysis import registry

@@ -26,6 +26,17 @@ def _tree(folder: Path) -> list:
 
 
 def test_the_selection_exports_every_way_and_the_folder_is_never_written(demo, tmp_path):  # noqa: F811
+    """A confidence filter's rows are what is exported (one row clicked does not shrink it; two or more picked rows do,
+    in order, and the description says which); the every-column CSV's paths, predictions and confidences are the
+    results' (1e-6), the Labels tab's label overrides the class folder, the fit's out-of-distribution columns are there;
+    the labels CSV reads back (`read_labels_file`) as the same images and labels; class folders into the opened folder
+    are refused, elsewhere a sort's plan whose copies `undo_sort` removes; "Train on them" writes a labels file under
+    the data folder's selections/ (named after the folder) in a job and hands it on once written, one class refused in a
+    line; the COCO export of three rows, each annotation decoded by the test's own RLE decoder, equals the Paint page's
+    own segmentation of that image; with no paint it says to paint first; a COCO export cancelled after its first step
+    (running until then: the tab's Cancel stops it, not the scan) writes nothing and says so (busy on, then off); the
+    folder's files are untouched throughout.
+    """
     app, folder, page, paths = paint_page_on_digits(demo, tmp_path)
     data, results = Path(folder.folder), folder.results
     said = []

@@ -31,6 +31,9 @@ def make(hold: bool):
 
 
 def test_latest_request_wins_and_a_stale_one_delivers_nothing():
+    """A job whose request went stale before it ran delivers nothing; the newer one's result is kept for its request and
+    dropped with another model.
+    """
     state, runner, jobs = make(hold=True)
     got = []
     state.update(model=1, paths=("a",))
@@ -45,6 +48,9 @@ def test_latest_request_wins_and_a_stale_one_delivers_nothing():
 
 
 def test_cancel_mid_job_still_delivers_its_final_result_and_errors_are_kept_per_request():
+    """A job stepped to its second yield and cancelled returns what it did; an error is kept for its request and
+    forgotten with another one.
+    """
     state, runner, jobs = make(hold=True)
     state.update(model=1, paths=("a",))
     seen, final = [], []
@@ -63,6 +69,7 @@ def test_cancel_mid_job_still_delivers_its_final_result_and_errors_are_kept_per_
 
 
 def test_a_closure_is_refused_as_a_job():
+    """A lambda (which would carry a view into the worker) is refused."""
     _, _, jobs = make(hold=False)
     with pytest.raises(TypeError, match="module-level"):
         jobs.start("scan", "scan", lambda cancel: 1)

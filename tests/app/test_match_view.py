@@ -30,6 +30,13 @@ def _image(path, seed: int) -> str:
 
 
 def test_a_click_maps_the_patchs_cosine_over_b_and_matches_as_the_cli(tmp_path, capsys):
+    """The block's range is the model's depth (its last block chosen); a point clicked on A's crop (key facet, block 0):
+    its map over B equals the cosine of the core's features computed in the test (1e-5), the best patch is its argmax,
+    the top 3 mutual matches are the core's; `vitstudio match --json` for the same point gives the same patch, best
+    match (0.005 px) and similarity (1e-6), which the line says; Sub-patch on: the core's refined match (`--refine`'s,
+    between patch centres) over the same map; another model (depth 4) keeps the point, takes its last block, and the map
+    is of the new model's features (nothing of the first).
+    """
     a_path, b_path = _image(tmp_path / "a.png", 0), _image(tmp_path / "b.png", 1)
     torch.manual_seed(0)
     loaded = load_model(SPEC, None, "cpu", "fp32")

@@ -20,6 +20,10 @@ SPEC = "custom:img=64,patch=8,width=32,depth=2,heads=2,classes=2"
 
 
 def test_brush_eraser_undo_and_redo_change_exactly_the_stroke():
+    """A stroke paints exactly the pixels within the radius of its polyline (distance written in the test), a later
+    stroke wins under the brush, the eraser un-paints, undo and redo restore exactly, each change announced once; a
+    stroke off the image does nothing; undo keeps 100 steps; a mask painted at another size is refused in one sentence.
+    """
     paint = PaintMasks(PaintState(brush_class=1, radius=3))
     heard = []
     paint.changed.connect(heard.append)
@@ -58,7 +62,12 @@ def _paint_truth(paint: PaintMasks, path: str, truth: np.ndarray) -> None:
 def test_paint_three_segment_correct_one_and_the_cli_agrees(tmp_path, capsys):
     """Three images painted and saved, the folder segmented; a fourth painted (a correction), saved and segmented
     again: every painted image keeps its paint in its mask, and `vitstudio segment` on the same painted folder writes
-    the same masks both times; the saved folder reads back as the masks painted."""
+    the same masks both times; the saved folder reads back as the masks painted.
+
+    Three images painted by strokes and saved, the folder segmented; a fourth painted (a correction), saved and
+    segmented again: every painted image keeps its paint in its mask, `vitstudio segment` on the same painted folder
+    writes the same masks both times, and the folder reads back as the masks painted.
+    """
     from vitstudio.core.dense.segment import segment_folder
     from vitstudio.core.models.loading import load_model
 

@@ -13,6 +13,11 @@ from vitstudio.core.data.images import read_image
 
 
 def test_the_strip_image_is_segmented_as_the_paint_page_segments_it(demo, tmp_path):  # noqa: F811
+    """Toggled on before any paint it says what to paint; after two digits are painted the strip's selected digit is
+    segmented exactly as the Paint page segments it when it is the page's own image (the same labels), cut to the crop
+    the model sees (the demo's whole 32 px digit), its line giving each class's share; a stroke on that image segments
+    it again (a larger bank, the page's new labels); a class nothing paints drops the overlay and says so.
+    """
     app, folder, page, paths = paint_page_on_digits(demo, tmp_path)
     overlay = PaintOverlay(page)
     app.add_images([make_entry(paths[7], read_image(paths[7]))])

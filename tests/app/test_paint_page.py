@@ -57,6 +57,14 @@ def paint_page_on_digits(demo, tmp_path):
 
 
 def test_paint_segment_correct_export_and_the_cli_agrees(demo, tmp_path, capsys):
+    """A drag is one undo step (undo takes the whole background drag, redo gives it back exactly); the image on screen
+    is segmented after each drag with its own paint standing and class areas summing to 1, and nothing is shown while a
+    class is unpainted; the folder segmented from three painted digits, a fourth painted re-segments it; an export
+    inside the dataset folder is refused in the page's words and writes nothing; the line gives the folder's mean class
+    areas; the export's masks equal `vitstudio segment` on its painted/ folder and the page's own view of the corrected
+    image; a page built later opens the exported painted/ as the same masks, and refuses a folder whose PNG names no
+    image; another model drops every segmentation and keeps the paint.
+    """
     app, folder, page, paths = paint_page_on_digits(demo, tmp_path)
     data = Path(folder.folder)
     assert page.line.startswith("Select an image")

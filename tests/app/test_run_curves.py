@@ -22,6 +22,9 @@ def _run(folder, opt, rows):
 
 
 def test_a_run_folder_reads_back_as_its_metrics_file_holds_it(tmp_path):
+    """A run folder's curves equal its metrics.csv read with csv.DictReader (epochs 1-based, each figure, the best val
+    accuracy, the export table); an L-BFGS run says there is no schedule; no epochs, no table.
+    """
     rows = [(e, 1.0 / (e + 1), 0.5 + e / 10, 1.1 / (e + 1), 0.4 + e / 10, 1e-3 / (e + 1), 2.0) for e in range(3)]
     curves = RunCurves.read(_run(tmp_path / "probe", "adamw", rows))
     with open(tmp_path / "probe" / "metrics.csv") as fh:
@@ -37,6 +40,7 @@ def test_a_run_folder_reads_back_as_its_metrics_file_holds_it(tmp_path):
 
 
 def test_a_live_runs_records_grow_its_own_curves_only(tmp_path):
+    """Steps and an epoch of a run in progress grow its RunCurves (lr per step, figures per epoch), never another's."""
     shown, live = RunCurves(), RunCurves()
     for step in range(4):
         live.add_step(StepProgress(epoch=0, epochs=1, step=step + 1, steps=4, loss=1.0, lr=0.1 * (step + 1),

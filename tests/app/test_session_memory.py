@@ -24,6 +24,10 @@ def _session(store_path, opened: list):
 
 
 def test_fields_are_remembered_and_restored_one_at_a_time(tmp_path):
+    """The form's preset, settings and Advanced switch, the base model, the dataset (opened through the face's callback)
+    and the folder (opened with the first model) come back in a new session; a value another version wrote outside a
+    field's range leaves that field and the others are restored.
+    """
     store, opened = tmp_path / "settings.json", []
     form, training, folder, _ = _session(store, opened)
     form.update(preset="full", epochs=42, advanced=True)
@@ -40,6 +44,9 @@ def test_fields_are_remembered_and_restored_one_at_a_time(tmp_path):
 
 
 def test_a_folders_filters_come_back_with_its_results_and_a_lost_class_is_dropped(tmp_path):
+    """A folder's filters wait for its results and are restored then; a remembered predicted class the new results lack
+    goes back to all classes.
+    """
     store = tmp_path / "settings.json"
     _, _, folder, _ = _session(store, [])
     folder.folder = str(tmp_path)

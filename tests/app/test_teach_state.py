@@ -9,6 +9,9 @@ from vitstudio.app.teach_state import HeldFrames, TeachModel
 
 
 def test_held_frames_keep_the_rate_by_their_own_times_and_the_limit():
+    """Hold to record keeps 24 of a 60 frames/s second (never two neighbours), every frame of a slower source, at most
+    the limit.
+    """
     at_60 = HeldFrames(24.0)
     kept = [i for i in range(60) if at_60.offer(i / 60, i)]  # one second of a 60 frames/s source
     assert len(kept) == 24 and all(np.diff(kept) >= 2)  # 24 of them, never two neighbours
@@ -19,6 +22,10 @@ def test_held_frames_keep_the_rate_by_their_own_times_and_the_limit():
 
 
 def test_each_change_is_a_new_refit_and_the_project_reopens_as_left(tmp_path):
+    """Adding a class, frames held and released (12 of half a second), a recipe change, augmentation switched on (off by
+    default): each a new refit request; the project reopens after a restart with its recipe, augmentation, samples and
+    thumbnails; opening another project drops the live head.
+    """
     teach = TeachModel()
     teach.open(tmp_path / "p")
     requests = [teach.refit_request()]
@@ -51,7 +58,13 @@ def test_a_full_disk_or_a_camera_gone_while_recording_is_one_line_and_loses_noth
     """The disk fills on the fifth of ten frames held (the real atomic write's fault point: the kernel's ENOSPC after
     the temporary file, before its rename): one line says 4 of 10 were added; the class keeps its earlier samples and
     the four, each a whole PNG, no temporary file left, labels.csv listing them. A camera gone mid-recording: the
-    frames so far join the class, said in one line with why."""
+    frames so far join the class, said in one line with why.
+
+    The disk fills on the 5th of 10 frames held (`VITSTUDIO_FULL_AT` at the atomic write's rename: the kernel's ENOSPC):
+    one line says 4 of 10 were added; the class keeps its 3 earlier samples and the 4 (file names = the frames' PNG
+    hashes, computed here; no .tmp left, each opens whole), labels.csv lists them; a camera gone mid-recording: the 5
+    frames held join the class, one line with why; nothing held, nothing said.
+    """
     import hashlib
     import io
 

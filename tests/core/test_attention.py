@@ -63,6 +63,9 @@ def _grid(loaded):
 
 
 def test_prefix_tokens_and_reference_forward_agree(case):
+    """Prefix-token count per layout; our logits equal a hand-written forward; attention shape (B, H, N, N); reference:
+    reference_vit.reference_forward. [parametrised ×6]
+    """
     layout, loaded, x, ref_logits, attns = case
     assert loaded.num_prefix_tokens == LAYOUTS[layout]
     torch.testing.assert_close(forward_logits(loaded, x), ref_logits.float(), atol=1e-5, rtol=0)
@@ -71,6 +74,9 @@ def test_prefix_tokens_and_reference_forward_agree(case):
 
 
 def test_capture_keeps_logits_and_fused_flags(case):
+    """Captured maps equal the reference softmax(q·kᵀ/√d) (fp16 tolerance); fused_attn flags restored; logits unchanged;
+    `layers=[-1]` captures only the last layer. [parametrised ×6]
+    """
     _, loaded, x, _, attns = case
     before = forward_logits(loaded, x)
     maps = A.attention_maps(loaded, x)
@@ -83,6 +89,9 @@ def test_capture_keeps_logits_and_fused_flags(case):
 
 
 def test_head_maps(case):
+    """Per-head maps of first and last layer (class row, or mean over queries for GAP); reference: ref_head_maps
+    formula. [parametrised ×6]
+    """
     layout, loaded, x, _, attns = case
     for layer in (0, -1):
         ours = A.head_maps(loaded, x, layer)
@@ -91,6 +100,9 @@ def test_head_maps(case):
 
 
 def test_token_maps(case):
+    """A patch's attends-to / attended-by maps per layer equal rows/columns of the reference attention; a patch outside
+    the grid raises ValueError. [parametrised ×6]
+    """
     layout, loaded, x, _, attns = case
     gh, gw = _grid(loaded)
     row, col = gh - 1, gw // 2
@@ -106,6 +118,9 @@ def test_token_maps(case):
 
 @pytest.mark.parametrize("fusion, discard", [("mean", 0.0), ("max", 0.0), ("min", 0.0), ("mean", 0.9), ("max", 0.5)])
 def test_rollout(case, fusion, discard):
+    """Attention rollout with mean/max/min fusion and discard ratios; reference: ref_rollout (Abnar & Zuidema,
+    row-normalised). [parametrised ×30: 6 layouts × 5 fusion/discard]
+    """
     layout, loaded, x, _, attns = case
     ours = A.rollout(loaded, x, fusion=fusion, discard=discard)
     ref = ref_rollout(attns, LAYOUTS[layout], layout != "gap", _grid(loaded), fusion, discard)
@@ -113,7 +128,11 @@ def test_rollout(case, fusion, discard):
 
 
 def test_rollout_is_row_normalised_not_vit_explain():
-    """Row and column normalisation differ here, so copying vit-explain's mistake would fail the test above."""
+    """Row and column normalisation differ here, so copying vit-explain's mistake would fail the test above.
+
+    Row- and column-normalised rollout differ on this model, and ours matches the row-normalised one (not vit-explain's
+    column bug); reference: ref_rollout.
+    """
     loaded = _make("cls")
     x = torch.randn(2, 3, 32, 32)
     with torch.no_grad():
@@ -125,6 +144,7 @@ def test_rollout_is_row_normalised_not_vit_explain():
 
 
 def test_discard_never_zeroes_the_cls_self_entry():
+    """`discard_smallest` keeps entry [0,0] even when it is the smallest, and zeroes exactly ⌊0.5·25⌋ others."""
     fused = torch.rand(1, 5, 5)
     fused[0, 0, 0] = -1.0  # the smallest entry of all
     out = A.discard_smallest(fused, 0.5)
@@ -132,6 +152,9 @@ def test_discard_never_zeroes_the_cls_self_entry():
 
 
 def test_gradient_rollout(case):
+    """Chefer-style gradient rollout for the top class and its reported targets; reference: ref_gradient_rollout over
+    autograd gradients of the hand-written forward. [parametrised ×6]
+    """
     layout, loaded, x, _, _ = case
     logits, attns, _ = reference_forward(loaded.model, x, keep_grad=True)
     targets = logits.argmax(-1)
@@ -145,6 +168,9 @@ def test_gradient_rollout(case):
 
 
 def test_gradient_rollout_per_image_class():
+    """Gradient rollout with a per-image target list (distilled model) matches the reference; an out-of-range target
+    raises "Target class".
+    """
     loaded = _make("distilled")
     x = torch.randn(2, 3, 32, 32)
     logits, attns, _ = reference_forward(loaded.model, x, keep_grad=True)
@@ -159,6 +185,9 @@ def test_gradient_rollout_per_image_class():
 
 
 def test_distance_and_entropy(case):
+    """Mean attention distance (px) and entropy per layer and head; reference: ref_distance_entropy formula.
+    [parametrised ×6]
+    """
     layout, loaded, x, _, attns = case
     gh, gw = _grid(loaded)
     stats = A.attention_stats(loaded, x)
@@ -169,6 +198,9 @@ def test_distance_and_entropy(case):
 
 
 def test_layer_bounds_and_unsupported_blocks():
+    """Out-of-range layer raises, negative layer works; parallel-attention blocks give concatenated heads for head maps
+    and raise AttentionUnsupported for gradient rollout.
+    """
     loaded = _make("cls")
     x = torch.randn(1, 3, 32, 32)
     with pytest.raises(ValueError, match="out of range"):
@@ -189,7 +221,11 @@ def test_layer_bounds_and_unsupported_blocks():
                                   "vit_base_patch16_rpn_224", "vit_dlittle_patch16_reg1_gap_256",
                                   "vit_dpwee_patch16_reg1_gap_256"])
 def test_other_block_types(name):
-    """Parallel-scaling, post-norm and differential-attention blocks: one map per head, logits untouched."""
+    """Parallel-scaling, post-norm and differential-attention blocks: one map per head, logits untouched.
+
+    parallel-scaling, post-norm and differential-attention timm blocks: one map per head, rows sum to 1 (or 1−λ for
+    differential), rollout shape, logits untouched. [parametrised ×5]
+    """
     import timm
 
     loaded = wrap(timm.create_model(name, img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=2,
@@ -209,6 +245,7 @@ def test_other_block_types(name):
 
 
 def test_overview_is_the_individual_methods_in_one_pass(case):
+    """`overview` equals head_maps, rollout and attention_stats computed separately. [parametrised ×6]"""
     layout, loaded, x, _, attns = case
     one = x[:1]
     ov = A.overview(loaded, one, fusion="max", discard=0.3)
@@ -223,7 +260,11 @@ def test_overview_is_the_individual_methods_in_one_pass(case):
 
 
 def test_threads_sharing_a_model_do_not_mix_captures():
-    """Capturing hooks and flags live on the shared module: concurrent jobs must not see each other's forwards."""
+    """Capturing hooks and flags live on the shared module: concurrent jobs must not see each other's forwards.
+
+    Four threads running gradient rollout / plain forwards + overview on one shared model each get their single-threaded
+    results.
+    """
     import threading
 
     loaded = _make("cls")

@@ -93,6 +93,10 @@ def embed(a, kind, keep=1.0):
 
 
 def test_cait_loads_predicts_and_explains_like_the_formulas(cait, photos):
+    """Block kinds; logits = timm's own forward and the float64 paper forward; head maps, rollout, token maps, gradient
+    rollout, distance/entropy, overview = formulas in the test; state restored; only text, the logit lens and key/query
+    similarity refused, each saying why.
+    """
     loaded = load_model(str(cait))
     assert [t.kind for t in trunk_blocks(loaded.model)] == ["patches"] * 2 + ["class"] * 2
     assert loaded.depth == 4 and loaded.token_depth == 2 and loaded.num_prefix_tokens == 1
@@ -178,6 +182,10 @@ def test_cait_loads_predicts_and_explains_like_the_formulas(cait, photos):
 
 
 def test_cait_embeddings_and_fine_tuning(cait, tmp_path, photos):
+    """Layer tokens of the patch stage (no prefix) equal timm's forward_intermediates; a last-blocks fine-tune changes
+    only class-attention blocks and head, and the run loads in plain timm with the same logits (family_runs).
+    [fine-tune]
+    """
     from tests.core.family_runs import last_blocks_run
 
     loaded = load_model(str(cait))

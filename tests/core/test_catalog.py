@@ -24,7 +24,12 @@ def _skip_weight_init(monkeypatch) -> None:
 
 def test_every_catalog_architecture_is_a_supported_class(monkeypatch):
     """Every architecture the catalog lists, built on the meta device (no weights allocated), is one of the
-    classes ViT Studio supports, and of the class its family promises."""
+    classes ViT Studio supports, and of the class its family promises.
+
+    >250 names incl. known ones, no deprecated aliases; every listed architecture built on the meta device (weight
+    initialisation skipped: 12–17 s → 4.6 s) is a supported class and of its family's class; reference: timm's own
+    classes.
+    """
     import importlib
 
     _skip_weight_init(monkeypatch)
@@ -74,6 +79,9 @@ def test_models_outside_the_families_are_not_listed():
 
 
 def test_catalog_tags_filter_and_speed():
+    """`list_catalog` < 5 s, contains known tags, filter by substring/glob, `local_only` is exactly the bundled models
+    folder, each tag has exactly one weight source (hub id xor URL).
+    """
     start = time.perf_counter()
     entries = list_catalog()
     assert time.perf_counter() - start < 5

@@ -26,6 +26,7 @@ def folder(tmp_path, photos):
 
 
 def test_predict_json_matches_core(folder, tiny_weights, capsys):
+    """`predict --json --topk 3` lists files in order with indices, labels and prob equal to core `classify`."""
     weights, _ = tiny_weights
     rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(weights), "--json", "--topk", "3"])
     assert rc == 0
@@ -40,6 +41,9 @@ def test_predict_json_matches_core(folder, tiny_weights, capsys):
 
 
 def test_predict_some_failed_exit_1_and_csv(folder, tiny_weights, tmp_path, capsys):
+    """One unreadable image: exit 1, CSV has an error row with no labels, others labelled, stderr "1 of 3 inputs
+    failed".
+    """
     (folder / "broken.jpg").write_bytes(b"\xff\xd8\xff garbage")
     out = tmp_path / "out.csv"
     rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--csv", str(out)])
@@ -53,6 +57,7 @@ def test_predict_some_failed_exit_1_and_csv(folder, tiny_weights, tmp_path, caps
 
 
 def test_predict_json_error_record(tmp_path, tiny_weights, capsys):
+    """A missing file gives exit 1 and the record `{"path", "error": "file not found"}`."""
     missing = tmp_path / "gone.jpg"
     rc = main(["predict", str(missing), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--json"])
     assert rc == 1
@@ -61,6 +66,7 @@ def test_predict_json_error_record(tmp_path, tiny_weights, capsys):
 
 
 def test_usage_and_model_errors_exit_2(folder, capsys):
+    """Unknown model, uncached hub model and unknown command all exit 2 with the expected messages."""
     assert main(["predict", str(folder), "--model", "no_such_model"]) == 2
     assert "Unknown model" in capsys.readouterr().err
     assert main(["predict", str(folder), "--model", "vit_tiny_patch16_224.augreg_in21k"]) == 2
@@ -71,7 +77,11 @@ def test_usage_and_model_errors_exit_2(folder, capsys):
 
 def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
     """No --model: the bundled demo, said in a note (issue 49 item 2: the first command a user types); without the
-    demo installed, one line asking for --model."""
+    demo installed, one line asking for --model.
+
+    `predict SAMPLE` with no `--model` runs the bundled demo (a note on stderr names it; the sample's digit is top-1);
+    with no demo installed, exit 2 and one line asking for `--model` (issue 49 item 2).
+    """
     from vitstudio.core.models.demo import sample_images
 
     sample = sample_images()[0]  # digit-0-0010.png: a 0
@@ -95,7 +105,13 @@ def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
         "layers-batch-0", "compare-layers-batch-negative"])
 def test_options_once_taken_silently_are_refused_in_one_line(args, named, tmp_path, capsys):
     """Issue 49 item 18: each option out of its range is one line naming it and its range, exit 2, before any model
-    loads and with nothing written (concepts --out /dev/null wrote /dev/null.json)."""
+    loads and with nothing written (concepts --out /dev/null wrote /dev/null.json).
+
+    `explain --method concept` without `--concept`, `concepts --out /dev/null`, `concepts --out ''` (it wrote
+    `..safetensors` into the working folder: issue 53 item 11), `concepts --seed` beyond 64 bits, `layers --batch-size
+    0`, `compare-layers --batch-size -2`: exit 2, one `error:` line naming the option and its range, before any model
+    loads, nothing written (issue 49 item 18). [parametrised ×6]
+    """
     from vitstudio.core.models.demo import sample_images
 
     image = str(sample_images()[0])
@@ -107,7 +123,11 @@ def test_options_once_taken_silently_are_refused_in_one_line(args, named, tmp_pa
 
 
 def test_ablate_names_concepts_or_is_refused():
-    """--ablate ",," named no concept and switched nothing off without a word (issue 49 item 18)."""
+    """--ablate ",," named no concept and switched nothing off without a word (issue 49 item 18).
+
+    `parse_scales` keeps `3,,4` and `5=2.5` and refuses `,,`, an empty and a blank `--ablate` naming the option (issue
+    49 item 18).
+    """
     from vitstudio.core.concepts.intervene import parse_scales
 
     assert parse_scales("3,,4") == {3: 0.0, 4: 0.0} and parse_scales(None, ["5=2.5"]) == {5: 2.5}
@@ -116,6 +136,9 @@ def test_ablate_names_concepts_or_is_refused():
             parse_scales(nothing)
 
 def test_models_and_card(capsys):
+    """`models --filter` rows; `card --json` grid/tokens/heads/params, and GFLOPs equal a per-block FLOP formula written
+    in the test.
+    """
     assert main(["models", "--filter", "deit_tiny*", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {r["name"] for r in rows} == {"deit_tiny_patch16_224.fb_in1k", "deit_tiny_distilled_patch16_224.fb_in1k"}
@@ -133,7 +156,12 @@ def test_models_and_card(capsys):
 @pytest.mark.skipif(sys.platform != "linux", reason="the XDG base directory spec is Linux's")
 def test_card_shows_the_three_folders_and_what_moves_each(tmp_path, monkeypatch, capsys):
     """VITSTUDIO_DATA_DIR moves the data and models folders, not the caches (issue 49 item 15): the card says
-    where each is; the cache folder is the XDG spec's $XDG_CACHE_HOME/vitstudio, written out here."""
+    where each is; the cache folder is the XDG spec's $XDG_CACHE_HOME/vitstudio, written out here.
+
+    With only VITSTUDIO_DATA_DIR set, `card` shows the models folder inside it, the data folder, and the cache folder at
+    $XDG_CACHE_HOME/vitstudio (reference: the XDG spec) with what moves each; `--json` has the same three under
+    `folders` (issue 49 item 15). [Linux only]
+    """
     from vitstudio.core import files
 
     monkeypatch.setenv(files.DATA_ENV, str(tmp_path / "portable"))
@@ -153,7 +181,10 @@ def test_card_shows_the_three_folders_and_what_moves_each(tmp_path, monkeypatch,
         "cache": str(tmp_path / "xdg-cache" / "vitstudio")}
 
 def test_models_family_choices_are_the_catalogs(capsys):
-    """The CLI lists its --family choices without importing timm; they must stay the catalog's families."""
+    """The CLI lists its --family choices without importing timm; they must stay the catalog's families.
+
+    The parser's `--family` choices equal the catalog's FAMILIES + OpenCLIP; `--family swin` lists only Swin.
+    """
     from vitstudio.cli import build_parser
     from vitstudio.core.models.catalog import FAMILIES, OPENCLIP_FAMILY
 
@@ -168,7 +199,12 @@ def test_models_family_choices_are_the_catalogs(capsys):
 def test_entry_point_runs_as_module(monkeypatch, capsys):
     """`python -m vitstudio` runs vitstudio/__main__.py as `-m` does (runpy, `__main__`, sys.argv), in this process:
     a fresh interpreter would add only the ~4 s of importing torch again; test_sorting_faults.py starts
-    `python -m vitstudio` as processes of their own."""
+    `python -m vitstudio` as processes of their own.
+
+    `python -m vitstudio models --filter …` (vitstudio/__main__.py run by runpy as `-m` runs it, in the test's process)
+    exits 0 and lists the model; `python -m vitstudio` as a process of its own: test_sorting_faults.py's `sort --resume`
+    and `undo-sort` processes.
+    """
     import runpy
 
     monkeypatch.setattr(sys, "argv", ["vitstudio", "models", "--filter", "vit_tiny_patch16_224.aug*"])
@@ -180,7 +216,11 @@ def test_entry_point_runs_as_module(monkeypatch, capsys):
 
 def test_a_command_lets_the_models_idle_threads_sleep_unless_the_user_says(monkeypatch):
     """OMP_WAIT_POLICY=PASSIVE is set before torch loads (OpenMP reads it once); a user's own value is kept; in a
-    process that already holds torch nothing changes (no one would read it)."""
+    process that already holds torch nothing changes (no one would read it).
+
+    A command sets OMP_WAIT_POLICY=PASSIVE before torch loads (folder passes: the model's threads stop spinning against
+    the reader threads), keeps a user's own value, and changes nothing once torch is loaded.
+    """
     import os
 
     from vitstudio.cli import app
@@ -201,6 +241,9 @@ def test_a_command_lets_the_models_idle_threads_sleep_unless_the_user_says(monke
 @pytest.mark.parametrize("spec", ["custom:img=32,patch=8,width=32,depth=2,heads=2,classes=0", "custom:img=1000000",
                                   "custom:depth=100000"])
 def test_bad_model_inputs_exit_2_with_one_line(spec, capsys, tmp_path):
+    """Invalid `custom:` specs give exit 2 with one "error:" line, no traceback, for `card` and `finetune` (which says
+    "valid range" and creates no run folder). [parametrised ×3]
+    """
     from vitstudio.cli import main
 
     assert main(["card", "--model", spec]) == 2

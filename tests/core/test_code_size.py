@@ -37,18 +37,24 @@ def _function_sizes(tree: ast.AST, prefix: str = ""):
 
 
 def test_no_file_over_the_limit():
+    """No file under vitstudio/ exceeds 450 lines."""
     files, _ = _measure()
     assert not files, f"files over {MAX_FILE_LINES} lines (split them by responsibility): {files}"
 
 
 def test_no_function_over_the_limit():
+    """No function/method (nested included, docstring counted) exceeds 60 lines."""
     _, functions = _measure()
     assert not functions, f"functions over {MAX_FUNCTION_LINES} lines (split into named steps): {functions}"
 
 
 def test_the_measure_finds_what_is_over_the_limit(tmp_path):
     """The two checks above can fail: a package with one file and one method over the limits is reported, by name
-    and size, and nothing else is."""
+    and size, and nothing else is.
+
+    The two checks above can fail: on a package written in the test, a file of 452 lines and a method of 61 are reported
+    by name and size, nothing else (replaces the allow-list check, which looped over an empty list).
+    """
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
     (package / "ok.py").write_text("def f():\n    return 1\n")

@@ -43,6 +43,13 @@ def _image_max(loaded, concepts, paths):
 
 
 def test_planted_mark_gets_a_concept_that_finds_it_and_drives_the_prediction(planted):
+    """Digits with a magenta one-patch mark on half (planted_concepts.py), a tiny ViT fine-tuned to tell them apart,
+    concepts learned (64, k 4): the concept chosen on one half separates marked from plain on the other by its
+    image-level maximum (AUROC ≥ 0.95, scikit-learn), its map's top patches fall on the mark (IoU ≥ 0.5), switching it
+    off lowers the marked-over-plain logit margin on > 90 % of the marked images and by > 10 % on average; with nothing
+    switched off the rewritten forward equals the model's (1e-5); the concept's statistics (images, class means, top
+    images) point at the marked folder.
+    """
     from sklearn.metrics import roc_auc_score
 
     from vitstudio.core.analysis.explain import explain
@@ -95,6 +102,10 @@ def _overcomplete():
 
 
 def test_sae_is_the_published_topk_and_loads_in_overcomplete(planted):
+    """The SAE's codes and reconstruction equal z = TopK(ReLU(Wx + b)), x̂ = zD written in numpy (1e-5), unit dictionary
+    rows; overcomplete's `TopKSAE(encoder_module="linear")` loads FILE.safetensors and gives the same codes and
+    reconstruction (1e-6).
+    """
     from safetensors.torch import load_file
 
     _, _, result = planted
@@ -125,6 +136,9 @@ def test_sae_is_the_published_topk_and_loads_in_overcomplete(planted):
 
 
 def test_cancelled_training_resumes_to_the_same_concepts(planted, tmp_path):
+    """A run cancelled after 5 steps keeps FILE.partial; the same settings resume at step 5 and end at the uninterrupted
+    run's weights (1e-6); another seed starts afresh.
+    """
     from vitstudio.core.concepts.training import SAEProgress, checkpoint_path, train_sae
 
     _, _, result = planted
@@ -148,7 +162,10 @@ def test_cancelled_training_resumes_to_the_same_concepts(planted, tmp_path):
 
 def test_two_processes_learn_the_concepts_one_does(tmp_path, forked_cli):
     """`torchrun --nproc-per-node 2 -m vitstudio concepts` (gloo on the CPU, forked with torchrun's environment):
-    the ranks share the images while collecting tokens, rank 0 trains; the same seed gives one process's concepts."""
+    the ranks share the images while collecting tokens, rank 0 trains; the same seed gives one process's concepts.
+
+    [subprocess]
+    """
     import os
     import shutil
 
@@ -172,7 +189,12 @@ def test_two_processes_learn_the_concepts_one_does(tmp_path, forked_cli):
 
 def test_bad_inputs_are_one_line_and_nothing_is_written(tiny_weights, tmp_path, capsys):
     """An empty or missing folder, a file that is not a concepts file, concepts of another model, a concept that
-    does not exist, --ablate without --concepts: exit 2 with one line each, and no concepts file is written."""
+    does not exist, --ablate without --concepts: exit 2 with one line each, and no concepts file is written.
+
+    An empty or missing folder, k above the size, a file that is not a concepts file, concepts of another model's
+    weights, a concept that does not exist (predict --ablate, explain --concept), --ablate without --concepts: exit 2
+    with one line naming the problem; no file written.
+    """
     from tests.conftest import TINY_SPEC, make_tiny_vit
     from vitstudio.cli import main
 
@@ -213,7 +235,12 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tiny_weights, tmp_path, 
 def test_concepts_that_reconstruct_poorly_say_so_with_what_to_change(capsys, monkeypatch):
     """The walk: the defaults (4,096 concepts, 32 active) on 300 digits through a 64-wide model ended at R² −1.85
     and were browsed as if they meant something. Below R² 0.5 one line says so, with what to change; the CLI prints
-    it as a warning after its summary."""
+    it as a warning after its summary.
+
+    Below R² 0.5 one line says the concepts reconstruct the tokens poorly, with steps, tokens and a smaller size to try;
+    the CLI prints it as a warning after its summary (the walk: defaults on 300 digits ended at R² −1.85, browsed as if
+    meaningful); the size it suggests fits the token count (512 and k 32 for 19,200 tokens: 32 tokens a concept).
+    """
     from types import SimpleNamespace
 
     from vitstudio.cli import concepts as cli_concepts

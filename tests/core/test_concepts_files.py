@@ -26,7 +26,10 @@ def test_a_pair_stopped_between_its_two_renames_is_refused(tmp_path, monkeypatch
     """A full disk (or a kill) after the new weights' rename and before the sidecar's leaves new weights beside the
     old sidecar; a reader refuses the pair in one line instead of reading 8 concepts with another file's
     normalisation. The old sidecar may come from before hashes were recorded (legacy): the new weights say that
-    their sidecar holds their hash."""
+    their sidecar holds their hash.
+
+    [parametrised ×2]
+    """
     out = tmp_path / "c"
     save_concepts(made(seed=0), out)
     if legacy:  # as written before hashes: no hash in the sidecar, no mark in the weights' metadata
@@ -95,7 +98,13 @@ SPOILS = {  # name -> (what it does to the tensors and the sidecar, a piece of t
 def test_a_damaged_or_hostile_concepts_file_is_one_line_in_predict_and_explain(tiny_weights, tmp_path, capsys):
     """Every spoilt file: exit 2 and one line naming it and what is wrong, before any tensor math (a traceback from
     sae.py, intervene.py or tokens.py, or predictions from NaN weights, before); --scale with a factor that is not
-    finite likewise."""
+    finite likewise.
+
+    16 spoilt files (NaN weights, zero/NaN scale, a multiplier overflowing the dictionary, encoder/bias/1-D/int8
+    dictionaries, 100k-deep JSON, a sidecar that is a list, layer 999/null/"x"/-1, no k, another width) and `--scale
+    3=nan`/`3=inf`: `predict --concepts` (and `explain --method concept` for the layers, width and NaN) exit 2 with one
+    line naming what is wrong; no map written.
+    """
     from tests.conftest import TINY_SPEC
     from vitstudio.cli import main
     from vitstudio.core.folder.embedcache import model_fingerprint
@@ -129,7 +138,11 @@ def test_a_damaged_or_hostile_concepts_file_is_one_line_in_predict_and_explain(t
 
 def test_a_prediction_that_is_not_finite_is_an_error_never_a_row(tiny_weights, tmp_path, capsys):
     """Weights with a NaN in the head: every image is an error record (exit 1), and stdout is strict JSON (it printed
-    "prob": NaN with exit 0)."""
+    "prob": NaN with exit 0).
+
+    Weights with a NaN in the head: `predict --json` gives each image an error record ("not a finite number"), exit 1,
+    and its stdout parses as strict JSON.
+    """
     from PIL import Image
     from safetensors.torch import load_file, save_file
 
@@ -153,7 +166,10 @@ def test_what_a_killed_write_left_in_the_concepts_folder_is_removed_by_the_next_
     """A kill during an atomic write leaves `.NAME.XXXXXXXX.tmp` (mkstemp's name) beside the file; the next
     `concepts` run into that name removes those of its own three files (weights, sidecar, checkpoint) that are over
     a minute old and that no writer holds, and nothing else: a fresh temp (a write under way in another process),
-    an old one a writer holds locked, another file's, a folder of that name, a user's own .tmp stay."""
+    an old one a writer holds locked, another file's, a folder of that name, a user's own .tmp stay.
+
+    [Linux only]
+    """
     import os
     import time
 

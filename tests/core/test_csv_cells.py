@@ -24,6 +24,9 @@ HOSTILE = ['=HYPERLINK("http://x","y")', "+1+2", "-2+3", "@SUM(A1)", "\tcmd", "\
 
 
 def test_predict_csv_quotes_formula_cells_and_leaves_numbers():
+    """predict's CSV: file names, class names and error messages starting with = + - @ tab CR get a leading apostrophe;
+    probabilities and indices stay numbers.
+    """
     preds = [Prediction(path=name + ".png", indices=(0, 1), labels=(HOSTILE[(i + 1) % 6], "cat"), probs=(0.75, 0.25))
              for i, name in enumerate(HOSTILE)] + [Prediction(path="=bad.png", error="-unreadable")]
     out = io.StringIO()
@@ -38,6 +41,7 @@ def test_predict_csv_quotes_formula_cells_and_leaves_numbers():
 
 
 def test_labels_file_round_trips_formula_like_names(tmp_path):
+    """The labels file (read back by the app) is written quoted and read back to the original names."""
     images = [str(tmp_path / f"{i}.png") for i in range(len(HOSTILE))]
     labels = {p: name.strip() or "x" for p, name in zip(images, HOSTILE)}
     save_labels(tmp_path / "labels.csv", labels, images)
@@ -48,6 +52,7 @@ def test_labels_file_round_trips_formula_like_names(tmp_path):
 
 
 def test_numbers_stay_numbers_in_exported_arrays(tmp_path):
+    """An exported array's negative numbers are not quoted."""
     write_result(tmp_path / "map.csv", np.array([[-0.5, 1.0], [2.5, -3.0]]), {"method": "x"})
     assert list(csv.reader((tmp_path / "map.csv").open())) == [["-0.5", "1.0"], ["2.5", "-3.0"]]
     assert spreadsheet_safe(-1.5) == -1.5 and spreadsheet_safe("cat") == "cat"
@@ -57,7 +62,10 @@ def test_numbers_stay_numbers_in_exported_arrays(tmp_path):
 def test_a_file_name_that_is_not_utf8_keeps_its_row_and_its_bytes(tmp_path):
     """Issue 29, item 15: `predict --csv` stopped at such a name with a traceback, the CSV cut there (1 of 4 lines);
     now every row is written, the name as its own bytes (it names the file on disk), and the labels file reads it
-    back as the same name."""
+    back as the same name.
+
+    [Linux only]
+    """
     from vitstudio.cli import main
     from vitstudio.core.models.demo import bundled_demo, sample_images
 

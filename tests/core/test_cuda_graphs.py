@@ -19,6 +19,8 @@ CUDA = torch.device("cuda")
 
 
 def test_when_a_graph_applies(monkeypatch):
+    """`applies` is true only for CUDA, batch ≤ MAX_BATCH, eval mode, inference mode and VITSTUDIO_CUDA_GRAPHS not "0".
+    """
     model = load_model(SPEC).model.eval()
     x = torch.zeros(1, 3, 32, 32)
     with torch.inference_mode():
@@ -64,6 +66,9 @@ def stand_in(monkeypatch):
 
 
 def test_capture_on_second_call_then_replay_until_the_weights_move(stand_in):
+    """First call eager, second captures, third replays; another precision is another graph; moved weight tensors
+    trigger a recapture.
+    """
     model = load_model(SPEC).model.eval()
     x = torch.randn(1, 3, 32, 32)
     with torch.inference_mode():
@@ -94,6 +99,7 @@ def test_no_capture_while_hooks_are_installed(stand_in):
 
 
 def test_a_failed_capture_stays_eager_and_is_not_retried(stand_in):
+    """A capture that raises leaves that shape eager for good."""
     model = load_model(SPEC).model.eval()
     x = torch.randn(2, 3, 32, 32)
     stand_in.fail = True
@@ -107,6 +113,7 @@ def test_a_failed_capture_stays_eager_and_is_not_retried(stand_in):
 
 
 def test_graphs_per_model_are_capped_and_freed_with_the_model(stand_in):
+    """At most MAX_SHAPES captures per model; graphs do not keep the model alive and are dropped with it."""
     model = load_model(SPEC).model.eval()
     before = len(cuda_graphs._graphs)
     with torch.inference_mode():
@@ -123,6 +130,7 @@ def test_graphs_per_model_are_capped_and_freed_with_the_model(stand_in):
 
 
 def test_cpu_predictions_never_touch_graphs():
+    """CPU `forward_logits` equals the plain model forward and registers no graph."""
     loaded = load_model(SPEC)
     x = torch.randn(1, 3, 32, 32)
     for _ in range(3):
@@ -138,6 +146,9 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 @needs_cuda
 @pytest.mark.parametrize("precision, atol", [("fp32", 1e-4), ("bf16", 5e-2)])
 def test_gpu_graph_replays_equal_the_eager_forward(precision, atol):
+    """On CUDA: eager/capture/replay equal the eager forward, a new input reuses the graph, in-place weight updates are
+    seen by the replay; reference: the model's eager forward. [CUDA only] [parametrised ×2]
+    """
     loaded = load_model("custom:img=64,patch=16,width=64,depth=2,heads=2,classes=10", device="cuda",
                         precision=precision)
     x = torch.randn(2, 3, 64, 64)
@@ -159,6 +170,7 @@ def test_gpu_graph_replays_equal_the_eager_forward(precision, atol):
 
 @needs_cuda
 def test_gpu_graphs_are_freed_with_their_model():
+    """On CUDA, deleting the model frees it and empties the graph table. [CUDA only]"""
     loaded = load_model(SPEC, device="cuda")
     x = torch.randn(1, 3, 32, 32)
     for _ in range(3):

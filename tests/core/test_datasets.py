@@ -11,6 +11,7 @@ from vitstudio.core.data.datasets import DatasetError, Split, scan_dataset, spli
 
 
 def test_scan_reports_classes_counts_sizes_and_skips(tmp_path):
+    """classes, per-class counts (upper-case extensions counted), skipped non-images/broken files, size range."""
     root = make_dataset(tmp_path / "d", per_class=5)
     (root / "red" / "notes.txt").write_text("x")
     (root / "red" / "broken.JPG").write_bytes(b"\xff\xd8 not really")
@@ -23,6 +24,7 @@ def test_scan_reports_classes_counts_sizes_and_skips(tmp_path):
 
 
 def test_train_val_layout(tmp_path):
+    """A train/validation folder layout is used as the split (no ratio)."""
     make_dataset(tmp_path / "d" / "train", per_class=4)
     make_dataset(tmp_path / "d" / "validation", per_class=2, seed=1)
     split = split_dataset(scan_dataset(tmp_path / "d"))
@@ -32,6 +34,9 @@ def test_train_val_layout(tmp_path):
 @pytest.mark.parametrize("case, message", [("empty", "no class subfolders"), ("one", "only one class"),
                                            ("unreadable", "No readable image"), ("missing", "not a folder")])
 def test_clear_errors(tmp_path, case, message):
+    """Empty root, one class, unreadable class, missing folder each raise DatasetError with a clear message.
+    [parametrised ×4]
+    """
     root = tmp_path / "d"
     root.mkdir()
     if case == "one":
@@ -47,6 +52,9 @@ def test_clear_errors(tmp_path, case, message):
 
 
 def test_split_is_stratified_deterministic_and_reproducible(tmp_path):
+    """Same seed same split, other seed differs, 20 % per class, disjoint; the manifest reproduces the split after the
+    folder moves.
+    """
     root = make_dataset(tmp_path / "d", per_class=10)
     scan = scan_dataset(root)
     a, b = split_dataset(scan, 0.2, seed=3), split_dataset(scan, 0.2, seed=3)
@@ -62,6 +70,7 @@ def test_split_is_stratified_deterministic_and_reproducible(tmp_path):
 
 
 def test_too_small_class_cannot_be_split(tmp_path):
+    """A class with one image is reported in `too_small` and splitting raises "fewer than 2 images"."""
     root = make_dataset(tmp_path / "d", per_class=3)
     for f in list((root / "red").iterdir())[1:]:
         f.unlink()

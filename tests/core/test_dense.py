@@ -72,7 +72,13 @@ def hbird_segment(features: torch.Tensor, memory: torch.Tensor, labels: torch.Te
 
 def test_retrieval_equals_open_hummingbird_eval_on_the_same_features(loaded, tmp_path):
     """Whole 71×71 images (the model's crop is their exact middle 64×64, no resampling): the memory bank from fully
-    painted masks equals hbird's memory, and the patch logits (1e-5) and pixel labels equal its retrieval's."""
+    painted masks equals hbird's memory, and the patch logits (1e-5) and pixel labels equal its retrieval's.
+
+    On the same cached tokens saved to disk, the memory bank from fully painted masks equals a transcription of
+    open-hummingbird-eval's `_create_memory` (unit features, per-patch one-hot mean), and the patch logits (1e-5), their
+    argmax and the bilinear pixel labels equal its exact inner-product top-k + `_cross_attention` + interpolate (k 30, β
+    0.02); pixels outside the crop are 255.
+    """
     rng = np.random.default_rng(1)
     folder = tmp_path / "images"
     truth = planted_folder(folder, 8, size=(71, 71), seed=3)
@@ -122,7 +128,14 @@ def _by_hand(loaded, image: Image.Image, layer: int) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize("facet", matching.FACETS)
 def test_match_map_is_the_cosine_of_the_blocks_features(loaded, planted, facet):
     """The map of a patch of A over B equals the cosine computed here; the best match is the map's highest patch
-    (its centre, placed back on B), and a patch is its own mutual match between an image and itself."""
+    (its centre, placed back on B), and a patch is its own mutual match between an image and itself.
+
+    For the token, key and query facets, the similarity map of a patch of A over B equals the cosine of features
+    computed by running timm's blocks by hand (keys/queries from the block's own qkv on norm1), 1e-5; the best match is
+    the highest patch's centre placed back on B; an image against itself has every patch as its own mutual match; the
+    refined match (--refine) is the most similar pixel around the best patch when both images' features are upsampled
+    with F.interpolate (as DIFT) and the point's own feature is read off A's. [parametrised ×3]
+    """
     _, truth = planted
     a_path, b_path = sorted(truth)[:2]
     a_img, b_img = (Image.open(p).convert("RGB") for p in (a_path, b_path))
@@ -156,7 +169,11 @@ def test_match_map_is_the_cosine_of_the_blocks_features(loaded, planted, facet):
 
 
 def test_a_block_without_separate_keys_refuses_the_key_facet():
-    """BEiT keeps q and v biases beside one qkv weight and no q/k norms to read: one sentence, token still works."""
+    """BEiT keeps q and v biases beside one qkv weight and no q/k norms to read: one sentence, token still works.
+
+    BEiT's attention (no q/k norms to read): one sentence for key, none for token, and an unknown facet is named; the
+    registry's Key/query similarity is greyed for it with the same sentence.
+    """
     import timm
 
     beit = timm.create_model("beit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
@@ -169,7 +186,11 @@ def test_a_block_without_separate_keys_refuses_the_key_facet():
 
 def test_the_key_query_similarity_entry_is_the_cosine_within_one_image(loaded, planted):
     """The registry's facet-similarity (what Attention and explain show): one patch's key or query against every
-    patch's of the same image, equal to the cosine of the block's own qkv computed here."""
+    patch's of the same image, equal to the cosine of the block's own qkv computed here.
+
+    The registry's facet-similarity (Attention, explain): one patch's key or query against every patch's of the same
+    image equals the cosine of the block's own qkv on norm1 computed in the test (1e-5), for both facets.
+    """
     from vitstudio.core.analysis.explain import explain
 
     image = Image.open(sorted(planted[1])[0]).convert("RGB")
@@ -181,7 +202,11 @@ def test_the_key_query_similarity_entry_is_the_cosine_within_one_image(loaded, p
 
 
 def test_five_painted_images_segment_planted_shapes(loaded, planted, tmp_path):
-    """Five painted images (their true masks) segment the other 20 with mIoU ≥ 0.8 over the crop's pixels."""
+    """Five painted images (their true masks) segment the other 20 with mIoU ≥ 0.8 over the crop's pixels.
+
+    Five painted images (true masks) segment the other 20 planted images with mIoU ≥ 0.8 over the crop; the painted
+    images keep their painted pixels.
+    """
     root, truth = planted
     paths = sorted(truth)
     painted = tmp_path / "painted"
@@ -197,6 +222,9 @@ def test_five_painted_images_segment_planted_shapes(loaded, planted, tmp_path):
 
 
 def test_a_capped_bank_keeps_the_farthest_points_and_says_so():
+    """Farthest-point capping equals the greedy written from its definition, the bank's note says how many patches were
+    kept of how many and how; random capping keeps the cap; an uncapped bank says nothing.
+    """
     rng = np.random.default_rng(0)
     x = unit_rows(rng.normal(size=(200, 8)))
     bank = build_bank(x, np.ones((200, 2)) / 2, ("a", "b"), cap=12, method="farthest", seed=4)
@@ -225,7 +253,12 @@ def _painted(planted, tmp_path, count: int = 2) -> tuple[Path, list[str]]:
 
 def test_segment_and_match_from_the_command_line(loaded, planted, tmp_path, capsys):
     """`vitstudio segment` writes the core's masks (a PNG per image at its size, class indices) and one JSON line per
-    image; `vitstudio match --json` gives the core's matches."""
+    image; `vitstudio match --json` gives the core's matches.
+
+    `vitstudio segment --json` writes the core's masks (a PNG per image at its size) and per-image class shares, one
+    JSON line per image; `--coco` writes each image's classes as COCO RLE that pycocotools decodes back to the PNG's
+    pixels, `--csv` each image's shares; `vitstudio match --json` gives the core's matches and mutual pairs.
+    """
     root, truth = planted
     painted, paths = _painted(planted, tmp_path)
     torch.manual_seed(0)  # the same random weights as the fixture's model
@@ -283,6 +316,9 @@ BAD = {"size": "the image changed since it was painted", "no-image": "names no i
 
 @pytest.mark.parametrize("case", [*BAD, "points", "outside"])
 def test_bad_dense_inputs_are_one_line_and_write_nothing(case, planted, tmp_path, capsys):
+    """A painted mask of the wrong size, naming no image, in RGB, a class never painted, --out inside the folder, --k 0,
+    malformed --points, a point outside the crop: exit 2, one line, nothing written. [parametrised ×8]
+    """
     painted, paths = _painted(planted, tmp_path, 1)
     if case in ("points", "outside"):
         points = {"points": "12;4", "outside": "1,1"}[case]  # x 1 lies left of the 48×48 crop of a 64 px width
@@ -303,7 +339,11 @@ def test_bad_dense_inputs_are_one_line_and_write_nothing(case, planted, tmp_path
 
 def test_a_full_disk_while_writing_masks_is_one_line_naming_the_file(planted, tmp_path, monkeypatch, capsys):
     """The masks are written on several threads: a write that fails still stops the command in one line (exit 1)
-    naming the mask, and the masks written before it are whole."""
+    naming the mask, and the masks written before it are whole.
+
+    The masks are written on several threads (fsync'd each): a full disk at one mask stops `segment` in one line naming
+    it (exit 1), no temp file left, the masks written before it whole.
+    """
     from vitstudio.core import files
 
     painted, paths = _painted(planted, tmp_path, 1)

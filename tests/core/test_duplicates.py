@@ -37,6 +37,9 @@ def _refuse(name):
 
 # -- the signals against their reference implementations -----------------------------------------------------------
 def test_perceptual_hash_is_imagehash_bit_for_bit_mirror_included():
+    """Our pHash and mirrored pHash equal imagehash's bit for bit; thumbnails correlate 1 with a 16×16 grey reduction;
+    reference: imagehash.
+    """
     import imagehash
 
     for name, a in list(distinct_photos().items())[::4]:
@@ -51,6 +54,7 @@ def test_perceptual_hash_is_imagehash_bit_for_bit_mirror_included():
 
 
 def test_hamming_pairs_equal_brute_force():
+    """`hamming_pairs` (mirror included) equals a brute-force pairwise Hamming computation in the test."""
     rng = np.random.default_rng(0)
     bits = rng.random((300, 64)) < 0.5
     bits[1] = bits[0] ^ (np.arange(64) < 3)  # 3 bits apart
@@ -65,6 +69,7 @@ def test_hamming_pairs_equal_brute_force():
 
 
 def test_cliques_never_chain():
+    """Groups are cliques: a chain 0-1-2-3-4 is never one group; the triangle is."""
     # a path 0-1-2-3-4 and a triangle 5-6-7: no group holds two images that are not linked themselves
     i, j = np.array([0, 1, 2, 3, 5, 5, 6]), np.array([1, 2, 3, 4, 6, 7, 7])
     groups = D._cliques(8, i, j, np.ones(len(i)))
@@ -76,6 +81,9 @@ def test_cliques_never_chain():
 
 
 def test_calibration_is_relative_to_the_folder():
+    """Cosine cut from the folder's median nearest neighbour (or fixed when few images); the hash cut is lowered when
+    distinct images are close in bits; explanation strings.
+    """
     cut, why = D.calibrate(np.full(100, 0.99), "feature cosine", 0.5)
     assert cut == pytest.approx(0.999) and "0.9900" in why and "10× closer" in why
     cut, why = D.calibrate(np.full(3, 0.99), "x", 0.5)
@@ -88,6 +96,9 @@ def test_calibration_is_relative_to_the_folder():
 
 # -- planted folders --------------------------------------------------------------------------------------------
 def test_exact_groups_hold_identical_bytes_only(tmp_path, photos):
+    """Only byte-identical files are an exact group; a q90 re-encode joins the near group with hash distance ≤ 2 and
+    pixel similarity > 0.999.
+    """
     data = tmp_path / "data"
     (data / "a").mkdir(parents=True)
     img = Image.open(photos["coffee"]).convert("RGB")
@@ -159,6 +170,9 @@ def _small_folder(root: Path, photos) -> Path:
 
 
 def test_report_is_strict_json_and_says_what_it_used(tmp_path, photos):
+    """Audit without a model: strict JSON (no NaN), thresholds with reasons, exact and near groups, errors and ignored
+    files; `describe` text lines.
+    """
     data = _small_folder(tmp_path, photos)
     report = run(audit(data, None))
     doc = json.loads(report.to_json(), parse_constant=_refuse)  # NaN / Infinity would raise
@@ -177,6 +191,7 @@ def test_report_is_strict_json_and_says_what_it_used(tmp_path, photos):
 
 
 def test_cli_audit_exit_status_text_and_json(tmp_path, photos):
+    """`vitstudio audit` exits 1 with an unreadable file, 0 without, 2 for `--hash-distance 65` (exit codes only)."""
     from vitstudio.cli import main
 
     data = _small_folder(tmp_path, photos)
@@ -188,6 +203,9 @@ def test_cli_audit_exit_status_text_and_json(tmp_path, photos):
 
 
 def test_cli_audit_prints_every_decision(tmp_path, photos, capsys):
+    """CLI text names the model, embedding cut and unreadable files; `--json --threshold` records the given cosine and
+    its reason and label issues total.
+    """
     from vitstudio.cli import main
 
     data = _small_folder(tmp_path, photos)

@@ -32,6 +32,9 @@ def _same_up_to_sign(a, b, atol=1e-4):
 @pytest.mark.parametrize("kw, prefix", [({}, 1), ({"reg_tokens": 4, "no_embed_class": True}, 5),
                                         ({"img_size": (24, 40)}, 1), ({"class_token": False, "global_pool": "avg"}, 0)])
 def test_layer_tokens_match_block_outputs(kw, prefix):
+    """Per-layer patch/prefix tokens and token norms equal the block outputs of the hand-written forward
+    (reference_vit), for cls/registers/non-square/GAP. [parametrised ×4]
+    """
     loaded = _model(**kw)
     x = torch.randn(2, 3, *loaded.input_hw)
     with torch.no_grad():
@@ -51,6 +54,9 @@ def test_layer_tokens_match_block_outputs(kw, prefix):
 
 
 def test_pca_rgb_and_2d_against_sklearn():
+    """PCA→RGB and 2-D PCA equal scikit-learn's PCA up to sign; a fixed basis reprojects another layer as (x − mean)·Cᵀ
+    with unit components; reference: sklearn PCA.
+    """
     loaded = _model()
     x = torch.randn(3, 3, 32, 32)
     tokens = E.layer_tokens(loaded, x)
@@ -71,6 +77,7 @@ def test_pca_rgb_and_2d_against_sklearn():
 
 
 def test_cosine_similarity():
+    """Cosine similarity of every patch to one patch equals a loop formula in the test; self-similarity 1."""
     rng = np.random.default_rng(0)
     patches = rng.normal(size=(2, 3, 5, 8)).astype(np.float32)
     sim = E.cosine_similarity_to(patches, (2, 4))
@@ -85,6 +92,9 @@ def test_cosine_similarity():
 
 
 def test_pos_embed_similarity_and_filters():
+    """Position-embedding cosine similarity for square/non-square/register layouts equals a formula in the test;
+    patch-embedding filter components equal sklearn PCA of the conv weights up to sign.
+    """
     layouts = (({}, (4, 4)), ({"img_size": (24, 40)}, (3, 5)), ({"reg_tokens": 4, "no_embed_class": True}, (4, 4)))
     for kw, grid in layouts:
         model = _model(**kw).model

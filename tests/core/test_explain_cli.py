@@ -27,6 +27,9 @@ def _x(loaded, path):
 
 
 def test_npy_is_the_raw_array(model_args, tiny_weights, photos, tmp_path):
+    """`--method rollout/heads --out x.npy` writes float32 arrays equal to core rollout/head_maps; the .json sidecar
+    records fusion, discard, shape.
+    """
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
     x = _x(loaded, photos["chelsea"])
     out = tmp_path / "r.npy"
@@ -44,6 +47,9 @@ def test_npy_is_the_raw_array(model_args, tiny_weights, photos, tmp_path):
 
 
 def test_json_records_every_parameter(model_args, photos, tmp_path):
+    """JSON output records method, resolved layer, patch, model, shape and array; gradient-rollout records `--class` as
+    target.
+    """
     out = tmp_path / "t.json"
     assert main(["explain", str(photos["astronaut"]), *model_args, "--method", "token", "--patch", "1,2",
                  "--layer", "-1", "--out", str(out)]) == 0
@@ -59,6 +65,9 @@ def test_json_records_every_parameter(model_args, photos, tmp_path):
 
 @pytest.mark.parametrize("method", [m for m in REGISTRY if m != "text"])  # text needs a text tower: test_openclip
 def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
+    """Every registered method except text writes an RGB PNG of at least 32 px (the concept map after `vitstudio
+    concepts` learned a file for the model). [parametrised ×14]
+    """
     out = tmp_path / f"{method}.png"
     image = [] if method in ("pos-embed", "filters") else [str(photos["coffee"])]
     extra = []
@@ -72,6 +81,7 @@ def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
 
 
 def test_distance_over_a_folder_is_the_mean(model_args, tiny_weights, photos, tmp_path):
+    """distance/entropy over a folder equal the mean of per-image core attention_stats; `images` = 3."""
     folder = tmp_path / "imgs"
     folder.mkdir()
     for name in ("astronaut", "rocket", "coffee"):
@@ -88,6 +98,7 @@ def test_distance_over_a_folder_is_the_mean(model_args, tiny_weights, photos, tm
 
 
 def test_explain_errors(model_args, photos, tmp_path, capsys):
+    """Missing `--patch`, out-of-range layer, unsupported output extension, no image → exit 2; missing file → exit 1."""
     assert main(["explain", str(photos["coffee"]), *model_args, "--method", "token", "--out",
                  str(tmp_path / "x.npy")]) == 2
     assert "--patch is required" in capsys.readouterr().err
@@ -101,6 +112,7 @@ def test_explain_errors(model_args, photos, tmp_path, capsys):
 
 
 def test_render_shapes(tiny_weights, photos):
+    """`render` returns a uint8 RGB picture wider than the crop."""
     from vitstudio.core.analysis.explain import explain
 
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
@@ -110,6 +122,7 @@ def test_render_shapes(tiny_weights, photos):
 
 
 def test_write_result_formats(tmp_path):
+    """CSV export rows and JSON sidecar with numpy types converted; 3-D CSV and unknown extension raise ValueError."""
     from vitstudio.core.analysis.export import write_result
 
     arr = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -125,7 +138,12 @@ def test_write_result_formats(tmp_path):
 
 def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos, tmp_path):
     """One model load, every image x method written as OUT/<image file name>.<method>.<format>; a folder is
-    expanded."""
+    expanded.
+
+    Several images/folders × methods write OUT/<file>.<method>.npy equal to core results; sidecar params; a folder is a
+    batch; one file for many results is exit 2; a folder with a dot in its name ("maps.v2", existing or not) is a folder
+    (issue 29, item 19).
+    """
     folder = tmp_path / "imgs"
     folder.mkdir()
     for name in ("rocket", "coffee"):
@@ -158,6 +176,7 @@ def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos
 
 
 def test_pngs_are_readable_with_a_colour_bar(model_args, photos, tmp_path):
+    """Rollout PNG ≥ 300 px and has a many-coloured colour-bar column on the right."""
     out = tmp_path / "r.png"
     assert main(["explain", str(photos["coffee"]), *model_args, "--method", "rollout", "--out", str(out)]) == 0
     picture = np.asarray(Image.open(out))
@@ -168,6 +187,7 @@ def test_pngs_are_readable_with_a_colour_bar(model_args, photos, tmp_path):
 
 
 def test_cli_vocabulary_is_the_registry():
+    """Explain help names every registered analysis; every option of every command has help text."""
     from vitstudio.cli import build_parser
 
     explain = build_parser()._subparsers._group_actions[0].choices["explain"]
@@ -180,6 +200,11 @@ def test_cli_vocabulary_is_the_registry():
 
 
 def test_help_and_broken_pipe_without_traceback(tmp_path, forked_cli):
+    """`--help` imports neither torch nor timm; `models | head -2` ends without traceback/BrokenPipe (exit 0):
+    `vitstudio models` forked from the warm CLI server with its stdout a FIFO the test leaves after two lines of ~59 KB
+    (was `python -m vitstudio models | head -2` through a shell, which imported timm again; a stdout the child cannot
+    flush at its end is reported as Python reports it). [subprocess] [subprocess: forked warm]
+    """
     import os
     import select
     import subprocess

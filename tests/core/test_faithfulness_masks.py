@@ -42,6 +42,9 @@ def dino_threshold(values: np.ndarray, share: float) -> np.ndarray:
 
 @pytest.mark.parametrize("share", [0.6, 0.3, 0.9, 1.0])
 def test_kept_mass_share_is_the_smallest_top_set_reaching_the_share(share):
+    """`mass_mask` keeps the smallest top set reaching the share, reports the kept share; reference: DINO's threshold
+    transcribed in the test. [parametrised ×4]
+    """
     rng = np.random.default_rng(1)
     values = rng.gamma(0.5, size=(4, 7, 7))  # peaky positive maps, one per "head"
     got, kept = masks.mass_mask(values, share)
@@ -57,6 +60,7 @@ def test_kept_mass_share_is_the_smallest_top_set_reaching_the_share(share):
 
 
 def test_negative_values_carry_no_mass_and_bad_shares_are_refused():
+    """Negative cells carry no mass; share > 1 raises ValueError."""
     values = np.array([[3.0, -5.0], [1.0, 0.0]])
     got, kept = masks.mass_mask(values, 0.6)
     assert got.tolist() == [[True, False], [False, False]] and kept == pytest.approx(0.75)
@@ -65,6 +69,9 @@ def test_negative_values_carry_no_mass_and_bad_shares_are_refused():
 
 
 def test_png_and_rle_round_trip(tmp_path):
+    """Upsampling to pixels, PNG and RLE round trips (through JSON); RLE counts equal pycocotools' encoding of
+    column-major runs; reference: pycocotools.
+    """
     rng = np.random.default_rng(0)
     mask = rng.random((5, 6)) > 0.5
     pixels = masks.to_pixels(mask, (20, 24))
@@ -113,6 +120,11 @@ def mask_on_the_image(mask: np.ndarray, image, loaded) -> np.ndarray:
 
 
 def test_explain_mask_writes_png_and_coco_json(tiny_weights, photos, tmp_path):
+    """`explain --mask 0.6` writes per-image mask PNGs and a COCO JSON whose segmentation/area/kept_share match core
+    `mass_mask`, drawn at the photo's own size where the model's crop lies (torchvision's resize + centre-crop rule,
+    written out in the test; checked against the crop's pixels), the COCO image record the photo's size (the walk: a
+    512×512 photo's mask was a 32×32 image of the same name); a method without a map (pca) is exit 2.
+    """
     out = tmp_path / "masks"
     images = [str(photos["chelsea"]), str(photos["astronaut"])]
     assert main(["explain", *images, "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--method", "rollout",

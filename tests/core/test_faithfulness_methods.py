@@ -50,6 +50,7 @@ def _patch_sum(values: torch.Tensor, p: int) -> np.ndarray:
 
 
 def test_integrated_gradients_is_the_gauss_legendre_path_integral(loaded, image):
+    """IG equals a 32-node Gauss–Legendre path integral from a zero baseline, summed per patch; target = top-1."""
     x = _x(loaded, image)
     model = loaded.model
     target = int(model(x).argmax())
@@ -66,6 +67,9 @@ def test_integrated_gradients_is_the_gauss_legendre_path_integral(loaded, image)
 
 
 def test_occlusion_is_the_drop_in_probability_of_each_patch_zeroed(loaded, image):
+    """Occlusion equals the drop in target probability with each patch zeroed (loop in the test); an explicit target is
+    honoured.
+    """
     x = _x(loaded, image)
     model = loaded.model
     with torch.no_grad():
@@ -110,6 +114,9 @@ def cp_lrp_reference(model, x, target):
 
 
 def test_cp_lrp_equals_the_conservative_forward_written_out(loaded, image):
+    """CP-LRP (Ali et al. 2022) equals grad×input of a forward with detached softmax and LayerNorm σ written in the
+    test, also with frozen weights and another target; fused attention restored.
+    """
     x = _x(loaded, image)
     target = int(loaded.model(x).argmax())
     for p in loaded.model.parameters():  # frozen weights (as loaded models often are) still give relevance
@@ -123,6 +130,8 @@ def test_cp_lrp_equals_the_conservative_forward_written_out(loaded, image):
 
 
 def test_lrp_is_refused_where_its_rules_do_not_hold():
+    """`why_not` refuses LRP for RmsNorm, Swin local windows and headless models (occlusion too); none for a plain ViT.
+    """
     rms = make_tiny_vit(norm_layer=timm.layers.RmsNorm)
     reason = why_not(rms, "lrp")
     assert reason is not None and "RmsNorm" in reason and "LayerNorm" in reason
@@ -135,6 +144,7 @@ def test_lrp_is_refused_where_its_rules_do_not_hold():
 
 
 def test_new_methods_are_in_the_cli_compare_and_gui_lists():
+    """The three methods are in the Compare and viewed attention lists and take only `target`."""
     assert set(NEW) <= set(registry.names(compare=True))
     assert set(NEW) <= set(registry.names("attention", viewed=True))
     for name in NEW:
@@ -142,6 +152,7 @@ def test_new_methods_are_in_the_cli_compare_and_gui_lists():
 
 
 def test_cli_explain_writes_each_new_method(tiny_weights, photos, tmp_path):
+    """`explain --class 2` for each method writes an array equal to the registry's run and records target=2."""
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])
     x = _x(loaded, read_image(photos["coffee"]))
     for name in NEW:
@@ -154,6 +165,7 @@ def test_cli_explain_writes_each_new_method(tiny_weights, photos, tmp_path):
 
 
 def test_new_methods_take_part_in_faithfulness(loaded, image):
+    """`image_faithfulness` measures all three without errors."""
     x = _x(loaded, image)
     result = faithfulness.image_faithfulness(loaded, x, NEW, faithfulness.Protocol(steps=4))
     assert set(result.methods) == set(NEW) and not result.errors

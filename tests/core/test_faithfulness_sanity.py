@@ -32,6 +32,9 @@ def _run(gen):
 
 
 def test_cascade_redraws_the_head_then_blocks_from_the_top_and_leaves_the_model_alone():
+    """Cascade steps re-draw head, then block 2, 1, 0 cumulatively on copies with new uids; the original weights are
+    unchanged.
+    """
     loaded = wrap(make_tiny_vit(depth=3), (32, 32))
     before = {k: v.clone() for k, v in loaded.model.state_dict().items()}
     seen = []
@@ -48,6 +51,9 @@ def test_cascade_redraws_the_head_then_blocks_from_the_top_and_leaves_the_model_
 
 
 def test_correlations_are_spearman_of_the_maps_and_rollout_ignores_the_head():
+    """Steps and progress; heads reported as error; rollout correlation 1 after the head step; gradient-rollout
+    correlation equals a Spearman (Pearson of ranks) computed in the test.
+    """
     loaded = wrap(sharpen(make_tiny_vit(seed=2)), (32, 32))
     xs = [torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(s)) for s in range(2)]
     result, progress = _run(sanity.sanity_check(loaded, xs, ["rollout", "gradient-rollout", "heads"]))
@@ -71,6 +77,7 @@ def explain_map(loaded, x, method, target):
 
 
 def test_a_method_whose_maps_do_not_change_is_marked_insensitive():
+    """`insensitive` names methods whose correlation stays high; `mean_curve` ignores NaN."""
     check = sanity.SanityCheck(("head", "block 0"), {"steady": np.array([[0.9, 0.8], [1.0, 0.7]]),
                                                     "fragile": np.array([[0.5, 0.1], [0.4, np.nan]])}, {})
     assert check.insensitive == ("steady",)
@@ -78,6 +85,9 @@ def test_a_method_whose_maps_do_not_change_is_marked_insensitive():
 
 
 def test_cli_prints_the_table_and_json(tiny_weights, photos, tmp_path, capsys):
+    """`faithfulness --json --sanity` lists images, curves (AUC = area), summary incl. random, sanity steps, blur σ =
+    patch; text table; unknown method exit 2; heads "not measured".
+    """
     args = [str(photos["chelsea"]), str(photos["coffee"]), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
             "--methods", "rollout,occlusion", "--steps", "4"]
     assert main(["faithfulness", *args, "--json", "--sanity"]) == 0
@@ -98,6 +108,9 @@ def test_cli_prints_the_table_and_json(tiny_weights, photos, tmp_path, capsys):
 
 
 def test_cli_refuses_a_method_that_does_not_apply(photos, capsys, monkeypatch):
+    """A headless model: explicit occlusion is exit 2 naming "headless"; by default only applicable methods are measured
+    and the others named on stderr.
+    """
     # a headless model explains no class: refused with the reason before any image is read
     from vitstudio.cli import faithfulness as command
 

@@ -64,6 +64,9 @@ def _extract(model, x):
 
 
 def test_loads_and_predicts_like_timm(family, photos):
+    """Prefix-token count and kind; family names; logits equal timm's own forward with timm's transform. [parametrised
+    ×6]
+    """
     case, folder, prefix, _ = family
     loaded = load_model(str(folder))
     assert loaded.num_prefix_tokens == prefix and loaded.kind == "timm"
@@ -78,6 +81,9 @@ def test_loads_and_predicts_like_timm(family, photos):
 
 
 def test_attention_analyses_equal_the_formulas(family, photos):
+    """Head maps, rollout, token maps, distance/entropy equal reference_vit formulas over timm AttentionExtract (FX)
+    maps; gradient rollout finite; logits and fused flags restored. [parametrised ×6]
+    """
     case, folder, prefix, has_cls = family
     loaded = load_model(str(folder))
     imgs = [read_image(photos[n]) for n in ("astronaut", "coffee")]
@@ -111,6 +117,7 @@ def test_attention_analyses_equal_the_formulas(family, photos):
 
 
 def test_embeddings(family, photos):
+    """Last-layer patch tokens equal timm's forward_intermediates; prefix width; PCA RGB shape. [parametrised ×6]"""
     _, folder, prefix, _ = family
     loaded = load_model(str(folder))
     x = loaded.to_tensor(loaded.crop(read_image(photos["rocket"])))[None]
@@ -128,6 +135,9 @@ def test_embeddings(family, photos):
 
 
 def test_catalog_lists_the_families():
+    """`list_catalog(family=…)` includes known EVA/BEiT/relpos/CaiT/Swin tags and only that family; unknown family
+    raises.
+    """
     for family, example in (("eva", "vit_small_patch16_dinov3.lvd1689m"),
                             ("eva", "eva02_base_patch14_448.mim_in22k_ft_in22k_in1k"),
                             ("beit", "beitv2_base_patch16_224.in1k_ft_in22k_in1k"),
@@ -143,7 +153,11 @@ def test_catalog_lists_the_families():
 
 def test_fine_tunes_and_loads_back(family, tmp_path, photos):
     """A family model fine-tunes (last-blocks: head, final norm and last blocks) and its run folder loads back in
-    ViT Studio and plain timm with the same logits."""
+    ViT Studio and plain timm with the same logits.
+
+    Last-blocks fine-tune finishes; the run loads with labels and the same class, and with the same logits as plain timm
+    `local-dir:`. [parametrised ×6] [fine-tune]
+    """
     from tests.core.generators import drain
     from tests.core.synthetic_data import make_dataset
     from vitstudio.core.train.engine import fine_tune
@@ -166,7 +180,11 @@ def test_fine_tunes_and_loads_back(family, tmp_path, photos):
 
 def test_analyses_that_do_not_apply_say_why(family, photos, tmp_path):
     """No learned position embedding for RoPE / relative-position models: refused before any work, with the reason,
-    by explain() and by the CLI (exit 2)."""
+    by explain() and by the CLI (exit 2).
+
+    The eight core analyses apply; pos-embed refused (rotary / relative position bias) by explain and CLI exit 2,
+    NaFlexViT refuses filters and pos-embed; EVA-02 keeps pos-embed. [parametrised ×6]
+    """
     from vitstudio.cli import main
     from vitstudio.core.analysis.applicability import available
     from vitstudio.core.analysis.explain import explain

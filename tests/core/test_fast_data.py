@@ -39,6 +39,9 @@ def jpegs(tmp_path, photos):
 
 
 def test_cache_in_memory_spilled_and_reused(jpegs, tmp_path):
+    """Cache records the broken file, short side resized; in-memory vs spilled memmap identical; reused when unchanged,
+    rebuilt after an mtime change; the source folder is not written.
+    """
     before = tree_state(jpegs[0].parent)
     mem = drain(build_cache(jpegs, 64, folder=tmp_path / "cache"))
     assert list(mem.failed) == [str(jpegs[-1])] and mem.bad == [len(jpegs) - 1]
@@ -60,7 +63,11 @@ def test_cache_in_memory_spilled_and_reused(jpegs, tmp_path):
 
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-image"])
 def test_device_augmentation_matches_timm_pil_distribution(jpegs, batched):
-    """Per-sample statistics of 300 augmented views: device path vs timm's create_transform(is_training=True)."""
+    """Per-sample statistics of 300 augmented views: device path vs timm's create_transform(is_training=True).
+
+    300 augmented views: per-sample mean/std/centre-x distributions pass a KS test against timm's
+    `create_transform(is_training=True)`; reference: timm PIL path. [parametrised ×2]
+    """
     from scipy.stats import ks_2samp
 
     cache = drain(build_cache(jpegs[:1], short_side_for(48)))
@@ -88,7 +95,10 @@ def test_device_augmentation_matches_timm_pil_distribution(jpegs, batched):
 
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-image"])
 def test_whole_image_crop_is_close_to_pil(jpegs, batched):
-    """With no randomness left (full crop, no flip) the device path reproduces timm's PIL pixels closely."""
+    """With no randomness left (full crop, no flip) the device path reproduces timm's PIL pixels closely.
+
+    [parametrised ×2]
+    """
     cache = drain(build_cache(jpegs[:1], short_side_for(64)))
     batches = DeviceTrainBatches(cache, [0], (64, 64), scale=(1.0, 1.0), ratio=(1.0, 1.0), hflip=0.0,
                                  mean=(0.5,) * 3, std=(0.5,) * 3, interpolation="bilinear", batch_size=1,
@@ -104,7 +114,10 @@ def test_whole_image_crop_is_close_to_pil(jpegs, batched):
 def test_batched_resize_equals_the_per_image_path(jpegs, mode):
     """The batched path (two matrix products for the whole batch) against the per-image F.interpolate(antialias)
     reference on the same random plan: crops of every size and aspect, flips, images of different sizes padded
-    into one batch — equal up to float rounding (at most one uint8 level, a few pixels)."""
+    into one batch — equal up to float rounding (at most one uint8 level, a few pixels).
+
+    [parametrised ×2]
+    """
     import random
 
     cache = drain(build_cache(jpegs, short_side_for(40)))
@@ -152,7 +165,10 @@ def _pil_coefficients(length: int, out: int, mode: str) -> np.ndarray:
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_batch_resample_weights_are_pillows_coefficients(mode):
     """The weights of a whole batch of crops (computed at once, on the device) against Pillow's per-crop
-    coefficients placed at each crop's offset: downscales, upscales, a one-pixel crop, a crop to the edge."""
+    coefficients placed at each crop's offset: downscales, upscales, a one-pixel crop, a crop to the edge.
+
+    [parametrised ×2]
+    """
     from vitstudio.core.data.device_augment import batch_resample_weights
 
     rng = np.random.default_rng(0)
@@ -169,6 +185,7 @@ def test_batch_resample_weights_are_pillows_coefficients(mode):
 
 
 def test_eval_crops_are_exact(jpegs):
+    """DeviceEvalBatches of PIL-cropped images equal timm's eval transform output (atol 1e-6)."""
     loaded_cfg = dict(input_size=(3, 40, 40), interpolation="bicubic", mean=(0.5,) * 3, std=(0.5,) * 3,
                       crop_pct=0.875, crop_mode="center")
     from vitstudio.core.models.model import split_eval_transform
@@ -188,6 +205,7 @@ def test_eval_crops_are_exact(jpegs):
 
 
 def test_shards_cover_everything_once_per_epoch():
+    """`shard_indices` gives equal shards covering all items (padding like DistributedSampler)."""
     items = list(range(10))
     shards = [shard_indices(items, r, 3) for r in range(3)]
     assert [len(s) for s in shards] == [4, 4, 4]
@@ -195,6 +213,9 @@ def test_shards_cover_everything_once_per_epoch():
 
 
 def test_cached_and_pil_paths_learn_alike(tmp_path):
+    """10-epoch scratch training on cached and PIL paths both reach ≥ 0.75 val accuracy within 0.2 of each other.
+    [fine-tune]
+    """
     from vitstudio.core.train.engine import fine_tune
     from vitstudio.core.train.recipes import make_config
 
@@ -218,6 +239,10 @@ def _ranks_finetune(forked_cli, data, out, *options: str) -> list:
 
 
 def test_torchrun_two_processes_on_gloo(tmp_path, forked_cli):
+    """`torchrun --nproc-per-node 2 vitstudio finetune` finishes with processes=2, metrics written once, only rank 0
+    reports, run loads. Two ranks forked from the warm server with torchrun's environment (`ForkedCli.run_ranks`); the
+    launcher itself is run by the next test. [subprocess: forked warm]
+    """
     data = make_dataset(tmp_path / "data", per_class=12)
     out = tmp_path / "ddp-run"
     ranks = _ranks_finetune(forked_cli, data, out, "--epochs", "3", "--batch-size", "8")
@@ -233,7 +258,11 @@ def test_torchrun_two_processes_on_gloo(tmp_path, forked_cli):
 
 
 def test_gui_launcher_runs_torchrun_and_follows_the_run(tmp_path):
-    """What the Training panel does with more than one GPU, exercised here with 2 CPU processes on gloo."""
+    """What the Training panel does with more than one GPU, exercised here with 2 CPU processes on gloo.
+
+    `torchrun_command` shape; `run_torchrun` with 2 processes yields epoch metrics 0,1 and a finished result with
+    report. [torchrun]
+    """
     from vitstudio.core.train.engine import EpochMetrics
     from vitstudio.core.train.launcher import run_torchrun, torchrun_command
     from vitstudio.core.train.recipes import make_config
@@ -255,6 +284,8 @@ def test_gui_launcher_runs_torchrun_and_follows_the_run(tmp_path):
 
 
 def test_prefetching_changes_nothing_but_speed(jpegs):
+    """prefetch=2 batches equal prefetch=0 exactly; broken file never sampled; an early-stopped epoch leaves no thread.
+    """
     import random
     import threading
 
@@ -275,6 +306,8 @@ def test_prefetching_changes_nothing_but_speed(jpegs):
 
 
 def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path, forked_cli):
+    """Two ranks with `--grad-accum 2 --data-path pil` record 2 processes, pil path, 2 epochs. [subprocess: forked warm]
+    """
     data = make_dataset(tmp_path / "data", per_class=8)
     out = tmp_path / "ddp-accum"
     _ranks_finetune(forked_cli, data, out, "--epochs", "2", "--batch-size", "4", "--grad-accum", "2",
@@ -286,7 +319,10 @@ def test_torchrun_with_gradient_accumulation_and_pil_path(tmp_path, forked_cli):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_augmentation_matches_the_cpu_path(jpegs):
     """On a GPU (cache held on the device, batched resize — the defaults there) the same plan gives the batches the
-    CPU's per-image path gives, within one uint8 level."""
+    CPU's per-image path gives, within one uint8 level.
+
+    [CUDA only]
+    """
     import random
 
     cache = drain(build_cache(jpegs, short_side_for(40)))

@@ -50,7 +50,11 @@ def test_no_vocabulary_is_written_twice():
 
 
 def test_the_check_finds_a_copy():
-    """The scan above is not blind: it finds the copies this code once had."""
+    """The scan above is not blind: it finds the copies this code once had.
+
+    The scan finds the copies the code once had (CLI precision list, the panel's ("to", "by"), overlays' colormaps) and
+    not a membership test.
+    """
     tree = ast.parse('p.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"])\n'
                      'direction = Field("to", str, choices=("to", "by"))\n')
     found = [values for _, values in _string_sequences(tree)]
@@ -62,7 +66,11 @@ def test_the_check_finds_a_copy():
 
 def test_every_face_takes_the_shared_objects():
     """The CLI's options, the training settings and the analysis parameters hold the vocabulary objects (and the
-    view fields that show an analysis parameter hold that parameter's spec)."""
+    view fields that show an analysis parameter hold that parameter's spec).
+
+    The CLI's --precision/--decoder/--fusion/--direction/--cmap choices, TrainConfig's precision choices and device
+    suggestions, the rollout/token parameters hold the vocabulary objects themselves.
+    """
     from vitstudio.cli.app import build_parser
     from vitstudio.core.analysis import registry
     from vitstudio.core.train.recipes import TrainConfig
@@ -82,6 +90,9 @@ def test_every_face_takes_the_shared_objects():
 
 
 def test_a_field_spec_refuses_what_its_range_and_choices_refuse():
+    """FieldSpec coerces 0 to 0.0, refuses outside a half-open range, a wrong type and an unknown choice, naming the
+    field.
+    """
     spec = FieldSpec(0.0, float, range=Range(0, 1, hi_open=True))
     assert spec.coerce("discard", 0) == 0.0 and type(spec.coerce("discard", 0)) is float
     for bad in (1.0, -0.1):
@@ -94,6 +105,7 @@ def test_a_field_spec_refuses_what_its_range_and_choices_refuse():
 
 
 def test_the_vocabularies_import_without_torch():
+    """`import vitstudio.core.fields` loads no torch (subprocess). [subprocess]"""
     code = "import sys, vitstudio.core.fields; assert 'torch' not in sys.modules, 'torch imported'"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 

@@ -79,6 +79,9 @@ SOURCES = ["seed", "seed-prelogits", "custom", "timm-cache", "hf-hub", "run-fold
 @pytest.mark.parametrize("preset", ["linear-probe", "seed"])
 @pytest.mark.parametrize("kind", SOURCES)
 def test_every_source_fine_tunes_and_loads_back(kind, preset, data, tmp_path, photos):
+    """6 sources × linear-probe/seed: run finishes, no borrowed tag, labels; logits = plain timm `local-dir:`, or for
+    pre-logits (refused by plain timm) the upstream vit_model.py port. [parametrised ×12] [fine-tune]
+    """
     if kind == "run-folder":  # a fine-tuned run is itself a model source
         first = make_config(str(data), TINY_SPEC, str(tmp_path / "first"), "linear-probe", epochs=1, batch_size=4)
         drain(fine_tune(first))
@@ -116,7 +119,10 @@ def test_every_source_fine_tunes_and_loads_back(kind, preset, data, tmp_path, ph
 
 
 def test_arch_with_weights_file_fine_tunes(data, tmp_path, photos):
-    """`--model ARCH --weights FILE` (here timm's ViT-Ti entry point with a weights file of its shape)."""
+    """`--model ARCH --weights FILE` (here timm's ViT-Ti entry point with a weights file of its shape).
+
+    [fine-tune]
+    """
     torch.manual_seed(1)
     model = timm.create_model("vit_tiny_patch16_224", num_classes=7)
     save_file(model.state_dict(), str(tmp_path / "ti.safetensors"))
@@ -153,7 +159,10 @@ def _digits(root, names, per_class=40):
 def test_renamed_digits_get_a_really_new_head(tmp_path):
     """The issue's 9 % case: the bundled digits model fine-tuned on the same digits in folders zero…nine used
     to keep its old head (same seed) and learn a permutation. Now the head is new and the run learns; with
-    folders named like the model's labels, the head starts from the old rows and is right from epoch 1."""
+    folders named like the model's labels, the head starts from the old rows and is right from epoch 1.
+
+    [fine-tune]
+    """
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.core.train.engine import EpochMetrics, RunWarning
 
@@ -178,7 +187,12 @@ def test_renamed_digits_get_a_really_new_head(tmp_path):
 
 def test_chance_level_run_warns(tmp_path):
     """Three classes of the very same image: nothing can be learned, every prediction is one class, validation
-    accuracy is exactly chance. The run says so once, in the stream and in status.json."""
+    accuracy is exactly chance. The run says so once, in the stream and in status.json.
+
+    Three classes of one identical image: val acc exactly 1/3, one "chance level" warning said and one update (the third
+    epoch's figure), status.json holding the latest, and a "no split can keep them apart" warning. [fine-tune] The
+    linear-probe run's warning advises last-blocks or full.
+    """
     from PIL import Image
 
     from vitstudio.core.train.engine import RunWarning
@@ -206,7 +220,12 @@ def test_chance_level_run_warns(tmp_path):
 @pytest.mark.parametrize("rep_size", [None, 24])
 def test_seed_export_runs_in_upstream(rep_size, data, tmp_path, photos, capsys):
     """A fine-tuned seed model exported with `--format seed` loads strictly into an independent port of upstream's
-    vit_model.py (as its predict.py does) and gives the same logits; class_indices.json is upstream's."""
+    vit_model.py (as its predict.py does) and gives the same logits; class_indices.json is upstream's.
+
+    `export --format seed` state dict loads strictly into the upstream vit_model.py port with equal logits, upstream
+    class_indices.json, and reads back as a seed checkpoint; reference: upstream vit_model.py (seed_reference).
+    [parametrised ×2] [fine-tune]
+    """
     from vitstudio.cli import main
 
     spec, _ = _seed_folder(tmp_path / "base", rep_size)
@@ -232,6 +251,7 @@ def test_seed_export_runs_in_upstream(rep_size, data, tmp_path, photos, capsys):
 
 
 def test_seed_export_refuses_what_upstream_cannot_hold(tmp_path):
+    """Exporting a model with register tokens raises ValueError naming reg_token."""
     from vitstudio.core.models.seed_export import export_seed
 
     model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
@@ -245,7 +265,11 @@ def test_seed_export_refuses_what_upstream_cannot_hold(tmp_path):
 
 def test_the_chance_level_advice_names_only_what_trains_more():
     """Issue 29, item 11: under full the warning does not advise "try last-blocks or full" (nothing is frozen);
-    under last-blocks it advises full only; the head-only presets both."""
+    under last-blocks it advises full only; the head-only presets both.
+
+    The chance-level causes name a frozen backbone only for presets that freeze part of it, and advise only what trains
+    more (full: none; last-blocks: full; head-only presets: last-blocks or full) (issue 29, item 11).
+    """
     from vitstudio.core.train.engine import chance_message
     from vitstudio.core.train.recipes import PRESETS
 
@@ -306,7 +330,10 @@ def test_the_eta_is_the_whole_run_left_including_validation():
 def test_the_whole_learning_rate_schedule_is_drawn_again_from_the_run_folder(tmp_path):
     """Issue 29, item 12: the learning-rate curve of a run read back (one rate per epoch) or resumed (live steps from
     the checkpoint) lacked its warm-up. `run_schedule` replays timm's schedule from the folder's settings and the
-    updates per epoch its status.json records: it equals every rate the run reported while it trained."""
+    updates per epoch its status.json records: it equals every rate the run reported while it trained.
+
+    [fine-tune]
+    """
     from vitstudio.core.train.engine import StepProgress
     from vitstudio.core.train.lr_schedule import run_schedule
 
@@ -328,7 +355,10 @@ def test_the_whole_learning_rate_schedule_is_drawn_again_from_the_run_folder(tmp
 def test_a_tie_in_accuracy_keeps_the_epoch_with_the_lower_validation_loss(tmp_path, monkeypatch):
     """Seen in the afternoon walk: with 8 validation images, 100 % at epoch 1 tied every later epoch and the run
     kept epoch 1's model for 40 epochs. Ties go to the lower validation loss; the result, the status line and the
-    model's config say which epoch is kept, and a resume keeps the record."""
+    model's config say which epoch is kept, and a resume keeps the record.
+
+    [fine-tune]
+    """
     from vitstudio.core.train import engine
     from vitstudio.core.train.engine import fine_tune
 

@@ -36,6 +36,9 @@ def _hashes(root: Path) -> list[str]:
 
 # -- the embedding cache ------------------------------------------------------------------------------------------
 def test_cache_computes_only_new_or_changed_files(demo, tmp_path, photos):
+    """First embed computes all with features/logits equal `pooled_features`; rerun computes none; 2 new + 1 changed
+    computed, broken reported; dataset untouched.
+    """
     data = make_dataset(tmp_path / "data", per_class=4)
     before = tree_state(data)
     first = run(embed_folder(demo, [str(data)], batch_size=5))
@@ -76,6 +79,9 @@ def test_cache_survives_rows_appended_without_their_index(demo, tmp_path):
 
 
 def test_cache_is_per_model_and_compacts(demo, tmp_path):
+    """Cache folder differs per model; repeated changes keep orphan rows under a quarter of the rows
+    (`keyedstore.MAX_ORPHANED`) and a compaction happens; features stay correct.
+    """
     data = make_dataset(tmp_path / "data", per_class=2)
     run(embed_folder(demo, [str(data)]))
     other = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
@@ -96,6 +102,9 @@ def test_cache_is_per_model_and_compacts(demo, tmp_path):
 
 # -- sorting into folders -----------------------------------------------------------------------------------------
 def test_sort_copies_every_file_once_never_overwrites_and_undoes(demo, digits, tmp_path):
+    """Plan touches nothing; apply copies 60 files once byte-for-byte with unique targets, never overwrites a user file,
+    low confidence → UNSURE; undo removes only the copies.
+    """
     src = tmp_path / "src"
     shutil.copytree(digits / "3", src / "a")
     shutil.copytree(digits / "3", src / "b")  # the same names twice: clashes in the target folder
@@ -127,6 +136,7 @@ def test_sort_copies_every_file_once_never_overwrites_and_undoes(demo, digits, t
 
 
 def test_sort_move_and_undo_put_files_back(demo, digits, tmp_path):
+    """Move sorting empties the source, preserves hashes, demo reads ≥ 25/30 sevens; undo restores every file."""
     src = tmp_path / "src"
     shutil.copytree(digits / "7", src)
     state, hashes = tree_state(src), _hashes(src)
@@ -144,6 +154,9 @@ def test_sort_move_and_undo_put_files_back(demo, digits, tmp_path):
 
 
 def test_sort_cli_dry_run_writes_nothing(digits, tmp_path, capsys):
+    """`sort --dry-run` prints 30 moves and writes nothing; real sort copies 30, journal outside the folder; `undo-sort`
+    empties it; a second undo is exit 2 "nothing journalled".
+    """
     from vitstudio.cli import main
 
     out = tmp_path / "out"
@@ -185,6 +198,9 @@ def _planted(root: Path, photos: dict) -> tuple[Path, list[set[str]]]:
 
 
 def test_audit_finds_every_planted_duplicate_and_no_false_group(demo, tmp_path, photos):
+    """Audit finds exactly the planted exact and edited groups (none among distinct images), only reads; leaks vs a
+    plain 80/20 split; group-aware split never straddles exact copies while the plain one sometimes does.
+    """
     data, planted = _planted(tmp_path, photos)
     before = tree_state(data)
     report = run(audit(data, demo, threshold=0.9999))
@@ -216,6 +232,9 @@ def test_audit_finds_every_planted_duplicate_and_no_false_group(demo, tmp_path, 
 
 
 def test_leaks_are_flagged_against_the_datasets_own_val_folder(demo, tmp_path, photos):
+    """With train/val folders, leaks are judged against val/; a 180° rotation is not a copy; "Without a model" in
+    describe.
+    """
     data = tmp_path / "data"
     for split in ("train", "val"):
         for cls in ("x", "y"):
@@ -233,6 +252,7 @@ def test_leaks_are_flagged_against_the_datasets_own_val_folder(demo, tmp_path, p
 
 
 def test_group_aware_split_keeps_copies_together_and_changes_nothing_else(tmp_path):
+    """No groups → identical split; ten exact copies across classes always land on one side; totals unchanged."""
     data = make_dataset(tmp_path / "data", per_class=10)
     scan = scan_dataset(data)
     assert exact_duplicate_groups(scan) == {}
@@ -253,6 +273,7 @@ def test_group_aware_split_keeps_copies_together_and_changes_nothing_else(tmp_pa
 
 # -- neighbours and maps ------------------------------------------------------------------------------------------
 def test_nearest_neighbours_equal_brute_force():
+    """`nearest` (blocked) and `cosine_pairs` equal brute-force cosine computations in the test."""
     rng = np.random.default_rng(0)
     features = rng.normal(size=(300, 24)).astype(np.float32)
     queries = [0, 5, 299]
@@ -272,6 +293,7 @@ def test_nearest_neighbours_equal_brute_force():
 
 
 def test_folder_map_is_pca_without_umap():
+    """`project_2d(method="pca")` equals an SVD projection up to sign."""
     rng = np.random.default_rng(1)
     features = rng.normal(size=(50, 8)).astype(np.float32)
     coords, method = project_2d(features, method="pca")
@@ -283,7 +305,10 @@ def test_folder_map_is_pca_without_umap():
 
 def test_a_run_leaves_out_the_excluded_files_and_the_dataset_untouched(tmp_path):
     """The label review's exclusion list lives in the run's config: the split never holds those files, a resume
-    keeps them out, and the dataset folder is not written to; the CLI reads it from a file."""
+    keeps them out, and the dataset folder is not written to; the CLI reads it from a file.
+
+    [fine-tune]
+    """
 
     from tests.core.generators import drain
     from vitstudio.cli import main
@@ -314,7 +339,14 @@ def test_predict_and_embed_across_two_processes(digits, tmp_path, forked_cli):
     """`torchrun --nproc-per-node 2 -m vitstudio predict|embed` (gloo on the CPU; the two processes are forked with
     torchrun's environment, tests/core/forked_cli.py): each process takes every second file, rank 0 writes one
     result in input order, equal to a single process's; rank 0 alone fills the embedding cache, so a second run
-    computes nothing."""
+    computes nothing.
+
+    torchrun predict CSV equals single-process (order, labels, probs and OOD scores to the printed digit (1.5e-6), one
+    error row); torchrun embed equals single-process features, fills the cache once, second run computes 0. Two ranks
+    forked from the warm server with torchrun's environment (`ForkedCli.run_ranks`; the launcher is run by
+    test_fast_data's torchrun tests). Does not check that each rank did only its half (rank 0 doing everything passes).
+    [subprocess: forked warm]
+    """
     import csv as csv_module
 
     from vitstudio.cli import main

@@ -40,6 +40,8 @@ def _feature(demo, path) -> np.ndarray:
 
 
 def test_a_file_rewritten_with_size_and_mtime_kept_is_computed_again(demo, tmp_path):
+    """A BMP rewritten with size and mtime restored is recomputed (content key), with features equal `pooled_features`.
+    """
     data = tmp_path / "data"
     data.mkdir()
     rng = np.random.default_rng(0)
@@ -59,6 +61,8 @@ def test_a_file_rewritten_with_size_and_mtime_kept_is_computed_again(demo, tmp_p
 
 
 def test_renamed_and_touched_files_reuse_their_rows(demo, tmp_path):
+    """Renamed and touched files reuse their rows (0 computed); a third run hashes nothing (content matches journalled).
+    """
     data = make_dataset(tmp_path / "data", per_class=2)
     first = run(embed_folder(demo, [str(data)]))
     moved = data / "green" / "was-red.png"
@@ -87,6 +91,9 @@ def _fill(store: KeyedRows, folder: Path, names: list[str]) -> None:
 
 
 def test_index_writes_are_proportional_to_the_batch(tmp_path):
+    """Appending 2 rows to a 20,000-row KeyedRows does not rewrite index.json, journal grows < 1 KB; reopened store has
+    the rows and values.
+    """
     files = tmp_path / "files"
     files.mkdir()
     store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
@@ -124,7 +131,10 @@ WRITER = textwrap.dedent("""
 
 def test_two_writer_processes_interleaving_leave_every_row_right(tmp_path):
     """Two processes append the same files again and again (journal folds and compactions included): every
-    file's row holds its own values, and nothing is left beyond the indexed rows."""
+    file's row holds its own values, and nothing is left beyond the indexed rows.
+
+    [subprocess]
+    """
     files = tmp_path / "files"
     files.mkdir()
     for i in range(300):
@@ -145,7 +155,12 @@ def test_two_writer_processes_interleaving_leave_every_row_right(tmp_path):
 
 def test_two_concurrent_embed_runs_leave_the_cache_one_run_would(demo, tmp_path, monkeypatch, forked_cli):
     """Two `vitstudio embed` processes started together on one cache (forked from a warm interpreter: two fresh ones
-    spent ~10 s importing torch, the race is the same), batches of 2 so that their appends interleave."""
+    spent ~10 s importing torch, the race is the same), batches of 2 so that their appends interleave.
+
+    Two `vitstudio embed` processes started together on one cache (batches of 2): a later run computes nothing and
+    features/logits equal a single run; index digests are the files' blake2b. [subprocess: forked warm]
+    (`ForkedCli.run_together`; was two fresh interpreters)
+    """
     data = make_dataset(tmp_path / "data", per_class=12)
     env = dict(os.environ, VITSTUDIO_CACHE_DIR=str(tmp_path / "shared"))
     runs = forked_cli.run_together([["embed", data, "--model", bundled_demo(), "--batch-size", 2, "--quiet"]] * 2, env)
@@ -182,6 +197,9 @@ def test_two_runs_on_an_empty_cache_are_compacted_to_one_row_per_content(tmp_pat
 
 
 def test_fingerprints_are_cached_by_content(tmp_path, monkeypatch, photos):
+    """Cached fingerprints equal fresh ones; second pass recomputes only the unreadable file; a rewrite with size/mtime
+    restored is recomputed.
+    """
     from vitstudio.core.folder import fingerprintcache
     from vitstudio.core.folder.fingerprints import fingerprints
 
@@ -218,7 +236,11 @@ def test_fingerprints_are_cached_by_content(tmp_path, monkeypatch, photos):
 
 def test_a_writer_killed_at_any_instant_leaves_a_consistent_cache(tmp_path):
     """SIGKILL a writer at random instants (mid-append, mid-journal line, mid-fold or mid-compaction): every file
-    the index names still has its own values, and a new writer carries on."""
+    the index names still has its own values, and a new writer carries on.
+
+    SIGKILL a writer at 10 random instants timed from its "ready" line (≥ 6 land mid-write; the old 1–4 s sleeps mostly
+    killed a finished writer): store size matches rows and every indexed file has its own values. [subprocess]
+    """
     import random
     import time
 
@@ -250,6 +272,7 @@ def test_a_writer_killed_at_any_instant_leaves_a_consistent_cache(tmp_path):
 
 
 def test_a_fifo_or_a_vanished_file_is_never_opened_by_a_lookup(tmp_path):
+    """Lookup of a FIFO or a missing file returns None without blocking."""
     store = KeyedRows(tmp_path / "store", {"v.f32": "float32"})
     fifo = tmp_path / "pipe.png"
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes
@@ -270,7 +293,12 @@ def _mapped_kb(path: Path) -> int:
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
 def test_reading_a_column_of_every_row_leaves_the_map_unresident(tmp_path, monkeypatch):
     """`read_rows` equals the memory map's own indexing, and the pages it touched are no longer in the process's
-    resident set (plain indexing of a block of every row keeps the whole file resident while the map lives)."""
+    resident set (plain indexing of a block of every row keeps the whole file resident while the map lives).
+
+    `keyedstore.read_rows` equals the memory map's own indexing (some columns of 6,000 shuffled rows of a 32 MB file)
+    and leaves < 2 MB of the file resident in the process (Linux's /proc/self/smaps), where plain indexing leaves > 16
+    MB.
+    """
     path = tmp_path / "features.f32"
     data = np.random.default_rng(0).random((8192, 1024), dtype=np.float32)  # 32 MB, 4 blocks of 256
     data.tofile(path)

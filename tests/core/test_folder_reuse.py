@@ -29,6 +29,10 @@ def _refuse(*_args, **_kwargs):
 
 
 def test_predict_folder_reads_the_cache_and_equals_classifying(small_digits, demo, tmp_path, monkeypatch):
+    """`predict FOLDER --csv` twice: the second run never calls the model (pooled_features patched to fail) and writes
+    the same CSV; rows equal `classify_files` (order, top-1 label, probability 2e-6, OOD score 2e-5); a cache folder it
+    may not write: predicted without the cache, the same labels.
+    """
     demo_model = str(bundled_demo())
     first, second = tmp_path / "first.csv", tmp_path / "second.csv"
     assert main(["predict", str(small_digits), "--model", demo_model, "--csv", str(first), "--quiet"]) == 0
@@ -60,6 +64,10 @@ def _run(gen):
 
 
 def test_audit_layers_and_scores_read_back_their_result_until_a_file_changes(small_digits, demo, monkeypatch):
+    """A second audit, layers and scores run read their result back (review, grouping, probes and scores patched to
+    fail; equal report, accuracies and scores); one image rewritten: the scores and the review run once and the probes
+    once again (every block in one fit).
+    """
     report = _run(audit_module.audit(small_digits, demo))
     probes = _run(layer_probes.probe_layers(demo, small_digits, folds=2))
     scored = _run(scores.score_folder(demo, [str(small_digits)]))
@@ -86,6 +94,10 @@ def test_audit_layers_and_scores_read_back_their_result_until_a_file_changes(sma
 
 def test_an_audit_decodes_every_image_once_and_keeps_the_fingerprints_a_separate_pass_computes(small_digits, demo,
                                                                                                 monkeypatch):
+    """An audit with a model on a cold cache reads each of the 40 images exactly once (the embedding pass's and the
+    fingerprints' readers counted together); the fingerprints it kept are then read without a decode and equal
+    `fingerprints()` on its own decode (index, hash bits, mirrored bits, thumbnails).
+    """
     from vitstudio.core import inference
     from vitstudio.core.folder import fingerprintcache
     from vitstudio.core.folder import fingerprints as fingerprints_module
@@ -112,6 +124,10 @@ def test_an_audit_decodes_every_image_once_and_keeps_the_fingerprints_a_separate
 
 
 def test_the_label_review_reads_its_report_back_until_a_given_label_changes(small_digits, demo, monkeypatch):
+    """The Folder tab's review job (`folder_jobs.review_job`) with a label given apart (a 3 given as 8): a second review
+    with the same labels reads the kept report (review and grouping patched to fail; equal JSON); the same image given 5
+    instead is reviewed again, with 5 as its given label.
+    """
     from vitstudio.app.folder_jobs import review_job  # the Folder tab's review (its Labels tab's labels given apart)
 
     three = sorted(str(p) for p in (small_digits / "3").glob("*.png"))[-1]
@@ -135,6 +151,9 @@ def _probed(calls: list, blocks: int):
 
 
 def test_a_folder_pass_batches_as_many_images_as_the_model_allows(demo):
+    """`folder_batch_size`: 256 for the demo (65 tokens of width 64), the asked size when given, 62 for ViT-B's 197
+    tokens of width 768 and 12 heads (512 MB of one block's activations).
+    """
     from vitstudio.core.models.loading import load_model
 
     assert folder_batch_size(demo) == 256  # 65 tokens of width 64: far under the budget

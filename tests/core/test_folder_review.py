@@ -17,6 +17,9 @@ from vitstudio.core.models.demo import bundled_demo
 
 
 def test_flipped_labels_rank_at_the_top_of_the_review(demo, digits, tmp_path):
+    """15 flipped digit labels: ≥ 80 % in the top 30 label issues; the first is flipped with a different suggestion and
+    quality < 0.5.
+    """
     data = tmp_path / "data"
     shutil.copytree(digits, data)
     rng = np.random.default_rng(0)
@@ -39,7 +42,12 @@ def test_flipped_labels_rank_at_the_top_of_the_review(demo, digits, tmp_path):
 
 def test_labels_given_apart_from_the_folders_are_the_ones_reviewed(demo, digits, tmp_path, capsys, monkeypatch):
     """The same 5 % of wrong labels, given apart from the folders (the GUI's Labels tab) with no file moved: the review
-    reads them, not the folders, and ranks them as high."""
+    reads them, not the folders, and ranks them as high.
+
+    The same 15 wrong labels given apart from the folders (the Labels tab; `audit(given_apart=)`), no file moved: each
+    issue's given label is the one given, ≥ 12 of them in the top 30, the report's note counts them, the folder
+    untouched; `vitstudio audit DATA_DIR --labels FILE` (the Labels tab's file) gives the same given labels in its JSON.
+    """
     before = tree_state(digits)
     rng = np.random.default_rng(0)
     files = sorted(digits.rglob("*.png"))

@@ -26,6 +26,10 @@ FILL_POINTS = [  # (where the disk fills, the file named, whether the run holds 
 @pytest.mark.parametrize("point, file, has_weights", FILL_POINTS)
 def test_a_full_disk_is_one_line_and_the_run_says_it_did_not_finish(data, tmp_path, cli, point, file,  # noqa: F811
                                                                      has_weights):
+    """Exit 1 and exactly one stderr line naming the file, "No space left on device" and the `--resume` command; a run
+    holding weights says "did not finish" when `predict` loads it; resumed, it finishes with every epoch once and no
+    temp files. [subprocess: forked warm] [fine-tune] [parametrised ×6: fill points]
+    """
     out = tmp_path / "run"
     res = cli(_start_args(data, out), full_at=point)
     assert res.returncode == 1, res.stderr[-2000:]
@@ -76,7 +80,13 @@ def test_a_full_disk_during_concepts_is_one_line_and_the_same_command_goes_on(ti
                                                                               capsys, point, file):
     """`vitstudio concepts` on a disk that fills at each of its writes: exit 1, one line naming the file and saying
     that the same command goes on (a 27-line traceback before, or, for the cache, an OSError naming no file); the
-    same command then ends with a pair that loads."""
+    same command then ends with a pair that loads.
+
+    `concepts` in-process with the disk filling (VITSTUDIO_FULL_AT) at the token cache's append, the checkpoint, the
+    weights and the sidecar: exit 1, one line "could not write FILE: No space left on device. Free some space … run the
+    same command again" (the CLI's one handler for a full disk); the same command then ends with a pair that loads and
+    no checkpoint. [parametrised ×4]
+    """
     from PIL import Image
 
     from tests.conftest import TINY_SPEC

@@ -15,6 +15,7 @@ SPEC = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3"
 
 
 def test_auto_precision():
+    """Auto → fp32 on CPU (bf16 on a CUDA GPU that supports it); unknown precision raises."""
     assert devices.resolve_precision("auto", torch.device("cpu")) == "fp32"
     assert devices.resolve_precision("bf16", torch.device("cpu")) == "bf16"
     assert load_model(SPEC).precision == "fp32"  # the default is auto: fp32 on a CPU
@@ -26,6 +27,9 @@ def test_auto_precision():
 
 
 def test_out_of_memory_message_suggests_what_fits():
+    """Suggested batch size from baseline/peak/total memory (capped at half, floor 1); reference: the arithmetic written
+    in the test's comments.
+    """
     gb = 2**30
     text = devices.out_of_memory_message("while training on", 256, baseline=10 * gb, peak=70 * gb, total=80 * gb)
     # 60 GB for 256 images ≈ 0.23 GB each; (72 − 10) / 0.23 ≈ 264, but never more than half the failed batch
@@ -57,6 +61,9 @@ def _fake_cuda_memory(monkeypatch):
 
 
 def test_out_of_memory_while_classifying_is_one_line_in_the_cli(monkeypatch, photos, capsys):
+    """A faked CUDA OOM in forward raises GPUOutOfMemory with a batch suggestion; `predict` exits 2 with one "error:"
+    line, no traceback.
+    """
     import vitstudio.core.inference as inference
     from vitstudio.cli import main
     from vitstudio.core.inference import forward_logits
@@ -76,6 +83,7 @@ def test_out_of_memory_while_classifying_is_one_line_in_the_cli(monkeypatch, pho
 
 
 def test_out_of_memory_while_training_names_the_batch_size(monkeypatch, tmp_path):
+    """A faked OOM in a training step raises GPUOutOfMemory naming batch 4 and suggesting 2."""
     from tests.core.generators import drain
     from tests.core.synthetic_data import make_dataset
     from vitstudio.core.train import engine
@@ -104,6 +112,9 @@ def test_out_of_memory_while_training_names_the_batch_size(monkeypatch, tmp_path
 
 
 def test_host_copies_pin_only_for_cuda():
+    """On CPU `pinned`/`to_device` return the same tensor, `stack_for` equals torch.stack; on CUDA the stack is pinned
+    once and moves correctly.
+    """
     tensors = [torch.randn(3, 4, 4) for _ in range(3)]
     cpu = torch.device("cpu")
     assert devices.pinned(tensors[0], cpu) is tensors[0]  # nothing to gain on the host: no copy
@@ -119,6 +130,7 @@ def test_host_copies_pin_only_for_cuda():
 
 
 def test_status_bar_memory_names_the_gpu_share(monkeypatch):
+    """`memory_in_use` text "RAM … · GPU 3.10 of 80 GB", GPU part only when CUDA is initialised."""
     class Props:
         total_memory = 80 * 10**9
 

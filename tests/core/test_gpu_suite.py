@@ -19,6 +19,10 @@ SUITE = ROOT / "tests" / "benchmarks" / "gpu_suite.sh"
 
 
 def test_gpu_suite_is_valid_and_calls_what_exists(monkeypatch):
+    """`bash -n` passes; the suite calls exactly seven benchmark scripts that exist and accept every option given, each
+    option a whole word of the usage (`--device` is not `--devices`) (`SCRIPT --help` run by runpy as `__main__` in the
+    test's process, sys.path put back: was one fresh interpreter). [subprocess: bash -n]
+    """
     assert subprocess.run(["bash", "-n", str(SUITE)]).returncode == 0
     text = SUITE.read_text().replace("\\\n", " ")
     calls = re.findall(r"^stage \S+ \d+ (tests/benchmarks/\S+\.py)(.*)$", text, flags=re.M)
@@ -51,7 +55,10 @@ def _help(script: Path, monkeypatch) -> tuple[int, str]:
 
 def test_stages_over_the_budget_are_skipped_and_recorded(tmp_path):
     """A lease runs one command for at most 600 s: stages that no longer fit the suite's BUDGET are skipped, and
-    gpu_suite.json (rewritten after every stage) still lists every stage with why."""
+    gpu_suite.json (rewritten after every stage) still lists every stage with why.
+
+    [subprocess]
+    """
     import os
 
     env = {**os.environ, "BUDGET": "10", "SMOKE": "1", "DEVICE": "cpu", "PYTHON": sys.executable}

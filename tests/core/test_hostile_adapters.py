@@ -113,6 +113,12 @@ SPOILS = {  # name -> (spoil, a piece of the one line)
 
 
 def test_a_hostile_adapter_folder_is_one_line(adapter, tmp_path, capsys):
+    """21 spoilt copies of a peft LoRA folder (adapter_config.json / vitstudio_adapter.json a list, null, number, string
+    or 100k deep; data_config a list; input_size 100000²; r "sixteen"; PROMPT_TUNING; lora_alpha NaN; weights with a
+    2⁴⁰-byte header, lying offsets, 0 bytes, int8 or NaN values, or none; a pickled adapter_model.bin; a base that is
+    itself or an adapter naming it back): `predict --model FOLDER` exits 2 with one line naming the file, never
+    "weights_only"; the .bin's code never runs.
+    """
     from vitstudio.cli import main
 
     good, image = adapter

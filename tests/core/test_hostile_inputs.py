@@ -117,6 +117,11 @@ def _assert_reported(lines: dict[str, str]) -> None:
 
 
 def test_predict_reports_every_bad_input_and_classifies_the_rest(hostile):
+    """`predict --json` under a 4 GiB RLIMIT_AS (predict, embed and explain each in a capped process of its own forked
+    from the warm server per decoder, the module fixture `hostile`: no interpreter start, was 2): good images get top-5,
+    every bad one its reason, .txt listed not failed, exit 1, no traceback. [subprocess: forked warm] [parametrised ×2:
+    pil/tensor decoder]
+    """
     r = hostile["predict"]
     assert r.returncode == 1, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
@@ -129,6 +134,9 @@ def test_predict_reports_every_bad_input_and_classifies_the_rest(hostile):
 
 
 def test_embed_reports_every_bad_input_and_embeds_the_rest(hostile):
+    """`embed` under the cap: every bad file reported with its reason; the npz holds exactly the good files with finite
+    features. [subprocess: forked warm] [parametrised ×2]
+    """
     r = hostile["embed"]
     assert r.returncode == 1, r.stderr[-2000:]
     assert "Traceback" not in r.stderr
@@ -143,6 +151,9 @@ def test_embed_reports_every_bad_input_and_embeds_the_rest(hostile):
 
 
 def test_explain_reports_every_bad_input_and_names_results_uniquely(hostile):
+    """`explain rollout` under the cap: bad files reported, one result per good file (small.bmp/small.webp not
+    overwritten). [subprocess: forked warm] [parametrised ×2]
+    """
     r = hostile["explain"]
     out = hostile["root"] / "out"
     assert r.returncode == 1, r.stderr[-2000:]
@@ -158,7 +169,11 @@ def test_explain_reports_every_bad_input_and_names_results_uniquely(hostile):
 
 
 def test_explain_names_are_unique_per_input_path(tmp_path, photos, tiny_weights):
-    """small.bmp and small.webp, and two small.bmp from different folders: three results, none overwritten."""
+    """small.bmp and small.webp, and two small.bmp from different folders: three results, none overwritten.
+
+    Same stems in one or two folders give small.bmp, small.bmp-2, small.webp results; sidecar names the right source
+    image.
+    """
     from tests.conftest import TINY_SPEC
     from vitstudio.cli import main
 
@@ -177,6 +192,9 @@ def test_explain_names_are_unique_per_input_path(tmp_path, photos, tiny_weights)
 
 
 def test_reader_reasons_without_decoding(tmp_path, photos):
+    """`read_image` raises ImageReadError with each expected reason; `image_size` refuses all but truncated;
+    `tensor_decode.read_bytes` errors except for bomb/text/truncated.
+    """
     folder = make_hostile(tmp_path / "in", photos)
     for name, reason in BAD.items():
         with pytest.raises(ImageReadError) as info:
@@ -190,7 +208,10 @@ def test_reader_reasons_without_decoding(tmp_path, photos):
 
 
 def test_the_tensor_decoder_refuses_a_bomb_from_its_header(monkeypatch):
-    """The JPEG's frame header is read before torchvision decodes: the bomb never reaches decode_jpeg."""
+    """The JPEG's frame header is read before torchvision decodes: the bomb never reaches decode_jpeg.
+
+    `jpeg_size` reads 30000×30000 from the header and `decode` refuses it without calling torchvision decode_jpeg.
+    """
     data = bomb_jpeg()
     assert tensor_decode.jpeg_size(data) == (30000, 30000)
     import torchvision.io
@@ -218,6 +239,7 @@ def test_thin_images_become_sane_inputs(tmp_path):
 
 
 def test_folder_walk_yields_every_unusable_entry_and_lists_other_files(tmp_path, photos):
+    """`expand_paths` yields every good and bad entry (incl. loop_b) and lists notes.txt as ignored."""
     folder = make_hostile(tmp_path / "in", photos)
     ignored: list = []
     names = sorted(p.name for p in expand_paths([folder], ignored=ignored))
@@ -226,6 +248,9 @@ def test_folder_walk_yields_every_unusable_entry_and_lists_other_files(tmp_path,
 
 
 def test_dataset_scan_lists_every_unusable_path_with_its_reason(tmp_path, photos):
+    """`scan_dataset` skips every bad file with its reason, a stray top-level file and notes.txt; train keeps good files
+    and the truncated one.
+    """
     root = tmp_path / "data"
     make_hostile(root / "cat", photos)
     (root / "dog").mkdir()
@@ -242,6 +267,9 @@ def test_dataset_scan_lists_every_unusable_path_with_its_reason(tmp_path, photos
 
 
 def test_nested_sets_of_class_folders_are_refused(tmp_path, photos):
+    """Sets of class folders raise DatasetError "nested layout …"; class folders with unrelated subfolders scan
+    normally.
+    """
     root = tmp_path / "DATA"
     for s in ("setA", "setB"):
         for c in ("cat", "dog"):
@@ -260,7 +288,11 @@ def test_nested_sets_of_class_folders_are_refused(tmp_path, photos):
 
 
 def test_pil_data_path_reports_files_that_fail_in_validation(tmp_path):
-    """A truncated PNG passes the header scan and fails when decoded: both data paths list every one of them."""
+    """A truncated PNG passes the header scan and fails when decoded: both data paths list every one of them.
+
+    Truncated PNGs that pass the header scan are listed in `result.skipped` on both cached and PIL data paths.
+    [fine-tune]
+    """
     from tests.conftest import TINY_SPEC
     from tests.core.generators import run
     from tests.core.synthetic_data import make_dataset

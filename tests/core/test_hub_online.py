@@ -27,6 +27,8 @@ def hub_runs() -> dict:
 
 
 def test_download_with_progress_then_loads(hub_runs):
+    """Downloads model.safetensors with progress reaching 100 %, loads with logits equal the served model. [subprocess]
+    """
     out = hub_runs["safetensors"]
     assert out["ok"] and out["same_logits"]
     assert "snapshots" in out["source"] and out["source"].endswith("model.safetensors)")
@@ -36,6 +38,9 @@ def test_download_with_progress_then_loads(hub_runs):
 
 
 def test_falls_back_to_the_next_weight_file_name(hub_runs):
+    """With only pytorch_model.bin served, falls back after HEAD model.safetensors and loads the same logits.
+    [subprocess]
+    """
     out = hub_runs["bin-only"]
     assert out["ok"] and out["same_logits"] and out["source"].endswith("pytorch_model.bin)")
     assert "HEAD model.safetensors" in out["requests"]
@@ -43,5 +48,8 @@ def test_falls_back_to_the_next_weight_file_name(hub_runs):
 
 @pytest.mark.timeout(200)
 def test_dropped_connection_is_a_clear_error(hub_runs):
+    """A connection dropped mid-download (huggingface_hub resumes it until its retries run out, without its 1 s back-off
+    before each: 5 s of sleep) is a ModelLoadError saying "failed". [subprocess]
+    """
     out = hub_runs["broken"]
     assert not out["ok"] and "failed" in out["error"].lower()

@@ -17,11 +17,13 @@ def _save(img: Image.Image, path, **kw):
 
 
 def test_rgb_jpeg_roundtrip(photos):
+    """A JPEG photo reads as RGB 512×512."""
     img = read_image(photos["astronaut"])
     assert img.mode == "RGB" and img.size == (512, 512)
 
 
 def test_exif_orientation_is_applied(tmp_path):
+    """EXIF orientation 6 is applied (transposed, red on top, blue at bottom)."""
     # a 40x20 image, left half red, right half blue, tagged "rotate 90 CW" (orientation 6)
     arr = np.zeros((20, 40, 3), np.uint8)
     arr[:, :20] = (255, 0, 0)
@@ -35,6 +37,7 @@ def test_exif_orientation_is_applied(tmp_path):
 
 
 def test_palette_and_transparency_on_white(tmp_path):
+    """Transparent RGBA/LA composited on white; palette GIF becomes RGB."""
     rgba = Image.new("RGBA", (8, 8), (255, 0, 0, 0))  # fully transparent red
     rgba.putpixel((0, 0), (0, 255, 0, 255))
     out = np.asarray(read_image(_save(rgba, tmp_path / "a.png")))
@@ -47,6 +50,7 @@ def test_palette_and_transparency_on_white(tmp_path):
 
 
 def test_grayscale_cmyk_16bit(tmp_path):
+    """L → grey RGB, CMYK red stays red, 16-bit PNG scaled by its range (mid-grey ≈ 128)."""
     gray = read_image(_save(Image.new("L", (5, 5), 77), tmp_path / "g.png"))
     assert gray.mode == "RGB" and tuple(np.asarray(gray)[0, 0]) == (77, 77, 77)
     cmyk = read_image(_save(Image.new("CMYK", (5, 5), (0, 255, 255, 0)), tmp_path / "c.jpg"))
@@ -60,6 +64,7 @@ def test_grayscale_cmyk_16bit(tmp_path):
 
 
 def test_animated_gif_first_frame(tmp_path):
+    """An animated GIF reads as its first frame."""
     frames = [Image.new("RGB", (6, 6), c) for c in ((255, 0, 0), (0, 0, 255))]
     path = tmp_path / "anim.gif"
     frames[0].save(path, save_all=True, append_images=frames[1:], duration=50)
@@ -76,6 +81,9 @@ def test_animated_gif_first_frame(tmp_path):
     ("garbage_png", "corrupt"),
 ])
 def test_bad_files_give_clear_messages(tmp_path, photos, case, expected):
+    """missing/folder/empty/text/truncated/corrupt PNG raise ImageReadError with the reason and the path. [parametrised
+    ×6]
+    """
     path = tmp_path / f"{case}.jpg"
     if case == "folder":
         path.mkdir()
@@ -113,6 +121,7 @@ def test_a_format_is_decided_by_content_not_by_name(tmp_path, photos):
 
 
 def test_decompression_bomb_refused(tmp_path, monkeypatch):
+    """An image over MAX_IMAGE_PIXELS raises "too large"."""
     path = _save(Image.new("RGB", (100, 100)), tmp_path / "big.png")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 5000)
     with pytest.raises(ImageReadError, match="too large"):
@@ -120,6 +129,7 @@ def test_decompression_bomb_refused(tmp_path, monkeypatch):
 
 
 def test_unreadable_file(tmp_path, monkeypatch):
+    """A failed permission check (os.access mocked) raises "permission denied"."""
     path = _save(Image.new("RGB", (4, 4)), tmp_path / "locked.png")
     # root can read anything, so simulate the permission check failing
     monkeypatch.setattr("vitstudio.core.data.images.os.access", lambda p, mode: False)
@@ -128,6 +138,9 @@ def test_unreadable_file(tmp_path, monkeypatch):
 
 
 def test_expand_paths_folders_sorted_and_files_kept(tmp_path):
+    """Folders expand recursively to sorted image files (case-insensitive extensions, .txt skipped); an explicit file is
+    kept as given.
+    """
     (tmp_path / "sub").mkdir()
     for name in ("b.jpg", "a.PNG", "notes.txt", "sub/c.webp"):
         (tmp_path / name).write_bytes(b"x")

@@ -45,6 +45,7 @@ def flat(tmp_path):
 
 
 def test_read_rows_relative_absolute_unlabelled(flat):
+    """Rows with CSV-relative and absolute paths resolve; unlabelled and labelled rows separated correctly."""
     photos, labels, truth, unlabelled = flat
     listed = read_labels_file(labels)
     assert {p.resolve() for p, _ in listed.rows} == {p.resolve() for p in truth}
@@ -54,6 +55,7 @@ def test_read_rows_relative_absolute_unlabelled(flat):
 
 
 def test_bad_rows_are_named_by_line(tmp_path):
+    """Conflicting labels, wrong column count and fewer than two classes raise DatasetError naming the line."""
     bad = tmp_path / "bad.csv"
     bad.write_text("a.png,cat\nb.png,dog\na.png,dog\n")
     with pytest.raises(DatasetError, match=r"line 3: a.png is labelled 'dog' here and 'cat' on line 1"):
@@ -67,7 +69,11 @@ def test_bad_rows_are_named_by_line(tmp_path):
 
 
 def test_the_scan_and_split_are_those_of_the_same_files_in_class_folders(tmp_path):
-    """Independent reference: the class-folder scanner on the same files."""
+    """Independent reference: the class-folder scanner on the same files.
+
+    A labels-file scan equals the class-folder scan of the same files (classes, train, skipped with reasons) and gives
+    the same split; upstream split refused; reference: the class-folder scanner.
+    """
     data = make_dataset(tmp_path / "data", per_class=12)
     rows = [f"{p.relative_to(tmp_path).as_posix()},{p.parent.name}" for p in sorted(data.rglob("*.png"))]
     (data / "red" / "gone.png").write_bytes(b"not a png")  # a broken file: skipped by both, with a reason
@@ -85,6 +91,10 @@ def test_the_scan_and_split_are_those_of_the_same_files_in_class_folders(tmp_pat
 
 
 def test_finetune_eval_audit_sort_with_labels_and_the_images_untouched(flat, tmp_path, capsys):
+    """`--labels` for finetune (only labelled rows, right classes), eval (reports val accuracy), audit, sort (unlabelled
+    too) and linear-probe (same split); sort into the image folder exit 2; image folder byte-identical; folder +
+    `--labels` exit 2. [fine-tune]
+    """
     from vitstudio.cli import main
     from vitstudio.core.data.datasets import Split
 

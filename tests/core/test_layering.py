@@ -9,6 +9,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_core_imports_no_qt():
+    """Importing every vitstudio.core module (≥ 30) and vitstudio.cli loads no
+    PySide6/shiboken6/pyqtgraph/vitstudio.gui. [subprocess]
+    """
     code = (
         "import sys, pkgutil, importlib, vitstudio.core as c\n"
         "mods = [m.name for m in pkgutil.walk_packages(c.__path__, 'vitstudio.core.')]\n"
@@ -25,7 +28,11 @@ def test_core_imports_no_qt():
 
 
 def test_core_is_grouped_by_layer():
-    """core/ reads as the architecture: a few subpackages, no flat pile of modules."""
+    """core/ reads as the architecture: a few subpackages, no flat pile of modules.
+
+    core/ has exactly the subpackages analysis, data, folder, models, play, train and exactly the flat modules
+    distributed, errors, fields, files, inference, jobs.
+    """
     from pathlib import Path
 
     import vitstudio.core as c

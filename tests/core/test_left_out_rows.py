@@ -36,6 +36,10 @@ COMMANDS = {
 
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_every_row_left_out_is_named_and_the_exit_is_1(command, labelled, tmp_path, capsys):
+    """`audit`, `eval --all`, `layers`, `suggest`, `sort --dry-run` and `finetune --epochs 1` with a labels file of 20
+    digits plus a row outside its folder (`../../etc/passwd`), a text file and a missing image: exit 1 and each of the
+    three paths on stderr (finetune listed only its first 10 and exited 0). [parametrised ×6]
+    """
     root, left_out = labelled
     where = {"CSV": str(root / "labels.csv"), "DIGITS": str(root / "digits"), "OUT": str(tmp_path / "sorted")}
     args = [where.get(a, a) for a in COMMANDS[command]]
@@ -46,6 +50,9 @@ def test_every_row_left_out_is_named_and_the_exit_is_1(command, labelled, tmp_pa
 
 
 def test_a_labels_files_rows_are_failures_and_a_folders_strays_are_not(labelled, tmp_path):
+    """`DatasetScan.failed` is every left-out row of a labels file (none ignored); in a folder walk a broken PNG is
+    failed and a notes.txt only ignored.
+    """
     from vitstudio.core.data.datasets import scan_dataset
 
     root, left_out = labelled
@@ -64,7 +71,12 @@ def test_a_labels_files_rows_are_failures_and_a_folders_strays_are_not(labelled,
 
 def test_finetune_records_its_left_out_rows_apart_from_a_folders_strays(labelled, tmp_path):
     """status.json, which the Training tab reads back, keeps what the run could not use ('skipped', every row) apart
-    from what a folder walk passed over ('ignored'): a run on class folders with a notes.txt is no failure."""
+    from what a folder walk passed over ('ignored'): a run on class folders with a notes.txt is no failure.
+
+    A linear-probe run on the labels file records the three rows as `skipped` in its result and status.json (the
+    Training tab reads it) with nothing `ignored`; a quick run on the digits folder with a notes.txt records it as
+    `ignored` only, `skipped` empty.
+    """
     import json
 
     from tests.core.generators import drain

@@ -32,6 +32,9 @@ def _ref_logits(model, img):
 
 @pytest.mark.parametrize("suffix", [".pth", ".pt", ".bin", ".safetensors"])
 def test_plain_state_dict_formats(tmp_path, rgb_image, suffix):
+    """.pth/.pt/.bin (with DDP "module." prefix) and .safetensors load with logits equal timm's own forward and
+    preprocessing. [parametrised ×4]
+    """
     model = make_tiny_vit(seed=3)
     path = tmp_path / f"w{suffix}"
     if suffix == ".safetensors":
@@ -44,6 +47,7 @@ def test_plain_state_dict_formats(tmp_path, rgb_image, suffix):
 
 
 def test_timm_train_checkpoint_prefers_ema(tmp_path, rgb_image):
+    """A timm train checkpoint loads state_dict_ema when present, else state_dict; reference: timm's forward of each."""
     raw, ema = make_tiny_vit(seed=1), make_tiny_vit(seed=2)
     ckpt = {"epoch": 7, "arch": "vit", "args": argparse.Namespace(lr=0.1),
             "state_dict": raw.state_dict(), "state_dict_ema": ema.state_dict()}
@@ -69,6 +73,9 @@ def _never_advises_running_it(message: str) -> None:
 
 
 def test_checkpoint_that_runs_code_is_refused(tmp_path, capsys):
+    """A pickle with a code-running payload is refused ("weights_only") and nothing runs. The refusal is one line and
+    never advises weights_only=False (issue 29, item 18).
+    """
     torch.save({"state_dict": make_tiny_vit().state_dict(), "evil": _Payload()}, tmp_path / "evil.pth")
     with pytest.raises(ModelLoadError) as refused:
         load_model(TINY_SPEC, weights=tmp_path / "evil.pth")
@@ -115,6 +122,9 @@ def _to_jax_npz(model, path):
 
 
 def test_jax_npz(tmp_path, rgb_image):
+    """Original JAX ViT .npz naming (written by the test, independent of timm's converter) loads with logits equal
+    timm's forward.
+    """
     model = make_tiny_vit(seed=4)
     _to_jax_npz(model, tmp_path / "ViT-tiny.npz")
     loaded = load_model(TINY_SPEC, weights=tmp_path / "ViT-tiny.npz")
@@ -122,6 +132,9 @@ def test_jax_npz(tmp_path, rgb_image):
 
 
 def test_timm_model_folder_local_dir_and_models_dir(tmp_path, rgb_image, monkeypatch):
+    """A save_for_hf folder loads by `local-dir:`, path, or bare name under VITSTUDIO_MODELS_DIR with its label names
+    and timm's logits; it is listed first in the catalog as local.
+    """
     from timm.models import save_for_hf
 
     model = timm.create_model("vit_base_patch16_224", pretrained=False, **{**TINY, "num_classes": 3})
@@ -156,6 +169,10 @@ def _write_seed(tmp_path, rep_size=None, distilled=False, with_indices=True):
 
 @pytest.mark.parametrize("rep_size, distilled", [(None, False), (192, False), (96, False), (None, True)])
 def test_seed_checkpoint(tmp_path, photos, rep_size, distilled):
+    """Seed checkpoints (plain, pre-logits 192/96, distilled) by folder or file: kind, labels, heads, prefix tokens,
+    seed data config and logits equal the upstream vit_model.py port with upstream's torchvision transform.
+    [parametrised ×4]
+    """
     folder, ref = _write_seed(tmp_path, rep_size, distilled)
     img = read_image(photos["astronaut"])
     with torch.no_grad():
@@ -209,6 +226,9 @@ def test_upstream_layout(tmp_path, photos):
     ("custom:width=100,heads=3", "multiple of the number of heads"),
 ])
 def test_absurd_configs_fail_before_allocating(spec, message):
+    """out-of-range/oversized/indivisible `custom:` specs raise ModelLoadError in < 0.5 s with the valid range.
+    [parametrised ×7]
+    """
     start = time.perf_counter()
     with pytest.raises(ModelLoadError, match=message) as info:
         load_model(spec)
@@ -238,6 +258,7 @@ def test_bad_model_folders_name_the_problem(tmp_path, tiny_weights):
 
 
 def test_seed_without_class_indices_and_mismatch(tmp_path):
+    """Without class_indices.json labels are "class i"; a count mismatch raises."""
     folder, _ = _write_seed(tmp_path, with_indices=False)
     assert load_model(str(folder)).labels == [f"class {i}" for i in range(5)]
     (folder / "class_indices.json").write_text(json.dumps({"0": "a", "1": "b"}))
@@ -258,6 +279,9 @@ def _fake_hub_cache(cache_root, repo_id, files: dict[str, bytes]):
 
 
 def test_hub_name_offline_fails_fast_then_loads_from_cache(tmp_path, rgb_image):
+    """Uncached hub name fails in < 1 s naming HF_HUB_OFFLINE; once in a fake HF cache it is listed locally, loads
+    ImageNet labels, timm's data config and logits.
+    """
     from huggingface_hub import constants
 
     name = "vit_tiny_patch16_224.augreg_in21k_ft_in1k"
@@ -296,6 +320,7 @@ def test_a_folder_named_like_a_timm_model_does_not_shadow_it(tmp_path, monkeypat
 
 
 def test_hf_hub_repo_offline(tmp_path):
+    """`hf-hub:` repo fails fast offline; from a fake cache loads with its labels and size."""
     from huggingface_hub import constants
 
     start = time.perf_counter()
@@ -313,6 +338,7 @@ def test_hf_hub_repo_offline(tmp_path):
 
 
 def test_custom_vit_spec():
+    """`parse_custom` parses all fields; the model has the right grid/classes/depth; bad specs raise."""
     kw = parse_custom("custom:img=64,patch=16,width=96,depth=3,heads=4,classes=7")
     assert kw == dict(img_size=64, patch_size=16, embed_dim=96, depth=3, num_heads=4, num_classes=7)
     loaded = load_model("custom:img=64,patch=16,width=96,depth=3,heads=4,classes=7")
@@ -323,6 +349,9 @@ def test_custom_vit_spec():
 
 
 def test_clear_errors(tmp_path):
+    """Typo suggests "Did you mean", missing/garbage/mismatched weights, unavailable device and bad precision each raise
+    a clear ModelLoadError.
+    """
     with pytest.raises(ModelLoadError, match="Did you mean vit_base_patch16_224"):
         load_model("vit_base_patch16_22")
     with pytest.raises(ModelLoadError, match="not found"):
@@ -340,6 +369,7 @@ def test_clear_errors(tmp_path):
 
 
 def test_device_auto_is_cpu_here():
+    """`resolve_device("auto")` is cuda if available else cpu (or mps); explicit cpu honoured."""
     from vitstudio.core.models.devices import resolve_device
 
     expected = "cuda" if torch.cuda.is_available() else "cpu"

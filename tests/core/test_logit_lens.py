@@ -57,6 +57,12 @@ def x():
 
 @pytest.mark.parametrize("kind", list(FAMILIES))
 def test_every_block_is_read_through_the_models_head_and_the_last_is_its_forward(kind, x):
+    """On nine families (class token, distilled, registers without a class token, mean pooling, attention pooling,
+    EVA-02, BEiT, DINOv3, relpos): each block's logits equal forward_head(norm(block output)) with the outputs taken by
+    forward hooks, the last block equals the model's logits (1e-6) and probabilities, the default class is the top-1;
+    for mean-pooled models the patch map's mean equals the pooled logit at every block (1e-6); reference: hooks on the
+    blocks + timm's forward. [parametrised ×9]
+    """
     loaded = _model(kind)
     model = loaded.model
     reading = logit_lens(loaded, x)
@@ -75,7 +81,11 @@ def test_every_block_is_read_through_the_models_head_and_the_last_is_its_forward
 
 
 def test_a_plain_vits_patch_map_reads_each_patch_as_the_class_token(x):
-    """Against the hand-written forward: patch p's logit at block l is head(norm(h_l[p])) for a class-token ViT."""
+    """Against the hand-written forward: patch p's logit at block l is head(norm(h_l[p])) for a class-token ViT.
+
+    For a class-token ViT patch p's logit at block l is head(fc_norm(norm(h_l[p]))) of the hand-written forward's block
+    outputs, for a class given; reference: reference_vit.reference_forward.
+    """
     loaded = _model("class token")
     model = loaded.model
     with torch.no_grad():
@@ -88,6 +98,9 @@ def test_a_plain_vits_patch_map_reads_each_patch_as_the_class_token(x):
 
 
 def test_explain_writes_the_table_of_every_block_and_the_map_of_the_layer_asked(rgb_image):
+    """explain(method="logit-lens", layer=1) gives the (gh, gw) map and a per-block table (top-3 sorted, the target's
+    probability, the final top-1 as default class) that the parameter record carries.
+    """
     loaded = _model("class token")
     exp = explain(loaded, "logit-lens", rgb_image, layer=1)
     assert exp.array.shape == (4, 4) and exp.params["layer"] == 1
@@ -111,6 +124,9 @@ def test_explain_writes_the_table_of_every_block_and_the_map_of_the_layer_asked(
 ])
 def test_models_without_a_token_through_every_block_or_without_a_head_are_refused_with_the_reason(arch, extra,
                                                                                                     words):
+    """Swin (local windows), CaiT (class-attention) and a headless ViT are refused with a reason naming why.
+    [parametrised ×3]
+    """
     model = timm.create_model(arch, pretrained=False, **extra).eval()
     reason = why_not(model, "logit-lens")
     assert reason is not None and words in reason

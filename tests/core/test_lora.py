@@ -48,6 +48,12 @@ def _config(data, base, out):
 
 
 def test_a_lora_run_writes_the_adapter_peft_loads_and_a_merged_model_timm_loads(lora_run):
+    """A LoRA run (qkv and fc1 targets) stopped after epoch 0 and resumed to epoch 3;
+    `PeftModel.from_pretrained(timm.create_model(BASE, num_classes=3), RUN/adapter)` gives the same logits as plain
+    timm's `local-dir:RUN`, ViT Studio's load of `RUN/adapter` and of `RUN` (1e-5); adapter_config.json names the
+    targets, the head in modules_to_save and the base; qkv changed, proj frozen; reference: peft and timm themselves.
+    [fine-tune]
+    """
     from peft import PeftModel
 
     from vitstudio.core.inference import forward_logits
@@ -78,6 +84,7 @@ def test_a_lora_run_writes_the_adapter_peft_loads_and_a_merged_model_timm_loads(
 
 
 def test_the_merged_lora_run_exports_to_onnx(lora_run, tmp_path):
+    """The merged run's ONNX export matches ONNX Runtime (1e-4)."""
     pytest.importorskip("onnxruntime")
     from vitstudio.core.models.loading import load_model
     from vitstudio.core.models.onnx_export import export_onnx
@@ -87,6 +94,7 @@ def test_the_merged_lora_run_exports_to_onnx(lora_run, tmp_path):
 
 
 def test_an_adapter_folder_names_its_missing_base_model(lora_run, tmp_path):
+    """An adapter folder whose base model is gone is refused in one line naming that base."""
     from vitstudio.core.models.loading import ModelLoadError, load_model
 
     base, out = lora_run[0], lora_run[1]
@@ -100,6 +108,10 @@ def test_an_adapter_folder_names_its_missing_base_model(lora_run, tmp_path):
 
 
 def test_dora_merges_exactly_and_blocks_that_bypass_a_layer_are_refused(tmp_path):
+    """DoRA on qkv, proj, fc2 merged (merge_and_unload on a copy) gives the adapters' logits (1e-5), the patch
+    embedding's `proj` untouched; BEiT refused (qkv's weight read without calling the layer), a target the blocks lack
+    refused naming their linears.
+    """
     from vitstudio.core.train.adapters import add_adapters, merged_copy
 
     config = make_config(str(tmp_path / "d"), "x", str(tmp_path / "o"), preset="dora", lora_r=2,
@@ -162,7 +174,10 @@ def test_a_run_whose_adapter_and_merged_model_were_saved_at_different_epochs_say
 def test_a_resumed_lora_run_is_the_uninterrupted_run(lora_run, tmp_path):
     """Stopped after its first epoch and resumed, the run draws the batches, crops and adapter-dropout masks an
     uninterrupted run draws (the checkpoint holds Python's, numpy's, the loader's and torch's random states): the
-    same losses to the last bit and the same merged weights."""
+    same losses to the last bit and the same merged weights.
+
+    [fine-tune]
+    """
     from safetensors.torch import load_file
 
     base, out, _, _, records = lora_run

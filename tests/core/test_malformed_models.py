@@ -73,6 +73,11 @@ def _pickled_code(folder: Path, config: dict) -> None:
     (_pickled_code, "contains pickled Python objects besides tensors"),
 ], ids=lambda v: getattr(v, "__name__", "")[1:] if callable(v) else "")
 def test_a_malformed_model_folder_is_one_line(tmp_path, forked_cli, spoil, says):
+    """`predict --model FOLDER` with a config nested 100,000 deep, without `pretrained_cfg`, weights or config linked to
+    /dev/zero (refused, never read), a config wider than its weights (31 mismatched tensors counted, one example), a
+    pickle that would run code (it does not): exactly one stderr line with the expected words. [subprocess: forked warm]
+    [parametrised ×6: faults]
+    """
     folder, config = _folder(tmp_path)
     spoil(folder, config)
     image = tmp_path / "a.png"
@@ -90,6 +95,9 @@ def test_a_malformed_model_folder_is_one_line(tmp_path, forked_cli, spoil, says)
     (b"PK", "it is 2 bytes long"),
 ])
 def test_weights_that_are_not_a_checkpoint_are_named_from_their_first_bytes(tmp_path, forked_cli, content, says):
+    """`--weights` on a text file (/etc/shadow-like), binary junk and a 2-byte file: "is not a weights file" with what
+    it is, no IndexError. [subprocess: forked warm] [parametrised ×3]
+    """
     weights = tmp_path / "shadow"
     weights.write_bytes(content)
     image = tmp_path / "a.png"
@@ -100,6 +108,9 @@ def test_weights_that_are_not_a_checkpoint_are_named_from_their_first_bytes(tmp_
 
 
 def test_a_labels_file_with_a_giant_cell_is_one_line_for_every_command(tmp_path, forked_cli):
+    """A labels CSV with a 200,000-character cell: `finetune`, `audit`, `suggest` and `eval --labels` each print the
+    same one error line naming the file and line 3; no run folder is made. [subprocess: forked warm]
+    """
     Image.new("RGB", (40, 40), "red").save(tmp_path / "a.png")
     labels = tmp_path / "labels.csv"
     labels.write_text("path,label\na.png,ok\na.png," + "x" * 200_000 + "\n")
@@ -116,7 +127,11 @@ def test_a_labels_file_with_a_giant_cell_is_one_line_for_every_command(tmp_path,
 
 
 def test_a_head_of_a_billion_classes_is_refused_before_anything_is_built(tmp_path):
-    """num_classes at the top of config.json (where timm reads the head's size from too), not in model_args."""
+    """num_classes at the top of config.json (where timm reads the head's size from too), not in model_args.
+
+    `num_classes` 10⁹ at the top of config.json (timm sizes the head from it too) is refused by the config check, not by
+    the allocator (issue 29, item 19).
+    """
     from vitstudio.core.models.loading import ModelLoadError, load_model
 
     folder, config = _folder(tmp_path)
@@ -127,6 +142,7 @@ def test_a_head_of_a_billion_classes_is_refused_before_anything_is_built(tmp_pat
 
 
 def test_label_names_that_cannot_name_the_outputs_are_said_on_load(tmp_path, capsys):
+    """A config naming 1 class for 5 outputs: the card's Note row says the names were not used (item 19)."""
     from vitstudio.cli import main
 
     folder, config = _folder(tmp_path)
@@ -139,6 +155,9 @@ def test_label_names_that_cannot_name_the_outputs_are_said_on_load(tmp_path, cap
 
 @pytest.mark.skipif(sys.platform != "linux", reason="an address-space limit (RLIMIT_AS)")
 def test_pytorch_that_cannot_load_under_a_memory_limit_is_one_line(tmp_path):
+    """`predict` under a 300 MB address-space limit: exit 1 and one line "PyTorch could not be loaded: … memory …", no
+    traceback (item 19). [subprocess] [Linux only]
+    """
     import resource
     import subprocess
 

@@ -61,6 +61,11 @@ def _rss() -> int:
 
 
 def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys):
+    """`finetune --plan` for ViT-H/14 prints the split while the process grows by < 400 MiB (its weights are 2.35 GiB);
+    parameters equal timm's meta-device count, weights and gradients 4 bytes and AdamW's state 8 bytes each; a quick
+    run's L-BFGS (not a timm optimizer: the plan used to fail on it) is planned as its 20 curvature pairs of the head
+    (ViT-Ti/16).
+    """
     before = _rss()
     assert main(["finetune", str(data), "--model", "vit_huge_patch14_224", "--preset", "full", "--batch-size", "1",
                  "--plan", "--memory-limit", "100GB"]) == 0
@@ -87,6 +92,10 @@ def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys):
 
 
 def test_a_run_that_cannot_fit_its_limit_is_refused_with_what_would(data, tmp_path, capsys):
+    """ViT-S full at batch 64 under `--memory-limit 1GB`: "WILL NOT FIT" with gradient checkpointing and batch 8 ×
+    accumulation 8 (the same 64 images per update) as what would fit (exit 2); the same limit refuses the run itself
+    before a run folder exists.
+    """
     args = ["finetune", str(data), "--model", "vit_small_patch16_224", "--preset", "full", "--batch-size", "64",
             "--memory-limit", "1GB"]
     assert main([*args, "--plan"]) == 2
@@ -126,6 +135,10 @@ def _real_peak(config, model) -> tuple[int, list[float], list[torch.Tensor]]:
 
 @pytest.mark.parametrize("preset", ["full", "lora"])
 def test_the_plan_is_within_15_percent_of_a_measured_step_and_checkpointing_keeps_the_loss(data, preset):
+    """On a 4-block ViT at batch 16, the plan's peak is within 15 % of the peak live tensor bytes of two real training
+    steps (a dispatch-mode counter written in the test), checkpointing off and on; checkpointing gives the same losses
+    (1e-5) and gradients with < 0.8× the measured peak. [parametrised ×2: full, lora]
+    """
     from vitstudio.core.train.memory_plan import plan_memory
 
     wide = dict(embed_dim=64, depth=4, num_heads=2, num_classes=3, drop_rate=0.0)
@@ -149,7 +162,11 @@ def test_the_plan_is_within_15_percent_of_a_measured_step_and_checkpointing_keep
 @pytest.mark.parametrize("rank", ["5000", "100000000"])
 def test_a_plan_checks_the_settings_a_run_checks(data, capsys, rank):
     """`finetune --plan` with an adapter rank a run refuses (above 4096): exit 2 and the run's one line, before the
-    adapters are built (5000 planned and exited 0; 100000000 allocated 25.6 GB and gave a 57-line traceback)."""
+    adapters are built (5000 planned and exited 0; 100000000 allocated 25.6 GB and gave a 57-line traceback).
+
+    `finetune --preset lora --lora-r 5000 / 100000000 --plan`: exit 2 with the run's one line (adapter rank in [1,
+    4096]) before any adapter is built (5000 planned with exit 0; 100000000 allocated 25.6 GB). [parametrised ×2]
+    """
     from tests.conftest import TINY_SPEC
 
     code = main(["finetune", str(data), "--model", TINY_SPEC, "--preset", "lora", "--lora-r", rank, "--plan"])

@@ -65,7 +65,10 @@ def run(tmp_path_factory):
 
 def test_finetune_trains_on_a_class_folder_not_named_in_utf8(run):
     """The run trains on all three classes (it refused the dataset in one line naming no folder) and the model it
-    leaves knows the class by its folder's bytes."""
+    leaves knows the class by its folder's bytes.
+
+    [fine-tune]
+    """
     from vitstudio.core.models.loading import load_model
 
     code, err, _, out = run

@@ -23,6 +23,9 @@ from vitstudio.core.models.loading import load_model
 
 
 def test_knn_score_and_threshold_match_sklearn_nearest_neighbours():
+    """Scores equal the k-th neighbour distance of unit (fp16-stored) features and the threshold the 95th percentile of
+    held-out, to 1e-5 relative; k·α rule; reference: sklearn NearestNeighbors.
+    """
     from sklearn.neighbors import NearestNeighbors
 
     rng = np.random.default_rng(0)
@@ -42,7 +45,12 @@ def test_knn_score_and_threshold_match_sklearn_nearest_neighbours():
 
 def test_near_duplicates_score_their_exact_distance_whatever_else_is_in_the_batch():
     """An image almost in the bank (a·b within 1e-5 of 1): sqrt(2 - 2 a·b) in float32 lost 21 % of the distance to
-    cancellation, and a different batch (one process or two, tests/core/test_folder.py) moved it by 0.24 %."""
+    cancellation, and a different batch (one process or two, tests/core/test_folder.py) moved it by 0.24 %.
+
+    Queries within ~0.02 of a bank row score their exact distance (1e-5 relative; the float32 `sqrt(2 − 2a·b)` lost 21
+    %) and the same alone as in a batch (the one-vs-two-process mismatch of issue 31 item 7); reference: float64 sklearn
+    NearestNeighbors.
+    """
     from sklearn.neighbors import NearestNeighbors
 
     rng = np.random.default_rng(3)
@@ -58,6 +66,7 @@ def test_near_duplicates_score_their_exact_distance_whatever_else_is_in_the_batc
 
 
 def test_bank_round_trips_through_its_file(tmp_path):
+    """save/read keeps description, k, threshold, features; a truncated file reads as None."""
     rng = np.random.default_rng(1)
     bank = ood.fit_bank(rng.normal(size=(40, 8)), rng.normal(size=(10, 8)), "32×32 grey digits", k=3)
     ood.save_bank(tmp_path, bank)
@@ -122,6 +131,9 @@ def _flagged_share(folder: Path, capsys) -> float:
 
 @pytest.mark.skipif(bundled_demo() is None, reason="the bundled demo model is not in this checkout")
 def test_demo_model_flags_photos_and_not_held_out_digits(tmp_path, photos, capsys):
+    """Demo bank < 512 KB; flags ≥ 90 % of photos (incl. never-tuned-on photos) and ≤ 10 % of held-out digits (incl.
+    bicubic + noise rendering).
+    """
     bank = ood.read_bank(bundled_demo())
     assert bank is not None and bank.description == "32×32 grey digits"
     assert (bundled_demo() / ood.BANK_FILE).stat().st_size < 512_000  # small enough to ship in git
@@ -136,6 +148,7 @@ def test_demo_model_flags_photos_and_not_held_out_digits(tmp_path, photos, capsy
 
 
 def test_model_without_a_bank_is_uncalibrated_and_flags_nothing(tmp_path, photos, tiny_weights, capsys):
+    """No bank: ood False, uncalibrated, score = 1 − top prob; text output says "uncalibrated"."""
     folder = _write(tmp_path / "imgs", {"a": np.asarray(Image.open(photos["astronaut"]))})
     rc = main(["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--json"])
     record = json.loads(capsys.readouterr().out.splitlines()[0])
@@ -147,6 +160,7 @@ def test_model_without_a_bank_is_uncalibrated_and_flags_nothing(tmp_path, photos
 
 @pytest.mark.skipif(bundled_demo() is None, reason="the bundled demo model is not in this checkout")
 def test_csv_carries_the_flag_and_the_score(tmp_path, photos, capsys):
+    """Predict CSV has ood yes for a photo, no for a demo digit, and a higher score for the photo."""
     import csv
 
     folder = _write(tmp_path / "imgs", {"astronaut": np.asarray(Image.open(photos["astronaut"]))})
@@ -160,6 +174,10 @@ def test_csv_carries_the_flag_and_the_score(tmp_path, photos, capsys):
 
 
 def test_a_fine_tuned_run_writes_its_bank_and_its_predictions_use_it(tmp_path):
+    """A run writes a bank of its training split with a description and the AUROC of its score against each outside kind
+    (noise, flat, digits, rotated, colour-shifted); its predictions are calibrated, carry that AUROC, and scores equal
+    `bank.scores` of their features. [fine-tune]
+    """
     from vitstudio.core.inference import classify_files
     from vitstudio.core.train.engine import fine_tune
     from vitstudio.core.train.ood_fit import features_of
@@ -226,6 +244,9 @@ def test_a_run_fine_tuned_from_a_pretrained_backbone_flags_what_it_never_saw(tmp
 
 
 def test_separation_auroc_matches_sklearn_with_ties():
+    """`ood_separation.auroc` equals sklearn's roc_auc_score on tied scores; 1.0 for perfect separation, 0.5 for
+    identical scores; reference: sklearn.
+    """
     from sklearn.metrics import roc_auc_score
 
     from vitstudio.core.train.ood_separation import auroc
@@ -244,7 +265,10 @@ def test_a_score_that_does_not_separate_says_cannot_tell_and_flags_nothing(tmp_p
     score separated outside images poorly (lowest AUROC 0.70) gives no verdict either way: `predict` says 'cannot
     tell' with the AUROC, JSON `ood_verdict` 'cannot tell' and `ood` null (a reader filtering on `ood` must not take
     it for 'like'), CSV 'cannot tell'; measured as separating (0.99, rotated copies not deciding), the same scores
-    say like / unlike (`ood` false / true)."""
+    say like / unlike (`ood` false / true).
+
+    [parametrised ×2]
+    """
     folder = _write(tmp_path / "imgs", {"a": np.asarray(Image.open(photos["astronaut"]))})
     features = np.random.default_rng(0).normal(size=(20, 32)).astype(np.float16)
     args = ["predict", str(folder), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--quiet"]

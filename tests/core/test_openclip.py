@@ -78,6 +78,9 @@ def _openclip_probs(folder: Path, x: torch.Tensor, names, templates) -> torch.Te
 @pytest.mark.parametrize("which", ["clip", "siglip"])
 @pytest.mark.parametrize("prompt", ["{}", None])
 def test_zero_shot_probabilities_equal_openclips(which, prompt, clip_dir, siglip_dir, photos):
+    """Zero-shot probs (single prompt or 80 ImageNet templates) equal OpenCLIP's build_zero_shot_classifier; softmax for
+    CLIP, sigmoid for SigLIP, said in label_set; reference: OpenCLIP. [parametrised ×4]
+    """
     folder = clip_dir if which == "clip" else siglip_dir
     loaded = with_classes(load_model(str(folder)), NAMES, prompt)
     images = [read_image(photos[n]) for n in ("astronaut", "chelsea", "coffee")]
@@ -95,7 +98,11 @@ def test_zero_shot_probabilities_equal_openclips(which, prompt, clip_dir, siglip
 
 
 def test_image_tower_is_the_models_own(clip_dir, siglip_dir, photos):
-    """Loaded as a folder, as open_clip:DIR and as local-dir:DIR: the ViT gives OpenCLIP's image embedding."""
+    """Loaded as a folder, as open_clip:DIR and as local-dir:DIR: the ViT gives OpenCLIP's image embedding.
+
+    folder, `open_clip:DIR`, `open_clip:local-dir:DIR` load headless with image embeddings equal OpenCLIP's
+    encode_image.
+    """
     for folder in (clip_dir, siglip_dir):
         reference = open_clip.create_model(f"local-dir:{folder}").eval()
         for spec in (str(folder), f"open_clip:{folder}", f"open_clip:local-dir:{folder}"):
@@ -140,6 +147,9 @@ def _reference_text_map(folder: Path, x: torch.Tensor, text: str) -> np.ndarray:
 
 
 def test_text_map_equals_float64_reference_and_depends_on_the_text(clip_dir, photos):
+    """The text map equals a float64 Chefer rule on OpenCLIP's modules (written in the test); params record text and
+    similarity; differs by text; temporary head removed.
+    """
     loaded = load_model(str(clip_dir))
     image = read_image(photos["coffee"])
     x = loaded.to_tensor(loaded.crop(image))[None]
@@ -156,6 +166,9 @@ def test_text_map_equals_float64_reference_and_depends_on_the_text(clip_dir, pho
 
 @pytest.mark.parametrize("which", ["clip", "siglip"])
 def test_every_image_analysis_runs_on_the_image_tower(which, clip_dir, siglip_dir, photos):
+    """Headless refuses gradient-rollout until classes are given; then every applicable analysis (≥ 9 named) gives
+    finite arrays. [parametrised ×2]
+    """
     loaded = load_model(str(clip_dir if which == "clip" else siglip_dir))
     assert registry.get("gradient-rollout").why_not(loaded.model) is not None  # headless until classes are given
     loaded = with_classes(loaded, NAMES, "a photo of {}")
@@ -173,6 +186,7 @@ def test_every_image_analysis_runs_on_the_image_tower(which, clip_dir, siglip_di
 
 
 def test_unsupported_towers_are_refused_with_the_reason(tmp_path):
+    """ResNet towers and attentional_pool are refused naming the reason."""
     for name, vision, message in (("resnet", {"layers": [1, 1, 1, 1], "width": 8}, "ResNet image tower"),
                                   ("pooler", {"layers": 2, "width": 32, "attentional_pool": True}, "attentional_pool")):
         folder = tmp_path / name
@@ -184,6 +198,7 @@ def test_unsupported_towers_are_refused_with_the_reason(tmp_path):
 
 
 def test_uncached_openclip_model_gives_the_usual_offline_message():
+    """Uncached OpenCLIP/hf-hub specs give the offline message; unknown architecture named."""
     for spec in ("open_clip:ViT-B-32:laion2b_s34b_b79k", "open_clip:hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K",
                  "hf-hub:laion/CLIP-ViT-B-32-laion2B-s34B-b79K"):
         with pytest.raises(ModelLoadError, match="not in the local cache and HF_HUB_OFFLINE is set"):
@@ -193,6 +208,7 @@ def test_uncached_openclip_model_gives_the_usual_offline_message():
 
 
 def test_hub_repo_in_openclip_layout_loads_from_the_cache(clip_dir):
+    """An OpenCLIP-layout repo in a fake HF cache loads via `hf-hub:` and `open_clip:hf-hub:` with a text side."""
     from huggingface_hub import constants
 
     repo = Path(constants.HF_HUB_CACHE) / "models--someone--tiny-clip"
@@ -209,6 +225,7 @@ def test_hub_repo_in_openclip_layout_loads_from_the_cache(clip_dir):
 
 
 def test_text_embeddings_are_cached_per_model_and_prompts(clip_dir, monkeypatch):
+    """Same classes/prompt encode text once (new uid each time); a new prompt re-encodes."""
     loaded = load_model(str(clip_dir))
     side = text_side(loaded.model)
     calls = []
@@ -223,6 +240,7 @@ def test_text_embeddings_are_cached_per_model_and_prompts(clip_dir, monkeypatch)
 
 
 def test_class_names_from_words_or_a_file(tmp_path):
+    """`parse_classes` from comma list or file; fewer than two or repeats raise."""
     assert parse_classes("ant, bee,wasp ") == ["ant", "bee", "wasp"]
     (tmp_path / "classes.txt").write_text("red fox\narctic fox\n\n")
     assert parse_classes(str(tmp_path / "classes.txt")) == ["red fox", "arctic fox"]
@@ -233,6 +251,9 @@ def test_class_names_from_words_or_a_file(tmp_path):
 
 
 def test_cli_predict_and_explain_with_classes(clip_dir, photos, tmp_path, capsys):
+    """`predict --classes file --prompt` equals core classify; `explain --method text` npy equals core, PNG is RGB;
+    prompt without classes or one class is exit 2.
+    """
     from vitstudio.cli import main
 
     (tmp_path / "classes.txt").write_text("\n".join(NAMES))
@@ -259,6 +280,7 @@ def test_cli_predict_and_explain_with_classes(clip_dir, photos, tmp_path, capsys
 
 
 def test_digits_demo_still_works_without_openclip_weights(photos):
+    """The demo model has no text side, classifies, refuses the text map and `with_classes`."""
     from vitstudio.core.models.demo import bundled_demo
 
     demo = bundled_demo()
@@ -273,6 +295,9 @@ def test_digits_demo_still_works_without_openclip_weights(photos):
 
 
 def test_catalog_lists_openclip_vit_towers_marked_by_cache(capsys):
+    """Shipped listing equals `generate()` from installed open_clip; no ResNet towers; local only once in cache; `models
+    --family open_clip` lists them all.
+    """
     from huggingface_hub import constants
 
     from vitstudio.cli import main
@@ -351,6 +376,7 @@ def test_faithfulness_of_the_text_map_follows_the_similarity_to_the_text(clip_di
 
 
 def test_faithfulness_cli_takes_a_text(clip_dir, photos, capsys):
+    """`faithfulness --text` prints "curves follow: similarity to …" with a text row; `--sanity` with text is exit 2."""
     from vitstudio.cli import main
 
     args = ["faithfulness", str(photos["coffee"]), "--model", str(clip_dir), "--methods", "text,rollout",

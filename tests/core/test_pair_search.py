@@ -23,6 +23,9 @@ def _pairs(found) -> set[tuple[int, int]]:
 
 
 def test_hamming_pairs_from_faiss_equal_the_blocked_products_and_brute_force(monkeypatch):
+    """faiss's binary range search, the torch fallback and a brute-force Hamming table in the test give the same pairs
+    (mirror both ways, a symmetric image not its own pair, seven identical hashes all paired).
+    """
     rng = np.random.default_rng(3)
     bits = rng.random((1200, 64)) < 0.5
     mirror = rng.random((1200, 64)) < 0.5
@@ -53,6 +56,9 @@ def _clustered(n: int, dim: int, planted: int, seed: int = 0) -> tuple[np.ndarra
 
 
 def test_ivf_cosine_pairs_find_the_planted_copies_and_nothing_below_the_cut():
+    """The IVF range search (forced) finds exactly the exact search's pairs at a near-duplicate cut, values equal the
+    true cosines; at a loose cut (thousands of pairs) recall ≥ 0.99 and nothing below the cut.
+    """
     x, planted = _clustered(3000, 48, 100)
     sims = x @ x.T
     cut = 0.999
@@ -68,6 +74,7 @@ def test_ivf_cosine_pairs_find_the_planted_copies_and_nothing_below_the_cut():
 
 
 def test_cosine_pairs_without_faiss_are_the_exact_ones(monkeypatch):
+    """Without faiss the exact products answer beyond the limit too and find the planted copies."""
     x, planted = _clustered(800, 16, 20, seed=1)
     monkeypatch.setattr(P, "_faiss", lambda: None)
     assert planted <= _pairs(P.cosine_pairs(x, 0.999, exact_limit=0))
@@ -76,7 +83,13 @@ def test_cosine_pairs_without_faiss_are_the_exact_ones(monkeypatch):
 @pytest.mark.parametrize("with_faiss", [True, False])
 def test_nearest_similarity_skips_the_image_itself_and_its_own_mirror(monkeypatch, with_faiss):
     """In parts of 256 searched rows (the 300 rows' self matches fall in either part), from tensors or from a
-    cache's row views: the best similarity to another row, as the whole product says."""
+    cache's row views: the best similarity to another row, as the whole product says.
+
+    The calibration's nearest similarity (faiss and torch) equals a full matrix with its diagonal removed, searched in
+    parts of 256 rows and from a cache's row views: a twin's 1.0 kept, an image's own mirror not its neighbour; a sample
+    gives the same figures; the hashes' nearest distance in bits (faiss's popcounts or the signs) equals the signs' full
+    matrix. [parametrised ×2]
+    """
     if not with_faiss:
         monkeypatch.setattr(P, "_faiss", lambda: None)
     monkeypatch.setattr(P, "SEARCHED_BYTES", 1)  # the smallest part: 256 rows

@@ -36,6 +36,9 @@ def platform_folders(tmp_path, monkeypatch):
 
 @linux_only
 def test_folders_follow_xdg_and_the_overrides_win(platform_folders, monkeypatch):
+    """cache/data/models dirs follow $XDG_* and the spec's HOME defaults; VITSTUDIO_DATA/CACHE/MODELS overrides win;
+    reference: XDG base directory spec. [Linux only]
+    """
     tmp = platform_folders
     assert paths.cache_dir() == tmp / "xdg-cache" / "vitstudio"  # $XDG_CACHE_HOME/<app>
     assert paths.data_dir() == tmp / "xdg-data" / "vitstudio"  # $XDG_DATA_HOME/<app>
@@ -53,7 +56,10 @@ def test_folders_follow_xdg_and_the_overrides_win(platform_folders, monkeypatch)
 
 @linux_only
 def test_every_cache_honours_xdg_cache_home(platform_folders, photos):
-    """Embeddings, fingerprints and decoded images all land under $XDG_CACHE_HOME/vitstudio; nothing in HOME."""
+    """Embeddings, fingerprints and decoded images all land under $XDG_CACHE_HOME/vitstudio; nothing in HOME.
+
+    embeddings, fingerprints and decoded images land under $XDG_CACHE_HOME/vitstudio; nothing in HOME. [Linux only]
+    """
     from vitstudio.core.data.imagecache import build_cache
     from vitstudio.core.folder.embedcache import embed_folder
     from vitstudio.core.folder.fingerprintcache import cached_fingerprints
@@ -72,7 +78,10 @@ def test_every_cache_honours_xdg_cache_home(platform_folders, photos):
 
 def test_finetune_without_out_names_a_run_in_the_models_folder(tmp_path, monkeypatch, capsys):
     """As the app names runs: DATASET-PRESET-MMDD-HHMM in the user's models folder (here the data folder's, since
-    no VITSTUDIO_MODELS_DIR is set); a second run the same minute gets a fresh name; nothing beside the package."""
+    no VITSTUDIO_MODELS_DIR is set); a second run the same minute gets a fresh name; nothing beside the package.
+
+    [fine-tune]
+    """
     from vitstudio.cli import main
 
     monkeypatch.delenv(paths.MODELS_ENV)
@@ -92,6 +101,8 @@ def test_finetune_without_out_names_a_run_in_the_models_folder(tmp_path, monkeyp
 
 
 def test_catalog_lists_the_users_models_and_the_checkouts(tmp_path):
+    """The user's models folder is listed locally, before the checkout's digits-vit, which `local_folder` finds by name.
+    """
     from vitstudio.core.models.catalog import list_catalog
     from vitstudio.core.models.loading import local_folder
 
@@ -111,7 +122,13 @@ def test_catalog_lists_the_users_models_and_the_checkouts(tmp_path):
 @pytest.mark.parametrize("layout", ["lib/python3.11/site-packages", "Lib/site-packages"])
 def test_an_installed_wheels_demo_is_listed_and_named_as_in_a_checkout(tmp_path, monkeypatch, layout):
     """A wheel's demo sits in <prefix>/share/vitstudio/models (pyproject's data-files) with no checkout around the
-    package (POSIX and Windows site-packages under a `--prefix`/`--user` prefix): listed, and `digits-vit` finds it."""
+    package (POSIX and Windows site-packages under a `--prefix`/`--user` prefix): listed, and `digits-vit` finds it.
+
+    A fake install prefix (POSIX and Windows site-packages, no checkout around the package) with the demo in
+    share/vitstudio/models: the models folders list it, `local_folder("digits-vit")` and `bundled_demo()` find it, from
+    a `--prefix` install and from the environment's own prefix (issue 49 item 2: `models --local` showed 0).
+    [parametrised ×2]
+    """
     from vitstudio.core.models.catalog import local_models, model_dirs
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.core.models.loading import local_folder
@@ -135,6 +152,9 @@ def test_an_installed_wheels_demo_is_listed_and_named_as_in_a_checkout(tmp_path,
     assert bundled_demo() == demo  # what the GUI opens first
 
 def test_settings_are_written_atomically_and_survive_a_bad_file(tmp_path):
+    """SettingsStore writes JSON atomically (no temp left), is read by a new session; a corrupt file is moved to .bad;
+    default path in the data folder.
+    """
     from vitstudio.core.files import SettingsStore
 
     store = SettingsStore(tmp_path / "settings.json")
@@ -155,6 +175,9 @@ def _files(root: Path) -> dict:
 
 
 def test_exclusions_are_kept_outside_the_dataset_keyed_by_its_real_path(tmp_path):
+    """Exclusions written through a symlink are read by the real path, drop vanished files, live under data/datasets,
+    keyed apart for same-named folders; dataset untouched.
+    """
     from vitstudio.core.folder.exclusions import read_exclusions, write_exclusions
 
     data = tmp_path / "data"

@@ -31,6 +31,9 @@ def demo():
 
 
 def test_cli_writes_one_frame_per_frame_and_predictions_equal_classify(video, demo, tmp_path):
+    """`vitstudio play` writes one annotated frame per input frame and JSONL per frame whose top-5 equal `classify` on
+    the decoded frames.
+    """
     out, records = tmp_path / "annotated.mp4", tmp_path / "frames.jsonl"
     code = cli_main(["play", str(video), "--model", str(bundled_demo()), "--method", "rollout", "--out", str(out),
                      "--json", str(records), "--quiet", "--device", "cpu", "--precision", "fp32"])
@@ -51,6 +54,9 @@ def test_cli_writes_one_frame_per_frame_and_predictions_equal_classify(video, de
 
 
 def test_maps_come_from_the_registry(video, demo):
+    """Play methods include rollout/gradient-rollout/heads but not token/text; frame maps equal `explain`; heads shown
+    as their mean.
+    """
     from PIL import Image
 
     from vitstudio.core.analysis.explain import explain
@@ -66,6 +72,7 @@ def test_maps_come_from_the_registry(video, demo):
 
 
 def test_live_source_keeps_only_the_newest_frame(video):
+    """A paced LatestFrame skips frames during a slow analysis rather than queueing."""
     latest = LatestFrame(FrameSource(str(video)), paced=True)  # 12 fps: a frame every 83 ms
     taken = [latest.take()]
     time.sleep(0.5)  # a slow analysis: ~6 frames arrive meanwhile
@@ -99,7 +106,12 @@ class _CountedCapture:
 
 def test_a_live_source_makes_pictures_only_of_the_frames_it_hands_over(tmp_path):
     """A slow analysis takes a few frames of a fast file: every frame is read, only those taken (and the file's
-    last) are made into pictures, each the same picture as reading the file in order gives."""
+    last) are made into pictures, each the same picture as reading the file in order gives.
+
+    A slow consumer of a fast file: LatestFrame reads every frame but makes RGB pictures (counted on the capture:
+    `read`/`retrieve` against `grab`) only of those it hands over and the file's last; each equals the frame read in
+    order at its index (issue 49 item 7: the Play tab decoded every frame it skipped).
+    """
     video = moving_digits_video(tmp_path / "fast.avi", frames=40, fps=200.0)  # a frame every 5 ms
     with FrameSource(str(video)) as src:
         frames = [frame for _i, _t, frame in src]
@@ -121,6 +133,7 @@ def test_a_live_source_makes_pictures_only_of_the_frames_it_hands_over(tmp_path)
 
 
 def test_bad_sources_are_refused_in_one_line(tmp_path, capsys):
+    """Bad camera spec and non-video file raise VideoSourceError; a missing file is exit 2 "No video file"."""
     with pytest.raises(VideoSourceError, match="camera:N"):
         FrameSource("camera:x")
     not_video = tmp_path / "notes.avi"
@@ -135,7 +148,10 @@ def test_bad_sources_are_refused_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("method", ["rollout", "gradient-rollout", "heads"])
 def test_a_frame_with_a_map_runs_one_forward_and_predicts_as_predict(video, demo, method):
     """The map's forward gives the prediction too (one forward per frame, not two), and the numbers are
-    `classify`'s (the OOD verdict included: the demo has a bank)."""
+    `classify`'s (the OOD verdict included: the demo has a bank).
+
+    [parametrised ×3]
+    """
     from PIL import Image
 
     from vitstudio.core.inference import classify
@@ -157,7 +173,13 @@ def test_a_frame_with_a_map_runs_one_forward_and_predicts_as_predict(video, demo
 def test_the_annotated_picture_is_the_frame_with_the_map_over_what_the_model_saw(rgb_image):
     """Issue 29, item 13: Play showed only the model's crop (32 px for the demo), enlarged. The picture is the
     frame, the map blended over the part the model saw (`crop_box`, read off its resize + centre crop) inside a
-    box; resized back, that part is the model's own crop."""
+    box; resized back, that part is the model's own crop.
+
+    `crop_box` places the model's resize + centre crop in the frame (resampled, it is the model's crop);
+    `annotate(frame=…)` is the frame's shape, the map blended inside the box and the rest of the frame as it is (Play
+    showed only the 32-px crop enlarged: issue 29, item 13). Its caption is drawn in an 18-px scalable font (the 11-px
+    bitmap default was unreadable once a wide frame was fitted to the Play tab: the walk).
+    """
     from PIL import Image
 
     from tests.conftest import TINY_SPEC
@@ -192,7 +214,12 @@ def test_the_annotated_picture_is_the_frame_with_the_map_over_what_the_model_saw
 def test_map_colours_are_matplotlibs_colormap():
     """Play colours each frame's map through a cached table instead of calling matplotlib per frame (4 ms a 448²
     frame): every colormap offered gives matplotlib's own colours (reference: `Colormap.__call__`, as uint8) at
-    every bin edge, just either side of it, both ends, out of range and NaN."""
+    every bin edge, just either side of it, both ends, out of range and NaN.
+
+    `overlays.colorize`'s cached table gives matplotlib's own colours (reference: `Colormap.__call__`) for every offered
+    colormap at every bin edge, either side of it, both ends, out of range and NaN; an unknown colormap is refused (Play
+    coloured each frame through matplotlib: 4 ms a 448² frame).
+    """
     import matplotlib
 
     from vitstudio.core.analysis import overlays
@@ -236,7 +263,12 @@ def test_a_big_frame_is_shrunk_first_without_aliasing():
 
 def test_a_headless_model_plays_with_a_map_and_prediction_alone_is_refused(video, tmp_path, capsys):
     """A model without classes (a DINO backbone, CLIP before its classes are named) plays its attention, as DINO's
-    attention videos do, captioned "no prediction"; asked for the prediction alone it is refused in one line."""
+    attention videos do, captioned "no prediction"; asked for the prediction alone it is refused in one line.
+
+    A CLIP-style model without classes plays rollout frames captioned "no prediction" (`top: []` in `--json`), its map
+    equal to `attention.rollout` on the same crop; prediction alone raises NoClassifierHead, and `vitstudio play`
+    without `--method` exits 2 in one line.
+    """
     from tests.core.test_openclip import CLIP_CFG, _build
     from vitstudio.core.analysis.attention import rollout
     from vitstudio.core.inference import NoClassifierHead

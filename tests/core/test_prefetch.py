@@ -17,6 +17,7 @@ def _alive(name: str) -> list[threading.Thread]:
 
 
 def test_order_is_kept_and_work_runs_ahead_on_another_thread():
+    """Items arrive in order, produced on the named thread, which ends."""
     threads = set()
 
     def items():
@@ -34,6 +35,7 @@ def test_order_is_kept_and_work_runs_ahead_on_another_thread():
 
 
 def test_the_producers_error_reaches_the_consumer_in_place():
+    """A producer exception is raised after the items before it; the thread ends."""
     def items():
         yield 1
         yield 2
@@ -48,6 +50,7 @@ def test_the_producers_error_reaches_the_consumer_in_place():
 
 
 def test_stopping_early_closes_the_source_and_ends_the_thread():
+    """Closing the stream closes the source generator, ends the thread, and it ran at most ~depth ahead."""
     closed = threading.Event()
     produced = []
 
@@ -67,6 +70,7 @@ def test_stopping_early_closes_the_source_and_ends_the_thread():
 
 
 def test_tensor_batches_stop_on_cancel(photos, tmp_path):
+    """`decoded_batches(decoder="tensor")` raises Cancelled after the first batch and leaves no decode thread."""
     from PIL import Image
 
     from vitstudio.core.inference import decoded_batches
@@ -90,7 +94,10 @@ def test_tensor_batches_stop_on_cancel(photos, tmp_path):
 
 def test_a_process_that_never_closes_the_stream_exits_cleanly():
     """The producer is busy in torch kernels when the script ends without closing the stream: exit waits for its
-    current item and ends it (a daemon thread killed inside a kernel aborts the process: 'terminate called')."""
+    current item and ends it (a daemon thread killed inside a kernel aborts the process: 'terminate called').
+
+    [subprocess]
+    """
     import subprocess
     import sys
 

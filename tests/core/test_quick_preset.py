@@ -48,7 +48,11 @@ def _objective(weight, bias, x, y, l2, sample_weight=None):
 @pytest.mark.parametrize("balance", [False, True])
 def test_head_fit_reaches_the_regularised_optimum_sklearn_finds(balance):
     """Independent reference: scikit-learn's LogisticRegression minimises C·Σ wᵢ·CEᵢ + ½||W||², the same loss as
-    ours (weighted mean CE + l2/2 ||W||²) when C = 1 / (l2 · Σ wᵢ)."""
+    ours (weighted mean CE + l2/2 ||W||²) when C = 1 / (l2 · Σ wᵢ).
+
+    `fit_linear_head` objective within 1 % of sklearn LogisticRegression's optimum for the same loss (C = 1/(l2·Σw)), ≥
+    99 % agreement, val_acc consistent; reference: scikit-learn. [parametrised ×2: balanced or not]
+    """
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
     from sklearn.utils.class_weight import compute_sample_weight
@@ -82,6 +86,10 @@ def _quick(data, out, model=TINY_SPEC, **kw):
 
 
 def test_quick_run_is_an_ordinary_run_folder(data, base_weights, tmp_path, capsys):
+    """Dataset untouched; all run files present, one metrics row per step; split equals linear-probe's; backbone
+    bit-identical to base; plain timm logits equal; forward = head on cached features; eval.json = `vitstudio eval`.
+    [fine-tune]
+    """
     from vitstudio.core.folder.embedcache import embed_folder
     from vitstudio.core.inference import forward_logits
     from vitstudio.core.models.loading import load_model
@@ -135,6 +143,9 @@ def test_quick_run_is_an_ordinary_run_folder(data, base_weights, tmp_path, capsy
 
 def test_second_run_takes_the_features_from_the_cache_and_resume_has_nothing_to_do(data, base_weights, tmp_path,
                                                                                    capsys):
+    """Second run reads all features from the cache; resume says "nothing to resume" with no steps and unchanged weights
+    (also via CLI); a rerun into the folder raises FileExistsError. [fine-tune]
+    """
     run(fine_tune(_quick(data, tmp_path / "a", weights=base_weights)))
     result, records = run(fine_tune(_quick(data, tmp_path / "b", weights=base_weights)))
     said = [r.message for r in records if isinstance(r, Progress)]
@@ -155,6 +166,7 @@ def test_second_run_takes_the_features_from_the_cache_and_resume_has_nothing_to_
 
 
 def test_quick_run_exports_to_onnx_and_seed_format(data, base_weights, tmp_path, capsys):
+    """A quick run exports to ONNX (Runtime matches PyTorch) and to seed format. [fine-tune]"""
     pytest.importorskip("onnxruntime")
     from vitstudio.cli import main
 
@@ -183,6 +195,8 @@ def _digits(root, per_class=12):
 
 
 def test_cli_quick_on_digits_with_the_demo_model_loads_in_plain_timm(tmp_path, capsys):
+    """CLI quick on digits with the demo: preset recorded, eval accuracy ≥ 0.9, logits equal plain timm's. [fine-tune]
+    """
     from vitstudio.cli import main
     from vitstudio.core.data.images import read_image
     from vitstudio.core.inference import forward_logits
@@ -205,7 +219,11 @@ def test_cli_quick_on_digits_with_the_demo_model_loads_in_plain_timm(tmp_path, c
 
 
 def test_a_seed_model_with_pre_logits_gets_its_head_after_the_pre_logits_layer(data, tmp_path, photos):
-    """Seed models' head is fc + Tanh + out: the quick head is `out`, fitted on the features after fc + Tanh."""
+    """Seed models' head is fc + Tanh + out: the quick head is `out`, fitted on the features after fc + Tanh.
+
+    A seed pre-logits model's quick head is `head.out` on 24-d post-Tanh features; logits equal that head on cached
+    features. [fine-tune]
+    """
     from tests.core.test_finetune_sources import _seed_folder
     from vitstudio.core.folder.embedcache import embed_folder
     from vitstudio.core.models.loading import load_model
@@ -227,6 +245,9 @@ def test_a_seed_model_with_pre_logits_gets_its_head_after_the_pre_logits_layer(d
 
 
 def test_quick_is_the_first_preset_and_refuses_what_it_cannot_do(data, tmp_path):
+    """Quick is the first preset with the features data path; scope=all, mixup and img_size change are refused with
+    reasons and no model written.
+    """
     assert list(PRESETS)[0] == "quick" and PRESETS["quick"]["data_path"] == "features"
     with pytest.raises(ValueError, match="head only"):
         _quick(data, tmp_path / "a", scope="all").validate()
@@ -238,6 +259,9 @@ def test_quick_is_the_first_preset_and_refuses_what_it_cannot_do(data, tmp_path)
 
 
 def test_cancelled_or_killed_quick_runs_are_fitted_again_on_resume(data, base_weights, tmp_path):
+    """A cancel at step 1 leaves status cancelled and no model; resume finishes; a run killed after checkpoint refits to
+    the same head bytes. [fine-tune]
+    """
     from vitstudio.core.jobs import CancelToken
 
     out, token = tmp_path / "run", CancelToken()

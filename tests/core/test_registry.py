@@ -57,6 +57,7 @@ def _comparisons(names) -> re.Pattern:
 
 
 def test_no_code_outside_the_registry_branches_on_an_analysis_name():
+    """No line under vitstudio/ (except registry.py) compares against an analysis name."""
     pattern = _comparisons(registry.REGISTRY)
     # timm's pooling mode "token" is not the token-map analysis
     not_analyses = ("global_pool",)
@@ -71,6 +72,7 @@ def test_no_code_outside_the_registry_branches_on_an_analysis_name():
 
 
 def test_the_grep_would_catch_a_branch():
+    """The pattern matches ==, !=, `in (...)` and `case` comparisons but not a plain call argument."""
     pattern = _comparisons(registry.REGISTRY)
     for line in ('if method == "rollout":', "x = 1 if 'pca' != mode else 2", 'if m in ("heads", "token"):',
                  '    case "filters":'):
@@ -79,6 +81,7 @@ def test_the_grep_would_catch_a_branch():
 
 
 def test_the_registry_imports_without_torch():
+    """Importing the registry does not import torch. [subprocess]"""
     code = ("import sys; from vitstudio.core.analysis import registry; "
             "assert 'torch' not in sys.modules and registry.REGISTRY['rollout'].compute")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -86,6 +89,7 @@ def test_the_registry_imports_without_torch():
 
 # -- a toy analysis reaches everything -------------------------------------------------------------------------
 def test_a_toy_analysis_is_in_the_clis_method_list_and_help(toy, capsys):
+    """The toy is in explain help's method description, `--method` choices and `--layer` "used by"."""
     from vitstudio.cli import main
 
     try:  # main() turns argparse's exit into a return code
@@ -99,6 +103,8 @@ def test_a_toy_analysis_is_in_the_clis_method_list_and_help(toy, capsys):
 
 
 def test_a_toy_analysis_runs_through_explain_the_cli_and_exports(toy, tiny_weights, photos, tmp_path):
+    """Toy explain equals its definition computed in the test; params/figure; CLI npy equal; sidecar method/title/layer.
+    """
     from vitstudio.cli import main
     from vitstudio.core.analysis.explain import explain, render_figure
 
@@ -118,6 +124,9 @@ def test_a_toy_analysis_runs_through_explain_the_cli_and_exports(toy, tiny_weigh
 
 
 def test_a_folder_analysis_runs_through_its_entry(tiny_weights, photos):
+    """Every folder analysis runs via `explain_folder`; distance equals `distance_over`; a per-image method over a
+    folder raises "one image at a time".
+    """
     from vitstudio.core.analysis.explain import distance_over, explain_folder
 
     loaded = load_model(TINY_SPEC, weights=tiny_weights[0])

@@ -58,6 +58,9 @@ def _rows(out):
 
 # 1 ------------------------------------------------------------------------------------------------------------
 def test_resume_trains_the_folder_given_not_the_one_recorded(cancelled_run, tmp_path):
+    """`--resume` on a copied run trains the copy to the end (rows 0-2, eval.json), records its path, and leaves the
+    original untouched. [fine-tune]
+    """
     from vitstudio.cli import main
 
     before = {p.name: p.stat().st_mtime_ns for p in cancelled_run.iterdir() if p.is_file()}
@@ -76,7 +79,10 @@ def test_resume_trains_the_folder_given_not_the_one_recorded(cancelled_run, tmp_
 # 2 ------------------------------------------------------------------------------------------------------------
 def test_before_the_settings_are_recorded_no_resume_is_offered(data, tmp_path, capsys):
     """A kill before train_config.json exists leaves the folder with only its lock: `--resume` alone cannot know
-    the settings, so neither the Ctrl+C advice nor the error offers it; with the settings given it starts over."""
+    the settings, so neither the Ctrl+C advice nor the error offers it; with the settings given it starts over.
+
+    [fine-tune]
+    """
     from vitstudio.cli import main
     from vitstudio.cli.train import _how_to_continue
 
@@ -96,6 +102,7 @@ def test_before_the_settings_are_recorded_no_resume_is_offered(data, tmp_path, c
 
 # 3 ------------------------------------------------------------------------------------------------------------
 def test_finished_is_written_only_after_the_final_evaluation(data, tmp_path, monkeypatch):
+    """Status is "running" during the final evaluation and "finished" after, with eval.json. [fine-tune]"""
     from vitstudio.core.train import engine
 
     out = tmp_path / "run"
@@ -116,6 +123,9 @@ def test_finished_is_written_only_after_the_final_evaluation(data, tmp_path, mon
 # 4 ------------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("second", ["before-rename-status.json:2", "release-lock", "cli-interrupted"])
 def test_a_second_ctrl_c_during_cleanup_still_ends_in_one_line(data, tmp_path, second, forked_cli):
+    """A second SIGINT during status write / lock release / CLI handler: exit 130, one "Interrupted; continue with …
+    --resume" line, status interrupted, whole checkpoint, no temp files. [subprocess: forked warm] [parametrised ×3]
+    """
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k not in ("VITSTUDIO_DIE_AT", "VITSTUDIO_INTERRUPT_AT")}
     env["VITSTUDIO_INTERRUPT_AT"] = f"train-step:5,{second}"  # the first Ctrl+C mid-epoch 3, the second later
@@ -198,6 +208,9 @@ DAMAGES = {
 
 @pytest.mark.parametrize("case", list(DAMAGES))
 def test_damaged_run_files_are_named_on_resume(cancelled_run, tmp_path, capsys, case):
+    """Each of 14 damaged run files (checkpoint, train_config, lock, split, metrics, status) gives exit 2 with one
+    "error:" line naming the file. [parametrised ×14]
+    """
     from vitstudio.cli import main
 
     name, damage = DAMAGES[case]
@@ -219,7 +232,12 @@ class _Payload:  # a pickled object that would run code on load with weights_onl
 
 def test_a_hostile_checkpoint_is_refused_before_any_work(data, tmp_path, capsys, monkeypatch):
     """A run folder whose checkpoint-last.pt holds pickled objects: `finetune --resume` refuses it in one line
-    before the dataset is scanned or the model loaded (issue 49 item 17: it scanned, loaded and decoded first)."""
+    before the dataset is scanned or the model loaded (issue 49 item 17: it scanned, loaded and decoded first).
+
+    A hand-made run folder whose checkpoint-last.pt holds a pickled object: `finetune --resume` exits 2 with one line
+    naming it, and the dataset scan, model load and loaders are never called (spies; issue 49 item 17), nothing printed
+    by the payload.
+    """
     from vitstudio.cli import main
     from vitstudio.core.train import engine
     from vitstudio.core.train.runs import CHECKPOINT
@@ -261,6 +279,9 @@ def _loaded(kwargs):
 
 @pytest.mark.parametrize("case", list(SEED_SHAPES))
 def test_seed_export_constructor_loads_the_exported_file(tmp_path, case):
+    """The printed upstream constructor, exec'd with the upstream vit_model.py port, loads model.pth strictly with equal
+    logits (MLP 2×, no qkv bias, representation layer); reference: upstream vit_model.py. [parametrised ×3]
+    """
     from tests.core.seed_reference import SeedVisionTransformer
     from vitstudio.core.models.seed_export import export_seed
 
@@ -276,6 +297,7 @@ def test_seed_export_constructor_loads_the_exported_file(tmp_path, case):
 
 
 def test_seed_export_refuses_a_non_square_input_by_name(tmp_path):
+    """A 64×96 model is refused ("square") and nothing is written."""
     from vitstudio.core.models.seed_export import export_seed
 
     loaded = _loaded(dict(img_size=(64, 96), patch_size=16, embed_dim=32, depth=1, num_heads=2))
@@ -311,6 +333,7 @@ def test_a_seed_export_loads_back_with_its_own_preprocessing_and_a_bad_record_is
 
 # 7 ------------------------------------------------------------------------------------------------------------
 def test_relative_seed_path_inside_weights_keeps_the_labels(tmp_path, monkeypatch):
+    """A relative `model-0.pth` or `weights/model-0.pth` path still finds class_indices.json."""
     from tests.core.seed_reference import SeedVisionTransformer
     from vitstudio.core.models.loading import load_model
 

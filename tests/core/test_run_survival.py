@@ -64,6 +64,10 @@ KILL_POINTS = [
 
 @pytest.mark.parametrize("point, then", KILL_POINTS)
 def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then, cli):
+    """SIGKILL at 8 points (before first checkpoint, mid atomic writes, after metrics row, mid-epoch, final
+    status/eval): status killed/incomplete, temp files left where expected; restart/resume finishes with eval.json,
+    epochs 0-3 once, no leftovers, loads. [subprocess: forked warm] [parametrised ×8]
+    """
     out = tmp_path / "run"
     killed = cli(_start_args(data, out), die_at=point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
@@ -90,7 +94,11 @@ def test_killed_run_resumes_or_restarts_to_the_end(data, tmp_path, point, then, 
 
 
 def test_one_process_owns_a_run(data, tmp_path, cli):
-    """A second start or resume of a run being trained fails at once with a clear message."""
+    """A second start or resume of a run being trained fails at once with a clear message.
+
+    With the run lock held, `fine_tune` raises RunInUse and the CLI exits 2 "being trained right now", no traceback.
+    [subprocess]
+    """
     from vitstudio.core.train.engine import fine_tune
     from vitstudio.core.train.recipes import make_config
     from vitstudio.core.train.runlock import RunInUse, RunLock
@@ -107,6 +115,9 @@ def test_one_process_owns_a_run(data, tmp_path, cli):
 
 
 def test_ctrl_c_writes_status_and_recommends_what_works(data, tmp_path, cli, forked_cli):
+    """SIGINT mid-run: exit 130, status interrupted, advice `--out … --resume`, rows equal checkpoints; resuming
+    completes all 60 epochs. [subprocess: forked warm, tests/core/forked_cli.py]
+    """
     out = tmp_path / "run"
     # Ctrl+C lands mid-run: epochs of this tiny run take ~10-50 ms, so the run must be long enough to be caught
     long_run = [a if a != str(EPOCHS) else "60" for a in _start_args(data, out)[:-1]]

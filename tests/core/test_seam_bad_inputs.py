@@ -50,6 +50,9 @@ def _takes_model() -> set[str]:
 
 
 def test_every_command_that_takes_a_model_has_its_bad_input_cells():
+    """The commands the parser gives --model (or a model argument) are exactly MODEL_COMMANDS: a new command fails here
+    until its cells exist.
+    """
     assert _takes_model() == set(MODEL_COMMANDS)
 
 
@@ -72,7 +75,13 @@ def _one_line(capsys, code, expected: int, says: str | tuple[str, ...], progress
 
 @pytest.mark.parametrize("command", sorted(MODEL_COMMANDS))
 def test_a_hostile_adapter_is_one_line_in_every_command(command, adapter, tmp_path, capsys):  # noqa: F811
-    """A column per command, every adapter row in it (each refused before anything is read: ~10 ms a cell)."""
+    """A column per command, every adapter row in it (each refused before anything is read: ~10 ms a cell).
+
+    Each of the 21 adapter spoils of test_hostile_adapters in predict, explain, faithfulness, play, finetune, eval,
+    embed, sort, audit, layers, compare-layers, concepts, suggest, card, export, teach, segment, match, views (its
+    --export --coco loads the model before reading the view): exit 2, one line with the spoil's reason, nothing written,
+    no pickle run. [parametrised ×19]
+    """
     good, image = adapter
     make_dataset(tmp_path / "data", per_class=2)
     for spoil, (spoiler, says) in hostile_adapters.SPOILS.items():
@@ -101,6 +110,9 @@ def concepts_pair(tiny_weights, tmp_path):
 
 @pytest.mark.parametrize("command", ["predict", "explain"])
 def test_a_hostile_concepts_file_is_one_line_in_every_command(command, concepts_pair, tmp_path, capsys):
+    """Each of the 16 concepts-file spoils of test_concepts_files in `predict --concepts` and `explain --method
+    concept`: exit 2, one line with its reason, no map written. [parametrised ×2]
+    """
     model, good, image = concepts_pair
     out = str(tmp_path / "m.npy")
     args = {"predict": ["predict", str(image), "--quiet"],
@@ -127,6 +139,10 @@ FULL = [("concepts", "cache-append", "tokens-0.f16"), ("concepts", "before-renam
 @pytest.mark.parametrize(("command", "point", "file"), FULL, ids=[f"{c}|{p}" for c, p, _ in FULL])
 def test_a_full_disk_is_one_line_naming_the_file_in_every_command(command, point, file, tiny_weights, tmp_path,
                                                                    monkeypatch, capsys):
+    """VITSTUDIO_FULL_AT at concepts' token cache, checkpoint, weights and sidecar, embed's and layers' caches, `views
+    --export --csv`'s file at its rename: exit 1, one line naming the file and saying the same command goes on.
+    [parametrised ×7]
+    """
     from vitstudio.core import files
 
     data = tmp_path / "data"
@@ -146,7 +162,11 @@ def test_a_full_disk_is_one_line_naming_the_file_in_every_command(command, point
 
 @pytest.mark.parametrize("command", DATA_COMMANDS)
 def test_a_class_folder_not_named_in_utf8_works_in_every_command(command, tmp_path, capsys):
-    """Exit 0 on capsys' strict UTF-8 stdout; stdout says the name as \\xff\\xfe or, in JSON, as its escapes."""
+    """Exit 0 on capsys' strict UTF-8 stdout; stdout says the name as \\xff\\xfe or, in JSON, as its escapes.
+
+    The dataset of test_non_utf8_classes through audit, layers, sort, suggest, embed, concepts, finetune, teach: exit 0;
+    layers/audit --json give the name back. [parametrised ×8] [fine-tune]
+    """
     data = non_utf8_dataset(tmp_path / "data", per_class=2)
     args = {"sort": ["--out", str(tmp_path / "s"), "--dry-run"], "concepts": ["--size", "4", "--k", "2", "--out",
             str(tmp_path / "c")], "finetune": ["--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "16",
@@ -164,7 +184,11 @@ def test_a_class_folder_not_named_in_utf8_works_in_every_command(command, tmp_pa
 def test_a_hostile_concepts_output_is_one_line_or_started_afresh(case, code, says, tiny_weights, tmp_path,
                                                                  monkeypatch, capsys):
     """--out '' (it wrote ..safetensors here), a checkpoint FILE.safetensors.partial that is a list (started afresh:
-    a traceback before), a folder named FILE.safetensors."""
+    a traceback before), a folder named FILE.safetensors.
+
+    `concepts --out ''` and a folder named FILE.safetensors: exit 2, one line, no `..safetensors`; a checkpoint
+    FILE.safetensors.partial that is a list: started afresh, exit 0. [parametrised ×3]
+    """
     import torch
 
     monkeypatch.chdir(tmp_path)

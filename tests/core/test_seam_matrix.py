@@ -145,6 +145,34 @@ def _loaded(source):
 
 @pytest.mark.parametrize(("row", "op"), list(_cells()))
 def test_cell(row, op, sources, photos, tmp_path, record_property):
+    """Each (row, op) works and equals the source's own forward (timm / transformers / upstream vit_model.py port), or
+    refuses in one line (exit 2); ops: load, card, predict, explain-each, explain-all, embed, compare-layers (base rows:
+    CKA of the row against itself on four photos, diagonal 1, a cell equal to Kornblith's formula on the cached blocks),
+    finetune, concepts (base rows: `vitstudio concepts` on four photos, then `explain --method concept` equal to
+    explain(), 1e-6, and `predict --concepts FILE` equal to the source's own forward, 1e-5; Swin's one-line refusal),
+    lora (base rows: `finetune --preset lora --plan` through the CLI, then the adapters moved off zero and merged give
+    the same logits, 1e-5, and differ from the adapters switched off; or the family's one-line refusal equal to the
+    core's — BEiT and EVA read qkv's weight directly), ONNX, seed export + reload (the reload predicts the photo itself
+    as the source does: the export records the model's own crop, mean and std beside model.pth; a run at crop 1.0 came
+    back at the seed's 0.875: the walk), dense (base rows, seam_dense.py: `vitstudio segment` of two photos, one painted
+    — a mask per photo at its size, JSON shares equal to the PNG's, painted pixels kept — and a point matched in its own
+    photo in every facet the family gives, similarity 1 within a patch; Swin's one-line refusal), teach (seam_teach.py,
+    four rows — vit and seed-prelogits taught on a 3-class project: 9/3 split, per-class accuracy = the confusion's
+    diagonal share; deit-distilled and swin refused in `check_teachable`'s one line), scores (seam_scores.py, four rows
+    — vit, deit-distilled, custom, hf-vit-headless: `vitstudio scores --json` of a 3-class folder, hardness equal to the
+    entropy of the source's own forward, 1e-4, the given label its folder; headless: null hardness and mistakenness),
+    view-export (seam_view_export.py, three rows — vit, hf-vit-headless, swin: `views --export V --csv F --coco J
+    --masks P` on the dense cell's photos, the view holding one: its masks' classes, decoded by the test's RLE decoder,
+    cover exactly the crop the model sees, its CSV's prediction and confidence are the source's own forward (1e-5),
+    headless: empty prediction cells; Swin refused in one line with nothing written); never a traceback. [parametrised
+    ×563: 25 rows × 14 ops + 25 run rows × 8 + 6 teach + 4 scores + 3 view-export] [fine-tune per row] — the analyses
+    are two operation groups of one CLI call each (issue 31): `explain-each` runs every applicable analysis at its own
+    defaults (each file finite and equal to explain() with the same parameters; the logit lens's last-block
+    probabilities equal the source's own forward, 1e-5: what the 14 per-method `explain:*` cells checked, 350 cells
+    merged into 25) and asks for each analysis that does not apply alone (refused in one line with the registry's
+    reason, as those cells did); `explain-all` runs every one at layer 0. A run row's analyses are its `explain-all`
+    cell; defaults and refusals are the base row's (the same architecture)
+    """
     refused = len(REFUSALS)
     _cell(row, op, sources, photos, tmp_path)
     for line in REFUSALS[refused:]:  # counted by the matrix summary (--junitxml)

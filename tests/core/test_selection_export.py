@@ -40,6 +40,14 @@ def _safe(text: str) -> str:
 
 
 def test_csvs_are_spreadsheet_safe_round_trip_any_name_and_are_whole_or_absent(tmp_path, monkeypatch):
+    """Ten file names (comma, quotes, newline, =, +, -, @, accents, bytes that are not UTF-8) in the every-column CSV:
+    UTF-8 with a BOM, each path, name, label and tag cell read back by `csv` equal to OWASP's rule written in the test
+    (an apostrophe before = + - @ tab CR), numbers as numbers (-0.5 unprefixed, NaN empty); the labels CSV reads back
+    through `read_labels_file` as the same paths and labels (a quoted newline in a name was read as no newline: fixed
+    there); a full disk at the rename (`VITSTUDIO_FULL_AT`) raises ENOSPC naming the file, the old file whole, no
+    temporary left; a folder as the target, or a path under a file, is one line "could not write TARGET: …" (not the
+    temporary's name), and columns of different lengths are refused.
+    """
     folder = tmp_path / "data"
     (folder / "cats").mkdir(parents=True)
     paths = [str(folder / "cats" / n) for n in NAMES]
@@ -104,7 +112,15 @@ def rle_decode(segmentation: dict) -> np.ndarray:
 
 def test_a_views_masks_and_columns_export_from_the_command_line(tmp_path, capsys):
     """`views --export V --coco F --masks P` writes the view's images only, each class's pixels decoded here equal to
-    `vitstudio segment`'s mask of that image (painted pixels standing); `--csv` holds every column of the view."""
+    `vitstudio segment`'s mask of that image (painted pixels standing); `--csv` holds every column of the view.
+
+    A view of three tagged planted images: `--coco` holds exactly them (file names relative to the folder,
+    background/object categories), each annotation decoded by an RLE decoder written from pycocotools' rleFrString equal
+    to `segment_folder`'s mask of that image, area and bbox from the decoded pixels; `--csv` (with --model) holds every
+    column, the tag, confidences equal to a bare forward through timm's eval transform (1e-5) and the brain's four
+    scores among the view's images, hardness equal to the entropy of that forward (1e-4); `--coco` without `--masks` is
+    one line, exit 2.
+    """
     truth = planted_folder(tmp_path / "images", 6)
     paths = sorted(truth)
     painted = tmp_path / "painted"

@@ -26,6 +26,9 @@ def _forward_logits(loaded, paths):
 
 
 def test_a_quick_run_reads_its_base_models_cached_features(tmp_path):
+    """A quick run of the demo shares the demo's cache folder, computes 0 images, features identical, logits equal its
+    own forward, labels its own. [fine-tune]
+    """
     data = make_dataset(tmp_path / "data", per_class=8, size=32)
     base = load_model(str(bundled_demo()))
     first = drain(embed_folder(base, [str(data)]))
@@ -42,6 +45,7 @@ def test_a_quick_run_reads_its_base_models_cached_features(tmp_path):
 
 
 def test_a_clip_model_under_other_classes_shares_its_features(tmp_path):
+    """A CLIP model with other classes computes 0 images and its logits equal its own forward."""
     from tests.core.test_openclip import CLIP_CFG, _build
 
     folder = _build(CLIP_CFG, tmp_path / "clip", safetensors=True)
@@ -57,6 +61,7 @@ def test_a_clip_model_under_other_classes_shares_its_features(tmp_path):
 
 
 def test_other_heads_keep_their_logits_in_the_cache():
+    """`head_on_pooled` is None for a distilled (two-head) DeiT and the head for a plain ViT."""
     import timm
 
     distilled = timm.create_model("deit_tiny_distilled_patch16_224", pretrained=False, num_classes=3)

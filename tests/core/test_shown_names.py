@@ -15,12 +15,14 @@ from vitstudio.core.folder.audit import AuditReport
 
 
 def test_control_characters_and_non_utf8_bytes_are_escaped_and_nothing_else():
+    """newline, tab, CR, ESC, DEL as escapes; non-UTF-8 bytes as \\xNN; other Unicode as it is."""
     assert shown_path("a\nb\tc\rd\x1be\x7f.png") == "a\\nb\\tc\\rd\\x1be\\x7f.png"
     assert shown_path(os.fsdecode(b"caf\xe9.png")) == "caf\\xe9.png"
     assert shown_path("über straße 東京.png") == "über straße 東京.png"
 
 
 def test_a_newline_in_a_file_name_keeps_the_audit_report_one_line_per_file():
+    """The audit report's unreadable-files lines keep a name with a newline on its line."""
     report = AuditReport("/data", 3, ("a", "b"), "train/val", (), errors=(("/data/a/two\nlines.png", "truncated"),
                                                                           ("/data/b/ok.png", "not an image")))
     lines = report.describe().splitlines()
@@ -30,6 +32,7 @@ def test_a_newline_in_a_file_name_keeps_the_audit_report_one_line_per_file():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="a newline in a file name: Linux file systems allow it")
 def test_predict_prints_each_image_on_its_own_line_whatever_its_name(tmp_path, capsys):
+    """`predict`'s printed result for "two\\nlines.png": the name on one line, then its rows. [Linux only]"""
     from vitstudio.cli import main
     from vitstudio.core.models.demo import bundled_demo, sample_images
 
@@ -45,7 +48,12 @@ def test_predict_prints_each_image_on_its_own_line_whatever_its_name(tmp_path, c
 @pytest.mark.skipif(sys.platform != "linux", reason="file names that are not UTF-8: Linux file systems allow them")
 def test_a_name_that_is_not_utf8_goes_through_every_command(tmp_path, forked_cli):
     """explain draws its figure (matplotlib cannot draw the raw bytes), finetune trains on a folder holding it (its
-    image cache key hashed the name as UTF-8 text), suggest and sort show it escaped like every other report."""
+    image cache key hashed the name as UTF-8 text), suggest and sort show it escaped like every other report.
+
+    A folder holding a Latin-1 name: `finetune` trains on it (the image cache hashed names as UTF-8 text), `explain`
+    draws its PNG (matplotlib's title), `suggest` and `sort --dry-run` show it as `\\xe9\\xff` like every report (issue
+    29, item 15). [subprocess: forked warm] [fine-tune] [Linux only]
+    """
     from PIL import Image
 
     from tests.core.synthetic_data import COLOURS, make_dataset
@@ -72,7 +80,11 @@ def test_a_name_that_is_not_utf8_goes_through_every_command(tmp_path, forked_cli
 
 
 def test_a_count_agrees_with_its_noun():
-    """The afternoon walk: "1 images the model doubts", "Class of the 1 selected images"."""
+    """The afternoon walk: "1 images the model doubts", "Class of the 1 selected images".
+
+    `files.counted`: "1 image", "2 images", used by every count the window says ("1 images the model doubts": the
+    afternoon walk).
+    """
     from vitstudio.core.files import counted
 
     assert [counted(n, "image") for n in (0, 1, 2)] == ["0 images", "1 image", "2 images"]

@@ -25,7 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("arch, img_size", [("vit_small_patch14_dinov2", 98), ("eva02_tiny_patch14_224", 56),
                                             ("vit_base_patch8_224", 40)])
 def test_folders_of_other_patch_sizes_load_at_their_own_size(tmp_path, rgb_image, arch, img_size):
-    """Each was refused: 'the image size (98) must be a multiple of the patch size (16)'."""
+    """Each was refused: 'the image size (98) must be a multiple of the patch size (16)'.
+
+    DINOv2 (p14), EVA-02 (p14), ViT-B/8 folders load at their own size with logits equal the timm model's forward.
+    [parametrised ×3]
+    """
     torch.manual_seed(0)
     model = timm.create_model(arch, pretrained=False, img_size=img_size, depth=1, num_classes=3).eval()
     save_for_hf(model, str(tmp_path / "m"), safe_serialization=True)
@@ -37,6 +41,9 @@ def test_folders_of_other_patch_sizes_load_at_their_own_size(tmp_path, rgb_image
 
 
 def test_defaults_come_from_the_architecture():
+    """`architecture_defaults` from the name (patch, img, width, depth, heads), nothing guessed for unknown words;
+    multiple-of-patch checks with the architecture's patch; so400m/384 accepted like timm.
+    """
     assert sizing.architecture_defaults("vit_large_patch14_reg4_dinov2.lvd142m") == dict(
         patch_size=14, img_size=518, embed_dim=1024, depth=24, num_heads=16)
     assert sizing.architecture_defaults("vit_base_patch8_224")["patch_size"] == 8
@@ -80,7 +87,10 @@ def _cli(args: list[str], address_space: int | None = None) -> tuple[subprocess.
 
 
 def test_absurd_specs_are_refused_before_torch_loads_and_within_the_process_limit(tmp_path):
-    """A 4-billion-parameter spec (16 GB) was accepted under a 9 GB limit and died; the check took >= 5 s."""
+    """A 4-billion-parameter spec (16 GB) was accepted under a 9 GB limit and died; the check took >= 5 s.
+
+    A 16 GB spec under a 9 GB RLIMIT_AS is refused in < 2 s, one line; an out-of-range img_size likewise. [subprocess]
+    """
     spec = "custom:img=224,patch=16,width=4096,depth=20,heads=32,classes=10"
     res, seconds = _cli(["card", "--model", spec], address_space=9 << 30)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
@@ -91,6 +101,7 @@ def test_absurd_specs_are_refused_before_torch_loads_and_within_the_process_limi
 
 
 def test_usable_memory_follows_the_address_space_limit():
+    """`usable_memory()` is below a 3 GiB RLIMIT_AS. [subprocess]"""
     code = "from vitstudio.core.models.sizing import usable_memory; print(usable_memory())"
     limit = 3 << 30
 
@@ -112,6 +123,9 @@ def test_usable_memory_follows_the_address_space_limit():
     ({"architecture": 5}, "'architecture' must be a timm architecture name"),
 ])
 def test_config_json_of_the_wrong_shape_is_named(tmp_path, config, message):
+    """Seven malformed config.json shapes raise one-line ModelLoadError naming the file; the CLI exits 2 without
+    traceback. [subprocess] [parametrised ×7]
+    """
     folder = tmp_path / "bad"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(config))

@@ -79,7 +79,10 @@ def _cross_fs_dir(tmp_path: Path) -> Path | None:
 def test_sort_killed_at_random_instants_resumes_without_duplicates_and_undoes(tmp_path):
     """20 trials: the file operations of a sort (copy; move; move across filesystems) run in a subprocess
     (`vitstudio sort --resume LOG`, the same code a plain `sort` runs after planning) and are SIGKILLed after a random
-    number of files plus a random fraction of the next; the plain `vitstudio sort` is rerun, then `undo-sort`."""
+    number of files plus a random fraction of the next; the plain `vitstudio sort` is rerun, then `undo-sort`.
+
+    [subprocess]
+    """
     from vitstudio.cli import main
     from vitstudio.core.folder.embedcache import embed_folder
     from vitstudio.core.models.loading import load_model
@@ -133,7 +136,10 @@ def test_sort_killed_at_random_instants_resumes_without_duplicates_and_undoes(tm
 
 def test_resume_imports_no_torch(tmp_path):
     """`sort --resume LOG` is file operations only: it finishes the sort without importing torch or timm (a resume
-    starts in ~0.1 s, and the kill test above starts 20 of them)."""
+    starts in ~0.1 s, and the kill test above starts 20 of them).
+
+    [subprocess]
+    """
     src = _noise_images(tmp_path / "src", 3)
     log = prepare_sort(_fake_plan(src, tmp_path / "out"))
     code = ("import sys; from vitstudio.cli import main; code = main(['sort', '--resume', sys.argv[1]]); "
@@ -147,6 +153,7 @@ def test_resume_imports_no_torch(tmp_path):
 
 # -- undo never destroys -----------------------------------------------------------------------------------------
 def test_undo_keeps_an_edited_copy_lists_it_and_removes_empty_folders(tmp_path):
+    """Undo removes 8 copies, keeps and lists the edited one, removes only empty class folders; source intact."""
     src = _noise_images(tmp_path / "src", 9)
     original = _digests(src)
     out = tmp_path / "out"
@@ -165,6 +172,7 @@ def test_undo_keeps_an_edited_copy_lists_it_and_removes_empty_folders(tmp_path):
 
 
 def test_undo_cli_lists_the_kept_copy(tmp_path, capsys):
+    """`undo-sort LOG` stderr names the kept edited copy and "Undid 3 files"."""
     from vitstudio.cli import main
 
     src = _noise_images(tmp_path / "src", 4)
@@ -177,6 +185,7 @@ def test_undo_cli_lists_the_kept_copy(tmp_path, capsys):
 
 
 def test_rerun_of_a_finished_copy_sort_makes_no_duplicates(tmp_path):
+    """Applying the same copy plan again copies nothing."""
     src = _noise_images(tmp_path / "src", 6)
     out = tmp_path / "out"
     first = apply_sort(_fake_plan(src, out))
@@ -186,6 +195,9 @@ def test_rerun_of_a_finished_copy_sort_makes_no_duplicates(tmp_path):
 
 # -- refused and failing cleanly ---------------------------------------------------------------------------------
 def test_output_inside_the_source_is_refused(tmp_path, capsys):
+    """Output inside the source (or equal, or source inside output) raises NestedFoldersError and CLI exit 2 "inside";
+    siblings allowed; nothing written.
+    """
     from vitstudio.cli import main
 
     src = _noise_images(tmp_path / "src", 4)
@@ -202,6 +214,9 @@ def test_output_inside_the_source_is_refused(tmp_path, capsys):
 
 
 def test_move_from_a_read_only_source_fails_per_file_and_leaves_nothing(tmp_path, monkeypatch):
+    """Moves from a read-only subfolder fail per file ("read-only"), journalled as failed; the others move; undo moves
+    them back.
+    """
     src = _noise_images(tmp_path / "src", 6)
     original, out = _digests(src), tmp_path / "out"
     monkeypatch.setattr(fileops, "source_folder_writable", lambda path: not str(path).startswith(str(src / "a")))
@@ -240,6 +255,7 @@ def test_move_across_filesystems_whose_original_cannot_be_removed_takes_the_copy
 
 
 def test_move_across_real_filesystems_and_back(tmp_path):
+    """Move to /dev/shm and undo restore the source exactly (skipped without a second filesystem)."""
     shm = _cross_fs_dir(tmp_path)
     if shm is None:
         pytest.skip("no second filesystem here")
@@ -257,6 +273,9 @@ def test_move_across_real_filesystems_and_back(tmp_path):
 
 # -- label-review moves ------------------------------------------------------------------------------------------
 def test_review_move_journals_outside_the_dataset_and_undoes(tmp_path):
+    """A label-review move journals in the app's data folder, writes only the moved file, and undo restores and removes
+    the new folder.
+    """
     data = _noise_images(tmp_path / "data", 4)
     original = _digests(data)
     path = str(sorted((data / "a").iterdir())[0])
@@ -289,6 +308,9 @@ def test_an_old_log_undoes_without_destroying_an_edit(tmp_path):
 
 
 def test_a_second_process_on_the_same_journal_is_refused(tmp_path):
+    """With the journal locked, `undo-sort` exits 2 "another sort or undo" and `apply_sort` raises JournalBusy; after
+    release it runs. [subprocess]
+    """
     from vitstudio.core.folder import journal
 
     src = _noise_images(tmp_path / "src", 2)
@@ -303,6 +325,9 @@ def test_a_second_process_on_the_same_journal_is_refused(tmp_path):
 
 
 def test_an_undo_killed_at_random_instants_finishes_on_rerun(tmp_path):
+    """4 undos SIGKILLed at random instants finish on rerun with no problems or kept files; source restored, output
+    empty. [subprocess]
+    """
     src = _noise_images(tmp_path / "src", 120)
     original, rng = _digests(src), np.random.default_rng(5)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -14,6 +14,9 @@ from vitstudio.core.train.suggest import _normalised, k_center_greedy, suggest
 
 
 def test_k_center_greedy_picks_the_farthest_point_each_time():
+    """Each pick is the farthest candidate from the chosen set, with its distance; reference: scipy cdist max-min rule
+    written in the test.
+    """
     rng = np.random.default_rng(0)
     x = _normalised(rng.normal(size=(200, 8)))
     centres, candidates = np.arange(5), np.arange(5, 200)
@@ -28,6 +31,7 @@ def test_k_center_greedy_picks_the_farthest_point_each_time():
 
 
 def test_nothing_labelled_covers_the_space():
+    """With no labels, 3 picks (no margin) come one from each of 3 blobs."""
     rng = np.random.default_rng(1)
     blobs = np.concatenate([rng.normal(loc=c, scale=0.05, size=(50, 3)) for c in np.eye(3) * 4])
     picks = suggest(blobs, np.full(150, -1), 3)
@@ -36,6 +40,7 @@ def test_nothing_labelled_covers_the_space():
 
 
 def test_two_labelled_classes_ask_about_the_border():
+    """With two labelled ends of an arc, 5 distinct unlabelled picks with margins lie in the uncertain middle."""
     rng = np.random.default_rng(2)
     t = rng.uniform(0, 1, 300)  # points on an arc from class 0's end (t=0) to class 1's (t=1)
     x = np.stack([np.cos(t * np.pi / 2), np.sin(t * np.pi / 2), 0.01 * rng.normal(size=300)], 1)
@@ -49,6 +54,9 @@ def test_two_labelled_classes_ask_about_the_border():
 
 
 def test_cli_suggests_unlabelled_images_and_writes_nothing(tmp_path, capsys):
+    """`suggest --labels --json` gives 4 unlabelled "uncertain" suggestions with predicted classes; without labels
+    prints 2 and says "cover the folder"; dataset untouched.
+    """
     from vitstudio.cli import main
 
     data = make_dataset(tmp_path / "data", per_class=8)

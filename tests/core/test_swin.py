@@ -67,6 +67,10 @@ def _to_grid(values, cells, h, w, grid):
 
 
 def test_swin_predicts_and_maps_attention_inside_windows(swin, photos):
+    """depth/heads/grid; logits equal timm's forward and transform; token maps (attends-to/by) for three patches equal
+    the window softmax from timm AttentionExtract mapped through roll/pad/window_partition, NaN for absent heads; logits
+    unchanged. [parametrised ×2]
+    """
     loaded = load_model(str(swin))
     assert loaded.depth == 4 and loaded.token_depth == 2 and loaded.num_heads == 2 and loaded.grid_size == (10, 10)
     imgs = [read_image(photos[n]) for n in ("astronaut", "coffee")]
@@ -101,6 +105,9 @@ def test_swin_predicts_and_maps_attention_inside_windows(swin, photos):
 
 
 def test_global_analyses_are_refused_with_the_reason(swin, photos, tmp_path):
+    """heads/rollout/gradient-rollout/distance refused "inside local windows" by explain and CLI (exit 2, no file);
+    exactly token/pca/similarity/norms/filters/IG/occlusion apply; token map via CLI works. [parametrised ×2]
+    """
     from vitstudio.cli import main
 
     loaded = load_model(str(swin))
@@ -124,6 +131,10 @@ def test_global_analyses_are_refused_with_the_reason(swin, photos, tmp_path):
 
 
 def test_swin_stage_embeddings_and_fine_tuning(swin, photos, tmp_path):
+    """Stage tokens equal timm forward_intermediates; coarse-stage similarity is drawn on the patch grid as a 2×2
+    Kronecker upsample; last-blocks fine-tune changes only the last stage and loads in plain timm with equal logits.
+    [parametrised ×2] [fine-tune]
+    """
     from tests.core.family_runs import last_blocks_run
 
     loaded = load_model(str(swin))

@@ -39,7 +39,11 @@ def digits(tmp_path_factory):
 
 
 def test_teachable_split_holds_out_ceil_15_percent_of_each_class():
-    """numValidation = Math.ceil(0.15 · n) per class (ts:226); the counts below are node's Math.ceil(0.15 * n)."""
+    """numValidation = Math.ceil(0.15 · n) per class (ts:226); the counts below are node's Math.ceil(0.15 * n).
+
+    Per class ⌈0.15·n⌉ held out (node's Math.ceil(0.15 * n) for n = 1…100), train and validation disjoint and complete,
+    the same for the same seed; reference: teachable-mobilenet.ts:226.
+    """
     expected = {1: 1, 2: 1, 6: 1, 7: 2, 20: 3, 21: 4, 100: 15}
     labels = np.concatenate([np.full(n, i) for i, n in enumerate(expected)])
     split = teachable_split(labels, seed=3)
@@ -75,6 +79,10 @@ def _tfjs_reference(x, y, classes, w1, b1, w2, order, epochs):
 
 
 def test_teachable_machine_recipe_matches_a_numpy_transcription_and_the_quick_head_beats_it(digits):
+    """The TM head's init is VarianceScaling (σ = √(1/fan_in), cut at 2σ, no second bias); 3 epochs equal a numpy
+    transcription of its Adam/batch-16 loop (hand backprop) within 2e-5; on the same 20 held-out digits the quick head's
+    accuracy ≥ TM's > 0.5; reference: teachable-mobilenet.ts:303-359, tfjs Adam.
+    """
     _, _, features = digits
     split = teachable_split(features.labels)
     x, y = features.features[split.train], features.labels[split.train]
@@ -99,6 +107,10 @@ def test_teachable_machine_recipe_matches_a_numpy_transcription_and_the_quick_he
 
 
 def test_a_refit_is_cancellable_and_reports_per_class_accuracy_from_its_confusion(digits):
+    """A cancelled token stops the refit; per-class accuracy equals the held-out samples' argmax recomputed; the
+    confusion counts every held-out sample; probabilities sum to 1; "record more of" names the class held out worst and
+    what it is taken for (a made-up 3-class result: b, taken for c), a cell's paths are its samples.
+    """
     _, _, features = digits
     cancel = CancelToken()
     cancel.cancel()
@@ -127,6 +139,11 @@ def test_a_refit_is_cancellable_and_reports_per_class_accuracy_from_its_confusio
 
 
 def test_a_teach_project_is_a_dataset_the_other_tools_read_and_a_frame_added_twice_is_one_sample(digits, tmp_path):
+    """Frames added twice are one file; labels.csv reads back as the folders; `scan_dataset(PROJECT)` (what finetune and
+    the Training tab read) has the classes and files; it reopens the same; adding one sample embeds only it; on its
+    non-square (40×24, 24×40) samples the preview's path gives the fitted probabilities (1e-5) and the plain-timm export
+    agrees on all 4.
+    """
     from vitstudio.core.data.datasets import scan_dataset
     from vitstudio.core.data.labels_file import read_labels_file
 
@@ -154,6 +171,9 @@ def test_a_teach_project_is_a_dataset_the_other_tools_read_and_a_frame_added_twi
 
 
 def test_compare_names_the_sample_that_differs_and_how(digits):
+    """An artefact whose top-1 moved on one sample and |Δp| = 1e-3 on another names exactly those two, with how; the
+    unperturbed one is equal.
+    """
     _, _, features = digits
     result = fit_features(features, "quick")
     paths, expected = list(result.paths[:5]), result.probabilities[:5].astype(np.float64)
@@ -187,6 +207,10 @@ def cli_export(digits, tmp_path_factory):
 
 
 def test_teach_cli_fits_reports_and_exports_artefacts_that_predict_as_the_app(cli_export):
+    """`teach PROJECT --export DIR --json` on 3 digit classes: exit 0, 24/6 split, per-class accuracy = the confusion's
+    diagonal share, timm/ONNX/seed each run on all 30 samples with |Δp| ≤ 1e-4 and no difference; the run folder loads
+    in plain timm here and predicts a 5 as 5; the class-folder tree gets no file.
+    """
     import timm
 
     from vitstudio.core.data.images import read_image
@@ -215,6 +239,9 @@ def test_teach_cli_fits_reports_and_exports_artefacts_that_predict_as_the_app(cl
     ("one-class", "teaching needs at least two"), ("not-a-folder", "is not a folder"),
     ("tm-export", "export with --recipe quick"), ("bad-settings", "is not valid JSON")])
 def test_teach_cli_bad_input_is_one_line_and_writes_nothing(case, says, tmp_path, capsys):
+    """A class with no samples, one sample, one class, no folder, the TM recipe with --export, a damaged settings.json:
+    exit 2, one `error:` line saying which, nothing written. [parametrised ×6]
+    """
     folder = tmp_path / "p"
     for name, n in {"a": 3, "b": {"empty-class": 0, "one-sample": 1}.get(case, 3)}.items():
         if case == "one-class" and name == "b":
@@ -238,7 +265,14 @@ def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(t
     """Classes from words: with no samples the refit gives the card names' zero-shot head, whose logits are OpenCLIP's
     own `build_zero_shot_classifier` ones (written here from its loading of the folder); two samples a class and the
     fitted head takes over, the zero-shot head's accuracy on its held-out samples beside it; a model without a text
-    tower says what is missing."""
+    tower says what is missing.
+
+    Classes from words: a tiny CLIP-style model (its own two prompt templates) on a project with no samples refits to
+    the card names' zero-shot head, whose logits on a 48×32 frame equal OpenCLIP's `build_zero_shot_classifier` × logit
+    scale on its own loading (1e-5; folder names as words); two samples a class and the quick head takes over, the
+    zero-shot head's accuracy on its 3 held-out samples beside it (equal to the argmax of those logits on the samples,
+    computed here); the demo (no text tower) says the class has no samples.
+    """
     import open_clip
 
     from tests.core.test_openclip import CLIP_CFG, _build
@@ -279,7 +313,13 @@ def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(t
 def test_the_preview_frame_has_the_heads_bars_and_the_registrys_map_drawn_over_what_the_model_sees(digits):
     """The live preview: the head's probabilities most likely first (as image_probabilities), the Attention tab's
     rollout through the registry (`explain`) only when asked, drawn inside the model's crop of a non-square frame and
-    nowhere else (the caption bar below aside)."""
+    nowhere else (the caption bar below aside).
+
+    The live preview's frame (a digit in a 64×40 frame): the head's probabilities most likely first, equal to
+    `image_probabilities` (1e-6); with rollout the map is the registry's (`explain`, 1e-6), none unless asked; the
+    annotated picture differs from the map-less one only inside the model's centre crop (columns checked), the caption
+    bar aside; no head, no labels.
+    """
     from vitstudio.core.analysis.explain import explain
     from vitstudio.core.play.frames import CAPTION, annotate
     from vitstudio.core.teach.preview import preview_frame
@@ -310,7 +350,13 @@ def test_augmentation_is_off_by_default_and_fits_on_views_of_the_training_sample
     """The head is fitted on the training samples' own features unless the project asks for augmentation; then also on
     two views of each: with every view flipped and uncropped, each equals the mirrored sample's features computed here
     through the eval path (PIL's mirror), and the head moves; with the real crop and flip most views differ from their
-    sample. Validation is never augmented."""
+    sample. Validation is never augmented.
+
+    By default the head is fitted on exactly the training samples' features; with the project's augment setting on, also
+    on two views of each (labels repeated, validation split unchanged): with every view flipped and uncropped each
+    equals the PIL-mirrored sample's features through the eval path (1e-5) and the head moves; with the real crop
+    (0.5–1) and flip most views differ from their sample.
+    """
     from dataclasses import replace
 
     from PIL import ImageOps

@@ -36,6 +36,9 @@ def _batches(loaded, files, decoder):
                                     dict(interpolation="bilinear", crop_pct=1.0, crop_mode="squash")],
                          ids=["bicubic-center", "bilinear-squash"])
 def test_tensor_path_agrees_with_pil_on_real_photos(jpegs, config):
+    """Tensor vs PIL batches: mean pixel difference < 1 uint8 level, top-1 equal, logits within 5 % of range
+    (bicubic-center, bilinear-squash); reference: the PIL path. [parametrised ×2]
+    """
     torch.manual_seed(0)
     loaded = load_model(SPEC)
     loaded.data_config.update(config)
@@ -83,6 +86,7 @@ def test_files_the_tensor_decoder_cannot_take_fall_back_one_by_one(jpegs, tmp_pa
 
 
 def test_decoder_choice():
+    """Auto → PIL on CPU; explicit tensor/pil honoured; crop_mode "border" falls back to PIL; unknown decoder raises."""
     loaded = load_model(SPEC)
     from vitstudio.core.inference import use_tensor_decoder
 
@@ -96,6 +100,7 @@ def test_decoder_choice():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (nvJPEG)")
 def test_gpu_decode_matches_the_cpu_path(jpegs):
+    """nvJPEG decode within 2 levels of CPU; GPU batches' top-1 equal PIL's. [CUDA only]"""
     files = [tensor_decode.read_bytes(str(p)) for p in jpegs]
     cpu = tensor_decode.decode(files, "cpu")
     gpu = tensor_decode.decode(files, "cuda")
@@ -133,7 +138,10 @@ def test_training_cache_built_by_the_tensor_decoder(jpegs, tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (nvJPEG)")
 def test_gpu_training_cache_matches_pils(jpegs, tmp_path):
     """A run's decoded-image cache built on the training GPU (what 'auto' does there) against PIL's: same shapes
-    and failures, pixels within nvJPEG's and the resampler's rounding."""
+    and failures, pixels within nvJPEG's and the resampler's rounding.
+
+    [CUDA only]
+    """
     from tests.core.generators import drain
     from vitstudio.core.data.imagecache import build_cache
 

@@ -97,6 +97,10 @@ def _openclip_predictions(folder, loaded, paths, classes, templates) -> np.ndarr
 @pytest.mark.parametrize("which,preset,prompt", [("clip", "quick", "{}"), ("clip", "linear-probe", None),
                                                  ("siglip", "quick", None)])
 def test_first_validation_is_the_zero_shot_accuracy(which, preset, prompt, data, clip_dir, siglip_dir, tmp_path):
+    """The recorded head start (live and on disk) has OpenCLIP's templates and val_acc equal to OpenCLIP's zero-shot
+    accuracy on the val split (> 0.5); text_head recorded; run logits equal plain timm; reference: OpenCLIP's
+    build_zero_shot_classifier. [parametrised ×3] [fine-tune]
+    """
     folder = clip_dir if which == "clip" else siglip_dir
     out = tmp_path / "run"
     config = make_config(data, str(folder), out, preset, epochs=2, batch_size=8, val_ratio=0.5, hflip=0.0,
@@ -137,6 +141,7 @@ def test_folded_head_ranks_classes_as_zero_shot_per_image(data, clip_dir):
 
 
 def test_without_text_the_head_starts_at_random_and_says_so(data, clip_dir, tmp_path):
+    """`text_head=False` records from_text False, "random", no val_acc. [fine-tune]"""
     out = tmp_path / "run"
     config = make_config(data, str(clip_dir), out, "quick", epochs=1, text_head=False, val_ratio=0.5, device="cpu")
     run(fine_tune(config))
@@ -145,6 +150,7 @@ def test_without_text_the_head_starts_at_random_and_says_so(data, clip_dir, tmp_
 
 
 def test_a_prompt_without_a_slot_is_refused_before_anything_runs(data, clip_dir, tmp_path):
+    """A prompt without "{}" raises "exactly once" and creates no run folder."""
     config = make_config(data, str(clip_dir), tmp_path / "run", "quick", prompt="a photo")
     with pytest.raises(ValueError, match="exactly once"):
         run(fine_tune(config))
@@ -152,7 +158,11 @@ def test_a_prompt_without_a_slot_is_refused_before_anything_runs(data, clip_dir,
 
 
 def test_which_base_models_may_have_a_text_tower(clip_dir, tmp_path):
-    """What the Training form asks (offline) before it offers to start the head from the class names."""
+    """What the Training form asks (offline) before it offers to start the head from the class names.
+
+    `may_have_text_tower` true for OpenCLIP folders/specs and uncached hf-hub, false for timm names, custom specs, timm
+    folders, empty.
+    """
     from tests.conftest import TINY_SPEC
     from vitstudio.core.models.loading import may_have_text_tower
 
@@ -181,6 +191,7 @@ def test_headless_models_say_how_to_get_classes(clip_dir, data, tmp_path, capsys
 
 
 def test_eval_of_a_clip_model_is_its_zero_shot_accuracy_on_the_folder(data, clip_dir, capsys):
+    """`eval --prompt` on a CLIP model prints its zero-shot accuracy equal to OpenCLIP's on 36 images."""
     from vitstudio.cli import main
 
     assert main(["eval", str(data), "--model", str(clip_dir), "--device", "cpu", "--prompt", "{}"]) == 0
@@ -192,6 +203,9 @@ def test_eval_of_a_clip_model_is_its_zero_shot_accuracy_on_the_folder(data, clip
 
 
 def test_the_model_card_of_a_clip_model_without_classes_says_how_to_get_them(clip_dir):
+    """Card head names Classes box/--classes for CLIP, not "none" once classes given, "fine-tune a head" for a headless
+    ViT.
+    """
     from vitstudio.core.models.modelcard import model_card
     from vitstudio.core.models.zeroshot import with_classes
 

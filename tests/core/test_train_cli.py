@@ -26,6 +26,8 @@ def trained(tmp_path_factory):
 
 
 def test_finetune_cli_writes_a_run_and_refuses_to_overwrite(trained, capsys):
+    """A finished run has model and status; rerun into it or into the dataset is exit 2 "never overwritten". [fine-tune]
+    """
     data, out = trained
     assert (out / "model.safetensors").is_file()
     assert json.loads((out / "status.json").read_text())["status"] == "finished"
@@ -35,6 +37,9 @@ def test_finetune_cli_writes_a_run_and_refuses_to_overwrite(trained, capsys):
 
 
 def test_eval_matches_scikit_learn(trained, tmp_path, capsys):
+    """Eval JSON confusion matrix, per-class precision/recall/F1/support and misclassified count equal scikit-learn on
+    the model's own predictions; reference: sklearn.metrics.
+    """
     from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
     data, out = trained
@@ -84,6 +89,11 @@ def test_eval_on_a_run_uses_its_validation_split_however_named(trained, capsys):
 
 
 def test_onnx_export_matches(trained, tmp_path, capsys):
+    """ONNX export matches PyTorch in onnxruntime (atol 1e-4); opset 13 refused; metadata
+    labels/mean/input_size/interpolation; `--format onnx --out` works; reference: onnxruntime. An output folder that
+    does not exist yet is made; a file where a folder should be is one line, exit 1 (a traceback on the temporary file,
+    exit 0: the walk).
+    """
     pytest.importorskip("onnxruntime")
     _, out = trained
     onnx_file = tmp_path / "m.onnx"
@@ -119,6 +129,7 @@ def test_onnx_export_matches(trained, tmp_path, capsys):
 
 
 def test_export_attention_over_training(trained, tmp_path, capsys):
+    """Exports a GIF with one frame per epoch; a non-run model is exit 2 "not a run folder"."""
     _, out = trained
     assert main(["export", str(out), "--out", str(tmp_path / "a.gif")]) == 0
     import imageio.v3 as iio
@@ -129,6 +140,7 @@ def test_export_attention_over_training(trained, tmp_path, capsys):
 
 
 def test_digits_demo_dataset(tmp_path):
+    """`render_digits` makes 10 classes, 1797 images, 32×32 white paper with dark ink."""
     from PIL import Image
 
     from vitstudio.core.data.datasets import scan_dataset
@@ -141,6 +153,7 @@ def test_digits_demo_dataset(tmp_path):
 
 
 def test_bundled_demo_model_reads_the_sample_digits():
+    """The bundled demo has digit labels, reads every sample digit correctly, eval accuracy ≥ 0.95."""
     from vitstudio.core.data.images import read_image
     from vitstudio.core.inference import classify
     from vitstudio.core.models.demo import bundled_demo, sample_images
@@ -160,7 +173,11 @@ def test_bundled_demo_model_reads_the_sample_digits():
 
 def test_augmentation_and_balance_flags(tmp_path, capsys):
     """Augmentation is set from the CLI and recorded; photometric augmentation runs on timm's PIL path; an
-    imbalanced dataset warns, and --balance weighs the classes instead."""
+    imbalanced dataset warns, and --balance weighs the classes instead.
+
+    Augmentation flags recorded in train_config; imbalance warns (stderr and status); `--balance` silences it with
+    inverse-frequency class weights; bad scale range is exit 2. [fine-tune]
+    """
     from tests.core.synthetic_data import COLOURS
     from vitstudio.core.train.engine import class_weights
     from vitstudio.core.train.recipes import TrainConfig
@@ -206,6 +223,7 @@ def _finetune_parser():
 
 
 def test_finetune_has_an_option_for_every_setting_named_after_its_field(capsys):
+    """Every TrainConfig field (but `extra`) has a `--field-name` option in help; old aliases still listed."""
     import dataclasses
 
     from vitstudio.core.train.recipes import TrainConfig
@@ -286,6 +304,9 @@ def test_a_new_field_in_the_schema_becomes_an_option():
 
 
 def test_range_errors_name_the_field_and_its_range(tmp_path, capsys):
+    """Out-of-range lr, mean, min_lr_ratio, crop_pct give exactly "error: <field> (<label>) must be in <range>, not
+    <v>." and no run folder.
+    """
     data = make_dataset(tmp_path / "data", per_class=4)
     for option, message in ((["--lr", "0"], "lr (learning rate) must be in (0, 10], not 0."),
                             (["--mean", "2", "0", "0"],

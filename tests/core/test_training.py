@@ -39,6 +39,10 @@ def _config(data, out, **kw):
 
 
 def test_engine_learns_and_writes_a_complete_run(data, tmp_path):
+    """12-epoch scratch run reaches ≥ 0.75 val acc; dataset untouched; all run files, metrics rows, tensorboard,
+    class_indices; eval report; the broken image recorded as skipped and the readme.txt as ignored, with reasons; probe
+    snapshots replay; plain timm loads with label names and equal logits; no overwrite. [fine-tune]
+    """
     before = tree_state(data)
     result, records = run(fine_tune(_config(data, tmp_path / "run")))
     assert tree_state(data) == before  # nothing written under the dataset root
@@ -83,6 +87,9 @@ def test_engine_learns_and_writes_a_complete_run(data, tmp_path):
 
 
 def test_cancel_is_fast_and_resume_continues(data, tmp_path):
+    """A cancel from another thread ends the run within 2 s; resume continues at the next epoch to 39 with each epoch
+    logged once. [fine-tune]
+    """
     out = tmp_path / "run"
     cancel = CancelToken()
     cancelled_at = []
@@ -106,6 +113,7 @@ def test_cancel_is_fast_and_resume_continues(data, tmp_path):
 
 
 def test_pause_and_resume(data, tmp_path):
+    """While paused the generator blocks; after resume it continues and finishes. [fine-tune]"""
     cancel = CancelToken()
     gen = fine_tune(_config(data, tmp_path / "run", epochs=3, batch_size=4), cancel)
     while not isinstance(next(gen), StepProgress):
@@ -123,6 +131,7 @@ def test_pause_and_resume(data, tmp_path):
 
 
 def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypatch):
+    """An interrupt before rename leaves the previous checkpoint and no temp file."""
     path = tmp_path / CHECKPOINT
     atomic_torch_save({"epoch": 1, "w": torch.ones(3)}, path)
 
@@ -137,6 +146,7 @@ def test_interrupted_checkpoint_write_keeps_the_previous_one(tmp_path, monkeypat
 
 
 def test_presets_freeze_what_they_say(data, tmp_path):
+    """Linear-probe trains only head; last-blocks head, norm, last two blocks; full everything."""
     from vitstudio.core.train.model_prep import freeze as _freeze
 
     model = timm.create_model("vit_base_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
@@ -155,7 +165,11 @@ def test_presets_freeze_what_they_say(data, tmp_path):
 
 def test_seed_preset_matches_the_recipe(tmp_path):
     """The preset's optimizer is upstream's `optim.SGD(pg, lr, momentum=0.9, weight_decay=5E-5)` (no Nesterov):
-    three steps on the same gradients give the same parameters and momentum buffers."""
+    three steps on the same gradients give the same parameters and momentum buffers.
+
+    Seed preset hyper-parameters; its optimizer is plain SGD (no Nesterov) and 3 steps equal upstream's `optim.SGD(pg,
+    lr, momentum=0.9, weight_decay=5E-5)` in parameters and momentum buffers; reference: upstream train.py recipe.
+    """
     from tests.conftest import make_tiny_vit
     from vitstudio.core.train.model_prep import freeze as _freeze
     from vitstudio.core.train.optimizer import make_optimizer
@@ -191,7 +205,11 @@ def test_seed_preset_matches_the_recipe(tmp_path):
 
 
 def test_upstream_split_rule_is_read_split_data(tmp_path):
-    """The upstream rule reproduces train.py's read_split_data, transcribed here from upstream utils.py."""
+    """The upstream rule reproduces train.py's read_split_data, transcribed here from upstream utils.py.
+
+    `upstream_split` equals upstream utils.py read_split_data transcribed in the test (random.seed(0), its extensions,
+    .jpeg excluded); reference: upstream utils.py.
+    """
     import os
     import random
 
@@ -238,6 +256,9 @@ def test_seed_lr_schedule_is_the_recipe_cosine():
 
 
 def test_config_errors(data, tmp_path):
+    """Output inside the dataset and unknown preset raise; an empty dataset raises DatasetError and leaves no output
+    folder.
+    """
     with pytest.raises(ValueError, match="inside the dataset"):
         _config(data, data / "runs" / "x").validate()
     with pytest.raises(ValueError, match="Unknown preset"):
@@ -252,6 +273,9 @@ def test_config_errors(data, tmp_path):
 
 
 def test_attention_over_training_exports_as_gif_and_mp4(data, tmp_path):
+    """GIF has one ≥ 256-px frame per epoch matching `frames` within palette error; MP4 has 3 frames; other extensions
+    raise. [fine-tune]
+    """
     import imageio.v3 as iio
 
     from vitstudio.core.train.probe import frames, read_snapshots, write_animation

@@ -118,6 +118,9 @@ def _dinov2_registers(folder):
                          ids=["vit", "deit-distilled", "deit", "dinov2", "dinov2-swiglu", "dinov2-registers", "beit",
                               "beit-shared-bias", "beit-no-layer-scale"])
 def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, photos):
+    """id2label labels; on four photos our pixels equal the transformers PIL processor's and logits equal transformers'
+    own model; reference: transformers. [parametrised ×9]
+    """
     folder = tmp_path / "checkpoint"
     reference, processor = make(folder)
     loaded = load_model(str(folder))
@@ -137,6 +140,7 @@ def test_transformers_checkpoint_predicts_like_transformers(make, tmp_path, phot
 
 
 def test_transformers_checkpoint_fine_tunes_and_explains(tmp_path, photos):
+    """A transformers ViT gives a rollout map and fine-tunes into a run with the new labels. [fine-tune]"""
     from tests.core.generators import drain
     from tests.core.synthetic_data import make_dataset
     from vitstudio.core.analysis.explain import explain
@@ -155,7 +159,10 @@ def test_transformers_checkpoint_fine_tunes_and_explains(tmp_path, photos):
 
 def test_dinov2_headless_and_fine_tuned(tmp_path, photos):
     """A headless Dinov2Model predicts nothing but explains (its class token pools), and a DINOv2 classifier
-    fine-tunes into a plain timm ViT (new head on the class token) that plain timm loads with the same logits."""
+    fine-tunes into a plain timm ViT (new head on the class token) that plain timm loads with the same logits.
+
+    [fine-tune]
+    """
     import timm
 
     from tests.core.generators import drain
@@ -189,6 +196,7 @@ def test_dinov2_headless_and_fine_tuned(tmp_path, photos):
 
 
 def test_unsupported_transformers_models_say_so(tmp_path):
+    """A transformers Swin config is refused "model type 'swin' is not supported yet"."""
     folder = tmp_path / "swin"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "swin", "hidden_size": 32}))
@@ -197,7 +205,10 @@ def test_unsupported_transformers_models_say_so(tmp_path):
 
 
 def test_transformers_repo_from_the_hub_cache(tmp_path, photos):
-    """`hf-hub:org/repo` in transformers' format, from the local HF cache (offline), converts the same way."""
+    """`hf-hub:org/repo` in transformers' format, from the local HF cache (offline), converts the same way.
+
+    `hf-hub:` repo in transformers format from a fake HF cache loads with labels and logits equal transformers'.
+    """
     from pathlib import Path
 
     from huggingface_hub import constants
@@ -217,7 +228,10 @@ def test_transformers_repo_from_the_hub_cache(tmp_path, photos):
 def test_dinov2_swiglu_fine_tunes_saves_and_reloads(tmp_path, photos, monkeypatch):
     """DINOv2 with SwiGLU (the giant layout) through `vitstudio finetune`: config.json's model_args are JSON and
     rebuild the model in plain timm (`timm.create_model(architecture, **model_args)`), and the run folder gives
-    the logits of the model that was in memory when it was saved."""
+    the logits of the model that was in memory when it was saved.
+
+    [fine-tune]
+    """
     import copy
 
     import timm
@@ -255,7 +269,10 @@ def test_dinov2_swiglu_fine_tunes_saves_and_reloads(tmp_path, photos, monkeypatc
 
 
 def test_a_run_that_cannot_save_its_model_says_failed(tmp_path, monkeypatch):
-    """A failure while writing the model folder ends the run with status.json saying 'failed', not 'running'."""
+    """A failure while writing the model folder ends the run with status.json saying 'failed', not 'running'.
+
+    [fine-tune]
+    """
     from tests.core.generators import drain
     from tests.core.synthetic_data import make_dataset
     from vitstudio.core.train import engine
@@ -279,7 +296,10 @@ def test_a_run_that_cannot_save_its_model_says_failed(tmp_path, monkeypatch):
 @pytest.mark.parametrize("family", ["vit", "deit"])
 def test_headless_model_explains_and_refuses_to_predict_in_one_line(family, tmp_path, photos, capsys):
     """A headless ViTModel / DeiTModel loads for features and attention (its card says it has no classifier head);
-    `predict` refuses in one line with exit 2 saying what to do instead, and so does the core path the app uses."""
+    `predict` refuses in one line with exit 2 saying what to do instead, and so does the core path the app uses.
+
+    [parametrised ×2]
+    """
     from vitstudio.cli import main
     from vitstudio.core.analysis import attention
     from vitstudio.core.inference import NoClassifierHead, classify

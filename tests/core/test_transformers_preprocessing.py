@@ -122,6 +122,9 @@ def images_for(case: str, photos) -> list[Image.Image]:
 
 @pytest.mark.parametrize("case", [*CASES, *EXTRA])
 def test_pixels_and_logits_equal_transformers(case, tmp_path, photos):
+    """For each accepted processor option (crop ratios, non-square resize/crop, odd margins, resample filters, rescale):
+    pixels within 1e-3 levels, logits within 1e-5; reference: transformers' processor and model. [parametrised ×19]
+    """
     family, image, patch, options = {**CASES, **EXTRA}[case]
     model, processor = _checkpoint(tmp_path / "checkpoint", family, image, patch, **options)
     pixel, logit, shape = compare(tmp_path / "checkpoint", model, processor, images_for(case, photos))
@@ -131,7 +134,11 @@ def test_pixels_and_logits_equal_transformers(case, tmp_path, photos):
 
 
 def test_exact_preprocessing_everywhere(tmp_path, photos):
-    """The folder path (crops read by threads) and the tensor decoder's choice use the same exact steps."""
+    """The folder path (crops read by threads) and the tensor decoder's choice use the same exact steps.
+
+    Such a model uses the PIL path (tensor decoder unsupported), card names the processor resize, `classify_files` top
+    prob equals transformers'.
+    """
     from vitstudio.core.data import tensor_decode
     from vitstudio.core.inference import classify_files
     from vitstudio.core.models.modelcard import model_card
@@ -156,6 +163,9 @@ def test_exact_preprocessing_everywhere(tmp_path, photos):
     (dict(size={"height": 32, "width": 32}, resample=7), "resample"),
 ])
 def test_options_that_cannot_be_reproduced_are_refused_by_name(options, named, tmp_path):
+    """do_resize=False, longest_edge, crop larger than resize, do_pad, unknown resample raise ModelLoadError naming the
+    option. [parametrised ×5]
+    """
     folder = tmp_path / "checkpoint"
     _model("vit", 32, 8).save_pretrained(folder)
     (folder / "preprocessor_config.json").write_text(json.dumps({"image_processor_type": "ViTImageProcessor",
@@ -166,7 +176,10 @@ def test_options_that_cannot_be_reproduced_are_refused_by_name(options, named, t
 
 def test_a_fine_tuned_run_keeps_the_exact_preprocessing(tmp_path, photos):
     """The run folder records the processor's resize (config.json, under `vitstudio`): reloaded, the run sees the
-    pixels its validation saw during training, the processor's own; plain timm still reads its crop_pct."""
+    pixels its validation saw during training, the processor's own; plain timm still reads its crop_pct.
+
+    [fine-tune]
+    """
     import timm
 
     from tests.core.generators import drain

@@ -49,6 +49,13 @@ def _build_leftovers() -> dict:
 
 
 def test_a_wheel_installs_the_commands_the_demo_and_the_samples(tmp_path):
+    """A wheel built from the checkout and installed with `--prefix` gives `vitstudio` and `vitstudio-gui`, the bundled
+    demo and the six sample images under the prefix's share/vitstudio, found by the package alone (run from another
+    folder), `models --local` lists the installed demo and `predict --model digits-vit` predicts a sample's digit (issue
+    49 item 2; both through the installed package's `python -m vitstudio`, run by runpy in the one process that finds
+    the package, demo and samples: was three processes); building the wheel writes no build/ or egg-info into the
+    checkout (item 14). [subprocess]
+    """
     import json
 
     before = _build_leftovers()

@@ -52,6 +52,9 @@ def first_start(tmp_path_factory):
 
 
 def test_first_start_opens_on_the_demo_and_its_samples(first_start):
+    """No settings: the bundled demo loads, its sample digits open (recent files), `--screenshot` writes a ≥ 800×500
+    image. [subprocess]
+    """
     res, tmp, data_dir = first_start
     assert "Loaded Digits demo (bundled)" in res.stderr
     assert "digit-" in _conf(data_dir).read_text()  # the sample digits were opened (they are now recent files)
@@ -62,7 +65,10 @@ def test_first_start_opens_on_the_demo_and_its_samples(first_start):
 
 def test_window_shows_before_torch_is_imported(first_start):
     """The main window's frame paints before torch/timm have loaded (issue 30, item 7); the panels follow once they
-    have. (That images open into the frame and wait for the model: test_main_window.py.)"""
+    have. (That images open into the frame and wait for the model: test_main_window.py.)
+
+    [subprocess]
+    """
     res, _, _ = first_start
     paints = [line.split() for line in res.stdout.splitlines() if line.startswith("first-paint")]
     assert [p[1] for p in paints] == ["main", "panels"]
@@ -71,6 +77,9 @@ def test_window_shows_before_torch_is_imported(first_start):
 
 
 def test_a_crash_is_logged_and_the_next_start_says_so(first_start):
+    """A SIGSEGV after CrashLog.begin writes crash.log; the same first start names crash.previous.log, a clean exit
+    removes markers, the next start reads no crash (CrashLog in-process). [subprocess]
+    """
     res, _, data_dir = first_start
     previous = data_dir / "crash.previous.log"
     assert f"ViT Studio closed unexpectedly last time; the log is at {previous}" in res.stderr
@@ -119,7 +128,13 @@ def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_im
                                                                                           photos, recwarn, capfd):
     """main.py IMAGE --screenshot PNG with a remembered model that no longer exists: the demo, the image. The
     screenshot's window, sized for the picture, leaves the user's window geometry as it was (none saved here): runs
-    sharing the data folder left the next window at 1030×281."""
+    sharing the data folder left the next window at 1030×281.
+
+    `main.py IMAGE --screenshot PNG`'s window with a remembered model that is gone: the demo loads (the log says so),
+    the image is the strip's one and is remembered, the fallback's watch ends once (no "Failed to disconnect" warning or
+    stderr line), the screenshot is ≥ 800×500 (was `test_screenshot_mode[False]` and half of the first-start test).
+    [window]
+    """
     data_dir = Path(os.environ["VITSTUDIO_DATA_DIR"])  # this test's own (tests/conftest.py)
     _conf(data_dir).parent.mkdir(parents=True, exist_ok=True)
     _conf(data_dir).write_text("[General]\nmodel=/nonexistent/model\n")
@@ -138,7 +153,12 @@ def test_a_remembered_model_that_is_gone_falls_back_to_the_demo_and_shows_the_im
 
 def test_screenshot_with_a_model_from_the_command_line(main_py_window, tmp_path, photos, tiny_weights):
     """main.py IMAGES --model ... --weights ... --screenshot PNG renders once everything finished (that main.py
-    then exits: the first start's process)."""
+    then exits: the first start's process).
+
+    `main.py IMAGE --model … --weights … --screenshot PNG`'s window loads that model with those weights (no demo) and
+    saves a ≥ 800×500 image once idle (that main.py exits 0 after its screenshot: the first start's process) (was
+    `test_screenshot_mode[True]`). [window]
+    """
     window = main_py_window([str(photos["chelsea"]), "--screenshot", str(tmp_path / "s.png"), "--model", TINY_SPEC,
                              "--weights", str(tiny_weights[0])])
     log = window.log_view.toPlainText()
@@ -151,7 +171,12 @@ def test_screenshot_with_a_model_from_the_command_line(main_py_window, tmp_path,
 @pytest.mark.parametrize("stacks", ["Fatal Python error: Segmentation fault\n", ""], ids=["segfault", "kill-9"])
 def test_the_crash_notice_is_in_sight_not_modal_with_its_log(window, qtbot, tmp_path, stacks, monkeypatch):
     """After a segfault the notice was only in the hidden Log dock; after kill -9 a modal box came with its OK button
-    clipped (issue 29, item 9). One notice in the status bar, not modal, linking the log it left (or the folder)."""
+    clipped (issue 29, item 9). One notice in the status bar, not modal, linking the log it left (or the folder).
+
+    After a segfault (stacks kept) or a kill -9 (none): the window's status-bar notice says the last session closed
+    unexpectedly, links crash.previous.log (or the data folder), no modal box, its × inside a 1280×720 window (issue 29,
+    item 9). [window] [parametrised ×2]
+    """
     from PySide6.QtWidgets import QApplication
 
     from vitstudio.gui import crash_log

@@ -14,6 +14,9 @@ from vitstudio.gui import workers
 
 
 def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):
+    """Model bar precision/device and view state mirror each other both ways; invalid precision refused; a load without
+    device uses the bar's; the model is held only by AppState. [window]
+    """
     view, bar = window.state.view, window.model_panel
     bar.precision.setCurrentText("fp32")  # a user's choice reaches the state …
     assert view.precision == "fp32"
@@ -33,6 +36,9 @@ def test_model_bar_mirrors_the_app_view_state(window, qtbot, tiny_weights):
 
 
 def test_errors_reach_one_notifier_as_exception_objects(window, qtbot):
+    """A job's OSError reaches `state.error` as a Notice with the exception, message and traceback, and shows in log
+    view and status bar. [window]
+    """
     notices = []
     window.state.error.connect(notices.append)
 
@@ -49,6 +55,10 @@ def test_errors_reach_one_notifier_as_exception_objects(window, qtbot):
 
 
 def test_folder_filters_live_in_the_view_state(panel, qtbot, tmp_path):
+    """Folder filters set on the view state filter rows (checked against numpy on the results) and update widgets;
+    widget clicks update state; reopening the folder keeps the predicted filter shown in its rebuilt combo; reset
+    restores all rows. [panel]
+    """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
     data = render_digits(tmp_path / "digits", per_class=6)
@@ -108,7 +118,13 @@ def test_the_model_bar_lists_the_demo_once(qtbot):
 def test_a_long_error_is_elided_beside_the_error_button_not_cut_under_it(window, qtbot):
     """Issue 29, item 12: QStatusBar cut a long message at its permanent widgets' edge without a sign. It is elided
     in the middle to the room they leave (what failed, first, and how, last, stay), the whole text in the tooltip and
-    the log."""
+    the log.
+
+    At 1280×720 a 700-character error is elided in the middle (its start and end kept) to fit left of the error button,
+    which stays inside the bar; the whole text is in the tooltip, the log and `window.passing.text`; a short message
+    after it is whole with no tooltip. [window] It ends 16 px before the jobs label ("cpu · fp32 · RAM…"; it touched it:
+    the walk).
+    """
     window.resize(1280, 720)
     qtbot.wait(50)
     whole = "Could not read " + "/very/long/folder/name" * 30 + "/photo.jpg: the file is truncated"
@@ -129,7 +145,13 @@ def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window)
     """The walk: the model bar marks each model ● (weights here) ○ (from the hub) · (none), but the Training tab's
     base model and Compare's second model listed plain specs, so a user picked a base model with no weights here
     and learnt it at Start. They carry the same marks as icons with the meaning as tooltip; the text stays the spec
-    (what the fields read and the user types)."""
+    (what the fields read and the user types).
+
+    The Training tab's base model and Compare's second model list every model of the bar with its mark (★ ● ○ ·) as an
+    icon and its meaning as tooltip, the text the spec (the walk: a base model without weights here was learnt of only
+    at Start).; their open lists are wide enough for a long timm name whole (the boxes are ~190 px at 1280×720: the walk
+    read them elided). [window]
+    """
     from PySide6.QtCore import Qt
 
     from vitstudio.core.models.demo import bundled_demo
@@ -154,7 +176,10 @@ def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window)
 def test_a_run_that_ends_is_listed_in_every_model_list_at_once(window):
     """The walk: a run trained in this session was missing from the Training tab's base models (and Compare's and
     the model bar's lists) until a restart. When a run ends, what models/ holds anew is listed after the demo in the
-    three lists, marked ●; what each field holds stays."""
+    three lists, marked ●; what each field holds stays.
+
+    [window]
+    """
     import shutil
 
     from vitstudio.core.models.catalog import models_dir
@@ -207,7 +232,10 @@ def test_a_model_picked_from_the_list_loads_and_return_on_a_listed_name_asks_onc
 def test_a_run_warnings_newer_figures_replace_it_in_the_status_bar_not_the_log(window):
     """A run warning said once (log and status bar) is updated each epoch: the status bar shows the newer figures
     while it still shows the warning (it kept "53.6 % after 2 epochs" while the panel said 56.9 % after 7), the log
-    is not filled with every update, and a withdrawn warning leaves the status bar."""
+    is not filled with every update, and a withdrawn warning leaves the status bar.
+
+    [window]
+    """
     from vitstudio.core.train.records import RunWarning
 
     panel = window.training

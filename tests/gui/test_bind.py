@@ -25,6 +25,9 @@ class ToyView(ViewState):
 
 
 def test_declared_fields_are_typed_and_each_has_its_own_event():
+    """Annotation types become the fields' kinds; `events.layer` hears only the layer, once per change; bad
+    type/range/choice refused; instances do not share values.
+    """
     state = ToyView()
     assert state.fields()["layer"].kind is int and state.fields()["text"].kind is str
     assert state.fields()["fusion"].kind is str and state.fusion == "mean"
@@ -46,6 +49,10 @@ def test_declared_fields_are_typed_and_each_has_its_own_event():
 
 
 def test_controls_follow_the_state_and_the_state_follows_the_controls(qtbot):
+    """A combo gets the spec's choices, spin boxes and sliders its range (an open end one step in); user edits (combo
+    text or data, double spin, line edit stripped, check box) reach the state; state updates reach the controls once
+    each, with no echo.
+    """
     state = ToyView()
     fusion, discard, opacity, mask = QComboBox(), QDoubleSpinBox(decimals=2, singleStep=0.05), QSlider(Qt.Horizontal), \
         QSpinBox()
@@ -80,6 +87,7 @@ def test_controls_follow_the_state_and_the_state_follows_the_controls(qtbot):
 
 
 def test_a_value_the_spec_refuses_is_put_back_from_the_state(qtbot):
+    """A control wider than its field: a refused value is replaced by the state's."""
     state = ToyView()
     box = QSpinBox()
     box.setRange(0, 1000)
@@ -92,7 +100,11 @@ def test_a_value_the_spec_refuses_is_put_back_from_the_state(qtbot):
 
 def test_typing_into_a_bound_spin_box_keeps_what_is_typed(qtbot):
     """Each keystroke reaches the state (keyboard tracking); the state's echo must not rewrite the text being
-    typed ("0.5" over 0.9 once became 0.00, ".25" over 0.10 became 0.20)."""
+    typed ("0.5" over 0.9 once became 0.00, ".25" over 0.10 became 0.20).
+
+    Keystrokes into a bound double/int spin box ("0.5" over 0.9, ".25" over 0.10, "50" over 30) end as typed in both the
+    box and the state (the state's echo once rewrote the text mid-typing).
+    """
     from PySide6.QtTest import QTest
 
     from vitstudio.core.fields import Range
@@ -122,7 +134,11 @@ def test_typing_into_a_bound_spin_box_keeps_what_is_typed(qtbot):
 
 def test_a_control_follows_the_fields_new_range_and_choices_without_feeding_back(qtbot):
     """A model switch redeclares the layer's range and the class list: the bound slider and combo take them (the
-    only place signals are blocked is the binding), the user's pick reaches the state as the value, not the label."""
+    only place signals are blocked is the binding), the user's pick reaches the state as the value, not the label.
+
+    `redeclare` of a slider's range and a combo's labelled choices (a model switch) reaches the bound controls with no
+    signal fed back; the user's pick is the value, not the label; a value the new spec refuses shows as the default.
+    """
     from vitstudio.core.fields import Range
 
     state = ViewState(layer=FieldSpec(0, int, range=Range(0, 1)),
@@ -153,7 +169,12 @@ def test_a_control_follows_the_fields_new_range_and_choices_without_feeding_back
 
 def test_the_type_map_makes_each_fields_control_and_bind_declares_it(qtbot):
     """One map from a field's spec to its control (gui/common/type_map.py): the control carries no range or choice
-    list of its own; bound, it takes the spec's, labels included, and edits the field."""
+    list of its own; bound, it takes the spec's, labels included, and edits the field.
+
+    `control_for` makes a check box, slider, spin boxes, combo and line edit from specs (bool, int as slider, int,
+    float, choices, str) with no range or item of their own; bound, each takes its spec's range or labelled choices and
+    edits the field.
+    """
     from vitstudio.core.fields import Range
     from vitstudio.gui.common.type_map import control_for
 

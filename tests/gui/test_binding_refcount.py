@@ -15,7 +15,11 @@ needs_mortal_none = pytest.mark.skipif(sys.version_info >= (3, 12), reason="None
 
 @needs_mortal_none
 def test_installed_binding_keeps_none_alive(qapp):
-    """100,000 calls of each kind the app makes all the time; a leaking binding loses 100,000 (and aborts first)."""
+    """100,000 calls of each kind the app makes all the time; a leaking binding loses 100,000 (and aborts first).
+
+    100,000 QLabel.setText / QProgressBar.setValue / Signal.emit calls change None's refcount by < 100. [Python < 3.12
+    only]
+    """
     from PySide6.QtCore import QObject, Signal
     from PySide6.QtWidgets import QLabel, QProgressBar
 
@@ -43,6 +47,9 @@ def _leaking_call(_obj) -> None:
 
 @needs_mortal_none
 def test_startup_refuses_a_leaking_binding(monkeypatch, capsys):
+    """With a simulated leaking probe, `app.main` exits 2 with one line naming the fix; the probe gives back what it
+    took. [Python < 3.12 only]
+    """
     from vitstudio.gui import app, binding
 
     monkeypatch.setattr(binding, "_probe_call", _leaking_call)
@@ -56,12 +63,14 @@ def test_startup_refuses_a_leaking_binding(monkeypatch, capsys):
 
 
 def test_the_check_passes_the_installed_binding(qapp):
+    """`binding_problem()` is None for the installed PySide6."""
     from vitstudio.gui.binding import binding_problem
 
     assert binding_problem() is None
 
 
 def test_a_running_session_is_not_a_crash(tmp_path):
+    """A session.pid of a live process is not a crash, of a gone one is; end() removes markers."""
     from vitstudio.gui.crash_log import CrashLog
 
     first = CrashLog(tmp_path)

@@ -15,6 +15,9 @@ from vitstudio.gui import workers
 
 
 def test_classes_box_turns_words_into_the_models_classes(window, qtbot, clip_dir, tiny_weights, photos, tmp_path):
+    """Box hidden without a text tower; class folders fill it (hidden skipped); applying makes a new model whose
+    predictions equal core zero-shot `classify`; one class is a ValueError notice and keeps the model. [window]
+    """
     box = window.model_panel.classes
     load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     assert not box.isVisible()  # no text tower: no box

@@ -20,6 +20,11 @@ def _answering(monkeypatch, answers: list[str], asked: list[str], paused_when_as
 
 
 def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_path, monkeypatch):
+    """Stay leaves the window and the paused run as they were; "Keep training, close when done" keeps both and says so,
+    and the window closes once the run has finished. [window] [fine-tune] "Keep training, close when done" is said in
+    the status-bar notice and the window title, whatever tab is shown (the walk saw no sign of it). The question says a
+    paused run is paused, and keeping it resumes it (it stayed paused, so the window would never close: the walk).
+    """
     asked: list[str] = []
     paused: list[bool] = []  # what each question said of the run
     _answering(monkeypatch, [closing.STAY, closing.KEEP], asked, paused)
@@ -44,6 +49,9 @@ def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_pa
 
 
 def test_cancel_and_close_stops_the_run_resumably(window, qtbot, tmp_path, monkeypatch):
+    """"Cancel the run and close" closes the window and stops the run (cancelled, or finished if it ended first), asked
+    once with the run's name. [window] [fine-tune]
+    """
     asked: list[str] = []
     _answering(monkeypatch, [closing.CANCEL], asked)
     panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=3)
@@ -56,6 +64,7 @@ def test_cancel_and_close_stops_the_run_resumably(window, qtbot, tmp_path, monke
 
 
 def test_closing_without_a_run_asks_nothing(window, monkeypatch):
+    """No run: the window closes without a question. [window]"""
     asked: list[str] = []
     _answering(monkeypatch, [], asked)
     window.close()
@@ -64,7 +73,10 @@ def test_closing_without_a_run_asks_nothing(window, monkeypatch):
 
 def test_a_run_that_ends_while_the_question_is_open_lets_the_window_close(window, monkeypatch):
     """Answered "keep training, close when done" after the run had finished behind the question, the window
-    stayed open for good (the run's end had come and gone): nothing is left to wait for, so it closes."""
+    stayed open for good (the run's end had come and gone): nothing is left to wait for, so it closes.
+
+    [window]
+    """
     from types import SimpleNamespace
 
     training = window.training

@@ -19,6 +19,9 @@ def _top1(compare, qtbot):
 
 
 def test_a_clip_second_model_takes_the_current_models_classes(panel, qtbot, clip_dir, tiny_weights, photos):
+    """The CLIP second model takes the main model's labels (zero-shot) with top-1 equal core classify; follows new
+    classes and the same prompt. [panel]
+    """
     compare = panel(ComparePanel, images=[photos["chelsea"]])  # the image first, then the model
     main = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")  # a classifier with 5 labels
     compare.state.set_model(main)
@@ -42,6 +45,7 @@ def test_a_clip_second_model_takes_the_current_models_classes(panel, qtbot, clip
 
 
 def test_a_headless_second_model_still_shows_its_map(panel, qtbot, clip_dir, photos):
+    """A headless second model shows "no classes (a headless model)" and a non-empty map. [panel]"""
     compare = panel(ComparePanel, images=[photos["chelsea"]])
     compare.state.set_model(load_model(str(clip_dir)))  # headless: no classes to share
     compare.set_other(load_model(str(clip_dir)))
@@ -52,7 +56,10 @@ def test_a_headless_second_model_still_shows_its_map(panel, qtbot, clip_dir, pho
 
 def test_a_second_model_that_fails_to_load_leaves_the_one_compared_named(panel, qtbot, tiny_weights, photos):
     """The afternoon walk: after a failed second load the title said "Second model: not loaded" over the previous
-    second model's map (and an export named it). The model compared stays, its name in the title and the box."""
+    second model's map (and an export named it). The model compared stays, its name in the title and the box.
+
+    [panel]
+    """
     compare = panel(ComparePanel, images=[photos["chelsea"]])
     compare.state.set_model(load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"))
     second = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
@@ -67,7 +74,10 @@ def test_a_second_model_that_fails_to_load_leaves_the_one_compared_named(panel, 
 
 def test_both_panes_keep_one_size_whatever_their_titles_say(panel, qtbot, tiny_weights, photos):
     """Issue 29, item 12: the panes took the widths their titles asked for, so the two maps compared were drawn at
-    different sizes. A long model name wraps in its own half instead."""
+    different sizes. A long model name wraps in its own half instead.
+
+    [panel]
+    """
     compare = panel(ComparePanel, images=[photos["chelsea"]])
     compare.resize(850, 560)  # the tab's room at 1280×720 with the model card docked
     compare.show()
@@ -102,7 +112,10 @@ def test_before_a_second_model_the_current_models_map_is_shown(panel, qtbot, tin
 def test_a_second_model_picked_from_the_list_loads_and_its_name_is_read_whole(panel, qtbot, monkeypatch):
     """The walk: a model picked from Compare's list waited for a Load click (the model bar loads a pick), and at
     1280×720 the box was ~170 px wide, so long names read elided. A pick loads once; picking or entering the model
-    compared again loads nothing; Load loads again; the box shows a long timm name whole."""
+    compared again loads nothing; Load loads again; the box shows a long timm name whole.
+
+    [panel]
+    """
     from PySide6.QtCore import Qt
     from PySide6.QtTest import QTest
 

@@ -26,6 +26,13 @@ def _quick_run(tmp_path):
 
 
 def test_a_run_is_compared_with_its_base_block_by_block_as_the_cli_does(panel, qtbot, tmp_path, capsys):
+    """A quick run loaded offers its base model as the second; CKA on the strip's 8 digits: diagonal 1 (a quick run
+    changes only the head), equal to `vitstudio compare-layers --json` (1e-6) and to what is drawn; hover names a cell's
+    value, a click shows both blocks' PCA maps; a cancel leaves the page usable; a model switch drops the matrix and the
+    maps. [panel] [fine-tune] Greyed, the button says why in its tooltip and in the line right under it (it was below
+    the plot, out of sight at 1280×720), and the empty plot's axes count blocks without an SI prefix (it read "−600…600
+    (x0.001)": the walk).
+    """
     from vitstudio.cli import main
 
     data, run = _quick_run(tmp_path)

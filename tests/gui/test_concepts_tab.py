@@ -28,6 +28,19 @@ def _tab(window, qtbot, folder):
 
 
 def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window, qtbot, tmp_path):
+    """Learn on 50 digits with the demo model gives the same safetensors as `vitstudio concepts` with the same settings
+    (1e-6); the table lists every concept, a chosen concept shows its top patches; On the image with the concept
+    switched off gives the core's probabilities (`logits_with`, 1e-6); Show in the Attention tab draws explain()'s
+    concept map (1e-6); another image drops the previous one's maps at once; Stop keeps the checkpoint and Learn resumes
+    it (resumed_from ≥ 3); another folder keeps the model's concepts; a model switch empties the page (its R² curve too:
+    the walk) and the old model is collected (weakref); back on the demo model and the first folder (as after a restart)
+    the concepts learned there open again. [window] Its note says when the concepts reconstruct poorly (R² below 0.5, "⚠
+    … more epochs or more images": 32 concepts are not too many for 3,200 tokens), and not otherwise, and Browse comes
+    to the front only for concepts that fit. The image's caption names the file; after a model switch "On the image"
+    keeps none of the old model's prediction or concept lists. The table's order combo lists the three orders then one
+    per class, bound to its field ("Mean on 7" header); the switch-off box and × spin box are bound to theirs. A row
+    selected in the Folder table is then the image read, named in the caption (it followed the strip only).
+    """
     from vitstudio.cli import main
     from vitstudio.core.analysis.explain import explain
     from vitstudio.core.concepts.intervene import logits_with
@@ -137,7 +150,14 @@ def test_the_concepts_page_learns_what_the_cli_learns_and_reads_the_image(window
 def test_concepts_fit_the_folder_stay_on_learn_after_a_poor_fit_and_open_on_the_strongest_concept(panel, qtbot,
                                                                                                  tmp_path):
     """Issue 49 item 9: 4,096 concepts (k 32) on a 245-image folder fitted to R² −3.2, were shown in Browse as if
-    they meant something, and On the image opened on concept 0, which did not fire there (a blank map)."""
+    they meant something, and On the image opened on concept 0, which did not fire there (a blank map).
+
+    A 50-digit folder opened with the demo sets 64 concepts, k 4 (3,200 tokens; 4,096 and k 32 fitted a 245-image folder
+    to R² −3.2), a size the user typed stays when another folder opens; a poor fit (1 epoch) stays on Learn with its
+    warning instead of jumping to Browse; On the image opens on the image's strongest concept, not concept 0; a concept
+    the user picks that does not fire says so in the caption and draws no overlay or colour bar (issue 49 item 9).
+    [panel]
+    """
     from vitstudio.app.app_state import make_entry
     from vitstudio.core.data.images import read_image
     from vitstudio.gui.folder.folder_panel import FolderPanel
@@ -174,7 +194,11 @@ def test_concepts_fit_the_folder_stay_on_learn_after_a_poor_fit_and_open_on_the_
 
 
 def test_a_map_of_zeros_is_drawn_empty_without_a_colour_bar(qtbot):
-    """A concept that does not fire gave a blank overlay under a colour bar from 0 to 1e-12."""
+    """A concept that does not fire gave a blank overlay under a colour bar from 0 to 1e-12.
+
+    MapView: a scalar map has its colour bar; an all-zero one draws no overlay and no bar (it showed 0…1e-12), its
+    values kept.
+    """
     from vitstudio.gui.common.map_view import MapView
 
     view = MapView()
@@ -189,7 +213,11 @@ def test_a_map_of_zeros_is_drawn_empty_without_a_colour_bar(qtbot):
 
 
 def test_the_attention_tabs_concepts_file_has_a_file_chooser(panel, monkeypatch, tmp_path):
-    """The Concept map's file could only be typed or handed over by the Concepts tab."""
+    """The Concept map's file could only be typed or handed over by the Concepts tab.
+
+    The Attention tab's Concepts file row has a … button whose dialog sets the view's `concepts` field and the line
+    shows it (it could only be typed). [panel]
+    """
     from PySide6.QtWidgets import QFileDialog
 
     from vitstudio.gui.explore.attention_panel import AttentionPanel

@@ -10,6 +10,9 @@ from vitstudio.gui.folder.folder_review import DuplicatesTab
 
 
 def test_groups_show_kind_and_every_members_evidence(qtbot):
+    """Exact groups say "LEAK · 2 images (identical bytes)", near groups their signals and lowest cosine; tooltip lists
+    each member's hash/mirror/pixels/cosine; picking a row emits its paths.
+    """
     tab = DuplicatesTab()
     qtbot.addWidget(tab)
     exact = DuplicateGroup(("/d/a/x.png", "/d/b/x.png"), ("exact",), None, leak=True)
@@ -39,7 +42,12 @@ def _ink(tab) -> int:
 
 
 def test_an_empty_duplicates_tab_says_what_to_do_then_that_none_were_found(qtbot):
-    """It showed nothing before a review and a lone "(all images)" when none was found: it read as broken."""
+    """It showed nothing before a review and a lone "(all images)" when none was found: it read as broken.
+
+    Before a review the empty list draws what to do, after a review without groups "No identical copies or
+    near-duplicates" under "(all images)", nothing under a listed group (pixels below the items; the walk read both as
+    broken).
+    """
     from vitstudio.gui.folder.folder_review import DUPLICATES_HINT
 
     tab = DuplicatesTab()

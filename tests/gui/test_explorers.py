@@ -38,6 +38,11 @@ def astronaut(tiny_weights, photos):
 
 
 def test_attention_panel_follows_controls(panel, astronaut, qtbot):
+    """Head maps per layer/head, head grid, rollout (fusion/discard), gradient rollout (target), token maps from a
+    clicked patch (both directions), distance plot all equal core attention functions. [panel] The head grid has a title
+    above its maps naming the layer and what they show ("Layer 0: each head's CLS attention"; the walk: a grid without a
+    caption).
+    """
     from vitstudio.gui.explore.attention_panel import AttentionPanel
 
     loaded, image, x = astronaut
@@ -87,6 +92,9 @@ def test_attention_panel_follows_controls(panel, astronaut, qtbot):
 
 
 def test_embeddings_panel(panel, astronaut, qtbot):
+    """PCA RGB per layer, similarity from a clicked patch, token norms, fixed basis reused across layers equal core
+    embeddings functions. [panel]
+    """
     from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
 
     loaded, image, x = astronaut
@@ -117,6 +125,9 @@ def test_embeddings_panel(panel, astronaut, qtbot):
 
 
 def test_internals_compare_and_export(ready, qtbot, tmp_path, tiny_weights):
+    """Internals pos-embed equals `pos_embed_similarity`; Compare maps equal core rollout of both models with shared
+    levels; export data writes the shown array and params; export view PNG > 300 px. [window]
+    """
     window, loaded, x = ready
     window.show_tab("internals")
     qtbot.waitUntil(lambda: "pos-embed" in window.internals.results, timeout=30000)
@@ -149,6 +160,7 @@ def test_internals_compare_and_export(ready, qtbot, tmp_path, tiny_weights):
 
 
 def test_recent_files_persist(window, qtbot, photos):
+    """An opened file is stored in settings "recent" and the Recent menu. [window]"""
     window.add_paths([str(photos["rocket"])])
     qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
     assert window.settings.value("recent")[0] == str(photos["rocket"])
@@ -156,7 +168,11 @@ def test_recent_files_persist(window, qtbot, photos):
 
 
 def test_export_from_every_tab(ready, qtbot, tmp_path):
-    """File -> Export data works on every tab and writes the registry's parameter record (same as the CLI's)."""
+    """File -> Export data works on every tab and writes the registry's parameter record (same as the CLI's).
+
+    File → Export data works on every tab with the registry's method and model recorded; the Training tab without a run
+    says "Nothing to export". [window]
+    """
     window, loaded, x = ready
     from vitstudio.core.models.loading import load_model
 
@@ -182,7 +198,10 @@ def test_export_from_every_tab(ready, qtbot, tmp_path):
 
 def test_gui_and_cli_write_the_same_parameter_record(ready, qtbot, tmp_path, photos, tiny_weights):
     """One vocabulary: the app's export of a rollout view and `vitstudio explain --method rollout` on the same
-    model and image write the same array and the same parameter record."""
+    model and image write the same array and the same parameter record.
+
+    [window]
+    """
     from vitstudio.cli import main
 
     window, loaded, x = ready

@@ -17,6 +17,9 @@ NEW = ("integrated-gradients", "occlusion", "lrp")
 
 
 def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(panel, qtbot, tiny_weights, photos):
+    """IG, occlusion and LRP are listed, drawn equal to the registry's run "for class …"; Compare LRP maps of both
+    models equal the registry's. [panel]
+    """
     loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     x = loaded.to_tensor(loaded.crop(read_image(photos["chelsea"])))[None]
     attention = panel(AttentionPanel, loaded, [photos["chelsea"]])
@@ -40,6 +43,10 @@ def test_attribution_methods_are_drawn_in_the_attention_panel_and_compare(panel,
 
 def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_screen(panel, qtbot, tiny_weights,
                                                                                      photos):
+    """Measure shows deletion curve/AUC equal core `image_faithfulness` with 4 curves on a probability axis without SI
+    prefixes (it read "(x0." with ticks 200–600: item 12); Sanity shows correlations equal `sanity_job` and "barely
+    changes" iff insensitive; switching method clears both. [panel]
+    """
     from vitstudio.core.analysis import faithfulness as fa
     from vitstudio.core.analysis import faithfulness_sanity as sanity
 
@@ -73,6 +80,10 @@ def test_the_attention_tab_measures_the_faithfulness_and_sanity_of_the_map_on_sc
 
 
 def test_the_attention_tab_shows_the_map_as_a_mass_mask(panel, qtbot, tiny_weights, photos):
+    """The mask slider shows `mass_mask(rollout, 0.6)` with "mask: the fewest patches holding 60% of the mass (they hold
+    N%)" (the setting and the share kept, both: "keeping 16 %" under 15 % read as a mismatch in the walk); 0 restores
+    the map. [panel]
+    """
     from vitstudio.core.analysis import attention
     from vitstudio.core.analysis.masks import mass_mask
 
@@ -94,7 +105,10 @@ def test_the_attention_tab_shows_the_map_as_a_mass_mask(panel, qtbot, tiny_weigh
 
 def test_faithfulness_is_offered_only_for_one_map_on_the_patch_grid(panel, tiny_weights, photos):
     """Issue 29, item 6: head maps (one per head) and the PCA (three channels) grey Measure faithfulness and Sanity
-    check out with the reason, from the registry's declared output; rollout and the attribution maps offer both."""
+    check out with the reason, from the registry's declared output; rollout and the attribution maps offer both.
+
+    [panel]
+    """
     attention = panel(AttentionPanel, load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"), [photos["chelsea"]])
     widget = attention.faithfulness
     for method in ("heads", "rollout", "lrp"):
@@ -109,7 +123,11 @@ def test_faithfulness_is_offered_only_for_one_map_on_the_patch_grid(panel, tiny_
 
 def test_a_click_under_a_class_method_says_it_shows_the_token_map(panel, qtbot, tiny_weights, photos):
     """Issue 29, item 12: a click on the image under rollout switched to the token map without a word; it says so,
-    and a click under the token map itself says nothing."""
+    and a click under the token map itself says nothing.
+
+    A click on the image under rollout switches to that patch's token map and says so in one message (it was silent); a
+    click under the token map says nothing (issue 29, item 12). [panel]
+    """
     loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
     attention = panel(AttentionPanel, loaded, [photos["rocket"]])
     attention.method.setCurrentIndex(attention.method.findData("rollout"))
@@ -126,7 +144,10 @@ def test_a_click_under_a_class_method_says_it_shows_the_token_map(panel, qtbot, 
 def test_the_mask_on_screen_exports_as_png_and_coco_rle(panel, qtbot, tiny_weights, photos, tmp_path):
     """Issue 29, item 12: the Attention tab's mask could be exported only as .npy (PNG and COCO RLE were CLI-only).
     Its button writes what `explain --mask` writes: the PNG at the photo's size (the crop's part where the model saw
-    it) and the COCO JSON, equal to the core's mask of the same map."""
+    it) and the COCO JSON, equal to the core's mask of the same map.
+
+    [panel]
+    """
     import json
 
     from PIL import Image

@@ -18,6 +18,9 @@ from vitstudio.gui.model_export_dialog import MODEL_FORMATS, choose_model_export
 
 
 def test_dialogs_open_in_the_last_folder_used(window, tmp_path, monkeypatch):
+    """Open images… in a folder: Export view proposes view.png there, Open folder… and the Folder tab's Open folder…
+    start there; once the folder is deleted, the home folder. [window]
+    """
     photos = tmp_path / "holiday photos"
     photos.mkdir()
     asked: list[tuple[str, str]] = []
@@ -48,6 +51,7 @@ def test_dialogs_open_in_the_last_folder_used(window, tmp_path, monkeypatch):
 
 
 def test_a_folder_chosen_is_remembered_itself_and_a_file_by_its_folder(tmp_path):
+    """A folder is remembered as itself, a file by its folder; a cancelled dialog changes nothing."""
     (tmp_path / "runs").mkdir()
     file_dialogs.remember(str(tmp_path / "runs"))
     assert file_dialogs.last_folder() == str(tmp_path / "runs")
@@ -79,6 +83,9 @@ def _type_and_choose(qtbot, monkeypatch, tmp_path, typed: str, answer) -> tuple[
 
 
 def test_a_typed_output_folder_that_does_not_exist_is_offered_and_made(qtbot, tmp_path, monkeypatch):
+    """The output folder dialog with a typed two-level path that does not exist: Choose is enabled, one question names
+    it, Yes makes it and returns it, and it is remembered.
+    """
     chosen, asked = _type_and_choose(qtbot, monkeypatch, tmp_path, "sorted/by class", QMessageBox.Yes)
     assert chosen == str(tmp_path / "sorted" / "by class") and Path(chosen).is_dir()
     assert asked == [f"{tmp_path / 'sorted' / 'by class'} does not exist. Create it?"]
@@ -86,19 +93,24 @@ def test_a_typed_output_folder_that_does_not_exist_is_offered_and_made(qtbot, tm
 
 
 def test_a_declined_output_folder_is_not_made(qtbot, tmp_path, monkeypatch):
+    """The same, answered Cancel: nothing is made and nothing returned."""
     chosen, asked = _type_and_choose(qtbot, monkeypatch, tmp_path, "elsewhere", QMessageBox.Cancel)
     assert chosen == "" and len(asked) == 1
     assert not (tmp_path / "elsewhere").exists()
 
 
 def test_a_typed_existing_output_folder_is_chosen_without_a_question(qtbot, tmp_path, monkeypatch):
+    """A typed existing folder is returned with no question."""
     (tmp_path / "out").mkdir()
     chosen, asked = _type_and_choose(qtbot, monkeypatch, tmp_path, str(tmp_path / "out"), QMessageBox.Cancel)
     assert chosen == str(tmp_path / "out") and asked == []
 
 
 def test_every_folder_the_app_writes_into_offers_a_new_one(window, monkeypatch):
-    """Sort into, seed export and mask export ask with `create`; opening a folder to read does not."""
+    """Sort into, seed export and mask export ask with `create`; opening a folder to read does not.
+
+    Sort into, the seed export and the mask export ask with `create`; Open folder does not. [window]
+    """
     asked: list[tuple[str, bool]] = []
     monkeypatch.setattr(file_dialogs, "choose_folder", lambda _p, title, create=False, **_start: asked.append(
         (title, create)) or "")
@@ -117,7 +129,10 @@ def test_every_folder_the_app_writes_into_offers_a_new_one(window, monkeypatch):
 def test_a_save_into_a_folder_that_does_not_exist_offers_to_make_it(window, tmp_path, monkeypatch):
     """The walk: ONNX, view PNG and data exports typed into a new folder failed ('[Errno 2]' on a temporary file, a
     traceback box; 'is the folder writable?'). Every save dialog now offers to make the folder, as the output-folder
-    dialog does; declined, nothing is made and nothing written."""
+    dialog does; declined, nothing is made and nothing written.
+
+    [window]
+    """
     target = tmp_path / "exports" / "new" / "view.png"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     asked: list[str] = []

@@ -19,6 +19,13 @@ from vitstudio.core.models.demo import bundled_demo, render_digits
 
 def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_training(panel, qtbot, tmp_path,
                                                                                         monkeypatch):
+    """Greyed "Export…" before a folder; "Export 20 images…" once opened, the count following a predicted-class filter
+    and then three rows picked in the table (its tooltip says they are the ones); Copy into class folders copies exactly
+    those three into OUT/<class folder>/ as a sort on the tab's undo stack ("Undo Sort 3 images into out"), and the
+    toolbar's Undo takes them away; CSV of every column writes those three rows from a background job; with one digit
+    painted on the Paint page, Masks as COCO JSON holds exactly those three images (file names relative to the folder,
+    the page's classes); "Train on them" hands on a labels file of exactly them. [panel]
+    """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
     folder = panel(FolderPanel, model=bundled_demo())

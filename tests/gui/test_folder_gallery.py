@@ -18,6 +18,16 @@ from vitstudio.core.models.demo import bundled_demo, render_digits
 
 
 def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(panel, qtbot, tmp_path, monkeypatch):
+    """A left-button drag with Lasso on draws an outline (the box hidden) and the table shows exactly the points inside
+    it (matplotlib's Path on the outline drawn); the legend gives per predicted class how many the outline holds of how
+    many (counted in the test); Tag → "Tag the selection…" tags the map's selection, colouring the map by tag gives
+    "keep (k of k)" and "untagged (0 of 40−k)" in the legend, the bound Tag list filters to it, Views → "Save the
+    filters as a view…" and, after Reset filters, the view picked from the Views menu brings the tag filter and the rows
+    back; the Gallery shows the table's rows in the table's order, its "confidence ↓" sorts the table (header arrow) and
+    the grid together, a cell's caption is its prediction, confidence and tag and its thumbnail arrives; a click on a
+    cell is the Folder model's selection and the table's current row, a table selection the grid's; Lasso off brings the
+    box back as the selection and the outline goes. [panel]
+    """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
     folder = panel(FolderPanel, model=bundled_demo())

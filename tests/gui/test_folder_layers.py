@@ -13,6 +13,11 @@ from vitstudio.core.models.demo import bundled_demo, render_digits
 
 
 def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(panel, qtbot, tmp_path, capsys):
+    """"Probe every block" on 60 digits with the demo model: one accuracy per block, the drawn curve is the result, the
+    lens curve is drawn, `vitstudio layers --json` prints the same accuracies; another folder drops the shown probes; a
+    cancel says so and leaves the page usable, the cancelled run shows nothing; a model switch drops the old model's
+    probes. [panel]
+    """
     from vitstudio.cli import main
     from vitstudio.core.models.loading import load_model
 
@@ -51,6 +56,9 @@ def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(pa
 
 
 def test_without_a_folder_of_class_folders_the_page_says_what_it_needs(panel, qtbot, tmp_path):
+    """A dropped file (no class folders): the button is off and the page says it needs a folder of class folders.
+    [panel]
+    """
     from PIL import Image
 
     loose = tmp_path / "loose"

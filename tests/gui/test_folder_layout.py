@@ -55,6 +55,7 @@ def opened(panel, qtbot, digits):
 
 
 def test_count_line_and_filters_reset_with_the_folder(opened, qtbot, tmp_path):
+    """"N of M shown" follows filters; opening another folder resets filters and names it. [panel]"""
     panel, data = opened
     total = len(panel.results)
     assert total == 60
@@ -78,6 +79,9 @@ def test_count_line_and_filters_reset_with_the_folder(opened, qtbot, tmp_path):
 
 
 def test_empty_folder_says_what_to_do_and_disables_the_buttons(opened, qtbot, tmp_path):
+    """An empty folder says "No images … .png" and disables sort/Export…/review/filters, not Open (the Export CSV…
+    button folded into Export…'s CSV of every column). [panel]
+    """
     panel, _data = opened
     assert panel.sort_button.isEnabled() and panel.export_button.isEnabled() and panel.review_button.isEnabled()
     empty = tmp_path / "empty"
@@ -92,6 +96,7 @@ def test_empty_folder_says_what_to_do_and_disables_the_buttons(opened, qtbot, tm
 
 
 def test_failed_review_replaces_the_reviewing_line(opened, qtbot, tmp_path):
+    """A review of a vanished folder replaces "Reviewing labels…" with "Failed: …". [panel]"""
     panel, data = opened
     moved = tmp_path / "moved"
     shutil.copytree(data, moved)
@@ -106,6 +111,9 @@ def test_failed_review_replaces_the_reviewing_line(opened, qtbot, tmp_path):
 
 
 def test_map_tooltips_colour_bar_legend_and_hover(opened, qtbot):
+    """Map tooltip in words (given, predicted, confidence); prediction colouring shows a legend below the plot,
+    confidence a 0-100 colour bar right of it; hovering a long name keeps the pane width. [panel]
+    """
     panel, _data = opened
     results = panel.results
     row = results.paths.index(next(p for p in results.paths if p.endswith("flipped-3.png")))
@@ -153,6 +161,7 @@ def _disjoint_uniform(widget) -> list:
 
 
 def test_similar_images_grid_with_the_query(opened, qtbot):
+    """Similar-images grid has 12 disjoint equal cells and a larger query thumbnail with its name. [panel]"""
     panel, _data = opened
     panel.select_row(3)
     _settle(qtbot)
@@ -170,6 +179,9 @@ def test_similar_images_grid_with_the_query(opened, qtbot):
 
 
 def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
+    """Label-review cells are disjoint, one size, hold a 96-px thumbnail + two caption lines, icons arrive, and a click
+    at a cell's centre hits it.
+    """
     from PySide6.QtWidgets import QLabel, QTabWidget
 
     from vitstudio.gui.folder.folder_review import ReviewTab
@@ -200,6 +212,7 @@ def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
 
 
 def test_given_cell_is_red_where_the_folder_disagrees(qtbot):
+    """The *given* column paints red where folder ≠ prediction, default where it agrees or isn't a model class."""
     from vitstudio.gui.folder.folder_table import ResultsModel
 
     labels = tuple(str(d) for d in range(10))
@@ -224,6 +237,7 @@ def test_given_cell_is_red_where_the_folder_disagrees(qtbot):
 
 
 def test_head_grid_cells_are_one_size(qtbot):
+    """12 head maps render in cells and images of one size, each > 20 px."""
     from vitstudio.gui.explore.head_grid import HeadGridWidget
     from vitstudio.gui.imaging import configure_pyqtgraph
 
@@ -267,6 +281,9 @@ def test_head_grid_keeps_its_cells_across_head_counts(qtbot):
 
 
 def test_overlay_has_a_colour_bar_of_its_levels(qtbot):
+    """MapView colour bar shows the map's levels with matplotlib viridis ends, right of the view; no map hides it and
+    widens the view.
+    """
     from vitstudio.gui.common.map_view import MapView, lookup_table
     from vitstudio.gui.imaging import configure_pyqtgraph
 
@@ -348,7 +365,15 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     """At 1280×720 with the model card open the Folder tab is about 800 px wide: its two control rows must not
     make it wider, and every control stays reachable: a row that does not fit wraps (the QToolBar's » button showed
     nothing outside a QMainWindow, so Reset filters and the near-duplicate cosine were out of reach: issue 29,
-    item 5); the count line stays in sight."""
+    item 5); the count line stays in sight.
+
+    Toolbar ≤ 400 px and panel ≤ 800 px wide; at 1280×720 the count line is visible and the page fits without scrolling;
+    with the model card docked every control of both rows (Export… too) is visible inside the panel (rows wrap: a
+    QToolBar's » shows no widgets outside a QMainWindow; issue 29, item 5) and a wider window unwraps them. [window]
+    Every side tab is in sight at that width (Similar and Review are short titles with the full name as tooltip, and the
+    side is never narrower than its tabs; Layers and Concepts were behind scroll arrows: the walk). With eight side tabs
+    whole, the table's confidence column stays inside its viewport.
+    """
     panel = window.folder
     assert panel.toolbar.minimumSizeHint().width() <= 400
     assert panel.minimumSizeHint().width() <= 800
@@ -386,6 +411,10 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
 
 
 def test_distance_plot_title_is_cut_not_clipped(qtbot):
+    """A long distance-plot title is elided with "…" and full tooltip; widening shows it whole. The title names what it
+    was measured on first ("Folder …, 40 images: attention distance per head"), so the elided part is never that (the
+    walk could not tell image from folder).
+    """
     from vitstudio.gui.explore.distance_plot import DistancePlotWidget
 
     plot = DistancePlotWidget()
@@ -405,7 +434,11 @@ def test_distance_plot_title_is_cut_not_clipped(qtbot):
 
 
 def test_a_refused_sort_is_reported_without_a_modal_box(window, qtbot, monkeypatch, digits):
-    """The refusal goes to the window's status bar and error indicator: the whole window."""
+    """The refusal goes to the window's status bar and error indicator: the whole window.
+
+    Sorting into a folder inside the opened one shows no modal box, lights the error indicator and creates nothing.
+    [window]
+    """
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(str(bundled_demo()))
     window.show_tab("folder")

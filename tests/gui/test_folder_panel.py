@@ -25,6 +25,13 @@ def _digits(tmp_path, per_class=12):
 
 
 def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
+    """120 rows, dataset only read; filters, sort, thumbnails, CSV of the rows shown (Export 120 images… → CSV of every
+    column, which replaced the Export CSV… button); map box filters; similar = core `nearest`; sort copies once
+    byte-for-byte; review puts the flipped image top-3; exclude → retrain; duplicate groups filter. [window] "Table
+    follows map box" checked before any drag (as a restart leaves it) filters by the box as drawn (the walk saw 150 of
+    150). The table opens sorted by file name, ascending, with the arrow on the file column (it sat on the thumbnails'
+    column over rows in descending order: the walk).
+    """
     data = _digits(tmp_path)
     flipped = data / "5" / "flipped-0003.png"
     os.replace(data / "3" / "0003.png", flipped)  # a 3 in the folder of fives
@@ -136,6 +143,9 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
 
 
 def test_a_new_model_clears_the_folder_results(panel, qtbot, tmp_path):
+    """Loading another model clears the folder results and table and asks to open again. [panel] The info line's "open …
+    again" link opens the same folder through the new model in one click.
+    """
     from vitstudio.core.models.loading import load_model
 
     data = _digits(tmp_path, per_class=3)
@@ -151,6 +161,9 @@ def test_a_new_model_clears_the_folder_results(panel, qtbot, tmp_path):
 
 
 def test_open_recent_opens_a_folder_in_the_folder_tab_and_files_in_the_strip(window, monkeypatch, tmp_path):
+    """File → Open recent: a folder entry opens as File → Open folder did (strip and Folder tab), a file entry in the
+    strip. A folder opened with the Folder tab's own button is remembered first. [window]
+    """
     data = _digits(tmp_path, per_class=1)
     image = str(next((data / "3").iterdir()))
     window.settings.setValue("recent", [str(data), image])
@@ -168,7 +181,11 @@ def test_open_recent_opens_a_folder_in_the_folder_tab_and_files_in_the_strip(win
 
 
 def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(panel, qtbot, tmp_path):
-    """Issue 29, item 12: the switch dropped the folder's job ("open it again"); it goes on through the new model."""
+    """Issue 29, item 12: the switch dropped the folder's job ("open it again"); it goes on through the new model.
+
+    A model loaded while 200 digits embed through the demo: the folder goes on through the new model (its classes, every
+    image) instead of being dropped (issue 29, item 12). [panel]
+    """
     from vitstudio.core.models.loading import load_model
 
     data = _digits(tmp_path, per_class=20)
@@ -185,7 +202,10 @@ def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(panel,
 def test_a_registered_page_is_a_tab_fed_the_folders_results_and_a_row_double_click_explains(window, qtbot, tmp_path):
     """The Counts page (gui/folder/pages/, no line of the panel names it) is a side tab whose table shows its
     model's counts of the folder opened and empties with a model switch; double-clicking a table row explains that
-    image in the Attention tab (the review's line says so; the table did nothing)."""
+    image in the Attention tab (the review's line says so; the table did nothing).
+
+    [window]
+    """
     from vitstudio.gui.folder.pages.class_counts_page import ClassCountsPage
 
     open_in_folder_tab(window, qtbot, _digits(tmp_path, per_class=3))

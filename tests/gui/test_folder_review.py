@@ -7,6 +7,10 @@ from vitstudio.gui.folder.folder_review import REVIEW_HINT, ReviewTab
 
 
 def test_review_tab_shows_the_estimated_count_and_flags(qtbot, tmp_path):
+    """Summary "cleanlab estimates 2 of 6 labels are wrong", only flagged/other-class items shown, flagged ones marked
+    ⚑; clear empties it. Before a review (and after clear) the summary says what the tab is for; a review with nothing
+    to review says why.
+    """
     tab = ReviewTab()
     qtbot.addWidget(tab)
     assert tab.summary.text() == REVIEW_HINT  # before a review: what to do, not an empty pane (the walk)

@@ -42,6 +42,14 @@ def _open(folder, qtbot, path) -> None:
 
 
 def test_score_columns_are_the_clis_and_sort_colour_and_export(panel, qtbot, tmp_path, capsys, monkeypatch):
+    """On 20 digits the table's uniqueness, representativeness, hardness and mistakenness columns show, row for row,
+    `vitstudio scores --json`'s numbers for the same folder; the gallery's "uniqueness ↓" orders the table by the CLI's
+    uniqueness, highest (1.0) first; coloured by hardness the map's colour bar runs from 0 to ln(10) and each drawn
+    colour holds the images of one tenth of it (the CLI's hardness binned in the test), every image once; Export → CSV
+    of every column holds the four scores (1e-6); a folder of loose files leaves mistakenness empty and its header's
+    tooltip says no image is in a class folder; another model drops the scores at once (table and model) and, reopened,
+    the folder is scored again. [panel]
+    """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
     data = render_digits(tmp_path / "digits", 2)

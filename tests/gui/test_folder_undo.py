@@ -51,6 +51,9 @@ def _open(window, qtbot, data: Path):
 
 
 def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path):
+    """A GUI sort copies 20 files with the journal in the data folder; Ctrl+Z removes all copies but the edited one
+    (named), and emptied folders; Ctrl+Shift+Z redoes without overwriting the edit; dataset untouched. [window]
+    """
     data = _digits(tmp_path, per_class=2)
     before = _files(data)
     messages = []
@@ -94,6 +97,10 @@ def _review(panel, data: Path, paths: list[Path]) -> None:
 
 
 def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_path, monkeypatch):
+    """A review move relocates the file and the table follows (given label), journal outside dataset; a sort after it
+    copies all 20; undo/redo of sort, move and exclusion restore files, review items and table. [window] After a move
+    nothing is selected and Move is disabled, so a second click moves nothing (issue 29, item 12).
+    """
     data = _digits(tmp_path, per_class=2)
     before = _files(data)
     panel = _open(window, qtbot, data)
@@ -147,7 +154,10 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
 
 def test_the_undo_history_is_bounded(panel):
     """Each step keeps what it needs to undo (a sort's whole plan, a review item with its thumbnail); the soak saw
-    them pile up, one per exclusion, for as long as the window lived. The last UNDO_LIMIT steps stay undoable."""
+    them pile up, one per exclusion, for as long as the window lived. The last UNDO_LIMIT steps stay undoable.
+
+    [panel]
+    """
     import gc
     import weakref
 
@@ -187,7 +197,10 @@ def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_f
     """Walk finding 5: a label given on the Labels tab (shown bold in the table's "given") was ignored by the label
     review, which read the folder the file is in. The review reads it now; its "suggested class" changes that label
     (undoable: the Folder tab's Undo button) and leaves the file where it is, in the folder the user never asked to
-    touch. The Folder panel alone: Ctrl+Z through the window is the tests above."""
+    touch. The Folder panel alone: Ctrl+Z through the window is the tests above.
+
+    [panel]
+    """
     data = _digits(tmp_path, per_class=6)
     before = _files(data)
     panel = folder_panel(panel, qtbot, data)

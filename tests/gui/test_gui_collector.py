@@ -38,6 +38,10 @@ class Node:
 
 
 def test_a_steady_session_makes_no_full_pass_and_growth_makes_one(collector):
+    """With every generation's count past its threshold and the oldest generation steady, `check()` makes no full pass
+    (a cycle that became garbage there stays, weakref); after it grows by 30 % one full pass frees that cycle;
+    reference: gcmodule.c's long_lived_pending rule.
+    """
     ballast = [[] for _ in range(20 * collector.threshold[0])]  # a session's long-lived objects (the test
     # process froze most of its own): what a youngest generation's worth of survivors is small beside
     cycle = Node()
@@ -62,6 +66,7 @@ def test_a_steady_session_makes_no_full_pass_and_growth_makes_one(collector):
 
 
 def test_the_app_collects_with_it(qapp):
+    """`workers.collect_garbage_on_gui_thread` installs `GuiThreadCollector` and turns automatic collection off."""
     from vitstudio.gui import workers
     from vitstudio.gui.gui_collector import GuiThreadCollector
 
@@ -87,7 +92,10 @@ def test_the_first_label_review_imports_nothing_the_startup_did_not_freeze():
     """The soak's stall at ~31 s: the first label review imported cleanlab, scikit-learn, SciPy and pandas (1,230
     modules) on its worker, and the GUI thread's collector walked their objects three times in a row (62 + 113 +
     113 ms) and at every full pass after. The start-up imports them before `freeze_long_lived`; a review after it
-    imports no library module. In a process of its own: this one has imported them long ago."""
+    imports no library module. In a process of its own: this one has imported them long ago.
+
+    [subprocess]
+    """
     import subprocess
     import sys
 

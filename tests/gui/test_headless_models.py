@@ -14,6 +14,10 @@ from vitstudio.gui import workers
 
 
 def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot, clip_dir, tmp_path, monkeypatch):
+    """Folder opens with 18 rows, empty prediction/confidence cells, given labels, "no classes", sort disabled, Export…
+    → CSV of every column enabled with empty predictions, colour by given label; once classes are applied it reopens
+    with predictions. [window]
+    """
     data = make_dataset(tmp_path / "colours", per_class=6, size=40)
     loaded = load_in_window(window, qtbot, str(clip_dir))
     assert loaded.labels == []
@@ -47,6 +51,9 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
 
 
 def test_predictions_say_what_to_do_and_classes_come_back_on_reload(window, qtbot, clip_dir, photos, tmp_path):
+    """Predictions title points to Classes (never "Classifying"); one class folder refused; applied classes and prompt
+    come back on reload with probs summing to 1; an emptied box returns to no classes and stays so. [window]
+    """
     window.add_paths([str(photos["chelsea"])])
     load_in_window(window, qtbot, str(clip_dir))
     window.show_tab("predictions")

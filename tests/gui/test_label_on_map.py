@@ -49,6 +49,17 @@ def _select(panel, paths):
 
 
 def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
+    """Label as…/number keys label images (undoable, saved at once); Train's head ≥ 90 % right and recolours the map;
+    Suggest gives 9 unlabelled; labels become the Training dataset; folder untouched; labels back after restart.
+    [window] The buttons come before the lines that change length (a wrapped line moved Suggest next under the pointer),
+    and Reset filters takes back "the table shows the 9 images to label next" (both: the walk). The table marks each
+    labelled row: its label in bold as given (issue 29, item 12). The classes line reads "key 1: zero (6 images)   key
+    2: one (4 images)" (a bold 1 beside a class named 2 read as a class); classes take keys in the order first given, so
+    a new class renumbers none (sorted by name, adding "8" moved "9" from key 1 to key 2: the walk). At 1280×720 the
+    map's title after Train fits the map's width (it was cut: item 12). Label as… offers its guess first: the model's
+    top-1 while no class exists ("0" for four zeros), none that is not among the user's classes, the quick head's class
+    once trained (the dialog pre-filled the first class: walk).
+    """
     folder, truth = _unlabelled_folder(tmp_path)
     before = tree_state(folder)
     panel = _open(window, qtbot, folder)
@@ -146,7 +157,10 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
 def test_label_as_offers_the_class_folder_an_image_is_in(panel, qtbot, tmp_path):
     """The walk: in a folder of class folders, Label as… offered the model's guess, not the folder the images are
     in. The folder's class comes first (the model reads these digits as digits, the folders say otherwise); a flat
-    folder names no class, so there the model's guess stays (test_label_train_undo_and_restore)."""
+    folder names no class, so there the model's guess stays (test_label_train_undo_and_restore).
+
+    [panel]
+    """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
     digits = render_digits(tmp_path / "digits", per_class=6)
@@ -166,7 +180,10 @@ def test_label_as_offers_the_class_folder_an_image_is_in(panel, qtbot, tmp_path)
 
 def test_label_as_prefills_the_rows_folder_not_the_previous_label(panel, qtbot, tmp_path, monkeypatch):
     """Issue 49 item 11: after labelling two images "mine", Label as… on rows in the folder "beta" pre-filled
-    "mine", the previous label (the folder was no guess once a class of the user's own existed)."""
+    "mine", the previous label (the folder was no guess once a class of the user's own existed).
+
+    [panel]
+    """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
     digits = render_digits(tmp_path / "digits", per_class=3)

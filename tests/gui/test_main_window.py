@@ -26,6 +26,9 @@ def _drop(window, paths):
 
 
 def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photos, tmp_path):
+    """Dropped files: first good one selected with bars equal core `classify`; bad file listed with its message in the
+    log; strip selection updates predictions; selecting the bad one says "Cannot read". [window]
+    """
     weights, _ = tiny_weights
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(TINY_SPEC, "cpu", "fp32", str(weights))
@@ -55,7 +58,13 @@ def test_drop_shows_predictions_equal_to_core(window, qtbot, tiny_weights, photo
 
 
 def test_failed_model_load_keeps_app_running(window, qtbot, photos, caplog):
-    """…and while a model loads the image says so, not "No model loaded: choose one above" (issue 29, item 12)."""
+    """…and while a model loads the image says so, not "No model loaded: choose one above" (issue 29, item 12).
+
+    An uncached hub model gives a model_failed Notice with traceback details, logged; Load stays enabled; drops say "No
+    model loaded". [window] While the load runs the image's title says "Loading <spec>…", not "No model loaded" (issue
+    29, item 12). The log keeps the user's message as one line, without a traceback (it was printed twice on stderr: the
+    afternoon walk).
+    """
     _drop(window, [photos["rocket"]])
     qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
     with qtbot.waitSignal(window.state.model_failed, timeout=10000) as blocker:
@@ -86,7 +95,10 @@ def _fast_job(cancel, answer):
 
 
 def test_latest_model_request_wins(window, qtbot, qapp, tiny_weights):
-    """Two Loads in a row: only the second model is ever set, whatever order the loads finish in."""
+    """Two Loads in a row: only the second model is ever set, whatever order the loads finish in.
+
+    Of two Loads in a row only the second model is set and the discarded failure says nothing. [window]
+    """
     weights, _ = tiny_weights
     loaded = []
     window.state.model_loaded.connect(loaded.append)
@@ -99,6 +111,7 @@ def test_latest_model_request_wins(window, qtbot, qapp, tiny_weights):
 
 
 def test_a_new_request_discards_the_pending_one(qtbot, qapp):
+    """ViewJobs delivers only the newest request's result on its key."""
     from vitstudio.app.evented import ViewState
 
     view = ViewState(requested=None)
@@ -114,6 +127,7 @@ def test_a_new_request_discards_the_pending_one(qtbot, qapp):
 
 
 def test_errors_reach_the_user(qtbot, qapp):
+    """A job's exception reaches on_error as the exception object."""
     errors = []
 
     def boom(cancel):
@@ -125,6 +139,7 @@ def test_errors_reach_the_user(qtbot, qapp):
 
 
 def test_close_with_running_job_leaves_no_thread(window, qtbot):
+    """Closing the window with an endless cancellable job leaves no pool thread. [window]"""
     started = []
 
     def forever(cancel):
@@ -141,6 +156,7 @@ def test_close_with_running_job_leaves_no_thread(window, qtbot):
 
 
 def test_thumbnails_keep_aspect_and_show_the_prediction(window, qtbot, tiny_weights, photos, tmp_path):
+    """Strip captions show top label and % equal core classify; a tall image is letterboxed, not cropped. [window]"""
     from PIL import Image
 
     from vitstudio.gui.common.image_strip import THUMB
@@ -163,6 +179,7 @@ def test_thumbnails_keep_aspect_and_show_the_prediction(window, qtbot, tiny_weig
 
 
 def test_help_menu(window):
+    """Help menu exists; shortcuts and model-folder help texts; About is non-modal and names timm. [window]"""
     from vitstudio.core.models.catalog import models_dir
     from vitstudio.gui import actions
 
@@ -177,7 +194,11 @@ def test_help_menu(window):
 
 def test_about_names_the_three_folders(tmp_path, monkeypatch):
     """Help → About says where the models, the data and the caches are and what moves each (issue 49 item 15:
-    VITSTUDIO_DATA_DIR left the caches where they were, and nothing said so)."""
+    VITSTUDIO_DATA_DIR left the caches where they were, and nothing said so).
+
+    Help → About's text (no window built) names the models, data and cache folders with what moves each; with only
+    VITSTUDIO_DATA_DIR set the caches are not under it (issue 49 item 15).
+    """
     from vitstudio.core import files
     from vitstudio.gui import actions
 
@@ -193,7 +214,10 @@ def test_about_names_the_three_folders(tmp_path, monkeypatch):
 
 def test_precision_auto_is_remembered_as_auto(window, qtbot, tiny_weights):
     """'auto' resolves per machine (fp32 here, bf16 on a GPU): the next start must offer 'auto' again, not what it
-    resolved to on this one."""
+    resolved to on this one.
+
+    [window]
+    """
     weights, _ = tiny_weights
     window.model_panel.precision.setCurrentText("auto")
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
@@ -211,7 +235,10 @@ def test_the_frame_opens_images_before_the_panels_and_they_are_classified_once_a
                                                                                               photos, tmp_path):
     """Issue 30, item 7: the window without its panels (as app.py shows it while torch loads) takes images into the
     strip; a Load and an Open folder asked for meanwhile wait for the panels (which show what the model is), then
-    run: the images are classified as core `classify` does, and the Folder tab opens the folder."""
+    run: the images are classified as core `classify` does, and the Folder tab opens the folder.
+
+    [window: frame]
+    """
     import numpy as np
 
     from vitstudio.core.models.demo import render_digits
@@ -245,7 +272,10 @@ def test_the_frame_opens_images_before_the_panels_and_they_are_classified_once_a
 def test_a_model_asked_for_while_torch_loads_is_not_replaced_by_the_startup_model(qtbot, tiny_weights):
     """main.py's start (app.py): the frame first, the startup model (the remembered one or the demo) once the
     panels are there — unless the user asked for a model meanwhile: theirs is the one loaded (seen by a walk of the
-    real window: the demo replaced it)."""
+    real window: the demo replaced it).
+
+    [window: frame]
+    """
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.gui import app
 
@@ -265,7 +295,10 @@ def test_a_model_asked_for_while_torch_loads_is_not_replaced_by_the_startup_mode
 def test_a_closed_window_is_freed_with_its_panels_state_and_model(qtbot, tiny_weights, photos):
     """The Predictions panel connected a lambda to the state's images_removed: Qt held it in C++, out of the
     collector's sight, and it held the panel, so every window ever made stayed alive with its ~11k objects (each
-    test's full collections walked all of them). Used on every tab, then closed: nothing of it is left."""
+    test's full collections walked all of them). Used on every tab, then closed: nothing of it is left.
+
+    [window]
+    """
     import gc
     import weakref
 

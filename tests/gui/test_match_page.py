@@ -17,6 +17,11 @@ SPEC = "custom:img=64,patch=8,width=32,depth=2,heads=2,classes=2"  # an 8×8 gri
 
 
 def test_a_click_on_a_shows_the_cosine_over_b_and_marks_its_best_match(panel, qtbot, tmp_path):
+    """B from the strip's list, block and facet through their bound controls (the block's range the model's depth, the
+    last chosen); a mouse click on A's view at a patch centre: the map drawn over B equals the cosine of the core's
+    query features computed in the test (1e-5), B's marker sits on its highest patch, the 10 mutual matches and the
+    point are drawn on both images, the line gives the similarity; Matches 3 draws 3 without computing again. [panel]
+    """
     rng = np.random.default_rng(0)
     paths = []
     for i in range(2):

@@ -9,6 +9,10 @@ from vitstudio.gui.training.training_panel import TrainingPanel
 
 
 def test_the_form_plans_memory_and_says_what_would_fit(panel, qtbot, tmp_path, monkeypatch):
+    """The Training form's plan (a worker job once the settings settle) equals `plan_for_dataset` of the run's config
+    (the CLI's twin); a setting it does not read plans nothing again; with a device just big enough for batch 8, batch
+    32 says "will not fit" and names batch 8 with gradient accumulation 4. [panel]
+    """
     from vitstudio.core.train import run_plan
 
     panel = _setup(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
@@ -31,7 +35,13 @@ def test_the_form_plans_memory_and_says_what_would_fit(panel, qtbot, tmp_path, m
 
 def test_an_adapter_target_the_model_lacks_greys_start_and_the_fix_clears_it(panel, qtbot, tmp_path):
     """Issue 49 item 10: a LoRA target the blocks lack left Start enabled while the plan said it could not plan the
-    run ("…(--lora-targets).)."); after the fix the old failure stayed in the status line."""
+    run ("…(--lora-targets).)."); after the fix the old failure stayed in the status line.
+
+    A LoRA target the blocks lack (typed "qkvv"): the plan says "cannot plan this run. … (--lora-targets)." once (it
+    read ".).") and Start is greyed with that reason in its tooltip and the status line, over an earlier "Training
+    failed"; the fixed targets plan again, enable Start and the line says "Ready: press Start." (issue 49 item 10).
+    [panel]
+    """
     panel = _setup(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
     view = panel.memory_plan
     panel.form.preset.setCurrentText("lora")

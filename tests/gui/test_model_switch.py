@@ -23,6 +23,9 @@ def _x(loaded, path):
 
 
 def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tiny_weights, photos):
+    """Switching 2-layer ↔ 4-layer models with hidden tabs resets slider ranges and stale results; attention head maps,
+    head grid and embeddings PCA equal core for the new model; internals keyed to the current uid. [window]
+    """
     shallow = load_in_window(window, qtbot, TINY_SPEC, str(tiny_weights[0]))
     window.add_paths([str(photos["chelsea"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
@@ -72,6 +75,7 @@ def test_models_of_different_depth_with_tabs_hidden_and_shown(window, qtbot, tin
 
 
 def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(panel, qtbot, tiny_weights, photos):
+    """The smooth overlay equals core `upsample` to the input size; unchecked it is the raw patch map. [panel]"""
     from vitstudio.core.analysis.overlays import upsample
 
     loaded = load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32")
@@ -86,6 +90,9 @@ def test_smooth_overlay_is_the_bilinear_upsampling_of_the_map(panel, qtbot, tiny
 
 
 def test_only_the_controls_of_the_chosen_method_show(panel):
+    """Rollout shows fusion/discard, gradient rollout target, token map direction/layer/head, and not the others; job
+    slots are named by the entry (heads and rollout share the overview's). [panel]
+    """
     att = panel(AttentionPanel)
     # job slots are named by the entry (issue 30, item 5): its own name, or the overview the head maps and rollout
     # are both drawn from (one forward)
@@ -102,7 +109,10 @@ def test_only_the_controls_of_the_chosen_method_show(panel):
 
 def test_a_dinov3_style_model_in_every_tab(panel, qtbot, tmp_path, photos):
     """RoPE + 4 registers + class token (timm's Eva): attention and embeddings show the core's arrays; the model
-    internals say clearly that there is no learned position embedding."""
+    internals say clearly that there is no learned position embedding.
+
+    [panel]
+    """
     import timm
     from timm.models import save_for_hf
 
@@ -131,7 +141,10 @@ def test_a_dinov3_style_model_in_every_tab(panel, qtbot, tmp_path, photos):
 
 def test_methods_that_do_not_apply_are_greyed_with_the_reason(panel, tmp_path):
     """Parallel attention branches (ParallelThingsBlock): gradient rollout is greyed out with the reason, and a
-    view left on it falls back to head maps; a plain ViT afterwards enables it again."""
+    view left on it falls back to head maps; a plain ViT afterwards enables it again.
+
+    [panel]
+    """
     import timm
     from timm.models import save_for_hf
 
@@ -162,7 +175,10 @@ def _save(tmp_path, name, arch, **kwargs):
 def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtbot, tmp_path, photos):
     """Swin: the attention tab falls back to token maps (the global methods greyed with the reason), clicking a
     patch shows the core's in-window map and the head grid holds only that stage's heads; the distance plot and
-    its folder button say why there is none; embeddings show every stage on the patch grid."""
+    its folder button say why there is none; embeddings show every stage on the patch grid.
+
+    [window]
+    """
     from PySide6.QtCore import Qt
 
     folder = _save(tmp_path, "swin", "swin_tiny_patch4_window7_224", img_size=40, window_size=4, embed_dim=16,
@@ -217,7 +233,10 @@ def test_a_swin_model_shows_window_token_maps_and_greys_global_views(window, qtb
 
 def test_a_cait_model_in_the_attention_tab(panel, qtbot, tmp_path, photos):
     """CaiT: four attention layers (two talking-heads, two class-attention) in the explorer, named by what their
-    head maps show; the distance plot leaves out the class-attention layers (no patch queries)."""
+    head maps show; the distance plot leaves out the class-attention layers (no patch queries).
+
+    [panel]
+    """
     folder = _save(tmp_path, "cait", "cait_xxs24_224", img_size=32, patch_size=8, embed_dim=32, depth=2,
                    num_heads=2, depth_token_only=2, num_classes=5)
     loaded = load_model(folder, device="cpu", precision="fp32")

@@ -45,6 +45,9 @@ def _classified(window, qtbot, count: int):
 
 
 def test_photos_raise_the_banner_and_digits_do_not(window, qtbot, tmp_path):
+    """Demo sample digits raise no banner or ⚠; adding 10 photos raises the banner, marks ≥ 9 photo thumbnails and
+    titles the selected photo "Not like…"; removing them hides it. [window]
+    """
     _load_demo(window, qtbot)
     banner = window.predictions.banner
     window.add_paths([str(p) for p in sample_images()])  # the demo's own sample digits
@@ -69,6 +72,9 @@ def test_photos_raise_the_banner_and_digits_do_not(window, qtbot, tmp_path):
 
 def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_classes(panel, qtbot, tmp_path,
                                                                                         monkeypatch):
+    """digits: no banner; ants/bees photos: banner, "folders … are not this model's classes", empty mistakes view
+    explained; review and sort say "results are unreliable". [panel]
+    """
     from vitstudio.gui.folder.folder_map import colour_groups
     from vitstudio.gui.folder.folder_panel import FolderPanel
 

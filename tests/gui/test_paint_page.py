@@ -50,6 +50,13 @@ def _drag(canvas, pixels: list[tuple[int, int]]) -> None:
 
 
 def test_a_mouse_drag_paints_the_image_pixels_under_it_and_the_overlay_shows_them(page, qtbot):
+    """A left-button drag on the canvas paints exactly the image pixels within the brush of the path (widget coordinates
+    mapped to the 32 px digit's own pixels), the overlay shows them in the object's colour and nothing elsewhere; a
+    background drag segments the image (the faint colour on unpainted pixels, the classes' areas below); renaming the
+    classes (and adding one) renames the brush's picker, a single name is refused and the names in use come back; Ctrl+Z
+    in the page takes the whole background drag back and the segmentation goes; Undo and Redo are enabled only when
+    there is a step to take.
+    """
     model, canvas = page.model, page.canvas
     assert not page.undo_button.isEnabled() and not page.redo_button.isEnabled()  # nothing painted yet
     assert canvas.picture is not None and (canvas.picture.width(), canvas.picture.height()) == (32, 32)

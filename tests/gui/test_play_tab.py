@@ -13,6 +13,9 @@ from vitstudio.gui import workers
 
 
 def test_play_a_video_with_a_map_and_record_it(panel, qtbot, tmp_path, monkeypatch):
+    """Playing a video with rollout shows frames/s and latency, finishes, and the recording holds every frame of the
+    source (36 of 36, analysed or held); no job left. [panel]
+    """
     # the Play tab alone on the demo (the window's show_tab("play") showing this panel: test_the_window_fits_1280_…)
     from vitstudio.gui.explore.play_panel import PlayPanel
 
@@ -37,6 +40,9 @@ def test_play_a_video_with_a_map_and_record_it(panel, qtbot, tmp_path, monkeypat
 
 
 def test_no_camera_is_said_on_the_tab_and_stop_stops(panel, qtbot, tmp_path):
+    """A missing camera says "No camera 3 … video file" with Stop disabled; Stop during a long video ends the job and
+    says "stopped". [panel]
+    """
     from vitstudio.gui.explore.play_panel import PlayPanel
 
     panel = panel(PlayPanel, model=bundled_demo())
@@ -75,7 +81,13 @@ class _BusyFrom3To8:
 def test_a_recording_keeps_the_sources_timing_and_the_next_session_never_writes_over_it(panel, qtbot, tmp_path,
                                                                                          monkeypatch):
     """Issue 49 item 10: the recording held only the analysed frames (181 of 200 at 10 fps: a shorter, faster video)
-    and "Record to…" stayed armed, so the next session silently wrote over it."""
+    and "Record to…" stayed armed, so the next session silently wrote over it.
+
+    A session that skips frames 3–8 (a reader standing in for a busy model) records all 12 frames at the source's 12
+    frames/s, frames 3–8 the held frame 2 and frame 9 its own, and says so; Record is disarmed after the session and the
+    next one leaves the file untouched (it held only the analysed frames and stayed armed, writing over it: issue 49
+    item 10). [panel]
+    """
     import numpy as np
 
     from vitstudio.core.play import video as video_module
@@ -106,7 +118,11 @@ def test_a_recording_keeps_the_sources_timing_and_the_next_session_never_writes_
 
 def test_only_the_newest_frame_is_drawn(panel, qtbot, monkeypatch):
     """Frames handed over while the window was busy are passed over: of three waiting, one pixmap is made, the
-    newest's, and the job is told the screen is free."""
+    newest's, and the job is told the screen is free.
+
+    Three annotated frames handed over before the window gets to them: one pixmap is made, the newest's (its colour on
+    the screen, "frame 2" in the line), and the job is told the screen is free. [panel]
+    """
     import numpy as np
 
     from vitstudio.core.play.frames import FrameResult
@@ -131,7 +147,10 @@ def test_only_the_newest_frame_is_drawn(panel, qtbot, monkeypatch):
 def test_frames_are_analysed_and_annotated_off_the_gui_thread(panel, qtbot, tmp_path, monkeypatch):
     """The GUI thread only turns the annotated picture into a pixmap: the analysis and the annotated picture (map
     coloured and blended, caption) are made on the job's threads, and the analysis of the next frame overlaps
-    the picture of this one (a thread of its own)."""
+    the picture of this one (a thread of its own).
+
+    [panel]
+    """
     import threading
 
     from vitstudio.core.play import frames

@@ -11,6 +11,9 @@ from vitstudio.gui.training.training_panel import TrainingPanel
 
 
 def test_quick_is_the_first_preset_and_trains_from_the_panel(panel, qtbot, tmp_path):
+    """Quick is the first preset; a run from the panel finishes, shows a 3-row results table, uses the features data
+    path, one curve point per step; dataset untouched. [panel] [fine-tune]
+    """
     data = make_dataset(tmp_path / "data", per_class=16)
     before = tree_state(data)
     panel = panel(TrainingPanel)

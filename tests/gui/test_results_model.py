@@ -12,6 +12,11 @@ from vitstudio.gui import workers
 
 
 def test_results_open_in_the_runs_model(window, qtbot, tmp_path, tiny_weights):
+    """Clicking a misclassified image in a run's results loads that run's model (named in the window title), selects the
+    image in Attention; clicking again does not reload. The switch is said in the status bar's notice, naming the run
+    and the model it replaced, with "Back to …", which loads that model again (the switch was silent: issue 49 item 11).
+    [window] [fine-tune]
+    """
     data = make_dataset(tmp_path / "data", per_class=10)
     panel = _setup(_training_tab(window), qtbot, data, epochs=1)  # a 3-class scratch run (the Training tests')
     panel.start()

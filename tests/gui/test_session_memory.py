@@ -34,6 +34,12 @@ def _load_demo(window, qtbot) -> None:
 
 
 def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtbot, tmp_path):
+    """A second MainWindow restores the Training form values, dataset with exclusions, Folder folder and filters (which
+    filter as numpy says), but not "Table follows map box" (its box is not kept; restored alone it filtered by a box
+    never drawn: the walk), hides the excluded review item; dataset untouched; settings.json holds them. [window: two
+    MainWindows built directly] The Advanced switch, the base model and the dataset chosen are remembered from the
+    Training state's fields.
+    """
     data = _digits(tmp_path, per_class=2)
     before = _files(data)
     first = _window(qtbot)
@@ -87,6 +93,9 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
 
 def test_seed_export_writes_its_two_files_into_the_chosen_folder(window, qtbot, tmp_path, tiny_weights,
                                                                  monkeypatch):
+    """GUI seed export writes model.pth and class_indices.json (labels) into the chosen folder, no folder named like a
+    file. [window]
+    """
     from vitstudio.gui import actions, file_dialogs
     from vitstudio.gui.model_export_dialog import MODEL_FORMATS
 
@@ -109,7 +118,11 @@ def test_seed_export_writes_its_two_files_into_the_chosen_folder(window, qtbot, 
 
 def test_a_labels_file_dataset_is_restored_too(qtbot, tmp_path):
     """The walk: "Train a model…" from the Labels tab sets a labels file as the dataset; after a restart the form said
-    "No dataset chosen." (only folders were restored)."""
+    "No dataset chosen." (only folders were restored).
+
+    A labels file set as the Training dataset (the Labels tab's "Train a model…") comes back after a restart and scans
+    as a labels file (only folders were restored: the walk). [window]
+    """
     from tests.gui.test_training_sources import _labels_file
 
     labels = _labels_file(tmp_path)

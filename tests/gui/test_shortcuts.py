@@ -42,6 +42,7 @@ def _paths(window) -> list[str]:
 
 
 def test_file_open_folder_fills_the_strip_and_the_folder_tab(active, qtbot, digits, monkeypatch):
+    """Ctrl+Shift+O opens a folder into the strip and the Folder tab and records it in recent. [window]"""
     window = active
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(str(bundled_demo()))
@@ -57,6 +58,7 @@ def test_file_open_folder_fills_the_strip_and_the_folder_tab(active, qtbot, digi
 
 
 def test_open_folder_before_a_model_opens_it_in_the_folder_tab_once_one_loads(window, qtbot, digits):
+    """A folder opened without a model says "Load a model" and opens in the Folder tab once one loads. [window]"""
     window.open_folder(str(digits))
     _settle(qtbot)
     assert len(window.state.images) == 20 and window.folder.results is None
@@ -69,6 +71,10 @@ def test_open_folder_before_a_model_opens_it_in_the_folder_tab_once_one_loads(wi
 
 
 def test_opening_the_same_files_twice_adds_nothing(window, qtbot, digits):
+    """Repeated files add nothing; a folder adds only new files and says "already in the strip". [window] The first
+    image an open adds is selected (in sight in the strip), unless another was picked while it read (the afternoon
+    walk).
+    """
     some = sorted(str(p) for p in (digits / "3").iterdir())
     window.add_paths(some)
     _settle(qtbot)
@@ -94,6 +100,9 @@ def test_opening_the_same_files_twice_adds_nothing(window, qtbot, digits):
 
 
 def test_delete_and_the_context_menu_remove_from_the_strip(active, qtbot, digits):
+    """Delete and the context-menu action remove from the strip and select the next; removed files can be reopened.
+    [window]
+    """
     window = active
     files = sorted(str(p) for p in (digits / "1").iterdir()) + sorted(str(p) for p in (digits / "2").iterdir())
     window.add_paths(files)
@@ -119,6 +128,9 @@ def test_delete_and_the_context_menu_remove_from_the_strip(active, qtbot, digits
 
 
 def test_recent_lists_only_what_opened_one_entry_per_open(window, qtbot, digits, tmp_path):
+    """One recent entry per open; empty folders and unreadable files are not recorded (logged); a vanished folder leaves
+    the list when triggered. [window]
+    """
     files = sorted(str(p) for p in (digits / "4").iterdir())
     window.add_paths(files)
     _settle(qtbot)
@@ -149,7 +161,11 @@ def test_recent_lists_only_what_opened_one_entry_per_open(window, qtbot, digits,
 
 
 def test_an_open_names_the_files_it_could_not_read():
-    """Issue 29, item 12: "3 unreadable" said how many, not which: the first three are named with their reason."""
+    """Issue 29, item 12: "3 unreadable" said how many, not which: the first three are named with their reason.
+
+    `describe_open` names the first three unreadable files with their reason (escaped names) and how many more (issue
+    29, item 12).
+    """
     from vitstudio.gui.opening import Opened, describe_open
 
     bad = tuple((f"/photos/{n}", why) for n, why in (("a.heic", "HEIC is not supported"), ("b.jpg", "truncated"),
@@ -165,6 +181,9 @@ def test_an_open_names_the_files_it_could_not_read():
 
 
 def test_ctrl_number_switches_tabs_and_ctrl_arrows_walk_the_images(active, qtbot, digits):
+    """Ctrl+N selects tab N; Ctrl+Down/Up walk images and stop at either end, saying "first image (1 of 4)" / "last
+    image" (no wrap-around: issue 29, item 12). [window]
+    """
     window = active
     for index in range(window.tabs.count()):
         qtbot.keyClick(window, getattr(Qt, f"Key_{index + 1}"), Qt.ControlModifier)
@@ -186,6 +205,10 @@ def test_ctrl_number_switches_tabs_and_ctrl_arrows_walk_the_images(active, qtbot
 
 
 def test_training_keys_press_the_training_buttons(active, qtbot):
+    """Shift+F5 without a run says "not now"; with buttons enabled Shift+F5/F6 click Cancel/Pause; Start is F5. [window]
+    The open Training menu greys what its buttons would refuse (Pause and Cancel with nothing training); closed, the
+    keys stay live and say why (the afternoon walk).
+    """
     window = active
     training = window.training
     window.show_tab("predictions")
@@ -253,7 +276,10 @@ def test_shift_f5_asks_before_cancelling_a_run_the_button_does_not(active, qtbot
 
 def test_window_keys_work_while_a_spin_box_or_field_has_focus(active, qtbot, tmp_path, monkeypatch):
     """Issue 29, item 12: Ctrl+E (Export view) was taken by the focused spin box's line edit (its "end of line" on
-    X11); the window's keys fire whatever field has focus, and ordinary typing still goes to the field."""
+    X11); the window's keys fire whatever field has focus, and ordinary typing still goes to the field.
+
+    [window]
+    """
     from PySide6.QtWidgets import QFileDialog
 
     window = active
@@ -273,6 +299,9 @@ def test_window_keys_work_while_a_spin_box_or_field_has_focus(active, qtbot, tmp
 
 
 def test_help_lists_every_shortcut(window):
+    """Help's shortcut table lists every action shortcut (≥ 16) and the named keys. [window] The Labels tab's class keys
+    "1 … 9" are listed (the walk).
+    """
     text = help_text(window, "Keyboard shortcuts")
     actions = [a for w in (window, *window.findChildren(QMenu), *window.findChildren(type(window.strip)))
                for a in w.actions() if not a.shortcut().isEmpty()]
@@ -286,6 +315,7 @@ def test_help_lists_every_shortcut(window):
 
 
 def test_the_model_box_does_not_keep_a_rejected_name(window, qtbot):
+    """A failed load leaves the model box on the loaded model's name and spec. [window]"""
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(str(bundled_demo()))
     shown = window.model_panel.name.currentText()
@@ -296,6 +326,11 @@ def test_the_model_box_does_not_keep_a_rejected_name(window, qtbot):
 
 
 def test_errors_wait_in_the_status_bar_with_their_details(window, qtbot):
+    """A failed load pops no box; the status bar and "1 error" indicator show it; clicking opens a non-modal box with
+    traceback details and brings the Log forward scrolled to its newest line (200 lines written while it was a hidden
+    tab: the walk found the error below the visible area). [window] Errors after some were seen read "2 new (3 errors in
+    all)" ("2 errors" after 3 read as a miscount: item 12).
+    """
     from PySide6.QtWidgets import QMessageBox
 
     before = {w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()}

@@ -29,7 +29,10 @@ def test_a_quarter_minute_of_the_real_window_training_and_exploring(tmp_path):
     """In a subprocess: a fatal error in the binding (none_dealloc) must fail this test, not kill pytest. 15 s, not
     the 30 s it was: the first cycle's two epochs end within ~5 s and the explorers follow, and the 30-s run only
     reached the model switches and the Folder tab's scan in its last 3 s; sampling every 1.25 s keeps the ≥ 10
-    samples (and the 20 % warm-up: training) that the slopes and peaks are read from."""
+    samples (and the 20 % warm-up: training) that the slopes and peaks are read from.
+
+    [subprocess] [soak]
+    """
     out = tmp_path / "soak.json"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1"}
     res = subprocess.run([sys.executable, str(SOAK), "--minutes", "0.25", "--interval", "1.25", "--images", "100",
@@ -57,6 +60,9 @@ def _samples(n=30, interval=10.0, **trends):
 
 
 def test_the_verdict_catches_what_it_is_for():
+    """`soak.analyse` passes flat synthetic samples and fails falling None refs, growing RSS/threads/fds, a run not
+    finished or with exceptions; `slope_per_minute` formula.
+    """
     soak = _soak_module()
     run = {"finished": True, "exceptions": []}
     assert soak.analyse(_samples(), run)["ok"]
@@ -98,7 +104,11 @@ def test_predictions_of_models_no_longer_loaded_are_dropped():
 
 def test_a_stall_is_how_late_the_heartbeat_fired_and_fails_the_verdict():
     """Issue 29 item 14: no stall may pass 100 ms. The heartbeat's period is not a stall; what it was late by is,
-    named with what the user was doing."""
+    named with what the user was doing.
+
+    `soak.Stalls` counts how late a 20 ms heartbeat fired (not its period), names the worst with what the user was
+    doing; a stall over 100 ms fails the `responsive` check.
+    """
     soak = _soak_module()
     stalls = soak.Stalls(0.02)
     for now, doing in ((0.0, "a"), (0.02, "a"), (0.04, "a"), (0.30, "history"), (0.32, "b")):

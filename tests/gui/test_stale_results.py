@@ -57,7 +57,11 @@ def gate_for(request):
 
 
 def test_internals_never_show_the_previous_models_pictures(panel, qtbot, monkeypatch, gate_for):
-    """(d) Model internals computing for model A, tab hidden, model B loaded: A's pictures never appear."""
+    """(d) Model internals computing for model A, tab hidden, model B loaded: A's pictures never appear.
+
+    Model internals held for model A while B loads (tab hidden): A's pictures never appear; B's pos-embed picture equals
+    core render(explain). [panel]
+    """
     from vitstudio.gui.explore import internals_panel
 
     first: list[int] = []
@@ -101,7 +105,10 @@ def _run_with_report(folder, classes, photo):
 
 def test_training_results_show_only_the_run_shown(panel, qtbot, monkeypatch, tmp_path, photos, gate_for):
     """(a) History: run A clicked (its gallery slow), then run B: A's gallery and confusion matrix never appear under
-    B, in the view or in File > Export data."""
+    B, in the view or in File > Export data.
+
+    [panel]
+    """
     from vitstudio.gui.training import training_jobs
     from vitstudio.gui.training.training_panel import TrainingPanel
 
@@ -129,7 +136,10 @@ def test_training_results_show_only_the_run_shown(panel, qtbot, monkeypatch, tmp
 def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(panel, qtbot, monkeypatch, photos,
                                                                              gate_for):
     """(c) Attention tab: the distance over a folder computing for model A, model B loaded: the plot shows B's
-    distance for the image, never A's folder average."""
+    distance for the image, never A's folder average.
+
+    [panel]
+    """
     from vitstudio.core.analysis import attention
     from vitstudio.gui.explore import attention_panel
 
@@ -153,7 +163,10 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(panel
 
 def test_label_review_of_the_previous_model_never_appears(panel, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: the label review running for model A, model B loaded: A's review never appears; B's does
-    once asked for."""
+    once asked for.
+
+    [panel]
+    """
     import vitstudio.core.folder.audit as audit_module
     from vitstudio.core.models.demo import bundled_demo, render_digits
 
@@ -190,7 +203,10 @@ def test_label_review_of_the_previous_model_never_appears(panel, qtbot, monkeypa
 
 def test_folder_map_shows_only_the_folder_opened(panel, qtbot, monkeypatch, tmp_path, gate_for):
     """(b) Folder tab: folder X's map on screen, folder Y opened, Y's map slow: X's points are gone at once (they
-    would be coloured and box-selected with Y's rows), then Y's map appears."""
+    would be coloured and box-selected with Y's rows), then Y's map appears.
+
+    [panel]
+    """
     from vitstudio.core.folder import neighbours
     from vitstudio.core.models.demo import bundled_demo, render_digits
 

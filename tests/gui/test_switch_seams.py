@@ -78,6 +78,15 @@ def _lasso_and_tag(panel) -> None:
 
 
 def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, qtbot, tmp_path):
+    """The Folder tab's twenty views filled from one folder (table, results, map, similar images, label review and its
+    report, duplicate groups, model fit, labels, quick head, layer probes, the Paint page's paint, image and its
+    segmentation, and issue 50's gallery, lasso outline drawn by a mouse drag, the legend's selection, the tags put on
+    it, the Tag filter, what Export… would take, the brain's scores, their table column and the map coloured by
+    uniqueness (its colour bar); the Paint page's segmentation over the Attention tab's image, its toggle on, drawn for
+    the strip's image); the moment another folder is opened each is empty, and once settled the table and map hold the
+    second folder's 20 images, its fit is computed, its own labels file is open and its own scores fill the column and
+    colour the map. [window]
+    """
     first = render_digits(tmp_path / "first", per_class=3)
     second = render_digits(tmp_path / "second", per_class=2)
     open_in_folder_tab(window, qtbot, first)
@@ -132,7 +141,12 @@ def _run(root, name: str, epochs: int, classes: dict) -> object:
 def test_another_run_in_the_history_leaves_nothing_of_the_first_on_screen(panel, qtbot, tmp_path):
     """Run A trained in the panel (with a warning of its own), then run B (other classes, other epochs) clicked in
     the History: the curves, the learning rate, the results, the progress bar, the status line and the warnings are
-    B's alone."""
+    B's alone.
+
+    Run A trained in the panel with a warning, run B (other classes, 2 epochs) clicked in History: curves, learning
+    rate, results, bar, status line are B's and A's warning is hidden (it stayed on screen under B: fixed, the warnings
+    are of the run they were raised for), and shown again when A is clicked. [fine-tune]
+    """
     from tests.core.synthetic_data import COLOURS
 
     a_classes = dict(list(COLOURS.items())[:3])

@@ -21,6 +21,16 @@ from vitstudio.gui.teach.teach_panel import TeachPanel
 
 
 def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel, qtbot, tmp_path, monkeypatch):
+    """Three digit classes refit on their own; a video previews the head (the cards' bars one softmax); holding a card's
+    record button adds the frames shown and refits (revision + 1); the confusion matrix equals the result's and a cell
+    opened shows its held-out images; "Add frame" adds the frame on screen to a class; the Augment box saves the setting
+    and refits with it; Export writes timm/ONNX/seed and says they predict as the preview on every sample; 1280×720
+    grab; the map is off by default and choosing rollout restarts the preview with it (the request's method, a new
+    picture on the screen); a model switch leaves no head, figure or bar of the old model and refits for the new uid;
+    another source cancels the first preview (a missing camera said on the tab); a camera unplugged while a card's
+    record is held (a stand-in FrameSource) keeps every frame held in that class and says so on the screen, and the
+    later release adds nothing; another project leaves no card or head of the first.
+    """
     teach = panel(TeachPanel, model=bundled_demo())
     teach.resize(1280, 720)
     digits = render_digits(tmp_path / "digits", per_class=4)
@@ -127,7 +137,12 @@ def _camera_that_vanishes(monkeypatch) -> threading.Event:
 
 def test_a_teach_project_graduates_to_the_full_preset_in_the_training_tab(panel, qtbot, tmp_path):
     """"Graduate": the Training tab's dataset set to a Teach project, the full preset for one epoch on the demo; the
-    run finishes on the project's classes and its run folder predicts as plain timm computes it from the folder."""
+    run finishes on the project's classes and its run folder predicts as plain timm computes it from the folder.
+
+    "graduate": a Teach project of three digit classes (made through TeachModel) set as the Training tab's dataset scans
+    as its classes; the full preset for 1 epoch at batch 8 on the demo finishes; the run folder loads with the project's
+    classes and predicts a sample as plain timm computes it from the folder (`local-dir:`, 1e-5). [panel] [fine-tune]
+    """
     import timm
     import torch
 

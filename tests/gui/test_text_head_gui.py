@@ -18,6 +18,9 @@ def clip_dir(tmp_path_factory):
 
 
 def test_curves_start_at_zero_shot(panel, qtbot, tmp_path, clip_dir):
+    """text_head greyed for a model without a text tower, enabled and checked for CLIP; the run's head start (> 0.5) is
+    drawn at epoch 0 with a start level line, cleared and replayed from History. [panel] [fine-tune]
+    """
     panel = panel(TrainingPanel)
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=12, size=40)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)

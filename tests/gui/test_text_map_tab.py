@@ -15,6 +15,9 @@ from vitstudio.gui.explore.attention_panel import AttentionPanel
 
 
 def test_typed_text_draws_the_core_text_map(panel, qtbot, clip_dir, photos, tiny_weights):
+    """Text method greyed for a plain ViT ("text tower"); for CLIP two typed texts draw maps equal core `explain
+    --method text` and differ; faithfulness measures "similarity to …", sanity disabled with its reason. [panel]
+    """
     panel = panel(AttentionPanel, load_model(TINY_SPEC, str(tiny_weights[0]), "cpu", "fp32"))
     item = panel.method.model().item(panel.method.findData("text"))
     assert not item.isEnabled() and "text tower" in panel.method.itemData(panel.method.findData("text"), 3)

@@ -43,6 +43,9 @@ def _astronaut_in_window(window, qtbot, tiny_weights, photos):
 
 def test_a_toy_analysis_appears_in_the_embeddings_panel_compare_and_export(window, qtbot, tiny_weights, photos,
                                                                            tmp_path):
+    """The embeddings toy is listed in Embeddings (not Attention), its map equals its definition, exports with params,
+    and Compare shows both models' toy maps. [window]
+    """
     loaded, x = _astronaut_in_window(window, qtbot, tiny_weights, photos)
 
     panel = window.embeddings
@@ -102,6 +105,9 @@ def attention_toy():
 
 def test_an_attention_toy_is_drawn_from_the_shared_overview(attention_toy, window, qtbot, tiny_weights, photos,
                                                             tmp_path):
+    """An attention toy with view_job=overview is drawn from the existing overview (no new job), equals max over heads
+    of core head maps, info text and export params. [window]
+    """
     from vitstudio.core.analysis import attention
 
     loaded, x = _astronaut_in_window(window, qtbot, tiny_weights, photos)
@@ -152,7 +158,13 @@ def test_a_compute_only_toy_gets_its_controls_in_the_attention_panel_compare_and
                                                                                          tmp_path):
     """Registered with only a compute function and two new parameters: the Attention panel offers it with a
     control per parameter (from their specs), changing a control re-runs it with the new value, Compare offers it
-    and `explain` takes --gain and --reduce."""
+    and `explain` takes --gain and --reduce.
+
+    An attention entry with only a compute function and a new float (range 0.5–4) and choice parameter: the Attention
+    panel lists it with a spin box and a combo made from the specs (shown only for it), each change re-runs it and the
+    map equals the toy's own computation for the new values; Compare lists it; `explain --gain 2 --reduce max` writes
+    the same array (issue 30, item 4). [panel]
+    """
     from PySide6.QtWidgets import QComboBox, QDoubleSpinBox
 
     from vitstudio.cli import main
@@ -204,7 +216,11 @@ def token_power_view(tokens, params, grid, basis=None):
 
 def test_an_embeddings_toy_with_a_float_parameter_gets_its_control(panel, qtbot, tiny_weights, photos):
     """The Embeddings panel's form is the registry's too: a new float parameter gets a spin box from its spec, and
-    changing it shows the entry's view for the new value."""
+    changing it shows the entry's view for the new value.
+
+    An embeddings entry with a new float parameter (range 0.5–3) gets a spin box from its spec in the Embeddings panel;
+    changing it shows the entry's view for the new value (equal to the toy's own computation). [panel]
+    """
     from PySide6.QtWidgets import QDoubleSpinBox
 
     from vitstudio.core.analysis import embeddings

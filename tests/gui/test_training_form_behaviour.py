@@ -46,6 +46,9 @@ def _scanned(panel, qtbot, folder):
 # -- item 2: forms that never change behind your back ---------------------------------------------------------------
 
 def test_wheel_over_an_unfocused_input_changes_nothing_anywhere_and_scrolls_the_form(window, qtbot):
+    """The wheel over any unfocused spin/combo box (> 50 in the window) changes nothing and scrolls the form; all have
+    StrongFocus; focused, it edits. [window]
+    """
     panel = window.training
     window.show_tab("training")
     panel.form.advanced.setChecked(True)  # a long form: its column scrolls
@@ -80,7 +83,10 @@ def test_no_python_filter_sees_every_event_and_inputs_made_later_are_guarded(qtb
     """The wheel guard and the window's keys filter only the inputs they guard: a filter on the application is a
     Python call for every event of every object (building the window took 2.0-3.7 s with the two of them there,
     0.9-1.1 s without). An input made after the window (a dialog's, a form generated later) is guarded all the same,
-    by the style that polishes it."""
+    by the style that polishes it.
+
+    [window]
+    """
     from PySide6.QtCore import QCoreApplication
     from PySide6.QtWidgets import QDialog, QSpinBox, QVBoxLayout
 
@@ -116,6 +122,9 @@ def test_no_python_filter_sees_every_event_and_inputs_made_later_are_guarded(qtb
 
 
 def test_a_preset_change_keeps_the_users_values_and_says_so(panel):
+    """Every preset has a description; switching presets keeps user-set epochs, follows the preset elsewhere, notes
+    which were kept; "use the preset's values" resets. [panel]
+    """
     from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, PRESETS
 
     form = panel(TrainingPanel).form
@@ -140,6 +149,10 @@ def test_a_preset_change_keeps_the_users_values_and_says_so(panel):
 
 
 def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path):
+    """Start is disabled with the reason (no dataset, unusable dataset, no base model, bad mean, run name taken or
+    containing "/") and enabled otherwise. [panel] A class of one image (no split can hold it) disables Start with
+    "cannot be split" (the walk: Start stayed enabled beside "Too small to split" and failed at once).
+    """
     from vitstudio.core.models.catalog import models_dir
 
     panel = panel(TrainingPanel)
@@ -205,6 +218,10 @@ def test_a_typed_dataset_is_scanned_once_so_the_first_click_on_start_counts(pane
 # -- item 6 (training side) and the fresh run name of item 2 ---------------------------------------------------------
 
 def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(window, qtbot, tmp_path):
+    """Pause shows Paused in label, progress and history line; history updates each epoch with best val; finished line;
+    results table fits at 1280×720, no legend on curves; a fresh run name afterwards. [window] [fine-tune] While paused
+    the status shows no ETA (it stayed on: the walk).
+    """
     from vitstudio.core.models.catalog import models_dir
 
     window.show_tab("training")
@@ -253,7 +270,10 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
 def test_the_chance_level_warning_follows_the_run(panel, qtbot, tmp_path):
     """The warning said during the run (accuracy at chance after two epochs) is replaced by each update with the new
     figure (it kept its first figure for the whole run: issue 29, item 11) and withdrawn once the run does better;
-    other warnings of the run stay."""
+    other warnings of the run stay.
+
+    [panel]
+    """
     from vitstudio.core.train.engine import RunWarning
 
     panel = _scanned(panel(TrainingPanel), qtbot, make_dataset(tmp_path / "data", per_class=6))
@@ -278,6 +298,9 @@ def _history_line(panel, name: str) -> str:
 # -- item 3: fits a 1280×720 screen ---------------------------------------------------------------------------------
 
 def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
+    """With the model card shown the minimum size fits 1280×700; every tab page scrolls rather than being squeezed;
+    `show_tab(name)` shows each tab's own panel; run controls stay visible. [window]
+    """
     from vitstudio.core.models.demo import bundled_demo
 
     with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
@@ -308,7 +331,11 @@ def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
 
 
 def test_the_progress_bar_is_the_whole_run(panel):
-    """The afternoon walk: at "epoch 3/60 · step 3/4" the bar was 75 % full (it counted the epoch's steps)."""
+    """The afternoon walk: at "epoch 3/60 · step 3/4" the bar was 75 % full (it counted the epoch's steps).
+
+    At epoch 18/60, step 1/4 the bar is (17·4+1)/240 full, not a quarter (it filled again every epoch: the afternoon
+    walk). [panel]
+    """
     from vitstudio.core.train.engine import StepProgress
 
     panel = panel(TrainingPanel)
@@ -322,7 +349,10 @@ def test_the_progress_bar_is_the_whole_run(panel):
 def test_what_a_run_starts_from_is_the_tabs_state(panel, qtbot, monkeypatch, tmp_path):
     """The base model, run name, probe image and multi-GPU switch are fields of the Training state, each bound to its
     control both ways (they were read from the widgets); a run name is followed as it is typed, a probe chosen in
-    the dialog reaches the field, and the run's config is built from the fields."""
+    the dialog reaches the field, and the run's config is built from the fields.
+
+    [panel]
+    """
     from vitstudio.gui import file_dialogs
 
     panel = panel(TrainingPanel)

@@ -43,6 +43,10 @@ def _runs_in_models_dir(panel) -> list[str]:
 
 
 def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
+    """Dataset info; curves, lr and probe drawn from records; GUI event-loop gaps < 0.5 s while training; pause sets the
+    token; cancel < 2.5 s, listed in History; resume from History continues to epoch 40. [panel] [fine-tune] A cancelled
+    run's bar stays where it stopped (it filled up: issue 49 item 13).
+    """
     data = make_dataset(tmp_path / "data", per_class=16)
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=40)
     assert panel.dataset_actions.scan.classes == ("blue", "green", "red")
@@ -86,6 +90,9 @@ def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
 
 
 def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
+    """A finished run shows a 3-row results table and a confusion matrix of the report's total; Use loads it with its
+    labels and opens Predictions. [window] [fine-tune]
+    """
     data = make_dataset(tmp_path / "data", per_class=16)
     panel = _setup(_training_tab(window), qtbot, data, epochs=3)
     panel.start()
@@ -101,6 +108,7 @@ def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
 
 
 def test_misclassified_image_opens_in_the_attention_explorer(window, qtbot, tiny_weights, photos):
+    """A misclassified_clicked image is selected and shown in Attention with an overview. [window]"""
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
         window.request_model(TINY_SPEC, "cpu", "fp32", str(tiny_weights[0]))
     window.show_tab("training")
@@ -113,7 +121,11 @@ def test_misclassified_image_opens_in_the_attention_explorer(window, qtbot, tiny
 
 def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, tmp_path):
     """Clicking an old run in History while another trains: Cancel/Pause stay on, Start stays off, the old
-    run's curves get no live epochs, and clicking the live run shows every epoch it has trained."""
+    run's curves get no live epochs, and clicking the live run shows every epoch it has trained.
+
+    Viewing an old run while another trains keeps controls on the live run, gets no live epochs on the old curves,
+    exports the old run's confusion/curves; the live run shows every logged epoch once. [panel] [fine-tune]
+    """
     from vitstudio.core.train.runs import read_metrics
 
     data = make_dataset(tmp_path / "data", per_class=16)
@@ -158,7 +170,11 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
 
 def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_path):
     """Snapshots live in the run folder: a fresh panel (as after restarting the app) replays them and exports
-    them as a GIF."""
+    them as a GIF.
+
+    A fresh TrainingPanel lists the run, replays its 3 probe snapshots and exports a 3-frame GIF. [panel] [fine-tune]
+    The epoch slider is bound to the snapshot shown (its range the run's): sliding to 0 shows epoch 1.
+    """
     data = make_dataset(tmp_path / "data", per_class=8)
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=3)
     panel.start()
@@ -183,7 +199,14 @@ def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_pa
 def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkeypatch):
     """File → Export model (the current model) and the Training panel's export (a run) write ONNX with metadata
     and upstream's seed format; each is told in the status bar with a link to its folder, kept until dismissed
-    (issue 29, item 10: it was in the Log dock only)."""
+    (issue 29, item 10: it was in the Log dock only).
+
+    File → Export model writes ONNX with 5 labels in metadata and seed model.pth + class_indices.json; a run exports to
+    seed format; each export is a status-bar notice linking its folder (the link opens it, a passing message hides it
+    only meanwhile, × dismisses it; the seed note is in it: issue 29, item 10). [window] [fine-tune] A finished run read
+    back draws the rate after every update (item 12). The seed export's notice is one short line pointing to the
+    README.txt it wrote (the note was elided mid-text).
+    """
     import onnx
     from PySide6.QtWidgets import QApplication
 
@@ -233,7 +256,11 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
 
 def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):
     """The preview grid is exactly the core's augmented views for the form's settings (here: no flip, mild crops,
-    images 32 px), recomputed when the settings change."""
+    images 32 px), recomputed when the settings change.
+
+    The preview grid equals core `preview_augmentation` mosaic for the form's settings and changes when they do. [panel]
+    Another dataset clears the views of the last one (they stayed: the afternoon walk).
+    """
     import numpy as np
 
     from vitstudio.core.analysis.overlays import mosaic_rgb
@@ -266,7 +293,11 @@ def test_augmentation_preview_follows_the_settings(panel, qtbot, tmp_path):
 
 def test_resume_from_history_trains_the_run_selected_even_copied(panel, qtbot, tmp_path):
     """A copied (or renamed) run resumes itself, not the folder recorded inside it; a damaged train_config.json is
-    named in the status line."""
+    named in the status line.
+
+    Resuming a copied run finishes the copy and leaves the original cancelled; a damaged train_config.json is named in
+    the status. [panel] [fine-tune]
+    """
     import json
     import shutil
 
@@ -372,7 +403,10 @@ def test_a_new_field_in_the_schema_becomes_a_control(qtbot):
 
 
 def test_validation_message_is_the_clis(panel, qtbot, tmp_path, capsys):
-    """A setting out of its range is refused with the same message in the GUI's status line and the CLI."""
+    """A setting out of its range is refused with the same message in the GUI's status line and the CLI.
+
+    [panel]
+    """
     from vitstudio.cli import main
 
     data = make_dataset(tmp_path / "data", per_class=4)
@@ -390,7 +424,10 @@ def test_validation_message_is_the_clis(panel, qtbot, tmp_path, capsys):
 def test_a_folder_dropped_on_the_tab_becomes_the_dataset(panel, qtbot, tmp_path):
     """Drag a class folder from the file manager onto the Training tab: it is accepted, scanned and summarised; a
     dropped file (not a folder) is not taken as a dataset. (Qt delivers drops only within a real drag: the events
-    go to the tab's drop handler directly, as the window's drop test does.)"""
+    go to the tab's drop handler directly, as the window's drop test does.)
+
+    [panel]
+    """
     from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
     from PySide6.QtGui import QDragEnterEvent, QDropEvent
 
@@ -416,7 +453,11 @@ def test_a_folder_dropped_on_the_tab_becomes_the_dataset(panel, qtbot, tmp_path)
 
 
 def test_history_names_every_folder_it_lists(panel):
-    """Issue 49 item 13: History was headed "Runs in DATA/models" while it also listed a source checkout's demo."""
+    """Issue 49 item 13: History was headed "Runs in DATA/models" while it also listed a source checkout's demo.
+
+    History's heading names every folder it lists runs from, the user's models folder (where new runs go) and a
+    checkout's read-only models/ with the demo (it named only the first: issue 49 item 13). [panel]
+    """
     from vitstudio.core.models.catalog import model_dirs
 
     training = panel(TrainingPanel)

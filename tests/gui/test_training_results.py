@@ -34,6 +34,9 @@ def results(qtbot):
 
 
 def test_the_matrix_is_the_same_few_items_for_any_number_of_classes(results):
+    """The confusion plot holds the same ≤ 3 items for 3 and 12 classes; the image and the painted counts equal the
+    report's confusion; None clears both.
+    """
     results.show_report(_report(3))
     few = len(results.cm_view.items)
     results.show_report(_report(12))
@@ -45,6 +48,9 @@ def test_the_matrix_is_the_same_few_items_for_any_number_of_classes(results):
 
 
 def test_the_counts_are_drawn_in_their_cells(results, qtbot):
+    """The rendered plot differs with the counts item hidden (the counts are painted) and the item covers the matrix in
+    scene coordinates.
+    """
     results.show_report(_report(4))
     qtbot.wait(50)
     with_counts = results.confusion.grab().toImage()
@@ -58,6 +64,9 @@ def test_the_counts_are_drawn_in_their_cells(results, qtbot):
 
 
 def test_thumbnails_fill_the_gallery_without_drawing_the_report_again(results, tmp_path):
+    """A late gallery of another report is ignored; the shown report's thumbnails become the icons of the same list
+    items.
+    """
     from vitstudio.gui.training.training_results import make_thumbnails
 
     report = _report(3, tmp_path)
@@ -72,7 +81,11 @@ def test_thumbnails_fill_the_gallery_without_drawing_the_report_again(results, t
 
 def test_gallery_cells_never_overlap_once_thumbnails_arrive(results, tmp_path, qtbot):
     """Captions are listed first and pictures of several shapes arrive later: every item keeps a cell of its own
-    (the walk saw icons and captions stacked on each other)."""
+    (the walk saw icons and captions stacked on each other).
+
+    12 captions listed first, thumbnails of 12 shapes arriving later: every item has its own cell, no two item
+    rectangles intersect, each as tall as a thumbnail (issue 49 item 1: they were stacked).
+    """
     from vitstudio.core.train.evaluation import EvalReport, Misclassified
     from vitstudio.gui.training.training_results import make_thumbnails
 

@@ -45,6 +45,10 @@ KINDS = {"class folders": _class_folders, "train/ + val/": _train_val, "labels f
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_preset_finishes_on_every_dataset_kind(panel, qtbot, tmp_path, kind):
+    """Class folders, train/ + val/, and a labels file beside loose images (as the Labels tab writes it): each of the
+    six presets, started from the panel (1 epoch, tiny model), ends "finished" with its accuracy in the status line.
+    [panel] [fine-tune] [parametrised ×3: dataset kinds, 6 presets each]
+    """
     panel = panel(TrainingPanel)
     panel.set_dataset(str(KINDS[kind](tmp_path)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
@@ -64,7 +68,12 @@ def test_every_preset_finishes_on_every_dataset_kind(panel, qtbot, tmp_path, kin
 def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_path):
     """Item 8: after "Train a model…" switched the dataset the panel still showed the previous run (its accuracy,
     "finished · N epochs", its chance-level warning, the confusion axes of its classes); a run then started left
-    "No results yet" on screen instead of its curves."""
+    "No results yet" on screen instead of its curves.
+
+    After a finished run, another dataset clears the shown run, its results, curves, progress text and warnings; Start
+    then shows the Curves tab. [panel] [fine-tune] Nor the previous run's class names on the confusion matrix's axes
+    (the walk saw "8, 9" over an empty matrix).
+    """
     panel = panel(TrainingPanel)
     panel.set_dataset(str(_class_folders(tmp_path)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)

@@ -33,7 +33,12 @@ def _run_folder(folder, status: str):
 
 def test_the_quick_presets_preview_shows_the_crops_its_head_is_fitted_on(panel, qtbot, tmp_path):
     """The form said "no augmentation" for the quick preset while its preview showed random crops of 8-100 %: its
-    views are each image's crop as the model sees it, whose features the quick run fits its head on."""
+    views are each image's crop as the model sees it, whose features the quick run fits its head on.
+
+    With the quick preset, every tile of "Preview augmentation" is some training image's crop as the model sees it
+    (`LoadedModel.crop`, what its cached features come from) and the line says no augmentation (it showed random crops
+    of 8–100 %). [panel]
+    """
     from vitstudio.core.data.images import read_image
 
     panel = panel(TrainingPanel, model=TINY_SPEC)
@@ -53,7 +58,12 @@ def test_the_quick_presets_preview_shows_the_crops_its_head_is_fitted_on(panel, 
 
 def test_a_dataset_path_that_cannot_be_used_leaves_the_run_shown(panel, qtbot, tmp_path):
     """A mistyped dataset path hid the finished run's Results; only another usable dataset replaces them (not a
-    run picked while it was scanned)."""
+    run picked while it was scanned).
+
+    A dataset path that cannot be used keeps the finished run shown, its Results and its bar; another usable dataset
+    replaces them (a mistyped path hid them), but not a run picked in History while that dataset was being scanned.
+    [panel]
+    """
     panel = panel(TrainingPanel)
     run = _run_folder(tmp_path / "run", "finished")
     panel.show_run(run)
@@ -73,7 +83,11 @@ def test_a_dataset_path_that_cannot_be_used_leaves_the_run_shown(panel, qtbot, t
 
 def test_the_run_buttons_keep_their_place_as_a_run_starts_and_ends(panel, qtbot):
     """Start, Pause, Cancel and Resume jumped 15-40 px as the status line grew to a run's two or three lines, a
-    warning came and Pause became Continue."""
+    warning came and Pause became Continue.
+
+    Start, Pause, Cancel and Resume keep their position and size while the status grows to several lines, a warning and
+    Paused appear, Pause reads Continue, and the run ends (they jumped 15–40 px). [panel]
+    """
     panel = panel(TrainingPanel)
     panel.resize(1100, 640)
     controls = panel.controls
@@ -96,7 +110,11 @@ def test_the_run_buttons_keep_their_place_as_a_run_starts_and_ends(panel, qtbot)
 
 
 def test_a_resumed_run_is_named_as_the_run_it_resumes(panel, qtbot, tmp_path, monkeypatch):
-    """History → Resume run trained the run selected while the run name still said a fresh name."""
+    """History → Resume run trained the run selected while the run name still said a fresh name.
+
+    History → Resume run shows the resumed run's name in the run name while it trains (a fresh name was shown), and a
+    fresh name once it ends (the training job is the test's). [panel]
+    """
     from vitstudio.core.train import engine
     from vitstudio.core.train.engine import TrainResult
 
@@ -120,7 +138,11 @@ def test_a_resumed_run_is_named_as_the_run_it_resumes(panel, qtbot, tmp_path, mo
 
 
 def test_one_group_of_copies_is_said_in_the_singular(tmp_path):
-    """"2 files are exact copies of each other (1 groups)": the dataset line and the run's warning count groups."""
+    """"2 files are exact copies of each other (1 groups)": the dataset line and the run's warning count groups.
+
+    One pair of exact copies reads "(1 group)" in the dataset line and in the run's split warning ("1 groups": the
+    walk).
+    """
     import shutil
 
     from vitstudio.core.data.datasets import exact_duplicate_groups, scan_dataset

@@ -133,6 +133,14 @@ def _check_attention_cell(window, qtbot, tmp_path, kind: str, index: int, method
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_view_of_every_method_works_or_says_why_for_every_model_kind(window, qtbot, tmp_path, specs, photos,
                                                                           kind):
+    """Each cell works (a finite map, a faithfulness measurement where offered, a 0/1 mask, an exported array with its
+    method in the sidecar) or its method is greyed out with exactly the registry's reason (`why_not`: the text map
+    without a text tower, the class methods of a headless CLIP); the concept map shows concepts learned on the kind's
+    model (faithfulness greyed out: it does not explain a class); Compare against a class-token model shows two finite
+    maps for every analysis it offers (or names on the pane why it does not apply); Play finishes a two-frame video
+    through every map it offers and prediction alone (greyed out with the reason for a model without classes); no error
+    reaches the status bar. [window] [parametrised ×6: model kinds] [fine-tune]
+    """
     load_in_window(window, qtbot, specs[kind])
     window.add_paths([str(photos["chelsea"])])
     qtbot.waitUntil(lambda: window.state.selected is not None and window.state.selected.image is not None,
@@ -236,7 +244,16 @@ def _matched(window, qtbot):
 def test_after_a_switch_no_view_shows_what_it_showed_before(window, qtbot, photos, switch):
     """The switches row of the matrix: a model switch (4×4 patches and 5 classes → 6×6 and 3) or an image switch,
     with every explorer tab shown once before it. Right after the switch, each tab holds nothing or the new
-    request's result, never the previous one's; once settled, each shows the new one."""
+    request's result, never the previous one's; once settled, each shows the new one.
+
+    The switches row: a model switch (4×4 patches, 5 classes → 6×6, 3) or an image switch after every explorer tab was
+    shown; each tab the moment it is shown holds nothing or the new request's result (the Attention tab kept the
+    previous model's map, exportable under the new model's name, until its job finished: fixed with
+    `ExplorerPanel.redraw`), and once settled the new one (the image switch's rollout equal to the core's); Compare →
+    Match (B the strip's second image, a point clicked on A) holds no map of the 4×4 model after the model switch and
+    matches the point again with the 6×6 one, and after the image switch drops the point of the previous A. [window]
+    [parametrised ×2: switches]
+    """
     from vitstudio.core.analysis import attention
 
     load_in_window(window, qtbot, "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=5")

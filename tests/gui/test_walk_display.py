@@ -15,6 +15,9 @@ def _clipped_card_labels(window) -> list[tuple[str, int, int]]:
 
 
 def test_model_card_values_keep_their_last_line_after_the_card_is_redrawn(window, qtbot, clip_dir):
+    """No word-wrapped card label is shorter than its height-for-width, before and after classes redraw the card.
+    [window]
+    """
     window.resize(1280, 720)
     load_in_window(window, qtbot, str(clip_dir))
     # the card re-measures its rows after the redraw, in a later event: wait for it (a fixed 100 ms was not always
@@ -29,6 +32,7 @@ def test_model_card_values_keep_their_last_line_after_the_card_is_redrawn(window
 
 
 def test_distance_plot_fits_its_width_with_a_long_title(qtbot):
+    """At 269 px a long distance-plot title is elided and the plot item fits the widget width."""
     import numpy as np
 
     from vitstudio.gui.explore.distance_plot import DistancePlotWidget
@@ -55,6 +59,9 @@ def _results(labels, predicted, given):
 
 
 def test_folder_map_legend_swatch_is_each_class_scatter_colour_and_stays_with_the_class(qtbot):
+    """Legend swatches equal each scatter's colour, colour words drawn in their colour; a class keeps its colour across
+    prediction/given colourings.
+    """
     import re
 
     import numpy as np
@@ -79,6 +86,7 @@ def test_folder_map_legend_swatch_is_each_class_scatter_colour_and_stays_with_th
 
 
 def test_folder_toolbar_keeps_all_classes_whole_and_drops_the_folder_label_with_the_results(qtbot):
+    """The class combo is not squeezed; "filters of <folder>" disappears with the results and returns with new ones."""
     from vitstudio.gui.folder.folder_toolbar import FolderToolbarWidget
 
     bar = FolderToolbarWidget()
@@ -99,6 +107,7 @@ def test_folder_toolbar_keeps_all_classes_whole_and_drops_the_folder_label_with_
 
 
 def test_sort_question_names_unsure_only_when_there_is_a_threshold(tmp_path):
+    """The sort question mentions 'unsure' with a threshold only when it is > 0."""
     from vitstudio.core.folder.sorting import plan_sort
     from vitstudio.gui.folder.folder_sorting import sort_question
 
@@ -110,6 +119,7 @@ def test_sort_question_names_unsure_only_when_there_is_a_threshold(tmp_path):
 
 
 def test_dataset_description_has_no_doubled_parenthesis():
+    """`describe_scan` text exact, no "((" or "))"."""
     from types import SimpleNamespace
 
     from vitstudio.gui.training.training_form import describe_scan
@@ -124,6 +134,7 @@ def test_dataset_description_has_no_doubled_parenthesis():
 
 
 def test_history_line_keeps_the_accuracy_and_its_percent_sign_together(qtbot):
+    """The History row draws "100.0 %" with a no-break space."""
     from PySide6.QtWidgets import QListWidgetItem, QStyleOptionViewItem
 
     from vitstudio.gui.training.run_history import RunHistoryView, row_text
@@ -154,6 +165,9 @@ def _run_folder(name: str, opt: str, lrs: list[float]):
 
 
 def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_none(panel, qtbot):
+    """Each History run shows its own progress text and lr curve; an L-BFGS run shows the no-schedule note and hides
+    axes; switching back restores them. [panel]
+    """
     from vitstudio.app.run_curves import NO_SCHEDULE
 
     probe = _run_folder("colours-linear-probe-1", "adamw", [1e-3, 5e-4, 2e-4, 1e-4])
@@ -178,7 +192,10 @@ def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_
 
 
 def test_the_wheel_over_the_images_per_class_chart_does_not_zoom_it(qtbot):
-    """Issue 29, item 12: a wheel turned over the chart (scrolling the Training form) zoomed it."""
+    """Issue 29, item 12: a wheel turned over the chart (scrolling the Training form) zoomed it.
+
+    A wheel event over the Training form's class-balance chart leaves its view range as it was (issue 29, item 12).
+    """
     from PySide6.QtCore import QPoint, QPointF, Qt
     from PySide6.QtGui import QWheelEvent
     from PySide6.QtWidgets import QApplication
@@ -202,7 +219,11 @@ def test_the_wheel_over_the_images_per_class_chart_does_not_zoom_it(qtbot):
 
 def test_every_text_on_screen_is_drawn_with_glyphs_the_font_has(window, qtbot):
     """Issue 29, item 12: "⏸" came out as a missing glyph. Every label, button, tab, group and action text of the
-    window uses only characters its font draws."""
+    window uses only characters its font draws.
+
+    Every label, button, group, placeholder, tab and action text of the window uses only characters its font has ("⏸"
+    was a missing glyph: issue 29, item 12). [window]
+    """
     from PySide6.QtGui import QAction, QFontMetrics, QTextDocument
     from PySide6.QtWidgets import QAbstractButton, QGroupBox, QLabel, QLineEdit, QTabWidget
 

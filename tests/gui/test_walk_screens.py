@@ -25,7 +25,11 @@ def _epochs(n: int) -> dict[str, list]:
 
 
 def test_one_epochs_curves_span_about_one_epoch_after_a_long_run(curves, qtbot):
-    """After a 50-epoch run, the next run's first epoch spanned −24…26: a lone point kept the old range's width."""
+    """After a 50-epoch run, the next run's first epoch spanned −24…26: a lone point kept the old range's width.
+
+    After a 50-epoch run is cleared, one epoch's loss and accuracy plots span 0…2 on x (a lone point kept the old
+    range's width: −28…30), three epochs about 1…3.
+    """
     curves.draw_epochs(_epochs(50))
     qtbot.wait(20)
     curves.clear_curves()
@@ -64,7 +68,10 @@ def _tick_labels(axis) -> list[str]:
 
 def test_the_attention_tabs_faithfulness_plots_keep_their_key_labels_and_first_tick(panel, qtbot):
     """At the size the Attention tab gets at 1280×720: the curves' key is their title (a legend box covered the
-    curves and was cut off), both plots show their x axis' label, and the sanity plot labels its first step."""
+    curves and was cut off), both plots show their x axis' label, and the sanity plot labels its first step.
+
+    [panel]
+    """
     from vitstudio.core.models.demo import bundled_demo, sample_images
     from vitstudio.gui.explore.attention_panel import AttentionPanel
 
@@ -86,7 +93,11 @@ def test_the_attention_tabs_faithfulness_plots_keep_their_key_labels_and_first_t
 
 
 def test_the_attention_controls_keep_one_width_for_every_method(panel, qtbot):
-    """The controls column followed each method's labels, so the map beside it moved with the method."""
+    """The controls column followed each method's labels, so the map beside it moved with the method.
+
+    The map keeps its place and width as every method is chosen in turn (the controls column followed each method's
+    labels). [panel]
+    """
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.gui.explore.attention_panel import AttentionPanel
 
@@ -114,7 +125,11 @@ def _arrow_points_up(header, section: int) -> bool:
 
 
 def test_a_sort_arrow_reads_as_the_order_shown(qtbot):
-    """Fusion drew a column sorted most-first (the Concepts table's) with ▲ and a least-first one with ▼."""
+    """Fusion drew a column sorted most-first (the Concepts table's) with ▲ and a least-first one with ▼.
+
+    Under the application's style a column sorted descending (most first, as the Concepts table) draws ▼ and ascending
+    draws ▲, read from the header's pixels (Fusion drew them the other way round).
+    """
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 

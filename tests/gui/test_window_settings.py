@@ -10,7 +10,10 @@ SPEC = "vit_tiny_patch16_224"
 
 def test_window_settings_live_in_the_data_folder(window, qtbot, tmp_path, monkeypatch):
     """What the window remembers (model, device, recent files, geometry, a model's classes) is written to the data
-    folder's settings.ini and nowhere in Qt's per-user folder; another data folder starts without it."""
+    folder's settings.ini and nowhere in Qt's per-user folder; another data folder starts without it.
+
+    [window]
+    """
     from vitstudio.core import files
     from vitstudio.gui.app_settings import FILE_NAME, app_settings
     from vitstudio.gui.common.classes_box import remember, remembered
@@ -29,7 +32,10 @@ def test_window_settings_live_in_the_data_folder(window, qtbot, tmp_path, monkey
 
 def test_the_strip_opens_again_after_a_restart(window, qtbot, photos, tmp_path):
     """The walk: after a restart the strip was empty (model, folder, form and runs came back). What was open at the
-    close opens again, less what is gone since; images given on the command line are opened instead."""
+    close opens again, less what is gone since; images given on the command line are opened instead.
+
+    [window + frames]
+    """
     import shutil
 
     from vitstudio.gui.app import _open_frame, parse_args
@@ -133,7 +139,10 @@ def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
     The first window, and one restored from a geometry saved on a bigger screen, lie inside the available area.
     And on such a short screen the Log starts as a tab behind the Model card (along the bottom it took ~110 px from
     every tab: the walk's "cramped views"); the restart keeps it there. A geometry saved on another screen, bigger
-    or smaller, fills this one."""
+    or smaller, fills this one.
+
+    [subprocess]
+    """
     from vitstudio.gui.screen_fit import FRAME_GUESS
 
     out = _screen_check(tmp_path, 1280, 720)
@@ -153,5 +162,6 @@ def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
 
 
 def test_on_a_tall_screen_the_log_stays_along_the_bottom(tmp_path):
+    """On a 1920×1200 screen the first window keeps the Log along the bottom, the Model card shown. [subprocess]"""
     out = _screen_check(tmp_path, 1920, 1200)
     assert not out["first_docks"]["log_behind_card"] and out["first_docks"]["card_shown"], out

@@ -14,7 +14,10 @@ from vitstudio.gui import workers
 
 def test_loading_models_in_turn_frees_the_old_ones(window, qtbot, tiny_weights, photos):
     """Five loads with an image open (so classification, attention and embeddings jobs all ran on each model):
-    afterwards only the current model is alive."""
+    afterwards only the current model is alive.
+
+    [window]
+    """
     weights, _ = tiny_weights
     window.add_paths([str(photos["astronaut"])])
     qtbot.waitUntil(lambda: window.state.selected is not None, timeout=10000)
@@ -33,6 +36,7 @@ def test_loading_models_in_turn_frees_the_old_ones(window, qtbot, tiny_weights, 
 
 
 def test_finished_jobs_leave_no_handle(qtbot, qapp):
+    """100 finished jobs leave no dispatcher entries, handles or captured payloads alive."""
     class Payload:  # something big a job's callback might capture
         pass
 
@@ -78,6 +82,7 @@ def test_the_pools_hold_no_python_reference_to_a_job(qtbot, qapp):
 
 
 def test_short_jobs_leave_nothing_behind(qtbot, qapp):
+    """40 short generator jobs leave no workers-module objects behind."""
     before = _objects_of_the_workers_module()
     for i in range(40):
         workers.start_job(f"short {i}", _short_generator_job, kind=(workers.INTERACTIVE, workers.LONG)[i % 2])
@@ -88,7 +93,11 @@ def test_short_jobs_leave_nothing_behind(qtbot, qapp):
 
 def test_jobs_run_below_the_gui_threads_priority(qtbot, qapp):
     """A job's thread (either pool) is nicer than the GUI thread, so the event loop gets a core first; torch's own
-    threads, started from a job, inherit it."""
+    threads, started from a job, inherit it.
+
+    A job on either pool runs at the GUI thread's nice value + BACKGROUND_NICE (after a parallel torch op; not lowered
+    further by later jobs); the GUI thread's own is untouched. [Linux only]
+    """
     import os
     import sys
 
@@ -147,6 +156,7 @@ def _fresh(cancel):
 
 
 def test_a_superseded_job_shows_no_error(qtbot, qapp):
+    """KeyedSlot: an old request's late error is dropped; only the new result arrives."""
     slot = workers.KeyedSlot()
     errors, results = [], []
     gate = threading.Event()
@@ -159,7 +169,10 @@ def test_a_superseded_job_shows_no_error(qtbot, qapp):
 
 
 def test_a_superseded_model_load_error_shows_nothing(window, qtbot, tiny_weights):
-    """A load that fails after a newer load was requested: no dialog, no error in the log."""
+    """A load that fails after a newer load was requested: no dialog, no error in the log.
+
+    [window]
+    """
     weights, _ = tiny_weights
     window.request_model("vit_tiny_patch16_224.augreg_in21k")  # fails (offline), but is superseded at once
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
@@ -170,7 +183,10 @@ def test_a_superseded_model_load_error_shows_nothing(window, qtbot, tiny_weights
 
 def test_garbage_is_collected_on_the_gui_thread_only(window, qtbot):
     """With a window open, automatic collection is off (so no worker thread ever runs it) and a GUI-thread timer
-    collects instead; shutting down hands collection back to Python."""
+    collects instead; shutting down hands collection back to Python.
+
+    [window]
+    """
     import gc
 
     assert not gc.isenabled()
