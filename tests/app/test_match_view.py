@@ -1,6 +1,6 @@
 """Compare → Match's model without Qt (issue 52): a click on A gives the cosine of its patch to every patch of B
-(computed here from the core's features) and the best match `vitstudio match --json` gives for the same point;
-another model leaves nothing of the first."""
+(computed here from the core's features) and the best match `vitstudio match --json` gives for the same point, both
+points named in the line in their images' own pixels; another model leaves nothing of the first."""
 
 from __future__ import annotations
 
@@ -68,6 +68,9 @@ def test_a_click_maps_the_patchs_cosine_over_b_and_matches_as_the_cli(tmp_path, 
     (row,) = json.loads(out.out)["points"]
     assert row["patch_a"] == [3, 5] and row["match"] == pytest.approx(match.best, abs=0.005)
     assert row["similarity"] == pytest.approx(match.value, abs=1e-6) and f"{match.value:.3f}" in view.line()
+    (bx, by) = row["match"]  # the line names both points in their images' own pixels (64×48), as the CLI does
+    assert (f"A at x {x:.0f}, y {y:.0f} (of 64×48 px) → best match in B at x {bx:.0f}, y {by:.0f} (of 64×48 px)"
+            in view.line()), view.line()
     view.state.update(refine=True)  # sub-patch: the core's refined match (what --refine prints), the map unchanged
     (refined,) = matching.match_points(a, b, [(x, y)], refine=True)
     assert refined["match"] != row["match"]  # a pixel between patch centres

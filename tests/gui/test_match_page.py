@@ -1,5 +1,6 @@
 """Compare → Match (issue 52): a click on image A maps its patch's similarity over image B (the cosine computed here
-from the core's features), marks the best match and draws the mutual matches; block and facet are bound controls."""
+from the core's features), marks the best match and draws the mutual matches; block, facet and the map's opacity over
+B are bound controls."""
 
 from __future__ import annotations
 
@@ -60,3 +61,11 @@ def test_a_click_on_a_shows_the_cosine_over_b_and_marks_its_best_match(panel, qt
 
     page.top.setValue(3)  # fewer matches drawn, nothing computed again
     assert len(page.dots[1].data) == 4 and page.model.match is not None
+
+    overlay = page.views[1].overlay  # the map's opacity over B: a bound slider, as the Attention tab's
+    assert overlay.opacity() == 0.6 and page.opacity.value() == page.model.state.opacity == 60
+    page.opacity.setValue(25)
+    assert page.model.state.opacity == 25 and overlay.opacity() == 0.25 and page.model.match is not None
+    page.model.state.update(opacity=0)  # B's photo alone; the slider follows the state
+    assert page.opacity.value() == 0 and overlay.opacity() == 0.0
+    np.testing.assert_allclose(page.views[1].values, expected, atol=1e-5)  # the same map, only fainter

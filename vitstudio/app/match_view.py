@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from vitstudio.core.dense.settings import FACETS
-from vitstudio.core.fields import Range
+from vitstudio.core.fields import OPACITY, Range
 
 from .evented import Emitter, Field, ViewState
 from .jobs import KeyedJobs
@@ -39,6 +39,7 @@ class MatchState(ViewState):
     top: int = Field(10, range=Range(0, MAX_TOP), help="mutual nearest neighbours drawn, most similar first; 0: none")
     refine: bool = Field(False, help="sub-patch precision: the most similar pixel around the best patch, the "
                                      "features interpolated between patch centres (vitstudio match --refine)")
+    opacity: int = Field(60, range=OPACITY, help="the similarity map's opacity over B, % (0: B's photo alone)")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class MatchFeatures:
     crops: tuple[np.ndarray, np.ndarray]  # (H, W, 3) uint8 each
     placed: tuple[Any, Any]  # core.dense.matching.Placed of A and of B
     mutual: list[dict]  # {"a": [x, y], "b": [x, y], "similarity"}, most similar first (images' pixels)
+    sizes: tuple[tuple[int, int], tuple[int, int]]  # (width, height) of A and of B, in their own pixels
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def features_job(cancel, loaded, image_a, path_b: str, block: int, facet: str) -
     placed = facet_features(loaded, [image_a, image_b], block, facet)
     cancel.raise_if_cancelled()
     crops = tuple(np.asarray(loaded.crop(im).convert("RGB")) for im in (image_a, image_b))
-    return MatchFeatures(crops, tuple(placed), mutual_matches(*placed, top=MAX_TOP))
+    return MatchFeatures(crops, tuple(placed), mutual_matches(*placed, top=MAX_TOP), (image_a.size, image_b.size))
 
 
 def point_job(cancel, features: MatchFeatures, point: tuple[float, float], refine: bool) -> PointMatch:
@@ -161,7 +163,7 @@ class MatchView:
         self.refresh()
 
     def _on_change(self, name: str, _value) -> None:
-        if name != "top":  # `top` only slices what is there
+        if name not in ("top", "opacity"):  # they only draw what is there
             self.refresh()
         self.changed.emit()
 
@@ -184,5 +186,7 @@ class MatchView:
             return (f"Click a point on A: its patch's cosine similarity to every patch of B (block {s.block}, "
                     f"{s.facet}); {len(self.features.mutual)} mutual nearest neighbours.")
         (x, y), (bx, by) = s.point, match.best
-        return (f"A ({x:.0f}, {y:.0f}) → best match in B at ({bx:.0f}, {by:.0f}), similarity {match.value:.3f} "
-                f"(block {s.block}, {s.facet}; {len(self.features.mutual)} mutual nearest neighbours).")
+        (wa, ha), (wb, hb) = self.features.sizes  # the points are in these pixels, not the crops'
+        return (f"A at x {x:.0f}, y {y:.0f} (of {wa}×{ha} px) → best match in B at x {bx:.0f}, y {by:.0f} (of "
+                f"{wb}×{hb} px), similarity {match.value:.3f} (block {s.block}, {s.facet}; "
+                f"{len(self.features.mutual)} mutual nearest neighbours).")

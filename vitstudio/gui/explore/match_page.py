@@ -1,7 +1,7 @@
 """Compare → Match (issue 52): image A (the strip's selected image) beside image B (another of the strip, or a file);
 a click on A maps its patch's similarity over B and marks the best match; the mutual nearest neighbours are drawn
-on both as pairs of the same colour. The page draws `app.match_view.MatchView`; block, facet and how many matches
-are its state's fields, bound."""
+on both as pairs of the same colour. The page draws `app.match_view.MatchView`; block, facet, how many matches and
+the map's opacity over B are its state's fields, bound."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ class MatchPage(QWidget):
         fields = self.model.state.fields()
         self.block, self.facet, self.top = (control_for(fields[name]) for name in ("block", "facet", "top"))
         self.refine = control_for(fields["refine"], title="Sub-patch")
+        self.opacity = control_for(fields["opacity"], widget="slider")  # as the Attention tab's
+        self.opacity.setMaximumWidth(120)
         self.other = QComboBox()
         self.other.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.other.setMinimumContentsLength(14)
@@ -54,7 +56,8 @@ class MatchPage(QWidget):
         self.open_button = QPushButton("Open…")
         row = QHBoxLayout()
         for label, widget in (("Image B", self.other), (None, self.open_button), ("Block", self.block),
-                              ("Facet", self.facet), ("Matches", self.top), (None, self.refine)):
+                              ("Facet", self.facet), ("Matches", self.top), (None, self.refine),
+                              ("Opacity", self.opacity)):
             if label:
                 row.addWidget(QLabel(label))
             row.addWidget(widget)
@@ -78,7 +81,7 @@ class MatchPage(QWidget):
         layout.addLayout(grid, 1)
         layout.addWidget(self.line)
         for widget, name in ((self.block, "block"), (self.facet, "facet"), (self.top, "top"),
-                             (self.refine, "refine")):
+                             (self.refine, "refine"), (self.opacity, "opacity")):
             bind(widget, self.model.state, name)
         self.other.activated.connect(self._on_other_picked)
         self.open_button.clicked.connect(self.open_b)
@@ -157,7 +160,7 @@ class MatchPage(QWidget):
         for view, crop in zip(self.views, features.crops):
             view.set_image(crop)
         a, b = features.placed
-        self.views[1].set_map(None if match is None else match.similarity, "inferno", 0.6)
+        self.views[1].set_map(None if match is None else match.similarity, "inferno", model.state.opacity / 100)
         self.views[1].set_marker(None if match is None else match.best_patch)
         self.titles[1].setText(f"B: {Path(model.state.other).name}" + (
             "" if match is None else f" — similarity to A's patch, best {match.value:.3f}"))
