@@ -79,7 +79,7 @@ class AppState:
         self.images_added = Emitter()  # list[ImageEntry]
         self.images_removed = Emitter()  # list[ImageEntry], taken out of the strip by the user
         self.image_selected = Emitter()  # ImageEntry | None
-        self.prediction_ready = Emitter()  # ImageEntry
+        self.prediction_ready = Emitter()  # list[ImageEntry]: a batch's predictions, one event
         self.message = Emitter()  # level ('info' | 'warning'), text
         self.message_updated = Emitter()  # earlier text, newer text: said again with newer figures (or "": gone)
         self.error = Emitter()  # Notice: every error the user should hear about, as an exception object
@@ -168,7 +168,12 @@ class AppState:
         return kept.value
 
     def set_prediction(self, entry: ImageEntry, model: LoadedModel, prediction: Prediction) -> None:
-        if model is not self.model:
+        self.set_predictions(model, [(entry, prediction)])
+
+    def set_predictions(self, model: LoadedModel, pairs: list[tuple[ImageEntry, Prediction]]) -> None:
+        """A batch of predictions, announced in one event (a view recounting per image was quadratic)."""
+        if model is not self.model or not pairs:
             return  # a late result of a model no longer loaded: never shown, so not kept
-        entry.prediction = Keyed((model.uid,), prediction)
-        self.prediction_ready.emit(entry)
+        for entry, prediction in pairs:
+            entry.prediction = Keyed((model.uid,), prediction)
+        self.prediction_ready.emit([entry for entry, _ in pairs])

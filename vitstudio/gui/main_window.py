@@ -49,6 +49,9 @@ TABS = (("predictions", "Predictions"), ("attention", "Attention"), ("embeddings
         ("internals", "Model internals"), ("compare", "Compare"), ("folder", "Folder"), ("training", "Training"),
         ("play", "Play"), ("teach", "Teach"))
 STRIP_KEPT = 500  # images of the strip opened again at the next start (a folder of thousands is the Folder tab's)
+# File → Open folder puts at most this many of the folder's images in the strip (each held decoded, with its
+# preview); the Folder tab shows all of them, and a row picked there is the image every tab shows
+STRIP_FROM_FOLDER = 500
 
 
 def panel_classes() -> dict:
@@ -216,21 +219,22 @@ class MainWindow(QMainWindow):
         self.state.add_images([make_entry(f"{name} {time.strftime('%H:%M:%S')}", to_rgb(image))])
 
     # ----- jobs -----------------------------------------------------------------------------------
-    def add_paths(self, paths: list[str]) -> None:
-        """Read files and folders in the background; each new image (or its error) appears as it is read. Images
-        already in the strip are not added again; Open recent remembers the open once something in it opened."""
+    def add_paths(self, paths: list[str], limit: int | None = None) -> None:
+        """Read files and folders in the background; new images (or their errors) appear as they are read, in
+        batches. Images already in the strip are not added again; at most `limit` are added; Open recent remembers
+        the open once something in it opened."""
         paths = [str(p) for p in paths]
         many = len(paths) > 8 or any(Path(p).is_dir() for p in paths)  # a folder scan must not hold a slider
         opening = Opening(self, paths)
         workers.start_job("Reading images", functools.partial(read_new_images, paths=paths,
-                                                              known=self.strip_paths.snapshot()),
+                                                              known=self.strip_paths.snapshot(), limit=limit),
                           on_yield=opening.add, on_result=opening.done, on_error=self._on_job_error,
                           kind=workers.LONG if many else workers.INTERACTIVE)
 
     def open_folder(self, folder: str) -> None:
         """File → Open folder: its images in the strip and the folder in the Folder tab (one Open folder; the tab
-        opens it once it exists)."""
-        self.add_paths([folder])
+        opens it once it exists); the strip takes the folder's first STRIP_FROM_FOLDER images."""
+        self.add_paths([folder], limit=STRIP_FROM_FOLDER)
         if self.panels_ready:
             self.folder.open_folder(folder)
         else:
@@ -256,16 +260,22 @@ class MainWindow(QMainWindow):
 
     def _show_in_attention(self, entry) -> None:
         if entry not in self.state.images:
-            self._add_entry(entry)
+            self._add_entries([entry])
         if entry.error is None:
             self.state.select(entry)
             self.show_tab("attention")
 
-    def _add_entry(self, entry) -> None:
-        if entry.path not in self.strip_paths:  # two opens of the same files racing: the first one wins
-            self.state.add_images([entry])
-            return True
-        return False
+    def _add_entries(self, entries: list) -> list:
+        """The entries not in the strip yet, added in one event (two opens of the same files racing: the first
+        one wins); returns them."""
+        new, seen = [], set()
+        for entry in entries:
+            if entry.path not in self.strip_paths and entry.path not in seen:
+                new.append(entry)
+                seen.add(entry.path)
+        if new:
+            self.state.add_images(new)
+        return new
 
     def request_model(self, spec: str, device: str | None = None, precision: str | None = None,
                       weights: str | None = None) -> None:
@@ -343,8 +353,7 @@ class MainWindow(QMainWindow):
                         on_result=self._classified, on_error=self._on_job_error)
 
     def _deliver_predictions(self, pairs) -> None:
-        for entry, pred in pairs:
-            self.state.set_prediction(entry, self.state.model, pred)
+        self.state.set_predictions(self.state.model, pairs)
 
     def _classified(self, _none) -> None:
         self.jobs.clear("classify")

@@ -5,6 +5,7 @@ multi-open) and only once something in it opened: an empty folder or unreadable 
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
 from vitstudio.core.files import counted, shown_path
 
 RECENT_KEPT = 10
+BATCH_SECONDS = 0.1  # images join the strip in batches: one event per batch, not one per image
 
 
 @dataclass(frozen=True)
@@ -22,29 +24,42 @@ class Opened:
     readable: int
     unreadable: tuple[tuple[str, str], ...]  # (path, why) of each file that could not be read
     already: int
+    limited: bool = False  # stopped at the strip's limit (a folder opened in the Folder tab as well)
 
 
 def same_path(path) -> str:
     return os.path.normcase(os.path.abspath(str(path)))
 
 
-def read_new_images(cancel, paths: list[str], known: frozenset[str]):
-    """Runs in a worker: yields an entry per image (or per unreadable file) of `paths` not in `known` (paths made
-    by `same_path`); returns the counts."""
+def read_new_images(cancel, paths: list[str], known: frozenset[str], limit: int | None = None):
+    """Runs in a worker: yields lists of entries, one per image (or per unreadable file) of `paths` not in `known`
+    (paths made by `same_path`), a list at most every BATCH_SECONDS (each list is one event for every view of the
+    strip: one per image made a folder's open quadratic); at most `limit` entries; returns the counts."""
     readable = already = 0
     unreadable: list[tuple[str, str]] = []
+    batch: list = []
+    sent = time.monotonic()
     for path in expand_paths(paths):
         cancel.raise_if_cancelled()
         if same_path(path) in known:
             already += 1
             continue
+        if limit is not None and readable + len(unreadable) >= limit:
+            if batch:
+                yield batch
+            return Opened(readable, tuple(unreadable), already, limited=True)
         try:
             entry = make_entry(str(path), read_image(path))
             readable += 1
         except ImageReadError as exc:
             entry = make_entry(str(path), error=exc.reason)
             unreadable.append((str(path), exc.reason))
-        yield entry
+        batch.append(entry)
+        if time.monotonic() - sent >= BATCH_SECONDS:
+            yield batch
+            batch, sent = [], time.monotonic()
+    if batch:
+        yield batch
     return Opened(readable, tuple(unreadable), already)
 
 
@@ -65,7 +80,9 @@ def describe_open(paths: list[str], opened: Opened) -> tuple[str, str]:
                                f"{'it' if n == 1 else f'all {n}'} (right-click → Remove unreadable images).")
         return "warning", (f"No images in {what}: choose files or a folder holding .jpg, .png, .bmp, .webp or .tif "
                            "images (subfolders are searched too).")
-    parts = [f"Opened {counted(opened.readable, 'image')} from {what}"]
+    first = f"the first {counted(opened.readable, 'image')}" if opened.limited else counted(opened.readable, 'image')
+    parts = [f"Opened {first} from {what}" + (" in the strip (the Folder tab shows every image of it)"
+                                               if opened.limited else "")]
     if opened.already:
         parts.append(f"{opened.already} already in the strip")
     if opened.unreadable:
@@ -82,9 +99,10 @@ class Opening:
         self.window, self.paths, self.first = window, paths, None
         self.before = window.state.selected  # an image picked meanwhile stays picked
 
-    def add(self, entry) -> None:
-        if self.window._add_entry(entry) and self.first is None and entry.error is None:
-            self.first = entry
+    def add(self, entries: list) -> None:
+        added = self.window._add_entries(entries)
+        if self.first is None:
+            self.first = next((e for e in added if e.error is None), None)
 
     def done(self, opened: Opened) -> None:
         self.window._on_message(*describe_open(self.paths, opened))

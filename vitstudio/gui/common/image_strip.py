@@ -46,6 +46,7 @@ class ImageStripWidget(QListWidget):
         self.setMaximumWidth(THUMB + 64)
         self.setSelectionMode(QAbstractItemView.ExtendedSelection)  # Shift/Ctrl-click several, then Delete
         self._entries: list[ImageEntry] = []
+        self._row_of: dict[int, int] = {}  # id(entry) -> its row: a lookup per prediction, not a scan of the strip
         self._build_actions()
         state.images_added.connect(self._on_images_added)
         state.images_removed.connect(self._on_images_removed)
@@ -90,8 +91,9 @@ class ImageStripWidget(QListWidget):
                 if id(self._entries[row]) in gone:
                     del self._entries[row]
                     self.takeItem(row)
-            if self.state.selected in self._entries:
-                self.setCurrentRow(self._entries.index(self.state.selected), QItemSelectionModel.ClearAndSelect)
+            self._row_of = {id(e): row for row, e in enumerate(self._entries)}
+            if id(self.state.selected) in self._row_of:
+                self.setCurrentRow(self._row_of[id(self.state.selected)], QItemSelectionModel.ClearAndSelect)
         finally:
             self._removing = False
 
@@ -108,6 +110,7 @@ class ImageStripWidget(QListWidget):
                 item.setForeground(QColor("#b33"))
             item.setTextAlignment(Qt.AlignHCenter | Qt.AlignTop)
             self.addItem(item)
+            self._row_of[id(entry)] = len(self._entries)
             self._entries.append(entry)
 
     def _caption(self, entry: ImageEntry) -> str:
@@ -120,9 +123,11 @@ class ImageStripWidget(QListWidget):
         mark = "⚠ " if pred.ood else ""  # unlike the model's training data (core/models/ood.py)
         return f"{name}\n{mark}{pred.labels[0]} · {pred.probs[0] * 100:.0f}%"
 
-    def _on_prediction_ready(self, entry: ImageEntry) -> None:
-        if entry in self._entries:
-            self.item(self._entries.index(entry)).setText(self._caption(entry))
+    def _on_prediction_ready(self, entries: list[ImageEntry]) -> None:
+        for entry in entries:
+            row = self._row_of.get(id(entry))
+            if row is not None:
+                self.item(row).setText(self._caption(entry))
 
     def _on_model_loaded(self, _model) -> None:
         for row, entry in enumerate(self._entries):
@@ -133,8 +138,9 @@ class ImageStripWidget(QListWidget):
             self.state.select(self._entries[row])
 
     def _on_image_selected(self, entry: ImageEntry | None) -> None:
-        if entry in self._entries:  # the image shown is the one selection (Delete must not take an earlier one)
-            self.setCurrentRow(self._entries.index(entry), QItemSelectionModel.ClearAndSelect)
+        row = self._row_of.get(id(entry))
+        if row is not None:  # the image shown is the one selection (Delete must not take an earlier one)
+            self.setCurrentRow(row, QItemSelectionModel.ClearAndSelect)
 
     def captions(self) -> list[str]:
         return [self.item(i).text() for i in range(self.count())]

@@ -91,7 +91,7 @@ class MatchPage(QWidget):
         state = panel.state
         state.model_loaded.connect(self.model.set_model)
         state.image_selected.connect(self.model.set_a)
-        state.images_added.connect(self._fill_strip)
+        state.images_added.connect(self._add_to_strip)
         state.images_removed.connect(self._fill_strip)
         if state.model is not None:
             self.model.set_model(state.model)
@@ -108,6 +108,13 @@ class MatchPage(QWidget):
         for path in paths + ([chosen] if chosen and chosen not in paths else []):
             self.other.addItem(Path(path).name, path)
         self._show_other(chosen)
+
+    def _add_to_strip(self, entries) -> None:
+        """New images of the strip join B's list (appended: refilling the list per open was quadratic)."""
+        chosen = self.model.state.other
+        for entry in entries:
+            if entry.error is None and entry.path and entry.path != chosen:
+                self.other.addItem(Path(entry.path).name, entry.path)
 
     def _show_other(self, path: str | None) -> None:
         index = self.other.findData(path) if path else -1

@@ -93,9 +93,9 @@ class PredictionsPanel(QWidget):
     def _on_image_selected(self, entry: ImageEntry | None) -> None:
         self._show(entry)
 
-    def _on_prediction_ready(self, entry: ImageEntry) -> None:
-        if entry is self.state.selected:
-            self._show(entry)
+    def _on_prediction_ready(self, entries: list[ImageEntry]) -> None:
+        if any(entry is self.state.selected for entry in entries):
+            self._show(self.state.selected)
         self._update_banner()
 
     def _update_banner(self) -> None:
