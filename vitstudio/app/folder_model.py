@@ -98,9 +98,6 @@ class FolderModel:
         self.busy.emit(False)
         self._say("Cancelled; what was computed is cached and will not be computed again.")
 
-    def scanning(self) -> bool:
-        return self.jobs.running("scan")
-
     def _on_failed(self, exc: BaseException) -> None:
         self.busy.emit(False)
         self._say(f"Failed: {describe(exc)}")  # replaces "Embedding…" / "Reviewing labels…"
@@ -149,9 +146,6 @@ class FolderModel:
             self.open_paths(list(self.state.paths))
         elif self.source:
             self._say(f"A new model: open {self.source} again to see it through this one.", reopen=True)
-
-    def open_again(self) -> None:
-        self.open_paths(list(self.state.paths))
 
     def _on_state(self, name: str, value) -> None:
         if name in ("model", "paths"):

@@ -137,7 +137,7 @@ class KeyedRows:
         if "journal" not in snap:  # none yet, or the older format without content hashes: start afresh
             snap = {"meta": self.meta, "rows": 0, "widths": {}, "files": {}, "journal": "journal-0.jsonl",
                     "data": 0}
-        self.snapshot_meta, self.data = snap["meta"], snap["data"]
+        self.data = snap["data"]
         self._pending.clear()  # rows found in an older generation may have moved
         self.rows, self.widths, self.files = snap["rows"], dict(snap["widths"]), snap["files"]
         self.journal_name, self._offset, self.journal_entries = snap["journal"], 0, 0

@@ -36,7 +36,6 @@ FAMILIES = {
     "swin_transformer_v2": ("swin", "timm.models.swin_transformer_v2.SwinTransformerV2"),
     "naflexvit": ("naflexvit", "timm.models.naflexvit.NaFlexVit"),  # position table resampled per image grid
 }
-VIT_MODULES = tuple(FAMILIES)
 
 WEIGHT_SUFFIXES = (".safetensors", ".pth", ".pt", ".bin", ".npz")
 

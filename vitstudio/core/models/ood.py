@@ -81,11 +81,6 @@ class OODScores:
     description: str = ""
     auroc: float | None = None  # how well the score separates (OODBank.auroc); below MIN_AUROC nothing is flagged
 
-    @property
-    def cannot_tell(self) -> bool:
-        """A calibrated score that does not separate the training data from outside images: no verdict either way."""
-        return self.calibrated and self.auroc is not None and self.auroc < MIN_AUROC
-
 
 def normalise(features: np.ndarray) -> np.ndarray:
     features = np.asarray(features, np.float32)

@@ -22,8 +22,6 @@ from torch import nn
 from vitstudio.core.models.model import LoadedModel, share_lock
 from vitstudio.core.models.openclip import attach_text_side, encode_prompts, text_side
 
-RAW_NAMES = "{}"
-
 
 class ZeroShotHead(nn.Module):
     """projection (pooled tokens -> CLIP image embedding), L2-normalise, then one linear layer over the classes."""

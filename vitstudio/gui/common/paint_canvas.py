@@ -66,11 +66,6 @@ class PaintCanvas(QWidget):
         scale = rect.width() / self.picture.width()
         return (pos.x() - rect.left()) / scale - 0.5, (pos.y() - rect.top()) / scale - 0.5
 
-    def to_widget(self, x: float, y: float) -> QPointF:
-        rect = self.image_rect()
-        scale = rect.width() / self.picture.width()
-        return QPointF(rect.left() + (x + 0.5) * scale, rect.top() + (y + 0.5) * scale)
-
     # -- drawing and the mouse ---------------------------------------------------------------------------------
     def paintEvent(self, _event) -> None:
         painter = QPainter(self)

@@ -256,9 +256,6 @@ class FolderPanel(QWidget):
         self.progress.setValue(p.done)
         self.progress.setFormat(f"{p.message}: %v / %m")
 
-    def _on_failed(self, exc) -> None:
-        self.folder_model._on_failed(exc)
-
     def _show_results(self, results) -> None:
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
         self.model.set_results(results, self.folder_model.scores)
