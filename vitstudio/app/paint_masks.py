@@ -23,6 +23,7 @@ from .evented import Emitter, ViewState
 
 UNPAINTED = 255  # as core/dense/painted.py (not imported here: the app's model loads no image code at import)
 UNDO_DEPTH = 100
+RECORDS_INDEX = "painted.json"  # beside the kept PNGs: the classes and the image each PNG is of
 
 
 class PaintState(ViewState):
@@ -153,6 +154,57 @@ class PaintMasks:
                 target.unlink(missing_ok=True)
         return written
 
+    def keep(self, records: Path, folder: str, paths) -> None:
+        """The masks of `paths` (images of `folder`) written into the app's records of the folder (`records`: one
+        PNG per painted image, as `save` writes them, and `painted.json`: the classes and which image each PNG is
+        of, by its path in the folder); an image whose paint was all erased loses its PNG. Atomic writes."""
+        from vitstudio.core.dense.painted import labels_png
+        from vitstudio.core.files import atomic_write_bytes, read_json_file, write_json_file
+
+        index = read_json_file(records / RECORDS_INDEX)
+        named = {k: v for k, v in index.get("masks", {}).items() if isinstance(v, str)}  # PNG name -> image
+        by_image = {v: k for k, v in named.items()}
+        for path in paths:
+            rel = Path(os.path.relpath(path, folder)).as_posix()
+            labels = self.masks.get(path)
+            name = by_image.get(rel) or _free_name(Path(path).stem, rel, named)
+            if labels is not None and (labels != UNPAINTED).any():
+                atomic_write_bytes(records / name, labels_png(labels))
+                named[name], by_image[rel] = rel, name
+            else:
+                (records / name).unlink(missing_ok=True)
+                named.pop(name, None)
+                by_image.pop(rel, None)
+        write_json_file(records / RECORDS_INDEX, {"classes": list(self.state.classes), "masks": named})
+
+    def restore(self, records: Path, folder: str) -> tuple[tuple[str, ...] | None, list[str]]:
+        """The masks kept in the app's records of `folder` (`keep`), undo starting afresh; returns (the classes
+        they were painted with, or None; the PNGs left on disk unread: their image is gone or no longer has its
+        size). Nothing in the records is removed here."""
+        from vitstudio.core.data.images import ImageReadError
+        from vitstudio.core.dense.painted import read_painted, upright_size
+        from vitstudio.core.files import read_json_file
+
+        index = read_json_file(records / RECORDS_INDEX)
+        masks, aside = {}, []
+        for name, rel in sorted(index.get("masks", {}).items()):
+            image = os.path.join(str(Path(folder)), *str(rel).split("/"))  # as the folder's walk names it
+            try:
+                labels = np.array(read_painted(records / name), np.uint8)
+                fits = labels.shape == upright_size(image)
+            except (OSError, ValueError, ImageReadError):
+                fits = False
+            if fits:
+                masks[image] = labels
+            else:
+                aside.append(name)
+        self.masks, self.undo_steps, self.redo_steps = masks, [], []
+        for path in masks:
+            self.changed.emit(path)
+        classes = index.get("classes")
+        named = isinstance(classes, list) and len(classes) >= 2 and all(isinstance(c, str) and c for c in classes)
+        return (tuple(classes) if named else None), aside
+
     def load(self, folder: str | os.PathLike, images: list[str]) -> None:
         """The masks painted earlier into `folder` for these images (checked as `vitstudio segment` checks them);
         the undo history starts afresh."""
@@ -162,3 +214,14 @@ class PaintMasks:
         self.undo_steps, self.redo_steps = [], []
         for path in self.masks:
             self.changed.emit(path)
+
+
+def _free_name(stem: str, rel: str, named: dict[str, str]) -> str:
+    """`stem`.png, as `vitstudio segment --masks` names a mask; another image of the same stem gets its path's hash
+    beside the stem (two images called 001.png in two class folders keep their own paint)."""
+    import hashlib
+
+    name = f"{stem}.png"
+    if named.get(name, rel) == rel:
+        return name
+    return f"{stem}.{hashlib.blake2b(rel.encode('utf-8', 'surrogateescape'), digest_size=4).hexdigest()}.png"

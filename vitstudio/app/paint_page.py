@@ -5,7 +5,13 @@ The current image is the Folder model's selected row. A drag of the pointer pain
 (`press`, `drag`, `release`, in the image's own pixels); when it ends, the image on screen is segmented again from
 every painted image (latest request wins: a stroke made meanwhile discards the pending one), and a folder already
 segmented is segmented again in the background. Everything computed is of (model, folder): another model drops the
-segmentations and keeps the paint (it is the person's, not the model's); another folder drops the paint too.
+segmentations and keeps the paint (it is the person's, not the model's).
+
+The paint is work, kept per folder: each stroke's end (and each undo, redo, rename of the classes) writes the images
+it changed into the app's records of the folder (`files.dataset_dir`: under the data folder, never in the dataset;
+the PNGs `vitstudio segment --masks` reads), so another folder opened and this one opened again, or the app started
+again, finds the same masks; within a session the undo history comes back with them. A mask whose image is gone or
+was changed stays in the records, unread, and the page says so.
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from .evented import Emitter, ViewState
 from .jobs import KeyedJobs
 from .notices import describe
 from .paint_jobs import FOLDER_SLOTS, SLOTS, Segmented, current_job, export_job, folder_job, picture_job
-from .paint_masks import UNPAINTED, PaintMasks
+from .paint_masks import RECORDS_INDEX, UNPAINTED, PaintMasks
 
 if TYPE_CHECKING:
     from vitstudio.core.dense.segment import SegmentResult
     from vitstudio.core.folder.results import FolderResults
 
 SELECT_FIRST = "Select an image in the table or the gallery to paint on it."
+KEPT_FOLDERS = 4  # folders whose undo history a session keeps (their masks are on disk whatever the number)
 
 
 class PaintPageState(ViewState):
@@ -48,6 +55,8 @@ class PaintPage:
         self.state = PaintPageState(model=folder.state.model, paths=folder.state.paths)
         self.paint = PaintMasks()
         self._declare_classes(tuple(self.paint.state.classes))
+        self._dirty: set[str] = set()  # images whose paint changed since it was last written to the records
+        self._sessions: dict[tuple, tuple] = {}  # paths -> (masks, undo, redo, classes) of folders left this session
         self.jobs = KeyedJobs(self.state, SLOTS, folder.runner, long=FOLDER_SLOTS, without_context=FOLDER_SLOTS)
         self.files: tuple[str, ...] = tuple(folder.results.paths) if folder.results is not None else ()
         self.picture: np.ndarray | None = None  # (H, W, 3) uint8, the current image
@@ -62,12 +71,13 @@ class PaintPage:
         self.busy = Emitter()  # True while the folder is segmented or exported
         self.progress = Emitter()  # the folder job's Progress
         self.exported = Emitter()  # (SegmentResult, [files written])
-        self.paint.changed.connect(lambda _path: self.changed.emit("paint"))
+        self.paint.changed.connect(self._on_painted)
         folder.results_changed.connect(self.show)
         folder.relocated.connect(self._on_relocated)
         folder.row_selected.connect(self._on_row)
         folder.state.connect(self._on_folder_state)
         self.state.events.image.connect(self._on_image)
+        self._take_up(folder.state.paths)  # a page built on a folder (the app started again) finds its paint
 
     @property
     def image(self) -> str | None:
@@ -88,9 +98,68 @@ class PaintPage:
             self.state.model = value  # the jobs' context: every pending request of the old model is discarded
             self._drop_segmentations()
         elif name == "paths":
+            self._keep()
+            left = self.state.paths
+            if left and (self.paint.masks or self.paint.undo_steps or self.paint.redo_steps):
+                self._sessions.pop(left, None)
+                self._sessions[left] = (self.paint.masks, self.paint.undo_steps, self.paint.redo_steps,
+                                        tuple(self.paint.state.classes))
+                while len(self._sessions) > KEPT_FOLDERS:
+                    self._sessions.pop(next(iter(self._sessions)))
             self.state.update(paths=value, image=None)
-            self.paint.masks, self.paint.undo_steps, self.paint.redo_steps = {}, [], []
+            self._take_up(value)
             self._drop_segmentations()
+
+    def _records(self) -> Path | None:
+        """Where the opened folder's paint is kept (None for a drop of files: its paint lives for the session)."""
+        from vitstudio.core.files import dataset_dir
+
+        return dataset_dir(self.folder.folder) / "painted" if self.folder.folder else None
+
+    def _take_up(self, paths: tuple) -> None:
+        """The paint of `paths`: this session's (with its undo history) or, once the app started again, the
+        records'; none for a folder never painted."""
+        self._dirty.clear()
+        self._kept_in = (self._records(), self.folder.folder)  # where this paint is written from now on
+        if paths in self._sessions:
+            masks, undo, redo, classes = self._sessions.pop(paths)
+            self.paint.masks, self.paint.undo_steps, self.paint.redo_steps = masks, undo, redo
+            self._declare_classes(classes)
+            for path in masks:
+                self.paint.changed.emit(path)
+        elif self._records() is not None and (self._records() / RECORDS_INDEX).is_file():
+            classes, aside = self.paint.restore(self._records(), self.folder.folder)
+            if classes is not None:
+                self._declare_classes(classes)
+            if aside:
+                self.folder.app.message.emit("warning", (
+                    f"{len(aside)} painted mask{'s' * (len(aside) != 1)} of {self.folder.folder} kept in "
+                    f"{self._records()} but not shown: {'their images are' if aside[1:] else 'its image is'} gone "
+                    f"or changed size since painted ({', '.join(aside[:3])}{', …' * (len(aside) > 3)})."))
+        else:
+            self.paint.masks, self.paint.undo_steps, self.paint.redo_steps = {}, [], []
+        self._dirty.clear()
+        self._kept_classes = tuple(self.paint.state.classes)
+        self.state.revision += 1
+
+    def _on_painted(self, path: str) -> None:
+        self._dirty.add(path)
+        self.changed.emit("paint")
+
+    def _keep(self) -> None:
+        """The images painted since the last write (and the classes, when renamed), written to the records of the
+        folder this paint is of (atomic; one PNG per image)."""
+        (records, folder), dirty = self._kept_in, self._dirty
+        classes = tuple(self.paint.state.classes)
+        if records is None or not dirty and classes == self._kept_classes:
+            return
+        self._dirty, self._kept_classes = set(), classes
+        try:
+            self.paint.keep(records, folder, sorted(dirty))
+        except OSError as exc:  # the disk full or read-only: said, and tried again at the next change
+            self._dirty |= dirty
+            self._kept_classes = ()
+            self.folder.app.message.emit("warning", f"The paint could not be kept in {records}: {exc}")
 
     def _drop_segmentations(self) -> None:
         self.jobs.clear()
@@ -103,7 +172,10 @@ class PaintPage:
         """Files moved (a sort, its undo): the same rows under new paths; the paint follows its images."""
         moves = {old: new for old, new in zip(self.files, results.paths) if old != new}
         self.files = tuple(results.paths)
+        moved = [p for p in self.paint.masks if p in moves]
         self.paint.masks = {moves.get(p, p): m for p, m in self.paint.masks.items()}
+        self._dirty |= {*moved, *(moves[p] for p in moved)}  # the records follow: old names go, new ones come
+        self._keep()
         if self.image in moves:
             self.state.image = moves[self.image]
 
@@ -193,8 +265,10 @@ class PaintPage:
     def open_painted(self, folder: str) -> bool:
         """The masks painted earlier into `folder` (an export's painted/, or any masks in `vitstudio segment`'s
         format) replace the paint, undo starting afresh; False (and why, on the line) when refused."""
+        before = set(self.paint.masks)
         try:
             self.paint.load(folder, list(self.files))
+            self._dirty |= before  # replaced: the records lose what the masks opened do not hold
         except ValueError as exc:
             self._say(f"Not opened: {exc}.")
             return False
@@ -214,6 +288,7 @@ class PaintPage:
 
     def _revised(self) -> None:
         self.state.revision += 1  # a pending segmentation of the older paint is discarded
+        self._keep()
         self.resegment()
         if self.segmented is not None or self.jobs.running("folder"):
             self.segment_folder()  # the correction joins the bank: the folder follows in the background
