@@ -106,3 +106,40 @@ def test_a_full_disk_or_a_camera_gone_while_recording_is_one_line_and_loses_noth
     assert said == "The camera stopped sending frames (unplugged, or taken by another program); 5 frames added to " \
                    "dog; teaching…"
     assert [c.count for c in teach.cards()] == [7, 5] and teach.finish_hold() is None
+
+
+def test_a_project_records_the_model_it_was_taught_with(tmp_path, monkeypatch):
+    """The model a head was taught with (spec as the model bar asked for it, and its --weights file) is written to the
+    project's settings.json, paths made absolute, and is there after a restart; a plain class-folder tree is not
+    written to; another model replaces it."""
+    from types import SimpleNamespace
+
+    from vitstudio.app.app_state import AppState
+    from vitstudio.app.teach_state import app_model_spec
+    from vitstudio.core.teach.project import read_settings
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.safetensors").write_bytes(b"0")
+    app = AppState()
+    app.request_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3", weights="w.safetensors")
+    app.set_model(SimpleNamespace(uid=-1, name="custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3"))
+    teach = TeachModel()
+    teach.open(tmp_path / "p")
+    teach.add_class("cat")
+    assert read_settings(tmp_path / "p").model is None  # nothing taught yet
+    teach.taught_with(*app_model_spec(app))
+    again = read_settings(tmp_path / "p")
+    assert again.model == "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3"
+    assert again.weights == str(tmp_path / "w.safetensors")  # absolute: the CLI may run from another folder
+    teach.set_recipe("teachable-machine")  # a later setting keeps the model
+    assert read_settings(tmp_path / "p").model == again.model
+    app.set_model(SimpleNamespace(uid=-2, name="vit_tiny_patch16_224"))  # set directly (a script): by its name
+    teach.taught_with(*app_model_spec(app))
+    assert (read_settings(tmp_path / "p").model, read_settings(tmp_path / "p").weights) == ("vit_tiny_patch16_224",
+                                                                                          None)
+    plain = tmp_path / "folders"
+    for name in ("a", "b"):
+        (plain / name).mkdir(parents=True)
+    teach.open(plain)
+    teach.taught_with("vit_tiny_patch16_224")
+    assert sorted(p.name for p in plain.iterdir()) == ["a", "b"]

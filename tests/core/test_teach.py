@@ -387,3 +387,42 @@ def test_augmentation_is_off_by_default_and_fits_on_views_of_the_training_sample
     monkeypatch.setattr(augment, "VIEW", view)  # the real crop and flip: most views differ from their sample
     views = augment.augmented_features(loaded, list(features.paths[:10])).reshape(10, 2, -1)
     assert (np.abs(views - features.features[:10, None]).max(-1) > 1e-3).mean() > 0.8
+
+
+def test_teach_cli_uses_the_model_the_project_records_and_says_which(digits, tmp_path, capsys):
+    """`vitstudio teach PROJECT` teaches with the model the project was taught with (settings.json's model and
+    weights), not the digits demo, and says which model it uses and why in one line: recorded in the project,
+    --model, or none recorded (the bundled demo)."""
+    import shutil
+    from dataclasses import replace
+
+    from vitstudio.core.teach.project import create_project, save_settings
+
+    _, project, _ = digits
+    root = tmp_path / "p"
+    made = create_project(root, ["3", "5"])
+    for name in ("3", "5"):
+        for path in project.samples[name][:4]:
+            shutil.copy(path, root / "images" / name / path.name)
+    spec = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10"
+    torch.manual_seed(0)
+    weights = tmp_path / "w.pth"  # a model the project was taught with: a tiny ViT and its own weights file
+    from vitstudio.core.models.loading import load_model
+
+    torch.save(load_model(spec, device="cpu").model.state_dict(), weights)
+    save_settings(root, replace(made.settings, model=spec, weights=str(weights)))
+    cpu = ["--device", "cpu", "--precision", "fp32", "--quiet", "--json"]
+    capsys.readouterr()
+    assert main(["teach", str(root), *cpu]) == 0
+    out, err = capsys.readouterr()
+    figures = json.loads(out)
+    assert figures["model"] == spec and figures["model_from"] == "recorded in the project"
+    assert [line for line in err.splitlines() if line.startswith("model: ")] == [
+        f"model: {spec} with weights {weights} (recorded in the project)"]
+    assert main(["teach", str(root), "--model", str(bundled_demo()), *cpu]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["model_from"] == "--model" and "model: Digits demo (bundled) (--model)" in err
+    save_settings(root, made.settings)  # nothing recorded: the demo, and it says so
+    assert main(["teach", str(root), *cpu]) == 0
+    out, err = capsys.readouterr()
+    assert "model: Digits demo (bundled) (no model recorded: the bundled demo)" in err

@@ -21,6 +21,7 @@ from vitstudio.core.teach.project import (
     add_images,
     create_project,
     open_project,
+    recorded_spec,
     save_settings,
     write_labels,
 )
@@ -130,6 +131,18 @@ class TeachModel:
         self.project = replace(self.project, settings=settings)
         self.state.update(**setting)
 
+    def taught_with(self, spec: str, weights: str | None = None) -> None:
+        """A head was just taught with this model: the project records it (spec and weights file), so
+        `vitstudio teach PROJECT` uses the same model. Written only when it changed."""
+        if self.project is None or not self.project.is_teach_project:  # a plain class-folder tree is only read
+            return
+        spec, weights = recorded_spec(spec, weights)
+        settings = self.project.settings
+        if (settings.model, settings.weights) != (spec, weights):
+            settings = replace(settings, model=spec, weights=weights)
+            save_settings(self._root(), settings)
+            self.project = replace(self.project, settings=settings)
+
     def hold(self, name: str) -> None:
         """Record is pressed on card `name`: frames offered from now on are kept for it."""
         self.state.record_to = name
@@ -200,6 +213,15 @@ class TeachModel:
     def _changed(self, project: TeachProject) -> None:
         self.project = project
         self.state.revision += 1
+
+
+def app_model_spec(app) -> tuple[str, str | None]:
+    """(spec, weights) of the model `app` (an AppState) has loaded, as its model bar asked for it; a model set
+    directly (a script) by its name."""
+    model, request = app.model, app.view.requested
+    spec = app.loaded_spec or model.name
+    weights = request.weights if request is not None and request.spec == spec else None
+    return spec, weights
 
 
 def _mtime(path: Path) -> float:

@@ -40,10 +40,12 @@ def teach_cmd(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    args.model = args.model or project.settings.model
+    why = _choose_model(args, project.settings)
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
+    weights = f" with weights {shown_path(args.weights)}" if args.weights else ""
+    print(f"model: {loaded.display_name}{weights} ({why})", file=sys.stderr)
     recipe = args.recipe or project.settings.recipe
     if args.export and recipe != "quick":
         print(f"error: the {recipe} recipe's two-layer head has no place in a timm ViT's head: export with "
@@ -64,10 +66,22 @@ def teach_cmd(args) -> int:
 
         exported = export_taught(loaded, result, args.export)
     if args.json:
-        print(json.dumps(_figures(project, loaded, features, result, exported, skipped), indent=1))
+        print(json.dumps(_figures(project, loaded, why, features, result, exported, skipped), indent=1))
     else:
         _report(loaded, features, result, exported)
     return EXIT_SOME_FAILED if skipped or (exported is not None and not exported.equal) else EXIT_OK
+
+
+def _choose_model(args, settings) -> str:
+    """The model to teach with, set on `args`, and why: --model, else the one the project was taught with, else the
+    bundled demo."""
+    if args.model:
+        return "--model"
+    if settings.model:
+        args.model = settings.model
+        args.weights = args.weights or settings.weights
+        return "recorded in the project"
+    return "no model recorded: the bundled demo"
 
 
 def _report(loaded, features, result, exported) -> None:
@@ -102,8 +116,8 @@ def _print_export(exported) -> None:
                 print(f"differs: {shown_path(sample)} ({check.artefact}): {why}", file=sys.stderr)
 
 
-def _figures(project, loaded, features, result, exported, skipped) -> dict:
-    return {"project": str(project.root), "model": loaded.name, "recipe": result.head.recipe,
+def _figures(project, loaded, why, features, result, exported, skipped) -> dict:
+    return {"project": str(project.root), "model": loaded.name, "model_from": why, "recipe": result.head.recipe,
             "classes": list(result.classes),
             "samples": {c: int((result.labels == i).sum()) for i, c in enumerate(result.classes)},
             "train": len(result.split.train), "val": len(result.split.val), "val_accuracy": result.val_accuracy,

@@ -34,7 +34,8 @@ class ProjectError(UserFacingError, ValueError):
 
 @dataclass(frozen=True)
 class TeachSettings:
-    model: str | None = None  # what the head is taught on: any --model spec (None: the caller's default)
+    model: str | None = None  # what the head was taught on: a --model spec as the model bar named it (None: none yet)
+    weights: str | None = None  # the --weights file that model was loaded with (None: its own)
     recipe: str = "quick"  # the head's fitter: `quick` (head_fit.py) or `teachable-machine` (heads.py)
     record_fps: float = 24.0  # hold to record: frames added per second (Teachable Machine's web app records 24)
     record_max: int = 0  # most frames one hold adds (0: no limit)
@@ -138,6 +139,15 @@ def create_project(folder: str | Path, classes: list[str], settings: TeachSettin
 
 def save_settings(root: Path, settings: TeachSettings) -> None:
     atomic_write_bytes(Path(root) / SETTINGS, json.dumps(asdict(settings), indent=1).encode())
+
+
+def recorded_spec(spec: str, weights: str | None = None) -> tuple[str, str | None]:
+    """(spec, weights) as a project records them: a spec or weights file that is a path on disk made absolute (the
+    project is taught again from another folder); a timm or hub name as given."""
+    def absolute(value: str) -> str:
+        return str(Path(value).absolute()) if Path(value).exists() else value
+
+    return absolute(spec), (absolute(weights) if weights else None)
 
 
 def _check_class_name(name: str) -> None:

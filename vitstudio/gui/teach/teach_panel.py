@@ -230,6 +230,9 @@ class TeachPanel(QWidget):
             self._on_words(result)
             return
         self.teach.live_head = (result.classes, result.head)
+        from vitstudio.app.teach_state import app_model_spec
+
+        self.teach.taught_with(*app_model_spec(self.state))  # `vitstudio teach PROJECT` then uses this model
         self.confusion.show_result(result)
         accuracy, held_out = result.per_class_accuracy(), result.held_out()
         for name, widget in self.cards.items():
