@@ -1,4 +1,4 @@
-"""Exporting the Folder tab's selection, Qt-free (issue 50 item 6): into class folders (a sort's plan: the face runs it
+"""Exporting the Folder tab's selection, Qt-free: into class folders (a sort's plan: the face runs it
 as an undoable sort), a labels file, a CSV of every column, the masks of the Paint page's segmentation as COCO JSON,
 or the Training tab's dataset in one click.
 

@@ -1,4 +1,4 @@
-"""The brain's scores on the Folder tab, Qt-free (issue 50 item 5): what each score column says where it has no value,
+"""The brain's scores on the Folder tab, Qt-free: what each score column says where it has no value,
 the scores as the selection export's extra columns, and each score's range and bins for the map's continuous colour
 scale. The scores themselves are `vitstudio scores`'s (core/folder/scores.py, its result cache), computed by the
 Folder model's `scores` job once the folder is embedded."""

@@ -1,4 +1,4 @@
-"""Tags and saved views in the Folder tab, Qt-free (issue 50 item 4), through the core's records
+"""Tags and saved views in the Folder tab, Qt-free, through the core's records
 (`core/folder/views.py`: kept in the app's data folder, never in the folder itself).
 
 Tags: any names, several per image, put on the rows selected (the table's, the gallery's or the map's) and read back

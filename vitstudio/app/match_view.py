@@ -1,4 +1,4 @@
-"""Compare → Match, Qt-free (issue 52): click a point on image A, see how similar that patch is to every patch of
+"""Compare → Match, Qt-free: click a point on image A, see how similar that patch is to every patch of
 image B, its best match marked, and the mutual nearest neighbours of the two images as a "matches" overlay — from
 one block's patch features in one facet (its output tokens, or its attention's keys or queries, as Amir et al.
 compare), the core's `dense.matching`, the same numbers as `vitstudio match A B --points x,y --layer L --facet F`.

@@ -1,4 +1,4 @@
-"""Paint to segment, Qt-free (issue 52): the brush, the eraser and their undo, over each painted image at its own
+"""Paint to segment, Qt-free: the brush, the eraser and their undo, over each painted image at its own
 resolution, kept in the painted masks' format (`core/dense/painted.py`: a class index per pixel, 255 = not painted)
 and saved as one PNG per image named by its stem — the files `vitstudio segment --masks DIR` reads, so the app and the
 command line segment a folder from the same painting.

@@ -1,5 +1,5 @@
-"""The Paint page's segmentation over another view's image, Qt-free (issue 52 item 1: "shown over each image in the
-folder's table and the Attention tab"): the strip's selected image (what the Attention tab shows) segmented from the
+"""The Paint page's segmentation over another view's image, Qt-free, so that what was painted in the Folder tab is
+seen over the image the Attention tab shows: the strip's selected image segmented from the
 paint as it is now, by the Paint page's own job (`paint_jobs.current_job`: the same bank and vote), cut to the crop
 the model sees so it lies over the tab's map.
 

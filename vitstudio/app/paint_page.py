@@ -1,4 +1,4 @@
-"""The Folder tab's Paint page, Qt-free (issue 52): paint a few masks on images of the folder, segment the whole folder
+"""The Folder tab's Paint page, Qt-free: paint a few masks on images of the folder, segment the whole folder
 from them by retrieval from the model's patch tokens, correct any image by painting on it, export the masks.
 
 The current image is the Folder model's selected row. A drag of the pointer paints as it moves and is one undo step

@@ -1,4 +1,4 @@
-"""The Teach tab's model, Qt-free (issue 51): the project open, its classes as cards, samples added from files, a
+"""The Teach tab's model, Qt-free: the project open, its classes as cards, samples added from files, a
 folder or frames held to record, and the refit each change asks for. The view draws it; a script or a test drives it
 without a QApplication. No torch at import: the project is files (core/teach/project.py imports PIL only).
 

@@ -1,6 +1,6 @@
 """Closing the window (or Quit) while a run trains asks first, as trainers with a window do: keep training and close
 when it has finished, cancel the run and close (the last finished epoch stays resumable from History), or stay.
-Closing used to cancel the run without a word (issue 29, item 4).
+A close never ends a run without a word: the run may be hours of work.
 
 "Close when done" keeps the window open, saying so in the Training tab; it closes when the run finishes or is
 cancelled. A run that fails leaves the window open with its failure on screen. Closing again while waiting asks

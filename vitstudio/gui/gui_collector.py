@@ -2,7 +2,7 @@
 
 pyqtgraph's GarbageCollector, which this replaces, collects the oldest generation whenever ten collections of
 the middle one have passed: about every two minutes of use, a walk over every object the app keeps besides the
-frozen imports (~150k in the soak; 600k when nothing is frozen, measured at 0.25-0.43 s a pass on the GUI thread
+frozen imports (~150k in a long session; 600k when nothing is frozen, measured at 0.25-0.43 s a pass on the GUI thread
 here). CPython's own collector adds a rule
 (gcmodule.c, `long_lived_pending < long_lived_total / 4`): a full pass only once the objects that reached the
 oldest generation since the last one are a quarter of those that survived it. With it, a session whose objects

@@ -23,8 +23,8 @@ _imported = {"panels": False}  # set once import_heavy has finished ('torch' is 
 # libraries a job imports at its first use, each ~50-600k objects that live until exit. Imported here, before
 # workers.freeze_long_lived, they are frozen with torch and timm. Imported by the first label review (cleanlab,
 # scikit-learn, SciPy, pandas: 1,230 modules) they were walked by the GUI thread's collector three times in a row,
-# 62 + 113 + 113 ms, and every full pass after walked them again (soak: the stall at ~31 s, traced with
-# soak_probes.Collections). ~1.5 s more before the panels on 2 slow cores; the frame is on screen meanwhile.
+# 62 + 113 + 113 ms, and every full pass after walked them again. ~1.5 s more before the panels on 2 slow cores;
+# the frame is on screen meanwhile.
 LAZY_LIBRARIES = ("cleanlab.filter", "cleanlab.rank", "sklearn.linear_model", "sklearn.model_selection",
                   "sklearn.pipeline", "captum.attr", "scipy.fftpack", "scipy.ndimage", "scipy.stats",
                   "torch.utils.tensorboard")  # a run's scalars: 188 modules (absl, protobuf) at the first run

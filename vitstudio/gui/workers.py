@@ -117,7 +117,7 @@ class _Task:
     """What a pool thread runs: a plain callable, handed to `QThreadPool.start(callable)`. Not a QRunnable
     subclass: PySide6 makes the pool the Python parent of a started QRunnable only after `start()` returns, and a
     short job that finished (and was auto-deleted) before that is never unparented, so the pool kept its dead
-    wrapper forever (one per short job, seen in the soak)."""
+    wrapper forever (one per short job)."""
 
     __slots__ = ("fn", "handle", "dispatcher")
 

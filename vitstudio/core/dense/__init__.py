@@ -1,4 +1,4 @@
-"""Dense tasks from a ViT's patch features, with no training (issue 52).
+"""Dense tasks from a ViT's patch features, with no training.
 
 `settings` (defaults and vocabulary, torch-free), `painted` (painted masks: one PNG of class indices per image, 255
 not painted; per-patch class shares on the model's crop), `retrieval` (the memory bank and open-hummingbird-eval's

@@ -1,4 +1,4 @@
-"""Exporting a selection of a folder's images (issue 50 item 6): into class folders (a sort's plan, so the sort's
+"""Exporting a selection of a folder's images: into class folders (a sort's plan, so the sort's
 journal and undo carry it), as a labels file (`core/data/labels_file.py` reads it back: a dataset for finetune, audit
 and the Training tab) or as a CSV of every column. Torch-free; the Folder tab (`app/folder_export.py`) and
 `vitstudio views --export` share it. The masks' COCO is the dense segmentation's (`core/dense/export.py`).

@@ -1,7 +1,7 @@
 """What a run folder says about its own weights, read when it is loaded as a model: a run that did not finish
 (failed on a full disk, cancelled, interrupted, killed, still training) holds the weights of its best epoch so far,
 and the user is told so wherever it is loaded (the model card, `predict`, the window's log) instead of being given
-them as if the run had finished (issue 29, item 17).
+them as if the run had finished.
 
 Reads status.json itself (the training engine writes it, `core/train/run_folder.py`): the models layer sits below
 training and cannot ask it."""

@@ -1,4 +1,4 @@
-"""Classes from words as the starting head (issue 51): for a CLIP-style model (one with a text tower), while the
+"""Classes from words as the starting head: for a CLIP-style model (one with a text tower), while the
 project cannot be taught yet (a class with fewer than two samples, or none at all) the head is the zero-shot
 classifier of the card names — the model bar's Classes box (`models.zeroshot.with_classes`): the names as prompts
 (the model's own templates, else OpenCLIP's 80 ImageNet ones), logits = logit_scale · cos(P·x + c, t_k) (+ the

@@ -1,4 +1,4 @@
-"""What to label next (issue 22 item 4): the unlabelled images whose labels would teach the quick head most.
+"""What to label next: the unlabelled images whose labels would teach the quick head most.
 
 With at least two classes labelled, a quick head (head_fit.py) is fitted on the labelled features; the unlabelled
 images it is least sure about (smallest margin between its two most probable classes) form a pool of a few times

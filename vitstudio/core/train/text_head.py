@@ -1,4 +1,4 @@
-"""A new head started from the class names' text embeddings, for CLIP-style base models (issue 23 item 4): the
+"""A new head started from the class names' text embeddings, for CLIP-style base models: the
 fine-tune starts where zero-shot classification is, not at chance.
 
 Zero-shot logits are s · cos(P·x + c, t_k) (+ one bias shared by all classes, SigLIP): P·x + c is the image

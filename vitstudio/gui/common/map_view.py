@@ -102,7 +102,7 @@ class MapView(pg.GraphicsLayoutWidget):
         """The bar sits right of the image while a scalar map is shown; hidden otherwise, where the layout gives an
         RGB map or a bare image the whole width. Hidden, not taken out of the layout: every move in or out of the
         scene reconnected pyqtgraph's view signals to the bar's button, and PySide6 kept a weak reference per
-        connection (two per switch, for the window's lifetime; seen in the soak)."""
+        connection (two per switch, for the window's lifetime)."""
         self.colour_bar.setVisible(shown)
 
     def _smoothed(self, values: np.ndarray) -> np.ndarray:

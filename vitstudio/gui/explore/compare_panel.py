@@ -115,7 +115,7 @@ class ComparePanel(ExplorerPanel):
         self.pages = QTabWidget()
         self.pages.addTab(same_image, "Same image")
         self.pages.addTab(self.layers, "Layers (CKA)")
-        self.match = MatchPage(self)  # a point of one image found in another (issue 52)
+        self.match = MatchPage(self)  # a point of one image found in another
         self.pages.addTab(self.match, "Match")
         layout = QVBoxLayout(self)
         layout.addLayout(model_row)

@@ -1,4 +1,4 @@
-"""The Paint page's segmentation over the Attention tab's image (issue 52): a toggle bound to the overlay's `shown`,
+"""The Paint page's segmentation over the Attention tab's image: a toggle bound to the overlay's `shown`,
 the classes in the Paint page's colours over the crop the map is drawn on, and a line with each class's share. The
 model is `app.paint_overlay.PaintOverlay`, attached by the window's routes (the Paint page lives in the Folder tab)."""
 

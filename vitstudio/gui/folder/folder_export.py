@@ -1,4 +1,4 @@
-"""The Folder toolbar's Export… button (issue 50 item 6) over the app's `FolderExport`: its label counts what an export
+"""The Folder toolbar's Export… button over the app's `FolderExport`: its label counts what an export
 takes ("Export 312 images…": the rows shown, or the rows selected in the table when two or more are); its
 menu copies or moves them into class folders (an undoable sort: Edit → Undo, the toolbar's Undo), writes a labels
 CSV, a CSV of every column, the Paint page's masks of them as COCO JSON, or hands them to the Training tab."""

@@ -185,7 +185,7 @@ class FolderMapWidget(pg.PlotWidget):
     def _show_colour_bar(self, shown: bool) -> None:
         """Hidden, the layout gives the plot its width back. Not taken out of the layout: every move in or out of
         the scene reconnected pyqtgraph's view signals to the bar's button, and PySide6 kept a weak reference per
-        connection for the window's lifetime (seen in the soak)."""
+        connection for the window's lifetime."""
         self.colour_bar.setVisible(bool(shown))
         if shown:  # the axis measures its label's room only while the label is visible: measure it again now
             label, low, high = CONFIDENCE_SCALE if shown is True else shown

@@ -43,7 +43,7 @@ def make_thumbnails(report) -> dict:
 
 class CellCounts(pg.GraphicsObject):
     """Every cell's count written in one paint, at the same size however the matrix is scaled. A TextItem per
-    cell (100 for ten classes) cost the GUI thread ~0.4 s to make and place, the longest stall of the soak."""
+    cell (100 for ten classes) cost the GUI thread ~0.4 s to make and place, the longest stall of a session."""
 
     MAX_CLASSES = 20  # more cells than this are too small for their counts
 
