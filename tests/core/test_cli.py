@@ -57,12 +57,14 @@ def test_predict_some_failed_exit_1_and_csv(folder, tiny_weights, tmp_path, caps
 
 
 def test_predict_json_error_record(tmp_path, tiny_weights, capsys):
-    """A missing file gives exit 1 and the record `{"path", "error": "file not found"}`."""
-    missing = tmp_path / "gone.jpg"
-    rc = main(["predict", str(missing), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--json"])
+    """A file that cannot be read gives exit 1 and the record `{"path", "error"}` (a file that is not there at all
+    is refused before the model loads: test_seam_bad_inputs)."""
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"not a jpeg")
+    rc = main(["predict", str(broken), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--json"])
     assert rc == 1
     record = json.loads(capsys.readouterr().out)
-    assert record == {"path": str(missing), "error": "file not found"}
+    assert set(record) == {"path", "error"} and record["path"] == str(broken) and record["error"]
 
 
 def test_usage_and_model_errors_exit_2(folder, capsys):
@@ -98,9 +100,11 @@ def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
     (["explain", "IMAGE", "--method", "concept", "--concepts", "c.safetensors", "--json"], "--concept N"),
     (["concepts", "IMAGE", "--out", "/dev/null"], "--out /dev/null is a character device"),
     (["concepts", "IMAGE", "--out", ""], "'' names no file"),  # it wrote ..safetensors into the working folder
-    (["concepts", "IMAGE", "--out", "OUT", "--seed", "99999999999999999999999"], "seed must be in [0, 4294967295]"),
-    (["layers", "IMAGE", "--batch-size", "0"], "--batch-size is images per forward, at least 1; not 0"),
-    (["compare-layers", "IMAGE", "--model", "a", "--model", "b", "--batch-size", "-2"], "--batch-size is images"),
+    (["concepts", "IMAGE", "--out", "OUT", "--seed", "99999999999999999999999"],
+     "argument --seed: must be in [0, 4294967295]"),
+    (["layers", "IMAGE", "--batch-size", "0"], "argument --batch-size: must be at least 1, not 0"),
+    (["compare-layers", "IMAGE", "--model", "a", "--model", "b", "--batch-size", "-2"],
+     "argument --batch-size: must be at least 1, not -2"),
 ], ids=["explain-concept-unnamed", "concepts-out-device", "concepts-out-empty", "concepts-seed-overflow",
         "layers-batch-0", "compare-layers-batch-negative"])
 def test_options_once_taken_silently_are_refused_in_one_line(args, named, tmp_path, capsys):

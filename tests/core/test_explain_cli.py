@@ -75,7 +75,8 @@ def test_every_method_writes_a_png(model_args, photos, tmp_path, method):
         assert main(["concepts", str(photos["coffee"].parent), *model_args, "--size", "8", "--k", "2", "--epochs", "1",
                      "--out", str(tmp_path / "c"), "--quiet"]) == 0
         extra = ["--concepts", str(tmp_path / "c"), "--concept", "0"]
-    assert main(["explain", *image, *model_args, "--method", method, "--patch", "2,3", *extra, "--out", str(out)]) == 0
+    patch = ["--patch", "2,3"] if REGISTRY[method].param("patch") else []  # an option it does not take: refused
+    assert main(["explain", *image, *model_args, "--method", method, *patch, *extra, "--out", str(out)]) == 0
     picture = Image.open(out)
     assert picture.mode == "RGB" and min(picture.size) >= 32
 
@@ -107,7 +108,7 @@ def test_explain_errors(model_args, photos, tmp_path, capsys):
     assert "out of range" in capsys.readouterr().err
     assert main(["explain", str(photos["coffee"]), *model_args, "--method", "heads", "--out", "x.txt"]) == 2
     assert main(["explain", str(tmp_path / "nope.jpg"), *model_args, "--method", "heads", "--out",
-                 str(tmp_path / "x.npy")]) == 1
+                 str(tmp_path / "x.npy")]) == 2  # refused while parsing
     assert main(["explain", *model_args, "--method", "rollout", "--out", str(tmp_path / "x.npy")]) == 2
 
 

@@ -204,3 +204,69 @@ def test_a_hostile_concepts_output_is_one_line_or_started_afresh(case, code, say
     else:
         _one_line(capsys, main(argv), code, says)
     assert not (tmp_path / "..safetensors").exists()
+
+
+# command line -> what its one line says; each refused before the model loads (while parsing, or from the paths given)
+EARLY = {
+    "predict --topk 0": (["predict", "IMAGE", "--topk", "0"], "argument --topk: must be at least 1, not 0"),
+    "predict --batch-size -1": (["predict", "IMAGE", "--batch-size", "-1"],
+                                "argument --batch-size: must be at least 1, not -1"),
+    "embed --batch-size 0": (["embed", "IMAGE", "--batch-size", "0"], "argument --batch-size: must be at least 1"),
+    "scores --batch-size 0": (["scores", "DATA", "--batch-size", "0"], "argument --batch-size: must be at least 1"),
+    "suggest --n 0": (["suggest", "DATA", "--n", "0"], "argument --n: must be at least 1, not 0"),
+    "sort --min-confidence 2": (["sort", "DATA", "--out", "OUT", "--min-confidence", "2"],
+                                "argument --min-confidence: must be in [0, 1], not 2"),
+    "audit --hash-distance 65": (["audit", "DATA", "--hash-distance", "65"],
+                                 "argument --hash-distance: must be in [0, 64], not 65"),
+    "layers --folds 1": (["layers", "DATA", "--folds", "1"], "argument --folds: must be at least 2, not 1"),
+    "faithfulness --blur-sigma 0": (["faithfulness", "IMAGE", "--blur-sigma", "0"],
+                                    "argument --blur-sigma: must be above 0, not 0"),
+    "explain --discard 1.5": (["explain", "IMAGE", "--method", "rollout", "--discard", "1.5", "--json"],
+                              "argument --discard: must be in [0, 0.99], not 1.5"),
+    "finetune --lr 0": (["finetune", "DATA", "--out", "OUT", "--lr", "0"], "argument --lr: must be in (0, 10], not 0"),
+    "predict --topk two": (["predict", "IMAGE", "--topk", "two"], "argument --topk: 'two' is not a whole number"),
+    "explain rollout --layer --head --patch": (
+        ["explain", "IMAGE", "--method", "rollout", "--layer", "99", "--head", "7", "--patch", "100,100", "--json"],
+        "--layer, --head, --patch are not used by rollout (its options: --fusion, --discard)"),
+    "explain pos-embed --layer": (["explain", "--method", "pos-embed", "--layer", "0", "--json"],
+                                  "--layer is not used by pos-embed (its options: none)"),
+    **{f"{command} missing": ([command, "MISSING", *rest], "no such file or folder: ")
+       for command, rest in (("predict", []), ("embed", []), ("explain", ["--method", "rollout", "--json"]),
+                             ("scores", []), ("sort", ["--out", "OUT"]), ("audit", []), ("suggest", []),
+                             ("faithfulness", []), ("layers", []), ("concepts", ["--out", "OUT"]))},
+    **{f"{command} empty folder": ([command, "EMPTY", *rest], "no image files found in the given paths")
+       for command, rest in (("predict", []), ("explain", ["--method", "rollout", "--json"]), ("embed", []),
+                             ("scores", []))},
+}
+
+
+@pytest.mark.parametrize("case", EARLY)
+def test_a_small_refusal_comes_before_the_model_loads(case, tmp_path, monkeypatch, capsys):
+    """A non-positive count, a value out of its range, an option the chosen method does not take, a path that is
+    not there and a folder with no image are each one `error:` line, exit 2, said before any model is loaded (they
+    came after the model had loaded, 5-7 s, or not at all: the explain options were ignored, exit 0)."""
+    from vitstudio.cli import common
+
+    def no_model(args):
+        raise AssertionError("the model was loaded before the refusal")
+
+    monkeypatch.setattr(common, "_model_from_args", no_model)
+    (tmp_path / "empty").mkdir()
+    image = _images(tmp_path / "images", 1) / "0.png"
+    fill = {"IMAGE": str(image), "DATA": str(make_dataset(tmp_path / "data", per_class=2)),
+            "OUT": str(tmp_path / "out"), "MISSING": str(tmp_path / "gone.png"), "EMPTY": str(tmp_path / "empty")}
+    argv, says = EARLY[case]
+    _one_line(capsys, main([fill.get(a, a) for a in argv] + ["--model", TINY_SPEC]), 2, says, row=case)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("option", "says"), [
+    (["--layer", "99"], "99"), (["--head", "7"], "7"), (["--patch", "100,100"], "100")])
+def test_an_explain_option_outside_the_model_is_one_line(option, says, tiny_weights, tmp_path, capsys):
+    """--layer beyond the model's depth, --head beyond its heads, --patch outside its grid (token map of the tiny ViT:
+    2 blocks, 2 heads, 4×4 patches): one line naming the value, exit 2, nothing written."""
+    image = _images(tmp_path / "images", 1) / "0.png"
+    argv = ["explain", str(image), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--method", "token",
+            *(["--patch", "0,0"] if option[0] != "--patch" else []), *option, "--out", str(tmp_path / "m.npy")]
+    _one_line(capsys, main(argv), 2, says, row=option[0])
+    assert not (tmp_path / "m.npy").exists()

@@ -33,7 +33,7 @@ from . import (
     train,
     views,
 )
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, printable_names
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, Parser, printable_names
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, views,
@@ -41,7 +41,7 @@ COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vitstudio", description="Predict with and inspect Vision Transformers.")
+    parser = Parser(prog="vitstudio", description="Predict with and inspect Vision Transformers.")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(sub)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..core.fields import DECODERS, PRECISIONS
+from ..core.fields import AT_LEAST_ONE, DECODERS, PRECISIONS, Range
 from ..core.files import shown_path
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE = 0, 1, 2
@@ -27,6 +27,56 @@ def _shown(exc: UnicodeError) -> tuple[str, int]:
 
 
 codecs.register_error(SHOWN, _shown)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors (an option out of its range, an unknown option, a missing argument) are
+    one `error:` line, as every other refusal of the command line, instead of the usage block and a second line."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"error: {' '.join(message.split())} (`{self.prog} --help` lists the options)\n")
+
+
+def checked(kind: type, within: Range | None = None):
+    """argparse's `type` for a number of `kind` within a field spec's range: a value outside is refused while the
+    command line is parsed (one line, exit 2), before the command imports torch or loads a model."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'a whole number' if kind is int else 'a number'}") from None
+        if within is not None and value not in within:
+            raise argparse.ArgumentTypeError(within.refusal(value))
+        return value
+
+    parse.__name__ = kind.__name__  # what argparse names in "invalid int value"
+    return parse
+
+
+COUNT = checked(int, AT_LEAST_ONE)  # images per forward, classes listed, steps: at least one
+BATCH_SIZE = dict(type=COUNT, default=None, help=BATCH_HELP)
+
+
+def existing(text: str) -> str:
+    """argparse's `type` for an input file or folder: one that is not there is refused while parsing, not after the
+    model has loaded. A link is left to the reader, which says whether it dangles or loops."""
+    import os
+
+    if not os.path.lexists(text):
+        raise argparse.ArgumentTypeError(f"no such file or folder: {shown_path(text)}")
+    return text
+
+
+NO_IMAGES = "no image files found in the given paths"
+
+
+def has_images(paths) -> bool:
+    """Whether the files and folders given hold anything to read (stops at the first: an empty folder is a usage
+    error said before the model loads, not a pass over nothing)."""
+    from ..core.data.images import expand_path_names
+
+    return next(iter(expand_path_names(paths)), None) is not None
 
 
 @contextlib.contextmanager
@@ -74,8 +124,9 @@ def add_decoder_arg(p: argparse.ArgumentParser) -> None:
 def add_config_options(parser, settings, presets: dict | None = None) -> None:
     """One option per Setting (as transformers' HfArgumentParser adds one per dataclass field), named after its
     field (`--min-lr-ratio`) with its earlier names as aliases, grouped by section. Every option defaults to None:
-    only the settings given override the preset; ranges are checked by TrainConfig.validate(), so the CLI and the
-    GUI give the same message."""
+    only the settings given override the preset. A number's range is checked as it is parsed (`checked`: before
+    torch loads); what only the whole config can check (min <= max, a crop with its interpolation) by
+    TrainConfig.validate(), which the GUI's form runs too."""
     groups: dict[str, object] = {}
     for s in settings:
         group = groups.get(s.section)
@@ -85,7 +136,8 @@ def add_config_options(parser, settings, presets: dict | None = None) -> None:
         if s.kind is bool:
             kw["action"] = argparse.BooleanOptionalAction
         else:
-            kw["type"] = s.kind
+            # a range is checked while parsing, of each item of a tuple; an order between items by validate()
+            kw["type"] = checked(s.kind, s.range) if s.kind in (int, float) else s.kind
             if s.choices is not None:
                 kw["choices"] = list(s.choices)
             if s.length:

@@ -12,7 +12,15 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_config_options, add_model_args, load_model_from_args
+from .common import (
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_config_options,
+    add_model_args,
+    existing,
+    load_model_from_args,
+)
 
 
 def register(subparsers) -> None:
@@ -20,7 +28,7 @@ def register(subparsers) -> None:
     from ..core.train.schema import settings_of
 
     p = subparsers.add_parser("concepts", help="learn concepts (a sparse autoencoder) on a folder's patch tokens")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
+    p.add_argument("paths", nargs="+", type=existing, help="image files and/or folders (searched recursively)")
     add_model_args(p)
     add_config_options(p, settings_of(ConceptSettings))
     p.add_argument("--out", required=True, metavar="FILE", help="write FILE.safetensors (the SAE, loadable by "

@@ -6,12 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain, existing
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("eval", help="evaluate a model on a folder dataset (its val split, or all of it)")
-    p.add_argument("data_dir", nargs="?", help="dataset folder (class subfolders)")
+    p.add_argument("data_dir", nargs="?", type=existing, help="dataset folder (class subfolders)")
     p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows) instead of DATA_DIR")
     p.add_argument("--model", required=True, help="a run folder or name under models/, or any --model spec")
     p.add_argument("--weights", help="weights file for --model")

@@ -17,9 +17,12 @@ from .common import (
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
+    NO_IMAGES,
     add_decoder_arg,
     add_model_args,
     add_view_arg,
+    checked,
+    existing,
     load_model_from_args,
     print_ignored,
     resolve_view,
@@ -46,8 +49,9 @@ def register(subparsers) -> None:
                        description=f"Methods: {methods}. Several images (or folders) and several methods in one call "
                        "write OUT/<image file name>.<method>.<format> (small.bmp.rollout.png; a repeated name gets "
                        "-2, -3…); one image and one method may write --out FILE directly.")
-    p.add_argument("inputs", nargs="*", metavar="IMAGE", help="image files and/or folders (each image is explained; "
-                   "for distance a folder is averaged); none for the model-only methods (pos-embed, filters)")
+    p.add_argument("inputs", nargs="*", metavar="IMAGE", type=existing, help="image files and/or folders (each "
+                   "image is explained; for distance a folder is averaged); none for the model-only methods "
+                   "(pos-embed, filters)")
     add_model_args(p)
     add_view_arg(p)
     p.add_argument("--method", required=True, action="append", metavar="METHOD",
@@ -55,7 +59,8 @@ def register(subparsers) -> None:
     for param in registry.all_params().values():  # one option per registry parameter: a new one appears here
         p.add_argument(param.option, dest=param.name, default=None, help=_param_help(param, used), **_typed(param))
     p.add_argument("--cmap", default="inferno", choices=fields.COLORMAPS, help="colormap for pictures")
-    p.add_argument("--alpha", type=float, default=0.5, help="overlay opacity in pictures (default 0.5)")
+    p.add_argument("--alpha", type=checked(float, fields.PROBABILITY), default=0.5,
+                   help="overlay opacity in pictures (default 0.5)")
     p.add_argument("--json", action="store_true", help="print each result's parameters as one JSON line per image "
                    "and method on stdout (the logit lens's classes after every block, a text map's cosine, …); "
                    "--out is then optional")
@@ -74,7 +79,7 @@ def _typed(param) -> dict:
     """argparse's type or choices for a registry parameter of this kind."""
     if param.kind == "choice":
         return dict(choices=param.choices)
-    kinds = {"patch": _patch, "float": float, registry.TEXT_KIND: str, registry.FILE_KIND: str}
+    kinds = {"patch": _patch, "float": checked(float, param.range), registry.TEXT_KIND: str, registry.FILE_KIND: str}
     return dict(type=kinds.get(param.kind, int))
 
 
@@ -93,14 +98,23 @@ def _patch(text: str) -> tuple[int, int]:
 
 
 def explain_cmd(args) -> int:
-    from ..core.analysis.explain import explain, explain_folder, render_figure, validate
-    from ..core.data.images import ImageReadError, expand_paths, read_image
+    from ..core.data.images import expand_paths
 
     try:
         plan = _explain_plan(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    ignored: list = []
+    images = list(expand_paths(args.inputs, ignored=ignored)) if any(
+        not registry.get(m).folder and registry.get(m).needs_image for m in plan.methods) else []
+    print_ignored(ignored)
+    if args.inputs and not (images or any(registry.get(m).folder for m in plan.methods)):
+        print(f"error: {NO_IMAGES}", file=sys.stderr)  # said before the model loads
+        return EXIT_USAGE
+    from ..core.analysis.explain import explain, explain_folder, render_figure, validate
+    from ..core.data.images import ImageReadError, read_image
+
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
@@ -113,10 +127,6 @@ def explain_cmd(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     failed = 0
-    ignored: list = []
-    images = list(expand_paths(args.inputs, ignored=ignored)) if any(
-        not registry.get(m).folder and registry.get(m).needs_image for m in plan.methods) else []
-    print_ignored(ignored)
     for method in plan.methods:
         analysis = registry.get(method)
         if not analysis.needs_image:
@@ -211,8 +221,9 @@ class _ExplainPlan:
 
 
 def _explain_plan(args) -> _ExplainPlan:
-    resolve_view(args, "inputs")  # --view NAME: the images it selects
     methods = [m.strip() for value in args.method for m in value.split(",") if m.strip()]
+    _refuse_unused(methods, args)
+    resolve_view(args, "inputs")  # --view NAME: the images it selects
     for method in methods:
         for param in registry.get(method).params:  # unknown names: a clear message listing the known ones
             if param.kind == "index" and getattr(args, param.name) is None:  # one of many: never a silent default
@@ -241,6 +252,16 @@ def _explain_plan(args) -> _ExplainPlan:
         out.mkdir(parents=True, exist_ok=True)
     fmt = out.suffix.lower().lstrip(".") if single else args.format
     return _ExplainPlan(methods, out, single, fmt)
+
+
+def _refuse_unused(methods: list[str], args) -> None:
+    """An option that none of the methods takes is a ValueError naming it and what they take, not ignored."""
+    unused = registry.unused_params(methods, {name: getattr(args, name) for name in registry.all_params()})
+    if not unused:
+        return
+    taken = dict.fromkeys(p.option for m in methods for p in registry.get(m).params)
+    raise ValueError(f"{', '.join(p.option for p in unused)} {'is' if len(unused) == 1 else 'are'} not used by "
+                     f"{' or '.join(methods)} (its options: {', '.join(taken) or 'none'})")
 
 
 def _emit(exp, plan, model_name: str, source: Path | None, args, render_figure) -> None:

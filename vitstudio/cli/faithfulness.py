@@ -8,7 +8,18 @@ import json
 import sys
 
 from ..core.analysis import registry
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, load_model_from_args, print_ignored
+from ..core.fields import POSITIVE
+from .common import (
+    COUNT,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_model_args,
+    checked,
+    existing,
+    load_model_from_args,
+    print_ignored,
+)
 
 
 def register(subparsers) -> None:
@@ -18,14 +29,15 @@ def register(subparsers) -> None:
         description="Deletion: the target (top-1 class) probability as the highest-ranked patches of the input "
         "tensor are set to 0, area over [0, 1], lower is better. Insertion: from a blurred input, restoring patches "
         "in ranked order, higher is better. Baselines: a random ranking (mean of 5 seeds) and each map reversed.")
-    p.add_argument("inputs", nargs="+", metavar="IMAGE", help="image files and/or folders")
+    p.add_argument("inputs", nargs="+", metavar="IMAGE", type=existing, help="image files and/or folders")
     add_model_args(p)
     p.add_argument("--methods", help=f"comma list of registered methods that give one patch map (default: those of "
                    f"{default} that apply to the model)")
-    p.add_argument("--steps", type=int, default=16, help="S: curves have S + 1 points (default 16)")
-    p.add_argument("--blur-sigma", type=float, help="insertion's blur in input pixels (default one patch side)")
-    p.add_argument("--batch-size", type=int, default=64, help="masked inputs per forward (default 64)")
-    p.add_argument("--max-images", type=int, help="measure at most this many images (in sorted order)")
+    p.add_argument("--steps", type=COUNT, default=16, help="S: curves have S + 1 points (default 16)")
+    p.add_argument("--blur-sigma", type=checked(float, POSITIVE),
+                   help="insertion's blur in input pixels (default one patch side)")
+    p.add_argument("--batch-size", type=COUNT, default=64, help="masked inputs per forward (default 64)")
+    p.add_argument("--max-images", type=COUNT, help="measure at most this many images (in sorted order)")
     p.add_argument("--text", help="CLIP-style models: the curves follow each image's similarity to this text instead "
                    "of the top-1 class (with --methods text: the text map's own faithfulness)")
     p.add_argument("--sanity", action="store_true", help="also the model-randomisation sanity check (Adebayo et al. "
@@ -64,8 +76,6 @@ def faithfulness_cmd(args) -> int:
 
     try:
         methods = _methods(args.methods) if args.methods is not None else None
-        if args.steps < 1 or args.batch_size < 1 or (args.blur_sigma is not None and args.blur_sigma <= 0):
-            raise ValueError("--steps and --batch-size must be at least 1, --blur-sigma above 0")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

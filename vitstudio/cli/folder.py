@@ -14,17 +14,22 @@ from __future__ import annotations
 import os
 import sys
 
+from ..core.fields import NOT_NEGATIVE, PROBABILITY, Range
 from ..core.files import shown_path
 from .common import (
-    BATCH_HELP,
+    BATCH_SIZE,
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
+    NO_IMAGES,
     add_decoder_arg,
     add_model_args,
     add_view_arg,
     apply_view,
+    checked,
     drain,
+    existing,
+    has_images,
     load_model_from_args,
     print_ignored,
 )
@@ -32,10 +37,10 @@ from .common import (
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("embed", help="pooled features and logits of every image of folders (cached per model)")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
+    p.add_argument("paths", nargs="+", type=existing, help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
-    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--batch-size", **BATCH_SIZE)
     add_decoder_arg(p)
     add_view_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
@@ -43,20 +48,20 @@ def register(subparsers) -> None:
     p.set_defaults(handler=embed_cmd)
 
     p = subparsers.add_parser("sort", help="copy (or move) images into OUT/<predicted class>/ folders")
-    p.add_argument("paths", nargs="*", help="image files and/or folders (searched recursively)")
+    p.add_argument("paths", nargs="*", type=existing, help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--out", help="folder to sort into (created; not inside a source folder); files there are never "
                                  "overwritten; an interrupted sort into it is resumed; its undo log is kept in the "
                                  "app's data folder (`vitstudio undo-sort OUT` finds it)")
     p.add_argument("--move", action="store_true", help="move instead of copy (the default keeps the originals)")
-    p.add_argument("--min-confidence", type=float, default=0.0,
+    p.add_argument("--min-confidence", type=checked(float, PROBABILITY), default=0.0,
                    help="below this top-1 probability an image goes to OUT/unsure/ (default 0: never)")
     p.add_argument("--dry-run", action="store_true", help="print what would go where, touch nothing")
     p.add_argument("--labels", metavar="FILE.csv", help="also sort every image a labels file (path,label rows) "
                                                          "lists, labelled or not")
     p.add_argument("--resume", metavar="LOG", help="finish an interrupted sort from its log (no model needed)")
     add_view_arg(p)
-    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
     p.set_defaults(handler=sort_cmd)
@@ -68,21 +73,22 @@ def register(subparsers) -> None:
     p.set_defaults(handler=undo_sort_cmd)
 
     p = subparsers.add_parser("audit", help="dataset health: exact/near duplicates, train/val leaks, doubtful labels")
-    p.add_argument("data_dir", nargs="?", help="a folder of class folders (optionally train/ and val/)")
+    p.add_argument("data_dir", nargs="?", type=existing, help="a folder of class folders (optionally train/ and val/)")
     p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows): alone, the images it "
                    "lists; with DATA_DIR, labels given apart from its folders (the app's Labels tab keeps them in "
                    "the data folder), reviewed instead of the folder each file is in")
     add_model_args(p)
-    p.add_argument("--threshold", type=float, default=None,
+    p.add_argument("--threshold", type=checked(float, Range(-1, 1)), default=None,
                    help="feature cosine at or above which the model counts two images as near-duplicates "
                         "(default: calibrated on the folder, 10x closer than the median nearest neighbour)")
-    p.add_argument("--hash-distance", type=int, default=None,
+    p.add_argument("--hash-distance", type=checked(int, Range(0, 64)), default=None,
                    help="perceptual-hash bits (of 64) within which the hash counts two images as near-duplicates "
                         "(default 10, measured on real photos; a near pair needs two signals to agree)")
     p.add_argument("--json", action="store_true", help="the whole report as one strict JSON document")
-    p.add_argument("--top", type=int, default=20, help="groups and doubtful labels listed (default 20)")
+    p.add_argument("--top", type=checked(int, NOT_NEGATIVE), default=20,
+                   help="groups and doubtful labels listed (default 20)")
     add_view_arg(p)
-    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=audit_cmd)
 
@@ -112,6 +118,9 @@ def embed_cmd(args) -> int:
     from ..core.distributed import device_for, finish, init_distributed
 
     if not apply_view(args, "paths"):
+        return EXIT_USAGE
+    if not has_images(args.paths):
+        print(f"error: {NO_IMAGES}", file=sys.stderr)
         return EXIT_USAGE
     info = init_distributed()  # under torchrun: the processes share the files, rank 0 writes
     args.device = device_for(info, args.device)
@@ -156,15 +165,12 @@ def sort_cmd(args) -> int:
     if not args.paths or not args.out or not args.model:  # never the demo by default: a sort files the user's images
         print("error: give the images or folders to sort, --model and --out (or --resume LOG)", file=sys.stderr)
         return EXIT_USAGE
-    if not 0.0 <= args.min_confidence <= 1.0:
-        print("error: --min-confidence is a probability between 0 and 1", file=sys.stderr)
-        return EXIT_USAGE
     try:  # the folders a labels file lists images in are sources too: the output may not be inside them
         check_out_folder([*args.paths, *sorted({os.path.dirname(p) for p in listed})], args.out)
     except NestedFoldersError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    loaded = load_model_from_args(args)
+    loaded = load_model_from_args(args)  # an emptied source is no error: a sort into OUT that moved it all resumes
     if loaded is None:
         return EXIT_USAGE
     try:
@@ -250,9 +256,6 @@ def audit_cmd(args) -> int:
             return EXIT_USAGE
     args.data_dir = args.data_dir or args.labels  # a labels file alone scans like a folder of class folders
     hash_distance = HASH_DISTANCE if args.hash_distance is None else args.hash_distance
-    if not 0 <= hash_distance <= 64 or (args.threshold is not None and not -1.0 <= args.threshold <= 1.0):
-        print("error: --hash-distance is 0-64 bits, --threshold a cosine in [-1, 1]", file=sys.stderr)
-        return EXIT_USAGE
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE

@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import sys
 
-from ..core.fields import LAYER_FEATURES, PRECISIONS
+from ..core.fields import LAYER_FEATURES, PRECISIONS, Range
 from ..core.files import shown_path
 from .common import (
-    BATCH_HELP,
+    BATCH_SIZE,
+    COUNT,
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
     add_decoder_arg,
     add_model_args,
+    checked,
     drain,
+    existing,
     load_model_from_args,
 )
 
@@ -26,27 +29,27 @@ FEATURES = f"{LAYER_FEATURES[0].upper()}{LAYER_FEATURES[1:]}: the same for the p
 def register(subparsers) -> None:
     p = subparsers.add_parser("layers", help="at which depth the class becomes readable: a k-fold linear probe per "
                               "block over a labelled folder, beside the logit lens's accuracy", description=FEATURES)
-    p.add_argument("data_dir", nargs="?", help="dataset folder (class subfolders)")
+    p.add_argument("data_dir", nargs="?", type=existing, help="dataset folder (class subfolders)")
     p.add_argument("--labels", metavar="FILE.csv", help="a labels file (path,label rows) instead of DATA_DIR")
     add_model_args(p)
-    p.add_argument("--folds", type=int, default=5, help="folds of the cross-validation (default 5)")
-    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--folds", type=checked(int, Range(2)), default=5, help="folds of the cross-validation (default 5)")
+    p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     p.set_defaults(handler=layers_cmd)
 
     c = subparsers.add_parser("compare-layers", help="CKA between every block of two models on the same images "
                               "(what fine-tuning changed, and where)", description=FEATURES)
-    c.add_argument("inputs", nargs="+", metavar="IMAGE", help="image files and/or folders")
+    c.add_argument("inputs", nargs="+", metavar="IMAGE", type=existing, help="image files and/or folders")
     c.add_argument("--model", action="append", required=True, help="model A, then model B (give it twice); any "
                    "--model spec of the other commands")
     c.add_argument("--weights", action="append", help="a weights file for the named architecture, once per --model "
                    "in the same order (or not at all)")
     c.add_argument("--device", default="auto", help="auto (CUDA > MPS > CPU), cpu, cuda, cuda:N, mps")
     c.add_argument("--precision", default="auto", choices=PRECISIONS, help="auto, fp32, bf16 or fp16 autocast")
-    c.add_argument("--minibatch", type=int, metavar="N", help="minibatch CKA (Nguyen et al. 2021) over batches of "
-                   "N images (at least 4), for folders whose features should not be held at once; default: linear "
-                   "CKA on all images")
-    c.add_argument("--batch-size", type=int, default=32, help="images per forward (default 32)")
+    c.add_argument("--minibatch", type=checked(int, Range(4)), metavar="N",  # the unbiased estimator needs n > 3
+                   help="minibatch CKA (Nguyen et al. 2021) over batches of N images (at least 4), for folders "
+                   "whose features should not be held at once; default: linear CKA on all images")
+    c.add_argument("--batch-size", type=COUNT, default=32, help="images per forward (default 32)")
     c.add_argument("--json", action="store_true", help="print the matrix as JSON on stdout")
     add_decoder_arg(c)
     c.set_defaults(handler=compare_layers_cmd)
@@ -59,11 +62,6 @@ def layers_cmd(args) -> int:
     if bool(args.data_dir) == bool(args.labels):
         print("error: give DATA_DIR or --labels FILE.csv (one of them)", file=sys.stderr)
         return EXIT_USAGE
-    if args.folds < 2:
-        print("error: --folds must be at least 2", file=sys.stderr)
-        return EXIT_USAGE
-    if _bad_batch_size(args):
-        return EXIT_USAGE
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
@@ -73,14 +71,6 @@ def layers_cmd(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return _report(result, args.json, _probe_table)
-
-
-def _bad_batch_size(args) -> bool:
-    """True once a --batch-size below one has been refused in one line."""
-    if args.batch_size is None or args.batch_size >= 1:
-        return False
-    print(f"error: --batch-size is images per forward, at least 1; not {args.batch_size}", file=sys.stderr)
-    return True
 
 
 def _probe_table(result) -> None:
@@ -97,11 +87,6 @@ def compare_layers_cmd(args) -> int:
 
     if len(args.model) != 2:
         print(f"error: give --model twice (model A, then model B), not {len(args.model)} time(s)", file=sys.stderr)
-        return EXIT_USAGE
-    if args.minibatch is not None and args.minibatch < 4:
-        print("error: --minibatch must be at least 4 (the unbiased estimator needs n > 3)", file=sys.stderr)
-        return EXIT_USAGE
-    if _bad_batch_size(args):
         return EXIT_USAGE
     weights = args.weights or [None, None]
     if len(weights) != 2:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..core.play import play_methods
-from .common import EXIT_OK, EXIT_USAGE, add_model_args, load_model_from_args
+from .common import COUNT, EXIT_OK, EXIT_USAGE, add_model_args, load_model_from_args
 
 
 def register(subparsers) -> None:
@@ -17,7 +17,7 @@ def register(subparsers) -> None:
                    help="the map drawn over each frame (default: none, predictions only)")
     p.add_argument("--out", metavar="VIDEO", help="write the annotated frames (.mp4 or .avi), one per frame read")
     p.add_argument("--json", metavar="FILE", help="per-frame predictions as JSON lines (frame, time_s, top)")
-    p.add_argument("--frames", type=int, default=None, help="stop after this many frames (a camera runs until "
+    p.add_argument("--frames", type=COUNT, default=None, help="stop after this many frames (a camera runs until "
                    "Ctrl+C otherwise)")
     p.add_argument("--live", action="store_true", help="analyse only the newest frame, skipping frames the model "
                    "is too slow for (always on for cameras; a file is then paced at its own frame rate)")
@@ -30,9 +30,6 @@ def play_cmd(args) -> int:
     from ..core.play.session import play
     from ..core.play.video import VideoSourceError, parse_source
 
-    if args.frames is not None and args.frames < 1:
-        print("error: --frames must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
     try:
         parse_source(args.source)  # a missing file is said before the model loads
     except VideoSourceError as exc:

@@ -8,14 +8,17 @@ import os
 import sys
 
 from .common import (
-    BATCH_HELP,
+    BATCH_SIZE,
+    COUNT,
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
+    NO_IMAGES,
     add_decoder_arg,
     add_model_args,
     add_view_arg,
     apply_view,
+    existing,
     load_model_from_args,
     print_ignored,
 )
@@ -23,12 +26,12 @@ from .common import (
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("predict", help="classify images and folders")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively; a folder goes through "
-                   "the embedding cache, shared with embed, audit and the Folder tab: a second run computes only new "
-                   "or changed files)")
+    p.add_argument("paths", nargs="+", type=existing, help="image files and/or folders (searched recursively; a "
+                   "folder goes through the embedding cache, shared with embed, audit and the Folder tab: a second run "
+                   "computes only new or changed files)")
     add_model_args(p)
-    p.add_argument("--topk", type=int, default=5, help="classes listed per image (default 5)")
-    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--topk", type=COUNT, default=5, help="classes listed per image (default 5)")
+    p.add_argument("--batch-size", **BATCH_SIZE)
     add_decoder_arg(p)
     add_view_arg(p)
     out = p.add_mutually_exclusive_group()
@@ -47,18 +50,21 @@ def register(subparsers) -> None:
 
 
 def predict_cmd(args) -> int:
-    from tqdm import tqdm
-
     from ..core.data.images import expand_paths
-    from ..core.inference import require_classifier
 
-    if args.topk < 1 or (args.batch_size is not None and args.batch_size < 1):
-        print("error: --topk and --batch-size must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
     folder_work = bool(args.view) or any(os.path.isdir(p) for p in args.paths)
     if not apply_view(args, "paths"):
         return EXIT_USAGE
+    ignored: list = []
+    files = list(expand_paths(args.paths, ignored=ignored))  # before torch: an empty folder is said at once
+    print_ignored(ignored)
+    if not files:
+        print(f"error: {NO_IMAGES}", file=sys.stderr)
+        return EXIT_USAGE
+    from tqdm import tqdm
+
     from ..core.distributed import device_for, init_distributed
+    from ..core.inference import require_classifier
 
     info = init_distributed()  # under torchrun: every process takes every N-th file, rank 0 writes
     args.device = device_for(info, args.device)
@@ -76,12 +82,6 @@ def predict_cmd(args) -> int:
     if is_sigmoid(loaded) and not args.quiet:
         print("note: SigLIP-style zero-shot classes: each probability is a sigmoid of its own (yes/no per class), so "
               "they need not sum to 100%", file=sys.stderr)
-    ignored: list = []
-    files = list(expand_paths(args.paths, ignored=ignored))
-    print_ignored(ignored)
-    if not files:
-        print("error: no image files found in the given paths", file=sys.stderr)
-        return EXIT_SOME_FAILED
     bar = tqdm(total=len(files), unit="img", file=sys.stderr, disable=args.quiet or len(files) <= 32 or not info.main)
     counts = {"all": 0, "failed": 0}
     with through:

@@ -8,12 +8,15 @@ import sys
 
 from ..core.files import shown_path
 from .common import (
-    BATCH_HELP,
+    BATCH_SIZE,
     EXIT_OK,
     EXIT_SOME_FAILED,
     EXIT_USAGE,
+    NO_IMAGES,
     add_model_args,
     drain,
+    existing,
+    has_images,
     load_model_from_args,
     print_ignored,
 )
@@ -24,14 +27,14 @@ TOP = 10  # images listed per score without --json / --csv
 def register(subparsers) -> None:
     p = subparsers.add_parser("scores", help="uniqueness, representativeness, hardness and mistakenness of every "
                               "image (fiftyone-brain's formulas, on the model's features and predictions)")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively); an image's folder "
-                   "name is its given label (for mistakenness)")
+    p.add_argument("paths", nargs="+", type=existing, help="image files and/or folders (searched recursively); an "
+                   "image's folder name is its given label (for mistakenness)")
     add_model_args(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per image, one per line (a null score "
                      "with no value; mistakenness_note says why one is null)")
     out.add_argument("--csv", metavar="FILE", help="write a CSV: path, given, predicted and the four scores")
-    p.add_argument("--batch-size", type=int, default=None, help=BATCH_HELP)
+    p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=scores_cmd)
 
@@ -39,8 +42,8 @@ def register(subparsers) -> None:
 def scores_cmd(args) -> int:
     from ..core.folder.scores import score_folder
 
-    if args.batch_size is not None and args.batch_size < 1:
-        print(f"error: --batch-size is images per forward, at least 1; not {args.batch_size}", file=sys.stderr)
+    if not has_images(args.paths):
+        print(f"error: {NO_IMAGES}", file=sys.stderr)
         return EXIT_USAGE
     loaded = load_model_from_args(args)
     if loaded is None:

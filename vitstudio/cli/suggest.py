@@ -8,19 +8,29 @@ import json
 import sys
 
 from ..core.files import shown_path
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args, print_ignored
+from .common import (
+    COUNT,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_model_args,
+    drain,
+    existing,
+    load_model_from_args,
+    print_ignored,
+)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("suggest", help="the unlabelled images to label next (uncertain and diverse, or "
                                               "covering the folder when nothing is labelled)")
-    p.add_argument("paths", nargs="+", help="image files and/or folders (searched recursively)")
+    p.add_argument("paths", nargs="+", type=existing, help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--labels", metavar="FILE.csv", help="the labels so far (path,label rows; unlabelled rows allowed); "
                                                          "without it nothing is labelled yet")
-    p.add_argument("--n", type=int, default=10, help="how many images to suggest (default 10)")
+    p.add_argument("--n", type=COUNT, default=10, help="how many images to suggest (default 10)")
     p.add_argument("--json", action="store_true", help="one JSON document: the suggestions with their reasons")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--batch-size", type=COUNT, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=suggest_cmd)
 
@@ -45,9 +55,6 @@ def suggest_cmd(args) -> int:
     from ..core.folder.embedcache import embed_folder
     from ..core.train.suggest import suggest
 
-    if args.n < 1:
-        print("error: --n is at least 1", file=sys.stderr)
-        return EXIT_USAGE
     try:
         known = _labelled(args.labels)
     except DatasetError as exc:

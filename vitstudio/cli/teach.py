@@ -9,7 +9,7 @@ import json
 import sys
 
 from ..core.files import shown_path
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
+from .common import COUNT, EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
 
 
 def register(subparsers) -> None:
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--export", metavar="DIR", help="write DIR/run (plain timm), DIR/model.onnx and DIR/seed, run each "
                                                    "on every sample and check it against the app (DIR/check.json)")
     p.add_argument("--json", action="store_true", help="one JSON document: the figures and the export check")
-    p.add_argument("--batch-size", type=int, default=32, help="images per forward pass (default 32)")
+    p.add_argument("--batch-size", type=COUNT, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=teach_cmd)
 

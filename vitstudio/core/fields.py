@@ -35,6 +35,12 @@ class Range:
         hi = "∞)" if self.hi is None else f"{show(self.hi)}{')' if self.hi_open else ']'}"
         return f"{'(' if self.lo_open else '['}{show(self.lo)}, {hi}"
 
+    def refusal(self, value) -> str:
+        """What a value outside is told: 'must be at least 1, not 0', 'must be in [0, 1], not 2'."""
+        if self.hi is None:
+            return f"must be {'above' if self.lo_open else 'at least'} {show(self.lo)}, not {show(value)}"
+        return f"must be in {self}, not {show(value)}"
+
 
 # -- vocabularies ------------------------------------------------------------------------------------------------
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")  # 'auto' resolves per device (models/devices.resolve_precision)
@@ -57,6 +63,10 @@ LAYER_FEATURES = ("layer features: the prefix token after each block (the mean p
 DISCARD = Range(0.0, 0.99)  # rollout: the share of the smallest attention weights dropped per layer
 OPACITY = Range(0, 100)  # a map over the image, %
 MASS_MASK = Range(0, 100, hi_open=True)  # the share of a map's mass kept, %; 0 = off
+AT_LEAST_ONE = Range(1)  # a count of things: images per forward, classes listed, steps
+NOT_NEGATIVE = Range(0)  # a count that may be none (mistakes listed, mutual matches)
+POSITIVE = Range(0, lo_open=True)  # a length or a scale (a blur's sigma)
+PROBABILITY = Range(0, 1)
 
 
 @dataclass(frozen=True)

@@ -320,6 +320,14 @@ def all_params() -> dict[str, Param]:
     return out
 
 
+def unused_params(methods: list[str], given: dict) -> list[Param]:
+    """The parameters given a value (not None) that none of `methods` takes: a face that names them refuses them
+    rather than running without them (`resolve` drops what a method does not take)."""
+    taken = {name for m in methods for name in get(m).param_names}
+    params = all_params()
+    return [params[name] for name, value in given.items() if value is not None and name not in taken]
+
+
 def params_help() -> dict[str, str]:
     """For the CLI: which methods use each parameter, e.g. {'layer': 'heads, token, pca, …'}."""
     used: dict[str, list[str]] = {}
