@@ -42,6 +42,11 @@ def _session(demo, data=None, page_first=True):
 
 
 def test_painted_masks_come_back_after_another_folder_and_after_a_restart(demo, tmp_path):
+    """Four digits painted (8 undo steps), another folder opened shows none of them, and this one again brings back
+    the same masks with their undo history; an undo reaches the records on disk, which read back through
+    `match_painted` (the format `segment --masks` reads) as the page's masks, and the dataset folder is untouched. A
+    restart (the page built before or after the folder opens) finds the same masks and classes, saying nothing; an
+    image gone leaves its mask in the records and one warning that names it."""
     data, other = render_digits(tmp_path / "digits", 1), render_digits(tmp_path / "other", 1)
     before = tree_state(data)
     folder, page, _ = _session(demo, data)
