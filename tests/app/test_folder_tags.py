@@ -101,3 +101,46 @@ def test_a_moved_file_keeps_its_tags_in_the_tab_and_a_file_outside_the_folder_is
     now = sorted([moved, *files[1:]])
     _, again = _opened(data, results_of(now), np.zeros((len(now), 2)))
     assert [now[i] for i, t in enumerate(again.tags) if t] == [moved] and again.tags[now.index(moved)] == {"keep"}
+
+
+def test_a_view_saved_in_the_tab_with_model_rules_is_applied_by_the_cli_with_the_model_it_was_saved_with(
+        tmp_path, tiny_weights, capsys):
+    """A view of the Folder tab's prediction and confidence filters records the model shown (spec and weights);
+    `--view` on the command line without --model computes those columns with that model, says so in one line, and
+    selects the rows the tab showed; with another --model it says the view was saved with another."""
+    import json
+
+    from tests.conftest import TINY_SPEC
+    from vitstudio.cli import main
+    from vitstudio.core.models.loading import load_model
+
+    data = make_dataset(tmp_path / "data", per_class=3)
+    app = AppState()
+    app.request_model(TINY_SPEC, weights=str(tiny_weights[0]))  # the model bar's Load (loaded here, not by a job)
+    app.set_model(load_model(TINY_SPEC, tiny_weights[0], "cpu", "fp32"))
+    model = FolderModel(app, ScriptRunner())
+    tags = FolderTags(model)
+    model.open_paths([str(data)])
+    results = model.results
+    label = results.predicted_label(0)
+    sure = sorted(results.confidence[[results.predicted_label(i) == label for i in range(len(results))]])
+    cut = float(sure[len(sure) // 2]) if len(sure) > 1 else 0.0
+    model.state.update(predicted=label, min_conf=cut)
+    shown = [results.paths[r] for r in model.rows]
+    assert 0 < len(shown) < len(results)
+    tags.save_view("sure")
+    assert views.saved_model(data, "sure") == (TINY_SPEC, str(tiny_weights[0]))
+
+    capsys.readouterr()
+    assert main(["predict", str(data), "--view", "sure", "--json", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert sorted(json.loads(line)["path"] for line in out.splitlines()) == sorted(shown)
+    notes = [line for line in err.splitlines() if "view 'sure'" in line]
+    assert notes == [f"note: the view 'sure' reads the predictions of {TINY_SPEC} (weights {tiny_weights[0]}), the "
+                     f"model it was saved with (--model gives another)"]
+    assert main(["views", str(data), "--json"]) == 0  # a listing loads no model: it names the one --view uses
+    assert json.loads(capsys.readouterr().out)["sure"]["needs"] == (
+        f"--model (rules on prediction, confidence; saved with {TINY_SPEC}, which --view uses)")
+    other = ["--model", TINY_SPEC.replace("classes=5", "classes=3"), "--quiet"]
+    assert main(["predict", str(data), "--view", "sure", "--json", *other]) in (0, 2)
+    assert f"note: the view 'sure' was saved with {TINY_SPEC} (weights" in capsys.readouterr().err

@@ -141,13 +141,27 @@ class FolderTags:
             self.changed.emit()
 
     def save_view(self, name: str) -> None:
+        """The filters saved as the view `name`, with the model shown when its rules read the model's columns: the
+        command line's `--view` then computes them with that model unless told another."""
         from vitstudio.core.folder.views import read_views, save_view
 
         if self.folder is None:
             raise ValueError(NO_FOLDER)
-        save_view(self.folder, name, self.current_rules())
+        save_view(self.folder, name, self.current_rules(), self.model_spec())
         self.views = read_views(self.folder)
         self.changed.emit()
+
+    def model_spec(self) -> dict | None:
+        """The model shown, as the command line's --model and --weights name it (a local path made absolute: the
+        command may run elsewhere); None before any model."""
+        app = self.folder_model.app
+        loaded = app.model
+        if loaded is None:
+            return None
+        request = app.view.requested
+        weights = request.weights if request is not None and request.spec == loaded.name else None
+        spec = os.path.abspath(loaded.name) if os.path.exists(loaded.name) else loaded.name
+        return {"model": spec, "weights": os.path.abspath(weights) if weights else None}
 
     def restore_view(self, name: str) -> None:
         """The view's rules as the filters: each a filter field where one holds it, the rest as `rules`."""

@@ -198,18 +198,42 @@ def resolve_view(args, attr: str, dataset: bool = False) -> None:
     setattr(args, attr, [str(f) for f in files])
 
 
-def view_model(args, folder: str, name: str):
-    """The model a view's rules on prediction or confidence need (--model, loaded once), or None when its rules
-    read only the folder's columns or no --model was given (`view_files` then says to give it)."""
-    from ..core.folder.views import model_fields, read_views
+def view_model(args, folder: str, name: str, saved: bool = True):
+    """The model a view's rules on prediction or confidence need, loaded once: --model's, else (`saved`) the model
+    the view was saved with (the Folder tab records it; the command then runs with it), said in one line on stderr;
+    None when its rules read only the folder's columns or there is neither (`view_files` then says to give one)."""
+    from ..core.folder.views import model_fields, read_views, saved_model
 
     rules = read_views(folder).get(name, [])
+    kept = saved_model(folder, name) if saved and model_fields(rules) else None
+    given = (getattr(args, "model", None), getattr(args, "weights", None))
+    if kept is not None and not given[0]:
+        args.model, args.weights = kept
+        print(f"note: the view {name!r} reads the predictions of {_model_named(*kept)}, the model it was saved "
+              f"with (--model gives another)", file=sys.stderr)
+    elif kept is not None and not _same_model(kept, given):
+        print(f"note: the view {name!r} was saved with {_model_named(*kept)}; its rules on "
+              f"{', '.join(model_fields(rules))} read {_model_named(*given)}'s predictions (--model)", file=sys.stderr)
     if not model_fields(rules) or not getattr(args, "model", None):
         return None
     loaded = load_model_from_args(args)
     if loaded is None:
         raise ValueError(f"the view {name!r} needs the model's predictions, and the model could not be loaded")
     return loaded
+
+
+def _model_named(spec: str, weights: str | None = None) -> str:
+    from ..core.models.demo import friendly_name
+
+    return friendly_name(spec) + (f" (weights {weights})" if weights else "")
+
+
+def _same_model(a: tuple, b: tuple) -> bool:
+    """Whether two (spec, weights) name the same model (a path given relative or absolute alike)."""
+    import os
+
+    return [os.path.abspath(p) if p and os.path.exists(p) else p for p in a] == \
+        [os.path.abspath(p) if p and os.path.exists(p) else p for p in b]
 
 
 def print_ignored(ignored: list[tuple[str, str]]) -> None:

@@ -115,9 +115,11 @@ def _listed(args, name: str, rules: list[dict]) -> dict:
     from ..core.folder import views
 
     needed = views.model_fields(rules)
-    loaded = view_model(args, args.folder, name)
+    loaded = view_model(args, args.folder, name, saved=False)  # a listing loads no model it was not given
     if needed and loaded is None:
-        return {"rules": rules, "images": None, "needs": f"--model (rules on {', '.join(needed)})"}
+        kept = views.saved_model(args.folder, name)
+        also = f"; saved with {kept[0]}, which --view uses" if kept else ""
+        return {"rules": rules, "images": None, "needs": f"--model (rules on {', '.join(needed)}{also})"}
     return {"rules": rules, "images": len(views.view_files(args.folder, name, loaded))}
 
 
@@ -162,7 +164,7 @@ def _export(args) -> int:
         loaded = _export_model(args)
         if loaded is False:
             return EXIT_USAGE
-        files = views.view_files(args.folder, args.export)
+        files = views.view_files(args.folder, args.export, view_model(args, args.folder, args.export))
         if args.out:
             check_out_folder([args.folder], args.out)
         documents = _export_tables(args, files, loaded)  # computed first: a refusal leaves no file written

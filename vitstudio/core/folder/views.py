@@ -15,7 +15,8 @@ filter rules, not a list of files (as a FiftyOne saved view is its stages): reop
 
 The model's columns are what the Folder tab shows (`results.folder_results` on the folder's embeddings), computed
 where a view needs them through the embedding cache (`model_columns`): no forward for a file any folder command or
-the tab has seen with that model.
+the tab has seen with that model. A view saved on the Folder tab records that model (`saved_model`): the command
+line computes its columns with it unless given another.
 
 `select(rules, columns)` evaluates the rules over plain columns (numpy for the numbers) for every image at once,
 so the command line and the app's Folder model share one rule engine. Torch-free.
@@ -260,21 +261,45 @@ def read_views(folder: str | Path) -> dict[str, list[dict]]:
     return dict(sorted(out.items()))
 
 
-def save_view(folder: str | Path, name: str, rules: list[dict]) -> None:
+def save_view(folder: str | Path, name: str, rules: list[dict], model: dict | None = None) -> None:
+    """Save the view `name`; `model` ({"model": spec, "weights": file or None}, as `--model`/`--weights` take them):
+    the model whose predictions its rules on the model's columns were written against (the Folder tab saves it),
+    which the command line's `--view` uses when it is given no --model (`saved_model`)."""
     check_name(name, "view")
     with records_locked():
-        views = read_views(folder)
-        views[name] = check_rules(rules)
-        write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
+        record = _views_record(folder)
+        record["views"][name] = check_rules(rules)
+        record["models"].pop(name, None)
+        if model is not None and model_fields(rules):
+            record["models"][name] = {"model": str(model["model"]), "weights": model.get("weights") or None}
+        write_json_file(_views_path(folder), record)
 
 
 def delete_view(folder: str | Path, name: str) -> None:
     with records_locked():
-        views = read_views(folder)
-        if name not in views:
+        record = _views_record(folder)
+        if name not in record["views"]:
             raise UnknownView(f"No view named {name!r} is saved for {folder}.")
-        del views[name]
-        write_json_file(_views_path(folder), {"dataset": str(Path(folder).resolve()), "views": views})
+        del record["views"][name]
+        record["models"].pop(name, None)
+        write_json_file(_views_path(folder), record)
+
+
+def saved_model(folder: str | Path, name: str) -> tuple[str, str | None] | None:
+    """(spec, weights or None) of the model the view `name` was saved with, or None (saved on the command line, or
+    by a version that did not record it)."""
+    kept = read_json_file(_views_path(folder)).get("models", {}).get(name)
+    if not isinstance(kept, dict) or not isinstance(kept.get("model"), str) or not kept["model"]:
+        return None
+    return kept["model"], kept["weights"] if isinstance(kept.get("weights"), str) else None
+
+
+def _views_record(folder) -> dict:
+    """views.json as written: {"dataset", "views": {name: rules}, "models": {name: model}} ("models" is beside the
+    rules, so a version that knows only "views" reads the file as before)."""
+    models = read_json_file(_views_path(folder)).get("models", {})
+    return {"dataset": str(Path(folder).resolve()), "views": read_views(folder),
+            "models": {k: v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}}
 
 
 def check_rules(rules) -> list[dict]:
