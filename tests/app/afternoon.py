@@ -10,25 +10,18 @@ import sys
 
 
 def afternoon(folder: str, runs: str, other_model: str) -> dict:
-    from vitstudio.app.app_state import AppState
-    from vitstudio.app.folder_concepts import FolderConcepts
-    from vitstudio.app.folder_labels import FolderLabels
-    from vitstudio.app.folder_model import FolderModel
+    from vitstudio.app.app import App
     from vitstudio.app.jobs import ScriptRunner
-    from vitstudio.app.model_loader import ModelLoader
-    from vitstudio.app.training_run import TrainingRun
     from vitstudio.core.models.demo import bundled_demo
 
     seen: dict = {}
-    app, runner = AppState(), ScriptRunner()
+    app = App(ScriptRunner())  # the composition root a script drives: the window draws the same App
     errors = []
-    app.error.connect(errors.append)
-    ModelLoader(app, runner)
-    app.request_model(str(bundled_demo()))
+    app.state.error.connect(errors.append)
+    app.load_model(str(bundled_demo()))
     seen["demo"] = app.model.display_name
 
-    browse = FolderModel(app, runner)
-    labels, concepts = FolderLabels(browse, runner), FolderConcepts(browse, runner)
+    browse, labels, concepts = app.folder, app.labels, app.concepts
     browse.open_paths([folder])
     results = browse.results
     seen["images"], seen["map"] = len(results), list(browse.coords.shape)
@@ -51,7 +44,7 @@ def afternoon(folder: str, runs: str, other_model: str) -> dict:
     seen["learn_refused"] = concepts.start()
     seen["concepts"] = concepts.concepts.size if concepts.concepts is not None else None
 
-    app.request_model(other_model)  # another image tower: nothing of the demo's stays
+    app.load_model(other_model)  # another image tower: nothing of the demo's stays
     seen["after_switch"] = {
         "results": browse.results, "coords": browse.coords, "fit": browse.fit, "rows": len(browse.rows),
         "head": labels.head, "concepts": concepts.concepts, "curve": len(concepts.curve),
@@ -61,9 +54,10 @@ def afternoon(folder: str, runs: str, other_model: str) -> dict:
 
     from vitstudio.core.train.recipes import make_config
 
-    app.request_model(str(bundled_demo()))
-    hold = ScriptRunner(hold=True)  # the run is stepped: the script acts while it is under way
-    trainer = TrainingRun(hold)
+    app.load_model(str(bundled_demo()))
+    hold = app.runner
+    hold.hold = True  # the run is stepped: the script acts while it is under way
+    trainer = app.training
     records, reports = [], []
     trainer.record.connect(records.append)
     trainer.finished.connect(reports.append)

@@ -231,7 +231,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from tests.benchmarks.folder_scale import make_images
-    from vitstudio.app.app_state import AppState
+    from vitstudio.app.app import App
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.core.models.loading import load_model
     from vitstudio.gui import workers
@@ -243,8 +243,9 @@ def main() -> int:
     workers.collect_garbage_on_gui_thread()  # as the window does (else a worker's collection lands anywhere)
     folder = str(make_images(work, args.images))
     model = load_model(str(bundled_demo()), device="cpu", precision="fp32")
-    state = AppState()
-    panel = FolderPanel(state)
+    app_model = App(workers.QT_RUNNER)
+    state = app_model.state
+    panel = FolderPanel(app_model)
     panel.resize(1280, 720)
     panel.show()
     state.set_model(model)

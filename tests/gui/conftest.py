@@ -77,7 +77,8 @@ def panel(qtbot):
     catalog). `window` stays for what needs the whole window: menus, tabs, the Load path, session memory."""
     import inspect
 
-    from vitstudio.app.app_state import AppState, make_entry
+    from vitstudio.app.app import App
+    from vitstudio.app.app_state import make_entry
     from vitstudio.core.data.images import read_image
     from vitstudio.core.models.loading import load_model
     from vitstudio.core.models.model import LoadedModel
@@ -89,9 +90,10 @@ def panel(qtbot):
         configure_pyqtgraph()  # what MainWindow sets up app-wide before its panels exist
         install_wheel_guard()
         workers.collect_garbage_on_gui_thread()
-        state = AppState()
+        app = App(workers.QT_RUNNER)
+        state = app.state
         takes_catalog = "catalog_names" in inspect.signature(kind).parameters  # Compare, Training: the model list
-        widget = kind(state, list(catalog)) if takes_catalog else kind(state)
+        widget = kind(app, list(catalog)) if takes_catalog else kind(app)
         qtbot.addWidget(widget)
         widget.resize(1100, 700)
         widget.show()

@@ -226,12 +226,13 @@ def test_slider_work_waits_for_the_control_to_stop(qtbot, monkeypatch):
     with a 0-ms debounce, tests/gui/conftest.py; this is the app's 120 ms)."""
     import time
 
-    from vitstudio.app.app_state import AppState
+    from vitstudio.app.app import App
+    from vitstudio.app.jobs import ScriptRunner
     from vitstudio.gui.explore.embeddings_panel import EmbeddingsPanel
     from vitstudio.gui.explore.explorer_base import ExplorerPanel
 
     monkeypatch.setattr(ExplorerPanel, "DEBOUNCE_MS", 120)
-    panel = EmbeddingsPanel(AppState())
+    panel = EmbeddingsPanel(App(ScriptRunner()))
     qtbot.addWidget(panel)
     calls, start = [], time.monotonic()
     for _ in range(10):

@@ -15,6 +15,7 @@ from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.jobs import ScriptRunner
 from vitstudio.app.paint_masks import UNPAINTED
+from vitstudio.app.paint_page import PaintPage as PaintPageModel
 from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.gui.common.class_colours import PAINTED_ALPHA, PALETTE, SEGMENTED_ALPHA
 from vitstudio.gui.folder.pages.paint_page import PaintPage
@@ -27,7 +28,7 @@ def page(qtbot, tmp_path):
     app = AppState()
     app.set_model(load_model(str(bundled_demo()), None, "cpu", "fp32"))
     folder = FolderModel(app, ScriptRunner())
-    view = PaintPage(PaintPage.Model(folder))
+    view = PaintPage(PaintPageModel(folder))
     qtbot.addWidget(view)
     view.canvas.setFixedSize(320, 320)  # a 32 px digit drawn 10 screen pixels a pixel: centres at whole points
     view.show()

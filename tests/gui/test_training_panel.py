@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
+from vitstudio.app.app import App
 from vitstudio.gui import workers
 from vitstudio.gui.training.training_panel import TrainingPanel
 
@@ -179,7 +180,7 @@ def test_history_replays_attention_over_training_of_any_run(panel, qtbot, tmp_pa
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=3)
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
-    fresh = TrainingPanel(panel.state, [])
+    fresh = TrainingPanel(App(workers.QT_RUNNER), [])  # the app restarted: nothing of the first one's
     qtbot.addWidget(fresh)
     assert len(_runs_in_models_dir(fresh)) == 1
     fresh.history.itemClicked.emit(fresh.history.item(0))

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.app_state import AppState, make_entry
-from vitstudio.app.model_loader import ModelLoader
+from vitstudio.app.app import App
+from vitstudio.app.app_state import make_entry
 from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 
 from . import workers
@@ -73,23 +73,26 @@ def panel_classes() -> dict:
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, state: AppState | None = None, panels: bool = True) -> None:
-        """`panels` False: the frame only (Qt, no torch), usable at once: images open into the strip, a Load or an
-        Open folder waits; `attach_panels()` adds the panels once torch has loaded (app.py)."""
+    def __init__(self, app: App | None = None, panels: bool = True) -> None:
+        """Draws `app` (an App on the window's pools, made here when not given; its loads start here once the
+        panels exist). `panels` False: the frame only (Qt, no torch), usable at once: images open into the strip, a
+        Load or an Open folder waits; `attach_panels()` adds the panels once torch has loaded (app.py)."""
         super().__init__()
         configure_pyqtgraph()
         install_wheel_guard()  # app-wide, once: however the window is made (app.main, tests, benchmarks)
         workers.collect_garbage_on_gui_thread()  # Qt objects must never be destroyed by a worker's collection
         self.setWindowTitle("ViT Studio")
         self.setAcceptDrops(True)
-        self.state = state or AppState()
+        self.relay = Relay()
+        self.app = app or App(workers.QT_RUNNER, follow_loads=False)
+        self.state = self.app.state
         self.strip_paths = StripPaths(self.state)  # what is in the strip: an open adds only the rest
         self.settings = app_settings()  # in the data folder: one per data folder, not one per user (app_settings.py)
-        self.relay = Relay()
         # The model bar's jobs, keyed by the app's view state: a new Load request discards a load still running;
         # predictions are delivered only while the model they were made by is the loaded one.
         self.jobs = workers.ViewJobs(self.state.view, {"classify": ()})
-        self.loader = ModelLoader(self.state, workers.QT_RUNNER, self.relay.download.emit, follow=False)
+        self.loader = self.app.loader
+        self.loader.download = self.relay.download.emit  # a hub download's progress, to the model bar
         self._explore_path: str | None = None
         self._explore_after_load: tuple[str, str] | None = None  # (image, run) waiting for the run's model
         self.close_guard: CloseGuard | None = None  # asks before closing over a training run (with the panels)
@@ -125,7 +128,7 @@ class MainWindow(QMainWindow):
         names = self.model_panel.catalog_names()
         for index, (attr, _title) in enumerate(TABS):
             kind = classes[attr]
-            panel = kind(self.state, names) if attr in ("compare", "training") else kind(self.state)
+            panel = kind(self.app, names) if attr in ("compare", "training") else kind(self.app)
             setattr(self, attr, panel)
             self.tabs.set_page(index, panel)
         marks = self.model_panel.catalog_marks()

@@ -32,12 +32,7 @@ class PanelRoutes(QObject):
     @staticmethod
     def _paint_over_attention(window) -> None:
         """The Folder tab's Paint page → its segmentation of the Attention tab's image (a toggle there)."""
-        from vitstudio.app.paint_overlay import PaintOverlay
-        from vitstudio.app.paint_page import PaintPage
-
-        page = next((p.model for p in window.folder.side.pages if isinstance(p.model, PaintPage)), None)
-        if page is not None:
-            window.attention.paint_segmentation.attach(PaintOverlay(page))
+        window.attention.paint_segmentation.attach(window.app.paint_overlay)
 
     def retrain_with_fixes(self, folder: str, excluded: list) -> None:
         """The folder view's label review → the Training panel, set up for that dataset minus the exclusions."""

@@ -106,8 +106,8 @@ class AttentionPanel(ExplorerPanel):
         analysis (attention distance) has its own plot below."""
         return tuple(n for n in registry.names("attention") if _drawn(registry.get(n)))
 
-    def __init__(self, state, parent: QWidget | None = None) -> None:
-        super().__init__(state, parent)
+    def __init__(self, app, parent: QWidget | None = None) -> None:
+        super().__init__(app, parent)
         self.displayed = None  # the (gh, gw) array on screen
         self.methods = self.drawn_methods()
         self.param_names = tuple(registry_fields(self.methods, {}))  # every parameter of them, read once

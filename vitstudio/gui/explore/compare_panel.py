@@ -76,8 +76,8 @@ def _compare_job(cancel, model, other, image, method: str) -> list:
 class ComparePanel(ExplorerPanel):
     State = CompareState
 
-    def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
-        super().__init__(state, parent)
+    def __init__(self, app, catalog_names: list[str], parent: QWidget | None = None) -> None:
+        super().__init__(app, parent)
         self.view_state.update(method=registry.names(compare=True)[0])
         self.other = None  # the second LoadedModel
         # "load": the second model asked for (latest wins); "compare": both maps for the current request

@@ -61,8 +61,8 @@ class EmbeddingsPanel(ExplorerPanel):
     def extra_fields(cls) -> dict:
         return registry_fields(_methods(), cls.State().fields())
 
-    def __init__(self, state, parent: QWidget | None = None) -> None:
-        super().__init__(state, parent)
+    def __init__(self, app, parent: QWidget | None = None) -> None:
+        super().__init__(app, parent)
         self.view_state.update(mode=registry.names("embeddings", viewed=True)[0])
         self.crop = None
         self.unit = "layer"  # what a token layer is called: Swin's are its stages

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.app_state import AppState, ImageEntry
+from vitstudio.app.app_state import ImageEntry
 from vitstudio.app.explore_states import ExplorerState
 from vitstudio.core.analysis import registry
 
@@ -101,9 +101,11 @@ class ExplorerPanel(QWidget):
     State: type[ExplorerState] = ExplorerState
     DEBOUNCE_MS = 120  # slider-driven work waits this long for the control to stop (tests set 0: tests/gui/conftest)
 
-    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+    def __init__(self, app, parent: QWidget | None = None) -> None:
+        """`app`: the App (vitstudio/app/app.py) this panel draws."""
         super().__init__(parent)
-        self.state = state
+        self.app = app
+        self.state = state = app.state
         self.view_state = self.State(**self.extra_fields())
         self._stale = True
         self._debounce = QTimer(self, singleShot=True, interval=self.DEBOUNCE_MS)  # slider-driven work is throttled

@@ -42,8 +42,8 @@ def _internals(cancel, model) -> dict:
 class InternalsPanel(ExplorerPanel):
     """Depends on the model only: the image is not part of its request, so selecting images costs nothing here."""
 
-    def __init__(self, state, parent: QWidget | None = None) -> None:
-        super().__init__(state, parent)
+    def __init__(self, app, parent: QWidget | None = None) -> None:
+        super().__init__(app, parent)
         self.jobs = workers.ViewJobs(self.view_state, {"internals": ()})
         self.methods = registry.names("model")  # position-embedding similarity, patch-embedding filters, …
         self.pictures = {}  # method -> (label, view box, image item)

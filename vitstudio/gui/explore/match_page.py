@@ -20,9 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.match_view import MatchView
-
-from .. import file_dialogs, workers
+from .. import file_dialogs
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.type_map import control_for
@@ -43,7 +41,7 @@ class MatchPage(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.model = MatchView(workers.QT_RUNNER)
+        self.model = panel.app.match  # the App's: it follows the model loaded and the selected image itself
         fields = self.model.state.fields()
         self.block, self.facet, self.top = (control_for(fields[name]) for name in ("block", "facet", "top"))
         self.refine = control_for(fields["refine"], title="Sub-patch")
@@ -88,14 +86,8 @@ class MatchPage(QWidget):
         self.views[0].scene().sigMouseClicked.connect(self._on_click_a)
         self.model.changed.connect(self._draw)
         self.model.state.events.other.connect(self._show_other)
-        state = panel.state
-        state.model_loaded.connect(self.model.set_model)
-        state.image_selected.connect(self.model.set_a)
-        state.images_added.connect(self._add_to_strip)
-        state.images_removed.connect(self._fill_strip)
-        if state.model is not None:
-            self.model.set_model(state.model)
-        self.model.set_a(state.selected)
+        panel.state.images_added.connect(self._add_to_strip)
+        panel.state.images_removed.connect(self._fill_strip)
         self._fill_strip()
         self._draw()
 

@@ -79,9 +79,9 @@ def _analysed(cancel, loaded, latest, method: str | None):
 
 
 class PlayPanel(QWidget):
-    def __init__(self, state, parent: QWidget | None = None) -> None:
+    def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state = state
+        self.state = state = app.state
         self.view_state = PlayState()
         self.jobs = workers.ViewJobs(self.view_state, {"play": ("source", "method", "record")}, long=("play",))
         self._shown = threading.Event()

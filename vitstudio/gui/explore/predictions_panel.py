@@ -7,7 +7,7 @@ import html
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
-from vitstudio.app.app_state import AppState, ImageEntry
+from vitstudio.app.app_state import ImageEntry
 
 from ..common.ood_banner import OODBannerWidget
 from ..imaging import pil_to_pixmap, set_scaled_pixmap
@@ -35,9 +35,9 @@ def fit_line(model, pred) -> str:
 
 
 class PredictionsPanel(QWidget):
-    def __init__(self, state: AppState, parent: QWidget | None = None) -> None:
+    def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state = state
+        self.state = state = app.state
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setTextInteractionFlags(Qt.TextSelectableByMouse)

@@ -20,10 +20,10 @@ WHAT = ("Exports the rows shown (the filters, the map's box or lasso, the tag an
 
 class FolderExportMenu(QObject):
     def __init__(self, button: QToolButton, export: FolderExport, picked: Callable[[], list[int]], files,
-                 paint_page: Callable[[], object], parent=None) -> None:
+                 paint_page, parent=None) -> None:
         super().__init__(parent)
         self.button, self.export, self.picked = button, export, picked
-        self.files, self.paint_page = files, paint_page  # the sort's undo stack; the Paint page's model (or None)
+        self.files, self.paint_page = files, paint_page  # the sort's undo stack; the Paint page's model
         menu = QMenu(button)
         self.actions = {
             "copy": menu.addAction("Copy into class folders…", lambda: self.into_folders(move=False)),
@@ -83,12 +83,12 @@ class FolderExportMenu(QObject):
             self.export.table_csv(self._rows(), path)
 
     def coco(self) -> None:
-        page = self.paint_page()
-        painted = {} if page is None else page.painted()
+        page = self.paint_page
+        painted = page.painted()
         path = self._save_as("Masks as COCO", "masks.coco.json", "JSON (*.json)") if painted else ""
         if painted and not path:
             return
-        self.export.coco(self._rows(), path, painted, tuple(page.paint.state.classes) if page else ())
+        self.export.coco(self._rows(), path, painted, tuple(page.paint.state.classes))
 
     def to_training(self) -> None:
         self.export.to_training(self._rows())

@@ -25,11 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.folder_labels import FolderLabels
 from vitstudio.core.files import counted, shown_path
 from vitstudio.gui import file_dialogs
 
-from .. import workers
 from .folder_undo import ReviewItemMemo
 
 UNSURE = 0.7  # below this probability a dot is drawn pale
@@ -62,7 +60,7 @@ class LabelsTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.model = FolderLabels(panel.folder_model, workers.QT_RUNNER)  # the labels, their file, the quick head
+        self.model = panel.app.labels  # the labels, their file, the quick head
         self.model.changed.connect(self._refresh)
         self.model.head_ready.connect(self.show_head)
         self.model.suggested.connect(lambda rows: self.info.setText(

@@ -21,8 +21,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.folder_model import FolderModel
-from vitstudio.app.folder_tags import FolderTags
 from vitstudio.core.files import counted
 from vitstudio.core.folder.score_names import NAMES as SCORES
 from vitstudio.gui import file_dialogs
@@ -49,12 +47,14 @@ class FolderPanel(QWidget):
     opened_here = Signal(list)  # paths the user opened in this tab (its button, a drop): File → Open recent keeps them
     retrain = Signal(str, list)  # dataset folder, files to leave out: start a run with the review's fixes
 
-    def __init__(self, state, parent: QWidget | None = None) -> None:
+    def __init__(self, app, parent: QWidget | None = None) -> None:
+        """`app`: the App (vitstudio/app/app.py) whose Folder model, tags, labels, concepts and pages this draws."""
         super().__init__(parent)
-        self.state = state
-        self.folder_model = FolderModel(state, workers.QT_RUNNER)  # the folder, its results, filters, map, review
+        self.app = app
+        self.state = state = app.state
+        self.folder_model = app.folder  # the folder, its results, filters, map, review
         self.view_state, self.jobs = self.folder_model.state, self.folder_model.jobs
-        self.folder_tags = FolderTags(self.folder_model)  # tags and saved views of the folder (the app's records)
+        self.folder_tags = app.tags  # tags and saved views of the folder (the app's records)
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
         self.files = FileOperations(self.review_tab, self.undo_button, self.dataset_shown, self)  # sorts, moves,
@@ -96,16 +96,11 @@ class FolderPanel(QWidget):
     def _build_export(self) -> None:
         """The toolbar's Export… menu: the selection copied or moved (the undo stack's sort), as CSVs, COCO masks, or
         the Training tab's dataset; an export job's progress and Cancel are the tab's."""
-        from vitstudio.app.folder_export import FolderExport
-        from vitstudio.app.paint_page import PaintPage
-
         from .folder_export import FolderExportMenu
 
-        self.folder_export = FolderExport(self.folder_model, lambda: self.folder_tags.tags,
-                                          lambda: self.labels_tab.labels)
-        paint = next((p.model for p in self.side.pages if isinstance(p.model, PaintPage)), None)
+        self.folder_export = self.app.export
         self.export_menu = FolderExportMenu(self.toolbar.export_button, self.folder_export, self._selected_rows,
-                                            self.files, lambda: paint, self)
+                                            self.files, self.app.pages["paint"], self)
         export = self.folder_export
         export.said.connect(self.state.message.emit)
         export.busy.connect(self._busy)

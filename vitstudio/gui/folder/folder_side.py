@@ -7,6 +7,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTabWidget
 
+from vitstudio.app.folder_pages import page_entries
+
 from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
 from .folder_layers import LayersTab
@@ -31,7 +33,8 @@ class FolderSideWidget(QTabWidget):
         self.map_tab, self.similar_tab = FolderMapTabWidget(), SimilarImagesWidget()
         self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
-        self.pages = [view(view.Model(panel.folder_model)) for view in page_views()]  # each follows the folder
+        views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
+        self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
         for tab, title, tooltip in (
                 (self.map_tab, "Map", "Map"), (self.similar_tab, "Similar", "Similar images"),
                 (self.review_tab, "Review", "Label review"), (self.duplicates, "Copies", "Duplicates"),

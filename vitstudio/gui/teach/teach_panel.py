@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.teach_state import REFIT_KEY, TeachModel, TeachState
+from vitstudio.app.teach_state import REFIT_KEY
 from vitstudio.core.analysis import registry
 from vitstudio.core.play import play_methods
 from vitstudio.gui import file_dialogs
@@ -40,11 +40,11 @@ IMAGE_FILES = "Images (*.png *.jpg *.jpeg *.bmp *.webp *.tif *.tiff);;All files 
 
 
 class TeachPanel(QWidget):
-    def __init__(self, state, parent: QWidget | None = None) -> None:
+    def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state = state
-        self.view_state = TeachState()
-        self.teach = TeachModel(self.view_state)
+        self.state = state = app.state
+        self.teach = app.teach  # the project, its cards and what each action does to it
+        self.view_state = self.teach.state
         self.jobs = workers.ViewJobs(self.view_state, {"refit": REFIT_KEY, "preview": ("source", "method"),
                                                        "export": REFIT_KEY},
                                      long=("preview", "export"))

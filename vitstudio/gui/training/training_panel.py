@@ -11,8 +11,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from vitstudio.app.run_curves import RunCurves, lr_note
-from vitstudio.app.training_run import TrainingRun
-from vitstudio.app.training_states import TrainingState
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.models.run_record import FINISHED
@@ -46,10 +44,10 @@ class TrainingPanel(QWidget):
     explore_image = Signal(str, str)  # image path, the run folder whose model it belongs to
     run_ended = Signal(bool)  # the run in progress ended: True when it finished (or was cancelled), False: failed
 
-    def __init__(self, state, catalog_names: list[str], parent: QWidget | None = None) -> None:
+    def __init__(self, app, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.state = state
-        self.run = TrainingRun(workers.QT_RUNNER)  # the run in progress (one at a time)
+        self.state = state = app.state
+        self.run = app.training  # the run in progress (one at a time)
         self.run.record.connect(self._on_record)
         self.run.finished.connect(self._on_finished)
         self.run.failed.connect(self._on_failed)
@@ -58,7 +56,7 @@ class TrainingPanel(QWidget):
         # show an old run while another trains; the live run keeps its own buffers and is redrawn when shown.
         # The run shown and the dataset are the view's requests: a gallery made for another run, a scan or an
         # augmentation preview of another folder is never drawn.
-        self.view_state = TrainingState()
+        self.view_state = app.training_state
         self.jobs = workers.ViewJobs(self.view_state, {"gallery": ("run",), "scan": ("dataset",),
                                                        "preview": ("dataset",)}, long=("scan",))
         self.active_run: Path | None = None

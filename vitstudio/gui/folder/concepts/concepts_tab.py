@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.folder_concepts import SETTINGS, FolderConcepts
+from vitstudio.app.folder_concepts import SETTINGS
 
-from ... import file_dialogs, workers
+from ... import file_dialogs
 from ...common.bind import bind
 from ...common.job_progress import show_progress
 from ...common.small_plot import SmallPlotWidget
@@ -48,7 +48,7 @@ class ConceptsTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.model = FolderConcepts(panel.folder_model, workers.QT_RUNNER)  # settings, learning, the concepts shown
+        self.model = panel.app.concepts  # settings, learning, the concepts shown
         self.view_state, self.settings_state, self.jobs = self.model.state, self.model.settings_state, self.model.jobs
         self._build()
         self.browser.concept_selected.connect(self.select_concept)

@@ -11,7 +11,7 @@ COLUMNS = ("class", "predicted", "given", "both")
 
 
 class ClassCountsPage(QWidget):
-    Model = ClassCounts
+    page_id = "counts"
 
     def __init__(self, model: ClassCounts, parent: QWidget | None = None) -> None:
         super().__init__(parent)

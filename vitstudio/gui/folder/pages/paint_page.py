@@ -28,7 +28,7 @@ from vitstudio.gui.common.paint_canvas import PaintCanvas
 
 
 class PaintPage(QWidget):
-    Model = PaintPageModel
+    page_id = "paint"
 
     def __init__(self, model: PaintPageModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
