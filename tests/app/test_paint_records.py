@@ -83,3 +83,23 @@ def test_painted_masks_come_back_after_another_folder_and_after_a_restart(demo, 
     assert sorted(restarted.paint.painted()) == sorted(paths[1:4])
     assert (records / f"{Path(paths[0]).stem}.png").exists() and len(said) == 1
     assert said[0][0] == "warning" and "1 painted mask" in said[0][1] and "gone" in said[0][1]
+
+
+def test_a_move_takes_the_paint_its_records_and_its_undo_with_the_file(demo, tmp_path):
+    """Files moved (a sort, the label review's move): the paint follows its image, in the records (the old PNG goes,
+    the new one is found after a restart) and in the undo history (an undo after the move changes the moved image;
+    it raised a KeyError on the old path)."""
+    data = render_digits(tmp_path / "digits", 1)
+    folder, page, _ = _session(demo, data)
+    paths = sorted(folder.results.paths)
+    _paint_digit(page, folder, paths[0])
+    target = str(Path(paths[0]).parent.parent / "9" / "moved.png")
+    Path(paths[0]).rename(target)
+    folder.follow_moves({paths[0]: target})
+    assert page.paint.painted() == [target]
+    page.undo()  # the background drag, on the moved image
+    assert set(page.paint.mask(target).ravel()) == {1, 255}
+    records = dataset_dir(data) / "painted"
+    assert sorted(p.name for p in records.glob("*.png")) == ["moved.png"]
+    _, restarted, said = _session(demo, data)
+    assert restarted.paint.painted() == [target] and not said

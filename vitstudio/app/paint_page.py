@@ -16,6 +16,7 @@ was changed stays in the records, unread, and the page says so.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,6 +175,8 @@ class PaintPage:
         self.files = tuple(results.paths)
         moved = [p for p in self.paint.masks if p in moves]
         self.paint.masks = {moves.get(p, p): m for p, m in self.paint.masks.items()}
+        for steps in (self.paint.undo_steps, self.paint.redo_steps):  # an undo after the move finds its image
+            steps[:] = [replace(step, path=moves.get(step.path, step.path)) for step in steps]
         self._dirty |= {*moved, *(moves[p] for p in moved)}  # the records follow: old names go, new ones come
         self._keep()
         if self.image in moves:
