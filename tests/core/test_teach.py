@@ -426,3 +426,26 @@ def test_teach_cli_uses_the_model_the_project_records_and_says_which(digits, tmp
     assert main(["teach", str(root), *cpu]) == 0
     out, err = capsys.readouterr()
     assert "model: Digits demo (bundled) (no model recorded: the bundled demo)" in err
+
+
+def test_a_teach_export_carries_an_ood_bank_and_predict_gives_a_verdict(cli_export, tmp_path, capsys):
+    """The export's run/ and seed/ folders carry the out-of-distribution bank a fine-tuned run carries (the same file
+    in both, named in check.json): `vitstudio predict --model EXPORT/run` then gives a calibrated verdict, not the
+    uncalibrated 1 − top-probability, on a taught sample and on an image of no taught class."""
+    from vitstudio.core.models.ood import BANK_FILE, read_bank
+
+    code, out, root = cli_export
+    export = json.loads(out)["export"]
+    run, seed = root / "out" / "run", root / "out" / "seed"
+    assert export["ood_bank"] == [str(run / BANK_FILE), str(seed / BANK_FILE)] and export["no_ood_bank"] is None
+    bank = read_bank(run)
+    assert bank is not None and (seed / BANK_FILE).read_bytes() == (run / BANK_FILE).read_bytes()
+    assert len(bank.features) == 24 and bank.separation  # the training share; the score's AUROCs measured
+    noise = tmp_path / "noise.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (32, 32, 3), np.uint8)).save(noise)
+    sample = sorted((root / "project" / "5").iterdir())[0]
+    capsys.readouterr()
+    main(["predict", str(sample), str(noise), "--model", str(run), "--json", "--device", "cpu", "--precision", "fp32"])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["top"][0]["label"], r["ood_calibrated"], r["ood_verdict"]) for r in rows] == [
+        ("5", True, "like"), ("8", True, "unlike")], rows  # the noise is "8 97.9 %" by the head alone

@@ -103,6 +103,11 @@ def _report(loaded, features, result, exported) -> None:
 
 
 def _print_export(exported) -> None:
+    if exported.ood_bank:
+        print(f"export ood bank: {', '.join(shown_path(p) for p in exported.ood_bank)} (predict --model says whether "
+              f"an image is like the taught samples)")
+    else:
+        print(f"export ood bank: not written: {exported.no_ood_bank}")
     for check in exported.checks:
         if check.not_checked:
             print(f"export {check.artefact}: not written: {check.not_checked}")

@@ -4,7 +4,10 @@ its own preprocessing — timm's from the folder's pretrained_cfg, ONNX Runtime'
 folder through ViT Studio's loader — and its top-1 and probabilities compared with the app's (`TeachResult`):
 equal top-1 and |Δp| ≤ 1e-4 on every sample, or the samples that differ named with how.
 
-Layout of the export folder: `run/` (timm), `model.onnx`, `seed/`, `check.json` (the figures of every check)."""
+Layout of the export folder: `run/` (timm), `model.onnx`, `seed/`, `check.json` (the figures of every check). `run/`
+and `seed/` carry what a fine-tuned run carries beside its weights: its out-of-distribution bank (core/models/ood.py,
+written by core/train/ood_fit.py from the training share's features, thresholded on the held-out share), so
+`vitstudio predict --model EXPORT/run` says whether an image is like the taught samples."""
 
 from __future__ import annotations
 
@@ -46,6 +49,8 @@ class ArtefactCheck:
 class TeachExport:
     folder: Path
     checks: tuple[ArtefactCheck, ...]
+    ood_bank: tuple[str, ...] = ()  # the out-of-distribution banks written (one per model folder)
+    no_ood_bank: str | None = None  # why none was written (None: written)
 
     @property
     def equal(self) -> bool:
@@ -54,7 +59,8 @@ class TeachExport:
         return bool(ran) and all(c.equal for c in ran)
 
     def to_json(self) -> dict:
-        return {"folder": str(self.folder), "equal": self.equal,
+        return {"folder": str(self.folder), "equal": self.equal, "ood_bank": list(self.ood_bank),
+                "no_ood_bank": self.no_ood_bank,
                 "checks": [dict(dataclasses.asdict(c), equal=c.equal,
                                 differing=[{"sample": p, "why": w} for p, w in c.differing]) for c in self.checks]}
 
@@ -169,6 +175,33 @@ def export_taught(loaded: LoadedModel, result: TeachResult, folder: str | Path,
             checks.append(compare(fmt, str(path), predictor(path), result.paths, result.probabilities, atol))
         except (ValueError, ImportError) as exc:  # what an exporter refuses with, or a missing extra
             checks.append(ArtefactCheck(fmt, "", 0, float("nan"), (), " ".join(str(exc).split())))
-    export = TeachExport(folder, tuple(checks))
+    folders = [Path(c.path) for c in checks if c.not_checked is None and c.artefact in ("timm", "seed")]
+    banks, why = _write_banks(taught, result, folders)
+    export = TeachExport(folder, tuple(checks), banks, why)
     atomic_write_bytes(folder / "check.json", json.dumps(export.to_json(), indent=1).encode())
     return export
+
+
+def _write_banks(taught: LoadedModel, result: TeachResult, folders: list[Path]) -> tuple[tuple[str, ...], str | None]:
+    """The out-of-distribution bank a fine-tuned run writes (`write_ood_bank`: the training share's pooled features,
+    the held-out share's threshold and the score's separation from outside images), computed once and copied into
+    each model folder; (the banks written, None) or ((), why not)."""
+    from vitstudio.core.models.ood import BANK_FILE
+    from vitstudio.core.train.ood_fit import write_ood_bank
+
+    if not folders:
+        return (), "no model folder was written"
+    train = [(Path(result.paths[i]), int(result.labels[i])) for i in result.split.train]
+    val = [(Path(result.paths[i]), int(result.labels[i])) for i in result.split.val]
+    steps = write_ood_bank(taught, train, val, result.classes, folders[0])
+    try:
+        while True:
+            next(steps)
+    except StopIteration:
+        pass
+    except ValueError as exc:  # no readable training image to build it from
+        return (), " ".join(str(exc).split())
+    data = (folders[0] / BANK_FILE).read_bytes()
+    for other in folders[1:]:
+        atomic_write_bytes(other / BANK_FILE, data)
+    return tuple(str(f / BANK_FILE) for f in folders), None
