@@ -77,6 +77,8 @@ def read_tags(folder: str | Path, files: Sequence[str | Path] | None = None) -> 
     """{relative path: sorted tag names} of the images that have any. With `files` (the folder's images now), a
     tagged file that is gone is looked for among them by its content (moved: its tags move to its new path) and
     each tagged file without a recorded digest gets one (records of the first version, migrated), written back."""
+    if not _tags_path(folder).is_file():
+        return {}  # a folder never tagged: nothing to lock or read
     with records_locked():
         tags, content, searched = _read_records(folder)
         if files is not None:
