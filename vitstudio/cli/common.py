@@ -236,6 +236,18 @@ def _same_model(a: tuple, b: tuple) -> bool:
         [os.path.abspath(p) if p and os.path.exists(p) else p for p in b]
 
 
+def print_fit(loaded, embedded, roots) -> dict | None:
+    """When the model does not fit the folder (most images unlike its training data, class folders that are not its
+    classes), the window's banner's sentences as `warning:` lines on stderr; the fit for a command's JSON (None for
+    a model without classes)."""
+    from ..core.folder.model_fit import fit_of
+
+    fit = fit_of(loaded, embedded, roots)
+    for line in fit.warnings() if fit is not None else ():
+        print(f"warning: {line}", file=sys.stderr)
+    return fit.to_dict() if fit is not None else None
+
+
 def print_ignored(ignored: list[tuple[str, str]]) -> None:
     """The files a folder walk met and left alone (notes.txt, labels.csv), one line each on stderr: not failures."""
     for path, reason in ignored:

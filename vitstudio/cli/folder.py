@@ -31,6 +31,7 @@ from .common import (
     existing,
     has_images,
     load_model_from_args,
+    print_fit,
     print_ignored,
 )
 
@@ -135,6 +136,7 @@ def embed_cmd(args) -> int:
         print(f"{shown_path(path)}: {reason}", file=sys.stderr)
     print(f"{len(result.paths)} images embedded ({result.computed} computed, "
           f"{len(result.paths) - result.computed} from the cache), {len(result.errors)} unreadable", file=sys.stderr)
+    print_fit(loaded, result, args.paths)
     if args.out:
         np.savez(args.out, paths=np.asarray(result.paths), features=result.features_of(),
                  logits=np.asarray(result.logits[result.rows]), labels=np.asarray(result.labels))
@@ -184,6 +186,7 @@ def sort_cmd(args) -> int:
     plan = plan_sort([(p, loaded.labels[t], float(probs[i, t])) for i, (p, t) in enumerate(zip(result.paths, top))],
                      args.out, args.min_confidence, args.move)
     print(plan.describe(), file=sys.stderr)
+    print_fit(loaded, result, args.paths)  # before any file is filed into classes that may mean nothing here
     for path, reason in result.errors:
         print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
     if args.dry_run:
@@ -265,5 +268,7 @@ def audit_cmd(args) -> int:
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for line in (report.fit or {}).get("warnings", ()):  # the fit is in the JSON too ("model_fit")
+        print(f"warning: {line}", file=sys.stderr)
     print(report.to_json() if args.json else report.describe(args.top))
     return EXIT_SOME_FAILED if report.errors else EXIT_OK

@@ -40,7 +40,9 @@ def register(subparsers) -> None:
 
 
 def scores_cmd(args) -> int:
-    from ..core.folder.scores import score_folder
+    from ..core.folder.embedcache import embed_folder
+    from ..core.folder.model_fit import fit_of
+    from ..core.folder.scores import embedded_scores
 
     if not has_images(args.paths):
         print(f"error: {NO_IMAGES}", file=sys.stderr)
@@ -49,7 +51,8 @@ def scores_cmd(args) -> int:
     if loaded is None:
         return EXIT_USAGE
     ignored: list = []
-    scores = drain(score_folder(loaded, args.paths, args.batch_size, ignored=ignored), args.quiet)
+    embedded = drain(embed_folder(loaded, args.paths, args.batch_size, ignored=ignored), args.quiet)
+    scores = drain(embedded_scores(loaded, embedded, args.paths), args.quiet)  # score_folder's two steps
     print_ignored(ignored)
     for path, reason in scores.errors:
         print(f"{shown_path(path)}: {reason}", file=sys.stderr)
@@ -59,9 +62,14 @@ def scores_cmd(args) -> int:
     rows = scores.rows()
     if scores.mistakenness_note:  # said whatever the output: a JSON reader sees null, a person sees why
         print(f"note: {scores.mistakenness_note}", file=sys.stderr)
+    fit = fit_of(loaded, embedded, args.paths)
+    unlike = fit.unlike() if fit is not None else None  # the class folders' mismatch: the note above says it
+    if unlike:
+        print(f"warning: {unlike}", file=sys.stderr)
     if args.json:
         for row, note in zip(rows, scores.mistakenness_notes()):
-            print(json.dumps({**row, "mistakenness_note": note} if note else row))
+            row = {**row, "mistakenness_note": note} if note else row
+            print(json.dumps({**row, "model_fit": unlike} if unlike else row))
     elif args.csv:
         _write_csv(rows, args.csv)
     else:

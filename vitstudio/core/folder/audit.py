@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thre
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.fingerprintcache import FingerprintRider, cached_fingerprints
 from vitstudio.core.folder.label_review import LabelIssue, estimated_wrong, probe_accuracy, review_labels
+from vitstudio.core.folder.model_fit import fit_of
 from vitstudio.core.folder.resultcache import load_result, result_key, save_result
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
@@ -72,6 +73,7 @@ class AuditReport:
     model: str | None = None
     thresholds: Thresholds | None = None
     ignored: tuple[tuple[str, str], ...] = ()  # files that are not images (or outside the class folders)
+    fit: dict | None = None  # model_fit.FolderFit.to_dict(): whether the model fits the folder (with a model)
 
     @property
     def leaks(self) -> tuple[DuplicateGroup, ...]:
@@ -89,7 +91,7 @@ class AuditReport:
             "label_issues_estimated_wrong": estimated_wrong(self.label_issues),
             "label_probe": probe.to_dict() if (probe := probe_accuracy(self.label_issues)) else None,
             "errors": [list(e) for e in self.errors], "ignored": [list(e) for e in self.ignored],
-            "notes": list(self.notes)})
+            "notes": list(self.notes), "model_fit": self.fit})
 
     def to_json(self, top: int | None = None) -> str:
         """Strict JSON (allow_nan=False: a NaN left anywhere raises instead of writing invalid JSON)."""
@@ -155,11 +157,20 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
                          hash_distance, sorted((given_apart or {}).items()), getattr(loaded, "name", None))
         report = load_result("audit", key)
         if isinstance(report, AuditReport):
-            return report
+            return _with_fit(report, loaded, embedded, labelled)
     report = yield from _audited(scan, labelled, loaded, embedded, threshold, hash_distance, given_apart)
     if key is not None:
         save_result("audit", key, report)
-    return report
+    return _with_fit(report, loaded, embedded, labelled)
+
+
+def _with_fit(report: AuditReport, loaded, embedded, labelled) -> AuditReport:
+    """The report with whether the model fits the folder (its flags from the features embedded: no forward, a
+    neighbour search against the model's bank), made on every audit, cached report or not."""
+    if embedded is None:
+        return report
+    fit = fit_of(loaded, embedded, given=dict(labelled))
+    return replace(report, fit=fit.to_dict()) if fit is not None else report
 
 
 def _audited(scan, labelled, loaded, embedded, threshold, hash_distance, given_apart

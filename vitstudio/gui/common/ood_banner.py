@@ -1,25 +1,19 @@
 """The banner that says the model does not fit the images: shown on the Predictions and Folder tabs when most of
-the images there are out of distribution for the model (core/models/ood.py), hidden otherwise. Also the words
-other views use when their results rest on such images."""
+the images there are out of distribution for the model (core/models/ood.py), hidden otherwise. Its sentence is the
+core's (core/models/fit_words.py), which the folder commands print too."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QWidget
 
+from vitstudio.core.models.fit_words import most_flagged, unlike_sentence
+
 STYLE = "QLabel { background: #fff3cd; color: #5c4400; border: 1px solid #e0b84c; border-radius: 3px; padding: 6px; }"
-UNRELIABLE = ("Most of these images don't look like what this model was trained on, so these results are "
-              "unreliable.")
-
-
-def most_flagged(flagged: int, total: int) -> bool:
-    """More than half of the calibrated images flagged: the model does not fit this set of images."""
-    return total > 0 and flagged * 2 > total
 
 
 def banner_text(flagged: int, total: int, description: str) -> str:
-    trained_on = f" ({description})" if description else ""
-    return (f"Most of these images ({flagged} of {total}) don't look like what this model was trained on"
-            f"{trained_on}: its predictions for them mean little. Load a model trained on images like these, or "
+    """The core's sentence (the folder commands print it too) and what to do about it in the window."""
+    return (f"{unlike_sentence(flagged, total, description)} Load a model trained on images like these, or "
             f"fine-tune one on them in the Training tab.")
 
 

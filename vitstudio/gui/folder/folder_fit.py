@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from ..common.ood_banner import UNRELIABLE, OODBannerWidget
+from vitstudio.core.models.fit_words import UNRELIABLE
+
+from ..common.ood_banner import OODBannerWidget
 
 
 class FolderFitWidget(QWidget):
@@ -27,6 +29,8 @@ class FolderFitWidget(QWidget):
         self.fit = fit
         self.banner.show_share(fit.flagged, fit.total, fit.description)
         text = fit.mismatch()
+        if fit.none_known:
+            text += " Correct / mistake filters and colours need folders named after the model's classes."
         self.mismatch.setText(text or "")
         self.mismatch.setVisible(bool(text))
 
