@@ -143,3 +143,63 @@ def test_a_project_records_the_model_it_was_taught_with(tmp_path, monkeypatch):
     teach.open(plain)
     teach.taught_with("vit_tiny_patch16_224")
     assert sorted(p.name for p in plain.iterdir()) == ["a", "b"]
+
+
+def test_a_sample_is_removed_a_class_renamed_or_deleted_and_a_taken_name_refused(tmp_path):
+    """The card's actions on the model: removing one sample deletes its file alone; renaming a class moves its samples
+    under the new name (labels.csv follows); deleting a class deletes its folder and samples; a class name already
+    taken (case-folded, as a case-insensitive disk would merge them) is refused with one line for Add class and Rename
+    (Add class silently did nothing); the class being recorded into is neither renamed nor deleted. Each change is a
+    new refit request."""
+    from vitstudio.core.data.labels_file import read_labels_file
+
+    teach = TeachModel()
+    teach.open(tmp_path / "p")
+    for name in ("cat", "dog"):
+        teach.add_class(name)
+        teach.add_frames(name, [np.full((12, 16, 3), (30 * i, len(name) * 9, 7), np.uint8) for i in range(4)])
+    requests = {teach.refit_request()}
+    images = tmp_path / "p" / "images"
+    gone, *kept = teach.project.samples["cat"]
+    teach.remove_sample(gone)
+    requests.add(teach.refit_request())
+    assert not gone.exists() and teach.project.samples["cat"] == tuple(kept) and teach.cards()[0].count == 3
+    for name in ("dog", "Dog"):
+        assert teach.attempt(teach.add_class, name) == "a class named 'dog' exists already: choose another name."
+    assert teach.attempt(teach.rename_class, "cat", "DOG") == "a class named 'dog' exists already: choose another name."
+    assert teach.project.classes == ("cat", "dog") and len(requests | {teach.refit_request()}) == 2  # no change
+    teach.rename_class("cat", "kitten")
+    requests.add(teach.refit_request())
+    assert teach.project.classes == ("dog", "kitten") and not (images / "cat").exists()
+    assert sorted(p.name for p in teach.project.samples["kitten"]) == sorted(p.name for p in kept)
+    labels = read_labels_file(tmp_path / "p" / "labels.csv").labelled
+    assert sorted({label for _, label in labels}) == ["dog", "kitten"] and len(labels) == 7
+    teach.hold("dog")
+    assert "release Hold to record first" in teach.attempt(teach.delete_class, "dog")
+    teach.release()
+    teach.delete_class("dog")
+    requests.add(teach.refit_request())
+    assert teach.project.classes == ("kitten",) and not (images / "dog").exists() and len(requests) == 4
+    again = TeachModel()  # after a restart: as left
+    again.open(tmp_path / "p")
+    assert [(c.name, c.count) for c in again.cards()] == [("kitten", 3)]
+
+
+def test_the_recipe_list_says_about_how_long_a_refit_takes(tmp_path, monkeypatch):
+    """Teachable Machine's recipe took 11 s a refit (the quick head 0.06 s) and the list did not say so: each recipe's
+    label gives a refit's expected time for the project's samples, following the samples and augmentation (its
+    steps: 50 epochs of batches of 16 over the 85 % trained on, times three views when augmented)."""
+    from vitstudio.core.teach import recipes
+
+    teach = TeachModel()
+    teach.open(tmp_path / "p")
+    teach.add_class("cat")
+    assert teach.state.fields()["recipe"].labels == ("Quick head (L-BFGS) · <1 s a refit",
+                                                     "Teachable Machine's recipe · <1 s a refit")
+    monkeypatch.setattr(recipes, "TM_STEP_S", 0.01)  # a slow machine: the time shows
+    teach.add_frames("cat", [np.full((8, 8, 3), i, np.uint8) for i in range(40)])  # 34 trained on: 3 batches
+    assert teach.state.fields()["recipe"].labels[1] == "Teachable Machine's recipe · ~2 s a refit"  # 50 × 3 × 0.01
+    teach.set_augment(True)  # 102 views: 7 batches
+    assert teach.state.fields()["recipe"].labels == ("Quick head (L-BFGS) · <1 s a refit",
+                                                     "Teachable Machine's recipe · ~4 s a refit")
+    assert teach.state.recipe == "quick"  # relabelled, not changed

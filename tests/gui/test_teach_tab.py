@@ -26,10 +26,11 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     opened shows its held-out images; "Add frame" adds the frame on screen to a class; the Augment box saves the setting
     and refits with it; Export writes timm/ONNX/seed and says they predict as the preview on every sample; 1280×720
     grab; the map is off by default and choosing rollout restarts the preview with it (the request's method, a new
-    picture on the screen); a model switch leaves no head, figure or bar of the old model and refits for the new uid;
-    another source cancels the first preview (a missing camera said on the tab); a camera unplugged while a card's
-    record is held (a stand-in FrameSource) keeps every frame held in that class and says so on the screen, and the
-    later release adds nothing; another project leaves no card or head of the first.
+    picture on the screen); a video that ends plays again on Start, and a refit once it stopped drops the bars' old
+    numbers (_a_video_that_ends_…); a model switch leaves no head, figure or bar of the old model and refits for the
+    new uid; another source cancels the first preview (a missing camera said on the tab); a camera unplugged while a
+    card's record is held (a stand-in FrameSource) keeps every frame held in that class and says so on the screen,
+    and the later release adds nothing; another project leaves no card or head of the first.
     """
     teach = panel(TeachPanel, model=bundled_demo())
     teach.resize(1280, 720)
@@ -74,6 +75,7 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     qtbot.waitUntil(lambda: teach.screen.pixmap().cacheKey() != shown, timeout=30000)
     teach.stop()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
+    _a_video_that_ends_plays_again_and_a_refit_after_it_drops_the_old_numbers(teach, qtbot, tmp_path)
     other = load_model(str(bundled_demo()), device="cpu", precision="fp32")
     teach.state.set_model(other)
     assert teach.teach.live_head is None and teach.jobs.current("refit") is None  # the old model's head is gone
@@ -102,6 +104,81 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     assert teach.cards["0"].count.text() == f"{4 + kept} samples"
     teach.open_project(str(tmp_path / "another"))  # another project: no card, head or figure of the first
     assert teach.cards == {} and teach.teach.live_head is None and "another" in teach.stats.text()
+
+
+def _a_video_that_ends_plays_again_and_a_refit_after_it_drops_the_old_numbers(teach, qtbot, tmp_path) -> None:
+    """A video that ended: Start opened Camera 0 and cleared the preview; it plays the video again (the source list
+    shows it, chosen). The caption is a label in the window's font under the picture (drawn into the frame it was
+    scaled to ~6 px). A refit once it has stopped: the bars held the old head's numbers for the frame left on screen
+    (now cleared, the caption says why), and the confusion cell opened shows the new result's images (its caption
+    named a cell of the emptied list)."""
+    from PySide6.QtGui import QFontInfo
+
+    short = str(moving_digits_video(tmp_path / "end.avi", frames=12, fps=12.0))
+    teach.preview(short)
+    qtbot.waitUntil(lambda: not teach.stop_button.isEnabled(), timeout=30000)
+    assert teach.camera.currentData() == short and teach.caption.text() == "The video ended: Start plays it again."
+    shown = teach.screen.pixmap().cacheKey()
+    teach.camera_button.click()  # Start
+    assert dict(teach.jobs.request("preview"))["source"] == short and teach.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: teach.screen.pixmap().cacheKey() != shown and "frames/s" in teach.caption.text(),
+                    timeout=30000)
+    assert QFontInfo(teach.caption.font()).pixelSize() >= QFontInfo(teach.font()).pixelSize() >= 10
+    assert teach.caption.isVisible() and teach.caption.height() >= QFontInfo(teach.caption.font()).pixelSize()
+    qtbot.waitUntil(lambda: not teach.stop_button.isEnabled(), timeout=30000)
+    assert sum(card.bar.value() for card in teach.cards.values()) > 0  # the last frame's, under the head of then
+    teach.confusion.open_cell(0, 0)
+    teach.cards["1"].findChild(QPushButton, "add_frame").click()  # a change: a refit on the stopped video
+    qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None, timeout=30000)
+    assert not any(card.bar.value() for card in teach.cards.values())
+    assert teach.caption.text() == "The head has changed: Start the preview to see it on the frames."
+    cell = teach.jobs.current("refit").cell_paths(0, 0)
+    assert teach.confusion.caption.text() == f"{len(cell)} held-out 0 predicted 0"
+    assert sorted(teach.confusion.images.item(i).toolTip() for i in range(teach.confusion.images.count())) == \
+        sorted(cell)
+
+
+def test_a_card_renames_or_deletes_its_class_removes_a_sample_and_a_taken_name_is_one_line(panel, qtbot, tmp_path,
+                                                                                           monkeypatch):
+    """The class card's ⋯ button (and its context menu) renames or deletes the class (asked first), a thumbnail's
+    context menu removes that sample; Add class with a name taken says so in one line (it was silently ignored); the
+    cards keep the project's order; at 1280×720 every card's buttons are on screen without scrolling sideways."""
+    from PySide6.QtWidgets import QInputDialog, QScrollArea
+
+    from vitstudio.gui.teach import teach_panel
+
+    teach = panel(TeachPanel)
+    teach.resize(1280, 720)
+    teach.open_project(str(tmp_path / "p"))
+    for name in ("cat", "dog"):
+        teach._act(teach.teach.add_class, name)
+        teach._act(teach.teach.add_frames, name, [np.full((8, 8, 3), (i, 9, len(name)), np.uint8) for i in range(3)])
+    answers = iter([("dog", True), ("kitten", True)])
+    monkeypatch.setattr(QInputDialog, "getText", lambda *_a, **_k: next(answers))
+    teach._ask_class()
+    assert teach.stats.text() == "A class named 'dog' exists already: choose another name." and len(teach.cards) == 2
+    card = teach.cards["cat"]
+    assert [a.text() for a in card.more.menu().actions()] == ["Rename class…", "Delete class…"]
+    assert card.actions() == card.menu.actions()  # the card's context menu: the same two
+    first = card.shown[0]
+    card.thumbs[0].actions()[0].trigger()  # "Remove this sample"
+    assert not first.exists() and card.count.text() == "2 samples" and first not in card.shown
+    card.menu.actions()[0].trigger()  # Rename class… → kitten
+    order = [teach.card_list.itemAt(i).widget().name for i in range(teach.card_list.count() - 1)]
+    assert order == ["dog", "kitten"] and teach.cards["kitten"].count.text() == "2 samples"
+    scroll = teach.findChild(QScrollArea)
+    assert not scroll.horizontalScrollBar().isVisible()
+    qtbot.waitUntil(lambda: all(c.isVisible() for c in teach.cards.values()))  # a card added is shown next turn
+    teach.grab().save("/tmp/h63/teach_cards.png")
+    assert all(w.visibleRegion().boundingRect().width() == w.width() for c in teach.cards.values()
+               for w in (c.record, c.more))  # whole, not cut at the card's edge
+    asked = []
+    monkeypatch.setattr(teach_panel, "confirm_delete", lambda _parent, name, count: asked.append((name, count)))
+    teach.cards["dog"].menu.actions()[1].trigger()  # declined: nothing deleted
+    assert asked == [("dog", 3)] and "dog" in teach.cards
+    monkeypatch.setattr(teach_panel, "confirm_delete", lambda *_: True)
+    teach.cards["dog"].more.menu().actions()[1].trigger()
+    assert list(teach.cards) == ["kitten"] and not (tmp_path / "p" / "images" / "dog").exists()
 
 
 def _camera_that_vanishes(monkeypatch) -> threading.Event:

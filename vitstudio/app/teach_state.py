@@ -19,16 +19,22 @@ from vitstudio.core.teach.project import (
     TeachSettings,
     add_files,
     add_images,
+    check_new_class,
     create_project,
+    delete_class,
     open_project,
     recorded_spec,
+    remove_sample,
+    rename_class,
     save_settings,
     write_labels,
 )
+from vitstudio.core.teach.recipes import duration, expected_seconds
 
 from .evented import Field, ViewState
 
 THUMBNAILS = 6  # the newest samples a card shows
+RECIPE_LABELS = ("Quick head (L-BFGS)", "Teachable Machine's recipe")
 REFIT_KEY = ("project", "revision", "recipe", "augment")  # what a refit depends on, besides the model
 
 
@@ -37,7 +43,9 @@ class TeachState(ViewState):
     model: int | None = None
     project: str | None = None  # the project folder
     revision: int = 0  # bumped by every change to the samples: the refit's key
-    recipe: str = Field("quick", choices=RECIPES, labels=("Quick head (L-BFGS)", "Teachable Machine's recipe"))
+    recipe: str = Field("quick", choices=RECIPES, labels=RECIPE_LABELS,
+                        help="the head fitted after each change, and about how long a refit of these samples takes "
+                             "under it on a 2-core CPU")
     augment: bool = Field(False, help="also fit the head on two augmented views (crop, flip) of each training "
                                       "sample; off, as Teachable Machine")
     source: str | None = None  # the preview's video file or camera:N
@@ -81,6 +89,10 @@ class TeachModel:
         self.held: HeldFrames | None = None
         # (classes, head) of the newest refit, read by the preview job at each frame (one attribute swapped whole)
         self.live_head = None
+        # a refit under Teachable Machine's recipe grows with the samples (~13 s for 2,000 augmented): the list
+        # says how long before it is chosen
+        self.state.events.revision.connect(self._time_recipes)
+        self.state.events.augment.connect(self._time_recipes)
 
     def open(self, folder: str | Path) -> TeachProject:
         """Open (or create, when the folder is new or empty) a project; the recipe comes from its settings."""
@@ -96,6 +108,15 @@ class TeachModel:
             self.state.revision += 1
         return self.project
 
+    def recipe_labels(self) -> tuple[str, ...]:
+        """The recipes as the list shows them: each with about how long a refit of this project takes under it."""
+        samples = sum(map(len, self.project.samples.values())) if self.project is not None else 0
+        return tuple(f"{label} · {duration(expected_seconds(recipe, samples, self.state.augment))} a refit"
+                     for recipe, label in zip(RECIPES, RECIPE_LABELS, strict=True))
+
+    def _time_recipes(self, _changed=None) -> None:
+        self.state.redeclare("recipe", labels=self.recipe_labels())
+
     def cards(self) -> list[Card]:
         if self.project is None:
             return []
@@ -103,7 +124,27 @@ class TeachModel:
                 for name, files in self.project.samples.items()]
 
     def add_class(self, name: str) -> None:
+        """A new, empty class; a name a class has already is refused (ProjectError), not ignored."""
+        check_new_class(self._project(), name)
         self._changed(create_project(self._root(), [*self.project.classes, name], self.project.settings))
+
+    def rename_class(self, name: str, new: str) -> None:
+        """Class `name` is called `new` from now on, its samples with it; a name taken is refused."""
+        self._not_recording(name)
+        self._changed(rename_class(self._project(), name, new))
+
+    def delete_class(self, name: str) -> None:
+        """Class `name` and its samples deleted from the project."""
+        self._not_recording(name)
+        self._changed(delete_class(self._project(), name))
+
+    def remove_sample(self, path: str | Path) -> None:
+        """One sample's file deleted from its class."""
+        self._changed(remove_sample(self._project(), path))
+
+    def _not_recording(self, name: str) -> None:
+        if self.state.record_to == name:
+            raise ValueError(f"Frames are being recorded into {name}: release Hold to record first.")
 
     def add_files(self, name: str, paths: list[str | Path]) -> None:
         """Files, or every image under the folders given, copied into class `name`."""
@@ -206,9 +247,12 @@ class TeachModel:
         return self.state.request(*REFIT_KEY)
 
     def _root(self) -> Path:
+        return self._project().root
+
+    def _project(self) -> TeachProject:
         if self.project is None:
             raise ValueError("Open or create a Teach project first.")
-        return self.project.root
+        return self.project
 
     def _changed(self, project: TeachProject) -> None:
         self.project = project

@@ -21,9 +21,9 @@ import torch
 from vitstudio.core.data.images import read_image
 from vitstudio.core.models.devices import to_device
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.teach.recipes import COPIES  # augmented views per training sample (a refit's time counts them)
 from vitstudio.core.train.quick import classifier_input
 
-COPIES = 2  # augmented views per training sample
 VIEW = dict(scale=(0.5, 1.0), ratio=(3 / 4, 4 / 3), hflip=0.5)  # the last-blocks preset's crop scale and flip
 MEMO_SIZE = 20000  # views' features kept (a 768-d float32 row is 3 KB: 60 MB at most)
 _memo: OrderedDict = OrderedDict()  # (model uid, file, copy, seed, view) -> (D,) float32

@@ -21,9 +21,10 @@ import torch
 from torch import nn
 
 from vitstudio.core.jobs import CancelToken
+from vitstudio.core.teach.recipes import TM_BATCH, TM_EPOCHS  # in a torch-free module: the recipe list's time
 from vitstudio.core.train.head_fit import fit_linear_head
 
-TM_UNITS, TM_LR, TM_EPOCHS, TM_BATCH, TM_EPSILON = 100, 1e-3, 50, 16, 1e-7
+TM_UNITS, TM_LR, TM_EPSILON = 100, 1e-3, 1e-7
 QUICK_L2, QUICK_STEPS = 1e-4, 100  # the quick preset's weight_decay and epochs (core/train/recipes.py)
 
 

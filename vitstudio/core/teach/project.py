@@ -180,6 +180,47 @@ def add_files(project: TeachProject, name: str, files: list[str | Path]) -> Teac
     return _reopened(project)
 
 
+def remove_sample(project: TeachProject, path: str | Path) -> TeachProject:
+    """One sample's file deleted from its class; a file that is not a sample of the project is refused."""
+    path = Path(path)
+    if not any(path in files for files in project.samples.values()):
+        raise ProjectError(f"{path.name} is not a sample of this project.")
+    path.unlink(missing_ok=True)
+    return _reopened(project)
+
+
+def delete_class(project: TeachProject, name: str) -> TeachProject:
+    """Class `name` deleted with its samples (its folder, and anything else in it)."""
+    import shutil
+
+    if name not in project.classes:
+        raise ProjectError(f"there is no class '{name}' to delete.")
+    shutil.rmtree(project.images / name)
+    return _reopened(project)
+
+
+def rename_class(project: TeachProject, name: str, new: str) -> TeachProject:
+    """Class `name` renamed `new` (its folder renamed: its samples go with it); a name taken is refused."""
+    if name not in project.classes:
+        raise ProjectError(f"there is no class '{name}' to rename.")
+    if new != name:
+        check_new_class(project, new, renaming=name)
+        (project.images / name).rename(project.images / new)
+    return _reopened(project)
+
+
+def check_new_class(project: TeachProject, name: str, renaming: str | None = None) -> None:
+    """A ProjectError (one line) when `name` cannot name a new class (or class `renaming` renamed): not a folder
+    name, or one taken, compared case-folded (a case-insensitive disk would merge the two folders)."""
+    _check_class_name(name)
+    taken = [c for c in project.classes if c.casefold() == name.casefold() and c != renaming]
+    folder = project.images / name
+    if not taken and folder.exists() and not (renaming and folder.samefile(project.images / renaming)):
+        taken = [name]  # a file of that name (the class itself on a case-insensitive disk is not taken)
+    if taken:
+        raise ProjectError(f"a class named '{taken[0]}' exists already: choose another name.")
+
+
 def _reopened(project: TeachProject) -> TeachProject:
     reopened = replace(open_project(project.root), settings=project.settings)
     write_labels(reopened)

@@ -1,12 +1,14 @@
 """One class of a Teach project as a card: its name and sample count, the newest samples as thumbnails, the live
 preview's probability for it as a bar, its validation accuracy, and its actions (add files or a folder, hold to
-record from the preview's source)."""
+record from the preview's source; rename or delete the class from its ⋯ button or its context menu, remove a sample
+from its thumbnail's context menu)."""
 
 from __future__ import annotations
 
 from PIL import Image
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QProgressBar, QPushButton, QToolButton, QVBoxLayout
 
 from vitstudio.app.teach_state import THUMBNAILS
 
@@ -21,6 +23,9 @@ class ClassCardWidget(QFrame):
     record_pressed = Signal(str)
     record_released = Signal(str)
     add_frame = Signal(str)
+    rename = Signal(str)
+    delete = Signal(str)
+    remove_sample = Signal(str)  # the sample's path
 
     def __init__(self, name: str, parent=None) -> None:
         super().__init__(parent)
@@ -33,12 +38,25 @@ class ClassCardWidget(QFrame):
         self.bar.setRange(0, 1000)
         self.bar.setFormat(f"{name}: %p%")
         self.thumbs = [QLabel() for _ in range(THUMBNAILS)]  # made once, refilled: no widget churn per change
+        self.shown: tuple = ()  # the thumbnails' sample paths, newest first
         thumbs = QHBoxLayout()
         thumbs.setSpacing(2)
-        for label in self.thumbs:
+        for i, label in enumerate(self.thumbs):
             label.setFixedSize(THUMB, THUMB)
             label.setAlignment(Qt.AlignCenter)
+            label.setContextMenuPolicy(Qt.ActionsContextMenu)
+            remove = QAction("Remove this sample", label)
+            remove.triggered.connect(lambda _=False, i=i: self._remove(i))
+            label.addAction(remove)
             thumbs.addWidget(label)
+        self.menu = QMenu(self)  # the class's own actions: the ⋯ button and the card's context menu
+        self.menu.addAction("Rename class…", lambda: self.rename.emit(self.name))
+        self.menu.addAction("Delete class…", lambda: self.delete.emit(self.name))
+        self.more = QToolButton(text="⋯", objectName="class_menu", popupMode=QToolButton.InstantPopup)
+        self.more.setMenu(self.menu)
+        self.more.setToolTip(f"Rename or delete {name}")
+        self.setContextMenuPolicy(Qt.ActionsContextMenu)
+        self.addActions(self.menu.actions())
         files, folder = QPushButton("Files…"), QPushButton("Folder…")
         files.setToolTip(f"Copy image files into {name}")
         folder.setToolTip(f"Copy every image of a folder into {name}")
@@ -55,6 +73,7 @@ class ClassCardWidget(QFrame):
         for widget in (self.title, self.count, self.accuracy):
             head.addWidget(widget)
         head.addStretch(1)
+        head.addWidget(self.more)
         row = QHBoxLayout()
         row.addLayout(thumbs)
         row.addWidget(self.bar, 1)
@@ -69,8 +88,12 @@ class ClassCardWidget(QFrame):
 
     def show_card(self, card) -> None:
         self.count.setText(f"{card.count} sample{'s' if card.count != 1 else ''}")
+        self.shown = card.thumbnails
         for i, label in enumerate(self.thumbs):
             label.clear()
+            label.setToolTip(f"{card.thumbnails[i].name}: right-click to remove it" if i < len(card.thumbnails)
+                             else "")
+            label.setContextMenuPolicy(Qt.ActionsContextMenu if i < len(card.thumbnails) else Qt.NoContextMenu)
             if i >= len(card.thumbnails):
                 continue
             try:
@@ -79,6 +102,10 @@ class ClassCardWidget(QFrame):
                     label.setPixmap(pil_to_pixmap(image))
             except OSError:
                 label.setText("?")
+
+    def _remove(self, i: int) -> None:
+        if i < len(self.shown):
+            self.remove_sample.emit(str(self.shown[i]))
 
     def show_accuracy(self, accuracy: float | None, held_out: int) -> None:
         self.accuracy.setText("" if accuracy is None else f"validation {accuracy:.0%} of {held_out}")

@@ -20,17 +20,19 @@ from PySide6.QtWidgets import (
 from ..imaging import pil_to_pixmap
 
 ICON = 40
+HINT = "Confusion on the held-out samples: click a cell to see its images."
 
 
 class ConfusionView(QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.result = None
+        self.opened: tuple[str, str] | None = None  # the cell shown below, by its classes (true, predicted)
         self.table = QTableWidget()
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table.cellClicked.connect(self.open_cell)
-        self.caption = QLabel("Confusion on the held-out samples: click a cell to see its images.")
+        self.caption = QLabel(HINT)
         self.caption.setWordWrap(True)
         self.images = QListWidget()
         self.images.setViewMode(QListWidget.IconMode)
@@ -42,15 +44,19 @@ class ConfusionView(QWidget):
             layout.addWidget(widget)
 
     def show_result(self, result) -> None:
-        """The matrix of `result` (a TeachResult), or nothing (None: another model or project)."""
+        """The matrix of `result` (a TeachResult), or nothing (None: another model or project); the cell opened
+        before shows the new result's images, or the hint when the classes changed (its caption named a cell of a
+        list the refit had emptied)."""
         self.result = result
         self.images.clear()
+        self.caption.setText(HINT)
         classes = list(result.classes) if result is not None else []
         self.table.setRowCount(len(classes))
         self.table.setColumnCount(len(classes))
         self.table.setVerticalHeaderLabels([f"is {c}" for c in classes])
         self.table.setHorizontalHeaderLabels([f"→ {c}" for c in classes])
         if result is None:
+            self.opened = None
             return
         matrix = result.confusion
         for i in range(len(classes)):
@@ -61,13 +67,15 @@ class ConfusionView(QWidget):
                     item.setBackground(Qt.yellow)
                 self.table.setItem(i, j, item)
         self.table.resizeColumnsToContents()
+        if self.opened is not None and set(self.opened) <= set(classes):
+            self.open_cell(*(classes.index(name) for name in self.opened))
 
     def open_cell(self, row: int, column: int) -> None:
         self.images.clear()
         if self.result is None:
             return
         paths = self.result.cell_paths(row, column)
-        true, predicted = self.result.classes[row], self.result.classes[column]
+        true, predicted = self.opened = self.result.classes[row], self.result.classes[column]
         self.caption.setText(f"{len(paths)} held-out {true} predicted {predicted}")
         for path in paths:
             item = QListWidgetItem()

@@ -16,11 +16,11 @@ def refit_job(cancel, loaded, root: str, recipe: str):
 
 def preview_job(cancel, loaded, source: str, method: str | None, teach, shown: threading.Event):
     """Yields (frame, its time in s, {class: probability} under the live head or None, frames/s, the picture drawn:
-    the frame with `method`'s map over what the model sees and a caption with the top class and frames/s) for the
+    the frame with `method`'s map over what the model sees, its caption: the top class, frames/s, latency) for the
     newest frame of a video file or camera (a slow model skips frames, never queues them); returns the frames read.
     The head is read from `teach.live_head` ((classes, head) of the newest refit) at every frame: a refit that lands
     mid-preview is used from the next frame on."""
-    from vitstudio.core.play.frames import Rate, annotate
+    from vitstudio.core.play.frames import CAPTION, Rate, annotate
     from vitstudio.core.play.video import FrameSource, LatestFrame
     from vitstudio.core.teach.preview import preview_frame
 
@@ -32,10 +32,13 @@ def preview_job(cancel, loaded, source: str, method: str | None, teach, shown: t
             result = preview_frame(loaded, teach.live_head, frame, index, time_s, method)
             probs = dict(zip(result.labels, result.probs)) if result.labels else None
             fps = rate.tick()
-            picture = annotate(result, fps, frame=frame)  # off the GUI thread, as the Play tab's
+            # off the GUI thread, as the Play tab's; the caption bar cut off: the tab writes it in its own font
+            picture = annotate(result, fps, frame=frame)[:-CAPTION]
+            caption = "  ·  ".join([result.top1 if result.labels else "nothing taught yet",
+                                    *([f"{fps:.1f} frames/s"] if fps else []), f"{result.latency_ms:.0f} ms"])
             shown.wait(1.0)  # the window drew the previous frame: at most one waits, never a backlog
             shown.clear()
-            yield frame, time_s, probs, fps, picture
+            yield frame, time_s, probs, fps, picture, caption
         return latest.read_count
     finally:
         latest.close()

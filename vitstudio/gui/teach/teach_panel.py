@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QMessageBox,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -61,7 +62,8 @@ class TeachPanel(QWidget):
 
     def _build(self) -> None:
         self.open_button, self.class_button = QPushButton("Open project…"), QPushButton("Add class…")
-        self.recipe = QComboBox()
+        self.recipe = control_for(self.view_state.fields()["recipe"])  # each recipe with a refit's expected time
+        self.recipe.setSizeAdjustPolicy(QComboBox.AdjustToContents)  # the times change with the samples
         self.augment = control_for(self.view_state.fields()["augment"], title="Augment")
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Write the taught model as a timm run folder, ONNX and the seed format, and "
@@ -84,10 +86,19 @@ class TeachPanel(QWidget):
         self.screen.setAlignment(Qt.AlignCenter)
         self.screen.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
         self.screen.setMinimumSize(280, 210)
+        # the top class, frames/s and latency in the window's own font: drawn into the frame, they were scaled down
+        # with it to ~6 px in the tab's preview
+        self.caption = QLabel(objectName="preview_caption")
+        font = self.caption.font()
+        font.setPointSizeF(font.pointSizeF() * 1.2)
+        font.setBold(True)
+        self.caption.setFont(font)
+        self.caption.setAlignment(Qt.AlignCenter)
         self.confusion = ConfusionView()
         right = QVBoxLayout()
         right.addLayout(sources)
         right.addWidget(self.screen, 3)
+        right.addWidget(self.caption)
         right.addWidget(self.confusion, 2)
         body = QHBoxLayout()
         body.addWidget(scroll, 3)
@@ -106,7 +117,7 @@ class TeachPanel(QWidget):
         self.open_button.clicked.connect(self._choose_project)
         self.class_button.clicked.connect(self._ask_class)
         self.video_button.clicked.connect(self._choose_video)
-        self.camera_button.clicked.connect(lambda: self.preview(self.camera.currentData()))
+        self.camera_button.clicked.connect(self.start)
         self.stop_button.clicked.connect(self.stop)
         self.export_button.clicked.connect(self._choose_export)
 
@@ -115,6 +126,7 @@ class TeachPanel(QWidget):
         self.video_button, self.camera = QPushButton("Open video…"), QComboBox()
         for i in range(4):
             self.camera.addItem(f"Camera {i}", f"camera:{i}")
+        self.camera.setToolTip("The preview's source: a camera, or the video opened (Start plays it again)")
         self.camera_button, self.stop_button = QPushButton("Start"), QPushButton("Stop")
         self.stop_button.setEnabled(False)
         self.method = QComboBox()  # the map over the preview: off, or one the Play tab draws (the registry's)
@@ -158,9 +170,11 @@ class TeachPanel(QWidget):
 
     def _show_cards(self) -> None:
         cards = self.teach.cards()
-        for name in [n for n in self.cards if n not in {c.name for c in cards}]:
-            self.cards.pop(name).deleteLater()
-        for card in cards:
+        for name in [n for n in self.cards if n not in {c.name for c in cards}]:  # deleted or renamed
+            gone = self.cards.pop(name)
+            self.card_list.removeWidget(gone)  # out of the list now, not at the deferred delete
+            gone.deleteLater()
+        for i, card in enumerate(cards):
             widget = self.cards.get(card.name)
             if widget is None:
                 widget = self.cards[card.name] = ClassCardWidget(card.name)
@@ -169,8 +183,26 @@ class TeachPanel(QWidget):
                 widget.record_pressed.connect(self._hold)
                 widget.record_released.connect(self._release)
                 widget.add_frame.connect(self._add_frame)
-                self.card_list.insertWidget(self.card_list.count() - 1, widget)
+                widget.rename.connect(self._rename_class)
+                widget.delete.connect(self._delete_class)
+                widget.remove_sample.connect(self._remove_sample)
+            if self.card_list.indexOf(widget) != i:  # in the project's order (a renamed class moves to its place)
+                self.card_list.removeWidget(widget)
+                self.card_list.insertWidget(i, widget)
             widget.show_card(card)
+
+    def _remove_sample(self, path: str) -> None:
+        self._act(self.teach.remove_sample, path)
+
+    def _rename_class(self, name: str) -> None:
+        new, ok = QInputDialog.getText(self, f"Rename {name}", "Class name", text=name)
+        if ok and new.strip() and new.strip() != name:
+            self._act(self.teach.rename_class, name, new.strip())
+
+    def _delete_class(self, name: str) -> None:
+        count = len(self.teach.project.samples.get(name, ())) if self.teach.project is not None else 0
+        if confirm_delete(self, name, count):
+            self._act(self.teach.delete_class, name)
 
     def _add_files(self, name: str) -> None:
         paths = file_dialogs.open_files(self, f"Add images to {name}", IMAGE_FILES)
@@ -230,6 +262,7 @@ class TeachPanel(QWidget):
             self._on_words(result)
             return
         self.teach.live_head = (result.classes, result.head)
+        self._clear_still_bars()
         from vitstudio.app.teach_state import app_model_spec
 
         self.teach.taught_with(*app_model_spec(self.state))  # `vitstudio teach PROJECT` then uses this model
@@ -249,11 +282,21 @@ class TeachPanel(QWidget):
     def _on_words(self, head) -> None:
         """A CLIP-style model before every class has two samples: the preview shows the card names' zero-shot head."""
         self.teach.live_head = (head.classes, head)
+        self._clear_still_bars()
         self.confusion.show_result(None)
         for widget in self.cards.values():
             widget.show_accuracy(None, 0)
         self.stats.setText(f"Showing {head.how}; the head taught on your samples takes over once every class has "
                            f"two.")
+
+    def _clear_still_bars(self) -> None:
+        """A new head while no preview runs: the bars were the old head's numbers for the frame left on screen."""
+        if self.stop_button.isEnabled():
+            return  # the next frame shows the new head's
+        for widget in self.cards.values():
+            widget.show_probability(None)
+        if self._frame is not None:
+            self.caption.setText("The head has changed: Start the preview to see it on the frames.")
 
     def _on_refit_error(self, exc: BaseException) -> None:
         if isinstance(exc, ValueError):  # a class with too few samples, a model teach cannot take: said here
@@ -267,10 +310,29 @@ class TeachPanel(QWidget):
         if path:
             self.preview(path)
 
+    def start(self) -> None:
+        """Start: the source chosen beside it (a video that ended plays again; a camera is picked in the list)."""
+        self.preview(self.camera.currentData())
+
+    def _choose_source(self, source: str) -> None:
+        """The source list shows what plays: a video opened is its first entry (chosen), the cameras follow."""
+        index = self.camera.findData(source)
+        if index < 0 and source.startswith("camera:"):
+            self.camera.addItem(f"Camera {source.partition(':')[2]}", source)
+            index = self.camera.count() - 1
+        elif index < 0:
+            if not self.camera.itemData(0).startswith("camera:"):
+                self.camera.removeItem(0)  # one video at a time: the one opened last
+            self.camera.insertItem(0, Path(source).name, source)
+            self.camera.setItemData(0, source, Qt.ToolTipRole)
+            index = 0
+        self.camera.setCurrentIndex(index)
+
     def preview(self, source: str) -> None:
         if self.state.model is None:
             self.state.message.emit("warning", "Load a model first.")
             return
+        self._choose_source(source)
         self.view_state.source = source
         self._shown.set()  # a preview still winding down stops waiting for the screen
         self._shown, self._latest = threading.Event(), None
@@ -307,8 +369,9 @@ class TeachPanel(QWidget):
         value, self._latest = self._latest, None
         if value is None:
             return
-        frame, _time_s, probs, fps, picture = value
+        frame, _time_s, probs, fps, picture, caption = value
         self._frame = frame
+        self.caption.setText(caption)
         pixmap = pil_to_pixmap(picture)  # the frame, the map if one is chosen, the top class and frames/s
         self.screen.setPixmap(pixmap.scaled(self.screen.size(), Qt.KeepAspectRatio, Qt.SmoothTransformation))
         for name, widget in self.cards.items():
@@ -324,6 +387,8 @@ class TeachPanel(QWidget):
         why = "The camera stopped sending frames (unplugged, or taken by another program)" if camera else None
         if why:
             self.screen.setText(why + ".")
+        else:
+            self.caption.setText("The video ended: Start plays it again.")
         self._release(why=why or "The video ended")  # while held: what was recorded is kept
 
     def _on_preview_error(self, exc: BaseException) -> None:
@@ -380,6 +445,15 @@ class TeachPanel(QWidget):
         verdict = "predict as the preview on all" if exported.equal else "checked on"
         self.stats.setText(f"Exported to {exported.folder}: {'; '.join(parts)} — {verdict} {samples} samples "
                            f"(check.json beside them).")
+
+
+def confirm_delete(parent: QWidget, name: str, count: int) -> bool:
+    """Asked before a class and its samples (frames recorded exist nowhere else) are deleted."""
+    samples = f"its {count} sample{'s' if count != 1 else ''}" if count else "it (it has no samples)"
+    answer = QMessageBox.question(parent, f"Delete {name}", f"Delete the class {name} and {samples} from the "
+                                  f"project? This cannot be undone.", QMessageBox.Yes | QMessageBox.Cancel,
+                                  QMessageBox.Cancel)
+    return answer == QMessageBox.Yes
 
 
 def _from_words(result) -> bool:
