@@ -44,8 +44,6 @@ def teach_cmd(args) -> int:
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
-    weights = f" with weights {shown_path(args.weights)}" if args.weights else ""
-    print(f"model: {loaded.display_name}{weights} ({why})", file=sys.stderr)
     recipe = args.recipe or project.settings.recipe
     if args.export and recipe != "quick":
         print(f"error: the {recipe} recipe's two-layer head has no place in a timm ViT's head: export with "
@@ -53,6 +51,8 @@ def teach_cmd(args) -> int:
         return EXIT_USAGE
     try:
         check_teachable(loaded)
+        weights = f" with weights {shown_path(args.weights)}" if args.weights else ""
+        print(f"model: {loaded.display_name}{weights} ({why})", file=sys.stderr)  # after every refusal: one line
         features, result = drain(teach(loaded, project, recipe, args.batch_size), args.quiet)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
