@@ -26,6 +26,9 @@ def afternoon(folder: str, runs: str, other_model: str) -> dict:
     results = browse.results
     seen["images"], seen["map"] = len(results), list(browse.coords.shape)
     seen["fit"] = browse.fit is not None
+    browse.select(5)  # a row picked: the image of every view (the explorers', Match's, the Paint page's)
+    seen["selected_everywhere"] = {app.state.selected.path, app.match.path_a,
+                                   app.pages["paint"].image} == {results.paths[5]}
     browse.state.predicted = "3"  # the table's filter: one predicted class
     seen["filtered_all_threes"] = bool(len(browse.rows)) and all(
         results.predicted_label(r) == "3" for r in browse.rows)

@@ -24,6 +24,7 @@ def test_an_afternoon_without_a_window(tmp_path):
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["qt"] == [] and seen["errors"] == []  # no Qt module was ever imported, nothing went wrong
     assert seen["images"] == 40 and seen["map"] == [40, 2] and seen["fit"]  # scanned, mapped, judged
+    assert seen["selected_everywhere"]  # a row picked is the image every view shows
     assert seen["filtered_all_threes"] and seen["follows_box"]  # a filter, then the map's box, leave their rows
     assert seen["labelled"] > 0 and seen["head"] and seen["suggested"] == 4  # labelled on the map, head fitted
     assert seen["learn_refused"] is None and seen["concepts"] == 32  # learned and opened

@@ -23,6 +23,7 @@ from .jobs import Runner
 from .match_view import MatchView
 from .model_loader import ModelLoader
 from .paint_overlay import PaintOverlay
+from .selection import Selection
 from .teach_state import TeachModel
 from .training_run import TrainingRun
 from .training_states import TrainingState
@@ -40,6 +41,7 @@ class App:
         self.tags = FolderTags(self.folder)  # tags and saved views of the folder (the app's records)
         self.labels = FolderLabels(self.folder, runner)  # the labels, their file, the quick head
         self.concepts = FolderConcepts(self.folder, runner)
+        self.selection = Selection(self.state, self.folder, runner)  # the one current image, wherever picked
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder
         self.export = FolderExport(self.folder, self._tags_per_row, self._labels_by_path)
         self.paint_overlay = PaintOverlay(self.pages["paint"])  # the Paint page's classes over the Attention tab

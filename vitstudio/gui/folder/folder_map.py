@@ -79,6 +79,7 @@ def describe_image(results: FolderResults, row: int) -> str:
 
 class FolderMapWidget(pg.PlotWidget):
     hovered = Signal(int)  # image index
+    picked = Signal(int)  # a point clicked: that image becomes the current one (the app's selection)
     box_moved = Signal(float, float, float, float)  # the user's drag: x, y, width, height (the model selects)
     lasso_drawn = Signal(object)  # the outline drawn, (M, 2) in the map's coordinates (the model selects)
 
@@ -92,6 +93,7 @@ class FolderMapWidget(pg.PlotWidget):
         self.items: list[pg.ScatterPlotItem] = []  # up to DENSE_ABOVE points: a scatter item per colour
         self.density = DensityLayer(self.lasso)  # more: one raster (map_density.py)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)  # hovering the raster names the point under it
+        self.scene().sigMouseClicked.connect(self._on_raster_click)  # a click on the raster picks the point under it
         self.coords = np.zeros((0, 2), np.float32)
         self.describe: Callable[[int], str] | None = None  # row -> tooltip text, set by the panel
         self.legend = QLabel()  # a widget beside the plot (placed by the map tab): it never covers a dot
@@ -150,6 +152,7 @@ class FolderMapWidget(pg.PlotWidget):
             item = pg.ScatterPlotItem(pos=self.coords[idx], data=idx, size=7, pen=None, brush=pg.mkBrush(*rgb),
                                       hoverable=True, name=str(name), tip=self._tip)
             item.sigHovered.connect(self._on_hover)
+            item.sigClicked.connect(self._on_point_clicked)
             self.addItem(item)
             self.items.append(item)
 
@@ -209,6 +212,18 @@ class FolderMapWidget(pg.PlotWidget):
         self.setToolTip(self.describe(row) if row is not None and self.describe is not None else "")
         if row is not None:
             self.hovered.emit(row)
+
+    def _on_point_clicked(self, _item, points, _event) -> None:
+        if len(points):
+            self.picked.emit(int(points[0].data()))
+
+    def _on_raster_click(self, event) -> None:
+        if not self.density.shown or event.isAccepted():
+            return
+        point = self.lasso.mapSceneToView(event.scenePos())
+        row = self.density.nearest(point.x(), point.y())
+        if row is not None:
+            self.picked.emit(row)
 
     def _on_hover(self, _item, points, _event):
         if len(points):

@@ -179,6 +179,7 @@ class FolderPanel(QWidget):
         self.folder_tags.changed.connect(self._on_tags)
         self.map.box_moved.connect(self.folder_model.move_box)
         self.map.lasso_drawn.connect(self.folder_model.select_lasso)
+        self.map.picked.connect(self._pick)  # a point clicked: the current image, as a row of the table
         self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.gallery.row_picked.connect(self._pick)  # one selection: the Folder model's, the table and grid follow
@@ -364,8 +365,9 @@ class FolderPanel(QWidget):
         self.files.hide_excluded_from_review()
         self.side.setCurrentIndex(2)
         self.info.setText(f"{counted(len(doubtful), 'image')} the model doubts, most doubtful first; "
-                          f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} across train/val "
-                          f"({report.split}). Double-click an image to explain it.{self.fit.unreliable_note()}")
+                          f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} "
+                          f"{'would be ' if report.made_up_split else ''}across train/val ({report.split}). "
+                          f"Double-click an image to explain it.{self.fit.unreliable_note()}")
         self.duplicates.show_groups(report.groups)
         self._enable()
 

@@ -88,9 +88,7 @@ class ConceptImageWidget(QWidget):
         self.map.patch_clicked.connect(self._on_patch)
         for widget in (self.strongest, self.drivers):
             widget.itemClicked.connect(self._on_item)
-        self.from_table = False  # the image read is the last one selected: the table's row, or the strip's image
-        tab.panel.state.image_selected.connect(self._on_image)
-        tab.panel.folder_model.row_selected.connect(self._on_row)
+        tab.panel.state.image_selected.connect(self._on_image)  # the one selection (a folder row picked becomes it)
 
     @property
     def result(self):
@@ -99,21 +97,13 @@ class ConceptImageWidget(QWidget):
         return done[0] if done is not None else None
 
     def current_image(self):
-        """(uid, path, picture) of the image read: the one selected last of the Folder table's row and the strip's
-        image (the table's row also when the strip has none)."""
-        folder, entry = self.tab.panel.folder_model, self.tab.panel.state.selected
-        if (self.from_table or entry is None) and folder.selected is not None and folder.results is not None:
-            return None, folder.results.paths[folder.selected], None
+        """(uid, path, picture) of the current image (the app's selection), or Nones."""
+        entry = self.tab.panel.state.selected
         if entry is not None and entry.image is not None:
             return entry.uid, entry.path, entry.image
         return None, None, None
 
     def _on_image(self, _entry) -> None:
-        self.from_table = False
-        self.refresh()
-
-    def _on_row(self, row) -> None:
-        self.from_table = row is not None
         self.refresh()
 
     def _on_factor(self, *_args) -> None:
