@@ -199,7 +199,9 @@ def _planted(root: Path, photos: dict) -> tuple[Path, list[set[str]]]:
 
 def test_audit_finds_every_planted_duplicate_and_no_false_group(demo, tmp_path, photos):
     """Audit finds exactly the planted exact and edited groups (none among distinct images), only reads; leaks vs a
-    plain 80/20 split; group-aware split never straddles exact copies while the plain one sometimes does.
+    plain 80/20 split, which the folder (no val/) does not have: the report says the split was made up for the check
+    and its groups "WOULD LEAK" (it said "LEAK … across train/val (a file-level 80/20 split)"); group-aware split
+    never straddles exact copies while the plain one sometimes does.
     """
     data, planted = _planted(tmp_path, photos)
     before = tree_state(data)
@@ -215,7 +217,11 @@ def test_audit_finds_every_planted_duplicate_and_no_false_group(demo, tmp_path, 
     # leaks: judged against the plain file-level split, as the report says; the group-aware split keeps exact copies
     scan = scan_dataset(data)
     plain_val = {str(p) for p, _ in split_dataset(scan).val}
-    assert report.split == "a file-level 80/20 split"
+    assert report.made_up_split and "no val/ folder, so a split made up for this check" in report.split
+    text = report.describe()
+    assert f"{len(report.leaks)} would straddle train/val (no val/ folder, so a split made up" in text
+    assert report.leaks and "WOULD LEAK " in text and "  LEAK " not in text
+    assert json.loads(report.to_json())["split_made_up"] is True
     for g in report.groups:
         assert g.leak == (len({p in plain_val for p in g.paths}) == 2)
     groups = exact_duplicate_groups(scan)
@@ -245,7 +251,8 @@ def test_leaks_are_flagged_against_the_datasets_own_val_folder(demo, tmp_path, p
     Image.open(photos["rocket"]).convert("RGB").rotate(180).save(data / "val" / "y" / "rocket-r.png")
     Image.open(photos["coffee"]).convert("RGB").save(data / "val" / "y" / "coffee.jpg", quality=85)
     report = run(audit(data, None))
-    assert report.split == "the dataset's val/ folder"
+    assert report.split == "the dataset's val/ folder" and not report.made_up_split
+    assert "  LEAK " in report.describe() and "WOULD" not in report.describe()
     leaks = sorted(sorted(Path(p).name for p in g.paths) for g in report.leaks)
     assert leaks == [["chelsea.png", "chelsea.png"], ["coffee.jpg", "coffee.png"]]  # rotated 180°: not a copy
     assert "Without a model" in report.describe()

@@ -284,7 +284,8 @@ class FolderModel:
         self.report = report
         self.review_ready.emit(report)
         if report.leaks:
-            self.app.message.emit("warning", f"{counted(len(report.leaks), 'duplicate group')} straddle train/val "
+            straddle = "would straddle" if report.made_up_split else "straddle"
+            self.app.message.emit("warning", f"{counted(len(report.leaks), 'duplicate group')} {straddle} train/val "
                                   f"({report.split}): see the Duplicates tab, or `vitstudio audit --json`.")
         for note in report.notes:
             self.app.message.emit("info", note)

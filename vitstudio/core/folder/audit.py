@@ -1,8 +1,9 @@
 """A dataset health check (`vitstudio audit DATA --model M`, the Training panel's scan): exact and near-duplicate
 groups, the groups that leak across train/val, and the images whose given label the model doubts most.
 
-Leaks are judged against the dataset's own val/ folder when it has one, else against the plain file-level split
-(what a split that ignores duplicates would do). ViT Studio's own training split keeps every exact-duplicate
+Leaks are judged against the dataset's own val/ folder when it has one. A folder without one has no split to leak
+across: the check then makes one up, the plain file-level 80/20 split (what a split that ignores duplicates would
+do), and the report says so (its groups "would leak"). ViT Studio's own training split keeps every exact-duplicate
 group on one side (`datasets.split_dataset(groups=...)`), so its validation is not inflated by them.
 
 The report states what decided it (model, hash distance, calibrated cuts and why) and is strict JSON (`null`, never
@@ -46,9 +47,15 @@ def strict(value):
     return value
 
 
-def _group_line(g: DuplicateGroup) -> str:
-    head = ("LEAK " if g.leak else "") + (f"exact ({len(g.paths)}, identical bytes): " if g.exact else
-                                         f"near ({len(g.paths)}, {' + '.join(g.kinds)}): ")
+VAL_FOLDER = "the dataset's val/ folder"
+MADE_UP = ("no val/ folder, so a split made up for this check: the files split 80/20 at random, as a split that "
+           "ignores duplicates would; ViT Studio's own training keeps exact copies on one side")
+
+
+def _group_line(g: DuplicateGroup, made_up: bool) -> str:
+    leak = ("WOULD LEAK " if made_up else "LEAK ") if g.leak else ""
+    head = leak + (f"exact ({len(g.paths)}, identical bytes): " if g.exact else
+                   f"near ({len(g.paths)}, {' + '.join(g.kinds)}): ")
     if g.exact or not g.members:
         return "  " + head + "  |  ".join(shown_path(p) for p in g.paths)
     parts = [shown_path(g.members[0].path)]
@@ -79,10 +86,16 @@ class AuditReport:
     def leaks(self) -> tuple[DuplicateGroup, ...]:
         return tuple(g for g in self.groups if g.leak)
 
+    @property
+    def made_up_split(self) -> bool:
+        """The folder has no val/: leaks are judged against a split the check made up, not one that exists."""
+        return self.split != VAL_FOLDER
+
     def to_dict(self, top: int | None = None) -> dict:
         return strict({
             "root": self.root, "images": self.images, "classes": list(self.classes), "model": self.model,
-            "split": self.split, "thresholds": self.thresholds.to_dict() if self.thresholds else None,
+            "split": self.split, "split_made_up": self.made_up_split,
+            "thresholds": self.thresholds.to_dict() if self.thresholds else None,
             "exact_groups": [g.to_dict() for g in self.groups if g.exact],
             "near_groups": [g.to_dict() for g in self.groups if not g.exact],
             "leaks": [g.to_dict() for g in self.leaks],
@@ -104,9 +117,10 @@ class AuditReport:
         if self.thresholds is not None:
             lines.append("Duplicates: exact = identical bytes (SHA-256); near = at least two of these agree:")
             lines += self.thresholds.describe()
+        straddle = "would straddle train/val" if self.made_up_split else "straddle train/val"
         lines.append(f"Duplicate groups: {exact} exact, {len(self.groups) - exact} near; "
-                     f"{len(self.leaks)} straddle train/val ({self.split}).")
-        lines += [_group_line(g) for g in self.groups[:top]]
+                     f"{len(self.leaks)} {straddle} ({self.split}).")
+        lines += [_group_line(g, self.made_up_split) for g in self.groups[:top]]
         if len(self.groups) > top:
             lines.append(f"  … {len(self.groups) - top} more groups, see --json")
         if self.label_issues:
@@ -154,7 +168,8 @@ def audit(data: str | Path, loaded: LoadedModel | None = None, threshold: float 
             rider.close()
         key = result_key("audit", embedded.tower, embedded.content, sorted(embedded.errors), labelled,
                          sorted(scan.failed), sorted(scan.ignored), str(scan.root), scan.val is not None, threshold,
-                         hash_distance, sorted((given_apart or {}).items()), getattr(loaded, "name", None))
+                         hash_distance, sorted((given_apart or {}).items()), getattr(loaded, "name", None),
+                         "made-up split named")  # the words of its split are part of what a kept report holds
         report = load_result("audit", key)
         if isinstance(report, AuditReport):
             return _with_fit(report, loaded, embedded, labelled)
@@ -178,11 +193,11 @@ def _audited(scan, labelled, loaded, embedded, threshold, hash_distance, given_a
     paths = [p for p, _ in labelled]
     if scan.val is not None:
         val = {str(p) for files in scan.val.values() for p in files}
-        split = "the dataset's val/ folder"
+        split = VAL_FOLDER
     else:
         plain = split_dataset(scan) if not scan.too_small else None
         val = {str(p) for p, _ in plain.val} if plain else set()
-        split = "a file-level 80/20 split"
+        split = MADE_UP
     yield Progress(0, len(paths), "Fingerprints (hashes and thumbnails)")
     fp = cached_fingerprints(paths)  # cached by content: a second audit hashes nothing it has seen
     errors = dict(scan.failed)  # a labels file's rows that are no readable image included, wherever they point
