@@ -103,3 +103,29 @@ def test_every_command_prints_and_writes_such_a_class_name(run, tmp_path, capsys
         assert text.isascii() and NAME in classes(json.loads(text, **strict)), (args, text[:500])
     assert main(["predict", image, *model, "--csv", str(tmp_path / "p.csv"), "--quiet"]) == 0
     assert b"," + BYTES + b"," in (tmp_path / "p.csv").read_bytes()
+
+
+def test_every_report_escapes_such_a_class_name_where_it_prints_it_as_a_label(run, tmp_path, monkeypatch):
+    """On a stdout that writes a name's own bytes (the C locale's surrogateescape), the reports are still valid
+    UTF-8: audit's given / looks-like labels and per-class accuracy, eval's table, confusion matrix and mistakes,
+    predict's lines and sort's plan print the class as \\xff\\xfe, as they print paths (audit wrote the bytes
+    b'\\xff\\xfe' as labels beside the escaped paths)."""
+    import io
+
+    from vitstudio.cli import main
+
+    code, err, data, out = run
+    assert code == 0, err
+    image, model = str(data / NAME / "000.png"), ["--model", str(out)]
+    for args in (["audit", str(data), *model, "--quiet", "--top", "100"], ["eval", str(data), *model],
+                 ["predict", image, *model, "--quiet"],
+                 ["sort", str(data), *model, "--out", str(tmp_path / "s"), "--dry-run", "--quiet"]):
+        raw = io.BytesIO()
+        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", write_through=True)
+        monkeypatch.setattr(sys, "stdout", stream)
+        monkeypatch.setattr(sys, "stderr", stream)
+        assert main(args) in (0, 1), args[0]
+        stream.flush()
+        text = raw.getvalue().decode("utf-8")  # raises on the name's own bytes
+        assert "\\xff\\xfe" in text, (args[0], text[-1500:])
+    monkeypatch.undo()

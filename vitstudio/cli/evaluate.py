@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.files import shown_path
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain, existing
 
 
@@ -61,22 +62,24 @@ def evaluate_cmd(args) -> int:
     print(f"accuracy {report.accuracy:.4f} on {int(report.confusion.sum())} images: {which}")
     print(f"{'class':<20} {'precision':>9} {'recall':>9} {'f1':>9} {'support':>8}")
     for row in report.per_class():
-        print(f"{row['class']:<20} {row['precision']:9.4f} {row['recall']:9.4f} {row['f1']:9.4f} {row['support']:8d}")
+        print(f"{shown_path(row['class']):<20} {row['precision']:9.4f} {row['recall']:9.4f} {row['f1']:9.4f} "
+              f"{row['support']:8d}")
     _print_confusion(report)
     worst = sorted(report.misclassified, key=lambda m: -m.prob)[: args.worst]
     print(f"{len(report.misclassified)} misclassified" + (f"; the {len(worst)} most confident mistakes:" if worst
                                                           else ""))
     for m in worst:
-        print(f"  {report.classes[m.true]} -> {report.classes[m.predicted]} ({m.prob * 100:.1f} %)  {m.path}")
+        print(f"  {shown_path(report.classes[m.true])} -> {shown_path(report.classes[m.predicted])} "
+              f"({m.prob * 100:.1f} %)  {shown_path(m.path)}")
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
     for path, why in left_out:
-        print(f"skipped {path}: {why}", file=sys.stderr)
+        print(f"skipped {shown_path(path)}: {why}", file=sys.stderr)
     return EXIT_SOME_FAILED if report.skipped or left_out else EXIT_OK
 
 
 def _print_confusion(report) -> None:
-    names = [c[:8] for c in report.classes]
+    names = [shown_path(c)[:8] for c in report.classes]
     width = max(8, *(len(n) for n in names))
     print("confusion matrix (rows: true class, columns: predicted)")
     print(" " * (width + 1) + " ".join(f"{n:>{width}}" for n in names))

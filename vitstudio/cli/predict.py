@@ -201,7 +201,8 @@ def _human(pred) -> str:
 
     if not pred.ok:
         return f"{shown_path(pred.path)}\n  error: {pred.error}"
-    rows = [f"  {p * 100:6.2f}%  {label}  [{i}]" for i, label, p in zip(pred.indices, pred.labels, pred.probs)]
+    rows = [f"  {p * 100:6.2f}%  {shown_path(label)}  [{i}]" for i, label, p in zip(pred.indices, pred.labels,
+                                                                                 pred.probs)]
     return "\n".join([shown_path(pred.path), *rows, _ood_line(pred)])
 
 

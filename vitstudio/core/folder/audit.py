@@ -132,8 +132,8 @@ class AuditReport:
                 lines.append(f"  The count means little: {probe.caveat()}.")
             lines.append("Most doubtful labels (quality: cleanlab's label-quality score, low = doubtful):")
             for i in self.label_issues[:top]:
-                lines.append(f"{'*' if i.flagged else ' '} {i.quality:.4g}  {shown_path(i.path)}: given {i.given}, "
-                             f"looks like {i.suggested} (p(given) {i.p_given:.4g})")
+                lines.append(f"{'*' if i.flagged else ' '} {i.quality:.4g}  {shown_path(i.path)}: given "
+                             f"{shown_path(i.given)}, looks like {shown_path(i.suggested)} (p(given) {i.p_given:.4g})")
             if len(self.label_issues) > top:
                 lines.append(f"  … {len(self.label_issues) - top} more, see --json")
         if self.errors:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vitstudio.core.files import shown_path
+
 # Shuffle-label experiments (tests/benchmarks/label_review_noise.py: digits' pixels, 240 two-class photo crops as
 # pixels and through the demo model, features degraded with noise, 0-20 % of labels flipped): on clean folders
 # cleanlab flagged 0.2-2.2 % of the labels at balanced out-of-fold accuracy ≥ 88 %, 5-15 % at 79-82 %, 12-24 % at
@@ -78,7 +80,7 @@ class ProbeAccuracy:
     def describe(self, most: int = 6) -> str:
         """'out-of-fold accuracy 65 % (ants 60 %, bees 70 %)'; with many classes, the weakest ones."""
         shown = self.per_class if len(self.per_class) <= most else sorted(self.per_class, key=lambda c: c[1])[:most]
-        parts = ("" if shown is self.per_class else "weakest: ") + ", ".join(f"{name} {_percent(acc)}"
+        parts = ("" if shown is self.per_class else "weakest: ") + ", ".join(f"{shown_path(name)} {_percent(acc)}"
                                                                            for name, acc, _ in shown)
         return f"out-of-fold accuracy {_percent(self.overall)} ({parts})"
 

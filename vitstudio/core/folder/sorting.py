@@ -50,8 +50,9 @@ class SortPlan:
 
     def describe(self) -> str:
         verb = "move" if self.move else "copy"
-        parts = ", ".join(f"{label}: {n}" for label, n in self.summary().items())
-        return f"Would {verb} {files.counted(len(self.placements), 'image')} into {self.out} ({parts})."
+        parts = ", ".join(f"{files.shown_path(label)}: {n}" for label, n in self.summary().items())
+        return (f"Would {verb} {files.counted(len(self.placements), 'image')} into {files.shown_path(self.out)} "
+                f"({parts}).")
 
 
 class NestedFoldersError(ValueError):
