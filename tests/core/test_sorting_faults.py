@@ -345,3 +345,18 @@ def test_an_undo_killed_at_random_instants_finishes_on_rerun(tmp_path):
             undo = undo_sort(log)
             assert not undo.problems and not undo.kept
         assert _digests(src) == original and list(out.iterdir()) == [] and log.with_suffix(".undone").is_file()
+
+
+def test_an_undo_of_one_file_says_one_file():
+    """The Folder tab's undo line said "Undid 1 files (1 copies removed, …); removed 1 empty folders": the counts
+    take their singular at one."""
+    from vitstudio.core.folder.undo import UndoResult
+
+    one = UndoResult("sort.jsonl", removed=1, moved_back=0, kept=("a.jpg",), folders_removed=("cats",),
+                     folders_kept=("dogs",), problems=())
+    assert one.describe().splitlines()[:2] + [one.describe().splitlines()[3]] == [
+        "Undid 1 file (1 copy removed, 0 moved back); removed 1 empty folder the sort had created.",
+        "Kept 1 copy changed since the sort (they are yours now):",
+        "Left 1 folder the sort had created, not empty:"]
+    two = UndoResult("sort.jsonl", removed=2, moved_back=1, kept=(), folders_removed=(), folders_kept=(), problems=())
+    assert two.describe().startswith("Undid 3 files (2 copies removed, 1 moved back); removed 0 empty folders")

@@ -141,6 +141,45 @@ def test_a_long_error_is_elided_beside_the_error_button_not_cut_under_it(window,
     assert bar.currentMessage() == "Saved view.png" and bar.toolTip() == ""
 
 
+def test_a_passing_message_is_cut_between_words_again_when_the_jobs_label_grows(window, qtbot):
+    """The status bar cut a message mid-word: Qt's middle elision cuts inside a word, and a message shown while the
+    jobs label was short was clipped under it when it grew (a job started), with no sign and no tooltip. A message
+    is elided between words (or a path's parts) and again when the room changes, the whole in the tooltip; the jobs
+    label counts "1 image" (it said "1 images"). [window]"""
+    from PIL import Image
+    from PySide6.QtWidgets import QApplication
+
+    from vitstudio.app.app_state import make_entry
+
+    window.resize(1280, 720)
+    window._status_timer.stop()  # the jobs label as the test sets it
+    window.status_jobs.setText("cpu · fp32")
+    QApplication.processEvents()
+    whole = ("Drop images or folders on the window. Models marked ● have weights available offline; others need a "
+             "network once, or a file in models/. ") * 2 + "Reading /data/photos/holidays/2024/beach.jpg"
+    window.state.message.emit("info", whole)
+    bar = window.statusBar()
+
+    def whole_words_in_room() -> bool:
+        shown = bar.currentMessage()
+        return bar.fontMetrics().horizontalAdvance(shown) <= window.status_jobs.x() - 16 and "…" in shown
+
+    qtbot.waitUntil(whole_words_in_room)
+    short_room = bar.currentMessage()
+    window.status_jobs.setText("cpu · fp32 · 1.2 GB RAM · 40 images · Reading images, Label review, Embedding the "
+                               "folder, Teaching")
+    qtbot.waitUntil(lambda: whole_words_in_room() and bar.currentMessage() != short_room)
+    for shown in (short_room, bar.currentMessage()):  # the start and the end of the whole, cut between words
+        head, tail = shown.split("…")
+        tail = tail.lstrip()
+        assert head.startswith("Drop images") and tail.endswith("beach.jpg") and len(head) > 20, shown
+        assert whole.startswith(head) and head[-1] in " /" and whole.endswith(tail) and whole[-len(tail) - 1] in " /"
+    assert bar.toolTip() == whole
+    window.state.add_images([make_entry("one", Image.new("RGB", (8, 8)))])
+    window._refresh_status()
+    assert " · 1 image · " in window.status_jobs.text()
+
+
 def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window):
     """The walk: the model bar marks each model ● (weights here) ○ (from the hub) · (none), but the Training tab's
     base model and Compare's second model listed plain specs, so a user picked a base model with no weights here

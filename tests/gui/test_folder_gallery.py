@@ -64,7 +64,10 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     folder.follow_map.click()  # the map no longer filters: the tag does
     folder.toolbar.tag_filter.setCurrentIndex(folder.toolbar.tag_filter.findText("keep"))
     assert folder.view_state.tag == "keep" and sorted(folder.visible_rows()) == inside.tolist()
+    said = []
+    folder.state.message.connect(lambda _level, text: said.append(text))
     folder.tag_menus.save_view()
+    assert said[-1] == "View 'kept' saved: 1 rule."  # it said "1 rules"
     folder.reset_button.click()
     assert len(folder.visible_rows()) == 40 and folder.toolbar.tag_filter.currentText() == "any tags"
     folder.tag_menus.views_menu.aboutToShow.emit()

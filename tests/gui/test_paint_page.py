@@ -90,3 +90,17 @@ def test_a_mouse_drag_paints_the_image_pixels_under_it_and_the_overlay_shows_the
     qtbot.keyClick(canvas, Qt.Key_Z, Qt.ControlModifier)  # the page's Ctrl+Z: the background drag goes
     assert set(np.unique(model.paint.mask(model.image))) == {1, UNPAINTED} and page.redo_button.isEnabled()
     assert canvas.overlay.pixelColor(15, 0).alpha() == 0 and model.shown is None
+
+
+def test_the_focus_stays_on_the_page_while_the_folder_is_segmented(page, qtbot):
+    """Segment folder disabled the button that had the focus, and Qt handed it to the next widget of the window's
+    chain: the model bar's Model field, where the next keys typed replaced the model's name. Cancel takes the focus
+    while the folder is segmented, Segment folder again when it is done."""
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page.window())
+    page.segment_button.setFocus()
+    assert QApplication.focusWidget() is page.segment_button
+    page.model.busy.emit(True)
+    assert QApplication.focusWidget() is page.cancel_button and not page.segment_button.isEnabled()
+    page.model.busy.emit(False)
+    assert QApplication.focusWidget() is page.segment_button and not page.cancel_button.isVisible()

@@ -122,7 +122,7 @@ class FolderModel:
         if not len(results):
             self._say(EMPTY_FOLDER.format(source=self.source))
             return
-        self._say(f"{len(results)} images of {self.source} ({embedded.computed} computed now, "
+        self._say(f"{counted(len(results), 'image')} of {self.source} ({embedded.computed} computed now, "
                   f"{len(results) - embedded.computed} from the cache, {len(embedded.errors)} unreadable). Select a "
                   f"row for similar images." + ("" if results.has_predictions else NO_CLASSES))
         self.jobs.start("map", "Folder map", map_job, embedded, on_result=self._on_map, on_error=self._on_failed)

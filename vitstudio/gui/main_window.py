@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from vitstudio.app.app import App
 from vitstudio.app.app_state import make_entry
 from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
+from vitstudio.core.files import counted
 
 from . import workers
 from .actions import build_menus
@@ -431,7 +432,7 @@ class MainWindow(QMainWindow):
             memory = memory_in_use(model.device if model else None)
         else:
             memory = "loading PyTorch and timm…"
-        self.status_jobs.setText(f"{device} · {memory} · {len(self.state.images)} images · {running}")
+        self.status_jobs.setText(f"{device} · {memory} · {counted(len(self.state.images), 'image')} · {running}")
 
     def closeEvent(self, event) -> None:
         if self.close_guard is not None and not self.close_guard.allows_close():

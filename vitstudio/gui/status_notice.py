@@ -1,5 +1,7 @@
 """Messages in the status bar. A passing one (`PassingMessages`) is elided to the room left of the permanent widgets
-(QStatusBar clips it at their edge without a sign: a long error read as cut off), the whole text in the tooltip.
+(QStatusBar clips it at their edge without a sign: a long error read as cut off), between words or path parts (never
+inside a word), again whenever that room changes (the jobs label grows as jobs start), the whole text in the
+tooltip.
 What the user must not miss, kept where they look: a line in the status bar with a link to the file or folder it
 is about and a × to dismiss it, until they do or another notice takes its place. Not modal, never clipped (elided
 to the room there is, the whole text in its tooltip). Used for the previous session's crash (with its log) and for
@@ -8,24 +10,56 @@ finished exports (with their folder, and the seed format's note on its transform
 from __future__ import annotations
 
 import html
+import re
+import time
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontMetrics, QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
 
 
-class PassingMessages:
-    """`show(text)`: `text` in `status_bar` for a while, elided in the middle to fit beside `permanent` (the
-    widgets added with addPermanentWidget, which QStatusBar draws over the message's end)."""
+def elided_at_words(text: str, metrics: QFontMetrics, width: int) -> str:
+    """`text` within `width` pixels, elided in the middle between words: whole words (or parts of a path, cut after
+    a '/') from the start and from the end, alternately while they fit, joined by '…'. Only a first word wider
+    than the room is cut inside (Qt's middle elision)."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    parts = re.split(r"(?<= )|(?<=/)(?=\w)", text)  # each word, or a path's part, with the space or slash after it
+
+    def joined(head: int, tail: int) -> str:
+        start, end = "".join(parts[:head]), "".join(parts[tail:])
+        return start + "…" + (" " if start.endswith(" ") and end else "") + end.lstrip()
+
+    head, tail, stuck = 0, len(parts), set()
+    while head < tail and len(stuck) < 2:
+        side = "head" if "head" not in stuck and (head <= len(parts) - tail or "tail" in stuck) else "tail"
+        step = (head + 1, tail) if side == "head" else (head, tail - 1)
+        if step[0] <= step[1] and metrics.horizontalAdvance(joined(*step)) <= width:
+            head, tail = step
+        else:
+            stuck.add(side)
+    if head == 0:
+        return metrics.elidedText(text, Qt.ElideMiddle, width)
+    return joined(head, tail)
+
+
+class PassingMessages(QObject):
+    """`show(text)`: `text` in `status_bar` for a while, elided in the middle between words to fit beside
+    `permanent` (the widgets added with addPermanentWidget, which QStatusBar draws over the message's end), and
+    elided again when they or the bar change size."""
 
     # QStatusBar's message rect starts 6 px in and keeps 2 px from a permanent widget; spacing; and a gap of 16 px,
     # so the message's last word does not run into "cpu · fp32 · RAM…"
     MARGINS = 40
 
     def __init__(self, status_bar: QStatusBar, permanent: list[QWidget]) -> None:
+        super().__init__(status_bar)
         self.status_bar, self.permanent = status_bar, permanent
         self.text = ""  # the whole of the latest message
+        self._shown, self._until = "", 0.0  # what the bar shows of it, and until when (time.monotonic)
+        for widget in (status_bar, *permanent):
+            widget.installEventFilter(self)
 
     def room(self) -> int:
         """Width the message gets: the status bar's less the permanent widgets shown (by their size hints: one just
@@ -34,10 +68,23 @@ class PassingMessages:
         return max(40, self.status_bar.width() - taken - self.MARGINS)
 
     def show(self, text: str, timeout: int = 8000) -> None:
-        self.text = text
-        shown = self.status_bar.fontMetrics().elidedText(text, Qt.ElideMiddle, self.room())
-        self.status_bar.setToolTip(text if shown != text else "")
-        self.status_bar.showMessage(shown, timeout)
+        self.text, self._until = text, time.monotonic() + timeout / 1000 if timeout else 0.0
+        self._show()
+
+    def _show(self) -> None:
+        shown = elided_at_words(self.text, self.status_bar.fontMetrics(), self.room())
+        self.status_bar.setToolTip(self.text if shown != self.text else "")
+        left = round((self._until - time.monotonic()) * 1000) if self._until else 0
+        self._shown = shown
+        self.status_bar.showMessage(shown, max(1, left) if self._until else 0)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name)
+        """The room changed (a permanent widget resized, shown or hidden; the bar resized): the message still up is
+        elided to the new room."""
+        if event.type() in (QEvent.Resize, QEvent.Show, QEvent.Hide) and self._shown and \
+                self.status_bar.currentMessage() == self._shown:
+            self._show()
+        return False
 
 
 class StatusNoticeWidget(QWidget):

@@ -36,18 +36,23 @@ class UndoResult:
         return self.removed + self.moved_back
 
     def describe(self) -> str:
-        lines = [f"Undid {self.undone} files ({self.removed} copies removed, {self.moved_back} moved back); "
-                 f"removed {len(self.folders_removed)} empty folders the sort had created."]
+        lines = [f"Undid {files.counted(self.undone, 'file')} ({_copies(self.removed)} removed, {self.moved_back} "
+                 f"moved back); removed {files.counted(len(self.folders_removed), 'empty folder')} the sort had "
+                 f"created."]
         if self.kept:
-            lines.append(f"Kept {len(self.kept)} copies changed since the sort (they are yours now):")
+            lines.append(f"Kept {_copies(len(self.kept))} changed since the sort (they are yours now):")
             lines += [f"  kept {p}" for p in self.kept]
         if self.folders_kept:
-            lines.append(f"Left {len(self.folders_kept)} folders the sort had created, not empty:")
+            lines.append(f"Left {files.counted(len(self.folders_kept), 'folder')} the sort had created, not empty:")
             lines += [f"  {p}" for p in self.folders_kept]
         lines += [f"  {note}" for note in self.notes]
         if not self.problems:
             lines.append(f"Journal closed: {self.log}")
         return "\n".join(lines)
+
+
+def _copies(n: int) -> str:
+    return f"{n} cop{'y' if n == 1 else 'ies'}"
 
 
 def journal_for(target: str | Path) -> Path:

@@ -18,6 +18,7 @@ from functools import partial
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
+from vitstudio.core.files import counted
 from vitstudio.core.folder.exclusions import read_exclusions, write_exclusions
 from vitstudio.core.folder.journal import relocations
 from vitstudio.core.folder.sorting import apply_sort, undo_sort
@@ -58,7 +59,7 @@ class FileOperations(QObject):
     def run_sort(self, plan) -> None:
         """Copy (or move) the plan's files in a long job, as an undoable command."""
         verb = "Move" if plan.move else "Sort"
-        self.undo_stack.push(FileOperationCommand(self, plan, f"{verb} {len(plan.placements)} images into "
+        self.undo_stack.push(FileOperationCommand(self, plan, f"{verb} {counted(len(plan.placements), 'image')} into "
                                                               f"{os.path.basename(plan.out) or plan.out}"))
 
     def move_reviewed(self, plan, path: str, label: str) -> None:

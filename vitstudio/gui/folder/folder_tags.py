@@ -78,4 +78,4 @@ class FolderTagMenus(QObject):
         except ValueError as exc:
             self.say("warning", str(exc))
             return
-        self.say("info", f"View '{name}' saved: {len(self.tags.current_rules())} rules.")
+        self.say("info", f"View '{name}' saved: {counted(len(self.tags.current_rules()), 'rule')}.")

@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from vitstudio.app.run_curves import RunCurves, lr_note
+from vitstudio.core.files import counted
 from vitstudio.core.jobs import Progress
 from vitstudio.core.models.catalog import models_dir
 from vitstudio.core.models.run_record import FINISHED
@@ -406,7 +407,7 @@ class TrainingPanel(QWidget):
         status = run_status(folder)
         self.progress.setRange(0, 1)
         self.progress.setValue(1 if status in FINISHED else 0)
-        self.progress.setFormat(f"{folder.name}: {status} · {self.shown.done} epochs")
+        self.progress.setFormat(f"{folder.name}: {status} · {counted(self.shown.done, 'epoch')}")
 
     def export_data(self):
         """The curves of the run shown (epochs × columns), or its confusion matrix when Results is on screen."""

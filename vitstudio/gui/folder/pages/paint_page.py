@@ -5,7 +5,7 @@ the page), the classes' names, "Segment folder" with its progress and Cancel, an
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -152,7 +152,15 @@ class PaintPage(QWidget):
             self.classes.setText(", ".join(self.model.paint.state.classes))  # refused: the names in use again
 
     def _on_busy(self, busy: bool) -> None:
+        # a focused button disabled or hidden hands the focus to the next widget of the window's chain (it went to
+        # the model bar's Model field, where typing replaced the model's name): the one taking its place gets it
+        focused = any(w.hasFocus() for w in (self.segment_button, self.cancel_button, self.export_button))
+        taking_over = self.cancel_button if busy else self.segment_button
         self.progress.setVisible(busy)
+        taking_over.setVisible(True)
+        taking_over.setEnabled(True)
+        if focused:
+            taking_over.setFocus(Qt.OtherFocusReason)
         self.cancel_button.setVisible(busy)
         self.segment_button.setEnabled(not busy)
         self.export_button.setEnabled(not busy)
