@@ -142,7 +142,8 @@ def test_a_card_renames_or_deletes_its_class_removes_a_sample_and_a_taken_name_i
                                                                                            monkeypatch):
     """The class card's ⋯ button (and its context menu) renames or deletes the class (asked first), a thumbnail's
     context menu removes that sample; Add class with a name taken says so in one line (it was silently ignored); the
-    cards keep the project's order; at 1280×720 every card's buttons are on screen without scrolling sideways."""
+    cards keep the project's order; at 1280×720 every card's buttons are on screen without scrolling sideways.
+    [panel]"""
     from PySide6.QtWidgets import QInputDialog, QScrollArea
 
     from vitstudio.gui.teach import teach_panel
