@@ -393,12 +393,12 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
         corner = control.mapTo(panel, control.rect().bottomRight())
         assert control.isVisible() and corner.x() <= panel.width() and corner.y() <= bar.geometry().bottom(), (
             control, corner, panel.width())
-    tabs = panel.side.tabBar()  # every side tab in sight, none behind scroll arrows (Layers, Concepts were: walk)
-    assert all(0 <= tabs.tabRect(i).left() and tabs.tabRect(i).right() <= tabs.width() for i in range(tabs.count()))
-    assert [panel.side.tabToolTip(i) for i in (1, 2)] == ["Similar images", "Label review"]
+    side = panel.side  # every page's title whole and in sight in the side's list
+    assert all(_title_whole(side, i) for i in range(side.count()))
+    assert [side.tabText(i) for i in (1, 2, 3)] == ["Similar images", "Label review", "Duplicates"]
     header = panel.table.horizontalHeader()  # beside them the table keeps its confidence column in sight
     right = header.sectionPosition(3) + header.sectionSize(3)
-    assert tabs.count() >= 8 and right <= panel.table.viewport().width(), (right, panel.table.viewport().width())
+    assert side.count() >= 9 and right <= panel.table.viewport().width(), (right, panel.table.viewport().width())
     wrapped = bar.height()
     window.resize(1280 + 900, 720)  # room for one line each: the rows unwrap
     qtbot.wait(50)
@@ -408,6 +408,41 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     assert panel.map.sizeHint().height() <= 240
     area = panel.parentWidget().parentWidget()  # the tab's scroll area (its viewport holds the page)
     assert panel.height() <= area.viewport().height() + 1, (panel.height(), area.viewport().height())
+
+
+def _title_whole(side, index: int) -> bool:
+    """Page `index`'s title is drawn whole inside the side's list (not cut by its width, not below its bottom)."""
+    rect, view = side.title_rect(index), side.nav.viewport()
+    wanted = side.nav.fontMetrics().horizontalAdvance(side.tabText(index))
+    return rect.isValid() and rect.bottom() <= view.height() and rect.left() + wanted <= view.width()
+
+
+def test_twenty_folder_pages_fit_a_laptop_screen_with_every_title_whole(window, qtbot):
+    """The Folder tab holds twenty pages at 1280×720: eleven more pages (two of them with long titles) in every group
+    leave the window no wider and every title whole in the side's list (a tab bar of nine had renamed Duplicates
+    to fit); each one is shown by its entry in the list. [window]"""
+    from PySide6.QtWidgets import QLabel
+
+    from vitstudio.app.folder_pages import GROUPS
+
+    window.resize(1280, 720)
+    card = window.findChild(QDockWidget, "model_card_dock")
+    window.resizeDocks([card], [270], Qt.Horizontal)
+    window.show_tab("folder")
+    side = window.folder.side
+    before = side.count()
+    titles = [f"Page {i}" if i % 5 else f"Per-class calibration {i}" for i in range(11)]
+    for i, title in enumerate(titles):
+        side.addTab(QLabel(title), title, GROUPS[i % len(GROUPS)])
+    qtbot.wait(50)
+    assert side.count() == before + 11 == 20
+    assert window.width() <= 1280 and window.minimumSizeHint().width() <= 1280
+    side.nav.setCurrentItem(side.nav.topLevelItem(3).child(0))  # the last group's first page, picked in the list
+    assert side.currentWidget() is window.folder.layers_tab and side.group_of(side.currentIndex()) == GROUPS[3]
+    assert side.currentWidget().isVisible()
+    for i in range(side.count()):  # every title is the whole text it was given, scrolled into sight if need be
+        side.nav.scrollToItem(side._items[i])
+        assert _title_whole(side, i), side.tabText(i)
 
 
 def test_distance_plot_title_is_cut_not_clipped(qtbot):

@@ -119,7 +119,7 @@ class FolderPanel(QWidget):
         split.addWidget(self.side)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
-        split.setSizes([520, 480])  # the table's six columns visible at once
+        split.setSizes([410, 590])  # the table's first four columns (confidence) in sight; the pages take the rest
         layout = QVBoxLayout(self)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.info)
@@ -363,7 +363,7 @@ class FolderPanel(QWidget):
     def _on_review(self, report) -> None:
         doubtful = self.review_tab.show_issues(report.label_issues)
         self.files.hide_excluded_from_review()
-        self.side.setCurrentIndex(2)
+        self.side.show_page(self.review_tab)
         self.info.setText(f"{counted(len(doubtful), 'image')} the model doubts, most doubtful first; "
                           f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} "
                           f"{'would be ' if report.made_up_split else ''}across train/val ({report.split}). "

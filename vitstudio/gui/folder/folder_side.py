@@ -4,11 +4,11 @@ the folder's results itself) that knows nothing of the panel."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QTabWidget
+from PySide6.QtWidgets import QWidget
 
-from vitstudio.app.folder_pages import page_entries
+from vitstudio.app.folder_pages import GROUPS, page_entries
 
+from ..common.grouped_pages import GroupedPagesWidget
 from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
 from .folder_layers import LayersTab
@@ -16,29 +16,27 @@ from .folder_map_tab import FolderMapTabWidget
 from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget
 from .pages import page_views
 
-# the style's tabs, drawn with less side padding (a stylesheet that styles padding alone drops the tab shapes)
-TAB_STYLE = ("QTabBar::tab { padding: 4px 6px; margin-right: 1px; border: 1px solid palette(mid); border-bottom: none;"
-             " border-top-left-radius: 3px; border-top-right-radius: 3px; background: palette(button); }"
-             " QTabBar::tab:selected { background: palette(window); }"
-             " QTabBar::tab:!selected { margin-top: 2px; }")
 
-
-class FolderSideWidget(QTabWidget):
+class FolderSideWidget(GroupedPagesWidget):
     def __init__(self, panel) -> None:
-        # at 1280×720 every tab stays in sight, titles whole (no scroll arrows, no elision)
-        super().__init__(usesScrollButtons=False, elideMode=Qt.ElideNone)
-        # a tab's side padding halved: eight whole titles kept the side ~550 px wide at 1280×720, and the table
-        # beside it cut its confidence column; with the Paint page, 'Duplicates' is 'Copies' (its tooltip whole)
-        self.tabBar().setStyleSheet(TAB_STYLE)
+        super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
         self.map_tab, self.similar_tab = FolderMapTabWidget(), SimilarImagesWidget()
         self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
         self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
-        for tab, title, tooltip in (
-                (self.map_tab, "Map", "Map"), (self.similar_tab, "Similar", "Similar images"),
-                (self.review_tab, "Review", "Label review"), (self.duplicates, "Copies", "Duplicates"),
-                (self.labels_tab, "Labels", "Labels"), (self.layers_tab, "Layers", "Layers"),
-                (self.concepts_tab, "Concepts", "Concepts"),
-                *((page, page.model.title, page.model.tooltip) for page in self.pages)):
-            self.setTabToolTip(self.addTab(tab, title), tooltip)
+        groups = {entry.id: entry.group for entry in page_entries()}
+        for tab, title, tooltip, group in (
+                (self.map_tab, "Map", "The folder's images on a map of their features", "Explore"),
+                (self.similar_tab, "Similar images", "The images most like the selected one", "Explore"),
+                (self.review_tab, "Label review", "Images whose folder's label the model doubts", "Clean"),
+                (self.duplicates, "Duplicates", "Exact and near duplicates, and leaks across train/val", "Clean"),
+                (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
+                (self.layers_tab, "Layers", "How well each block's features separate the classes", "Learn"),
+                (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),
+                *((page, page.model.title, page.model.tooltip, groups[page.page_id]) for page in self.pages)):
+            self.addTab(tab, title, group, tooltip)
+        self.setCurrentWidget(self.map_tab)
+
+    def show_page(self, page: QWidget) -> None:
+        self.setCurrentWidget(page)
