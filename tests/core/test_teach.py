@@ -298,8 +298,10 @@ def test_a_clip_style_model_starts_from_the_card_names_until_samples_take_over(t
         reference = (clip.logit_scale.exp() * image @ classifier).numpy()
     np.testing.assert_allclose(start.logits(image_features(loaded, [frame])), reference, atol=1e-5, rtol=0)
     colours = {"red_square": (200, 40, 30), "blue_disc": (20, 40, 210), "green": (30, 200, 40)}
-    for name, (r, g, b) in colours.items():
-        project = add_images(project, name, [Image.new("RGB", (32, 32), (r, g + 9 * i, b)) for i in range(2)])
+    rng = np.random.default_rng(0)  # two distinct samples each (two flat frames are near-copies: split together)
+    for name, colour in colours.items():
+        project = add_images(project, name, [Image.fromarray(np.clip(rng.normal(colour, 40, (32, 32, 3)), 0, 255)
+                                                             .astype(np.uint8)) for _ in range(2)])
     fitted = drain(refit(loaded, project))
     assert isinstance(fitted, TeachResult) and fitted.head.recipe == "quick" and len(fitted.paths) == 6
     val = fitted.split.val  # the prior beside it: the names' zero-shot head on the same held-out samples
@@ -449,3 +451,79 @@ def test_a_teach_export_carries_an_ood_bank_and_predict_gives_a_verdict(cli_expo
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["top"][0]["label"], r["ood_calibrated"], r["ood_verdict"]) for r in rows] == [
         ("5", True, "like"), ("8", True, "unlike")], rows  # the noise is "8 97.9 %" by the head alone
+
+
+def _recorded_project(digits, root, recordings=20, frames=6):
+    """A Teach project of `recordings` holds, each `frames` frames of one digit image a few milliseconds apart (pixel
+    noise of ±2), the holds given to classes a and b at random: nothing but the recording tells a from b."""
+    from vitstudio.app.teach_state import TeachModel
+
+    _, project, _ = digits
+    images = [np.asarray(Image.open(project.samples[c][k]).convert("RGB"), np.int16) for k in range(2)
+              for c in project.classes][:recordings]  # 20 distinct digits, two of each
+    rng = np.random.default_rng(0)
+    teach = TeachModel()
+    teach.open(root)
+    for name in ("a", "b"):
+        teach.add_class(name)
+    for k, image in enumerate(images):
+        teach.hold("ab"[k % 2] if k < 4 else "ab"[int(rng.integers(0, 2))])
+        for i in range(frames):
+            teach.offer(i / 24, np.clip(image + rng.integers(-2, 3, image.shape), 0, 255).astype(np.uint8))
+        assert teach.release() == frames
+    return teach.project
+
+
+def test_frames_of_one_recording_stay_on_one_side_and_no_longer_inflate_validation(digits, tmp_path):
+    """Frames held to record are split by recording: the frames of one hold are all in training or all held out,
+    from recordings.json and, without it (frames added as files), from the near-duplicate groups alone. Split frame
+    by frame, every held-out frame has a near-identical twin in training and validation scores the recording, not
+    the head: on 20 holds of 6 frames given to two classes at random, 97 % frame by frame vs 54 % (chance) by
+    recording, over three split seeds."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from vitstudio.core.teach.project import RECORDINGS, recordings
+
+    loaded = digits[0]
+    project = _recorded_project(digits, tmp_path / "p")
+    hold_of = recordings(project.root)
+    features = drain(project_features(loaded, project))
+    holds = np.asarray([hold_of[Path(p).name] for p in features.paths])
+    assert len(set(holds)) == 20
+    result = fit_features(features)
+    val = np.zeros(len(holds), bool)
+    val[result.split.val] = True
+    assert all(len(set(val[holds == h])) == 1 for h in set(holds))  # never on both sides
+    assert val.any() and (~val).any()
+    by_frame = fit_features(replace(features, groups=None))  # the split before: frame by frame
+    frame_val = np.zeros(len(holds), bool)
+    frame_val[by_frame.split.val] = True
+    assert any(len(set(frame_val[holds == h])) == 2 for h in set(holds))
+    honest = [fit_features(features, seed=s).val_accuracy for s in range(3)]
+    inflated = [fit_features(replace(features, groups=None), seed=s).val_accuracy for s in range(3)]
+    assert np.mean(inflated) >= 0.9 and np.mean(honest) <= 0.7, (inflated, honest)
+    (project.root / RECORDINGS).unlink()  # the same frames, no record of their holds: the near-copies alone
+    alone = drain(project_features(loaded, open_project(project.root)))
+    assert [len(set(alone.groups[holds == h])) for h in sorted(set(holds))] == [1] * 20
+
+
+def test_validation_says_when_it_holds_too_few_samples_to_mean_anything(digits, capsys):
+    """A class with fewer than 5 held-out samples (2 of 7: its accuracy can only be 0, 50 or 100 %), or none (every
+    sample one recording), is named in one line: the result's validation_note, `teach`'s report and --json; a class
+    with nothing held out has no accuracy (None, "—"), not 0 %."""
+    from vitstudio.core.teach.session import TeachFeatures
+
+    x = np.random.default_rng(0).normal(0, 1, (14 + 12, 8)).astype(np.float32)
+    labels = np.asarray([0] * 7 + [1] * 7 + [2] * 12)
+    groups = np.concatenate([np.arange(14), np.full(12, 99)])  # class c: one recording
+    result = fit_features(TeachFeatures(("a", "b", "c"), tuple(f"{i}.png" for i in range(26)), labels, x,
+                                        groups=groups))
+    assert result.held_out() == {"a": 2, "b": 2, "c": 0}
+    assert result.per_class_accuracy()["c"] is None
+    note = result.validation_note()
+    assert "nothing of c could be held out" in note and "validation holds 2 of a, 2 of b: too few" in note
+    assert "\n" not in note
+    many = fit_features(TeachFeatures(("a", "b"), tuple(f"{i}.png" for i in range(80)), np.repeat([0, 1], 40),
+                                      np.random.default_rng(1).normal(0, 1, (80, 8)).astype(np.float32)))
+    assert many.held_out() == {"a": 6, "b": 6} and many.validation_note() == ""

@@ -65,7 +65,10 @@ class HeldFrames:
     """Frames offered while record is held, kept at `fps` by their own times and at most `limit` (0: any)."""
 
     def __init__(self, fps: float, limit: int = 0) -> None:
+        import uuid
+
         self.gap, self.limit = 1.0 / fps, limit
+        self.recording = uuid.uuid4().hex[:12]  # the project keeps which frames came from this hold
         self.frames: list = []
         self._due: float | None = None  # when the next frame is due: one every `gap` on average, never two at once
 
@@ -152,12 +155,12 @@ class TeachModel:
 
         self._changed(add_files(self.project, name, [str(p) for p in expand_paths(paths)]))
 
-    def add_frames(self, name: str, frames: list) -> None:
-        """RGB frames (numpy arrays or PIL images) added to class `name`."""
+    def add_frames(self, name: str, frames: list, recording: str | None = None) -> None:
+        """RGB frames (numpy arrays or PIL images) added to class `name`; `recording`: the hold they come from."""
         from PIL import Image
 
         self._changed(add_images(self.project, name, [f if isinstance(f, Image.Image) else Image.fromarray(f)
-                                                      for f in frames]))
+                                                      for f in frames], recording))
 
     def set_recipe(self, recipe: str) -> None:
         self._set(recipe=recipe)
@@ -198,7 +201,7 @@ class TeachModel:
         name, self.state.record_to = self.state.record_to, None
         if held is None or not held.frames or name is None:
             return 0
-        self.add_frames(name, held.frames)
+        self.add_frames(name, held.frames, held.recording)
         return len(held.frames)
 
     def finish_hold(self, why: str | None = None) -> str | None:

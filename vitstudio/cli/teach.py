@@ -88,11 +88,15 @@ def _report(loaded, features, result, exported) -> None:
     counts = {c: int((result.labels == i).sum()) for i, c in enumerate(result.classes)}
     print(f"{loaded.display_name}, {result.head.recipe} head fitted in {result.fit_seconds:.2f} s on "
           f"{len(result.split.train)} samples ({features.computed} embedded now, the rest from the cache); "
-          f"validation: {len(result.split.val)} samples (15 % of each class, rounded up)")
+          f"validation: {len(result.split.val)} samples (15 % of each class, rounded up, whole recordings and "
+          f"near-duplicate groups)")
     held_out = result.held_out()
     for name, accuracy in result.per_class_accuracy().items():
-        print(f"{name}\t{accuracy:.1%} of {held_out[name]} held out ({counts[name]} samples)")
+        shown = "—" if accuracy is None else f"{accuracy:.1%}"
+        print(f"{name}\t{shown} of {held_out[name]} held out ({counts[name]} samples)")
     print(f"validation accuracy {result.val_accuracy:.1%}")
+    if result.validation_note():
+        print(f"note: {result.validation_note()}")
     for path, true, predicted in result.wrong():
         print(f"wrong: {shown_path(path)} is {true}, predicted {predicted}", file=sys.stderr)
     advice = result.record_next()
@@ -127,6 +131,7 @@ def _figures(project, loaded, why, features, result, exported, skipped) -> dict:
             "samples": {c: int((result.labels == i).sum()) for i, c in enumerate(result.classes)},
             "train": len(result.split.train), "val": len(result.split.val), "val_accuracy": result.val_accuracy,
             "per_class_accuracy": result.per_class_accuracy(), "confusion": result.confusion.tolist(),
+            "validation_note": result.validation_note() or None,
             "wrong": [{"path": p, "true": t, "predicted": k} for p, t, k in result.wrong()],
             "record_next": list(result.record_next() or []),
             "fit_seconds": result.fit_seconds, "embedded_now": features.computed,

@@ -238,11 +238,13 @@ def _leak(paths: Sequence[str], val: set[str] | None) -> bool:
 
 def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: np.ndarray | None = None,
                 feature_index: np.ndarray | None = None, hash_distance: int = HASH_DISTANCE,
-                threshold: float | None = None, val: set[str] | None = None
+                threshold: float | None = None, val: set[str] | None = None, fixed_cuts: bool = False
                 ) -> tuple[list[DuplicateGroup], Thresholds, list[str]]:
     """Exact groups and near groups (cliques on which ≥ 2 signals agree) of `paths`, the thresholds used, notes.
     `features` (rows of `feature_index` into `paths`) are the model's pooled features; `threshold` fixes their
-    cosine cut instead of calibrating it."""
+    cosine cut instead of calibrating it. `fixed_cuts`: the hash and thumbnail cuts a small folder gets, not the
+    folder's own distribution (in a folder of recordings nearly every image has a near-copy: a copy is the rule
+    there, not the outlier the calibration looks for)."""
     paths = [str(p) for p in paths]
     fp = fingerprints(paths) if fp is None else fp
     exact = exact_groups(paths)
@@ -253,8 +255,12 @@ def find_groups(paths: Sequence[str], fp: Fingerprints | None = None, features: 
     bits, mbits = (a if keep.all() else a[keep] for a in (fp.bits, fp.mirror_bits))
     # the thumbnails (2 KB an image) as views, read where the calibration and the pairs ask
     thumbs, mthumbs = ((a if isinstance(a, RowView) else RowView(a)).take(keep) for a in (fp.thumbs, fp.mirror_thumbs))
-    hash_distance, hash_why = hash_cut(hash_distance, nearest_hamming(bits, mbits))
-    pixels_cut, pixels_why = calibrate(nearest_similarity(thumbs, mthumbs), "thumbnail correlation", FIXED_PIXELS)
+    if fixed_cuts:
+        hash_why, pixels_cut, pixels_why = f"--hash-distance {hash_distance}", FIXED_PIXELS, "fixed"
+    else:
+        hash_distance, hash_why = hash_cut(hash_distance, nearest_hamming(bits, mbits))
+        pixels_cut, pixels_why = calibrate(nearest_similarity(thumbs, mthumbs), "thumbnail correlation",
+                                           FIXED_PIXELS)
     # candidates: the pairs the hash or the features find. A near pair needs two of the three signals, so one of
     # these two always finds it: no search of the thumbnails (of 256 floats, the dearest) is needed
     parts = [hamming_pairs(bits, mbits, hash_distance)]

@@ -23,6 +23,7 @@ from vitstudio.core.errors import UserFacingError
 from vitstudio.core.files import atomic_write_bytes, read_json_value
 
 SETTINGS = "settings.json"
+RECORDINGS = "recordings.json"  # {sample file name: the hold it was recorded in}: frames of one hold are split together
 LABELS = "labels.csv"
 IMAGES = "images"
 RECIPES = ("quick", "teachable-machine")
@@ -155,17 +156,44 @@ def _check_class_name(name: str) -> None:
         raise ProjectError(f"'{name}' cannot name a class (a folder name: not empty, no slash, not hidden).")
 
 
-def add_images(project: TeachProject, name: str, images: list[Image.Image]) -> TeachProject:
+def add_images(project: TeachProject, name: str, images: list[Image.Image], recording: str | None = None
+               ) -> TeachProject:
     """Frames (held to record, pasted) added to class `name` as PNGs named by their content; returns the project
-    as it now is on disk, labels.csv rewritten."""
+    as it now is on disk, labels.csv rewritten. `recording`: the hold they were recorded in, kept in
+    recordings.json (the frames written before a failed write too), so the validation split keeps them together."""
     _check_class_name(name)
     folder = project.images / name
-    for image in images:
-        buffer = io.BytesIO()
-        image.convert("RGB").save(buffer, format="PNG")
-        data = buffer.getvalue()
-        atomic_write_bytes(folder / f"{hashlib.sha1(data).hexdigest()[:16]}.png", data)
+    written = []
+    try:
+        for image in images:
+            buffer = io.BytesIO()
+            image.convert("RGB").save(buffer, format="PNG")
+            data = buffer.getvalue()
+            atomic_write_bytes(folder / f"{hashlib.sha1(data).hexdigest()[:16]}.png", data)
+            written.append(f"{hashlib.sha1(data).hexdigest()[:16]}.png")
+    finally:
+        if recording and written and project.is_teach_project:
+            _remember_recording(project.root, written, recording)
     return _reopened(project)
+
+
+def recordings(root: str | Path) -> dict[str, str]:
+    """{sample file name: its recording} of a project ({} without recordings.json, or with a damaged one: the split
+    then groups by near-duplicates alone)."""
+    try:
+        value = json.loads((Path(root) / RECORDINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _remember_recording(root: Path, names: list[str], recording: str) -> None:
+    known = recordings(root)
+    known.update(dict.fromkeys(names, recording))
+    try:
+        atomic_write_bytes(root / RECORDINGS, json.dumps(known, indent=0, sort_keys=True).encode())
+    except OSError:  # a full disk: the frames are kept; only their grouping in the split is lost
+        pass
 
 
 def add_files(project: TeachProject, name: str, files: list[str | Path]) -> TeachProject:

@@ -17,8 +17,8 @@ from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.teach.augment import augmenter
 from vitstudio.core.teach.heads import FITTERS, FittedHead
-from vitstudio.core.teach.project import ProjectError, TeachProject
-from vitstudio.core.teach.split import TeachSplit, teachable_split
+from vitstudio.core.teach.project import ProjectError, TeachProject, recordings
+from vitstudio.core.teach.split import MIN_HELD_OUT, TeachSplit, sample_groups, teachable_split
 from vitstudio.core.teach.words import WordsHead, words_head
 from vitstudio.core.train.quick import classifier_input
 
@@ -33,6 +33,7 @@ class TeachFeatures:
     features: np.ndarray  # (N, D) float32: what the model's final Linear reads
     errors: tuple[tuple[str, str], ...] = ()  # samples that could not be read, with why
     computed: int = 0  # samples run through the model this time (the rest came from the cache)
+    groups: np.ndarray | None = None  # (N,) int64: one recording or near-duplicates (split.sample_groups); None: none
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,28 @@ class TeachResult:
     def predicted(self) -> np.ndarray:
         return self.probabilities.argmax(1)
 
-    def per_class_accuracy(self) -> dict[str, float]:
-        """Validation accuracy of each class (its held-out samples predicted as it)."""
+    def per_class_accuracy(self) -> dict[str, float | None]:
+        """Validation accuracy of each class (its held-out samples predicted as it); None: none held out."""
         matrix = self.confusion
-        return {name: float(matrix[i, i] / max(1, matrix[i].sum())) for i, name in enumerate(self.classes)}
+        return {name: float(matrix[i, i] / matrix[i].sum()) if matrix[i].sum() else None
+                for i, name in enumerate(self.classes)}
+
+    def validation_note(self) -> str:
+        """'' when every class holds out enough samples for its accuracy to mean something, else one line saying
+        which do not: none held out (all its samples are one recording or near-copies of each other), or fewer than
+        MIN_HELD_OUT (2 held out can only score 0, 50 or 100 %)."""
+        held = self.held_out()
+        none = [c for c, n in held.items() if n == 0]
+        few = {c: n for c, n in held.items() if 0 < n < MIN_HELD_OUT}
+        said = []
+        if none:
+            said.append(f"nothing of {', '.join(none)} could be held out (its samples are one recording or "
+                        f"near-copies of each other: record it again, in another hold)")
+        if few:
+            said.append(f"validation holds {', '.join(f'{n} of {c}' for c, n in few.items())}: too few for the "
+                        f"accuracy to mean much (fewer than {MIN_HELD_OUT} per class; add samples from more "
+                        f"recordings)")
+        return "; ".join(said)
 
     def held_out(self) -> dict[str, int]:
         """Validation samples per class."""
@@ -80,7 +99,8 @@ class TeachResult:
         if not wrong.any():
             return None
         accuracy = self.per_class_accuracy()
-        weakest = min(range(len(self.classes)), key=lambda i: (accuracy[self.classes[i]], -wrong[i].sum()))
+        weakest = min((i for i in range(len(self.classes)) if accuracy[self.classes[i]] is not None),
+                      key=lambda i: (accuracy[self.classes[i]], -wrong[i].sum()))
         return self.classes[weakest], self.classes[int(wrong[weakest].argmax())]
 
     def cell_paths(self, true: int, predicted: int) -> list[str]:
@@ -117,9 +137,10 @@ def project_features(loaded: LoadedModel, project: TeachProject, batch_size: int
     kept = [(row_of[str(p)], str(p), label) for p, label in labelled if str(p) in row_of]
     rows = np.asarray([r for r, _, _ in kept], np.int64)
     features = classifier_input(loaded.model, embedded.features_of(rows))
-    return TeachFeatures(project.classes, tuple(p for _, p, _ in kept),
-                         np.asarray([label for _, _, label in kept], np.int64), features, embedded.errors,
-                         embedded.computed)
+    paths = tuple(p for _, p, _ in kept)
+    groups = sample_groups(list(paths), recordings(project.root))  # held out together, never apart
+    return TeachFeatures(project.classes, paths, np.asarray([label for _, _, label in kept], np.int64), features,
+                         embedded.errors, embedded.computed, groups)
 
 
 def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0, cancel: CancelToken | None = None,
@@ -130,7 +151,7 @@ def fit_features(features: TeachFeatures, recipe: str = "quick", seed: int = 0, 
     short = [name for name, n in zip(features.classes, counts) if n < 2]
     if short:  # unreadable samples can leave a class short even when its folder was not
         raise ProjectError(f"class {', '.join(short)} has fewer than two readable samples: add more.")
-    split = teachable_split(features.labels, seed)
+    split = teachable_split(features.labels, seed, features.groups)
     started = time.perf_counter()
     x, y = features.features[split.train], features.labels[split.train]
     if augment is not None:

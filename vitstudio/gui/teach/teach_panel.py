@@ -277,7 +277,8 @@ class TeachPanel(QWidget):
                            (f" · the card names alone (zero-shot): {result.words_accuracy:.1%}"
                             if result.words_accuracy is not None else "") +
                            (f" · {wrong} wrong" if wrong else "") +
-                           (f" · record more of {advice[0]} (taken for {advice[1]})" if advice else ""))
+                           (f" · record more of {advice[0]} (taken for {advice[1]})" if advice else "") +
+                           (f" · {result.validation_note()}" if result.validation_note() else ""))
 
     def _on_words(self, head) -> None:
         """A CLIP-style model before every class has two samples: the preview shows the card names' zero-shot head."""
