@@ -136,6 +136,15 @@ def test_quick_run_is_an_ordinary_run_folder(data, base_weights, tmp_path, capsy
 
     report = json.loads((out / "eval.json").read_text())
     assert report["accuracy"] == pytest.approx(result.best_val_acc)
+    # the line names the head kept: the last step's, whose accuracy eval.json measures (not the step * marks)
+    from vitstudio.cli.train import _report
+
+    assert result.best_val_acc == steps[-1].val_acc and result.best_epoch == len(steps) - 1
+    capsys.readouterr()
+    _report(result)
+    line = capsys.readouterr().out
+    assert line.startswith(f"finished: val accuracy {report['accuracy']:.4f} (the head of step {len(steps)}, the "
+                           f"last") and "best val accuracy" not in line
     capsys.readouterr()
     main(["eval", str(data), "--model", str(out)])
     assert f"accuracy {report['accuracy']:.4f} on {len(paths)} images" in capsys.readouterr().out

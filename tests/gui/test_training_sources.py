@@ -62,7 +62,7 @@ def test_every_preset_finishes_on_every_dataset_kind(panel, qtbot, tmp_path, kin
         qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
         run = panel.shown_run
         assert run_status(run) == "finished", (kind, preset, panel.status.text())
-        assert "best val accuracy" in panel.status.text(), (kind, preset, panel.status.text())
+        assert "val accuracy" in panel.status.text(), (kind, preset, panel.status.text())  # quick: the last step's
 
 
 def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_path):

@@ -122,8 +122,8 @@ def _report(result) -> int:
     the count of files the folder walk ignored, and how to continue a stopped run."""
     from ..core.files import die_at
 
-    print(f"{result.status}: best val accuracy {result.best_val_acc:.4f}{result.kept} after {result.epochs_done} "
-          f"epochs -> {result.out_dir}")
+    print(f"{result.status}: {result.accuracy_name} {result.best_val_acc:.4f}{result.kept} after "
+          f"{result.epochs_done} epochs -> {result.out_dir}")
     for path, why in result.skipped.items():
         print(f"skipped {path}: {why}", file=sys.stderr)
     if result.ignored:

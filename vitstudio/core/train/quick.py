@@ -54,7 +54,7 @@ def quick_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path,
                              f"to resume.")
             return TrainResult(out, "finished", int(status.get("epochs_done", 0)),
                                float(status.get("best_val_acc", -1.0)), None, dict(status.get("skipped", {})),
-                               ignored=dict(status.get("ignored", {})))
+                               int(status.get("best_epoch", -1)), dict(status.get("ignored", {})), last_kept=True)
         _start_over(out)  # killed while it wrote its results: fitting again takes seconds
     run = yield from _prepare(config, cancel, out)
     status, steps_done = "finished", 0
@@ -70,7 +70,8 @@ def quick_run(config: TrainConfig, cancel: CancelToken, resume: bool, out: Path,
         write_status(run, "failed", steps_done)
         raise
     write_status(run, status, steps_done)  # last: "finished" promises everything above is on disk
-    return TrainResult(out, status, steps_done, run.best_acc, report, dict(run.skipped), ignored=dict(run.ignored))
+    return TrainResult(out, status, steps_done, run.best_acc, report, dict(run.skipped), best_epoch=steps_done - 1,
+                       ignored=dict(run.ignored), last_kept=True)
 
 
 def _start_over(out: Path) -> None:
@@ -171,7 +172,7 @@ def _fit(run, cancel: CancelToken):
             row = dict(epoch=step.step, train_loss=step.train_loss, train_acc=step.train_acc,
                        val_loss=step.val_loss, val_acc=step.val_acc, lr=config.lr, seconds=step.seconds)
             log.log(row)
-            run.best_acc = step.val_acc  # the head kept is the last step's (head_fit.py says why)
+            run.best_acc, run.best_epoch = step.val_acc, step.step  # the head kept is the last step's (head_fit.py)
             steps = step.step + 1
             yield EpochMetrics(**row, best=step.best)
     finally:

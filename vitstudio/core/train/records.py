@@ -75,11 +75,20 @@ class TrainResult:
     skipped: dict = field(default_factory=dict)  # path -> why: inputs meant to be used and left out (status.json)
     best_epoch: int = -1  # the epoch (from 0) whose model the run folder holds; -1: not told
     ignored: dict = field(default_factory=dict)  # path -> why: files the folder walk met that are no image (notes.txt)
+    last_kept: bool = False  # the run folder holds the last step's model (the quick head), not the best-scoring one
 
     @property
     def kept(self) -> str:
-        """' (the model of epoch N)' for the status lines, when told."""
+        """' (the model of epoch N)' for the status lines, when told; the quick head's says it is the last step's."""
+        if self.last_kept and self.best_epoch >= 0:
+            return (f" (the head of step {self.best_epoch + 1}, the last: the loss's minimum; * marks the step that "
+                    f"scored best)")
         return f" (the model of epoch {self.best_epoch + 1})" if self.best_epoch >= 0 else ""
+
+    @property
+    def accuracy_name(self) -> str:
+        """What the status lines call `best_val_acc`: the kept model's validation accuracy."""
+        return "val accuracy" if self.last_kept else "best val accuracy"
 
 
 def chance_warning(run, epoch: int, num_classes: int) -> RunWarning | None:

@@ -343,7 +343,7 @@ class TrainingPanel(QWidget):
         self.progress.setValue(self.progress.maximum() if result.status in FINISHED else self.progress.value())
         self.progress.setFormat(f"{result.status} · {result.epochs_done} epochs")  # not the last step's message
         skipped = f"; {len(result.skipped)} file(s) skipped (see the log)" if result.skipped else ""
-        self.status.setText(f"{result.status}: best val accuracy {result.best_val_acc * 100:.2f} %{result.kept} "
+        self.status.setText(f"{result.status}: {result.accuracy_name} {result.best_val_acc * 100:.2f} %{result.kept} "
                             f"after {result.epochs_done} epochs → {result.out_dir}{skipped}")
         for path, why in result.skipped.items():
             self.state.message.emit("warning", f"skipped {path}: {why}")
