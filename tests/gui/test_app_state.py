@@ -141,19 +141,24 @@ def test_a_long_error_is_elided_beside_the_error_button_not_cut_under_it(window,
     assert bar.currentMessage() == "Saved view.png" and bar.toolTip() == ""
 
 
-def test_a_passing_message_is_cut_between_words_again_when_the_jobs_label_grows(window, qtbot):
+def test_a_passing_message_is_cut_between_words_again_when_the_jobs_label_grows(window, qtbot, monkeypatch):
     """The status bar cut a message mid-word: Qt's middle elision cuts inside a word, and a message shown while the
     jobs label was short was clipped under it when it grew (a job started), with no sign and no tooltip. A message
     is elided between words (or a path's parts) and again when the room changes, the whole in the tooltip; the jobs
     label counts "1 image" (it said "1 images"). [window]"""
+    from types import SimpleNamespace
+
     from PIL import Image
     from PySide6.QtWidgets import QApplication
 
     from vitstudio.app.app_state import make_entry
+    from vitstudio.gui import main_window
 
     window.resize(1280, 720)
-    window._status_timer.stop()  # the jobs label as the test sets it
-    window.status_jobs.setText("cpu · fp32")
+    window._status_timer.stop()  # the jobs label refreshed by the test, as the timer does
+    jobs = []
+    monkeypatch.setattr(main_window.workers, "running_jobs", lambda: jobs)
+    window._refresh_status()
     QApplication.processEvents()
     whole = ("Drop images or folders on the window. Models marked ● have weights available offline; others need a "
              "network once, or a file in models/. ") * 2 + "Reading /data/photos/holidays/2024/beach.jpg"
@@ -166,8 +171,10 @@ def test_a_passing_message_is_cut_between_words_again_when_the_jobs_label_grows(
 
     qtbot.waitUntil(whole_words_in_room)
     short_room = bar.currentMessage()
-    window.status_jobs.setText("cpu · fp32 · 1.2 GB RAM · 40 images · Reading images, Label review, Embedding the "
-                               "folder, Teaching")
+    jobs += [SimpleNamespace(name=name, cancel_token=SimpleNamespace(paused=False))
+             for name in ("Reading images", "Label review", "Embedding the folder", "Teaching")]
+    window._refresh_status()  # a job started: the jobs label grows
+    jobs.clear()  # stand-ins: nothing for the window's shutdown to cancel
     qtbot.waitUntil(lambda: whole_words_in_room() and bar.currentMessage() != short_room)
     for shown in (short_room, bar.currentMessage()):  # the start and the end of the whole, cut between words
         head, tail = shown.split("…")

@@ -433,6 +433,7 @@ class MainWindow(QMainWindow):
         else:
             memory = "loading PyTorch and timm…"
         self.status_jobs.setText(f"{device} · {memory} · {counted(len(self.state.images), 'image')} · {running}")
+        self.passing.refit()  # the message beside it, elided to the room the label leaves now
 
     def closeEvent(self, event) -> None:
         if self.close_guard is not None and not self.close_guard.allows_close():

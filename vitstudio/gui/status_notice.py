@@ -1,6 +1,6 @@
 """Messages in the status bar. A passing one (`PassingMessages`) is elided to the room left of the permanent widgets
 (QStatusBar clips it at their edge without a sign: a long error read as cut off), between words or path parts (never
-inside a word), again whenever that room changes (the jobs label grows as jobs start), the whole text in the
+inside a word), again when that room has changed (the jobs label grows as jobs start), the whole text in the
 tooltip.
 What the user must not miss, kept where they look: a line in the status bar with a link to the file or folder it
 is about and a × to dismiss it, until they do or another notice takes its place. Not modal, never clipped (elided
@@ -14,7 +14,7 @@ import re
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QFontMetrics, QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QToolButton, QWidget
 
@@ -44,22 +44,19 @@ def elided_at_words(text: str, metrics: QFontMetrics, width: int) -> str:
     return joined(head, tail)
 
 
-class PassingMessages(QObject):
+class PassingMessages:
     """`show(text)`: `text` in `status_bar` for a while, elided in the middle between words to fit beside
-    `permanent` (the widgets added with addPermanentWidget, which QStatusBar draws over the message's end), and
-    elided again when they or the bar change size."""
+    `permanent` (the widgets added with addPermanentWidget, which QStatusBar draws over the message's end);
+    `refit()` elides it again when they have grown or shrunk since (the window calls it as it updates them)."""
 
     # QStatusBar's message rect starts 6 px in and keeps 2 px from a permanent widget; spacing; and a gap of 16 px,
     # so the message's last word does not run into "cpu · fp32 · RAM…"
     MARGINS = 40
 
     def __init__(self, status_bar: QStatusBar, permanent: list[QWidget]) -> None:
-        super().__init__(status_bar)
         self.status_bar, self.permanent = status_bar, permanent
         self.text = ""  # the whole of the latest message
-        self._shown, self._until = "", 0.0  # what the bar shows of it, and until when (time.monotonic)
-        for widget in (status_bar, *permanent):
-            widget.installEventFilter(self)
+        self._shown, self._until, self._room = "", 0.0, 0  # what the bar shows of it, until when, in what room
 
     def room(self) -> int:
         """Width the message gets: the status bar's less the permanent widgets shown (by their size hints: one just
@@ -71,20 +68,19 @@ class PassingMessages(QObject):
         self.text, self._until = text, time.monotonic() + timeout / 1000 if timeout else 0.0
         self._show()
 
+    def refit(self) -> None:
+        """The message still up, elided again if the room has changed since it was shown (a job started: the jobs
+        label grew, and QStatusBar clipped the message under it, mid-word, with no sign)."""
+        if self._shown and self.status_bar.currentMessage() == self._shown and self.room() != self._room:
+            self._show()
+
     def _show(self) -> None:
-        shown = elided_at_words(self.text, self.status_bar.fontMetrics(), self.room())
+        self._room = self.room()
+        shown = elided_at_words(self.text, self.status_bar.fontMetrics(), self._room)
         self.status_bar.setToolTip(self.text if shown != self.text else "")
         left = round((self._until - time.monotonic()) * 1000) if self._until else 0
         self._shown = shown
         self.status_bar.showMessage(shown, max(1, left) if self._until else 0)
-
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name)
-        """The room changed (a permanent widget resized, shown or hidden; the bar resized): the message still up is
-        elided to the new room."""
-        if event.type() in (QEvent.Resize, QEvent.Show, QEvent.Hide) and self._shown and \
-                self.status_bar.currentMessage() == self._shown:
-            self._show()
-        return False
 
 
 class StatusNoticeWidget(QWidget):
