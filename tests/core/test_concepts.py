@@ -215,7 +215,7 @@ def test_bad_inputs_are_one_line_and_nothing_is_written(tiny_weights, tmp_path, 
     capsys.readouterr()
     cases = {
         ("concepts", str(tmp_path / "empty"), *model, "--out", str(tmp_path / "x")): "No images in",
-        ("concepts", str(tmp_path / "nope"), *model, "--out", str(tmp_path / "x")): "does not exist",
+        ("concepts", str(tmp_path / "nope"), *model, "--out", str(tmp_path / "x")): "no such file or folder",
         ("concepts", str(image.parent), *model, "--k", "9", "--size", "4", "--out", str(tmp_path / "x")): "k (9",
         ("predict", str(image), *model, "--concepts", str(tmp_path / "bad")): "not a concepts file",
         ("predict", str(image), "--model", TINY_SPEC, "--weights", str(other), "--concepts",
