@@ -152,44 +152,42 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     assert _files(data) == before and not any(".jsonl" in name or "exclu" in name for name in os.listdir(data))
 
 
-def test_the_undo_history_is_bounded(panel):
-    """Each step keeps what it needs to undo (a sort's whole plan, a review item with its thumbnail); the soak saw
-    them pile up, one per exclusion, for as long as the window lived. The last UNDO_LIMIT steps stay undoable.
-
-    [panel]
-    """
-    import gc
-    import weakref
-
-    from PySide6.QtGui import QUndoCommand
-
-    class Payload:
-        pass
-
-    class Step(QUndoCommand):
-        def __init__(self, payload) -> None:
-            super().__init__("step")
-            self.payload = payload
-
-        def redo(self) -> None:
-            pass
-
-        def undo(self) -> None:
-            pass
-
-    from vitstudio.gui.folder.folder_panel import FolderPanel
-
-    stack = panel(FolderPanel).files.undo_stack
-    first = Payload()
-    oldest = weakref.ref(first)
-    stack.push(Step(first))
-    del first
-    for _ in range(1000):
-        stack.push(Step(Payload()))
-    gc.collect()
-    assert 0 < stack.count() < 1000 and stack.canUndo()
-    assert oldest() is None  # the oldest step was let go, with what it held
-    stack.clear()
+def test_a_sort_a_label_and_a_paint_stroke_are_undone_in_reverse_order_from_any_tab(window, qtbot, tmp_path):
+    """One undo for the app: a sort (Folder tab), a label (Labels page) and a paint stroke (Paint page) are taken back
+    by Ctrl+Z in the reverse order they were made, pressed on three other tabs, and Ctrl+Shift+Z redoes the stroke;
+    the Edit menu names each step. [window]"""
+    data = _digits(tmp_path, per_class=1)
+    panel = _open(window, qtbot, data)
+    out = tmp_path / "sorted"
+    panel.files.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))  # 1: a sort
+    _settle(qtbot)
+    assert len(list(out.rglob("*.png"))) == 10
+    first = panel.results.paths[0]
+    panel.labels_tab.label([first], "7")  # 2: a label
+    assert panel.labels_tab.model.labels == {first: "7"}
+    page = window.app.pages["paint"]  # 3: a stroke on the current image
+    panel.folder_model.select(0)
+    _settle(qtbot)
+    page.press(4, 4)
+    page.drag(20, 20)
+    page.release()
+    painted = page.paint.mask(first).copy()
+    assert (painted != 255).any() and window.edit_actions.undo.text() == f"Undo Paint stroke on {Path(first).name}"
+    for tab, undone in (("attention", "stroke"), ("training", "label"), ("predictions", "sort")):
+        window.show_tab(tab)
+        _undo(qtbot, window)
+        if undone == "stroke":
+            assert page.paint.mask(first) is None or not (page.paint.mask(first) != 255).any()
+            assert panel.labels_tab.model.labels == {first: "7"} and len(list(out.rglob("*.png"))) == 10
+        elif undone == "label":
+            assert panel.labels_tab.model.labels == {} and len(list(out.rglob("*.png"))) == 10
+        else:
+            assert not list(out.rglob("*.png"))
+    assert not window.edit_actions.undo.isEnabled()
+    _redo(qtbot, window)  # the sort again, then the label, then the stroke
+    _redo(qtbot, window)
+    _redo(qtbot, window)
+    assert panel.labels_tab.model.labels == {first: "7"} and (page.paint.mask(first) == painted).all()
 
 
 def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_file(panel, qtbot, tmp_path,

@@ -27,6 +27,7 @@ from .selection import Selection
 from .teach_state import TeachModel
 from .training_run import TrainingRun
 from .training_states import TrainingState
+from .undo import UndoStack
 
 
 class App:
@@ -37,7 +38,9 @@ class App:
         self.runner = runner
         self.state = state or AppState()
         self.loader = ModelLoader(self.state, runner, download, follow=follow_loads)
-        self.folder = FolderModel(self.state, runner)
+        self.undo = UndoStack()  # one for the app: file moves, sorts, labels, paint strokes, in the order made
+        self.undo.refused.connect(self._say_refused)
+        self.folder = FolderModel(self.state, runner, self.undo)
         self.tags = FolderTags(self.folder)  # tags and saved views of the folder (the app's records)
         self.labels = FolderLabels(self.folder, runner)  # the labels, their file, the quick head
         self.concepts = FolderConcepts(self.folder, runner)
@@ -64,6 +67,9 @@ class App:
     @property
     def model(self):
         return self.state.model
+
+    def _say_refused(self, line: str) -> None:
+        self.state.message.emit("warning", line)
 
     def _tags_per_row(self) -> list:
         return self.tags.tags

@@ -20,6 +20,7 @@ from .folder_states import FILTER_DEFAULTS, FolderState, offered_classes
 from .jobs import KeyedJobs, Runner
 from .map_selection import rows_in_polygon
 from .notices import describe
+from .undo import UndoStack
 
 if TYPE_CHECKING:
     from vitstudio.core.folder.results import FolderResults
@@ -35,8 +36,9 @@ OPEN_FIRST = "Open a folder to see every image through the current model."
 
 
 class FolderModel:
-    def __init__(self, app: AppState, runner: Runner) -> None:
+    def __init__(self, app: AppState, runner: Runner, undo: UndoStack | None = None) -> None:
         self.app, self.runner = app, runner  # the runner: the registered pages ask for their work through it too
+        self.undo = undo or UndoStack()  # the app's one undo stack: the pages push their changes onto it too
         self.state = FolderState()
         self.jobs = KeyedJobs(self.state, KEYS, runner, long=("scan", "map", "review", "fit", "scores"))
         self.folder: str | None = None  # the folder opened (label review and retraining need one)

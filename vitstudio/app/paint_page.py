@@ -27,6 +27,7 @@ from .jobs import KeyedJobs
 from .notices import describe
 from .paint_jobs import FOLDER_SLOTS, SLOTS, Segmented, current_job, export_job, folder_job, picture_job
 from .paint_masks import RECORDS_INDEX, UNPAINTED, PaintMasks
+from .undo import UndoRefused
 
 if TYPE_CHECKING:
     from vitstudio.core.dense.segment import SegmentResult
@@ -44,6 +45,27 @@ class PaintPageState(ViewState):
     image: str | None = None
     paths: tuple = ()
     revision: int = 0
+
+
+class PaintStroke:
+    """One stroke (a drag of the pointer) as a step of the app's undo stack: the page's own undo of its paint, taken
+    back only while the page shows the folder it was painted on."""
+
+    def __init__(self, page: PaintPage) -> None:
+        self.page, self.paths = page, page.state.paths
+        self.text = f"Paint stroke on {Path(page.image).name}" if page.image else "Paint stroke"
+
+    def _check(self, verb: str) -> None:
+        if self.page.state.paths != self.paths:
+            raise UndoRefused(f"The stroke to {verb} was painted on another folder: open it again to {verb} it.")
+
+    def undo(self) -> None:
+        self._check("undo")
+        self.page.undo()
+
+    def redo(self) -> None:
+        self._check("redo")
+        self.page.redo()
 
 
 class PaintPage:
@@ -218,6 +240,7 @@ class PaintPage:
         self._last = None
         self.paint.join_last(self._moves)
         if self._moves:
+            self.folder.undo.push(PaintStroke(self), done=True)  # one undo step of the app's, among its others
             self._revised()
 
     def _paint(self, points: list[tuple[float, float]]) -> None:

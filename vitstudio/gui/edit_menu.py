@@ -1,5 +1,6 @@
-"""Edit → Undo / Redo (Ctrl+Z, Ctrl+Shift+Z): the Folder tab's sorts, label-review moves and exclusions, from its
-QUndoStack. The actions name what they would undo or redo ("Undo Sort 398 images into sorted") and are disabled
+"""Edit → Undo / Redo (Ctrl+Z, Ctrl+Shift+Z) of the app's one undo stack (vitstudio/app/undo.py): the Folder tab's
+sorts, label-review moves, exclusions and labels and the Paint page's strokes, in the order they were made, from any
+tab. The actions name what they would undo or redo ("Undo Sort 398 images into sorted") and are disabled
 when there is nothing to undo or redo. In a text field Ctrl+Z stays the field's own (Qt gives the focused editor
 the shortcut first)."""
 
@@ -16,29 +17,27 @@ class EditMenuActions(QObject):
 
     def __init__(self, window, menu) -> None:
         super().__init__(window)
-        self.panel = window.folder
-        self.stack = self.panel.files.undo_stack
+        self.stack = window.app.undo
         self.undo = QAction("Undo", window)
         self.undo.setShortcut(QKeySequence.Undo)
         self.redo = QAction("Redo", window)
         redo_keys = [QKeySequence("Ctrl+Shift+Z")]
         redo_keys += [k for k in QKeySequence.keyBindings(QKeySequence.Redo) if k not in redo_keys]  # Ctrl+Y too
         self.redo.setShortcuts(redo_keys)
-        self.undo.triggered.connect(self.panel.files.undo_last)
-        self.redo.triggered.connect(self.panel.files.redo_last)
+        self.undo.triggered.connect(self.stack.undo)
+        self.redo.triggered.connect(self.stack.redo)
         menu.addAction(self.undo)
         menu.addAction(self.redo)
-        for signal in (self.stack.indexChanged, self.stack.cleanChanged, self.stack.undoTextChanged):
-            signal.connect(self.refresh)
+        self.stack.changed.connect(self.refresh)
         self.refresh()
 
-    def refresh(self, *_changed) -> None:
-        if not isValid(self.stack):  # the window is closing: the panel (and its stack) went first
+    def refresh(self) -> None:
+        if not isValid(self.undo):  # the window is closing: its actions went first
             return
-        self.undo.setEnabled(self.stack.canUndo())
-        self.redo.setEnabled(self.stack.canRedo())
-        self.undo.setText(f"Undo {self.stack.undoText()}" if self.stack.canUndo() else "Undo")
-        self.redo.setText(f"Redo {self.stack.redoText()}" if self.stack.canRedo() else "Redo")
+        self.undo.setEnabled(self.stack.can_undo())
+        self.redo.setEnabled(self.stack.can_redo())
+        self.undo.setText(f"Undo {self.stack.undo_text()}" if self.stack.can_undo() else "Undo")
+        self.redo.setText(f"Redo {self.stack.redo_text()}" if self.stack.can_redo() else "Redo")
 
 
 def build_edit_menu(window) -> QMenu:

@@ -1,9 +1,10 @@
 """The Folder tab's file operations: sorts into class folders, label-review moves and exclusions from training, each
-a command on one QUndoStack (Edit → Undo / Redo, the toolbar's Undo), one file job at a time.
+a command on the app's one undo stack (vitstudio/app/undo.py: Edit → Undo / Redo, the toolbar's Undo), one file job
+at a time.
 
-A controller with named collaborators, not a mixin of the panel: it owns the undo stack, the running file job and
-the exclusions of the dataset open; it knows the label-review tab (whose items a move or an exclusion takes off and
-puts back) and the Undo button. What it has to say goes out as `said`; the files a job relocated as `relocated`
+A controller with named collaborators, not a mixin of the panel: it pushes onto the undo stack, owns the running file
+job and the exclusions of the dataset open; it knows the label-review tab (whose items a move or an exclusion takes
+off and puts back) and the Undo button. What it has to say goes out as `said`; the files a job relocated as `relocated`
 (the panel's table follows them); a failed job as `failed`.
 
 Sorts and moves are journalled where the command line journals them (the app's data folder, keyed by the folder
@@ -16,8 +17,8 @@ from collections.abc import Callable
 from functools import partial
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QUndoStack
 
+from vitstudio.app.undo import UndoRefused
 from vitstudio.core.files import counted
 from vitstudio.core.folder.exclusions import read_exclusions, write_exclusions
 from vitstudio.core.folder.journal import relocations
@@ -27,25 +28,20 @@ from .. import workers
 from .folder_review import item_path
 from .folder_undo import ExclusionCommand, FileOperationCommand, ReviewItemMemo
 
-# Steps Edit -> Undo reaches back. Each keeps what it needs to undo (a sort's whole plan, a review item and its
-# thumbnail): unbounded, a long session kept every one of them. Older sorts stay undoable from the CLI's journal.
-UNDO_LIMIT = 100
-
 
 class FileOperations(QObject):
     said = Signal(str, str)  # level, text
     relocated = Signal(dict)  # old path -> new path, after a sort, a move or an undo
     failed = Signal(object)  # the exception of a file job
 
-    def __init__(self, review_tab, undo_button, shown: Callable[[], tuple[str | None, bool]],
+    def __init__(self, undo_stack, review_tab, undo_button, shown: Callable[[], tuple[str | None, bool]],
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.review_tab, self.undo_button = review_tab, undo_button
         self._shown = shown  # the dataset open (a folder opened as a whole, else None), and are its results shown
-        self.undo_stack = QUndoStack(self)
-        self.undo_stack.setUndoLimit(UNDO_LIMIT)  # (only possible while the stack is empty)
+        self.undo_stack = undo_stack  # the app's (vitstudio/app/undo.py): sorts, labels and paint strokes in order
         self._job: workers.JobHandle | None = None
-        self.undo_stack.indexChanged.connect(self._refresh_undo_button)
+        self.undo_stack.changed.connect(self._refresh_undo_button)
         # the review tab's own Exclude only edits its set: here it becomes an undoable, remembered command
         review_tab.exclude_button.clicked.disconnect()  # (only the tab's own slot is connected to it)
         review_tab.exclude_button.clicked.connect(self.exclude_current)
@@ -78,33 +74,23 @@ class FileOperations(QObject):
     def running(self) -> bool:
         return self._job is not None and not self._job.done
 
-    def undo_last(self) -> None:
-        """Edit → Undo and the toolbar's Undo: the last sort, move or exclusion (one file job at a time)."""
-        if self.running():
-            self.said.emit("warning", "A sort or undo is still running: undo again when it has finished.")
-        elif self.undo_stack.canUndo():
-            self.undo_stack.undo()
-
-    def redo_last(self) -> None:
-        if self.running():
-            self.said.emit("warning", "A sort or undo is still running: redo when it has finished.")
-        elif self.undo_stack.canRedo():
-            self.undo_stack.redo()
-
     # -- carrying them out (called by the commands) ------------------------------------------------------------
     def run_file_operation(self, command: FileOperationCommand, undo: bool) -> None:
+        if self.running():  # one file job at a time: the stack stays where it is
+            raise UndoRefused(f"A sort or undo is still running: {'undo' if undo else 'redo'} again when it has "
+                              "finished.")
         if undo and command.log is None:  # it never ran (it failed before its journal was written)
             self._review_item_back(command)
             return
         if undo:
             log = command.log
-            name, job = "Undoing " + command.text(), lambda cancel: undo_sort(log)
+            name, job = "Undoing " + command.text, lambda cancel: undo_sort(log)
         else:
             if command.memo is not None:
                 command.memo.remove_from(self.review_tab.list)
                 self.review_tab.refresh_buttons(self.review_tab.retrain_button.isEnabled())
             plan, kind = command.plan, command.kind
-            name, job = command.text(), lambda cancel: apply_sort(plan, kind=kind, cancel=cancel)
+            name, job = command.text, lambda cancel: apply_sort(plan, kind=kind, cancel=cancel)
         self._job = workers.start_job(name, job, on_result=partial(self._on_done, command, undo),
                                       on_error=self._on_failed, kind=workers.LONG)
         self._refresh_undo_button()
@@ -136,9 +122,9 @@ class FileOperations(QObject):
             self.review_tab.refresh_buttons(self.review_tab.retrain_button.isEnabled() or bool(self.excluded))
 
     def _refresh_undo_button(self, *_index) -> None:
-        can = self.undo_stack.canUndo() and not self.running()
+        can = self.undo_stack.can_undo() and not self.running()
         self.undo_button.setEnabled(can)
-        self.undo_button.setToolTip(f"Undo {self.undo_stack.undoText()} (Ctrl+Z; edited copies are kept)"
+        self.undo_button.setToolTip(f"Undo {self.undo_stack.undo_text()} (Ctrl+Z; edited copies are kept)"
                                     if can else "Nothing to undo yet")
 
     # -- exclusions --------------------------------------------------------------------------------------------

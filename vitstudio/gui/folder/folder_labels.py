@@ -14,7 +14,7 @@ import os
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut, QUndoCommand
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFileDialog,
     QGridLayout,
@@ -33,13 +33,13 @@ from .folder_undo import ReviewItemMemo
 UNSURE = 0.7  # below this probability a dot is drawn pale
 
 
-class LabelCommand(QUndoCommand):
+class LabelCommand:
     """Give `paths` the label `label` (None: unlabel); undo restores each one's previous label. With `memo` (a
     label-review item relabelled), the item leaves the review list and comes back on undo."""
 
     def __init__(self, tab, paths: list[str], label: str | None, memo: ReviewItemMemo | None = None) -> None:
         name = f"'{label}'" if label else "no label"
-        super().__init__(f"Label {counted(len(paths), 'image')} as {name}")
+        self.text = f"Label {counted(len(paths), 'image')} as {name}"
         self.tab, self.paths, self.label, self.memo = tab, list(paths), label, memo
         self.before = {p: tab.labels.get(p) for p in self.paths}
 

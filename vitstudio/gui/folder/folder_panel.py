@@ -57,11 +57,12 @@ class FolderPanel(QWidget):
         self.folder_tags = app.tags  # tags and saved views of the folder (the app's records)
         self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
-        self.files = FileOperations(self.review_tab, self.undo_button, self.dataset_shown, self)  # sorts, moves,
-        self.files.said.connect(state.message.emit)  # exclusions and their undo stack
+        # sorts, moves, exclusions and their undo (the app's stack)
+        self.files = FileOperations(app.undo, self.review_tab, self.undo_button, self.dataset_shown, self)
+        self.files.said.connect(state.message.emit)
         self.files.relocated.connect(self.folder_model.follow_moves)
         self.files.failed.connect(self.folder_model._on_failed)
-        self.undo_button.clicked.connect(self.files.undo_last)
+        self.undo_button.clicked.connect(app.undo.undo)
         self._follow_model()
         self._build_export()
 

@@ -1,5 +1,5 @@
-"""The Folder tab's undoable actions as QUndoCommands on one QUndoStack (Edit → Undo / Redo, the toolbar's Undo):
-a sort into folders, a label-review move, an exclusion from training.
+"""The Folder tab's undoable actions as commands on the app's one undo stack (vitstudio/app/undo.py: Edit → Undo /
+Redo, the toolbar's Undo): a sort into folders, a label-review move, an exclusion from training.
 
 A sort or a move is carried out — and undone — through the same journal the command line uses (`apply_sort`,
 `undo_sort`, kept in the app's data folder): `redo` starts the file job, `undo` starts the journal's undo, both
@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QIcon, QUndoCommand
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
 
@@ -59,11 +59,11 @@ class ReviewItemMemo:
         widget.setCurrentItem(item)
 
 
-class FileOperationCommand(QUndoCommand):
+class FileOperationCommand:
     """A sort (copies) or a label-review move, journalled; `log` is the journal of its last run."""
 
     def __init__(self, operations, plan, text: str, kind: str = "sort", memo: ReviewItemMemo | None = None) -> None:
-        super().__init__(text)
+        self.text = text
         self.operations, self.plan, self.kind, self.memo = operations, plan, kind, memo
         self.log: str | None = None
 
@@ -74,11 +74,11 @@ class FileOperationCommand(QUndoCommand):
         self.operations.run_file_operation(self, undo=True)
 
 
-class ExclusionCommand(QUndoCommand):
+class ExclusionCommand:
     """Leave one image of a dataset out of training (the list in the data folder; the dataset is not touched)."""
 
     def __init__(self, operations, dataset: str, memo: ReviewItemMemo) -> None:
-        super().__init__(f"Exclude {os.path.basename(memo.path)} from training")
+        self.text = f"Exclude {os.path.basename(memo.path)} from training"
         self.operations, self.dataset, self.memo = operations, dataset, memo
 
     def redo(self) -> None:

@@ -66,10 +66,12 @@ class PaintPage(QWidget):
         for widget, field in ((self.brush_class, "brush_class"), (self.erase, "erase"), (self.radius, "radius")):
             bind(widget, state, field)
         self.undo_button, self.redo_button = QPushButton("Undo"), QPushButton("Redo")
-        self.undo_button.setToolTip("Undo the last stroke (Ctrl+Z)")
-        self.redo_button.setToolTip("Redo the stroke undone (Ctrl+Shift+Z)")
-        self.undo_button.clicked.connect(self.model.undo)
-        self.redo_button.clicked.connect(self.model.redo)
+        self.undo_button.setToolTip("Undo the last change: a stroke, a label, a sort (Ctrl+Z, as Edit → Undo)")
+        self.redo_button.setToolTip("Redo the change undone (Ctrl+Shift+Z)")
+        history = self.model.folder.undo  # the app's one undo stack: strokes among the other changes, in order
+        self.undo_button.clicked.connect(history.undo)
+        self.redo_button.clicked.connect(history.redo)
+        history.changed.connect(self._show_history)
         row = QHBoxLayout()
         for widget in (self.brush_class, self.erase, self.radius, self.undo_button, self.redo_button):
             row.addWidget(widget)
@@ -111,8 +113,7 @@ class PaintPage(QWidget):
     # -- drawing the model ---------------------------------------------------------------------------------------
     def draw(self, what: str) -> None:
         model = self.model
-        self.undo_button.setEnabled(bool(model.paint.undo_steps))
-        self.redo_button.setEnabled(bool(model.paint.redo_steps))
+        self._show_history()
         if what == "picture":
             self.canvas.set_picture(model.picture)
         if model.picture is None:
@@ -123,7 +124,12 @@ class PaintPage(QWidget):
                                         model.picture.shape[:2]))
         self.areas.setText("  ·  ".join(f"{name} {share:.0%}" for name, share in model.areas().items()))
 
-    # -- Ctrl+Z and Ctrl+Shift+Z within the page: its strokes, not the Edit menu's sorts -----------------------
+    def _show_history(self) -> None:
+        history = self.model.folder.undo
+        self.undo_button.setEnabled(history.can_undo())
+        self.redo_button.setEnabled(history.can_redo())
+
+    # -- Ctrl+Z and Ctrl+Shift+Z within the page: the app's undo, also where no window's Edit menu is ----------
     @staticmethod
     def _history_key(event: QKeyEvent) -> str | None:
         if event.matches(QKeySequence.Undo):
@@ -145,7 +151,7 @@ class PaintPage(QWidget):
         if step is None:
             super().keyPressEvent(event)
         else:
-            getattr(self.model, step)()
+            getattr(self.model.folder.undo, step)()
 
     def _on_classes(self) -> None:
         if not self.model.rename_classes(self.classes.text()):
