@@ -70,7 +70,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[20000, 100000])
     parser.add_argument("--dim", type=int, default=192, help="feature width (ViT-Ti 192, S 384, B 768)")
     args = parser.parse_args()
-    if P._faiss() is None:
+    if P.faiss_module() is None:
         raise SystemExit("faiss is not installed: there is nothing to compare")
     print(f"{'search':<40}{'images':>8}{'exact s':>9}{'ours s':>8}{'ratio':>8}{'pairs':>9}{'recall':>8}")
     for n in args.sizes:
@@ -81,12 +81,12 @@ def main() -> int:
 
 def _without_faiss(search, *args):
     """`search` as it ran before faiss: the exact blocked products."""
-    saved = P._faiss
-    P._faiss = lambda: None
+    saved = P.faiss_module
+    P.faiss_module = lambda: None
     try:
         return search(*args)
     finally:
-        P._faiss = saved
+        P.faiss_module = saved
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def test_hamming_pairs_from_faiss_equal_the_blocked_products_and_brute_force(mon
     mirror[30] = bits[30]  # a symmetric image is its own mirror: not a pair
     bits[40:46] = bits[39]  # six identical hashes: every pair of the seven
     got = P.hamming_pairs(bits, mirror, 5)
-    monkeypatch.setattr(P, "_faiss", lambda: None)
+    monkeypatch.setattr(P, "faiss_module", lambda: None)
     blocked = P.hamming_pairs(bits, mirror, 5)
     direct = (bits[:, None] != bits[None]).sum(-1)
     flipped = np.minimum((bits[:, None] != mirror[None]).sum(-1), (mirror[:, None] != bits[None]).sum(-1))
@@ -76,7 +76,7 @@ def test_ivf_cosine_pairs_find_the_planted_copies_and_nothing_below_the_cut():
 def test_cosine_pairs_without_faiss_are_the_exact_ones(monkeypatch):
     """Without faiss the exact products answer beyond the limit too and find the planted copies."""
     x, planted = _clustered(800, 16, 20, seed=1)
-    monkeypatch.setattr(P, "_faiss", lambda: None)
+    monkeypatch.setattr(P, "faiss_module", lambda: None)
     assert planted <= _pairs(P.cosine_pairs(x, 0.999, exact_limit=0))
 
 
@@ -91,7 +91,7 @@ def test_nearest_similarity_skips_the_image_itself_and_its_own_mirror(monkeypatc
     matrix. [parametrised ×2]
     """
     if not with_faiss:
-        monkeypatch.setattr(P, "_faiss", lambda: None)
+        monkeypatch.setattr(P, "faiss_module", lambda: None)
     monkeypatch.setattr(P, "SEARCHED_BYTES", 1)  # the smallest part: 256 rows
     rng = np.random.default_rng(2)
     x = P.unit_rows(rng.normal(size=(300, 16)))
@@ -143,3 +143,25 @@ def test_two_signals_find_every_group_without_a_thumbnail_search(tmp_path):
     assert thresholds.pixels_why.startswith("fixed")
     found = sorted(sorted(g.paths) for g in groups)
     assert found == [[paths[0], paths[1]], [paths[2], paths[3]], [paths[4], paths[5]]]
+
+
+def test_faiss_is_imported_without_its_loaders_lines(tmp_path, monkeypatch, caplog):
+    """faiss's loader logs each build it cannot load (AVX512-SPR, AVX512, AVX2) with its ModuleNotFoundError: three
+    lines on stderr at each folder open in the window, whose logging shows INFO. The one place faiss is imported keeps
+    that logger quiet while it loads (a stand-in faiss that logs as the loader does), and leaves its level as it was."""
+    import logging
+    import sys
+
+    fake = tmp_path / "faiss"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(
+        "import logging\nlog = logging.getLogger('faiss.loader')\nlog.info('Loading faiss with AVX2 support.')\n"
+        "log.info('Could not load library with AVX2 support due to:')\n"
+        "log.warning(\"ModuleNotFoundError(\\\"No module named 'faiss.swigfaiss_avx2'\\\")\")\n")
+    monkeypatch.setitem(sys.modules, "faiss", None)  # put back as it was once the test ends, stand-in or not
+    monkeypatch.delitem(sys.modules, "faiss")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    caplog.set_level(logging.DEBUG)
+    assert P.faiss_module().__file__ == str(fake / "__init__.py")
+    assert [r.getMessage() for r in caplog.records if r.name == "faiss.loader"] == []
+    assert logging.getLogger("faiss.loader").level == logging.NOTSET

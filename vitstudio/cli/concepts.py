@@ -86,7 +86,7 @@ def concepts_cmd(args) -> int:
 
 def _report(args, result) -> int:
     from ..core.concepts.learn import poor_fit_warning
-    from ..core.files import shown_path
+    from ..core.files import counted, shown_path
 
     tokens, training = result.tokens, result.training
     for path, reason in tokens.errors:
@@ -95,7 +95,7 @@ def _report(args, result) -> int:
         print("Stopped; the same command resumes it.", file=sys.stderr)
         return EXIT_SOME_FAILED
     resumed = f", resumed at step {training.resumed_from}" if training.resumed_from else ""
-    print(f"{len(tokens.paths)} images ({tokens.computed} read, the rest from the cache), "
+    print(f"{counted(len(tokens.paths), 'image')} ({tokens.computed} read, the rest from the cache), "
           f"{len(tokens.paths) * tokens.patches} tokens of block {result.concepts.layer}: R² {training.r2:.3f}, "
           f"L0 {training.l0:.1f}, {training.dead} of {result.concepts.size} concepts dead{resumed}; wrote "
           f"{shown_path(result.path)} and its .json", file=sys.stderr)

@@ -92,7 +92,7 @@ def segment_cmd(args) -> int:
 
 def _segment_report(args, result) -> int:
     from ..core.dense.export import write_exports
-    from ..core.files import shown_path
+    from ..core.files import counted, shown_path
 
     for path in write_exports(result, args.out, args.coco, args.csv):
         if not args.quiet:
@@ -102,7 +102,8 @@ def _segment_report(args, result) -> int:
     if result.bank.note:
         print(f"note: {result.bank.note}", file=sys.stderr)
     if not args.quiet:
-        print(f"{len(result.images)} images segmented into {', '.join(result.classes)} from {result.painted} painted "
+        print(f"{counted(len(result.images), 'image')} segmented into {', '.join(result.classes)} from "
+              f"{result.painted} painted "
               f"({len(result.bank):,} patches of block {result.layer}); masks in {shown_path(args.out)}",
               file=sys.stderr)
     if args.json:

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.files import shown_path
+from ..core.files import counted, shown_path
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain, existing
 
 
@@ -44,7 +44,7 @@ def evaluate_cmd(args) -> int:
         manifest = run / "split.json" if run is not None else None
         if not args.all and manifest is not None and manifest.is_file():
             split = Split.from_manifest(json.loads(manifest.read_text()), args.data_dir)
-            items, which = split.val, f"the run's validation split ({len(split.val)} images)"
+            items, which = split.val, f"the run's validation split ({counted(len(split.val), 'image')})"
         else:
             scan = scan_dataset(args.data_dir)
             left_out = scan.failed  # a labels file's rows that are no readable image, wherever they point
@@ -59,7 +59,7 @@ def evaluate_cmd(args) -> int:
     except (DatasetError, ModelLoadError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"accuracy {report.accuracy:.4f} on {int(report.confusion.sum())} images: {which}")
+    print(f"accuracy {report.accuracy:.4f} on {counted(int(report.confusion.sum()), 'image')}: {which}")
     print(f"{'class':<20} {'precision':>9} {'recall':>9} {'f1':>9} {'support':>8}")
     for row in report.per_class():
         print(f"{shown_path(row['class']):<20} {row['precision']:9.4f} {row['recall']:9.4f} {row['f1']:9.4f} "

@@ -15,7 +15,7 @@ import os
 import sys
 
 from ..core.fields import NOT_NEGATIVE, PROBABILITY, Range
-from ..core.files import shown_path
+from ..core.files import counted, shown_path
 from .common import (
     BATCH_SIZE,
     EXIT_OK,
@@ -134,7 +134,7 @@ def embed_cmd(args) -> int:
         return EXIT_OK
     for path, reason in result.errors:
         print(f"{shown_path(path)}: {reason}", file=sys.stderr)
-    print(f"{len(result.paths)} images embedded ({result.computed} computed, "
+    print(f"{counted(len(result.paths), 'image')} embedded ({result.computed} computed, "
           f"{len(result.paths) - result.computed} from the cache), {len(result.errors)} unreadable", file=sys.stderr)
     print_fit(loaded, result, args.paths)
     if args.out:

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..core.fields import LAYER_FEATURES, PRECISIONS, Range
-from ..core.files import shown_path
+from ..core.files import counted, shown_path
 from .common import (
     BATCH_SIZE,
     COUNT,
@@ -74,7 +74,8 @@ def layers_cmd(args) -> int:
 
 
 def _probe_table(result) -> None:
-    print(f"{result.images} images, {len(result.classes)} classes, {result.folds}-fold probes; {result.lens_note}")
+    print(f"{counted(result.images, 'image')}, {counted(len(result.classes), 'class', 'classes')}, "
+          f"{result.folds}-fold probes; {result.lens_note}")
     print(f"{'block':>5} {'probe':>7} {'±':>6} {'lens':>7}")
     for row in result.to_json()["blocks"]:
         lens = "" if row["lens_accuracy"] is None else f"{row['lens_accuracy']:7.4f}"
@@ -105,7 +106,7 @@ def compare_layers_cmd(args) -> int:
 
 def _cka_table(result) -> None:
     doc = result.to_json()
-    print(f"{doc['estimator']} on {result.images} images; rows: {doc['rows']}, columns: {doc['columns']}")
+    print(f"{doc['estimator']} on {counted(result.images, 'image')}; rows: {doc['rows']}, columns: {doc['columns']}")
     for i, row in enumerate(result.matrix):
         print(f"{i:>3} " + " ".join(f"{v:6.3f}" for v in row))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..core.files import counted
 from .common import EXIT_OK
 
 FAMILIES = ["vit", "deit", "hybrid", "vitamin", "eva", "beit", "relpos", "cait", "swin", "naflexvit", "open_clip"]
@@ -25,14 +26,16 @@ def models_cmd(args) -> int:
     from ..core.models.catalog import list_catalog
 
     entries = list_catalog(args.filter, args.local, family=args.family)
+    if not args.json and entries:
+        print(f"{'model':<70} {'family':<9} weights")
     for e in entries:
         if args.json:
             print(json.dumps({"name": e.name, "architecture": e.architecture, "tag": e.tag, "source": e.source,
                               "local": e.local, "hf_hub_id": e.hf_hub_id, "num_classes": e.num_classes,
                               "family": e.family}))
         else:
-            mark = "local" if e.local else ("hub" if e.tag else "no weights")
-            print(f"{e.name:<70} {e.family or 'local':<8} {mark}")
+            mark = "local" if e.local else ("hub" if e.tag else "no weights")  # where its weights come from
+            print(f"{e.name:<70} {e.family or '-':<9} {mark}")  # '-': a model folder of no timm family
     if not args.json:
-        print(f"{len(entries)} models", file=sys.stderr)
+        print(counted(len(entries), "model"), file=sys.stderr)
     return EXIT_OK

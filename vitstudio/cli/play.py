@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from ..core.files import counted
 from ..core.play import play_methods
 from .common import COUNT, EXIT_OK, EXIT_USAGE, add_model_args, load_model_from_args
 
@@ -54,5 +55,6 @@ def play_cmd(args) -> int:
     except KeyboardInterrupt:
         pass
     speed = f", {fps:.1f} frames/s" if fps else ""
-    print(f"{done} frames analysed{speed}" + (f"; annotated video: {args.out}" if args.out else ""), file=sys.stderr)
+    print(f"{counted(done, 'frame')} analysed{speed}" + (f"; annotated video: {args.out}" if args.out else ""),
+          file=sys.stderr)
     return EXIT_OK

@@ -91,7 +91,9 @@ def predict_cmd(args) -> int:
         _write(args, _shown(args, batches, counts))
     bar.close()
     if counts["failed"]:
-        print(f"{counts['failed']} of {counts['all']} inputs failed", file=sys.stderr)
+        from ..core.files import counted
+
+        print(f"{counts['failed']} of {counted(counts['all'], 'input')} failed", file=sys.stderr)
     return EXIT_SOME_FAILED if counts["failed"] else EXIT_OK
 
 

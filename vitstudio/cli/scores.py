@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..core.files import shown_path
+from ..core.files import counted, shown_path
 from .common import (
     BATCH_SIZE,
     EXIT_OK,
@@ -90,7 +90,7 @@ def _write_csv(rows: list[dict], path: str) -> None:
 def _describe(rows: list[dict], unknown: str = "") -> None:
     from ..core.folder.scores import NAMES
 
-    print(f"{len(rows)} images; the {TOP} highest of each score (--json or --csv for all):")
+    print(f"{counted(len(rows), 'image')}; the {TOP} highest of each score (--json or --csv for all):")
     for name in NAMES:
         scored = sorted((r for r in rows if r[name] is not None), key=lambda r: -r[name])[:TOP]
         if not scored:

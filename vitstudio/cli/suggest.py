@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..core.files import shown_path
+from ..core.files import counted, shown_path
 from .common import (
     COUNT,
     EXIT_OK,
@@ -86,9 +86,11 @@ def suggest_cmd(args) -> int:
         print(json.dumps({"labelled": int((labels >= 0).sum()), "unlabelled": int((labels < 0).sum()),
                           "classes": classes, "suggestions": rows}, indent=1))
         return EXIT_SOME_FAILED if embedded.errors else EXIT_OK
-    how = (f"least sure of a head on {int((labels >= 0).sum())} labelled images ({len(classes)} classes), spread out"
+    how = (f"least sure of a head on {counted(int((labels >= 0).sum()), 'labelled image')} "
+           f"({counted(len(classes), 'class', 'classes')}), spread out"
            if len(classes) >= 2 else "nothing labelled in two classes yet: images that cover the folder")
-    print(f"{len(rows)} of {int((labels < 0).sum())} unlabelled images to label next ({how}):", file=sys.stderr)
+    print(f"{len(rows)} of {counted(int((labels < 0).sum()), 'unlabelled image')} to label next ({how}):",
+          file=sys.stderr)
     for row in rows:
         reason = (f"margin {row['margin']:.3f}, looks like {row['predicted']}" if row["reason"] == "uncertain"
                   else f"distance {row['distance']:.3f}")

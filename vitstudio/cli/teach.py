@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..core.files import shown_path
+from ..core.files import counted, shown_path
 from .common import COUNT, EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
 
 
@@ -87,13 +87,13 @@ def _choose_model(args, settings) -> str:
 def _report(loaded, features, result, exported) -> None:
     counts = {c: int((result.labels == i).sum()) for i, c in enumerate(result.classes)}
     print(f"{loaded.display_name}, {result.head.recipe} head fitted in {result.fit_seconds:.2f} s on "
-          f"{len(result.split.train)} samples ({features.computed} embedded now, the rest from the cache); "
-          f"validation: {len(result.split.val)} samples (15 % of each class, rounded up, whole recordings and "
-          f"near-duplicate groups)")
+          f"{counted(len(result.split.train), 'sample')} ({features.computed} embedded now, the rest from the "
+          f"cache); validation: {counted(len(result.split.val), 'sample')} (15 % of each class, rounded up, whole "
+          f"recordings and near-duplicate groups)")
     held_out = result.held_out()
     for name, accuracy in result.per_class_accuracy().items():
         shown = "—" if accuracy is None else f"{accuracy:.1%}"
-        print(f"{name}\t{shown} of {held_out[name]} held out ({counts[name]} samples)")
+        print(f"{name}\t{shown} of {held_out[name]} held out ({counted(counts[name], 'sample')})")
     print(f"validation accuracy {result.val_accuracy:.1%}")
     if result.validation_note():
         print(f"note: {result.validation_note()}")

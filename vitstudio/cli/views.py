@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..core.files import counted
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args, view_model
 
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # as cli/app.py's (a command module imports no other)
@@ -104,7 +105,8 @@ def views_cmd(args) -> int:
         print("no saved views (save one with --save NAME and its rules)")
     for name, view in listed.items():
         rules = "; ".join(f"{r['field']} {r['op']} {r['value']}" for r in view["rules"])
-        count = f"{view['images']} images" if view["images"] is not None else f"images counted with {view['needs']}"
+        count = (counted(view["images"], "image") if view["images"] is not None else
+                 f"images counted with {view['needs']}")
         print(f"{name}: {count} ({rules})")
     return EXIT_OK
 
@@ -144,7 +146,8 @@ def tag_cmd(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"{len(images)} images tagged; {len(tags)} images of the folder have tags", file=sys.stderr)
+    print(f"{counted(len(images), 'image')} tagged; {counted(len(tags), 'image')} of the folder "
+          f"{'has' if len(tags) == 1 else 'have'} tags", file=sys.stderr)
     return EXIT_OK
 
 
@@ -179,7 +182,7 @@ def _export(args) -> int:
         return EXIT_USAGE
     if not args.out:
         written = ", ".join(f for f in (args.labels_csv, args.csv, args.coco) if f)
-        print(f"wrote {written} ({len(files)} images)", file=sys.stderr)
+        print(f"wrote {written} ({counted(len(files), 'image')})", file=sys.stderr)
         return EXIT_OK
     labelled = [(str(f), views.label_of(args.folder, f) or "unlabelled", 1.0) for f in files]
     done = apply_sort(plan_sort(labelled, args.out, move=args.move))

@@ -174,9 +174,10 @@ def from_spreadsheet(cell: str) -> str:
 _CONTROL_NAMES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def counted(n: int, noun: str) -> str:
-    """'1 image', '3 images' (the app said "1 images the model doubts")."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """'1 image', '3 images'; '1 class', '2 classes' with `plural` (the app said "1 images the model doubts"). Every
+    count the app and the command line print goes through it."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def shown_path(path: str | os.PathLike) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from vitstudio.core.data.datasets import scan_dataset, split_dataset
-from vitstudio.core.files import shown_path
+from vitstudio.core.files import counted, shown_path
 from vitstudio.core.folder.duplicates import HASH_DISTANCE, DuplicateGroup, Thresholds, find_groups
 from vitstudio.core.folder.embedcache import embed_folder
 from vitstudio.core.folder.fingerprintcache import FingerprintRider, cached_fingerprints
@@ -112,7 +112,8 @@ class AuditReport:
 
     def describe(self, top: int = 10) -> str:
         exact = sum(g.exact for g in self.groups)
-        lines = [f"{self.images} images in {len(self.classes)} classes ({shown_path(self.root)}); "
+        lines = [f"{counted(self.images, 'image')} in {counted(len(self.classes), 'class', 'classes')} "
+                 f"({shown_path(self.root)}); "
                  f"model: {self.model or 'none'}."]
         if self.thresholds is not None:
             lines.append("Duplicates: exact = identical bytes (SHA-256); near = at least two of these agree:")

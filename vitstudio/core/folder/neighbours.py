@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from vitstudio.core.folder.keyedstore import RowView
-from vitstudio.core.folder.pair_search import unit_rows  # a copy: memory-mapped blocks are read-only
+from vitstudio.core.folder.pair_search import faiss_module, unit_rows  # unit_rows copies: mapped blocks are read-only
 
 EXACT_LIMIT = 50_000
 
@@ -55,7 +55,9 @@ def nearest(features: np.ndarray, queries: list[int], k: int = 8, block: int = 8
 
 
 def _faiss_nearest(features, q: torch.Tensor, queries: list[int], k: int) -> Neighbours:
-    import faiss
+    faiss = faiss_module()
+    if faiss is None:
+        raise ImportError("faiss is not installed")
 
     index = faiss.IndexFlatIP(features.shape[1])
     for start in range(0, len(features), 8192):

@@ -14,6 +14,7 @@ Without faiss (a platform without its wheel) the exact searches answer: slower, 
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -43,12 +44,19 @@ def unit_rows(features: np.ndarray) -> torch.Tensor:
     return x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
-def _faiss():
-    """faiss, or None where it is not installed (the exact searches answer then)."""
+def faiss_module():
+    """faiss, or None where it is not installed (the exact searches answer then); the one place it is imported. Its
+    loader tries the AVX512 and AVX2 builds first and logs each one missing with its ModuleNotFoundError (three
+    lines on stderr wherever logging shows INFO, as the window's does): quiet while it loads."""
+    loader = logging.getLogger("faiss.loader")
+    level = loader.level
+    loader.setLevel(logging.ERROR)
     try:
         import faiss
     except ImportError:
         return None
+    finally:
+        loader.setLevel(level)
     return faiss
 
 
@@ -80,7 +88,7 @@ def nearest_similarity(x, y=None, sample: int = CALIBRATION_SAMPLE) -> np.ndarra
     `RowView`s: the rows searched are read SEARCHED_BYTES at a time, never held whole (100k thumbnails and their
     mirrors are 200 MB); each part's top two by faiss (BLAS in blocks) where installed, by a product otherwise."""
     rows = _calibration_rows(len(x), sample)
-    faiss = _faiss()
+    faiss = faiss_module()
     queries = _dense(x, rows)
     best = np.full(len(rows), -np.inf, np.float32)
     step = max(256, SEARCHED_BYTES // (4 * max(1, len(rows), x.shape[1])))
@@ -111,7 +119,7 @@ def _calibration_rows(n: int, sample: int) -> np.ndarray:
 def nearest_hamming(bits: np.ndarray, mirror_bits: np.ndarray, sample: int = CALIBRATION_SAMPLE) -> np.ndarray:
     """Each row's Hamming distance to the nearest other row's hash or its mirror's (`nearest_similarity` of the
     ±1 signs, in bits), for the same rows: by faiss's binary index (popcounts) where it is installed."""
-    faiss = _faiss()
+    faiss = faiss_module()
     if faiss is None or len(bits) < 2 or bits.shape[1] % 8:
         signs = [torch.from_numpy(np.asarray(b)).float() * 2 - 1 for b in (bits, mirror_bits)]  # a·b = bits - 2d
         return (bits.shape[1] - nearest_similarity(*signs, sample=sample)) / 2
@@ -130,7 +138,7 @@ def nearest_hamming(bits: np.ndarray, mirror_bits: np.ndarray, sample: int = CAL
 def hamming_pairs(bits: np.ndarray, mirror_bits: np.ndarray, max_distance: int) -> Pairs:
     """Pairs i < j whose hashes (or one against the other's mirror) differ in ≤ max_distance bits (values 0)."""
     n = len(bits)
-    faiss = _faiss()
+    faiss = faiss_module()
     if not n:
         return pairs_of([], [], [])
     if faiss is None or bits.shape[1] % 8:
@@ -159,7 +167,7 @@ def cosine_pairs(features, threshold: float, block: int | None = None, exact_lim
     """Pairs i < j with cosine similarity ≥ threshold: exact (blocked products sized to ~256 MB: 100k images,
     640 rows at a time) up to `exact_limit` images, from faiss's IVF index beyond (see the module's note)."""
     x = features if isinstance(features, torch.Tensor) else unit_rows(features)
-    faiss = _faiss()
+    faiss = faiss_module()
     if len(x) <= exact_limit or faiss is None:
         return pairs_above(x, x, threshold, block)
     return _ivf_pairs(faiss, np.ascontiguousarray(x.numpy(), np.float32), threshold)

@@ -140,7 +140,7 @@ class SortResult:
 
     def describe(self) -> str:
         verb = "Moved" if self.move else "Copied"
-        text = f"{verb} {self.done} images"
+        text = f"{verb} {files.counted(self.done, 'image')}"
         if self.already:
             text += f" ({self.already} already sorted{' by the interrupted run, resumed' if self.resumed else ''})"
         if self.errors:

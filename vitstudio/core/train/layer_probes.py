@@ -130,7 +130,7 @@ def _probed(layers: FolderLayers, labels: np.ndarray, classes: tuple[str, ...], 
     small = [classes[c] for c in np.flatnonzero((counts > 0) & (counts < 2))]
     if small:
         raise ValueError(f"Every class needs at least two readable images for the probes' folds; "
-                         f"{', '.join(small)} has one.")
+                         f"{', '.join(small)} {'has' if len(small) == 1 else 'have'} one.")
     folds = int(min(folds, counts[counts > 0].min()))  # a fold holds at least one image of every class
     ids = fold_ids(labels, folds, seed)
     scores = yield from fold_accuracies(_Blocks(layers), labels, ids, len(classes), cancel)  # (blocks, folds)
