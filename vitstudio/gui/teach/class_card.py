@@ -70,10 +70,9 @@ class ClassCardWidget(QFrame):
         self.record.pressed.connect(lambda: self.record_pressed.emit(self.name))
         self.record.released.connect(lambda: self.record_released.emit(self.name))
         head = QHBoxLayout()  # three short rows: the card fits the tab's ~850 px beside the model card
-        for widget in (self.title, self.count, self.accuracy):
-            head.addWidget(widget)
+        for widget in (self.title, self.more, self.count, self.accuracy):  # ⋯ by the name: in sight when the
+            head.addWidget(widget)                                           # tab is narrow and the cards scroll
         head.addStretch(1)
-        head.addWidget(self.more)
         row = QHBoxLayout()
         row.addLayout(thumbs)
         row.addWidget(self.bar, 1)
