@@ -325,3 +325,21 @@ def test_a_closed_window_is_freed_with_its_panels_state_and_model(qtbot, tiny_we
     QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
     gc.collect()
     assert [type(ref()).__name__ for ref in alive] == ["NoneType"] * 4  # what is still alive, by its type
+
+
+def test_main_py_offers_every_tab_and_refuses_one_it_does_not_have(capsys):
+    """`main.py --tab` names every tab of the window in its help (it listed 7 of 9) and refuses a name that is no
+    tab in one line, exit 2 (it was ignored silently)."""
+    import pytest
+
+    from vitstudio.gui.app import parse_args
+    from vitstudio.gui.tab_names import TABS
+
+    assert parse_args(["--tab", "teach"]).tab == "teach"
+    with pytest.raises(SystemExit) as refused:
+        parse_args(["--tab", "bogus"])
+    assert refused.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    assert all(name in usage for name, _title in TABS) and len(TABS) == 9

@@ -27,6 +27,7 @@ class ModelLoader:
         """`download(done, total)`: a hub download's progress (called on the job's thread). `follow=False`: the
         face calls `load` itself (the window waits for its panels)."""
         self.app, self.download = app, download
+        self.follows = follow  # loads start by themselves on every request (else the face starts each one)
         self.jobs = KeyedJobs(app.view, {"load": ("requested",)}, runner, without_context=("load",))
         if follow:
             app.view.events.requested.connect(self.load)

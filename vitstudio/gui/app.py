@@ -7,6 +7,8 @@ import logging
 import os
 import sys
 
+from .tab_names import TABS
+
 SCREENSHOT_SIZE = (1280, 720)  # `--screenshot` on the offscreen platform: the screen the app is designed for
 
 
@@ -20,8 +22,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--precision", default=None, help="auto, fp32, bf16 or fp16 (default: the last one used; "
                     "auto at first: bf16 on GPUs that support it)")
     ap.add_argument("--compare", metavar="NAME_OR_PATH", help="second model for the Compare tab")
-    ap.add_argument("--tab", help="open on this tab: predictions, attention, embeddings, internals, compare, "
-                    "folder, training")
+    ap.add_argument("--tab", choices=[name for name, _title in TABS], metavar="TAB",
+                    help=f"open on this tab: {', '.join(name for name, _title in TABS)}")
     ap.add_argument("--screenshot", metavar="PNG", help="render the window once everything requested has "
                     "finished, save it, and exit")
     return ap.parse_args(argv)

@@ -41,14 +41,12 @@ from .opening import Opening, StripPaths, read_new_images, recent_entry, updated
 from .panel_routes import PanelRoutes
 from .session_memory import SessionMemory
 from .status_notice import PassingMessages, StatusNoticeWidget
+from .tab_names import TABS
 from .window_jobs import Relay, classify_job, is_model_of
 
 log = logging.getLogger("vitstudio.gui")
-# The tabs, in order: (the window's attribute for the panel, its title). The window frame (menus, model bar, image
-# strip, tabs, docks) needs Qt only and shows at once; the panels need torch and take their tabs once it has loaded.
-TABS = (("predictions", "Predictions"), ("attention", "Attention"), ("embeddings", "Embeddings"),
-        ("internals", "Model internals"), ("compare", "Compare"), ("folder", "Folder"), ("training", "Training"),
-        ("play", "Play"), ("teach", "Teach"))
+# The window frame (menus, model bar, image strip, tabs, docks) needs Qt only and shows at once; the panels need
+# torch and take their tabs (TABS) once it has loaded.
 STRIP_KEPT = 500  # images of the strip opened again at the next start (a folder of thousands is the Folder tab's)
 # File → Open folder puts at most this many of the folder's images in the strip (each held decoded, with its
 # preview); the Folder tab shows all of them, and a row picked there is the image every tab shows
@@ -296,7 +294,8 @@ class MainWindow(QMainWindow):
             return
         self._waiting_load = None
         self._on_message("info", f"Loading {request.spec} on {request.device} ({request.precision})…")
-        self.loader.load(request)
+        if not self.loader.follows:  # an App a script built loads by itself
+            self.loader.load(request)
 
     def _on_model_loaded(self, loaded) -> None:
         self.settings.setValue("model", loaded.name)
