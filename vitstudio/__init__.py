@@ -1,6 +1,8 @@
 """ViT Studio: predict, explain and fine-tune Vision Transformers."""
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+__all__ = ["__version__", "show"]
 
 
 def show(app=None, images=(), model=None, block=None):

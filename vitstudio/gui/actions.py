@@ -161,7 +161,7 @@ def help_text(window, topic: str) -> str:
     import timm
     import torch
 
-    from vitstudio import __version__
+    from vitstudio._version import __version__
     from vitstudio.core.files import app_folders
 
     folders = "<br>".join(f"<b>{what}:</b> {html.escape(str(where))} ({moved_by})" for what, where, moved_by
