@@ -15,7 +15,7 @@ from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.jobs import ScriptRunner
 from vitstudio.app.paint_masks import UNPAINTED
-from vitstudio.app.paint_page import PaintPage
+from vitstudio.app.paint_page import PaintPageModel
 from vitstudio.cli import main
 from vitstudio.core.models.demo import bundled_demo, render_digits
 
@@ -27,7 +27,7 @@ def demo():
     return load_model(str(bundled_demo()), None, "cpu", "fp32")
 
 
-def _drag(page: PaintPage, points, brush_class: int, radius: int) -> None:
+def _drag(page: PaintPageModel, points, brush_class: int, radius: int) -> None:
     page.paint.state.update(brush_class=brush_class, radius=radius, erase=False)
     page.press(*points[0])
     for x, y in points[1:]:
@@ -35,7 +35,7 @@ def _drag(page: PaintPage, points, brush_class: int, radius: int) -> None:
     page.release()
 
 
-def _paint_digit(page: PaintPage, folder: FolderModel, path: str) -> None:
+def _paint_digit(page: PaintPageModel, folder: FolderModel, path: str) -> None:
     """The digit's ink as the object (a drag along its dark pixels' middle row), the paper's margin as background."""
     folder.select(folder.results.paths.index(path))
     ink = page.picture.mean(-1) < 128
@@ -51,7 +51,7 @@ def paint_page_on_digits(demo, tmp_path):
     app = AppState()
     app.set_model(demo)
     folder = FolderModel(app, ScriptRunner())
-    page = PaintPage(folder)
+    page = PaintPageModel(folder)
     folder.open_paths([str(data)])
     return app, folder, page, sorted(folder.results.paths)
 
@@ -110,7 +110,7 @@ def test_paint_segment_correct_export_and_the_cli_agrees(demo, tmp_path, capsys)
     exported = np.asarray(Image.open(tmp_path / "out" / f"{Path(paths[5]).stem}.png"))
     assert (exported == page.shown.labels).all()  # the page showed what it exported
 
-    reopened = PaintPage(folder)  # the exported paint opened again (a later session): the same masks
+    reopened = PaintPageModel(folder)  # the exported paint opened again (a later session): the same masks
     (tmp_path / "stray").mkdir()
     Image.new("L", (32, 32)).save(tmp_path / "stray" / "not-in-the-folder.png")
     assert not reopened.open_painted(str(tmp_path / "stray")) and "names no image" in reopened.line

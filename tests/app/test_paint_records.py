@@ -14,7 +14,7 @@ from tests.core.synthetic_data import tree_state
 from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.jobs import ScriptRunner
-from vitstudio.app.paint_page import PaintPage
+from vitstudio.app.paint_page import PaintPageModel
 from vitstudio.core.dense.painted import match_painted
 from vitstudio.core.files import dataset_dir
 from vitstudio.core.models.demo import bundled_demo, render_digits
@@ -35,10 +35,10 @@ def _session(demo, data=None, page_first=True):
     said = []
     app.message.connect(lambda level, text: said.append((level, text)))
     folder = FolderModel(app, ScriptRunner())
-    page = PaintPage(folder) if page_first else None
+    page = PaintPageModel(folder) if page_first else None
     if data is not None:
         folder.open_paths([str(data)])
-    return folder, page or PaintPage(folder), said
+    return folder, page or PaintPageModel(folder), said
 
 
 def test_painted_masks_come_back_after_another_folder_and_after_a_restart(demo, tmp_path):

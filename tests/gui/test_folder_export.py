@@ -81,9 +81,8 @@ def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_tr
 
 def _paint_first_digit(folder, qtbot) -> None:
     """The first row selected and painted on the Paint page: background along its top, object across its middle."""
-    from vitstudio.app.paint_page import PaintPage
 
-    page = next(p.model for p in folder.side.pages if isinstance(p.model, PaintPage))
+    page = folder.app.pages["paint"]
     folder.select_row(0)
     qtbot.waitUntil(lambda: page.picture is not None, timeout=10000)
     for brush, (start, end) in ((0, ((0, 0), (31, 0))), (1, ((8, 16), (24, 16)))):

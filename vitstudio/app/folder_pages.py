@@ -20,6 +20,6 @@ class PageEntry:
 def page_entries() -> tuple[PageEntry, ...]:
     """Every registered page, in the order they are listed within their group."""
     from .class_counts import ClassCounts
-    from .paint_page import PaintPage
+    from .paint_page import PaintPageModel
 
-    return (PageEntry("counts", "Explore", ClassCounts), PageEntry("paint", "Label", PaintPage))
+    return (PageEntry("counts", "Explore", ClassCounts), PageEntry("paint", "Label", PaintPageModel))

@@ -36,7 +36,7 @@ def overlay_job(cancel, loaded, path: str, painted: dict, classes: tuple[str, ..
 
 class PaintOverlay:
     def __init__(self, page) -> None:
-        """`page`: the Folder tab's Paint page (app.paint_page.PaintPage): its paint, classes and runner."""
+        """`page`: the Folder tab's Paint page (app.paint_page.PaintPageModel): its paint, classes and runner."""
         self.page = page
         self.app = page.folder.app
         self.state = PaintOverlayState(revision=page.state.revision)

@@ -51,7 +51,7 @@ class PaintStroke:
     """One stroke (a drag of the pointer) as a step of the app's undo stack: the page's own undo of its paint, taken
     back only while the page shows the folder it was painted on."""
 
-    def __init__(self, page: PaintPage) -> None:
+    def __init__(self, page: PaintPageModel) -> None:
         self.page, self.paths = page, page.state.paths
         self.text = f"Paint stroke on {Path(page.image).name}" if page.image else "Paint stroke"
 
@@ -68,7 +68,7 @@ class PaintStroke:
         self.page.redo()
 
 
-class PaintPage:
+class PaintPageModel:
     title = "Paint"
     tooltip = ("Paint a few masks (brush, eraser, classes), segment every image of the folder from them by the "
                "model's patch tokens, correct any image, export the masks (PNG, COCO, areas CSV)")
