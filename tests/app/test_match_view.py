@@ -71,6 +71,8 @@ def test_a_click_maps_the_patchs_cosine_over_b_and_matches_as_the_cli(tmp_path, 
     (bx, by) = row["match"]  # the line names both points in their images' own pixels (64×48), as the CLI does
     assert (f"A at x {x:.0f}, y {y:.0f} (of 64×48 px) → best match in B at x {bx:.0f}, y {by:.0f} (of 64×48 px)"
             in view.line()), view.line()
+    assert view.titles() == (f"A: a.png — point at x {x:.0f}, y {y:.0f}",  # above the views too: always in sight
+                             f"B: b.png — best match at x {bx:.0f}, y {by:.0f}, similarity {match.value:.3f}")
     view.state.update(refine=True)  # sub-patch: the core's refined match (what --refine prints), the map unchanged
     (refined,) = matching.match_points(a, b, [(x, y)], refine=True)
     assert refined["match"] != row["match"]  # a pixel between patch centres

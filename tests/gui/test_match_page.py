@@ -58,6 +58,8 @@ def test_a_click_on_a_shows_the_cosine_over_b_and_marks_its_best_match(panel, qt
     r, c = np.unravel_index(expected.argmax(), expected.shape)
     assert page.views[1].marker.isVisible() and page.views[1].marker.rect().topLeft() == QPointF(c * 8, r * 8)
     assert len(page.dots[0].data) == 11 and f"{expected.max():.3f}" in page.line.text()  # matches + the point
+    assert page.titles[1].text().startswith("B: im1.png — best match at x ") and \
+        page.titles[1].text().endswith(f"similarity {expected.max():.3f}")
 
     page.top.setValue(3)  # fewer matches drawn, nothing computed again
     assert len(page.dots[1].data) == 4 and page.model.match is not None

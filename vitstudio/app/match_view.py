@@ -13,6 +13,7 @@ block, facet or model and goes with another A.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -166,6 +167,20 @@ class MatchView:
         if name not in ("top", "opacity"):  # they only draw what is there
             self.refresh()
         self.changed.emit()
+
+    def titles(self) -> tuple[str, str]:
+        """What the page writes above A and B: their names and, once a point is matched, both points in their images'
+        own pixels (above the views, in sight when a short window scrolls the line under them out)."""
+        s, features, match = self.state, self.features, self.match
+        a = "A: the strip's selected image" if self.path_a is None else f"A: {Path(self.path_a).name}"
+        b = "B" if not s.other else f"B: {Path(s.other).name}"
+        if features is None:
+            return a, b
+        if match is None:
+            return a + " — click a point", b
+        (x, y), (bx, by) = s.point, match.best
+        return (f"{a} — point at x {x:.0f}, y {y:.0f}",
+                f"{b} — best match at x {bx:.0f}, y {by:.0f}, similarity {match.value:.3f}")
 
     def line(self) -> str:
         """What the page says: what is missing, what is under way, why it failed, or the match."""

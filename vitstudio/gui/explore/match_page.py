@@ -147,22 +147,19 @@ class MatchPage(QWidget):
     def _draw(self) -> None:
         model, features, match = self.model, self.model.features, self.model.match
         self.line.setText(model.line())
-        self.titles[0].setText("A: the strip's selected image" if model.path_a is None else
-                               f"A: {Path(model.path_a).name}" + (" — click a point" if features is not None else ""))
+        for title, text in zip(self.titles, model.titles()):
+            title.setText(text)
         if features is None:
             for view, dots in zip(self.views, self.dots):
                 view.set_image(None)
                 view.set_map(None)
                 dots.clear()
-            self.titles[1].setText("B" if not model.state.other else f"B: {Path(model.state.other).name}")
             return
         for view, crop in zip(self.views, features.crops):
             view.set_image(crop)
         a, b = features.placed
         self.views[1].set_map(None if match is None else match.similarity, "inferno", model.state.opacity / 100)
         self.views[1].set_marker(None if match is None else match.best_patch)
-        self.titles[1].setText(f"B: {Path(model.state.other).name}" + (
-            "" if match is None else f" — similarity to A's patch, best {match.value:.3f}"))
         spots: list[list[dict]] = [[], []]
         for i, pair in enumerate(model.mutual()):
             colour = PAIR_COLOURS[i % len(PAIR_COLOURS)]
