@@ -293,3 +293,22 @@ def test_a_run_warnings_newer_figures_replace_it_in_the_status_bar_not_the_log(w
     assert window.log_view.toPlainText().count("near chance") == logged == 1
     panel._on_record(RunWarning("", kind="chance level", update=True))  # the run recovered: the warning goes
     assert window.statusBar().currentMessage() == ""
+
+
+def test_a_notice_in_the_status_bar_is_cut_between_words(qtbot):
+    """The notice kept in the status bar (a crash log, an export, with its link) was elided in the middle of a word
+    as the passing messages were: it is cut between words, its link whole, the whole text in its tooltip."""
+    from vitstudio.gui.status_notice import StatusNoticeWidget
+
+    notice = StatusNoticeWidget()
+    qtbot.addWidget(notice)
+    notice.resize(420, 30)
+    notice.show()
+    whole = "Exported the taught model to /data/teach/export: timm, ONNX and the seed format predict as the " \
+            "preview on all 1,240 samples (check.json beside them)."
+    notice.show_notice(whole, "/data/teach/export")
+    qtbot.waitUntil(lambda: "…" in notice.label.text())
+    head, tail = notice.label.text().split(" · ", 1)[1].split("…")
+    tail = tail.lstrip()
+    assert head.startswith("Exported") and whole.startswith(head) and head[-1] in " /"
+    assert whole.endswith(tail) and whole[-len(tail) - 1] in " /" and notice.toolTip().startswith(whole)

@@ -141,7 +141,7 @@ class StatusNoticeWidget(QWidget):
         linked = bool(self.path or self.action)
         link = f'<a href="open">{html.escape(self._link)}</a> · ' if linked else ""
         room = max(40, self.label.width() - (metrics.horizontalAdvance(self._link + " · ") if linked else 0))
-        shown = metrics.elidedText(self.text, Qt.ElideMiddle, room)
+        shown = elided_at_words(self.text, metrics, room)
         self.label.setText(link + html.escape(shown))
 
     def _open(self, _href: str) -> None:
