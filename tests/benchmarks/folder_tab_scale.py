@@ -120,7 +120,7 @@ def _open(app, panel, folder: str) -> dict:
     start = time.perf_counter()
     with Heartbeat() as beat:
         panel.open_folder(folder)
-        _until(app, lambda: fm.results is not None and panel.model.rowCount() == len(fm.results))
+        _until(app, lambda: fm.results is not None and panel.table_model.rowCount() == len(fm.results))
         t["table"] = time.perf_counter() - start
         _until(app, lambda: fm.coords is not None and panel.map.drawn())
         _painted(app, panel.map.viewport(), panel.gallery.viewport())

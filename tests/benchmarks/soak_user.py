@@ -309,7 +309,7 @@ class Soak:
                    timeout=120)
         from PySide6.QtCore import Qt
 
-        for column in range(panel.model.columnCount()):  # a click on each header
+        for column in range(panel.table_model.columnCount()):  # a click on each header
             panel.table.sortByColumn(column, (Qt.AscendingOrder, Qt.DescendingOrder)[(column + self.cycle) % 2])
             yield Wait("sort", seconds=0.1)
         for row in (0, 3, 7):

@@ -43,8 +43,8 @@ def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_tr
     selection = folder.table.selectionModel()
     selection.clearSelection()
     for view_row in (1, 4, 6):  # three rows picked in the table: they are what is exported
-        selection.select(folder.model.index(view_row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
-    picked = sorted(folder.model.source_row(r) for r in (1, 4, 6))
+        selection.select(folder.table_model.index(view_row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+    picked = sorted(folder.table_model.source_row(r) for r in (1, 4, 6))
     assert button.text() == "Export 3 images…" and "3 images selected in the table" in button.toolTip()
     assert [a.text() for a in button.menu().actions()][:2] == ["Copy into class folders…", "Move into class folders…"]
 

@@ -93,7 +93,7 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     rect = folder.gallery.visualRect(gallery.index(2, 0))
     qtbot.mouseClick(folder.gallery.viewport(), Qt.LeftButton, pos=rect.center())
     assert folder.folder_model.selected == order[2]
-    assert folder.model.source_row(folder.table.currentIndex().row()) == order[2]
+    assert folder.table_model.source_row(folder.table.currentIndex().row()) == order[2]
     folder.select_row(order[1])  # and the table's choice is the grid's
     assert folder.folder_model.selected == order[1] and folder.gallery.currentIndex().row() == 1
 

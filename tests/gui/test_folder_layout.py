@@ -166,7 +166,7 @@ def test_similar_images_grid_with_the_query(opened, qtbot):
     panel.select_row(3)
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel.similar.count() == 12, timeout=20000)
-    query = panel.results.paths[panel.model.source_row(panel.table.currentIndex().row())]
+    query = panel.results.paths[panel.table_model.source_row(panel.table.currentIndex().row())]
     assert os.path.basename(query) in panel.similar_tab.query_text.text()
     qtbot.waitUntil(lambda: panel.similar_tab.query_image.pixmap() is not None
                     and not panel.similar_tab.query_image.pixmap().isNull(), timeout=20000)

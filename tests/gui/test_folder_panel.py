@@ -43,13 +43,13 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     panel.open_folder(str(data))
     _settle(qtbot)
     results = panel.results
-    assert results is not None and len(results) == 120 and panel.model.rowCount() == 120
+    assert results is not None and len(results) == 120 and panel.table_model.rowCount() == 120
     assert set(results.given) == {str(d) for d in range(10)}
     assert (results.correct() == 1).mean() > 0.8  # the demo model reads digits
     assert tree_state(data) == before  # the dataset is only read
     header = panel.table.horizontalHeader()  # sorted by file name, ascending, and the arrow says so (it sat on the
     assert (header.sortIndicatorSection(), header.sortIndicatorOrder()) == (1, Qt.AscendingOrder)  # thumbnails:
-    shown = [results.paths[panel.model.source_row(i)] for i in range(panel.model.rowCount())]  # the walk)
+    shown = [results.paths[panel.table_model.source_row(i)] for i in range(panel.table_model.rowCount())]  # the walk)
     assert shown == sorted(shown, key=lambda p: os.path.basename(p)) or shown == sorted(shown)
 
     # filters and sorting: mistakes only, then one predicted class, then a confidence floor
@@ -64,11 +64,11 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert all(results.confidence[r] >= 0.9 for r in panel.visible_rows()) and panel.visible_rows()
     panel.min_conf.setValue(0.0)
     panel.table.sortByColumn(3, Qt.AscendingOrder)  # confidence, lowest first
-    first = panel.model.source_row(0)
+    first = panel.table_model.source_row(0)
     assert results.confidence[first] == results.confidence.min()
 
     # thumbnails arrive for the rows on screen, from a worker
-    qtbot.waitUntil(lambda: panel.model.data(panel.model.index(first, 0), Qt.DecorationRole) is not None,
+    qtbot.waitUntil(lambda: panel.table_model.data(panel.table_model.index(first, 0), Qt.DecorationRole) is not None,
                     timeout=20000)
 
     # CSV of the rows shown: Export N images… → CSV of every column
@@ -152,7 +152,7 @@ def test_a_new_model_clears_the_folder_results(panel, qtbot, tmp_path):
     folder = folder_panel(panel, qtbot, data)
     assert folder.results is not None
     folder.state.set_model(load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=10"))
-    assert folder.results is None and folder.model.rowCount() == 0
+    assert folder.results is None and folder.table_model.rowCount() == 0
     assert "open" in folder.info.text().lower() and 'href="reopen"' in folder.info.text()
     folder.info.linkActivated.emit("reopen")  # one click: the same folder through the new model
     _settle(qtbot)
@@ -217,8 +217,8 @@ def test_a_registered_page_is_a_tab_fed_the_folders_results_and_a_row_double_cli
     assert given == {str(d): 3 for d in range(10)} and page.summary.text().startswith("All 30 images of the folder: ")
     predicted = [page.table.item(r, 1).data(Qt.DisplayRole) for r in range(page.table.rowCount())]
     assert predicted == sorted(predicted, reverse=True)  # most predicted first, as the header's arrow says
-    row = panel.model.index(4, 1)
-    path = panel.results.paths[panel.model.source_row(4)]
+    row = panel.table_model.index(4, 1)
+    path = panel.results.paths[panel.table_model.source_row(4)]
     with qtbot.waitSignal(window.state.image_selected, timeout=20000):
         panel.table.doubleClicked.emit(row)
     assert window.state.selected.path == path and "Attention" in window.tabs.tabText(window.tabs.currentIndex())

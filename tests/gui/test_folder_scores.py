@@ -30,7 +30,7 @@ def _cli_scores(folder, capsys) -> dict[str, dict]:
 
 
 def _column(folder, name: str) -> dict[str, str]:
-    table = folder.model
+    table = folder.table_model
     return {folder.results.paths[table.source_row(i)]: table.data(table.index(i, FIRST_SCORE + NAMES.index(name)))
             for i in range(table.rowCount())}
 
@@ -64,7 +64,7 @@ def test_score_columns_are_the_clis_and_sort_colour_and_export(panel, qtbot, tmp
     choice = browse.sort.findText("uniqueness ↓")
     assert choice >= 0 and browse.sort.findText("mistakenness ↓") >= 0
     browse.sort.activated.emit(choice)
-    shown = [cli[folder.results.paths[folder.model.source_row(i)]]["uniqueness"] for i in range(20)]
+    shown = [cli[folder.results.paths[folder.table_model.source_row(i)]]["uniqueness"] for i in range(20)]
     assert shown == sorted(shown, reverse=True) and shown[0] == 1.0
 
     folder.view_state.colour_by = "hardness"  # a colour bar from 0 to ln(10 classes), a step of it per colour
@@ -91,15 +91,16 @@ def test_score_columns_are_the_clis_and_sort_colour_and_export(panel, qtbot, tmp
         shutil.copy(path, loose / f"{len(list(loose.iterdir()))}.png")
     _open(folder, qtbot, loose)
     assert set(_column(folder, "mistakenness").values()) == {""} and "" not in _column(folder, "hardness").values()
-    why = folder.model.headerData(FIRST_SCORE + 3, Qt.Horizontal, Qt.ToolTipRole)
+    why = folder.table_model.headerData(FIRST_SCORE + 3, Qt.Horizontal, Qt.ToolTipRole)
     assert "no image is in a class folder" in why
 
     before = folder.folder_model.scores  # another model (the same weights): its scores go at once, and come again
     folder.state.set_model(load_model(str(bundled_demo()), device="cpu", precision="fp32"))
-    assert folder.folder_model.scores is None and folder.model.scores is None and folder.model.rowCount() == 0
+    table = folder.table_model
+    assert folder.folder_model.scores is None and table.scores is None and table.rowCount() == 0
     settle(qtbot)
     qtbot.waitUntil(lambda: folder.folder_model.scores is not None, timeout=30000)
-    assert folder.folder_model.scores is not before and folder.model.scores is folder.folder_model.scores
+    assert folder.folder_model.scores is not before and folder.table_model.scores is folder.folder_model.scores
     assert _column(folder, "hardness") == {p: f"{h:.3f}" for p, h in zip(before.paths, before.hardness)}
 
 

@@ -26,8 +26,8 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
     panel.open_folder(str(data))
     qtbot.waitUntil(lambda: panel.results is not None and panel.coords is not None, timeout=60000)
     results = panel.results
-    assert len(results) == 18 and not results.has_predictions and panel.model.rowCount() == 18
-    row = [panel.model.data(panel.model.index(0, c)) for c in range(1, 6)]
+    assert len(results) == 18 and not results.has_predictions and panel.table_model.rowCount() == 18
+    row = [panel.table_model.data(panel.table_model.index(0, c)) for c in range(1, 6)]
     assert row[1] == "" and row[2] == "" and row[3] in ("blue", "green", "red")  # no prediction, the given label
     assert "no classes" in panel.info.text() and not panel.sort_button.isEnabled()
     assert panel.export_button.isEnabled()  # Export 18 images… → CSV of every column: no prediction in it

@@ -43,9 +43,10 @@ def _open(window, qtbot, folder):
 def _select(panel, paths):
     selection = panel.table.selectionModel()
     selection.clearSelection()
-    for view_row in range(panel.model.rowCount()):
-        if panel.results.paths[panel.model.rows[view_row]] in paths:
-            selection.select(panel.model.index(view_row, 0), QItemSelectionModel.Select | QItemSelectionModel.Rows)
+    for view_row in range(panel.table_model.rowCount()):
+        if panel.results.paths[panel.table_model.rows[view_row]] in paths:
+            selection.select(panel.table_model.index(view_row, 0),
+                             QItemSelectionModel.Select | QItemSelectionModel.Rows)
 
 
 def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
@@ -94,7 +95,7 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     # a class given later takes the next key and renumbers none (sorted by name, "one" would have moved: the walk)
     assert class_order({**tab.labels, "x.png": "a-first-by-name"})[:3] == ["zero", "one", "a-first-by-name"]
     # the table marks which rows are labelled: their label, in bold, as given (issue 29, item 12)
-    model = panel.model
+    model = panel.table_model
     for view_row in range(model.rowCount()):
         path = panel.results.paths[model.source_row(view_row)]
         index = model.index(view_row, 4)

@@ -36,7 +36,7 @@ def test_an_image_picked_in_the_table_gallery_map_or_strip_is_every_tabs_image(w
     panel.select_row(3)  # the table
     check(3)
     panel.gallery.selectionModel().setCurrentIndex(  # the gallery
-        panel.gallery.gallery_model.index(panel.model.view_row(7), 0), QItemSelectionModel.ClearAndSelect)
+        panel.gallery.gallery_model.index(panel.table_model.view_row(7), 0), QItemSelectionModel.ClearAndSelect)
     check(7)
     panel.map.picked.emit(11)  # a point clicked on the map
     check(11)
@@ -44,5 +44,5 @@ def test_an_image_picked_in_the_table_gallery_map_or_strip_is_every_tabs_image(w
     window.strip.setCurrentRow(first)  # the strip: its image, and the folder's row for it
     check(3)
     current = panel.table.currentIndex()
-    assert panel.model.source_row(current.row()) == 3 == panel.folder_model.selected
+    assert panel.table_model.source_row(current.row()) == 3 == panel.folder_model.selected
     assert panel.gallery.gallery_model.source_row(panel.gallery.currentIndex().row()) == 3

@@ -41,6 +41,6 @@ def test_an_app_a_script_drove_is_shown_as_it_is(qtbot, tmp_path):
     qtbot.addWidget(window)
     settle(qtbot)
     assert app.model is loaded and window.windowTitle() == f"ViT Studio — {loaded.display_name}"
-    assert window.folder.model.rowCount() == len(app.folder.results) == 10
+    assert window.folder.table_model.rowCount() == len(app.folder.results) == 10
     window.close()
     workers.shutdown(5000)

@@ -21,7 +21,7 @@ from vitstudio.gui.training.training_panel import TrainingPanel
 def _folder_views(panel) -> dict[str, object]:
     """What each view of the Folder tab shows, in one comparable value each (empty: None, 0 or {})."""
     return {
-        "table": panel.model.rowCount(),
+        "table": panel.table_model.rowCount(),
         "results": None if panel.results is None else tuple(panel.results.paths),
         "map": len(panel.map.coords),
         "similar": panel.similar.count(),
@@ -42,8 +42,8 @@ def _folder_views(panel) -> dict[str, object]:
         "its segmentation": _paint_page(panel).model.shown,
         "export": panel.export_menu.count,  # what Export… would take (its label counts it)
         "scores": panel.folder_model.scores,
-        "score columns": sum(bool(panel.model.data(panel.model.index(i, FIRST_SCORE)))
-                             for i in range(panel.model.rowCount())),
+        "score columns": sum(bool(panel.table_model.data(panel.table_model.index(i, FIRST_SCORE)))
+                             for i in range(panel.table_model.rowCount())),
         "score colour bar": panel.map.colour_bar.isVisible(),
     }
 
@@ -119,11 +119,12 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     assert panel.labels_tab.path != first_labels
 
     _settle(qtbot)
-    assert panel.model.rowCount() == len(panel.results) == len(panel.map.coords) == 20
+    assert panel.table_model.rowCount() == len(panel.results) == len(panel.map.coords) == 20
     assert all(str(path).startswith(str(second)) for path in panel.results.paths)
     assert panel.fit.fit is not None and panel.layers_tab.run_button.isEnabled()
     assert panel.folder_model.scores.paths == panel.results.paths and panel.map.colour_bar.isVisible()
-    assert all(panel.model.data(panel.model.index(i, FIRST_SCORE)) for i in range(20))  # the second's own scores
+    table = panel.table_model
+    assert all(table.data(table.index(i, FIRST_SCORE)) for i in range(20))  # the second's own scores
     assert panel.labels_tab.path not in (None, first_labels) and not panel.labels_tab.labels  # the second's own file
 
 

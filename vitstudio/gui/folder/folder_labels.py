@@ -114,7 +114,7 @@ class LabelsTab(QWidget):
         panel = self.panel
         if panel.results is None:
             return []
-        rows = sorted({panel.model.rows[i.row()] for i in panel.table.selectionModel().selectedRows()})
+        rows = sorted({panel.table_model.rows[i.row()] for i in panel.table.selectionModel().selectedRows()})
         if not rows and panel.map_rows is not None:
             rows = list(panel.map_rows)
         return [panel.results.paths[int(r)] for r in rows]
@@ -190,7 +190,7 @@ class LabelsTab(QWidget):
         self._refresh()
 
     def _refresh(self) -> None:
-        self.panel.model.show_labels(self.labels)  # the table marks the labelled rows
+        self.panel.table_model.show_labels(self.labels)  # the table marks the labelled rows
         classes = self.model.classes()
         counts = {c: 0 for c in classes}
         for label in self.labels.values():

@@ -141,9 +141,9 @@ class FolderPanel(QWidget):
         self.fit = FolderFitWidget()
 
     def _build_table(self) -> None:
-        self.model = ResultsModel(self)
+        self.table_model = ResultsModel(self)
         self.table = QTableView()
-        self.table.setModel(self.model)
+        self.table.setModel(self.table_model)
         self.table.horizontalHeader().setSortIndicator(1, Qt.AscendingOrder)  # by file name, as its arrow says
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -153,7 +153,7 @@ class FolderPanel(QWidget):
         for column, width in enumerate((52, 112, 64, 76, 56, 56, 80, 128, 72, 96)):  # at 1280×720 confidence stays
             # in sight; the scores' headers whole, "representativeness" too
             self.table.setColumnWidth(column, width)
-        self.browse = TableOrGalleryWidget(self.table, self.model)  # the same rows as a grid of thumbnails
+        self.browse = TableOrGalleryWidget(self.table, self.table_model)  # the same rows as a grid of thumbnails
         self.gallery = self.browse.gallery
 
     def _build_side(self) -> None:
@@ -255,7 +255,7 @@ class FolderPanel(QWidget):
 
     def _show_results(self, results) -> None:
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
-        self.model.set_results(results, self.folder_model.scores)
+        self.table_model.set_results(results, self.folder_model.scores)
         self.similar_tab.clear()
         self.review_tab.clear()
         self.duplicates.clear()
@@ -269,10 +269,10 @@ class FolderPanel(QWidget):
 
     def _on_relocated(self, results) -> None:
         """Files a move (or its undo) relocated: the same rows under their new paths, the review and scores kept."""
-        self.model.set_results(results, self.folder_model.scores)
+        self.table_model.set_results(results, self.folder_model.scores)
 
     def _show_rows(self, rows) -> None:
-        self.model.set_allowed(rows)
+        self.table_model.set_allowed(rows)
         self.toolbar.show_count(len(rows), len(self.results))
         self.map.show_selected(self.folder_model.selected_on_map())
 
@@ -284,7 +284,7 @@ class FolderPanel(QWidget):
         self.folder_model.reset_filters()
 
     def visible_rows(self) -> list[int]:
-        return self.model.rows.tolist()
+        return self.table_model.rows.tolist()
 
     def _on_map(self, coords, method) -> None:
         results = self.results
@@ -305,7 +305,7 @@ class FolderPanel(QWidget):
 
     def _on_scores(self, scores) -> None:
         """The brain's scores arrived: their columns, and the map when it is coloured by one."""
-        self.model.set_scores(scores)
+        self.table_model.set_scores(scores)
         if self._colour_key() in SCORES:
             self._recolour()
 
@@ -319,16 +319,16 @@ class FolderPanel(QWidget):
         return self.folder_model.colour_key()
 
     def select_row(self, row: int) -> None:
-        view_row = self.model.view_row(row)
+        view_row = self.table_model.view_row(row)
         if view_row is None:
             return
-        index = self.model.index(view_row, 0)
+        index = self.table_model.index(view_row, 0)
         self.table.selectionModel().setCurrentIndex(
             index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
 
     def _on_row(self, current, _previous) -> None:
         if current.isValid():
-            self._pick(self.model.source_row(current.row()))
+            self._pick(self.table_model.source_row(current.row()))
 
     def _pick(self, row: int) -> None:
         """A row made current in the table or the gallery: the Folder model's selection (`_on_selected` follows)."""
@@ -341,12 +341,13 @@ class FolderPanel(QWidget):
             return
         self.similar_tab.show_query(self.results.paths[row], describe_image(self.results, row).split("\n", 1)[1])
         current = self.table.currentIndex()
-        if not current.isValid() or self.model.source_row(current.row()) != row:  # keeps a table's multi-selection
+        # keeps a table's multi-selection
+        if not current.isValid() or self.table_model.source_row(current.row()) != row:
             self.select_row(row)
         self.gallery.show_row(row)
 
     def _explain_row(self, index) -> None:
-        self.open_in_explorer.emit(self.results.paths[self.model.source_row(index.row())])
+        self.open_in_explorer.emit(self.results.paths[self.table_model.source_row(index.row())])
 
     def _on_similar(self, _row: int, found) -> None:
         self.similar.clear()
@@ -390,7 +391,7 @@ class FolderPanel(QWidget):
         return self._selected_rows() or ([] if on_map is None else on_map.tolist())
 
     def _selected_rows(self) -> list[int]:
-        return sorted({self.model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
+        return sorted({self.table_model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
 
     def _sort_dialog(self) -> None:
         selected, min_conf = bool(self._selected_rows()), self.view_state.min_conf
