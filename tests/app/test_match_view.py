@@ -13,7 +13,7 @@ from PIL import Image
 
 from vitstudio.app.app_state import ImageEntry
 from vitstudio.app.jobs import ScriptRunner
-from vitstudio.app.match_view import MatchView
+from vitstudio.app.match_view import MatchModel
 from vitstudio.cli import main
 from vitstudio.core.data.images import read_image
 from vitstudio.core.dense import matching
@@ -40,7 +40,7 @@ def test_a_click_maps_the_patchs_cosine_over_b_and_matches_as_the_cli(tmp_path, 
     a_path, b_path = _image(tmp_path / "a.png", 0), _image(tmp_path / "b.png", 1)
     torch.manual_seed(0)
     loaded = load_model(SPEC, None, "cpu", "fp32")
-    view = MatchView(ScriptRunner())
+    view = MatchModel(ScriptRunner())
     view.active = True
     view.set_model(loaded)
     assert view.state.block == 1 and view.state.fields()["block"].range.hi == 1  # the last block, the depth's range

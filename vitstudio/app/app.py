@@ -20,7 +20,7 @@ from .folder_model import FolderModel
 from .folder_pages import page_entries
 from .folder_tags import FolderTags
 from .jobs import Runner
-from .match_view import MatchView
+from .match_view import MatchModel
 from .model_loader import ModelLoader
 from .paint_overlay import PaintOverlay
 from .selection import Selection
@@ -48,7 +48,7 @@ class App:
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder
         self.export = FolderExport(self.folder, self._tags_per_row, self._labels_by_path)
         self.paint_overlay = PaintOverlay(self.pages["paint"])  # the Paint page's classes over the Attention tab
-        self.match = MatchView(runner)
+        self.match = MatchModel(runner)
         if self.state.model is not None:
             self.match.set_model(self.state.model)
         self.match.set_a(self.state.selected)

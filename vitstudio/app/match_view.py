@@ -86,7 +86,7 @@ def point_job(cancel, features: MatchFeatures, point: tuple[float, float], refin
     return PointMatch(patch, sim, best, (int(best_patch[0]), int(best_patch[1])), value)
 
 
-class MatchView:
+class MatchModel:
     """The Match page's model: its state, its two requests and the line it says. The face calls `refresh()` when
     the page is on screen (a hidden page computes nothing) and draws on `changed`."""
 

@@ -1,6 +1,6 @@
 """Compare → Match: image A (the strip's selected image) beside image B (another of the strip, or a file);
 a click on A maps its patch's similarity over B and marks the best match; the mutual nearest neighbours are drawn
-on both as pairs of the same colour. The page draws `app.match_view.MatchView`; block, facet, how many matches and
+on both as pairs of the same colour. The page draws `app.match_view.MatchModel`; block, facet, how many matches and
 the map's opacity over B are its state's fields, bound."""
 
 from __future__ import annotations
