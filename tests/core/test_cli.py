@@ -101,7 +101,7 @@ def test_a_command_without_model_runs_the_bundled_demo(capsys, monkeypatch):
     (["concepts", "IMAGE", "--out", "/dev/null"], "--out /dev/null is a character device"),
     (["concepts", "IMAGE", "--out", ""], "'' names no file"),  # it wrote ..safetensors into the working folder
     (["concepts", "IMAGE", "--out", "OUT", "--seed", "99999999999999999999999"],
-     "argument --seed: must be in [0, 4294967295]"),
+     "seed must be in [0, 4294967295], not 99999999999999999999999."),
     (["layers", "IMAGE", "--batch-size", "0"], "argument --batch-size: must be at least 1, not 0"),
     (["compare-layers", "IMAGE", "--model", "a", "--model", "b", "--batch-size", "-2"],
      "argument --batch-size: must be at least 1, not -2"),

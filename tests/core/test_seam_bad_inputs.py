@@ -223,7 +223,8 @@ EARLY = {
                                     "argument --blur-sigma: must be above 0, not 0"),
     "explain --discard 1.5": (["explain", "IMAGE", "--method", "rollout", "--discard", "1.5", "--json"],
                               "argument --discard: must be in [0, 0.99], not 1.5"),
-    "finetune --lr 0": (["finetune", "DATA", "--out", "OUT", "--lr", "0"], "argument --lr: must be in (0, 10], not 0"),
+    "finetune --lr 0": (["finetune", "DATA", "--out", "OUT", "--lr", "0"],
+                        "lr (learning rate) must be in (0, 10], not 0."),
     "predict --topk two": (["predict", "IMAGE", "--topk", "two"], "argument --topk: 'two' is not a whole number"),
     "explain rollout --layer --head --patch": (
         ["explain", "IMAGE", "--method", "rollout", "--layer", "99", "--head", "7", "--patch", "100,100", "--json"],

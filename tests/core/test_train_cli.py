@@ -304,16 +304,17 @@ def test_a_new_field_in_the_schema_becomes_an_option():
 
 
 def test_range_errors_name_the_field_and_its_range(tmp_path, capsys):
-    """Out-of-range lr, mean (each value), min_lr_ratio, crop_pct are refused while the command line is parsed (the
-    setting's range is the option's type: before torch loads), in exactly one line naming the option, its range and
-    the value, and no run folder."""
+    """Out-of-range lr, mean (each value), min_lr_ratio, crop_pct are refused while the command line is parsed (before
+    torch loads), in exactly one line in the setting's own words — "error: <field> (<label>) must be in <range>, not
+    <v>." as the Training tab's status line says it (test_validation_message_is_the_clis) — and no run folder."""
     data = make_dataset(tmp_path / "data", per_class=4)
-    for option, message in ((["--lr", "0"], "argument --lr: must be in (0, 10], not 0"),
-                            (["--mean", "2", "0", "0"], "argument --mean: must be in [0, 1], not 2"),
-                            (["--min-lr-ratio", "1.5"], "argument --min-lr-ratio: must be in [0, 1], not 1.5"),
+    for option, message in ((["--lr", "0"], "lr (learning rate) must be in (0, 10], not 0."),
+                            (["--mean", "2", "0", "0"],
+                             "mean (normalisation mean) must be in [0, 1] (each value), not (2, 0, 0)."),
+                            (["--min-lr-ratio", "1.5"], "min_lr_ratio (final lr ratio) must be in [0, 1], not 1.5."),
                             (["--interpolation", "bilinear", "--crop-pct", "0"],
-                             "argument --crop-pct: must be in (0, 2], not 0")):
+                             "crop_pct (centre-crop fraction) must be in (0, 2], not 0.")):
         assert main(["finetune", str(data), "--model", SPEC3, "--out", str(tmp_path / "x"), *option,
                      "--quiet"]) == 2
-        assert capsys.readouterr().err.strip() == f"error: {message} (`vitstudio finetune --help` lists the options)"
+        assert capsys.readouterr().err.strip() == f"error: {message}"
     assert not (tmp_path / "x").exists()

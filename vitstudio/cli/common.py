@@ -136,14 +136,32 @@ def add_config_options(parser, settings, presets: dict | None = None) -> None:
         if s.kind is bool:
             kw["action"] = argparse.BooleanOptionalAction
         else:
-            # a range is checked while parsing, of each item of a tuple; an order between items by validate()
-            kw["type"] = checked(s.kind, s.range) if s.kind in (int, float) else s.kind
+            # a range (and a tuple's order) is checked while parsing, in the words the Training tab uses
+            kw["type"] = checked(s.kind) if s.kind in (int, float) else s.kind
+            kw["action"], kw["setting"] = SettingAction, s
             if s.choices is not None:
                 kw["choices"] = list(s.choices)
             if s.length:
                 kw["nargs"] = s.length if s.length > 0 else "*"
                 kw["metavar"] = tuple(p.upper() for p in s.parts) if s.length > 0 else (s.parts or ("VALUE",))[0]
         group.add_argument(s.flag, *s.aliases, **kw)
+
+
+class SettingAction(argparse.Action):
+    """Stores a setting's value once its setting accepts it (`Setting.check`: its range, each item of a tuple, their
+    order): refused while parsing, before torch loads, in the very sentence the Training tab's status line says."""
+
+    def __init__(self, *args, setting, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.setting = setting
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        value = tuple(values) if isinstance(values, list) else values
+        try:
+            self.setting.check(value)
+        except ValueError as exc:
+            parser.exit(EXIT_USAGE, f"error: {exc}\n")
+        setattr(namespace, self.dest, values)
 
 
 def _option_help(s, presets: dict | None) -> str:
