@@ -1,4 +1,6 @@
-"""The Teach tab's jobs, module-level functions run by gui/workers.py (their inputs passed explicitly)."""
+"""The Teach tab's jobs: module-level, every input passed explicitly, run by whichever runner the face gives (the
+window's workers, a script's own thread). The core is imported inside each job: the app layer loads no torch until a
+job runs."""
 
 from __future__ import annotations
 
