@@ -62,6 +62,7 @@ def test_internals_never_show_the_previous_models_pictures(panel, qtbot, monkeyp
     Model internals held for model A while B loads (tab hidden): A's pictures never appear; B's pos-embed picture equals
     core render(explain). [panel]
     """
+    from vitstudio.core.analysis import explain as explain_module
     from vitstudio.gui.explore import internals_panel
 
     first: list[int] = []
@@ -71,7 +72,7 @@ def test_internals_never_show_the_previous_models_pictures(panel, qtbot, monkeyp
         return model.uid == first[0]
 
     gate = gate_for(is_first_model)
-    monkeypatch.setattr(internals_panel, "explain", gate.wrap(internals_panel.explain))
+    monkeypatch.setattr(explain_module, "explain", gate.wrap(explain_module.explain))  # the internals job's
     a = load_model(TINY_SPEC)
     panel = panel(internals_panel.InternalsPanel, a)
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
@@ -141,13 +142,14 @@ def test_folder_distance_of_the_previous_model_never_replaces_the_new_ones(panel
     [panel]
     """
     from vitstudio.core.analysis import attention
+    from vitstudio.core.analysis import explain as explain_module
     from vitstudio.gui.explore import attention_panel
 
     a = load_model(TINY_SPEC)
     panel = panel(attention_panel.AttentionPanel, a, [photos["chelsea"]])
     _settle(qtbot)
     gate = gate_for(lambda model: model is a)
-    monkeypatch.setattr(attention_panel, "explain_folder", gate.wrap(attention_panel.explain_folder))
+    monkeypatch.setattr(explain_module, "explain_folder", gate.wrap(explain_module.explain_folder))
     panel.distance_for_folder(str(photos["chelsea"].parent))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=10000)
     b = load_model(DEEP_SPEC)

@@ -20,26 +20,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.analyses import MaskExport, registry, why_not
+from vitstudio.app.explore_jobs import entry_job, folder_distance_job, is_token_maps, overview_job, shares_overview
 from vitstudio.app.explore_states import TOP_1, TOP_1_LABEL, AttentionState, registry_fields
+from vitstudio.app.model_facts import has_class_token
 from vitstudio.app.notices import describe
-from vitstudio.core.analysis import attention_views, registry
-from vitstudio.core.analysis.applicability import why_not
-from vitstudio.core.analysis.capture import TokenMaps, has_class_token
-from vitstudio.core.analysis.explain import explain, explain_folder
-from vitstudio.core.analysis.masks import MaskExport
 from vitstudio.core.fields import Range
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
+from ..common.method_combo import mark_available, method_combo
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
     colormap_combo,
     controls_column,
-    mark_available,
-    method_combo,
     smooth_checkbox,
     wrapping_label,
 )
@@ -55,7 +52,7 @@ OVERVIEW = "overview"
 
 def _drawn(analysis) -> bool:
     """Drawn over the image: an entry with a view of its own, or one with only a compute function that returns a
-    map of the patch grid (explained once per request: `_entry_job`)."""
+    map of the patch grid (explained once per request: `entry_job`)."""
     return analysis.view is not None or (analysis.renderer == "overlay" and analysis.needs_image
                                          and not analysis.folder and analysis.compute is not None)
 
@@ -63,7 +60,7 @@ def _drawn(analysis) -> bool:
 def _slot(analysis) -> str:
     """The job slot an entry's view reads, named by the entry: its own name, or the overview's for the entries
     drawn from the one forward they share (head maps, rollout, an attention toy)."""
-    if analysis.view_job is not None and registry.load(analysis.view_job) is attention_views.overview_job:
+    if shares_overview(analysis):
         return OVERVIEW
     return analysis.name
 
@@ -73,18 +70,8 @@ def _keys(analysis) -> tuple[str, ...]:
     return analysis.view_keys if analysis.view_job is not None else analysis.param_names
 
 
-# -- jobs: module-level, every input passed explicitly (run in workers); the entries' view jobs are in core --------
-def _folder_job(cancel, model, method: str, folder: str):
-    return explain_folder(model, method, [folder], cancel=cancel)
-
-
-def _entry_job(cancel, model, image, method: str, *values):
-    """An entry with only a compute function: `explain()` with the view's values of its parameters."""
-    return explain(model, method, image, **dict(zip(registry.get(method).param_names, values)))
-
-
 def _entry_view(exp, params: dict, model):
-    """(map, text) of an `_entry_job` result: its (gh, gw) array, titled with the parameters it was made with."""
+    """(map, text) of an `entry_job` result: its (gh, gw) array, titled with the parameters it was made with."""
     analysis = registry.get(exp.method)
     if exp.array.ndim != 2:
         return None, f"{analysis.title} returned an array of shape {exp.array.shape}, not a map of the patch grid."
@@ -246,11 +233,11 @@ class AttentionPanel(ExplorerPanel):
             self.refresh_view()
             return
         model, entry = ctx
-        self._ensure(OVERVIEW, attention_views.overview_job, registry.OVERVIEW_KEYS, model, entry, self._on_overview)
+        self._ensure(OVERVIEW, overview_job, registry.OVERVIEW_KEYS, model, entry, self._on_overview)
         analysis = registry.get(self.view_state.method)
         if self._missing(analysis) is None and self.slots[analysis.name] != OVERVIEW:
             own = analysis.view_job is not None  # else: explained once per request (compute only)
-            self._ensure(self.slots[analysis.name], registry.load(analysis.view_job) if own else _entry_job,
+            self._ensure(self.slots[analysis.name], registry.load(analysis.view_job) if own else entry_job,
                          _keys(analysis), model, entry, self._on_map_result, analysis.title,
                          () if own else (analysis.name,))
 
@@ -294,7 +281,7 @@ class AttentionPanel(ExplorerPanel):
             self.state.message.emit("warning", "Load a model first.")
             return
         self.view_state.update(folder=folder)
-        self.jobs.start("folder", "Distance over folder", _folder_job, model, self.folder_method, folder,
+        self.jobs.start("folder", "Distance over folder", folder_distance_job, model, self.folder_method, folder,
                         on_result=self._on_folder_distance, on_error=self.report_error)
 
     def _on_folder_distance(self, result) -> None:
@@ -357,7 +344,7 @@ class AttentionPanel(ExplorerPanel):
         if ov is not None:
             seen = "CLS attention" if has_class_token(self.state.model.model) else "attention received"
             self.grid.set_maps(ov.head_maps[vs.layer], vs.cmap, vs.head, f"Layer {vs.layer}: each head's {seen}")
-        elif isinstance(shown, TokenMaps) and self.state.model is not None:  # windowed models: the token maps
+        elif is_token_maps(shown) and self.state.model is not None:  # windowed models: the token maps
             maps = shown.attends_to if vs.direction == "to" else shown.attended_by
             maps = maps[0, vs.layer, :self.state.model.heads_at(vs.layer)]
             rows, cols = np.nonzero(np.isfinite(maps).any(0))  # the grid shows the window, not the whole image

@@ -16,61 +16,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.analyses import registry, why_not
+from vitstudio.app.explore_jobs import compare_job, load_second_model, shared_classes, with_shared_classes
 from vitstudio.app.explore_states import CompareState
-from vitstudio.core.analysis import registry
-from vitstudio.core.analysis.applicability import why_not
-from vitstudio.core.analysis.explain import explain
-from vitstudio.core.inference import classify
-from vitstudio.core.models.loading import load_model, local_folder
-from vitstudio.core.models.openclip import is_clip_style
-from vitstudio.core.models.run_record import base_model
-from vitstudio.core.models.zeroshot import prompt_of, with_classes
+from vitstudio.app.model_facts import is_clip_style, prompt_of
+from vitstudio.app.model_files import base_model, local_folder
 
 from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
+from ..common.method_combo import mark_available, method_combo
 from ..common.model_marks import MODEL_LIST_WIDTH
-from .explorer_base import ExplorerPanel, colormap_combo, mark_available, method_combo, smooth_checkbox
+from .explorer_base import ExplorerPanel, colormap_combo, smooth_checkbox
 from .layer_cka import LayerCKAWidget
 from .match_page import MatchPage
-
-# a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
-# prompt templates would keep the text tower busy for minutes on a CPU)
-MAX_SHARED_CLASSES = 200
-
-
-def _analyse(model, image, method: str):
-    """Runs in a worker: (crop, map, top-1 text) for one model, the registered analysis with its defaults
-    (gradient rollout explains each model's own top-1); a headless model has no top-1, only its map."""
-    exp = explain(model, method, image)
-    if not model.labels:
-        return exp.crop, exp.array, "no classes (a headless model)"
-    pred = classify(model, [image], topk=1, keep_crops=False)[0]
-    return exp.crop, exp.array, f"{pred.labels[0]} ({pred.probs[0] * 100:.1f}%)"
-
-
-def shared_classes(main) -> tuple[str, ...]:
-    """The class names a CLIP-style second model is given: the current model's, when it has a few."""
-    labels = tuple(main.labels) if main is not None else ()
-    return labels if 2 <= len(labels) <= MAX_SHARED_CLASSES else ()
-
-
-def _load_second_model(cancel, spec: str, device: str, precision: str, classes: tuple[str, ...],
-                       prompt: str | None):
-    """The second model; a CLIP-style one classifies into `classes` (the current model's, with its prompt), so
-    both answer the same question (e.g. a fine-tuned run against zero-shot on its classes)."""
-    return _with_shared_classes(cancel, load_model(spec, None, device, precision), classes, prompt)
-
-
-def _with_shared_classes(cancel, loaded, classes: tuple[str, ...], prompt: str | None):
-    if classes and is_clip_style(loaded) and (tuple(loaded.labels), prompt_of(loaded)) != (classes, prompt):
-        return with_classes(loaded, list(classes), prompt)
-    return loaded
-
-
-def _compare_job(cancel, model, other, image, method: str) -> list:
-    """The current model's map, and the second model's once there is one (the tab showed two blank panes before)."""
-    return [_analyse(m, image, method) for m in (model, other) if m is not None]
 
 
 class ComparePanel(ExplorerPanel):
@@ -175,7 +134,7 @@ class ComparePanel(ExplorerPanel):
         self.titles[1].setText(f"Loading {spec}…")
         classes, prompt = shared_classes(main), prompt_of(main) if main is not None else None
         self.view_state.update(other_request=(spec, device, precision, classes, prompt))
-        self.jobs.start("load", "Loading second model", _load_second_model, spec, device, precision, classes,
+        self.jobs.start("load", "Loading second model", load_second_model, spec, device, precision, classes,
                         prompt, on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_context_changed(self, *changed) -> None:
@@ -194,7 +153,7 @@ class ComparePanel(ExplorerPanel):
             # the current model's classes changed: the CLIP-style second model follows (its text tower only)
             self.titles[1].setText(f"Encoding the classes for {other.display_name}…")
             self.view_state.update(other_request=(other.name, str(other.device), other.precision, classes, prompt))
-            self.jobs.start("load", "Classes for the second model", _with_shared_classes, other, classes, prompt,
+            self.jobs.start("load", "Classes for the second model", with_shared_classes, other, classes, prompt,
                             on_result=self.set_other, on_error=self._on_load_error)
 
     def _on_load_error(self, exc: BaseException) -> None:
@@ -241,7 +200,7 @@ class ComparePanel(ExplorerPanel):
                 if reason:
                     title.setText(f"{title.text()}<br>{registry.get(method).title} does not apply: {reason}")
             return
-        self.jobs.start("compare", "Compare", _compare_job, model, other, entry.image, method,
+        self.jobs.start("compare", "Compare", compare_job, model, other, entry.image, method,
                         on_result=self._on_results, on_error=self.report_error)
 
     def _on_results(self, _results) -> None:

@@ -3,7 +3,6 @@ clicked patch, token norms, and a 2-D scatter of all tokens."""
 
 from __future__ import annotations
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -14,19 +13,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.analyses import registry
+from vitstudio.app.explore_jobs import no_token_view, token_view_job, tokens_job
 from vitstudio.app.explore_states import EmbeddingsState, registry_fields
-from vitstudio.core.analysis import embeddings, registry
+from vitstudio.app.model_facts import is_windowed
 from vitstudio.core.fields import Range
-from vitstudio.core.models.structure import is_windowed
 
 from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
+from ..common.method_combo import method_combo
 from .explorer_base import (
     ExplorerPanel,
     colormap_combo,
     controls_column,
-    method_combo,
     smooth_checkbox,
     wrapping_label,
 )
@@ -40,18 +40,6 @@ def _methods() -> tuple[str, ...]:
 def _param_names() -> tuple[str, ...]:
     """Every parameter the panel's views take (layer, patch, and any a new entry brings)."""
     return tuple(registry_fields(_methods(), {}))
-
-
-def _tokens_job(cancel, model, image):
-    """Runs in a worker: the crop and {layer: LayerTokens} of one image."""
-    crop = model.crop(image)
-    return np.asarray(crop), embeddings.layer_tokens(model, model.to_tensor(crop)[None])
-
-
-def _view_job(cancel, layer_tokens, mode: str, params: dict, basis, grid):
-    """Runs in a worker: what the panel shows for one layer: the registered entry's token view, on the model's
-    patch grid `grid`."""
-    return registry.load(registry.get(mode).view)(layer_tokens, params, grid, basis)
 
 
 class EmbeddingsPanel(ExplorerPanel):
@@ -181,7 +169,7 @@ class EmbeddingsPanel(ExplorerPanel):
             return
         model, entry = ctx
         self.info.setText("Computing tokens…")
-        self.jobs.start("tokens", "Embeddings", _tokens_job, model, entry.image, on_result=self._on_tokens,
+        self.jobs.start("tokens", "Embeddings", tokens_job, model, entry.image, on_result=self._on_tokens,
                         on_error=self.report_error)
 
     def _on_tokens(self, value) -> None:
@@ -197,7 +185,7 @@ class EmbeddingsPanel(ExplorerPanel):
         vs = self.view_state
         basis = self.basis if vs.fixed else None
         params = {name: getattr(vs, name) for name in registry.get(vs.mode).param_names}
-        self.jobs.start("view", "Embedding view", _view_job, tokens[1][vs.layer], vs.mode, params, basis,
+        self.jobs.start("view", "Embedding view", token_view_job, tokens[1][vs.layer], vs.mode, params, basis,
                         self.state.model.grid_size, on_result=self._on_view, on_error=self.report_error)
 
     def _on_view(self, result) -> None:
@@ -206,7 +194,7 @@ class EmbeddingsPanel(ExplorerPanel):
         self._show()
 
     def _show(self, *_changed) -> None:
-        r = self.result or embeddings.TokenView(None)
+        r = self.result or no_token_view()
         vs = self.view_state
         mode = vs.mode
         self.displayed = r.map

@@ -3,7 +3,7 @@ visible, controls that show only where the chosen method uses them."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -15,9 +15,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.analyses import registry
 from vitstudio.app.app_state import ImageEntry
 from vitstudio.app.explore_states import ExplorerState
-from vitstudio.core.analysis import registry
 
 from ..common.type_map import control_for
 
@@ -34,33 +34,6 @@ def layer_slider(slider: QSlider) -> tuple[QSlider, QLabel, QHBoxLayout]:
 
 def colormap_combo(state) -> QComboBox:
     return control_for(state.fields()["cmap"])  # filled from the field's choices (bind)
-
-
-def method_combo(names: tuple[str, ...]) -> QComboBox:
-    """Registered analyses by title; `currentData()` is the registry name."""
-    combo = QComboBox()
-    for name in names:
-        analysis = registry.get(name)
-        combo.addItem(analysis.title, name)
-        combo.setItemData(combo.count() - 1, analysis.help, Qt.ToolTipRole)
-    return combo
-
-
-def mark_available(combo: QComboBox, model) -> str | None:
-    """Grey out the registered analyses in `combo` that do not apply to `model`, with the reason as tooltip.
-    Returns the first available method (to fall back on), or None."""
-    from vitstudio.core.analysis.applicability import why_not
-
-    first = None
-    for i in range(combo.count()):
-        name = combo.itemData(i)
-        reason = why_not(model.model, name)
-        item = combo.model().item(i)
-        item.setEnabled(reason is None)
-        combo.setItemData(i, reason or registry.get(name).help, Qt.ToolTipRole)
-        if reason is None and first is None:
-            first = name
-    return first
 
 
 def smooth_checkbox(state) -> QCheckBox:

@@ -12,9 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
-from vitstudio.core.analysis.faithfulness import faithfulness_job
-from vitstudio.core.analysis.faithfulness_sanity import INSENSITIVE, sanity_job
-from vitstudio.core.analysis.masks import DEFAULT_SHARE, mass_mask
+from vitstudio.app.analyses import DEFAULT_SHARE, mass_mask, registry
+from vitstudio.app.explore_jobs import faithfulness_job, insensitive, sanity_job
 
 from .. import workers
 
@@ -141,7 +140,7 @@ class FaithfulnessWidget(QWidget):
         self.spearman.setXRange(0.5, len(curve) + 0.5, padding=0)
         if method in check.insensitive:
             return (f"⚠ Sanity check: the map barely changes when every weight is re-drawn (ρ {curve[-1]:.2f} ≥ "
-                    f"{INSENSITIVE}): it says little about what this model learned.")
+                    f"{insensitive()}): it says little about what this model learned.")
         return f"Sanity check passed: the map changes as the weights are re-drawn (ρ {curve[-1]:.2f} at the end)."
 
 
@@ -149,8 +148,6 @@ def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> 
     """Why the map of `method` cannot be measured here, or None. The curves follow the predicted class's
     probability, or, for the text map, the image's similarity to its text; the sanity check re-draws the
     classifier first, so it measures maps of a class only. A map of a clicked patch explains neither."""
-    from vitstudio.core.analysis import registry
-
     if method is None or not registry.is_registered(method):
         return None
     analysis = registry.get(method)

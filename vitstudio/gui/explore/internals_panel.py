@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from vitstudio.core.analysis import registry
-from vitstudio.core.analysis.explain import explain, render
+from vitstudio.app.analyses import registry
+from vitstudio.app.explore_jobs import internals_job
 
 from .. import workers
 from .explorer_base import ExplorerPanel
@@ -24,19 +24,6 @@ def _picture_view(title: str):
     view.addItem(item)
     layout.addWidget(widget, 1)
     return box, label, view, item
-
-
-def _internals(cancel, model) -> dict:
-    """Runs in a worker: the picture of every registered model-intrinsic analysis of `model`, or why one does not
-    apply."""
-    out = {"model": model.uid}
-    for method in registry.names("model"):
-        try:
-            exp = explain(model, method)
-            out[method] = (exp, render(exp))
-        except ValueError as exc:  # no learned pos-embed / hybrid stem
-            out[method] = str(exc)
-    return out
 
 
 class InternalsPanel(ExplorerPanel):
@@ -86,7 +73,7 @@ class InternalsPanel(ExplorerPanel):
         model = self.state.model
         if model is None or self.results or self.jobs.running("internals"):
             return
-        self.jobs.start("internals", "Model internals", _internals, model, on_result=self._on_result,
+        self.jobs.start("internals", "Model internals", internals_job, model, on_result=self._on_result,
                         on_error=self.report_error)
 
     def _on_result(self, _results) -> None:

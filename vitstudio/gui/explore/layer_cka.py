@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.explore_jobs import cka_job, pca_pair_job
 from vitstudio.app.explore_states import LayerCKAState
 from vitstudio.core.files import counted
 
@@ -29,24 +30,6 @@ from ..common.map_view import MapView, colour_map
 from ..common.small_plot import SmallPlotWidget
 
 MIN_IMAGES = 4  # the fewest images CKA is computed on (the minibatch estimator's n > 3)
-
-
-def cka_job(cancel, model, other, paths: list[str]):
-    from vitstudio.core.folder.layer_compare import compare_layers
-
-    return (yield from compare_layers(model, other, paths, cancel=cancel))
-
-
-def pca_pair_job(cancel, model, other, image, layers: tuple[int, int]) -> list:
-    """(crop, PCA colours in [0, 1]) of the image at block layers[0] of `model` and layers[1] of `other`."""
-    from vitstudio.core.analysis.explain import explain
-    from vitstudio.core.analysis.overlays import normalise
-
-    out = []
-    for loaded, layer in zip((model, other), layers):
-        exp = explain(loaded, "pca", image, layer=layer)
-        out.append((exp.crop, normalise(exp.array)))
-    return out
 
 
 class LayerCKAWidget(QWidget):

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.analysis import registry
+from vitstudio.app.analyses import registry
 
 from ..common.bind import bind
 from ..common.type_map import control_for

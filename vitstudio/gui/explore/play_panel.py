@@ -21,61 +21,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.analyses import play_methods, why_not
 from vitstudio.app.explore_states import PlayState
-from vitstudio.core.play import play_methods
+from vitstudio.app.play_jobs import is_source_error, play_job
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
+from ..common.method_combo import method_combo
 from ..imaging import pil_to_pixmap
-from .explorer_base import method_combo
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
 RECORD_HELP = ("Write the next session's annotated frames to a video file (.mp4 or .avi) at the source's frame rate, "
                "each analysed frame held over the frames skipped after it")
-
-
-def play_job(cancel, loaded, source: str, method: str | None, record: str | None, shown: threading.Event):
-    """Yields (annotated frame, FrameResult, frames/s); returns (frames analysed, frames read, the HeldRecording or
-    None)."""
-    from vitstudio.core.jobs import prefetched
-    from vitstudio.core.play.frames import Rate, annotate
-    from vitstudio.core.play.video import FrameSource, HeldRecording, LatestFrame
-
-    latest = LatestFrame(FrameSource(source))  # a file is paced at its own frame rate, a camera at its own
-    writer = HeldRecording(record, latest.source.info.fps) if record else None
-    rate, analysed = Rate(), 0
-    shown.set()  # nothing on screen to wait for yet
-    try:
-        # the next frame is analysed on a thread of its own while this one is drawn and handed over: the two
-        # stages overlap on two cores (the CLI runs them one after the other); one analysed frame waits at most
-        for result, frame in prefetched(_analysed(cancel, loaded, latest, method), depth=1, name="vitstudio-play"):
-            if cancel.cancelled:
-                break
-            fps = rate.tick()
-            picture = annotate(result, fps, frame=frame)  # the frame with its overlay, not the model's crop
-            if writer is not None:
-                writer.write(result.index, picture)
-            analysed += 1
-            # the window has drawn the previous frame (or is busy): at most one frame waits for it, never a
-            # backlog; the model works on the next one meanwhile
-            shown.wait(1.0)
-            shown.clear()
-            yield picture, result, fps
-        return analysed, latest.read_count, writer if writer is not None and writer.writer is not None else None
-    finally:
-        latest.close()
-        if writer is not None:
-            writer.close(latest.read_count)
-
-
-def _analysed(cancel, loaded, latest, method: str | None):
-    """(FrameResult, frame) for each newest frame until the source ends or the session is cancelled."""
-    from vitstudio.core.play.frames import analyse_frame
-
-    while not cancel.cancelled and (taken := latest.take(timeout=2.0)) is not None:
-        index, t, frame = taken
-        yield analyse_frame(loaded, frame, index, t, method), frame
 
 
 class PlayPanel(QWidget):
@@ -164,7 +122,6 @@ class PlayPanel(QWidget):
         return f"; recorded to {record}" if record else ""
 
     def _on_model(self, model) -> None:
-        from vitstudio.core.analysis.applicability import why_not
         from vitstudio.core.inference import NoClassifierHead, require_classifier
 
         try:  # "Prediction only" needs classes: a headless model plays with a map (DINO's attention videos)
@@ -250,12 +207,10 @@ class PlayPanel(QWidget):
         self.stats.setText(f"Finished: {analysed} of {read} frames analysed{skipped}{saved}.")
 
     def _on_error(self, exc: BaseException) -> None:
-        from vitstudio.core.play.video import VideoSourceError
-
         self._latest = None
         self.stop_button.setEnabled(False)
         self._disarm()
-        if isinstance(exc, VideoSourceError):  # no camera, not a video: said here, where the user looks
+        if is_source_error(exc):  # no camera, not a video: said here, where the user looks
             self.screen.setText(str(exc))
             return
         self.state.report(exc, "Play")

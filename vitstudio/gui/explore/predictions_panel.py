@@ -8,30 +8,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGridLayout, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from vitstudio.app.app_state import ImageEntry
+from vitstudio.app.model_facts import fit_line, no_classes_text, unlike_words
 
 from ..common.ood_banner import OODBannerWidget
 from ..imaging import pil_to_pixmap, set_scaled_pixmap
 
 ROWS = 5
-
-
-def fit_line(model, pred) -> str:
-    """Whether this image is like the model's training data, in words, with its score."""
-    from vitstudio.core.models import ood  # here: the window shows before torch is imported
-
-    if not pred.ood_calibrated:
-        return (f"Out-of-distribution score {pred.ood_score:.2f} (1 − top probability, uncalibrated): this model "
-                f"keeps no record of its training data, so whether the image fits it is unknown.")
-    bank = ood.bank_for(model)
-    trained_on = f" ({bank.description})" if bank is not None and bank.description else ""
-    limit = f"{bank.threshold:.2f}" if bank is not None else "?"
-    if pred.ood_verdict == "cannot tell":
-        return (f"Cannot tell whether this is like the model's training data{trained_on}: "
-                f"{html.escape(ood.why_cannot_tell(pred.ood_auroc))} (score {pred.ood_score:.2f}).")
-    if pred.ood:
-        return (f"<b>⚠ Not like what this model was trained on{trained_on}</b>: out-of-distribution score "
-                f"{pred.ood_score:.2f} &gt; {limit}; the prediction is a guess.")
-    return f"Like the model's training data{trained_on}: out-of-distribution score {pred.ood_score:.2f} ≤ {limit}."
 
 
 class PredictionsPanel(QWidget):
@@ -105,9 +87,7 @@ class PredictionsPanel(QWidget):
         if not scored:
             self.banner.clear_share()
             return
-        from vitstudio.core.models import ood  # here: the window shows before torch is imported
-
-        self.banner.show_share(sum(p.ood for p in scored), len(scored), ood.describe(self.state.model))
+        self.banner.show_share(sum(p.ood for p in scored), len(scored), unlike_words(self.state.model))
 
     def export_data(self):
         entry = self.state.selected
@@ -154,14 +134,3 @@ class PredictionsPanel(QWidget):
                 self.labels[row].setText("")
                 self.bars[row].setValue(0)
                 self.bars[row].setVisible(False)
-
-
-def no_classes_text(model) -> str:
-    """Why a model predicts nothing, and what to do."""
-    from vitstudio.core.models.openclip import is_clip_style
-
-    if is_clip_style(model):
-        return ("No classes yet: type them in the <b>Classes</b> box under the model bar (e.g. <i>ant, bee, "
-                "wasp</i>, or <i>From folder…</i>); the text tower turns them into a classifier, no training.")
-    return ("This model has no classifier head (features only): the Attention, Embeddings and Folder views work; "
-            "fine-tune a head on your classes (Training tab) for predictions.")

@@ -22,19 +22,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.analyses import play_methods, registry, why_not
+from vitstudio.app.play_jobs import is_source_error
+from vitstudio.app.teach_jobs import export_job, preview_job, refit_job
 from vitstudio.app.teach_state import REFIT_KEY
-from vitstudio.core.analysis import registry
-from vitstudio.core.play import play_methods
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..common.bind import bind
+from ..common.method_combo import method_combo
 from ..common.type_map import control_for
-from ..explore.explorer_base import method_combo
 from ..imaging import pil_to_pixmap
 from .class_card import ClassCardWidget
 from .confusion_view import ConfusionView
-from .teach_jobs import export_job, preview_job, refit_job
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
 IMAGE_FILES = "Images (*.png *.jpg *.jpeg *.bmp *.webp *.tif *.tiff);;All files (*)"
@@ -393,11 +393,9 @@ class TeachPanel(QWidget):
         self._release(why=why or "The video ended")  # while held: what was recorded is kept
 
     def _on_preview_error(self, exc: BaseException) -> None:
-        from vitstudio.core.play.video import VideoSourceError
-
         self.stop_button.setEnabled(False)
         self._release(why=" ".join(str(exc).split()).rstrip("."))  # a source gone mid-recording: frames kept
-        if isinstance(exc, VideoSourceError):
+        if is_source_error(exc):
             self.screen.setText(str(exc))
             return
         self.state.report(exc, "Teach")
@@ -465,8 +463,6 @@ def _from_words(result) -> bool:
 def mark_maps(combo: QComboBox, model) -> None:
     """The maps `model` has enabled (the reason as tooltip otherwise); "No map" always; a map it lacks falls back to
     none."""
-    from vitstudio.core.analysis.applicability import why_not
-
     for i in range(1, combo.count()):
         reason = why_not(model.model, combo.itemData(i))
         combo.model().item(i).setEnabled(reason is None)
