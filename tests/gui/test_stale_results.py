@@ -110,7 +110,7 @@ def test_training_results_show_only_the_run_shown(panel, qtbot, monkeypatch, tmp
 
     [panel]
     """
-    from vitstudio.gui.training import training_jobs
+    from vitstudio.app import training_jobs
     from vitstudio.gui.training.training_panel import TrainingPanel
 
     run_a = _run_with_report(tmp_path / "run-a", ("a0", "a1"), photos["chelsea"])

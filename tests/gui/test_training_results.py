@@ -67,7 +67,7 @@ def test_thumbnails_fill_the_gallery_without_drawing_the_report_again(results, t
     """A late gallery of another report is ignored; the shown report's thumbnails become the icons of the same list
     items.
     """
-    from vitstudio.gui.training.training_results import make_thumbnails
+    from vitstudio.app.training_jobs import make_thumbnails
 
     report = _report(3, tmp_path)
     results.show_report(report)
@@ -86,8 +86,8 @@ def test_gallery_cells_never_overlap_once_thumbnails_arrive(results, tmp_path, q
     12 captions listed first, thumbnails of 12 shapes arriving later: every item has its own cell, no two item
     rectangles intersect, each as tall as a thumbnail (issue 49 item 1: they were stacked).
     """
+    from vitstudio.app.training_jobs import make_thumbnails
     from vitstudio.core.train.evaluation import EvalReport, Misclassified
-    from vitstudio.gui.training.training_results import make_thumbnails
 
     wrong = []
     for i in range(12):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo, sample_images
 
-# and, imported when first asked: FINISHED, base_model, export_onnx, export_seed, list_catalog, load_model,
+# and, imported when first asked: base_model, export_onnx, export_seed, list_catalog, load_model,
 # local_folder, local_models, model_dirs, models_dir
 __all__ = ["DEMO_TITLE", "bundled_demo", "sample_images"]
 
@@ -21,10 +21,10 @@ def __getattr__(name: str):
         from vitstudio.core.models import loading
 
         return getattr(loading, name)
-    if name in ("base_model", "FINISHED"):
-        from vitstudio.core.models import run_record
+    if name == "base_model":
+        from vitstudio.core.models.run_record import base_model
 
-        return getattr(run_record, name)
+        return base_model
     if name == "export_seed":
         from vitstudio.core.models.seed_export import export_seed
 

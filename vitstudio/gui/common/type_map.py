@@ -20,8 +20,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLineEdit, QSlider, QSpinBox, QWidget
 
+from vitstudio.app.training_settings import Setting
 from vitstudio.core.fields import FieldSpec
-from vitstudio.core.train.schema import Setting
 
 INT_MAX = 2**31 - 1  # what a QSpinBox holds (a C int): an open upper end
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QObject, Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
-from vitstudio.core.models.catalog import models_dir
+from vitstudio.app.model_files import models_dir
+from vitstudio.app.training_jobs import preview_job, scan_job
 from vitstudio.gui import file_dialogs
 
 from .. import workers
@@ -18,7 +19,6 @@ from .augmentation_preview import AugmentationPreviewView
 from .start_readiness import NO_DATASET, SCANNING, fresh_run_name
 from .training_dataset import TrainingDatasetWidget
 from .training_form import TrainingFormWidget, describe_scan
-from .training_jobs import preview_job, scan_job
 
 
 class DatasetActions(QObject):

@@ -11,8 +11,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from shiboken6 import isValid
 
 from vitstudio.app.evented import Field, ViewState
-from vitstudio.core.train.memory_plan import size_text
-from vitstudio.core.train.run_plan import RunPlan, plan_for_dataset
+from vitstudio.app.training_jobs import plan_job, size_text
 
 from .. import workers
 
@@ -22,10 +21,6 @@ PLANNED = ("data_dir", "model", "weights", "scope", "last_blocks", "batch_size",
            "val_ratio")
 SHORT = {"gradients": "grads", "optimizer state": "optimizer", "working memory": "working", "decoded images": "images"}
 WAIT_MS = 700  # after the last change: typing a batch size plans once
-
-
-def plan_job(cancel, config) -> RunPlan:
-    return plan_for_dataset(config)
 
 
 class MemoryPlanView(QWidget):
@@ -80,7 +75,7 @@ class MemoryPlanView(QWidget):
         exc = self.jobs.failed("plan")
         return workers.describe(exc) if isinstance(exc, ValueError) else ""
 
-    def _show(self, plan: RunPlan) -> None:
+    def _show(self, plan) -> None:  # a RunPlan
         if not isValid(self.summary):  # the window closed while it planned
             return
         total = size_text(plan.plan.total)

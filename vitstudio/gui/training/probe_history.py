@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton, QSlider, QVBoxLayout, QWidget
 
 from vitstudio.app.evented import Field, ViewState
+from vitstudio.app.training_jobs import animation_job
 from vitstudio.core.fields import Range
-from vitstudio.core.train.probe import write_animation
 from vitstudio.gui import file_dialogs
 
 from .. import workers
@@ -72,6 +72,6 @@ class ProbeHistoryView(QWidget):
             path = file_dialogs.save_file(self, "Export attention over training", f"{run.name}-attention.gif",
                                           "Animated GIF (*.gif);;MP4 video (*.mp4)")
         if path:
-            workers.start_job("Writing animation", lambda cancel: write_animation(run, Path(path)),
+            workers.start_job("Writing animation", lambda cancel: animation_job(cancel, run, Path(path)),
                               on_result=lambda out: self.report("info", f"Saved {out}"),
                               on_error=lambda exc: self.report_error(exc, "Writing animation"))

@@ -8,8 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QStyledItemDelegate, QVBoxLayout, QWidget
 
-from vitstudio.core.models.catalog import model_dirs
-from vitstudio.core.train.runs import list_runs
+from vitstudio.app.model_files import model_dirs
+from vitstudio.app.training_jobs import list_runs
 
 _BASE_ROLE = Qt.UserRole + 1  # the run's base model, kept to rewrite its line
 

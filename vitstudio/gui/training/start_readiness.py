@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vitstudio.core.models.catalog import models_dir
+from vitstudio.app.model_files import models_dir
 
 NO_DATASET = "Choose a dataset folder first (Browse…, or drop one on this tab)."
 SCANNING = "Scanning the dataset folder…"

@@ -22,9 +22,15 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.evented import Field, ViewState
+from vitstudio.app.training_settings import (
+    PRESET_DESCRIPTIONS,
+    SECTIONS,
+    Setting,
+    TrainConfig,
+    make_config,
+    settings_of,
+)
 from vitstudio.core.files import counted
-from vitstudio.core.train.recipes import PRESET_DESCRIPTIONS, TrainConfig, make_config
-from vitstudio.core.train.schema import SECTIONS, Setting, settings_of
 
 from ..common.bind import bind
 from ..common.type_map import SettingControl
@@ -101,7 +107,7 @@ class TrainingFormWidget(QWidget):
 
     def follow_base_model(self, spec: str) -> None:
         """Settings that mean something only for CLIP-style base models are greyed out for the others."""
-        from vitstudio.core.models.loading import may_have_text_tower
+        from vitstudio.app.model_facts import may_have_text_tower
 
         clip = may_have_text_tower(spec)
         for name in ("text_head", "prompt"):

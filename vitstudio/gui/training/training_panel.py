@@ -10,14 +10,22 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from vitstudio.app.model_files import models_dir
 from vitstudio.app.run_curves import RunCurves, lr_note
+from vitstudio.app.training_jobs import (
+    FINISHED,
+    UNFINISHED,
+    EpochMetrics,
+    EvalReport,
+    HeadStart,
+    ProbeSnapshot,
+    RunWarning,
+    StepProgress,
+    gallery_job,
+    run_status,
+)
 from vitstudio.core.files import counted
 from vitstudio.core.jobs import Progress
-from vitstudio.core.models.catalog import models_dir
-from vitstudio.core.models.run_record import FINISHED
-from vitstudio.core.train.engine import EpochMetrics, HeadStart, ProbeSnapshot, RunWarning, StepProgress
-from vitstudio.core.train.evaluation import EvalReport
-from vitstudio.core.train.runs import UNFINISHED, run_status
 
 from .. import workers
 from ..common.bind import bind
@@ -30,7 +38,6 @@ from .start_readiness import SCANNING, start_blocker
 from .training_curves import TrainingCurvesView
 from .training_dataset import TrainingDatasetWidget
 from .training_form import TrainingFormWidget
-from .training_jobs import gallery_job
 from .training_results import RunResultsWidget
 from .training_run_controls import RunControlsWidget
 
@@ -231,7 +238,7 @@ class TrainingPanel(QWidget):
         if self.shown_run is None or not self._resumable(self.shown_run):
             self.status.setText("Select an unfinished run in History first.")
             return
-        from vitstudio.core.train.runs import RunFileError, read_train_config
+        from vitstudio.app.training_jobs import RunFileError, read_train_config
 
         try:
             config = read_train_config(self.shown_run)  # the run selected, even renamed or copied

@@ -19,26 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.training_jobs import GALLERY_MAX, THUMB
+
 from ..common.map_view import lookup_table
 from ..imaging import pil_to_pixmap
-
-GALLERY_MAX = 200
-THUMB = 64  # px, the gallery's pictures
-
-
-def make_thumbnails(report) -> dict:
-    """Runs in a worker: small pictures of the misclassified images for the gallery."""
-    from vitstudio.core.data.images import ImageReadError, read_image
-
-    out = {}
-    for wrong in report.misclassified[:GALLERY_MAX]:
-        try:
-            thumb = read_image(wrong.path)
-        except ImageReadError:
-            continue
-        thumb.thumbnail((THUMB, THUMB))
-        out[wrong.path] = thumb
-    return out
 
 
 class CellCounts(pg.GraphicsObject):
@@ -169,8 +153,8 @@ class RunResultsWidget(QWidget):
             self.gallery.addItem(item)
 
     def show_thumbnails(self, report, thumbnails: dict) -> None:
-        """thumbnails: path -> small PIL image, made off the GUI thread (see make_thumbnails); for `report` only
-        (another shown since keeps its own)."""
+        """thumbnails: path -> small PIL image, made off the GUI thread (training_jobs.make_thumbnails); for
+        `report` only (another shown since keeps its own)."""
         if report is not self.report:
             return
         for i in range(self.gallery.count()):

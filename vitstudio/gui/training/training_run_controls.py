@@ -15,8 +15,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.training_jobs import StepProgress
 from vitstudio.core.jobs import Progress
-from vitstudio.core.train.engine import StepProgress
 
 FAILED = "<b>Training failed:</b> "
 
