@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QDockWidget, QStyleOptionViewItem, QTableView
+from PySide6.QtWidgets import QDockWidget, QScrollArea, QStyleOptionViewItem, QTableView
 
 from tests.gui.helpers import settle as _settle
 from vitstudio.core.folder.label_review import LabelIssue
@@ -406,7 +406,9 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     # nor taller than the room there is: the page scrolls only if it must (pyqtgraph's 640×480 size hint for the
     # map made the page ask for 738 px where 495 were left)
     assert panel.map.sizeHint().height() <= 240
-    area = panel.parentWidget().parentWidget()  # the tab's scroll area (its viewport holds the page)
+    area = panel.parentWidget()  # the tab's scroll area (its viewport holds the page's holder)
+    while not isinstance(area, QScrollArea):
+        area = area.parentWidget()
     assert panel.height() <= area.viewport().height() + 1, (panel.height(), area.viewport().height())
 
 

@@ -80,3 +80,12 @@ class FlowLayout(QLayout):
                 x += hint.width() + self._spacing
             y += height + self._spacing
         return y - self._spacing - rect.y() + margins.bottom()
+
+
+def wrapping_row(widgets) -> QWidget:
+    """`widgets` in a row that never widens its page and hides nothing: what does not fit wraps onto another line."""
+    row = QWidget()
+    layout = FlowLayout(row)
+    for widget in widgets:
+        layout.addWidget(widget)
+    return row

@@ -7,11 +7,16 @@ narrower than its own minimum scrolls instead of being squeezed or clipped.
 
 `widget(i)`, `currentWidget()`, `indexOf()` and `setCurrentWidget()` speak of the pages themselves (the panels),
 not of the scroll areas around them, so callers never see the wrapping.
+
+A page is held at the tab's size, taller only below its minimum (`FittedPage`): a page holding a word-wrapped label
+has a height for its width, and a scroll area sizes such a page to its *preferred* height for the width (a box
+layout's height for a width sums its items' hints), so a page that fits in its minimum scrolled anyway (the
+Compare tab at 1280×720: 658 px tall in 571, its minimum 438).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QFrame, QScrollArea, QTabWidget, QWidget
 
 
@@ -26,17 +31,43 @@ def scrolling(page: QWidget, horizontal: bool = True) -> QScrollArea:
     return area
 
 
+class FittedPage(QWidget):
+    """Holds `page` at its own size: the page's hints without its height for a width, so the scroll area around it
+    sizes it to the room there is, down to the page's minimum, and scrolls only below that."""
+
+    def __init__(self, page: QWidget) -> None:
+        super().__init__()
+        self.page = page
+        page.setParent(self)
+        page.show()
+
+    def sizeHint(self) -> QSize:
+        return self.page.sizeHint()
+
+    def minimumSizeHint(self) -> QSize:
+        return self.page.minimumSizeHint().expandedTo(self.page.minimumSize())
+
+    def resizeEvent(self, event) -> None:
+        self.page.setGeometry(self.rect())
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.LayoutRequest:  # the page's minimum may have changed: the scroll area asks again
+            self.updateGeometry()
+        return super().event(event)
+
+
 class ScrollingTabWidget(QTabWidget):
     def addTab(self, page: QWidget, title: str) -> int:
-        return super().addTab(scrolling(page), title)
+        return super().addTab(scrolling(FittedPage(page)), title)
 
     def set_page(self, index: int, page: QWidget) -> None:
         """`page` in place of tab `index`'s page (which is deleted), the tab and its title kept."""
-        super().widget(index).setWidget(page)
+        super().widget(index).setWidget(FittedPage(page))
 
     def widget(self, index: int) -> QWidget | None:
         area = super().widget(index)
-        return area.widget() if isinstance(area, QScrollArea) else area
+        held = area.widget() if isinstance(area, QScrollArea) else area
+        return held.page if isinstance(held, FittedPage) else held
 
     def currentWidget(self) -> QWidget | None:
         return self.widget(self.currentIndex())

@@ -169,7 +169,7 @@ def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> 
     return None if text else f"Type a text first: the {title}'s curves follow the image's similarity to it."
 
 
-PLOT_HEIGHT = 180  # the curves, their key and both axes' labels
+PLOT_HEIGHT = 140  # the curves, their key and both axes' labels; the Attention tab fits 1280×720 in its minimum
 
 
 def _plot(x_label: str, y_label: str) -> pg.PlotWidget:

@@ -19,7 +19,7 @@ class FolderMapTabWidget(QWidget):
         self._thumbnail = workers.KeyedSlot()
         self.colour_by = QComboBox()  # its items: the colour_by field's choices (bind)
         self.colour_by.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # not as wide as
-        self.colour_by.setMinimumContentsLength(10)  # "representativeness": the map keeps the room
+        self.colour_by.setMinimumContentsLength(8)  # "representativeness": the map keeps the room
         self.lasso_button = QPushButton("Lasso", checkable=True)  # bound to the Folder state's `lasso`
         self.lasso_button.setToolTip("On: a drag on the map draws round the images to select (the table and gallery "
                                      "follow). Off: a drag pans the map.")
@@ -30,6 +30,7 @@ class FolderMapTabWidget(QWidget):
         self.hover_image = QLabel()
         self.hover_image.setFixedSize(72, 72)
         box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)  # the side's page: its frame is margin enough, the map keeps the room
         row = QHBoxLayout()
         row.addWidget(QLabel("Colour by"))
         row.addWidget(self.colour_by)

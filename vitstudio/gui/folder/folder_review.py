@@ -10,7 +10,6 @@ import os
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QListView,
@@ -21,7 +20,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.folder_review import review_summary
+
 from .. import workers
+from ..common.flow_layout import wrapping_row
 from ..common.image_strip import letterboxed
 from .thumbnail_cache import thumbnail_job
 
@@ -130,20 +132,6 @@ class SimilarImagesWidget(QWidget):
         self.list.clear()
 
 
-def review_summary(issues) -> str:
-    """cleanlab's count, how good the predictions behind it are, and when that is too weak for the count to mean
-    much, a warning beside it."""
-    from vitstudio.core.folder.label_review import estimated_wrong, probe_accuracy
-
-    if not issues:
-        return ("No labels were reviewed: the review needs a folder of class folders (or labels given on the Labels "
-                "tab) and a model.")
-    probe = probe_accuracy(issues)
-    text = (f"cleanlab estimates {estimated_wrong(issues)} of {len(issues)} labels are wrong (⚑, most doubtful "
-            f"first); the probe's {probe.describe()}.")
-    return text + (f"\n⚠ The count means little: {probe.caveat()}." if probe.weak else "")
-
-
 class ReviewTab(QWidget):
     """Doubtful labels, most doubtful first. Exclusions are kept here until a retrain takes them."""
 
@@ -165,10 +153,9 @@ class ReviewTab(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
         layout.addWidget(self.list, 1)
-        actions = QGridLayout()  # two rows: the side panel stays narrow enough for the table beside it
-        for i, w in enumerate((self.relabel_button, self.exclude_button, self.keep_button, self.retrain_button)):
-            actions.addWidget(w, i // 2, i % 2)
-        layout.addLayout(actions)
+        # a row that wraps: beside the table at 1280×720 the page is ~360 px wide, two buttons a row wanted 468
+        layout.addWidget(wrapping_row((self.relabel_button, self.exclude_button, self.keep_button,
+                                       self.retrain_button)))
         self.list.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
         self.list.currentRowChanged.connect(self._item_buttons)
         self.relabel_button.clicked.connect(self._relabel)

@@ -37,6 +37,7 @@ class ClassCardWidget(QFrame):
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setFormat(f"{name}: %p%")
+        self.bar.setMinimumWidth(120)  # beside the thumbnails, wide enough to read
         self.thumbs = [QLabel() for _ in range(THUMBNAILS)]  # made once, refilled: no widget churn per change
         self.shown: tuple = ()  # the thumbnails' sample paths, newest first
         thumbs = QHBoxLayout()
@@ -84,6 +85,15 @@ class ClassCardWidget(QFrame):
         layout.setContentsMargins(6, 4, 6, 4)
         for part in (head, row, actions):
             layout.addLayout(part)
+
+    @staticmethod
+    def minimum_width() -> int:
+        """A card's minimum width (its row of actions), whatever its name: the Teach tab keeps its column as wide."""
+        probe = ClassCardWidget("")
+        try:
+            return probe.minimumSizeHint().width()
+        finally:
+            probe.deleteLater()
 
     def show_card(self, card) -> None:
         self.count.setText(f"{card.count} sample{'s' if card.count != 1 else ''}")

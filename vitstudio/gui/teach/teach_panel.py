@@ -80,6 +80,12 @@ class TeachPanel(QWidget):
         holder.setLayout(self.card_list)
         scroll = QScrollArea(widgetResizable=True)
         scroll.setWidget(holder)
+        # the column as wide as a card: a scroll area's own minimum is a few pixels, so beside the preview the
+        # cards were squeezed to ~250 px and scrolled sideways, their bars and Hold to record out of sight
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(ClassCardWidget.minimum_width() + scroll.verticalScrollBar().sizeHint().width()
+                               + 2 * scroll.frameWidth() + self.card_list.contentsMargins().left()
+                               + self.card_list.contentsMargins().right())
         self.screen = QLabel("Open a video or a camera to preview the head live, and to record frames into a class "
                              "by holding its button.")
         self.screen.setWordWrap(True)
@@ -121,7 +127,7 @@ class TeachPanel(QWidget):
         self.stop_button.clicked.connect(self.stop)
         self.export_button.clicked.connect(self._choose_export)
 
-    def _build_sources(self) -> QHBoxLayout:
+    def _build_sources(self) -> QVBoxLayout:
         """The preview's row: a video or a camera, start and stop, and the map drawn over it."""
         self.video_button, self.camera = QPushButton("Open video…"), QComboBox()
         for i in range(4):
@@ -134,11 +140,15 @@ class TeachPanel(QWidget):
         titled = method_combo(play_methods())
         for i in range(titled.count()):
             self.method.addItem(titled.itemText(i), titled.itemData(i))
-        sources = QHBoxLayout()
-        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button, QLabel("Map"),
-                       self.method):
-            sources.addWidget(widget)
-        sources.addStretch(1)
+        source, shown = QHBoxLayout(), QHBoxLayout()  # two rows: the column leaves the cards their width
+        for widget in (self.video_button, self.camera, self.camera_button, self.stop_button):
+            source.addWidget(widget)
+        for widget in (QLabel("Map"), self.method):
+            shown.addWidget(widget)
+        sources = QVBoxLayout()
+        for row in (source, shown):
+            row.addStretch(1)
+            sources.addLayout(row)
         return sources
 
     # -- the project ----------------------------------------------------------------------------------

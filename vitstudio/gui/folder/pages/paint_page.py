@@ -24,6 +24,7 @@ from vitstudio.app.paint_page import PaintPageModel
 from vitstudio.gui import file_dialogs
 from vitstudio.gui.common.bind import bind
 from vitstudio.gui.common.class_colours import overlay
+from vitstudio.gui.common.flow_layout import wrapping_row
 from vitstudio.gui.common.paint_canvas import PaintCanvas
 
 
@@ -41,7 +42,7 @@ class PaintPage(QWidget):
         self.line = QLabel(model.line)
         self.line.setWordWrap(True)
         layout = QVBoxLayout(self)
-        layout.addLayout(self._brush_row())
+        layout.addWidget(self._brush_row())
         layout.addLayout(self._classes_row())
         layout.addWidget(self.canvas, 1)
         layout.addWidget(self.areas)
@@ -57,7 +58,7 @@ class PaintPage(QWidget):
         self._on_busy(False)
         self.draw("picture")
 
-    def _brush_row(self) -> QHBoxLayout:
+    def _brush_row(self) -> QWidget:
         state = self.model.paint.state
         self.brush_class, self.erase, self.radius = QComboBox(), QCheckBox("Eraser"), QSpinBox()
         self.brush_class.setToolTip("The class the brush paints")
@@ -72,11 +73,8 @@ class PaintPage(QWidget):
         self.undo_button.clicked.connect(history.undo)
         self.redo_button.clicked.connect(history.redo)
         history.changed.connect(self._show_history)
-        row = QHBoxLayout()
-        for widget in (self.brush_class, self.erase, self.radius, self.undo_button, self.redo_button):
-            row.addWidget(widget)
-        row.addStretch(1)
-        return row
+        # wraps: beside the table at 1280×720 the page is ~360 px wide, the row in one line ~440
+        return wrapping_row((self.brush_class, self.erase, self.radius, self.undo_button, self.redo_button))
 
     def _classes_row(self) -> QHBoxLayout:
         self.classes = QLineEdit(", ".join(self.model.paint.state.classes))
