@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QTimer
 
+from vitstudio.app.folder_files import read_exclusions
 from vitstudio.app.session_memory import SessionMemory as RememberedFields
 from vitstudio.core.files import SettingsStore
-from vitstudio.core.folder.exclusions import read_exclusions
 
 
 class SessionMemory(QObject):

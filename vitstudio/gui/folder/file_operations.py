@@ -18,11 +18,9 @@ from functools import partial
 
 from PySide6.QtCore import QObject, Signal
 
+from vitstudio.app.folder_files import read_exclusions, relocations, sort_job, undo_job, write_exclusions
 from vitstudio.app.undo import UndoRefused
 from vitstudio.core.files import counted
-from vitstudio.core.folder.exclusions import read_exclusions, write_exclusions
-from vitstudio.core.folder.journal import relocations
-from vitstudio.core.folder.sorting import apply_sort, undo_sort
 
 from .. import workers
 from .folder_review import item_path
@@ -83,14 +81,12 @@ class FileOperations(QObject):
             self._review_item_back(command)
             return
         if undo:
-            log = command.log
-            name, job = "Undoing " + command.text, lambda cancel: undo_sort(log)
+            name, job = "Undoing " + command.text, partial(undo_job, log=command.log)
         else:
             if command.memo is not None:
                 command.memo.remove_from(self.review_tab.list)
                 self.review_tab.refresh_buttons(self.review_tab.retrain_button.isEnabled())
-            plan, kind = command.plan, command.kind
-            name, job = command.text, lambda cancel: apply_sort(plan, kind=kind, cancel=cancel)
+            name, job = command.text, partial(sort_job, plan=command.plan, kind=command.kind)
         self._job = workers.start_job(name, job, on_result=partial(self._on_done, command, undo),
                                       on_error=self._on_failed, kind=workers.LONG)
         self._refresh_undo_button()

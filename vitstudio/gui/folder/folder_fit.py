@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from vitstudio.core.models.fit_words import UNRELIABLE
+from vitstudio.app.model_facts import UNRELIABLE
 
 from ..common.ood_banner import OODBannerWidget
 

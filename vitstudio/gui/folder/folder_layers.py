@@ -10,18 +10,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
+from vitstudio.app.folder_layers import FEATURE_NOTE, probes_job
 from vitstudio.app.folder_states import LayersState
-from vitstudio.core.folder.layer_cache import FEATURE_NOTE
 
 from .. import workers
 from ..common.job_progress import show_progress
 from ..common.small_plot import SmallPlotWidget
-
-
-def probes_job(cancel, model, folder: str):
-    from vitstudio.core.train.layer_probes import probe_layers
-
-    return (yield from probe_layers(model, folder, cancel=cancel))
 
 
 class LayersTab(QWidget):

@@ -15,7 +15,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from vitstudio.app.map_selection import counts_inside
-from vitstudio.core.folder.results import FolderResults
 
 from .map_density import DENSE_ABOVE, DensityLayer
 from .map_lasso import LassoViewBox
@@ -25,11 +24,12 @@ CONFIDENCE_MAP = "viridis"
 CONFIDENCE_SCALE = ("confidence %", 0.0, 100.0)  # the colour bar's label and range (a score's: score_colours.py)
 
 
-def colour_groups(results: FolderResults, by: str, tags: list[set[str]] | None = None
+def colour_groups(results, by: str, tags: list[set[str]] | None = None
                   ) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
     """(name, RGB, image indices) per colour: a few groups, each drawn as one scatter item with one brush, so
     20k points cost a few draw calls and no per-point QBrush (that stalled the GUI thread for ~0.3 s). By tag: a
-    group per tag name (an image with two tags is in both), then the untagged ones; `tags`: per row (FolderTags)."""
+    group per tag name (an image with two tags is in both), then the untagged ones; `results`: a FolderResults;
+    `tags`: per row (FolderTags)."""
     if by == "tag":
         return tag_groups(tags or [set()] * len(results))
     if by == "confidence":
@@ -69,8 +69,9 @@ def class_colours(names: list[str]) -> dict[str, tuple[int, int, int]]:
     return {n: pg.intColor(i, hues=max(len(names), 1)).getRgb()[:3] for i, n in enumerate(names)}
 
 
-def describe_image(results: FolderResults, row: int) -> str:
-    """The tooltip of a dot: file name, given label, prediction and confidence (words, not pyqtgraph's data=)."""
+def describe_image(results, row: int) -> str:
+    """The tooltip of a dot (`results`: a FolderResults): file name, given label, prediction and confidence
+    (words, not pyqtgraph's data=)."""
     given, predicted = results.given[row], results.predicted_label(row)
     mark = "" if given not in results.labels else (" ✓" if given == predicted else " ✗")
     return (f"{os.path.basename(results.paths[row])}\ngiven: {given or 'none (loose file)'}\n"

@@ -21,8 +21,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.folder_files import results_plan
+from vitstudio.app.folder_scores import NAMES as SCORES
 from vitstudio.core.files import counted
-from vitstudio.core.folder.score_names import NAMES as SCORES
 from vitstudio.gui import file_dialogs
 
 from .. import workers
@@ -33,7 +34,7 @@ from .folder_gallery import TableOrGalleryWidget
 from .folder_map import colour_groups, describe_image
 from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
-from .folder_sorting import ask_move, ask_sort, results_plan
+from .folder_sorting import ask_move, ask_sort
 from .folder_table import ResultsModel
 from .folder_tags import FolderTagMenus
 from .folder_toolbar import FolderToolbarWidget

@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.folder_review import review_summary
+
 from .. import workers
 from ..common.flow_layout import wrapping_row
 from ..common.image_strip import letterboxed
@@ -128,20 +130,6 @@ class SimilarImagesWidget(QWidget):
         self.query_image.clear()
         self.query_text.setText("Select a row of the table: its most similar images appear here.")
         self.list.clear()
-
-
-def review_summary(issues) -> str:
-    """cleanlab's count, how good the predictions behind it are, and when that is too weak for the count to mean
-    much, a warning beside it."""
-    from vitstudio.core.folder.label_review import estimated_wrong, probe_accuracy
-
-    if not issues:
-        return ("No labels were reviewed: the review needs a folder of class folders (or labels given on the Labels "
-                "tab) and a model.")
-    probe = probe_accuracy(issues)
-    text = (f"cleanlab estimates {estimated_wrong(issues)} of {len(issues)} labels are wrong (⚑, most doubtful "
-            f"first); the probe's {probe.describe()}.")
-    return text + (f"\n⚠ The count means little: {probe.caveat()}." if probe.weak else "")
 
 
 class ReviewTab(QWidget):

@@ -10,9 +10,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor, QFont
 
-from vitstudio.app.folder_scores import about, missing
-from vitstudio.core.folder.results import FolderResults
-from vitstudio.core.folder.score_names import NAMES
+from vitstudio.app.folder_scores import NAMES, about, missing
 
 from .thumbnail_cache import THUMB, ThumbnailCache
 
@@ -29,7 +27,7 @@ class ResultsModel(QAbstractTableModel):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.results: FolderResults | None = None
+        self.results = None  # the FolderResults shown
         self.scores = None  # FolderScores of the results' rows, or None (not computed yet)
         self.rows = np.zeros(0, int)
         self._allowed: np.ndarray | None = None
@@ -40,7 +38,7 @@ class ResultsModel(QAbstractTableModel):
         self.thumbs.ready.connect(self._on_thumbnail)
         self.labelled: dict[str, str] = {}  # path -> the label given on the Labels tab (shown in bold as "given")
 
-    def set_results(self, results: FolderResults | None, scores=None) -> None:
+    def set_results(self, results, scores=None) -> None:  # a FolderResults or None
         self.results, self.scores = results, scores
         self._correct = results.correct() if results is not None else np.zeros(0, int)
         self.thumbs.forget_wanted()

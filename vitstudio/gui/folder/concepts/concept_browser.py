@@ -4,8 +4,6 @@ and a 2-D map of the concepts' directions (PCA) where a click chooses a concept.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, Signal
@@ -24,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.concept_jobs import crops_job
 from vitstudio.app.folder_states import SORTS, sorts_for
 
 from ... import workers
@@ -33,21 +32,6 @@ from ...imaging import pil_to_pixmap
 
 COLUMNS = ("Concept", "Fires", "Images", "Mean", "Top class")
 TOP_SHOWN = 8
-
-
-def crops_job(cancel, model, tops: tuple):
-    """(crop with the patch outlined, caption) of each (path, patch, activation); unreadable images are left out."""
-    from vitstudio.core.concepts.stats import outlined_crop
-    from vitstudio.core.data.images import ImageReadError
-
-    out = []
-    for path, patch, activation in tops:
-        cancel.raise_if_cancelled()
-        try:
-            out.append((outlined_crop(model, path, patch), f"{Path(path).name}\n{activation:.3g}"))
-        except (ImageReadError, OSError):
-            continue
-    return out
 
 
 class _Number(QTableWidgetItem):

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.concept_jobs import image_job
 from vitstudio.app.folder_states import ImageConceptsState
 
 from ... import workers
@@ -27,15 +28,6 @@ from ...common.bind import bind
 from ...common.map_view import MapView
 
 SHOWN = 8
-
-
-def image_job(cancel, model, image, path: str, file: str, scales: tuple):
-    """The concepts read on `image` (None: the file at `path`, a row of the folder), and the picture read."""
-    from vitstudio.core.concepts.maps import read_image
-    from vitstudio.core.data.images import read_image as read_file
-
-    image = image if image is not None else read_file(path)
-    return read_image(cancel, model, image, file, scales), image
 
 
 class ConceptImageWidget(QWidget):

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vitstudio.app.concept_jobs import poor_fit_warning
 from vitstudio.app.folder_concepts import SETTINGS
 
 from ... import file_dialogs
@@ -183,8 +184,6 @@ class ConceptsTab(QWidget):
         self.model.open_file(path)
 
     def _on_opened(self, concepts) -> None:
-        from vitstudio.core.concepts.learn import poor_fit_warning
-
         self._show()
         if not poor_fit_warning(concepts):  # a poor fit stays on Learn, where its warning says what to change
             self.show_page(self.browser)
@@ -214,8 +213,6 @@ class ConceptsTab(QWidget):
             if not self.jobs.running("learn"):
                 self._idle()
             return
-        from vitstudio.core.concepts.learn import poor_fit_warning
-
         t = concepts.meta.get("training", {})
         data = concepts.meta.get("data", {})
         self._idle(f"{concepts.size} concepts of block {concepts.layer} ({concepts.sae.k} active per patch) "
