@@ -48,7 +48,8 @@ def test_core_is_grouped_by_layer():
 
 def test_imports_only_go_down_a_floor():
     """The layers of pyproject.toml's [tool.importlinter]: an import that runs back up a floor, between the GUI and
-    the command line, or from the core to Qt fails here, and the report above names the import and its line."""
+    the command line, from the GUI into the core's work packages past the app, between the GUI's areas, or from the
+    core to Qt fails here, and the report above names the import and its line."""
     from importlinter.cli import lint_imports
 
     assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication, QDockWidget, QMenu
 
-from vitstudio.core.analysis.export import write_result
+from vitstudio.app.analyses import write_result
 from vitstudio.gui import file_dialogs
 
 from .app_settings import list_value
@@ -145,8 +145,8 @@ def help_text(window, topic: str) -> str:
     if topic == "Where models live":
         from huggingface_hub import constants
 
+        from vitstudio.app.model_files import models_dir
         from vitstudio.core.files import cache_dir, data_dir, extra_model_dirs
-        from vitstudio.core.models.catalog import models_dir
 
         also = "".join(f"<br>Also listed (read-only): {folder}" for folder in extra_model_dirs())
         return (f"<p><b>Your models and fine-tuning runs:</b> {models_dir()}<br>(a folder per model: timm's "
@@ -186,7 +186,7 @@ def export_model(window, fmt: str | None = None, path: str | None = None, spec: 
     """The current model (or the run `spec`) as ONNX, with labels and preprocessing in its metadata, or in
     upstream's seed format; written by a worker, reported in the status bar with a link to its folder. Returns the
     job, or None."""
-    from vitstudio.core.models.loading import load_model
+    from vitstudio.app.model_files import load_model
 
     from . import workers
 
@@ -202,13 +202,13 @@ def export_model(window, fmt: str | None = None, path: str | None = None, spec: 
     def run(cancel):
         loaded = load_model(spec, device="cpu") if spec is not None else current
         if fmt == "seed":
-            from vitstudio.core.models.seed_export import export_seed
+            from vitstudio.app.model_files import export_seed
 
             result = export_seed(loaded, path)
             return (f"Saved {result.folder} (model.pth + class_indices.json): how to load it with upstream's code is "
                     f"in its README.txt" + (" (its preprocessing differs: see there)." if result.notes else "."),
                     str(result.folder))
-        from vitstudio.core.models.onnx_export import export_onnx
+        from vitstudio.app.model_files import export_onnx
 
         result = export_onnx(loaded, path)
         checked = "" if result.max_abs_diff is None else f", ONNX Runtime matches ({result.max_abs_diff:.1e})"

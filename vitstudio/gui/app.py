@@ -99,7 +99,7 @@ def _build_main_window(args):
 
 def _model_spec(args, settings) -> str:
     """The model to open on: the command line's, the one used last time, else the bundled demo."""
-    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.app.model_files import bundled_demo
 
     demo = bundled_demo()
     return args.model or settings.value("model", "") or (str(demo) if demo else "")
@@ -110,7 +110,7 @@ def _open_frame(args):
     strip at once and are classified once a model has loaded), on the tab asked for."""
     from PySide6.QtWidgets import QApplication
 
-    from vitstudio.core.models.demo import bundled_demo, sample_images
+    from vitstudio.app.model_files import bundled_demo, sample_images
 
     from .app_settings import list_value
     from .main_window import MainWindow
@@ -135,7 +135,7 @@ def _open_frame(args):
 def _after_panels(window, args) -> None:
     """What needs the panels: the model (on the device asked for or saved, known now that torch can list the GPUs),
     the second model of Compare, the screenshot."""
-    from vitstudio.core.models.demo import bundled_demo
+    from vitstudio.app.model_files import bundled_demo
 
     from .screenshot import screenshot_when_idle
 

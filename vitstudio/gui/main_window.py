@@ -302,7 +302,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("device", self.state.view.device)
         # the choice, not what it resolved to here: 'auto' stays auto (bf16 on this GPU, fp32 on the next laptop)
         self.settings.setValue("precision", self.state.view.precision)
-        from vitstudio.core.models.modelcard import model_card
+        from vitstudio.app.model_facts import model_card
 
         self.card_view.show_card(model_card(loaded))
         if loaded.label_set.startswith("zero-shot"):  # the same model given classes in words, not a new load
@@ -426,7 +426,7 @@ class MainWindow(QMainWindow):
         running = ", ".join(sorted({h.name + (" (paused)" if h.cancel_token.paused else "")  # a paused run too
                                     for h in workers.running_jobs()})) or "idle"
         if self.panels_ready:
-            from vitstudio.core.models.devices import memory_in_use  # torch's (GPU memory)
+            from vitstudio.app.model_facts import memory_in_use  # torch's (GPU memory)
 
             memory = memory_in_use(model.device if model else None)
         else:

@@ -34,9 +34,12 @@ def import_heavy(cancel) -> None:
     """Runs on a worker: the panels' modules, and with them torch and timm; then the libraries jobs use."""
     import importlib
 
+    from vitstudio.app.job_modules import import_job_modules
+
     from .main_window import panel_classes
 
     panel_classes()
+    import_job_modules()
     for name in LAZY_LIBRARIES:
         try:
             importlib.import_module(name)

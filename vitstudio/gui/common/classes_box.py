@@ -24,7 +24,7 @@ from ..app_settings import app_settings
 
 
 def _zero_shot_job(cancel, loaded, names: list[str], prompt: str | None):
-    from vitstudio.core.models.zeroshot import with_classes
+    from vitstudio.app.model_facts import with_classes
 
     return with_classes(loaded, names, prompt)
 
@@ -63,7 +63,7 @@ class ClassesWidget(QWidget):
         self.setVisible(False)
 
     def _on_model_loaded(self, loaded) -> None:
-        from vitstudio.core.models.openclip import is_clip_style
+        from vitstudio.app.model_facts import is_clip_style
 
         self.setVisible(is_clip_style(loaded))
         if not is_clip_style(loaded):
@@ -96,8 +96,7 @@ class ClassesWidget(QWidget):
             self.apply()  # one click: the folder names become the classes
 
     def apply(self) -> None:
-        from vitstudio.core.models.openclip import is_clip_style
-        from vitstudio.core.models.zeroshot import parse_classes, without_classes
+        from vitstudio.app.model_facts import is_clip_style, parse_classes, without_classes
 
         loaded = self.state.model
         if loaded is None or not is_clip_style(loaded):
@@ -121,7 +120,7 @@ class ClassesWidget(QWidget):
                                      on_result=self._on_classes, on_error=self._on_failed)
 
     def _on_classes(self, loaded) -> None:
-        from vitstudio.core.models.openclip import text_side
+        from vitstudio.app.model_facts import text_side
 
         self.job = None
         current = self.state.model

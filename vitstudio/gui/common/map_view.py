@@ -10,14 +10,14 @@ from PySide6.QtCore import QRectF, Signal
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsRectItem
 
-from vitstudio.core.analysis import overlays
+from vitstudio.app.map_pictures import colorize, upsample
 
 
 @functools.lru_cache(maxsize=32)
 def lookup_table(cmap: str) -> np.ndarray:
     """(256, 3) uint8 from matplotlib's definition, the same colours as the CLI's pictures (cached: every slider
     move redraws with it)."""
-    return overlays.colorize(np.linspace(0.0, 1.0, 256, dtype=np.float32), cmap)
+    return colorize(np.linspace(0.0, 1.0, 256, dtype=np.float32), cmap)
 
 
 @functools.lru_cache(maxsize=32)
@@ -109,8 +109,8 @@ class MapView(pg.GraphicsLayoutWidget):
         """Bilinear over patch centres at the crop's size, the CLI's upsampling (per channel for RGB maps)."""
         size = tuple(int(v) for v in self._size)
         if values.ndim == 2:
-            return overlays.upsample(values, size)
-        return np.stack([overlays.upsample(values[..., c], size) for c in range(values.shape[2])], axis=-1)
+            return upsample(values, size)
+        return np.stack([upsample(values[..., c], size) for c in range(values.shape[2])], axis=-1)
 
     def set_marker(self, patch: tuple[int, int] | None) -> None:
         if patch is None or not self._grid[0]:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.app_state import AppState
-from vitstudio.core.models.demo import DEMO_TITLE, bundled_demo
+from vitstudio.app.model_files import DEMO_TITLE, bundled_demo
 
 from .bind import bind
 from .classes_box import ClassesWidget
@@ -79,7 +79,7 @@ class ModelPanel(QWidget):
 
     def fill_catalog(self) -> None:
         """timm's architectures after the demo, each marked with where its weights are; what was typed stays."""
-        from vitstudio.core.models.catalog import list_catalog
+        from vitstudio.app.model_files import list_catalog
 
         typed = self.name.currentText()
         listed = set(self.catalog_names())  # the bundled demo, listed first by its title
@@ -104,7 +104,7 @@ class ModelPanel(QWidget):
     def list_new_local_models(self) -> list[str]:
         """Models saved under models/ since the catalog was listed (a run trained in this session), each listed ●
         after the demo, newest first; their specs: a run trained now is listed at once, not after a restart."""
-        from vitstudio.core.models.catalog import local_models, models_dir
+        from vitstudio.app.model_files import local_models, models_dir
 
         listed = set(self.catalog_names())
         new = [e.name for e in local_models(models_dir()) if e.name not in listed]

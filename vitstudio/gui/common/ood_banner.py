@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QWidget
 
-from vitstudio.core.models.fit_words import most_flagged, unlike_sentence
+from vitstudio.app.model_facts import most_flagged, unlike_sentence
 
 STYLE = "QLabel { background: #fff3cd; color: #5c4400; border: 1px solid #e0b84c; border-radius: 3px; padding: 6px; }"
 
