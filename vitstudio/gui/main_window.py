@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.app import App
 from vitstudio.app.app_state import make_entry
+from vitstudio.app.window_jobs import classify_job
 from vitstudio.core.data.images import ImageReadError, read_image, to_rgb
 from vitstudio.core.files import counted
 
@@ -42,7 +43,7 @@ from .panel_routes import PanelRoutes
 from .session_memory import SessionMemory
 from .status_notice import PassingMessages, StatusNoticeWidget
 from .tab_names import TABS
-from .window_jobs import Relay, classify_job, is_model_of
+from .window_jobs import Relay, is_model_of
 
 log = logging.getLogger("vitstudio.gui")
 # The window frame (menus, model bar, image strip, tabs, docks) needs Qt only and shows at once; the panels need

@@ -14,19 +14,14 @@ from urllib.parse import quote
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from vitstudio.app.app_state import AppState
+from vitstudio.app.window_jobs import zero_shot_job
 from vitstudio.gui import file_dialogs
 
 from .. import workers
 from ..app_settings import app_settings
 
-# The core's CLIP helpers (openclip, zeroshot) import torch: they are imported where they are used, so the model bar
-# can be built before torch has loaded (the window shows at once; app.py).
-
-
-def _zero_shot_job(cancel, loaded, names: list[str], prompt: str | None):
-    from vitstudio.app.model_facts import with_classes
-
-    return with_classes(loaded, names, prompt)
+# The core's CLIP helpers (openclip, zeroshot) import torch: they are imported where they are used (through
+# app/model_facts.py), so the model bar can be built before torch has loaded (the window shows at once; app.py).
 
 
 class ClassesWidget(QWidget):
@@ -115,7 +110,7 @@ class ClassesWidget(QWidget):
         self.status.setText("encoding classes…")
         prompt = self.prompt.text().strip() or None
         self._pending = (", ".join(names), prompt or "")  # remembered once the text tower accepted them
-        self.job = workers.start_job("Encoding classes", functools.partial(_zero_shot_job, loaded=loaded, names=names,
+        self.job = workers.start_job("Encoding classes", functools.partial(zero_shot_job, loaded=loaded, names=names,
                                                                            prompt=prompt),
                                      on_result=self._on_classes, on_error=self._on_failed)
 

@@ -7,9 +7,11 @@ import numpy as np
 from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
+from vitstudio.app.thumbnails import hover_job
+
 from .. import workers
 from .folder_map import FolderMapWidget, describe_image
-from .thumbnail_cache import thumbnails
+from .thumbnail_cache import THUMB
 
 
 class FolderMapTabWidget(QWidget):
@@ -46,7 +48,7 @@ class FolderMapTabWidget(QWidget):
         image hovered wins)."""
         if results is not None and row < len(results):
             self.show_hover(describe_image(results, row).replace("\n", " · "))
-            self._thumbnail.start(results.paths[row], "Thumbnail", hover_job, results.paths[row],
+            self._thumbnail.start(results.paths[row], "Thumbnail", hover_job, results.paths[row], THUMB,
                                   on_result=self._on_thumbnail)
 
     def _on_thumbnail(self, found) -> None:
@@ -70,6 +72,3 @@ class FolderMapTabWidget(QWidget):
         self.hover_image.clear()
         self.map.set_points(np.zeros((0, 2)), [], "pca")
 
-
-def hover_job(cancel, path: str):
-    return list(thumbnails([path], cancel))

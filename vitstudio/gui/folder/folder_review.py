@@ -21,11 +21,11 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.folder_review import review_summary
+from vitstudio.app.thumbnails import thumbnail_job
 
 from .. import workers
 from ..common.flow_layout import wrapping_row
 from ..common.image_strip import letterboxed
-from .thumbnail_cache import thumbnail_job
 
 ICON = 96  # thumbnails decode at most this side (thumbnail_cache.thumbnails)
 CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption

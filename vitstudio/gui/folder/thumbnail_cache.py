@@ -1,12 +1,13 @@
 """Thumbnails of a folder's images for the views that show many (the table, the gallery): asked for by a view as
-its rows come on screen, decoded in the background in batches of the latest rows asked for (`thumbnail_job`), kept
+its rows come on screen, decoded in the background in batches of the latest rows asked for (app/thumbnails.py), kept
 as pixmaps up to a bound, announced as they arrive (`ready(path, view_row)`) so the view repaints that row only."""
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QImage, QPixmap
+
+from vitstudio.app.thumbnails import thumbnail_job
 
 from .. import workers
 from ..common.image_strip import letterboxed
@@ -14,25 +15,6 @@ from ..common.image_strip import letterboxed
 THUMB = 48  # the table's thumbnails
 THUMBS_KEPT = 4000  # about 37 MB of 48-px pixmaps: scrolling through 100k rows must not keep 100k
 BATCH = 256  # the latest rows scrolled to; older wishes are asked for again if still on screen
-
-
-def thumbnail_job(cancel, paths: list[str], side: int = THUMB):
-    """The keyed-job form of `thumbnails` (inputs after the cancel token)."""
-    return thumbnails(paths, cancel, side)
-
-
-def thumbnails(paths: list[str], cancel, side: int = THUMB):
-    """Runs in a worker: (path, RGB uint8 array ≤ `side` px) per file, None for unreadable ones."""
-    from vitstudio.core.data.images import ImageReadError, read_image
-
-    for path in paths:
-        cancel.raise_if_cancelled()
-        try:
-            img = read_image(path)
-            img.thumbnail((side, side))
-            yield path, np.asarray(img.convert("RGB"))
-        except ImageReadError:
-            yield path, None
 
 
 class ThumbnailCache(QObject):
