@@ -84,6 +84,8 @@ before = set(sys.modules)
 from vitstudio.core.folder.label_review import review_labels
 features = np.random.default_rng(0).normal(size=(40, 8)).astype("float32")
 review_labels([f"{i}.png" for i in range(40)], features, np.repeat([0, 1], 20), ["a", "b"])
+from vitstudio.gui.common.map_view import lookup_table
+lookup_table("inferno")  # the first map drawn: its colours are matplotlib's
 print(sorted(m for m in set(sys.modules) - before if not m.startswith("vitstudio")))
 """
 
@@ -92,7 +94,9 @@ def test_the_first_label_review_imports_nothing_the_startup_did_not_freeze():
     """The soak's stall at ~31 s: the first label review imported cleanlab, scikit-learn, SciPy and pandas (1,230
     modules) on its worker, and the GUI thread's collector walked their objects three times in a row (62 + 113 +
     113 ms) and at every full pass after. The start-up imports them before `freeze_long_lived`; a review after it
-    imports no library module. In a process of its own: this one has imported them long ago.
+    imports no library module, nor does the first map drawn in a colormap (matplotlib, which the app's jobs import
+    inside themselves: app/job_modules.py brings it in with the start-up). In a process of its own: this one has
+    imported them long ago.
 
     [subprocess]
     """
