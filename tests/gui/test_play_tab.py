@@ -171,3 +171,24 @@ def test_frames_are_analysed_and_annotated_off_the_gui_thread(panel, qtbot, tmp_
     assert gui not in threads["analyse_frame"] | threads["annotate"]
     assert not threads["analyse_frame"] & threads["annotate"]  # two stages, two threads
     assert not workers.running_jobs()
+
+
+def test_a_headless_model_plays_with_a_map_only(panel):
+    """A model with no classes greys out "Prediction only" with the reason it cannot predict as its tooltip (the
+    core's NoClassifierHead sentence), and the map box falls back to the first map it has; the same model with its
+    classes offers "Prediction only" again. [panel]
+    """
+    import dataclasses
+
+    from PySide6.QtCore import Qt
+
+    from vitstudio.core.models.loading import load_model
+    from vitstudio.gui.explore.play_panel import PlayPanel
+
+    loaded = load_model(str(bundled_demo()), device="cpu", precision="fp32")
+    panel = panel(PlayPanel, model=dataclasses.replace(loaded, labels=[]))
+    assert not panel.method.model().item(0).isEnabled()
+    assert "has no classifier head" in panel.method.itemData(0, Qt.ToolTipRole)
+    assert panel.method.currentIndex() != 0 and panel.method.model().item(panel.method.currentIndex()).isEnabled()
+    panel.state.set_model(loaded)
+    assert panel.method.model().item(0).isEnabled()

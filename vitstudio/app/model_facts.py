@@ -12,7 +12,8 @@ from vitstudio.core.models.fit_words import UNRELIABLE, most_flagged, unlike_sen
 
 # and, imported when first asked: has_class_token, is_clip_style, is_windowed, may_have_text_tower, memory_in_use,
 # model_card, parse_classes, prompt_of, text_side, with_classes, without_classes
-__all__ = ["UNRELIABLE", "fit_line", "most_flagged", "no_classes_text", "unlike_sentence", "unlike_words"]
+__all__ = ["UNRELIABLE", "fit_line", "most_flagged", "no_classes_text", "unlike_sentence", "unlike_words",
+           "why_no_predictions"]
 
 
 def __getattr__(name: str):
@@ -71,6 +72,17 @@ def unlike_words(model) -> str:
     from vitstudio.core.models import ood
 
     return ood.describe(model)
+
+
+def why_no_predictions(model) -> str | None:
+    """None when `model` has classes to predict, else why not in one sentence (a headless model: features only)."""
+    from vitstudio.core.inference import NoClassifierHead, require_classifier
+
+    try:
+        require_classifier(model)
+    except NoClassifierHead as exc:
+        return str(exc)
+    return None
 
 
 def no_classes_text(model) -> str:

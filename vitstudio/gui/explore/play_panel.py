@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.analyses import play_methods, why_not
 from vitstudio.app.explore_states import PlayState
+from vitstudio.app.model_facts import why_no_predictions
 from vitstudio.app.play_jobs import is_source_error, play_job
 from vitstudio.gui import file_dialogs
 
@@ -122,13 +123,8 @@ class PlayPanel(QWidget):
         return f"; recorded to {record}" if record else ""
 
     def _on_model(self, model) -> None:
-        from vitstudio.core.inference import NoClassifierHead, require_classifier
-
-        try:  # "Prediction only" needs classes: a headless model plays with a map (DINO's attention videos)
-            require_classifier(model)
-            headless = None
-        except NoClassifierHead as exc:
-            headless = str(exc)
+        # "Prediction only" needs classes: a headless model plays with a map (DINO's attention videos)
+        headless = why_no_predictions(model)
         reasons = [headless] + [why_not(model.model, self.method.itemData(i)) for i in range(1, self.method.count())]
         for i, reason in enumerate(reasons):  # the maps this model has; the reason as tooltip otherwise
             self.method.model().item(i).setEnabled(reason is None)
