@@ -49,13 +49,17 @@ def _teach_and_export(window, qtbot, tmp_path, capsys) -> None:
     qtbot.waitUntil(lambda: teach.jobs.current("refit") is not None and teach.teach.live_head is not None,
                     timeout=30000)
     result = teach.jobs.current("refit")
-    teach.export(str(tmp_path / "export"))
+    export = tmp_path / ("an-export-folder-named-at-length-" * 5)  # its path longer than the tab is wide
+    teach.export(str(export))
     qtbot.waitUntil(lambda: "Exported" in teach.stats.text(), timeout=60000)
     assert f"predict as the preview on all {len(result.paths)} samples" in teach.stats.text(), teach.stats.text()
+    qtbot.wait(20)
+    seen = teach.stats.visibleRegion().boundingRect()  # the export's result in sight, not below the fold
+    assert seen == teach.stats.rect() and seen.height() >= 2 * teach.stats.fontMetrics().height(), seen
 
     image = digits / "1" / sorted(p.name for p in (digits / "1").glob("*.png"))[0]
     shown = preview_frame(window.state.model, teach.teach.live_head, np.asarray(Image.open(image).convert("RGB")))
-    [line] = _cli_json(capsys, ["predict", str(image), "--model", str(tmp_path / "export" / "run"), "--json",
+    [line] = _cli_json(capsys, ["predict", str(image), "--model", str(export / "run"), "--json",
                                 "--quiet"])
     cli = {top["label"]: top["prob"] for top in line["top"]}
     assert line["top"][0]["label"] == shown.labels[0]
@@ -144,7 +148,8 @@ def _tag_move_and_view(window, qtbot, first: str, monkeypatch, capsys) -> None:
 def test_a_new_users_afternoon_in_the_window_at_1280_by_720(window, qtbot, tmp_path, monkeypatch, capsys):
     """The issue's new-user path, in the window as it first opens on a 1280×720 screen (1272×680, the Log a tab behind
     the Model card): Teach two classes from files and a third from a video (held frames), export, and
-    `vitstudio predict --model EXPORT/run` on a file gives the Teach head's top class and probabilities (to 1e-4);
+    `vitstudio predict --model EXPORT/run` on a file gives the Teach head's top class and probabilities (to 1e-4), the
+    export's result (a long path) whole in sight, the tab not widened by the preview's caption;
     a stroke on the Paint page, another folder opened and the first again: the mask is back with its Undo; a file
     tagged through the Tag menu and moved by the label review keeps its tag (the tab's and the records'); a view of a
     Predicted filter saved through the Views menu selects the same files in `vitstudio predict FOLDER --view`.

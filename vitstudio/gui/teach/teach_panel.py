@@ -100,6 +100,7 @@ class TeachPanel(QWidget):
         font.setBold(True)
         self.caption.setFont(font)
         self.caption.setAlignment(Qt.AlignCenter)
+        self.caption.setWordWrap(True)  # a long one ("The head has changed: …") on one line widened the tab
         self.confusion = ConfusionView()
         right = QVBoxLayout()
         right.addLayout(sources)
