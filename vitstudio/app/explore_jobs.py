@@ -12,18 +12,54 @@ MAX_SHARED_CLASSES = 200
 
 
 # -- Attention: the entries' own view jobs are in the core, named by the registry --------------------------------
+# The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
+# grid, the distance plot and the entries whose view job it is all read it.
+OVERVIEW = "overview"
+
+
+def drawn_over_image(analysis) -> bool:
+    """Drawn over the image: an entry with a view of its own, or one with only a compute function that returns a
+    map of the patch grid (explained once per request: `entry_job`)."""
+    return analysis.view is not None or (analysis.renderer == "overlay" and analysis.needs_image
+                                         and not analysis.folder and analysis.compute is not None)
+
+
+def attention_methods() -> tuple[str, ...]:
+    """The registered attention analyses the Attention tab draws over the image (head maps, rollout, …); the folder
+    analysis (attention distance) has its own plot."""
+    return tuple(n for n in registry.names("attention") if drawn_over_image(registry.get(n)))
+
+
+def job_slot(analysis) -> str:
+    """The job slot an entry's view reads, named by the entry: its own name, or the overview's for the entries
+    drawn from the one forward they share (head maps, rollout, an attention toy)."""
+    from vitstudio.core.analysis.attention_views import overview_job as overview
+
+    if analysis.view_job is not None and registry.load(analysis.view_job) is overview:
+        return OVERVIEW
+    return analysis.name
+
+
+def job_keys(analysis) -> tuple[str, ...]:
+    """The view fields an entry's job depends on (besides the model and image)."""
+    return analysis.view_keys if analysis.view_job is not None else analysis.param_names
+
+
 def overview_job(cancel, model, image, fusion: str, discard: float):
-    """The shared per-(model, image) overview: every layer's head maps, rollout, distances from one forward."""
+    """The shared overview of one image: (crop, AttentionOverview), or (crop, None) for windowed models."""
     from vitstudio.core.analysis.attention_views import overview_job as overview
 
     return overview(cancel, model, image, fusion, discard)
 
 
-def shares_overview(analysis) -> bool:
-    """The entry is drawn from the shared overview's one forward (head maps, rollout, an attention toy)."""
-    from vitstudio.core.analysis.attention_views import overview_job as overview
-
-    return analysis.view_job is not None and registry.load(analysis.view_job) is overview
+def entry_view(exp, params: dict, model):
+    """(map, text) of an `entry_job` result: its (gh, gw) array, titled with the parameters it was made with."""
+    analysis = registry.get(exp.method)
+    if exp.array.ndim != 2:
+        return None, f"{analysis.title} returned an array of shape {exp.array.shape}, not a map of the patch grid."
+    shown = ", ".join(f"{p.title.lower()} {exp.params[p.name]}" for p in analysis.params
+                      if exp.params.get(p.name) is not None)
+    return exp.array, analysis.title + (f" ({shown})" if shown else "")
 
 
 def folder_distance_job(cancel, model, method: str, folder: str):

@@ -21,7 +21,17 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.analyses import MaskExport, registry, why_not
-from vitstudio.app.explore_jobs import entry_job, folder_distance_job, is_token_maps, overview_job, shares_overview
+from vitstudio.app.explore_jobs import (
+    OVERVIEW,
+    attention_methods,
+    entry_job,
+    entry_view,
+    folder_distance_job,
+    is_token_maps,
+    job_keys,
+    job_slot,
+    overview_job,
+)
 from vitstudio.app.explore_states import TOP_1, TOP_1_LABEL, AttentionState, registry_fields
 from vitstudio.app.model_facts import has_class_token
 from vitstudio.app.notices import describe
@@ -45,40 +55,6 @@ from .head_grid import HeadGridWidget
 from .paint_segmentation import PaintSegmentationWidget
 from .param_form import ParamForm
 
-# The shared per-(model, image) overview (every layer's head maps, rollout, distances from one forward): the head
-# grid, the distance plot and the entries whose view job it is all read it.
-OVERVIEW = "overview"
-
-
-def _drawn(analysis) -> bool:
-    """Drawn over the image: an entry with a view of its own, or one with only a compute function that returns a
-    map of the patch grid (explained once per request: `entry_job`)."""
-    return analysis.view is not None or (analysis.renderer == "overlay" and analysis.needs_image
-                                         and not analysis.folder and analysis.compute is not None)
-
-
-def _slot(analysis) -> str:
-    """The job slot an entry's view reads, named by the entry: its own name, or the overview's for the entries
-    drawn from the one forward they share (head maps, rollout, an attention toy)."""
-    if shares_overview(analysis):
-        return OVERVIEW
-    return analysis.name
-
-
-def _keys(analysis) -> tuple[str, ...]:
-    """The view fields an entry's job depends on (besides the model and image)."""
-    return analysis.view_keys if analysis.view_job is not None else analysis.param_names
-
-
-def _entry_view(exp, params: dict, model):
-    """(map, text) of an `entry_job` result: its (gh, gw) array, titled with the parameters it was made with."""
-    analysis = registry.get(exp.method)
-    if exp.array.ndim != 2:
-        return None, f"{analysis.title} returned an array of shape {exp.array.shape}, not a map of the patch grid."
-    shown = ", ".join(f"{p.title.lower()} {exp.params[p.name]}" for p in analysis.params
-                      if exp.params.get(p.name) is not None)
-    return exp.array, analysis.title + (f" ({shown})" if shown else "")
-
 
 class AttentionPanel(ExplorerPanel):
     State = AttentionState
@@ -91,7 +67,7 @@ class AttentionPanel(ExplorerPanel):
     def drawn_methods() -> tuple[str, ...]:
         """The registered attention analyses the panel draws over the image (head maps, rollout, …); the folder
         analysis (attention distance) has its own plot below."""
-        return tuple(n for n in registry.names("attention") if _drawn(registry.get(n)))
+        return attention_methods()
 
     def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(app, parent)
@@ -99,8 +75,8 @@ class AttentionPanel(ExplorerPanel):
         self.methods = self.drawn_methods()
         self.param_names = tuple(registry_fields(self.methods, {}))  # every parameter of them, read once
         self.folder_method = registry.names("attention", folder=True)[0]
-        self.slots = {m: _slot(registry.get(m)) for m in self.methods}
-        keys = {OVERVIEW: registry.OVERVIEW_KEYS, **{self.slots[m]: _keys(registry.get(m)) for m in self.methods},
+        self.slots = {m: job_slot(registry.get(m)) for m in self.methods}
+        keys = {OVERVIEW: registry.OVERVIEW_KEYS, **{self.slots[m]: job_keys(registry.get(m)) for m in self.methods},
                 "folder": ("folder",)}
         self.jobs = workers.ViewJobs(self.view_state, keys, long=("folder",))
         self._job_fields = {k for slot, fields in keys.items() if slot != "folder" for k in fields}
@@ -238,7 +214,7 @@ class AttentionPanel(ExplorerPanel):
         if self._missing(analysis) is None and self.slots[analysis.name] != OVERVIEW:
             own = analysis.view_job is not None  # else: explained once per request (compute only)
             self._ensure(self.slots[analysis.name], registry.load(analysis.view_job) if own else entry_job,
-                         _keys(analysis), model, entry, self._on_map_result, analysis.title,
+                         job_keys(analysis), model, entry, self._on_map_result, analysis.title,
                          () if own else (analysis.name,))
 
     def _ensure(self, slot, job, keys, model, entry, on_result, name: str = "Attention", before=()) -> None:
@@ -253,7 +229,7 @@ class AttentionPanel(ExplorerPanel):
 
     def _missing(self, analysis) -> str | None:
         """A required parameter the view state does not hold yet (the patch of a token map), or None."""
-        return next((k for k in _keys(analysis) if analysis.param(k) is not None and analysis.param(k).required
+        return next((k for k in job_keys(analysis) if analysis.param(k) is not None and analysis.param(k).required
                      and getattr(self.view_state, k) is None), None)
 
     def _on_overview(self, value) -> None:
@@ -325,7 +301,7 @@ class AttentionPanel(ExplorerPanel):
         if value is None:
             return None, "Computing attention…" if self.slots[analysis.name] == OVERVIEW else \
                 f"Computing {analysis.title.lower()}…"
-        view = registry.load(analysis.view) if analysis.view is not None else _entry_view
+        view = registry.load(analysis.view) if analysis.view is not None else entry_view
         return view(value, self._params(), self.state.model)
 
     def refresh_view(self) -> None:
