@@ -203,3 +203,28 @@ def insensitive() -> float:
     from vitstudio.core.analysis.faithfulness_sanity import INSENSITIVE
 
     return INSENSITIVE
+
+
+def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> str | None:
+    """Why the map of `method` cannot be measured here, or None. The curves follow the predicted class's
+    probability, or, for the text map, the image's similarity to its text; the sanity check re-draws the
+    classifier first, so it measures maps of a class only. A map of a clicked patch explains neither."""
+    if method is None or not registry.is_registered(method):
+        return None
+    analysis = registry.get(method)
+    needed = [p.name for p in analysis.params if p.required]
+    title = analysis.title.lower()
+    if not analysis.one_map:  # head maps: one per head; a PCA: three channels (the registry's declared output)
+        return (f"Faithfulness ranks the patches of one map of the class; the {title} is not one (it gives "
+                f"{analysis.output}). Pick Rollout or an attribution method (LRP, occlusion…) to measure it.")
+    if not needed:
+        return None
+    if "patch" in needed:
+        return f"The {title} explains the patch you picked: faithfulness measures maps of a class or a text."
+    if needed != ["text"]:
+        return (f"The {title} shows where it fires, not why the model predicts a class: faithfulness measures maps "
+                f"of a class or a text.")
+    if sanity:
+        return (f"The sanity check re-draws the classifier, so it measures maps of the predicted class; the {title} "
+                f"explains the text you typed.")
+    return None if text else f"Type a text first: the {title}'s curves follow the image's similarity to it."

@@ -12,8 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
-from vitstudio.app.analyses import DEFAULT_SHARE, mass_mask, registry
-from vitstudio.app.explore_jobs import faithfulness_job, insensitive, sanity_job
+from vitstudio.app.analyses import DEFAULT_SHARE, mass_mask
+from vitstudio.app.explore_jobs import faithfulness_job, insensitive, sanity_job, unmeasurable
 
 from .. import workers
 
@@ -142,31 +142,6 @@ class FaithfulnessWidget(QWidget):
             return (f"⚠ Sanity check: the map barely changes when every weight is re-drawn (ρ {curve[-1]:.2f} ≥ "
                     f"{insensitive()}): it says little about what this model learned.")
         return f"Sanity check passed: the map changes as the weights are re-drawn (ρ {curve[-1]:.2f} at the end)."
-
-
-def unmeasurable(method: str | None, text: str | None, sanity: bool = False) -> str | None:
-    """Why the map of `method` cannot be measured here, or None. The curves follow the predicted class's
-    probability, or, for the text map, the image's similarity to its text; the sanity check re-draws the
-    classifier first, so it measures maps of a class only. A map of a clicked patch explains neither."""
-    if method is None or not registry.is_registered(method):
-        return None
-    analysis = registry.get(method)
-    needed = [p.name for p in analysis.params if p.required]
-    title = analysis.title.lower()
-    if not analysis.one_map:  # head maps: one per head; a PCA: three channels (the registry's declared output)
-        return (f"Faithfulness ranks the patches of one map of the class; the {title} is not one (it gives "
-                f"{analysis.output}). Pick Rollout or an attribution method (LRP, occlusion…) to measure it.")
-    if not needed:
-        return None
-    if "patch" in needed:
-        return f"The {title} explains the patch you picked: faithfulness measures maps of a class or a text."
-    if needed != ["text"]:
-        return (f"The {title} shows where it fires, not why the model predicts a class: faithfulness measures maps "
-                f"of a class or a text.")
-    if sanity:
-        return (f"The sanity check re-draws the classifier, so it measures maps of the predicted class; the {title} "
-                f"explains the text you typed.")
-    return None if text else f"Type a text first: the {title}'s curves follow the image's similarity to it."
 
 
 PLOT_HEIGHT = 140  # the curves, their key and both axes' labels; the Attention tab fits 1280×720 in its minimum
