@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import timm
 import torch
+from PIL import Image
 from timm.models import save_for_hf
 
 from vitstudio.core.models import sizing
@@ -96,7 +97,9 @@ def test_absurd_specs_are_refused_before_torch_loads_and_within_the_process_limi
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert "more than this process can use" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert seconds < 2
-    res, seconds = _cli(["predict", "x.jpg", "--model", "custom:img=16000000"])
+    image = tmp_path / "x.png"  # an image that is there: the spec is what is refused
+    Image.new("RGB", (8, 8)).save(image)
+    res, seconds = _cli(["predict", str(image), "--model", "custom:img=16000000"])
     assert res.returncode == 2 and "img_size=16000000 is outside the valid range" in res.stderr and seconds < 2
 
 
