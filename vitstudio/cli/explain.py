@@ -97,7 +97,8 @@ def _patch(text: str) -> tuple[int, int]:
     return row, col
 
 
-def explain_cmd(args) -> int:
+def _plan_and_images(args):
+    """(the plan, the image files) of the command, or its exit code when refused: before the model loads."""
     from ..core.data.images import expand_paths
 
     try:
@@ -110,8 +111,16 @@ def explain_cmd(args) -> int:
         not registry.get(m).folder and registry.get(m).needs_image for m in plan.methods) else []
     print_ignored(ignored)
     if args.inputs and not (images or any(registry.get(m).folder for m in plan.methods)):
-        print(f"error: {NO_IMAGES}", file=sys.stderr)  # said before the model loads
+        print(f"error: {NO_IMAGES}", file=sys.stderr)
         return EXIT_USAGE
+    return plan, images
+
+
+def explain_cmd(args) -> int:
+    prepared = _plan_and_images(args)
+    if isinstance(prepared, int):
+        return prepared
+    plan, images = prepared
     from ..core.analysis.explain import explain, explain_folder, render_figure, validate
     from ..core.data.images import ImageReadError, read_image
 

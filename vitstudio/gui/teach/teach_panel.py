@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
     QLabel,
-    QMessageBox,
     QPushButton,
     QScrollArea,
     QSizePolicy,
@@ -22,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.analyses import play_methods, registry, why_not
+from vitstudio.app.analyses import play_methods
 from vitstudio.app.play_jobs import is_source_error
 from vitstudio.app.teach_jobs import export_job, preview_job, refit_job
 from vitstudio.app.teach_state import REFIT_KEY
@@ -35,6 +34,7 @@ from ..common.type_map import control_for
 from ..imaging import pil_to_pixmap
 from .class_card import ClassCardWidget
 from .confusion_view import ConfusionView
+from .teach_words import confirm_delete, exported_line, from_words, mark_maps, preview_caption
 
 VIDEO_FILES = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)"
 IMAGE_FILES = "Images (*.png *.jpg *.jpeg *.bmp *.webp *.tif *.tiff);;All files (*)"
@@ -86,30 +86,9 @@ class TeachPanel(QWidget):
         scroll.setMinimumWidth(ClassCardWidget.minimum_width() + scroll.verticalScrollBar().sizeHint().width()
                                + 2 * scroll.frameWidth() + self.card_list.contentsMargins().left()
                                + self.card_list.contentsMargins().right())
-        self.screen = QLabel("Open a video or a camera to preview the head live, and to record frames into a class "
-                             "by holding its button.")
-        self.screen.setWordWrap(True)
-        self.screen.setAlignment(Qt.AlignCenter)
-        self.screen.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
-        self.screen.setMinimumSize(280, 210)
-        # the top class, frames/s and latency in the window's own font: drawn into the frame, they were scaled down
-        # with it to ~6 px in the tab's preview
-        self.caption = QLabel(objectName="preview_caption")
-        font = self.caption.font()
-        font.setPointSizeF(font.pointSizeF() * 1.2)
-        font.setBold(True)
-        self.caption.setFont(font)
-        self.caption.setAlignment(Qt.AlignCenter)
-        self.caption.setWordWrap(True)  # a long one ("The head has changed: …") on one line widened the tab
-        self.confusion = ConfusionView()
-        right = QVBoxLayout()
-        right.addLayout(sources)
-        right.addWidget(self.screen, 3)
-        right.addWidget(self.caption)
-        right.addWidget(self.confusion, 2)
         body = QHBoxLayout()
         body.addWidget(scroll, 3)
-        body.addLayout(right, 2)
+        body.addLayout(self._build_preview(sources), 2)
         self.stats = QLabel("Open a Teach project (or any folder of class folders), or a new folder to start one.")
         self.stats.setWordWrap(True)
         layout = QVBoxLayout(self)
@@ -127,6 +106,23 @@ class TeachPanel(QWidget):
         self.camera_button.clicked.connect(self.start)
         self.stop_button.clicked.connect(self.stop)
         self.export_button.clicked.connect(self._choose_export)
+
+    def _build_preview(self, sources: QVBoxLayout) -> QVBoxLayout:
+        """The preview's column: its sources, the frame, the caption under it and the confusion table."""
+        self.screen = QLabel("Open a video or a camera to preview the head live, and to record frames into a class "
+                             "by holding its button.")
+        self.screen.setWordWrap(True)
+        self.screen.setAlignment(Qt.AlignCenter)
+        self.screen.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
+        self.screen.setMinimumSize(280, 210)
+        self.caption = preview_caption()
+        self.confusion = ConfusionView()
+        right = QVBoxLayout()
+        right.addLayout(sources)
+        right.addWidget(self.screen, 3)
+        right.addWidget(self.caption)
+        right.addWidget(self.confusion, 2)
+        return right
 
     def _build_sources(self) -> QVBoxLayout:
         """The preview's row: a video or a camera, start and stop, and the map drawn over it."""
@@ -269,7 +265,7 @@ class TeachPanel(QWidget):
                         self.view_state.recipe, on_result=self._on_fitted, on_error=self._on_refit_error)
 
     def _on_fitted(self, result) -> None:
-        if _from_words(result):
+        if from_words(result):
             self._on_words(result)
             return
         self.teach.live_head = (result.classes, result.head)
@@ -419,7 +415,7 @@ class TeachPanel(QWidget):
 
     def export(self, folder: str) -> None:
         result = self.jobs.current("refit")
-        if result is not None and _from_words(result):
+        if result is not None and from_words(result):
             self.stats.setText("The preview shows the card names' zero-shot head, which no file can hold as it is: "
                                "add two samples to every class to teach a head to export.")
             return
@@ -441,42 +437,4 @@ class TeachPanel(QWidget):
         self.state.report(exc, "Teach export")
 
     def _on_exported(self, exported) -> None:
-        parts = []
-        for check in exported.checks:
-            if check.not_checked:
-                parts.append(f"{check.artefact}: not written ({check.not_checked})")
-            elif check.equal:
-                parts.append(f"{check.artefact} ✓ (max |Δp| {check.max_abs_diff:.1e})")
-            else:
-                names = ", ".join(Path(p).name for p, _ in check.differing[:3])
-                parts.append(f"{check.artefact} differs on {len(check.differing)} ({names}: "
-                             f"{check.differing[0][1]})")
-        samples = max((c.samples for c in exported.checks), default=0)
-        verdict = "predict as the preview on all" if exported.equal else "checked on"
-        self.stats.setText(f"Exported to {exported.folder}: {'; '.join(parts)} — {verdict} {samples} samples "
-                           f"(check.json beside them).")
-
-
-def confirm_delete(parent: QWidget, name: str, count: int) -> bool:
-    """Asked before a class and its samples (frames recorded exist nowhere else) are deleted."""
-    samples = f"its {count} sample{'s' if count != 1 else ''}" if count else "it (it has no samples)"
-    answer = QMessageBox.question(parent, f"Delete {name}", f"Delete the class {name} and {samples} from the "
-                                  f"project? This cannot be undone.", QMessageBox.Yes | QMessageBox.Cancel,
-                                  QMessageBox.Cancel)
-    return answer == QMessageBox.Yes
-
-
-def _from_words(result) -> bool:
-    """The refit gave the card names' zero-shot head (no samples to fit on yet), not a TeachResult."""
-    return getattr(result, "recipe", None) == "words"
-
-
-def mark_maps(combo: QComboBox, model) -> None:
-    """The maps `model` has enabled (the reason as tooltip otherwise); "No map" always; a map it lacks falls back to
-    none."""
-    for i in range(1, combo.count()):
-        reason = why_not(model.model, combo.itemData(i))
-        combo.model().item(i).setEnabled(reason is None)
-        combo.setItemData(i, reason or registry.get(combo.itemData(i)).help, Qt.ToolTipRole)
-    if not combo.model().item(combo.currentIndex()).isEnabled():
-        combo.setCurrentIndex(0)
+        self.stats.setText(exported_line(exported))
