@@ -10,8 +10,9 @@ from vitstudio.gui.folder.folder_review import DuplicatesTab
 
 
 def test_groups_show_kind_and_every_members_evidence(qtbot):
-    """Exact groups say "LEAK · 2 images (identical bytes)", near groups their signals and lowest cosine; tooltip lists
-    each member's hash/mirror/pixels/cosine; picking a row emits its paths.
+    """Exact groups say "LEAK · 2 images (identical bytes)" ("WOULD LEAK" across a split the audit made up, as its
+    report says), near groups their signals and lowest cosine; tooltip lists each member's hash/mirror/pixels/cosine;
+    picking a row emits its paths.
     """
     tab = DuplicatesTab()
     qtbot.addWidget(tab)
@@ -28,6 +29,8 @@ def test_groups_show_kind_and_every_members_evidence(qtbot):
     with qtbot.waitSignal(tab.group_picked) as picked:
         tab.setCurrentRow(2)
     assert picked.args == [near.paths]
+    tab.show_groups([exact, near], made_up_split=True)  # no val/ folder: a split the audit made up
+    assert tab.item(1).text().startswith("WOULD LEAK · 2 images (identical bytes)")
 
 
 def _ink(tab) -> int:

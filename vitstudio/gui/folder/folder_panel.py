@@ -371,7 +371,7 @@ class FolderPanel(QWidget):
                           f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} "
                           f"{'would be ' if report.made_up_split else ''}across train/val ({report.split}). "
                           f"Double-click an image to explain it.{self.fit.unreliable_note()}")
-        self.duplicates.show_groups(report.groups)
+        self.duplicates.show_groups(report.groups, report.made_up_split)
         self._enable()
 
     def _on_group(self, paths) -> None:

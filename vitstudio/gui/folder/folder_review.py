@@ -254,12 +254,14 @@ class DuplicatesTab(QListWidget):
             painter.drawText(area, Qt.AlignTop | Qt.AlignLeft | Qt.TextWordWrap, self.hint)
             painter.end()
 
-    def show_groups(self, groups) -> None:
+    def show_groups(self, groups, made_up_split: bool = False) -> None:
+        """Each group, red where it crosses train/val ("WOULD LEAK" where the split is one the audit made up: the
+        folder has no val/)."""
         self.clear()
         self.hint = "No identical copies or near-duplicates in this folder."
         self.addItem("(all images)")
         for group in groups:
-            leak = "LEAK · " if group.leak else ""
+            leak = ("WOULD LEAK · " if made_up_split else "LEAK · ") if group.leak else ""
             sim = "" if group.similarity is None or group.exact else f", cosine ≥ {group.similarity:.4f}"
             kinds = "identical bytes" if group.exact else " + ".join(group.kinds)
             names = ", ".join(os.path.basename(p) for p in group.paths[:4]) + ("…" if len(group.paths) > 4 else "")
