@@ -1,5 +1,7 @@
 """1280×720 screenshots of every tab, offscreen: the demo model loaded, the sample images open, 120 sklearn digits
-in the Folder tab, and a finished tiny run (coloured squares, 8 epochs) on the Training tab with each of its views.
+in the Folder tab (and each of its pages: gallery and lasso, label review, duplicates, counts, paint, concepts,
+layers), a finished tiny run (coloured squares, 8 epochs) on the Training tab with each of its views, Compare → Match
+and a Teach project.
 
     .venv/bin/python resources/screenshots/make_screenshots.py [OUT_DIR]
 
@@ -91,6 +93,8 @@ def main(out: Path) -> None:
             window.play.method.setCurrentIndex(window.play.method.findData("rollout"))
             window.play.play(str(moving_digits_video(tmp / "digits.avi", frames=240)))
             idle(4)
+        if window.tabs.currentWidget() is window.teach:  # taken with a project open (_teach)
+            continue
         if window.tabs.currentWidget() is not panel:
             save(f"{i + 1}-{window.tabs.tabText(i).lower().replace(' ', '-')}")
             continue
@@ -101,6 +105,9 @@ def main(out: Path) -> None:
     _layer_views(window, idle, save)
     _lora_plan(window, idle, save, tmp / "digits")
     _concepts(window, idle, save, tmp / "digits")
+    _folder_pages(window, idle, save)
+    _match(window, idle, save)
+    _teach(window, idle, save, tmp)
     print(f"window minimum {window.minimumSizeHint().width()}×{window.minimumSizeHint().height()}; saved in {out}")
     window.close()
     workers.shutdown(5000)
@@ -174,6 +181,95 @@ def _concepts(window, idle, save, digits: Path) -> None:
     tab.show_page(tab.on_image)
     idle(1.5)
     save("6c-folder-concepts-on-image")
+
+
+def _folder_pages(window, idle, save) -> None:
+    """The Folder tab's other views: the gallery with a lasso drawn on the map, the label review, the duplicates,
+    the counts per class and a painted mask on the Paint page."""
+    import numpy as np
+
+    from tests.gui.helpers import drag_on_map
+
+    panel = window.folder
+    window.tabs.setCurrentWidget(panel)
+    panel.side.setCurrentWidget(panel.map_tab)
+    panel.view_state.gallery = True
+    coords = panel.folder_model.coords
+    centre, spread = coords.mean(0), coords.std(0)
+    angles = np.linspace(0, 2 * np.pi, 60)
+    outline = centre + np.stack([np.cos(angles), np.sin(angles)], 1) * spread  # an ellipse of one deviation
+    panel.map.set_lasso(True)
+    idle(0.5)
+    drag_on_map(panel.map, outline.tolist())  # drawn as the mouse draws it: the Folder model selects inside
+    idle(1.5)
+    save("6d-folder-gallery-lasso")
+    panel.map.set_lasso(False)
+    panel.folder_model.reset_filters()
+    panel.view_state.gallery = False
+    _plant_copies(Path(panel.folder))  # an exact copy and a near one: something for the Duplicates page to find
+    panel.open_folder(panel.folder)
+    idle(2)
+    panel.start_review()
+    idle(2, until=lambda: panel.folder_model.report is not None)
+    save("6e-folder-label-review")
+    panel.side.setCurrentWidget(panel.duplicates)
+    idle(0.5)
+    save("6f-folder-duplicates")
+    pages = {page.page_id: page for page in panel.side.pages}
+    panel.side.setCurrentWidget(pages["counts"])
+    idle(0.5)
+    save("6g-folder-counts")
+    paint = window.app.pages["paint"]
+    panel.side.setCurrentWidget(pages["paint"])
+    panel.folder_model.select(0)
+    idle(1, until=lambda: paint.picture is not None)
+    for brush, stroke in ((1, [(10, 8), (16, 14), (20, 24)]), (0, [(2, 2), (28, 2), (28, 28), (2, 28)])):
+        paint.paint.state.update(brush_class=brush, radius=3 if brush else 2)
+        paint.press(*stroke[0])
+        for point in stroke[1:]:
+            paint.drag(*point)
+        paint.release()
+    idle(1.5)
+    save("6h-folder-paint")
+
+
+def _plant_copies(folder: Path) -> None:
+    """Class 3's first image copied as it is into class 8, and its second brightened into class 5."""
+    import shutil
+
+    from PIL import Image, ImageEnhance
+
+    threes = sorted((folder / "3").glob("*.png"))
+    shutil.copy(threes[0], folder / "8" / f"copy-of-{threes[0].name}")
+    ImageEnhance.Brightness(Image.open(threes[1]).convert("RGB")).enhance(1.1).save(folder / "5" / "near-3.png")
+
+
+def _match(window, idle, save) -> None:
+    """Compare → Match: a point of one sample image found in another."""
+    compare = window.compare
+    window.tabs.setCurrentWidget(compare)
+    compare.pages.setCurrentWidget(compare.match)
+    window.state.select(window.state.images[0])
+    compare.match.model.set_b(window.state.images[1].path)
+    idle(1.5, until=lambda: compare.match.model.features is not None)
+    compare.match.model.click(15, 12)  # a point of A, in its pixels
+    idle(1.5)
+    save("5b-compare-match")
+
+
+def _teach(window, idle, save, tmp: Path) -> None:
+    """Teach: a project of three digit classes from files, the head refitted, a sample's bars on the cards."""
+    from vitstudio.core.models.demo import render_digits
+
+    teach = window.teach
+    window.tabs.setCurrentWidget(teach)
+    digits = render_digits(tmp / "teach-digits", per_class=6)
+    teach.open_project(str(tmp / "teach-project"))
+    for name in ("3", "5", "8"):
+        teach._act(teach.teach.add_class, name)
+        teach._act(teach.teach.add_files, name, sorted(str(p) for p in (digits / name).glob("*.png")))
+    idle(2, until=lambda: teach.jobs.current("refit") is not None)
+    save("10-teach")
 
 
 if __name__ == "__main__":
