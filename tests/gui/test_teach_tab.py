@@ -41,7 +41,9 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
         teach._act(teach.teach.add_files, name, [str(digits / name)])
     qtbot.waitUntil(lambda: "validation" in teach.stats.text(), timeout=30000)
     assert teach.teach.live_head[0] == ("0", "1", "7")
-    teach.preview(str(moving_digits_video(tmp_path / "v.avi", frames=240, fps=12.0)))
+    # a minute of video: it must still play when the map is chosen after the export (a 20-s one had ended by then on
+    # a loaded machine, and a map chosen once a video has ended restarts nothing)
+    teach.preview(str(moving_digits_video(tmp_path / "v.avi", frames=720, fps=12.0)))
     qtbot.waitUntil(lambda: sum(card.bar.value() for card in teach.cards.values()) > 0, timeout=30000)
     assert abs(sum(card.bar.value() for card in teach.cards.values()) - 1000) <= 3  # the bars are one softmax
     card = teach.cards["7"]
