@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .app_state import AppState, ModelRequest
+from .explore_states import LayerCKAState, PlayState
 from .folder_concepts import FolderConcepts
 from .folder_export import FolderExport
 from .folder_labels import FolderLabels
 from .folder_model import FolderModel
 from .folder_pages import page_entries
+from .folder_states import ImageConceptsState, LayersState
 from .folder_tags import FolderTags
 from .jobs import Runner
 from .match_view import MatchModel
@@ -57,6 +59,11 @@ class App:
         self.teach = TeachModel()
         self.training = TrainingRun(runner)  # the run in progress (one at a time)
         self.training_state = TrainingState()  # the run shown, the dataset (the Training tab's requests)
+        # what the other views ask for (their jobs are keyed by these)
+        self.play_state = PlayState()  # the Play tab: the source, the map, recording
+        self.layer_cka_state = LayerCKAState()  # Compare → Layers (CKA)
+        self.layers_state = LayersState()  # the Folder tab's Layers page
+        self.image_concepts_state = ImageConceptsState()  # Concepts → On the image
 
     # -- what a script asks for ---------------------------------------------------------------------------------
     def load_model(self, spec: str, device: str | None = None, precision: str | None = None,

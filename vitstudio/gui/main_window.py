@@ -40,7 +40,7 @@ from .error_indicator import ErrorIndicatorWidget
 from .imaging import configure_pyqtgraph
 from .opening import Opening, StripPaths, read_new_images, recent_entry, updated_recent
 from .panel_routes import PanelRoutes
-from .session_memory import SessionMemory
+from .session_memory import WindowMemory
 from .status_notice import PassingMessages, StatusNoticeWidget
 from .tab_names import TABS
 from .window_jobs import Relay, is_model_of
@@ -137,7 +137,7 @@ class MainWindow(QMainWindow):
         self.routes = PanelRoutes(self)  # what one tab hands to another
         self.close_guard = CloseGuard(self, self.training)
         fill_edit_menu(self)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions
-        self.memory = SessionMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
+        self.memory = WindowMemory(self)  # the Training form, its dataset, the Folder tab's folder and filters
         self.panels_ready = True
         if self._waiting_load is not None:
             self._load_requested(self._waiting_load)

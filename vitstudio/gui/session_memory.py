@@ -11,7 +11,7 @@ from vitstudio.app.session_memory import SessionMemory as RememberedFields
 from vitstudio.core.files import SettingsStore
 
 
-class SessionMemory(QObject):
+class WindowMemory(QObject):
     def __init__(self, window, store: SettingsStore | None = None) -> None:
         super().__init__(window)
         self.window, self.training = window, window.training

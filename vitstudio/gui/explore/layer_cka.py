@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.explore_jobs import cka_job, pca_pair_job
-from vitstudio.app.explore_states import LayerCKAState
 from vitstudio.core.files import counted
 
 from .. import workers
@@ -36,7 +35,7 @@ class LayerCKAWidget(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.view_state = LayerCKAState()
+        self.view_state = panel.app.layer_cka_state
         self.jobs = workers.ViewJobs(self.view_state, {"cka": ("other", "paths"),
                                                        "pair": ("other", "paths", "cell", "image")}, long=("cka",))
         self.run_button = QPushButton("CKA of every block")

@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.analyses import play_methods, why_not
-from vitstudio.app.explore_states import PlayState
 from vitstudio.app.model_facts import why_no_predictions
 from vitstudio.app.play_jobs import is_source_error, play_job
 from vitstudio.gui import file_dialogs
@@ -41,7 +40,7 @@ class PlayPanel(QWidget):
     def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.state = state = app.state
-        self.view_state = PlayState()
+        self.view_state = app.play_state
         self.jobs = workers.ViewJobs(self.view_state, {"play": ("source", "method", "record")}, long=("play",))
         self._shown = threading.Event()
         self._latest = None  # (picture, FrameResult, frames/s) handed over and not drawn yet

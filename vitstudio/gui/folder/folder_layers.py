@@ -11,7 +11,6 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
 from vitstudio.app.folder_layers import FEATURE_NOTE, probes_job
-from vitstudio.app.folder_states import LayersState
 
 from .. import workers
 from ..common.job_progress import show_progress
@@ -22,7 +21,7 @@ class LayersTab(QWidget):
     def __init__(self, panel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.panel = panel
-        self.view_state = LayersState()
+        self.view_state = panel.app.layers_state
         self.jobs = workers.ViewJobs(self.view_state, {"probes": ("folder",)}, long=("probes",))
         self.run_button = QPushButton("Probe every block")
         self.run_button.setToolTip("A k-fold linear probe on each block's feature (" + FEATURE_NOTE + "), and the "

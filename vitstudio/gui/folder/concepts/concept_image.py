@@ -21,7 +21,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.concept_jobs import image_job
-from vitstudio.app.folder_states import ImageConceptsState
 
 from ... import workers
 from ...common.bind import bind
@@ -37,7 +36,7 @@ class ConceptImageWidget(QWidget):
     def __init__(self, tab, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tab = tab
-        self.view_state = ImageConceptsState()
+        self.view_state = tab.panel.app.image_concepts_state
         self.jobs = workers.ViewJobs(self.view_state, {"image": ("path", "file", "scales")})
         self.map = MapView()
         self.map.setMinimumSize(150, 150)
