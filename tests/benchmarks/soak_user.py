@@ -314,7 +314,7 @@ class Soak:
             yield Wait("sort", seconds=0.1)
         for row in (0, 3, 7):
             panel.select_row(row)
-            yield Wait("similar", until=lambda: panel.similar.count() > 0, timeout=30)
+            yield Wait("similar", until=lambda: panel.side.page("similar").list.count() > 0, timeout=30)
             yield from self.settle("similar")
         panel.min_conf.setValue(0.3)
         panel.correctness.setCurrentIndex(2)
@@ -331,11 +331,11 @@ class Soak:
         panel.review_button.click()
         yield Wait("label review", until=lambda: "Reviewing" not in panel.info.text(), timeout=300)
         if panel.review.count() > 0:
-            panel.side.setCurrentIndex(2)
+            panel.side.setCurrentWidget(panel.review_tab)
             panel.review.setCurrentRow(0)
             panel.review_tab.exclude_button.click()
         if panel.duplicates.count() > 1:
-            panel.side.setCurrentIndex(3)
+            panel.side.setCurrentWidget(panel.duplicates)
             panel.duplicates.setCurrentRow(1)
             yield Wait("duplicates", seconds=0.3)
             panel.duplicates.setCurrentRow(0)

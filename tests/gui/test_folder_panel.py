@@ -98,12 +98,13 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     # similar images of the selected row, as the core finds them
     panel.select_row(5)
     _settle(qtbot)
-    qtbot.waitUntil(lambda: panel.similar.count() == 12, timeout=20000)
+    similar = panel.side.page("similar").list
+    qtbot.waitUntil(lambda: similar.count() == 12, timeout=20000)
     expected = nearest(panel.embedded.features, [5], k=12, rows=panel.embedded.rows)
-    shown = [panel.similar.item(i).data(Qt.UserRole) for i in range(12)]
+    shown = [similar.item(i).data(Qt.UserRole) for i in range(12)]
     assert shown == [results.paths[i] for i in expected.indices[0]]
     with qtbot.waitSignal(window.state.image_selected, timeout=20000):
-        panel.similar.itemDoubleClicked.emit(panel.similar.item(0))
+        similar.itemDoubleClicked.emit(similar.item(0))
     assert window.state.selected.path == shown[0] and "Attention" in window.tabs.tabText(window.tabs.currentIndex())
 
     # sort into folders: every file copied once, byte for byte; the originals stay

@@ -24,7 +24,7 @@ def _folder_views(panel) -> dict[str, object]:
         "table": panel.table_model.rowCount(),
         "results": None if panel.results is None else tuple(panel.results.paths),
         "map": len(panel.map.coords),
-        "similar": panel.similar.count(),
+        "similar": panel.side.page("similar").list.count(),
         "review": panel.review.count(),
         "report": panel.report,
         "duplicates": panel.duplicates.count(),

@@ -21,5 +21,7 @@ def page_entries() -> tuple[PageEntry, ...]:
     """Every registered page, in the order they are listed within their group."""
     from .class_counts import ClassCounts
     from .paint_page import PaintPageModel
+    from .similar_images import SimilarImagesModel
 
-    return (PageEntry("counts", "Explore", ClassCounts), PageEntry("paint", "Label", PaintPageModel))
+    return (PageEntry("similar", "Explore", SimilarImagesModel), PageEntry("counts", "Explore", ClassCounts),
+            PageEntry("paint", "Label", PaintPageModel))

@@ -7,13 +7,11 @@ and the paths opened: another model or folder discards every pending job and cle
 from __future__ import annotations
 
 import html
-import os
 
 from PySide6.QtCore import QItemSelectionModel, QSize, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QLabel,
-    QListWidgetItem,
     QProgressBar,
     QSplitter,
     QTableView,
@@ -26,13 +24,11 @@ from vitstudio.app.folder_scores import NAMES as SCORES
 from vitstudio.core.files import counted
 from vitstudio.gui import file_dialogs
 
-from .. import workers
 from .file_operations import FileOperations
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_gallery import TableOrGalleryWidget
 from .folder_map import colour_groups, describe_image
-from .folder_review import item_path, load_icons
 from .folder_side import FolderSideWidget
 from .folder_sorting import ask_move, ask_sort
 from .folder_table import ResultsModel
@@ -56,7 +52,6 @@ class FolderPanel(QWidget):
         self.folder_model = app.folder  # the folder, its results, filters, map, review
         self.view_state, self.jobs = self.folder_model.state, self.folder_model.jobs
         self.folder_tags = app.tags  # tags and saved views of the folder (the app's records)
-        self._thumbs = workers.KeyedSlot(workers.LONG)
         self._build()
         # sorts, moves, exclusions and their undo (the app's stack)
         self.files = FileOperations(app.undo, self.review_tab, self.undo_button, self.dataset_shown, self)
@@ -89,7 +84,6 @@ class FolderPanel(QWidget):
         fm.fit_ready.connect(self.gallery.gallery_model.show_fit)  # flags on the cells too
         fm.review_ready.connect(self.gallery.gallery_model.show_review)
         fm.scores_ready.connect(self._on_scores)
-        fm.similar_ready.connect(self._on_similar)
         fm.review_ready.connect(self._on_review)
         fm.relocated.connect(self._on_relocated)
         fm.row_selected.connect(self._on_selected)
@@ -162,12 +156,11 @@ class FolderPanel(QWidget):
         then the registered pages (folder_side.py)."""
         self.side = FolderSideWidget(self)
         side = self.side
-        self.map_tab, self.similar_tab, self.review_tab, self.duplicates = (side.map_tab, side.similar_tab,
-                                                                            side.review_tab, side.duplicates)
+        self.map_tab, self.review_tab, self.duplicates = side.map_tab, side.review_tab, side.duplicates
         self.labels_tab, self.layers_tab, self.concepts_tab = side.labels_tab, side.layers_tab, side.concepts_tab
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
-        self.similar, self.review = self.similar_tab.list, self.review_tab.list
+        self.review = self.review_tab.list
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
@@ -187,7 +180,6 @@ class FolderPanel(QWidget):
         self.gallery.row_picked.connect(self._pick)  # one selection: the Folder model's, the table and grid follow
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
         self.gallery.doubleClicked.connect(self._explain_row)  # its rows are the table's, in the table's order
-        self.similar.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
         self.info.linkActivated.connect(lambda _link: self.open_paths(list(self.view_state.paths)))  # open again
         self.review_tab.open_in_explorer.connect(self.open_in_explorer)
         self.review_tab.relabel_requested.connect(self._relabel)
@@ -257,7 +249,6 @@ class FolderPanel(QWidget):
     def _show_results(self, results) -> None:
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
         self.table_model.set_results(results, self.folder_model.scores)
-        self.similar_tab.clear()
         self.review_tab.clear()
         self.duplicates.clear()
         self.map_tab.clear()
@@ -337,10 +328,9 @@ class FolderPanel(QWidget):
             self.folder_model.select(row)
 
     def _on_selected(self, row: int | None) -> None:
-        """The folder's current image, wherever it was chosen: the table, the gallery and the similar images show it."""
+        """The folder's current image, wherever it was chosen: the table and the gallery show it."""
         if row is None or self.results is None:
             return
-        self.similar_tab.show_query(self.results.paths[row], describe_image(self.results, row).split("\n", 1)[1])
         current = self.table.currentIndex()
         # keeps a table's multi-selection
         if not current.isValid() or self.table_model.source_row(current.row()) != row:
@@ -349,15 +339,6 @@ class FolderPanel(QWidget):
 
     def _explain_row(self, index) -> None:
         self.open_in_explorer.emit(self.results.paths[self.table_model.source_row(index.row())])
-
-    def _on_similar(self, _row: int, found) -> None:
-        self.similar.clear()
-        for path, sim in found:
-            item = QListWidgetItem(f"{sim:.3f}\n{os.path.basename(path)}")
-            item.setData(Qt.UserRole, path)
-            item.setToolTip(f"{path}\ncosine similarity {sim:.4f}; double-click to explain it")
-            self.similar.addItem(item)
-        load_icons(self._thumbs, self.similar, [p for p, _ in found])
 
     # -- review ------------------------------------------------------------------------------------
     def start_review(self) -> None:

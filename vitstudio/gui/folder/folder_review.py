@@ -1,16 +1,14 @@
 """The Folder tab's review side: the images whose label the model doubts (relabel, exclude, keep, retrain with the
-fixes), the similar images of the selected one (the query above its neighbours) and the duplicate groups (leaks
-across train/val in red). Icon grids with thumbnails decoded in workers."""
+fixes) and the duplicate groups (leaks across train/val in red); the icon grids and thumbnails decoded in workers
+that the pages share (pages/similar_images_page.py)."""
 
 from __future__ import annotations
 
-import html
 import os
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QListView,
     QListWidget,
@@ -30,7 +28,7 @@ from ..common.image_strip import letterboxed
 ICON = 96  # thumbnails decode at most this side (thumbnail_cache.thumbnails)
 CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption
 ITEM = CELL - QSize(6, 6)  # a margin inside each cell
-QUERY_ICON = 128
+QUERY_ICON = 128  # the Similar images page's query, bigger than the grid's
 REVIEW_HINT = ("Review labels and duplicates (the toolbar) lists here the images whose label the model doubts, most "
                "doubtful first, to move, exclude from training or keep.")
 DUPLICATES_HINT = ("Review labels and duplicates (the toolbar) lists here the groups of identical copies and "
@@ -88,48 +86,6 @@ def load_icons(job: workers.KeyedSlot, widget: QListWidget, paths: list[str]) ->
                 widget.item(i).setIcon(icon)
 
     job.start((tuple(paths), ICON), "Thumbnails", thumbnail_job, list(paths), ICON, on_yield=on_thumb)
-
-
-class SimilarImagesWidget(QWidget):
-    """The selected image (bigger, on its own row) above the grid of its nearest neighbours."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.query_image = QLabel()
-        self.query_image.setFixedSize(QUERY_ICON, QUERY_ICON)
-        self.query_image.setAlignment(Qt.AlignCenter)
-        self.query_path: str | None = None
-        self.query_text = QLabel("Select a row of the table: its most similar images appear here.")
-        self.query_text.setWordWrap(True)
-        self.list = icon_list()
-        self._query_thumb = workers.KeyedSlot(workers.LONG)
-        top = QHBoxLayout()
-        top.addWidget(self.query_image)
-        top.addWidget(self.query_text, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(self.list, 1)
-
-    def show_query(self, path: str, caption: str) -> None:
-        self.query_path = path
-        lines = "<br>".join(html.escape(line) for line in caption.splitlines())
-        self.query_text.setText(f"<b>{html.escape(os.path.basename(path))}</b><br>{lines}<br>Most similar below "
-                                "(cosine similarity of the model's features); double-click one to explain it.")
-        self.query_text.setToolTip(path)
-        self.query_image.clear()
-        self._query_thumb.start((path, QUERY_ICON), "Thumbnail", thumbnail_job, [path], QUERY_ICON,
-                                on_yield=self._on_query_thumb)
-
-    def _on_query_thumb(self, found) -> None:
-        path, array = found
-        if array is not None and path == self.query_path:
-            self.query_image.setPixmap(letterboxed(array_pixmap(array), QUERY_ICON))
-
-    def clear(self) -> None:
-        self.query_path = None
-        self.query_image.clear()
-        self.query_text.setText("Select a row of the table: its most similar images appear here.")
-        self.list.clear()
 
 
 class ReviewTab(QWidget):

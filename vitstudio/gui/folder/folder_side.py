@@ -13,14 +13,14 @@ from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
 from .folder_layers import LayersTab
 from .folder_map_tab import FolderMapTabWidget
-from .folder_review import DuplicatesTab, ReviewTab, SimilarImagesWidget
+from .folder_review import DuplicatesTab, ReviewTab
 from .pages import page_views
 
 
 class FolderSideWidget(GroupedPagesWidget):
     def __init__(self, panel) -> None:
         super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
-        self.map_tab, self.similar_tab = FolderMapTabWidget(), SimilarImagesWidget()
+        self.map_tab = FolderMapTabWidget()
         self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
@@ -28,7 +28,6 @@ class FolderSideWidget(GroupedPagesWidget):
         groups = {entry.id: entry.group for entry in page_entries()}
         for tab, title, tooltip, group in (
                 (self.map_tab, "Map", "The folder's images on a map of their features", "Explore"),
-                (self.similar_tab, "Similar images", "The images most like the selected one", "Explore"),
                 (self.review_tab, "Label review", "Images whose folder's label the model doubts", "Clean"),
                 (self.duplicates, "Duplicates", "Exact and near duplicates, and leaks across train/val", "Clean"),
                 (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
@@ -36,7 +35,15 @@ class FolderSideWidget(GroupedPagesWidget):
                 (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),
                 *((page, page.model.title, page.model.tooltip, groups[page.page_id]) for page in self.pages)):
             self.addTab(tab, title, group, tooltip)
+        for page in self.pages:  # a page that offers to explain an image: the Attention tab shows it
+            wants = getattr(page, "explain_requested", None)
+            if wants is not None:
+                wants.connect(panel.open_in_explorer)
         self.setCurrentWidget(self.map_tab)
+
+    def page(self, page_id: str) -> QWidget:
+        """The registered page of that id (its view; `.model` is the App's model of it)."""
+        return next(page for page in self.pages if page.page_id == page_id)
 
     def show_page(self, page: QWidget) -> None:
         self.setCurrentWidget(page)

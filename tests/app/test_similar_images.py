@@ -1,0 +1,32 @@
+"""The Similar images page's model (a Folder-tab page on the protocol, vitstudio/app/similar_images.py), without
+Qt: the row picked and its neighbours as the core's `nearest` finds them; nothing of earlier results stays."""
+
+from __future__ import annotations
+
+from vitstudio.app.app import App
+from vitstudio.app.folder_page import FolderPageModel
+from vitstudio.app.jobs import ScriptRunner
+from vitstudio.core.folder.neighbours import nearest
+from vitstudio.core.models.demo import bundled_demo, render_digits
+
+
+def test_the_page_shows_the_picked_rows_neighbours_and_forgets_them_with_the_results(tmp_path):
+    """A row picked in the folder is the page's query and its neighbours are the core's `nearest` of its features, in
+    order; another row replaces both; another folder's results leave neither; the page is the App's, registered
+    under "similar", with every member the page protocol declares."""
+    app = App(ScriptRunner())
+    app.load_model(str(bundled_demo()))
+    app.folder.open_paths([str(render_digits(tmp_path / "digits", 2))])
+    page, results, heard = app.pages["similar"], app.folder.results, []
+    page.changed.connect(heard.append)
+    assert all(hasattr(page, name) for name in ("title", "tooltip", "show"))
+    assert set(FolderPageModel.__annotations__) <= set(dir(page))
+    app.folder.select(3)
+    expected = nearest(app.folder.embedded.features, [3], k=len(page.found), rows=app.folder.embedded.rows)
+    assert page.query_path == results.paths[3] and len(page.found) >= 5
+    assert [path for path, _ in page.found] == [results.paths[i] for i in expected.indices[0]]
+    assert all(a >= b for (_, a), (_, b) in zip(page.found, page.found[1:]))
+    app.folder.select(7)
+    assert page.query_path == results.paths[7] and results.paths[7] not in [p for p, _ in page.found]
+    app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
+    assert page.query is None and page.found == [] and heard[:2] == ["query", "found"]
