@@ -212,7 +212,7 @@ def _folder_pages(window, idle, save) -> None:
     panel.start_review()
     idle(2, until=lambda: panel.folder_model.report is not None)
     save("6e-folder-label-review")
-    panel.side.setCurrentWidget(panel.duplicates)
+    panel.side.setCurrentWidget(panel.side.page("duplicates"))
     idle(0.5)
     save("6f-folder-duplicates")
     pages = {page.page_id: page for page in panel.side.pages}

@@ -334,9 +334,9 @@ class Soak:
             panel.side.setCurrentWidget(panel.review_tab)
             panel.review.setCurrentRow(0)
             panel.review_tab.exclude_button.click()
-        if panel.duplicates.count() > 1:
-            panel.side.setCurrentWidget(panel.duplicates)
-            panel.duplicates.setCurrentRow(1)
+        if panel.side.page("duplicates").count() > 1:
+            panel.side.setCurrentWidget(panel.side.page("duplicates"))
+            panel.side.page("duplicates").setCurrentRow(1)
             yield Wait("duplicates", seconds=0.3)
-            panel.duplicates.setCurrentRow(0)
+            panel.side.page("duplicates").setCurrentRow(0)
         yield from self.settle("folder")

@@ -134,12 +134,12 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert tree_state(data) == before
     window.show_tab("folder")
     # duplicate groups (the scans of one digit at 32 px are close to a perceptual hash): picking one filters the table
-    assert panel.duplicates.count() == len(panel.report.groups) + 1
+    assert panel.side.page("duplicates").count() == len(panel.report.groups) + 1
     if panel.report.groups:
-        panel.duplicates.setCurrentRow(1)
+        panel.side.page("duplicates").setCurrentRow(1)
         shown = {results.paths[r] for r in panel.visible_rows()}
         assert shown == set(panel.report.groups[0].paths)
-        panel.duplicates.setCurrentRow(0)
+        panel.side.page("duplicates").setCurrentRow(0)
         assert len(panel.visible_rows()) == 120
 
 

@@ -27,7 +27,7 @@ def _folder_views(panel) -> dict[str, object]:
         "similar": panel.side.page("similar").list.count(),
         "review": panel.review.count(),
         "report": panel.report,
-        "duplicates": panel.duplicates.count(),
+        "duplicates": panel.side.page("duplicates").count(),
         "fit": panel.fit.fit,
         "labels": dict(panel.labels_tab.labels),
         "quick head": panel.labels_tab.head,

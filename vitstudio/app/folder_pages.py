@@ -20,8 +20,9 @@ class PageEntry:
 def page_entries() -> tuple[PageEntry, ...]:
     """Every registered page, in the order they are listed within their group."""
     from .class_counts import ClassCounts
+    from .duplicates_page import DuplicatesModel
     from .paint_page import PaintPageModel
     from .similar_images import SimilarImagesModel
 
     return (PageEntry("similar", "Explore", SimilarImagesModel), PageEntry("counts", "Explore", ClassCounts),
-            PageEntry("paint", "Label", PaintPageModel))
+            PageEntry("duplicates", "Clean", DuplicatesModel), PageEntry("paint", "Label", PaintPageModel))

@@ -156,7 +156,7 @@ class FolderPanel(QWidget):
         then the registered pages (folder_side.py)."""
         self.side = FolderSideWidget(self)
         side = self.side
-        self.map_tab, self.review_tab, self.duplicates = side.map_tab, side.review_tab, side.duplicates
+        self.map_tab, self.review_tab = side.map_tab, side.review_tab
         self.labels_tab, self.layers_tab, self.concepts_tab = side.labels_tab, side.layers_tab, side.concepts_tab
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
@@ -184,7 +184,6 @@ class FolderPanel(QWidget):
         self.review_tab.open_in_explorer.connect(self.open_in_explorer)
         self.review_tab.relabel_requested.connect(self._relabel)
         self.review_tab.retrain_requested.connect(lambda excluded: self.retrain.emit(self.folder, excluded))
-        self.duplicates.group_picked.connect(self._on_group)
 
     def _enable(self) -> None:
         has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
@@ -250,7 +249,6 @@ class FolderPanel(QWidget):
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
         self.table_model.set_results(results, self.folder_model.scores)
         self.review_tab.clear()
-        self.duplicates.clear()
         self.map_tab.clear()
         if results is None:
             self.fit.clear()
@@ -352,12 +350,7 @@ class FolderPanel(QWidget):
                           f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} "
                           f"{'would be ' if report.made_up_split else ''}across train/val ({report.split}). "
                           f"Double-click an image to explain it.{self.fit.unreliable_note()}")
-        self.duplicates.show_groups(report.groups, report.made_up_split)
         self._enable()
-
-    def _on_group(self, paths) -> None:
-        """Picking a group shows just its images in the table (the first entry shows all again)."""
-        self.folder_model.pick_group(paths)
 
     # -- file actions: the questions are the panel's (they read its table), `self.files` carries them out -------
     def dataset_shown(self) -> tuple[str | None, bool]:  # the folder, and whether its results are shown

@@ -13,7 +13,7 @@ from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
 from .folder_layers import LayersTab
 from .folder_map_tab import FolderMapTabWidget
-from .folder_review import DuplicatesTab, ReviewTab
+from .folder_review import ReviewTab
 from .pages import page_views
 
 
@@ -21,7 +21,7 @@ class FolderSideWidget(GroupedPagesWidget):
     def __init__(self, panel) -> None:
         super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
         self.map_tab = FolderMapTabWidget()
-        self.review_tab, self.duplicates = ReviewTab(), DuplicatesTab()
+        self.review_tab = ReviewTab()
         self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
         self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
@@ -29,7 +29,6 @@ class FolderSideWidget(GroupedPagesWidget):
         for tab, title, tooltip, group in (
                 (self.map_tab, "Map", "The folder's images on a map of their features", "Explore"),
                 (self.review_tab, "Label review", "Images whose folder's label the model doubts", "Clean"),
-                (self.duplicates, "Duplicates", "Exact and near duplicates, and leaks across train/val", "Clean"),
                 (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
                 (self.layers_tab, "Layers", "How well each block's features separate the classes", "Learn"),
                 (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),

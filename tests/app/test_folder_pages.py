@@ -1,5 +1,6 @@
-"""The Similar images page's model (a Folder-tab page on the protocol, vitstudio/app/similar_images.py), without
-Qt: the row picked and its neighbours as the core's `nearest` finds them; nothing of earlier results stays."""
+"""The Similar images and Duplicates pages' models (Folder-tab pages on the protocol: app/similar_images.py,
+app/duplicates_page.py), without Qt: what each shows follows the Folder model's events; nothing of earlier results
+stays."""
 
 from __future__ import annotations
 
@@ -30,3 +31,29 @@ def test_the_page_shows_the_picked_rows_neighbours_and_forgets_them_with_the_res
     assert page.query_path == results.paths[7] and results.paths[7] not in [p for p, _ in page.found]
     app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
     assert page.query is None and page.found == [] and heard[:2] == ["query", "found"]
+
+
+def test_the_duplicates_page_holds_the_reviews_groups_and_picks_one_into_the_table(tmp_path):
+    """The Duplicates page's model (app/duplicates_page.py) holds the label review's groups (an exact copy planted
+    across two class folders is one, a leak across the split the audit made up); picking it leaves only its images in
+    the Folder model's rows, None all of them again; another folder's results leave no group."""
+    import shutil
+
+    app = App(ScriptRunner())
+    app.load_model(str(bundled_demo()))
+    digits = render_digits(tmp_path / "digits", 2)
+    first = sorted((digits / "3").glob("*.png"))[0]
+    shutil.copy(first, digits / "8" / "copy.png")
+    app.folder.open_paths([str(digits)])
+    page = app.pages["duplicates"]
+    assert page.groups == () and not page.reviewed
+    app.folder.start_review(None, {})
+    exact = [g for g in page.groups if g.exact]
+    assert page.reviewed and page.made_up_split and len(exact) == 1
+    assert sorted(exact[0].paths) == sorted([str(first), str(digits / "8" / "copy.png")])
+    page.pick(exact[0].paths)
+    assert sorted(app.folder.results.paths[r] for r in app.folder.rows) == sorted(exact[0].paths)
+    page.pick(None)
+    assert len(app.folder.rows) == len(app.folder.results)
+    app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
+    assert page.groups == () and not page.reviewed
