@@ -121,9 +121,9 @@ def _layer_views(window, idle, save) -> None:
     idle(1)
     save("9a-logit-lens")
     window.tabs.setCurrentWidget(window.folder)
-    window.folder.side.setCurrentWidget(window.folder.layers_tab)
-    window.folder.layers_tab.start()
-    idle(1, until=lambda: window.folder.layers_tab.result is not None)
+    window.folder.side.setCurrentWidget(window.folder.side.page("layers"))
+    window.folder.side.page("layers").start()
+    idle(1, until=lambda: window.folder.side.page("layers").result is not None)
     save("9b-folder-layers")
     compare = window.compare
     window.tabs.setCurrentWidget(compare)

@@ -23,7 +23,7 @@ def test_the_layers_page_plots_the_probes_the_cli_prints_and_follows_switches(pa
 
     data = render_digits(tmp_path / "digits", per_class=6)
     folder = folder_panel(panel, qtbot, data)
-    tab = folder.layers_tab
+    tab = folder.side.page("layers")
     assert tab.run_button.isEnabled() and tab.result is None
     tab.run_button.click()
     qtbot.waitUntil(lambda: tab.result is not None, timeout=60000)
@@ -65,5 +65,5 @@ def test_without_a_folder_of_class_folders_the_page_says_what_it_needs(panel, qt
     loose.mkdir()
     for i in range(3):
         Image.new("RGB", (32, 32), (i * 60, 0, 0)).save(loose / f"{i}.png")
-    tab = folder_panel(panel, qtbot, loose / "0.png").layers_tab  # a dropped file, not a folder
+    tab = folder_panel(panel, qtbot, loose / "0.png").side.page("layers")  # a dropped file, not a folder
     assert not tab.run_button.isEnabled() and "folder of class folders" in tab.note.text()

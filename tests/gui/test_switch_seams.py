@@ -31,7 +31,7 @@ def _folder_views(panel) -> dict[str, object]:
         "fit": panel.fit.fit,
         "labels": dict(panel.labels_tab.labels),
         "quick head": panel.labels_tab.head,
-        "layers": panel.layers_tab.result,
+        "layers": panel.side.page("layers").result,
         "gallery": panel.gallery.model().rowCount(),
         "lasso": len(panel.map.lasso._drawn),
         "legend's selection": 0 if panel.map.selected is None else len(panel.map.selected),
@@ -97,7 +97,7 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     panel.labels_tab.label(labelled[:2], "round")
     panel.labels_tab.label(labelled[2:], "straight")
     panel.labels_tab.train()  # the quick head colours the map
-    panel.layers_tab.run_button.click()  # probes of every block
+    panel.side.page("layers").run_button.click()  # probes of every block
     _settle(qtbot)
     _paint_selected(panel)  # the Paint page: the selected image painted and segmented
     window.add_paths([panel.results.paths[1]])  # the Attention tab's image: the paint's segmentation over it
@@ -121,7 +121,7 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     _settle(qtbot)
     assert panel.table_model.rowCount() == len(panel.results) == len(panel.map.coords) == 20
     assert all(str(path).startswith(str(second)) for path in panel.results.paths)
-    assert panel.fit.fit is not None and panel.layers_tab.run_button.isEnabled()
+    assert panel.fit.fit is not None and panel.side.page("layers").run_button.isEnabled()
     assert panel.folder_model.scores.paths == panel.results.paths and panel.map.colour_bar.isVisible()
     table = panel.table_model
     assert all(table.data(table.index(i, FIRST_SCORE)) for i in range(20))  # the second's own scores

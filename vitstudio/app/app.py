@@ -19,7 +19,7 @@ from .folder_export import FolderExport
 from .folder_labels import FolderLabels
 from .folder_model import FolderModel
 from .folder_pages import page_entries
-from .folder_states import ImageConceptsState, LayersState
+from .folder_states import ImageConceptsState
 from .folder_tags import FolderTags
 from .jobs import Runner
 from .match_view import MatchModel
@@ -62,7 +62,6 @@ class App:
         # what the other views ask for (their jobs are keyed by these)
         self.play_state = PlayState()  # the Play tab: the source, the map, recording
         self.layer_cka_state = LayerCKAState()  # Compare → Layers (CKA)
-        self.layers_state = LayersState()  # the Folder tab's Layers page
         self.image_concepts_state = ImageConceptsState()  # Concepts → On the image
 
     # -- what a script asks for ---------------------------------------------------------------------------------

@@ -21,8 +21,10 @@ def page_entries() -> tuple[PageEntry, ...]:
     """Every registered page, in the order they are listed within their group."""
     from .class_counts import ClassCounts
     from .duplicates_page import DuplicatesModel
+    from .folder_layers import LayersModel
     from .paint_page import PaintPageModel
     from .similar_images import SimilarImagesModel
 
     return (PageEntry("similar", "Explore", SimilarImagesModel), PageEntry("counts", "Explore", ClassCounts),
-            PageEntry("duplicates", "Clean", DuplicatesModel), PageEntry("paint", "Label", PaintPageModel))
+            PageEntry("duplicates", "Clean", DuplicatesModel), PageEntry("paint", "Label", PaintPageModel),
+            PageEntry("layers", "Learn", LayersModel))

@@ -157,7 +157,7 @@ class FolderPanel(QWidget):
         self.side = FolderSideWidget(self)
         side = self.side
         self.map_tab, self.review_tab = side.map_tab, side.review_tab
-        self.labels_tab, self.layers_tab, self.concepts_tab = side.labels_tab, side.layers_tab, side.concepts_tab
+        self.labels_tab, self.concepts_tab = side.labels_tab, side.concepts_tab
         self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
         self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
         self.review = self.review_tab.list

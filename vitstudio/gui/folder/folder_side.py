@@ -11,7 +11,6 @@ from vitstudio.app.folder_pages import GROUPS, page_entries
 from ..common.grouped_pages import GroupedPagesWidget
 from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
-from .folder_layers import LayersTab
 from .folder_map_tab import FolderMapTabWidget
 from .folder_review import ReviewTab
 from .pages import page_views
@@ -22,7 +21,7 @@ class FolderSideWidget(GroupedPagesWidget):
         super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
         self.map_tab = FolderMapTabWidget()
         self.review_tab = ReviewTab()
-        self.labels_tab, self.layers_tab, self.concepts_tab = LabelsTab(panel), LayersTab(panel), ConceptsTab(panel)
+        self.labels_tab, self.concepts_tab = LabelsTab(panel), ConceptsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
         self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
         groups = {entry.id: entry.group for entry in page_entries()}
@@ -30,7 +29,6 @@ class FolderSideWidget(GroupedPagesWidget):
                 (self.map_tab, "Map", "The folder's images on a map of their features", "Explore"),
                 (self.review_tab, "Label review", "Images whose folder's label the model doubts", "Clean"),
                 (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
-                (self.layers_tab, "Layers", "How well each block's features separate the classes", "Learn"),
                 (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),
                 *((page, page.model.title, page.model.tooltip, groups[page.page_id]) for page in self.pages)):
             self.addTab(tab, title, group, tooltip)
