@@ -61,7 +61,7 @@ def _samples(n=30, interval=10.0, **trends):
 
 def test_the_verdict_catches_what_it_is_for():
     """`soak.analyse` passes flat synthetic samples and fails falling None refs, growing RSS/threads/fds, a run not
-    finished or with exceptions; `slope_per_minute` formula.
+    finished or with exceptions; `slope_per_minute` formula; the release at the first training run's end is warm-up.
     """
     soak = _soak_module()
     run = {"finished": True, "exceptions": []}
@@ -75,6 +75,16 @@ def test_the_verdict_catches_what_it_is_for():
     assert not soak.analyse(_samples(), {"finished": False, "exceptions": []})["checks"]["alive"]
     assert not soak.analyse(_samples(), {"finished": True, "exceptions": ["Traceback…"]})["ok"]
     assert abs(soak.slope_per_minute([0, 30, 60], [1, 2, 3]) - 2.0) < 1e-9
+    # the first training run ending late (a slow machine) releases thousands of references at once: a step inside
+    # the warm-up, not a fall after it; the same step with the count falling on afterwards still fails
+    step = _samples(n=12, interval=1.25)
+    for sample in step[:4]:
+        sample.update(phase="training", none_refs=sample["none_refs"] + 4000)
+    assert soak.analyse(step, run)["checks"]["none_flat"]
+    still_falling = _samples(n=12, interval=1.25, none_refs=-500)
+    for sample in still_falling[:4]:
+        sample["phase"] = "training"
+    assert not soak.analyse(still_falling, run)["checks"]["none_flat"] or soak.NONE_IMMORTAL
 
 
 def test_predictions_of_models_no_longer_loaded_are_dropped():
