@@ -204,3 +204,23 @@ def test_garbage_is_collected_on_the_gui_thread_only(window, qtbot):
     qtbot.waitUntil(lambda: ref() is None, timeout=5000)  # the GUI-thread timer did
     workers.shutdown(1000)
     assert gc.isenabled()
+
+
+def test_a_job_finishing_after_the_dispatcher_is_gone_is_dropped_quietly(qapp, caplog):
+    """A job still finishing when the application has torn its dispatcher down (a pytest process or the app
+    exiting) delivers nothing and logs nothing: emitting on the deleted dispatcher raised "Signal source has been
+    deleted" three times and logged the job as failed."""
+    import logging
+
+    import shiboken6
+
+    from vitstudio.app.jobs import JobHandle
+
+    gone = workers._Dispatcher()
+    handle = JobHandle("Memory plan", workers.INTERACTIVE)
+    task = workers._Task(lambda _cancel: 42, handle, gone)
+    shiboken6.delete(gone)
+    with caplog.at_level(logging.INFO, logger="vitstudio"):
+        task()  # what the pool thread runs, here on this thread
+    assert not [r for r in caplog.records if "failed" in r.getMessage() or r.levelno >= logging.ERROR]
+    assert task.handle is None and task.dispatcher is None

@@ -43,6 +43,7 @@ import traceback
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QThread, QThreadPool, Signal
+from shiboken6 import isValid
 
 from vitstudio.app import jobs
 from vitstudio.app.evented import ViewState
@@ -113,6 +114,23 @@ class _Dispatcher(QObject):
             self.active.remove(handle)
 
 
+class _Delivery:
+    """The dispatcher's signals as a pool thread emits them: once the application has torn the dispatcher down (a
+    job still finishing as the process exits) there is no one to deliver to, and the result is dropped — emitting
+    on it raised "Signal source has been deleted" three times per job, logged as the job's failure."""
+
+    __slots__ = ("dispatcher",)
+
+    def __init__(self, dispatcher: _Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def __getattr__(self, name: str):
+        return self if not isValid(self.dispatcher) else getattr(self.dispatcher, name)
+
+    def emit(self, *_args) -> None:
+        """A signal of a dispatcher already gone: nothing to do."""
+
+
 class _Task:
     """What a pool thread runs: a plain callable, handed to `QThreadPool.start(callable)`. Not a QRunnable
     subclass: PySide6 makes the pool the Python parent of a started QRunnable only after `start()` returns, and a
@@ -125,7 +143,7 @@ class _Task:
         self.fn, self.handle, self.dispatcher = fn, handle, dispatcher
 
     def __call__(self) -> None:
-        handle, d = self.handle, self.dispatcher
+        handle, d = self.handle, _Delivery(self.dispatcher)
         fn, self.fn = self.fn, None  # the task must not keep the job's closure (and its model) alive
         run_in_background()
         handle.started_at = time.perf_counter()
