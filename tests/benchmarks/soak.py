@@ -186,13 +186,9 @@ def analyse(samples: list[dict], run: dict) -> dict:
     cycles = run.get("cycle_starts_s") or []
     if len(cycles) > 1 and cycles[1] <= start + 0.5 * (end - start):
         cut = max(cut, cycles[1])  # the first cycle made every pool, cache and view; what grows now is per cycle
-    # the first training run's end releases what it held (its loaders, model copies, curves: thousands of references
-    # to None at once) — a step, not a trend: on a slow machine it came after 20 % of a short run and read as a leak
-    trained = next((s["t"] for s in samples if s["phase"] == "training"), None)
-    ended = next((s["t"] for s in samples if trained is not None and s["t"] > trained and s["phase"] != "training"),
-                 None)
-    if ended is not None and ended <= start + 0.5 * (end - start):
-        cut = max(cut, ended)
+    trained = [s["t"] for s in samples if s["phase"] == "training"]  # its end frees ~10^3 refs to None: warm-up
+    ended = next((s["t"] for s in samples if trained and s["t"] > trained[0] and s["phase"] != "training"), end + 1)
+    cut = max(cut, ended) if ended <= start + 0.5 * (end - start) else cut
     warm = [s for s in samples if s["t"] < cut]
     after = [s for s in samples if s["t"] >= cut]
     span_min = (after[-1]["t"] - after[0]["t"]) / 60 if len(after) > 1 else 0.0
