@@ -7,7 +7,7 @@ from collections import Counter
 
 import numpy as np
 
-from vitstudio.app.class_counts import ClassCounts
+from vitstudio.app.pages.class_counts import ClassCounts
 from vitstudio.app.folder_page import FolderPageModel
 from vitstudio.core.folder.results import FolderResults
 

@@ -1,5 +1,5 @@
-"""The Similar images and Duplicates pages' models (Folder-tab pages on the protocol: app/similar_images.py,
-app/duplicates_page.py), without Qt: what each shows follows the Folder model's events; nothing of earlier results
+"""The Similar images and Duplicates pages' models (Folder-tab pages on the protocol: app/pages/similar_images.py,
+app/pages/duplicates.py), without Qt: what each shows follows the Folder model's events; nothing of earlier results
 stays."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_the_page_shows_the_picked_rows_neighbours_and_forgets_them_with_the_res
 
 
 def test_the_duplicates_page_holds_the_reviews_groups_and_picks_one_into_the_table(tmp_path):
-    """The Duplicates page's model (app/duplicates_page.py) holds the label review's groups (an exact copy planted
+    """The Duplicates page's model (app/pages/duplicates.py) holds the label review's groups (an exact copy planted
     across two class folders is one, a leak across the split the audit made up); picking it leaves only its images in
     the Folder model's rows, None all of them again; another folder's results leave no group."""
     import shutil
@@ -57,3 +57,30 @@ def test_the_duplicates_page_holds_the_reviews_groups_and_picks_one_into_the_tab
     assert len(app.folder.rows) == len(app.folder.results)
     app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
     assert page.groups == () and not page.reviewed
+
+
+def test_a_page_module_dropped_into_the_package_is_a_page_of_the_app_with_no_edit_elsewhere(tmp_path, monkeypatch):
+    """A new page costs its own modules only: a module with a `PAGE` entry placed on the pages package's path is
+    listed by `page_entries` in its group by rank, and a fresh App builds its model on the Folder model; a second
+    module reusing an id, or an entry naming no known group, is refused with the id in the line."""
+    import pytest
+
+    from vitstudio.app import pages
+
+    (tmp_path / "notes_page.py").write_text(
+        "from vitstudio.app.pages import PageEntry\n\n"
+        "class NotesModel:\n    title = 'Notes'\n    tooltip = 'Notes on the folder'\n\n"
+        "    def __init__(self, folder):\n        self.folder, self.shown = folder, None\n\n"
+        "    def show(self, results):\n        self.shown = results\n\n"
+        "PAGE = PageEntry('notes', 'Explore', NotesModel, rank=1)\n")
+    monkeypatch.setattr(pages, "__path__", [*pages.__path__, str(tmp_path)])
+    entries = pages.page_entries()
+    assert [e.id for e in entries if e.group == "Explore"][0] == "notes"
+    app = App(ScriptRunner())
+    assert app.pages["notes"].folder is app.folder and set(app.pages) >= {"notes", "paint", "similar"}
+    (tmp_path / "notes_again.py").write_text("from vitstudio.app.pages import PageEntry\n"
+                                             "PAGE = PageEntry('notes', 'Learn', object)\n")
+    with pytest.raises(ValueError, match="notes"):
+        pages.page_entries()
+    with pytest.raises(ValueError, match="Elsewhere"):
+        pages.PageEntry("x", "Elsewhere", object)

@@ -1,4 +1,4 @@
-"""The Paint page's masks are work kept per folder (`app/paint_page.py`, `PaintMasks.keep`/`restore`), driven with no
+"""The Paint page's masks are work kept per folder (`app/pages/paint.py`, `PaintMasks.keep`/`restore`), driven with no
 Qt: painted, another folder opened and this one again, they come back with their undo history; the app started again
 (a new page, either before or after the folder opens) finds them in the app's records of the folder, never in the
 folder, in the format `vitstudio segment --masks` reads; a mask whose image went is kept and said, not dropped."""
@@ -14,7 +14,7 @@ from tests.core.synthetic_data import tree_state
 from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.jobs import ScriptRunner
-from vitstudio.app.paint_page import PaintPageModel
+from vitstudio.app.pages.paint import PaintPageModel
 from vitstudio.core.dense.painted import match_painted
 from vitstudio.core.files import dataset_dir
 from vitstudio.core.models.demo import bundled_demo, render_digits

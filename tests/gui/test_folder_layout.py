@@ -426,7 +426,7 @@ def test_twenty_folder_pages_fit_a_laptop_screen_with_every_title_whole(window, 
     to fit); each one is shown by its entry in the list. [window]"""
     from PySide6.QtWidgets import QLabel
 
-    from vitstudio.app.folder_pages import GROUPS
+    from vitstudio.app.pages import GROUPS
 
     window.resize(1280, 720)
     card = window.findChild(QDockWidget, "model_card_dock")

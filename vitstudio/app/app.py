@@ -18,12 +18,12 @@ from .folder_concepts import FolderConcepts
 from .folder_export import FolderExport
 from .folder_labels import FolderLabels
 from .folder_model import FolderModel
-from .folder_pages import page_entries
 from .folder_states import ImageConceptsState
 from .folder_tags import FolderTags
 from .jobs import Runner
 from .match_view import MatchModel
 from .model_loader import ModelLoader
+from .pages import page_entries
 from .paint_overlay import PaintOverlay
 from .selection import Selection
 from .teach_state import TeachModel

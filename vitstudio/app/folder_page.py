@@ -1,7 +1,8 @@
 """A Folder-tab side page as a protocol (napari's split: the model here, Qt-free; its widget under
 gui/folder/pages/). The Folder tab lists the registered pages and knows none of them: it hands each page's model the
 folder's results when they arrive, and None when they go (another model, another folder, a failed scan). A new page
-is a model module here, a view module there (its `PAGE`), and their tests.
+is a model module in app/pages/ (its `PAGE` entry), a view module in gui/folder/pages/ (its `PAGE`), and their
+tests.
 
 A page's model is built with the Folder model (`Model(folder)`, vitstudio/app/folder_model.py): it follows its
 events (`results_changed`, `relocated`, the state's fields) and asks for work through `KeyedJobs` over

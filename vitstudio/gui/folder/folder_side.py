@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
-from vitstudio.app.folder_pages import GROUPS, page_entries
+from vitstudio.app.pages import GROUPS, page_entries
 
 from ..common.grouped_pages import GroupedPagesWidget
 from .concepts.concepts_tab import ConceptsTab

@@ -1,6 +1,6 @@
 """The Folder tab's registered side pages: each module here is one page's view and names it as `PAGE`, a widget
 class drawn from its Qt-free model (a `vitstudio.app.folder_page.FolderPageModel`, built by the App from the page's
-entry in `vitstudio.app.folder_pages`); `PAGE.page_id` is that entry's id. The Folder tab imports none of them by
+entry in `vitstudio.app.pages`); `PAGE.page_id` is that entry's id. The Folder tab imports none of them by
 name."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from vitstudio.app.class_counts import ClassCounts
+from vitstudio.app.pages.class_counts import ClassCounts
 
 COLUMNS = ("class", "predicted", "given", "both")
 

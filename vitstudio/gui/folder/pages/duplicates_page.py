@@ -1,11 +1,11 @@
 """The Duplicates page: the review's groups of copies (leaks in red), drawn from its model
-(`vitstudio.app.duplicates_page.DuplicatesModel`); picking a group shows only its images in the table."""
+(`vitstudio.app.pages.duplicates.DuplicatesModel`); picking a group shows only its images in the table."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
-from vitstudio.app.duplicates_page import DuplicatesModel
+from vitstudio.app.pages.duplicates import DuplicatesModel
 
 from ..folder_review import DuplicatesTab
 

@@ -1,7 +1,7 @@
 """The Layers page: at which depth does the class become readable? "Probe every block" reads the opened folder of
 class folders once (every block's feature, cached per model), fits a k-fold linear probe per block and plots the
 accuracy against depth with its spread, beside the logit lens's accuracy at each depth — the same figures as
-`vitstudio layers FOLDER --model M`; drawn from its model (`vitstudio.app.folder_layers.LayersModel`)."""
+`vitstudio layers FOLDER --model M`; drawn from its model (`vitstudio.app.pages.layers.LayersModel`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from vitstudio.app.folder_layers import FEATURE_NOTE, LayersModel
+from vitstudio.app.pages.layers import FEATURE_NOTE, LayersModel
 
 from ...common.job_progress import show_progress
 from ...common.small_plot import SmallPlotWidget

@@ -1,7 +1,7 @@
 """The Paint page: the folder's current image with its classes over it — painted pixels strong, the segmentation
 from the painted images faint — a brush (class, size) and an eraser, undo and redo (and Ctrl+Z, Ctrl+Shift+Z within
 the page), the classes' names, "Segment folder" with its progress and Cancel, and Export…; drawn from its model
-(`vitstudio.app.paint_page.PaintPageModel`)."""
+(`vitstudio.app.pages.paint.PaintPageModel`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.app.paint_page import PaintPageModel
+from vitstudio.app.pages.paint import PaintPageModel
 from vitstudio.gui import file_dialogs
 from vitstudio.gui.common.bind import bind
 from vitstudio.gui.common.class_colours import overlay

@@ -1,5 +1,5 @@
 """The Similar images page: the folder's current image (bigger, on its own row) above the grid of its nearest
-neighbours, drawn from its model (`vitstudio.app.similar_images.SimilarImagesModel`); a double-click asks for the
+neighbours, drawn from its model (`vitstudio.app.pages.similar_images.SimilarImagesModel`); a double-click asks for the
 image to be explained (the Folder tab forwards `explain_requested` to the Attention tab)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QVBoxLayout, QWidget
 
-from vitstudio.app.similar_images import SimilarImagesModel
+from vitstudio.app.pages.similar_images import SimilarImagesModel
 from vitstudio.app.thumbnails import thumbnail_job
 
 from ... import workers

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .evented import Emitter, ViewState
-from .jobs import KeyedJobs
-from .notices import describe
-from .paint_jobs import FOLDER_SLOTS, SLOTS, Segmented, current_job, export_job, folder_job, picture_job
-from .paint_masks import RECORDS_INDEX, UNPAINTED, PaintMasks
-from .undo import UndoRefused
+from ..evented import Emitter, ViewState
+from ..jobs import KeyedJobs
+from ..notices import describe
+from ..paint_jobs import FOLDER_SLOTS, SLOTS, Segmented, current_job, export_job, folder_job, picture_job
+from ..paint_masks import RECORDS_INDEX, UNPAINTED, PaintMasks
+from ..undo import UndoRefused
+from . import PageEntry
 
 if TYPE_CHECKING:
     from vitstudio.core.dense.segment import SegmentResult
@@ -432,3 +433,6 @@ class PaintPageModel:
 def _within(path: str, folder: str) -> bool:
     inner, outer = Path(path).resolve(), Path(folder).resolve()
     return inner == outer or outer in inner.parents
+
+
+PAGE = PageEntry("paint", "Label", PaintPageModel, rank=20)

@@ -4,7 +4,8 @@ Nothing of earlier results stays when they go (another model, another folder).""
 
 from __future__ import annotations
 
-from .evented import Emitter
+from ..evented import Emitter
+from . import PageEntry
 
 
 class SimilarImagesModel:
@@ -40,3 +41,6 @@ class SimilarImagesModel:
         if row == self.query:
             self.found = list(found)
             self.changed.emit("found")
+
+
+PAGE = PageEntry("similar", "Explore", SimilarImagesModel, rank=20)

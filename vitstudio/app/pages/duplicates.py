@@ -4,7 +4,8 @@ which the Folder model's table then shows alone. Nothing of earlier results stay
 
 from __future__ import annotations
 
-from .evented import Emitter
+from ..evented import Emitter
+from . import PageEntry
 
 
 class DuplicatesModel:
@@ -31,3 +32,6 @@ class DuplicatesModel:
     def pick(self, paths) -> None:
         """A group's images alone in the table, or every image again (None)."""
         self.folder.pick_group(paths)
+
+
+PAGE = PageEntry("duplicates", "Clean", DuplicatesModel, rank=20)

@@ -4,7 +4,8 @@ runs, and FEATURE_NOTE (what a block's feature is, in words) when first asked (P
 
 from __future__ import annotations
 
-from .evented import Emitter
+from ..evented import Emitter
+from . import PageEntry
 
 
 def __getattr__(name: str):
@@ -30,8 +31,8 @@ class LayersModel:
     tooltip = "At which depth the folder's classes become readable: a linear probe per block beside the logit lens"
 
     def __init__(self, folder) -> None:
-        from .folder_states import LayersState
-        from .jobs import KeyedJobs
+        from ..folder_states import LayersState
+        from ..jobs import KeyedJobs
 
         self.folder = folder
         self.state = LayersState(model=self._model_uid(), folder=folder.folder)
@@ -86,3 +87,6 @@ class LayersModel:
         self.failure = f"The probes failed: {exc}"
         self.folder.app.report(exc)
         self.changed.emit()
+
+
+PAGE = PageEntry("layers", "Learn", LayersModel, rank=20)

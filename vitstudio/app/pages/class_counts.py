@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .evented import Emitter
+from ..evented import Emitter
+from . import PageEntry
 
 if TYPE_CHECKING:
     from vitstudio.core.folder.results import FolderResults
@@ -66,3 +67,6 @@ class ClassCounts:
         unfiled = self.total - sum(r.given for r in self.rows)
         return (f"All {self.total} images of the folder: {predicted} classes predicted, {folders} class folders" +
                 (f", {unfiled} images in none" if unfiled else "") + ".")
+
+
+PAGE = PageEntry("counts", "Explore", ClassCounts, rank=30)
