@@ -145,3 +145,39 @@ def test_the_view_fields_are_the_registry_parameters():
     assert specs["discard"] == registry.get("rollout").param("discard").spec
     assert specs["discard"].range is fields.DISCARD and specs["fusion"].choices is fields.FUSIONS
     assert set(specs["direction"].choices) <= set(registry.get("token").param("direction").choices)
+
+
+def test_app_models_declare_their_events_on_the_class_and_each_instance_has_its_own():
+    """An EventedModel's events are read off its class (`declared_events`, inherited ones too) and reached as
+    `model.x` or `model.events.x` — the same Emitter; two instances never share listeners. No module of the app's
+    model builds an Emitter by hand in a constructor: every app model announces through declared events (the
+    field events of a ViewState, the Events of an EventedModel)."""
+    import pathlib
+
+    from vitstudio.app.evented import Event, EventedModel
+    from vitstudio.app.folder_model import FolderModel
+    from vitstudio.app.undo import UndoStack
+
+    class Base(EventedModel):
+        started = Event("a run started")
+
+    class Child(Base):
+        finished = Event("the run's report")
+        NESTED = ("undo",)
+
+        def __init__(self):
+            self.undo = UndoStack()
+
+    a, b, heard = Child(), Child(), []
+    assert list(Child.declared_events()) == ["started", "finished"]
+    assert a.events.finished is a.finished and a.finished is not b.finished
+    a.finished.connect(heard.append)
+    b.finished.emit("b's")
+    a.events.finished.emit("a's")
+    assert heard == ["a's"] and a.nested()["undo"] is a.undo and a.events.names() == ["started", "finished"]
+    assert {"results_changed", "busy", "row_selected"} <= set(FolderModel.declared_events())
+    assert set(UndoStack.declared_events()) == {"changed", "refused"}
+    app_dir = pathlib.Path(__import__("vitstudio.app", fromlist=["x"]).__file__).parent
+    by_hand = [str(p.relative_to(app_dir)) for p in app_dir.rglob("*.py")
+               if "= Emitter()" in p.read_text() and p.name != "evented.py"]
+    assert by_hand == []

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # torch-free at import: the window is built from this before 
     from vitstudio.core.inference import Prediction
     from vitstudio.core.models.model import LoadedModel
 
-from .evented import Emitter, Field, Keyed, ViewState
+from .evented import Event, EventedModel, Field, Keyed, ViewState
 from .notices import Notice
 
 PREVIEW = 640
@@ -71,18 +71,19 @@ def make_entry(path: str, image: Image.Image | None = None, error: str | None = 
     return ImageEntry(path, image, error, preview)
 
 
-class AppState:
+class AppState(EventedModel):
+    model_loading = Event("spec")
+    model_loaded = Event("LoadedModel")
+    model_failed = Event("Notice")
+    images_added = Event("list[ImageEntry]")
+    images_removed = Event("list[ImageEntry], taken out of the strip by the user")
+    image_selected = Event("ImageEntry | None")
+    prediction_ready = Event("list[ImageEntry]: a batch's predictions, one event")
+    message = Event("level ('info' | 'warning'), text")
+    message_updated = Event('earlier text, newer text: said again with newer figures (or "": gone)')
+    error = Event("Notice: every error the user should hear about, as an exception object")
+
     def __init__(self) -> None:
-        self.model_loading = Emitter()  # spec
-        self.model_loaded = Emitter()  # LoadedModel
-        self.model_failed = Emitter()  # Notice
-        self.images_added = Emitter()  # list[ImageEntry]
-        self.images_removed = Emitter()  # list[ImageEntry], taken out of the strip by the user
-        self.image_selected = Emitter()  # ImageEntry | None
-        self.prediction_ready = Emitter()  # list[ImageEntry]: a batch's predictions, one event
-        self.message = Emitter()  # level ('info' | 'warning'), text
-        self.message_updated = Emitter()  # earlier text, newer text: said again with newer figures (or "": gone)
-        self.error = Emitter()  # Notice: every error the user should hear about, as an exception object
         self.model: LoadedModel | None = None
         self.loading: str | None = None  # the spec of a load under way (a view says "Loading…", not "No model")
         self.loaded_spec: str | None = None  # the spec the model loaded was asked for by (None: set directly)

@@ -83,11 +83,64 @@ class Emitter:
 
 
 class Events:
-    """`events.<field>`: the Emitter of each field."""
+    """`events.<name>`: the Emitter of each field (a ViewState's) or declared event (an EventedModel's)."""
 
-    def __init__(self, names) -> None:
+    def __init__(self, names=(), emitters: dict[str, Emitter] | None = None) -> None:
         for name in names:
             setattr(self, name, Emitter())
+        for name, emitter in (emitters or {}).items():
+            setattr(self, name, emitter)
+
+    def names(self) -> list[str]:
+        return list(vars(self))
+
+
+class Event:
+    """A declared event of an app model (napari's EmitterGroup entries), written on the class beside what it
+    carries:
+
+        class FolderModel(EventedModel):
+            busy = Event("True while a scan or review runs")
+
+    Each instance has its own Emitter, reached as `model.busy` or `model.events.busy`; `Model.declared_events()`
+    lists them, so what a model announces is read off its class, not found in its constructor."""
+
+    def __init__(self, doc: str = "") -> None:
+        self.doc = doc
+        self.name = ""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        emitter = obj.__dict__.get(self.name)
+        if emitter is None:  # made on first use, then found in the instance's dict (no descriptor call again)
+            emitter = obj.__dict__[self.name] = Emitter()
+        return emitter
+
+
+class EventedModel:
+    """An app model whose events are declared on its class (`Event`s) and whose nested models are named in
+    `NESTED` (napari's ViewerModel holds its dims, camera and layers the same way): `model.events` is the group of
+    its declared events; `model.nested()` the models it holds, for walking the app's tree of models."""
+
+    NESTED: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def declared_events(cls) -> dict[str, Event]:
+        found: dict[str, Event] = {}
+        for klass in reversed(cls.__mro__):
+            found.update({k: v for k, v in vars(klass).items() if isinstance(v, Event)})
+        return found
+
+    @property
+    def events(self) -> Events:
+        return Events(emitters={name: getattr(self, name) for name in self.declared_events()})
+
+    def nested(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.NESTED}
 
 
 class ViewState:

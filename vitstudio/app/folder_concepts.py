@@ -8,7 +8,7 @@ from __future__ import annotations
 from vitstudio.core.concepts.settings import ConceptSettings
 from vitstudio.core.train.schema import settings_of
 
-from .evented import Emitter, ViewState
+from .evented import Event, EventedModel, ViewState
 from .folder_states import ConceptsState
 from .jobs import KeyedJobs, Runner
 
@@ -34,7 +34,12 @@ def open_job(cancel, model, path: str):
     return concepts_for(model, path)
 
 
-class FolderConcepts:
+class FolderConcepts(EventedModel):
+    changed = Event("what is shown changed: other concepts, or none (another model or folder)")
+    progress = Event("a learning Progress record")
+    stopped = Event("the line to show when learning stopped or failed")
+    opened = Event("Concepts, opened from a file or learned")
+
     def __init__(self, folder_model, runner: Runner) -> None:
         self.folder, self.app = folder_model, folder_model.app
         self.state = ConceptsState()
@@ -44,10 +49,6 @@ class FolderConcepts:
         self.learning = None  # the learn job's handle (pause and stop reach its token)
         self.curve: list[float] = []  # R² as it learns
         self.sized = (self.settings_state.size, self.settings_state.k)  # the size and k last chosen for the user
-        self.changed = Emitter()  # what is shown changed: other concepts, or none (another model or folder)
-        self.progress = Emitter()  # a learning Progress record
-        self.stopped = Emitter()  # the line to show when learning stopped or failed
-        self.opened = Emitter()  # Concepts, opened from a file or learned
         self.app.model_loaded.connect(self._on_model)
         folder_model.state.events.paths.connect(self._on_paths)
         folder_model.results_changed.connect(self._fit_size)

@@ -20,7 +20,7 @@ import numpy as np
 
 from vitstudio.core.files import counted
 
-from .evented import Emitter, ViewState
+from .evented import Event, EventedModel, ViewState
 from .folder_scores import score_columns
 from .jobs import KeyedJobs
 from .notices import describe
@@ -40,17 +40,18 @@ class ExportState(ViewState):
     paths: tuple = ()
 
 
-class FolderExport:
+class FolderExport(EventedModel):
+    said = Event('level ("info", "warning"), one line')
+    busy = Event("True while an export job runs (progress shown, Cancel offered)")
+    progress = Event("an export job's Progress")
+    train_requested = Event("a labels file: the Training tab takes it as its dataset")
+
     def __init__(self, folder_model: FolderModel, tags: Callable[[], list] = list,
                  labels: Callable[[], dict] = dict) -> None:
         self.folder = folder_model
         self._tags, self._labels = tags, labels  # per row: tag names; path -> the Labels tab's label
         self.state = ExportState(model=folder_model.state.model, paths=folder_model.state.paths)
         self.jobs = KeyedJobs(self.state, SLOTS, folder_model.runner, long=tuple(SLOTS))
-        self.said = Emitter()  # level ("info", "warning"), one line
-        self.busy = Emitter()  # True while an export job runs (progress shown, Cancel offered)
-        self.progress = Emitter()  # an export job's Progress
-        self.train_requested = Emitter()  # a labels file: the Training tab takes it as its dataset
         folder_model.state.connect(self._follow)
 
     def _follow(self, name: str, value) -> None:

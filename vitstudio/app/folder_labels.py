@@ -9,7 +9,7 @@ import collections
 
 import numpy as np
 
-from .evented import Emitter
+from .evented import Event, EventedModel
 from .jobs import KeyedSlot, Runner
 
 SUGGEST_N = 9
@@ -36,17 +36,18 @@ def class_order(labels: dict[str, str]) -> list[str]:
     return order(labels)
 
 
-class FolderLabels:
+class FolderLabels(EventedModel):
+    changed = Event("the labels or their file changed")
+    head_ready = Event("LabelHead")
+    warned = Event("a line for the user: what to do first")
+    suggested = Event("the rows to label next (the Folder model shows just those)")
+
     def __init__(self, folder_model, runner: Runner) -> None:
         self.folder = folder_model
         self.path: str | None = None  # the labels file
         self.labels: dict[str, str] = {}
         self.head = None  # the quick head of the labels as they were when it was fitted
         self.slot = KeyedSlot(runner)
-        self.changed = Emitter()  # the labels or their file changed
-        self.head_ready = Emitter()  # LabelHead
-        self.warned = Emitter()  # a line for the user: what to do first
-        self.suggested = Emitter()  # the rows to label next (the Folder model shows just those)
         folder_model.results_changed.connect(self._on_results)
 
     def _on_results(self, results) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from vitstudio.core.files import counted
 
-from .evented import Emitter
+from .evented import Event, EventedModel
 from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, scores_job, similar_job
 from .folder_states import FILTER_DEFAULTS, FolderState, offered_classes
 from .jobs import KeyedJobs, Runner
@@ -35,7 +35,20 @@ EMPTY_FOLDER = ("No images in {source}: open a folder holding .jpg, .png, .bmp, 
 OPEN_FIRST = "Open a folder to see every image through the current model."
 
 
-class FolderModel:
+class FolderModel(EventedModel):
+    said = Event("the line changed (`line`, `reopen`)")
+    busy = Event("True while a scan or review runs (progress shown, Cancel offered)")
+    progress = Event("a job's Progress record")
+    results_changed = Event("FolderResults | None (None: everything shown goes)")
+    rows_changed = Event("the rows the filters leave")
+    map_ready = Event("coords, method")
+    fit_ready = Event("FolderFit")
+    scores_ready = Event("FolderScores, row for row with the results")
+    similar_ready = Event("row, [(path, similarity)]")
+    review_ready = Event("AuditReport")
+    relocated = Event("FolderResults: the same rows, files moved (a sort, a move, their undo)")
+    row_selected = Event("the row selected, or None")
+
     def __init__(self, app: AppState, runner: Runner, undo: UndoStack | None = None) -> None:
         self.app, self.runner = app, runner  # the runner: the registered pages ask for their work through it too
         self.undo = undo or UndoStack()  # the app's one undo stack: the pages push their changes onto it too
@@ -59,18 +72,6 @@ class FolderModel:
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
         self.line = OPEN_FIRST  # what the tab says about the folder now
         self.reopen = False  # the line offers to open the folder again through a new model
-        self.said = Emitter()  # the line changed (`line`, `reopen`)
-        self.busy = Emitter()  # True while a scan or review runs (progress shown, Cancel offered)
-        self.progress = Emitter()  # a job's Progress record
-        self.results_changed = Emitter()  # FolderResults | None (None: everything shown goes)
-        self.rows_changed = Emitter()  # the rows the filters leave
-        self.map_ready = Emitter()  # coords, method
-        self.fit_ready = Emitter()  # FolderFit
-        self.scores_ready = Emitter()  # FolderScores, row for row with the results
-        self.similar_ready = Emitter()  # row, [(path, similarity)]
-        self.review_ready = Emitter()  # AuditReport
-        self.relocated = Emitter()  # FolderResults: the same rows, files moved (a sort, a move, their undo)
-        self.row_selected = Emitter()  # the row selected, or None
         self.state.connect(self._on_state)
         app.model_loaded.connect(self._on_model)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .evented import Emitter
+from .evented import Event, EventedModel
 from .folder_states import ALL_TAGS, FILTER_DEFAULTS
 
 if TYPE_CHECKING:
@@ -25,12 +25,13 @@ NO_TAGS: frozenset[str] = frozenset()
 NO_FOLDER = "Tags and views are kept per folder: open one folder (not a drop of files) to tag its images."
 
 
-class FolderTags:
+class FolderTags(EventedModel):
+    changed = Event("the tags or views changed (their names offered)")
+
     def __init__(self, folder_model: FolderModel) -> None:
         self.folder_model = folder_model
         self.tags: list[frozenset[str]] = []  # per row of the results: its tag names
         self.views: dict[str, list[dict]] = {}  # the folder's saved views, by name
-        self.changed = Emitter()  # the tags or views changed (their names offered)
         self._columns: dict[str, list] = {}  # the results' columns the rules read, made when first needed
         folder_model.narrowers.append(self.rows_kept)
         folder_model.results_changed.connect(self._on_results)

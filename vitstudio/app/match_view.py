@@ -21,7 +21,7 @@ import numpy as np
 from vitstudio.core.dense.settings import FACETS
 from vitstudio.core.fields import OPACITY, Range
 
-from .evented import Emitter, Field, ViewState
+from .evented import Event, EventedModel, Field, ViewState
 from .jobs import KeyedJobs
 
 SLOTS = {"features": ("other", "block", "facet"), "point": ("other", "block", "facet", "point", "refine")}
@@ -86,9 +86,11 @@ def point_job(cancel, features: MatchFeatures, point: tuple[float, float], refin
     return PointMatch(patch, sim, best, (int(best_patch[0]), int(best_patch[1])), value)
 
 
-class MatchModel:
+class MatchModel(EventedModel):
     """The Match page's model: its state, its two requests and the line it says. The face calls `refresh()` when
     the page is on screen (a hidden page computes nothing) and draws on `changed`."""
+
+    changed = Event("something to draw again")
 
     def __init__(self, runner) -> None:
         self.state = MatchState()
@@ -97,7 +99,6 @@ class MatchModel:
         self.image_a = None  # A's PIL image
         self.path_a: str | None = None
         self.active = False  # the face's page is on screen: a hidden page asks for nothing
-        self.changed = Emitter()  # something to draw again
         self.state.connect(self._on_change)
 
     # -- inputs ------------------------------------------------------------------------------------------------

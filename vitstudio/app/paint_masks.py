@@ -19,7 +19,7 @@ import numpy as np
 
 from vitstudio.core.fields import FieldSpec, Range
 
-from .evented import Emitter, ViewState
+from .evented import Event, EventedModel, ViewState
 
 UNPAINTED = 255  # as core/dense/painted.py (not imported here: the app's model loads no image code at import)
 UNDO_DEPTH = 100
@@ -66,15 +66,16 @@ def disc_line(shape: tuple[int, int], points: list[tuple[float, float]], radius:
     return hit, (top, left, bottom, right)
 
 
-class PaintMasks:
+class PaintMasks(EventedModel):
     """The painted masks of a folder's images, their undo and redo, saved to and read from a masks folder."""
+
+    changed = Event("the image path whose mask changed")
 
     def __init__(self, state: PaintState | None = None) -> None:
         self.state = state or PaintState()
         self.masks: dict[str, np.ndarray] = {}  # image path -> (H, W) uint8 class indices
         self.undo_steps: list[Stroke] = []
         self.redo_steps: list[Stroke] = []
-        self.changed = Emitter()  # the image path whose mask changed
 
     def mask(self, path: str) -> np.ndarray | None:
         return self.masks.get(path)

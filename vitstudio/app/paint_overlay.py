@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .evented import Emitter, ViewState
+from .evented import Event, EventedModel, ViewState
 from .jobs import KeyedJobs
 
 
@@ -34,7 +34,9 @@ def overlay_job(cancel, loaded, path: str, painted: dict, classes: tuple[str, ..
     return segmented, np.asarray(crop.resize(loaded.input_hw[::-1], Image.NEAREST))
 
 
-class PaintOverlay:
+class PaintOverlay(EventedModel):
+    changed = Event("what is shown changed: draw again")
+
     def __init__(self, page) -> None:
         """`page`: the Folder tab's Paint page (app.paint_page.PaintPageModel): its paint, classes and runner."""
         self.page = page
@@ -42,7 +44,6 @@ class PaintOverlay:
         self.state = PaintOverlayState(revision=page.state.revision)
         self.jobs = KeyedJobs(self.state, {"overlay": ("revision", "shown")}, page.folder.runner)
         self.entry = None
-        self.changed = Emitter()
         self.failed: str = ""
         page.state.events.revision.connect(self._on_revision)
         page.changed.connect(lambda _what: self.refresh())  # another folder empties the paint: the overlay goes

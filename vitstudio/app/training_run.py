@@ -4,7 +4,7 @@ Training tab draws it, a script drives it the same way."""
 
 from __future__ import annotations
 
-from .evented import Emitter
+from .evented import Event, EventedModel
 from .jobs import LONG, Call, JobHandle, Runner, check_module_level
 
 
@@ -20,13 +20,14 @@ def torchrun_job(cancel, config, gpus):
     return (yield from run_torchrun(config, gpus, cancel))
 
 
-class TrainingRun:
+class TrainingRun(EventedModel):
+    record = Event("an engine record: StepProgress, EpochMetrics, RunWarning, …")
+    finished = Event("the run's report (cancelled runs too)")
+    failed = Event("the exception")
+
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
         self.job: JobHandle | None = None
-        self.record = Emitter()  # an engine record: StepProgress, EpochMetrics, RunWarning, …
-        self.finished = Emitter()  # the run's report (cancelled runs too)
-        self.failed = Emitter()  # the exception
 
     @property
     def running(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .evented import Emitter
+from .evented import Event, EventedModel
 
 UNDO_LIMIT = 50  # steps Edit → Undo reaches back; older sorts stay undoable from the command line's journal
 
@@ -28,13 +28,14 @@ class Command(Protocol):
     def redo(self) -> None: ...
 
 
-class UndoStack:
+class UndoStack(EventedModel):
+    changed = Event("what can be undone or redone changed")
+    refused = Event("one line: why the last undo or redo could not be done")
+
     def __init__(self, limit: int = UNDO_LIMIT) -> None:
         self.limit = limit
         self.commands: list[Command] = []
         self.index = 0  # commands[:index] are done; commands[index:] were undone and can be redone
-        self.changed = Emitter()  # what can be undone or redone changed
-        self.refused = Emitter()  # one line: why the last undo or redo could not be done
 
     def push(self, command: Command, done: bool = False) -> None:
         """`command` done now (`redo()`), or already done (`done=True`); what was undone can no longer be redone."""

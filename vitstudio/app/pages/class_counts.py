@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..evented import Emitter
+from ..evented import Event, EventedModel
 from . import PageEntry
 
 if TYPE_CHECKING:
@@ -38,8 +38,10 @@ def count_classes(results: FolderResults) -> tuple[ClassCount, ...]:
     return tuple(sorted(rows, key=lambda r: (-max(r.predicted, r.given), r.name)))
 
 
-class ClassCounts:
+class ClassCounts(EventedModel):
     """The page's model: its rows follow the folder's results (`changed` announces them)."""
+
+    changed = Event("rows")
 
     title = "Counts"
     tooltip = "Images per class: predicted by the model, given by the folders, and both"
@@ -47,7 +49,6 @@ class ClassCounts:
     def __init__(self, folder=None) -> None:
         self.rows: tuple[ClassCount, ...] = ()
         self.total = 0
-        self.changed = Emitter()  # rows
         if folder is not None:  # the Folder model's results, and the same rows after a move (their folders changed)
             folder.results_changed.connect(self.show)
             folder.relocated.connect(self.show)

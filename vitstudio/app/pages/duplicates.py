@@ -4,11 +4,13 @@ which the Folder model's table then shows alone. Nothing of earlier results stay
 
 from __future__ import annotations
 
-from ..evented import Emitter
+from ..evented import Event, EventedModel
 from . import PageEntry
 
 
-class DuplicatesModel:
+class DuplicatesModel(EventedModel):
+    changed = Event("what is shown changed: draw again")
+
     title = "Duplicates"
     tooltip = "Exact and near duplicates, and leaks across train/val (Review labels and duplicates finds them)"
 
@@ -17,7 +19,6 @@ class DuplicatesModel:
         self.groups: tuple = ()  # the review's DuplicateGroups
         self.made_up_split = False  # the folder has no val/: the audit split it at random to look for leaks
         self.reviewed = False  # a review ran on these results (no group then means none was found)
-        self.changed = Emitter()
         folder.results_changed.connect(self.show)
         folder.review_ready.connect(self._on_review)
 

@@ -4,7 +4,7 @@ runs, and FEATURE_NOTE (what a block's feature is, in words) when first asked (P
 
 from __future__ import annotations
 
-from ..evented import Emitter
+from ..evented import Event, EventedModel
 from . import PageEntry
 
 
@@ -23,9 +23,12 @@ def probes_job(cancel, model, folder: str):
     return (yield from probe_layers(model, folder, cancel=cancel))
 
 
-class LayersModel:
+class LayersModel(EventedModel):
     """The page's model: the probes of the current model on the open folder of class folders, asked for by `start`
     (a long job, cancelled by `cancel`, the features read so far cached), dropped when the model or folder changes."""
+
+    progress = Event("the job's Progress records")
+    changed = Event("the result, a run started or stopped, or a failure: draw again")
 
     title = "Layers"
     tooltip = "At which depth the folder's classes become readable: a linear probe per block beside the logit lens"
@@ -37,8 +40,6 @@ class LayersModel:
         self.folder = folder
         self.state = LayersState(model=self._model_uid(), folder=folder.folder)
         self.jobs = KeyedJobs(self.state, {"probes": ("folder",)}, folder.runner, long=("probes",))
-        self.progress = Emitter()  # the job's Progress records
-        self.changed = Emitter()  # the result, a run started or stopped, or a failure: draw again
         self.failure: str | None = None  # why the last run failed, in one line
         folder.app.model_loaded.connect(self._follow)
         folder.state.events.paths.connect(self._follow)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..evented import Emitter, ViewState
+from ..evented import Event, EventedModel, ViewState
 from ..jobs import KeyedJobs
 from ..notices import describe
 from ..paint_jobs import FOLDER_SLOTS, SLOTS, Segmented, current_job, export_job, folder_job, picture_job
@@ -69,7 +69,13 @@ class PaintStroke:
         self.page.redo()
 
 
-class PaintPageModel:
+class PaintPageModel(EventedModel):
+    changed = Event('what to draw again: "picture", "paint", "segmentation", "folder"')
+    said = Event("the page's line")
+    busy = Event("True while the folder is segmented or exported")
+    progress = Event("the folder job's Progress")
+    exported = Event("(SegmentResult, [files written])")
+
     title = "Paint"
     tooltip = ("Paint a few masks (brush, eraser, classes), segment every image of the folder from them by the "
                "model's patch tokens, correct any image, export the masks (PNG, COCO, areas CSV)")
@@ -90,11 +96,6 @@ class PaintPageModel:
         self.line = "Open a folder, then select an image to paint on it."
         self._moves = 0  # paint steps of the drag under way
         self._last: tuple[float, float] | None = None
-        self.changed = Emitter()  # what to draw again: "picture", "paint", "segmentation", "folder"
-        self.said = Emitter()  # the page's line
-        self.busy = Emitter()  # True while the folder is segmented or exported
-        self.progress = Emitter()  # the folder job's Progress
-        self.exported = Emitter()  # (SegmentResult, [files written])
         self.paint.changed.connect(self._on_painted)
         folder.results_changed.connect(self.show)
         folder.relocated.connect(self._on_relocated)

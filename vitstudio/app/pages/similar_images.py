@@ -4,11 +4,13 @@ Nothing of earlier results stays when they go (another model, another folder).""
 
 from __future__ import annotations
 
-from ..evented import Emitter
+from ..evented import Event, EventedModel
 from . import PageEntry
 
 
-class SimilarImagesModel:
+class SimilarImagesModel(EventedModel):
+    changed = Event('"query" (a new row: its neighbours follow) or "found"')
+
     title = "Similar images"
     tooltip = "The images most like the selected one (cosine of the model's features); double-click one to explain it"
 
@@ -16,7 +18,6 @@ class SimilarImagesModel:
         self.folder = folder
         self.query: int | None = None  # the row whose neighbours are shown
         self.found: list[tuple[str, float]] = []  # (path, cosine similarity), most similar first
-        self.changed = Emitter()  # "query" (a new row: its neighbours follow) or "found"
         folder.results_changed.connect(self.show)
         folder.row_selected.connect(self._on_row)
         folder.similar_ready.connect(self._on_similar)
