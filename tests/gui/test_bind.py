@@ -198,3 +198,51 @@ def test_the_type_map_makes_each_fields_control_and_bind_declares_it(qtbot):
     made["text"].setText("a bee")
     made["text"].editingFinished.emit()
     assert (state.direction, state.discard, state.text) == ("by", 0.5, "a bee")
+
+
+def test_a_kind_registered_in_the_type_map_gets_its_control_and_binds_both_ways(qtbot):
+    """The type map is open (magicgui's register_type): a new kind of field — here a colour held as an "#rrggbb"
+    string subclass — gets the control registered for it (also for a subclass of that kind), and `bind` keeps that
+    control and the field in step both ways; a kind with choices still gets a combo box; unregistered, the kind falls
+    back to the map's own entry (a line edit)."""
+    from vitstudio.gui.common.type_map import control_for, register, unregister
+
+    class Colour(str):
+        pass
+
+    class Accent(Colour):
+        pass
+
+    class Swatch:  # a compound control (bind's protocol): a combo of named colours, read as the field's kind
+        def __init__(self, title=""):
+            self.widget = QComboBox()
+            for name, value in (("red", "#ff0000"), ("teal", "#008080")):
+                self.widget.addItem(name, value)
+
+        def connect_changed(self, slot):
+            self.widget.currentIndexChanged.connect(slot)
+
+        def widgets(self):
+            return [self.widget]
+
+        def value(self):
+            return Accent(self.widget.currentData())
+
+        def set_value(self, value):
+            self.widget.setCurrentIndex(self.widget.findData(str(value)))
+
+    register(Colour, lambda spec, title="": Swatch(title))
+    try:
+        state = ViewState(accent=FieldSpec(Accent("#ff0000"), kind=Accent))
+        box = control_for(state.fields()["accent"])
+        assert isinstance(box, Swatch)
+        qtbot.addWidget(box.widget)
+        bind(box, state, "accent")
+        box.widget.setCurrentIndex(1)
+        assert state.accent == "#008080" and type(state.accent) is Accent
+        state.accent = Accent("#ff0000")
+        assert box.widget.currentText() == "red"
+        assert type(control_for(FieldSpec("#ff0000", kind=Colour, choices=("#ff0000",)))) is QComboBox
+    finally:
+        unregister(Colour)
+    assert type(control_for(FieldSpec(Colour("#ff0000"), kind=Colour))) is QLineEdit

@@ -8,6 +8,7 @@ declares those from the spec and follows the spec when the state redeclares it.
     int               → a spin box; a slider where `widget="slider"` (a layer: dragged, not typed)
     float             → a spin box of `decimals`, stepping a twentieth of a closed range
     str, path, other  → a line edit (`placeholder` says what to type)
+    a registered kind → what `register(kind, make)` makes (checked first, through the kind's base classes)
 
 A training or concepts Setting (core/train/schema.py) whose value is compound — a tuple typed as numbers or paths, an
 optional value whose minimum or first item reads "none"/"auto", a string with editable suggestions — is the map's
@@ -26,10 +27,35 @@ from vitstudio.core.fields import FieldSpec
 INT_MAX = 2**31 - 1  # what a QSpinBox holds (a C int): an open upper end
 
 
+_REGISTERED: dict[type, object] = {}  # a field's kind → a maker of its control, added by `register`
+
+
+def register(kind: type, make) -> None:
+    """Open the map to a new kind of field (magicgui's `register_type`): `make(spec, title=...)` returns the control
+    of a field of that kind (or of a subclass of it) — a Qt widget `bind` knows, or a compound control with
+    `connect_changed`, `widgets`, `value` and `set_value`. A later registration of the same kind replaces it."""
+    _REGISTERED[kind] = make
+
+
+def unregister(kind: type) -> None:
+    _REGISTERED.pop(kind, None)
+
+
+def _registered(kind):
+    for klass in getattr(kind, "__mro__", ()):
+        if klass in _REGISTERED:
+            return _REGISTERED[klass]
+    return None
+
+
 def control_for(spec: FieldSpec, *, title: str = "", widget: str | None = None, decimals: int = 2,
                 placeholder: str = "") -> QWidget:
-    """The control of a field of `spec`, unbound; `widget`: "slider" for an int dragged over its range."""
+    """The control of a field of `spec`, unbound; `widget`: "slider" for an int dragged over its range. A kind
+    registered with `register` gets its registered control (choices still give a combo box)."""
     kind = spec.kind
+    make = _registered(kind) if spec.choices is None else None
+    if make is not None:
+        return make(spec, title=title)
     if spec.choices is not None:
         control = QComboBox()
     elif kind is bool:
