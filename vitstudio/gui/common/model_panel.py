@@ -22,6 +22,7 @@ from vitstudio.app.model_files import DEMO_TITLE, bundled_demo
 
 from .bind import bind
 from .classes_box import ClassesWidget
+from .type_map import control_for
 
 
 class ModelPanel(QWidget):
@@ -45,7 +46,7 @@ class ModelPanel(QWidget):
         self.name.setCompleter(completer)
         self.name.setToolTip("● weights available offline   ○ downloadable from the hub   · no weights")
         view = state.view
-        self.device, self.precision = QComboBox(), QComboBox()  # their items: the fields' choices (bind)
+        self.device, self.precision = (control_for(view.fields()[name]) for name in ("device", "precision"))
         bind(self.device, view, "device")
         bind(self.precision, view, "precision")
         view.events.spec.connect(self._on_spec)

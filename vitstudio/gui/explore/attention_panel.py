@@ -14,7 +14,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFormLayout,
     QPushButton,
-    QSlider,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -42,6 +41,7 @@ from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.method_combo import mark_available, method_combo
+from ..common.type_map import control_for
 from .distance_plot import DistancePlotWidget
 from .explorer_base import (
     ExplorerPanel,
@@ -92,8 +92,8 @@ class AttentionPanel(ExplorerPanel):
     def _build_controls(self) -> None:
         self.method = method_combo(self.methods)
         self.cmap = colormap_combo(self.view_state)
-        self.opacity = QSlider(Qt.Horizontal)
-        self.mask = mask_spin_box()
+        self.opacity = control_for(self.view_state.fields()["opacity"], widget="slider")
+        self.mask = mask_spin_box(self.view_state.fields()["mask"])
         self.smooth = smooth_checkbox(self.view_state)
         self.info = wrapping_label()
         self.form = QFormLayout()

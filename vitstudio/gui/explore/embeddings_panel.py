@@ -6,7 +6,6 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox,
     QFormLayout,
     QSplitter,
     QVBoxLayout,
@@ -23,6 +22,7 @@ from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.method_combo import method_combo
+from ..common.type_map import control_for
 from .explorer_base import (
     ExplorerPanel,
     colormap_combo,
@@ -60,7 +60,7 @@ class EmbeddingsPanel(ExplorerPanel):
         self.jobs = workers.ViewJobs(self.view_state, {"tokens": (), "view": ("mode", "fixed", *_param_names())})
 
         self.mode = method_combo(_methods())
-        self.fixed = QCheckBox("Fixed PCA basis")
+        self.fixed = control_for(self.view_state.fields()["fixed"], title="Fixed PCA basis")
         self.fixed.setToolTip("Fit the basis once (this layer and image) and reuse it across layers and images")
         self.cmap = colormap_combo(self.view_state)
         self.smooth = smooth_checkbox(self.view_state)

@@ -14,8 +14,10 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSpinBox, QVBoxL
 
 from vitstudio.app.analyses import DEFAULT_SHARE, mass_mask
 from vitstudio.app.explore_jobs import faithfulness_job, insensitive, sanity_job, unmeasurable
+from vitstudio.core.fields import FieldSpec
 
 from .. import workers
+from ..common.type_map import control_for
 
 CURVES, SANITY = "faithfulness", "sanity"
 # the view fields a measurement answers (text: the text map's)
@@ -159,8 +161,11 @@ def _plot(x_label: str, y_label: str) -> pg.PlotWidget:
 
 
 # -- the map as a mask (DINO's visualize_attention): the panel shows and exports it instead of the map ------------
-def mask_spin_box() -> QSpinBox:
-    box = QSpinBox(singleStep=5, suffix=" % of the mass")  # its range: the mask field's (MASS_MASK), by bind()
+def mask_spin_box(spec: FieldSpec) -> QSpinBox:
+    """The control of the Attention tab's `mask` field (a share of the map's mass, %)."""
+    box = control_for(spec)  # its range: the field's, declared by bind()
+    box.setSingleStep(5)
+    box.setSuffix(" % of the mass")
     box.setSpecialValueText("off")
     box.setToolTip(f"Show the map as a mask: its highest patches until they hold this share of its mass (DINO's "
                    f"attention masks use {DEFAULT_SHARE:.0%}); exported as the mask. Off shows the map.")
