@@ -27,6 +27,7 @@ from . import (
     models,
     play,
     predict,
+    registers,
     scores,
     suggest,
     teach,
@@ -37,7 +38,7 @@ from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, Parser, printable_nam
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, views,
-            scores, layers, concepts, dense, suggest, card)
+            scores, layers, registers, concepts, dense, suggest, card)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,6 +27,7 @@ from .common import (
     print_ignored,
     resolve_view,
 )
+from .registers import add_registers_arg, registers_for
 
 
 class _WholeNames(argparse.HelpFormatter):
@@ -72,6 +73,7 @@ def register(subparsers) -> None:
                    "SHARE of its mass (DINO-style, e.g. 0.6) as OUT/<image>.<method>.mask.png, and one COCO RLE "
                    "file per method, OUT/<method>.masks.json")
     add_decoder_arg(p)  # for the folder averages (distance); single images are always read by PIL
+    add_registers_arg(p)
     p.set_defaults(handler=explain_cmd)
 
 
@@ -121,8 +123,7 @@ def explain_cmd(args) -> int:
     if isinstance(prepared, int):
         return prepared
     plan, images = prepared
-    from ..core.analysis.explain import explain, explain_folder, render_figure, validate
-    from ..core.data.images import ImageReadError, read_image
+    from ..core.analysis.explain import validate
 
     loaded = load_model_from_args(args)
     if loaded is None:
@@ -132,9 +133,18 @@ def explain_cmd(args) -> int:
         for method in plan.methods:
             validate(loaded, method, **given)
         masks = _mask_exports(plan, args)
+        register = registers_for(args, loaded)  # a RegisterError is a ValueError
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    with register:  # every analysis runs on the model with the test-time register
+        return _explain_all(args, plan, images, loaded, given, masks)
+
+
+def _explain_all(args, plan, images, loaded, given, masks) -> int:
+    from ..core.analysis.explain import explain, explain_folder, render_figure
+    from ..core.data.images import ImageReadError, read_image
+
     failed = 0
     for method in plan.methods:
         analysis = registry.get(method)

@@ -22,6 +22,7 @@ from .common import (
     load_model_from_args,
     print_ignored,
 )
+from .registers import add_registers_arg, registers_for
 
 
 def register(subparsers) -> None:
@@ -40,6 +41,7 @@ def register(subparsers) -> None:
                      "like it)")
     out.add_argument("--csv", metavar="FILE", help="write a CSV (path, error, label/prob/index per rank)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_registers_arg(p)
     c = p.add_argument_group("concepts (a file from `vitstudio concepts`)")
     c.add_argument("--concepts", metavar="FILE", help="predict through the file's sparse autoencoder at its block "
                    "(alone: equal to plain predict, the SAE's error term is kept)")
@@ -74,6 +76,7 @@ def predict_cmd(args) -> int:
     require_classifier(loaded)  # a headless model: refused in one line (main) before any file is read
     try:
         through = _through_concepts(args, loaded)
+        register = _with_registers(args, loaded)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -84,7 +87,7 @@ def predict_cmd(args) -> int:
               "they need not sum to 100%", file=sys.stderr)
     bar = tqdm(total=len(files), unit="img", file=sys.stderr, disable=args.quiet or len(files) <= 32 or not info.main)
     counts = {"all": 0, "failed": 0}
-    with through:
+    with through, register:
         batches = _classify(args, loaded, files, info, bar, folder_work)
         if batches is None:
             return EXIT_OK
@@ -140,10 +143,19 @@ def _through_concepts(args, loaded):
     return intervening(loaded, concepts, scales)
 
 
+def _with_registers(args, loaded):
+    """--registers FILE: every forward runs with the test-time register (a RegisterError, a ValueError, when the
+    file does not fit); on this process's model only, so not with --ray."""
+    if args.registers and getattr(args, "ray", None) is not None:
+        raise ValueError("--registers changes the model in this process: leave out --ray")
+    return registers_for(args, loaded)
+
+
 def _classify(args, loaded, files, info, bar, folder_work: bool):
     """Batches of predictions in input order, or None on the ranks that do not write. A folder is predicted through
     the embedding cache (`core/folder/predictions.py`: a file seen before by any folder command runs no forward),
-    except through concepts (their rewrite is not what the cache holds) and under torchrun."""
+    except through concepts or a test-time register (their rewrite is not what the cache holds) and under
+    torchrun."""
     from ..core.distributed import finish
     from ..core.inference import classify_files
 
@@ -154,7 +166,8 @@ def _classify(args, loaded, files, info, bar, folder_work: bool):
                                    on_batch=lambda n: bar.update(n * info.world), decoder=args.decoder)
         finish(info)
         return [results] if info.main else None
-    if not args.concepts and folder_work:
+    rewritten = args.concepts or args.registers
+    if not rewritten and folder_work:
         cached = _from_cache(args, loaded, files, bar)
         if cached is not None:
             return cached

@@ -199,7 +199,3 @@ def explain_pca(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.
 
 def explain_similarity(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
     return _explain_view(similarity_view, loaded, x, params)
-
-
-def explain_norms(loaded: LoadedModel, x: torch.Tensor, params: dict) -> tuple[np.ndarray, dict]:
-    return _explain_view(norms_view, loaded, x, params)

@@ -236,8 +236,10 @@ register(Analysis(
     "similarity", "Similarity to patch", "embeddings", "cosine similarity of every patch token to one patch's",
     ONE_MAP, "overlay", (_LAYER, _PATCH), compute=_EMB + "explain_similarity", view=_EMB + "similarity_view"))
 register(Analysis(
-    "norms", "Token norms", "embeddings", "L2 norm of every patch token (high-norm artifact tokens stand out)",
-    ONE_MAP, "overlay", (_LAYER,), compute=_EMB + "explain_norms", view=_EMB + "norms_view"))
+    "norms", "Token norms", "embeddings", "L2 norm of every patch token (high-norm artifact tokens stand out); "
+    "every layer's maximum and median patch norm, outliers and the class/register tokens' norms beside it",
+    ONE_MAP, "overlay", (_LAYER,), compute="vitstudio.core.analysis.token_norms:explain_norms",
+    view=_EMB + "norms_view"))
 register(Analysis(
     "pos-embed", "Position-embedding similarity", "model", "cosine similarity of each patch's position "
     "embedding to every other's (ViT paper Fig. 7 centre)", "(gh, gw, gh, gw)", "map-mosaic", needs_image=False,
