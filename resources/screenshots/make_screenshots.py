@@ -192,18 +192,18 @@ def _folder_pages(window, idle, save) -> None:
 
     panel = window.folder
     window.tabs.setCurrentWidget(panel)
-    panel.side.setCurrentWidget(panel.map_tab)
+    panel.side.setCurrentWidget(panel.side.page("map"))
     panel.view_state.gallery = True
     coords = panel.folder_model.coords
     centre, spread = coords.mean(0), coords.std(0)
     angles = np.linspace(0, 2 * np.pi, 60)
     outline = centre + np.stack([np.cos(angles), np.sin(angles)], 1) * spread  # an ellipse of one deviation
-    panel.map.set_lasso(True)
+    panel.side.page("map").map.set_lasso(True)
     idle(0.5)
-    drag_on_map(panel.map, outline.tolist())  # drawn as the mouse draws it: the Folder model selects inside
+    drag_on_map(panel.side.page("map").map, outline.tolist())  # drawn as the mouse draws: the Folder model selects
     idle(1.5)
     save("6d-folder-gallery-lasso")
-    panel.map.set_lasso(False)
+    panel.side.page("map").map.set_lasso(False)
     panel.folder_model.reset_filters()
     panel.view_state.gallery = False
     _plant_copies(Path(panel.folder))  # an exact copy and a near one: something for the Duplicates page to find

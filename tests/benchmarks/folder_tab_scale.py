@@ -122,8 +122,8 @@ def _open(app, panel, folder: str) -> dict:
         panel.open_folder(folder)
         _until(app, lambda: fm.results is not None and panel.table_model.rowCount() == len(fm.results))
         t["table"] = time.perf_counter() - start
-        _until(app, lambda: fm.coords is not None and panel.map.drawn())
-        _painted(app, panel.map.viewport(), panel.gallery.viewport())
+        _until(app, lambda: fm.coords is not None and panel.side.page("map").map.drawn())
+        _painted(app, panel.side.page("map").map.viewport(), panel.gallery.viewport())
         t["map + grid drawn"] = time.perf_counter() - start
         gallery = panel.gallery.model()
         shown = [i for i in range(min(gallery.rowCount(), 60))
@@ -194,7 +194,7 @@ def _interactions(app, panel) -> list[tuple[str, float, str, float]]:
     from matplotlib.path import Path as MplPath
 
     fm, coords = panel.folder_model, panel.folder_model.coords
-    views = (panel.table.viewport(), panel.gallery.viewport(), panel.map.viewport())
+    views = (panel.table.viewport(), panel.gallery.viewport(), panel.side.page("map").map.viewport())
     centre, spread = coords.mean(0), coords.std(0)
     outline = np.array([centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 200)])
     t_ref = time.perf_counter()
@@ -259,8 +259,8 @@ def main() -> int:
     rows = [(f"open: {k}", v, ref_name, reference) for k, v in first.items()]
     rows += [(f"open again: {k}", v, ref_name, reference) for k, v in again.items()]
     rows += _interactions(app, panel)
-    pan, bare = _fps(app, panel.map), _reference_fps(app, panel.folder_model.coords)
-    drawn = "one raster" if panel.map.density.shown else "a group per colour"
+    pan, bare = _fps(app, panel.side.page("map").map), _reference_fps(app, panel.folder_model.coords)
+    drawn = "one raster" if panel.side.page("map").map.density.shown else "a group per colour"
     rows.append((f"map panning, frames/s ({drawn})", pan, "bare PlotWidget, one ScatterPlotItem", bare))
     if args.embed_seconds:
         stall, idle, done = _embedding_stall(app, panel, folder, args.embed_seconds, work)

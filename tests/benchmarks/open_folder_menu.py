@@ -32,7 +32,7 @@ def _open(app, window, folder: str, menu: bool) -> tuple[float, float]:
         (window.open_folder if menu else panel.open_folder)(folder)
         fm = panel.folder_model
         _until(app, lambda: fm.results is not None and panel.table_model.rowCount() == len(fm.results))
-        _until(app, lambda: fm.coords is not None and panel.map.drawn())
+        _until(app, lambda: fm.coords is not None and panel.side.page("map").map.drawn())
         if menu:
             _until(app, lambda: len(state.images) >= 1)
         _idle(app)

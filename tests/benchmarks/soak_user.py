@@ -321,10 +321,10 @@ class Soak:
         yield Wait("filters", seconds=0.3)
         panel.correctness.setCurrentIndex(0)
         panel.min_conf.setValue(0.0)
-        for index in range(panel.colour_by.count()):
-            panel.colour_by.setCurrentIndex(index)
+        for index in range(panel.side.page("map").colour_by.count()):
+            panel.side.page("map").colour_by.setCurrentIndex(index)
             yield Wait("colour", seconds=0.2)
-        box = panel.map.box  # drag the yellow box: the table follows it
+        box = panel.side.page("map").map.box  # drag the yellow box: the table follows it
         box.setSize(box.size() * 1.2)
         yield Wait("box", seconds=0.3)
         panel.follow_map.setChecked(False)

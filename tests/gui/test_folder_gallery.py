@@ -36,20 +36,20 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     settle(qtbot)
     results, coords = folder.results, folder.coords
     assert coords is not None and len(coords) == 40
-    folder.side.setCurrentWidget(folder.map_tab)
-    folder.map_tab.lasso_button.click()
-    assert folder.view_state.lasso and not folder.map.box.isVisible()  # one tool at a time
+    folder.side.setCurrentWidget(folder.side.page("map"))
+    folder.side.page("map").lasso_button.click()
+    assert folder.view_state.lasso and not folder.side.page("map").map.box.isVisible()  # one tool at a time
     centre, spread = coords.mean(0), coords.std(0)
     circle = [centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 30)]
-    drag_on_map(folder.map, circle)
-    outline = np.asarray(folder.map.lasso._drawn)
+    drag_on_map(folder.side.page("map").map, circle)
+    outline = np.asarray(folder.side.page("map").map.lasso._drawn)
     inside = np.flatnonzero(Path(outline).contains_points(coords.astype(np.float64)))
     assert 3 < len(inside) < 40 and folder.view_state.follow_map
     assert sorted(folder.visible_rows()) == inside.tolist()
     # the legend: per predicted class, how many the outline holds of how many there are
     held, total = Counter(results.predicted_labels()[inside].tolist()), Counter(results.predicted_labels().tolist())
     legend = dict((name, (int(k), int(n))) for name, k, n in
-                  re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.map.legend.text()))
+                  re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.side.page("map").map.legend.text()))
     assert legend == {name: (held[name], total[name]) for name in total}
 
     # tagged through the Tag menu (the map's selection: no row selected), filtered by the bound Tag list, saved as a
@@ -57,8 +57,9 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("keep", True))
     monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("kept", True))
     folder.tag_menus.tag_selection()
-    folder.colour_by.setCurrentIndex(folder.colour_by.findText("tag"))  # a group per tag, then the untagged ones
-    legend = re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.map.legend.text())
+    colour_by = folder.side.page("map").colour_by
+    colour_by.setCurrentIndex(colour_by.findText("tag"))  # a group per tag, then the untagged ones
+    legend = re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.side.page("map").map.legend.text())
     k = len(inside)
     assert legend == [("keep", str(k), str(k)), ("untagged", "0", str(40 - k))]
     folder.follow_map.click()  # the map no longer filters: the tag does
@@ -99,6 +100,7 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
 
     folder.reset_button.click()
     folder.follow_map.click()
-    folder.map_tab.lasso_button.click()  # back to the box: it selects again, the outline goes
-    assert folder.map.box.isVisible() and sorted(folder.visible_rows()) == folder.folder_model.rows_in_box().tolist()
-    assert not len(folder.map.lasso._drawn)
+    folder.side.page("map").lasso_button.click()  # back to the box: it selects again, the outline goes
+    assert folder.side.page("map").map.box.isVisible()
+    assert sorted(folder.visible_rows()) == folder.folder_model.rows_in_box().tolist()
+    assert not len(folder.side.page("map").map.lasso._drawn)

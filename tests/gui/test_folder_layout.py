@@ -117,7 +117,7 @@ def test_map_tooltips_colour_bar_legend_and_hover(opened, qtbot):
     panel, _data = opened
     results = panel.results
     row = results.paths.index(next(p for p in results.paths if p.endswith("flipped-3.png")))
-    item = next(i for i in panel.map.items if row in i.data["data"].tolist())
+    item = next(i for i in panel.side.page("map").map.items if row in i.data["data"].tolist())
     spot = item.data["data"].tolist().index(row)
     x, y = item.data["x"][spot], item.data["y"][spot]
     tip = item.opts["tip"](x=x, y=y, data=row)
@@ -126,18 +126,18 @@ def test_map_tooltips_colour_bar_legend_and_hover(opened, qtbot):
     assert "data=" not in tip
 
     # categories: a legend beside the plot (not over it) naming every predicted class; no colour bar
-    panel.colour_by.setCurrentText("prediction")
+    panel.side.page("map").colour_by.setCurrentText("prediction")
     qtbot.wait(50)
-    legend, plot = panel.map.legend, panel.map
-    assert legend.isVisible() and not panel.map.colour_bar.isVisible()
+    legend, plot = panel.side.page("map").map.legend, panel.side.page("map").map
+    assert legend.isVisible() and not panel.side.page("map").map.colour_bar.isVisible()
     for label in {results.predicted_label(r) for r in range(len(results))}:
         assert f"&nbsp;{label} (" in legend.text()
-    top_left = legend.mapTo(panel.map_tab, legend.rect().topLeft())
-    assert top_left.y() >= plot.mapTo(panel.map_tab, plot.rect().bottomLeft()).y()
+    top_left = legend.mapTo(panel.side.page("map"), legend.rect().topLeft())
+    assert top_left.y() >= plot.mapTo(panel.side.page("map"), plot.rect().bottomLeft()).y()
     # confidence: a colour bar of the same colours, right of the plot, instead of ten legend entries
-    panel.colour_by.setCurrentText("confidence")
+    panel.side.page("map").colour_by.setCurrentText("confidence")
     qtbot.wait(50)
-    bar = panel.map.colour_bar
+    bar = panel.side.page("map").map.colour_bar
     assert bar.isVisible() and bar.scene() is plot.scene() and legend.text() == ""
     assert bar.sceneBoundingRect().left() >= plot.getPlotItem().vb.sceneBoundingRect().right() - 1
     assert tuple(bar.levels()) == (0, 100)
@@ -145,9 +145,9 @@ def test_map_tooltips_colour_bar_legend_and_hover(opened, qtbot):
     # hovering the long-named image names it and keeps the pane's width
     width = panel.side.minimumSizeHint().width()
     long_row = results.paths.index(next(p for p in results.paths if p.endswith(LONG_NAME)))
-    panel.map_tab.show_pointed(panel.results, long_row)
+    panel.side.page("map").model.point(long_row)
     qtbot.wait(50)
-    assert LONG_NAME in panel.hover.text()
+    assert LONG_NAME in panel.side.page("map").hover.text()
     assert panel.side.minimumSizeHint().width() == width
 
 
@@ -406,7 +406,7 @@ def test_folder_toolbar_fits_a_laptop_screen(window, qtbot):
     assert bar.height() < wrapped
     # nor taller than the room there is: the page scrolls only if it must (pyqtgraph's 640×480 size hint for the
     # map made the page ask for 738 px where 495 were left)
-    assert panel.map.sizeHint().height() <= 240
+    assert panel.side.page("map").map.sizeHint().height() <= 240
     area = panel.parentWidget()  # the tab's scroll area (its viewport holds the page's holder)
     while not isinstance(area, QScrollArea):
         area = area.parentWidget()

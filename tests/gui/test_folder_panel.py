@@ -84,7 +84,8 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     # the map: PCA (umap-learn is optional), and its box filters the table
     qtbot.waitUntil(lambda: panel.coords is not None, timeout=20000)
     assert panel.coords.shape == (120, 2)
-    panel.map.box.setPos(panel.map.box.pos(), finish=True)  # as the end of a drag: the box says where it is
+    box = panel.side.page("map").map.box
+    box.setPos(box.pos(), finish=True)  # as the end of a drag: the box says where it is
     inside = panel.folder_model.rows_in_box()
     assert panel.follow_map.isChecked() and sorted(panel.visible_rows()) == sorted(inside.tolist())
     panel.follow_map.setChecked(False)

@@ -68,9 +68,9 @@ def test_score_columns_are_the_clis_and_sort_colour_and_export(panel, qtbot, tmp
     assert shown == sorted(shown, reverse=True) and shown[0] == 1.0
 
     folder.view_state.colour_by = "hardness"  # a colour bar from 0 to ln(10 classes), a step of it per colour
-    bar, top = folder.map.colour_bar, math.log(10)
+    bar, top = folder.side.page("map").map.colour_bar, math.log(10)
     assert bar.isVisible() and np.allclose(bar.levels(), (0.0, top))
-    drawn = [item.data["data"] for item in folder.map.items]
+    drawn = [item.data["data"] for item in folder.side.page("map").map.items]
     steps = [{min(int(cli[folder.results.paths[r]]["hardness"] / top * 10), 9) for r in rows} for rows in drawn]
     assert all(len(s) == 1 for s in steps) and len({s.pop() for s in steps}) == len(drawn) > 1
     assert sorted(np.concatenate(drawn).tolist()) == list(range(20))

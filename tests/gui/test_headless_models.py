@@ -38,7 +38,8 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
     rows = list(csv.DictReader(open(tmp_path / "rows.csv", encoding="utf-8-sig")))
     assert len(rows) == 18 and all(r["predicted"] == "" and r["confidence"] == "" for r in rows)
     assert len(panel.visible_rows()) == 18  # the confidence floor has nothing to hide
-    assert panel._colour_key() == "given label" == panel.colour_by.currentText()  # no prediction to colour by
+    colour_by = panel.side.page("map").colour_by
+    assert panel.folder_model.colour_key() == "given label" == colour_by.currentText()  # no prediction to colour by
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
     # classes given in words: the same model, so the folder opens again by itself, now with predictions
     box = window.model_panel.classes

@@ -111,13 +111,14 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     assert np.mean([predicted[p] == truth[p] for p in truth]) >= 0.9  # the unlabelled ones too
     # the head's guess, in the user's classes
     assert tab.model.guess(ones[6:9]) == "one" and tab.model.guess(zeros[6:9]) == "zero"
-    legend = panel.map.legend.text()
+    legend = panel.side.page("map").map.legend.text()
     assert "zero" in legend and "one" in legend  # the map recoloured by the head's classes
     window.resize(1280, 720)  # the map's title fits its width there (it was cut: issue 29, item 12)
     qtbot.wait(50)
-    title = panel.map.plotItem.titleLabel
-    assert title.item.boundingRect().width() <= panel.map.width(), (title.text, panel.map.width())
-    assert panel.side.currentWidget() is panel.map_tab
+    plot = panel.side.page("map").map
+    title = plot.plotItem.titleLabel
+    assert title.item.boundingRect().width() <= plot.width(), (title.text, plot.width())
+    assert panel.side.currentWidget() is panel.side.page("map")
 
     panel.files.undo_stack.undo()  # the number key's labelling
     assert zeros[4] not in tab.labels and len(tab.labels) == 8

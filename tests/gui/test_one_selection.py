@@ -38,7 +38,7 @@ def test_an_image_picked_in_the_table_gallery_map_or_strip_is_every_tabs_image(w
     panel.gallery.selectionModel().setCurrentIndex(  # the gallery
         panel.gallery.gallery_model.index(panel.table_model.view_row(7), 0), QItemSelectionModel.ClearAndSelect)
     check(7)
-    panel.map.picked.emit(11)  # a point clicked on the map
+    panel.side.page("map").map.picked.emit(11)  # a point clicked on the map
     check(11)
     first = next(i for i, e in enumerate(window.state.images) if e.path == paths[3])
     window.strip.setCurrentRow(first)  # the strip: its image, and the folder's row for it

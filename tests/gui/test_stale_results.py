@@ -217,16 +217,16 @@ def test_folder_map_shows_only_the_folder_opened(panel, qtbot, monkeypatch, tmp_
     panel = panel(FolderPanel, str(bundled_demo()))
     panel.open_folder(str(x))
     _settle(qtbot, 60000)
-    assert len(panel.map.coords) == 30
+    assert len(panel.side.page("map").map.coords) == 30
     gate = gate_for(lambda features: len(features) == 20)
     monkeypatch.setattr(neighbours, "project_2d", gate.wrap(neighbours.project_2d))
     panel.open_folder(str(y))
     qtbot.waitUntil(lambda: bool(gate.waiting), timeout=30000)
     assert len(panel.results) == 20
-    assert len(panel.map.coords) == 0 and panel.coords is None
+    assert len(panel.side.page("map").map.coords) == 0 and panel.coords is None
     gate.release()
     _settle(qtbot, 60000)
-    assert len(panel.map.coords) == 20 and len(panel.coords) == 20
+    assert len(panel.side.page("map").map.coords) == 20 and len(panel.coords) == 20
 
 
 def _slow_double(cancel, event, x):

@@ -23,7 +23,7 @@ def _folder_views(panel) -> dict[str, object]:
     return {
         "table": panel.table_model.rowCount(),
         "results": None if panel.results is None else tuple(panel.results.paths),
-        "map": len(panel.map.coords),
+        "map": len(panel.side.page("map").map.coords),
         "similar": panel.side.page("similar").list.count(),
         "review": panel.review.count(),
         "report": panel.report,
@@ -33,8 +33,8 @@ def _folder_views(panel) -> dict[str, object]:
         "quick head": panel.labels_tab.head,
         "layers": panel.side.page("layers").result,
         "gallery": panel.gallery.model().rowCount(),
-        "lasso": len(panel.map.lasso._drawn),
-        "legend's selection": 0 if panel.map.selected is None else len(panel.map.selected),
+        "lasso": len(panel.side.page("map").map.lasso._drawn),
+        "legend's selection": 0 if (held := panel.side.page("map").map.selected) is None else len(held),
         "tags": sum(map(bool, panel.folder_tags.tags)),
         "tag filter": panel.view_state.tag,
         "paint": len(_paint_page(panel).model.paint.masks),
@@ -44,7 +44,7 @@ def _folder_views(panel) -> dict[str, object]:
         "scores": panel.folder_model.scores,
         "score columns": sum(bool(panel.table_model.data(panel.table_model.index(i, FIRST_SCORE)))
                              for i in range(panel.table_model.rowCount())),
-        "score colour bar": panel.map.colour_bar.isVisible(),
+        "score colour bar": panel.side.page("map").map.colour_bar.isVisible(),
     }
 
 
@@ -69,10 +69,11 @@ def _paint_selected(panel) -> None:
 
 def _lasso_and_tag(panel) -> None:
     """An outline drawn on the map round the middle of the points, its images tagged, the table filtered by the tag."""
-    panel.side.setCurrentWidget(panel.map_tab)
-    panel.map_tab.lasso_button.click()
+    panel.side.setCurrentWidget(panel.side.page("map"))
+    panel.side.page("map").lasso_button.click()
     centre, spread = panel.coords.mean(0), panel.coords.std(0)
-    drag_on_map(panel.map, [centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 24)])
+    drag_on_map(panel.side.page("map").map,
+                [centre + spread * (np.cos(a), np.sin(a)) for a in np.linspace(0, 2 * np.pi, 24)])
     panel.folder_tags.tag(panel.folder_model.selected_on_map(), "seen")
     panel.view_state.tag = "seen"
 
@@ -119,10 +120,10 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     assert panel.labels_tab.path != first_labels
 
     _settle(qtbot)
-    assert panel.table_model.rowCount() == len(panel.results) == len(panel.map.coords) == 20
+    assert panel.table_model.rowCount() == len(panel.results) == len(panel.side.page("map").map.coords) == 20
     assert all(str(path).startswith(str(second)) for path in panel.results.paths)
     assert panel.fit.fit is not None and panel.side.page("layers").run_button.isEnabled()
-    assert panel.folder_model.scores.paths == panel.results.paths and panel.map.colour_bar.isVisible()
+    assert panel.folder_model.scores.paths == panel.results.paths and panel.side.page("map").map.colour_bar.isVisible()
     table = panel.table_model
     assert all(table.data(table.index(i, FIRST_SCORE)) for i in range(20))  # the second's own scores
     assert panel.labels_tab.path not in (None, first_labels) and not panel.labels_tab.labels  # the second's own file

@@ -45,6 +45,7 @@ class App:
         self.folder = FolderModel(self.state, runner, self.undo)
         self.tags = FolderTags(self.folder)  # tags and saved views of the folder (the app's records)
         self.labels = FolderLabels(self.folder, runner)  # the labels, their file, the quick head
+        self.folder.tags, self.folder.labels = self.tags, self.labels  # the App's records, read by the pages
         self.concepts = FolderConcepts(self.folder, runner)
         self.selection = Selection(self.state, self.folder, runner)  # the one current image, wherever picked
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder

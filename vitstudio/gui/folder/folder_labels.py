@@ -11,8 +11,6 @@ from __future__ import annotations
 import html
 import os
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -28,9 +26,8 @@ from PySide6.QtWidgets import (
 from vitstudio.core.files import counted, shown_path
 from vitstudio.gui import file_dialogs
 
+from .folder_map import UNSURE
 from .folder_undo import ReviewItemMemo
-
-UNSURE = 0.7  # below this probability a dot is drawn pale
 
 
 class LabelCommand:
@@ -166,18 +163,7 @@ class LabelsTab(QWidget):
             self.info.setText("Fitting the quick head…")
 
     def show_head(self, head) -> None:
-        groups = []
-        for i, name in enumerate(head.classes):
-            hue = pg.intColor(i, hues=max(len(head.classes), 1)).getRgb()[:3]
-            pale = tuple(int(c + (255 - c) * 0.6) for c in hue)
-            sure, unsure = (head.predicted == i) & (head.confidence >= UNSURE), (head.predicted == i) & (
-                head.confidence < UNSURE)
-            groups += [(name, hue, np.flatnonzero(sure)), (f"{name}, unsure", pale, np.flatnonzero(unsure))]
-        self.panel.map.set_groups([g for g in groups if len(g[2])])
-        # short enough for the map's width at 1280×720 (it was cut after "restores the model's"); the rest is
-        # said in the line below the tabs
-        self.panel.map.setTitle(f"The quick head of {head.labelled} labels", size="9pt")
-        self.panel.side.setCurrentWidget(self.panel.map_tab)
+        """The head's predictions are drawn on the Map page (its model follows the head); said here."""
         self.info.setText(f"The map shows the quick head's predictions from {head.labelled} labelled images "
                           f"(pale: under {UNSURE:.0%} sure; Colour by restores the model's). Label more, or "
                           f"Suggest next.")

@@ -22,6 +22,7 @@ from .map_lasso import LassoViewBox
 EMPTY = "Open a folder: every image appears here, placed by its features"
 CONFIDENCE_MAP = "viridis"
 CONFIDENCE_SCALE = ("confidence %", 0.0, 100.0)  # the colour bar's label and range (a score's: score_colours.py)
+UNSURE = 0.7  # below this probability the quick head's dot is drawn pale
 
 
 def colour_groups(results, by: str, tags: list[set[str]] | None = None
@@ -46,6 +47,19 @@ def colour_groups(results, by: str, tags: list[set[str]] | None = None
     keys = np.asarray(results.labels)[results.predicted] if by == "prediction" else np.asarray(results.given)
     colours = class_colours(list(results.labels) + sorted(set(results.given) - set(results.labels)))
     return [(n or "–", colours[n], np.nonzero(keys == n)[0]) for n in sorted(set(keys.tolist()))]
+
+
+def head_groups(head) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:
+    """The quick head's predictions (a LabelHead) as colour groups: a hue per class, pale where it is under UNSURE
+    sure; the classes' groups that hold no image are left out."""
+    groups = []
+    for i, name in enumerate(head.classes):
+        hue = pg.intColor(i, hues=max(len(head.classes), 1)).getRgb()[:3]
+        pale = tuple(int(c + (255 - c) * 0.6) for c in hue)
+        ours = head.predicted == i
+        groups += [(name, hue, np.flatnonzero(ours & (head.confidence >= UNSURE))),
+                   (f"{name}, unsure", pale, np.flatnonzero(ours & (head.confidence < UNSURE)))]
+    return [g for g in groups if len(g[2])]
 
 
 def tag_groups(tags: list[set[str]]) -> list[tuple[str, tuple[int, int, int], np.ndarray]]:

@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.folder_files import results_plan
-from vitstudio.app.folder_scores import NAMES as SCORES
 from vitstudio.core.files import counted
 from vitstudio.gui import file_dialogs
 
@@ -28,13 +27,11 @@ from .file_operations import FileOperations
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_gallery import TableOrGalleryWidget
-from .folder_map import colour_groups, describe_image
 from .folder_side import FolderSideWidget
 from .folder_sorting import ask_move, ask_sort
 from .folder_table import ResultsModel
 from .folder_tags import FolderTagMenus
 from .folder_toolbar import FolderToolbarWidget
-from .score_colours import score_groups
 
 TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button", "export_button", "review_button",
                    "threshold", "predicted", "min_conf", "correctness", "follow_map", "reset_button")  # filters last
@@ -79,15 +76,13 @@ class FolderPanel(QWidget):
         fm.progress.connect(self._on_progress)
         fm.results_changed.connect(self._show_results)
         fm.rows_changed.connect(self._show_rows)
-        fm.map_ready.connect(self._on_map)
         fm.fit_ready.connect(self.fit.show_fit)
         fm.fit_ready.connect(self.gallery.gallery_model.show_fit)  # flags on the cells too
         fm.review_ready.connect(self.gallery.gallery_model.show_review)
-        fm.scores_ready.connect(self._on_scores)
+        fm.scores_ready.connect(self.table_model.set_scores)
         fm.review_ready.connect(self._on_review)
         fm.relocated.connect(self._on_relocated)
         fm.row_selected.connect(self._on_selected)
-        self.view_state.events.colour_by.connect(lambda _by: self._recolour())
 
     def _build_export(self) -> None:
         """The toolbar's Export… menu: the selection copied or moved (the undo stack's sort), as CSVs, COCO masks, or
@@ -152,14 +147,11 @@ class FolderPanel(QWidget):
         self.gallery = self.browse.gallery
 
     def _build_side(self) -> None:
-        """Map (colour choice, hover preview), similar images, label review, duplicates, labels, layers, concepts,
-        then the registered pages (folder_side.py)."""
+        """Label review, labels, concepts, then the registered pages (folder_side.py)."""
         self.side = FolderSideWidget(self)
         side = self.side
-        self.map_tab, self.review_tab = side.map_tab, side.review_tab
+        self.review_tab = side.review_tab
         self.labels_tab, self.concepts_tab = side.labels_tab, side.concepts_tab
-        self.map, self.colour_by = self.map_tab.map, self.map_tab.colour_by
-        self.hover, self.hover_image = self.map_tab.hover, self.map_tab.hover_image
         self.review = self.review_tab.list
 
     def _connect(self) -> None:
@@ -167,15 +159,11 @@ class FolderPanel(QWidget):
         self.cancel_button.clicked.connect(self._cancel)
         self.sort_button.clicked.connect(self._sort_dialog)
         self.review_button.clicked.connect(self.start_review)
-        bind_filters(self.toolbar, self.map_tab, self.browse, self.view_state)
+        bind_filters(self.toolbar, self.browse, self.view_state)
         self.reset_button.clicked.connect(self.reset_filters)
         self.tag_menus = FolderTagMenus(self.toolbar, self.folder_tags, self._tag_selection, self.state.message.emit,
                                         self)
         self.folder_tags.changed.connect(self._on_tags)
-        self.map.box_moved.connect(self.folder_model.move_box)
-        self.map.lasso_drawn.connect(self.folder_model.select_lasso)
-        self.map.picked.connect(self._pick)  # a point clicked: the current image, as a row of the table
-        self.map.hovered.connect(lambda row: self.map_tab.show_pointed(self.results, row))
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.gallery.row_picked.connect(self._pick)  # one selection: the Folder model's, the table and grid follow
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
@@ -249,7 +237,6 @@ class FolderPanel(QWidget):
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
         self.table_model.set_results(results, self.folder_model.scores)
         self.review_tab.clear()
-        self.map_tab.clear()
         if results is None:
             self.fit.clear()
             self.toolbar.show_count(None)
@@ -264,7 +251,6 @@ class FolderPanel(QWidget):
     def _show_rows(self, rows) -> None:
         self.table_model.set_allowed(rows)
         self.toolbar.show_count(len(rows), len(self.results))
-        self.map.show_selected(self.folder_model.selected_on_map())
 
     # -- filters, map, similar -----------------------------------------------------------------------
     def apply_filters(self) -> None:
@@ -276,37 +262,9 @@ class FolderPanel(QWidget):
     def visible_rows(self) -> list[int]:
         return self.table_model.rows.tolist()
 
-    def _on_map(self, coords, method) -> None:
-        results = self.results
-        self.map.describe = lambda row: describe_image(results, row)
-        groups, scale = self._colour_groups()
-        self.map.set_points(coords, groups, method, scale=scale, box=self.folder_model.box)
-
-    def _recolour(self) -> None:
-        if self.results is not None and self.coords is not None:
-            self.map.set_groups(*self._colour_groups())
-
-    def _colour_groups(self) -> tuple[list, object]:
-        """The map's colour groups and its colour bar (False: none, True: confidence's, or a score's scale)."""
-        by, results = self._colour_key(), self.results
-        if by in SCORES:  # the brain's scores
-            return score_groups(self.folder_model.scores, by, len(results), len(results.labels))
-        return colour_groups(results, by, self.folder_tags.tags), by == "confidence"
-
-    def _on_scores(self, scores) -> None:
-        """The brain's scores arrived: their columns, and the map when it is coloured by one."""
-        self.table_model.set_scores(scores)
-        if self._colour_key() in SCORES:
-            self._recolour()
-
     def _on_tags(self) -> None:
-        """Tags put on or taken off: the gallery's captions, and the map when it is coloured by tag."""
+        """Tags put on or taken off: the gallery's captions (the Map page follows them itself)."""
         self.gallery.gallery_model.show_tags(self.folder_tags.tags)
-        if self._colour_key() == "tag":
-            self._recolour()
-
-    def _colour_key(self) -> str:
-        return self.folder_model.colour_key()
 
     def select_row(self, row: int) -> None:
         view_row = self.table_model.view_row(row)

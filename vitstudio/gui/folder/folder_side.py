@@ -1,8 +1,10 @@
-"""The Folder tab's side: its own pages (map, similar images, label review, duplicates, labels, layers, concepts),
+"""The Folder tab's side: its own pages (similar images, label review, duplicates, labels, layers, concepts),
 then every registered page (gui/folder/pages/), each a view of a Qt-free model built on the Folder model (it follows
 the folder's results itself) that knows nothing of the panel."""
 
 from __future__ import annotations
+
+from functools import partial
 
 from PySide6.QtWidgets import QWidget
 
@@ -11,7 +13,6 @@ from vitstudio.app.pages import GROUPS, page_entries
 from ..common.grouped_pages import GroupedPagesWidget
 from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
-from .folder_map_tab import FolderMapTabWidget
 from .folder_review import ReviewTab
 from .pages import page_views
 
@@ -19,14 +20,12 @@ from .pages import page_views
 class FolderSideWidget(GroupedPagesWidget):
     def __init__(self, panel) -> None:
         super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
-        self.map_tab = FolderMapTabWidget()
         self.review_tab = ReviewTab()
         self.labels_tab, self.concepts_tab = LabelsTab(panel), ConceptsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
         self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
         groups = {entry.id: entry.group for entry in page_entries()}
         for tab, title, tooltip, group in (
-                (self.map_tab, "Map", "The folder's images on a map of their features", "Explore"),
                 (self.review_tab, "Label review", "Images whose folder's label the model doubts", "Clean"),
                 (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
                 (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),
@@ -36,7 +35,9 @@ class FolderSideWidget(GroupedPagesWidget):
             wants = getattr(page, "explain_requested", None)
             if wants is not None:
                 wants.connect(panel.open_in_explorer)
-        self.setCurrentWidget(self.map_tab)
+            if hasattr(page.model, "show_requested"):  # a page whose model asks to be in sight (a result arrived)
+                page.model.show_requested.connect(partial(self.show_page, page))
+        self.setCurrentWidget(self.pages[0])  # the first group's first page when the tab opens
 
     def page(self, page_id: str) -> QWidget:
         """The registered page of that id (its view; `.model` is the App's model of it)."""
