@@ -342,3 +342,43 @@ def test_predict_with_registers_runs_the_model_with_the_register(planted, tmp_pa
             top = rows[str(folder / f"img{i}.png")]["top"]
             np.testing.assert_allclose([t["prob"] for t in top], expected[i][[t["index"] for t in top]].numpy(),
                                        rtol=1e-5, atol=1e-5)
+
+
+# every family the register applies to × every analysis: what a face computes with `--registers`
+FAMILIES = {"vit": "vit_base_patch16_224", "eva02": "eva02_tiny_patch14_224", "dinov3": "vit_small_patch16_dinov3",
+            "deit-distilled": "deit_base_distilled_patch16_224", "reg4-gap": "vit_base_patch16_reg4_gap_256",
+            "siglip": "vit_base_patch16_siglip_224"}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_analysis_runs_with_the_register_in_every_family_that_takes_one(family, photos):
+    """Every analysis that applies to the family (but the file- and text-driven ones) gives with the test-time register
+    an array of the shape it gives without, finite where defined; the token norms name the register after the model's
+    own prefix tokens; the model-intrinsic views are unchanged. [parametrised ×6: ViT, EVA-02 (SwiGLU, RoPE), DINOv3
+    (RoPE, 4 registers), DeiT distilled, 4 registers + mean pooling, SigLIP (no class token, attention pooling)]"""
+    from vitstudio.core.analysis import registry
+    from vitstudio.core.analysis.applicability import why_not
+    from vitstudio.core.analysis.explain import explain
+
+    torch.manual_seed(0)
+    model = timm.create_model(FAMILIES[family], pretrained=False, img_size=32, patch_size=8, embed_dim=32, depth=2,
+                              num_heads=2, num_classes=5)
+    loaded = wrap(model, (32, 32))
+    assert R.why_no_register(model) is None
+    image = read_image(photos["chelsea"])
+    own = loaded.num_prefix_tokens
+    methods = [m for m in registry.REGISTRY if why_not(model, m) is None and m not in ("concept", "text")]
+    assert {"heads", "rollout", "norms", "lrp", "logit-lens"} <= set(methods)
+    for method in methods:
+        analysis = registry.get(method)
+        params = {"patch": (1, 2)} if analysis.param("patch") else {}
+        plain = explain(loaded, method, image if analysis.needs_image else None, **params)
+        with R.test_time_register(loaded, {0: [1, 2], 1: [3]}):
+            moved = explain(loaded, method, image if analysis.needs_image else None, **params)
+        assert moved.array.shape == plain.array.shape and np.isfinite(moved.array).any(), method
+        if not analysis.needs_image:
+            np.testing.assert_array_equal(moved.array, plain.array, err_msg=method)
+        if method == "norms":
+            names = list(moved.params["prefix_norms"])
+            assert len(names) == own + 1 and names[own] == "test-time register"
+    assert loaded.num_prefix_tokens == own and R.register_index(model) is None

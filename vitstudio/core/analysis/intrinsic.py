@@ -6,6 +6,7 @@ import numpy as np
 from torch import nn
 
 from vitstudio.core.analysis.embeddings import fit_pca
+from vitstudio.core.analysis.registers import own_prefix_tokens
 
 
 def pos_embed_similarity(model: nn.Module) -> np.ndarray:
@@ -15,7 +16,7 @@ def pos_embed_similarity(model: nn.Module) -> np.ndarray:
         raise ValueError(f"{type(model).__name__} has no learned position embedding.")
     pe = pos.detach().float().cpu()[0]  # (prefix + P, D) or (P, D): CaiT and no_embed_class models have none
     gh, gw = model.patch_embed.grid_size
-    if pe.shape[0] in (gh * gw + getattr(model, "num_prefix_tokens", 0), gh * gw):  # prefix entries come first
+    if pe.shape[0] in (gh * gw + own_prefix_tokens(model), gh * gw):  # prefix entries come first
         pe = pe[pe.shape[0] - gh * gw:]
     if pe.shape[0] != gh * gw:
         raise ValueError(f"Position embedding has {pe.shape[0]} patch entries, expected {gh}×{gw}.")

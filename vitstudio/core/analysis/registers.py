@@ -193,6 +193,11 @@ def register_index(model: nn.Module) -> int | None:
     return getattr(model, REGISTER_INDEX, None)
 
 
+def own_prefix_tokens(model: nn.Module) -> int:
+    """The prefix tokens the model was built with (its position table's), a test-time register left out."""
+    return int(getattr(model, "num_prefix_tokens", 0)) - (register_index(model) is not None)
+
+
 def signed_max(acts: torch.Tensor) -> torch.Tensor:
     """(B, N, k) -> (B, k): per image and neuron, the value of largest magnitude over the tokens, with its sign.
     Ties go to the minimum, as utils.py:120-123's `sign_max`, which takes one value over all of a layer's chosen
