@@ -84,3 +84,55 @@ def test_a_page_module_dropped_into_the_package_is_a_page_of_the_app_with_no_edi
         pages.page_entries()
     with pytest.raises(ValueError, match="Elsewhere"):
         pages.PageEntry("x", "Elsewhere", object)
+
+
+def test_the_label_review_page_lists_the_doubted_images_and_undoes_its_fixes_on_the_apps_stack(tmp_path):
+    """The Label review page's model (app/pages/label_review.py) lists the review's doubted images, most doubtful
+    first, and asks to be shown; an exclusion (remembered beside the dataset), a move into the suggested class folder
+    (the Folder model's results follow the file) and a relabel of an image labelled on the Labels page (its file stays)
+    each take the image off the list, and Undo on the app's one stack puts it back where it was; another folder's
+    results leave no list and none of the first folder's exclusions."""
+    import shutil
+    from pathlib import Path
+
+    from vitstudio.app.folder_files import move_plan, read_exclusions
+
+    app = App(ScriptRunner())
+    app.load_model(str(bundled_demo()))
+    digits = render_digits(tmp_path / "digits", 4)
+    shutil.move(sorted((digits / "3").glob("*.png"))[0], digits / "8" / "wrong.png")  # a three filed as an eight
+    app.folder.open_paths([str(digits)])
+    page, asked = app.pages["review"], []
+    page.show_requested.connect(lambda: asked.append("shown"))
+    assert page.issues == [] and page.current is None and not page.can_retrain()
+    app.folder.start_review(None, {})
+    doubted = [i for i in app.folder.report.label_issues if i.flagged or i.suggested != i.given]
+    assert asked == ["shown"] and len(page.issues) >= 3 and page.issues == doubted[:len(page.issues)]
+    assert page.current == 0 and page.summary.startswith("cleanlab estimates") and page.can_retrain()
+
+    first, second = page.issues[0], page.issues[1]
+    page.exclude()  # the one picked: off the list, remembered beside the dataset
+    assert page.excluded == {first.path} and first not in page.issues and page.current is None
+    assert read_exclusions(str(digits)) == [first.path]
+    app.undo.undo()
+    assert page.excluded == set() and page.issues[0] == first and read_exclusions(str(digits)) == []
+
+    page.pick(1)
+    page.relabel_current(move_plan)  # the file into its suggested class's folder (the script's "yes")
+    moved = str(Path(second.path).parent.parent / second.suggested / Path(second.path).name)
+    assert Path(moved).exists() and not Path(second.path).exists() and second not in page.issues
+    assert moved in app.folder.results.paths and second.path not in app.folder.results.paths
+    app.undo.undo()
+    assert Path(second.path).exists() and page.issues[1] == second and second.path in app.folder.results.paths
+
+    third = page.issues[2]
+    app.labels.label([third.path], "7")  # labelled on the Labels page: the review relabels it there
+    page.relabel(third.path, third.suggested, lambda *_: asked.append("asked"))
+    assert app.labels.labels[third.path] == third.suggested and Path(third.path).exists()
+    assert third not in page.issues and asked == ["shown"]
+    app.undo.undo()
+    assert app.labels.labels[third.path] == "7" and page.issues[2] == third
+
+    page.exclude()  # (the third is picked again, back on the list)
+    app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
+    assert page.issues == [] and page.summary == "" and page.excluded == set() and not page.can_retrain()

@@ -330,10 +330,11 @@ class Soak:
         panel.follow_map.setChecked(False)
         panel.review_button.click()
         yield Wait("label review", until=lambda: "Reviewing" not in panel.info.text(), timeout=300)
-        if panel.review.count() > 0:
-            panel.side.setCurrentWidget(panel.review_tab)
-            panel.review.setCurrentRow(0)
-            panel.review_tab.exclude_button.click()
+        review = panel.side.page("review")
+        if review.list.count() > 0:
+            panel.side.setCurrentWidget(review)
+            review.list.setCurrentRow(0)
+            review.exclude_button.click()
         if panel.side.page("duplicates").count() > 1:
             panel.side.setCurrentWidget(panel.side.page("duplicates"))
             panel.side.page("duplicates").setCurrentRow(1)

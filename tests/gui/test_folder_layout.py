@@ -184,13 +184,18 @@ def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
     """
     from PySide6.QtWidgets import QLabel, QTabWidget
 
-    from vitstudio.gui.folder.folder_review import ReviewTab
+    from vitstudio.app.app_state import AppState
+    from vitstudio.app.folder_model import FolderModel
+    from vitstudio.app.jobs import ScriptRunner
+    from vitstudio.app.pages.label_review import LabelReviewModel
+    from vitstudio.gui.folder.pages.label_review_page import LabelReviewPage
 
     side = QTabWidget()  # as in the Folder tab: the review is filled while the Map page is the one shown
     qtbot.addWidget(side)
     side.resize(460, 600)
     side.addTab(QLabel("map"), "Map")
-    tab = ReviewTab()
+    model = LabelReviewModel(FolderModel(AppState(), ScriptRunner()))
+    tab = LabelReviewPage(model)
     side.addTab(tab, "Label review")
     side.show()
     data = render_digits(tmp_path / "digits", 2)
@@ -198,7 +203,7 @@ def test_review_grid_cells_are_uniform_and_disjoint(qtbot, tmp_path):
     # captions of different lengths (flagged ones with ⚑); thumbnails decoded later by a worker
     issues = [LabelIssue(p, os.path.basename(os.path.dirname(p)), "8", k / 40, 0.1, k % 3 == 0)
               for k, p in enumerate(paths)]
-    tab.show_issues(issues)
+    model.show_issues(issues)
     side.setCurrentWidget(tab)
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=20000)
     qtbot.wait(50)

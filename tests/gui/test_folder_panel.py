@@ -120,15 +120,16 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     # label review: the flipped image comes first (or nearly), with a suggestion
     panel.start_review()
     _settle(qtbot)
-    qtbot.waitUntil(lambda: panel.review.count() > 0, timeout=30000)
-    top = [panel.review.item(i).data(Qt.UserRole)[0] for i in range(min(3, panel.review.count()))]
-    assert str(flipped) in top
-    assert panel.review_tab.relabel_button.isEnabled()
+    review = panel.side.page("review")
+    qtbot.waitUntil(lambda: review.list.count() > 0, timeout=30000)
+    top = [review.list.item(i).data(Qt.UserRole)[0] for i in range(min(3, review.list.count()))]
+    assert str(flipped) in top and panel.side.currentWidget() is review  # a review arrived: its page in sight
+    assert review.relabel_button.isEnabled()
     # exclude the flipped image, then retrain: the Training panel gets the folder minus it (the folder untouched)
-    panel.review.setCurrentRow(top.index(str(flipped)))
-    panel.files.exclude_current()
-    assert panel.files.excluded == {str(flipped)} and "1 excluded" in panel.review_tab.retrain_button.text()
-    panel.review_tab.retrain_button.click()
+    review.list.setCurrentRow(top.index(str(flipped)))
+    review.exclude_button.click()
+    assert review.model.excluded == {str(flipped)} and "1 excluded" in review.retrain_button.text()
+    review.retrain_button.click()
     assert "Training" in window.tabs.tabText(window.tabs.currentIndex())
     assert window.training.dataset_actions.exclude == [str(flipped)]
     qtbot.waitUntil(lambda: "excluded by the label review" in window.training.dataset_info.text(), timeout=20000)

@@ -91,9 +91,7 @@ def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path
 
 def _review(panel, data: Path, paths: list[Path]) -> None:
     """The review list as a label review shows it (the review itself is tested in test_folder_panel)."""
-    panel.review_tab.show_issues([LabelIssue(str(p), p.parent.name, "5", 0.1, 0.2, True) for p in paths])
-    panel.files.hide_excluded_from_review()
-    panel._enable()  # as after a review: its buttons on
+    panel.app.pages["review"].show_issues([LabelIssue(str(p), p.parent.name, "5", 0.1, 0.2, True) for p in paths])
 
 
 def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_path, monkeypatch):
@@ -107,17 +105,18 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Ok)
     threes = sorted((data / "3").iterdir())
     _review(panel, data, threes)
+    page = panel.side.page("review")
 
-    panel.review.setCurrentRow(0)
-    panel.review_tab.relabel_button.click()  # Move to the suggested class (5)
+    page.list.setCurrentRow(0)
+    page.relabel_button.click()  # Move to the suggested class (5)
     _settle(qtbot)
     moved = data / "5" / threes[0].name
-    assert not threes[0].exists() and moved.exists() and panel.review.count() == 1
+    assert not threes[0].exists() and moved.exists() and page.list.count() == 1
     # nothing selected after it: a second click moved the next doubtful image (issue 29, item 12)
-    assert panel.review.currentRow() == -1 and not panel.review_tab.relabel_button.isEnabled()
-    panel.review_tab.relabel_button.click()
+    assert page.list.currentRow() == -1 and not page.relabel_button.isEnabled()
+    page.relabel_button.click()
     _settle(qtbot)
-    assert threes[1].exists() and panel.review.count() == 1
+    assert threes[1].exists() and page.list.count() == 1
     assert str(moved) in panel.results.paths and str(threes[0]) not in panel.results.paths  # the table follows
     row = panel.results.paths.index(str(moved))
     assert panel.results.given[row] == "5"
@@ -133,22 +132,22 @@ def test_move_and_exclusion_undo_redo_and_the_table_follows(window, qtbot, tmp_p
 
     _undo(qtbot, window)  # the move: the file back, its review item back, the table back
     assert _files(data) == before and not (data / "5" / threes[0].name).exists()
-    assert panel.review.count() == 2 and str(threes[0]) in panel.results.paths
+    assert page.list.count() == 2 and str(threes[0]) in panel.results.paths
     assert panel.results.given[panel.results.paths.index(str(threes[0]))] == "3"
     _redo(qtbot, window)
     assert moved.exists() and not threes[0].exists() and str(moved) in panel.results.paths
     _undo(qtbot, window)
     assert _files(data) == before
 
-    panel.review.setCurrentRow(1)
-    panel.review_tab.exclude_button.click()  # Exclude from training
-    assert panel.files.excluded == {str(threes[1])} and panel.review.count() == 1
+    page.list.setCurrentRow(1)
+    page.exclude_button.click()  # Exclude from training
+    assert page.model.excluded == {str(threes[1])} and page.list.count() == 1
     assert window.edit_actions.undo.text() == f"Undo Exclude {threes[1].name} from training"
     _undo(qtbot, window)
-    assert panel.files.excluded == set() and panel.review.count() == 2
-    assert panel.review.item(1).data(Qt.UserRole)[0] == str(threes[1])  # back where it was
+    assert page.model.excluded == set() and page.list.count() == 2
+    assert page.list.item(1).data(Qt.UserRole)[0] == str(threes[1])  # back where it was
     _redo(qtbot, window)
-    assert panel.files.excluded == {str(threes[1])} and panel.review.count() == 1
+    assert page.model.excluded == {str(threes[1])} and page.list.count() == 1
     assert _files(data) == before and not any(".jsonl" in name or "exclu" in name for name in os.listdir(data))
 
 
@@ -206,19 +205,20 @@ def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_f
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Ok)
     three = str(sorted((data / "3").iterdir())[0])
     panel.labels_tab.label([three], "8")  # a wrong label, given on the Labels tab
+    page = panel.side.page("review")
     panel.start_review()
     _settle(qtbot)
     issue = next(i for i in panel.report.label_issues if i.path == three)
     assert issue.given == "8"  # not its folder's "3"
     assert any("apart from the folders" in note for note in panel.report.notes)
-    row = next(r for r in range(panel.review.count()) if panel.review.item(r).data(Qt.UserRole)[0] == three)
-    panel.review.setCurrentRow(row)
-    shown = panel.review.count()
-    suggested = panel.review.item(row).data(Qt.UserRole)[1]
-    panel.review_tab.relabel_button.click()
+    row = next(r for r in range(page.list.count()) if page.list.item(r).data(Qt.UserRole)[0] == three)
+    page.list.setCurrentRow(row)
+    shown = page.list.count()
+    suggested = page.list.item(row).data(Qt.UserRole)[1]
+    page.relabel_button.click()
     _settle(qtbot)
-    assert panel.labels_tab.labels[three] == suggested and panel.review.count() == shown - 1
+    assert panel.labels_tab.labels[three] == suggested and page.list.count() == shown - 1
     assert not asked and _files(data) == before  # no move asked, no file touched
     panel.undo_button.click()
     _settle(qtbot)
-    assert panel.labels_tab.labels[three] == "8" and panel.review.count() == shown
+    assert panel.labels_tab.labels[three] == "8" and page.list.count() == shown

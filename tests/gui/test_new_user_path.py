@@ -128,7 +128,8 @@ def _tag_move_and_view(window, qtbot, first: str, monkeypatch, capsys) -> None:
     folder.tag_menus.tag_selection()
     assert read_tags(first, [path]) == {path.split(f"{first}/")[1]: ["keep"]}
     monkeypatch.setattr(folder_sorting.QMessageBox, "question", lambda *a, **k: QMessageBox.Ok)
-    folder.review_tab.relabel_requested.emit(path, "3")  # the review's "Move to the suggested class…"
+    review = folder.side.page("review")  # the review's "Move to the suggested class…", its question answered Ok
+    review.model.relabel(path, "3", review._ask_move)
     moved = path.replace(f"{first}/0/", f"{first}/3/")
     qtbot.waitUntil(lambda: moved in folder.results.paths, timeout=30000)
     settle(qtbot)

@@ -54,9 +54,10 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     panel.correctness.setCurrentIndex(1)  # correct ones
     panel.follow_map.setChecked(True)  # not kept: its box is not (the walk: a box never drawn filtered the table)
     _review(panel, data, sorted((data / "3").iterdir()))
-    panel.review.setCurrentRow(0)
-    excluded = panel.review.item(0).data(0x0100)[0]  # Qt.UserRole
-    panel.files.exclude_current()
+    review = panel.side.page("review")
+    review.list.setCurrentRow(0)
+    excluded = review.list.item(0).data(0x0100)[0]  # Qt.UserRole
+    review.exclude_button.click()
     form = first.training.form
     form.preset.setCurrentText("full")
     form.controls["epochs"].set_value(37)
@@ -76,7 +77,7 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     panel2 = second.folder
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel2.results is not None and panel2.min_conf.value() == 0.4, timeout=30000)
-    assert panel2.folder == str(data) and panel2.files.excluded == {excluded}
+    assert panel2.folder == str(data) and second.app.pages["review"].excluded == {excluded}
     assert panel2.predicted.currentData() == chosen and panel2.correctness.currentData() is True
     assert not panel2.follow_map.isChecked()
     r = panel2.results
@@ -85,7 +86,8 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     expected = np.nonzero((r.confidence >= 0.4) & (labels == chosen) & known & (labels == np.asarray(r.given)))[0]
     assert 0 < len(expected) < len(r) and sorted(panel2.visible_rows()) == expected.tolist()  # filters act
     _review(panel2, data, sorted((data / "3").iterdir()))
-    assert excluded not in [panel2.review.item(i).data(0x0100)[0] for i in range(panel2.review.count())]
+    review2 = panel2.side.page("review").list
+    assert excluded not in [review2.item(i).data(0x0100)[0] for i in range(review2.count())]
     assert _files(data) == before  # nothing of this written into the dataset
     saved = json.loads((Path(os.environ["VITSTUDIO_DATA_DIR"]) / "settings.json").read_text())
     assert saved["folder"] == str(data) and saved["training_form"]["values"]["epochs"] == 37

@@ -193,7 +193,8 @@ def test_label_review_of_the_previous_model_never_appears(panel, qtbot, monkeypa
     panel.state.set_model(b)
     gate.release()
     _settle(qtbot, 60000)
-    assert panel.review.count() == 0 and panel.side.page("duplicates").count() == 0 and panel.report is None
+    assert panel.side.page("review").list.count() == 0 and panel.side.page("duplicates").count() == 0
+    assert panel.report is None
     assert panel.results is None
 
     panel.open_folder(str(data))

@@ -25,7 +25,7 @@ def _folder_views(panel) -> dict[str, object]:
         "results": None if panel.results is None else tuple(panel.results.paths),
         "map": len(panel.side.page("map").map.coords),
         "similar": panel.side.page("similar").list.count(),
-        "review": panel.review.count(),
+        "review": panel.side.page("review").list.count(),
         "report": panel.report,
         "duplicates": panel.side.page("duplicates").count(),
         "fit": panel.fit.fit,

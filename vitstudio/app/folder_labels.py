@@ -9,6 +9,8 @@ import collections
 
 import numpy as np
 
+from vitstudio.core.files import counted
+
 from .evented import Event, EventedModel
 from .jobs import KeyedSlot, Runner
 
@@ -34,6 +36,28 @@ def class_order(labels: dict[str, str]) -> list[str]:
     from vitstudio.core.train.labelling import class_order as order
 
     return order(labels)
+
+
+class LabelCommand:
+    """Give `paths` the label `label` (None: unlabel); undo restores each one's previous label. With `memo` (a
+    label-review item relabelled: `remove()`, `put_back()`), the item leaves the review's list and comes back on
+    undo."""
+
+    def __init__(self, labels: FolderLabels, paths: list[str], label: str | None, memo=None) -> None:
+        name = f"'{label}'" if label else "no label"
+        self.text = f"Label {counted(len(paths), 'image')} as {name}"
+        self.labels, self.paths, self.label, self.memo = labels, list(paths), label, memo
+        self.before = {p: labels.labels.get(p) for p in self.paths}
+
+    def redo(self) -> None:
+        self.labels.apply({p: self.label for p in self.paths})
+        if self.memo is not None:
+            self.memo.remove()
+
+    def undo(self) -> None:
+        self.labels.apply(self.before)
+        if self.memo is not None:
+            self.memo.put_back()
 
 
 class FolderLabels(EventedModel):
@@ -89,6 +113,15 @@ class FolderLabels(EventedModel):
         self.head = None  # it was of the previous labels
         self._save()
         self.changed.emit()
+
+    def label(self, paths: list[str], label: str | None, memo=None) -> bool:
+        """Label `paths` as a command on the app's undo stack (Edit → Undo); False, with a warning, while there is no
+        labels file (no folder open)."""
+        if self.path is None:
+            self.warned.emit("Open a folder first.")
+            return False
+        self.folder.undo.push(LabelCommand(self, paths, label, memo))
+        return True
 
     def _save(self) -> None:
         from vitstudio.core.train.labelling import save_labels

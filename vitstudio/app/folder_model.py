@@ -15,6 +15,7 @@ import numpy as np
 from vitstudio.core.files import counted
 
 from .evented import Event, EventedModel
+from .file_operations import FileOperations
 from .folder_jobs import KEYS, fit_job, map_job, review_job, scan_job, scores_job, similar_job
 from .folder_states import FILTER_DEFAULTS, FolderState, offered_classes
 from .jobs import KeyedJobs, Runner
@@ -72,6 +73,11 @@ class FolderModel(EventedModel):
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
         self.line = OPEN_FIRST  # what the tab says about the folder now
         self.reopen = False  # the line offers to open the folder again through a new model
+        self.labels = None  # the labels made in the app (the Labels page's model): the App sets it
+        self.files = FileOperations(runner, self.undo)  # sorts and review moves of the files shown, undoable
+        self.files.said.connect(app.message.emit)
+        self.files.relocated.connect(self.follow_moves)
+        self.files.failed.connect(self._on_failed)
         self.state.connect(self._on_state)
         app.model_loaded.connect(self._on_model)
 

@@ -17,7 +17,7 @@ class PanelRoutes(QObject):
         folder, training = window.folder, window.training
         folder.open_in_explorer.connect(window.explain_file)
         folder.opened_here.connect(window.remember_recent)
-        folder.retrain.connect(self.retrain_with_fixes)
+        window.app.pages["review"].retrain_requested.connect(self.retrain_with_fixes)
         folder.labels_tab.train_requested.connect(self.train_on_labels)
         folder.folder_export.train_requested.connect(self.train_on_labels)  # an export's "Train on them"
         folder.concepts_tab.show_in_attention.connect(self.show_concept)

@@ -47,6 +47,11 @@ class LabelIssue:
     p_given: float  # out-of-sample probability of the given label
     flagged: bool = False  # among the labels cleanlab estimates to be wrong (the first `estimated_wrong` ranked)
 
+    @property
+    def doubtful(self) -> bool:
+        """Worth a look: cleanlab flags it, or the probe suggests another class."""
+        return self.flagged or self.suggested != self.given
+
     def to_dict(self) -> dict:
         return {"path": self.path, "given": self.given, "suggested": self.suggested, "quality": self.quality,
                 "p_given": self.p_given, "flagged": self.flagged}

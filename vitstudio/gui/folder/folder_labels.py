@@ -23,32 +23,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vitstudio.core.files import counted, shown_path
+from vitstudio.core.files import counted
 from vitstudio.gui import file_dialogs
 
 from .folder_map import UNSURE
-from .folder_undo import ReviewItemMemo
-
-
-class LabelCommand:
-    """Give `paths` the label `label` (None: unlabel); undo restores each one's previous label. With `memo` (a
-    label-review item relabelled), the item leaves the review list and comes back on undo."""
-
-    def __init__(self, tab, paths: list[str], label: str | None, memo: ReviewItemMemo | None = None) -> None:
-        name = f"'{label}'" if label else "no label"
-        self.text = f"Label {counted(len(paths), 'image')} as {name}"
-        self.tab, self.paths, self.label, self.memo = tab, list(paths), label, memo
-        self.before = {p: tab.labels.get(p) for p in self.paths}
-
-    def redo(self) -> None:
-        self.tab.model.apply({p: self.label for p in self.paths})
-        if self.memo is not None:
-            self.memo.remove_from(self.tab.panel.review)
-
-    def undo(self) -> None:
-        self.tab.model.apply(self.before)
-        if self.memo is not None:
-            self.memo.put_back(self.tab.panel.review)
 
 
 class LabelsTab(QWidget):
@@ -140,22 +118,7 @@ class LabelsTab(QWidget):
             self.label(paths, classes[number - 1])
 
     def label(self, paths: list[str], label: str | None) -> None:
-        if self.path is None:
-            self.panel.state.message.emit("warning", "Open a folder first.")
-            return
-        self.panel.files.undo_stack.push(LabelCommand(self, paths, label))
-
-    def relabel_reviewed(self, path: str, suggested: str) -> bool:
-        """The label review's "suggested class" for an image labelled here: its label changes here (undoable) and
-        its file stays where it is. False for an image whose label is its folder (that one is moved)."""
-        if path not in self.labels:
-            return False
-        item = self.panel.review.currentItem()
-        memo = ReviewItemMemo.take(self.panel.review, item) if item is not None else None
-        self.panel.files.undo_stack.push(LabelCommand(self, [path], suggested, memo))
-        self.panel.state.message.emit("info", f"{shown_path(path)} labelled '{suggested}' here (the file stays in "
-                                      "its folder; Edit → Undo takes it back).")
-        return True
+        self.model.label(paths, label)  # a command on the app's undo stack
 
     # -- train, suggest ------------------------------------------------------------------------------------
     def train(self) -> None:

@@ -23,12 +23,11 @@ from vitstudio.app.folder_files import results_plan
 from vitstudio.core.files import counted
 from vitstudio.gui import file_dialogs
 
-from .file_operations import FileOperations
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_gallery import TableOrGalleryWidget
 from .folder_side import FolderSideWidget
-from .folder_sorting import ask_move, ask_sort
+from .folder_sorting import ask_sort
 from .folder_table import ResultsModel
 from .folder_tags import FolderTagMenus
 from .folder_toolbar import FolderToolbarWidget
@@ -39,23 +38,22 @@ TOOLBAR_WIDGETS = ("open_button", "cancel_button", "sort_button", "undo_button",
 class FolderPanel(QWidget):
     open_in_explorer = Signal(str)  # a path to show in the attention explorer
     opened_here = Signal(list)  # paths the user opened in this tab (its button, a drop): File → Open recent keeps them
-    retrain = Signal(str, list)  # dataset folder, files to leave out: start a run with the review's fixes
 
     def __init__(self, app, parent: QWidget | None = None) -> None:
         """`app`: the App (vitstudio/app/app.py) whose Folder model, tags, labels, concepts and pages this draws."""
         super().__init__(parent)
         self.app = app
-        self.state = state = app.state
+        self.state = app.state
         self.folder_model = app.folder  # the folder, its results, filters, map, review
         self.view_state, self.jobs = self.folder_model.state, self.folder_model.jobs
         self.folder_tags = app.tags  # tags and saved views of the folder (the app's records)
         self._build()
         # sorts, moves, exclusions and their undo (the app's stack)
-        self.files = FileOperations(app.undo, self.review_tab, self.undo_button, self.dataset_shown, self)
-        self.files.said.connect(state.message.emit)
-        self.files.relocated.connect(self.folder_model.follow_moves)
-        self.files.failed.connect(self.folder_model._on_failed)
+        self.files = self.folder_model.files  # sorts and moves of files, on the app's undo stack
         self.undo_button.clicked.connect(app.undo.undo)
+        app.undo.changed.connect(self._refresh_undo_button)
+        self.files.changed.connect(self._refresh_undo_button)
+        self._refresh_undo_button()
         self._follow_model()
         self._build_export()
 
@@ -150,9 +148,7 @@ class FolderPanel(QWidget):
         """Label review, labels, concepts, then the registered pages (folder_side.py)."""
         self.side = FolderSideWidget(self)
         side = self.side
-        self.review_tab = side.review_tab
         self.labels_tab, self.concepts_tab = side.labels_tab, side.concepts_tab
-        self.review = self.review_tab.list
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
@@ -169,9 +165,6 @@ class FolderPanel(QWidget):
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
         self.gallery.doubleClicked.connect(self._explain_row)  # its rows are the table's, in the table's order
         self.info.linkActivated.connect(lambda _link: self.open_paths(list(self.view_state.paths)))  # open again
-        self.review_tab.open_in_explorer.connect(self.open_in_explorer)
-        self.review_tab.relabel_requested.connect(self._relabel)
-        self.review_tab.retrain_requested.connect(lambda excluded: self.retrain.emit(self.folder, excluded))
 
     def _enable(self) -> None:
         has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
@@ -182,7 +175,6 @@ class FolderPanel(QWidget):
         self.sort_button.setToolTip("" if predicts or not has else "This model has no classes to sort into.")
         self.review_button.setEnabled(has and self.folder is not None)  # a review needs class folders
         self.review_button.setToolTip("" if self.folder else "Open a folder of class folders to review its labels")
-        self.review_tab.refresh_buttons(has and self.folder is not None)
 
     # -- scanning ------------------------------------------------------------------------------------
     def _choose_folder(self) -> None:
@@ -236,12 +228,9 @@ class FolderPanel(QWidget):
     def _show_results(self, results) -> None:
         """New results (another folder, model or scan) or None: nothing of the earlier ones stays on screen."""
         self.table_model.set_results(results, self.folder_model.scores)
-        self.review_tab.clear()
         if results is None:
             self.fit.clear()
             self.toolbar.show_count(None)
-        if results is not None:
-            self.files.restore_exclusions()
         self._enable()
 
     def _on_relocated(self, results) -> None:
@@ -301,18 +290,20 @@ class FolderPanel(QWidget):
         self.folder_model.start_review(self.toolbar.review_threshold(), self.labels_tab.labels)
 
     def _on_review(self, report) -> None:
-        doubtful = self.review_tab.show_issues(report.label_issues)
-        self.files.hide_excluded_from_review()
-        self.side.show_page(self.review_tab)
-        self.info.setText(f"{counted(len(doubtful), 'image')} the model doubts, most doubtful first; "
+        doubtful = sum(1 for issue in report.label_issues if issue.doubtful)
+        self.info.setText(f"{counted(doubtful, 'image')} the model doubts, most doubtful first; "
                           f"{counted(len(report.groups), 'duplicate group')}, {len(report.leaks)} "
                           f"{'would be ' if report.made_up_split else ''}across train/val ({report.split}). "
                           f"Double-click an image to explain it.{self.fit.unreliable_note()}")
         self._enable()
 
     # -- file actions: the questions are the panel's (they read its table), `self.files` carries them out -------
-    def dataset_shown(self) -> tuple[str | None, bool]:  # the folder, and whether its results are shown
-        return self.folder, self.results is not None
+    def _refresh_undo_button(self) -> None:
+        """Undo offered while there is something to undo and no file job runs (it waits for the job)."""
+        can = self.app.undo.can_undo() and not self.files.running()
+        self.undo_button.setEnabled(can)
+        self.undo_button.setToolTip(f"Undo {self.app.undo.undo_text()} (Ctrl+Z; edited copies are kept)"
+                                    if can else "Nothing to undo yet")
 
     def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):
         rows = self._selected_rows() if selected_only else self.visible_rows()
@@ -334,9 +325,3 @@ class FolderPanel(QWidget):
         if plan is not None:
             self.files.run_sort(plan)
 
-    def _relabel(self, path: str, suggested: str) -> None:
-        if self.labels_tab.relabel_reviewed(path, suggested):  # its label was the Labels tab's: changed there
-            return
-        plan = ask_move(self, path, suggested)
-        if plan is not None:
-            self.files.move_reviewed(plan, path, suggested)

@@ -1,6 +1,5 @@
-"""The Folder tab's review side: the images whose label the model doubts (relabel, exclude, keep, retrain with the
-fixes) and the duplicate groups (leaks across train/val in red); the icon grids and thumbnails decoded in workers
-that the pages share (pages/similar_images_page.py)."""
+"""The Folder tab's review side: the duplicate groups (leaks across train/val in red), and the icon grids and
+thumbnails decoded in workers that the pages share (pages/label_review_page.py, pages/similar_images_page.py)."""
 
 from __future__ import annotations
 
@@ -8,29 +7,17 @@ import os
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon, QImage, QPainter, QPixmap
-from PySide6.QtWidgets import (
-    QLabel,
-    QListView,
-    QListWidget,
-    QListWidgetItem,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QListView, QListWidget, QListWidgetItem
 
-from vitstudio.app.folder_review import review_summary
 from vitstudio.app.thumbnails import thumbnail_job
 
 from .. import workers
-from ..common.flow_layout import wrapping_row
 from ..common.image_strip import letterboxed
 
 ICON = 96  # thumbnails decode at most this side (thumbnail_cache.thumbnails)
 CELL = QSize(ICON + 36, ICON + 44)  # icon plus two lines of caption
 ITEM = CELL - QSize(6, 6)  # a margin inside each cell
 QUERY_ICON = 128  # the Similar images page's query, bigger than the grid's
-REVIEW_HINT = ("Review labels and duplicates (the toolbar) lists here the images whose label the model doubts, most "
-               "doubtful first, to move, exclude from training or keep.")
 DUPLICATES_HINT = ("Review labels and duplicates (the toolbar) lists here the groups of identical copies and "
                    "near-duplicates; picking one shows only its images in the table.")
 
@@ -86,90 +73,6 @@ def load_icons(job: workers.KeyedSlot, widget: QListWidget, paths: list[str]) ->
                 widget.item(i).setIcon(icon)
 
     job.start((tuple(paths), ICON), "Thumbnails", thumbnail_job, list(paths), ICON, on_yield=on_thumb)
-
-
-class ReviewTab(QWidget):
-    """Doubtful labels, most doubtful first. Exclusions are kept here until a retrain takes them."""
-
-    open_in_explorer = Signal(str)
-    relabel_requested = Signal(str, str)  # path, suggested class
-    retrain_requested = Signal(list)  # excluded paths
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        self.list = icon_list()
-        self.summary = QLabel(REVIEW_HINT)  # cleanlab's estimate of how many labels are wrong (before: what to do)
-        self.summary.setWordWrap(True)
-        self.relabel_button = QPushButton("Move to the suggested class…")
-        self.exclude_button = QPushButton("Exclude from training")
-        self.keep_button = QPushButton("Keep as labelled")
-        self.retrain_button = QPushButton("Retrain with these fixes…")
-        self.excluded: set[str] = set()
-        self._icons = workers.KeyedSlot(workers.LONG)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.summary)
-        layout.addWidget(self.list, 1)
-        # a row that wraps: beside the table at 1280×720 the page is ~360 px wide, two buttons a row wanted 468
-        layout.addWidget(wrapping_row((self.relabel_button, self.exclude_button, self.keep_button,
-                                       self.retrain_button)))
-        self.list.itemDoubleClicked.connect(lambda item: self.open_in_explorer.emit(item_path(item)))
-        self.list.currentRowChanged.connect(self._item_buttons)
-        self.relabel_button.clicked.connect(self._relabel)
-        self.exclude_button.clicked.connect(self.exclude_current)
-        self.keep_button.clicked.connect(self.drop_current)
-        self.retrain_button.clicked.connect(lambda: self.retrain_requested.emit(sorted(self.excluded)))
-        self.refresh_buttons(False)
-
-    def show_issues(self, issues) -> list:
-        """The issues cleanlab flags or where the probe suggests another class, most doubtful first (flagged ones
-        marked ⚑); the estimate of wrong labels above them. Returns the issues shown."""
-        self.list.clear()
-        doubtful = [i for i in issues if i.flagged or i.suggested != i.given][:200]
-        self.summary.setText(review_summary(issues))
-        for issue in doubtful:
-            mark = "⚑ " if issue.flagged else ""
-            item = QListWidgetItem(f"{mark}{issue.given} → {issue.suggested}\n{os.path.basename(issue.path)}")
-            item.setData(Qt.UserRole, (issue.path, issue.suggested))
-            item.setToolTip(f"{issue.path}\nlabel quality {issue.quality:.3f}, p(given) {issue.p_given:.2f}")
-            self.list.addItem(item)
-        load_icons(self._icons, self.list, [i.path for i in doubtful])
-        self.list.setCurrentRow(0 if doubtful else -1)  # the most doubtful, ready to act on
-        return doubtful
-
-    def clear(self) -> None:
-        self.list.clear()
-        self.summary.setText(REVIEW_HINT)
-        self.excluded.clear()
-
-    def refresh_buttons(self, can_retrain: bool) -> None:
-        self._item_buttons()
-        self.retrain_button.setEnabled(can_retrain and self.list.count() + len(self.excluded) > 0)
-        self.retrain_button.setText(f"Retrain with these fixes ({len(self.excluded)} excluded)…")
-
-    def _item_buttons(self, _row: int = -1) -> None:
-        """Move, exclude and keep act on the image selected: enabled only while one is."""
-        for w in (self.relabel_button, self.exclude_button, self.keep_button):
-            w.setEnabled(self.list.currentItem() is not None)
-
-    def exclude_current(self) -> None:
-        """Leave the selected image out of the next training run (an exclusion list in the run's config; the
-        dataset is not touched)."""
-        item = self.list.currentItem()
-        if item is not None:
-            self.excluded.add(item_path(item))
-            self.drop_current()
-
-    def drop_current(self) -> None:
-        item = self.list.currentItem()
-        if item is not None:
-            self.list.takeItem(self.list.row(item))
-            self.list.setCurrentRow(-1)  # the next image is picked, never selected by itself
-        self.refresh_buttons(self.retrain_button.isEnabled() or bool(self.excluded))
-
-    def _relabel(self) -> None:
-        item = self.list.currentItem()
-        if item is not None:
-            self.relabel_requested.emit(*item.data(Qt.UserRole))
 
 
 def group_evidence(group) -> str:

@@ -1,4 +1,4 @@
-"""The Folder tab's side: its own pages (similar images, label review, duplicates, labels, layers, concepts),
+"""The Folder tab's side: its own pages (labels, concepts),
 then every registered page (gui/folder/pages/), each a view of a Qt-free model built on the Folder model (it follows
 the folder's results itself) that knows nothing of the panel."""
 
@@ -13,20 +13,17 @@ from vitstudio.app.pages import GROUPS, page_entries
 from ..common.grouped_pages import GroupedPagesWidget
 from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
-from .folder_review import ReviewTab
 from .pages import page_views
 
 
 class FolderSideWidget(GroupedPagesWidget):
     def __init__(self, panel) -> None:
         super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
-        self.review_tab = ReviewTab()
         self.labels_tab, self.concepts_tab = LabelsTab(panel), ConceptsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
         self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
         groups = {entry.id: entry.group for entry in page_entries()}
         for tab, title, tooltip, group in (
-                (self.review_tab, "Label review", "Images whose folder's label the model doubts", "Clean"),
                 (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
                 (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),
                 *((page, page.model.title, page.model.tooltip, groups[page.page_id]) for page in self.pages)):

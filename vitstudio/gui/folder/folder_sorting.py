@@ -1,6 +1,6 @@
 """The Folder tab's questions before files move: which folder to sort into (and the sort's dry run in words), a
 label-review move to another class. Plain functions over what they are given; the panel passes its results and rows,
-and hands the plan the user accepted to its `FileOperations` (file_operations.py)."""
+and hands the plan the user accepted to the Folder model's `FileOperations` (app/file_operations.py)."""
 
 from __future__ import annotations
 
