@@ -167,7 +167,7 @@ def _concepts(window, idle, save, digits: Path) -> None:
     window.tabs.setCurrentWidget(panel)
     panel.open_folder(str(digits))
     idle(2)
-    tab = panel.concepts_tab
+    tab = panel.side.page("concepts")
     panel.side.setCurrentWidget(tab)
     tab.settings_state.update(size=256, k=8, epochs=20)
     tab.start()

@@ -21,7 +21,7 @@ def afternoon(folder: str, runs: str, other_model: str) -> dict:
     app.load_model(str(bundled_demo()))
     seen["demo"] = app.model.display_name
 
-    browse, labels, concepts = app.folder, app.labels, app.concepts
+    browse, labels, concepts = app.folder, app.labels, app.pages["concepts"]
     browse.open_paths([folder])
     results = browse.results
     seen["images"], seen["map"] = len(results), list(browse.coords.shape)

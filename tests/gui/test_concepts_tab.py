@@ -22,7 +22,7 @@ SMALL = dict(size=32, k=4, epochs=2, tokens_per_step=512)
 
 def _tab(window, qtbot, folder):
     open_in_folder_tab(window, qtbot, folder)
-    tab = window.folder.concepts_tab
+    tab = window.folder.side.page("concepts")
     window.folder.side.setCurrentWidget(tab)
     return tab
 
@@ -164,7 +164,7 @@ def test_concepts_fit_the_folder_stay_on_learn_after_a_poor_fit_and_open_on_the_
 
     data = render_digits(tmp_path / "digits", per_class=5)
     folder = panel(FolderPanel, model=bundled_demo())
-    tab = folder.concepts_tab
+    tab = folder.side.page("concepts")
     folder.open_folder(str(data))
     _settle(qtbot)
     assert (tab.settings_state.size, tab.settings_state.k) == (64, 4)  # 3,200 tokens: 2⁶ ≤ 3,200 / 32, k 64 / 16

@@ -446,7 +446,7 @@ def test_twenty_folder_pages_fit_a_laptop_screen_with_every_title_whole(window, 
     assert side.count() == before + 11 == 20
     assert window.width() <= 1280 and window.minimumSizeHint().width() <= 1280
     side.nav.setCurrentItem(side.nav.topLevelItem(3).child(0))  # the last group's first page, picked in the list
-    assert side.currentWidget() is window.folder.concepts_tab and side.group_of(side.currentIndex()) == GROUPS[3]
+    assert side.currentWidget() is side.page("concepts") and side.group_of(side.currentIndex()) == GROUPS[3]
     assert side.currentWidget().isVisible()
     for i in range(side.count()):  # every title is the whole text it was given, scrolled into sight if need be
         side.nav.scrollToItem(side._items[i])

@@ -15,7 +15,7 @@ def _shown(window) -> dict:
     explorers = {name: entry.path if getattr(window, name).view_state.image == entry.uid else None
                  for name in ("attention", "embeddings")}
     return {"predictions": entry.path if window.predictions.title.text().startswith(entry.path) else None,
-            **explorers, "concepts": window.folder.concepts_tab.on_image.view_state.path,
+            **explorers, "concepts": window.app.pages["concepts"].image_state.path,
             "paint": window.app.pages["paint"].image, "match": window.compare.match.model.path_a}
 
 

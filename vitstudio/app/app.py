@@ -1,5 +1,5 @@
 """App, the composition root (napari's `ViewerModel`): builds and owns every model of the app — the app state (model,
-images, predictions), the model loader, the Folder model with its labels, tags, concepts, export and registered
+images, predictions), the model loader, the Folder model with its labels, tags, export and registered
 pages, Compare → Match, Teach, the training run — and the routes between them. Qt-free: the window draws an App
 (`MainWindow(app)`), and a script or a notebook drives the same App with no QApplication:
 
@@ -14,11 +14,9 @@ from collections.abc import Callable
 
 from .app_state import AppState, ModelRequest
 from .explore_states import LayerCKAState, PlayState
-from .folder_concepts import FolderConcepts
 from .folder_export import FolderExport
 from .folder_labels import FolderLabels
 from .folder_model import FolderModel
-from .folder_states import ImageConceptsState
 from .folder_tags import FolderTags
 from .jobs import Runner
 from .match_view import MatchModel
@@ -46,7 +44,6 @@ class App:
         self.tags = FolderTags(self.folder)  # tags and saved views of the folder (the app's records)
         self.labels = FolderLabels(self.folder, runner)  # the labels, their file, the quick head
         self.folder.tags, self.folder.labels = self.tags, self.labels  # the App's records, read by the pages
-        self.concepts = FolderConcepts(self.folder, runner)
         self.selection = Selection(self.state, self.folder, runner)  # the one current image, wherever picked
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder
         self.export = FolderExport(self.folder, self._tags_per_row, self._labels_by_path)
@@ -63,7 +60,6 @@ class App:
         # what the other views ask for (their jobs are keyed by these)
         self.play_state = PlayState()  # the Play tab: the source, the map, recording
         self.layer_cka_state = LayerCKAState()  # Compare → Layers (CKA)
-        self.image_concepts_state = ImageConceptsState()  # Concepts → On the image
 
     # -- what a script asks for ---------------------------------------------------------------------------------
     def load_model(self, spec: str, device: str | None = None, precision: str | None = None,

@@ -20,7 +20,7 @@ class PanelRoutes(QObject):
         window.app.pages["review"].retrain_requested.connect(self.retrain_with_fixes)
         folder.labels_tab.train_requested.connect(self.train_on_labels)
         folder.folder_export.train_requested.connect(self.train_on_labels)  # an export's "Train on them"
-        folder.concepts_tab.show_in_attention.connect(self.show_concept)
+        window.app.pages["concepts"].attention_requested.connect(self.show_concept)
         training.use_model.connect(self.use_trained_model)
         training.export_requested.connect(self.export_run)
         training.explore_image.connect(self.explain_with_run)
@@ -45,7 +45,7 @@ class PanelRoutes(QObject):
         self.window.show_tab("training")
 
     def show_concept(self, concepts: str, concept: int) -> None:
-        """The Concepts tab's concept → the Attention tab's concept map of the current image."""
+        """The Concepts page's concept → the Attention tab's concept map of the current image."""
         self.window.attention.view_state.update(method="concept", concepts=concepts, concept=concept)
         self.window.show_tab("attention")
 

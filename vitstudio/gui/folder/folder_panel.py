@@ -40,7 +40,7 @@ class FolderPanel(QWidget):
     opened_here = Signal(list)  # paths the user opened in this tab (its button, a drop): File → Open recent keeps them
 
     def __init__(self, app, parent: QWidget | None = None) -> None:
-        """`app`: the App (vitstudio/app/app.py) whose Folder model, tags, labels, concepts and pages this draws."""
+        """`app`: the App (vitstudio/app/app.py) whose Folder model, tags, labels and pages this draws."""
         super().__init__(parent)
         self.app = app
         self.state = app.state
@@ -145,10 +145,10 @@ class FolderPanel(QWidget):
         self.gallery = self.browse.gallery
 
     def _build_side(self) -> None:
-        """Label review, labels, concepts, then the registered pages (folder_side.py)."""
+        """Label review, labels, then the registered pages (folder_side.py)."""
         self.side = FolderSideWidget(self)
         side = self.side
-        self.labels_tab, self.concepts_tab = side.labels_tab, side.concepts_tab
+        self.labels_tab = side.labels_tab
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)

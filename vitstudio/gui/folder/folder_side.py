@@ -1,4 +1,4 @@
-"""The Folder tab's side: its own pages (labels, concepts),
+"""The Folder tab's side: its own pages (labels),
 then every registered page (gui/folder/pages/), each a view of a Qt-free model built on the Folder model (it follows
 the folder's results itself) that knows nothing of the panel."""
 
@@ -11,7 +11,6 @@ from PySide6.QtWidgets import QWidget
 from vitstudio.app.pages import GROUPS, page_entries
 
 from ..common.grouped_pages import GroupedPagesWidget
-from .concepts.concepts_tab import ConceptsTab
 from .folder_labels import LabelsTab
 from .pages import page_views
 
@@ -19,13 +18,12 @@ from .pages import page_views
 class FolderSideWidget(GroupedPagesWidget):
     def __init__(self, panel) -> None:
         super().__init__(GROUPS)  # every page listed by group, its title whole, however many pages there are
-        self.labels_tab, self.concepts_tab = LabelsTab(panel), ConceptsTab(panel)
+        self.labels_tab = LabelsTab(panel)
         views = page_views()  # each page's view, by its entry's id; its model is the App's (it follows the folder)
         self.pages = [views[entry.id](panel.app.pages[entry.id]) for entry in page_entries()]
         groups = {entry.id: entry.group for entry in page_entries()}
         for tab, title, tooltip, group in (
                 (self.labels_tab, "Labels", "Label images here, fit a quick head, label what it suggests", "Label"),
-                (self.concepts_tab, "Concepts", "Concepts learned from the folder's patch tokens", "Learn"),
                 *((page, page.model.title, page.model.tooltip, groups[page.page_id]) for page in self.pages)):
             self.addTab(tab, title, group, tooltip)
         for page in self.pages:  # a page that offers to explain an image: the Attention tab shows it

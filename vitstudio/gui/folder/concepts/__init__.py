@@ -1,2 +1,2 @@
-"""The Folder tab's Concepts side tab: learn (concepts_tab), browse (concept_browser), read one image
-(concept_image)."""
+"""The Folder tab's Concepts page's parts (the page: pages/concepts_page.py): browse (concept_browser), read one
+image (concept_image)."""

@@ -75,7 +75,7 @@ class ConceptBrowserWidget(QWidget):
         self.top.setFixedHeight(104)
         self.top_note = QLabel()
         self.top_note.setWordWrap(True)
-        self.map = SmallPlotWidget()  # its own page of the tab (concepts_tab.py)
+        self.map = SmallPlotWidget()  # its own page of the Concepts page (pages/concepts_page.py)
         self.map.setToolTip("Each concept's direction, projected on the first two principal components of all of "
                             "them; click one to choose it")
         self.map.hideAxis("left")
@@ -168,7 +168,7 @@ class ConceptBrowserWidget(QWidget):
         self.top_note.setText(f"Concept {index}: fires on {100 * row['frequency']:.2f} % of the patches, on "
                               f"{row['images']} images; where it is strongest:")
         tops = tuple((t["path"], tuple(t["patch"]), t["activation"]) for t in row["top_images"][:TOP_SHOWN])
-        model = self.tab.panel.state.model
+        model = self.tab.model.app.model
         if model is not None and tops:
             self.crops.start((model.uid, index, tops), "Reading top patches", crops_job, model, tops,
                              on_result=self._on_crops)

@@ -36,7 +36,7 @@ class ConceptImageWidget(QWidget):
     def __init__(self, tab, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.tab = tab
-        self.view_state = tab.panel.app.image_concepts_state
+        self.view_state = tab.model.image_state
         self.jobs = workers.ViewJobs(self.view_state, {"image": ("path", "file", "scales")})
         self.map = MapView()
         self.map.setMinimumSize(150, 150)
@@ -79,7 +79,7 @@ class ConceptImageWidget(QWidget):
         self.map.patch_clicked.connect(self._on_patch)
         for widget in (self.strongest, self.drivers):
             widget.itemClicked.connect(self._on_item)
-        tab.panel.state.image_selected.connect(self._on_image)  # the one selection (a folder row picked becomes it)
+        tab.model.app.image_selected.connect(self._on_image)  # the one selection (a folder row picked becomes it)
 
     @property
     def result(self):
@@ -89,7 +89,7 @@ class ConceptImageWidget(QWidget):
 
     def current_image(self):
         """(uid, path, picture) of the current image (the app's selection), or Nones."""
-        entry = self.tab.panel.state.selected
+        entry = self.tab.model.app.selected
         if entry is not None and entry.image is not None:
             return entry.uid, entry.path, entry.image
         return None, None, None
@@ -113,7 +113,7 @@ class ConceptImageWidget(QWidget):
 
     def refresh(self) -> None:
         """Ask for the current request (once per model, image, file and factors), then draw what is known."""
-        model, file = self.tab.panel.state.model, self.tab.view_state.file if self.tab.concepts is not None else None
+        model, file = self.tab.model.app.model, self.tab.view_state.file if self.tab.concepts is not None else None
         uid, path, picture = self.current_image()
         self.view_state.update(model=model.uid if model is not None else None, image=uid, path=path, file=file,
                                scales=self.factors())
@@ -132,7 +132,7 @@ class ConceptImageWidget(QWidget):
 
     def _on_error(self, exc: BaseException) -> None:
         self.caption.setText(f"Could not read the concepts of this image: {exc}")
-        self.tab.panel.state.report(exc)
+        self.tab.model.app.report(exc)
 
     def _draw(self) -> None:
         result, concept = self.result, self.tab.view_state.concept
@@ -146,7 +146,7 @@ class ConceptImageWidget(QWidget):
                                  "opened." if self.tab.concepts is None or self.view_state.path is None
                                  else "Reading the concepts of this image…")
             return
-        picture, model = self.jobs.current("image")[1], self.tab.panel.state.model
+        picture, model = self.jobs.current("image")[1], self.tab.model.app.model
         self.map.set_image(np.asarray(model.crop(picture).convert("RGB")))
         values = result.maps[..., concept] if concept < result.maps.shape[-1] else None
         self.map.set_map(values, "inferno", 0.6)

@@ -1,13 +1,13 @@
-"""The Folder tab's Concepts side tab: learn a sparse autoencoder on the opened folder's patch tokens (in the
+"""The Folder tab's Concepts page: learn a sparse autoencoder on the opened folder's patch tokens (in the
 background, with R², L0 and dead concepts as it learns; pause, stop and resume), or open a concepts file; then browse
 the concepts (`concept_browser.py`) and read them on the current image (`concept_image.py`). The twin of
-`vitstudio concepts FOLDER --model M`: the same settings (one schema) give the same concepts."""
+`vitstudio concepts FOLDER --model M`: the same settings (one schema) give the same concepts. Drawn from its model
+(`vitstudio.app.pages.concepts.ConceptsModel`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
@@ -23,15 +23,15 @@ from PySide6.QtWidgets import (
 )
 
 from vitstudio.app.concept_jobs import poor_fit_warning
-from vitstudio.app.folder_concepts import SETTINGS
+from vitstudio.app.pages.concepts import SETTINGS, ConceptsModel
 
 from ... import file_dialogs
 from ...common.bind import bind
 from ...common.job_progress import show_progress
 from ...common.small_plot import SmallPlotWidget
 from ...common.type_map import SettingControl
-from .concept_browser import ConceptBrowserWidget
-from .concept_image import ConceptImageWidget
+from ..concepts.concept_browser import ConceptBrowserWidget
+from ..concepts.concept_image import ConceptImageWidget
 
 
 def scrolled(page: QWidget) -> QScrollArea:
@@ -43,18 +43,17 @@ def scrolled(page: QWidget) -> QScrollArea:
     return area
 
 
-class ConceptsTab(QWidget):
-    show_in_attention = Signal(str, int)  # concepts file, concept: the main window shows it in the Attention tab
+class ConceptsPage(QWidget):
+    page_id = "concepts"
 
-    def __init__(self, panel, parent: QWidget | None = None) -> None:
+    def __init__(self, model: ConceptsModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.panel = panel
-        self.model = panel.app.concepts  # settings, learning, the concepts shown
+        self.model = model  # settings, learning, the concepts shown
         self.view_state, self.settings_state, self.jobs = self.model.state, self.model.settings_state, self.model.jobs
         self._build()
         self.browser.concept_selected.connect(self.select_concept)
         self.on_image.concept_selected.connect(self.select_concept)
-        self.on_image.show_requested.connect(self._show_in_attention)
+        self.on_image.show_requested.connect(model.show_in_attention)  # the window routes it to the Attention tab
         self.model.changed.connect(self._show)
         self.model.progress.connect(self._on_progress)
         self.model.stopped.connect(self._on_stopped)
@@ -127,12 +126,12 @@ class ConceptsTab(QWidget):
         return self.model.settings()
 
     def _idle(self, text: str | None = None) -> None:
-        folder = self.panel.folder
+        folder = self.model.folder.folder
         self.progress.setVisible(False)
         self.pause_button.setEnabled(False)
         self.stop_button.setEnabled(False)
         self.learn_button.setEnabled(self.model.can_learn())
-        self.open_button.setEnabled(self.panel.state.model is not None)
+        self.open_button.setEnabled(self.model.app.model is not None)
         if text is None and self.concepts is None:
             text = ("Open a folder to learn what the model sees in it: concepts, each a direction in one block's "
                     "patch tokens that fires on one thing." if folder is None else
@@ -199,10 +198,6 @@ class ConceptsTab(QWidget):
         self.browser.show_concept(index)
         self.on_image.refresh()
 
-    def _show_in_attention(self) -> None:
-        if self.view_state.file is not None:
-            self.show_in_attention.emit(self.view_state.file, self.view_state.concept)
-
     def _show(self) -> None:
         concepts = self.concepts
         if not self.model.curve:  # another model's learning curve goes with its concepts
@@ -220,3 +215,6 @@ class ConceptsTab(QWidget):
                    f"L0 {t.get('l0', float('nan')):.1f}, {t.get('dead', '?')} dead."
                    + (f"\n⚠ {warning}" if (warning := poor_fit_warning(concepts)) else ""))
         self.note.setToolTip(self.view_state.file)
+
+
+PAGE = ConceptsPage

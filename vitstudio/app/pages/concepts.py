@@ -1,16 +1,18 @@
-"""Concepts of the opened folder, Qt-free: the settings (one schema with `vitstudio concepts`), learning a sparse
-autoencoder on the folder's patch tokens in the background (R² as it learns; pause, stop, resume), opening a
-concepts file, the concept chosen. What is shown is keyed by the model (and folder, file): another model drops it,
-and concepts learned before on this folder with this model open again by themselves."""
+"""The Folder tab's Concepts page, Qt-free: the settings (one schema with `vitstudio concepts`), learning a sparse
+autoencoder on the opened folder's patch tokens in the background (R² as it learns; pause, stop, resume), opening a
+concepts file, the concept chosen, and the current image read through them (On the image's state). What is shown is
+keyed by the model (and folder, file): another model drops it, and concepts learned before on this folder with this
+model open again by themselves."""
 
 from __future__ import annotations
 
 from vitstudio.core.concepts.settings import ConceptSettings
 from vitstudio.core.train.schema import settings_of
 
-from .evented import Event, EventedModel, ViewState
-from .folder_states import ConceptsState
-from .jobs import KeyedJobs, Runner
+from ..evented import Event, EventedModel, ViewState
+from ..folder_states import ConceptsState, ImageConceptsState
+from ..jobs import KeyedJobs
+from . import PageEntry
 
 SETTINGS = settings_of(ConceptSettings)
 
@@ -34,24 +36,29 @@ def open_job(cancel, model, path: str):
     return concepts_for(model, path)
 
 
-class FolderConcepts(EventedModel):
+class ConceptsModel(EventedModel):
     changed = Event("what is shown changed: other concepts, or none (another model or folder)")
     progress = Event("a learning Progress record")
     stopped = Event("the line to show when learning stopped or failed")
     opened = Event("Concepts, opened from a file or learned")
+    attention_requested = Event("concepts file, concept: the Attention tab shows that concept's map of its image")
 
-    def __init__(self, folder_model, runner: Runner) -> None:
+    title = "Concepts"
+    tooltip = "Concepts learned from the folder's patch tokens"
+
+    def __init__(self, folder_model) -> None:
         self.folder, self.app = folder_model, folder_model.app
         self.state = ConceptsState()
         self.settings_state = ViewState(**{s.name: s.spec for s in SETTINGS})
-        self.jobs = KeyedJobs(self.state, {"learn": ("folder",), "open": ("file",), "earlier": ("folder",)}, runner,
-                              long=("learn",))
+        self.image_state = ImageConceptsState()  # On the image: the current image read through the concepts
+        self.jobs = KeyedJobs(self.state, {"learn": ("folder",), "open": ("file",), "earlier": ("folder",)},
+                              folder_model.runner, long=("learn",))
         self.learning = None  # the learn job's handle (pause and stop reach its token)
         self.curve: list[float] = []  # R² as it learns
         self.sized = (self.settings_state.size, self.settings_state.k)  # the size and k last chosen for the user
         self.app.model_loaded.connect(self._on_model)
         folder_model.state.events.paths.connect(self._on_paths)
-        folder_model.results_changed.connect(self._fit_size)
+        folder_model.results_changed.connect(self.show)
 
     @property
     def concepts(self):
@@ -67,9 +74,9 @@ class FolderConcepts(EventedModel):
         self.changed.emit()
         self.look_for_earlier()
 
-    def _fit_size(self, results) -> None:
+    def show(self, results) -> None:
         """The folder's images are counted: the concepts' size and k fit its token count (4,096 on 245 images fitted
-        to R² −3.2), unless the user set their own."""
+        to R² −3.2), unless the user set their own. What was shown goes with the model or the folder (above)."""
         model = self.app.model
         if results is None or not len(results) or model is None:
             return
@@ -159,3 +166,11 @@ class FolderConcepts(EventedModel):
 
     def select(self, index: int, picked: bool = True) -> None:
         self.state.update(concept=int(index), picked=picked or self.state.picked)
+
+    def show_in_attention(self) -> None:
+        """The chosen concept's map of the current image, in the Attention tab (the window's route)."""
+        if self.state.file is not None and self.concepts is not None:
+            self.attention_requested.emit(self.state.file, self.state.concept)
+
+
+PAGE = PageEntry("concepts", "Learn", ConceptsModel, rank=10)
