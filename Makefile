@@ -14,7 +14,7 @@ PYTEST_WORKERS ?= -n 3 --dist loadfile
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,cluster]'
 	# the reference SAE library of tests/core/test_concepts.py and tests/benchmarks/concepts.py, without its
 	# dependencies: overcomplete 0.3.0 requires opencv-python (its Qt plugins clash with PySide6; the headless
 	# build we ship gives it cv2) and the tests import its sae package without its broken __init__

@@ -34,7 +34,7 @@ from . import (
     train,
     views,
 )
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, Parser, printable_names
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, Parser, on_ray, printable_names
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, views,
@@ -66,7 +66,8 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {refused}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return args.handler(args)
+        with on_ray(args):
+            return args.handler(args)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
@@ -131,10 +132,11 @@ def _precheck_model(spec: str | list[str] | None) -> str | None:
 
 def _one_line_errors() -> tuple:
     """Errors told in one line, imported only once something was raised (the CLI starts without torch)."""
+    from ..core.folder.ray_jobs import RayJobError
     from ..core.inference import NoClassifierHead
     from ..core.jobs import GPUOutOfMemory
 
-    return GPUOutOfMemory, NoClassifierHead
+    return GPUOutOfMemory, NoClassifierHead, RayJobError
 
 
 def _torch_failed(exc: ImportError) -> bool:

@@ -175,6 +175,27 @@ def _option_help(s, presets: dict | None) -> str:
     return f"{text} (default: {describe_default(s, presets)})".replace("%", "%%")
 
 
+def add_ray_arg(p: argparse.ArgumentParser) -> None:
+    """`--ray [ADDRESS]` on a command whose model pass runs over a folder (`on_ray` runs it there)."""
+    p.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="run the model pass on a Ray cluster: at ADDRESS (as `ray start --head` prints it, e.g. "
+                        "10.0.0.5:6379), else at RAY_ADDRESS, else a local instance; the results land in this "
+                        "machine's cache and outputs, the same as without it (pip install 'vitstudio[cluster]')")
+
+
+def on_ray(args):
+    """The context a command's handler runs in: every folder pass on the cluster `--ray` names, else as it is."""
+    address = getattr(args, "ray", None)
+    if address is None:
+        return contextlib.nullcontext()
+    from ..core.folder.ray_jobs import RayJobError, on_cluster
+
+    if address and Path(address).exists():  # `--ray FOLDER`: the folder was taken for the address
+        raise RayJobError(f"--ray took {shown_path(address)} for the cluster's address: put --ray after the paths, "
+                          f"or give the address (--ray HOST:6379)")
+    return on_cluster(address or None)
+
+
 def add_view_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--view", metavar="NAME", help="only the images that the view NAME, saved for the folder given, "
                    "selects now (`vitstudio views FOLDER` lists them)")

@@ -18,6 +18,7 @@ from .common import (
     EXIT_USAGE,
     add_config_options,
     add_model_args,
+    add_ray_arg,
     existing,
     load_model_from_args,
 )
@@ -36,6 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print every concept: index, how often and on how many "
                    "images it fires, its top images")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
+    add_ray_arg(p)
     p.set_defaults(handler=concepts_cmd)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, add_ray_arg, drain, load_model_from_args
 
 
 def register(subparsers) -> None:
@@ -42,6 +42,7 @@ def register(subparsers) -> None:
                    "COCO RLE")
     p.add_argument("--csv", action="store_true", help="also write OUT/areas.csv: each image's share of every class")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
+    add_ray_arg(p)
     p.set_defaults(handler=segment_cmd)
 
     m = subparsers.add_parser("match", help="find points of image A in image B by the similarity of patch features")

@@ -24,6 +24,7 @@ from .common import (
     NO_IMAGES,
     add_decoder_arg,
     add_model_args,
+    add_ray_arg,
     add_view_arg,
     apply_view,
     checked,
@@ -44,6 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", **BATCH_SIZE)
     add_decoder_arg(p)
     add_view_arg(p)
+    add_ray_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
 
     p.set_defaults(handler=embed_cmd)
@@ -89,6 +91,7 @@ def register(subparsers) -> None:
     p.add_argument("--top", type=checked(int, NOT_NEGATIVE), default=20,
                    help="groups and doubtful labels listed (default 20)")
     add_view_arg(p)
+    add_ray_arg(p)
     p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
     p.set_defaults(handler=audit_cmd)

@@ -17,6 +17,7 @@ from .common import (
     EXIT_USAGE,
     add_decoder_arg,
     add_model_args,
+    add_ray_arg,
     checked,
     drain,
     existing,
@@ -35,6 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--folds", type=checked(int, Range(2)), default=5, help="folds of the cross-validation (default 5)")
     p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    add_ray_arg(p)
     p.set_defaults(handler=layers_cmd)
 
     c = subparsers.add_parser("compare-layers", help="CKA between every block of two models on the same images "

@@ -16,6 +16,7 @@ from .common import (
     NO_IMAGES,
     add_decoder_arg,
     add_model_args,
+    add_ray_arg,
     add_view_arg,
     apply_view,
     existing,
@@ -34,6 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--topk", type=COUNT, default=5, help="classes listed per image (default 5)")
     p.add_argument("--batch-size", **BATCH_SIZE)
     add_decoder_arg(p)
+    add_ray_arg(p)
     add_view_arg(p)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON object per input, one per line (with \"ood\": "
@@ -130,6 +132,8 @@ def _through_concepts(args, loaded):
     """--concepts [--ablate/--scale]: every forward goes through the SAE's rewrite (or nothing changes)."""
     import contextlib
 
+    if args.concepts and args.ray is not None:
+        raise ValueError("--concepts rewrites every forward in this process: leave out --ray")
     if not args.concepts:
         if args.ablate or args.scale:
             raise ValueError("--ablate and --scale go with --concepts FILE")
@@ -167,7 +171,7 @@ def _classify(args, loaded, files, info, bar, folder_work: bool):
         finish(info)
         return [results] if info.main else None
     rewritten = args.concepts or args.registers
-    if not rewritten and folder_work:
+    if not rewritten and (folder_work or args.ray is not None):  # on a cluster: its pass fills the cache
         cached = _from_cache(args, loaded, files, bar)
         if cached is not None:
             return cached

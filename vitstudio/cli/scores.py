@@ -14,6 +14,7 @@ from .common import (
     EXIT_USAGE,
     NO_IMAGES,
     add_model_args,
+    add_ray_arg,
     drain,
     existing,
     has_images,
@@ -36,6 +37,7 @@ def register(subparsers) -> None:
     out.add_argument("--csv", metavar="FILE", help="write a CSV: path, given, predicted and the four scores")
     p.add_argument("--batch-size", **BATCH_SIZE)
     p.add_argument("--quiet", action="store_true", help="no progress messages")
+    add_ray_arg(p)
     p.set_defaults(handler=scores_cmd)
 
 

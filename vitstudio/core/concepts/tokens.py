@@ -24,6 +24,7 @@ from vitstudio.core.distributed import DistInfo, barrier
 from vitstudio.core.files import cache_dir
 from vitstudio.core.folder.embedcache import fill, model_fingerprint
 from vitstudio.core.folder.keyedstore import KeyedRows
+from vitstudio.core.folder.ray_jobs import ModelPass
 from vitstudio.core.folder.sharded import gather_in_order, my_share
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress
@@ -65,6 +66,12 @@ def patch_tokens(loaded: LoadedModel, x: torch.Tensor, layer: int) -> np.ndarray
     return layer_tokens(loaded, x, [layer])[layer].patches
 
 
+def flat_tokens(loaded: LoadedModel, x: torch.Tensor, layer: int) -> tuple[np.ndarray]:
+    """((B, gh · gw · d) float16 patch tokens after block `layer`,): a row of the token cache per image."""
+    tokens = patch_tokens(loaded, x, layer)
+    return (tokens.reshape(len(tokens), -1).astype(np.float16),)
+
+
 @dataclass(frozen=True)
 class FolderTokens:
     """Every readable file in input order, with its row in the cache's memory map."""
@@ -100,8 +107,7 @@ class TokenCache:
         return self.store.lookup_readable(path)
 
     def compute(self, x: torch.Tensor) -> tuple[np.ndarray]:
-        tokens = patch_tokens(self.loaded, x, self.layer)
-        return (tokens.reshape(len(tokens), -1).astype(np.float16),)
+        return flat_tokens(self.loaded, x, self.layer)
 
     def append(self, paths: list[Path], tokens: np.ndarray) -> None:
         self.store.append([str(p) for p in paths], {COLUMN: tokens})
@@ -123,8 +129,8 @@ def collect_tokens(loaded: LoadedModel, paths: Iterable[str], layer: int, batch_
     """Block `layer`'s patch tokens of every image under `paths`, from the cache where the file is unchanged."""
     cache = TokenCache(loaded, layer, root)
     files = [Path(p) for p in expand_paths(paths)]
-    errors, done = yield from fill(cache, loaded, files, cache.compute, batch_size, cancel, decoder,
-                                   f"Reading block {layer}'s tokens of")
+    errors, done = yield from fill(cache, loaded, files, ModelPass(flat_tokens, loaded, {"layer": layer}), batch_size,
+                                   cancel, decoder, f"Reading block {layer}'s tokens of")
     return cache.resolve([p for p in files if str(p) not in errors], errors, done - len(errors))
 
 

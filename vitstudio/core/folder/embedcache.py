@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from torch import nn
 from vitstudio.core.analysis.embeddings import pooled_features
 from vitstudio.core.data.images import expand_path_names
 from vitstudio.core.files import cache_dir as app_cache_dir
+from vitstudio.core.folder import ray_jobs
 from vitstudio.core.folder.keyedstore import KeyedRows, RowView, read_rows
 from vitstudio.core.inference import decoded_batches
 from vitstudio.core.jobs import CancelToken, Progress, Throttle
@@ -180,8 +181,8 @@ def embed_folder(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     cache = EmbeddingCache(loaded, root)
     files = list(expand_path_names(paths, ignored=ignored))  # strings: 100k Path objects cost ~0.3 s
     known = cache.store.data, cache.store.lookup_many(files)
-    errors, done = yield from fill(cache, loaded, files, lambda x: pooled_features(loaded, x), batch_size, cancel,
-                                   decoder, "Embedding", known[1], alongside)
+    errors, done = yield from fill(cache, loaded, files, ray_jobs.ModelPass(pooled_features, loaded), batch_size,
+                                   cancel, decoder, "Embedding", known[1], alongside)
     good, rows, features, logits = cache.resolve([p for p in files if p not in errors] if errors else files,
                                                  None if done else known)  # all cached: no second stat per file
     return FolderEmbeddings(tuple(good), rows, features, logits, tuple(loaded.labels),
@@ -205,15 +206,28 @@ def fill(cache, loaded: LoadedModel, files: list[Path], compute, batch_size: int
     yield Progress(0, len(todo), f"{verb} {len(todo)} of {len(files)} images ({len(files) - len(todo)} cached)")
     if alongside is not None:
         alongside.expect(todo)
-    for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel, decoder=decoder,
-                                 also=alongside):
+    # on a Ray cluster (`ray_jobs.on_cluster`) the same batches come back from its workers: this process alone
+    # writes the cache either way
+    batches = (ray_jobs.computed(loaded, todo, compute, batch_size, cancel, alongside, model_fingerprint)
+               if todo and ray_jobs.active() else _computed_here(loaded, todo, compute, batch_size, cancel, decoder,
+                                                                 alongside))
+    for batch in batches:
         errors.update(batch.errors)
-        if batch.tensor is not None:
-            cache.append([Path(p) for p, _ in batch.good], *compute(batch.tensor))
+        if batch.arrays is not None:
+            cache.append([Path(p) for p in batch.good], *batch.arrays)
         if alongside is not None:
             alongside.take(batch.extra)
-        done += len(batch.items)
+        done += batch.count
         if throttle.ready(force=done == len(todo)):
             yield Progress(done, len(todo), f"{verb} images")
     cache.compact()
     return errors, done
+
+
+def _computed_here(loaded: LoadedModel, todo: list, compute, batch_size: int | None, cancel: CancelToken | None,
+                   decoder: str, alongside) -> Iterator[ray_jobs.Computed]:
+    for batch in decoded_batches(loaded, [str(p) for p in todo], batch_size, cancel, decoder=decoder,
+                                 also=alongside):
+        good = [p for p, _ in batch.good]
+        yield ray_jobs.Computed(good, compute(batch.tensor) if batch.tensor is not None else None,
+                                dict(batch.errors), len(batch.items), batch.extra)

@@ -49,6 +49,8 @@ class FingerprintRider:
     cache lacks: computed on the reader threads from the decoded image (`fingerprint`, as `fingerprints` does),
     appended per batch. `cached_fingerprints` then finds them, so an audit decodes each image once."""
 
+    image_fn = staticmethod(fingerprint)  # what a cluster's decode stage computes for the files `wanted`
+
     def __init__(self, root: Path | None = None) -> None:
         self.root = root
         self.store: KeyedRows | None = None

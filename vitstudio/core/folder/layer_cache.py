@@ -26,6 +26,7 @@ from vitstudio.core.fields import LAYER_FEATURES
 from vitstudio.core.files import cache_dir
 from vitstudio.core.folder.embedcache import fill, model_fingerprint
 from vitstudio.core.folder.keyedstore import KeyedRows, read_rows
+from vitstudio.core.folder.ray_jobs import ModelPass
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.devices import explain_out_of_memory
 from vitstudio.core.models.model import LoadedModel
@@ -118,6 +119,6 @@ def embed_layers(loaded: LoadedModel, paths: Iterable[str], batch_size: int = 32
     unchanged, computed in one forward per batch otherwise. Yields Progress; returns FolderLayers."""
     cache = LayerCache(loaded, root)
     files = [Path(p) for p in expand_paths(paths)]
-    errors, done = yield from fill(cache, loaded, files, lambda x: layer_features(loaded, x), batch_size, cancel,
+    errors, done = yield from fill(cache, loaded, files, ModelPass(layer_features, loaded), batch_size, cancel,
                                    decoder, "Reading the layers of")
     return cache.resolve([p for p in files if str(p) not in errors], errors, done - len(errors))

@@ -1,0 +1,171 @@
+"""`--ray`: a folder command's model pass on a Ray cluster (core/folder/ray_jobs.py) gives what one process gives.
+
+One two-node cluster (`ray.cluster_utils.Cluster`, one CPU per node, on 127.0.0.1 only) is shared by every test of
+the module; a tiny ViT over 20 generated images keeps each job to seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import TINY_SPEC
+from vitstudio.cli import main
+
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                               reason="Ray is not installed (pip install 'vitstudio[cluster]')")
+IMAGES = 20
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Head + one worker node, 1 CPU each, every address on the loopback interface."""
+    # on Linux Ray resolves 127.0.0.1 to the machine's interface address unless this is 0 (set before it starts)
+    before = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    import ray
+    from ray.cluster_utils import Cluster
+
+    made = Cluster(initialize_head=True, connect=False,
+                   head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1"})
+    made.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+    yield made
+    ray.shutdown()
+    made.shutdown()
+    if before is None:
+        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    else:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = before
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """20 small random images and one unreadable file."""
+    folder = tmp_path_factory.mktemp("ray_images")
+    rng = np.random.default_rng(0)
+    for i in range(IMAGES):
+        Image.fromarray(rng.integers(0, 255, (36 + i, 44, 3), np.uint8)).save(folder / f"{i:02d}.png")
+    (folder / "broken.jpg").write_bytes(b"not a jpeg")
+    return folder
+
+
+def _predict(images, weights, out, *extra) -> int:
+    return main(["predict", str(images), "--model", TINY_SPEC, "--weights", str(weights), "--csv", str(out),
+                 "--quiet", *extra])
+
+
+def _rows(path) -> list[dict]:
+    return list(csv.DictReader(open(path)))
+
+
+def _same_predictions(a, b) -> None:
+    """The same rows in the same order, the same labels, probabilities within 1e-5."""
+    rows_a, rows_b = _rows(a), _rows(b)
+    assert [r["path"] for r in rows_a] == [r["path"] for r in rows_b] and len(rows_a) == IMAGES + 1
+    for ra, rb in zip(rows_a, rows_b):
+        assert ra["error"] == rb["error"]
+        assert [ra[f"label_{k}"] for k in range(1, 6)] == [rb[f"label_{k}"] for k in range(1, 6)]
+        for k in range(1, 6):
+            if ra[f"prob_{k}"]:
+                assert abs(float(ra[f"prob_{k}"]) - float(rb[f"prob_{k}"])) <= 1e-5
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """Every path the driver hands to Ray Data (`from_items`), in the order given."""
+    import ray.data
+
+    paths: list[str] = []
+    real = ray.data.from_items
+
+    def spy(items, *args, **kwargs):
+        paths.extend(item["path"] for item in items)
+        return real(items, *args, **kwargs)
+
+    monkeypatch.setattr(ray.data, "from_items", spy)
+    return paths
+
+
+@needs_ray
+def test_predict_csv_on_a_cluster_equals_one_process_and_a_plain_embed_after_computes_nothing(
+        cluster, images, tiny_weights, tmp_path, monkeypatch, capsys, sent):
+    """`predict FOLDER --csv --ray ADDRESS` on two nodes writes the CSV one process writes (rows and order, labels,
+    probabilities within 1e-5; the unreadable file's error row in its place); only the folder's images went out, as
+    explicit paths; and the cluster filled this machine's embedding cache, so a plain `embed` after it computes
+    nothing and reads features within 1e-5 of one process's own."""
+    weights, cache = tiny_weights[0], os.environ["VITSTUDIO_CACHE_DIR"]
+    assert _predict(images, weights, tmp_path / "ray.csv", "--ray", cluster.address) == 1  # 1: the broken file
+    assert sorted(sent) == sorted(str(p) for p in images.iterdir())
+    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path / "own_cache"))
+    assert _predict(images, weights, tmp_path / "plain.csv") == 1
+    _same_predictions(tmp_path / "ray.csv", tmp_path / "plain.csv")
+    assert main(["embed", str(images), "--model", TINY_SPEC, "--weights", str(weights), "--out",
+                 str(tmp_path / "own.npz"), "--quiet"]) == 1
+    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", cache)
+    capsys.readouterr()
+    assert main(["embed", str(images), "--model", TINY_SPEC, "--weights", str(weights), "--out",
+                 str(tmp_path / "after.npz"), "--quiet"]) == 1
+    assert f"{IMAGES} images embedded (0 computed, {IMAGES} from the cache)" in capsys.readouterr().err
+    own, after = np.load(tmp_path / "own.npz"), np.load(tmp_path / "after.npz")
+    assert list(own["paths"]) == list(after["paths"])
+    np.testing.assert_allclose(after["features"], own["features"], atol=1e-5)
+
+
+def test_without_ray_the_option_says_how_to_install_it_in_one_line(images, tiny_weights, monkeypatch, capsys):
+    """`--ray` where Ray is not installed: exit 2 and one line naming the extra to install, no traceback."""
+    for name in [m for m in sys.modules if m == "ray" or m.startswith("ray.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    rc = main(["embed", str(images), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]), "--ray"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert err[0].startswith("error: --ray needs Ray") and "pip install 'vitstudio[cluster]'" in err[0]
+
+
+
+@needs_ray
+def test_a_cluster_run_cut_by_ctrl_c_then_rerun_through_a_lost_node_sends_only_the_missing_files(
+        cluster, images, tiny_weights, tmp_path, monkeypatch, sent):
+    """Ctrl+C once the first batch came back: the command stops (exit 130) with the cache whole, holding that
+    batch. The same command again sends only the files the cache lacks, each once (the unreadable one again), and
+    when the worker node is removed after its first batch, the job finishes on the head node (tasks retried, the
+    actor restarted): the CSV is complete and equal to one process's. (Last in the module: one node is left.)"""
+    from vitstudio.core.folder import ray_jobs
+
+    weights = tiny_weights[0]
+    real = ray_jobs._unpacked
+
+    def then(step):
+        def first(batch):
+            done = real(batch)
+            monkeypatch.setattr(ray_jobs, "_unpacked", step)
+            return done
+        return first
+
+    def interrupt(batch):
+        raise KeyboardInterrupt
+
+    def lose_a_node(batch):
+        for node in list(cluster.worker_nodes):
+            cluster.remove_node(node, allow_graceful=False)
+        monkeypatch.setattr(ray_jobs, "_unpacked", real)
+        return real(batch)
+
+    monkeypatch.setattr(ray_jobs, "_unpacked", then(interrupt))
+    assert _predict(images, weights, tmp_path / "cut.csv", "--ray", cluster.address, "--batch-size", "4") == 130
+    first = len(sent)
+    sent.clear()
+    monkeypatch.setattr(ray_jobs, "_unpacked", then(lose_a_node))
+    assert _predict(images, weights, tmp_path / "ray.csv", "--ray", cluster.address, "--batch-size", "4") == 1
+    assert first == IMAGES + 1 and 1 <= len(sent) <= first - 4  # the first run's first batch (4 images) was kept
+    assert len(set(sent)) == len(sent) and str(images / "broken.jpg") in sent
+    assert not cluster.worker_nodes
+    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path / "own_cache"))
+    assert _predict(images, weights, tmp_path / "plain.csv") == 1
+    _same_predictions(tmp_path / "ray.csv", tmp_path / "plain.csv")

@@ -1,0 +1,356 @@
+"""A folder pass on a Ray cluster (`--ray [ADDRESS]`): the same cache, the same outputs, the model pass spread over
+machines with Ray Data.
+
+The driver (the command's process) scans the folder and asks the cache which files it lacks, as in one process;
+only those go out, as explicit paths in chunks (`from_items`: `read_images` resolves every path's metadata before
+reading a byte, ray-project/ray#40686, and is slower than decoding in `map_batches`, #37499). A CPU stage decodes and
+preprocesses them exactly as `inference.decoded_batches` does, into numpy (PIL objects in blocks are not counted by
+Ray's memory accounting, #44577); the model stage runs in an actor pool (`ActorPoolStrategy`: one model per actor,
+one GPU per actor where the cluster has GPUs, the batch size of the memory plan). Results stream back
+(`iter_batches`) and the driver alone appends them to the cache, batch by batch, as rank 0 does under torchrun: an
+interrupted job keeps what came back, and the same command again sends only what is missing.
+
+The model reaches the workers as the driver resolved it: its weights in the object store (one copy per node) and
+its structure on the meta device (no weights, a few KB), rebuilt on each actor, which checks the model's
+fingerprint against the driver's before it computes anything. No worker ever resolves a model name itself.
+
+Ray is an optional extra (`pip install 'vitstudio[cluster]'`): imported only when `--ray` is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import copy
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from vitstudio.core.errors import UserFacingError
+from vitstudio.core.jobs import CancelToken
+from vitstudio.core.models.model import LoadedModel
+
+INSTALL = "pip install 'vitstudio[cluster]'"
+CHUNK = 50_000  # paths per dataset: the driver holds a chunk's items, never the whole folder's twice
+RETRIES = 3  # a lost task is run again, a lost actor restarted (and its tasks retried), this many times
+
+
+class RayJobError(RuntimeError, UserFacingError):
+    """The cluster cannot run the job (Ray missing, unreachable, another version, a node without the model's
+    dependencies): one line that says what to do."""
+
+
+class ModelMismatch(RuntimeError):
+    """An actor rebuilt a model whose fingerprint differs from the driver's."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    address: str
+    nodes: int
+    cpus: float
+    gpus: float
+
+    def describe(self) -> str:
+        return f"{self.nodes} node(s), {self.cpus:g} CPU(s), {self.gpus:g} GPU(s) at {self.address}"
+
+
+_cluster: contextvars.ContextVar[ClusterInfo | None] = contextvars.ContextVar("vitstudio_ray_cluster", default=None)
+
+
+def active() -> ClusterInfo | None:
+    """The cluster the folder passes of this context run on (`on_cluster`), or None: in this process."""
+    return _cluster.get()
+
+
+def require_ray():
+    try:
+        import ray
+        import ray.data  # noqa: F401  (the extra: ray[data])
+    except ImportError as exc:
+        raise RayJobError(f"--ray needs Ray ({exc.name or 'ray'} is not installed): {INSTALL}") from None
+    return ray
+
+
+def connect(address: str | None = None) -> ClusterInfo:
+    """Join the cluster at `address` (as `ray.init(address=...)` takes it), else at RAY_ADDRESS, else start a local
+    instance; a process already connected stays on its cluster. Every failure is one RayJobError line."""
+    ray = require_ray()
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if not ray.is_initialized():
+        quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+        try:
+            if address:
+                ray.init(address=address, **quiet)
+            else:
+                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **quiet)
+        except ConnectionError as exc:
+            raise RayJobError(f"cannot reach the Ray cluster at {address}: {_first_line(exc)} (start it with "
+                              f"`ray start --head`, or give its address: --ray HOST:6379)") from None
+        except RuntimeError as exc:
+            if "version" in str(exc).lower():
+                raise RayJobError(f"the Ray cluster at {address} runs another version: {_first_line(exc)} "
+                                  f"(install the cluster's Ray and Python versions here)") from None
+            raise
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its notes on each execution's start and end
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the command's own bar counts files done
+    context.print_on_execution_start = False
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    total = ray.cluster_resources()
+    return ClusterInfo(ray.get_runtime_context().gcs_address, len(nodes), float(total.get("CPU", 0)),
+                       float(total.get("GPU", 0)))
+
+
+@contextlib.contextmanager
+def on_cluster(address: str | None = None):
+    """Within: every folder pass (`embedcache.fill`) of this context runs its model pass on the cluster."""
+    token = _cluster.set(connect(address))
+    try:
+        yield _cluster.get()
+    finally:
+        _cluster.reset(token)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# -- what runs on the workers --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelPass:
+    """`fn(loaded, x, **kwargs) -> tuple of (B, ...) arrays`, bound to a model: called as `compute(x)` in this
+    process; on a cluster, `fn` and `kwargs` travel and each actor binds them to its rebuilt model."""
+
+    fn: Callable
+    loaded: LoadedModel
+    kwargs: dict = field(default_factory=dict)
+
+    def __call__(self, x: torch.Tensor) -> tuple:
+        return tuple(self.fn(self.loaded, x, **self.kwargs))
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    """What an actor rebuilds the driver's model from: the LoadedModel with its module on the meta device, the
+    weights (an object reference to {name: array}) and the driver's fingerprint of the whole model."""
+
+    skeleton: LoadedModel
+    weights: object  # ray.ObjectRef
+    fingerprint: str
+    fingerprint_of: Callable[..., str]  # embedcache.model_fingerprint (whole=True), travelling by reference
+
+    @classmethod
+    def of(cls, ray, loaded: LoadedModel, fingerprint_of: Callable[..., str]) -> ShippedModel:
+        model = loaded.model
+        tensors = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+        # the structure without its weights: every parameter and buffer swapped for a meta tensor while copying
+        memo = {}
+        for t in tensors.values():
+            meta = torch.empty_like(t, device="meta")
+            memo[id(t)] = nn.Parameter(meta, t.requires_grad) if isinstance(t, nn.Parameter) else meta
+        skeleton = copy.deepcopy(model, memo)
+        weights = {name: _portable(t) for name, t in tensors.items()}
+        return cls(dataclasses.replace(loaded, model=skeleton, device=torch.device("cpu")), ray.put(weights),
+                   fingerprint_of(loaded, whole=True), fingerprint_of)
+
+    def rebuild(self, ray, device: torch.device) -> LoadedModel:
+        weights = ray.get(self.weights)
+        model = self.skeleton.model.to_empty(device=device)
+        with torch.no_grad():
+            for name, t in {**dict(model.named_parameters()), **dict(model.named_buffers())}.items():
+                t.copy_(_tensor(weights[name]))
+        model.eval()
+        loaded = dataclasses.replace(self.skeleton, model=model, device=device)
+        found = self.fingerprint_of(loaded, whole=True)
+        if found != self.fingerprint:
+            raise ModelMismatch(f"the model rebuilt on a worker (fingerprint {found}) is not the driver's "
+                                f"({self.fingerprint})")
+        return loaded
+
+
+def _portable(t: torch.Tensor):
+    """A numpy array (zero-copy in the object store) where numpy has the dtype; bfloat16 travels as its bits."""
+    t = t.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        return ("bfloat16", t.view(torch.int16).numpy())
+    return t.numpy()
+
+
+def _tensor(value) -> torch.Tensor:
+    if isinstance(value, tuple):
+        return torch.from_numpy(np.array(value[1])).view(torch.bfloat16)
+    return torch.from_numpy(np.array(value))
+
+
+def decode_stage(batch: dict, prep: LoadedModel, also: Callable | None) -> dict:
+    """CPU stage: paths -> the model's normalised input as float32 numpy (zeros with an error for an unreadable
+    file, read as in one process: `inference._decode_and_crop`), and `also(image)` where the driver asked for it."""
+    from vitstudio.core.inference import _decode_and_crop
+
+    paths, wanted = [str(p) for p in batch["path"]], batch["also"]
+    decoded = [_decode_and_crop(prep, p, (lambda _p, image: also(image)) if also is not None and w else None)
+               for p, w in zip(paths, wanted)]
+    shape = next((t.shape for _, _, t, _, _ in decoded if t is not None), (3, *prep.input_hw))
+    out = {"path": np.asarray(paths, object),
+           "error": np.asarray([err or "" for _, _, _, err, _ in decoded], object),
+           "image": np.stack([t.numpy() if t is not None else np.zeros(shape, np.float32)
+                              for _, _, t, _, _ in decoded]).astype(np.float32, copy=False)}
+    extras = [extra for *_, extra in decoded]
+    parts = next((e for e in extras if e is not None), None)
+    out["has_also"] = np.asarray([e is not None for e in extras])
+    if parts is not None:  # a rider's tuple of arrays, a column per part (zeros where it has none)
+        for j, part in enumerate(parts):
+            part = np.asarray(part)
+            out[f"also_{j}"] = np.stack([np.asarray(e[j]) if e is not None else np.zeros_like(part)
+                                         for e in extras])
+    return out
+
+
+class ModelStage:
+    """An actor of the pool: rebuilds the driver's model once, then runs the pass on each batch of decoded images.
+    Output columns: path, error, ok (the pass ran), out_0.. (the pass's arrays, zeros where not ok), also_*."""
+
+    def __init__(self, shipped: ShippedModel, fn: Callable, kwargs: dict, threads: int) -> None:
+        import ray
+
+        gpu = bool(ray.get_gpu_ids()) and torch.cuda.is_available()
+        if not gpu:
+            torch.set_num_threads(max(1, threads))
+        self.loaded = shipped.rebuild(ray, torch.device("cuda" if gpu else "cpu"))
+        self.fn, self.kwargs = fn, kwargs
+        probe = self._run(torch.zeros(1, 3, *self.loaded.input_hw))  # the output widths, for batches with no image
+        self.blank = [np.zeros(a.shape[1:], a.dtype) for a in probe]
+
+    def _run(self, x: torch.Tensor) -> list[np.ndarray]:
+        return [np.asarray(a) for a in self.fn(self.loaded, x, **self.kwargs)]
+
+    def __call__(self, batch: dict) -> dict:
+        ok = np.asarray([not e for e in batch["error"]])
+        out = {k: v for k, v in batch.items() if k != "image"}
+        out["ok"] = ok
+        arrays = self._run(torch.from_numpy(np.ascontiguousarray(batch["image"][ok]))) if ok.any() else None
+        for j, blank in enumerate(self.blank):
+            column = np.zeros((len(ok), *blank.shape), blank.dtype)
+            if arrays is not None:
+                column[ok] = arrays[j]
+            out[f"out_{j}"] = column
+        return out
+
+
+# -- the driver ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Computed:
+    """One batch back from the cluster: what `embedcache.fill` appends (as from one process's decoded batch)."""
+
+    good: list[str]  # files the pass ran on
+    arrays: tuple | None  # the pass's arrays for `good` (None when no file of the batch was readable)
+    errors: dict[str, str]  # unreadable files, with the reason
+    count: int  # files in the batch
+    extra: dict[str, tuple]  # path -> the rider's value (files it asked for)
+
+
+def computed(loaded: LoadedModel, todo: list, compute: ModelPass, batch_size: int | None,
+             cancel: CancelToken | None, alongside, fingerprint_of: Callable[..., str]) -> Iterator[Computed]:
+    """The pass `compute` over the files `todo` on the active cluster, batch by batch as results come back (in no
+    particular order). A rider (`alongside`, e.g. `FingerprintRider`) is computed in the decode stage for the files
+    it `wanted`. `fingerprint_of(loaded, whole=True)`: the model's identity, which every actor checks."""
+    from vitstudio.core.inference import folder_batch_size
+
+    ray = require_ray()
+    cluster = active() or connect()
+    if not isinstance(compute, ModelPass):
+        raise TypeError("a folder pass on a cluster needs its compute as a ModelPass")
+    shipped = ShippedModel.of(ray, loaded, fingerprint_of)
+    plan = _plan(cluster)
+    wanted = getattr(alongside, "wanted", frozenset()) if alongside is not None else frozenset()
+    also = getattr(alongside, "image_fn", None) if wanted else None
+    batch = folder_batch_size(loaded, batch_size)
+    for start in range(0, len(todo), CHUNK):
+        names = [str(p) for p in todo[start:start + CHUNK]]
+        items = ray.data.from_items([{"path": p, "also": p in wanted} for p in names])
+        with _retries_said() as retries:
+            decoded = items.map_batches(decode_stage, fn_kwargs={"prep": shipped.skeleton, "also": also},
+                                        batch_size=batch, batch_format="numpy", num_cpus=plan["decode_cpus"],
+                                        **retries({"max_retries": RETRIES}))
+            results = decoded.map_batches(
+                ModelStage, fn_constructor_kwargs={"shipped": shipped, "fn": compute.fn, "kwargs": compute.kwargs,
+                                                   "threads": plan["threads"]},
+                compute=ray.data.ActorPoolStrategy(min_size=1, max_size=plan["actors"]), batch_size=batch,
+                batch_format="numpy", num_cpus=plan["actor_cpus"], num_gpus=plan["gpus"],
+                **retries({"max_restarts": RETRIES, "max_task_retries": RETRIES}))
+        yield from _streamed(results, cancel)
+
+
+@contextlib.contextmanager
+def _retries_said():
+    """Retries set explicitly (Ray Data's own default retries a failing task and restarts an actor without end) as
+    `ray.remote` options, where this Ray's `map_batches` still takes them (deprecated in 2.5x, to go in 2.64;
+    without them Ray Data's defaults apply)."""
+    import inspect
+    import warnings
+
+    import ray.data
+
+    takes = "ray_remote_args" in inspect.signature(ray.data.Dataset.map_batches).parameters
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ray_remote_args.*deprecated")
+        yield lambda options: options if takes else {}
+
+
+def _plan(cluster: ClusterInfo) -> dict:
+    """Actors and resources: one actor per GPU where there are GPUs; on CPUs, half the cluster's CPUs run models
+    and half decode (a node of 1 CPU still holds one of each, so any one node left finishes the job)."""
+    if cluster.gpus >= 1:
+        return {"actors": int(cluster.gpus), "gpus": 1, "actor_cpus": 1, "decode_cpus": 1, "threads": 1}
+    actors = max(1, int(cluster.cpus // 2))
+    return {"actors": actors, "gpus": 0, "actor_cpus": 0.5, "decode_cpus": 0.5,
+            "threads": max(1, int(cluster.cpus // (2 * actors)))}
+
+
+def _streamed(results, cancel: CancelToken | None) -> Iterator[Computed]:
+    batches = results.iter_batches(batch_size=None, batch_format="numpy")
+    try:
+        for batch in batches:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            yield _unpacked(batch)
+    except Exception as exc:
+        _explain(exc)
+        raise
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:  # stops the execution: no more tasks started, the actors released
+            close()
+
+
+def _unpacked(batch: dict) -> Computed:
+    paths = [str(p) for p in batch["path"]]
+    ok = np.asarray(batch["ok"], bool)
+    outputs = sorted((k for k in batch if k.startswith("out_")), key=lambda k: int(k[4:]))
+    riders = sorted((k for k in batch if k.startswith("also_")), key=lambda k: int(k[5:]))
+    good = [p for p, k in zip(paths, ok) if k]
+    arrays = tuple(np.ascontiguousarray(batch[k][ok]) for k in outputs) if good else None
+    errors = {p: str(e) for p, e in zip(paths, batch["error"]) if e}
+    extra = {p: tuple(batch[k][i] for k in riders) for i, p in enumerate(paths)
+             if riders and batch["has_also"][i]}
+    return Computed(good, arrays, errors, len(paths), extra)
+
+
+def _explain(exc: BaseException) -> None:
+    """Failures of the cluster's own (not of this process's code) as one line."""
+    text = str(exc)
+    if "ModuleNotFoundError" in text or "No module named" in text:
+        missing = text.split("No module named", 1)[-1].split("\n", 1)[0].strip(" :'\"")
+        raise RayJobError(f"a node of the Ray cluster cannot run the model: its Python lacks {missing or 'a module'}"
+                          f" (install vitstudio on every node: {INSTALL})") from None
+    if "ModelMismatch" in text:
+        raise RayJobError("a node of the Ray cluster rebuilt another model than this one: "
+                          f"{text.split('ModelMismatch:', 1)[-1].strip().splitlines()[0]}") from None
