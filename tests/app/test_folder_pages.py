@@ -136,3 +136,54 @@ def test_the_label_review_page_lists_the_doubted_images_and_undoes_its_fixes_on_
     page.exclude()  # (the third is picked again, back on the list)
     app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
     assert page.issues == [] and page.summary == "" and page.excluded == set() and not page.can_retrain()
+
+
+def test_the_labels_page_labels_the_apps_selection_and_says_what_follows_from_the_labels(tmp_path):
+    """The Labels page's model (app/pages/labels.py) labels the App's selected rows (else the map's), offering the
+    class folder they are in first; keys 1–9 are the classes in the order first given (a key past them is refused, in
+    one line); each labelling is undone on the app's one stack; Train, Suggest next and Reset filters change what the
+    page says; "Train a model…" hands over the labels file; another folder leaves no selection, no head and its own
+    labels file."""
+    app = App(ScriptRunner())
+    said = []
+    app.state.message.connect(lambda level, text: said.append(text))
+    app.load_model(str(bundled_demo()))
+    page = app.pages["labels"]
+    assert not page.ready() and page.describe().startswith("Open a folder")
+    app.folder.open_paths([str(render_digits(tmp_path / "digits", 3))])
+    paths, first_file = app.folder.results.paths, app.labels.path
+    assert page.ready() and page.describe().startswith("0 of 30 images labelled")
+    assert page.paths_to_label() == [] and said[-1].startswith("Select images first")
+
+    zeros, ones = [paths.index(p) for p in paths if "/0/" in p], [paths.index(p) for p in paths if "/1/" in p]
+    app.selection.select_rows(zeros[:2], "table")
+    assert page.selected_paths() == [paths[r] for r in zeros[:2]] and page.offered(page.selected_paths()) == (["0"], 0)
+    page.label(page.selected_paths(), "zero")
+    app.selection.select_rows([])
+    app.folder.map_rows = ones[:2]  # nothing selected in the table: what is selected on the map
+    page.label(page.paths_to_label(), "one")
+    assert page.counts() == {"zero": 2, "one": 2} and page.describe().startswith("4 of 30 images labelled")
+    page.label_as_number(3)
+    assert said[-1].startswith("There are 2 classes: keys 1–2") and len(app.labels.labels) == 4
+    app.selection.select_rows(zeros[2:], "table")
+    page.label_as_number(1)
+    assert page.counts() == {"zero": 3, "one": 2}
+    app.undo.undo()
+    assert page.counts() == {"zero": 2, "one": 2}
+
+    page.train()
+    assert app.labels.head is not None and page.note == ("head", 4)
+    page.suggest_next()
+    shown = len(app.folder.group_rows)
+    assert page.describe() == f"The table shows the {shown} images to label next (Reset filters shows all)."
+    app.folder.reset_filters()
+    assert page.describe().startswith("4 of 30 images labelled")
+    handed = []
+    page.train_requested.connect(handed.append)
+    page.request_training()
+    assert handed == [first_file]
+
+    app.selection.select_rows(zeros[:1], "table")
+    app.folder.open_paths([str(render_digits(tmp_path / "more", 1))])
+    assert app.selection.rows == [] and app.labels.head is None and app.labels.path != first_file
+    assert page.counts() == {} and page.describe().startswith("0 of 10 images labelled")

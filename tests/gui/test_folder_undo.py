@@ -162,8 +162,8 @@ def test_a_sort_a_label_and_a_paint_stroke_are_undone_in_reverse_order_from_any_
     _settle(qtbot)
     assert len(list(out.rglob("*.png"))) == 10
     first = panel.results.paths[0]
-    panel.labels_tab.label([first], "7")  # 2: a label
-    assert panel.labels_tab.model.labels == {first: "7"}
+    panel.app.labels.label([first], "7")  # 2: a label
+    assert panel.app.labels.labels == {first: "7"}
     page = window.app.pages["paint"]  # 3: a stroke on the current image
     panel.folder_model.select(0)
     _settle(qtbot)
@@ -177,16 +177,16 @@ def test_a_sort_a_label_and_a_paint_stroke_are_undone_in_reverse_order_from_any_
         _undo(qtbot, window)
         if undone == "stroke":
             assert page.paint.mask(first) is None or not (page.paint.mask(first) != 255).any()
-            assert panel.labels_tab.model.labels == {first: "7"} and len(list(out.rglob("*.png"))) == 10
+            assert panel.app.labels.labels == {first: "7"} and len(list(out.rglob("*.png"))) == 10
         elif undone == "label":
-            assert panel.labels_tab.model.labels == {} and len(list(out.rglob("*.png"))) == 10
+            assert panel.app.labels.labels == {} and len(list(out.rglob("*.png"))) == 10
         else:
             assert not list(out.rglob("*.png"))
     assert not window.edit_actions.undo.isEnabled()
     _redo(qtbot, window)  # the sort again, then the label, then the stroke
     _redo(qtbot, window)
     _redo(qtbot, window)
-    assert panel.labels_tab.model.labels == {first: "7"} and (page.paint.mask(first) == painted).all()
+    assert panel.app.labels.labels == {first: "7"} and (page.paint.mask(first) == painted).all()
 
 
 def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_file(panel, qtbot, tmp_path,
@@ -204,7 +204,7 @@ def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_f
     asked = []
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a) or QMessageBox.Ok)
     three = str(sorted((data / "3").iterdir())[0])
-    panel.labels_tab.label([three], "8")  # a wrong label, given on the Labels tab
+    panel.app.labels.label([three], "8")  # a wrong label, given on the Labels tab
     page = panel.side.page("review")
     panel.start_review()
     _settle(qtbot)
@@ -217,8 +217,8 @@ def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_f
     suggested = page.list.item(row).data(Qt.UserRole)[1]
     page.relabel_button.click()
     _settle(qtbot)
-    assert panel.labels_tab.labels[three] == suggested and page.list.count() == shown - 1
+    assert panel.app.labels.labels[three] == suggested and page.list.count() == shown - 1
     assert not asked and _files(data) == before  # no move asked, no file touched
     panel.undo_button.click()
     _settle(qtbot)
-    assert panel.labels_tab.labels[three] == "8" and page.list.count() == shown
+    assert panel.app.labels.labels[three] == "8" and page.list.count() == shown

@@ -64,7 +64,7 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     folder, truth = _unlabelled_folder(tmp_path)
     before = tree_state(folder)
     panel = _open(window, qtbot, folder)
-    tab = panel.labels_tab
+    tab, labels = panel.side.page("labels"), window.app.labels
     zeros = [p for p, c in truth.items() if c == "zero"]
     ones = [p for p, c in truth.items() if c == "one"]
 
@@ -74,43 +74,43 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
         monkeypatch.setattr(QInputDialog, "getItem", lambda _p, _t, _l, options, current, *a, name=name, **k:
                             offered.append((list(options), current)) or (name, True))
         tab.label_button.click()
-    assert tab.labels == {p: truth[p] for p in zeros[:4] + ones[:4]}
+    assert labels.labels == {p: truth[p] for p in zeros[:4] + ones[:4]}
     assert offered[0] == (["0"], 0)  # no class yet: the demo's top-1 for the four zeros
     assert offered[1] == (["zero"], 0)  # "1" is no guess among the user's own classes
     _select(panel, [])  # no rows selected: the map's box is the selection
     panel.folder_model.map_rows = np.asarray([panel.results.paths.index(p) for p in ones[4:6]])
     monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("one", True))
     tab.label_button.click()
-    assert all(tab.labels[p] == "one" for p in ones[4:6])
+    assert all(labels.labels[p] == "one" for p in ones[4:6])
     panel.files.undo_stack.undo()  # (taken back: the rest of the test counts on the table's labels)
-    assert not any(p in tab.labels for p in ones[4:6])
+    assert not any(p in labels.labels for p in ones[4:6])
     panel.folder_model.map_rows = None
     _select(panel, zeros[4:6])
     panel.table.setFocus()
     qtbot.keyClick(panel.table, Qt.Key_1)  # classes in the order first given: 1 zero, 2 one
-    assert all(tab.labels[p] == "zero" for p in zeros[4:6])
-    assert load_labels(default_labels_path(folder)) == tab.labels  # kept in the data folder, at once
+    assert all(labels.labels[p] == "zero" for p in zeros[4:6])
+    assert load_labels(default_labels_path(folder)) == labels.labels  # kept in the data folder, at once
     # the keys and the classes told apart (a bold "1" beside a class named "2" read as a class: the walk)
     assert tab.classes.text() == "key <b>1</b>: zero (6 images)   key <b>2</b>: one (4 images)"
     # a class given later takes the next key and renumbers none (sorted by name, "one" would have moved: the walk)
-    assert class_order({**tab.labels, "x.png": "a-first-by-name"})[:3] == ["zero", "one", "a-first-by-name"]
+    assert class_order({**labels.labels, "x.png": "a-first-by-name"})[:3] == ["zero", "one", "a-first-by-name"]
     # the table marks which rows are labelled: their label, in bold, as given (issue 29, item 12)
     model = panel.table_model
     for view_row in range(model.rowCount()):
         path = panel.results.paths[model.source_row(view_row)]
         index = model.index(view_row, 4)
         bold = model.data(index, Qt.FontRole)
-        assert (bold is not None and bold.bold()) == (path in tab.labels), path
-        assert model.data(index) == tab.labels.get(path, panel.results.given[model.source_row(view_row)])
+        assert (bold is not None and bold.bold()) == (path in labels.labels), path
+        assert model.data(index) == labels.labels.get(path, panel.results.given[model.source_row(view_row)])
 
     tab.train_button.click()
-    qtbot.waitUntil(lambda: tab.head is not None, timeout=30000)
-    head = tab.head
+    qtbot.waitUntil(lambda: labels.head is not None, timeout=30000)
+    head = labels.head
     predicted = {p: head.classes[head.predicted[i]] for i, p in enumerate(panel.results.paths)}
-    assert all(predicted[p] == truth[p] for p in tab.labels)
+    assert all(predicted[p] == truth[p] for p in labels.labels)
     assert np.mean([predicted[p] == truth[p] for p in truth]) >= 0.9  # the unlabelled ones too
     # the head's guess, in the user's classes
-    assert tab.model.guess(ones[6:9]) == "one" and tab.model.guess(zeros[6:9]) == "zero"
+    assert labels.guess(ones[6:9]) == "one" and labels.guess(zeros[6:9]) == "zero"
     legend = panel.side.page("map").map.legend.text()
     assert "zero" in legend and "one" in legend  # the map recoloured by the head's classes
     window.resize(1280, 720)  # the map's title fits its width there (it was cut: issue 29, item 12)
@@ -121,15 +121,15 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     assert panel.side.currentWidget() is panel.side.page("map")
 
     panel.files.undo_stack.undo()  # the number key's labelling
-    assert zeros[4] not in tab.labels and len(tab.labels) == 8
-    assert load_labels(default_labels_path(folder)) == tab.labels
+    assert zeros[4] not in labels.labels and len(labels.labels) == 8
+    assert load_labels(default_labels_path(folder)) == labels.labels
     panel.files.undo_stack.redo()
-    assert len(tab.labels) == 10
+    assert len(labels.labels) == 10
 
     tab.suggest_button.click()
     qtbot.waitUntil(lambda: panel.group_rows is not None, timeout=30000)
     suggested = {panel.results.paths[r] for r in panel.visible_rows()}
-    assert len(suggested) == 9 and not suggested & set(tab.labels)  # only images not labelled yet
+    assert len(suggested) == 9 and not suggested & set(labels.labels)  # only images not labelled yet
     assert "to label next" in tab.info.text()
     buttons = tab.layout().itemAt(0).layout()  # the buttons first: the lines below wrap without moving them
     assert buttons is not None and buttons.indexOf(tab.suggest_button) >= 0
@@ -145,13 +145,13 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
 
     from vitstudio.gui.main_window import MainWindow
 
-    labels = dict(tab.labels)
+    kept = dict(labels.labels)
     window.close()
     second = MainWindow()
     qtbot.addWidget(second)
     try:
-        reopened = _open(second, qtbot, folder)
-        assert reopened.labels_tab.labels == labels  # back after a restart
+        _open(second, qtbot, folder)
+        assert second.app.labels.labels == kept  # back after a restart
     finally:
         workers.shutdown(5000)
 
@@ -172,12 +172,12 @@ def test_label_as_offers_the_class_folder_an_image_is_in(panel, qtbot, tmp_path)
     panel = panel(FolderPanel, model=bundled_demo())  # the Folder tab alone
     panel.open_folder(str(named))
     _settle(qtbot)
-    tab = panel.labels_tab
+    labels = panel.app.labels
     alphas = [p for p in panel.results.paths if "/alpha/" in p]
     assert panel.results.predicted_labels()[panel.results.paths.index(alphas[0])] == "0"  # the model: a digit
-    assert tab.model.guess(alphas[:3]) == "alpha"
-    tab.label(alphas[:2], "mine")  # a class of the user's own: the folder still names the others' class
-    assert tab.model.guess(alphas[2:4]) == "alpha"
+    assert labels.guess(alphas[:3]) == "alpha"
+    labels.label(alphas[:2], "mine")  # a class of the user's own: the folder still names the others' class
+    assert labels.guess(alphas[2:4]) == "alpha"
 
 
 def test_label_as_prefills_the_rows_folder_not_the_previous_label(panel, qtbot, tmp_path, monkeypatch):
@@ -195,10 +195,10 @@ def test_label_as_prefills_the_rows_folder_not_the_previous_label(panel, qtbot, 
     folder = panel(FolderPanel, model=bundled_demo())
     folder.open_folder(str(named))
     _settle(qtbot)
-    tab = folder.labels_tab
+    tab = folder.side.page("labels")
     alphas = [p for p in folder.results.paths if "/alpha/" in p]
     betas = [p for p in folder.results.paths if "/beta/" in p]
-    tab.label(alphas[:2], "mine")
+    folder.app.labels.label(alphas[:2], "mine")
     _select(folder, betas[:2])
     offered = []
     monkeypatch.setattr(QInputDialog, "getItem", lambda _p, _t, _l, options, current, *a, **k:

@@ -29,8 +29,8 @@ def _folder_views(panel) -> dict[str, object]:
         "report": panel.report,
         "duplicates": panel.side.page("duplicates").count(),
         "fit": panel.fit.fit,
-        "labels": dict(panel.labels_tab.labels),
-        "quick head": panel.labels_tab.head,
+        "labels": dict(panel.app.labels.labels),
+        "quick head": panel.app.labels.head,
         "layers": panel.side.page("layers").result,
         "gallery": panel.gallery.model().rowCount(),
         "lasso": len(panel.side.page("map").map.lasso._drawn),
@@ -95,9 +95,9 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     panel.select_row(0)  # similar images
     panel.start_review()  # label review and duplicate groups
     labelled = list(panel.results.paths[:4])
-    panel.labels_tab.label(labelled[:2], "round")
-    panel.labels_tab.label(labelled[2:], "straight")
-    panel.labels_tab.train()  # the quick head colours the map
+    panel.app.labels.label(labelled[:2], "round")
+    panel.app.labels.label(labelled[2:], "straight")
+    panel.side.page("labels").train_button.click()  # the quick head colours the map
     panel.side.page("layers").run_button.click()  # probes of every block
     _settle(qtbot)
     _paint_selected(panel)  # the Paint page: the selected image painted and segmented
@@ -111,13 +111,13 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     panel.view_state.colour_by = "uniqueness"  # the brain's scores: the table's columns, the map's colours
     filled = {**_folder_views(panel), "paint over attention": over_attention.item.image is not None}
     assert all(value not in (None, 0, {}) for value in filled.values()), filled
-    first_labels = panel.labels_tab.path
+    first_labels = panel.app.labels.path
 
     panel.open_folder(str(second))
     now = {**_folder_views(panel), "paint over attention": over_attention.item.image is not None}
     stale = {view: value for view, value in now.items() if value not in (None, 0, {})}
     assert not stale, f"views still showing {first.name} after {second.name} was opened: {stale}"
-    assert panel.labels_tab.path != first_labels
+    assert panel.app.labels.path != first_labels
 
     _settle(qtbot)
     assert panel.table_model.rowCount() == len(panel.results) == len(panel.side.page("map").map.coords) == 20
@@ -126,7 +126,7 @@ def test_another_folder_leaves_nothing_of_the_first_in_any_folder_view(window, q
     assert panel.folder_model.scores.paths == panel.results.paths and panel.side.page("map").map.colour_bar.isVisible()
     table = panel.table_model
     assert all(table.data(table.index(i, FIRST_SCORE)) for i in range(20))  # the second's own scores
-    assert panel.labels_tab.path not in (None, first_labels) and not panel.labels_tab.labels  # the second's own file
+    assert panel.app.labels.path not in (None, first_labels) and not panel.app.labels.labels  # the second's own file
 
 
 def _run(root, name: str, epochs: int, classes: dict) -> object:

@@ -45,6 +45,7 @@ class App:
         self.labels = FolderLabels(self.folder, runner)  # the labels, their file, the quick head
         self.folder.tags, self.folder.labels = self.tags, self.labels  # the App's records, read by the pages
         self.selection = Selection(self.state, self.folder, runner)  # the one current image, wherever picked
+        self.folder.selection = self.selection  # the pages read the rows selected from it
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder
         self.export = FolderExport(self.folder, self._tags_per_row, self._labels_by_path)
         self.paint_overlay = PaintOverlay(self.pages["paint"])  # the Paint page's classes over the Attention tab

@@ -73,7 +73,8 @@ class FolderModel(EventedModel):
         self.waiting_paths: list[str] | None = None  # opened before any model was loaded
         self.line = OPEN_FIRST  # what the tab says about the folder now
         self.reopen = False  # the line offers to open the folder again through a new model
-        self.labels = None  # the labels made in the app (the Labels page's model): the App sets it
+        self.labels = None  # the labels made in the app (FolderLabels): the App sets it, the pages read it
+        self.selection = None  # the App's one selection (the current image, the rows selected): set by the App
         self.files = FileOperations(runner, self.undo)  # sorts and review moves of the files shown, undoable
         self.files.said.connect(app.message.emit)
         self.files.relocated.connect(self.follow_moves)

@@ -18,12 +18,15 @@ if TYPE_CHECKING:
     from .folder_model import FolderModel
 
 SOURCES = ("", "strip", "folder")  # where the current image was picked ("": nowhere yet)
+ROW_SOURCES = ("", "table", "gallery")  # where the folder's rows were selected ("": none are)
 
 
 class SelectionState(ViewState):
     CONTEXT = ()  # which image is current depends on no model
     path: str | None = None  # the current image's file (None: none, or an image with no file, e.g. a paste)
     source: str = ""  # one of SOURCES
+    rows: tuple = ()  # the open folder's rows selected (a multi-selection), in results order
+    rows_source: str = ""  # one of ROW_SOURCES
 
 
 def read_entry_job(cancel, path: str):
@@ -51,11 +54,26 @@ class Selection:
         self._rows: tuple[object, dict[str, int]] = (None, {})  # (results, file -> row) of the folder's results
         app.image_selected.connect(self._on_entry)
         folder.row_selected.connect(self._on_row)
+        folder.results_changed.connect(self._forget_rows)
 
     @property
     def current(self) -> ImageEntry | None:
         """The current image: the entry every tab shows."""
         return self.app.selected
+
+    @property
+    def rows(self) -> list[int]:
+        """The open folder's rows selected (what a tag, a label or a "selected only" sort acts on), in order."""
+        return list(self.state.rows)
+
+    def select_rows(self, rows, source: str = "table") -> None:
+        """The rows selected in `source` (the table, the gallery): every view of the folder's rows follows them."""
+        rows = tuple(sorted({int(r) for r in rows}))
+        self.state.update(rows=rows, rows_source=source if rows else "")
+
+    def _forget_rows(self, _results) -> None:
+        """Other results (another folder or model) or none: their rows are other images."""
+        self.state.update(rows=(), rows_source="")
 
     def show_path(self, path: str, source: str = "strip") -> None:
         """Make the image at `path` the current one: the strip's entry for it, read first when the strip has none."""

@@ -18,7 +18,7 @@ class PanelRoutes(QObject):
         folder.open_in_explorer.connect(window.explain_file)
         folder.opened_here.connect(window.remember_recent)
         window.app.pages["review"].retrain_requested.connect(self.retrain_with_fixes)
-        folder.labels_tab.train_requested.connect(self.train_on_labels)
+        window.app.pages["labels"].train_requested.connect(self.train_on_labels)
         folder.folder_export.train_requested.connect(self.train_on_labels)  # an export's "Train on them"
         window.app.pages["concepts"].attention_requested.connect(self.show_concept)
         training.use_model.connect(self.use_trained_model)

@@ -145,10 +145,8 @@ class FolderPanel(QWidget):
         self.gallery = self.browse.gallery
 
     def _build_side(self) -> None:
-        """Label review, labels, then the registered pages (folder_side.py)."""
+        """The registered pages (folder_side.py)."""
         self.side = FolderSideWidget(self)
-        side = self.side
-        self.labels_tab = side.labels_tab
 
     def _connect(self) -> None:
         self.open_button.clicked.connect(self._choose_folder)
@@ -161,6 +159,9 @@ class FolderPanel(QWidget):
                                         self)
         self.folder_tags.changed.connect(self._on_tags)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
+        self.table.selectionModel().selectionChanged.connect(self._on_table_selection)
+        self.app.labels.changed.connect(self._show_labels)  # the table marks the rows labelled in the app
+        self._show_labels()
         self.gallery.row_picked.connect(self._pick)  # one selection: the Folder model's, the table and grid follow
         self.table.doubleClicked.connect(self._explain_row)  # as the similar images and the review's
         self.gallery.doubleClicked.connect(self._explain_row)  # its rows are the table's, in the table's order
@@ -287,7 +288,7 @@ class FolderPanel(QWidget):
 
     # -- review ------------------------------------------------------------------------------------
     def start_review(self) -> None:
-        self.folder_model.start_review(self.toolbar.review_threshold(), self.labels_tab.labels)
+        self.folder_model.start_review(self.toolbar.review_threshold(), self.app.labels.labels)
 
     def _on_review(self, report) -> None:
         doubtful = sum(1 for issue in report.label_issues if issue.doubtful)
@@ -313,6 +314,13 @@ class FolderPanel(QWidget):
         """What a tag goes on: the table's (and gallery's) selected rows, else what is selected on the map."""
         on_map = self.folder_model.selected_on_map()
         return self._selected_rows() or ([] if on_map is None else on_map.tolist())
+
+    def _on_table_selection(self, *_changed) -> None:
+        """The table's selected rows are the App's (`app.selection.rows`): the pages act on them from there."""
+        self.app.selection.select_rows(self._selected_rows(), "table")
+
+    def _show_labels(self) -> None:
+        self.table_model.show_labels(self.app.labels.labels)
 
     def _selected_rows(self) -> list[int]:
         return sorted({self.table_model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
