@@ -26,7 +26,7 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     back; the Gallery shows the table's rows in the table's order, its "confidence ↓" sorts the table (header arrow) and
     the grid together, a cell's caption is its prediction, confidence and tag and its thumbnail arrives; a click on a
     cell is the Folder model's selection and the table's current row, a table selection the grid's; Lasso off brings the
-    box back as the selection and the outline goes. [panel]
+    box back as the selection and the outline goes. The tab opens on the Map page. [panel]
     """
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
@@ -36,7 +36,7 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     settle(qtbot)
     results, coords = folder.results, folder.coords
     assert coords is not None and len(coords) == 40
-    folder.side.setCurrentWidget(folder.side.page("map"))
+    assert folder.side.currentWidget() is folder.side.page("map")  # the tab opens on the Map page
     folder.side.page("map").lasso_button.click()
     assert folder.view_state.lasso and not folder.side.page("map").map.box.isVisible()  # one tool at a time
     centre, spread = coords.mean(0), coords.std(0)
