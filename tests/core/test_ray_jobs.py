@@ -32,8 +32,11 @@ def cluster():
     import ray
     from ray.cluster_utils import Cluster
 
+    # a lost node is noticed within ~1 s (health checks every 0.5 s, two missed), not Ray's default ~30 s
+    fast_checks = {"health_check_period_ms": 500, "health_check_failure_threshold": 2}
     made = Cluster(initialize_head=True, connect=False,
-                   head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1"})
+                   head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
+                                   "_system_config": fast_checks})
     made.add_node(num_cpus=1, node_ip_address="127.0.0.1")
     yield made
     ray.shutdown()
@@ -115,6 +118,15 @@ def test_predict_csv_on_a_cluster_equals_one_process_and_a_plain_embed_after_com
     own, after = np.load(tmp_path / "own.npz"), np.load(tmp_path / "after.npz")
     assert list(own["paths"]) == list(after["paths"])
     np.testing.assert_allclose(after["features"], own["features"], atol=1e-5)
+
+
+@needs_ray
+def test_a_cluster_that_cannot_be_reached_is_one_line_at_once(images, capsys):
+    """`--ray HOST:PORT` where nothing listens: exit 2 and one line naming the address, before any model loads
+    (Ray's own client retries for minutes)."""
+    rc = main(["embed", str(images), "--model", TINY_SPEC, "--ray", "127.0.0.1:1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and err[0].startswith("error: cannot reach the Ray cluster at 127.0.0.1:1")
 
 
 def test_without_ray_the_option_says_how_to_install_it_in_one_line(images, tiny_weights, monkeypatch, capsys):

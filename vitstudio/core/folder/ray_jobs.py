@@ -80,24 +80,16 @@ def require_ray():
 
 def connect(address: str | None = None) -> ClusterInfo:
     """Join the cluster at `address` (as `ray.init(address=...)` takes it), else at RAY_ADDRESS, else start a local
-    instance; a process already connected stays on its cluster. Every failure is one RayJobError line."""
+    instance; a process already connected stays on its cluster unless another HOST:PORT is named. Every failure is
+    one RayJobError line."""
     ray = require_ray()
     address = address or os.environ.get("RAY_ADDRESS") or None
+    if ray.is_initialized() and _names_another(ray, address):
+        _check_reachable(address)
+        ray.shutdown()
     if not ray.is_initialized():
-        quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
-        try:
-            if address:
-                ray.init(address=address, **quiet)
-            else:
-                ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **quiet)
-        except ConnectionError as exc:
-            raise RayJobError(f"cannot reach the Ray cluster at {address}: {_first_line(exc)} (start it with "
-                              f"`ray start --head`, or give its address: --ray HOST:6379)") from None
-        except RuntimeError as exc:
-            if "version" in str(exc).lower():
-                raise RayJobError(f"the Ray cluster at {address} runs another version: {_first_line(exc)} "
-                                  f"(install the cluster's Ray and Python versions here)") from None
-            raise
+        _check_reachable(address)
+        _init(ray, address)
     logging.getLogger("ray.data").setLevel(logging.ERROR)  # its notes on each execution's start and end
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # the command's own bar counts files done
@@ -116,6 +108,45 @@ def on_cluster(address: str | None = None):
         yield _cluster.get()
     finally:
         _cluster.reset(token)
+
+
+def _init(ray, address: str | None) -> None:
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    try:
+        if address:
+            ray.init(address=address, **quiet)
+        else:
+            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **quiet)
+    except ConnectionError as exc:
+        raise RayJobError(f"cannot reach the Ray cluster at {address}: {_first_line(exc)} (start it with "
+                          f"`ray start --head`, or give its address: --ray HOST:6379)") from None
+    except RuntimeError as exc:
+        if "version" in str(exc).lower():
+            raise RayJobError(f"the Ray cluster at {address} runs another version: {_first_line(exc)} "
+                              f"(install the cluster's Ray and Python versions here)") from None
+        raise
+
+
+def _names_another(ray, address: str | None) -> bool:
+    """A HOST:PORT other than the cluster this process is connected to."""
+    if not address or "://" in address or ":" not in address:
+        return False
+    return address != ray.get_runtime_context().gcs_address
+
+
+def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """A HOST:PORT that accepts no connection is said at once (Ray's own client retries it for minutes)."""
+    import socket
+
+    if not address or "://" in address or ":" not in address:  # "auto", "local", ray://…: Ray's to resolve
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        raise RayJobError(f"cannot reach the Ray cluster at {address}: {getattr(exc, 'strerror', None) or exc} "
+                          f"(start it with `ray start --head`, or give its address: --ray HOST:6379)") from None
 
 
 def _first_line(exc: BaseException) -> str:
