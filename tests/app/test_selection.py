@@ -73,3 +73,22 @@ def test_an_unreadable_row_is_said_and_leaves_the_image_shown(folder, tmp_path):
         open(broken, "wb").write(original)
     assert app.state.selected.path == shown and any(broken in text for text in said)
     assert app.state.images[-1].error is not None
+
+
+def test_the_rows_selected_are_the_apps_with_where_they_were_chosen_and_go_with_the_results(folder, tmp_path):
+    """The folder's multi-selection is the App's (`selection.rows`): kept in results order without repeats, with the
+    view it was chosen in (none once empty); what a "selected only" sort or a tag acts on is read there; another
+    folder's results leave none of it."""
+    app = App(ScriptRunner())
+    app.load_model(str(bundled_demo()))
+    app.folder.open_paths([str(folder)])
+    heard = []
+    app.selection.state.events.rows.connect(heard.append)
+    assert app.selection.rows == [] and app.selection.state.rows_source == ""
+    app.selection.select_rows([4, 1, 4], "gallery")
+    assert app.selection.rows == [1, 4] and app.selection.state.rows_source == "gallery" and heard == [(1, 4)]
+    app.selection.select_rows([], "table")
+    assert app.selection.rows == [] and app.selection.state.rows_source == ""
+    app.selection.select_rows([2], "table")
+    app.folder.open_paths([str(tmp_path)])  # another folder (empty): its rows are other images
+    assert app.selection.rows == [] and app.selection.state.rows_source == ""

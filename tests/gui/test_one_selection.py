@@ -46,3 +46,52 @@ def test_an_image_picked_in_the_table_gallery_map_or_strip_is_every_tabs_image(w
     current = panel.table.currentIndex()
     assert panel.table_model.source_row(current.row()) == 3 == panel.folder_model.selected
     assert panel.gallery.gallery_model.source_row(panel.gallery.currentIndex().row()) == 3
+
+
+def test_the_rows_selected_in_the_table_or_the_gallery_are_the_apps_both_ways(panel, qtbot, tmp_path, monkeypatch):
+    """The multi-selection is the App's (`app.selection.rows`), bound both ways: rows selected in the table (a click
+    and a Ctrl+click keep both) or the gallery are the App's rows, with where they were chosen, and selected in the
+    other view; rows a script selects are selected in both; sorting the table keeps them, a filter that hides one
+    drops it; the Tag menu and a "selected only" sort act on the App's rows. [panel]"""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QInputDialog
+
+    from tests.gui.helpers import folder_panel
+    from vitstudio.gui.folder.folder_row_selection import selected_rows
+
+    folder = folder_panel(panel, qtbot, render_digits(tmp_path / "digits", 2))
+    selection, table, model, gallery = folder.app.selection, folder.table, folder.table_model, folder.gallery
+
+    def shown_in_both() -> tuple:
+        return selected_rows(table, model), selected_rows(gallery, model)
+
+    def click(view_row: int, modifier=Qt.NoModifier) -> None:
+        rect = table.visualRect(model.index(view_row, 1))
+        qtbot.mouseClick(table.viewport(), Qt.LeftButton, modifier, rect.center())
+
+    table.scrollToTop()
+    click(0)
+    click(2, Qt.ControlModifier)  # the current row moves; the selection keeps both
+    chosen = sorted(model.source_row(v) for v in (0, 2))
+    assert selection.rows == chosen and selection.state.rows_source == "table" and shown_in_both() == (chosen, chosen)
+    gallery.selectionModel().select(folder.gallery.gallery_model.index(5, 0), QItemSelectionModel.ClearAndSelect)
+    assert selection.rows == [model.source_row(5)] and selection.state.rows_source == "gallery"
+    assert shown_in_both() == ([model.source_row(5)], [model.source_row(5)])
+
+    results = folder.results
+    a = 0
+    b = next(r for r in range(len(results)) if results.predicted_label(r) != results.predicted_label(a))
+    selection.select_rows([a, b], "table")  # as a script selects them
+    assert shown_in_both() == ([a, b], [a, b])
+    model.sort(2, Qt.DescendingOrder)  # the rows in another order: the same ones selected
+    assert shown_in_both() == ([a, b], [a, b]) and selection.rows == [a, b]
+
+    monkeypatch.setattr(QInputDialog, "getItem", lambda *a, **k: ("picked", True))
+    folder.tag_menus.tag_selection()
+    assert [i for i, tags in enumerate(folder.folder_tags.tags) if "picked" in tags] == [a, b]
+    plan = folder.sort_plan(str(tmp_path / "sorted"), 0.0, False, selected_only=True)
+    assert sorted(p.source for p in plan.placements) == sorted(results.paths[r] for r in (a, b))
+
+    folder.view_state.predicted = results.predicted_label(a)  # b hidden by the filter: no longer selected
+    settle(qtbot)
+    assert selection.rows == [a] and shown_in_both() == ([a], [a])

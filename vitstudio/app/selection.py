@@ -3,7 +3,9 @@ strip, the Folder table, the gallery, a point on the map). Every tab that shows 
 `AppState.selected` (the strip's entry, decoded once); a folder row picked becomes that entry (read off the GUI
 thread, added to the strip, selected), and an image picked in the strip that belongs to the open folder becomes the
 folder's row, so the table, gallery and map follow it too. A late read is dropped when another image was picked
-meanwhile (the read is keyed by the path asked for: latest wins)."""
+meanwhile (the read is keyed by the path asked for: latest wins). The rows selected — the folder's multi-selection,
+made in the table or the gallery, or by a script — are the App's too (`rows`, with where they were chosen): a tag, a
+label, a "selected only" sort or export acts on them, and other results leave none."""
 
 from __future__ import annotations
 

@@ -171,7 +171,7 @@ class FolderGalleryView(QListView):
         self.setGridSize(CELL)
         self.setIconSize(QSize(ICON, ICON))
         self.setTextElideMode(Qt.ElideRight)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.setSelectionMode(QAbstractItemView.ExtendedSelection)  # as the table's: one selection (the App's)
         self.gallery_model = GalleryModel(table_model, self)
         self.setModel(self.gallery_model)
         self.setItemDelegate(FlagsDelegate(self))
@@ -184,13 +184,13 @@ class FolderGalleryView(QListView):
 
     def show_row(self, source_row: int) -> None:
         """Make `source_row` current (the row selected elsewhere: the table, the map), scrolled to; nothing when the
-        filters hide it."""
+        filters hide it. What is selected stays the App's (the table's multi-selection: folder_row_selection.py)."""
         view_row = self.gallery_model.table_model.view_row(source_row)
         if view_row is None:
             return
         index = self.gallery_model.index(view_row, 0)
         if index != self.currentIndex():
-            self.selectionModel().setCurrentIndex(index, QItemSelectionModel.ClearAndSelect)
+            self.selectionModel().setCurrentIndex(index, QItemSelectionModel.NoUpdate)
         self.scrollTo(index)
 
 

@@ -26,6 +26,7 @@ from vitstudio.gui import file_dialogs
 from .folder_filters import bind_filters
 from .folder_fit import FolderFitWidget
 from .folder_gallery import TableOrGalleryWidget
+from .folder_row_selection import RowSelectionBinding
 from .folder_side import FolderSideWidget
 from .folder_sorting import ask_sort
 from .folder_table import ResultsModel
@@ -96,7 +97,7 @@ class FolderPanel(QWidget):
         export.progress.connect(self._on_progress)
         self.folder_model.rows_changed.connect(self.export_menu.refresh)
         self.folder_model.results_changed.connect(self.export_menu.refresh)
-        self.table.selectionModel().selectionChanged.connect(self.export_menu.refresh)
+        self.app.selection.state.events.rows.connect(self.export_menu.refresh)
 
     # -- construction --------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -159,7 +160,8 @@ class FolderPanel(QWidget):
                                         self)
         self.folder_tags.changed.connect(self._on_tags)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
-        self.table.selectionModel().selectionChanged.connect(self._on_table_selection)
+        # the table's and the gallery's selected rows are the App's (app.selection.rows), both ways
+        self.row_selection = RowSelectionBinding(self.app.selection, self.table, self.table_model, self.gallery, self)
         self.app.labels.changed.connect(self._show_labels)  # the table marks the rows labelled in the app
         self._show_labels()
         self.gallery.row_picked.connect(self._pick)  # one selection: the Folder model's, the table and grid follow
@@ -315,15 +317,12 @@ class FolderPanel(QWidget):
         on_map = self.folder_model.selected_on_map()
         return self._selected_rows() or ([] if on_map is None else on_map.tolist())
 
-    def _on_table_selection(self, *_changed) -> None:
-        """The table's selected rows are the App's (`app.selection.rows`): the pages act on them from there."""
-        self.app.selection.select_rows(self._selected_rows(), "table")
-
     def _show_labels(self) -> None:
         self.table_model.show_labels(self.app.labels.labels)
 
     def _selected_rows(self) -> list[int]:
-        return sorted({self.table_model.source_row(i.row()) for i in self.table.selectionModel().selectedRows()})
+        """The rows selected in the table or the gallery (the App's selection): what "selected only" acts on."""
+        return self.app.selection.rows
 
     def _sort_dialog(self) -> None:
         selected, min_conf = bool(self._selected_rows()), self.view_state.min_conf
