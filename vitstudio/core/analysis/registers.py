@@ -296,6 +296,20 @@ def hidden_activations(model: nn.Module, layers: Iterable[int], on_layer) -> Ite
             handle.remove()
 
 
+def neuron_maps(loaded: LoadedModel, x: torch.Tensor, neurons: list[tuple[int, int]]) -> np.ndarray:
+    """(k, gh, gw): each (layer, neuron)'s activation at every patch of image x (1, 3, H, W): where it fires."""
+    from vitstudio.core.analysis.capture import grid_for
+
+    layers = sorted({layer for layer, _ in neurons})
+    seen: dict[int, torch.Tensor] = {}
+    with loaded.lock, hidden_activations(loaded.model, layers, lambda layer, acts: seen.__setitem__(layer, acts)), \
+            torch.inference_mode(), loaded.autocast():
+        loaded.model.forward_features(x.to(loaded.device))
+    gh, gw = grid_for(loaded.model, x)
+    p = loaded.num_prefix_tokens
+    return np.stack([seen[layer][0, p:, neuron].float().reshape(gh, gw).cpu().numpy() for layer, neuron in neurons])
+
+
 def image_scores(acts: torch.Tensor, outliers: torch.Tensor, sparsity_filter: bool = False
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """One layer of a batch: acts (B, N, H), outliers (B, N) bool -> (score (B, H): mean |activation| at each

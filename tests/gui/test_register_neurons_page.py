@@ -1,0 +1,39 @@
+"""The Folder tab's Register neurons page (gui/folder/pages/register_neurons_page.py): what it lists and draws is its
+model's result, on a tiny ViT with a planted register neuron (tests/core/planted_registers.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from timm.models import save_for_hf
+
+from tests.core.planted_registers import LAYER, NEURON, planted_vit, red_images
+from tests.gui.helpers import settle
+
+
+def test_the_page_lists_the_neurons_and_draws_the_picked_ones_map(panel, qtbot, tmp_path):
+    """Find (detect block -2 set through its spin box) lists the planted neuron first, one row per neuron kept; the
+    map drawn over the selected image is the picked neuron's (another row picked: its map); Save is offered. [panel]"""
+    from vitstudio.core.models.loading import load_model
+    from vitstudio.gui.folder.folder_panel import FolderPanel
+
+    model = planted_vit()
+    model.pretrained_cfg = {**model.pretrained_cfg, "input_size": (3, 32, 32), "crop_pct": 1.0}
+    save_for_hf(model, str(tmp_path / "planted"), safe_serialization=True)
+    folder = panel(FolderPanel, model=load_model(str(tmp_path / "planted"), device="cpu", precision="fp32"))
+    folder.open_folder(str(red_images(tmp_path / "red")[0].parent))
+    settle(qtbot)
+    page = folder.side.page("register-neurons")
+    page.detect_layer.setValue(-2)
+    page.top.setValue(4)
+    assert page.model.state.detect_layer == -2 and page.run_button.isEnabled() and not page.save_button.isEnabled()
+    page.run_button.click()
+    qtbot.waitUntil(lambda: page.model.result is not None, timeout=30000)
+    assert page.table.rowCount() == 4 and (page.table.item(0, 0).text(), page.table.item(0, 1).text()) == (
+        str(LAYER), str(NEURON))
+    page.model.folder.select(0)
+    qtbot.waitUntil(lambda: page.model.maps is not None, timeout=30000)
+    settle(qtbot)
+    np.testing.assert_array_equal(page.map.values, page.model.maps[1][0])
+    page.table.selectRow(2)
+    np.testing.assert_array_equal(page.map.values, page.model.maps[1][2])
+    assert page.save_button.isEnabled() and "images have tokens above" in page.note.text()
