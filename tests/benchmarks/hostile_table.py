@@ -3,6 +3,8 @@ command ends as it must (a refusal: its exit code and exactly one `error:` line;
 traceback, on strict UTF-8 streams (a desktop locale's). The hostile inputs are the tests' generators, imported.
 
     .venv/bin/python tests/benchmarks/hostile_table.py          (~1 min on 2 busy cores; kills run in subprocesses)
+    .venv/bin/python tests/benchmarks/hostile_table.py onto outputs      (only these steps: outputs onto inputs, kills
+                                                                          over earlier outputs and races, ~2 min)
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from tests.core import test_concepts_files as concepts_files  # noqa: E402
 from tests.core import test_hostile_adapters as hostile_adapters  # noqa: E402
 from tests.core.synthetic_data import make_dataset  # noqa: E402
 from tests.core.test_non_utf8_classes import NAME, non_utf8_dataset  # noqa: E402
-from tests.core.test_seam_bad_inputs import MODEL_COMMANDS, _argv  # noqa: E402
+from tests.core.test_output_folders import segment_data, snapshot  # noqa: E402
+from tests.core.test_seam_bad_inputs import MODEL_COMMANDS, ONTO_INPUTS, _argv, filled, onto_inputs_tree  # noqa: E402
 
 TALLY: dict[str, Counter] = {}
 FAILED: list[str] = []
@@ -183,6 +186,153 @@ def kills(root: Path, weights: Path) -> None:
             FAILED.append(f"kills | {point}: killed {killed.returncode}, rerun {again[0]}, left {left}")
 
 
+def onto_inputs(root: Path) -> None:
+    """Each outputs-onto-inputs cell of test_seam_bad_inputs: clean when refused in one line and no byte under its
+    folder changed."""
+    for i, (case, (argv, says)) in enumerate(ONTO_INPUTS.items()):
+        fill = onto_inputs_tree(root / str(i))
+        before = {p: p.read_bytes() for p in sorted((root / str(i)).rglob("*")) if p.is_file()}
+        model = [] if argv[0] == "views" else ["--model", TINY_SPEC]
+        result = cli([*filled(argv, fill), *model])
+        if {p: p.read_bytes() for p in sorted((root / str(i)).rglob("*")) if p.is_file()} != before:
+            result = ("wrote onto an input", *result[1:])
+        record("outputs onto inputs", case, result, 2, says.format(**fill))
+
+
+def _started(out: Path, since: float, timeout: float = 60.0) -> bool:
+    """Wait until the output starts changing: a file in the folder being built beside OUT, or a file of OUT written
+    after `since` (where it is written in place)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        building = [p for p in out.parent.glob(f".{out.name}.partial-*") if any(p.iterdir())]
+        if building or (out.is_dir() and any(p.stat().st_mtime > since for p in out.iterdir())):
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def _timed_kills(category: str, forked, args: list[str], out: Path, earlier_copy: Path, whole, kills: int = 12,
+                 step: float = 0.1) -> None:
+    """`args` started over the earlier output `kills` times, each SIGKILLed `k × step` s after its output started
+    changing: clean when OUT is then whole (`whole(out)`: the earlier output or the new one, not a mix)."""
+    import signal
+
+    for k in range(kills):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(earlier_copy, out)
+        since = time.time()
+        time.sleep(0.01)  # the copy's mtimes are before `since`
+        pid = forked.start(args)
+        if _started(out, since):
+            time.sleep(k * step)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        code = forked.wait().returncode
+        verdict = whole(out)
+        TALLY.setdefault(category, Counter())["clean" if verdict else "failed"] += 1
+        KILLED.setdefault(category, Counter())["killed" if code == -9 else f"ended {code}"] += 1
+        if not verdict:
+            FAILED.append(f"{category} | kill {k} at +{k * step:.2f} s (exit {code}): a mixed folder")
+
+
+def _races(category: str, forked, runs: list[list[str]], out: Path, whole, rounds: int) -> None:
+    """The runs started together into one OUT, `rounds` times: clean when each ends 0 or is refused in one line
+    saying another run is writing, and OUT is whole."""
+    for r in range(rounds):
+        shutil.rmtree(out, ignore_errors=True)
+        results = forked.run_together(runs)
+        refused = [x for x in results if x.returncode == 2 and "being written by another run" in x.stderr]
+        ok = all(x.returncode == 0 or x in refused for x in results) and whole(out)
+        TALLY.setdefault(category, Counter())["clean" if ok else "failed"] += 1
+        KILLED.setdefault(category, Counter())[f"{len(refused)} refused"] += 1
+        if not ok:
+            FAILED.append(f"{category} | round {r}: exits {[x.returncode for x in results]}, whole {whole(out)}")
+
+
+def output_kills(root: Path, weights: Path) -> None:
+    """`segment --out` and `teach --export` over an earlier output, killed at timed instants after the output starts
+    changing, and two runs into one folder at once."""
+    from tests.core.forked_cli import ForkedCli
+
+    forked = ForkedCli()
+    try:
+        _segment_kills(root / "segment", weights, forked)
+        _export_kills(root / "teach", weights, forked)
+    finally:
+        forked.close()
+
+
+def _segment_kills(root: Path, weights: Path, forked) -> None:
+    images, a, b = segment_data(root, n=400)
+    base = ["segment", images, "--model", TINY_SPEC, "--weights", weights, "--csv", "--coco", "--quiet"]
+    references = {}
+    for name, painted in (("a", a), ("b", b)):
+        assert cli([*base, "--masks", painted, "--out", root / name])[0] == 0
+        references[name] = snapshot(root / name, manifest=False)
+
+    def whole(out: Path) -> bool:
+        return out.is_dir() and snapshot(out, manifest=False) in references.values()
+
+    out = root / "out"
+    _timed_kills("kills over an earlier segment", forked, [*base, "--masks", b, "--out", out], out,
+                 root / "a", whole)
+    assert cli([*base, "--masks", b, "--out", out])[0] == 0
+    left = [p.name for p in root.iterdir() if p.name.startswith(".out.")]
+    ok = snapshot(out, manifest=False) == references["b"] and not left
+    TALLY.setdefault("kills over an earlier segment", Counter())["clean" if ok else "failed"] += 1
+    if not ok:
+        FAILED.append(f"kills over an earlier segment | the rerun: left {left}")
+    _races("two segments into one folder", forked, [[*base, "--masks", p, "--out", out] for p in (a, b)], out,
+           whole, 10)
+
+
+def _export_kills(root: Path, weights: Path, forked) -> None:
+    projects = {"p": make_dataset(root / "p", per_class=4, classes={"ants": (200, 40, 40), "bees": (40, 200, 40)}),
+                "q": make_dataset(root / "q", per_class=4, seed=1,
+                                  classes={"cats": (40, 40, 200), "dogs": (200, 200, 40), "owls": (90, 90, 90)})}
+    model = ["--model", TINY_SPEC, "--weights", weights, "--quiet"]
+    references = {}
+    for name, project in projects.items():
+        assert cli(["teach", project, "--export", root / f"ref-{name}", *model])[0] == 0
+        references[name] = _export_files(root / f"ref-{name}")
+
+    def whole(out: Path) -> bool:
+        if not out.is_dir():
+            return False
+        check = json.loads((out / "check.json").read_text())
+        return check["folder"] == str(out) and _export_files(out) in references.values()
+
+    out = root / "out"
+    shutil.copytree(root / "ref-p", root / "earlier")
+    (root / "earlier" / "check.json").write_text((root / "earlier" / "check.json").read_text().replace(
+        str(root / "ref-p"), str(out)))
+    _timed_kills("kills over an earlier export", forked, ["teach", projects["q"], "--export", out, *model], out,
+                 root / "earlier", whole, step=0.15)
+    _races("two exports into one folder", forked, [["teach", projects[n], "--export", out, *model] for n in "pq"],
+           out, whole, 5)
+
+
+def _export_files(folder: Path) -> dict[str, bytes]:
+    """An export's artefacts, less what names the save rather than the model: check.json and the manifest name the
+    folder and the run (compared apart), a model folder's pair token is new with each save."""
+    from safetensors.torch import load
+
+    from vitstudio.core.models.checkpoints import PAIR_KEY
+
+    files = {k: v for k, v in snapshot(folder, manifest=False).items() if k != "check.json"}
+    for name, data in files.items():
+        if name.endswith(".safetensors"):
+            files[name] = b"".join(k.encode() + t.numpy().tobytes() for k, t in sorted(load(data).items()))
+        elif name.endswith("config.json"):
+            config = json.loads(data)
+            config.get("vitstudio", {}).pop(PAIR_KEY, None)
+            files[name] = json.dumps(config, sort_keys=True).encode()
+    return files
+
+
+KILLED: dict[str, Counter] = {}
+
+
 def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,9 +345,13 @@ def main() -> None:
 
         save_file({k: v.contiguous() for k, v in make_tiny_vit().state_dict().items()}, str(weights))
         start = time.time()
+        chosen = set(sys.argv[1:])  # step names to run (default: every step)
         for name, step in (("adapters", lambda d: adapters(d)), ("concepts", lambda d: concepts(d, weights)),
                            ("full", lambda d: full_disks(d, weights)), ("utf8", non_utf8),
-                           ("kills", lambda d: kills(d, weights))):
+                           ("kills", lambda d: kills(d, weights)), ("onto", onto_inputs),
+                           ("outputs", lambda d: output_kills(d, weights))):
+            if chosen and name not in chosen:
+                continue
             (root / name).mkdir()
             step(root / name)
         print(f"{'category':30s} {'tried':>6s} {'clean':>6s} {'failed':>7s}")
@@ -208,6 +362,8 @@ def main() -> None:
               f"({time.time() - start:.0f} s)")
         for line in FAILED:
             print("FAILED", line)
+        for category, outcomes in KILLED.items():
+            print(f"{category}: {dict(outcomes)}")
         print(json.dumps({c: dict(t) for c, t in TALLY.items()}))
 
 

@@ -53,7 +53,7 @@ def test_safetensors_reporting_a_full_disk_names_the_file(tmp_path, monkeypatch)
     older releases "IoError(Os { code: 28, … })"): an OSError with errno 28 naming the weights file."""
     import errno
 
-    import timm.models
+    import safetensors.torch
     from safetensors import SafetensorError
 
     from vitstudio.core.models.loading import load_model
@@ -62,7 +62,7 @@ def test_safetensors_reporting_a_full_disk_names_the_file(tmp_path, monkeypatch)
     def full(*_args, **_kwargs):
         raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
 
-    monkeypatch.setattr(timm.models, "save_for_hf", full)
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
     loaded = load_model("custom:img=32,patch=8,width=32,depth=1,heads=2,classes=2", device="cpu")
     with pytest.raises(OSError) as caught:
         save_model_folder(loaded.model, tmp_path / "m", ["a", "b"], loaded.data_config)

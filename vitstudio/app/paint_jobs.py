@@ -8,7 +8,6 @@ writes from the same painted files."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,27 +90,18 @@ def folder_job(cancel, loaded, folder: str, painted: dict[str, np.ndarray], clas
                                           _settings(classes), cancel=cancel))
 
 
-def foreign_masks(folder: Path, painted: dict[str, np.ndarray]) -> list[str]:
-    """PNGs in OUT/painted that are not of the images painted now (an earlier export's): they would join the bank."""
-    ours = {Path(p).stem for p in painted}
-    return sorted(p.name for p in folder.glob("*.png") if p.stem not in ours) if folder.is_dir() else []
-
-
 def export_job(cancel, loaded, folder: str, painted: dict[str, np.ndarray], classes: tuple[str, ...],
                out: str, inside: bool):
-    """OUT/painted/ (the painted masks), OUT/<stem>.png per image, OUT/masks.coco.json and OUT/areas.csv; refused
-    inside the dataset folder unless `inside` (the core's rule). Returns (SegmentResult, files written)."""
-    from vitstudio.core.dense.export import write_exports
+    """OUT/painted/ (the painted masks), OUT/<stem>.png per image, OUT/masks.coco.json and OUT/areas.csv, OUT built
+    beside and swapped in whole (an earlier export's painted masks never join the bank); refused inside the dataset
+    folder unless `inside`, and over a folder that is not an earlier export (the core's rules). Returns
+    (SegmentResult, files written)."""
     from vitstudio.core.dense.segment import checked_out, segment_folder
 
-    out_dir = checked_out(out, folder, inside)
-    painted_dir = out_dir / PAINTED_NAME
-    stale = foreign_masks(painted_dir, painted)
-    if stale:
-        raise ValueError(f"{painted_dir} holds masks of images not painted now ({', '.join(stale[:3])}): they would "
-                         f"join the memory bank; export to an empty folder")
-    _save_painted(painted, classes, painted_dir)
-    result = yield from segment_folder(loaded, folder, str(painted_dir), out_dir, _settings(classes), inside,
-                                       cancel=cancel)
-    written = [os.fspath(p) for p in write_exports(result, out_dir, coco=True, areas=True)]
-    return result, written
+    checked_out(out, folder, inside)  # refused before anything is written
+    with tempfile.TemporaryDirectory(prefix="vitstudio-paint-") as scratch:
+        painted_dir = Path(scratch) / PAINTED_NAME
+        _save_painted(painted, classes, painted_dir)
+        result = yield from segment_folder(loaded, folder, str(painted_dir), out, _settings(classes), inside,
+                                           cancel=cancel, coco=True, areas=True, painted_copy=PAINTED_NAME)
+    return result, list(result.exports)

@@ -34,7 +34,8 @@ def register(subparsers) -> None:
     p.add_argument("--cap-method", choices=CAP_METHODS, default="random", help="how the bank is capped: random, "
                    "or farthest-point sampling (default random)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for one mask PNG per image (not inside "
-                   "FOLDER unless --out-inside)")
+                   "FOLDER unless --out-inside; a new or empty folder, or an earlier segment output, replaced whole "
+                   "when this one is finished)")
     p.add_argument("--out-inside", action="store_true", help="allow --out inside FOLDER")
     p.add_argument("--json", action="store_true", help="one JSON line per image: its file, its mask, each class's "
                    "share of the pixels")
@@ -79,12 +80,12 @@ def segment_cmd(args) -> int:
     try:  # the arguments are checked before the model loads, the masks before any image is read
         settings = _settings(args)
         settings.check()
-        checked_out(args.out, args.folder, args.out_inside)
+        checked_out(args.out, args.folder, args.out_inside, args.masks)
         loaded = load_model_from_args(args)
         if loaded is None:
             return EXIT_USAGE
-        result = drain(segment_folder(loaded, args.folder, args.masks, args.out, settings, args.out_inside),
-                       args.quiet)
+        result = drain(segment_folder(loaded, args.folder, args.masks, args.out, settings, args.out_inside,
+                                      coco=args.coco, areas=args.csv), args.quiet)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -92,10 +93,9 @@ def segment_cmd(args) -> int:
 
 
 def _segment_report(args, result) -> int:
-    from ..core.dense.export import write_exports
     from ..core.files import counted, shown_path
 
-    for path in write_exports(result, args.out, args.coco, args.csv):
+    for path in result.exports:
         if not args.quiet:
             print(f"wrote {shown_path(path)}", file=sys.stderr)
     for path, reason in result.errors:

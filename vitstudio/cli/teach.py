@@ -23,7 +23,8 @@ def register(subparsers) -> None:
                         "softmax, Adam 1e-3, 50 epochs, batch 16: for comparison, not exported) (default: the "
                         "project's setting)")
     p.add_argument("--export", metavar="DIR", help="write DIR/run (plain timm), DIR/model.onnx and DIR/seed, run each "
-                                                   "on every sample and check it against the app (DIR/check.json)")
+                                                   "on every sample and check it against the app (DIR/check.json); "
+                                                   "DIR is new, empty or an earlier export, replaced whole at the end")
     p.add_argument("--json", action="store_true", help="one JSON document: the figures and the export check")
     p.add_argument("--batch-size", type=COUNT, default=32, help="images per forward pass (default 32)")
     p.add_argument("--quiet", action="store_true", help="no progress messages")
@@ -37,6 +38,10 @@ def teach_cmd(args) -> int:
     try:
         project = open_project(args.project)
         project.check_trainable()
+        if args.export:
+            from ..core.teach.export import check_export_folder
+
+            check_export_folder(args.export, [], project.root)  # said before the model loads
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -64,7 +69,11 @@ def teach_cmd(args) -> int:
     if args.export:
         from ..core.teach.export import export_taught
 
-        exported = export_taught(loaded, result, args.export)
+        try:
+            exported = export_taught(loaded, result, args.export, project=project.root)
+        except ValueError as exc:  # the folder changed while teaching, or another export holds it now
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.json:
         print(json.dumps(_figures(project, loaded, why, features, result, exported, skipped), indent=1))
     else:

@@ -170,6 +170,7 @@ def _export(args) -> int:
         files = views.view_files(args.folder, args.export, view_model(args, args.folder, args.export))
         if args.out:
             check_out_folder([args.folder], args.out)
+        _refuse_onto_inputs(args)
         documents = _export_tables(args, files, loaded)  # computed first: a refusal leaves no file written
         if args.labels_csv:
             write_labels_csv(args.labels_csv, [(str(f), views.label_of(args.folder, f)) for f in files])
@@ -190,6 +191,17 @@ def _export(args) -> int:
         print(f"{path}: {reason}", file=sys.stderr)
     print(done.describe(), file=sys.stderr)
     return EXIT_SOME_FAILED if done.errors else EXIT_OK
+
+
+def _refuse_onto_inputs(args) -> None:
+    """Each file --export writes is refused where it is (or is inside) the folder or the painted masks' folder."""
+    from ..core.outputs import Input, refuse_onto_inputs
+
+    inputs = [Input("the folder the view is of", args.folder),
+              *([Input("the painted masks' folder", args.masks)] if args.masks else [])]
+    for option, target in (("--labels-csv", args.labels_csv), ("--csv", args.csv), ("--coco", args.coco)):
+        if target:
+            refuse_onto_inputs(target, inputs, option)
 
 
 def _export_model(args):

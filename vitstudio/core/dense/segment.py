@@ -6,11 +6,16 @@ The tokens are the Concepts cache's (`concepts/tokens.py`: per model and block, 
 read once for concepts or segmented once is not read again: a second segmentation with other masks, k or
 temperature costs only the retrieval. On a painted image its painted pixels stand (what the person said wins); the
 rest of it is segmented like any other image.
+
+The output folder is built beside and swapped in whole (`core/outputs.py`): never onto the folder or the painted
+masks, never over files ViT Studio did not write, never a mix of two runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,7 +46,9 @@ from vitstudio.core.dense.settings import DEFAULT_CAP, DEFAULT_K, DEFAULT_TEMPER
 from vitstudio.core.files import atomic_write_bytes
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.outputs import Input, check_output_folder, output_folder
 
+SEGMENT = "segment"  # the command named in an output folder's manifest
 CHUNK = 64  # images voted at once
 WRITERS = 8  # masks written at once
 
@@ -75,6 +82,7 @@ class SegmentResult:
     images: list[SegmentedImage] = field(default_factory=list)
     errors: tuple[tuple[str, str], ...] = ()
     computed: int = 0  # images whose tokens were read (the rest came from the cache)
+    exports: tuple[str, ...] = ()  # masks.coco.json and areas.csv, where written
 
     def records(self) -> list[dict]:
         return [{"file": r.file, "mask": r.mask, "shares": r.shares} for r in self.images]
@@ -95,15 +103,25 @@ def inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
     return a == b or b in a.parents
 
 
-def checked_out(out: str | os.PathLike, folder: str | os.PathLike, allow_inside: bool) -> Path:
-    """The output folder, refused where it lies inside the dataset folder (unless asked) or is a file."""
+def segment_inputs(folder: str | os.PathLike, painted_dir: str | os.PathLike | None, allow_inside: bool
+                   ) -> list[Input]:
+    """What a segmentation reads: its output may lie inside the folder only when asked, and may hold the painted
+    masks only as an earlier output's (they are then carried into the new one)."""
+    inputs = [Input("the folder being segmented", folder, output_may_be_inside=allow_inside)]
+    if painted_dir is not None:
+        inputs.append(Input("the painted masks' folder", painted_dir, output_may_hold=True))
+    return inputs
+
+
+def checked_out(out: str | os.PathLike, folder: str | os.PathLike, allow_inside: bool,
+                painted_dir: str | os.PathLike | None = None) -> Path:
+    """The output folder, refused where it lies inside the dataset folder (unless asked), is a file, is or lies in the
+    painted masks' folder, or holds files an earlier segmentation did not write (`core/outputs.py`)."""
     out = Path(out)
-    if Path(folder).is_dir() and inside(out, folder) and not allow_inside:
+    if Path(folder).is_dir() and inside(out, folder) and not allow_inside and not inside(folder, out):
         raise ValueError(f"--out {out} is inside the folder being segmented: its masks would join the folder's "
                          f"images; give another folder (or --out-inside to mean it)")
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder for the masks")
-    return out
+    return check_output_folder(out, SEGMENT, "--out", segment_inputs(folder, painted_dir, allow_inside))
 
 
 def unique_stems(files: list[str]) -> None:
@@ -136,30 +154,55 @@ def painted_bank(loaded: LoadedModel, tokens: FolderTokens, painted: list[Painte
 
 def segment_folder(loaded: LoadedModel, folder: str, painted_dir: str, out: str | os.PathLike,
                    settings: SegmentSettings = SegmentSettings(), allow_inside: bool = False,
-                   cancel: CancelToken | None = None) -> Generator[Progress, None, SegmentResult]:
-    """Segment every image of `folder` from the masks painted in `painted_dir`, writing OUT/<stem>.png."""
+                   cancel: CancelToken | None = None, coco: bool = False, areas: bool = False,
+                   painted_copy: str | None = None) -> Generator[Progress, None, SegmentResult]:
+    """Segment every image of `folder` from the masks painted in `painted_dir`, writing OUT/<stem>.png (and
+    OUT/masks.coco.json, OUT/areas.csv where asked), OUT built beside and swapped in whole once every file is
+    written; cancelled, the earlier OUT stays. `painted_copy` names a folder of OUT given a copy of the painted
+    masks (painted masks inside OUT, an earlier export's, are carried over by themselves)."""
     settings.check()
-    out = checked_out(out, folder, allow_inside)
+    out = checked_out(out, folder, allow_inside, painted_dir)
+    if painted_copy is None and inside(painted_dir, out):
+        painted_copy = os.path.relpath(Path(painted_dir).resolve(), out.resolve())
     # the painted masks and the output may live in the folder (with --out-inside): they are not its images
     files = [str(p) for p in expand_paths([folder]) if not inside(p, painted_dir) and not inside(p, out)]
     unique_stems(files)
     painted = match_painted(painted_dir, files)
     classes = class_names(painted, settings.classes)
     layer = check_layer(loaded, loaded.token_depth - 1 if settings.layer is None else settings.layer)
-    tokens = yield from collect_tokens(loaded, files, layer, cancel=cancel)
-    bank = painted_bank(loaded, tokens, painted, classes, settings)
-    by_image = {m.image: m.labels for m in painted}
+    with output_folder(out, SEGMENT, "--out", segment_inputs(folder, painted_dir, allow_inside)) as building:
+        tokens = yield from collect_tokens(loaded, files, layer, cancel=cancel)
+        bank = painted_bank(loaded, tokens, painted, classes, settings)
+        done = yield from _write_masks(loaded, tokens, bank, settings, {m.image: m.labels for m in painted},
+                                       building.path, classes, cancel)
+        result = SegmentResult(classes, layer, bank, len(painted), done, tokens.errors, tokens.computed)
+        if cancel is not None and cancel.cancelled:
+            building.abandon()
+            return result
+        if painted_copy is not None:
+            shutil.copytree(painted_dir, building.path / painted_copy)
+        from vitstudio.core.dense.export import write_exports
+
+        exports = write_exports(result, building.path, coco, areas)
+    final = [dataclasses.replace(image, mask=str(out / Path(image.mask).name)) for image in done]
+    return dataclasses.replace(result, images=final, exports=tuple(str(out / p.name) for p in exports))
+
+
+def _write_masks(loaded: LoadedModel, tokens: FolderTokens, bank: MemoryBank, settings: SegmentSettings,
+                 by_image: dict[str, np.ndarray], folder: Path, classes: tuple[str, ...], cancel: CancelToken | None
+                 ) -> Generator[Progress, None, list[SegmentedImage]]:
+    """FOLDER/<stem>.png of every image of `tokens`, until cancelled."""
     done: list[SegmentedImage] = []
     # each mask is written atomically (fsync'd): the writes overlap on a few threads, or a folder of small images
     # spends most of its time waiting on the disk
     with ThreadPoolExecutor(WRITERS) as writers:
         for chunk in _labelled(loaded, tokens, np.arange(len(tokens.paths)), bank, settings, by_image, cancel):
-            written = [_mask(path, labels, out, classes, writers) for path, labels in chunk]
+            written = [_mask(path, labels, folder, classes, writers) for path, labels in chunk]
             for image, write in written:
                 write.result()  # the chunk's writes done; a failed one raises here, naming its file
                 done.append(image)
             yield Progress(len(done), len(tokens.paths), "Segmenting images")
-    return SegmentResult(classes, layer, bank, len(painted), done, tokens.errors, tokens.computed)
+    return done
 
 
 def segment_images(loaded: LoadedModel, files: list[str], painted: list[PaintedMask],

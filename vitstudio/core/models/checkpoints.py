@@ -30,6 +30,9 @@ HEADS_FOR_WIDTH = {192: 3, 384: 6, 768: 12, 1024: 16, 1280: 16}
 # 224/256 makes timm's eval transform produce exactly that pipeline.
 SEED_CROP_PCT = 224 / 256
 SEED_SHAPE_FILE = "vitstudio_seed.json"  # beside an exported seed model.pth: what the state dict cannot say (heads)
+# A model folder's config.json and model.safetensors are two renames: each carries the same token (config.json under
+# "vitstudio", the weights in their metadata), so a folder whose two files come from different saves is refused.
+PAIR_KEY = "vitstudio_pair"
 
 
 class CheckpointError(UserFacingError):
@@ -89,6 +92,25 @@ def _format_problem(path: Path) -> str | None:
         return None
     kind = "text" if all(32 <= b < 127 or b in b"\t\r\n" for b in head) else "neither a zip archive nor a pickle"
     return f"it is {kind}, not a safetensors file or a PyTorch checkpoint"
+
+
+def pair_problem(config: dict, weights: Path | None) -> str | None:
+    """Why a model folder's config.json and safetensors weights are not one pair (each names a different save's
+    token, or only one names any), None when they are or neither says (a folder from before the tokens, timm's)."""
+    if weights is None or weights.suffix != ".safetensors":
+        return None
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), "pt") as f:  # the header only
+            found = (f.metadata() or {}).get(PAIR_KEY)
+    except Exception:  # noqa: BLE001 - a damaged file: the load itself says how
+        return None
+    recorded = (config.get("vitstudio") or {}).get(PAIR_KEY) if isinstance(config.get("vitstudio"), dict) else None
+    if found is None and recorded is None or found == recorded:
+        return None
+    return (f"config.json and {weights.name} in {weights.parent} are not one pair: they were written by two different "
+            f"saves (one stopped between its two files?); save, train or export the model again.")
 
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:

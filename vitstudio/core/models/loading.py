@@ -46,6 +46,7 @@ from vitstudio.core.models.checkpoints import (
     load_failure,
     load_into,
     npz_num_classes,
+    pair_problem,
     read_class_indices,
     read_seed_heads,
     read_seed_preprocessing,
@@ -258,6 +259,9 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
         raise ModelLoadError(str(exc)) from None
     rep = (config.get("vitstudio") or {}).get("representation_size")
     weights = _folder_weights(folder)
+    mismatch = pair_problem(config, weights)
+    if mismatch:
+        raise ModelLoadError(mismatch)
     try:
         if rep:  # a head plain timm cannot express: build the body from the config, attach the head, load strictly
             model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=False)

@@ -7,7 +7,10 @@ equal top-1 and |Δp| ≤ 1e-4 on every sample, or the samples that differ named
 Layout of the export folder: `run/` (timm), `model.onnx`, `seed/`, `check.json` (the figures of every check). `run/`
 and `seed/` carry what a fine-tuned run carries beside its weights: its out-of-distribution bank (core/models/ood.py,
 written by core/train/ood_fit.py from the training share's features, thresholded on the held-out share), so
-`vitstudio predict --model EXPORT/run` says whether an image is like the taught samples."""
+`vitstudio predict --model EXPORT/run` says whether an image is like the taught samples.
+
+The folder is built beside and swapped in whole (`core/outputs.py`), so check.json always sits with the artefacts it
+checked: never inside or over the project, never over files ViT Studio did not write, never a mix of two exports."""
 
 from __future__ import annotations
 
@@ -24,9 +27,11 @@ import torch
 from vitstudio.core.data.images import read_image
 from vitstudio.core.files import atomic_write_bytes
 from vitstudio.core.models.model import LoadedModel
+from vitstudio.core.outputs import Input, check_output_folder, output_folder
 from vitstudio.core.teach.session import TeachResult
 from vitstudio.core.train.model_prep import new_head
 
+EXPORT = "teach --export"  # the command named in an export folder's manifest
 ATOL = 1e-4
 BATCH = 64
 
@@ -162,23 +167,40 @@ def _write(fmt: str, taught: LoadedModel, folder: Path) -> tuple[Path, Callable[
     return export_seed(taught, folder / "seed").folder, _seed_predictor
 
 
+def export_inputs(samples: Sequence[str], project: str | Path | None = None) -> list[Input]:
+    """What an export must not land on: the project folder and every folder holding a sample (a class folder)."""
+    inputs = [Input("the project folder", project)] if project is not None else []
+    return inputs + [Input("a folder of the samples", parent)
+                     for parent in dict.fromkeys(str(Path(p).parent) for p in samples)]
+
+
+def check_export_folder(folder: str | Path, samples: Sequence[str], project: str | Path | None = None) -> Path:
+    """The export folder, or one line saying why not (`core/outputs.py`'s rules), before anything is taught."""
+    return check_output_folder(folder, EXPORT, "--export", export_inputs(samples, project))
+
+
 def export_taught(loaded: LoadedModel, result: TeachResult, folder: str | Path,
-                  formats: Sequence[str] = ("timm", "onnx", "seed"), atol: float = ATOL) -> TeachExport:
+                  formats: Sequence[str] = ("timm", "onnx", "seed"), atol: float = ATOL,
+                  project: str | Path | None = None) -> TeachExport:
     """Every format written and checked on every sample; a format that cannot hold this model (the seed format's
-    refusals, ONNX without its extra) is recorded with its one-line reason instead. check.json is written last."""
+    refusals, ONNX without its extra) is recorded with its one-line reason instead. check.json is written last, and
+    the folder swapped in whole after it."""
     folder = Path(folder)
     taught = taught_model(loaded, result)
-    checks = []
-    for fmt in formats:
-        try:
-            path, predictor = _write(fmt, taught, folder)
-            checks.append(compare(fmt, str(path), predictor(path), result.paths, result.probabilities, atol))
-        except (ValueError, ImportError) as exc:  # what an exporter refuses with, or a missing extra
-            checks.append(ArtefactCheck(fmt, "", 0, float("nan"), (), " ".join(str(exc).split())))
-    folders = [Path(c.path) for c in checks if c.not_checked is None and c.artefact in ("timm", "seed")]
-    banks, why = _write_banks(taught, result, folders)
-    export = TeachExport(folder, tuple(checks), banks, why)
-    atomic_write_bytes(folder / "check.json", json.dumps(export.to_json(), indent=1).encode())
+    with output_folder(folder, EXPORT, "--export", export_inputs(result.paths, project)) as building:
+        checks = []
+        for fmt in formats:
+            try:
+                path, predictor = _write(fmt, taught, building.path)
+                checks.append(compare(fmt, str(building.final_of(path)), predictor(path), result.paths,
+                                      result.probabilities, atol))
+            except (ValueError, ImportError) as exc:  # what an exporter refuses with, or a missing extra
+                checks.append(ArtefactCheck(fmt, "", 0, float("nan"), (), " ".join(str(exc).split())))
+        folders = [building.path / Path(c.path).relative_to(folder) for c in checks
+                   if c.not_checked is None and c.artefact in ("timm", "seed")]
+        banks, why = _write_banks(taught, result, folders)
+        export = TeachExport(folder, tuple(checks), tuple(str(building.final_of(b)) for b in banks), why)
+        atomic_write_bytes(building.path / "check.json", json.dumps(export.to_json(), indent=1).encode())
     return export
 
 

@@ -20,7 +20,7 @@ from torch import nn
 from vitstudio.core.fields import EPOCH_CURVES, METRIC_FIELDS
 from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes, die_at, naming
 from vitstudio.core.models.catalog import model_dirs, models_dir
-from vitstudio.core.models.checkpoints import pickle_refusal, refused_pickle
+from vitstudio.core.models.checkpoints import PAIR_KEY, pickle_refusal, refused_pickle
 from vitstudio.core.train.runlock import RunFileError, is_owned
 
 
@@ -106,12 +106,17 @@ REPRESENTATION_NOTE = ("The head is the original ViT's pre-logits layer (Linear 
 def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_config: dict,
                       provenance: dict | None = None) -> None:
     """config.json + model.safetensors as timm's save_for_hf writes them (so `local-dir:` loads them in
-    plain timm), with the class names; each file replaced atomically.
+    plain timm), with the class names; each file replaced atomically, the two marked as one pair (the same token in
+    the config and in the weights' metadata: a folder left with one save's weights and another's config by a kill
+    between the two renames is refused by the loader, `checkpoints.pair_problem`).
 
     config.json also says what the weights really are: no pretrained tag borrowed from the timm entry point,
     the base model they were fine-tuned from under `vitstudio`, and a representation layer (which plain timm
     cannot express) when the model has one."""
-    from timm.models import save_for_hf
+    import uuid
+
+    from safetensors.torch import save_file
+    from timm.models._hub import save_config_for_hf
 
     from vitstudio.core.models.checkpoints import representation_size, shared_layer_norm_eps
 
@@ -120,11 +125,14 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
     try:
         cfg = {k: data_config[k] for k in ("input_size", "interpolation", "mean", "std", "crop_pct", "crop_mode")
                if k in data_config}
-        save_for_hf(model, str(staging), model_config={"label_names": list(classes)}, data_config=cfg,
-                    safe_serialization=True)
+        token = uuid.uuid4().hex
+        # save_for_hf's two files, the weights with the pair's token in their metadata
+        save_file(model.state_dict(), str(staging / "model.safetensors"), metadata={"format": "pt", PAIR_KEY: token})
+        save_config_for_hf(model, str(staging / "config.json"), model_config={"label_names": list(classes)},
+                           data_config=cfg)
         config = json.loads((staging / "config.json").read_text())
         config.get("pretrained_cfg", {}).pop("tag", None)  # the entry point's default tag is not where these came from
-        extra = dict(provenance or {})
+        extra = dict(provenance or {}, **{PAIR_KEY: token})
         if data_config.get("hf_size"):  # a transformers processor's exact resize (plain timm reads crop_pct)
             extra["hf_size"] = data_config["hf_size"]
         eps = shared_layer_norm_eps(model)
@@ -133,10 +141,8 @@ def save_model_folder(model: nn.Module, folder: Path, classes: list[str], data_c
         rep = representation_size(model)
         if rep:
             extra.update(representation_size=rep, note=REPRESENTATION_NOTE)
-        if extra:
-            config["vitstudio"] = extra
+        config["vitstudio"] = extra
         (staging / "config.json").write_text(json.dumps(config, indent=2))
-        # weights first: a crash between the two renames leaves new weights with an old, compatible config
         for name in ("model.safetensors", "config.json"):
             os.chmod(staging / name, 0o644)
             die_at(f"before-rename-{name}")
