@@ -62,6 +62,27 @@ def entry_view(exp, params: dict, model):
     return exp.array, analysis.title + (f" ({shown})" if shown else "")
 
 
+def registered_job(cancel, registers, job, model, *inputs):
+    """`job(cancel, model, *inputs)` on the model with a test-time register on `registers`' neurons (the context holds
+    the model's lock, so no other job's forward sees the register)."""
+    import inspect
+
+    from vitstudio.core.analysis.registers import test_time_register
+
+    with test_time_register(model, registers):
+        result = job(cancel, model, *inputs)
+        if inspect.isgenerator(result):
+            result = yield from result
+    return result
+
+
+def register_choice(with_register: bool, page) -> object:
+    """The neurons the Attention tab's maps take a test-time register on: the Registers page's, while its toggle is
+    on and the page found some for the current model and folder, else None."""
+    result = page.result if page is not None and with_register else None
+    return result if result is not None and result.neurons else None
+
+
 def folder_distance_job(cancel, model, method: str, folder: str):
     from vitstudio.core.analysis.explain import explain_folder
 

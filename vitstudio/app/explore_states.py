@@ -49,6 +49,8 @@ class AttentionState(ExplorerState):
     mask: int = Field(0, range=MASS_MASK, help="share of the map's mass kept, %; 0 = off")
     smooth: bool = True
     folder: str | None = None  # the folder the distance plot averages
+    with_register: bool = False  # every map computed with a test-time register on the Registers page's neurons
+    registers: object = None  # those neurons (a RegisterNeurons) while with_register is on and a search found some
 
 
 class EmbeddingsState(ExplorerState):

@@ -13,6 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QFormLayout,
+    QHBoxLayout,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -30,6 +31,8 @@ from vitstudio.app.explore_jobs import (
     job_keys,
     job_slot,
     overview_job,
+    register_choice,
+    registered_job,
 )
 from vitstudio.app.explore_states import TOP_1, TOP_1_LABEL, AttentionState, registry_fields
 from vitstudio.app.model_facts import has_class_token
@@ -76,8 +79,9 @@ class AttentionPanel(ExplorerPanel):
         self.param_names = tuple(registry_fields(self.methods, {}))  # every parameter of them, read once
         self.folder_method = registry.names("attention", folder=True)[0]
         self.slots = {m: job_slot(registry.get(m)) for m in self.methods}
-        keys = {OVERVIEW: registry.OVERVIEW_KEYS, **{self.slots[m]: job_keys(registry.get(m)) for m in self.methods},
-                "folder": ("folder",)}
+        keys = {OVERVIEW: registry.OVERVIEW_KEYS, **{self.slots[m]: job_keys(registry.get(m)) for m in self.methods}}
+        keys = {slot: (*fields, "registers") for slot, fields in keys.items()}  # a map with or without the register
+        keys["folder"] = ("folder",)
         self.jobs = workers.ViewJobs(self.view_state, keys, long=("folder",))
         self._job_fields = {k for slot, fields in keys.items() if slot != "folder" for k in fields}
         self.view_state.update(method=self.methods[0])
@@ -95,6 +99,10 @@ class AttentionPanel(ExplorerPanel):
         self.opacity = control_for(self.view_state.fields()["opacity"], widget="slider")
         self.mask = mask_spin_box(self.view_state.fields()["mask"])
         self.smooth = smooth_checkbox(self.view_state)
+        self.with_register = control_for(self.view_state.fields()["with_register"], title="Register token")
+        self.with_register.setToolTip("With a test-time register: every map computed on the model with one extra "
+                                      "token that the register neurons found on the Folder tab's Registers page write "
+                                      "to instead of the patches (Jiang et al. 2025)")
         self.info = wrapping_label()
         self.form = QFormLayout()
         self.form.addRow("Method", self.method)
@@ -108,7 +116,12 @@ class AttentionPanel(ExplorerPanel):
         self.form.addRow("Colormap", self.cmap)
         self.form.addRow("Opacity", self.opacity)
         self.form.addRow("Mask", self.mask)
-        self.form.addRow("", self.smooth)
+        toggles = QHBoxLayout()  # one row: the tab's height at 1280×720 is spent
+        toggles.setContentsMargins(0, 0, 0, 0)
+        toggles.addWidget(self.smooth)
+        toggles.addWidget(self.with_register)
+        toggles.addStretch(1)
+        self.form.addRow("", toggles)
         self.folder_button = QPushButton("Distance over a folder…")
         self.mask_button = QPushButton("Export mask (PNG + COCO)…")  # what `explain --mask` writes
         self.mask_button.setToolTip("The mask on screen as a PNG at the size the model saw, and its COCO RLE")
@@ -139,8 +152,13 @@ class AttentionPanel(ExplorerPanel):
 
     def _connect_controls(self) -> None:
         """Every control is bound to its view-state field (the layer and head ranges and the classes with it)."""
-        for name in ("method", "cmap", "opacity", "mask", "smooth"):  # the parameters' controls: ParamForm
+        for name in ("method", "cmap", "opacity", "mask", "smooth", "with_register"):  # parameters: ParamForm
             bind(getattr(self, name), self.view_state, name)
+        self.register_page = self.app.pages.get("register-neurons")
+        if self.register_page is not None:
+            self.register_page.changed.connect(self._choose_registers)
+        self.view_state.events.with_register.connect(self._choose_registers)
+        self._choose_registers()
         events = self.view_state.events
         events.layer.connect(self._show_layer)
         self.view.patch_clicked.connect(self.select_patch)
@@ -177,6 +195,14 @@ class AttentionPanel(ExplorerPanel):
             self.distance.show_nothing()  # the previous image's or folder's distances are not this request's
         if name not in ("model", "image"):  # those arrive with a reload
             self.refresh_view()
+
+    def _choose_registers(self, *_value) -> None:
+        """The neurons the maps take a register on follow the toggle and the Registers page's result."""
+        found = register_choice(True, self.register_page)
+        self.with_register.setEnabled(found is not None or self.view_state.with_register)  # on, it can go off
+        registers = found if self.view_state.with_register else None
+        if registers is not self.view_state.registers:
+            self.view_state.update(registers=registers)
 
     def _show_layer(self, layer: int) -> None:
         self.layer_label.setText(f"layer {layer}")
@@ -220,8 +246,11 @@ class AttentionPanel(ExplorerPanel):
     def _ensure(self, slot, job, keys, model, entry, on_result, name: str = "Attention", before=()) -> None:
         if self.jobs.current(slot) is not None or self.jobs.running(slot) or self.jobs.failed(slot) is not None:
             return
-        self.jobs.start(slot, name, job, model, entry.image, *before, *(getattr(self.view_state, k) for k in keys),
-                        on_result=on_result, on_error=self._on_job_failed)
+        inputs = (model, entry.image, *before, *(getattr(self.view_state, k) for k in keys))
+        registers = self.view_state.registers
+        if registers is not None:  # the same job, on the model with the test-time register
+            job, inputs = registered_job, (registers, job, *inputs)
+        self.jobs.start(slot, name, job, *inputs, on_result=on_result, on_error=self._on_job_failed)
 
     def _on_job_failed(self, exc: BaseException) -> None:
         self.report_error(exc)
@@ -311,6 +340,8 @@ class AttentionPanel(ExplorerPanel):
             arr, text = masked(arr, vs.mask, text)
         self.displayed = arr
         self.mask_button.setEnabled(bool(vs.mask) and arr is not None and arr.ndim == 2)
+        if arr is not None and vs.registers is not None:
+            text += f", with a test-time register on {len(vs.registers.neurons)} neurons"
         self.info.setText(text)
         self.view.set_map(arr, vs.cmap, vs.opacity / 100)
         takes_patch = "patch" in registry.get(vs.method).param_names
