@@ -317,6 +317,10 @@ ONTO_INPUTS = {
     "teach P --export P/images/ants": (["teach", "P", "--export", "P/images/ants"], "is inside the project folder"),
     "teach P --export P": (["teach", "P", "--export", "P"], "is the project folder"),
     "teach P/images --export P": (["teach", "P/images", "--export", "P"], "holds the project folder"),
+    "explain IMAGE --out IMAGE": (["explain", "DATA/red/000.png", "--method", "rollout", "--out", "DATA/red/000.png"],
+                                  "is one of the images given to read"),
+    "predict FOLDER --csv onto an image": (["predict", "DATA", "--csv", "DATA/red/001.png", "--quiet"],
+                                           "is an image of {DATA}, which is given to read"),
 }
 
 
@@ -324,9 +328,10 @@ ONTO_INPUTS = {
 def test_an_output_onto_the_inputs_is_one_line_and_writes_nothing(case, tmp_path, monkeypatch, capsys):
     """`segment --out` onto the painted masks (or inside them), or over a user's <stem>.png or areas.csv; `views
     --export --labels-csv/--csv` onto an image of the folder; `teach --export` over a user's
-    model.onnx, inside the project's images or a class folder, onto the project, or holding it: one `error:` line,
-    exit 2, before any model loads, and not one byte under the test's folder changed (core/outputs.py's rule: an
-    output replaces only an earlier output of its own, never an input). [parametrised ×11]"""
+    model.onnx, inside the project's images or a class folder, onto the project, or holding it; `explain IMG --out IMG`
+    and `predict FOLDER --csv` onto one of its images: one `error:` line, exit 2, before any model loads, and not one
+    byte under the test's folder changed (core/outputs.py's rule: an output replaces only an earlier output of its
+    own, never an input). [parametrised ×13]"""
     from vitstudio.cli import common
 
     def no_model(args):

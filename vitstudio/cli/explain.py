@@ -267,6 +267,10 @@ def _explain_plan(args) -> _ExplainPlan:
         raise ValueError("several images or methods write one file each: give --out a folder (and --format)")
     if single and out.suffix.lower() not in (".npy", ".png", ".json"):
         raise ValueError("--out must end in .npy, .png or .json (or name a folder: end it with /)")
+    if single:
+        from ..core.outputs import refuse_file_onto_inputs
+
+        refuse_file_onto_inputs(out, args.inputs, "--out")
     if not single:
         out.mkdir(parents=True, exist_ok=True)
     fmt = out.suffix.lower().lstrip(".") if single else args.format

@@ -65,6 +65,14 @@ def predict_cmd(args) -> int:
     if not files:
         print(f"error: {NO_IMAGES}", file=sys.stderr)
         return EXIT_USAGE
+    if args.csv:
+        from ..core.outputs import OutputRefused, refuse_file_onto_inputs
+
+        try:
+            refuse_file_onto_inputs(args.csv, args.paths, "--csv")
+        except OutputRefused as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     from tqdm import tqdm
 
     from ..core.distributed import device_for, init_distributed

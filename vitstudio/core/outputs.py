@@ -77,6 +77,22 @@ def refuse_onto_inputs(target: str | os.PathLike, inputs: Sequence[Input], optio
                                 f"it; choose a place that does not hold it")
 
 
+def refuse_file_onto_inputs(target: str | os.PathLike, inputs: Sequence[str | os.PathLike], option: str) -> None:
+    """OutputRefused when the file `target` is one of the files given to read, or an image inside a folder given
+    (it would be read as one of its images): a report or a map is never written over the image it is about."""
+    from vitstudio.core.data.images import IMAGE_SUFFIXES
+
+    t = _resolved(target)
+    for given in inputs:
+        p = _resolved(given)
+        if t == p:
+            raise OutputRefused(f"{option} {shown_path(target)} is one of the images given to read: ViT Studio never "
+                                f"writes onto what it reads; choose another file")
+        if p in t.parents and t.suffix.lower() in IMAGE_SUFFIXES:
+            raise OutputRefused(f"{option} {shown_path(target)} is an image of {shown_path(given)}, which is given "
+                                f"to read: ViT Studio never writes onto what it reads; choose another file")
+
+
 def check_output_folder(out: str | os.PathLike, command: str, option: str, inputs: Sequence[Input] = ()) -> Path:
     """The output folder, once it is neither a file, nor on an input, nor a folder it may not replace (one that holds
     anything but an earlier output of `command`): each refused in one line, before any work."""
