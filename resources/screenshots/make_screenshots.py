@@ -78,7 +78,7 @@ def main(out: Path) -> None:
     panel = window.training
     panel.set_dataset(str(make_dataset(tmp / "colours", per_class=16)))
     idle(1, until=lambda: panel.dataset_actions.scan is not None)
-    panel.base_model.setEditText("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
+    panel.dataset.base_model.setEditText("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=3")
     panel.form.preset.setCurrentText("scratch")
     panel.form.inputs["epochs"].setValue(8)
     panel.form.inputs["batch_size"].setValue(8)
@@ -146,7 +146,7 @@ def _lora_plan(window, idle, save, digits: Path) -> None:
     window.tabs.setCurrentWidget(panel)
     panel.set_dataset(str(digits))
     idle(1, until=lambda: panel.dataset_actions.scan is not None)
-    panel.base_model.setEditText(str(bundled_demo()))
+    panel.dataset.base_model.setEditText(str(bundled_demo()))
     panel.form.preset.setCurrentText("lora")
     panel.form.advanced.setChecked(True)
     panel.form.inputs["batch_size"].setValue(64)

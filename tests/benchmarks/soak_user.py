@@ -191,16 +191,16 @@ class Soak:
         w.show_tab("training")
         panel.set_dataset(str(self.data["digits"]))  # what dropping the folder on the panel does
         yield Wait("dataset scan", until=lambda: panel.dataset_actions.scan is not None and "Scanning" not in
-                   panel.dataset_info.text(), timeout=60)
-        panel.base_model.setEditText(self.demo)
+                   panel.dataset.dataset_info.text(), timeout=60)
+        panel.dataset.base_model.setEditText(self.demo)
         panel.form.preset.setCurrentText("last-blocks")
         panel.form.advanced.setChecked(True)
         panel.form.inputs["epochs"].setValue(self.args.epochs)
         panel.form.inputs["batch_size"].setValue(32)
         panel.form.inputs["hflip"].setValue(0.0)
-        panel.run_name.setText(f"soak-{self.cycle:03d}")
+        panel.dataset.run_name.setText(f"soak-{self.cycle:03d}")
         panel.right.setCurrentWidget(panel.curves)  # the live curves on screen while it trains
-        panel.start_button.click()
+        panel.controls.start_button.click()
         yield Wait("training", until=lambda: panel.job is not None and panel.job.done, timeout=900)
         self.epochs += len(panel.shown.epochs["epoch"])
         yield Wait("results", until=lambda: panel.results.report is not None, timeout=30)
@@ -213,9 +213,9 @@ class Soak:
             yield from self.settle("history")
             panel.history.itemClicked.emit(panel.history.item(0))
             yield from self.settle("history")
-        if self.cycle % 2 == 0 and panel.use_button.isEnabled():
+        if self.cycle % 2 == 0 and panel.controls.use_button.isEnabled():
             before = self.loads
-            panel.use_button.click()
+            panel.controls.use_button.click()
             yield Wait("use this model", until=lambda: self.loads > before, timeout=120)
             yield from self.settle("use this model")
 
@@ -316,19 +316,19 @@ class Soak:
             panel.select_row(row)
             yield Wait("similar", until=lambda: panel.side.page("similar").list.count() > 0, timeout=30)
             yield from self.settle("similar")
-        panel.min_conf.setValue(0.3)
-        panel.correctness.setCurrentIndex(2)
+        panel.toolbar.min_conf.setValue(0.3)
+        panel.toolbar.correctness.setCurrentIndex(2)
         yield Wait("filters", seconds=0.3)
-        panel.correctness.setCurrentIndex(0)
-        panel.min_conf.setValue(0.0)
+        panel.toolbar.correctness.setCurrentIndex(0)
+        panel.toolbar.min_conf.setValue(0.0)
         for index in range(panel.side.page("map").colour_by.count()):
             panel.side.page("map").colour_by.setCurrentIndex(index)
             yield Wait("colour", seconds=0.2)
         box = panel.side.page("map").map.box  # drag the yellow box: the table follows it
         box.setSize(box.size() * 1.2)
         yield Wait("box", seconds=0.3)
-        panel.follow_map.setChecked(False)
-        panel.review_button.click()
+        panel.toolbar.follow_map.setChecked(False)
+        panel.toolbar.review_button.click()
         yield Wait("label review", until=lambda: "Reviewing" not in panel.info.text(), timeout=300)
         review = panel.side.page("review")
         if review.list.count() > 0:

@@ -98,7 +98,7 @@ def main() -> int:
     def start_training():  # a fine-tuning run in the background for the whole script
         panel = window.training
         panel.set_dataset(str(train_data))
-        panel.base_model.setEditText("custom:img=64,patch=8,width=64,depth=4,heads=4,classes=3")
+        panel.dataset.base_model.setEditText("custom:img=64,patch=8,width=64,depth=4,heads=4,classes=3")
         panel.form.preset.setCurrentText("scratch")
         panel.form.advanced.setChecked(True)
         panel.form.inputs["epochs"].setValue(200)

@@ -69,20 +69,21 @@ def test_folder_filters_live_in_the_view_state(panel, qtbot, tmp_path):
     vs.update(min_conf=0.9, correct=True)  # set as data: the table and the widgets follow
     expected = np.flatnonzero((results.confidence >= 0.9) & (results.correct() == 1))
     assert sorted(panel.visible_rows()) == expected.tolist()
-    assert panel.min_conf.value() == pytest.approx(0.9) and panel.correctness.currentData() is True
-    panel.correctness.setCurrentIndex(2)  # a user's click reaches the state
+    assert panel.toolbar.min_conf.value() == pytest.approx(0.9) and panel.toolbar.correctness.currentData() is True
+    panel.toolbar.correctness.setCurrentIndex(2)  # a user's click reaches the state
     assert vs.correct is False
     label = results.labels[int(results.predicted[0])]
     vs.predicted = label
-    assert panel.predicted.currentData() == label
+    assert panel.toolbar.predicted.currentData() == label
     assert all(results.labels[int(results.predicted[r])] == label for r in panel.visible_rows())
     shown = sorted(panel.visible_rows())
     panel.open_folder(str(data))  # the same folder again: the rebuilt class list still shows the filter kept
     _settle(qtbot)
-    assert vs.predicted == label and panel.predicted.currentData() == label and sorted(panel.visible_rows()) == shown
+    assert vs.predicted == label and panel.toolbar.predicted.currentData() == label
+    assert sorted(panel.visible_rows()) == shown
     panel.reset_filters()
     assert (vs.predicted, vs.min_conf, vs.correct, vs.follow_map) == (None, 0.0, None, False)
-    assert panel.predicted.currentIndex() == 0 and panel.min_conf.value() == 0.0
+    assert panel.toolbar.predicted.currentIndex() == 0 and panel.toolbar.min_conf.value() == 0.0
     assert len(panel.visible_rows()) == len(results)
 
 
@@ -205,7 +206,7 @@ def test_the_training_and_compare_model_lists_carry_the_model_bars_marks(window)
 
     marks = window.model_panel.catalog_marks()
     assert marks[str(bundled_demo())] == "★" and {"·", "○"} <= set(marks.values())
-    for combo in (window.training.base_model, window.compare.other_name):
+    for combo in (window.training.dataset.base_model, window.compare.other_name):
         assert combo.count() == len(marks)
         # the open list shows a long timm name whole, however narrow the box is at 1280×720 (the walk: elided)
         long = combo.view().fontMetrics().horizontalAdvance("aimv2_1b_patch14_224.apple_pt") + 60
@@ -231,15 +232,15 @@ def test_a_run_that_ends_is_listed_in_every_model_list_at_once(window):
     from vitstudio.core.models.catalog import models_dir
     from vitstudio.core.models.demo import bundled_demo
 
-    window.training.base_model.setEditText("typed by the user")
+    window.training.dataset.base_model.setEditText("typed by the user")
     run = models_dir() / "my-run"
     shutil.copytree(bundled_demo(), run)
     window.training.run_ended.emit(True)
     bar = window.model_panel
     assert bar.name.itemText(1) == f"● {run}" and bar.catalog_names().count(str(run)) == 1
-    for combo in (window.training.base_model, window.compare.other_name):
+    for combo in (window.training.dataset.base_model, window.compare.other_name):
         assert combo.itemText(1) == str(run) and not combo.itemIcon(1).isNull()
-    assert window.training.base_model.currentText() == "typed by the user"
+    assert window.training.dataset.base_model.currentText() == "typed by the user"
     window.training.run_ended.emit(True)  # nothing new: listed once
     assert [window.compare.other_name.itemText(i) for i in range(3)].count(str(run)) == 1
 

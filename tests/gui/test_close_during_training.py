@@ -30,20 +30,20 @@ def test_close_during_training_stays_then_closes_when_done(window, qtbot, tmp_pa
     _answering(monkeypatch, [closing.STAY, closing.KEEP], asked, paused)
     panel = _setup(_training_tab(window), qtbot, make_dataset(tmp_path / "data", per_class=6), epochs=2)
     panel.start()
-    panel.pause_button.setChecked(True)  # held mid-run while the window is closed
-    assert panel.running and panel.pause_button.text() == "Continue"  # not "Resume", beside "Resume run"
+    panel.controls.pause_button.setChecked(True)  # held mid-run while the window is closed
+    assert panel.running and panel.controls.pause_button.text() == "Continue"  # not "Resume", beside "Resume run"
     window._refresh_status()
     assert "(paused)" in window.status_jobs.text()  # the status bar said "Training" (the walk)
     window.close()
     assert window.isVisible() and panel.running and asked  # Stay: nothing changed
     window.close()
-    assert window.isVisible() and panel.running and "closes when" in panel.status.text()
+    assert window.isVisible() and panel.running and "closes when" in panel.controls.status.text()
     # said where the user looks, whatever the tab (the walk saw the window just stay as it was)
     assert window.notice.isVisible() and "closes when" in window.notice.text
     assert window.windowTitle().endswith("closes when the run ends")
     run = panel.active_run
     # kept while paused: resumed by the answer, or it would never end and the window never close (the walk)
-    assert not panel.pause_button.isChecked()
+    assert not panel.controls.pause_button.isChecked()
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=60000)  # the run finished, then the window closed
     assert run_status(run) == "finished" and len(asked) == 2 and paused == [True, True]
 

@@ -55,8 +55,9 @@ def test_the_export_menu_counts_the_selection_copies_undoably_and_hands_it_to_tr
     settle(qtbot)
     copied = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.png"))
     assert copied == sorted(f"{folder.results.given[r]}/{Path(folder.results.paths[r]).name}" for r in picked)
-    assert folder.undo_button.isEnabled() and folder.undo_button.toolTip().startswith("Undo Sort 3 images into out")
-    folder.undo_button.click()
+    undo = folder.toolbar.undo_button
+    assert undo.isEnabled() and undo.toolTip().startswith("Undo Sort 3 images into out")
+    folder.toolbar.undo_button.click()
     settle(qtbot)
     assert not list(out.rglob("*.png")) and len(list(data.rglob("*.png"))) == 20
 

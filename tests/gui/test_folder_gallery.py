@@ -62,14 +62,14 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     legend = re.findall(r"&nbsp;(\S+) \((\d+) of (\d+)\)", folder.side.page("map").map.legend.text())
     k = len(inside)
     assert legend == [("keep", str(k), str(k)), ("untagged", "0", str(40 - k))]
-    folder.follow_map.click()  # the map no longer filters: the tag does
+    folder.toolbar.follow_map.click()  # the map no longer filters: the tag does
     folder.toolbar.tag_filter.setCurrentIndex(folder.toolbar.tag_filter.findText("keep"))
     assert folder.view_state.tag == "keep" and sorted(folder.visible_rows()) == inside.tolist()
     said = []
     folder.state.message.connect(lambda _level, text: said.append(text))
     folder.tag_menus.save_view()
     assert said[-1] == "View 'kept' saved: 1 rule."  # it said "1 rules"
-    folder.reset_button.click()
+    folder.toolbar.reset_button.click()
     assert len(folder.visible_rows()) == 40 and folder.toolbar.tag_filter.currentText() == "any tags"
     folder.tag_menus.views_menu.aboutToShow.emit()
     next(a for a in folder.tag_menus.views_menu.actions() if a.text() == "kept").trigger()
@@ -98,8 +98,8 @@ def test_a_lasso_filters_table_and_gallery_and_one_selection_runs_through_them(p
     folder.select_row(order[1])  # and the table's choice is the grid's
     assert folder.folder_model.selected == order[1] and folder.gallery.currentIndex().row() == 1
 
-    folder.reset_button.click()
-    folder.follow_map.click()
+    folder.toolbar.reset_button.click()
+    folder.toolbar.follow_map.click()
     folder.side.page("map").lasso_button.click()  # back to the box: it selects again, the outline goes
     assert folder.side.page("map").map.box.isVisible()
     assert sorted(folder.visible_rows()) == folder.folder_model.rows_in_box().tolist()

@@ -61,18 +61,18 @@ def test_count_line_and_filters_reset_with_the_folder(opened, qtbot, tmp_path):
     assert total == 60
     assert panel.toolbar.shown.text().replace("<b>", "").replace("</b>", "") == "60 of 60 shown"
     assert "digits" in panel.toolbar.filters_for.text()
-    panel.correctness.setCurrentIndex(2)  # mistakes
+    panel.toolbar.correctness.setCurrentIndex(2)  # mistakes
     mistakes = int((panel.results.correct() == 0).sum())
     assert 0 < mistakes < total
     assert panel.toolbar.shown.text().replace("<b>", "").replace("</b>", "") == f"{mistakes} of 60 shown"
-    panel.min_conf.setValue(0.5)
+    panel.toolbar.min_conf.setValue(0.5)
 
     other = tmp_path / "other"
     shutil.copytree(data / "1", other / "1")
     shutil.copytree(data / "2", other / "2")
     panel.open_folder(str(other))
     _settle(qtbot)
-    assert panel.correctness.currentIndex() == 0 and panel.min_conf.value() == 0.0
+    assert panel.toolbar.correctness.currentIndex() == 0 and panel.toolbar.min_conf.value() == 0.0
     assert panel.visible_rows() and len(panel.visible_rows()) == len(panel.results) == 12
     assert panel.toolbar.shown.text().replace("<b>", "").replace("</b>", "") == "12 of 12 shown"
     assert "other" in panel.toolbar.filters_for.text()
@@ -83,16 +83,16 @@ def test_empty_folder_says_what_to_do_and_disables_the_buttons(opened, qtbot, tm
     button folded into Export…'s CSV of every column). [panel]
     """
     panel, _data = opened
-    assert panel.sort_button.isEnabled() and panel.export_button.isEnabled() and panel.review_button.isEnabled()
+    bar = panel.toolbar
+    assert bar.sort_button.isEnabled() and bar.export_button.isEnabled() and bar.review_button.isEnabled()
     empty = tmp_path / "empty"
     (empty / "nothing here").mkdir(parents=True)
     panel.open_folder(str(empty))
     _settle(qtbot)
     assert "No images" in panel.info.text() and ".png" in panel.info.text()
-    for button in (panel.sort_button, panel.export_button, panel.review_button, panel.predicted, panel.correctness,
-                   panel.min_conf):
+    for button in (bar.sort_button, bar.export_button, bar.review_button, bar.predicted, bar.correctness, bar.min_conf):
         assert not button.isEnabled()
-    assert panel.open_button.isEnabled()
+    assert bar.open_button.isEnabled()
 
 
 def test_failed_review_replaces_the_reviewing_line(opened, qtbot, tmp_path):

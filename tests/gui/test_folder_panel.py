@@ -53,16 +53,16 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     assert shown == sorted(shown, key=lambda p: os.path.basename(p)) or shown == sorted(shown)
 
     # filters and sorting: mistakes only, then one predicted class, then a confidence floor
-    panel.correctness.setCurrentIndex(2)
+    panel.toolbar.correctness.setCurrentIndex(2)
     assert sorted(panel.visible_rows()) == sorted(np.nonzero(results.correct() == 0)[0].tolist())
     assert any(results.paths[r] == str(flipped) for r in panel.visible_rows())
-    panel.correctness.setCurrentIndex(0)
-    panel.predicted.setCurrentIndex(panel.predicted.findData("7"))
+    panel.toolbar.correctness.setCurrentIndex(0)
+    panel.toolbar.predicted.setCurrentIndex(panel.toolbar.predicted.findData("7"))
     assert all(results.predicted_label(r) == "7" for r in panel.visible_rows()) and panel.visible_rows()
-    panel.predicted.setCurrentIndex(0)
-    panel.min_conf.setValue(0.9)
+    panel.toolbar.predicted.setCurrentIndex(0)
+    panel.toolbar.min_conf.setValue(0.9)
     assert all(results.confidence[r] >= 0.9 for r in panel.visible_rows()) and panel.visible_rows()
-    panel.min_conf.setValue(0.0)
+    panel.toolbar.min_conf.setValue(0.0)
     panel.table.sortByColumn(3, Qt.AscendingOrder)  # confidence, lowest first
     first = panel.table_model.source_row(0)
     assert results.confidence[first] == results.confidence.min()
@@ -87,14 +87,14 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     box = panel.side.page("map").map.box
     box.setPos(box.pos(), finish=True)  # as the end of a drag: the box says where it is
     inside = panel.folder_model.rows_in_box()
-    assert panel.follow_map.isChecked() and sorted(panel.visible_rows()) == sorted(inside.tolist())
-    panel.follow_map.setChecked(False)
+    assert panel.toolbar.follow_map.isChecked() and sorted(panel.visible_rows()) == sorted(inside.tolist())
+    panel.toolbar.follow_map.setChecked(False)
     assert len(panel.visible_rows()) == 120
     # checked before any drag (as a restart leaves it): the box as drawn filters at once (the walk saw 150 of 150)
     panel.folder_model.map_rows = None
-    panel.follow_map.setChecked(True)
+    panel.toolbar.follow_map.setChecked(True)
     assert sorted(panel.visible_rows()) == sorted(inside.tolist()) and len(inside) < 120
-    panel.follow_map.setChecked(False)
+    panel.toolbar.follow_map.setChecked(False)
 
     # similar images of the selected row, as the core finds them
     panel.select_row(5)
@@ -132,7 +132,8 @@ def test_folder_tab_end_to_end(window, qtbot, tmp_path, monkeypatch):
     review.retrain_button.click()
     assert "Training" in window.tabs.tabText(window.tabs.currentIndex())
     assert window.training.dataset_actions.exclude == [str(flipped)]
-    qtbot.waitUntil(lambda: "excluded by the label review" in window.training.dataset_info.text(), timeout=20000)
+    info = window.training.dataset.dataset_info
+    qtbot.waitUntil(lambda: "excluded by the label review" in info.text(), timeout=20000)
     assert tree_state(data) == before
     window.show_tab("folder")
     # duplicate groups (the scans of one digit at 32 px are close to a perceptual hash): picking one filters the table
@@ -195,7 +196,7 @@ def test_a_model_switch_while_a_folder_embeds_embeds_it_for_the_new_model(panel,
     folder = folder_panel(panel, qtbot)
     other = load_model("custom:img=32,patch=8,width=32,depth=2,heads=2,classes=4")
     folder.open_folder(str(data))
-    qtbot.waitUntil(folder.cancel_button.isEnabled, timeout=10000)  # embedding through the demo
+    qtbot.waitUntil(folder.toolbar.cancel_button.isEnabled, timeout=10000)  # embedding through the demo
     folder.state.set_model(other)
     _settle(qtbot)
     qtbot.waitUntil(lambda: folder.results is not None, timeout=60000)

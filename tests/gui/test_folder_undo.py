@@ -59,15 +59,16 @@ def test_ctrl_z_undoes_a_sort_and_ctrl_shift_z_redoes_it(window, qtbot, tmp_path
     messages = []
     window.state.message.connect(lambda level, text: messages.append((level, text)))
     panel = _open(window, qtbot, data)
-    assert not panel.undo_button.isEnabled() and not window.edit_actions.undo.isEnabled()
+    assert not panel.toolbar.undo_button.isEnabled() and not window.edit_actions.undo.isEnabled()
 
     out = tmp_path / "sorted"
     panel.files.run_sort(panel.sort_plan(str(out), 0.0, False, selected_only=False))
     _settle(qtbot)
     copies = sorted(out.rglob("*.png"))
     assert len(copies) == 20 and sorted(map(file_digest, copies)) == sorted(map(file_digest, data.rglob("*.png")))
-    assert window.edit_actions.undo.text() == "Undo Sort 20 images into sorted" and panel.undo_button.isEnabled()
-    assert panel.undo_button.toolTip().startswith("Undo Sort 20 images")  # the button "Undo last sort/move" also
+    undo = panel.toolbar.undo_button
+    assert window.edit_actions.undo.text() == "Undo Sort 20 images into sorted" and undo.isEnabled()
+    assert undo.toolTip().startswith("Undo Sort 20 images")  # the button "Undo last sort/move" also
     # undid labels and exclusions (the walk): it says "Undo" and names what in its tooltip
     assert [p for p in out.rglob("*") if p.is_file() and p.suffix != ".png"] == []  # no journal in the output
     assert len(list(journals_dir(out).glob("vitstudio-sort-*.jsonl"))) == 1
@@ -219,6 +220,6 @@ def test_the_review_reads_the_labels_tab_and_relabels_there_without_moving_the_f
     _settle(qtbot)
     assert panel.app.labels.labels[three] == suggested and page.list.count() == shown - 1
     assert not asked and _files(data) == before  # no move asked, no file touched
-    panel.undo_button.click()
+    panel.toolbar.undo_button.click()
     _settle(qtbot)
     assert panel.app.labels.labels[three] == "8" and page.list.count() == shown

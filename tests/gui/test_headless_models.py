@@ -29,8 +29,8 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
     assert len(results) == 18 and not results.has_predictions and panel.table_model.rowCount() == 18
     row = [panel.table_model.data(panel.table_model.index(0, c)) for c in range(1, 6)]
     assert row[1] == "" and row[2] == "" and row[3] in ("blue", "green", "red")  # no prediction, the given label
-    assert "no classes" in panel.info.text() and not panel.sort_button.isEnabled()
-    assert panel.export_button.isEnabled()  # Export 18 images… → CSV of every column: no prediction in it
+    assert "no classes" in panel.info.text() and not panel.toolbar.sort_button.isEnabled()
+    assert panel.toolbar.export_button.isEnabled()  # Export 18 images… → CSV of every column: no prediction in it
     monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getSaveFileName",
                         lambda *a, **k: (str(tmp_path / "rows.csv"), ""))
     panel.export_menu.actions["table"].trigger()
@@ -47,7 +47,7 @@ def test_the_folder_tab_shows_a_headless_model_without_predictions(window, qtbot
     with qtbot.waitSignal(window.state.model_loaded, timeout=60000):
         box.apply()
     qtbot.waitUntil(lambda: panel.results is not None and panel.results.has_predictions, timeout=60000)
-    assert panel.sort_button.isEnabled() and panel.results.predicted_label(0) in ("blue", "green", "red")
+    assert panel.toolbar.sort_button.isEnabled() and panel.results.predicted_label(0) in ("blue", "green", "red")
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=30000)
 
 

@@ -133,7 +133,7 @@ def test_label_train_undo_and_restore(window, qtbot, tmp_path, monkeypatch):
     assert "to label next" in tab.info.text()
     buttons = tab.layout().itemAt(0).layout()  # the buttons first: the lines below wrap without moving them
     assert buttons is not None and buttons.indexOf(tab.suggest_button) >= 0
-    panel.reset_button.click()
+    panel.toolbar.reset_button.click()
     assert "to label next" not in tab.info.text() and "labelled" in tab.info.text()  # said no more (the walk)
     tab.suggest_button.click()
     qtbot.waitUntil(lambda: panel.group_rows is not None, timeout=30000)

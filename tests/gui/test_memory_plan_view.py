@@ -46,14 +46,14 @@ def test_an_adapter_target_the_model_lacks_greys_start_and_the_fix_clears_it(pan
     view = panel.memory_plan
     panel.form.preset.setCurrentText("lora")
     qtbot.waitUntil(lambda: "fits" in view.summary.text(), timeout=20000)
-    assert panel.start_button.isEnabled()
+    assert panel.controls.start_button.isEnabled()
     panel._on_failed(ValueError("no linear layer named qkvv"))  # as a start of the bad settings once ended
     panel.form.controls["lora_targets"].widget.setText("qkvv")  # typed, as the user does
     qtbot.waitUntil(lambda: "cannot plan" in view.summary.text(), timeout=20000)
     said = "blocks have no linear layer named qkvv; their linears are fc1, fc2, proj, qkv (--lora-targets)."
     assert view.summary.text() == f"Memory plan: cannot plan this run. VisionTransformer's {said}"
-    assert not panel.start_button.isEnabled() and said in panel.start_button.toolTip()
-    assert said in panel.status.text()
+    assert not panel.controls.start_button.isEnabled() and said in panel.controls.start_button.toolTip()
+    assert said in panel.controls.status.text()
     panel.form.controls["lora_targets"].widget.setText("qkv,proj")
     qtbot.waitUntil(lambda: "fits" in view.summary.text(), timeout=20000)
-    assert panel.start_button.isEnabled() and panel.status.text() == "Ready: press Start."
+    assert panel.controls.start_button.isEnabled() and panel.controls.status.text() == "Ready: press Start."

@@ -97,9 +97,9 @@ def test_folder_tab_says_the_model_does_not_fit_and_the_folders_are_not_its_clas
     assert not panel.fit.mismatch.isHidden() and expected in panel.fit.mismatch.text()
 
     # "Show mistakes" is empty because nothing can be compared: said in words, not left blank
-    panel.correctness.setCurrentIndex(2)
+    panel.toolbar.correctness.setCurrentIndex(2)
     assert panel.visible_rows() == [] and expected in panel.fit.mismatch_text()
-    panel.correctness.setCurrentIndex(0)
+    panel.toolbar.correctness.setCurrentIndex(0)
     assert [name for name, _, _ in colour_groups(panel.results, "correct")] == ["folder not a model class"]
 
     # the review and the sort say their results rest on images the model was not trained for

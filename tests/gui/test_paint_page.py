@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QApplication
 from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.jobs import ScriptRunner
-from vitstudio.app.paint_masks import UNPAINTED
 from vitstudio.app.pages.paint import PaintPageModel
+from vitstudio.app.paint_masks import UNPAINTED
 from vitstudio.core.models.demo import bundled_demo, render_digits
 from vitstudio.gui.common.class_colours import PAINTED_ALPHA, PALETTE, SEGMENTED_ALPHA
 from vitstudio.gui.folder.pages.paint_page import PaintPage

@@ -20,11 +20,11 @@ def test_quick_is_the_first_preset_and_trains_from_the_panel(panel, qtbot, tmp_p
     assert panel.form.preset.itemText(0) == "quick"
     panel.set_dataset(str(data))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    panel.base_model.setEditText(TINY_SPEC.replace("classes=5", "classes=3"))
+    panel.dataset.base_model.setEditText(TINY_SPEC.replace("classes=5", "classes=3"))
     panel.form.preset.setCurrentText("quick")
     panel.start()
     qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
-    assert "finished" in panel.status.text()
+    assert "finished" in panel.controls.status.text()
     qtbot.waitUntil(lambda: panel.results.report is not None, timeout=20000)
     assert panel.results.table.rowCount() == 3
     run = panel.shown_run

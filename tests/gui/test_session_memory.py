@@ -48,11 +48,11 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     panel.open_folder(str(data))
     _settle(qtbot)
     qtbot.waitUntil(lambda: panel.results is not None, timeout=30000)
-    panel.predicted.setCurrentIndex(1)  # the first class the model predicts here
-    chosen = panel.predicted.currentData()
-    panel.min_conf.setValue(0.4)
-    panel.correctness.setCurrentIndex(1)  # correct ones
-    panel.follow_map.setChecked(True)  # not kept: its box is not (the walk: a box never drawn filtered the table)
+    panel.toolbar.predicted.setCurrentIndex(1)  # the first class the model predicts here
+    chosen = panel.toolbar.predicted.currentData()
+    panel.toolbar.min_conf.setValue(0.4)
+    panel.toolbar.correctness.setCurrentIndex(1)  # correct ones
+    panel.toolbar.follow_map.setChecked(True)  # not kept: its box is not (a box never drawn filtered the table)
     _review(panel, data, sorted((data / "3").iterdir()))
     review = panel.side.page("review")
     review.list.setCurrentRow(0)
@@ -71,15 +71,15 @@ def test_a_second_window_restores_form_dataset_folder_filters_and_exclusions(qtb
     second = _window(qtbot)
     form2, training2 = second.training.form, second.training
     assert form2.preset.currentText() == "full" and form2.controls["epochs"].value() == 37
-    assert form2.advanced.isChecked() and training2.folder.text() == str(data)
+    assert form2.advanced.isChecked() and training2.dataset.folder.text() == str(data)
     assert training2.dataset_actions.exclude == [excluded]  # the review's exclusions go with the dataset
     _load_demo(second, qtbot)  # the remembered folder opens with the first model
     panel2 = second.folder
     _settle(qtbot)
-    qtbot.waitUntil(lambda: panel2.results is not None and panel2.min_conf.value() == 0.4, timeout=30000)
+    qtbot.waitUntil(lambda: panel2.results is not None and panel2.toolbar.min_conf.value() == 0.4, timeout=30000)
     assert panel2.folder == str(data) and second.app.pages["review"].excluded == {excluded}
-    assert panel2.predicted.currentData() == chosen and panel2.correctness.currentData() is True
-    assert not panel2.follow_map.isChecked()
+    assert panel2.toolbar.predicted.currentData() == chosen and panel2.toolbar.correctness.currentData() is True
+    assert not panel2.toolbar.follow_map.isChecked()
     r = panel2.results
     labels = np.asarray(r.labels)[r.predicted]
     known = np.isin(np.asarray(r.given), np.asarray(r.labels))
@@ -134,6 +134,6 @@ def test_a_labels_file_dataset_is_restored_too(qtbot, tmp_path):
     first.close()
     workers.shutdown(5000)
     second = _window(qtbot)
-    assert second.training.folder.text() == str(labels)
+    assert second.training.dataset.folder.text() == str(labels)
     qtbot.waitUntil(lambda: second.training.dataset_actions.scan is not None, timeout=10000)
     assert second.training.dataset_actions.scan.labels_file is not None

@@ -212,29 +212,29 @@ def test_training_keys_press_the_training_buttons(active, qtbot):
     window = active
     training = window.training
     window.show_tab("predictions")
-    assert not training.cancel_button.isEnabled()  # no run: F-keys say so instead of acting
+    assert not training.controls.cancel_button.isEnabled()  # no run: F-keys say so instead of acting
     qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
     assert "Cancel training: not now" in window.statusBar().currentMessage()
     # with the button enabled, the key is a click on it (the panel's own handler runs)
-    training.cancel_button.setEnabled(True)
-    with qtbot.waitSignal(training.cancel_button.clicked, timeout=2000):
+    training.controls.cancel_button.setEnabled(True)
+    with qtbot.waitSignal(training.controls.cancel_button.clicked, timeout=2000):
         qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
     assert window.tabs.currentWidget() is training
-    training.pause_button.setEnabled(True)
-    with qtbot.waitSignal(training.pause_button.toggled, timeout=2000) as toggled:
+    training.controls.pause_button.setEnabled(True)
+    with qtbot.waitSignal(training.controls.pause_button.toggled, timeout=2000) as toggled:
         qtbot.keyClick(window, Qt.Key_F6)
     assert toggled.args == [True]
-    training.pause_button.setChecked(False)
+    training.controls.pause_button.setChecked(False)
     start = _menu_action(window, "Start training")
     assert start.shortcut() == QKeySequence("F5")
     # the open menu greys Pause and Cancel with nothing training (the walk found them live); closed, keys stay live
     menu = next(m for m in window.menuBar().findChildren(QMenu) if m.title().replace("&", "") == "Training")
-    training.cancel_button.setEnabled(False)
-    training.pause_button.setEnabled(False)
+    training.controls.cancel_button.setEnabled(False)
+    training.controls.pause_button.setEnabled(False)
     menu.aboutToShow.emit()
     assert not _menu_action(window, "Cancel training").isEnabled()
     assert not _menu_action(window, "Pause / continue training").isEnabled()
-    assert _menu_action(window, "Start training").isEnabled() == training.start_button.isEnabled()
+    assert _menu_action(window, "Start training").isEnabled() == training.controls.start_button.isEnabled()
     menu.aboutToHide.emit()
     assert _menu_action(window, "Cancel training").isEnabled()
 
@@ -258,11 +258,11 @@ def test_shift_f5_asks_before_cancelling_a_run_the_button_does_not(active, qtbot
 
     window, training = active, active.training
     monkeypatch.setattr(type(training), "running", property(lambda self: True))
-    training.cancel_button.setEnabled(True)
+    training.controls.cancel_button.setEnabled(True)
     asked, answer = [], [QMessageBox.No]
     monkeypatch.setattr(QMessageBox, "question", lambda _p, title, text, *a: asked.append(text) or answer[0])
     clicks = []
-    training.cancel_button.clicked.connect(lambda: clicks.append(1))
+    training.controls.cancel_button.clicked.connect(lambda: clicks.append(1))
     monkeypatch.setattr(training, "cancel", lambda: None)  # nothing really trains
     qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
     assert len(asked) == 1 and "epoch in progress is lost" in asked[0] and "Resume run" in asked[0]
@@ -270,7 +270,7 @@ def test_shift_f5_asks_before_cancelling_a_run_the_button_does_not(active, qtbot
     answer[0] = QMessageBox.Yes
     qtbot.keyClick(window, Qt.Key_F5, Qt.ShiftModifier)
     assert len(asked) == 2 and clicks == [1]
-    training.cancel_button.click()  # the button itself does not ask
+    training.controls.cancel_button.click()  # the button itself does not ask
     assert len(asked) == 2 and clicks == [1, 1]
 
 

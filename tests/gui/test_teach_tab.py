@@ -241,14 +241,14 @@ def test_a_teach_project_graduates_to_the_full_preset_in_the_training_tab(panel,
     training.set_dataset(str(tmp_path / "project"))
     qtbot.waitUntil(lambda: training.dataset_actions.scan is not None, timeout=10000)
     assert training.dataset_actions.scan.classes == ("0", "1", "7")
-    training.base_model.setEditText(str(bundled_demo()))
+    training.dataset.base_model.setEditText(str(bundled_demo()))
     training.form.preset.setCurrentText("full")
     training.form.advanced.setChecked(True)
     training.form.inputs["epochs"].setValue(1)
     training.form.inputs["batch_size"].setValue(8)
     training.start()
     qtbot.waitUntil(lambda: training.job is not None and training.job.done, timeout=60000)
-    assert "finished" in training.status.text(), training.status.text()
+    assert "finished" in training.controls.status.text(), training.controls.status.text()
     run = training.shown_run
     assert run is not None and json.loads((run / "train_config.json").read_text())["preset"] == "full"
     graduated = load_model(str(run), device="cpu", precision="fp32")

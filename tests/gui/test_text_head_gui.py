@@ -25,9 +25,9 @@ def test_curves_start_at_zero_shot(panel, qtbot, tmp_path, clip_dir):
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=12, size=40)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     panel.form.advanced.setChecked(True)
-    panel.base_model.setEditText("vit_small_patch16_224.augreg_in21k")  # no text tower: the option is greyed out
+    panel.dataset.base_model.setEditText("vit_small_patch16_224.augreg_in21k")  # no text tower: the option greys out
     assert not panel.form.inputs["text_head"].isEnabled() and not panel.form.inputs["prompt"].isEnabled()
-    panel.base_model.setEditText(str(clip_dir))
+    panel.dataset.base_model.setEditText(str(clip_dir))
     panel.form.preset.setCurrentText("quick")
     assert panel.form.inputs["text_head"].isChecked() and panel.form.inputs["text_head"].isEnabled()
     panel.start()

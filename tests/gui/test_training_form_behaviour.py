@@ -53,7 +53,7 @@ def test_wheel_over_an_unfocused_input_changes_nothing_anywhere_and_scrolls_the_
     window.show_tab("training")
     panel.form.advanced.setChecked(True)  # a long form: its column scrolls
     qtbot.wait(50)
-    panel.run_name.setFocus()  # the keyboard is elsewhere
+    panel.dataset.run_name.setFocus()  # the keyboard is elsewhere
     column = _scroll_area_of(panel.form).verticalScrollBar()
     assert column.maximum() > 0
     epochs, preset = panel.form.inputs["epochs"], panel.form.preset
@@ -156,10 +156,10 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path
     from vitstudio.core.models.catalog import models_dir
 
     panel = panel(TrainingPanel)
-    start = panel.start_button
+    start = panel.controls.start_button
     assert not start.isEnabled() and "dataset folder" in start.toolTip()
     panel.start()  # a direct call refuses too, with the reason
-    assert "dataset folder" in panel.status.text()
+    assert "dataset folder" in panel.controls.status.text()
     (tmp_path / "empty").mkdir()
     panel.set_dataset(str(tmp_path / "empty"))
     qtbot.waitUntil(lambda: "cannot be used" in start.toolTip(), timeout=10000)
@@ -168,13 +168,13 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path
     for extra in sorted((lonely / sorted(p.name for p in lonely.iterdir())[0]).iterdir())[1:]:
         extra.unlink()  # one image left in the first class: no split can hold it (the walk: Start stayed enabled)
     panel = _scanned(panel, qtbot, lonely)
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     assert not start.isEnabled() and "cannot be split" in start.toolTip(), start.toolTip()
-    panel.base_model.setEditText("")
+    panel.dataset.base_model.setEditText("")
     panel = _scanned(panel, qtbot, make_dataset(tmp_path / "data", per_class=6))
-    assert "dataset folder" not in panel.status.text()  # the dataset's complaint is over (item 6)
+    assert "dataset folder" not in panel.controls.status.text()  # the dataset's complaint is over (item 6)
     assert not start.isEnabled() and "base model" in start.toolTip()
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     assert start.isEnabled(), start.toolTip()
     panel.form.advanced.setChecked(True)
     panel.form.controls["mean"].widget.setText("0.5, 0.5")  # two numbers for three channels
@@ -182,9 +182,9 @@ def test_start_is_disabled_with_the_reason_as_its_tooltip(panel, qtbot, tmp_path
     panel.form.controls["mean"].widget.setText("")
     assert start.isEnabled()
     (models_dir() / "taken").mkdir(parents=True)
-    panel.run_name.setText("taken")
+    panel.dataset.run_name.setText("taken")
     assert not start.isEnabled() and "already exists" in start.toolTip()
-    panel.run_name.setText("a/b")
+    panel.dataset.run_name.setText("a/b")
     assert not start.isEnabled() and "cannot contain" in start.toolTip()
 
 
@@ -193,7 +193,7 @@ def test_a_typed_dataset_is_scanned_once_so_the_first_click_on_start_counts(pane
     the focus from the field, whose editingFinished scanned the folder again, and Start was disabled under the
     mouse until that scan ended. The same folder is not scanned again; another one typed is."""
     panel = panel(TrainingPanel)
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     data = make_dataset(tmp_path / "data", per_class=6)
     scans = []
     real_start = panel.dataset_actions.jobs.start
@@ -204,14 +204,14 @@ def test_a_typed_dataset_is_scanned_once_so_the_first_click_on_start_counts(pane
     field.setText(str(data))
     qtbot.keyClick(field, Qt.Key_Return)
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    assert scans == ["scan"] and panel.start_button.isEnabled(), panel.start_button.toolTip()
-    panel.start_button.setFocus()  # what the click on Start does first
+    assert scans == ["scan"] and panel.controls.start_button.isEnabled(), panel.controls.start_button.toolTip()
+    panel.controls.start_button.setFocus()  # what the click on Start does first
     qtbot.waitUntil(lambda: not field.hasFocus(), timeout=2000)
-    assert scans == ["scan"] and panel.start_button.isEnabled()  # no second scan: the click would count
+    assert scans == ["scan"] and panel.controls.start_button.isEnabled()  # no second scan: the click would count
     other = make_dataset(tmp_path / "other", per_class=6)
     field.setFocus()
     field.setText(str(other))
-    panel.start_button.setFocus()  # typed, then left: scanned
+    panel.controls.start_button.setFocus()  # typed, then left: scanned
     qtbot.waitUntil(lambda: scans == ["scan", "scan"], timeout=2000)
 
 
@@ -226,25 +226,25 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
 
     window.show_tab("training")
     panel = _scanned(window.training, qtbot, make_dataset(tmp_path / "data", per_class=12))
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     panel.form.preset.setCurrentText("scratch")
     panel.form.inputs["epochs"].setValue(6)
     panel.form.inputs["batch_size"].setValue(8)
-    first = panel.run_name.text()
-    assert first.startswith("data-scratch-") and panel.start_button.isEnabled()
+    first = panel.dataset.run_name.text()
+    assert first.startswith("data-scratch-") and panel.controls.start_button.isEnabled()
     panel.start()
-    assert not panel.start_button.isEnabled() and "in progress" in panel.start_button.toolTip()
+    assert not panel.controls.start_button.isEnabled() and "in progress" in panel.controls.start_button.toolTip()
     qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 1, timeout=60000)
-    panel.pause_button.setChecked(True)
-    assert panel.controls.paused_label.isVisible() and panel.progress.format().startswith("Paused")
-    assert "ETA" not in panel.status.text()  # nothing counts down while paused (the walk)
+    panel.controls.pause_button.setChecked(True)
+    assert panel.controls.paused_label.isVisible() and panel.controls.progress.format().startswith("Paused")
+    assert "ETA" not in panel.controls.status.text()  # nothing counts down while paused (the walk)
     line = _history_line(panel, first)
     assert " · paused · " in line
     qtbot.wait(300)
     epochs_when_paused = len(panel.shown.epochs["epoch"])
     assert f" · {epochs_when_paused} epochs · " in _history_line(panel, first)
-    panel.pause_button.setChecked(False)
-    assert not panel.controls.paused_label.isVisible() and not panel.progress.format().startswith("Paused")
+    panel.controls.pause_button.setChecked(False)
+    assert not panel.controls.paused_label.isVisible() and not panel.controls.progress.format().startswith("Paused")
     qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= epochs_when_paused + 2, timeout=60000)
     live = panel.live.epochs
     line, done = _history_line(panel, first), len(live["epoch"])  # read in one turn of the event loop
@@ -252,7 +252,7 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=20000)
     assert "6 epochs" in _history_line(panel, first)
-    assert panel.progress.format() == "finished · 6 epochs"
+    assert panel.controls.progress.format() == "finished · 6 epochs"
     # at 1280×720 the results' five columns fit beside the matrix, and no legend box sits on the curves
     window.resize(1280, 720)
     panel.right.setCurrentWidget(panel.results)
@@ -262,9 +262,9 @@ def test_a_run_pauses_visibly_updates_its_history_line_and_leaves_a_fresh_name(w
     assert table.horizontalHeader().length() <= table.viewport().width()
     assert all(plot.legend is None for plot in (panel.lines["train_loss"].getViewBox().parentItem(),
                                                 panel.lines["train_acc"].getViewBox().parentItem()))
-    second = panel.run_name.text()
+    second = panel.dataset.run_name.text()
     assert second != first and second.startswith("data-scratch-") and not (models_dir() / second).exists()
-    assert panel.start_button.isEnabled(), panel.start_button.toolTip()
+    assert panel.controls.start_button.isEnabled(), panel.controls.start_button.toolTip()
 
 
 def test_the_chance_level_warning_follows_the_run(panel, qtbot, tmp_path):
@@ -280,14 +280,14 @@ def test_the_chance_level_warning_follows_the_run(panel, qtbot, tmp_path):
     panel._on_record(RunWarning("Validation accuracy is still at chance level (33.3 % for 3 classes after 2 epochs).",
                                 kind="chance level"))
     panel._on_record(RunWarning("Class red has 6 images, class blue 60: the classes are imbalanced."))
-    assert panel.warning.isVisibleTo(panel) and "after 2 epochs" in panel.warning.text()
+    assert panel.controls.warning.isVisibleTo(panel) and "after 2 epochs" in panel.controls.warning.text()
     panel._on_record(RunWarning("Validation accuracy is still at chance level (35.0 % for 3 classes after 3 epochs).",
                                 kind="chance level", update=True))
-    text = panel.warning.text()
+    text = panel.controls.warning.text()
     assert text.count("chance level") == 1 and "after 3 epochs" in text and "imbalanced" in text
     panel._on_record(RunWarning("", kind="chance level", update=True))
-    assert "chance level" not in panel.warning.text() and "imbalanced" in panel.warning.text()
-    assert panel.warning.isVisibleTo(panel)
+    assert "chance level" not in panel.controls.warning.text() and "imbalanced" in panel.controls.warning.text()
+    assert panel.controls.warning.isVisibleTo(panel)
 
 
 def _history_line(panel, name: str) -> str:
@@ -326,7 +326,8 @@ def test_the_window_fits_1280_by_720_with_the_model_card_shown(window, qtbot):
         assert window.tabs.currentWidget() is getattr(window, attr), attr
     window.show_tab("training")
     qtbot.wait(50)
-    for button in (window.training.start_button, window.training.pause_button, window.training.cancel_button):
+    controls = window.training.controls
+    for button in (controls.start_button, controls.pause_button, controls.cancel_button):
         assert not button.visibleRegion().isEmpty()  # the run controls stay on screen beside a scrolled form
 
 
@@ -357,17 +358,17 @@ def test_what_a_run_starts_from_is_the_tabs_state(panel, qtbot, monkeypatch, tmp
 
     panel = panel(TrainingPanel)
     vs = panel.view_state
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     assert vs.base_model == SPEC3 and panel._base_model() == SPEC3
-    panel.run_name.setText("typed")  # no Return, no focus change: the state has it (F5 starts with it)
+    panel.dataset.run_name.setText("typed")  # no Return, no focus change: the state has it (F5 starts with it)
     assert vs.run_name == "typed"
     vs.update(run_name="from-the-state", base_model=TINY_SPEC)
-    assert (panel.run_name.text(), panel.base_model.currentText()) == ("from-the-state", TINY_SPEC)
+    assert (panel.dataset.run_name.text(), panel.dataset.base_model.currentText()) == ("from-the-state", TINY_SPEC)
     probe = tmp_path / "probe.png"
     monkeypatch.setattr(file_dialogs, "open_file", lambda *_args: str(probe))
     panel.dataset._browse_probe()
     assert vs.probe == str(probe)
-    panel.multi_gpu.setChecked(True)
+    panel.controls.multi_gpu.setChecked(True)
     assert vs.multi_gpu
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=4)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=20000)

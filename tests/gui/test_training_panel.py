@@ -20,7 +20,7 @@ def _setup(panel, qtbot, data, epochs):
     """The Training panel with `data` scanned, a 3-class tiny model from scratch, `epochs` epochs at batch 8."""
     panel.set_dataset(str(data))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     panel.form.preset.setCurrentText("scratch")
     panel.form.advanced.setChecked(True)
     panel.form.inputs["epochs"].setValue(epochs)
@@ -51,9 +51,9 @@ def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
     data = make_dataset(tmp_path / "data", per_class=16)
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=40)
     assert panel.dataset_actions.scan.classes == ("blue", "green", "red")
-    assert "3 classes, 48 images" in panel.dataset_info.text()
+    assert "3 classes, 48 images" in panel.dataset.dataset_info.text()
     panel.start()
-    assert not panel.start_button.isEnabled() and panel.cancel_button.isEnabled()
+    assert not panel.controls.start_button.isEnabled() and panel.controls.cancel_button.isEnabled()
     qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 2, timeout=60000)
     xs, ys = panel.lines["train_loss"].getData()
     assert len(xs) >= 2 and len(ys) == len(xs)  # the curve is drawn from the epoch records
@@ -68,26 +68,26 @@ def test_train_watch_cancel_and_stay_responsive(panel, qtbot, tmp_path):
         last = now
     assert max(gaps) < 0.5
 
-    panel.pause_button.setChecked(True)
+    panel.controls.pause_button.setChecked(True)
     assert panel.job.cancel_token.paused
-    panel.pause_button.setChecked(False)
+    panel.controls.pause_button.setChecked(False)
     started = time.monotonic()
     panel.cancel()
     qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
     assert time.monotonic() - started < 2.5
-    assert "cancelled" in panel.status.text()
-    assert panel.progress.value() < panel.progress.maximum()  # where it stopped, not full (issue 49 item 13)
-    assert panel.start_button.isEnabled()
+    assert "cancelled" in panel.controls.status.text()
+    assert panel.controls.progress.value() < panel.controls.progress.maximum()  # where it stopped, not full
+    assert panel.controls.start_button.isEnabled()
     qtbot.waitUntil(lambda: not workers.running_jobs(), timeout=10000)
     assert len(_runs_in_models_dir(panel)) == 1 and "cancelled" in panel.history.item(0).text()
 
     # pick the cancelled run in History and resume it: it continues from its checkpoint to the end
     panel.history.itemClicked.emit(panel.history.item(0))
     done_before = len(panel.shown.epochs["epoch"])
-    assert panel.resume_button.isEnabled() and done_before >= 2
-    panel.resume_button.click()
+    assert panel.controls.resume_button.isEnabled() and done_before >= 2
+    panel.controls.resume_button.click()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
-    assert "finished" in panel.status.text() and panel.shown.epochs["epoch"] == list(range(1, 41))
+    assert "finished" in panel.controls.status.text() and panel.shown.epochs["epoch"] == list(range(1, 41))
 
 
 def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
@@ -101,9 +101,9 @@ def test_finished_run_shows_results_and_is_used(window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: panel.results.report is not None, timeout=20000)
     assert panel.results.table.rowCount() == 3
     assert panel.results.cm_item.image.sum() == panel.results.report.confusion.sum()
-    assert panel.use_button.isEnabled()
+    assert panel.controls.use_button.isEnabled()
     with qtbot.waitSignal(window.state.model_loaded, timeout=30000):
-        panel.use_button.click()
+        panel.controls.use_button.click()
     assert window.state.model.labels == ["blue", "green", "red"]
     assert window.tabs.currentWidget() is window.predictions
 
@@ -131,12 +131,12 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
 
     data = make_dataset(tmp_path / "data", per_class=16)
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=2)
-    panel.run_name.setText("old-run")
+    panel.dataset.run_name.setText("old-run")
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
     old = panel.shown_run
     panel.form.inputs["epochs"].setValue(40)
-    panel.run_name.setText("live-run")
+    panel.dataset.run_name.setText("live-run")
     panel.start()
     qtbot.waitUntil(lambda: len(panel.shown.epochs["epoch"]) >= 1, timeout=60000)
     live = panel.active_run
@@ -144,12 +144,12 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
                 if panel.history.item(i).text().startswith("old-run"))
     panel.history.itemClicked.emit(item)
     assert panel.shown_run == old and panel.active_run == live
-    assert panel.cancel_button.isEnabled() and panel.pause_button.isEnabled()
-    assert not panel.start_button.isEnabled()
+    assert panel.controls.cancel_button.isEnabled() and panel.controls.pause_button.isEnabled()
+    assert not panel.controls.start_button.isEnabled()
     qtbot.waitUntil(lambda: len(panel.live.epochs["epoch"]) >= 3, timeout=60000)
     assert panel.shown.epochs["epoch"] == [1, 2]  # the old run's two epochs, nothing appended
     assert list(panel.lines["train_loss"].getData()[0]) == [1, 2]
-    assert panel.use_button.isEnabled()  # the finished old run can be used while the other trains
+    assert panel.controls.use_button.isEnabled()  # the finished old run can be used while the other trains
     panel.right.setCurrentWidget(panel.results)  # File -> Export data: the confusion matrix of the run shown
     name, matrix, params = panel.export_data()
     assert name == "confusion" and matrix.shape == (3, 3) and params["run"] == str(old)
@@ -162,7 +162,7 @@ def test_history_during_a_run_keeps_the_run_and_its_curves_apart(panel, qtbot, t
                      if panel.history.item(i).text().startswith("live-run"))
     panel.history.itemClicked.emit(live_item)
     assert panel.shown_run == live and len(panel.shown.epochs["epoch"]) >= 3
-    assert not panel.use_button.isEnabled()  # not while it is still training
+    assert not panel.controls.use_button.isEnabled()  # not while it is still training
     panel.cancel()
     qtbot.waitUntil(lambda: panel.job.done, timeout=10000)
     epochs = [row["epoch"] + 1 for row in read_metrics(live)]
@@ -244,7 +244,7 @@ def test_export_model_from_the_gui(window, qtbot, tmp_path, tiny_weights, monkey
     panel = _setup(_training_tab(window), qtbot, data, epochs=1)
     panel.start()
     qtbot.waitUntil(lambda: panel.job.done, timeout=60000)
-    assert panel.export_button.isEnabled()
+    assert panel.controls.export_button.isEnabled()
     panel.show_run(panel.shown_run)  # read back: the rate after every update, not one per epoch (issue 29, item 12)
     steps = __import__("json").loads((panel.shown_run / "status.json").read_text())["steps_per_epoch"]
     assert len(panel.shown.lr) == steps and panel.shown.lr[0][0] == pytest.approx(1 / steps)
@@ -326,7 +326,7 @@ def test_resume_from_history_trains_the_run_selected_even_copied(panel, qtbot, t
     (damaged / "train_config.json").write_text("[]")
     panel.shown_run = damaged
     panel.resume_run()
-    assert str(damaged / "train_config.json") in panel.status.text()
+    assert str(damaged / "train_config.json") in panel.controls.status.text()
 
 
 # -- one schema for training settings: the form is generated from TrainConfig's fields ------------------------------
@@ -412,13 +412,13 @@ def test_validation_message_is_the_clis(panel, qtbot, tmp_path, capsys):
 
     data = make_dataset(tmp_path / "data", per_class=4)
     panel = _setup(panel(TrainingPanel), qtbot, data, epochs=1)
-    panel.run_name.setText("bad-mean")
+    panel.dataset.run_name.setText("bad-mean")
     panel.form.controls["mean"].widget.setText("2, 0, 0")
     panel.start()
     assert main(["finetune", str(data), "--model", SPEC3, "--out", str(tmp_path / "x"), "--mean", "2", "0", "0",
                  "--quiet"]) == 2
     message = "mean (normalisation mean) must be in [0, 1] (each value), not (2, 0, 0)."
-    assert panel.status.text() == message
+    assert panel.controls.status.text() == message
     assert capsys.readouterr().err.strip() == f"error: {message}"
 
 
@@ -449,8 +449,8 @@ def test_a_folder_dropped_on_the_tab_becomes_the_dataset(panel, qtbot, tmp_path)
     assert not drops.eventFilter(panel, dropped_file) and panel.view_state.dataset is None  # a file is no dataset
     assert drops.eventFilter(panel, QDropEvent(QPointF(20, 20), Qt.CopyAction, folder, Qt.LeftButton, Qt.NoModifier))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    assert panel.folder.text() == str(data) and "3 classes, 12 images" in panel.dataset_info.text()
-    assert panel.status.text() != ""  # the dataset's state is said (Start's reason or "Ready")
+    assert panel.dataset.folder.text() == str(data) and "3 classes, 12 images" in panel.dataset.dataset_info.text()
+    assert panel.controls.status.text() != ""  # the dataset's state is said (Start's reason or "Ready")
 
 
 def test_history_names_every_folder_it_lists(panel):

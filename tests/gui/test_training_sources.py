@@ -52,17 +52,18 @@ def test_every_preset_finishes_on_every_dataset_kind(panel, qtbot, tmp_path, kin
     panel = panel(TrainingPanel)
     panel.set_dataset(str(KINDS[kind](tmp_path)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     for preset in PRESETS:
         panel.form.preset.setCurrentText(preset)
         panel.form.advanced.setChecked(True)
         panel.form.state.update(epochs=1, batch_size=4, img_size=32)
-        assert panel.start_button.isEnabled(), (preset, panel.start_button.toolTip())
+        assert panel.controls.start_button.isEnabled(), (preset, panel.controls.start_button.toolTip())
         panel.start()
         qtbot.waitUntil(lambda: panel.job is not None and panel.job.done, timeout=60000)
         run = panel.shown_run
-        assert run_status(run) == "finished", (kind, preset, panel.status.text())
-        assert "val accuracy" in panel.status.text(), (kind, preset, panel.status.text())  # quick: the last step's
+        assert run_status(run) == "finished", (kind, preset, panel.controls.status.text())
+        status = panel.controls.status.text()
+        assert "val accuracy" in status, (kind, preset, status)  # quick: the last step's
 
 
 def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_path):
@@ -77,19 +78,19 @@ def test_another_dataset_shows_nothing_of_the_previous_run(panel, qtbot, tmp_pat
     panel = panel(TrainingPanel)
     panel.set_dataset(str(_class_folders(tmp_path)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
-    panel.base_model.setEditText(SPEC3)
+    panel.dataset.base_model.setEditText(SPEC3)
     panel.form.preset.setCurrentText("scratch")
     panel.form.advanced.setChecked(True)
     panel.form.state.update(epochs=1, batch_size=4, img_size=32)
     panel.start()
     qtbot.waitUntil(lambda: panel.results.report is not None, timeout=60000)
     panel.controls.show_warning("chance level", "chance level")  # (whether the tiny run reached chance varies)
-    assert "finished" in panel.progress.format() and panel.right.currentWidget() is panel.results
+    assert "finished" in panel.controls.progress.format() and panel.right.currentWidget() is panel.results
     panel.set_dataset(str(_labels_file(tmp_path)))  # what the Labels tab's "Train a model…" does
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None
                     and panel.dataset_actions.scan.labels_file is not None, timeout=10000)
     assert panel.shown_run is None and panel.results.report is None and not panel.shown.epochs["epoch"]
-    assert "finished" not in panel.progress.format() and not panel.controls.warnings
+    assert "finished" not in panel.controls.progress.format() and not panel.controls.warnings
     for side in ("bottom", "left"):  # nor the old run's class names on the confusion matrix's axes (the walk)
         assert panel.results.cm_view.getAxis(side)._tickLevels in (None, [[]]), side
     panel.start()

@@ -71,7 +71,7 @@ def test_a_dataset_path_that_cannot_be_used_leaves_the_run_shown(panel, qtbot, t
     panel.set_dataset(str(tmp_path / "no such folder"))
     qtbot.waitUntil(lambda: "cannot be used" in panel.dataset_actions.problem, timeout=10000)
     assert panel.shown_run == run and panel.results.report is not None
-    assert panel.results.report.classes == ("ants", "bees") and "finished" in panel.progress.format()
+    assert panel.results.report.classes == ("ants", "bees") and "finished" in panel.controls.progress.format()
     panel.set_dataset(str(make_dataset(tmp_path / "data", per_class=2, size=8)))
     qtbot.waitUntil(lambda: panel.dataset_actions.scan is not None, timeout=10000)
     assert panel.shown_run is None and panel.results.report is None
@@ -91,7 +91,8 @@ def test_the_run_buttons_keep_their_place_as_a_run_starts_and_ends(panel, qtbot)
     panel = panel(TrainingPanel)
     panel.resize(1100, 640)
     controls = panel.controls
-    buttons = (panel.start_button, panel.pause_button, panel.cancel_button, panel.resume_button)
+    c = panel.controls
+    buttons = (c.start_button, c.pause_button, c.cancel_button, c.resume_button)
 
     def places():
         qtbot.wait(1)  # the layouts settle
@@ -99,13 +100,14 @@ def test_the_run_buttons_keep_their_place_as_a_run_starts_and_ends(panel, qtbot)
 
     idle = places()
     controls.refresh(running=True, resumable=False, usable=False)
-    panel.status.setText("loss 0.6931 · lr 1.00e-03 · 812.4 img/s · ETA 0m42s " * 4)  # three lines or more
+    panel.controls.status.setText("loss 0.6931 · lr 1.00e-03 · 812.4 img/s · ETA 0m42s " * 4)  # three lines or more
     controls.show_warning("Validation accuracy is at chance level after 2 epochs " * 3, "chance")
     controls.show_paused(True)
-    assert panel.pause_button.text() == "Continue" and panel.status.height() > 2 * panel.fontMetrics().height()
+    c = panel.controls
+    assert c.pause_button.text() == "Continue" and c.status.height() > 2 * panel.fontMetrics().height()
     assert places() == idle
     controls.refresh(running=False, resumable=True, usable=True)
-    panel.status.setText("finished: best val accuracy 56.90 % after 7 epochs → /home/someone/models/a-run")
+    panel.controls.status.setText("finished: best val accuracy 56.90 % after 7 epochs → /home/someone/models/a-run")
     assert places() == idle
 
 
@@ -129,12 +131,12 @@ def test_a_resumed_run_is_named_as_the_run_it_resumes(panel, qtbot, tmp_path, mo
     panel = panel(TrainingPanel)
     run = _run_folder(tmp_path / "ants-and-bees-3", "cancelled")
     panel.show_run(run)
-    assert panel.resume_button.isEnabled()
-    panel.resume_button.click()
-    assert panel.running and panel.run_name.text() == "ants-and-bees-3"
+    assert panel.controls.resume_button.isEnabled()
+    panel.controls.resume_button.click()
+    assert panel.running and panel.dataset.run_name.text() == "ants-and-bees-3"
     held.set()
     qtbot.waitUntil(lambda: panel.job.done and not panel.running, timeout=10000)
-    assert panel.run_name.text() != "ants-and-bees-3"  # the next run gets a name of its own
+    assert panel.dataset.run_name.text() != "ants-and-bees-3"  # the next run gets a name of its own
 
 
 def test_one_group_of_copies_is_said_in_the_singular(tmp_path):

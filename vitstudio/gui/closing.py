@@ -44,16 +44,16 @@ class CloseGuard(QObject):
         if not self.training.running:
             return True
         run = self.training.active_run.name if self.training.active_run is not None else "A run"
-        paused = self.training.pause_button.isChecked()
+        paused = self.training.controls.pause_button.isChecked()
         answer = ask_close_during_training(self.window, run, paused)
         if not self.training.running:  # it ended while the question was open: there is nothing left to wait for
             return answer != STAY
         self.waiting = answer == KEEP
         if self.waiting and paused:
-            self.training.pause_button.setChecked(False)  # resumed: a paused run never ends
+            self.training.controls.pause_button.setChecked(False)  # resumed: a paused run never ends
         if self.waiting:  # said where the user looks, whatever tab is shown (the window just stayed as it was)
             said = f"ViT Studio closes when {run} has finished (close again to choose otherwise)."
-            self.training.status.setText(said)
+            self.training.controls.status.setText(said)
             self.window.show_notice(said)
             self.window.setWindowTitle(f"{self.window.windowTitle()} — closes when the run ends")
         return answer == CANCEL

@@ -132,7 +132,7 @@ class MainWindow(QMainWindow):
             setattr(self, attr, panel)
             self.tabs.set_page(index, panel)
         marks = self.model_panel.catalog_marks()
-        mark_like_the_model_bar(self.training.base_model, marks)
+        mark_like_the_model_bar(self.training.dataset.base_model, marks)
         mark_like_the_model_bar(self.compare.other_name, marks)
         self.routes = PanelRoutes(self)  # what one tab hands to another
         self.close_guard = CloseGuard(self, self.training)

@@ -93,5 +93,5 @@ class PanelRoutes(QObject):
         new = window.model_panel.list_new_local_models()
         if new:
             marks = window.model_panel.catalog_marks()
-            list_beside_the_demo(window.training.base_model, new, marks)
+            list_beside_the_demo(window.training.dataset.base_model, new, marks)
             list_beside_the_demo(window.compare.other_name, new, marks)

@@ -51,7 +51,7 @@ def build_shortcut_menus(window) -> list[QAction]:
 
 def _follow_buttons(window, actions: list[QAction], shown: bool) -> None:
     for action, (_text, _keys, name) in zip(actions, TRAINING_KEYS):
-        button = getattr(window.training, name, None) if window.training is not None else None
+        button = getattr(window.training.controls, name, None) if window.training is not None else None
         action.setEnabled(not shown or (button is not None and button.isEnabled()))
 
 
@@ -97,7 +97,7 @@ def press_training_button(window, name: str, text: str) -> None:
     if window.training is None:
         window.state.message.emit("info", f"{text}: not yet (PyTorch and timm are loading).")
         return
-    button = getattr(window.training, name)
+    button = getattr(window.training.controls, name)
     if button.isEnabled():
         window.show_tab("training")
         if name != "cancel_button" or _cancel_confirmed(window):

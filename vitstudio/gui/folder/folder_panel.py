@@ -51,7 +51,7 @@ class FolderPanel(QWidget):
         self._build()
         # sorts, moves, exclusions and their undo (the app's stack)
         self.files = self.folder_model.files  # sorts and moves of files, on the app's undo stack
-        self.undo_button.clicked.connect(app.undo.undo)
+        self.toolbar.undo_button.clicked.connect(app.undo.undo)
         app.undo.changed.connect(self._refresh_undo_button)
         self.files.changed.connect(self._refresh_undo_button)
         self._refresh_undo_button()
@@ -120,10 +120,8 @@ class FolderPanel(QWidget):
         self._enable()
 
     def _build_controls(self) -> None:
-        """The toolbar (its widgets are the panel's, for callers and tests), the info line and the progress bar."""
+        """The toolbar (its widgets are reached as `toolbar.<name>`), the info line and the progress bar."""
         self.toolbar = FolderToolbarWidget()
-        for name in TOOLBAR_WIDGETS:
-            setattr(self, name, getattr(self.toolbar, name))
         self.info = QLabel("Open a folder to see every image through the current model.")
         self.info.setWordWrap(True)
         self.progress = QProgressBar(visible=False)
@@ -150,12 +148,12 @@ class FolderPanel(QWidget):
         self.side = FolderSideWidget(self)
 
     def _connect(self) -> None:
-        self.open_button.clicked.connect(self._choose_folder)
-        self.cancel_button.clicked.connect(self._cancel)
-        self.sort_button.clicked.connect(self._sort_dialog)
-        self.review_button.clicked.connect(self.start_review)
+        self.toolbar.open_button.clicked.connect(self._choose_folder)
+        self.toolbar.cancel_button.clicked.connect(self._cancel)
+        self.toolbar.sort_button.clicked.connect(self._sort_dialog)
+        self.toolbar.review_button.clicked.connect(self.start_review)
         bind_filters(self.toolbar, self.browse, self.view_state)
-        self.reset_button.clicked.connect(self.reset_filters)
+        self.toolbar.reset_button.clicked.connect(self.reset_filters)
         self.tag_menus = FolderTagMenus(self.toolbar, self.folder_tags, self._tag_selection, self.state.message.emit,
                                         self)
         self.folder_tags.changed.connect(self._on_tags)
@@ -172,12 +170,13 @@ class FolderPanel(QWidget):
     def _enable(self) -> None:
         has = self.results is not None and len(self.results) > 0  # an empty folder leaves nothing to act on
         predicts = has and self.results.has_predictions
-        for w in (getattr(self, name) for name in TOOLBAR_WIDGETS[-5:]):
+        bar = self.toolbar
+        for w in (getattr(bar, name) for name in TOOLBAR_WIDGETS[-5:]):
             w.setEnabled(has)
-        self.sort_button.setEnabled(predicts)
-        self.sort_button.setToolTip("" if predicts or not has else "This model has no classes to sort into.")
-        self.review_button.setEnabled(has and self.folder is not None)  # a review needs class folders
-        self.review_button.setToolTip("" if self.folder else "Open a folder of class folders to review its labels")
+        bar.sort_button.setEnabled(predicts)
+        bar.sort_button.setToolTip("" if predicts or not has else "This model has no classes to sort into.")
+        bar.review_button.setEnabled(has and self.folder is not None)  # a review needs class folders
+        bar.review_button.setToolTip("" if self.folder else "Open a folder of class folders to review its labels")
 
     # -- scanning ------------------------------------------------------------------------------------
     def _choose_folder(self) -> None:
@@ -221,7 +220,7 @@ class FolderPanel(QWidget):
 
     def _busy(self, busy: bool) -> None:
         self.progress.setVisible(busy)
-        self.cancel_button.setEnabled(busy)
+        self.toolbar.cancel_button.setEnabled(busy)
 
     def _on_progress(self, p) -> None:
         self.progress.setRange(0, max(1, p.total))
@@ -304,8 +303,8 @@ class FolderPanel(QWidget):
     def _refresh_undo_button(self) -> None:
         """Undo offered while there is something to undo and no file job runs (it waits for the job)."""
         can = self.app.undo.can_undo() and not self.files.running()
-        self.undo_button.setEnabled(can)
-        self.undo_button.setToolTip(f"Undo {self.app.undo.undo_text()} (Ctrl+Z; edited copies are kept)"
+        self.toolbar.undo_button.setEnabled(can)
+        self.toolbar.undo_button.setToolTip(f"Undo {self.app.undo.undo_text()} (Ctrl+Z; edited copies are kept)"
                                     if can else "Nothing to undo yet")
 
     def sort_plan(self, out: str, min_confidence: float, move: bool, selected_only: bool):

@@ -41,10 +41,6 @@ from .training_form import TrainingFormWidget
 from .training_results import RunResultsWidget
 from .training_run_controls import RunControlsWidget
 
-DATASET_WIDGETS = ("folder", "dataset_info", "balance", "base_model", "run_name", "probe")
-CONTROL_WIDGETS = ("multi_gpu", "start_button", "pause_button", "cancel_button", "resume_button", "progress",
-                   "status", "warning", "preview_button", "use_button", "export_button")
-
 
 class TrainingPanel(QWidget):
     use_model = Signal(str)  # run folder
@@ -84,13 +80,13 @@ class TrainingPanel(QWidget):
         self.dataset_actions.changed.connect(self._on_dataset)
         self.dataset_actions.replaced.connect(self._forget_shown_run)  # a path that cannot be used replaces nothing
         self.view_state.events.dataset.connect(self._note_run_shown_at_dataset)
-        self.dataset_actions.said.connect(self.status.setText)
-        self.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
+        self.dataset_actions.said.connect(self.controls.status.setText)
+        self.controls.preview_button.clicked.connect(self.dataset_actions.preview_augmentation)
         vs = self.view_state  # what the next run starts from: fields, each control bound to its own
-        bind(self.base_model, vs, "base_model")
-        bind(self.run_name, vs, "run_name", live=True)  # "already exists" is said as the name is typed
-        bind(self.probe, vs, "probe")
-        bind(self.multi_gpu, vs, "multi_gpu")
+        bind(self.dataset.base_model, vs, "base_model")
+        bind(self.dataset.run_name, vs, "run_name", live=True)  # "already exists" is said as the name is typed
+        bind(self.dataset.probe, vs, "probe")
+        bind(self.controls.multi_gpu, vs, "multi_gpu")
         vs.events.base_model.connect(self._on_base_model)
         self.form.follow_base_model(vs.base_model or "")
         for changed in (self.form.changed, self.memory_plan.settled, vs.events.run_name):
@@ -146,8 +142,6 @@ class TrainingPanel(QWidget):
         """Dataset, base model and recipe in a scrolling column; the memory plan and the run controls pinned under
         it, on screen however far the form is scrolled (a 720 px screen)."""
         self.dataset = TrainingDatasetWidget(catalog_names)  # folder, summary, balance, base model, run name, probe
-        for name in DATASET_WIDGETS:  # the panel's, for callers and tests
-            setattr(self, name, getattr(self.dataset, name))
         self.form = TrainingFormWidget()
         self.memory_plan = MemoryPlanView(self._run_config)  # what the settings will take on the device
         self._build_run_controls()
@@ -177,14 +171,12 @@ class TrainingPanel(QWidget):
 
         self.gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         self.controls = RunControlsWidget(self.gpus)
-        for name in CONTROL_WIDGETS:  # the panel's, for callers and tests
-            setattr(self, name, getattr(self.controls, name))
-        self.resume_button.clicked.connect(self.resume_run)
-        self.start_button.clicked.connect(self.start)
-        self.pause_button.toggled.connect(self._on_pause)
-        self.cancel_button.clicked.connect(self.cancel)
-        self.use_button.clicked.connect(self._use_shown_run)
-        self.export_button.clicked.connect(lambda: self.export_requested.emit(str(self.shown_run)))
+        self.controls.resume_button.clicked.connect(self.resume_run)
+        self.controls.start_button.clicked.connect(self.start)
+        self.controls.pause_button.toggled.connect(self._on_pause)
+        self.controls.cancel_button.clicked.connect(self.cancel)
+        self.controls.use_button.clicked.connect(self._use_shown_run)
+        self.controls.export_button.clicked.connect(lambda: self.export_requested.emit(str(self.shown_run)))
 
     def _build_run_views(self) -> QWidget:
         """Curves, attention over training, results and history of the run shown."""
@@ -212,7 +204,7 @@ class TrainingPanel(QWidget):
     def start(self) -> None:
         blocker = self._start_blocker()
         if blocker:
-            self.status.setText(blocker)
+            self.controls.status.setText(blocker)
             return
         if not self.view_state.run_name:
             self.dataset_actions.name_next_run()
@@ -236,14 +228,14 @@ class TrainingPanel(QWidget):
         """Continue the unfinished run selected in History (cancelled, interrupted or killed) from its last
         checkpoint; one with no finished epoch starts over under the same name."""
         if self.shown_run is None or not self._resumable(self.shown_run):
-            self.status.setText("Select an unfinished run in History first.")
+            self.controls.status.setText("Select an unfinished run in History first.")
             return
         from vitstudio.app.training_jobs import RunFileError, read_train_config
 
         try:
             config = read_train_config(self.shown_run)  # the run selected, even renamed or copied
         except RunFileError as exc:  # a damaged run file, named
-            self.status.setText(str(exc))
+            self.controls.status.setText(str(exc))
             return
         self._launch(config, resume=True)
 
@@ -254,7 +246,7 @@ class TrainingPanel(QWidget):
         self.live = RunCurves.read(self.active_run) if resume else RunCurves()
         self.live.lr_note = lr_note(config.opt)  # the quick preset's L-BFGS has no schedule: said, not drawn
         self._show_curves(self.live)
-        self.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
+        self.controls.status.setText(f"{'Resuming' if resume else 'Starting'} {self.active_run.name}…")
         self.job = self.run.start(config, resume, self.gpus if self.view_state.multi_gpu else None)
         if resume:  # the run name says the run training, the one resumed (the next run is named when it ends)
             self.view_state.run_name = self.active_run.name
@@ -263,8 +255,8 @@ class TrainingPanel(QWidget):
     def cancel(self) -> None:
         if self.job is not None:
             self.job.cancel()
-            self.status.setText("Cancelling… the last finished epoch is kept: pick the run in History and press "
-                                "Resume run to continue it.")
+            self.controls.status.setText("Cancelling… the last finished epoch is kept: pick the run in History and "
+                                         "press Resume run to continue it.")
 
     def _on_pause(self, paused: bool) -> None:
         if self.job is None:
@@ -347,11 +339,12 @@ class TrainingPanel(QWidget):
     def _on_finished(self, result) -> None:
         showing = self._showing_live()
         self.active_run = None
-        self.progress.setValue(self.progress.maximum() if result.status in FINISHED else self.progress.value())
-        self.progress.setFormat(f"{result.status} · {result.epochs_done} epochs")  # not the last step's message
+        bar = self.controls.progress
+        bar.setValue(bar.maximum() if result.status in FINISHED else bar.value())
+        bar.setFormat(f"{result.status} · {result.epochs_done} epochs")  # not the last step's message
         skipped = f"; {len(result.skipped)} file(s) skipped (see the log)" if result.skipped else ""
-        self.status.setText(f"{result.status}: {result.accuracy_name} {result.best_val_acc * 100:.2f} %{result.kept} "
-                            f"after {result.epochs_done} epochs → {result.out_dir}{skipped}")
+        self.controls.status.setText(f"{result.status}: {result.accuracy_name} {result.best_val_acc * 100:.2f} %"
+                                     f"{result.kept} after {result.epochs_done} epochs → {result.out_dir}{skipped}")
         for path, why in result.skipped.items():
             self.state.message.emit("warning", f"skipped {path}: {why}")
         self.dataset_actions.name_next_run()
@@ -388,7 +381,7 @@ class TrainingPanel(QWidget):
         """The History line of the run in progress: its epochs and best accuracy so far, paused or training."""
         if self.active_run is None:
             return
-        paused = self.pause_button.isChecked()
+        paused = self.controls.pause_button.isChecked()
         self.history_view.update_row(self.active_run, "paused" if paused else "training…", self.live.done,
                                      self.live.best_val_acc)
 
@@ -404,7 +397,7 @@ class TrainingPanel(QWidget):
             if eval_file.exists():
                 self._show_results(EvalReport.from_json(json.loads(eval_file.read_text())), switch=False)
             if not self.running:
-                self.status.setText(f"Run {folder.name}: use it, or look at its curves and results.")
+                self.controls.status.setText(f"Run {folder.name}: use it, or look at its curves and results.")
                 self._show_run_progress(folder)
         self._show_last_snapshot()
         self._refresh_buttons()
@@ -412,9 +405,9 @@ class TrainingPanel(QWidget):
     def _show_run_progress(self, folder: Path) -> None:
         """The bar says the shown run's state, not the last run trained here ("finished · 4 epochs" of another)."""
         status = run_status(folder)
-        self.progress.setRange(0, 1)
-        self.progress.setValue(1 if status in FINISHED else 0)
-        self.progress.setFormat(f"{folder.name}: {status} · {counted(self.shown.done, 'epoch')}")
+        self.controls.progress.setRange(0, 1)
+        self.controls.progress.setValue(1 if status in FINISHED else 0)
+        self.controls.progress.setFormat(f"{folder.name}: {status} · {counted(self.shown.done, 'epoch')}")
 
     def export_data(self):
         """The curves of the run shown (epochs × columns), or its confusion matrix when Results is on screen."""
