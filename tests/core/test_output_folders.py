@@ -143,3 +143,19 @@ def test_a_model_folder_left_with_one_saves_weights_and_anothers_config_is_refus
     save_for_hf(second, str(tmp_path / "plain"), model_config={"label_names": list("abcde")}, data_config=config,
                 safe_serialization=True)
     assert load_model(str(tmp_path / "plain"), device="cpu").labels == list("abcde")
+
+
+def test_an_output_named_through_a_symbolic_link_replaces_the_folder_it_names(tiny_weights, tmp_path):
+    """`segment --out LINK` where LINK names an earlier output folder: that folder is replaced and LINK stays a link
+    to it (the swap happens beside the folder, not beside the link); a link to no folder is refused in one line."""
+    images, a, _ = segment_data(tmp_path, n=3)
+    argv = ["segment", str(images), "--masks", str(a), "--model", TINY_SPEC, "--weights", str(tiny_weights[0]),
+            "--quiet", "--out"]
+    assert main([*argv, str(tmp_path / "real")]) == 0
+    run = (tmp_path / "real" / MANIFEST).read_bytes()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert main([*argv, str(tmp_path / "link")]) == 0
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "real" / MANIFEST).read_bytes() != run
+    assert sorted(p.name for p in (tmp_path / "real").glob("*.png")) == ["img00.png", "img01.png", "img02.png"]
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert main([*argv, str(tmp_path / "dangling")]) == 2 and not (tmp_path / "nowhere").exists()

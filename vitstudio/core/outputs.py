@@ -94,12 +94,15 @@ def refuse_file_onto_inputs(target: str | os.PathLike, inputs: Sequence[str | os
 
 
 def check_output_folder(out: str | os.PathLike, command: str, option: str, inputs: Sequence[Input] = ()) -> Path:
-    """The output folder, once it is neither a file, nor on an input, nor a folder it may not replace (one that holds
-    anything but an earlier output of `command`): each refused in one line, before any work."""
+    """The output folder (a symbolic link's folder where it names one: the link itself stays), once it is neither a
+    file, nor on an input, nor a folder it may not replace (one that holds anything but an earlier output of
+    `command`): each refused in one line, before any work."""
     out = Path(out)
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise OutputRefused(f"{option} {shown_path(out)} is {'a symbolic link' if out.is_symlink() else 'a file'}, "
-                            f"not a folder: give a folder for the output")
+    if out.is_symlink() and out.is_dir():
+        out = out.resolve()
+    if os.path.lexists(out) and not out.is_dir():
+        what = "a symbolic link to no folder" if out.is_symlink() else "a file"
+        raise OutputRefused(f"{option} {shown_path(out)} is {what}, not a folder: give a folder for the output")
     refuse_onto_inputs(out, inputs, option)
     if out.is_dir():
         _check_replaceable(out, command, option)
@@ -176,8 +179,7 @@ def output_folder(out: str | os.PathLike, command: str, option: str, inputs: Seq
                   ) -> Iterator[Building]:
     """Build an output folder beside `out` and swap it in whole when the block ends; an error (or a cancel raised
     through it) leaves the earlier output as it was. The checks of `check_output_folder` run again under the lock."""
-    out = Path(out)
-    check_output_folder(out, command, option, inputs)
+    out = check_output_folder(out, command, option, inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     with _locked(out, option):
         check_output_folder(out, command, option, inputs)

@@ -196,10 +196,10 @@ def export_taught(loaded: LoadedModel, result: TeachResult, folder: str | Path,
                                       result.probabilities, atol))
             except (ValueError, ImportError) as exc:  # what an exporter refuses with, or a missing extra
                 checks.append(ArtefactCheck(fmt, "", 0, float("nan"), (), " ".join(str(exc).split())))
-        folders = [building.path / Path(c.path).relative_to(folder) for c in checks
+        folders = [building.path / Path(c.path).relative_to(building.final) for c in checks
                    if c.not_checked is None and c.artefact in ("timm", "seed")]
         banks, why = _write_banks(taught, result, folders)
-        export = TeachExport(folder, tuple(checks), tuple(str(building.final_of(b)) for b in banks), why)
+        export = TeachExport(building.final, tuple(checks), tuple(str(building.final_of(b)) for b in banks), why)
         atomic_write_bytes(building.path / "check.json", json.dumps(export.to_json(), indent=1).encode())
     return export
 
