@@ -12,7 +12,8 @@ from tests.gui.helpers import settle
 
 def test_the_page_lists_the_neurons_and_draws_the_picked_ones_map(panel, qtbot, tmp_path):
     """Find (detect block -2 set through its spin box) lists the planted neuron first, one row per neuron kept; the
-    map drawn over the selected image is the picked neuron's (another row picked: its map); Save is offered. [panel]"""
+    map drawn over the selected image is the picked neuron's (another row picked: its map); Save is offered; the norms
+    per block drawn are the folder's, without and with the register, and the register's own. [panel]"""
     from vitstudio.core.models.loading import load_model
     from vitstudio.gui.folder.folder_panel import FolderPanel
 
@@ -37,6 +38,13 @@ def test_the_page_lists_the_neurons_and_draws_the_picked_ones_map(panel, qtbot, 
     page.table.selectRow(2)
     np.testing.assert_array_equal(page.map.values, page.model.maps[1][2])
     assert page.save_button.isEnabled() and "images have tokens above" in page.note.text()
+    qtbot.waitUntil(lambda: page.model.artifacts is not None, timeout=30000)
+    settle(qtbot)
+    plain, moved = page.model.artifacts
+    curves = {item.name(): item.getData()[1] for item in page.norms.listDataItems()}
+    np.testing.assert_allclose(curves["patches"], plain.max_patch.mean(0))
+    np.testing.assert_allclose(curves["patches, with the register"], moved.max_patch.mean(0))
+    np.testing.assert_allclose(curves["the register (largest)"], moved.prefix_max[:, 1])
 
 
 def test_the_attention_tabs_register_toggle_draws_the_maps_of_the_model_with_the_register(panel, qtbot, tmp_path):

@@ -19,6 +19,20 @@ def search_job(cancel, model, paths: list[str], detect_layer: int, top: int):
     return result
 
 
+def artifacts_job(cancel, model, paths: list[str], registers):
+    """(Artifacts of the plain model, Artifacts with a test-time register on `registers`' neurons, or None without
+    any): every block's patch norms over `paths` both ways (`vitstudio artifacts` without and with --registers)."""
+    from vitstudio.core.analysis.registers import test_time_register
+    from vitstudio.core.analysis.token_norms import artifacts
+
+    plain, _ = yield from artifacts(model, paths, cancel=cancel)
+    if registers is None or not registers.neurons:
+        return plain, None
+    with test_time_register(model, registers):
+        moved, _ = yield from artifacts(model, paths, cancel=cancel)
+    return plain, moved
+
+
 def maps_job(cancel, model, path: str, neurons: tuple):
     """(the crop the model sees (H, W, 3) uint8, (k, gh, gw) each (layer, neuron)'s activation on its patches)."""
     import numpy as np
@@ -56,8 +70,9 @@ class RegisterNeuronsModel(EventedModel):
         self.folder = folder
         self.state = RegisterNeuronsState(model=self._model_uid(), paths=tuple(folder.state.paths))
         self.jobs = KeyedJobs(self.state, {"search": ("paths", "detect_layer", "top"),
+                                           "artifacts": ("paths", "detect_layer", "top"),
                                            "maps": ("paths", "detect_layer", "top", "image")},
-                              folder.runner, long=("search",))
+                              folder.runner, long=("search", "artifacts"))
         self.failure: str | None = None  # why the last search failed, in one line
         self.picked = 0  # the neuron whose activation map is shown
         folder.app.model_loaded.connect(self._follow)
@@ -77,6 +92,11 @@ class RegisterNeuronsModel(EventedModel):
         """(the selected image's crop (H, W, 3), (neurons, gh, gw) activation maps on it), or None."""
         return self.jobs.current("maps")
 
+    @property
+    def artifacts(self):
+        """(the folder's Artifacts on the plain model, the same with the test-time register or None), or None."""
+        return self.jobs.current("artifacts")
+
     def pick(self, index: int) -> None:
         """The neuron (its rank in the result) whose map is shown."""
         if index != self.picked:
@@ -84,7 +104,7 @@ class RegisterNeuronsModel(EventedModel):
             self.changed.emit()
 
     def running(self) -> bool:
-        return self.jobs.running("search")
+        return self.jobs.running("search") or self.jobs.running("artifacts")
 
     def ready(self) -> bool:
         return self.folder.app.model is not None and bool(self.folder.state.paths)
@@ -119,11 +139,15 @@ class RegisterNeuronsModel(EventedModel):
 
     def cancel(self) -> None:
         self.jobs.discard("search")
+        self.jobs.discard("artifacts")
         self.changed.emit()
 
-    def _found(self, _result) -> None:
+    def _found(self, result) -> None:
         self.picked = 0
         self._start_maps()
+        self.jobs.start("artifacts", "Patch norms per block", artifacts_job, self.folder.app.model,
+                        list(self.state.paths), result, on_yield=self.progress.emit, on_result=self._drawn,
+                        on_error=self._failed)
         self.changed.emit()
 
     def _start_maps(self) -> None:

@@ -5,6 +5,8 @@ image, and saves the register file `--registers` takes; drawn from its model
 
 from __future__ import annotations
 
+import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -13,6 +15,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -23,6 +26,7 @@ from ...common.bind import bind
 from ...common.flow_layout import wrapping_row
 from ...common.job_progress import show_progress
 from ...common.map_view import MapView
+from ...common.small_plot import SmallPlotWidget
 from ...common.type_map import control_for
 from ...file_dialogs import save_file
 
@@ -59,6 +63,14 @@ class RegisterNeuronsPage(QWidget):
         self.table.setMaximumHeight(150)  # five rows in sight: the map below keeps the rest of a short screen
         self.map = MapView()
         self.map.setMinimumSize(150, 150)
+        self.norms = SmallPlotWidget()  # Jiang et al.'s figure: the largest patch norm per block, without and with
+        self.norms.setLabel("bottom", "block")
+        self.norms.setLabel("left", "max patch norm")
+        self.norms.addLegend(offset=(-10, 30))  # right: the curves rise on the left
+        self.views = QTabWidget()
+        self.views.addTab(self.map, "Where it fires")
+        self.views.addTab(self.norms, "Norms per block")
+        self.views.setDocumentMode(True)
         self.note = QLabel()
         self.note.setWordWrap(True)
         box = QVBoxLayout(self)
@@ -67,7 +79,7 @@ class RegisterNeuronsPage(QWidget):
         box.addWidget(wrapping_row([self.run_button, self.cancel_button, self.save_button]))
         box.addWidget(self.progress)
         box.addWidget(self.table)
-        box.addWidget(self.map, 1)
+        box.addWidget(self.views, 1)
         box.addWidget(self.note)
         self.run_button.clicked.connect(model.start)
         self.cancel_button.clicked.connect(model.cancel)
@@ -110,6 +122,7 @@ class RegisterNeuronsPage(QWidget):
         self.save_button.setEnabled(result is not None and bool(result.neurons))
         self._fill(result)
         self._draw_map()
+        self._draw_norms()
         if running:
             self.progress.setRange(0, 0)
             self.note.setText("Reading the folder's token norms, then every neuron at the outliers…")
@@ -141,6 +154,26 @@ class RegisterNeuronsPage(QWidget):
             self.table.selectRow(self.model.picked)
         self.table.blockSignals(False)
         self.table.resizeColumnsToContents()
+
+    def _draw_norms(self) -> None:
+        """The folder's mean maximum patch norm per block (the reference notebook's figure) on the plain model, and
+        with the test-time register beside it its patches' and the register's own."""
+        self.norms.clear()
+        both = self.model.artifacts
+        if both is None:
+            return
+        plain, moved = both
+        blocks = np.arange(plain.max_patch.shape[1])
+        self.norms.plot(blocks, plain.max_patch.mean(0), pen=pg.mkPen("#1f77b4", width=2), symbol="o", symbolSize=6,
+                        symbolBrush="#1f77b4", name="patches")
+        if moved is not None:
+            self.norms.plot(blocks, moved.max_patch.mean(0), pen=pg.mkPen("#ff7f0e", width=2), symbol="s",
+                            symbolSize=6, symbolBrush="#ff7f0e", name="patches, with the register")
+            register = moved.prefix_names.index("test-time register")
+            self.norms.plot(blocks, moved.prefix_max[:, register], pen=pg.mkPen("#2ca02c", width=2,
+                                                                                  style=pg.QtCore.Qt.DashLine),
+                            name="the register (largest)")
+        self.norms.getAxis("bottom").setTicks([[(int(b), str(b)) for b in blocks]])
 
     def _draw_map(self) -> None:
         maps = self.model.maps
