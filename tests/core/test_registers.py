@@ -300,7 +300,7 @@ def test_registers_refuse_in_one_line(planted, tmp_path, capsys, photos):
 def test_explain_norms_equals_norms_by_hand_with_and_without_the_register(planted, tmp_path):
     """`explain --method norms --layer L` writes the patch norms of block L computed by hand from timm's blocks (1e-5),
     and with `--registers` those of the hand-written register forward; the sidecar records every layer's maximum
-    patch norm and the class token's and register's norms by name."""
+    patch norm, the class token's and register's norms by name, and the register file the model ran with."""
     loaded, folder, _, model_folder = planted
     result, _ = _search(loaded, folder, detect_layer=-2, threshold=THRESHOLD, top_k=1)
     registers = R.write_registers(result, tmp_path / "reg.json")
@@ -321,7 +321,8 @@ def test_explain_norms_equals_norms_by_hand_with_and_without_the_register(plante
             assert len(params["max_patch_norm"]) == DEPTH
             np.testing.assert_allclose(params["max_patch_norm"][layer], expected.max(), rtol=1e-5)
             names = {"class"} | ({"test-time register"} if extra else set())
-            assert set(params["prefix_norms"]) == names
+            assert set(params["prefix_norms"]) == names and params.get("registers") == (str(registers) if extra
+                                                                                         else None)
 
 
 def test_predict_with_registers_runs_the_model_with_the_register(planted, tmp_path, capsys):

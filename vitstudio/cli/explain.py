@@ -289,6 +289,8 @@ def _refuse_unused(methods: list[str], args) -> None:
 
 def _emit(exp, plan, model_name: str, source: Path | None, args, render_figure) -> None:
     """One result: its record on stdout (--json), its file under --out."""
+    if args.registers:  # what the array was computed on: the model with a test-time register on those neurons
+        exp.params["registers"] = str(args.registers)
     if args.json:
         _print_record(exp, model_name, source)
     if plan.out is not None:
