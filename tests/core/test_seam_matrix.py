@@ -48,7 +48,8 @@ from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.train.model_prep import new_head
 
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
-       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores", "view-export")
+       "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores", "view-export",
+       "registers")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
 # teach's column: the ways a family's logits meet its pooled features (a plain Linear, a seed pre-logits layer; a
 # distilled model's two heads and Swin's pooling head, refused): the other rows repeat one of them
@@ -119,7 +120,8 @@ def sources(tmp_path_factory):
 def _cells():
     for row in (*BASE_ROWS, *RUN_ROWS):
         for op in OPS:
-            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "dense", "teach"):
+            if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "dense", "teach",
+                                                 "registers"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
             if (op == "teach" and row not in TEACH_ROWS) or (op == "scores" and row not in SCORES_ROWS):
                 continue
@@ -164,8 +166,10 @@ def test_cell(row, op, sources, photos, tmp_path, record_property):
     view-export (seam_view_export.py, three rows — vit, hf-vit-headless, swin: `views --export V --csv F --coco J
     --masks P` on the dense cell's photos, the view holding one: its masks' classes, decoded by the test's RLE decoder,
     cover exactly the crop the model sees, its CSV's prediction and confidence are the source's own forward (1e-5),
-    headless: empty prediction cells; Swin refused in one line with nothing written); never a traceback. [parametrised
-    ×563: 25 rows × 14 ops + 25 run rows × 8 + 6 teach + 4 scores + 3 view-export] [fine-tune per row] — the analyses
+    headless: empty prediction cells; Swin refused in one line with nothing written), registers (base rows: `explain
+    --method norms,rollout --registers FILE` equal to explain() inside the test-time register, the register named in
+    the norms; BEiT, relpos, CaiT, NaFlexViT and Swin refused with the core's reason); never a traceback. [parametrised
+    ×586: 25 rows × 15 ops + 25 run rows × 8 + 6 teach + 4 scores + 3 view-export] [fine-tune per row] — the analyses
     are two operation groups of one CLI call each (issue 31): `explain-each` runs every applicable analysis at its own
     defaults (each file finite and equal to explain() with the same parameters; the logit lens's last-block
     probabilities equal the source's own forward, 1e-5: what the 14 per-method `explain:*` cells checked, 350 cells
@@ -330,6 +334,33 @@ def _explain_all(source, op, photo, tmp_path, sources):
         expected = explain(loaded, method, image if registry.get(method).needs_image else None, layer=0,
                            patch=(0, 0)).array
         np.testing.assert_allclose(np.load(_saved(folder, method)), expected, atol=1e-6, err_msg=method)
+
+
+def _registers(source, op, photo, tmp_path, sources):
+    """`explain --method norms,rollout --registers FILE` (a register on neuron 0 of block 0): where the core adds a
+    test-time register to the family, each file equals explain() on the model with it and the norms name it; where
+    not, one line with the core's reason."""
+    from vitstudio.core.analysis.explain import explain
+    from vitstudio.core.analysis.registers import FORMAT, test_time_register, why_no_register
+
+    loaded = _loaded(source)
+    reason = why_no_register(loaded.model)
+    registers = tmp_path / "registers.json"
+    registers.write_text(json.dumps({"format": FORMAT, "neurons": [{"layer": 0, "neuron": 0, "score": 1.0}]}))
+    methods = [m for m in ("norms", "rollout") if why_not(loaded.model, m) is None]
+    folder = tmp_path / "registered"
+    code, out, err = cli(["explain", photo, *source.model_args, "--method", ",".join(methods), "--registers",
+                          registers, "--out", folder, "--format", "npy", "--device", "cpu", "--precision", "fp32"])
+    if not assert_works_or_refuses(code, out, err, may_refuse=reason is not None):
+        assert reason in err, (reason, err)
+        return
+    image = read_image(photo)
+    with test_time_register(loaded, {0: [0]}):
+        for method in methods:
+            np.testing.assert_allclose(np.load(_saved(folder, method)), explain(loaded, method, image).array,
+                                       atol=1e-6, err_msg=method)
+    sidecar = json.loads(Path(str(_saved(folder, "norms")) + ".json").read_text())
+    assert "test-time register" in sidecar["params"]["prefix_norms"]
 
 
 def _embed(source, op, photo, tmp_path, sources):
