@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import numpy as np
-import pytest
-import torch
-from PIL import Image
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # One torch thread per test process: the suite's models are tiny, and on a shared 2-core machine torch's two threads
 # made a tiny forward ~6x slower (measured in the seam matrix); `make test` runs several processes side by side instead
-# (pytest-xdist). Subprocesses started by tests inherit it through OMP_NUM_THREADS.
+# (pytest-xdist). Subprocesses started by tests inherit it through OMP_NUM_THREADS. Set before numpy loads: OpenBLAS
+# reads it once, at load (a 32×768 SVD took 20x the CPU with its two threads on a loaded machine).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
+
 torch.set_num_threads(1)
 
 TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=5)
