@@ -327,7 +327,8 @@ def test_explain_norms_equals_norms_by_hand_with_and_without_the_register(plante
 
 def test_predict_with_registers_runs_the_model_with_the_register(planted, tmp_path, capsys):
     """`predict FOLDER --registers F --json` gives the probabilities of the model with the test-time register (1e-5),
-    not the embedding cache's (which holds the plain model's, filled by a plain predict first)."""
+    not the embedding cache's (which holds the plain model's, filled by a plain predict first), and beside them the
+    plain model's top-1 (`without_register`)."""
     loaded, folder, x, model_folder = planted
     result, _ = _search(loaded, folder, detect_layer=-2, threshold=THRESHOLD, top_k=1)
     registers = R.write_registers(result, tmp_path / "reg.json")
@@ -340,9 +341,16 @@ def test_predict_with_registers_runs_the_model_with_the_register(planted, tmp_pa
         assert main(["predict", str(folder), "--model", str(model_folder), "--topk", "5", "--json", *extra]) == 0
         rows = {json.loads(line)["path"]: json.loads(line) for line in capsys.readouterr().out.splitlines()}
         for i in range(len(x)):
-            top = rows[str(folder / f"img{i}.png")]["top"]
-            np.testing.assert_allclose([t["prob"] for t in top], expected[i][[t["index"] for t in top]].numpy(),
-                                       rtol=1e-5, atol=1e-5)
+            row = rows[str(folder / f"img{i}.png")]
+            np.testing.assert_allclose([t["prob"] for t in row["top"]],
+                                       expected[i][[t["index"] for t in row["top"]]].numpy(), rtol=1e-5, atol=1e-5)
+            without = row.get("without_register")  # beside it, the plain model's top-1
+            assert (without is None) == (not extra)
+            if extra:
+                assert without["index"] == int(plain[i].argmax())
+                np.testing.assert_allclose(without["prob"], float(plain[i].max()), rtol=1e-5)
+    assert main(["predict", str(folder / "img0.png"), "--model", str(model_folder), "--registers", str(registers)]) == 0
+    assert f"without the register: {float(plain[0].max()) * 100:.2f}%" in capsys.readouterr().out
 
 
 # every family the register applies to × every analysis: what a face computes with `--registers`

@@ -97,11 +97,12 @@ def predict_cmd(args) -> int:
               "they need not sum to 100%", file=sys.stderr)
     bar = tqdm(total=len(files), unit="img", file=sys.stderr, disable=args.quiet or len(files) <= 32 or not info.main)
     counts = {"all": 0, "failed": 0}
+    plain = _plain_top1(args, loaded, files) if args.registers and info.main else None
     with through, register:
         batches = _classify(args, loaded, files, info, bar, folder_work)
         if batches is None:
             return EXIT_OK
-        _write(args, _shown(args, batches, counts))
+        _write(args, _shown(args, batches, counts, plain))
     bar.close()
     if counts["failed"]:
         from ..core.files import counted
@@ -110,14 +111,20 @@ def predict_cmd(args) -> int:
     return EXIT_SOME_FAILED if counts["failed"] else EXIT_OK
 
 
-def _shown(args, batches, counts: dict):
-    """Every prediction, printed as its batch comes (--json, or the human lines without --csv) and counted."""
+def _shown(args, batches, counts: dict, plain: dict | None = None):
+    """Every prediction, printed as its batch comes (--json, or the human lines without --csv) and counted; with
+    --registers, beside each the plain model's top-1 (`plain`: path -> its record)."""
     for batch in batches:
         for pred in batch:
+            without = plain.get(pred.path) if plain is not None and pred.ok else None
             if args.json:
-                print(json.dumps(pred.to_json()), flush=True)
+                record = pred.to_json()
+                if without is not None:
+                    record["without_register"] = without
+                print(json.dumps(record), flush=True)
             elif not args.csv:
-                print(_human(pred))
+                print(_human(pred) + (f"\n  without the register: {without['prob'] * 100:.2f}%  "
+                                      f"{without['label']}  [{without['index']}]" if without is not None else ""))
             counts["all"] += 1
             counts["failed"] += not pred.ok
             yield pred
@@ -155,11 +162,23 @@ def _through_concepts(args, loaded):
     return intervening(loaded, concepts, scales)
 
 
+def _plain_top1(args, loaded, files) -> dict:
+    """Each readable file's top-1 on the model without the register (one pass before the registered one): path ->
+    {"index", "label", "prob"}."""
+    from ..core.inference import classify_files
+
+    return {pred.path: {"index": pred.indices[0], "label": pred.labels[0], "prob": pred.probs[0]}
+            for batch in classify_files(loaded, files, topk=1, batch_size=args.batch_size, decoder=args.decoder)
+            for pred in batch if pred.ok}
+
+
 def _with_registers(args, loaded):
     """--registers FILE: every forward runs with the test-time register (a RegisterError, a ValueError, when the
     file does not fit); on this process's model only, so not with --ray."""
     if args.registers and getattr(args, "ray", None) is not None:
         raise ValueError("--registers changes the model in this process: leave out --ray")
+    if args.registers and args.concepts:
+        raise ValueError("--registers and --concepts each rewrite the model's forward: give one of them")
     return registers_for(args, loaded)
 
 
