@@ -391,3 +391,27 @@ def test_every_analysis_runs_with_the_register_in_every_family_that_takes_one(fa
             names = list(moved.params["prefix_norms"])
             assert len(names) == own + 1 and names[own] == "test-time register"
     assert loaded.num_prefix_tokens == own and R.register_index(model) is None
+
+
+def test_embed_with_registers_writes_the_registered_models_features(planted, tmp_path, capsys):
+    """`embed FOLDER --registers F --out E.npz` writes every image's pooled features and logits of the model with the
+    test-time register (1e-5), not the plain model's; without --out it is refused in one line."""
+    from vitstudio.core.analysis.embeddings import pooled_features
+
+    loaded, folder, x, model_folder = planted
+    result, _ = _search(loaded, folder, detect_layer=-2, threshold=THRESHOLD, top_k=1)
+    registers = R.write_registers(result, tmp_path / "reg.json")
+    with R.test_time_register(loaded, result):
+        features, logits = pooled_features(loaded, x)
+    out = tmp_path / "e.npz"
+    assert main(["embed", str(folder), "--model", str(model_folder), "--registers", str(registers), "--out",
+                 str(out)]) == 0
+    saved = np.load(out)
+    order = [int(p.split("img")[-1].split(".")[0]) for p in saved["paths"]]
+    np.testing.assert_allclose(saved["features"], features[order], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(saved["logits"], logits[order], rtol=1e-5, atol=1e-5)
+    assert np.abs(pooled_features(loaded, x)[0][order] - saved["features"]).max() > 1e-3
+    capsys.readouterr()
+    assert main(["embed", str(folder), "--model", str(model_folder), "--registers", str(registers)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "--out" in err and len(err.splitlines()) == 1

@@ -35,6 +35,7 @@ from .common import (
     print_fit,
     print_ignored,
 )
+from .registers import add_registers_arg, registers_for
 
 
 def register(subparsers) -> None:
@@ -42,6 +43,7 @@ def register(subparsers) -> None:
     p.add_argument("paths", nargs="+", type=existing, help="image files and/or folders (searched recursively)")
     add_model_args(p)
     p.add_argument("--out", help="also write them to FILE.npz (paths, features, logits, labels)")
+    add_registers_arg(p)
     p.add_argument("--batch-size", **BATCH_SIZE)
     add_decoder_arg(p)
     add_view_arg(p)
@@ -131,6 +133,8 @@ def embed_cmd(args) -> int:
     loaded = load_model_from_args(args)
     if loaded is None:
         return EXIT_USAGE
+    if args.registers:
+        return _embedded_with_register(args, loaded, info)
     result = _embedded_sharded(args, loaded, info) if info.enabled else _embedded(args, loaded)
     finish(info)
     if result is None:  # not rank 0
@@ -145,6 +149,41 @@ def embed_cmd(args) -> int:
                  logits=np.asarray(result.logits[result.rows]), labels=np.asarray(result.labels))
         print(f"wrote {args.out}", file=sys.stderr)
     return EXIT_SOME_FAILED if result.errors else EXIT_OK
+
+
+def _embedded_with_register(args, loaded, info) -> int:
+    """--registers: every image's pooled features and logits on the model with the test-time register, computed in
+    this process (the embedding cache keeps the plain model's) and written to --out."""
+    import numpy as np
+
+    from ..core.analysis.embeddings import pooled_features
+    from ..core.inference import decoded_batches
+
+    if not args.out or info.enabled or getattr(args, "ray", None) is not None:
+        print("error: --registers embeds in this process into --out FILE.npz (the cache keeps the plain model's "
+              "features): give --out, without torchrun or --ray", file=sys.stderr)
+        return EXIT_USAGE
+    paths, features, logits, errors = [], [], [], []
+    try:
+        with registers_for(args, loaded):
+            for batch in decoded_batches(loaded, args.paths, args.batch_size, decoder=args.decoder):
+                errors += batch.errors
+                if batch.tensor is not None:
+                    pooled, scores = pooled_features(loaded, batch.tensor)
+                    features.append(pooled)
+                    logits.append(scores)
+                    paths += [path for path, _, error in batch.items if error is None]
+    except ValueError as exc:  # a register file that is not one, or does not fit the model
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for path, reason in errors:
+        print(f"{shown_path(path)}: {reason}", file=sys.stderr)
+    if paths:
+        np.savez(args.out, paths=np.asarray(paths), features=np.concatenate(features),
+                 logits=np.concatenate(logits), labels=np.asarray(loaded.labels))
+        print(f"{counted(len(paths), 'image')} embedded with the test-time register of "
+              f"{shown_path(args.registers)}; wrote {args.out}", file=sys.stderr)
+    return EXIT_SOME_FAILED if errors else EXIT_OK
 
 
 def sort_cmd(args) -> int:
