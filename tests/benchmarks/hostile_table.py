@@ -333,6 +333,96 @@ def _export_files(folder: Path) -> dict[str, bytes]:
 KILLED: dict[str, Counter] = {}
 
 
+def _within(seconds: int, args: list) -> tuple[object, str, str]:
+    """cli(args), stopped after `seconds` (a read of a FIFO blocks for ever): exit 'hung' then."""
+    import signal
+
+    class Hung(BaseException):
+        pass
+
+    def stop(*_):
+        raise Hung
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        result = cli(args)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return ("hung", *result[1:]) if "Hung" in result[2] else result
+
+
+def hostile_records(root: Path) -> None:
+    """Issue 64's items 4-8 on the command line: hostile tags.json/views.json (FIFOs, devices, over the size limit,
+    wrong shapes: set aside in one warning, exit 0), saved views of the wrong shape, a 10,000-character view name,
+    hostile painted masks, hostile Teach settings, escapes in class names, a labels file of many missing rows."""
+    import re
+
+    from tests.core import test_seam_bad_inputs as bad
+
+    data, records = bad.records_folder(root / "records")
+    for name, argv in bad.RECORD_COMMANDS.items():
+        for spoil, (spoiler, says) in bad.RECORD_SPOILS.items():
+            for old in records.glob(f"{name}*"):
+                old.unlink()
+            spoiler(records / name)
+            result = _within(30, [a.replace("DATA", str(data)) for a in argv])
+            warned = [line for line in result[2].splitlines() if line.startswith("warning: ")]
+            if not (len(warned) == 1 and says in warned[0] and f"set aside as {name}" in warned[0]):
+                result = (f"{result[0]}, not one warning", *result[1:])
+            record("hostile tags/views records", f"{spoil} as {name}", result, 0)
+    for spoil, (rule, says) in bad.VIEW_SPOILS.items():
+        (records / "views.json").write_text(json.dumps({"views": {"bad": [rule]}}))
+        listed = cli(["views", data, "--json"])
+        record("views of the wrong shape", f"{spoil}: views --json", listed if "left out" in listed[2] else
+               ("silent", *listed[1:]), 0)
+        record("views of the wrong shape", f"{spoil}: views --export", cli(["views", data, "--export", "bad",
+                                                                           "--labels-csv", root / "l.csv"]), 2, says)
+    record("views of the wrong shape", "a 10,000-character name", cli(["views", data, "--save", "x" * 10_000,
+                                                                       "--path", "*"]), 2, "at most 200 characters")
+    for i, (spoil, (spoiler, says)) in enumerate(bad.MASK_SPOILS.items()):
+        masks = root / f"masks-{i}"
+        masks.mkdir()
+        bad._mask(masks / "0.png")
+        spoiler(masks / "1.png")
+        record("hostile painted masks", spoil, _within(60, ["segment", data, "--masks", masks, "--model", TINY_SPEC,
+                                                            "--out", root / "out", "--quiet"]), 2, says)
+    record("hostile painted masks", "segment /no/such/folder", cli(["segment", root / "no" / "such", "--masks",
+                                                                     root / "masks-0", "--model", TINY_SPEC, "--out",
+                                                                     root / "out"]), 2, "is not a folder")
+    names = make_dataset(root / "names", per_class=3, classes=dict(zip(bad.ESCAPED, [(220, 40, 40), (40, 200, 60),
+                                                                                      (40, 60, 220)])))
+    (root / "afile").write_text("a file")
+    for case, argv, says in (
+            ("segment --out afile/sub", ["segment", data, "--masks", root / "masks-0", "--out", root / "afile" / "s"],
+             "is a file, not a folder"),
+            ("teach --export afile/sub", ["teach", root / "names", "--export", root / "afile" / "s"],
+             "is a file, not a folder"),
+            ("teach --export /proc/self/x", ["teach", root / "names", "--export", "/proc/self/x"], "could not write")):
+        record("outputs where no folder can be made", case, cli([*argv, "--model", TINY_SPEC, "--quiet"]), 2, says)
+    from vitstudio.core.teach.project import SETTINGS, create_project
+
+    project = create_project(root / "p", ["ants", "bees"]).root
+    make_dataset(project / "images", per_class=2, classes={"ants": (200, 40, 40), "bees": (40, 200, 40)})
+    for settings, says in bad.SETTINGS_SPOILS.items():
+        (project / SETTINGS).write_text(settings)
+        record("hostile Teach settings", settings, cli(["teach", project, "--quiet"]), 2, says)
+    raw = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+    for command in (["teach", names], ["audit", names], ["layers", names, "--folds", "2"], ["suggest", names],
+                    ["sort", names, "--out", root / "sorted", "--dry-run"]):
+        result = cli([*command, "--model", TINY_SPEC])
+        taken = result[0] in (0, 1) and not raw.search(result[1] + result[2])  # 1: some images left out
+        record("escapes in class names", command[0], (0 if taken else f"{result[0]}, raw", *result[1:]), 0)
+    rows = [f"{p},{p.parent.name}" for p in sorted((root / "names").rglob("*.png"))]
+    (root / "labels.csv").write_text("path,label\n" + "\n".join([*rows, *(f"gone/{i}.png,x" for i in range(10_000))]))
+    result = cli(["suggest", names, "--labels", root / "labels.csv", "--model", TINY_SPEC, "--quiet"])
+    lines = [line for line in result[2].splitlines() if line.startswith("skipped ")]
+    counted = result[0] == 1 and len(lines) == 21 and re.fullmatch(r"skipped [\d,]+ more \(file not found\)", lines[-1])
+    record("a labels file of 10,000 bad rows", "suggest", (0 if counted else f"{result[0]}, {len(lines)} lines",
+                                                            *result[1:]), 0)
+
+
 def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -349,7 +439,7 @@ def main() -> None:
         for name, step in (("adapters", lambda d: adapters(d)), ("concepts", lambda d: concepts(d, weights)),
                            ("full", lambda d: full_disks(d, weights)), ("utf8", non_utf8),
                            ("kills", lambda d: kills(d, weights)), ("onto", onto_inputs),
-                           ("outputs", lambda d: output_kills(d, weights))):
+                           ("outputs", lambda d: output_kills(d, weights)), ("records", hostile_records)):
             if chosen and name not in chosen:
                 continue
             (root / name).mkdir()

@@ -34,7 +34,7 @@ from . import (
     train,
     views,
 )
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, Parser, on_ray, printable_names
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, Parser, on_ray, printable_names, records_said
 
 # The order of `vitstudio --help`.
 COMMANDS = (models, predict, explain, faithfulness, play, train, teach, evaluate, export, demo, folder, views,
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with printable_names():  # a class or file name that is not UTF-8 never stops a command at its print
+    with printable_names(), records_said():  # a name that is not UTF-8 never stops a command at its print
         return _main(argv)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +98,27 @@ def printable_names() -> Iterator[None]:
         for stream, errors in changed:
             with contextlib.suppress(ValueError, OSError):  # a stream the command closed
                 stream.reconfigure(errors=errors)
+
+
+class _StderrLines(logging.Handler):
+    """A warning as one `warning:` line on the stderr of the moment (a test's captured one too)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"warning: {shown_path(' '.join(record.getMessage().split()))}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def records_said() -> Iterator[None]:
+    """While a command runs, a record of the app set aside (a damaged tags.json or views.json renamed `.bad`:
+    `files.set_aside`) is said on stderr, one `warning:` line each, instead of silently."""
+    from ..core.files import records_log
+
+    handler = _StderrLines(logging.WARNING)
+    records_log.addHandler(handler)
+    try:
+        yield
+    finally:
+        records_log.removeHandler(handler)
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -241,9 +263,9 @@ def view_model(args, folder: str, name: str, saved: bool = True):
     """The model a view's rules on prediction or confidence need, loaded once: --model's, else (`saved`) the model
     the view was saved with (the Folder tab records it; the command then runs with it), said in one line on stderr;
     None when its rules read only the folder's columns or there is neither (`view_files` then says to give one)."""
-    from ..core.folder.views import model_fields, read_views, saved_model
+    from ..core.folder.views import model_fields, saved_model, view_rules
 
-    rules = read_views(folder).get(name, [])
+    rules = view_rules(folder, name)
     kept = saved_model(folder, name) if saved and model_fields(rules) else None
     given = (getattr(args, "model", None), getattr(args, "weights", None))
     if kept is not None and not given[0]:
@@ -289,8 +311,26 @@ def print_fit(loaded, embedded, roots) -> dict | None:
 
 def print_ignored(ignored: list[tuple[str, str]]) -> None:
     """The files a folder walk met and left alone (notes.txt, labels.csv), one line each on stderr: not failures."""
-    for path, reason in ignored:
-        print(f"ignored {path}: {reason}", file=sys.stderr)
+    print_left_out(ignored, "ignored")
+
+
+LEFT_OUT_SHOWN = 20  # inputs named one by one; past them a count
+
+
+def print_left_out(items, word: str = "skipped") -> None:
+    """Inputs a command left out, `WORD PATH: why` on stderr, the first LEFT_OUT_SHOWN of them, then one line
+    counting the rest with their commonest reason: a labels file of a million missing rows is 21 lines, not a
+    million. `items`: (path, why) pairs, or a {path: why} dict."""
+    from collections import Counter
+
+    items = list(items.items()) if isinstance(items, dict) else list(items)
+    for path, why in items[:LEFT_OUT_SHOWN]:
+        print(f"{word} {shown_path(path)}: {shown_path(str(why))}", file=sys.stderr)
+    rest = items[LEFT_OUT_SHOWN:]
+    if rest:
+        why, n = Counter(str(why) for _, why in rest).most_common(1)[0]
+        also = f"{n:,} of them: {shown_path(why)}" if n < len(rest) else shown_path(why)
+        print(f"{word} {len(rest):,} more ({also})", file=sys.stderr)
 
 
 def one_line(exc: BaseException) -> str:

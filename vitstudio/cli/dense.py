@@ -8,9 +8,12 @@ first class; 255 = not painted, or outside the crop the model sees), at the imag
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import sys
 
+from ..core.files import shown_path
 from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, add_ray_arg, drain, load_model_from_args
 
 
@@ -78,6 +81,8 @@ def segment_cmd(args) -> int:
     from ..core.dense.segment import checked_out, segment_folder
 
     try:  # the arguments are checked before the model loads, the masks before any image is read
+        if not os.path.isdir(args.folder):
+            raise ValueError(f"{shown_path(args.folder)} is not a folder of images to segment")
         settings = _settings(args)
         settings.check()
         checked_out(args.out, args.folder, args.out_inside, args.masks)
@@ -88,6 +93,11 @@ def segment_cmd(args) -> int:
                                       coco=args.coco, areas=args.csv), args.quiet)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # a place no folder can be made in (/proc/self/x, a read-only disk): one line
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise  # the entry's line for a full disk, exit 1
+        print(f"error: could not write the masks into {shown_path(args.out)}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     return _segment_report(args, result)
 
@@ -103,8 +113,8 @@ def _segment_report(args, result) -> int:
     if result.bank.note:
         print(f"note: {result.bank.note}", file=sys.stderr)
     if not args.quiet:
-        print(f"{counted(len(result.images), 'image')} segmented into {', '.join(result.classes)} from "
-              f"{result.painted} painted "
+        print(f"{counted(len(result.images), 'image')} segmented into {', '.join(map(shown_path, result.classes))} "
+              f"from {result.painted} painted "
               f"({len(result.bank):,} patches of block {result.layer}); masks in {shown_path(args.out)}",
               file=sys.stderr)
     if args.json:

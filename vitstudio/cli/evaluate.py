@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.files import counted, shown_path
-from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain, existing
+from .common import EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, drain, existing, print_left_out
 
 
 def register(subparsers) -> None:
@@ -73,8 +73,7 @@ def evaluate_cmd(args) -> int:
               f"({m.prob * 100:.1f} %)  {shown_path(m.path)}")
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
-    for path, why in left_out:
-        print(f"skipped {shown_path(path)}: {why}", file=sys.stderr)
+    print_left_out(left_out)
     return EXIT_SOME_FAILED if report.skipped or left_out else EXIT_OK
 
 

@@ -25,6 +25,7 @@ from .common import (
     existing,
     load_model_from_args,
     print_ignored,
+    print_left_out,
     resolve_view,
 )
 from .registers import add_registers_arg, registers_for
@@ -159,8 +160,7 @@ def _explain_all(args, plan, images, loaded, given, masks) -> int:
             try:
                 if source is not None and analysis.folder and source.is_dir():
                     exp, skipped = explain_folder(loaded, method, [str(source)], decoder=args.decoder)
-                    for path, reason in skipped:
-                        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
+                    print_left_out(skipped)
                     failed += len(skipped)
                 else:
                     image = read_image(source) if source is not None else None

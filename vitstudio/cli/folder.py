@@ -34,6 +34,7 @@ from .common import (
     load_model_from_args,
     print_fit,
     print_ignored,
+    print_left_out,
 )
 from .registers import add_registers_arg, registers_for
 
@@ -229,8 +230,7 @@ def sort_cmd(args) -> int:
                      args.out, args.min_confidence, args.move)
     print(plan.describe(), file=sys.stderr)
     print_fit(loaded, result, args.paths)  # before any file is filed into classes that may mean nothing here
-    for path, reason in result.errors:
-        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
+    print_left_out(result.errors)
     if args.dry_run:
         for p in plan.placements:
             print(f"{shown_path(p.source)} -> {shown_path(p.target)}")

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..core.fields import LAYER_FEATURES, PRECISIONS, Range
-from ..core.files import counted, shown_path
+from ..core.files import counted
 from .common import (
     BATCH_SIZE,
     COUNT,
@@ -22,6 +22,7 @@ from .common import (
     drain,
     existing,
     load_model_from_args,
+    print_left_out,
 )
 
 FEATURES = f"{LAYER_FEATURES[0].upper()}{LAYER_FEATURES[1:]}: the same for the probes and for CKA."
@@ -115,8 +116,7 @@ def _cka_table(result) -> None:
 
 def _report(result, as_json: bool, table) -> int:
     """The files skipped (stderr), then the result as JSON or as the command's table; exit 1 if any was skipped."""
-    for path, reason in result.errors:
-        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
+    print_left_out(result.errors)
     if as_json:
         print(json.dumps(result.to_json()))  # ASCII, as every --json: bytes that are not UTF-8 as \udcNN
     else:

@@ -18,6 +18,7 @@ from .common import (
     existing,
     load_model_from_args,
     print_ignored,
+    print_left_out,
 )
 
 
@@ -67,8 +68,7 @@ def suggest_cmd(args) -> int:
     # the labelled images teach the head even when they live outside the folders given
     embedded = drain(embed_folder(loaded, [*args.paths, *known], args.batch_size, ignored=ignored), args.quiet)
     print_ignored(ignored)
-    for path, reason in embedded.errors:  # a labels file's rows among them: each named, and the exit is 1
-        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
+    print_left_out(embedded.errors)  # a labels file's rows among them, and the exit is 1
     first: dict[str, int] = {}  # a labelled image inside the folders was given twice: once is enough
     for row, path in enumerate(embedded.paths):
         first.setdefault(str(Path(path).resolve()), row)

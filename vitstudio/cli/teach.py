@@ -5,11 +5,23 @@ on every sample and checked against the app's prediction (core/teach/)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 
 from ..core.files import counted, shown_path
-from .common import COUNT, EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, add_model_args, drain, load_model_from_args
+from .common import (
+    COUNT,
+    EXIT_OK,
+    EXIT_SOME_FAILED,
+    EXIT_USAGE,
+    add_model_args,
+    drain,
+    load_model_from_args,
+    print_left_out,
+)
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # as cli/app.py's (a command module imports no other)
 
 
 def register(subparsers) -> None:
@@ -63,8 +75,7 @@ def teach_cmd(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     skipped = [*project.skipped, *features.errors]
-    for path, reason in skipped:
-        print(f"skipped {shown_path(path)}: {reason}", file=sys.stderr)
+    print_left_out(skipped)
     exported = None
     if args.export:
         from ..core.teach.export import export_taught
@@ -73,6 +84,12 @@ def teach_cmd(args) -> int:
             exported = export_taught(loaded, result, args.export, project=project.root)
         except ValueError as exc:  # the folder changed while teaching, or another export holds it now
             print(f"error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as exc:  # a place no folder can be made in (/proc/self/x, a read-only disk): one line
+            if exc.errno in FULL_DISK:
+                raise  # the entry's line for a full disk, exit 1
+            print(f"error: could not write the export into {shown_path(args.export)}: {exc.strerror or exc}",
+                  file=sys.stderr)
             return EXIT_USAGE
     if args.json:
         print(json.dumps(_figures(project, loaded, why, features, result, exported, skipped), indent=1))
@@ -102,15 +119,15 @@ def _report(loaded, features, result, exported) -> None:
     held_out = result.held_out()
     for name, accuracy in result.per_class_accuracy().items():
         shown = "—" if accuracy is None else f"{accuracy:.1%}"
-        print(f"{name}\t{shown} of {held_out[name]} held out ({counted(counts[name], 'sample')})")
+        print(f"{shown_path(name)}\t{shown} of {held_out[name]} held out ({counted(counts[name], 'sample')})")
     print(f"validation accuracy {result.val_accuracy:.1%}")
     if result.validation_note():
-        print(f"note: {result.validation_note()}")
+        print(f"note: {shown_path(result.validation_note())}")
     for path, true, predicted in result.wrong():
-        print(f"wrong: {shown_path(path)} is {true}, predicted {predicted}", file=sys.stderr)
+        print(f"wrong: {shown_path(path)} is {shown_path(true)}, predicted {shown_path(predicted)}", file=sys.stderr)
     advice = result.record_next()
     if advice:
-        print(f"record more of {advice[0]}: its held-out samples are taken for {advice[1]}")
+        print(f"record more of {shown_path(advice[0])}: its held-out samples are taken for {shown_path(advice[1])}")
     if exported is not None:
         _print_export(exported)
 

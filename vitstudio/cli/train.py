@@ -17,6 +17,7 @@ from .common import (
     apply_view,
     drain,
     one_line,
+    print_left_out,
 )
 
 
@@ -124,8 +125,7 @@ def _report(result) -> int:
 
     print(f"{result.status}: {result.accuracy_name} {result.best_val_acc:.4f}{result.kept} after "
           f"{result.epochs_done} epochs -> {result.out_dir}")
-    for path, why in result.skipped.items():
-        print(f"skipped {path}: {why}", file=sys.stderr)
+    print_left_out(result.skipped)
     if result.ignored:
         print(f"{len(result.ignored)} other file(s) in the dataset folder are not images or not in a class folder "
               f"(listed in status.json)", file=sys.stderr)

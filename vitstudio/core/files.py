@@ -19,7 +19,9 @@ What the app remembers (`SettingsStore`): one JSON file in the data folder (the 
 Folder tab's folder and filters); per dataset, the label review's exclusions (`core/folder/exclusions.py`). Every
 change is written at once and atomically: a crash leaves the previous file or the
 new one, and a second window started later reads what the first wrote. A file that cannot be read (edited by hand,
-from a future version) is set aside as `.bad` and the app starts from defaults rather than refusing to start.
+from a future version) is set aside as `.bad` (`.bad.2`, … after it: none overwritten), said in one warning on the
+`vitstudio.records` logger (the command line writes it on stderr), and the app starts from defaults rather than
+refusing to start.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import contextlib
 import csv
 import hashlib
 import json
+import logging
 import os
 import re
 import stat
@@ -153,6 +156,18 @@ def not_regular(path: str | os.PathLike) -> str | None:
     return special_kind(mode) + via
 
 
+def no_folder_above(path: str | os.PathLike) -> str | None:
+    """What stops a folder being made at `path` ("/x/afile is a file, not a folder"): the nearest path above it
+    that exists, when that is no folder; None when it is one (or nothing above exists)."""
+    for above in Path(os.path.abspath(path)).parents:
+        if os.path.lexists(above):
+            if os.path.isdir(above):
+                return None
+            what = "a file" if os.path.isfile(above) else not_regular(above) or "no folder"
+            return f"{shown_path(above)} is {what}, not a folder"
+    return None
+
+
 def irregular(path: str | os.PathLike, role: str) -> str | None:
     """"PATH is not a regular file (a character device, …); ROLE must be one." when `not_regular` finds something
     else there, else None: the one wording for configs and weights refused before they are read."""
@@ -181,19 +196,27 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def shown_path(path: str | os.PathLike) -> str:
-    """A file name as people are shown it (terminal lines, reports): one line, whatever it holds. Control characters
-    are written as escapes (\\n, \\t, \\x1b) and bytes that are not UTF-8 (surrogate escapes) as \\xNN, so a name
-    never breaks a report's line, moves the terminal's cursor or fails to print; everything else as it is."""
-    out = []
-    for ch in os.fspath(path):
-        code = ord(ch)
-        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as os.fsdecode keeps it
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif code < 0x20 or code == 0x7F:
-            out.append(_CONTROL_NAMES.get(ch, f"\\x{code:02x}"))
-        else:
-            out.append(ch)
-    return "".join(out)
+    """A file or class name as people are shown it (terminal lines, reports): one line, whatever it holds. Control
+    characters are written as escapes (\\n, \\t, \\x1b; the C1 controls as \\u009b), the characters that reorder
+    or break the text around them (bidirectional overrides and isolates, U+2028/2029) as \\u202e, and bytes that are
+    not UTF-8 (surrogate escapes) as \\xNN, so a name never breaks a report's line, moves the terminal's cursor,
+    reverses the words after it or fails to print; everything else as it is."""
+    return _UNSHOWN.sub(_escaped, os.fspath(path))
+
+
+# C0 and C1 controls, DEL, the bidirectional marks, embeddings, overrides and isolates, line and paragraph
+# separators (Unicode's Bidi_Control and Zl/Zp), and surrogate escapes of bytes that are not UTF-8
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\udc80-\udcff]")
+
+
+def _escaped(match: re.Match) -> str:
+    ch = match.group()
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as os.fsdecode keeps it
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x20 or code == 0x7F:
+        return _CONTROL_NAMES.get(ch, f"\\x{code:02x}")
+    return f"\\u{code:04x}"
 
 
 def open_csv(path: str | os.PathLike):
@@ -370,18 +393,60 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+# -- reading what a user or the app wrote -----------------------------------------------------------------------------
+class UnreadableFile(ValueError):
+    """A file refused before (or while) it is read: not a regular file, or larger than any file of its kind. The
+    message is one line naming it."""
+
+
+def read_regular_file(path: str | os.PathLike, limit: int, role: str = "it", noun: str = "file") -> bytes:
+    """The bytes of the regular file at `path`, or UnreadableFile in one line: something else stands there (a FIFO
+    is never opened for reading, a link to /dev/zero or /dev/urandom never read: `not_regular`), or it holds more
+    than `limit` bytes (checked on the open file, and at most `limit` + 1 bytes are ever read, so a file that grows
+    meanwhile is refused too). `role` says what must be a regular file, `noun` what the file is. A missing file
+    raises FileNotFoundError; another failing open or read, its OSError."""
+    p = os.fspath(path)
+    what = not_regular(p)
+    if what is not None:
+        raise UnreadableFile(f"{shown_path(p)} is not a regular file ({what}); {role} must be one.")
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped for something else between the stat and the open
+            raise UnreadableFile(f"{shown_path(p)} is not a regular file ({special_kind(st.st_mode)}); {role} must "
+                                 f"be one.")
+        data = f.read(limit + 1) if st.st_size <= limit else b""
+        size = max(st.st_size, len(data))
+    if size > limit:
+        raise UnreadableFile(f"{shown_path(p)} is {size / 2**20:.1f} MB, larger than any {noun} (the limit is "
+                             f"{limit / 2**20:g} MB).")
+    return data
+
+
 # -- what the app remembers --------------------------------------------------------------------------------------------
-def read_json_file(path: Path) -> dict:
-    """A JSON object file the app wrote; {} when missing, and when unreadable (set aside as `.bad`, not lost)."""
+RECORD_LIMIT = 64 << 20  # a record the app wrote: tags of ~400,000 images; views.json of ~400,000 views
+records_log = logging.getLogger("vitstudio.records")  # a record set aside: the command line prints it on stderr
+
+
+def read_json_file(path: Path, limit: int | None = None) -> dict:
+    """A JSON object file the app wrote; {} when missing, and when it cannot be one (not a regular file, over
+    `limit` bytes (RECORD_LIMIT), not UTF-8 JSON, not an object): then it is set aside as `.bad` (numbered: none
+    overwritten), not lost, and a warning says so."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_regular_file(path, limit or RECORD_LIMIT, "a record of the app", "record of the app"))
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError):
-        _set_aside(path)
+    except UnreadableFile as exc:
+        set_aside(path, str(exc).rstrip("."))
+        return {}
+    except OSError as exc:
+        set_aside(path, f"{shown_path(path)} cannot be read ({exc.strerror or exc})")
+        return {}
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested past the parser
+        set_aside(path, f"{shown_path(path)} is not JSON ({' '.join(str(exc).split())[:120] or 'too deep'})")
         return {}
     if not isinstance(value, dict):
-        _set_aside(path)
+        set_aside(path, f"{shown_path(path)} holds a JSON {type(value).__name__}, not an object")
         return {}
     return value
 
@@ -390,16 +455,10 @@ def read_json_value(path: str | os.PathLike, role: str, noun: str, limit: int = 
     """A small JSON file parsed, or one ValueError line naming it: not a regular file (a link to /dev/zero is never
     read), over `limit` bytes, not UTF-8, nested too deeply for the parser (a RecursionError), not JSON. `role`
     says what must be a regular file ("a model folder's config"), `noun` what the file is ("model config")."""
-    refused = irregular(path, role)
-    if refused:
-        raise ValueError(refused)
     try:
-        size = os.stat(path).st_size
-        text = Path(path).read_text(encoding="utf-8") if size <= limit else None
+        text = read_regular_file(path, limit, role, noun).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path} cannot be read as UTF-8 text: {exc}") from None
-    if text is None:
-        raise ValueError(f"{path} is {size / 2**20:.0f} MB, larger than any {noun} (the limit is {limit >> 20} MB).")
     try:
         return json.loads(text)
     except RecursionError:
@@ -408,11 +467,31 @@ def read_json_value(path: str | os.PathLike, role: str, noun: str, limit: int = 
         raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
-def _set_aside(path: Path) -> None:
-    try:
-        os.replace(path, path.with_suffix(path.suffix + ".bad"))
-    except OSError:
-        pass  # unreadable and immovable: the next write replaces it
+def set_aside(path: Path, why: str) -> Path | None:
+    """Rename a record that cannot be read to the first free `NAME.bad`, `NAME.bad.2`, … (a second damaged record
+    never overwrites the first one set aside) and say so in one warning ("WHY; set aside as …"); the path it went
+    to, None when it could not be moved (the next write replaces it)."""
+    path = Path(path)
+    for n in range(1, 10_000):
+        target = path.with_name(path.name + (".bad" if n == 1 else f".bad.{n}"))
+        try:
+            os.link(path, target, follow_symlinks=False)  # fails on a name taken: nothing is overwritten
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here (some file systems): a rename, after checking the name is free
+            if os.path.lexists(target):
+                continue
+            try:
+                os.replace(path, target)
+            except OSError:
+                break
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        records_log.warning("%s; set aside as %s, and started afresh", why, shown_path(target.name))
+        return target
+    records_log.warning("%s; it could not be set aside and is left as it is", why)
+    return None
 
 
 def write_json_file(path: Path, value: dict) -> None:

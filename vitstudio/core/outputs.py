@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vitstudio.core.errors import UserFacingError
-from vitstudio.core.files import atomic_write_bytes, die_at, naming, read_json_value, shown_path
+from vitstudio.core.files import atomic_write_bytes, die_at, naming, no_folder_above, read_json_value, shown_path
 
 try:
     import fcntl
@@ -103,6 +103,9 @@ def check_output_folder(out: str | os.PathLike, command: str, option: str, input
     if os.path.lexists(out) and not out.is_dir():
         what = "a symbolic link to no folder" if out.is_symlink() else "a file"
         raise OutputRefused(f"{option} {shown_path(out)} is {what}, not a folder: give a folder for the output")
+    blocked = no_folder_above(out)
+    if blocked:
+        raise OutputRefused(f"{option} {shown_path(out)} cannot be made: {blocked}")
     refuse_onto_inputs(out, inputs, option)
     if out.is_dir():
         _check_replaceable(out, command, option)

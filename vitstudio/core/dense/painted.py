@@ -11,15 +11,19 @@ patch by the few pixels it touched.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
-from vitstudio.core.data.images import image_size
+from vitstudio.core.data.images import ImageReadError, check_pixels, image_size, open_regular
+from vitstudio.core.files import shown_path
 
 UNPAINTED = 255
 MIN_PAINTED = 0.5
@@ -36,18 +40,45 @@ class PaintedMask:
 def upright_size(path: str | os.PathLike) -> tuple[int, int]:
     """(height, width) of the image as `read_image` returns it (EXIF orientation applied), from the header alone."""
     width, height = image_size(path)
-    with Image.open(path) as img:
+    with _opened(path) as img:
         turned = img.getexif().get(0x0112) in (5, 6, 7, 8)  # orientations that swap the axes
     return (width, height) if turned else (height, width)
 
 
+@contextlib.contextmanager
+def _opened(path: str | os.PathLike) -> Iterator[Image.Image]:
+    """`path` opened as an image the way `images.read_image` opens one: a regular file only (a FIFO named .png never
+    blocks, a link to /dev/zero is never read), of a bounded size, its pixel count checked from the header; every
+    failure, in the body too, an ImageReadError naming the file (a text file, a truncated PNG, a bomb, a folder, a
+    dangling link)."""
+    with open_regular(path) as f:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                img = Image.open(f)
+            with img:
+                check_pixels(path, *img.size)
+                yield img
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise ImageReadError(path, f"image too large to open safely ({exc})") from None
+        except UnidentifiedImageError:
+            raise ImageReadError(path, "not an image file (unrecognised format)") from None
+        except MemoryError:
+            raise ImageReadError(path, "not enough memory to decode this image") from None
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:  # Pillow's words for truncated or corrupt data
+            raise ImageReadError(path, f"corrupt or truncated image ({' '.join(str(exc).split())})") from None
+
+
 def read_painted(path: str | os.PathLike) -> np.ndarray:
-    """(H, W) uint8 class indices of a painted PNG (greyscale or palette: a pixel's value is its class)."""
-    with Image.open(path) as img:
-        if img.mode not in ("L", "P"):
-            raise ValueError(f"{Path(path).name} is a {img.mode} image: a painted mask holds one class index per "
-                             f"pixel (an 8-bit greyscale or palette PNG; 255 = not painted)")
-        return np.asarray(img, dtype=np.uint8)
+    """(H, W) uint8 class indices of a painted PNG (greyscale or palette: a pixel's value is its class); a file
+    that is no such image is an ImageReadError naming it, one of another mode a ValueError."""
+    with _opened(path) as img:
+        mode = img.mode
+        labels = np.asarray(img, dtype=np.uint8) if mode in ("L", "P") else None
+    if labels is None:
+        raise ValueError(f"{shown_path(Path(path).name)} is a {mode} image: a painted mask holds one class index "
+                         f"per pixel (an 8-bit greyscale or palette PNG; 255 = not painted)")
+    return labels
 
 
 def labels_png(labels: np.ndarray) -> bytes:
@@ -67,7 +98,7 @@ def match_painted(painted_dir: str | os.PathLike, images: list[str]) -> list[Pai
     for image in images:
         by_stem.setdefault(Path(image).stem, []).append(image)
     found = []
-    for png in sorted(folder.glob("*.png")):
+    for png in _mask_files(folder):
         named = by_stem.get(png.stem, [])
         if not named:
             raise ValueError(f"painted mask {png.name} names no image of the folder (no image has the stem "
@@ -75,8 +106,15 @@ def match_painted(painted_dir: str | os.PathLike, images: list[str]) -> list[Pai
         if len(named) > 1:
             raise ValueError(f"painted mask {png.name} names {len(named)} images of the folder "
                              f"({', '.join(Path(n).name for n in named[:3])}): give each image its own stem")
-        labels = read_painted(png)
-        size = upright_size(named[0])
+        try:
+            labels = read_painted(png)
+        except ImageReadError as exc:
+            raise ValueError(f"painted mask {shown_path(png.name)} cannot be read: {exc.reason}") from None
+        try:
+            size = upright_size(named[0])
+        except ImageReadError as exc:
+            raise ValueError(f"painted mask {shown_path(png.name)} is of {shown_path(exc.path)}, which cannot be "
+                             f"read: {exc.reason}") from None
         if labels.shape != size:
             raise ValueError(f"painted mask {png.name} is {labels.shape[1]}×{labels.shape[0]} but its image "
                              f"{Path(named[0]).name} is {size[1]}×{size[0]}: the image changed since it was "
@@ -85,6 +123,19 @@ def match_painted(painted_dir: str | os.PathLike, images: list[str]) -> list[Pai
     if not found:
         raise ValueError(f"--masks {folder} holds no painted mask (PNG named by an image's stem)")
     return found
+
+
+def _mask_files(folder: Path) -> list[Path]:
+    """The PNGs of a painted masks' folder, the suffix in any case (X.PNG is a mask as X.png is); ValueError for two
+    that name one image (X.png beside X.PNG: which one was painted last is not for the app to guess)."""
+    pngs = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".png")
+    by_stem: dict[str, Path] = {}
+    for png in pngs:
+        if png.stem in by_stem:
+            raise ValueError(f"painted masks {shown_path(by_stem[png.stem].name)} and {shown_path(png.name)} both "
+                             f"name the image '{shown_path(png.stem)}': keep one of them in {shown_path(folder)}")
+        by_stem[png.stem] = png
+    return pngs
 
 
 def class_names(painted: list[PaintedMask], given: tuple[str, ...] | None) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from vitstudio.core.data.images import expand_paths
-from vitstudio.core.files import data_dir, dataset_dir, read_json_file, write_json_file
+from vitstudio.core.files import data_dir, dataset_dir, read_json_file, records_log, set_aside, write_json_file
 
 try:
     import fcntl
@@ -112,8 +112,19 @@ def tag(folder: str | Path, paths: Sequence[str | Path], add: Sequence[str] = ()
     return {k: sorted(v) for k, v in sorted(tags.items())}
 
 
+def _record(path: Path, objects: tuple[str, ...]) -> dict:
+    """A records file (tags.json, views.json) read whole: {} when missing; a file that is no JSON object, or whose
+    `objects` are not JSON objects (`{"views": []}`), set aside as `.bad` with a warning (`files.set_aside`)."""
+    data = read_json_file(path)
+    wrong = next((k for k in objects if not isinstance(data.get(k, {}), dict)), None)
+    if wrong is not None:
+        set_aside(path, f"{path} holds {wrong!r} as a JSON {type(data[wrong]).__name__}, not an object")
+        return {}
+    return data
+
+
 def _read_records(folder) -> tuple[dict[str, set[str]], dict[str, list], str | None]:
-    data = read_json_file(_tags_path(folder))
+    data = _record(_tags_path(folder), ("tags", "content"))
     tags = {k: {str(t) for t in v} for k, v in data.get("tags", {}).items() if isinstance(v, list) and v}
     content = {k: v for k, v in data.get("content", {}).items()
                if k in tags and isinstance(v, list) and len(v) == 2 and isinstance(v[1], str)}
@@ -244,23 +255,48 @@ _THREAD_LOCK = threading.RLock()
 _HELD: list = [0, None]  # how deep this process holds the records' lock, and the locked file
 
 
+NAME_LIMIT = 200  # characters of a tag or view name (a view's labels file is named after it)
+
+
 def check_name(name: str, what: str) -> None:
     if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
         raise ValueError(f"A {what} name is a non-empty word or phrase without commas or surrounding spaces, not "
                          f"{name!r}.")
+    if len(name) > NAME_LIMIT:
+        raise ValueError(f"A {what} name is at most {NAME_LIMIT} characters, not {len(name):,} "
+                         f"({name[:40]!r}…).")
 
 
 # -- views ------------------------------------------------------------------------------------------------------------
 def read_views(folder: str | Path) -> dict[str, list[dict]]:
-    """{name: rules} of the views saved for `folder` (ones that no longer read as rules are left out)."""
-    views = read_json_file(_views_path(folder)).get("views", {})
+    """{name: rules} of the views saved for `folder`; one that does not read as rules is left out, with a warning
+    (and kept in the file: `_views_record`)."""
     out = {}
-    for name, rules in views.items():
+    for name, rules in _record(_views_path(folder), ("views", "models")).get("views", {}).items():
         try:
             out[name] = check_rules(rules)
-        except ValueError:
-            continue
+        except ValueError as exc:
+            said = (str(Path(folder).resolve()), name, str(exc))
+            if said not in _SAID:  # once per process: the window reads the views at every refresh
+                _SAID.add(said)
+                records_log.warning("the view %s saved for %s is left out: %s", _shown(name), folder, exc)
     return dict(sorted(out.items()))
+
+
+_SAID: set[tuple[str, str, str]] = set()
+
+
+def view_rules(folder: str | Path, name: str) -> list[dict]:
+    """The rules of the view `name` saved for `folder`: UnknownView (naming the saved ones) when there is none, a
+    ValueError saying why when its record no longer reads as rules."""
+    saved = _record(_views_path(folder), ("views", "models")).get("views", {})
+    if name not in saved:
+        known = ", ".join(_shown(n) for n in sorted(saved)[:20]) + (" …" if len(saved) > 20 else "") or "none yet"
+        raise UnknownView(f"No view named {_shown(name)} is saved for {folder} (saved: {known}).")
+    try:
+        return check_rules(saved[name])
+    except ValueError as exc:
+        raise ValueError(f"the view {_shown(name)} saved for {folder} cannot be used: {exc}") from None
 
 
 def save_view(folder: str | Path, name: str, rules: list[dict], model: dict | None = None) -> None:
@@ -281,7 +317,7 @@ def delete_view(folder: str | Path, name: str) -> None:
     with records_locked():
         record = _views_record(folder)
         if name not in record["views"]:
-            raise UnknownView(f"No view named {name!r} is saved for {folder}.")
+            raise UnknownView(f"No view named {_shown(name)} is saved for {folder}.")
         del record["views"][name]
         record["models"].pop(name, None)
         write_json_file(_views_path(folder), record)
@@ -290,36 +326,79 @@ def delete_view(folder: str | Path, name: str) -> None:
 def saved_model(folder: str | Path, name: str) -> tuple[str, str | None] | None:
     """(spec, weights or None) of the model the view `name` was saved with, or None (saved on the command line, or
     by a version that did not record it)."""
-    kept = read_json_file(_views_path(folder)).get("models", {}).get(name)
-    if not isinstance(kept, dict) or not isinstance(kept.get("model"), str) or not kept["model"]:
-        return None
-    return kept["model"], kept["weights"] if isinstance(kept.get("weights"), str) else None
+    return saved_models(folder).get(name)
+
+
+def saved_models(folder: str | Path) -> dict[str, tuple[str, str | None]]:
+    """{view name: (spec, weights or None)} of every view saved with its model (`saved_model`), read once."""
+    out = {}
+    for name, kept in _record(_views_path(folder), ("views", "models")).get("models", {}).items():
+        if isinstance(kept, dict) and isinstance(kept.get("model"), str) and kept["model"]:
+            out[name] = kept["model"], kept["weights"] if isinstance(kept.get("weights"), str) else None
+    return out
 
 
 def _views_record(folder) -> dict:
     """views.json as written: {"dataset", "views": {name: rules}, "models": {name: model}} ("models" is beside the
     rules, so a version that knows only "views" reads the file as before)."""
-    models = read_json_file(_views_path(folder)).get("models", {})
-    return {"dataset": str(Path(folder).resolve()), "views": read_views(folder),
-            "models": {k: v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}}
+    record = _record(_views_path(folder), ("views", "models"))
+    return {"dataset": str(Path(folder).resolve()), "views": dict(record.get("views", {})),  # unreadable ones kept
+            "models": {k: v for k, v in record.get("models", {}).items() if isinstance(v, dict)}}
+
+
+NUMBER_FIELDS = ("confidence", "correct")  # the model's columns of numbers; prediction and given are class names
 
 
 def check_rules(rules) -> list[dict]:
-    """The rules as plain dicts, or a ValueError saying which one is not a rule."""
+    """The rules as plain dicts, or a ValueError saying which one is not a rule: its value must be of its field's
+    kind (names for tags, label, prediction and given; a number for confidence and correct; a text for a glob)."""
     if not isinstance(rules, list):
         raise ValueError("A view's rules are a list.")
     out = []
     for rule in rules:
         if not isinstance(rule, dict) or set(rule) != {"field", "op", "value"} or not isinstance(rule["field"], str):
-            raise ValueError(f"A rule is {{'field', 'op', 'value'}}, not {rule!r}.")
+            raise ValueError(f"A rule is {{'field', 'op', 'value'}}, not {_shown(rule)}.")
         allowed = OPS.get(rule["field"], COLUMN_OPS)
-        if rule["op"] not in allowed:
-            raise ValueError(f"A rule on {rule['field']} takes {', '.join(allowed)}, not {rule['op']!r}.")
+        if not isinstance(rule["op"], str) or rule["op"] not in allowed:
+            raise ValueError(f"A rule on {rule['field']} takes {', '.join(allowed)}, not {_shown(rule['op'])}.")
         listed = rule["op"] in ("any", "all", "none", "in", "not in")
         if listed != isinstance(rule["value"], list):
-            raise ValueError(f"The rule {rule!r} takes {'a list' if listed else 'one value'}.")
+            raise ValueError(f"The rule {_shown(rule)} takes {'a list' if listed else 'one value'}.")
+        kind = _value_kind(rule["field"], rule["op"])
+        wrong = next((v for v in (rule["value"] if listed else [rule["value"]]) if not _of_kind(v, kind)), _FITS)
+        if wrong is not _FITS:
+            raise ValueError(f"The rule {_shown(rule)} compares {rule['field']} with {_shown(wrong)}, which is not "
+                             f"{kind}.")
         out.append({"field": rule["field"], "op": rule["op"], "value": rule["value"]})
     return out
+
+
+_FITS = object()
+
+
+def _value_kind(field: str, op: str) -> str:
+    if field in NUMBER_FIELDS:
+        return "a number"
+    if op == "glob":
+        return "a text"
+    if field in ("tags", "label", "prediction", "given"):
+        return "a name"
+    return "a number or a text" if op in (">=", "<=") else "a text, a number or true/false"
+
+
+def _of_kind(value, kind: str) -> bool:
+    if isinstance(value, str):
+        return kind != "a number"
+    if kind in ("a text", "a name"):
+        return kind == "a name" and value is None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number or (kind == "a text, a number or true/false" and (isinstance(value, bool) or value is None))
+
+
+def _shown(value) -> str:
+    """A value from a record as a short one-line text for a message (a record may hold anything, at any length)."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 # -- evaluation -------------------------------------------------------------------------------------------------------
@@ -348,7 +427,19 @@ def select(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
         if field not in columns:
             raise ValueError(f"The rule on {field!r} needs a {field} column, which is not at hand here (the command "
                              f"line has {', '.join(FILE_FIELDS)} and, with a model, {', '.join(MODEL_FIELDS)}).")
-        keep &= _holds(op, value, columns[field])
+        try:
+            keep &= _holds(op, value, columns[field])
+        except TypeError as exc:  # a value of another kind than the column's (check_rules knows the app's columns)
+            raise ValueError(f"The rule {_shown(rule)} cannot be evaluated on the {field} column: {exc}.") from None
+    return keep
+
+
+def selected(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
+    """(N,) bool: `select`, and, for rules on the model's columns, only the images the model read (as the Folder
+    tab's rows are)."""
+    keep = select(rules, columns)
+    if model_fields(rules):
+        keep &= np.asarray([v is not None for v in columns["prediction"]], bool)
     return keep
 
 
@@ -397,22 +488,16 @@ def model_columns(loaded, folder: str | Path, files: Sequence[str | Path]) -> di
 def view_files(folder: str | Path, name: str, loaded=None) -> list[Path]:
     """The images of `folder` the saved view `name` selects now, in the folder's order. A view with rules on the
     model's columns needs `loaded` (a ValueError says so)."""
-    views = read_views(folder)
-    if name not in views:
-        known = ", ".join(views) or "none yet"
-        raise UnknownView(f"No view named {name!r} is saved for {folder} (saved: {known}).")
+    rules = view_rules(folder, name)
     files = list(expand_paths([folder]))
     columns = file_columns(folder, files)
-    needed = model_fields(views[name])
+    needed = model_fields(rules)
     if needed and loaded is None:
         raise ValueError(f"the view {name!r} has rules on {', '.join(needed)}, which a model's predictions give: "
                          f"give --model")
     if needed:
         columns |= model_columns(loaded, folder, files)
-    keep = select(views[name], columns)
-    if needed:  # as on the Folder tab, whose rows are the images the model read
-        keep &= np.asarray([v is not None for v in columns["prediction"]], bool)
-    return [f for f, k in zip(files, keep) if k]
+    return [f for f, k in zip(files, selected(rules, columns)) if k]
 
 
 def view_labels_file(folder: str | Path, name: str, loaded=None) -> Path:
@@ -429,7 +514,10 @@ def view_labels_file(folder: str | Path, name: str, loaded=None) -> Path:
     writer = csv.writer(text)
     writer.writerow(["path", "label"])
     writer.writerows(rows)
-    target = dataset_dir(folder) / "views" / f"{''.join(c if c.isalnum() or c in '-_' else '_' for c in name)}.csv"
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+    if len(safe) > 100:  # a file name is at most 255 bytes: a long name is cut and told apart by its digest
+        safe = f"{safe[:60]}-{hashlib.blake2b(name.encode('utf-8', 'surrogatepass'), digest_size=8).hexdigest()}"
+    target = dataset_dir(folder) / "views" / f"{safe}.csv"
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(target, text.getvalue().encode("utf-8", "surrogateescape"))
     return target

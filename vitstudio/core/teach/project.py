@@ -44,10 +44,34 @@ class TeachSettings:
     augment: bool = False  # also fit on augmented views of the training samples (core/teach/augment.py)
 
     def __post_init__(self) -> None:
+        for name in ("model", "weights"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip() or "\0" in value):
+                raise ProjectError(f"{name} is {_shown(value)}: a model's name or path (leave it out for none).")
         if self.recipe not in RECIPES:
-            raise ProjectError(f"recipe '{self.recipe}' is not one of {', '.join(RECIPES)}.")
-        if not (0 < float(self.record_fps) <= 120):
-            raise ProjectError(f"record_fps {self.record_fps} is outside (0, 120] frames per second.")
+            raise ProjectError(f"recipe {_shown(self.recipe)} is not one of {', '.join(RECIPES)}.")
+        if not _number(self.record_fps) or not (0 < self.record_fps <= 120):
+            raise ProjectError(f"record_fps is {_shown(self.record_fps)}: frames per second, a number in (0, 120].")
+        for name, top in (("record_max", 10**9), ("seed", 2**32 - 1)):
+            value = getattr(self, name)
+            if not _number(value) or value != int(value) or not 0 <= value <= top:
+                raise ProjectError(f"{name} is {_shown(value)}: a whole number from 0 to {top:,}.")
+            object.__setattr__(self, name, int(value))  # 3.0 in the file is 3
+        if not isinstance(self.augment, bool):
+            raise ProjectError(f"augment is {_shown(self.augment)}: true or false.")
+
+
+def _number(value) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _shown(value) -> str:
+    """A settings value as a message shows it: short, one line (a settings file may hold anything)."""
+    text = json.dumps(value, ensure_ascii=True) if isinstance(value, (str, int, float, bool, type(None))) else \
+        repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True)
@@ -121,9 +145,23 @@ def read_settings(root: Path) -> TeachSettings:
         raise ProjectError(f"{path} is damaged: it should hold a JSON object.")
     known = {k: v for k, v in value.items() if k in TeachSettings.__dataclass_fields__}
     try:
-        return TeachSettings(**known)
-    except TypeError as exc:
+        settings = TeachSettings(**known)
+    except ProjectError as exc:
         raise ProjectError(f"{path} is damaged: {exc}") from None
+    return replace(settings, **_from_project(root, settings.model, settings.weights))
+
+
+def _from_project(root: Path, model: str | None, weights: str | None) -> dict:
+    """A model folder or weights file the settings name by a relative path, as a path from the project (where the
+    project was written), not from wherever the command runs; a bare name that is no file of the project (a timm
+    name, a folder under models/) and a spec with a scheme (hf-hub:…) as they are."""
+    def there(value: str | None) -> str | None:
+        if value is None or Path(value).is_absolute() or ":" in value:  # none, absolute, or a scheme (hf-hub:…)
+            return value
+        path_like = "/" in value or "\\" in value or value.startswith(".")
+        return str((root / value).absolute()) if path_like or (root / value).exists() else value
+
+    return {"model": there(model), "weights": there(weights)}
 
 
 def create_project(folder: str | Path, classes: list[str], settings: TeachSettings = TeachSettings()) -> TeachProject:
@@ -180,8 +218,8 @@ def add_images(project: TeachProject, name: str, images: list[Image.Image], reco
 def recordings(root: str | Path) -> dict[str, str]:
     """{sample file name: its recording} of a project ({} without recordings.json, or with a damaged one: the split
     then groups by near-duplicates alone)."""
-    try:
-        value = json.loads((Path(root) / RECORDINGS).read_text(encoding="utf-8"))
+    try:  # bounded, a regular file only: a FIFO or a link to /dev/zero there is no recordings file
+        value = read_json_value(Path(root) / RECORDINGS, "a project's recordings", "recordings file", 64 << 20)
     except (OSError, ValueError):
         return {}
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
