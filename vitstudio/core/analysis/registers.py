@@ -375,13 +375,13 @@ def find_register_neurons(loaded: LoadedModel, paths: Iterable[str], detect_laye
     if not 0 <= highest < depth:
         raise RegisterError(f"the highest layer {highest} is out of range: the model has {depth} blocks "
                             f"(0..{depth - 1})")
-    paths = list(paths)
-    norms, errors = [], []
+    norms, errors, readable = [], [], []
     for batch in decoded_batches(loaded, paths, batch_size, cancel, decoder=decoder):
         errors += batch.errors
         if batch.tensor is not None:
             norms.append(detect_norms(loaded, batch.tensor, detect_layer))
-        yield Progress(sum(len(n) for n in norms) + len(errors), 0, "token norms")
+            readable += [path for path, _, error in batch.items if error is None]
+        yield Progress(len(readable) + len(errors), 0, "token norms")
     if not norms:
         raise RegisterError("no readable images found")
     norms = torch.cat(norms)  # (images, N)
@@ -395,29 +395,26 @@ def find_register_neurons(loaded: LoadedModel, paths: Iterable[str], detect_laye
     layers = list(range(highest + 1))
     sums: dict[int, torch.Tensor] = {}
     counted = 0
-    if outliers.any():
-        counted = yield from _score_pass(loaded, paths, outliers, layers, sparsity_filter, sums, batch_size, cancel,
-                                         decoder)
+    if outliers.any():  # the second pass reads only the images with outliers (algorithms.py:46-47 skips the rest)
+        found = {path: row for path, row in zip(readable, outliers) if row.any()}
+        counted = yield from _score_pass(loaded, found, layers, sparsity_filter, sums, batch_size, cancel, decoder)
     neurons = _ranked(sums, counted, top_k)
     return RegisterNeurons(loaded.name, neurons, detect_layer, float(threshold), rule, highest, len(norms),
                            int(outliers.any(1).sum()), sparsity_filter), errors
 
 
-def _score_pass(loaded, paths, outliers, layers, sparsity_filter, sums, batch_size, cancel, decoder):
-    """The second pass: per layer, the scores of the images with outliers summed into `sums`; returns their count.
-    The readable images come in the same order as in the first pass."""
+def _score_pass(loaded, found: dict, layers, sparsity_filter, sums, batch_size, cancel, decoder):
+    """The second pass over the images with outliers (`found`: path -> (N,) outlier mask): per layer, their scores
+    summed into `sums`; returns how many were read (a file unreadable now is left out)."""
     from vitstudio.core.inference import decoded_batches
 
     seen = counted = 0
-    for batch in decoded_batches(loaded, paths, batch_size, cancel, decoder=decoder):
+    for batch in decoded_batches(loaded, list(found), batch_size, cancel, decoder=decoder):
+        seen += len(batch.items)
         if batch.tensor is None:
             continue
-        mask = outliers[seen:seen + len(batch.tensor)]
-        seen += len(batch.tensor)
-        keep = mask.any(1)
-        if not keep.any():
-            continue
-        x, mask = batch.tensor[keep.to(batch.tensor.device)], mask[keep]
+        mask = torch.stack([found[path] for path, _, error in batch.items if error is None])
+        x = batch.tensor
 
         def reduce(layer, acts, mask=mask):
             score, elsewhere = image_scores(acts, mask.to(acts.device), sparsity_filter)
@@ -428,7 +425,7 @@ def _score_pass(loaded, paths, outliers, layers, sparsity_filter, sums, batch_si
                 loaded.autocast():
             loaded.model.forward_features(x.to(loaded.device))
         counted += len(x)
-        yield Progress(seen, len(outliers), "register neurons")
+        yield Progress(seen, len(found), "register neurons")
     return counted
 
 
