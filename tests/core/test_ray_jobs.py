@@ -129,6 +129,26 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_at_once(images, capsys):
     assert rc == 2 and len(err) == 1 and err[0].startswith("error: cannot reach the Ray cluster at 127.0.0.1:1")
 
 
+def test_a_batch_delivered_twice_is_appended_once():
+    """A batch that comes back again (a retried task) adds nothing: the driver appends each file of a job once,
+    counted once (no cluster needed: the stream is fed the same block twice)."""
+    from vitstudio.core.folder import ray_jobs
+
+    block = {"path": np.asarray(["a.png", "b.png", "c.jpg"], object), "error": np.asarray(["", "", "bad"], object),
+             "ok": np.asarray([True, True, False]), "has_also": np.zeros(3, bool),
+             "out_0": np.arange(6, dtype=np.float32).reshape(3, 2)}
+    again = dict(block, path=np.asarray(["b.png", "d.png", "c.jpg"], object))
+
+    class Results:
+        def iter_batches(self, **_):
+            yield from (block, block, again)
+
+    done = list(ray_jobs._streamed(Results(), None))
+    assert [d.good for d in done] == [["a.png", "b.png"], [], ["d.png"]]
+    assert [d.count for d in done] == [3, 0, 1] and done[2].errors == {}
+    np.testing.assert_array_equal(done[2].arrays[0], [[2.0, 3.0]])
+
+
 def test_without_ray_the_option_says_how_to_install_it_in_one_line(images, tiny_weights, monkeypatch, capsys):
     """`--ray` where Ray is not installed: exit 2 and one line naming the extra to install, no traceback."""
     for name in [m for m in sys.modules if m == "ray" or m.startswith("ray.")]:

@@ -348,11 +348,12 @@ def _plan(cluster: ClusterInfo) -> dict:
 
 def _streamed(results, cancel: CancelToken | None) -> Iterator[Computed]:
     batches = results.iter_batches(batch_size=None, batch_format="numpy")
+    seen: set[str] = set()  # the chunk's files back so far (at most CHUNK names)
     try:
         for batch in batches:
             if cancel is not None:
                 cancel.raise_if_cancelled()
-            yield _unpacked(batch)
+            yield _once(_unpacked(batch), seen)
     except Exception as exc:
         _explain(exc)
         raise
@@ -360,6 +361,20 @@ def _streamed(results, cancel: CancelToken | None) -> Iterator[Computed]:
         close = getattr(batches, "close", None)
         if close is not None:  # stops the execution: no more tasks started, the actors released
             close()
+
+
+def _once(done: Computed, seen: set[str]) -> Computed:
+    """`done` less the files an earlier batch brought back (a retried task delivering again): the cache never gets
+    a file twice from one job."""
+    again = seen.intersection(done.good).union(seen.intersection(done.errors))
+    seen.update(done.good)
+    seen.update(done.errors)
+    if not again:
+        return done
+    keep = [i for i, p in enumerate(done.good) if p not in again]
+    arrays = tuple(a[keep] for a in done.arrays) if keep and done.arrays is not None else None
+    return Computed([done.good[i] for i in keep], arrays, {p: e for p, e in done.errors.items() if p not in again},
+                    done.count - len(again), {p: v for p, v in done.extra.items() if p not in again})
 
 
 def _unpacked(batch: dict) -> Computed:
