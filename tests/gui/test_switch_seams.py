@@ -166,8 +166,8 @@ def test_another_run_in_the_history_leaves_nothing_of_the_first_on_screen(panel,
     panel.show_run(run_b)
     assert panel.shown.epochs["epoch"] == [row["epoch"] + 1 for row in read_metrics(run_b)] == [1, 2]
     assert panel.results.report is None or panel.results.report.classes == tuple(b_classes)
-    assert run_a.name not in panel.progress.format() and run_b.name in panel.progress.format()
-    assert run_b.name in panel.status.text() and run_a.name not in panel.status.text()
+    assert run_a.name not in panel.controls.progress.format() and run_b.name in panel.controls.progress.format()
+    assert run_b.name in panel.controls.status.text() and run_a.name not in panel.controls.status.text()
     assert not panel.controls.shown_warnings() and not panel.controls.warning.isVisibleTo(panel)  # A's, not B's
     assert max(epoch for epoch, _lr in panel.shown.lr) <= 2
     _settle(qtbot)

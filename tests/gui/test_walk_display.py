@@ -174,13 +174,13 @@ def test_history_shows_each_runs_own_progress_and_learning_rate_or_why_there_is_
     quick = _run_folder("colours-quick-1", "lbfgs", [1.0] * 23)
     panel = panel(TrainingPanel)
     curves = panel.curves
-    panel.progress.setFormat("finished · 4 epochs")  # what the live linear-probe run left on the bar
+    panel.controls.progress.setFormat("finished · 4 epochs")  # what the live linear-probe run left on the bar
     panel.show_run(probe)
     x, y = curves.lines["lr"].getData()
     assert list(x) == [1, 2, 3, 4] and y[0] == 1e-3 and not curves.lr_note.isVisible()  # its rate per epoch
-    assert "colours-linear-probe-1" in panel.progress.format()
+    assert "colours-linear-probe-1" in panel.controls.progress.format()
     panel.show_run(quick)
-    assert panel.progress.format() == "colours-quick-1: finished · 23 epochs"
+    assert panel.controls.progress.format() == "colours-quick-1: finished · 23 epochs"
     x, _ = curves.lines["lr"].getData()
     assert x is None or len(x) == 0  # L-BFGS: no schedule to draw ...
     assert curves.lr_note.isVisible() and curves.lr_note.toPlainText() == NO_SCHEDULE  # ... said in words

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from .app_state import AppState, ModelRequest
 from .explore_states import LayerCKAState, PlayState
+from .explorers import EXPLORERS
 from .folder_export import FolderExport
 from .folder_labels import FolderLabels
 from .folder_model import FolderModel
@@ -49,6 +50,8 @@ class App:
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder
         self.export = FolderExport(self.folder, self._tags_per_row, self._labels_by_path)
         self.paint_overlay = PaintOverlay(self.pages["paint"])  # the Paint page's classes over the Attention tab
+        # one model per explorer (its state and keyed jobs), following the model and image before any view does
+        self.explorers = {name: explorer(self.state, runner) for name, explorer in EXPLORERS.items()}
         self.match = MatchModel(runner)
         if self.state.model is not None:
             self.match.set_model(self.state.model)

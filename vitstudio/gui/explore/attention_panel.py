@@ -23,24 +23,20 @@ from PySide6.QtWidgets import (
 from vitstudio.app.analyses import MaskExport, registry, why_not
 from vitstudio.app.explore_jobs import (
     OVERVIEW,
-    attention_methods,
     entry_job,
     entry_view,
     folder_distance_job,
     is_token_maps,
     job_keys,
-    job_slot,
     overview_job,
     register_choice,
     registered_job,
 )
-from vitstudio.app.explore_states import TOP_1, TOP_1_LABEL, AttentionState, registry_fields
+from vitstudio.app.explore_states import registry_fields
 from vitstudio.app.model_facts import has_class_token
 from vitstudio.app.notices import describe
-from vitstudio.core.fields import Range
 from vitstudio.gui import file_dialogs
 
-from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.method_combo import mark_available, method_combo
@@ -60,35 +56,22 @@ from .param_form import ParamForm
 
 
 class AttentionPanel(ExplorerPanel):
-    State = AttentionState
-
-    @classmethod
-    def extra_fields(cls) -> dict:
-        return registry_fields(cls.drawn_methods(), cls.State().fields())
-
-    @staticmethod
-    def drawn_methods() -> tuple[str, ...]:
-        """The registered attention analyses the panel draws over the image (head maps, rollout, …); the folder
-        analysis (attention distance) has its own plot below."""
-        return attention_methods()
+    explorer_id = "attention"
 
     def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(app, parent)
         self.displayed = None  # the (gh, gw) array on screen
-        self.methods = self.drawn_methods()
+        self.methods = self.explorer.methods  # the registered analyses drawn over the image (head maps, rollout, …)
         self.param_names = tuple(registry_fields(self.methods, {}))  # every parameter of them, read once
-        self.folder_method = registry.names("attention", folder=True)[0]
-        self.slots = {m: job_slot(registry.get(m)) for m in self.methods}
-        keys = {OVERVIEW: registry.OVERVIEW_KEYS, **{self.slots[m]: job_keys(registry.get(m)) for m in self.methods}}
-        keys = {slot: (*fields, "registers") for slot, fields in keys.items()}  # a map with or without the register
-        keys["folder"] = ("folder",)
-        self.jobs = workers.ViewJobs(self.view_state, keys, long=("folder",))
+        self.folder_method = registry.names("attention", folder=True)[0]  # the distance plot's, below
+        self.slots = self.explorer.method_slots
+        keys = self.jobs.keys
         self._job_fields = {k for slot, fields in keys.items() if slot != "folder" for k in fields}
-        self.view_state.update(method=self.methods[0])
         self._build_controls()
         self._build_layout()
         self._connect_controls()
         self.view_state.connect(self._on_view_state)
+        self.state.model_loaded.connect(self._on_model_loaded)  # after the explorer's update (it connected first)
         self.params.show_for(self.view_state.method)
         self.refresh_view()
 
@@ -167,21 +150,12 @@ class AttentionPanel(ExplorerPanel):
         self.mask_button.clicked.connect(lambda: self.export_mask())
 
     # -- state ---------------------------------------------------------------------------------------
-    def fields_for_model(self, model) -> dict:
-        vs = self.view_state
-        classes = range(len(model.labels))
-        vs.redeclare("target", choices=TOP_1 + tuple(classes),
-                     labels=TOP_1_LABEL + tuple(f"{i}: {label}" for i, label in zip(classes, model.labels)))
-        vs.redeclare("layer", range=Range(0, model.depth - 1))
-        vs.redeclare("head", range=Range(0, model.num_heads - 1))
-        same_grid = vs.model is not None and self.view._grid == tuple(model.grid_size)
-        fallback = mark_available(self.method, model)  # e.g. gradient rollout on parallel-attention blocks
+    def _on_model_loaded(self, model) -> None:
+        """What the explorer's new model changes on screen: the analyses that do not apply greyed out, with why."""
+        mark_available(self.method, model)  # e.g. gradient rollout on parallel-attention blocks
         no_distance = why_not(model.model, self.folder_method)
         self.folder_button.setEnabled(no_distance is None)
         self.folder_button.setToolTip(no_distance or "Average the attention distance over every image of a folder")
-        method = vs.method if self.method.model().item(self.method.findData(vs.method)).isEnabled() else fallback
-        return dict(layer=model.depth - 1, method=method or vs.method,
-                    head=min(vs.head, model.num_heads - 1), target=None, patch=vs.patch if same_grid else None)
 
     def _on_view_state(self, name: str, value) -> None:
         if name in self._job_fields:  # fusion, discard, class, patch: new work, once the control settles

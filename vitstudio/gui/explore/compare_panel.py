@@ -18,11 +18,9 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.analyses import registry, why_not
 from vitstudio.app.explore_jobs import compare_job, load_second_model, shared_classes, with_shared_classes
-from vitstudio.app.explore_states import CompareState
 from vitstudio.app.model_facts import is_clip_style, prompt_of
 from vitstudio.app.model_files import base_model, local_folder
 
-from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.method_combo import mark_available, method_combo
@@ -33,15 +31,11 @@ from .match_page import MatchPage
 
 
 class ComparePanel(ExplorerPanel):
-    State = CompareState
+    explorer_id = "compare"
 
     def __init__(self, app, catalog_names: list[str], parent: QWidget | None = None) -> None:
         super().__init__(app, parent)
-        self.view_state.update(method=registry.names(compare=True)[0])
         self.other = None  # the second LoadedModel
-        # "load": the second model asked for (latest wins); "compare": both maps for the current request
-        self.jobs = workers.ViewJobs(self.view_state, {"load": ("other_request",), "compare": ("other", "method")},
-                                     without_context=("load",))
         model_row = self._second_model_row(catalog_names)
         self.view_kind = method_combo(registry.names(compare=True))
         self.cmap = colormap_combo(self.view_state)
@@ -89,6 +83,7 @@ class ComparePanel(ExplorerPanel):
         events.method.connect(self._on_context_changed)
         events.cmap.connect(self._show)
         events.smooth.connect(self._on_smooth)
+        self.state.model_loaded.connect(self._on_model_loaded)  # after the explorer's update (it connected first)
 
     def _second_model_row(self, catalog_names: list[str]) -> QHBoxLayout:
         """The second model's box and Load, a row of their own: at 1280×720 a long name is read whole (beside the
@@ -142,11 +137,12 @@ class ComparePanel(ExplorerPanel):
         super()._on_context_changed(*changed)
 
     def _on_model_loaded(self, model) -> None:
+        """After the explorer's update (it connected first): a run offers its base model as the second one; a
+        CLIP-style second model follows the current model's classes."""
         base = base_model(local_folder(model.name)) if not self.other_name.currentText().strip() else None
         if base is not None and not base.startswith("custom:"):  # a run: before vs after fine-tuning, offered first
             # (a run trained from scratch has no "before" to load: custom: is a new random model)
             self.other_name.setEditText(base)
-        super()._on_model_loaded(model)
         classes, prompt, other = shared_classes(model), prompt_of(model), self.other
         if (other is not None and is_clip_style(other) and classes
                 and (tuple(other.labels), prompt_of(other)) != (classes, prompt)):

@@ -14,11 +14,8 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.analyses import registry
 from vitstudio.app.explore_jobs import no_token_view, token_view_job, tokens_job
-from vitstudio.app.explore_states import EmbeddingsState, registry_fields
 from vitstudio.app.model_facts import is_windowed
-from vitstudio.core.fields import Range
 
-from .. import workers
 from ..common.bind import bind
 from ..common.map_view import MapView
 from ..common.method_combo import method_combo
@@ -37,27 +34,15 @@ def _methods() -> tuple[str, ...]:
     return registry.names("embeddings", viewed=True)  # pca, similarity, norms, …
 
 
-def _param_names() -> tuple[str, ...]:
-    """Every parameter the panel's views take (layer, patch, and any a new entry brings)."""
-    return tuple(registry_fields(_methods(), {}))
-
-
 class EmbeddingsPanel(ExplorerPanel):
-    State = EmbeddingsState
-
-    @classmethod
-    def extra_fields(cls) -> dict:
-        return registry_fields(_methods(), cls.State().fields())
+    explorer_id = "embeddings"
 
     def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(app, parent)
-        self.view_state.update(mode=registry.names("embeddings", viewed=True)[0])
         self.crop = None
         self.unit = "layer"  # what a token layer is called: Swin's are its stages
         self.basis = None  # the fixed PCA basis, when that option is on
         self.displayed = None
-        # what each job's result depends on besides the model and image
-        self.jobs = workers.ViewJobs(self.view_state, {"tokens": (), "view": ("mode", "fixed", *_param_names())})
 
         self.mode = method_combo(_methods())
         self.fixed = control_for(self.view_state.fields()["fixed"], title="Fixed PCA basis")
@@ -117,15 +102,10 @@ class EmbeddingsPanel(ExplorerPanel):
     def _layer_name(self) -> str:
         return f"{self.unit} {self.view_state.layer}"
 
-    def fields_for_model(self, model) -> dict:
-        # the depth (the slider's range) changes with the model in the same update, so no old result is indexed
-        # with a new layer
-        self.unit = "stage" if is_windowed(model.model) else "layer"  # Swin's token layers are its stages
-        self.basis = None
-        self.view_state.redeclare("layer", range=Range(0, model.token_depth - 1))
-        return dict(layer=model.token_depth - 1, patch=None)
-
     def _on_model(self, _uid) -> None:
+        model = self.state.model  # the explorer set its uid in the model's update
+        self.unit = "stage" if model is not None and is_windowed(model.model) else "layer"  # Swin's are its stages
+        self.basis = None  # fitted on the previous model's tokens
         self.layer_label.setText(self._layer_name())  # the unit may change with the same layer number
 
     def _on_layer(self, layer: int) -> None:

@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
 
 from vitstudio.app.analyses import registry
 from vitstudio.app.app_state import ImageEntry
-from vitstudio.app.explore_states import ExplorerState
 
 from ..common.type_map import control_for
 
@@ -61,36 +60,31 @@ def wrapping_label() -> QLabel:
 
 
 class ExplorerPanel(QWidget):
-    """Subclasses declare their view state (`State`, an ExplorerState subclass), implement `reload()` (start the jobs
-    the current state needs) and `export_data()`.
+    """A view of one of the App's explorers (`app.explorers[explorer_id]`, vitstudio/app/explorers.py): its
+    `view_state` and `jobs` are the explorer's. Subclasses implement `reload()` (start the jobs the current state
+    needs) and `export_data()`.
 
-    `self.view_state` always holds the current model's and image's uids together with fields clamped to that
-    model (see `fields_for_model`), set in one update, so a result computed for another model or image is never
-    drawn (jobs run through `workers.ViewJobs`, keyed by their request). State changes while the panel is hidden
-    only mark it stale (and discard the jobs they made stale); it recomputes when shown, so that a tab nobody looks
-    at costs nothing.
+    The explorer keeps its state keyed to the current model and image, with fields clamped to that model, set in one
+    update, so a result computed for another model or image is never drawn (its jobs are keyed by their request).
+    State changes while the panel is hidden only mark it stale (and discard the jobs they made stale); it recomputes
+    when shown, so that a tab nobody looks at costs nothing.
     """
 
-    State: type[ExplorerState] = ExplorerState
+    explorer_id = ""  # which of the App's explorers this draws
     DEBOUNCE_MS = 120  # slider-driven work waits this long for the control to stop (tests set 0: tests/gui/conftest)
 
     def __init__(self, app, parent: QWidget | None = None) -> None:
         """`app`: the App (vitstudio/app/app.py) this panel draws."""
         super().__init__(parent)
         self.app = app
-        self.state = state = app.state
-        self.view_state = self.State(**self.extra_fields())
+        self.state = app.state
+        self.explorer = app.explorers[self.explorer_id]
+        self.view_state, self.jobs = self.explorer.state, self.explorer.jobs
         self._stale = True
         self._debounce = QTimer(self, singleShot=True, interval=self.DEBOUNCE_MS)  # slider-driven work is throttled
         self._debounce.timeout.connect(self._debounced)
         self._debounced_fn = None
-        state.model_loaded.connect(self._on_model_loaded)
-        state.image_selected.connect(self._on_image_selected)
-
-    @classmethod
-    def extra_fields(cls) -> dict:
-        """Fields the view gets beyond its class's (e.g. the registry's parameters of the panel's analyses)."""
-        return {}
+        self.explorer.context_changed.connect(self._on_context_changed)
 
     # -- what to explain -------------------------------------------------------------------------
     def context(self) -> tuple[object, ImageEntry] | None:
@@ -99,20 +93,6 @@ class ExplorerPanel(QWidget):
         if model is None or entry is None or entry.image is None:
             return None
         return model, entry
-
-    def fields_for_model(self, model) -> dict:
-        """View fields that must change with the model (defaults; ranges and choices by `view_state.redeclare`),
-        set in the same update as the model."""
-        return {}
-
-    def _on_model_loaded(self, model) -> None:
-        with self.view_state.batch():
-            self.view_state.update(model=model.uid, **self.fields_for_model(model))
-        self._on_context_changed()
-
-    def _on_image_selected(self, entry) -> None:
-        self.view_state.update(image=entry.uid if entry is not None else None)
-        self._on_context_changed()
 
     def _on_context_changed(self, *_changed) -> None:
         self._stale = True

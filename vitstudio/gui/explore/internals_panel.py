@@ -8,7 +8,6 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from vitstudio.app.analyses import registry
 from vitstudio.app.explore_jobs import internals_job
 
-from .. import workers
 from .explorer_base import ExplorerPanel
 
 
@@ -29,9 +28,10 @@ def _picture_view(title: str):
 class InternalsPanel(ExplorerPanel):
     """Depends on the model only: the image is not part of its request, so selecting images costs nothing here."""
 
+    explorer_id = "internals"
+
     def __init__(self, app, parent: QWidget | None = None) -> None:
         super().__init__(app, parent)
-        self.jobs = workers.ViewJobs(self.view_state, {"internals": ()})
         self.methods = registry.names("model")  # position-embedding similarity, patch-embedding filters, …
         self.pictures = {}  # method -> (label, view box, image item)
         layout = QHBoxLayout(self)
@@ -61,9 +61,6 @@ class InternalsPanel(ExplorerPanel):
 
     def context(self):
         return (self.state.model, None) if self.state.model is not None else None
-
-    def _on_image_selected(self, entry) -> None:
-        pass  # these views depend on the model only
 
     def _on_view_state(self, name: str, _value) -> None:
         if name == "model":
