@@ -28,7 +28,7 @@ from .common import (
     print_left_out,
     resolve_view,
 )
-from .registers import add_registers_arg, registers_for
+from .register_option import add_registers_arg, registers_for
 
 
 class _WholeNames(argparse.HelpFormatter):

@@ -36,7 +36,7 @@ from .common import (
     print_ignored,
     print_left_out,
 )
-from .registers import add_registers_arg, registers_for
+from .register_option import add_registers_arg, registers_for
 
 
 def register(subparsers) -> None:

@@ -23,7 +23,7 @@ from .common import (
     load_model_from_args,
     print_ignored,
 )
-from .registers import add_registers_arg, registers_for
+from .register_option import add_registers_arg, registers_for
 
 
 def register(subparsers) -> None:

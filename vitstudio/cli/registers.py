@@ -23,6 +23,7 @@ from .common import (
     has_images,
     load_model_from_args,
 )
+from .register_option import add_registers_arg, registers_for
 
 
 def threshold_arg(text: str) -> float | str:
@@ -38,26 +39,6 @@ def threshold_arg(text: str) -> float | str:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"the threshold must be a norm above 0, not {text}")
     return value
-
-
-def add_registers_arg(p) -> None:
-    """--registers FILE.json on the commands that run the model with a test-time register."""
-    p.add_argument("--registers", metavar="FILE.json", help="run the model with a test-time register (Jiang et al. "
-                   "2025): one extra token that the register neurons of FILE (from `vitstudio registers`) write to "
-                   "instead of the patches")
-
-
-def registers_for(args, loaded):
-    """The test-time register of --registers FILE as a context (nothing without it); a RegisterError when the file
-    is not one or does not fit the model."""
-    from ..core.analysis.registers import applied, check_fits, read_registers
-
-    path = getattr(args, "registers", None)
-    if path is None:
-        return applied(loaded, None)
-    registers = read_registers(path)
-    check_fits(loaded, registers)
-    return applied(loaded, registers)
 
 
 def register(subparsers) -> None:
