@@ -418,6 +418,11 @@ def hostile_records(root: Path) -> None:
     (root / "labels.csv").write_text("path,label\n" + "\n".join([*rows, *(f"gone/{i}.png,x" for i in range(10_000))]))
     result = cli(["suggest", names, "--labels", root / "labels.csv", "--model", TINY_SPEC, "--quiet"])
     lines = [line for line in result[2].splitlines() if line.startswith("skipped ")]
+    os.mkfifo(root / "fifo.csv")
+    os.symlink("/dev/zero", root / "zero.csv")
+    for name in ("fifo.csv", "zero.csv"):
+        record("hostile labels files", f"suggest --labels {name}", _within(30, [
+            "suggest", names, "--labels", root / name, "--model", TINY_SPEC, "--quiet"]), 2, "is not a regular file")
     counted = result[0] == 1 and len(lines) == 21 and re.fullmatch(r"skipped [\d,]+ more \(file not found\)", lines[-1])
     record("a labels file of 10,000 bad rows", "suggest", (0 if counted else f"{result[0]}, {len(lines)} lines",
                                                             *result[1:]), 0)

@@ -669,3 +669,17 @@ def test_an_output_where_no_folder_can_be_made_is_one_line(tmp_path, capsys):
                                 ("/proc/self/x", "could not write the export into /proc/self/x", True)):
         code = main(["teach", str(project), "--model", TINY_SPEC, "--export", out, "--quiet"])
         _one_line(capsys, code, 2, says, progress=progress, row=out)
+
+
+@pytest.mark.timeout(60)  # a FIFO read would block for ever
+def test_a_labels_file_that_is_a_fifo_or_a_device_is_one_line(tmp_path, capsys):
+    """`suggest --labels` naming a FIFO or a link to /dev/zero: one line saying it is no regular file, exit 2 (the
+    FIFO hung, /dev/zero was read until memory ran out)."""
+    import os
+
+    data = make_dataset(tmp_path / "data", per_class=2)
+    os.mkfifo(tmp_path / "fifo.csv")
+    os.symlink("/dev/zero", tmp_path / "zero.csv")
+    for name, says in (("fifo.csv", "a FIFO"), ("zero.csv", "through a symbolic link to /dev/zero")):
+        code = main(["suggest", str(data), "--labels", str(tmp_path / name), "--model", TINY_SPEC, "--quiet"])
+        _one_line(capsys, code, 2, (f"{name} is not a regular file", says, "a labels file must be one"), row=name)

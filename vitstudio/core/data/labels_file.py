@@ -18,7 +18,9 @@ from pathlib import Path
 from vitstudio.core.data.dataset_scan import DatasetError, DatasetScan
 from vitstudio.core.data.headers import HeaderCache
 from vitstudio.core.data.images import ImageReadError
-from vitstudio.core.files import from_spreadsheet
+from vitstudio.core.files import UnreadableFile, from_spreadsheet, read_regular_file
+
+MAX_LABELS_BYTES = 1 << 30  # ~10 million rows; a larger "labels file" is a mistake (or /dev/zero)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,10 @@ def read_labels_file(path: str | Path) -> LabelsFile:
     try:
         # a BOM (spreadsheet exports) is not part of the first path; a file name that is not UTF-8 was written as its
         # own bytes (save_labels) and is read back as the same name
-        text = path.read_text(encoding="utf-8-sig", errors="surrogateescape")
+        data = read_regular_file(path, MAX_LABELS_BYTES, "a labels file", "labels file")  # a FIFO never blocks
+        text = data.decode("utf-8-sig", errors="surrogateescape")
+    except UnreadableFile as exc:  # not a regular file, or over the limit
+        raise DatasetError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path} cannot be read as a UTF-8 text file: {exc}") from None
     rows: dict[Path, str | None] = {}
