@@ -1,7 +1,8 @@
 """`--ray`: a folder command's model pass on a Ray cluster (core/folder/ray_jobs.py) gives what one process gives.
 
-One two-node cluster (`ray.cluster_utils.Cluster`, one CPU per node, on 127.0.0.1 only) is shared by every test of
-the module; a tiny ViT over 20 generated images keeps each job to seconds.
+One two-node cluster (`ray.cluster_utils.Cluster`, one CPU per node, on 127.0.0.1 only) and two runs of one command
+on it (`runs`: cut by Ctrl+C, then again losing a node) are shared by every test of the module; a tiny ViT over 20
+generated images keeps each job to seconds (most of them the workers' start-up).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import csv
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,41 +82,105 @@ def _same_predictions(a, b) -> None:
                 assert abs(float(ra[f"prob_{k}"]) - float(rb[f"prob_{k}"])) <= 1e-5
 
 
-@pytest.fixture
-def sent(monkeypatch):
-    """Every path the driver hands to Ray Data (`from_items`), in the order given."""
-    import ray.data
+@dataclass
+class Runs:
+    """Two `predict FOLDER --csv --batch-size 4 --ray` runs of the same command into one cache: the first cut by
+    Ctrl+C once its first batch came back, the second losing the cluster's worker node once its first batch came
+    back."""
 
-    paths: list[str] = []
-    real = ray.data.from_items
+    weights: Path
+    cache: Path
+    exits: list[int] = field(default_factory=list)
+    sent: list[list[str]] = field(default_factory=list)  # the paths each run handed to Ray Data, in order
+    csv: Path | None = None  # the second run's
+    nodes_left: int = -1  # worker nodes after the second run
+
+
+@pytest.fixture(scope="module")
+def runs(cluster, images, tmp_path_factory) -> Runs:
+    """The two runs every cluster test reads (a cluster job costs seconds of worker start-up: two for the module)."""
+    import ray.data
+    from safetensors.torch import save_file
+
+    from tests.conftest import make_tiny_vit
+    from vitstudio.core.folder import ray_jobs
+
+    work = tmp_path_factory.mktemp("ray_runs")
+    made = Runs(work / "tiny.safetensors", work / "cache")
+    save_file({k: v.contiguous() for k, v in make_tiny_vit().state_dict().items()}, str(made.weights))
+    real_items, real_unpacked = ray.data.from_items, ray_jobs._unpacked
 
     def spy(items, *args, **kwargs):
-        paths.extend(item["path"] for item in items)
-        return real(items, *args, **kwargs)
+        made.sent[-1].extend(item["path"] for item in items)
+        return real_items(items, *args, **kwargs)
 
-    monkeypatch.setattr(ray.data, "from_items", spy)
-    return paths
+    def then(mp, step):
+        def first(batch):
+            done = real_unpacked(batch)
+            mp.setattr(ray_jobs, "_unpacked", step)
+            return done
+        return first
+
+    def interrupt(batch):
+        raise KeyboardInterrupt
+
+    def lose_a_node(batch):
+        for node in list(cluster.worker_nodes):
+            cluster.remove_node(node, allow_graceful=False)
+        return real_unpacked(batch)
+
+    with pytest.MonkeyPatch.context() as mp:  # module scope: the autouse per-test isolation is not set up yet
+        mp.setenv("VITSTUDIO_CACHE_DIR", str(made.cache))
+        mp.setenv("VITSTUDIO_DATA_DIR", str(work / "data"))
+        mp.setattr(ray.data, "from_items", spy)
+        for name, step in (("cut.csv", interrupt), ("ray.csv", lose_a_node)):
+            made.sent.append([])
+            mp.setattr(ray_jobs, "_unpacked", then(mp, step))
+            made.exits.append(_predict(images, made.weights, work / name, "--ray", cluster.address,
+                                       "--batch-size", "4"))
+    made.csv, made.nodes_left = work / "ray.csv", len(cluster.worker_nodes)
+    return made
 
 
 @needs_ray
-def test_predict_csv_on_a_cluster_equals_one_process_and_a_plain_embed_after_computes_nothing(
-        cluster, images, tiny_weights, tmp_path, monkeypatch, capsys, sent):
-    """`predict FOLDER --csv --ray ADDRESS` on two nodes writes the CSV one process writes (rows and order, labels,
-    probabilities within 1e-5; the unreadable file's error row in its place); only the folder's images went out, as
-    explicit paths; and the cluster filled this machine's embedding cache, so a plain `embed` after it computes
-    nothing and reads features within 1e-5 of one process's own."""
-    weights, cache = tiny_weights[0], os.environ["VITSTUDIO_CACHE_DIR"]
-    assert _predict(images, weights, tmp_path / "ray.csv", "--ray", cluster.address) == 1  # 1: the broken file
-    assert sorted(sent) == sorted(str(p) for p in images.iterdir())
-    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path / "own_cache"))
-    assert _predict(images, weights, tmp_path / "plain.csv") == 1
-    _same_predictions(tmp_path / "ray.csv", tmp_path / "plain.csv")
-    assert main(["embed", str(images), "--model", TINY_SPEC, "--weights", str(weights), "--out",
-                 str(tmp_path / "own.npz"), "--quiet"]) == 1
-    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", cache)
+def test_predict_csv_on_a_cluster_equals_one_process(runs, images, tmp_path):
+    """`predict FOLDER --csv --ray ADDRESS` on two nodes writes the CSV one process writes: the rows in the same
+    order, the same labels, probabilities within 1e-5, the unreadable file's error row in its place (exit 1)."""
+    assert runs.exits[1] == 1
+    assert _predict(images, runs.weights, tmp_path / "plain.csv") == 1
+    _same_predictions(runs.csv, tmp_path / "plain.csv")
+
+
+@needs_ray
+def test_ctrl_c_keeps_the_cache_and_the_same_command_again_sends_only_the_missing_files(runs, images):
+    """Ctrl+C once a batch came back: exit 130, and every file went out as an explicit path (the folder's, nothing
+    else); the same command again sends only what the cache lacks: not the first batch (4 images), each file at most
+    once, the unreadable one again."""
+    first, again = runs.sent
+    assert runs.exits[0] == 130
+    assert sorted(first) == sorted(str(p) for p in images.iterdir())
+    assert 1 <= len(again) <= len(first) - 4 and len(set(again)) == len(again)
+    assert set(again) <= set(first) and str(images / "broken.jpg") in again
+
+
+@needs_ray
+def test_a_node_lost_mid_job_and_the_command_finishes_with_every_row(runs):
+    """The worker node removed once the rerun's first batch came back: the job finishes on the head node (tasks
+    retried, the actor restarted) with a row for every file (the CSV's equality: the test above)."""
+    rows = _rows(runs.csv)
+    assert runs.nodes_left == 0 and len(rows) == IMAGES + 1
+    assert sum(bool(r["label_1"]) for r in rows) == IMAGES
+
+
+@needs_ray
+def test_a_plain_embed_after_cluster_runs_computes_nothing(runs, images, tmp_path, monkeypatch, capsys):
+    """The cluster filled this machine's embedding cache: a plain `embed` after the --ray runs computes nothing, and
+    the features it reads are within 1e-5 of one process's own."""
+    embed = ["embed", str(images), "--model", TINY_SPEC, "--weights", str(runs.weights), "--quiet", "--out"]
+    assert main([*embed, str(tmp_path / "own.npz")]) == 1
+    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(runs.cache))
     capsys.readouterr()
-    assert main(["embed", str(images), "--model", TINY_SPEC, "--weights", str(weights), "--out",
-                 str(tmp_path / "after.npz"), "--quiet"]) == 1
+    assert main([*embed, str(tmp_path / "after.npz")]) == 1
     assert f"{IMAGES} images embedded (0 computed, {IMAGES} from the cache)" in capsys.readouterr().err
     own, after = np.load(tmp_path / "own.npz"), np.load(tmp_path / "after.npz")
     assert list(own["paths"]) == list(after["paths"])
@@ -158,46 +225,3 @@ def test_without_ray_the_option_says_how_to_install_it_in_one_line(images, tiny_
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert err[0].startswith("error: --ray needs Ray") and "pip install 'vitstudio[cluster]'" in err[0]
-
-
-
-@needs_ray
-def test_a_cluster_run_cut_by_ctrl_c_then_rerun_through_a_lost_node_sends_only_the_missing_files(
-        cluster, images, tiny_weights, tmp_path, monkeypatch, sent):
-    """Ctrl+C once the first batch came back: the command stops (exit 130) with the cache whole, holding that
-    batch. The same command again sends only the files the cache lacks, each once (the unreadable one again), and
-    when the worker node is removed after its first batch, the job finishes on the head node (tasks retried, the
-    actor restarted): the CSV is complete and equal to one process's. (Last in the module: one node is left.)"""
-    from vitstudio.core.folder import ray_jobs
-
-    weights = tiny_weights[0]
-    real = ray_jobs._unpacked
-
-    def then(step):
-        def first(batch):
-            done = real(batch)
-            monkeypatch.setattr(ray_jobs, "_unpacked", step)
-            return done
-        return first
-
-    def interrupt(batch):
-        raise KeyboardInterrupt
-
-    def lose_a_node(batch):
-        for node in list(cluster.worker_nodes):
-            cluster.remove_node(node, allow_graceful=False)
-        monkeypatch.setattr(ray_jobs, "_unpacked", real)
-        return real(batch)
-
-    monkeypatch.setattr(ray_jobs, "_unpacked", then(interrupt))
-    assert _predict(images, weights, tmp_path / "cut.csv", "--ray", cluster.address, "--batch-size", "4") == 130
-    first = len(sent)
-    sent.clear()
-    monkeypatch.setattr(ray_jobs, "_unpacked", then(lose_a_node))
-    assert _predict(images, weights, tmp_path / "ray.csv", "--ray", cluster.address, "--batch-size", "4") == 1
-    assert first == IMAGES + 1 and 1 <= len(sent) <= first - 4  # the first run's first batch (4 images) was kept
-    assert len(set(sent)) == len(sent) and str(images / "broken.jpg") in sent
-    assert not cluster.worker_nodes
-    monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(tmp_path / "own_cache"))
-    assert _predict(images, weights, tmp_path / "plain.csv") == 1
-    _same_predictions(tmp_path / "ray.csv", tmp_path / "plain.csv")

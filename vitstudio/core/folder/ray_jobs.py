@@ -306,7 +306,10 @@ def computed(loaded: LoadedModel, todo: list, compute: ModelPass, batch_size: in
     batch = folder_batch_size(loaded, batch_size)
     for start in range(0, len(todo), CHUNK):
         names = [str(p) for p in todo[start:start + CHUNK]]
-        items = ray.data.from_items([{"path": p, "also": p in wanted} for p in names])
+        # a block per model batch: a decode task per batch, and no more decode workers started than there are
+        # batches (each one imports torch: seconds)
+        items = ray.data.from_items([{"path": p, "also": p in wanted} for p in names],
+                                    override_num_blocks=-(-len(names) // batch))
         with _retries_said() as retries:
             decoded = items.map_batches(decode_stage, fn_kwargs={"prep": shipped.skeleton, "also": also},
                                         batch_size=batch, batch_format="numpy", num_cpus=plan["decode_cpus"],
