@@ -38,6 +38,7 @@ MODEL_COMMANDS = {
     "teach": ["DATA", "--export", "OUT", "--quiet"], "scores": ["DATA", "--quiet"],
     "segment": ["DATA", "--masks", "DATA", "--out", "OUT", "--quiet"], "match": ["IMAGE", "IMAGE"],
     "views": ["DATA", "--export", "any", "--coco", "OUT", "--masks", "DATA"],  # the model is loaded before the view
+    "registers": ["DATA", "--out", "OUT.json"], "artifacts": ["DATA"],
 }
 # eval needs a model of the dataset's classes: test_non_utf8_classes runs it on a run fine-tuned there
 DATA_COMMANDS = ("audit", "layers", "sort", "suggest", "embed", "concepts", "finetune", "teach", "scores")
@@ -80,8 +81,8 @@ def test_a_hostile_adapter_is_one_line_in_every_command(command, adapter, tmp_pa
 
     Each of the 21 adapter spoils of test_hostile_adapters in predict, explain, faithfulness, play, finetune, eval,
     embed, sort, audit, layers, compare-layers, concepts, suggest, card, export, teach, segment, match, views (its
-    --export --coco loads the model before reading the view): exit 2, one line with the spoil's reason, nothing written,
-    no pickle run. [parametrised ×19]
+    --export --coco loads the model before reading the view), registers, artifacts: exit 2, one line with the spoil's
+    reason, nothing written, no pickle run. [parametrised ×21]
     """
     good, image = adapter
     make_dataset(tmp_path / "data", per_class=2)
@@ -669,17 +670,3 @@ def test_an_output_where_no_folder_can_be_made_is_one_line(tmp_path, capsys):
                                 ("/proc/self/x", "could not write the export into /proc/self/x", True)):
         code = main(["teach", str(project), "--model", TINY_SPEC, "--export", out, "--quiet"])
         _one_line(capsys, code, 2, says, progress=progress, row=out)
-
-
-@pytest.mark.timeout(60)  # a FIFO read would block for ever
-def test_a_labels_file_that_is_a_fifo_or_a_device_is_one_line(tmp_path, capsys):
-    """`suggest --labels` naming a FIFO or a link to /dev/zero: one line saying it is no regular file, exit 2 (the
-    FIFO hung, /dev/zero was read until memory ran out)."""
-    import os
-
-    data = make_dataset(tmp_path / "data", per_class=2)
-    os.mkfifo(tmp_path / "fifo.csv")
-    os.symlink("/dev/zero", tmp_path / "zero.csv")
-    for name, says in (("fifo.csv", "a FIFO"), ("zero.csv", "through a symbolic link to /dev/zero")):
-        code = main(["suggest", str(data), "--labels", str(tmp_path / name), "--model", TINY_SPEC, "--quiet"])
-        _one_line(capsys, code, 2, (f"{name} is not a regular file", says, "a labels file must be one"), row=name)
