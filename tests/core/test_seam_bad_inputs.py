@@ -607,8 +607,9 @@ ESCAPED = {"\x1b[31mRED\x1b[0m\x07": "\\x1b[31mRED\\x1b[0m\\x07", "\u202eevil": 
 
 def test_class_names_with_escapes_bidi_overrides_and_line_breaks_are_shown_escaped(tmp_path, capsys):
     """A class folder named ESC[31mRED ESC[0m BEL, one starting with a right-to-left override and one holding a
-    newline: every line `teach` prints (per-class accuracy, the validation note, the wrong samples) shows them as
-    escapes; no control, C1 or bidi character reaches the terminal and no report line is split (they went out raw)."""
+    newline: every line `teach` prints (per-class accuracy, the validation note, the wrong samples, its refusal of a
+    class of one sample) shows them as escapes; no control, C1 or bidi character reaches the terminal and no report
+    line is split (they went out raw)."""
     import re
 
     from tests.core.synthetic_data import make_dataset as made
@@ -624,6 +625,10 @@ def test_class_names_with_escapes_bidi_overrides_and_line_breaks_are_shown_escap
     assert not any(line.startswith("line") for line in (out.out + out.err).splitlines())
     assert [shown_path(name) for name in ("\x9b2J", "\u2066x\u2069", "a\u2028b")] == [
         "\\u009b2J", "\\u2066x\\u2069", "a\\u2028b"]
+    for sample in sorted((data / "\x1b[31mRED\x1b[0m\x07").iterdir())[1:]:
+        sample.unlink()  # one sample left: teach refuses, naming the class
+    _one_line(capsys, main(["teach", str(data), "--model", TINY_SPEC, "--quiet"]), 2,
+              "class \\x1b[31mRED\\x1b[0m\\x07 has one sample")
 
 
 def test_a_million_bad_rows_are_a_count_not_a_million_lines(tmp_path, capsys):
@@ -670,3 +675,17 @@ def test_an_output_where_no_folder_can_be_made_is_one_line(tmp_path, capsys):
                                 ("/proc/self/x", "could not write the export into /proc/self/x", True)):
         code = main(["teach", str(project), "--model", TINY_SPEC, "--export", out, "--quiet"])
         _one_line(capsys, code, 2, says, progress=progress, row=out)
+
+
+@pytest.mark.timeout(60)  # a FIFO read would block for ever
+def test_a_labels_file_that_is_a_fifo_or_a_device_is_one_line(tmp_path, capsys):
+    """`suggest --labels` naming a FIFO or a link to /dev/zero: one line saying it is no regular file, exit 2 (the
+    FIFO hung, /dev/zero was read until memory ran out)."""
+    import os
+
+    data = make_dataset(tmp_path / "data", per_class=2)
+    os.mkfifo(tmp_path / "fifo.csv")
+    os.symlink("/dev/zero", tmp_path / "zero.csv")
+    for name, says in (("fifo.csv", "a FIFO"), ("zero.csv", "through a symbolic link to /dev/zero")):
+        code = main(["suggest", str(data), "--labels", str(tmp_path / name), "--model", TINY_SPEC, "--quiet"])
+        _one_line(capsys, code, 2, (f"{name} is not a regular file", says, "a labels file must be one"), row=name)

@@ -20,7 +20,7 @@ from PIL import Image
 
 from vitstudio.core.data.images import IMAGE_SUFFIXES, ImageReadError, check_file, image_size
 from vitstudio.core.errors import UserFacingError
-from vitstudio.core.files import atomic_write_bytes, read_json_value
+from vitstudio.core.files import atomic_write_bytes, read_json_value, shown_path
 
 SETTINGS = "settings.json"
 RECORDINGS = "recordings.json"  # {sample file name: the hold it was recorded in}: frames of one hold are split together
@@ -100,11 +100,12 @@ class TeachProject:
                                f"folder of images per class under {self.images}).")
         empty = [c for c in self.classes if not self.samples[c]]
         if empty:
-            raise ProjectError(f"class {', '.join(empty)} has no samples: add some, or delete the class.")
+            raise ProjectError(f"class {', '.join(map(shown_path, empty))} has no samples: add some, or delete the "
+                               f"class.")
         single = [c for c in self.classes if len(self.samples[c]) == 1]
         if single:
-            raise ProjectError(f"class {', '.join(single)} has one sample: the 15 % validation share (rounded up) "
-                               f"takes it, leaving nothing to learn from; add at least one more.")
+            raise ProjectError(f"class {', '.join(map(shown_path, single))} has one sample: the 15 % validation share "
+                               f"(rounded up) takes it, leaving nothing to learn from; add at least one more.")
 
 
 def open_project(folder: str | Path) -> TeachProject:
@@ -191,7 +192,8 @@ def recorded_spec(spec: str, weights: str | None = None) -> tuple[str, str | Non
 
 def _check_class_name(name: str) -> None:
     if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or name.startswith("."):
-        raise ProjectError(f"'{name}' cannot name a class (a folder name: not empty, no slash, not hidden).")
+        raise ProjectError(f"'{shown_path(name)}' cannot name a class (a folder name: not empty, no slash, not "
+                           f"hidden).")
 
 
 def add_images(project: TeachProject, name: str, images: list[Image.Image], recording: str | None = None
@@ -250,7 +252,7 @@ def remove_sample(project: TeachProject, path: str | Path) -> TeachProject:
     """One sample's file deleted from its class; a file that is not a sample of the project is refused."""
     path = Path(path)
     if not any(path in files for files in project.samples.values()):
-        raise ProjectError(f"{path.name} is not a sample of this project.")
+        raise ProjectError(f"{shown_path(path.name)} is not a sample of this project.")
     path.unlink(missing_ok=True)
     return _reopened(project)
 
@@ -260,7 +262,7 @@ def delete_class(project: TeachProject, name: str) -> TeachProject:
     import shutil
 
     if name not in project.classes:
-        raise ProjectError(f"there is no class '{name}' to delete.")
+        raise ProjectError(f"there is no class '{shown_path(name)}' to delete.")
     shutil.rmtree(project.images / name)
     return _reopened(project)
 
@@ -268,7 +270,7 @@ def delete_class(project: TeachProject, name: str) -> TeachProject:
 def rename_class(project: TeachProject, name: str, new: str) -> TeachProject:
     """Class `name` renamed `new` (its folder renamed: its samples go with it); a name taken is refused."""
     if name not in project.classes:
-        raise ProjectError(f"there is no class '{name}' to rename.")
+        raise ProjectError(f"there is no class '{shown_path(name)}' to rename.")
     if new != name:
         check_new_class(project, new, renaming=name)
         (project.images / name).rename(project.images / new)
@@ -284,7 +286,7 @@ def check_new_class(project: TeachProject, name: str, renaming: str | None = Non
     if not taken and folder.exists() and not (renaming and folder.samefile(project.images / renaming)):
         taken = [name]  # a file of that name (the class itself on a case-insensitive disk is not taken)
     if taken:
-        raise ProjectError(f"a class named '{taken[0]}' exists already: choose another name.")
+        raise ProjectError(f"a class named '{shown_path(taken[0])}' exists already: choose another name.")
 
 
 def _reopened(project: TeachProject) -> TeachProject:
