@@ -243,6 +243,29 @@ def test_a_run_fine_tuned_from_a_pretrained_backbone_flags_what_it_never_saw(tmp
     assert min(others.min(), strange.min()) > 2 * bank.threshold
 
 
+def test_the_outside_digits_are_sklearn_s_scans_read_without_importing_it(monkeypatch):
+    """The 'digits' outside kind a run measures its score against are scikit-learn's load_digits scans rendered as
+    the demo's data (equal, pixel for pixel, to renderings made here from load_digits itself), and making them
+    imports no sklearn.datasets (it pulls in scipy.stats and pandas: ~1.5 s of CPU at the end of every run, in
+    every process that trains)."""
+    import sys
+
+    from sklearn.datasets import load_digits
+
+    from vitstudio.core.models.demo import DEMO_SIZE
+    from vitstudio.core.train.ood_separation import PER_KIND, outside_images
+
+    scans = load_digits().images
+    chosen = np.random.default_rng(0).choice(len(scans), PER_KIND, replace=False)
+    expected = [Image.fromarray((255 - scans[i] / 16.0 * 255).astype(np.uint8), "L")
+                .resize((DEMO_SIZE, DEMO_SIZE), Image.BILINEAR).convert("RGB") for i in chosen]
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # importing it now raises ImportError
+    digits = outside_images([], ["digits"], seed=0)["digits"]
+    assert len(digits) == PER_KIND
+    for got, want in zip(digits, expected, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 def test_separation_auroc_matches_sklearn_with_ties():
     """`ood_separation.auroc` equals sklearn's roc_auc_score on tied scores; 1.0 for perfect separation, 0.5 for
     identical scores; reference: sklearn.

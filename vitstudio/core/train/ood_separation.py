@@ -48,11 +48,9 @@ def learned_digits(classes: Sequence[str]) -> bool:
 
 
 def _digits(count: int, rng: np.random.Generator) -> list[Image.Image]:
-    from sklearn.datasets import load_digits
+    from vitstudio.core.models.demo import DEMO_SIZE, digit_scans
 
-    from vitstudio.core.models.demo import DEMO_SIZE
-
-    scans = load_digits().images
+    scans = digit_scans()[0]
     out = []
     for i in rng.choice(len(scans), count, replace=False):
         ink = (255 - scans[i] / 16.0 * 255).astype(np.uint8)  # as demo.render_digits draws them
