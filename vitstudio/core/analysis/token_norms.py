@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from vitstudio.core.analysis.capture import grid_for, resolve_layers
 from vitstudio.core.analysis.embeddings import layer_tokens, upsample_to
 from vitstudio.core.analysis.registers import auto_threshold, register_index
 from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
-from vitstudio.core.models.structure import is_class_attention, is_windowed
+from vitstudio.core.models.structure import is_class_attention, is_windowed, token_stages
 
 
 def prefix_names(loaded: LoadedModel) -> tuple[str, ...]:
@@ -55,15 +56,33 @@ class LayerNorms:
 
 
 def layer_norms(loaded: LoadedModel, x: torch.Tensor, layers=None) -> LayerNorms:
-    """Every token's L2 norm after each of `layers` (all by default), from timm's `forward_intermediates`. Swin's
-    coarser stages are repeated up to the finest grid, so each cell still means the same patch."""
+    """Every token's L2 norm after each of `layers` (all by default), from timm's `forward_intermediates` (as
+    `embeddings.layer_tokens` reads the tokens), each layer reduced to its norms on the device as it comes: a folder
+    batch of DINOv2-L at 518 px would hold 2 GB of tokens. Swin's coarser stages are repeated up to the finest grid,
+    so each cell still means the same patch."""
+    model = loaded.model
+    if is_windowed(model):
+        return _stage_norms(loaded, x, layers)
+    chosen = resolve_layers(model, layers, token_stages(model))
+    gh, gw = grid_for(model, x)
+    with_prefix = loaded.num_prefix_tokens > 0 and not is_class_attention(model)
+    kwargs = {"return_prefix_tokens": True} if with_prefix else {}  # timm returns bare tensors without prefix
+    with loaded.lock, torch.inference_mode(), loaded.autocast():
+        out = model.forward_intermediates(x.to(loaded.device), indices=chosen, output_fmt="NLC",
+                                          intermediates_only=True, **kwargs)
+        patches = [(item[0] if with_prefix else item).float().norm(dim=-1) for item in out]  # (B, P) each
+        prefix = [item[1].float().norm(dim=-1) if with_prefix else item.new_zeros(len(x), 0) for item in out]
+    return LayerNorms(tuple(chosen), torch.stack(patches, 1).reshape(len(x), len(chosen), gh, gw).cpu().numpy(),
+                      torch.stack(prefix, 1).float().cpu().numpy(), prefix_names(loaded))
+
+
+def _stage_norms(loaded: LoadedModel, x: torch.Tensor, layers) -> LayerNorms:
     tokens = layer_tokens(loaded, x, layers)
     chosen = tuple(sorted(tokens))
     grid = max((tokens[i].patches.shape[1:3] for i in chosen), key=lambda hw: hw[0] * hw[1])
     patches = np.stack([upsample_to(np.linalg.norm(tokens[i].patches, axis=-1).transpose(1, 2, 0), grid)
                         .transpose(2, 0, 1) for i in chosen], 1).astype(np.float32)
-    prefix = np.stack([np.linalg.norm(tokens[i].prefix, axis=-1) for i in chosen], 1).astype(np.float32)
-    return LayerNorms(chosen, patches, prefix, prefix_names(loaded))
+    return LayerNorms(chosen, patches, np.zeros((len(x), len(chosen), 0), np.float32), ())
 
 
 def outlier_counts(patches: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
