@@ -388,7 +388,6 @@ def find_register_neurons(loaded: LoadedModel, paths: Iterable[str], detect_laye
     p = loaded.num_prefix_tokens
     if threshold == "auto":
         threshold, rule = auto_threshold(norms[:, p:].numpy())
-        rule += f" at block {detect_layer}"
     else:
         threshold, rule = float(threshold), "given"
     outliers = norms > threshold  # strictly above, as algorithms.py:41-44
