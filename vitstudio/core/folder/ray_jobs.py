@@ -122,7 +122,7 @@ def _init(ray, address: str | None) -> None:
                           f"`ray start --head`, or give its address: --ray HOST:6379)") from None
     except RuntimeError as exc:
         if "version" in str(exc).lower():
-            raise RayJobError(f"the Ray cluster at {address} runs another version: {_first_line(exc)} "
+            raise RayJobError(f"the Ray cluster at {address} runs another version: {' '.join(str(exc).split())} "
                               f"(install the cluster's Ray and Python versions here)") from None
         raise
 
