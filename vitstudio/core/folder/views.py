@@ -420,9 +420,13 @@ def file_columns(folder: str | Path, files: Sequence[str | Path]) -> dict[str, l
 
 def select(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
     """(N,) bool: the images every rule holds for. `columns`: field -> N values (tags: N sets of names)."""
+    return _evaluated(check_rules(rules), columns)
+
+
+def _evaluated(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
     n = len(next(iter(columns.values()))) if columns else 0
     keep = np.ones(n, bool)
-    for rule in check_rules(rules):
+    for rule in rules:
         field, op, value = rule["field"], rule["op"], rule["value"]
         if field not in columns:
             raise ValueError(f"The rule on {field!r} needs a {field} column, which is not at hand here (the command "
@@ -435,9 +439,10 @@ def select(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
 
 
 def selected(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
-    """(N,) bool: `select`, and, for rules on the model's columns, only the images the model read (as the Folder
-    tab's rows are)."""
-    keep = select(rules, columns)
+    """(N,) bool: `select` of rules as `check_rules` returned them (a saved view's: not checked again, 300,000 views
+    are listed at once), and, for rules on the model's columns, only the images the model read (as the Folder tab's
+    rows are)."""
+    keep = _evaluated(rules, columns)
     if model_fields(rules):
         keep &= np.asarray([v is not None for v in columns["prediction"]], bool)
     return keep
