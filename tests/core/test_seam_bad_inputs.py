@@ -448,7 +448,8 @@ def test_a_saved_view_of_the_wrong_shape_is_left_out_or_refused_in_one_line(tmp_
     """views.json holding a rule whose value is [['x']], a glob of 5, a confidence rule of 'abc', a label list of
     {}, an op that is a list: `views --json` lists the good view and leaves the bad one out with one `warning:` line
     (exit 0); `views --export BAD --labels-csv` is one `error:` line saying which rule and why (exit 2), nothing
-    written. Each was a TypeError traceback. [×5 records]"""
+    written. Each was a TypeError traceback. A view saved with a model named with a NUL is as one saved with none:
+    `predict --view` says to give --model, in one line (it tried to load 'a\\x00b': two lines). [×6 records]"""
     import json
 
     data, records = records_folder(tmp_path)
@@ -462,6 +463,10 @@ def test_a_saved_view_of_the_wrong_shape_is_left_out_or_refused_in_one_line(tmp_
         code = main(["views", str(data), "--export", "bad", "--labels-csv", str(tmp_path / "l.csv")])
         _one_line(capsys, code, 2, ("the view 'bad' saved for", "cannot be used", says), row=spoil)
         assert not (tmp_path / "l.csv").exists()
+    saved = {"views": {"v": [{"field": "confidence", "op": ">=", "value": 0.5}]},
+             "models": {"v": {"model": "a\0b", "weights": None}}}  # a model no path can name
+    (records / "views.json").write_text(json.dumps(saved))
+    _one_line(capsys, main(["predict", str(data), "--view", "v", "--quiet"]), 2, "give --model", row="NUL")
 
 
 def test_a_long_view_name_is_refused_and_an_old_one_still_works(tmp_path, capsys):

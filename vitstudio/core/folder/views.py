@@ -333,8 +333,10 @@ def saved_models(folder: str | Path) -> dict[str, tuple[str, str | None]]:
     """{view name: (spec, weights or None)} of every view saved with its model (`saved_model`), read once."""
     out = {}
     for name, kept in _record(_views_path(folder), ("views", "models")).get("models", {}).items():
-        if isinstance(kept, dict) and isinstance(kept.get("model"), str) and kept["model"]:
-            out[name] = kept["model"], kept["weights"] if isinstance(kept.get("weights"), str) else None
+        weights = kept.get("weights") if isinstance(kept, dict) else None
+        if isinstance(kept, dict) and isinstance(kept.get("model"), str) and kept["model"].strip() and \
+                "\0" not in kept["model"] + (weights if isinstance(weights, str) else ""):  # no path holds a NUL
+            out[name] = kept["model"], weights if isinstance(weights, str) and weights else None
     return out
 
 
