@@ -19,6 +19,10 @@ $(STAMP): pyproject.toml Makefile
 	# dependencies: overcomplete 0.3.0 requires opencv-python (its Qt plugins clash with PySide6; the headless
 	# build we ship gives it cv2) and the tests import its sae package without its broken __init__
 	$(BIN)/python -m pip install --quiet --no-deps 'overcomplete==0.3.0'
+	# lxt, the AttnLRP authors' library that tests/core/test_lxt_relevance.py checks our LRP against, without its
+	# dependencies: the test loads its rule files (torch only); lxt 2.1 requires bitsandbytes and zennit, and with
+	# bitsandbytes installed transformers tries to fetch CPU kernels from the hub at import
+	$(BIN)/python -m pip install --quiet --no-deps 'lxt==2.1'
 	touch $(STAMP)
 
 run: $(STAMP)
