@@ -225,3 +225,38 @@ def test_without_ray_the_option_says_how_to_install_it_in_one_line(images, tiny_
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1
     assert err[0].startswith("error: --ray needs Ray") and "pip install 'vitstudio[cluster]'" in err[0]
+
+
+@needs_ray
+def test_the_folder_tab_runs_its_embedding_pass_on_the_cluster_the_setting_names(runs, cluster, images, tmp_path,
+                                                                                monkeypatch):
+    """The App's setting "Run folder work on: a Ray cluster at ADDRESS" (app.folder_work): the Folder model's
+    embedding pass runs there — every file sent to the cluster, progress reported as files done — and shows what one
+    process shows (the same paths in order, features within 1e-5, the unreadable file said); Test connection says
+    the nodes and CPUs it sees; "this machine" again computes here."""
+    import ray.data
+
+    from vitstudio.app.app import App
+    from vitstudio.app.jobs import ScriptRunner
+
+    sent = []
+    real_items = ray.data.from_items
+    monkeypatch.setattr(ray.data, "from_items", lambda items, *a, **k: sent.extend(items) or real_items(items, *a, **k))
+    scans = {}
+    for where, cache in (("cluster", tmp_path / "on_cluster"), ("here", tmp_path / "here")):
+        monkeypatch.setenv("VITSTUDIO_CACHE_DIR", str(cache))
+        app = App(ScriptRunner())
+        app.load_model(TINY_SPEC, weights=str(runs.weights))
+        app.folder_work.state.update(where=where, address=cluster.address)
+        progress = []
+        app.folder.progress.connect(progress.append)
+        app.folder.open_paths([str(images)])
+        scans[where] = app.folder
+        if where == "cluster":
+            assert len(sent) == IMAGES + 1 and progress  # every file went out once; the bar moved
+            app.folder_work.test()
+            assert app.folder_work.line.startswith("Connected: ") and "CPU(s)" in app.folder_work.line
+    assert len(sent) == IMAGES + 1  # "this machine": nothing more sent
+    there, here = scans["cluster"], scans["here"]
+    assert list(there.results.paths) == list(here.results.paths)
+    np.testing.assert_allclose(there.embedded.view(), here.embedded.view(), atol=1e-5)

@@ -19,6 +19,7 @@ from .folder_export import FolderExport
 from .folder_labels import FolderLabels
 from .folder_model import FolderModel
 from .folder_tags import FolderTags
+from .folder_work import FolderWork
 from .jobs import Runner
 from .match_view import MatchModel
 from .model_loader import ModelLoader
@@ -47,6 +48,7 @@ class App:
         self.folder.tags, self.folder.labels = self.tags, self.labels  # the App's records, read by the pages
         self.selection = Selection(self.state, self.folder, runner)  # the one current image, wherever picked
         self.folder.selection = self.selection  # the pages read the rows selected from it
+        self.folder_work = self.folder.work = FolderWork(runner)  # this machine, or a Ray cluster
         self.pages = {entry.id: entry.model(self.folder) for entry in page_entries()}  # each follows the folder
         self.export = FolderExport(self.folder, self._tags_per_row, self._labels_by_path)
         self.paint_overlay = PaintOverlay(self.pages["paint"])  # the Paint page's classes over the Attention tab

@@ -9,11 +9,19 @@ KEYS = {"scan": ("paths",), "map": ("paths",), "review": ("paths",), "similar": 
         "scores": ("paths",)}
 
 
-def scan_job(cancel, model, paths: list[str], roots: list[str]):
+def scan_job(cancel, model, paths: list[str], roots: list[str], cluster: str | None = None):
+    """The folder through the model (cached); `cluster`: its model pass on the Ray cluster at that address ("":
+    RAY_ADDRESS or a local instance), the results and the cache here, as one process makes them."""
     from vitstudio.core.folder.embedcache import embed_folder
     from vitstudio.core.folder.results import folder_results
 
-    embedded = yield from embed_folder(model, paths, cancel=cancel)
+    if cluster is None:
+        embedded = yield from embed_folder(model, paths, cancel=cancel)
+    else:
+        from vitstudio.core.folder.ray_jobs import on_cluster
+
+        with on_cluster(cluster or None):  # the passes of this job's context run there
+            embedded = yield from embed_folder(model, paths, cancel=cancel)
     results = folder_results(embedded, roots)  # 100k rows: built here, not on the GUI thread
     results.name_rank, results.given_codes  # noqa: B018 (the table's first order and the labels as ints: here too)
     return embedded, results

@@ -75,6 +75,7 @@ class FolderModel(EventedModel):
         self.reopen = False  # the line offers to open the folder again through a new model
         self.labels = None  # the labels made in the app (FolderLabels): the App sets it, the pages read it
         self.selection = None  # the App's one selection (the current image, the rows selected): set by the App
+        self.work = None  # where its embedding pass runs (FolderWork: this machine or a Ray cluster), the App's
         self.files = FileOperations(runner, self.undo)  # sorts and review moves of the files shown, undoable
         self.files.said.connect(app.message.emit)
         self.files.relocated.connect(self.follow_moves)
@@ -100,7 +101,8 @@ class FolderModel(EventedModel):
             self.state.update(model=model.uid, paths=tuple(paths))
         self._say(f"Embedding {self.source} with {model.display_name}…")
         self.busy.emit(True)
-        self.jobs.start("scan", "Folder embeddings", scan_job, model, list(paths), roots,
+        cluster = self.work.cluster() if self.work is not None else None  # this machine, or a Ray cluster
+        self.jobs.start("scan", "Folder embeddings", scan_job, model, list(paths), roots, cluster,
                         on_yield=self.progress.emit, on_result=self._on_embedded, on_error=self._on_failed)
 
     def cancel(self) -> None:

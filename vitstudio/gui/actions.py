@@ -53,6 +53,8 @@ def build_menus(window) -> RecentMenu:
     _add(window, file_menu, "Export data of this view…", lambda: export_data(window), "Ctrl+Shift+E")
     _add(window, file_menu, "Export model…", lambda: export_model(window))
     file_menu.addSeparator()
+    _add(window, file_menu, "Where folder work runs…", lambda: folder_work(window))
+    file_menu.addSeparator()
     _add(window, file_menu, "Quit", window.close, QKeySequence.Quit)
     build_edit_menu(window)  # Edit → Undo / Redo of the Folder tab's sorts, moves and exclusions
     view_menu = bar.addMenu("&View")
@@ -64,6 +66,12 @@ def build_menus(window) -> RecentMenu:
              QKeySequence.HelpContents if topic == "Keyboard shortcuts" else None)
     keep_window_keys(window, build_shortcut_menus(window))
     return recent
+
+
+def folder_work(window) -> None:
+    from .folder.folder_work_dialog import FolderWorkDialog
+
+    FolderWorkDialog(window.app.folder_work, window.settings, window).open()
 
 
 def _add(window, menu, text, slot, shortcut=None) -> QAction:

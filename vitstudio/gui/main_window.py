@@ -37,6 +37,7 @@ from .common.scrolling_tabs import ScrollingTabWidget, scrolling
 from .common.wheel_guard import install_wheel_guard
 from .edit_menu import fill_edit_menu
 from .error_indicator import ErrorIndicatorWidget
+from .folder.folder_work_dialog import restore_folder_work
 from .imaging import configure_pyqtgraph
 from .opening import Opening, StripPaths, read_new_images, recent_entry, updated_recent
 from .panel_routes import PanelRoutes
@@ -108,6 +109,7 @@ class MainWindow(QMainWindow):
         self.recent_menu = build_menus(self)
         self._connect()
         restore_window(self, self.settings)  # device, precision, geometry (fitted to the screen)
+        restore_folder_work(self.app.folder_work, self.settings)  # this machine, or a Ray cluster
         self._status_timer = QTimer(self, interval=250, timeout=self._refresh_status)
         self._status_timer.start()
         self._on_message("info", "Drop images or folders on the window. Models marked ● have weights "
