@@ -60,12 +60,22 @@ def _rss() -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys):
+def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys, monkeypatch):
     """`finetune --plan` for ViT-H/14 prints the split while the process grows by < 400 MiB (its weights are 2.35 GiB);
-    parameters equal timm's meta-device count, weights and gradients 4 bytes and AdamW's state 8 bytes each; a quick
-    run's L-BFGS (not a timm optimizer: the plan used to fail on it) is planned as its 20 curvature pairs of the head
-    (ViT-Ti/16).
+    parameters equal timm's meta-device count, weights and gradients 4 bytes and AdamW's state 8 bytes each (in the
+    plan the command printed); a quick run's L-BFGS (not a timm optimizer: the plan used to fail on it) is planned
+    as its 20 curvature pairs of the head (ViT-Ti/16).
     """
+    from vitstudio.core.train import run_plan
+
+    made = []  # the plan the command prints, kept (planning ViT-H again took half the test's time)
+    plan_for_dataset = run_plan.plan_for_dataset
+
+    def kept(*args, **kwargs):
+        made.append(plan_for_dataset(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(run_plan, "plan_for_dataset", kept)
     before = _rss()
     assert main(["finetune", str(data), "--model", "vit_huge_patch14_224", "--preset", "full", "--batch-size", "1",
                  "--plan", "--memory-limit", "100GB"]) == 0
@@ -75,10 +85,9 @@ def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys):
         reference = timm.create_model("vit_huge_patch14_224", num_classes=3)
     count = sum(p.numel() for p in reference.parameters())
     assert f"{count / 1e6:.1f} M parameters" in text and f"{count / 1e6:.2f} M trainable" in text
-    from vitstudio.core.train.run_plan import plan_for_dataset
-
-    plan = plan_for_dataset(make_config(str(data), "vit_huge_patch14_224", "o", preset="full", batch_size=1),
-                            limit=100 << 30).plan
+    (printed,) = made
+    plan = printed.plan
+    assert "\n".join(printed.lines()) in text and (plan.batch_size, plan.precision) == (1, "fp32")
     # fp32 weights and gradients; AdamW keeps two moments of every trainable parameter
     assert (plan.weights, plan.gradients, plan.optimizer) == (4 * count, 4 * count, 8 * count)
     # a quick run's settings (L-BFGS on the head, not one of timm's optimizers) are planned too: its 20 pairs
@@ -91,11 +100,26 @@ def test_the_plan_of_vit_h_is_printed_without_allocating_it(data, capsys):
     assert "weights" in text and "optimizer state" in text and "activations" in text and "fits" in text
 
 
-def test_a_run_that_cannot_fit_its_limit_is_refused_with_what_would(data, tmp_path, capsys):
+def test_a_run_that_cannot_fit_its_limit_is_refused_with_what_would(data, tmp_path, capsys, monkeypatch):
     """ViT-S full at batch 64 under `--memory-limit 1GB`: "WILL NOT FIT" with gradient checkpointing and batch 8 ×
     accumulation 8 (the same 64 images per update) as what would fit (exit 2); the same limit refuses the run itself
     before a run folder exists.
     """
+    import dataclasses
+
+    from vitstudio.core.train import run_plan
+
+    planned = []  # ((the settings but the run folder, the limit), their plan): the run's plan is the --plan one's
+    plan_for_dataset = run_plan.plan_for_dataset
+
+    def once(config, limit=None, base=None):  # the same settings planned again took half the test's time
+        key = (dataclasses.replace(config, out_dir=""), limit)
+        known = [plan for settings, plan in planned if settings == key]
+        if not known:
+            planned.append((key, plan_for_dataset(config, limit, base)))
+        return known[0] if known else planned[-1][1]
+
+    monkeypatch.setattr(run_plan, "plan_for_dataset", once)
     args = ["finetune", str(data), "--model", "vit_small_patch16_224", "--preset", "full", "--batch-size", "64",
             "--memory-limit", "1GB"]
     assert main([*args, "--plan"]) == 2
