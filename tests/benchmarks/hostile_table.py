@@ -211,28 +211,40 @@ def _started(out: Path, since: float, timeout: float = 60.0) -> bool:
     return False
 
 
-def _timed_kills(category: str, forked, args: list[str], out: Path, earlier_copy: Path, whole, kills: int = 12,
-                 step: float = 0.1) -> None:
-    """`args` started over the earlier output `kills` times, each SIGKILLed `k × step` s after its output started
-    changing: clean when OUT is then whole (`whole(out)`: the earlier output or the new one, not a mix)."""
+def _over_earlier(forked, args: list[str], out: Path, earlier_copy: Path, delay: float | None) -> tuple[int, float]:
+    """`args` started over a fresh copy of the earlier output and SIGKILLed `delay` s after its output started
+    changing (None: left to end); (its exit status, seconds from that start to its end or kill)."""
     import signal
 
-    for k in range(kills):
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.copytree(earlier_copy, out)
-        since = time.time()
-        time.sleep(0.01)  # the copy's mtimes are before `since`
-        pid = forked.start(args)
-        if _started(out, since):
-            time.sleep(k * step)
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(earlier_copy, out)
+    since = time.time()
+    time.sleep(0.01)  # the copy's mtimes are before `since`
+    pid = forked.start(args)
+    started = time.time() if _started(out, since) else None
+    if delay is not None:
+        time.sleep(delay)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        code = forked.wait().returncode
+    code = forked.wait().returncode
+    return code, time.time() - (started or since)
+
+
+def _timed_kills(category: str, forked, args: list[str], out: Path, earlier_copy: Path, whole,
+                 kills: int = 12) -> None:
+    """`args` run once to the end over the earlier output (how long it writes, from the moment its output starts
+    changing), then `kills` times SIGKILLed at instants spread evenly over that span: clean when OUT is then whole
+    (`whole(out)`: the earlier output or the new one, not a mix)."""
+    _, span = _over_earlier(forked, args, out, earlier_copy, None)
+    KILLED.setdefault(category, Counter())[f"over {span:.2f} s"] += 1
+    for k in range(kills):
+        delay = k * span / kills
+        code, _ = _over_earlier(forked, args, out, earlier_copy, delay)
         verdict = whole(out)
         TALLY.setdefault(category, Counter())["clean" if verdict else "failed"] += 1
         KILLED.setdefault(category, Counter())["killed" if code == -9 else f"ended {code}"] += 1
         if not verdict:
-            FAILED.append(f"{category} | kill {k} at +{k * step:.2f} s (exit {code}): a mixed folder")
+            FAILED.append(f"{category} | kill {k} at +{delay:.2f} s of {span:.2f} s (exit {code}): a mixed folder")
 
 
 def _races(category: str, forked, runs: list[list[str]], out: Path, whole, rounds: int) -> None:
@@ -307,7 +319,7 @@ def _export_kills(root: Path, weights: Path, forked) -> None:
     (root / "earlier" / "check.json").write_text((root / "earlier" / "check.json").read_text().replace(
         str(root / "ref-p"), str(out)))
     _timed_kills("kills over an earlier export", forked, ["teach", projects["q"], "--export", out, *model], out,
-                 root / "earlier", whole, step=0.15)
+                 root / "earlier", whole)
     _races("two exports into one folder", forked, [["teach", projects[n], "--export", out, *model] for n in "pq"],
            out, whole, 5)
 
