@@ -191,9 +191,9 @@ def run_source(row: str, run: Path) -> Source:
 
 class Sources:
     """Each row's source, built on first use and kept for the module; a run folder per row, fine-tuned on first use
-    (through the CLI, as the fine-tune cell checks it)."""
+    (through the CLI, as the fine-tune cell checks it) by `finetune` (given where a module has run rows)."""
 
-    def __init__(self, root: Path, finetune: Callable[[Source, Path], tuple[int, str, str]]) -> None:
+    def __init__(self, root: Path, finetune: Callable[[Source, Path], tuple[int, str, str]] | None = None) -> None:
         self.root, self._finetune = root, finetune
         self._built: dict[str, Source] = {}
         self._runs: dict[str, tuple[int, str, str, Path]] = {}

@@ -10,6 +10,10 @@ reload in ViT Studio. The analyses are two operation groups, one CLI call each: 
 applies at its own defaults; each one that does not, alone, refused with the registry's reason) and `explain-all`
 (every one at the first layer). 25 base rows × 12 + 25 run rows × 8 = 500 cells.
 
+This module holds the base rows' cells but training's; what training makes of each row — the fine-tune and LoRA
+columns and the run rows — is tests/core/test_seam_matrix_runs.py's (its cells' code is here), so that the two
+halves run on two workers (`--dist loadfile`); each module builds the base rows it reads.
+
 The CLI runs in-process (`vitstudio.cli.main`) with stdout/stderr redirected (and file descriptor 2, where C++
 code writes) rather than through capsys, because a row's run folder is made once per module and shared by the
 cells of its `run:` row. `--junitxml` with `-o junit_family=legacy` records each named refusal as a `refused`
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import copy
 import io
 import json
 import os
@@ -45,12 +48,12 @@ from vitstudio.core.data.images import read_image
 from vitstudio.core.inference import forward_logits
 from vitstudio.core.models import zeroshot
 from vitstudio.core.models.loading import ModelLoadError, load_model
-from vitstudio.core.train.model_prep import new_head
 
 OPS = ("load", "card", "predict", "explain-each", "explain-all", "embed", "compare-layers", "finetune", "lora",
        "concepts", "dense", "export-onnx", "export-seed", "seed-reload", "teach", "scores", "view-export",
        "registers")
 RUN_ROWS = tuple(f"run:{r}" for r in BASE_ROWS)
+TRAINING_OPS = ("finetune", "lora")  # with the run rows: tests/core/test_seam_matrix_runs.py
 # teach's column: the ways a family's logits meet its pooled features (a plain Linear, a seed pre-logits layer; a
 # distilled model's two heads and Swin's pooling head, refused): the other rows repeat one of them
 TEACH_ROWS = ("vit", "seed-prelogits", "deit-distilled", "swin")
@@ -100,26 +103,18 @@ def assert_works_or_refuses(code, out: str, err: str, may_refuse: bool = True) -
     return False
 
 
-def _run_finetune(source, run):
-    from tests.core.synthetic_data import make_dataset
-
-    data = run.parent / "data"
-    if not data.exists():
-        make_dataset(data, per_class=4)  # 12 images: ~9 train = one step of 16, ~3 val
-    code, out, err = cli(["finetune", data, *source.model_args, "--preset", "last-blocks", "--out", run,
-                          "--epochs", 1, "--batch-size", 16, "--device", "cpu", "--precision", "fp32", "--quiet"])
-    return code, out, err
-
-
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     # one torch thread, as in the whole suite (tests/conftest.py)
-    return Sources(tmp_path_factory.mktemp("seam"), _run_finetune)
+    return Sources(tmp_path_factory.mktemp("seam"))
 
 
-def _cells():
+def _cells(training: bool):
+    """The cells of one module: training's (TRAINING_OPS and the run rows) or all the others."""
     for row in (*BASE_ROWS, *RUN_ROWS):
         for op in OPS:
+            if (row.startswith("run:") or op in TRAINING_OPS) != training:
+                continue
             if row.startswith("run:") and op in ("finetune", "compare-layers", "lora", "concepts", "dense", "teach",
                                                  "registers"):
                 continue  # fine-tuning a run, or reading its layers, is its timm folder's: the base rows cover it
@@ -145,18 +140,15 @@ def _loaded(source):
     return source.notes["loaded"]
 
 
-@pytest.mark.parametrize(("row", "op"), list(_cells()))
+@pytest.mark.parametrize(("row", "op"), list(_cells(training=False)))
 def test_cell(row, op, sources, photos, tmp_path, record_property):
-    """Each (row, op) works and equals the source's own forward (timm / transformers / upstream vit_model.py port), or
-    refuses in one line (exit 2); ops: load, card, predict, explain-each, explain-all, embed, compare-layers (base rows:
-    CKA of the row against itself on four photos, diagonal 1, a cell equal to Kornblith's formula on the cached blocks),
-    finetune, concepts (base rows: `vitstudio concepts` on four photos, then `explain --method concept` equal to
-    explain(), 1e-6, and `predict --concepts FILE` equal to the source's own forward, 1e-5; Swin's one-line refusal),
-    lora (base rows: `finetune --preset lora --plan` through the CLI, then the adapters moved off zero and merged give
-    the same logits, 1e-5, and differ from the adapters switched off; or the family's one-line refusal equal to the
-    core's — BEiT and EVA read qkv's weight directly), ONNX, seed export + reload (the reload predicts the photo itself
-    as the source does: the export records the model's own crop, mean and std beside model.pth; a run at crop 1.0 came
-    back at the seed's 0.875: the walk), dense (base rows, seam_dense.py: `vitstudio segment` of two photos, one painted
+    """Each (base row, op) works and equals the source's own forward (timm / transformers / upstream vit_model.py port),
+    or refuses in one line (exit 2); ops: load, card, predict, explain-each, explain-all, embed, compare-layers (CKA of
+    the row against itself on four photos, diagonal 1, a cell equal to Kornblith's formula on the cached blocks),
+    concepts (`vitstudio concepts` on four photos, then `explain --method concept` equal to explain(), 1e-6, and
+    `predict --concepts FILE` equal to the source's own forward, 1e-5; Swin's one-line refusal), ONNX, seed export +
+    reload (the reload predicts the photo itself as the source does: the export records the model's own crop, mean
+    and std beside model.pth), dense (base rows, seam_dense.py: `vitstudio segment` of two photos, one painted
     — a mask per photo at its size, JSON shares equal to the PNG's, painted pixels kept — and a point matched in its own
     photo in every facet the family gives, similarity 1 within a patch; Swin's one-line refusal), teach (seam_teach.py,
     four rows — vit and seed-prelogits taught on a 3-class project: 9/3 split, per-class accuracy = the confusion's
@@ -169,13 +161,12 @@ def test_cell(row, op, sources, photos, tmp_path, record_property):
     headless: empty prediction cells; Swin refused in one line with nothing written), registers (base rows: `explain
     --method norms,rollout --registers FILE` equal to explain() inside the test-time register, the register named in
     the norms; BEiT, relpos, CaiT, NaFlexViT and Swin refused with the core's reason); never a traceback. [parametrised
-    ×586: 25 rows × 15 ops + 25 run rows × 8 + 6 teach + 4 scores + 3 view-export] [fine-tune per row] — the analyses
-    are two operation groups of one CLI call each (issue 31): `explain-each` runs every applicable analysis at its own
-    defaults (each file finite and equal to explain() with the same parameters; the logit lens's last-block
-    probabilities equal the source's own forward, 1e-5: what the 14 per-method `explain:*` cells checked, 350 cells
-    merged into 25) and asks for each analysis that does not apply alone (refused in one line with the registry's
-    reason, as those cells did); `explain-all` runs every one at layer 0. A run row's analyses are its `explain-all`
-    cell; defaults and refusals are the base row's (the same architecture)
+    ×336: 25 rows × 13 ops + 4 teach + 4 scores + 3 view-export] — the analyses are two operation groups of one CLI
+    call each (issue 31): `explain-each` runs every applicable analysis at its own defaults (each file finite and equal
+    to explain() with the same parameters; the logit lens's last-block probabilities equal the source's own forward,
+    1e-5: what the 14 per-method `explain:*` cells checked, 350 cells merged into 25) and asks for each analysis that
+    does not apply alone (refused in one line with the registry's reason, as those cells did); `explain-all` runs
+    every one at layer 0. The fine-tune and LoRA columns and the run rows: tests/core/test_seam_matrix_runs.py
     """
     refused = len(REFUSALS)
     _cell(row, op, sources, photos, tmp_path)
@@ -390,64 +381,6 @@ def _compare_layers(source, op, photo, tmp_path, sources):
     layers = drain(embed_layers(_loaded(source), [str(photo.parent)]))
     assert matrix.shape == (layers.blocks, layers.blocks) and layers.computed == 0  # the CLI's cache, read back
     assert abs(matrix[0, -1] - kornblith_cka(layers.block(0), layers.block(layers.blocks - 1))) < 1e-5
-
-
-def _finetune(source, op, photo, tmp_path, sources):
-    code, out, err, run = sources.fine_tuned(source.row)
-    assert assert_works_or_refuses(code, out, err, may_refuse=False)
-    reloaded = load_model(str(run), device="cpu", precision="fp32")
-    trained = torch.load(run / "checkpoint-last.pt", map_location="cpu", weights_only=True)["model"]
-    state = reloaded.model.state_dict()
-    assert set(state) == set(trained)
-    for key, value in trained.items():
-        torch.testing.assert_close(state[key], value, atol=0, rtol=0, msg=key)
-    base = _loaded(source).model.state_dict()
-    assert any(k in base and base[k].shape == v.shape and not torch.equal(base[k], v) for k, v in trained.items())
-    x = _x(reloaded, photo)
-    # the model as trained: the base model as ViT Studio built it, the engine's new head, the trained weights
-    model = copy.deepcopy(_loaded(source).model)
-    new_head(model, reloaded.labels, [], 0, reuse=False)
-    model.load_state_dict(trained)  # strict
-    with torch.no_grad():
-        torch.testing.assert_close(forward_logits(reloaded, x), model.eval()(x), atol=1e-5, rtol=0)
-    # and the run folder's own forward (plain timm, or upstream's port for a representation layer) agrees
-    run_ref = sources[f"run:{source.row}"].reference
-    torch.testing.assert_close(forward_logits(reloaded, x), run_ref(x), atol=1e-5, rtol=0)
-
-
-def _lora(source, op, photo, tmp_path, sources):
-    """The lora preset as the user meets it (`finetune --preset lora --plan`: the adapters put on the model, its
-    memory planned on fake tensors), then the adapters themselves on the loaded model: moved off zero, merged into
-    the weights they give the same logits; a family that cannot take them is refused with one line, the core's."""
-    pytest.importorskip("peft")
-    from tests.core.synthetic_data import make_dataset
-    from vitstudio.core.train.adapters import add_adapters, merged_copy
-    from vitstudio.core.train.recipes import make_config
-
-    data = make_dataset(tmp_path / "data", per_class=2)
-    code, out, err = cli(["finetune", data, *source.model_args, "--preset", "lora", "--plan", "--memory-limit", "64GB",
-                          "--device", "cpu", "--precision", "fp32"])
-    works = assert_works_or_refuses(code, out, err)
-    loaded = _loaded(source)
-    model = copy.deepcopy(loaded.model)
-    new_head(model, ["a", "b", "c"], [], 0, reuse=False)
-    config = make_config(str(data), source.spec, str(tmp_path / "run"), preset="lora", lora_r=2)
-    if not works:
-        with pytest.raises(ValueError) as refused:
-            add_adapters(model, config, loaded.input_hw)
-        assert str(refused.value) in err
-        return
-    assert "total (peak)" in out and "fits" in out
-    wrapped = add_adapters(model, config, loaded.input_hw)
-    for name, p in wrapped.named_parameters():
-        if "lora_B" in name:
-            torch.nn.init.normal_(p, std=0.1)
-    x = _x(loaded, photo)
-    with torch.no_grad():
-        adapted = wrapped.eval()(x)
-        torch.testing.assert_close(merged_copy(wrapped)(x), adapted, atol=1e-5, rtol=0)
-        with wrapped.disable_adapter():  # the adapters are used: without them the logits are the base's
-            assert not torch.equal(wrapped(x), adapted)
 
 
 def _export_onnx(source, op, photo, tmp_path, sources):
