@@ -7,8 +7,8 @@ from collections import Counter
 
 import numpy as np
 
-from vitstudio.app.pages.class_counts import ClassCounts
 from vitstudio.app.folder_page import FolderPageModel
+from vitstudio.app.pages.class_counts import ClassCounts
 from vitstudio.core.folder.results import FolderResults
 
 

@@ -12,7 +12,7 @@ from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.folder_tags import FolderTags
 from vitstudio.app.jobs import ScriptRunner
-from vitstudio.core.folder import views
+from vitstudio.core.folder import view_select, views
 from vitstudio.core.folder.results import FolderResults
 
 
@@ -63,9 +63,9 @@ def test_a_tagged_lasso_saved_as_a_view_comes_back_after_a_restart_and_the_cli_s
     assert (again.state.tag, again.state.min_conf, again.state.rules) == ("keep", 0.3, ())
     assert again.rows.tolist() == expected
     # the command line's --view resolves a view of tags to the same files; one on the tab's columns needs a model
-    assert [str(p) for p in views.view_files(data, "kept")] == [files[i] for i in lassoed]
+    assert [str(p) for p in view_select.view_files(data, "kept")] == [files[i] for i in lassoed]
     with pytest.raises(ValueError, match="confidence"):
-        views.view_files(data, "kept and sure")
+        view_select.view_files(data, "kept and sure")
 
     # a view the command line saved (class folders): restored as rules the filters cannot hold, filtering all the same
     views.save_view(data, "reds", [{"field": "label", "op": "in", "value": ["red"]},

@@ -14,8 +14,8 @@ from PIL import Image
 from vitstudio.app.app_state import AppState
 from vitstudio.app.folder_model import FolderModel
 from vitstudio.app.jobs import ScriptRunner
-from vitstudio.app.paint_masks import UNPAINTED
 from vitstudio.app.pages.paint import PaintPageModel
+from vitstudio.app.paint_masks import UNPAINTED
 from vitstudio.cli import main
 from vitstudio.core.models.demo import bundled_demo, render_digits
 

@@ -11,7 +11,7 @@ from vitstudio.app.jobs import ScriptRunner
 from vitstudio.app.session_memory import SessionMemory
 from vitstudio.app.training_states import TrainingState
 from vitstudio.core.fields import Range
-from vitstudio.core.files import SettingsStore
+from vitstudio.core.records import SettingsStore
 
 
 def _session(store_path, opened: list):

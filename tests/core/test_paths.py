@@ -155,7 +155,7 @@ def test_settings_are_written_atomically_and_survive_a_bad_file(tmp_path):
     """SettingsStore writes JSON atomically (no temp left), is read by a new session; a corrupt file is moved to .bad;
     default path in the data folder.
     """
-    from vitstudio.core.files import SettingsStore
+    from vitstudio.core.records import SettingsStore
 
     store = SettingsStore(tmp_path / "settings.json")
     store.set("training", {"epochs": 30, "preset": "last-blocks"})

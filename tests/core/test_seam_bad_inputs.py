@@ -25,7 +25,7 @@ from tests.core.test_hostile_adapters import adapter  # noqa: F401 (the fixture:
 from tests.core.test_non_utf8_classes import non_utf8_dataset
 from vitstudio.cli import main
 from vitstudio.cli.app import build_parser
-from vitstudio.core.folder import views
+from vitstudio.core.folder import view_select, views
 
 # command -> its arguments besides the model (IMAGE, DATA and OUT are filled in per cell)
 MODEL_COMMANDS = {
@@ -371,10 +371,10 @@ def _text(text: str | bytes):
 
 
 def _sparse_over_limit(path) -> None:
-    from vitstudio.core import files
+    from vitstudio.core import records
 
     with open(path, "wb") as f:
-        f.truncate(files.RECORD_LIMIT + 1)  # sparse: no 64 MB written
+        f.truncate(records.RECORD_LIMIT + 1)  # sparse: no 64 MB written
 
 
 # a records file (tags.json, views.json) -> what the warning that sets it aside says
@@ -478,7 +478,7 @@ def test_a_long_view_name_is_refused_and_an_old_one_still_works(tmp_path, capsys
     _one_line(capsys, main(["views", str(data), "--save", "x" * 10_000, "--path", "*"]), 2, "at most 200 characters")
     (records / "views.json").write_text(json.dumps({"views": {"y" * 10_000: [{"field": "path", "op": "glob",
                                                                                "value": "*"}]}}))
-    target = views.view_labels_file(data, "y" * 10_000)
+    target = view_select.view_labels_file(data, "y" * 10_000)
     assert len(target.name) < 100 and len(target.read_text().splitlines()) == 4
 
 
@@ -487,15 +487,16 @@ def test_listing_many_views_reads_the_records_once(tmp_path, monkeypatch, capsys
     view: 300,000 views (41 MB) ran past 10 minutes (3,000 took 370 s; now 1.4 s) as each view re-read the file."""
     import json
 
-    from vitstudio.core import files
+    from vitstudio.core import records as record_files
 
     data, records = records_folder(tmp_path)
     saved = {f"v{i}": [{"field": "path", "op": "glob", "value": f"{i % 3}.png"}] for i in range(300)}
     (records / "views.json").write_text(json.dumps({"views": saved}))
     reads = []
-    real = files.read_json_file
-    monkeypatch.setattr(files, "read_json_file", lambda path, limit=None: reads.append(path) or real(path, limit))
-    monkeypatch.setattr(views, "read_json_file", files.read_json_file)
+    real = record_files.read_json_file
+    monkeypatch.setattr(record_files, "read_json_file",
+                        lambda path, limit=None: reads.append(path) or real(path, limit))
+    monkeypatch.setattr(views, "read_json_file", record_files.read_json_file)
     assert main(["views", str(data), "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert len(listed) == 300 and all(v["images"] == 1 for v in listed.values())
@@ -650,11 +651,11 @@ def test_a_million_bad_rows_are_a_count_not_a_million_lines(tmp_path, capsys):
 
 @pytest.mark.timeout(30)
 def test_reading_a_record_opens_only_a_bounded_regular_file(tmp_path):
-    """files.read_regular_file: a FIFO and a link to /dev/zero are refused without being read (no block, no
+    """records.read_regular_file: a FIFO and a link to /dev/zero are refused without being read (no block, no
     MemoryError), a file over the limit is refused from its size, and the bytes of one within it come back."""
     import os
 
-    from vitstudio.core.files import UnreadableFile, read_regular_file
+    from vitstudio.core.records import UnreadableFile, read_regular_file
 
     os.mkfifo(tmp_path / "fifo")
     os.symlink("/dev/zero", tmp_path / "zero")

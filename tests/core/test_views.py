@@ -15,7 +15,7 @@ from tests.conftest import TINY_SPEC
 from tests.core.synthetic_data import make_dataset
 from vitstudio.cli import main
 from vitstudio.core.files import dataset_dir
-from vitstudio.core.folder import views
+from vitstudio.core.folder import view_select, views
 
 
 def _tree(folder):
@@ -51,7 +51,7 @@ def test_a_saved_view_is_its_rules_and_predict_sees_exactly_its_files(tmp_path, 
         {"field": "tags", "op": "any", "value": ["keep"]}, {"field": "tags", "op": "none", "value": ["odd"]}]}}
     assert views.read_tags(data)[c.relative_to(data).as_posix()] == ["keep", "odd", "second look"]
     # a view is a dataset: audit and finetune read it as a labels file of its images and their class folders
-    with views.view_labels_file(data, "picked").open() as fh:
+    with view_select.view_labels_file(data, "picked").open() as fh:
         assert [tuple(r) for r in csv.reader(fh)][1:] == [(str(p), p.parent.name) for p in (a, d, b)]
     assert _tree(data) == before  # tags and views live in the app's records, not in the folder
     assert {p.name for p in dataset_dir(data).iterdir()} >= {"tags.json", "views.json"}
@@ -150,7 +150,7 @@ def test_tags_follow_a_file_moved_by_anything_and_records_of_the_first_version_a
     listing = sorted(data.rglob("*.png"))
     assert views.read_tags(data, listing) == {"green/renamed.png": ["keep"], views.relative(data, b): ["odd"]}
     views.save_view(data, "kept", [{"field": "tags", "op": "any", "value": ["keep"]}])
-    assert views.view_files(data, "kept") == [moved]
+    assert view_select.view_files(data, "kept") == [moved]
 
     records = dataset_dir(data) / "tags.json"  # as the first version wrote it: paths and names only
     records.write_text(json.dumps({"dataset": str(data), "tags": {views.relative(data, c): ["first"],
@@ -231,11 +231,11 @@ def test_rules_select_what_a_plain_loop_selects():
                 and columns["label"][i] is not None and fnmatch.fnmatchcase(columns["path"][i], "a/*.jpg")
                 and columns["confidence"][i] >= 0.3]
     assert 3 <= len(expected) < n // 4
-    assert np.flatnonzero(views.select(rules, columns)).tolist() == expected
-    all_tags = views.select([{"field": "tags", "op": "all", "value": ["keep", "odd"]}], columns)
+    assert np.flatnonzero(view_select.select(rules, columns)).tolist() == expected
+    all_tags = view_select.select([{"field": "tags", "op": "all", "value": ["keep", "odd"]}], columns)
     assert np.flatnonzero(all_tags).tolist() == [i for i in range(n) if {"keep", "odd"} <= columns["tags"][i]]
     with pytest.raises(ValueError, match="needs a prediction column"):
-        views.select([{"field": "prediction", "op": "in", "value": ["a"]}], {"path": columns["path"]})
+        view_select.select([{"field": "prediction", "op": "in", "value": ["a"]}], {"path": columns["path"]})
     with pytest.raises(ValueError, match="takes any, all, none"):
         views.check_rules([{"field": "tags", "op": ">=", "value": 1}])
     for bad in (" keep", "", "a,b"):

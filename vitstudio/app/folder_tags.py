@@ -97,7 +97,7 @@ class FolderTags(EventedModel):
         rules = list(state.rules) + ([{"field": "tags", "op": "any", "value": [state.tag]}] if state.tag else [])
         if not rules or self.folder_model.results is None:
             return None
-        from vitstudio.core.folder.views import select
+        from vitstudio.core.folder.view_select import select
 
         try:
             return np.flatnonzero(select(rules, self.columns({rule["field"] for rule in rules})))
@@ -108,7 +108,8 @@ class FolderTags(EventedModel):
     def columns(self, fields) -> dict[str, list]:
         """The columns a view's rules can read here: the command line's (tags, label, path) and the Folder tab's
         (prediction, confidence, correct, given)."""
-        from vitstudio.core.folder.views import label_of, relative
+        from vitstudio.core.folder.view_select import label_of
+        from vitstudio.core.folder.views import relative
 
         res, folder = self.folder_model.results, self.folder or ""
         make = {"tags": lambda: self.tags, "path": lambda: [relative(folder, p) for p in res.paths],

@@ -160,7 +160,8 @@ class PaintMasks(EventedModel):
         PNG per painted image, as `save` writes them, and `painted.json`: the classes and which image each PNG is
         of, by its path in the folder); an image whose paint was all erased loses its PNG. Atomic writes."""
         from vitstudio.core.dense.painted import labels_png
-        from vitstudio.core.files import atomic_write_bytes, read_json_file, write_json_file
+        from vitstudio.core.files import atomic_write_bytes
+        from vitstudio.core.records import read_json_file, write_json_file
 
         index = read_json_file(records / RECORDS_INDEX)
         named = {k: v for k, v in index.get("masks", {}).items() if isinstance(v, str)}  # PNG name -> image
@@ -184,7 +185,7 @@ class PaintMasks(EventedModel):
         size). Nothing in the records is removed here."""
         from vitstudio.core.data.images import ImageReadError
         from vitstudio.core.dense.painted import read_painted, upright_size
-        from vitstudio.core.files import read_json_file
+        from vitstudio.core.records import read_json_file
 
         index = read_json_file(records / RECORDS_INDEX)
         masks, aside = {}, []

@@ -1,6 +1,6 @@
 """What the app remembers between sessions, Qt-free, as declared groups of state fields (never a widget's value):
 the Training form (its preset, every setting, the Advanced switch) with the base model, the Training dataset, the
-Folder tab's folder and, per folder, its filters. Kept in the app's data folder (`core.files.SettingsStore`, JSON
+Folder tab's folder and, per folder, its filters. Kept in the app's data folder (`core.records.SettingsStore`, JSON
 written atomically), written shortly after each change (`schedule(flush)`: the face's timer, one write per burst of
 edits; by default at once) and at close; read once, at start. The label review's exclusions are remembered per
 dataset by the core (`core/folder/exclusions.py`)."""
@@ -11,7 +11,8 @@ import logging
 import os
 from collections.abc import Callable
 
-from vitstudio.core.files import SettingsStore, dataset_key
+from vitstudio.core.files import dataset_key
+from vitstudio.core.records import SettingsStore
 
 from .evented import ViewState
 

@@ -110,8 +110,8 @@ class _StderrLines(logging.Handler):
 @contextlib.contextmanager
 def records_said() -> Iterator[None]:
     """While a command runs, a record of the app set aside (a damaged tags.json or views.json renamed `.bad`:
-    `files.set_aside`) is said on stderr, one `warning:` line each, instead of silently."""
-    from ..core.files import records_log
+    `records.set_aside`) is said on stderr, one `warning:` line each, instead of silently."""
+    from ..core.records import records_log
 
     handler = _StderrLines(logging.WARNING)
     records_log.addHandler(handler)
@@ -241,7 +241,7 @@ def resolve_view(args, attr: str, dataset: bool = False) -> None:
     name = getattr(args, "view", None)
     if not name:
         return
-    from ..core.folder.views import view_files, view_labels_file
+    from ..core.folder.view_select import view_files, view_labels_file
 
     if dataset and getattr(args, "labels", None):
         raise ValueError("give --view NAME or --labels FILE.csv, not both (a view's images keep their class folders)")

@@ -119,18 +119,18 @@ def _listed(args, saved: dict[str, list[dict]]) -> dict[str, dict] | None:
     columns are read once for all the views (per view, a listing of 300,000 views re-read a 41 MB views.json
     300,000 times)."""
     from ..core.data.images import expand_paths
-    from ..core.folder import views
+    from ..core.folder import view_select, views
 
     if not saved:
         return {}
     files = list(expand_paths([args.folder]))
-    columns = views.file_columns(args.folder, files)
+    columns = view_select.file_columns(args.folder, files)
     kept = views.saved_models(args.folder)
     if args.model and any(views.model_fields(rules) for rules in saved.values()):
         loaded = load_model_from_args(args)  # a listing loads no model it was not given
         if loaded is None:
             return None  # its error printed
-        columns |= views.model_columns(loaded, args.folder, files)
+        columns |= view_select.model_columns(loaded, args.folder, files)
     listed = {}
     for name, rules in saved.items():
         needed = views.model_fields(rules)
@@ -138,7 +138,7 @@ def _listed(args, saved: dict[str, list[dict]]) -> dict[str, dict] | None:
             also = f"; saved with {kept[name][0]}, which --view uses" if name in kept else ""
             listed[name] = {"rules": rules, "images": None, "needs": f"--model (rules on {', '.join(needed)}{also})"}
         else:
-            listed[name] = {"rules": rules, "images": int(views.selected(rules, columns).sum())}
+            listed[name] = {"rules": rules, "images": int(view_select.selected(rules, columns).sum())}
     return listed
 
 
@@ -171,7 +171,7 @@ def tag_cmd(args) -> int:
 def _export(args) -> int:
     """--export NAME: its images copied (or moved) into --out by class folder, journalled as a sort, and/or their
     labels file written to --labels-csv, every column to --csv, their masks to --coco."""
-    from ..core.folder import selection_export, views
+    from ..core.folder import selection_export, view_select
     from ..core.folder.selection_export import write_labels_csv
     from ..core.folder.sorting import NestedFoldersError, apply_sort, check_out_folder, plan_sort
 
@@ -184,13 +184,13 @@ def _export(args) -> int:
         loaded = _export_model(args)
         if loaded is False:
             return EXIT_USAGE
-        files = views.view_files(args.folder, args.export, view_model(args, args.folder, args.export))
+        files = view_select.view_files(args.folder, args.export, view_model(args, args.folder, args.export))
         if args.out:
             check_out_folder([args.folder], args.out)
         _refuse_onto_inputs(args)
         documents = _export_tables(args, files, loaded)  # computed first: a refusal leaves no file written
         if args.labels_csv:
-            write_labels_csv(args.labels_csv, [(str(f), views.label_of(args.folder, f)) for f in files])
+            write_labels_csv(args.labels_csv, [(str(f), view_select.label_of(args.folder, f)) for f in files])
         for path, data in documents:
             selection_export.write_whole(path, data)
     except (ValueError, NestedFoldersError, OSError) as exc:
@@ -202,7 +202,7 @@ def _export(args) -> int:
         written = ", ".join(f for f in (args.labels_csv, args.csv, args.coco) if f)
         print(f"wrote {written} ({counted(len(files), 'image')})", file=sys.stderr)
         return EXIT_OK
-    labelled = [(str(f), views.label_of(args.folder, f) or "unlabelled", 1.0) for f in files]
+    labelled = [(str(f), view_select.label_of(args.folder, f) or "unlabelled", 1.0) for f in files]
     done = apply_sort(plan_sort(labelled, args.out, move=args.move))
     for path, reason in done.errors:
         print(f"{path}: {reason}", file=sys.stderr)
@@ -237,7 +237,7 @@ def _export_tables(args, files, loaded) -> list[tuple[str, bytes]]:
     import os
 
     from ..core.data.images import expand_paths
-    from ..core.folder import selection_export, views
+    from ..core.folder import selection_export, view_select, views
 
     documents = []
     if args.csv:
@@ -256,7 +256,7 @@ def _export_tables(args, files, loaded) -> list[tuple[str, bytes]]:
             columns = selection_export.selection_columns(results, rows, picked, {},
                                                          extra={n: getattr(scores, n) for n in NAMES})
         else:
-            columns = selection_export.file_columns(names, [views.label_of(args.folder, f) or "" for f in files],
+            columns = selection_export.file_columns(names, [view_select.label_of(args.folder, f) or "" for f in files],
                                                     [set(tags.get(views.relative(args.folder, f), ())) for f in files],
                                                     {})
         documents.append((args.csv, selection_export.csv_bytes(tuple(columns), selection_export.table_rows(columns))))

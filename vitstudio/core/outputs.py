@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vitstudio.core.errors import UserFacingError
-from vitstudio.core.files import atomic_write_bytes, die_at, naming, no_folder_above, read_json_value, shown_path
+from vitstudio.core.files import atomic_write_bytes, die_at, naming, no_folder_above, shown_path
+from vitstudio.core.records import read_json_value
 
 try:
     import fcntl

@@ -8,7 +8,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer
 
 from vitstudio.app.folder_files import read_exclusions
 from vitstudio.app.session_memory import SessionMemory as RememberedFields
-from vitstudio.core.files import SettingsStore
+from vitstudio.core.records import SettingsStore
 
 
 class WindowMemory(QObject):

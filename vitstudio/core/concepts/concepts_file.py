@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from vitstudio.core.concepts.sae import DICT, ENC_B, ENC_W, FORMAT, MULT, Concepts, Normalisation, TopKSAE
-from vitstudio.core.files import atomic_write_bytes, not_regular, read_json_value, shown_path
+from vitstudio.core.files import atomic_write_bytes, not_regular, shown_path
+from vitstudio.core.records import read_json_value
 
 HASH_KEY = "weights_sha256"  # in FILE.json
 PAIRED = "paired"  # in FILE.safetensors' metadata: its sidecar records its hash

@@ -18,7 +18,8 @@ from pathlib import Path
 from vitstudio.core.data.dataset_scan import DatasetError, DatasetScan
 from vitstudio.core.data.headers import HeaderCache
 from vitstudio.core.data.images import ImageReadError
-from vitstudio.core.files import UnreadableFile, from_spreadsheet, read_regular_file
+from vitstudio.core.files import from_spreadsheet
+from vitstudio.core.records import UnreadableFile, read_regular_file
 
 MAX_LABELS_BYTES = 1 << 30  # ~10 million rows; a larger "labels file" is a mistake (or /dev/zero)
 

@@ -15,7 +15,7 @@ from PIL import Image
 
 from vitstudio.core.analysis.masks import rle_encode
 from vitstudio.core.dense.painted import UNPAINTED
-from vitstudio.core.dense.segment import SegmentResult
+from vitstudio.core.dense.segment_result import SegmentResult
 from vitstudio.core.files import SafeCsvWriter, atomic_write_bytes
 
 COCO_NAME, AREAS_NAME = "masks.coco.json", "areas.csv"

@@ -18,7 +18,7 @@ import os
 import shutil
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +48,8 @@ from vitstudio.core.jobs import CancelToken, Progress
 from vitstudio.core.models.model import LoadedModel
 from vitstudio.core.outputs import Input, check_output_folder, output_folder
 
+from .segment_result import SegmentedImage, SegmentResult
+
 SEGMENT = "segment"  # the command named in an output folder's manifest
 CHUNK = 64  # images voted at once
 WRITERS = 8  # masks written at once
@@ -64,28 +66,6 @@ class SegmentSettings:
 
     def check(self) -> None:
         check_retrieval(self.k, self.temperature, self.cap, self.cap_method)
-
-
-@dataclass(frozen=True)
-class SegmentedImage:
-    file: str
-    mask: str  # the PNG written
-    shares: dict[str, float]  # each class's share of the image's pixels
-
-
-@dataclass(frozen=True)
-class SegmentResult:
-    classes: tuple[str, ...]
-    layer: int
-    bank: MemoryBank
-    painted: int
-    images: list[SegmentedImage] = field(default_factory=list)
-    errors: tuple[tuple[str, str], ...] = ()
-    computed: int = 0  # images whose tokens were read (the rest came from the cache)
-    exports: tuple[str, ...] = ()  # masks.coco.json and areas.csv, where written
-
-    def records(self) -> list[dict]:
-        return [{"file": r.file, "mask": r.mask, "shares": r.shares} for r in self.images]
 
 
 @dataclass(frozen=True)

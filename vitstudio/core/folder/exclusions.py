@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vitstudio.core.files import dataset_dir, read_json_file, write_json_file
+from vitstudio.core.files import dataset_dir
+from vitstudio.core.records import read_json_file, write_json_file
 
 
 def _exclusions_path(dataset: str | Path) -> Path:

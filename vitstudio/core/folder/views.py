@@ -18,24 +18,21 @@ where a view needs them through the embedding cache (`model_columns`): no forwar
 the tab has seen with that model. A view saved on the Folder tab records that model (`saved_model`): the command
 line computes its columns with it unless given another.
 
-`select(rules, columns)` evaluates the rules over plain columns (numpy for the numbers) for every image at once,
+`view_select.select(rules, columns)` evaluates the rules over plain columns (numpy for the numbers) for every image,
 so the command line and the app's Folder model share one rule engine. Torch-free.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import hashlib
 import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-from vitstudio.core.data.images import expand_paths
-from vitstudio.core.files import data_dir, dataset_dir, read_json_file, records_log, set_aside, write_json_file
+from vitstudio.core.files import data_dir, dataset_dir
+from vitstudio.core.records import read_json_file, records_log, set_aside, write_json_file
 
 try:
     import fcntl
@@ -114,7 +111,7 @@ def tag(folder: str | Path, paths: Sequence[str | Path], add: Sequence[str] = ()
 
 def _record(path: Path, objects: tuple[str, ...]) -> dict:
     """A records file (tags.json, views.json) read whole: {} when missing; a file that is no JSON object, or whose
-    `objects` are not JSON objects (`{"views": []}`), set aside as `.bad` with a warning (`files.set_aside`)."""
+    `objects` are not JSON objects (`{"views": []}`), set aside as `.bad` with a warning (`records.set_aside`)."""
     data = read_json_file(path)
     wrong = next((k for k in objects if not isinstance(data.get(k, {}), dict)), None)
     if wrong is not None:
@@ -279,7 +276,7 @@ def read_views(folder: str | Path) -> dict[str, list[dict]]:
             said = (str(Path(folder).resolve()), name, str(exc))
             if said not in _SAID:  # once per process: the window reads the views at every refresh
                 _SAID.add(said)
-                records_log.warning("the view %s saved for %s is left out: %s", _shown(name), folder, exc)
+                records_log.warning("the view %s saved for %s is left out: %s", shown_rule(name), folder, exc)
     return dict(sorted(out.items()))
 
 
@@ -291,12 +288,12 @@ def view_rules(folder: str | Path, name: str) -> list[dict]:
     ValueError saying why when its record no longer reads as rules."""
     saved = _record(_views_path(folder), ("views", "models")).get("views", {})
     if name not in saved:
-        known = ", ".join(_shown(n) for n in sorted(saved)[:20]) + (" …" if len(saved) > 20 else "") or "none yet"
-        raise UnknownView(f"No view named {_shown(name)} is saved for {folder} (saved: {known}).")
+        known = ", ".join(shown_rule(n) for n in sorted(saved)[:20]) + (" …" if len(saved) > 20 else "") or "none yet"
+        raise UnknownView(f"No view named {shown_rule(name)} is saved for {folder} (saved: {known}).")
     try:
         return check_rules(saved[name])
     except ValueError as exc:
-        raise ValueError(f"the view {_shown(name)} saved for {folder} cannot be used: {exc}") from None
+        raise ValueError(f"the view {shown_rule(name)} saved for {folder} cannot be used: {exc}") from None
 
 
 def save_view(folder: str | Path, name: str, rules: list[dict], model: dict | None = None) -> None:
@@ -317,7 +314,7 @@ def delete_view(folder: str | Path, name: str) -> None:
     with records_locked():
         record = _views_record(folder)
         if name not in record["views"]:
-            raise UnknownView(f"No view named {_shown(name)} is saved for {folder}.")
+            raise UnknownView(f"No view named {shown_rule(name)} is saved for {folder}.")
         del record["views"][name]
         record["models"].pop(name, None)
         write_json_file(_views_path(folder), record)
@@ -359,18 +356,18 @@ def check_rules(rules) -> list[dict]:
     out = []
     for rule in rules:
         if not isinstance(rule, dict) or set(rule) != {"field", "op", "value"} or not isinstance(rule["field"], str):
-            raise ValueError(f"A rule is {{'field', 'op', 'value'}}, not {_shown(rule)}.")
+            raise ValueError(f"A rule is {{'field', 'op', 'value'}}, not {shown_rule(rule)}.")
         allowed = OPS.get(rule["field"], COLUMN_OPS)
         if not isinstance(rule["op"], str) or rule["op"] not in allowed:
-            raise ValueError(f"A rule on {rule['field']} takes {', '.join(allowed)}, not {_shown(rule['op'])}.")
+            raise ValueError(f"A rule on {rule['field']} takes {', '.join(allowed)}, not {shown_rule(rule['op'])}.")
         listed = rule["op"] in ("any", "all", "none", "in", "not in")
         if listed != isinstance(rule["value"], list):
-            raise ValueError(f"The rule {_shown(rule)} takes {'a list' if listed else 'one value'}.")
+            raise ValueError(f"The rule {shown_rule(rule)} takes {'a list' if listed else 'one value'}.")
         kind = _value_kind(rule["field"], rule["op"])
         wrong = next((v for v in (rule["value"] if listed else [rule["value"]]) if not _of_kind(v, kind)), _FITS)
         if wrong is not _FITS:
-            raise ValueError(f"The rule {_shown(rule)} compares {rule['field']} with {_shown(wrong)}, which is not "
-                             f"{kind}.")
+            raise ValueError(f"The rule {shown_rule(rule)} compares {rule['field']} with {shown_rule(wrong)}, which "
+                             f"is not {kind}.")
         out.append({"field": rule["field"], "op": rule["op"], "value": rule["value"]})
     return out
 
@@ -397,134 +394,12 @@ def _of_kind(value, kind: str) -> bool:
     return number or (kind == "a text, a number or true/false" and (isinstance(value, bool) or value is None))
 
 
-def _shown(value) -> str:
+def shown_rule(value) -> str:
     """A value from a record as a short one-line text for a message (a record may hold anything, at any length)."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-# -- evaluation -------------------------------------------------------------------------------------------------------
-def label_of(folder: str | Path, path: str | Path) -> str | None:
-    """The class folder an image is in (its parent's name), None for an image directly in `folder` or outside it."""
-    parent = Path(os.path.abspath(path)).parent
-    top = Path(os.path.abspath(folder))
-    return parent.name if parent != top and top in parent.parents else None
-
-
-def file_columns(folder: str | Path, files: Sequence[str | Path]) -> dict[str, list]:
-    """The columns every caller has: each file's relative path, class folder and tags (`files`: the folder's images
-    now, among which a tagged file that moved is found by its content)."""
-    tags = read_tags(folder, files)
-    paths = [relative(folder, f) for f in files]
-    return {"path": paths, "label": [label_of(folder, f) for f in files],
-            "tags": [set(tags.get(p, ())) for p in paths]}
-
-
-def select(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
-    """(N,) bool: the images every rule holds for. `columns`: field -> N values (tags: N sets of names)."""
-    return _evaluated(check_rules(rules), columns)
-
-
-def _evaluated(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
-    n = len(next(iter(columns.values()))) if columns else 0
-    keep = np.ones(n, bool)
-    for rule in rules:
-        field, op, value = rule["field"], rule["op"], rule["value"]
-        if field not in columns:
-            raise ValueError(f"The rule on {field!r} needs a {field} column, which is not at hand here (the command "
-                             f"line has {', '.join(FILE_FIELDS)} and, with a model, {', '.join(MODEL_FIELDS)}).")
-        try:
-            keep &= _holds(op, value, columns[field])
-        except TypeError as exc:  # a value of another kind than the column's (check_rules knows the app's columns)
-            raise ValueError(f"The rule {_shown(rule)} cannot be evaluated on the {field} column: {exc}.") from None
-    return keep
-
-
-def selected(rules: list[dict], columns: dict[str, Sequence]) -> np.ndarray:
-    """(N,) bool: `select` of rules as `check_rules` returned them (a saved view's: not checked again, 300,000 views
-    are listed at once), and, for rules on the model's columns, only the images the model read (as the Folder tab's
-    rows are)."""
-    keep = _evaluated(rules, columns)
-    if model_fields(rules):
-        keep &= np.asarray([v is not None for v in columns["prediction"]], bool)
-    return keep
-
-
-def _holds(op: str, value, column: Sequence) -> np.ndarray:
-    if op in ("any", "all", "none"):
-        wanted = set(value)
-        test = {"any": lambda t: bool(t & wanted), "all": lambda t: wanted <= t, "none": lambda t: not t & wanted}[op]
-        return np.fromiter((test(t) for t in column), bool, len(column))
-    if op == "glob":
-        return np.fromiter((fnmatch.fnmatchcase(p, value) for p in column), bool, len(column))
-    if op in ("in", "not in"):
-        inside = np.fromiter((v in value for v in column), bool, len(column))
-        return inside if op == "in" else ~inside
-    numbers = np.asarray(column, dtype=float if not isinstance(value, str) else object)
-    return {">=": numbers >= value, "<=": numbers <= value, "==": numbers == value}[op]
-
-
 def model_fields(rules: list[dict]) -> list[str]:
     """The model's columns (MODEL_FIELDS) the rules read, in their order."""
     return list(dict.fromkeys(r["field"] for r in rules if r["field"] in MODEL_FIELDS))
-
-
-def model_columns(loaded, folder: str | Path, files: Sequence[str | Path]) -> dict[str, list]:
-    """The Folder tab's prediction, confidence, correct (1, 0, or -1 for a class folder the model does not know)
-    and given (the class folder) of each file, from the embedding cache (computed there for the files it lacks);
-    an unreadable file has None (no rule on these columns holds for it)."""
-    from vitstudio.core.folder.embedcache import embed_folder
-    from vitstudio.core.folder.results import folder_results
-
-    names = [str(f) for f in files]
-    embedding = embed_folder(loaded, names)
-    try:
-        while True:
-            next(embedding)
-    except StopIteration as stop:
-        embedded = stop.value
-    results = folder_results(embedded, [str(folder)])
-    if not results.has_predictions:
-        raise ValueError(f"{loaded.display_name} has no classes: no prediction, confidence or correct column.")
-    at = {p: i for i, p in enumerate(results.paths)}
-    values = {"prediction": results.predicted_labels().tolist(), "confidence": results.confidence.tolist(),
-              "correct": results.correct().tolist(), "given": list(results.given)}
-    return {field: [column[at[n]] if n in at else None for n in names] for field, column in values.items()}
-
-
-def view_files(folder: str | Path, name: str, loaded=None) -> list[Path]:
-    """The images of `folder` the saved view `name` selects now, in the folder's order. A view with rules on the
-    model's columns needs `loaded` (a ValueError says so)."""
-    rules = view_rules(folder, name)
-    files = list(expand_paths([folder]))
-    columns = file_columns(folder, files)
-    needed = model_fields(rules)
-    if needed and loaded is None:
-        raise ValueError(f"the view {name!r} has rules on {', '.join(needed)}, which a model's predictions give: "
-                         f"give --model")
-    if needed:
-        columns |= model_columns(loaded, folder, files)
-    return [f for f, k in zip(files, selected(rules, columns)) if k]
-
-
-def view_labels_file(folder: str | Path, name: str, loaded=None) -> Path:
-    """The view as a labels file (`core/data/labels_file.py`: absolute path, class folder; empty outside one) in the
-    app's records of the folder, for the commands that take a dataset (audit, finetune): written afresh at each use
-    from the rules, so it is never a stale list."""
-    import csv
-    import io
-
-    from vitstudio.core.files import atomic_write_bytes
-
-    rows = [(os.path.abspath(f), label_of(folder, f) or "") for f in view_files(folder, name, loaded)]
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["path", "label"])
-    writer.writerows(rows)
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-    if len(safe) > 100:  # a file name is at most 255 bytes: a long name is cut and told apart by its digest
-        safe = f"{safe[:60]}-{hashlib.blake2b(name.encode('utf-8', 'surrogatepass'), digest_size=8).hexdigest()}"
-    target = dataset_dir(folder) / "views" / f"{safe}.csv"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(target, text.getvalue().encode("utf-8", "surrogateescape"))
-    return target

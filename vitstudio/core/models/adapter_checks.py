@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from vitstudio.core.errors import UserFacingError
-from vitstudio.core.files import read_json_value
+from vitstudio.core.records import read_json_value
 
 WEIGHTS = "adapter_model.safetensors"
 PICKLED_WEIGHTS = "adapter_model.bin"

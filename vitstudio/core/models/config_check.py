@@ -10,8 +10,8 @@ from numbers import Real
 from pathlib import Path
 
 from vitstudio.core.errors import UserFacingError
-from vitstudio.core.files import read_json_value
 from vitstudio.core.models.sizing import LIMITS, check_vit_args
+from vitstudio.core.records import read_json_value
 
 MAX_CONFIG_BYTES = 8 << 20  # timm's and transformers' configs are a few KB; with label names, at most a few hundred
 

@@ -20,7 +20,8 @@ from PIL import Image
 
 from vitstudio.core.data.images import IMAGE_SUFFIXES, ImageReadError, check_file, image_size
 from vitstudio.core.errors import UserFacingError
-from vitstudio.core.files import atomic_write_bytes, read_json_value, shown_path
+from vitstudio.core.files import atomic_write_bytes, shown_path
+from vitstudio.core.records import read_json_value
 
 SETTINGS = "settings.json"
 RECORDINGS = "recordings.json"  # {sample file name: the hold it was recorded in}: frames of one hold are split together
