@@ -176,6 +176,25 @@ def test_several_images_and_methods_in_one_call(model_args, tiny_weights, photos
         assert [p.name for p in dotted.iterdir()] == ["chelsea.png.rollout.png"]
 
 
+def test_an_image_is_read_once_for_all_its_methods(model_args, photos, tmp_path, monkeypatch):
+    """`explain IMAGE --method a,b,c` decodes the image once, not once per method (the seam matrix's explain cells
+    decoded their photo ~20 times per call); each method's file still equals a call of its own."""
+    from vitstudio.core.data import images
+
+    reads = []
+    read = images.read_image
+    monkeypatch.setattr(images, "read_image", lambda path, *a, **k: reads.append(path) or read(path, *a, **k))
+    methods = "rollout,norms,heads"
+    assert main(["explain", str(photos["chelsea"]), *model_args, "--method", methods, "--out", str(tmp_path / "all"),
+                 "--format", "npy"]) == 0
+    assert len(reads) == 1
+    for method in methods.split(","):
+        assert main(["explain", str(photos["chelsea"]), *model_args, "--method", method, "--out",
+                     str(tmp_path / f"{method}.npy")]) == 0
+        np.testing.assert_array_equal(np.load(tmp_path / "all" / f"chelsea.png.{method}.npy"),
+                                      np.load(tmp_path / f"{method}.npy"))
+
+
 def test_pngs_are_readable_with_a_colour_bar(model_args, photos, tmp_path):
     """Rollout PNG ≥ 300 px and has a many-coloured colour-bar column on the right."""
     out = tmp_path / "r.png"

@@ -147,6 +147,7 @@ def _explain_all(args, plan, images, loaded, given, masks) -> int:
     from ..core.data.images import ImageReadError, read_image
 
     failed = 0
+    last = (None, None)  # (file, image) read last: one image's methods decode it once
     for method in plan.methods:
         analysis = registry.get(method)
         if not analysis.needs_image:
@@ -163,7 +164,9 @@ def _explain_all(args, plan, images, loaded, given, masks) -> int:
                     print_left_out(skipped)
                     failed += len(skipped)
                 else:
-                    image = read_image(source) if source is not None else None
+                    if source is not None and last[0] != source:
+                        last = (source, read_image(source))
+                    image = last[1] if source is not None else None
                     exp = explain(loaded, method, image, **given)
             except ImageReadError as exc:
                 print(f"error: {shown_path(exc.path)}: {exc.reason}", file=sys.stderr)
