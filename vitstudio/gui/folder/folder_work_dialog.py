@@ -25,6 +25,7 @@ class FolderWorkDialog(QDialog):
     def __init__(self, work, settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Where folder work runs")
+        self.setMinimumWidth(460)  # an address and the line Test connection says, read whole
         self.work, self.settings = work, settings
         fields = work.state.fields()
         self.where = control_for(fields["where"])
