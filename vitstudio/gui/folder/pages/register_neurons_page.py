@@ -145,14 +145,14 @@ class RegisterNeuronsPage(QWidget):
         if self.table.rowCount() == len(neurons) and all(
                 self.table.item(i, 1).text() == str(n.neuron) for i, n in enumerate(neurons)):
             return
-        self.table.blockSignals(True)  # a refill is not the user's pick
+        picked = self.model.picked
+        self.table.setCurrentCell(-1, -1)  # no current row while refilling: the refill picks nothing (_on_row)
         self.table.setRowCount(len(neurons))
         for i, n in enumerate(neurons):
             for j, value in enumerate((str(n.layer), str(n.neuron), f"{n.score:.4g}", f"{n.elsewhere:.4g}")):
                 self.table.setItem(i, j, QTableWidgetItem(value))
         if neurons:
-            self.table.selectRow(self.model.picked)
-        self.table.blockSignals(False)
+            self.table.selectRow(picked)  # the model's pick again: picking it once more changes nothing
         self.table.resizeColumnsToContents()
 
     def _draw_norms(self) -> None:
