@@ -371,7 +371,7 @@ def hostile_records(root: Path) -> None:
     hostile painted masks, hostile Teach settings, escapes in class names, a labels file of many missing rows."""
     import re
 
-    from tests.core import test_seam_bad_inputs as bad
+    from tests.core import test_hostile_records as bad
 
     data, records = bad.records_folder(root / "records")
     for name, argv in bad.RECORD_COMMANDS.items():

@@ -30,8 +30,8 @@ def test_core_imports_no_qt():
 def test_core_is_grouped_by_layer():
     """core/ reads as the architecture: a few subpackages, no flat pile of modules.
 
-    core/ has exactly the subpackages analysis, concepts, data, dense, folder, models, play, teach, train and exactly the
-    flat modules distributed, errors, fields, files, inference, jobs, outputs, records.
+    core/ has exactly the subpackages analysis, concepts, data, dense, folder, models, play, teach, train and exactly
+    the flat modules distributed, errors, fields, files, inference, jobs, outputs, records.
     """
     from pathlib import Path
 
@@ -42,7 +42,7 @@ def test_core_is_grouped_by_layer():
     assert packages == ["analysis", "concepts", "data", "dense", "folder", "models", "play", "teach", "train"]
     flat = sorted(p.stem for p in root.glob('*.py') if p.stem != "__init__")
     # the general helpers of the lowest floor (fields: the field spec and vocabularies; errors: the user-facing kind;
-    # records: what a user or the app wrote, read bounded), inference, and outputs (a folder of results swapped in whole)
+    # records: what a user or the app wrote, read bounded), inference, and outputs (results swapped in whole)
     assert flat == ["distributed", "errors", "fields", "files", "inference", "jobs", "outputs", "records"], flat
 
 
