@@ -64,8 +64,11 @@ def test_record_from_a_video_refit_preview_correct_export_and_switch_model(panel
     samples, table = len(result.paths), teach.confusion.table
     counts = [[int(table.item(i, j).text()) for j in range(3)] for i in range(3)]
     assert counts == result.confusion.tolist() and sum(map(sum, counts)) == len(result.split.val)
-    teach.confusion.open_cell(1, 1)  # a cell opened: its held-out images
-    assert teach.confusion.images.count() == counts[1][1] > 0
+    # a cell opened shows its held-out images: the fullest cell, since which cells a refit on 4-6 samples a class fills
+    # depends on the augmentation's draw (the "1"s' diagonal was empty once on a loaded machine)
+    row, column = max(((i, j) for i in range(3) for j in range(3)), key=lambda cell: counts[cell[0]][cell[1]])
+    teach.confusion.open_cell(row, column)
+    assert teach.confusion.images.count() == counts[row][column] > 0
     teach.export(str(tmp_path / "export"))
     qtbot.waitUntil(lambda: "Exported" in teach.stats.text(), timeout=60000)
     assert f"predict as the preview on all {samples} samples" in teach.stats.text(), teach.stats.text()
