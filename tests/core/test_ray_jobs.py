@@ -29,25 +29,31 @@ IMAGES = 20
 @pytest.fixture(scope="module")
 def cluster():
     """Head + one worker node, 1 CPU each, every address on the loopback interface."""
-    # on Linux Ray resolves 127.0.0.1 to the machine's interface address unless this is 0 (set before it starts)
-    before = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    # on Linux Ray resolves 127.0.0.1 to the machine's interface address unless this is 0 (set before it starts); no
+    # usage report either (Ray Data starts an actor per cluster to collect one: a process importing Ray, for nothing)
+    quiet = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    before = {name: os.environ.get(name) for name in quiet}
+    os.environ.update(quiet)
     import ray
     from ray.cluster_utils import Cluster
 
-    # a lost node is noticed within ~1 s (health checks every 0.5 s, two missed), not Ray's default ~30 s
-    fast_checks = {"health_check_period_ms": 500, "health_check_failure_threshold": 2}
+    # a lost node is noticed within ~1 s (health checks every 0.5 s, two missed), not Ray's default ~30 s; an idle
+    # worker lives on for the module's next job (Ray's default kills it after 1 s, and each new one imports torch
+    # again: 5 s of CPU a process, measured 15 -> 8 CPU-s a job)
+    system = {"health_check_period_ms": 500, "health_check_failure_threshold": 2,
+              "idle_worker_killing_time_threshold_ms": 600_000, "num_workers_soft_limit": 6}
     made = Cluster(initialize_head=True, connect=False,
                    head_node_args={"num_cpus": 1, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-                                   "_system_config": fast_checks})
+                                   "_system_config": system})
     made.add_node(num_cpus=1, node_ip_address="127.0.0.1")
     yield made
     ray.shutdown()
     made.shutdown()
-    if before is None:
-        os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-    else:
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = before
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(scope="module")
