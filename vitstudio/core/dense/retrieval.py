@@ -132,7 +132,9 @@ def pixel_labels(logits: np.ndarray, image_hw: tuple[int, int], box: tuple[int, 
     t = torch.from_numpy(np.ascontiguousarray(logits, np.float32)).permute(2, 0, 1)[None]
     up = F.interpolate(t, size=(h, w), mode="bilinear", align_corners=False)[0]
     out = np.full(image_hw, outside, np.uint8)
-    out[top:top + h, left:left + w] = up.argmax(0).numpy().astype(np.uint8)
+    # numpy's argmax over the leading axis (first maximum on ties, as torch's): torch's reduction over a non-innermost
+    # dim took ~30 ms for a 451x300 image, 10x numpy's
+    out[top:top + h, left:left + w] = up.numpy().argmax(0).astype(np.uint8)
     return out
 
 
