@@ -112,6 +112,7 @@ kept.show()
 app.processEvents()
 out["small_here"] = inside(kept)
 out["room"] = [room.width(), room.height()]
+out["torch"] = "torch" in sys.modules  # four frames built, shown and closed: Qt alone
 print(json.dumps(out))
 """
 
@@ -139,7 +140,8 @@ def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
     The first window, and one restored from a geometry saved on a bigger screen, lie inside the available area.
     And on such a short screen the Log starts as a tab behind the Model card (along the bottom it took ~110 px from
     every tab: the walk's "cramped views"); the restart keeps it there. A geometry saved on another screen, bigger
-    or smaller, fills this one.
+    or smaller, fills this one. The frame is built from Qt alone: the process never imports torch (main() would
+    import it on the GUI thread before the first paint, not on its worker).
 
     [subprocess]
     """
@@ -147,6 +149,7 @@ def test_a_window_fits_a_1280_by_720_screen_first_and_after_a_restart(tmp_path):
 
     out = _screen_check(tmp_path, 1280, 720)
     assert out["first"][4] and out["restarted"][4], out
+    assert out["torch"] is False, out
     assert out["first"][2] >= 1200 and out["first"][3] >= 600, out  # fitted, not shrunk to nothing
     assert out["first_docks"]["log_behind_card"] and out["first_docks"]["card_shown"], out
     assert out["restarted_docks"]["log_behind_card"] and out["restarted_docks"]["card_shown"], out

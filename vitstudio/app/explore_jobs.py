@@ -4,6 +4,8 @@ script's own thread). The core is imported inside each job: the app layer loads 
 
 from __future__ import annotations
 
+import sys
+
 from vitstudio.core.analysis import registry
 
 # a CLIP-style second model takes the current model's class names (up to this many: 1,000 ImageNet names times 80
@@ -32,10 +34,11 @@ def attention_methods() -> tuple[str, ...]:
 
 def job_slot(analysis) -> str:
     """The job slot an entry's view reads, named by the entry: its own name, or the overview's for the entries
-    drawn from the one forward they share (head maps, rollout, an attention toy)."""
-    from vitstudio.core.analysis.attention_views import overview_job as overview
-
-    if analysis.view_job is not None and registry.load(analysis.view_job) is overview:
+    drawn from the one forward they share (head maps, rollout, an attention toy). Read from the entry's reference,
+    not by loading it: the App is built with the window's frame, before torch is imported (gui/startup.py)."""
+    job = analysis.view_job
+    module, _, name = registry.OVERVIEW_JOB.partition(":")
+    if job == registry.OVERVIEW_JOB or (callable(job) and job is getattr(sys.modules.get(module), name, None)):
         return OVERVIEW
     return analysis.name
 

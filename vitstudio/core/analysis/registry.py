@@ -195,7 +195,8 @@ _INT = "vitstudio.core.analysis.intrinsic:"
 _CHECK = "vitstudio.core.analysis.applicability:"
 _GLOBAL = (_CHECK + "global_attention", _CHECK + "readable_attention")  # not inside windows, readable blocks
 OVERVIEW_KEYS = ("fusion", "discard")  # what the shared attention overview (one forward, several views) depends on
-_OVERVIEW = dict(view_job=_VIEW + "overview_job", view_keys=OVERVIEW_KEYS)
+OVERVIEW_JOB = _VIEW + "overview_job"  # the shared overview's job, named: entries name it, none imports it
+_OVERVIEW = dict(view_job=OVERVIEW_JOB, view_keys=OVERVIEW_KEYS)
 
 register(Analysis(
     "heads", "Head map", "attention", "CLS attention of each head of one layer (mean attention received when the "
