@@ -266,3 +266,19 @@ def test_the_folder_tab_runs_its_embedding_pass_on_the_cluster_the_setting_names
     there, here = scans["cluster"], scans["here"]
     assert list(there.results.paths) == list(here.results.paths)
     np.testing.assert_allclose(there.embedded.view(), here.embedded.view(), atol=1e-5)
+
+
+def test_on_cpus_the_model_actors_use_every_core_and_decoding_one_task_a_node():
+    """A CPU-only cluster: the actors' torch threads together take every core of a node (the forward is the costly
+    stage), and decoding runs one task per node at a time (each more is a process importing torch); a GPU cluster
+    runs an actor per GPU and decodes on as many tasks as its CPUs allow. (No cluster needed: the plan alone.)"""
+    from vitstudio.core.folder.ray_jobs import ClusterInfo, _plan
+
+    laptop = _plan(ClusterInfo("local", nodes=1, cpus=8, gpus=0))
+    assert laptop["actors"] * laptop["threads"] == 8 and laptop["decoders"] == 1
+    two = _plan(ClusterInfo("a:1", nodes=2, cpus=2, gpus=0))  # the module's cluster: 1 CPU a node
+    assert (two["actors"], two["threads"], two["decoders"]) == (1, 1, 2)
+    wide = _plan(ClusterInfo("a:1", nodes=4, cpus=64, gpus=0))
+    assert wide["actors"] // 4 * wide["threads"] == 16 and wide["decoders"] == 4
+    gpus = _plan(ClusterInfo("a:1", nodes=2, cpus=32, gpus=4))
+    assert (gpus["actors"], gpus["gpus"], gpus["decoders"]) == (4, 1, None)
