@@ -106,7 +106,10 @@ def cluster(nodes: int):
     return made
 
 
-def measure(n: int, work: Path) -> dict:
+RUNS = ("ray local", "ray 2 nodes")  # each beside the single process, which always runs
+
+
+def measure(n: int, work: Path, runs=RUNS) -> dict:
     folder = make_images(work, n)
     env = {**os.environ, "VITSTUDIO_DATA_DIR": str(work / "data"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
@@ -129,13 +132,15 @@ def measure(n: int, work: Path) -> dict:
               f"driver cpu {figures['cpu']:6.1f} s rss {figures['rss']:6.0f} MB  workers: actor "
               f"{figures['actor']:5.0f} MB decode {figures['decode']:5.0f} MB  {figures['equal']}", flush=True)
 
-    run("single", [])
-    run("ray local", ["--ray"])
-    made = cluster(2)
-    try:
-        run("ray 2 nodes", ["--ray", made.address])
-    finally:
-        made.shutdown()
+    run("single", [])  # always: the CSV the --ray runs are checked against
+    if "ray local" in runs:
+        run("ray local", ["--ray"])
+    if "ray 2 nodes" in runs:
+        made = cluster(2)
+        try:
+            run("ray 2 nodes", ["--ray", made.address])
+        finally:
+            made.shutdown()
     return rows
 
 
@@ -182,13 +187,15 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000])
     parser.add_argument("--gpu-rate", type=float, default=2000.0, help="images/s of one GPU's forward (assumed)")
     parser.add_argument("--cores", type=int, default=8, help="CPU cores per node that decode (assumed)")
+    parser.add_argument("--runs", nargs="+", choices=RUNS, default=list(RUNS), metavar="RUN",
+                        help=f"which commands to run (default: all of {', '.join(RUNS)})")
     parser.add_argument("--work", help="where the images and caches go (default: a temporary folder, removed)")
     args = parser.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="vitstudio-cluster-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
-        results = {n: measure(n, work) for n in args.sizes}
+        results = {n: measure(n, work, args.runs) for n in args.sizes}
         if len(args.sizes) > 1:
             a, b = args.sizes[0], args.sizes[-1]
             for name in results[a]:
