@@ -27,13 +27,15 @@ def hub_runs() -> dict:
 
 
 def test_download_with_progress_then_loads(hub_runs):
-    """Downloads model.safetensors with progress reaching 100 %, loads with logits equal the served model. [subprocess]
+    """Downloads model.safetensors with progress moving (more than one update) and reaching 100 %, loads with logits
+    equal the served model. [subprocess]
     """
     out = hub_runs["safetensors"]
     assert out["ok"] and out["same_logits"]
     assert "snapshots" in out["source"] and out["source"].endswith("model.safetensors)")
     done, total, message = out["progress"]
     assert done == total == out["size"] and "Downloading" in message  # the GUI's progress bar reaches 100 %
+    assert out["updates"] >= 2  # and moved on the way there
     assert out["requests"][-1] == "GET model.safetensors"
 
 
