@@ -52,8 +52,9 @@ if [ -z "$PY" ]; then
   exit 2
 fi
 "$PY" - <<'EOF' | tee "$WORK/environment.log" "$OUT/gpu_suite.log"
-import platform, torch, timm
-print(f"python {platform.python_version()}, torch {torch.__version__}, timm {timm.__version__}, "
+import platform, torch
+from importlib.metadata import version  # timm's, without importing it (torchvision and dynamo: ~2 s of CPU)
+print(f"python {platform.python_version()}, torch {torch.__version__}, timm {version('timm')}, "
       f"CUDA available {torch.cuda.is_available()}")
 if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
