@@ -10,14 +10,13 @@ from PIL import Image
 
 
 def moving_digits_video(path: Path, frames: int = 24, size: int = 96, fps: float = 12.0) -> Path:
-    from sklearn.datasets import load_digits
-
+    from vitstudio.core.models.demo import digit_scans  # load_digits' file, without importing sklearn (~1.5 s)
     from vitstudio.core.play.video import VideoWriter
 
-    digits = load_digits()
+    images = digit_scans()[0]
     writer = VideoWriter(path, fps, (size, size))
     for i in range(frames):
-        pixels = digits.images[i // 4]
+        pixels = images[i // 4]
         ink = (255 - pixels / 16.0 * 255).astype(np.uint8)
         digit = np.asarray(Image.fromarray(ink, "L").resize((size // 2, size // 2), Image.BILINEAR).convert("RGB"))
         page = np.full((size, size, 3), 255, np.uint8)

@@ -141,11 +141,11 @@ def _digits(root, names, per_class=40):
     """scikit-learn's digits rendered as the demo model saw them, `per_class` of each, in folders `names`."""
     import numpy as np
     from PIL import Image
-    from sklearn.datasets import load_digits
 
-    digits = load_digits()
+    from vitstudio.core.models.demo import digit_scans  # load_digits' file, without importing sklearn (~1.5 s)
+
     counts = dict.fromkeys(range(10), 0)
-    for pixels, label in zip(digits.images, digits.target):
+    for pixels, label in zip(*digit_scans()):
         if counts[label] >= per_class:
             continue
         counts[label] += 1

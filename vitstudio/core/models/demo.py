@@ -6,6 +6,7 @@ Reproduce with `vitstudio demo-model --out models/digits-vit` (needs scikit-lear
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -53,24 +54,32 @@ def sample_images() -> list[Path]:
     return []
 
 
+@lru_cache(maxsize=1)
 def digit_scans() -> tuple[np.ndarray, np.ndarray]:
-    """(images (1797, 8, 8) of ink density 0..16, labels (1797,)): scikit-learn's `load_digits`, read from the data
-    file it ships without importing scikit-learn (sklearn.datasets pulls in scipy.stats and pandas: ~1.5 s of CPU at
-    the end of every training run, which measures its score on these digits)."""
+    """(images (1797, 8, 8) of ink density 0..16, labels (1797,)), read-only: scikit-learn's `load_digits`, read from
+    the data file it ships without importing scikit-learn (sklearn.datasets pulls in scipy.stats and pandas: ~1.5 s of
+    CPU at the end of every training run, which measures its score on these digits). Parsed once a process (~25 ms
+    of loadtxt, which every run's end paid again)."""
     import gzip
     from importlib.util import find_spec
 
     spec = find_spec("sklearn")  # a top-level package is found, not run
+    images = labels = None
     for folder in (spec.submodule_search_locations or []) if spec else []:
         data = Path(folder) / "datasets" / "data" / "digits.csv.gz"
         if data.is_file():
             with gzip.open(data, "rt", encoding="utf-8") as f:
                 table = np.loadtxt(f, delimiter=",")  # as sklearn.datasets.load_digits reads it
-            return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
-    from sklearn.datasets import load_digits
+            images, labels = table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
+            break
+    if images is None:
+        from sklearn.datasets import load_digits
 
-    digits = load_digits()
-    return digits.images, digits.target
+        digits = load_digits()
+        images, labels = digits.images.copy(), digits.target.copy()
+    images.setflags(write=False)  # shared by every caller
+    labels.setflags(write=False)
+    return images, labels
 
 
 def render_digits(folder: str | Path, per_class: int | None = None) -> Path:
