@@ -39,8 +39,8 @@ class MapView(pg.GraphicsLayoutWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setMinimumSize(260, 260)
-        self.view = self.addViewBox(lockAspect=True, invertY=True)
-        self.view.setMenuEnabled(False)
+        # no context menu: built with the view otherwise (two axis forms per view, ~5 ms), only to be dropped
+        self.view = self.addViewBox(lockAspect=True, invertY=True, enableMenu=False)
         self.image = pg.ImageItem()
         self.overlay = pg.ImageItem()
         self.overlay.setZValue(10)
@@ -54,12 +54,20 @@ class MapView(pg.GraphicsLayoutWidget):
         self._grid = (0, 0)
         self.values: np.ndarray | None = None
         self.smooth = True
-        # what the overlay's colours mean: the map's values from its lowest (bottom) to its highest (top)
-        self.colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=colour_map("inferno"), interactive=False,
-                                          width=12, colorMapMenu=False)
-        self.addItem(self.colour_bar, row=0, col=1)  # placed once: see _show_colour_bar
-        self.colour_bar.setVisible(False)
+        self._colour_bar: pg.ColorBarItem | None = None
         self.scene().sigMouseClicked.connect(self._on_click)
+
+    @property
+    def colour_bar(self) -> pg.ColorBarItem:
+        """What the overlay's colours mean: the map's values from its lowest (bottom) to its highest (top). Built
+        and placed the first time it is asked for (a plot of its own: ~15 ms, and the window holds eleven views, most
+        never showing a scalar map), hidden until a scalar map is shown."""
+        if self._colour_bar is None:
+            self._colour_bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=colour_map("inferno"), interactive=False,
+                                               width=12, colorMapMenu=False)
+            self.addItem(self._colour_bar, row=0, col=1)  # placed once: see _show_colour_bar
+            self._colour_bar.setVisible(False)
+        return self._colour_bar
 
     def set_image(self, crop: np.ndarray | None) -> None:
         if crop is None:
@@ -103,7 +111,8 @@ class MapView(pg.GraphicsLayoutWidget):
         RGB map or a bare image the whole width. Hidden, not taken out of the layout: every move in or out of the
         scene reconnected pyqtgraph's view signals to the bar's button, and PySide6 kept a weak reference per
         connection (two per switch, for the window's lifetime)."""
-        self.colour_bar.setVisible(shown)
+        if shown or self._colour_bar is not None:
+            self.colour_bar.setVisible(shown)
 
     def _smoothed(self, values: np.ndarray) -> np.ndarray:
         """Bilinear over patch centres at the crop's size, the CLI's upsampling (per channel for RGB maps)."""
