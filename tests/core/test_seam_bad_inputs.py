@@ -19,6 +19,7 @@ from PIL import Image
 from tests.conftest import TINY_SPEC
 from tests.core import test_concepts_files as concepts_files
 from tests.core import test_hostile_adapters as hostile_adapters
+from tests.core.seam_rows import one_parser  # noqa: F401 - a fixture
 from tests.core.synthetic_data import make_dataset
 from tests.core.test_hostile_adapters import adapter  # noqa: F401 (the fixture: a good adapter folder, spoilt per cell)
 from tests.core.test_non_utf8_classes import non_utf8_dataset
@@ -41,6 +42,9 @@ MODEL_COMMANDS = {
 }
 # eval needs a model of the dataset's classes: test_non_utf8_classes runs it on a run fine-tuned there
 DATA_COMMANDS = ("audit", "layers", "sort", "suggest", "embed", "concepts", "finetune", "teach", "scores")
+# the ~600 in-process calls share one parser (seam_rows.one_parser): building it is ~11 ms, once per process for
+# a user; _takes_model reads a parser of its own
+pytestmark = pytest.mark.usefixtures("one_parser")
 
 
 def _takes_model() -> set[str]:
