@@ -41,8 +41,10 @@ def family(request, tmp_path_factory):
     arch, prefix, has_cls = CASES[request.param]
     torch.manual_seed(0)
     # NaFlexViT's folder records a 48-px input (6×6 grid, resampled from its 4×4 table): timm's default 384 px would
-    # make every analysis run on 2,304 patches
-    overlay = dict(pretrained_cfg_overlay=dict(input_size=(3, 48, 48))) if request.param == "naflexvit" else {}
+    # make every analysis run on 2,304 patches. DINOv3 (dynamic size) likewise: its default 256 px ran its RoPE on a
+    # 32×32 grid (1,029 tokens; its float64 references took ~2.5 s); 48 px still is a grid it was not built for
+    overlay = dict(pretrained_cfg_overlay=dict(input_size=(3, 48, 48))) if request.param in ("naflexvit", "dinov3") \
+        else {}
     model = sharpen(timm.create_model(arch, pretrained=False, **TINY, **overlay), scale=0.6)
     folder = tmp_path_factory.mktemp(request.param)
     save_for_hf(model, str(folder), safe_serialization=True)  # as a hub download or a run folder looks
