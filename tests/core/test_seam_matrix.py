@@ -29,6 +29,8 @@ import os
 import sys
 import tempfile
 import traceback
+import weakref
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -129,8 +131,23 @@ def _cells(training: bool):
             yield pytest.param(row, op, id=f"{row}|{op}", marks=marks)
 
 
+@lru_cache(maxsize=4)
+def _image(photo):
+    """The photo as read_image decodes it, once: the references of every cell read the same file (~8 ms a decode;
+    the CLI still reads it itself in every call)."""
+    return read_image(photo)
+
+
+_TENSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # LoadedModel -> {photo: its input tensor}
+
+
 def _x(loaded, photo):
-    return loaded.to_tensor(loaded.crop(read_image(photo)))[None]
+    """(1, 3, H, W): the photo through `loaded`'s own crop and normalisation, made once per model and photo (the
+    cells of a row share its model; a reloaded model has its own entry)."""
+    made = _TENSORS.setdefault(loaded, {})
+    if str(photo) not in made:
+        made[str(photo)] = loaded.to_tensor(loaded.crop(_image(photo)))[None]
+    return made[str(photo)]
 
 
 def _loaded(source):
@@ -227,7 +244,7 @@ def _explain_each(source, op, photo, tmp_path, sources):
     code, out, err = cli(["explain", photo, *source.model_args, "--method", ",".join(methods), "--patch", "0,0",
                           "--out", folder, "--format", "npy", "--device", "cpu", "--precision", "fp32"])
     assert assert_works_or_refuses(code, out, err, may_refuse=False)
-    image = read_image(photo)
+    image = _image(photo)
     for method in methods:
         analysis = registry.get(method)
         array = np.load(_saved(folder, method))
@@ -275,7 +292,7 @@ def _concepts(source, op, photo, tmp_path, sources):
     code, out, err = cli(["explain", photo, *source.model_args, "--method", "concept", "--concepts", tmp_path / "c",
                           "--concept", concept, "--out", tmp_path / "m.npy", "--device", "cpu", "--precision", "fp32"])
     assert assert_works_or_refuses(code, out, err, may_refuse=False)
-    expected = explain(loaded, "concept", read_image(photo), concepts=str(tmp_path / "c"), concept=concept).array
+    expected = explain(loaded, "concept", _image(photo), concepts=str(tmp_path / "c"), concept=concept).array
     np.testing.assert_allclose(np.load(tmp_path / "m.npy"), expected, atol=1e-6)
     if source.reference is None:
         return
@@ -320,7 +337,7 @@ def _explain_all(source, op, photo, tmp_path, sources):
                           "--patch", "0,0", "--out", folder, "--format", "npy", "--device", "cpu", "--precision",
                           "fp32"])
     assert assert_works_or_refuses(code, out, err, may_refuse=False)
-    image = read_image(photo)
+    image = _image(photo)
     for method in methods:
         expected = explain(loaded, method, image if registry.get(method).needs_image else None, layer=0,
                            patch=(0, 0)).array
@@ -345,7 +362,7 @@ def _registers(source, op, photo, tmp_path, sources):
     if not assert_works_or_refuses(code, out, err, may_refuse=reason is not None):
         assert reason in err, (reason, err)
         return
-    image = read_image(photo)
+    image = _image(photo)
     with test_time_register(loaded, {0: [0]}):
         for method in methods:
             np.testing.assert_allclose(np.load(_saved(folder, method)), explain(loaded, method, image).array,
