@@ -150,6 +150,22 @@ def _x(loaded, photo):
     return made[str(photo)]
 
 
+_EXPLAINED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # LoadedModel -> {(method, params): array}
+
+
+def _explained(loaded, method: str, image, **given) -> np.ndarray:
+    """explain(loaded, method, image, **given).array, computed once per model, method and resolved parameters: the
+    explain-all cell's reference of a method without a layer or patch is the explain-each cell's, on the same
+    photo (the model is only read between them)."""
+    from vitstudio.core.analysis.explain import explain, validate
+
+    key = (method, repr(sorted(validate(loaded, method, **given).items())))
+    made = _EXPLAINED.setdefault(loaded, {})
+    if key not in made:
+        made[key] = explain(loaded, method, image, **given).array
+    return made[key]
+
+
 def _loaded(source):
     """The source as ViT Studio loads it, once per row (the cells only read it)."""
     if "loaded" not in source.notes:
@@ -235,8 +251,6 @@ def _explain_each(source, op, photo, tmp_path, sources):
     """Every analysis that applies, in one call at each one's own default parameters (a patch at 0,0 where one is
     used): each file is finite where defined and equals explain() with the same. Every analysis that does not apply
     is asked for alone and refused in one line with the registry's reason."""
-    from vitstudio.core.analysis.explain import explain
-
     loaded = _loaded(source)
     reasons = {m: why_not(loaded.model, m) for m in registry.REGISTRY}
     methods = [m for m, reason in reasons.items() if reason is None and not _needs_file(m)]
@@ -250,8 +264,8 @@ def _explain_each(source, op, photo, tmp_path, sources):
         array = np.load(_saved(folder, method))
         # NaN marks what is not defined (outside a Swin window, CaiT's class-attention layers in distance)
         assert np.isfinite(array).any() and not np.isinf(array).any(), method
-        expected = explain(loaded, method, image if analysis.needs_image else None,
-                           **({"patch": (0, 0)} if analysis.param("patch") else {})).array
+        expected = _explained(loaded, method, image if analysis.needs_image else None,
+                              **({"patch": (0, 0)} if analysis.param("patch") else {}))
         np.testing.assert_allclose(array, expected, atol=1e-6, err_msg=method)
     if "logit-lens" in methods and source.reference is not None:  # the lens's last block is the source's forward
         sidecar = json.loads(Path(str(_saved(folder, "logit-lens")) + ".json").read_text())
@@ -328,8 +342,6 @@ def _saved(folder, method):
 def _explain_all(source, op, photo, tmp_path, sources):
     """Every analysis that applies, in one call at the first layer (CaiT's talking-heads layer, Swin's first stage),
     into a folder: each file equals explain() with the same parameters."""
-    from vitstudio.core.analysis.explain import explain
-
     loaded = _loaded(source)
     methods = [m for m in registry.REGISTRY if why_not(loaded.model, m) is None and not _needs_file(m)]
     folder = tmp_path / "all"
@@ -339,8 +351,8 @@ def _explain_all(source, op, photo, tmp_path, sources):
     assert assert_works_or_refuses(code, out, err, may_refuse=False)
     image = _image(photo)
     for method in methods:
-        expected = explain(loaded, method, image if registry.get(method).needs_image else None, layer=0,
-                           patch=(0, 0)).array
+        expected = _explained(loaded, method, image if registry.get(method).needs_image else None, layer=0,
+                              patch=(0, 0))
         np.testing.assert_allclose(np.load(_saved(folder, method)), expected, atol=1e-6, err_msg=method)
 
 
