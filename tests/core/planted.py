@@ -9,6 +9,7 @@ JPEG q60 and resized copies, and labels flipped (moved to a wrong class folder).
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -35,7 +36,14 @@ def _rgb(a) -> np.ndarray:
 
 
 def distinct_photos() -> dict[str, np.ndarray]:
-    """108 genuinely different images (`skimage.data`'s `cat` is `chelsea`, so it is left out)."""
+    """108 genuinely different images (`skimage.data`'s `cat` is `chelsea`, so it is left out): the caller's own dict
+    of read-only arrays, made once a process (~0.7 s of CPU, skimage decoding its files; a test called it up to 4
+    times)."""
+    return dict(_distinct_photos())
+
+
+@functools.cache
+def _distinct_photos() -> dict[str, np.ndarray]:
     from skimage import data
 
     out = {name: _rgb(getattr(data, name)()) for name in SCENES}
@@ -48,6 +56,8 @@ def distinct_photos() -> dict[str, np.ndarray]:
     faces = data.lfw_subset()
     for i in range(0, 200, 4):
         out[f"face{i:03d}"] = np.asarray(Image.fromarray(_rgb(faces[i])).resize((100, 100), Image.BICUBIC))
+    for a in out.values():
+        a.setflags(write=False)  # shared by every caller
     return out
 
 
