@@ -98,9 +98,12 @@ class _Measured:
 
 
 def plan_memory(skeleton: nn.Module, input_hw: tuple[int, int], config: TrainConfig, num_classes: int,
-                device: str, precision: str, images: int = 0) -> MemoryPlan:
+                device: str, precision: str, images: int = 0, unchecked: MemoryPlan | None = None) -> MemoryPlan:
     """The plan for training `skeleton` (a model on the meta device, its head still the base model's; left as it is)
-    with `config` on `device` in `precision` (fp32, bf16 or fp16); `images`: bytes of decoded images kept there."""
+    with `config` on `device` in `precision` (fp32, bf16 or fp16); `images`: bytes of decoded images kept there.
+    `unchecked`: with checkpointing on, the plan of the same settings and precision with it off, if already made (a
+    suggestion to turn it on): its one block's working memory and its optimizer state are this plan's, and are not
+    measured again (two forwards and an optimizer step of the model)."""
     import copy
 
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -124,12 +127,15 @@ def plan_memory(skeleton: nn.Module, input_hw: tuple[int, int], config: TrainCon
         params = list(model.parameters())
         weights = _unique_bytes([*params, *model.buffers()])
         trainable = [p for p in params if p.requires_grad]
-        measured = _measure(model, input_hw, precision, checkpointing=False)
+        known = unchecked is not None and config.grad_checkpointing
+        if not known:
+            measured = _measure(model, input_hw, precision, checkpointing=False)
         if config.grad_checkpointing:
+            working = unchecked.working // unchecked.batch_size if known else measured.working_per_image
             set_grad_checkpointing(unwrap(model))
             ckpt = _measure(model, input_hw, precision, checkpointing=True)
-            measured = replace(ckpt, working_per_image=measured.working_per_image)
-        optimizer_bytes = _optimizer_bytes(model, config, input_hw)
+            measured = replace(ckpt, working_per_image=working)
+        optimizer_bytes = unchecked.optimizer if known else _optimizer_bytes(model, config, input_hw)
     b = config.batch_size
     return MemoryPlan(sum(p.numel() for p in params), sum(p.numel() for p in trainable), weights,
                       _unique_bytes(trainable), optimizer_bytes, measured.fixed + measured.per_image * b,

@@ -82,8 +82,9 @@ def plan_run(config: TrainConfig, num_classes: int, images: int = 0, limit: int 
     if limit is None:
         limit = device_free(device)
 
-    def plan(c: TrainConfig, prec: str = precision) -> MemoryPlan:
-        return plan_memory(model, input_hw, c, num_classes, device, prec, decoded_bytes(c, images, input_hw))
+    def plan(c: TrainConfig, prec: str = precision, unchecked: MemoryPlan | None = None) -> MemoryPlan:
+        return plan_memory(model, input_hw, c, num_classes, device, prec, decoded_bytes(c, images, input_hw),
+                           unchecked)
 
     result = plan(config)
     suggestions = () if limit is None or result.total <= limit else _suggestions(config, result, plan, limit, device)
@@ -96,15 +97,15 @@ def _suggestions(config: TrainConfig, current: MemoryPlan, plan, limit: int, dev
     candidates = []
     if not config.grad_checkpointing:
         candidates.append(("gradient checkpointing on (--grad-checkpointing)", replace(config, grad_checkpointing=True),
-                           current.precision))
+                           current.precision, current))  # the same run but checkpointing: what it measured holds
     if current.precision == "fp32" and device.startswith("cuda"):
-        candidates.append(("bf16 mixed precision (--precision bf16)", config, "bf16"))
+        candidates.append(("bf16 mixed precision (--precision bf16)", config, "bf16", None))
     if config.scope not in ADAPTER_SCOPES:
         lora = {k: v for k, v in PRESETS["lora"].items() if k in ("scope", "lr")}
-        candidates.append(("the lora preset (--preset lora)", replace(config, **lora), current.precision))
-    for what, changed, precision in candidates:
+        candidates.append(("the lora preset (--preset lora)", replace(config, **lora), current.precision, None))
+    for what, changed, precision, unchecked in candidates:
         try:
-            planned = plan(changed, precision)
+            planned = plan(changed, precision, unchecked)
         except ValueError:  # e.g. peft missing, or no adapter target in this family: not a suggestion
             continue
         if planned.total <= limit:
