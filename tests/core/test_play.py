@@ -81,6 +81,18 @@ def test_live_source_keeps_only_the_newest_frame(video):
     assert taken[1][0] - taken[0][0] >= 3  # frames were skipped, not queued
 
 
+def test_a_file_plays_from_its_first_frame_however_late_the_first_analysis_asks(tmp_path):
+    """A paced file's clock starts at the first take(), as a player's at its first picture: a two-frame 12-fps file
+    whose first take comes 0.3 s after the player started (a model's warm-up) still hands over frame 0, then frame 1
+    (the clock ran from the start, and both frames were due and the first skipped: the Play seam matrix's
+    "Finished: 1 of 2 frames" on a loaded machine)."""
+    latest = LatestFrame(FrameSource(str(moving_digits_video(tmp_path / "two.avi", frames=2, size=48))), paced=True)
+    time.sleep(0.3)
+    taken = [latest.take(), latest.take(), latest.take()]
+    latest.close()
+    assert [frame[0] for frame in taken[:2]] == [0, 1] and taken[2] is None
+
+
 class _CountedCapture:
     """cv2.VideoCapture with its calls counted: read() and retrieve() make an RGB picture, grab() only reads."""
 

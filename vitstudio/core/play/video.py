@@ -134,7 +134,11 @@ class LatestFrame:
         return self._waiting and self.read_count - 1 > max(self._taken, self._converted)
 
     def _run(self) -> None:
-        start, last = time.perf_counter(), self.source.info.frames
+        last = self.source.info.frames
+        if self.paced:  # a file's clock starts at the first take(), as a player's at its first picture: the time
+            with self._cond:  # the first analysis waits on (a model's warm-up) skips none of the file's first frames
+                self._cond.wait_for(lambda: self._stop.is_set() or self._waiting)
+        start = time.perf_counter()
         try:
             while not self._stop.is_set():
                 with self._cond:  # until the next frame is due, or a take() asks for the one grabbed last
