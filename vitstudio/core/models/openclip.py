@@ -163,8 +163,42 @@ def _from_tag(spec: str, target: str, progress) -> LoadedModel:
     return _assemble(clip, model_cfg, preprocess, tokenizer, spec, f"hf-hub:{repo} ({weights})", ())
 
 
+_BPE_TOKENIZERS: dict[str, object] = {}  # what decides the tokenizer -> one never handed out
+
+
 def _tokenizer(name: str, spec: str):
-    """OpenCLIP's tokenizer for the model; some (SigLIP's) are Hugging Face tokenizers fetched from the hub."""
+    """OpenCLIP's tokenizer for the model; some (SigLIP's) are Hugging Face tokenizers fetched from the hub. CLIP's
+    own BPE tokenizer is made once a process for each name and config (reading and indexing its 49k merges took
+    ~0.15 s of CPU at every load) and each model gets a copy: the tables shared (only read), its memo its own."""
+    import copy
+
+    from open_clip.tokenizer import SimpleTokenizer
+
+    key = _tokenizer_key(name)
+    made = _BPE_TOKENIZERS.get(key) if key else None
+    if made is None:
+        made = _new_tokenizer(name, spec)
+        if type(made) is not SimpleTokenizer or not key:
+            return made
+        _BPE_TOKENIZERS[key] = made
+    own = copy.copy(made)
+    own.cache = dict(made.cache)
+    return own
+
+
+def _tokenizer_key(name: str) -> str | None:
+    """What OpenCLIP makes the tokenizer from: a built-in name, or a `local-dir:` folder's text config (every run
+    folder of a model has the same; a folder's may be rewritten between loads); None: unknown, made anew."""
+    if not name.startswith("local-dir:"):
+        return name
+    try:
+        config = json.loads((Path(name.removeprefix("local-dir:")) / CONFIG_NAME).read_text(encoding="utf-8"))
+        return "local-dir " + json.dumps(config["model_cfg"].get("text_cfg", {}), sort_keys=True)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _new_tokenizer(name: str, spec: str):
     import open_clip
 
     try:
