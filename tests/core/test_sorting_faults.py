@@ -76,14 +76,17 @@ def _cross_fs_dir(tmp_path: Path) -> Path | None:
 
 
 # -- the kill test -----------------------------------------------------------------------------------------------
-def test_sort_killed_at_random_instants_resumes_without_duplicates_and_undoes(tmp_path):
+def test_sort_killed_at_random_instants_resumes_without_duplicates_and_undoes(tmp_path, monkeypatch):
     """20 trials: the file operations of a sort (copy; move; move across filesystems) run in a subprocess
     (`vitstudio sort --resume LOG`, the same code a plain `sort` runs after planning) and are SIGKILLed after a random
     number of files plus a random fraction of the next; the plain `vitstudio sort` is rerun, then `undo-sort`.
 
     [subprocess]
     """
-    from vitstudio.cli import main
+    from vitstudio.cli import app, main
+
+    parser = app.build_parser()  # main() builds it at every call (~11 ms, once a process for a user): 40 calls here
+    monkeypatch.setattr(app, "build_parser", lambda: parser)  # share one (each parse makes a Namespace of its own)
     from vitstudio.core.folder.embedcache import embed_folder
     from vitstudio.core.models.loading import load_model
 
