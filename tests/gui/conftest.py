@@ -20,9 +20,16 @@ def _earlier_objects_frozen():
     tests/conftest.py freezes the imports after collection: the window's teardown collects twice (its closeEvent's
     workers.shutdown, then the `window` fixture's), and each full pass walked every object the earlier tests left
     alive — 55k-220k of them, 0.05-0.2 s a pass — and so did Python's own oldest-generation passes. Collected
-    first, so no garbage is frozen; what the test itself makes is collected as before."""
+    first, so no garbage is frozen; what the test itself makes is collected as before. The widgets an earlier test
+    left to deleteLater (qtbot closes its widgets after the fixtures' teardown) are deleted before that collection:
+    collected first, their Python halves were cleared while Qt still held them, and the delete Qt did later in the
+    next test sent hide and show events to methods whose attributes were gone (the Match page's, once)."""
     import gc
 
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    if QCoreApplication.instance() is not None:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     gc.collect()
     gc.freeze()
     yield
