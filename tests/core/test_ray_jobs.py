@@ -282,3 +282,69 @@ def test_on_cpus_the_model_actors_use_every_core_and_decoding_one_task_a_node():
     assert wide["actors"] // 4 * wide["threads"] == 16 and wide["decoders"] == 4
     gpus = _plan(ClusterInfo("a:1", nodes=2, cpus=32, gpus=4))
     assert (gpus["actors"], gpus["gpus"], gpus["decoders"]) == (4, 1, None)
+
+
+def test_ray_starts_on_one_thread_that_outlives_the_threads_that_ask(monkeypatch):
+    """Ray kills a local instance's processes when the *thread* that started them ends (PR_SET_PDEATHSIG): `connect`
+    called from threads that then end (the window's pool retires idle ones) runs Ray's start on the module's own
+    thread, the same one each time, alive after they are gone. (No cluster needed: Ray's part is stood in for.)"""
+    import threading
+
+    from vitstudio.core.folder import ray_cluster
+
+    seen = []
+    monkeypatch.setattr(ray_cluster, "_connect", lambda address: seen.append(threading.current_thread()) or address)
+    for address in ("a:1", "b:2"):
+        asker = threading.Thread(target=lambda a=address: seen.append(ray_cluster.connect(a)))
+        asker.start()
+        asker.join()
+    keeper = seen[0]
+    assert seen == [keeper, "a:1", keeper, "b:2"]
+    assert keeper.is_alive() and keeper is not threading.main_thread()
+
+
+def test_the_command_goes_on_while_ray_starts_and_its_first_pass_waits_for_it(monkeypatch):
+    """`on_cluster`: the command's own work (imports, model, scan) runs while the connection is made; `active()`
+    waits for it and gives the cluster; outside, nothing is active. A start that fails is raised where the cluster is
+    first needed."""
+    import threading
+
+    from vitstudio.core.folder import ray_cluster
+
+    gate, info = threading.Event(), ray_cluster.ClusterInfo("auto", 1, 2.0, 0.0)
+    monkeypatch.setattr(ray_cluster, "_installed", lambda name: True)
+    monkeypatch.setattr(ray_cluster, "_connect", lambda address: info if gate.wait(10) else None)
+    with ray_cluster.on_cluster("auto"):
+        assert not gate.is_set()  # the body runs before the connection is made
+        gate.set()
+        assert ray_cluster.active() is info
+    assert ray_cluster.active() is None
+
+    def refuse(address):
+        raise ray_cluster.RayJobError("the Ray cluster at auto runs another version")
+
+    monkeypatch.setattr(ray_cluster, "_connect", refuse)
+    with pytest.raises(ray_cluster.RayJobError, match="another version"), ray_cluster.on_cluster("auto"):
+        ray_cluster.active()
+
+
+@needs_ray
+def test_without_an_address_a_running_instance_is_joined_and_a_stale_one_is_not(monkeypatch):
+    """`--ray` alone joins the instance `ray start --head` left on this machine (where Ray records it) when it answers;
+    one recorded but gone (a crash, no `ray stop`) is passed over at once: Ray's client would retry it for minutes."""
+    import socket
+
+    import ray._private.utils as ray_utils
+
+    from vitstudio.core.folder.ray_cluster import _running_here
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        monkeypatch.setattr(ray_utils, "read_ray_address", lambda *a: f"127.0.0.1:{port}")
+        assert _running_here() == "auto"
+    monkeypatch.setattr(ray_utils, "read_ray_address", lambda *a: f"127.0.0.1:{port}")  # closed now
+    assert _running_here() is None
+    monkeypatch.setattr(ray_utils, "read_ray_address", lambda *a: None)
+    assert _running_here() is None

@@ -18,7 +18,7 @@ def scan_job(cancel, model, paths: list[str], roots: list[str], cluster: str | N
     if cluster is None:
         embedded = yield from embed_folder(model, paths, cancel=cancel)
     else:
-        from vitstudio.core.folder.ray_jobs import on_cluster
+        from vitstudio.core.folder.ray_cluster import on_cluster
 
         with on_cluster(cluster or None):  # the passes of this job's context run there
             embedded = yield from embed_folder(model, paths, cancel=cancel)

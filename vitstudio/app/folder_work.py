@@ -20,7 +20,7 @@ class FolderWorkState(ViewState):
 
 
 def connect_job(cancel, address: str | None) -> str:
-    from vitstudio.core.folder.ray_jobs import connect
+    from vitstudio.core.folder.ray_cluster import connect
 
     return connect(address).describe()
 

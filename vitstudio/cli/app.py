@@ -132,7 +132,7 @@ def _precheck_model(spec: str | list[str] | None) -> str | None:
 
 def _one_line_errors() -> tuple:
     """Errors told in one line, imported only once something was raised (the CLI starts without torch)."""
-    from ..core.folder.ray_jobs import RayJobError
+    from ..core.folder.ray_cluster import RayJobError
     from ..core.inference import NoClassifierHead
     from ..core.jobs import GPUOutOfMemory
 

@@ -210,7 +210,7 @@ def on_ray(args):
     address = getattr(args, "ray", None)
     if address is None:
         return contextlib.nullcontext()
-    from ..core.folder.ray_jobs import RayJobError, on_cluster
+    from ..core.folder.ray_cluster import RayJobError, on_cluster
 
     if address and Path(address).exists():  # `--ray FOLDER`: the folder was taken for the address
         raise RayJobError(f"--ray took {shown_path(address)} for the cluster's address: put --ray after the paths, "

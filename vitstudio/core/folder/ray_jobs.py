@@ -20,11 +20,8 @@ Ray is an optional extra (`pip install 'vitstudio[cluster]'`): imported only whe
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import copy
 import dataclasses
-import logging
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -32,129 +29,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from vitstudio.core.errors import UserFacingError
+from vitstudio.core.folder.ray_cluster import INSTALL, ClusterInfo, RayJobError, active, connect, require_ray
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.models.model import LoadedModel
 
-INSTALL = "pip install 'vitstudio[cluster]'"
 CHUNK = 50_000  # paths per dataset: the driver holds a chunk's items, never the whole folder's twice
 RETRIES = 3  # a lost task is run again, a lost actor restarted (and its tasks retried), this many times
 
 
-class RayJobError(RuntimeError, UserFacingError):
-    """The cluster cannot run the job (Ray missing, unreachable, another version, a node without the model's
-    dependencies): one line that says what to do."""
-
-
 class ModelMismatch(RuntimeError):
     """An actor rebuilt a model whose fingerprint differs from the driver's."""
-
-
-@dataclass(frozen=True)
-class ClusterInfo:
-    address: str
-    nodes: int
-    cpus: float
-    gpus: float
-
-    def describe(self) -> str:
-        return f"{self.nodes} node(s), {self.cpus:g} CPU(s), {self.gpus:g} GPU(s) at {self.address}"
-
-
-_cluster: contextvars.ContextVar[ClusterInfo | None] = contextvars.ContextVar("vitstudio_ray_cluster", default=None)
-
-
-def active() -> ClusterInfo | None:
-    """The cluster the folder passes of this context run on (`on_cluster`), or None: in this process."""
-    return _cluster.get()
-
-
-def require_ray():
-    try:
-        import ray
-        import ray.data  # noqa: F401  (the extra: ray[data])
-    except ImportError as exc:
-        raise RayJobError(f"--ray needs Ray ({exc.name or 'ray'} is not installed): {INSTALL}") from None
-    return ray
-
-
-def connect(address: str | None = None) -> ClusterInfo:
-    """Join the cluster at `address` (as `ray.init(address=...)` takes it), else at RAY_ADDRESS, else start a local
-    instance; a process already connected stays on its cluster unless another HOST:PORT is named. Every failure is
-    one RayJobError line."""
-    ray = require_ray()
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if ray.is_initialized() and _names_another(ray, address):
-        _check_reachable(address)
-        ray.shutdown()
-    if not ray.is_initialized():
-        _check_reachable(address)
-        _init(ray, address)
-    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its notes on each execution's start and end
-    context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False  # the command's own bar counts files done
-    context.print_on_execution_start = False
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    total = ray.cluster_resources()
-    return ClusterInfo(ray.get_runtime_context().gcs_address, len(nodes), float(total.get("CPU", 0)),
-                       float(total.get("GPU", 0)))
-
-
-@contextlib.contextmanager
-def on_cluster(address: str | None = None):
-    """Within: every folder pass (`embedcache.fill`) of this context runs its model pass on the cluster."""
-    token = _cluster.set(connect(address))
-    try:
-        yield _cluster.get()
-    finally:
-        _cluster.reset(token)
-
-
-def _init(ray, address: str | None) -> None:
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
-    try:
-        if address:
-            ray.init(address=address, **quiet)
-        else:
-            # the instance on this machine reports no usage to Ray's servers unless the user opted in (each job of
-            # Ray Data would also start an actor process, importing Ray, to collect the report)
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, **quiet)
-    except ConnectionError as exc:
-        raise RayJobError(f"cannot reach the Ray cluster at {address}: {_first_line(exc)} (start it with "
-                          f"`ray start --head`, or give its address: --ray HOST:6379)") from None
-    except RuntimeError as exc:
-        if "version" in str(exc).lower():
-            raise RayJobError(f"the Ray cluster at {address} runs another version: {' '.join(str(exc).split())} "
-                              f"(install the cluster's Ray and Python versions here)") from None
-        raise
-
-
-def _names_another(ray, address: str | None) -> bool:
-    """A HOST:PORT other than the cluster this process is connected to."""
-    if not address or "://" in address or ":" not in address:
-        return False
-    return address != ray.get_runtime_context().gcs_address
-
-
-def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
-    """A HOST:PORT that accepts no connection is said at once (Ray's own client retries it for minutes)."""
-    import socket
-
-    if not address or "://" in address or ":" not in address:  # "auto", "local", ray://…: Ray's to resolve
-        return
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
-            pass
-    except (OSError, ValueError) as exc:
-        raise RayJobError(f"cannot reach the Ray cluster at {address}: {getattr(exc, 'strerror', None) or exc} "
-                          f"(start it with `ray start --head`, or give its address: --ray HOST:6379)") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # -- what runs on the workers --------------------------------------------------------------------------------------
