@@ -160,10 +160,11 @@ def test_internals_compare_and_export(ready, qtbot, tmp_path, tiny_weights):
 
 
 def test_recent_files_persist(window, qtbot, photos):
-    """An opened file is stored in settings "recent" and the Recent menu. [window]"""
+    """An opened file is stored in settings "recent" and the Recent menu, once the open has finished (its images
+    arrive before it does). [window]"""
     window.add_paths([str(photos["rocket"])])
-    qtbot.waitUntil(lambda: len(window.state.images) == 1, timeout=10000)
-    assert window.settings.value("recent")[0] == str(photos["rocket"])
+    qtbot.waitUntil(lambda: len(window.state.images) == 1 and bool(window.settings.value("recent")), timeout=10000)
+    assert len(window.state.images) == 1 and window.settings.value("recent")[0] == str(photos["rocket"])
     assert [a.text() for a in window.recent_menu.actions()] == [str(photos["rocket"])]
 
 
