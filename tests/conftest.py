@@ -25,6 +25,24 @@ TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_c
 TINY_SPEC = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=5"
 
 
+class imported_on_use:  # noqa: N801 (stands in for a module)
+    """A module imported at its first attribute access: a test file's heavy import costs only the process that runs
+    its tests, not each one that collects the file. (Not the standard library's LazyLoader: pytest's collection
+    probes every name of a test module, `__test__` among them, which would import it at once.)"""
+
+    __test__ = False
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        import importlib
+
+        if attr.startswith("_"):  # pytest's probes (fixture markers and the like), never a test's use
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self._name), attr)
+
+
 def make_tiny_vit(seed: int = 0, **overrides):
     """A random tiny timm ViT with non-trivial cls/pos embeddings (timm zero-inits some of them).
 

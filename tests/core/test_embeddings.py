@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from sklearn.decomposition import PCA
 
 from tests.core.reference_vit import reference_forward, sharpen, wrap
 from vitstudio.core.analysis import embeddings as E
@@ -62,6 +61,8 @@ def test_pca_rgb_and_2d_against_sklearn():
     tokens = E.layer_tokens(loaded, x)
     patches = tokens[2].patches
     flat = patches.reshape(-1, patches.shape[-1]).astype(np.float64)
+    from sklearn.decomposition import PCA  # here: 1.6 s of import in every process collecting the file
+
     ref = PCA(n_components=3, svd_solver="full").fit_transform(flat)
     rgb, basis = E.pca_rgb(patches)
     assert rgb.shape == (3, 4, 4, 3)
@@ -107,5 +108,7 @@ def test_pos_embed_similarity_and_filters():
     comps = filter_components(model, k=6)
     assert comps.shape == (6, 8, 8, 3)
     w = model.patch_embed.proj.weight.detach().numpy().reshape(32, -1).astype(np.float64)
+    from sklearn.decomposition import PCA
+
     ref = PCA(n_components=6, svd_solver="full").fit(w).components_.reshape(6, 3, 8, 8).transpose(0, 2, 3, 1)
     _same_up_to_sign(comps.reshape(6, -1).T, ref.reshape(6, -1).T)

@@ -4,6 +4,7 @@ end, a prediction from NaN or int8 weights, or torch's advice to load a pickle w
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import struct
@@ -15,7 +16,8 @@ from PIL import Image
 from tests.conftest import TINY_SPEC, make_tiny_vit
 from tests.core.test_malformed_models import _RunsCode
 
-peft = pytest.importorskip("peft")
+# found, not imported: peft (with transformers) is 1.6 s of import in every test process that collects this file
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="peft is not installed")
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ the layer are refused with the reason."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import threading
@@ -19,7 +20,8 @@ from vitstudio.core.jobs import CancelToken
 from vitstudio.core.train.engine import EpochMetrics, fine_tune
 from vitstudio.core.train.recipes import make_config
 
-peft = pytest.importorskip("peft")
+# found, not imported: peft (with transformers) is 1.6 s of import in every test process that collects this file
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("peft") is None, reason="peft is not installed")
 
 
 @pytest.fixture(scope="module")

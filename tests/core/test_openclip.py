@@ -10,12 +10,12 @@ import math
 from pathlib import Path
 
 import numpy as np
-import open_clip
 import pytest
 import torch
 from PIL import Image
 from safetensors.torch import save_model
 
+from tests.conftest import imported_on_use
 from vitstudio.core.analysis import registry
 from vitstudio.core.analysis.explain import explain
 from vitstudio.core.data.images import read_image
@@ -23,6 +23,8 @@ from vitstudio.core.inference import classify
 from vitstudio.core.models.loading import ModelLoadError, load_model
 from vitstudio.core.models.openclip import text_side
 from vitstudio.core.models.zeroshot import parse_classes, with_classes
+
+open_clip = imported_on_use("open_clip")  # 1.5 s of import: only where these tests run
 
 TEXT = {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2}
 # CLIP-style: OpenCLIP's own VisionTransformer (converted to timm's on load), softmax over classes

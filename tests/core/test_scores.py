@@ -7,10 +7,12 @@ from math import exp
 
 import numpy as np
 import pytest
-from scipy.special import softmax
-from scipy.stats import entropy, spearmanr
 
+from tests.conftest import imported_on_use
 from vitstudio.core.folder import scores
+
+# the references, imported where these tests run (1.4 s of import in each process collecting the file)
+scipy_special, scipy_stats = imported_on_use("scipy.special"), imported_on_use("scipy.stats")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,7 @@ def fiftyone_representativeness(embeddings):
 def fiftyone_mistakenness(logits, m):
     """mistakenness.py:529-536 (`_compute_mistakenness_class`)."""
     m = m * -2.0 + 1.0
-    c = -1.0 * entropy(softmax(np.asarray(logits)))
+    c = -1.0 * scipy_stats.entropy(scipy_special.softmax(np.asarray(logits)))
     return (m * exp(c) + 1.0) / 2.0
 
 
@@ -73,7 +75,7 @@ def test_uniqueness_is_fiftyone_brains(embeddings):
     keep = np.ones(len(ours), bool)
     keep[[10, 11]] = False  # an exact pair: which of the two zero distances sklearn calls "itself" is arbitrary
     np.testing.assert_allclose(ours[keep], theirs[keep], atol=1e-6)
-    assert spearmanr(ours[keep], theirs[keep]).statistic == pytest.approx(1.0)
+    assert scipy_stats.spearmanr(ours[keep], theirs[keep]).statistic == pytest.approx(1.0)
     assert ours.max() == 1.0 and ours[:4].mean() > np.median(ours)  # the far ones are the most unique
     assert scores.uniqueness(embeddings[:3]).tolist() == [1.0, 1.0, 1.0]  # K or fewer images: all 1 (:165)
 
@@ -88,7 +90,7 @@ def test_representativeness_is_fiftyone_brains(embeddings):
     alone = np.isnan(theirs)
     assert (ours[alone] == 0).all() and (~alone).sum() > 100
     np.testing.assert_allclose(ours[~alone], theirs[~alone], atol=1e-6)
-    assert spearmanr(ours[~alone], theirs[~alone]).statistic == pytest.approx(1.0)
+    assert scipy_stats.spearmanr(ours[~alone], theirs[~alone]).statistic == pytest.approx(1.0)
 
 
 def test_hardness_and_mistakenness_are_fiftyone_brains():
@@ -101,7 +103,8 @@ def test_hardness_and_mistakenness_are_fiftyone_brains():
     predicted = [labels[i] for i in logits.argmax(1)]
     given = [labels[i] if k % 3 else predicted[k] for k, i in enumerate(rng.integers(0, 5, 40))]
     given[7] = None  # outside a class folder: no mistakenness
-    np.testing.assert_allclose(scores.entropy(logits), [entropy(softmax(row)) for row in logits], atol=1e-9)
+    reference = [scipy_stats.entropy(scipy_special.softmax(row)) for row in logits]
+    np.testing.assert_allclose(scores.entropy(logits), reference, atol=1e-9)
     ours = scores.mistakenness(logits, predicted, given)
     theirs = [fiftyone_mistakenness(row, float(p == g)) for row, p, g in zip(logits, predicted, given)]
     assert np.isnan(ours[7])

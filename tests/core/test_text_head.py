@@ -9,11 +9,11 @@ import functools
 import json
 
 import numpy as np
-import open_clip
 import pytest
 import timm
 import torch
 
+from tests.conftest import imported_on_use
 from tests.core.generators import run
 from tests.core.synthetic_data import make_dataset
 from tests.core.test_openclip import CLIP_CFG, SIGLIP_CFG
@@ -23,6 +23,8 @@ from vitstudio.core.models.loading import load_model
 from vitstudio.core.train.engine import fine_tune
 from vitstudio.core.train.recipes import make_config
 from vitstudio.core.train.text_head import START_FILE, HeadStart, prompt_word, read_head_start, text_init
+
+open_clip = imported_on_use("open_clip")  # 1.5 s of import: only where these tests run
 
 
 @pytest.fixture(scope="module")
