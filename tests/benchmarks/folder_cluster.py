@@ -1,5 +1,6 @@
-"""Benchmark: `predict FOLDER --csv` in one process beside `--ray` (a local instance the command starts, and a
-two-node cluster on this machine), each beside the bare script, as whole processes (imports and model load included).
+"""Benchmark: `predict FOLDER --csv` in one process beside `--ray` (a local instance the command starts; the instance
+`ray start --head` keeps running on this machine, which `--ray` alone joins; a two-node cluster on this machine), each
+beside the bare script, as whole processes (imports and model load included).
 
     python tests/benchmarks/folder_cluster.py                     (1k images)
     python tests/benchmarks/folder_cluster.py --sizes 10000 100000
@@ -22,9 +23,11 @@ GPU), decoding on the node's cores with nothing else on them, and the driver's c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -71,11 +74,12 @@ class WorkerPeaks:
                         self.peaks[kind] = max(self.peaks[kind], rss)
 
 
-def timed(argv: list[str], env: dict) -> dict:
-    """wall s, driver cpu s, driver peak RSS MB, workers' peak RSS MB (actor, decode) of one process."""
+def timed(argv: list[str], env: dict, workers_under: list[int] = ()) -> dict:
+    """wall s, driver cpu s, driver peak RSS MB, workers' peak RSS MB (actor, decode) of one process (its Ray
+    workers found under it and under `workers_under`)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=str(ROOT))
-    with WorkerPeaks([proc.pid]) as peaks:
+    with WorkerPeaks([proc.pid, *workers_under]) as peaks:
         _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace")
@@ -106,7 +110,34 @@ def cluster(nodes: int):
     return made
 
 
-RUNS = ("ray local", "ray 2 nodes")  # each beside the single process, which always runs
+@contextlib.contextmanager
+def running_instance(env: dict):
+    """`ray start --head` on this machine, as a user keeps one up between commands (`--ray` alone joins it);
+    `--block`: it ends with this process's signal. Yields its pid."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", "--port",
+                             str(port), "--num-cpus", str(os.cpu_count() or 1), "--include-dashboard", "false",
+                             "--node-ip-address", "127.0.0.1", "--disable-usage-stats"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # up once the port answers and Ray recorded it for `ray.init()`
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                if Path("/tmp/ray/ray_current_cluster").read_text().strip().endswith(f":{port}"):
+                    break
+            time.sleep(0.5)
+        else:
+            raise SystemExit("ray start --head did not come up in 120 s")
+        time.sleep(2)  # its own workers started
+        yield head.pid
+    finally:
+        head.terminate()
+        head.wait(60)
+
+
+RUNS = ("ray local", "ray running", "ray 2 nodes")  # each beside the single process, which always runs
 
 
 def measure(n: int, work: Path, runs=RUNS) -> dict:
@@ -116,25 +147,30 @@ def measure(n: int, work: Path, runs=RUNS) -> dict:
     env.pop("RAY_ADDRESS", None)
     rows = {}
 
-    def run(name: str, extra: list[str]) -> None:
+    def run(name: str, extra: list[str], workers_under: list[int] = ()) -> None:
         cache = work / f"cache-{n}-{name.replace(' ', '-')}"
         shutil.rmtree(cache, ignore_errors=True)
         out = work / f"{name.replace(' ', '-')}-{n}.csv"
         bare = timed([sys.executable, "-c", BARE, str(folder)], env)["wall"]
         figures = timed([sys.executable, "-m", "vitstudio", "predict", str(folder), "--csv", str(out), "--quiet",
-                         *extra], {**env, "VITSTUDIO_CACHE_DIR": str(cache)})
+                         *extra], {**env, "VITSTUDIO_CACHE_DIR": str(cache)}, workers_under)
         shutil.rmtree(cache, ignore_errors=True)
         figures["bare"] = bare
         figures["equal"] = "" if not extra else ("same CSV" if same_csv(out, work / f"single-{n}.csv")
                                                  else "CSV DIFFERS")
         rows[name] = figures
-        print(f"{n:>7} {name:<14} {figures['wall']:7.1f} s {figures['wall'] / bare:5.2f}× bare ({bare:5.1f} s)  "
+        single = f" {figures['wall'] / rows['single']['wall']:5.2f}× single" if extra else " " * 14
+        print(f"{n:>7} {name:<14} {figures['wall']:7.1f} s{single} {figures['wall'] / bare:5.2f}× bare "
+              f"({bare:5.1f} s)  "
               f"driver cpu {figures['cpu']:6.1f} s rss {figures['rss']:6.0f} MB  workers: actor "
               f"{figures['actor']:5.0f} MB decode {figures['decode']:5.0f} MB  {figures['equal']}", flush=True)
 
     run("single", [])  # always: the CSV the --ray runs are checked against
     if "ray local" in runs:
         run("ray local", ["--ray"])
+    if "ray running" in runs:  # `--ray` alone, joining the instance `ray start --head` keeps up on this machine
+        with running_instance(env) as head:
+            run("ray running", ["--ray"], [head])
     if "ray 2 nodes" in runs:
         made = cluster(2)
         try:
