@@ -134,8 +134,9 @@ def _init(ray, address: str | None) -> None:
 
 def _running_here() -> str | None:
     """The address of the Ray instance `ray start --head` left running on this machine, where Ray's own `ray.init()`
-    finds it, if it answers: a command joins it (its processes already up: seconds less a command) rather than
-    start one of its own. None: none (or one that died without `ray stop`: Ray's client would retry it for minutes)."""
+    finds it, if it answers: a command joins it, as `ray.init()` does (starting one of our own beside it, Ray refused
+    the `num_cpus` we ask for). None: none (or one that died without `ray stop`: Ray's client would retry it for
+    minutes)."""
     try:
         from ray._private.utils import read_ray_address  # Ray's own lookup for `ray.init()` without an address
 
