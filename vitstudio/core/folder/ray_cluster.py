@@ -61,8 +61,12 @@ def require_ray():
         import ray
         import ray.data  # noqa: F401  (the extra: ray[data])
     except ImportError as exc:
-        raise RayJobError(f"--ray needs Ray ({exc.name or 'ray'} is not installed): {INSTALL}") from None
+        raise _not_installed(exc.name or "ray") from None
     return ray
+
+
+def _not_installed(name: str) -> RayJobError:
+    return RayJobError(f"--ray needs Ray ({name} is not installed): {INSTALL}")
 
 
 def connect(address: str | None = None) -> ClusterInfo:
@@ -99,7 +103,7 @@ def on_cluster(address: str | None = None):
     can be said at once is said before: Ray missing, an address where nothing listens."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     if not _installed("ray"):
-        raise RayJobError(f"--ray needs Ray (ray is not installed): {INSTALL}")
+        raise _not_installed("ray")
     _check_reachable(address)
     token = _cluster.set(_KEEPER.submit(_connect, address))
     try:
