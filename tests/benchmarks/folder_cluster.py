@@ -11,9 +11,10 @@ seconds and the ratio to the bare script run right before it, the driver's CPU s
 own process: rusage), and the peak RSS of the Ray workers it used (model actors, decode workers: sampled every
 0.2 s). The CSVs of the --ray runs are checked equal to the single process's (probabilities within 1e-5).
 
-Then the stages on their own, in this process: decode + preprocess (images/s on one core, `_decode_and_crop`),
-the forward at the memory plan's batch size (images/s with one torch thread), and the driver's share (appending
-results to the cache, images/s); and from those a projection of images/s on N nodes of one GPU each:
+Then the stages on their own, in this process: decode + preprocess (images/s on one core, as the cluster's decode
+stage reads: `decode_and_crop` with the model's plain steps), the forward at the memory plan's batch size (images/s
+with one torch thread), and the driver's share (appending results to the cache, images/s); and from those a
+projection of images/s on N nodes of one GPU each:
     min(N · gpu_rate, N · cores_per_node · decode_rate, append_rate)
 assuming a GPU's forward rate (--gpu-rate, default 2,000 images/s: a ViT-B/16 at 224 px in fp16 on one A100-class
 GPU), decoding on the node's cores with nothing else on them, and the driver's cache appends as the only serial part
@@ -185,8 +186,10 @@ def stage_rates(work: Path, n: int = 512) -> dict:
     import numpy as np
     import torch
 
+    from vitstudio.core.data.preprocess import decode_and_crop
     from vitstudio.core.folder.embedcache import EmbeddingCache
-    from vitstudio.core.inference import _decode_and_crop, folder_batch_size
+    from vitstudio.core.folder.ray_jobs import plain_preprocess
+    from vitstudio.core.inference import folder_batch_size
     from vitstudio.core.models.demo import bundled_demo
     from vitstudio.core.models.loading import load_model
 
@@ -194,7 +197,8 @@ def stage_rates(work: Path, n: int = 512) -> dict:
     loaded = load_model(str(bundled_demo()), device="cpu")
     files = sorted(str(p) for p in make_images(work, 1000).rglob("*.png"))[:n]
     t0 = time.perf_counter()
-    tensors = [_decode_and_crop(loaded, f)[2] for f in files]
+    prep = plain_preprocess(loaded) or loaded  # as the cluster's decode stage reads
+    tensors = [torch.as_tensor(decode_and_crop(prep, f)[2]) for f in files]
     decode = n / (time.perf_counter() - t0)
     batch = folder_batch_size(loaded)
     x = torch.stack(tensors[:batch])

@@ -98,18 +98,18 @@ def test_an_audit_decodes_every_image_once_and_keeps_the_fingerprints_a_separate
     fingerprints' readers counted together); the fingerprints it kept are then read without a decode and equal
     `fingerprints()` on its own decode (index, hash bits, mirrored bits, thumbnails).
     """
-    from vitstudio.core import inference
+    from vitstudio.core.data import preprocess
     from vitstudio.core.folder import fingerprintcache
     from vitstudio.core.folder import fingerprints as fingerprints_module
 
     decoded = []
-    read = inference.read_image
+    read = preprocess.read_image
 
     def counted(path):
         decoded.append(str(path))
         return read(path)
 
-    monkeypatch.setattr(inference, "read_image", counted)  # the embedding pass's decode
+    monkeypatch.setattr(preprocess, "read_image", counted)  # the embedding pass's decode
     monkeypatch.setattr(fingerprints_module, "read_image", counted)  # the fingerprints' own (a file not ridden)
     report = _run(audit_module.audit(small_digits, demo))
     paths = sorted(str(p) for p in small_digits.rglob("*.png"))

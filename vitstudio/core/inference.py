@@ -11,7 +11,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitstudio.core.data.images import ImageReadError, expand_paths, read_image
+from vitstudio.core.data.images import expand_paths
+from vitstudio.core.data.preprocess import decode_and_crop
 from vitstudio.core.fields import DECODERS
 from vitstudio.core.files import SafeCsvWriter
 from vitstudio.core.jobs import CancelToken, prefetched
@@ -167,26 +168,6 @@ def predictions_from(loaded: LoadedModel, logits: torch.Tensor, pooled: np.ndarr
     return out
 
 
-def _decode_and_crop(loaded: LoadedModel, path, also=None
-                     ) -> tuple[str, Image.Image | None, torch.Tensor | None, str | None, object]:
-    """(path, the crop the model sees, its normalised tensor, None, also(path, image)) or (path, None, None, why it
-    failed, None): runs on reader threads, so the tensor conversion is spread over them too rather than done by the
-    consumer."""
-    try:
-        image = read_image(path)
-        crop = loaded.crop(image)
-        tensor = loaded.to_tensor(crop)
-    except ImageReadError as exc:
-        return str(path), None, None, exc.reason, None
-    except (MemoryError, RuntimeError, ValueError, OSError) as exc:  # one file never takes the batch down
-        return str(path), None, None, f"could not be preprocessed ({type(exc).__name__}: {str(exc)[:200]})", None
-    try:
-        extra = also(str(path), image) if also is not None else None
-    except (MemoryError, RuntimeError, ValueError, OSError):  # the rider's failure is not the model's: it redoes it
-        extra = None
-    return str(path), crop, tensor, None, extra
-
-
 def _read_ahead(fn, items: Iterable, ahead: int, workers: int) -> Iterator:
     """fn(item) for every item, in order, computed by `workers` threads up to `ahead` items in advance.
 
@@ -272,7 +253,7 @@ def decoded_batches(loaded: LoadedModel, paths: Iterable[str | os.PathLike], bat
         yield from _tensor_batches(loaded, paths, batch_size, cancel, readers)
         return
     workers = readers or min(8, os.cpu_count() or 1)
-    decoded = _read_ahead(lambda path: _decode_and_crop(loaded, path, also), expand_paths(paths), 2 * batch_size,
+    decoded = _read_ahead(lambda path: decode_and_crop(loaded, path, also), expand_paths(paths), 2 * batch_size,
                           workers)
     pending: list[tuple[str, Image.Image | None, torch.Tensor | None, str | None, object]] = []
     readable = 0  # of pending (counted as they come: a sum per item was quadratic in the batch size)

@@ -5,7 +5,8 @@ The driver (the command's process) scans the folder and asks the cache which fil
 only those go out, as explicit paths in chunks (`from_items`: `read_images` resolves every path's metadata before
 reading a byte, ray-project/ray#40686, and is slower than decoding in `map_batches`, #37499). A CPU stage decodes and
 preprocesses them exactly as `inference.decoded_batches` does, into numpy (PIL objects in blocks are not counted by
-Ray's memory accounting, #44577); the model stage runs in an actor pool (`ActorPoolStrategy`: one model per actor,
+Ray's memory accounting, #44577), with no torch in its workers where the model's transform has a plain form
+(core/folder/ray_decode.py); the model stage runs in an actor pool (`ActorPoolStrategy`: one model per actor,
 one GPU per actor where the cluster has GPUs, the batch size of the memory plan). Results stream back
 (`iter_batches`) and the driver alone appends them to the cache, batch by batch, as rank 0 does under torchrun: an
 interrupted job keeps what came back, and the same command again sends only what is missing.
@@ -29,7 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from vitstudio.core.data.preprocess import PlainPreprocess
 from vitstudio.core.folder.ray_cluster import INSTALL, ClusterInfo, RayJobError, active, connect, require_ray
+from vitstudio.core.folder.ray_decode import decode_stage
 from vitstudio.core.jobs import CancelToken
 from vitstudio.core.models.model import LoadedModel
 
@@ -108,28 +111,33 @@ def _tensor(value) -> torch.Tensor:
     return torch.from_numpy(np.array(value))
 
 
-def decode_stage(batch: dict, prep: LoadedModel, also: Callable | None) -> dict:
-    """CPU stage: paths -> the model's normalised input as float32 numpy (zeros with an error for an unreadable
-    file, read as in one process: `inference._decode_and_crop`), and `also(image)` where the driver asked for it."""
-    from vitstudio.core.inference import _decode_and_crop
+def plain_preprocess(loaded: LoadedModel) -> PlainPreprocess | None:
+    """`loaded`'s eval transform as torch-free steps, when it is timm's usual one (resize, centre crop, to tensor,
+    normalise; any of the first two may be absent); None for any other (its decode stage then needs the model)."""
+    from timm.data.transforms import MaybeToTensor
+    from torchvision import transforms
+    from torchvision.transforms.functional import pil_modes_mapping
 
-    paths, wanted = [str(p) for p in batch["path"]], batch["also"]
-    decoded = [_decode_and_crop(prep, p, (lambda _p, image: also(image)) if also is not None and w else None)
-               for p, w in zip(paths, wanted)]
-    shape = next((t.shape for _, _, t, _, _ in decoded if t is not None), (3, *prep.input_hw))
-    out = {"path": np.asarray(paths, object),
-           "error": np.asarray([err or "" for _, _, _, err, _ in decoded], object),
-           "image": np.stack([t.numpy() if t is not None else np.zeros(shape, np.float32)
-                              for _, _, t, _, _ in decoded]).astype(np.float32, copy=False)}
-    extras = [extra for *_, extra in decoded]
-    parts = next((e for e in extras if e is not None), None)
-    out["has_also"] = np.asarray([e is not None for e in extras])
-    if parts is not None:  # a rider's tuple of arrays, a column per part (zeros where it has none)
-        for j, part in enumerate(parts):
-            part = np.asarray(part)
-            out[f"also_{j}"] = np.stack([np.asarray(e[j]) if e is not None else np.zeros_like(part)
-                                         for e in extras])
-    return out
+    pil_steps, tensor_steps = loaded._split_transform
+    resize = crop = None
+    steps = list(pil_steps)
+    if steps and type(steps[0]) is transforms.Resize:
+        resize = steps.pop(0)
+    if steps and type(steps[0]) is transforms.CenterCrop:
+        crop = steps.pop(0)
+    kinds = [type(t) for t in tensor_steps]
+    if steps or kinds not in ([transforms.ToTensor, transforms.Normalize], [MaybeToTensor, transforms.Normalize]):
+        return None
+    normalize = tensor_steps[1]
+    size = resize.size if resize is not None else None
+    return PlainPreprocess(
+        resize=None if size is None else ((size,) if isinstance(size, int) else tuple(size)),
+        max_size=resize.max_size if resize is not None else None,
+        resample=int(pil_modes_mapping[resize.interpolation]) if resize is not None else 0,
+        crop_hw=tuple(crop.size) if crop is not None else None,
+        mean=tuple(float(v) for v in torch.as_tensor(normalize.mean, dtype=torch.float32)),
+        std=tuple(float(v) for v in torch.as_tensor(normalize.std, dtype=torch.float32)),
+        input_hw=tuple(loaded.input_hw))
 
 
 class ModelStage:
@@ -187,6 +195,7 @@ def computed(loaded: LoadedModel, todo: list, compute: ModelPass, batch_size: in
     if not isinstance(compute, ModelPass):
         raise TypeError("a folder pass on a cluster needs its compute as a ModelPass")
     shipped = ShippedModel.of(ray, loaded, fingerprint_of)
+    prep = plain_preprocess(loaded) or shipped.skeleton  # the decode workers import torch only for the latter
     plan = _plan(cluster)
     wanted = getattr(alongside, "wanted", frozenset()) if alongside is not None else frozenset()
     also = getattr(alongside, "image_fn", None) if wanted else None
@@ -198,7 +207,7 @@ def computed(loaded: LoadedModel, todo: list, compute: ModelPass, batch_size: in
         items = ray.data.from_items([{"path": p, "also": p in wanted} for p in names],
                                     override_num_blocks=-(-len(names) // batch))
         with _retries_said() as retries:
-            decoded = items.map_batches(decode_stage, fn_kwargs={"prep": shipped.skeleton, "also": also},
+            decoded = items.map_batches(decode_stage, fn_kwargs={"prep": prep, "also": also},
                                         batch_size=batch, batch_format="numpy", num_cpus=plan["decode_cpus"],
                                         compute=ray.data.TaskPoolStrategy(size=plan["decoders"]),
                                         **retries({"max_retries": RETRIES}))
