@@ -224,3 +224,37 @@ def test_a_job_finishing_after_the_dispatcher_is_gone_is_dropped_quietly(qapp, c
         task()  # what the pool thread runs, here on this thread
     assert not [r for r in caplog.records if "failed" in r.getMessage() or r.levelno >= logging.ERROR]
     assert task.handle is None and task.dispatcher is None
+
+
+def test_a_job_whose_receiver_qt_deleted_delivers_nothing_and_is_cancelled(qtbot, qapp):
+    """A view that Qt deletes (its parent closed) while its job still yields, as the table's thumbnail cache: nothing
+    more reaches its methods (no "Signal source has been deleted" in the event loop), the job is cancelled and
+    finishes."""
+    import shiboken6
+    from PySide6.QtCore import QObject, Signal
+
+    class Receiver(QObject):
+        got = Signal(object)
+
+        def take(self, value):
+            self.got.emit(value)
+
+    receiver, gate, seen = Receiver(), threading.Event(), []
+    receiver.got.connect(seen.append)
+
+    def job(cancel):
+        yield 1
+        gate.wait(10)
+        for i in range(2, 200):
+            if cancel.cancelled:
+                return "stopped"
+            yield i
+            time.sleep(0.01)
+        return "ran to the end"
+
+    handle = workers.start_job("thumbnails", job, on_yield=receiver.take, kind=workers.LONG)
+    qtbot.waitUntil(lambda: seen == [1], timeout=10000)
+    shiboken6.delete(receiver)
+    gate.set()
+    qtbot.waitUntil(lambda: handle.done, timeout=10000)
+    assert handle.cancelled and seen == [1]

@@ -100,18 +100,32 @@ class _Dispatcher(QObject):
         self.finished.connect(self._release)
 
     def _deliver_yield(self, handle: JobHandle, value) -> None:
+        _discard_if_receiver_deleted(handle)
         deliver_yield(handle, value)
 
     def _deliver_result(self, handle: JobHandle, value) -> None:
+        _discard_if_receiver_deleted(handle)
         deliver_result(handle, value)
 
     def _deliver_error(self, handle: JobHandle, exc: BaseException) -> None:
+        _discard_if_receiver_deleted(handle)
         deliver_error(handle, exc)
 
     def _release(self, handle: JobHandle) -> None:
         release(handle)
         if handle in self.active:
             self.active.remove(handle)
+
+
+def _discard_if_receiver_deleted(handle: JobHandle) -> None:
+    """A callback that is a method of a Qt object Qt has deleted meanwhile (its parent view closed while the job ran:
+    a table's thumbnail cache then emitted on its deleted self, "Signal source has been deleted"): the job is
+    discarded, so nothing more is delivered and it stops at its next check."""
+    for callback in (handle.on_yield, handle.on_result, handle.on_error):
+        receiver = getattr(callback, "__self__", None)
+        if isinstance(receiver, QObject) and not isValid(receiver):
+            handle.discard()
+            return
 
 
 class _Delivery:
