@@ -16,10 +16,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-import torch  # noqa: E402
 from PIL import Image  # noqa: E402
-
-torch.set_num_threads(1)
 
 TINY = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=5)
 TINY_SPEC = "custom:img=32,patch=8,width=32,depth=2,heads=2,classes=5"
@@ -50,6 +47,7 @@ def make_tiny_vit(seed: int = 0, **overrides):
     own data config for it is the reference preprocessing.
     """
     import timm
+    import torch
 
     torch.manual_seed(seed)
     model = timm.create_model("vit_base_patch16_224", pretrained=False, **{**TINY, **overrides}).eval()
@@ -94,7 +92,7 @@ def photos(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture
-def tiny_weights(tmp_path) -> tuple[Path, torch.nn.Module]:
+def tiny_weights(tmp_path) -> tuple[Path, object]:
     """(safetensors file, the model it came from) for TINY."""
     from safetensors.torch import save_file
 
@@ -163,7 +161,11 @@ def pytest_collection_finish(session):
     instead of ~0.3 s. Objects made by the tests are collected as before."""
     import gc
 
+    import torch
+
     from vitstudio.gui.main_window import panel_classes
+
+    torch.set_num_threads(1)  # here, not at import: xdist's controlling process loads this file too, and runs no test
 
     panel_classes()  # the window module imports no torch (its frame shows first): the panels' modules do
     gc.collect()
