@@ -1,16 +1,14 @@
-"""Issue 48's script: the afternoon's path through the app's model in a fresh process that never imports Qt
+"""The afternoon's path through the app's model in a process of its own that never imports Qt
 (tests/app/afternoon.py), every step checked against what it must leave behind."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from tests.conftest import TINY_SPEC
 
 
-def test_an_afternoon_without_a_window(tmp_path):
+def test_an_afternoon_without_a_window(tmp_path, forked_cli):
     """Load the demo through the request path, open a folder (scan, map, fit), filter by a class, follow the map's box,
     label what it holds, fit the quick head, suggest 4, learn and open concepts; switching to another model drops
     results, map, box (and "follow the box"), fit, rows, head and concepts and offers the folder again; a quick run
@@ -19,8 +17,9 @@ def test_an_afternoon_without_a_window(tmp_path):
     from vitstudio.core.models.demo import render_digits
 
     folder = render_digits(tmp_path / "digits", per_class=4)
-    out = subprocess.run([sys.executable, "-m", "tests.app.afternoon", str(folder), str(tmp_path / "runs"), TINY_SPEC],
-                         capture_output=True, text=True, timeout=300, check=True)
+    # a process of its own, forked from one that imported torch and timm but never Qt (tests/core/forked_cli.py)
+    out = forked_cli.python(["-m", "tests.app.afternoon", str(folder), str(tmp_path / "runs"), TINY_SPEC])
+    assert out.returncode == 0, out.stderr[-3000:]
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["qt"] == [] and seen["errors"] == []  # no Qt module was ever imported, nothing went wrong
     assert seen["images"] == 40 and seen["map"] == [40, 2] and seen["fit"]  # scanned, mapped, judged

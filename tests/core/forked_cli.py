@@ -3,9 +3,11 @@ to SIGKILL or interrupt, not the ~4 s of importing torch and timm again for each
 
 `ForkedCli` starts one server process that imports the command line's heavy modules and then, per request, forks a
 child that sets the request's environment, working folder and output files and runs `vitstudio.cli.main(ARGS)` —
-the same code `python -m vitstudio ARGS` runs, with Python's usual SIGINT handling. The server itself never runs a
-command (its torch never starts a thread), so every child starts from the same pristine state; the child's exit
-status (a negative signal number when it was killed) comes back as from `subprocess.run`.
+the same code `python -m vitstudio ARGS` runs, with Python's usual SIGINT handling (or, with `python`, a module or
+code as `python -m`/`-c` runs it: a headless script's own process, its imports already made, and no Qt in it).
+The server itself never runs a command (its torch never starts a thread), so every child starts from the same
+pristine state; the child's exit status (a negative signal number when it was killed) comes back as from
+`subprocess.run`.
 
 `run_ranks(ARGS, world)` forks `world` children at once with the environment torchrun gives its processes (RANK,
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR/PORT): what `torchrun --standalone --nproc-per-node N -m
@@ -66,6 +68,17 @@ class ForkedCli:
         self.start(args, env, address_space)
         return self.wait()
 
+    def python(self, argv: list[str], env: dict[str, str] | None = None) -> Result:
+        """`python -m MODULE ARGS` or `python -c CODE ARGS` (argv without the interpreter) in a forked child: a
+        headless script that needs a process of its own and no Qt, without importing torch and timm again."""
+        request = dict(python=[str(a) for a in argv], args=[], env=dict(os.environ if env is None else env),
+                       cwd=str(ROOT), stdout=str(self._scratch / "out"), stderr=str(self._scratch / "err"))
+        self._stdout = None
+        self._server.stdin.write(json.dumps(request) + "\n")
+        self._server.stdin.flush()
+        json.loads(self._server.stdout.readline())  # the child's pid
+        return self.wait()
+
     def run_ranks(self, args: list[str], world: int, env: dict[str, str] | None = None) -> list[Result]:
         """`vitstudio ARGS` in `world` processes joined as torchrun joins them; each rank's Result, rank 0 first."""
         base = dict(os.environ if env is None else env)
@@ -116,10 +129,13 @@ def _child(request: dict) -> None:
             import resource
 
             resource.setrlimit(resource.RLIMIT_AS, (request["address_space"],) * 2)
-        from vitstudio.cli import main
+        if request.get("python"):  # `python -m MODULE ARGS` or `python -c CODE ARGS`
+            code = _python(request["python"])
+        else:
+            from vitstudio.cli import main
 
-        sys.argv = ["vitstudio", *request["args"]]
-        code = main(request["args"])
+            sys.argv = ["vitstudio", *request["args"]]
+            code = main(request["args"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - what `python -m vitstudio` would print
@@ -128,6 +144,18 @@ def _child(request: dict) -> None:
     finally:
         code = _flushed(code)
         os._exit(code if isinstance(code, int) else 1)
+
+
+def _python(argv: list[str]) -> int:
+    import runpy
+
+    flag, target, *rest = argv
+    sys.argv = [target if flag == "-m" else "-c", *rest]
+    if flag == "-m":
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        exec(compile(target, "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102 - the test's own code
+    return 0
 
 
 def _flushed(code):

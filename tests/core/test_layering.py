@@ -1,16 +1,15 @@
 """vitstudio.core must stay importable without Qt, and every import runs down a floor (pyproject.toml's
 [tool.importlinter] contracts) with no circle of modules."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_core_imports_no_qt():
+def test_core_imports_no_qt(forked_cli):
     """Importing every vitstudio.core module (≥ 30) and vitstudio.cli loads no
-    PySide6/shiboken6/pyqtgraph/vitstudio.gui. [subprocess]
+    PySide6/shiboken6/pyqtgraph/vitstudio.gui (in a process of its own, forked from one that imported the command
+    line and never Qt: tests/core/forked_cli.py). [subprocess]
     """
     code = (
         "import sys, pkgutil, importlib, vitstudio.core as c\n"
@@ -22,7 +21,7 @@ def test_core_imports_no_qt():
         "print(len(mods), bad)\n"
         "sys.exit(1 if bad else 0)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = forked_cli.python(["-c", code])
     assert out.returncode == 0, out.stdout + out.stderr
     assert int(out.stdout.split()[0]) >= 30  # all core modules, in every subpackage, were actually imported
 
