@@ -392,45 +392,60 @@ def _with_classes(loaded, args):
 
 def drain(gen, quiet: bool):
     """Run a core generator with a progress bar; returns its result."""
-    from tqdm import tqdm
-
-    from ..core.jobs import Progress
-    from ..core.train.engine import EpochMetrics, HeadStart, RunWarning, StepProgress
-
     bar, last_message = None, None
+    resume = gen.__next__
     try:
         while True:
-            rec = next(gen)
-            if isinstance(rec, RunWarning) and not rec.update:  # printed even when quiet: it needs the user
-                print(f"warning: {rec.message}", file=sys.stderr)
-            elif isinstance(rec, RunWarning) and not rec.message:
-                print(f"note: the {rec.kind} warning above no longer holds", file=sys.stderr)
-            if quiet:
-                continue
-            if isinstance(rec, StepProgress):
-                if bar is None or bar.total != rec.steps:
-                    bar = tqdm(total=rec.steps, file=sys.stderr, leave=False, disable=None)  # None: off when not a tty
-                bar.n = rec.step
-                bar.set_description(f"epoch {rec.epoch + 1}/{rec.epochs}")
-                bar.set_postfix(loss=f"{rec.loss:.3f}", lr=f"{rec.lr:.2e}", ips=f"{rec.img_per_s:.0f}",
-                                eta=f"{rec.eta_s:.0f}s")
-                bar.refresh()
-            elif isinstance(rec, EpochMetrics):
-                if bar is not None:
-                    bar.close()
-                    bar = None
-                star = " *" if rec.best else ""
-                print(f"epoch {rec.epoch + 1}: train loss {rec.train_loss:.4f} acc {rec.train_acc:.4f} | "
-                      f"val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f} | lr {rec.lr:.2e} | {rec.seconds:.1f}s{star}",
-                      file=sys.stderr)
-            elif isinstance(rec, HeadStart) and rec.val_acc is not None:
-                print(f"before any step (zero-shot: the head starts from the class names): val loss "
-                      f"{rec.val_loss:.4f} acc {rec.val_acc:.4f}", file=sys.stderr)
-            elif isinstance(rec, Progress) and rec.message and rec.message != last_message:
-                last_message = rec.message
-                print(rec.message, file=sys.stderr)
+            rec, resume = resume(), gen.__next__
+            try:
+                bar, last_message = _show(rec, quiet, bar, last_message)
+            except KeyboardInterrupt:
+                # Ctrl+C while a record was shown here, not while the core worked: handed to the core where it
+                # stopped (its yield), so that its own handling runs as if it had landed there (a training run
+                # then writes status "interrupted"; left here, the run folder kept saying "running"); what the core
+                # does not handle comes back out of the throw
+                resume = lambda: gen.throw(KeyboardInterrupt())  # noqa: E731
     except StopIteration as stop:
         return stop.value
     finally:
         if bar is not None:
             bar.close()
+
+
+def _show(rec, quiet: bool, bar, last_message):
+    """Print one record of a core generator (warnings even when `quiet`); returns the progress bar and the last
+    message shown."""
+    from tqdm import tqdm
+
+    from ..core.jobs import Progress
+    from ..core.train.engine import EpochMetrics, HeadStart, RunWarning, StepProgress
+
+    if isinstance(rec, RunWarning) and not rec.update:  # printed even when quiet: it needs the user
+        print(f"warning: {rec.message}", file=sys.stderr)
+    elif isinstance(rec, RunWarning) and not rec.message:
+        print(f"note: the {rec.kind} warning above no longer holds", file=sys.stderr)
+    if quiet:
+        return bar, last_message
+    if isinstance(rec, StepProgress):
+        if bar is None or bar.total != rec.steps:
+            bar = tqdm(total=rec.steps, file=sys.stderr, leave=False, disable=None)  # None: off when not a tty
+        bar.n = rec.step
+        bar.set_description(f"epoch {rec.epoch + 1}/{rec.epochs}")
+        bar.set_postfix(loss=f"{rec.loss:.3f}", lr=f"{rec.lr:.2e}", ips=f"{rec.img_per_s:.0f}",
+                        eta=f"{rec.eta_s:.0f}s")
+        bar.refresh()
+    elif isinstance(rec, EpochMetrics):
+        if bar is not None:
+            bar.close()
+            bar = None
+        star = " *" if rec.best else ""
+        print(f"epoch {rec.epoch + 1}: train loss {rec.train_loss:.4f} acc {rec.train_acc:.4f} | "
+              f"val loss {rec.val_loss:.4f} acc {rec.val_acc:.4f} | lr {rec.lr:.2e} | {rec.seconds:.1f}s{star}",
+              file=sys.stderr)
+    elif isinstance(rec, HeadStart) and rec.val_acc is not None:
+        print(f"before any step (zero-shot: the head starts from the class names): val loss "
+              f"{rec.val_loss:.4f} acc {rec.val_acc:.4f}", file=sys.stderr)
+    elif isinstance(rec, Progress) and rec.message and rec.message != last_message:
+        last_message = rec.message
+        print(rec.message, file=sys.stderr)
+    return bar, last_message
