@@ -400,10 +400,8 @@ def drain(gen, quiet: bool):
             try:
                 bar, last_message = _show(rec, quiet, bar, last_message)
             except KeyboardInterrupt:
-                # Ctrl+C while a record was shown here, not while the core worked: handed to the core where it
-                # stopped (its yield), so that its own handling runs as if it had landed there (a training run
-                # then writes status "interrupted"; left here, the run folder kept saying "running"); what the core
-                # does not handle comes back out of the throw
+                # Ctrl+C while a record was shown here: handed to the core at its yield, so its own handling runs (a
+                # training run writes status "interrupted", not left "running"); what it does not handle comes back
                 resume = lambda: gen.throw(KeyboardInterrupt())  # noqa: E731
     except StopIteration as stop:
         return stop.value
@@ -413,8 +411,7 @@ def drain(gen, quiet: bool):
 
 
 def _show(rec, quiet: bool, bar, last_message):
-    """Print one record of a core generator (warnings even when `quiet`); returns the progress bar and the last
-    message shown."""
+    """Print one record of a core generator (warnings even when quiet); returns the bar and the last message."""
     from tqdm import tqdm
 
     from ..core.jobs import Progress
