@@ -67,6 +67,7 @@ from vitstudio.core.models.model import LoadedModel, ModelParts
 from vitstudio.core.models.run_record import unfinished_run_note
 from vitstudio.core.models.size_check import check_config_size
 from vitstudio.core.models.sizing import ModelTooLarge
+from vitstudio.core.models.weights_in_place import built_with_weights
 
 ProgressFn = hub.ProgressFn
 
@@ -202,7 +203,8 @@ def _timm_pretrained(name: str, progress: ProgressFn | None, pretrained: bool) -
         return _finish(model, name, "timm", cfg.url, None, None)
     repo, files = hub_weight_files(cfg)
     path = hub.fetch_hub_file(repo, files, name, progress)
-    model = timm.create_model(name, pretrained=True, pretrained_cfg_overlay=dict(file=path))
+    overlay = dict(pretrained_cfg_overlay=dict(file=path))
+    model = built_with_weights(name, Path(path), **overlay) or timm.create_model(name, pretrained=True, **overlay)
     return _finish(model, name, "timm", f"hf-hub:{repo} ({path})", None, None)
 
 
@@ -217,8 +219,8 @@ def _hf_hub(spec: str, progress: ProgressFn | None) -> LoadedModel:
     if not online and hub.cached_hub_file(repo, ("config.json",)) is None:
         raise ModelLoadError(hub.unavailable_message(spec))
     if online:  # fetch the weights first so the user sees download progress
-        hub.fetch_hub_file(repo, ("model.safetensors", "pytorch_model.bin"), spec, progress)
-        model = timm.create_model(spec, pretrained=True)
+        path = hub.fetch_hub_file(repo, ("model.safetensors", "pytorch_model.bin"), spec, progress)
+        model = built_with_weights(spec, Path(path)) or timm.create_model(spec, pretrained=True)
     else:
         with hub.hub_offline():
             try:
@@ -269,8 +271,10 @@ def _timm_local_dir(spec: str, folder: Path) -> LoadedModel:
             if weights is None:
                 raise FileNotFoundError(f"no model.safetensors in {folder}")
             model.load_state_dict(read_state_dict(weights))
-        else:
-            model = timm.create_model(f"local-dir:{folder.resolve()}", pretrained=True)
+        else:  # built around its weights where that is exact (weights_in_place.py), else as timm builds it
+            name = f"local-dir:{folder.resolve()}"
+            model = (weights is not None and built_with_weights(name, weights)) or \
+                timm.create_model(name, pretrained=True)
     except CheckpointError:
         raise
     except Exception as exc:  # timm and safetensors raise assorted errors on truncated or mismatched files
